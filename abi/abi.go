@@ -1,0 +1,185 @@
+// Package abi is the contract between the Weft host and an activity plugin:
+// the names of the exports a plugin provides and of the host functions it may
+// import, the status codes, the shape of the JSON documents that cross the
+// boundary, and the ABI version.
+//
+// README.md beside this file is the normative specification; this package only
+// gives its names to Go code. It has no dependencies beyond the standard
+// library so that the SDK can import it when built with TinyGo.
+package abi
+
+// Version is the ABI version this package describes. A plugin's
+// weft_abi_version export must return it.
+const Version = 1
+
+// HostModule is the import module name of the host functions.
+const HostModule = "weft"
+
+// WASIModule is the import module name of the WASI preview 1 functions.
+const WASIModule = "wasi_snapshot_preview1"
+
+// Exports a plugin must (or, for ExportInitialize, may) provide.
+const (
+	ExportMemory     = "memory"
+	ExportABIVersion = "weft_abi_version" // () -> i32
+	ExportAlloc      = "weft_alloc"       // (size i32) -> ptr i32
+	ExportManifest   = "weft_manifest"    // () -> status i32
+	ExportInvoke     = "weft_invoke"      // (ptr, activity_len, input_len i32) -> status i32
+	// ExportInitialize is the WASI reactor initialiser. When present the host
+	// calls it once, right after instantiation.
+	ExportInitialize = "_initialize"
+	// ExportStart marks a WASI command module, which runs main and exits.
+	// Plugins must be reactors, so a module exporting it is refused.
+	ExportStart = "_start"
+)
+
+// Host functions in HostModule.
+const (
+	ImportResult        = "result"         // (ptr, len i32)
+	ImportLog           = "log"            // (level, ptr, len i32)
+	ImportHeartbeat     = "heartbeat"      // (ptr, len i32) -> cancelled i32
+	ImportCancelled     = "cancelled"      // () -> cancelled i32
+	ImportInfo          = "info"           // (buf, cap i32) -> len i32
+	ImportLastHeartbeat = "last_heartbeat" // (buf, cap i32) -> len i32, -1 when none
+	ImportConfig        = "config"         // (key, key_len, buf, cap i32) -> len i32, -1 when unset
+)
+
+// Status is what weft_invoke and weft_manifest return.
+type Status = uint32
+
+// Statuses returned by the guest's exports. Any other value is an ABI
+// violation.
+const (
+	// StatusOK: the result is the activity's output (or the manifest).
+	StatusOK Status = 0
+	// StatusError: the result is a Failure document; the instance is healthy.
+	StatusError Status = 1
+	// StatusPanic: the result is a Failure document and the guest may be
+	// corrupt; the host discards the instance.
+	StatusPanic Status = 2
+)
+
+// NotFound is what last_heartbeat and config return when there is nothing to
+// return. As a length it is -1; as the raw i32 it is 0xFFFFFFFF.
+const NotFound int32 = -1
+
+// Log levels passed to the log host function.
+const (
+	LevelDebug = 0
+	LevelInfo  = 1
+	LevelWarn  = 2
+	LevelError = 3
+)
+
+// Failure codes with a meaning to the host. Plugins may use any other code.
+const (
+	// CodeCancelled: the activity stopped because cancellation was requested.
+	CodeCancelled = "cancelled"
+	// CodeUnknownActivity: weft_invoke was called with a name not in the manifest.
+	CodeUnknownActivity = "unknown_activity"
+	// CodeBadInput: the input could not be decoded.
+	CodeBadInput = "bad_input"
+	// CodePanic: the activity panicked.
+	CodePanic = "panic"
+)
+
+// Failure is the document a guest passes to result with StatusError or
+// StatusPanic.
+type Failure struct {
+	Code      string `json:"code"`
+	Message   string `json:"message,omitempty"`
+	Retryable bool   `json:"retryable"`
+	// Details is any JSON value, or empty.
+	Details []byte `json:"-"`
+}
+
+// Manifest is the document weft_manifest passes to result.
+type Manifest struct {
+	Activities []Activity `json:"activities"`
+}
+
+// Activity describes one activity in a Manifest.
+type Activity struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// Info is the document the info host function writes.
+type Info struct {
+	InstanceID     string `json:"instance_id"`
+	Workflow       string `json:"workflow"`
+	StepID         string `json:"step_id"`
+	Plugin         string `json:"plugin"`
+	Activity       string `json:"activity"`
+	Attempt        int    `json:"attempt"`
+	IdempotencyKey string `json:"idempotency_key"`
+	// DeadlineUnixMilli is when the host stops the attempt; 0 when unbounded.
+	DeadlineUnixMilli int64 `json:"deadline_unix_ms"`
+}
+
+// MaxNameLen is the longest plugin or activity name.
+const MaxNameLen = 64
+
+// ValidName reports whether s is a valid plugin or activity name: 1 to
+// MaxNameLen characters from [a-z0-9_-], starting with a letter. Names never
+// contain '.', which separates plugin and activity in a workflow definition.
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > MaxNameLen || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// AllowedWASI reports whether a plugin may import the WASI preview 1
+// function name, and why that is harmless. The host gives a plugin no
+// preopened directories, no arguments, no environment and no sockets, so the
+// file-descriptor functions allowed here only ever see stdin (empty), stdout
+// and stderr (captured into the activity's log). Stock Go and wasi-libc import
+// several of them during start-up whether or not the plugin uses files.
+func AllowedWASI(name string) (why string, ok bool) {
+	switch name {
+	case "args_get":
+		return "always empty", true
+	case "args_sizes_get":
+		return "always empty", true
+	case "environ_get":
+		return "always empty", true
+	case "environ_sizes_get":
+		return "always empty", true
+	case "clock_time_get":
+		return "real wall and monotonic clocks", true
+	case "clock_res_get":
+		return "real wall and monotonic clocks", true
+	case "random_get":
+		return "cryptographic random source", true
+	case "poll_oneoff":
+		return "sleeping; only stdio descriptors exist", true
+	case "sched_yield":
+		return "no-op", true
+	case "proc_exit":
+		return "ends the call; the instance is discarded", true
+	case "fd_write":
+		return "stdout and stderr, captured into the activity's log", true
+	case "fd_read":
+		return "stdin, always at end of file", true
+	case "fd_close":
+		return "stdio only", true
+	case "fd_seek":
+		return "stdio only (not seekable)", true
+	case "fd_fdstat_get":
+		return "stdio only", true
+	case "fd_fdstat_set_flags":
+		return "stdio only", true
+	case "fd_prestat_get":
+		return "no preopened directories exist", true
+	case "fd_prestat_dir_name":
+		return "no preopened directories exist", true
+	}
+	return "", false
+}

@@ -1,0 +1,180 @@
+// Package testplugins gives tests the example plugins as built .wasm files.
+// It builds a plugin when its output is missing or older than its sources
+// and caches it in bin/plugins, the directory `make plugins` writes, so a
+// test run after `make plugins` builds nothing and a test run alone still
+// works. Builds are serialised across test processes with a file lock.
+package testplugins
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// Root returns the repository's root directory.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(b, []byte("module github.com/weftworks/weft\n")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testplugins: not inside the weft repository")
+		}
+		dir = parent
+	}
+}
+
+var mu sync.Mutex // serialises builds within one test process
+
+// Path returns the path of the built example plugin examples/plugins/name:
+// a Go plugin built with stock Go, or a C plugin (a directory of .c files)
+// built with clang and wasi-libc.
+func Path(t testing.TB, name string) string {
+	t.Helper()
+	root := Root(t)
+	src := filepath.Join(root, "examples", "plugins", name)
+	out := filepath.Join(root, "bin", "plugins", name+".wasm")
+	mu.Lock()
+	defer mu.Unlock()
+	unlock := lockFile(t, filepath.Join(root, "bin", "plugins", ".build.lock"))
+	defer unlock()
+
+	isC := len(glob(t, src, ".c")) > 0
+	var deps []string
+	if isC {
+		deps = append(glob(t, src, ".c"), glob(t, src, ".h")...)
+	} else {
+		deps = append(deps, glob(t, src, ".go")...)
+		deps = append(deps, glob(t, filepath.Join(root, "sdk"), ".go")...)
+		deps = append(deps, glob(t, filepath.Join(root, "abi"), ".go")...)
+		deps = append(deps, filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"))
+	}
+	if len(deps) == 0 {
+		t.Fatalf("testplugins: no sources in %s", src)
+	}
+	if upToDate(out, deps) {
+		return out
+	}
+	tmp := out + ".tmp"
+	var cmd *exec.Cmd
+	if isC {
+		need(t, "clang", "clang, lld, wasi-libc and libclang-rt-dev-wasm32")
+		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-Wall", "-o", tmp}, glob(t, src, ".c")...)
+		cmd = exec.Command("clang", args...)
+	} else {
+		cmd = exec.Command("go", "build", "-buildmode=c-shared", "-o", tmp, ".")
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	}
+	cmd.Dir = src
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testplugins: building %s: %v\n%s", name, err, b)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Bytes returns the built example plugin examples/plugins/name.
+func Bytes(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(Path(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// WAT compiles WebAssembly text to a module with wat2wasm.
+func WAT(t testing.TB, text string) []byte {
+	t.Helper()
+	need(t, "wat2wasm", "wabt")
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "m.wat"), filepath.Join(dir, "m.wasm")
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("wat2wasm", "-o", out, in).CombinedOutput(); err != nil {
+		t.Fatalf("testplugins: wat2wasm: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func need(t testing.TB, tool, debianPackages string) {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err != nil {
+		t.Fatalf("testplugins: %s not found: install the Debian packages %s (make test does)", tool, debianPackages)
+	}
+}
+
+func glob(t testing.TB, dir, ext string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ext) && !strings.HasSuffix(p, "_test.go") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func upToDate(out string, deps []string) bool {
+	o, err := os.Stat(out)
+	if err != nil {
+		return false
+	}
+	for _, d := range deps {
+		s, err := os.Stat(d)
+		if err != nil || s.ModTime().After(o.ModTime()) {
+			return false
+		}
+	}
+	return true
+}
+
+func lockFile(t testing.TB, path string) (unlock func()) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Blocks while another test process builds.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("testplugins: locking %s: %v", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}
+}

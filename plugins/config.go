@@ -1,0 +1,104 @@
+package plugins
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+)
+
+// Config configures a Runtime. The zero value is usable: WithDefaults fills
+// every unset field.
+type Config struct {
+	// CacheDir is where compiled machine code is cached so that a restart
+	// does not recompile. Empty keeps the cache in memory only. Defaults to "".
+	CacheDir string
+
+	// MaxModuleBytes is the largest module accepted. Defaults to 32 MiB.
+	MaxModuleBytes int
+
+	// MemoryLimitPages caps each instance's linear memory, in 64 KiB pages.
+	// Defaults to 4096 (256 MiB).
+	MemoryLimitPages uint32
+
+	// MaxOutputBytes caps an activity's output or failure document.
+	// Defaults to 1 MiB.
+	MaxOutputBytes int
+
+	// MaxLogBytes caps what one call may log, through the log host function
+	// and stdout/stderr together; the rest is dropped. Defaults to 64 KiB.
+	MaxLogBytes int
+
+	// PoolSize is the most instances kept per plugin version, which bounds
+	// the concurrent calls of one version. Defaults to 2 × GOMAXPROCS.
+	PoolSize int
+
+	// PoolWarm is how many instances are created when a version is loaded.
+	// Defaults to 1.
+	PoolWarm int
+
+	// CancelGrace is how long a guest has to return after cancellation was
+	// requested before it is stopped. Defaults to 5s.
+	CancelGrace time.Duration
+
+	// Logger receives the runtime's own logs and, when a call gives no log
+	// function, the guests' logs. Defaults to slog.Default().
+	Logger *slog.Logger
+
+	// Now is the clock used for heartbeat times. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns a copy of c with every unset field set to its
+// default.
+func (c Config) WithDefaults() Config {
+	if c.MaxModuleBytes == 0 {
+		c.MaxModuleBytes = 32 << 20
+	}
+	if c.MemoryLimitPages == 0 {
+		c.MemoryLimitPages = 4096
+	}
+	if c.MaxOutputBytes == 0 {
+		c.MaxOutputBytes = 1 << 20
+	}
+	if c.MaxLogBytes == 0 {
+		c.MaxLogBytes = 64 << 10
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = 2 * runtime.GOMAXPROCS(0)
+	}
+	if c.PoolWarm == 0 {
+		c.PoolWarm = 1
+	}
+	if c.CancelGrace == 0 {
+		c.CancelGrace = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// validate reports the first field with an impossible value.
+func (c Config) validate() error {
+	switch {
+	case c.MaxModuleBytes < 8:
+		return fmt.Errorf("plugins: MaxModuleBytes must be at least 8, got %d", c.MaxModuleBytes)
+	case c.MemoryLimitPages > 65536:
+		return fmt.Errorf("plugins: MemoryLimitPages must be at most 65536 (4 GiB), got %d", c.MemoryLimitPages)
+	case c.MaxOutputBytes < 0:
+		return fmt.Errorf("plugins: MaxOutputBytes must not be negative, got %d", c.MaxOutputBytes)
+	case c.MaxLogBytes < 0:
+		return fmt.Errorf("plugins: MaxLogBytes must not be negative, got %d", c.MaxLogBytes)
+	case c.PoolSize < 1:
+		return fmt.Errorf("plugins: PoolSize must be at least 1, got %d", c.PoolSize)
+	case c.PoolWarm < 0 || c.PoolWarm > c.PoolSize:
+		return fmt.Errorf("plugins: PoolWarm must be between 0 and PoolSize (%d), got %d", c.PoolSize, c.PoolWarm)
+	case c.CancelGrace < 0:
+		return fmt.Errorf("plugins: CancelGrace must not be negative, got %s", c.CancelGrace)
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package plugins
+
+import (
+	"sync"
+	"time"
+)
+
+// Heartbeat is the in-memory liveness record of one activity attempt. The
+// guest's heartbeat host function writes it (no I/O); the engine's heartbeat
+// scheduler reads it and persists the details, and requests cancellation
+// through it. A Heartbeat is safe for concurrent use.
+type Heartbeat struct {
+	mu        sync.Mutex
+	details   []byte
+	at        time.Time
+	beats     uint64
+	cancelled bool
+	onCancel  func()
+}
+
+// NewHeartbeat returns a Heartbeat for an attempt that started at start;
+// until the guest beats, Last reports start as the last sign of life.
+func NewHeartbeat(start time.Time) *Heartbeat { return &Heartbeat{at: start} }
+
+// Last returns a copy of the latest details (nil when the guest recorded
+// none), the time of the last sign of life, and how many heartbeats arrived.
+func (h *Heartbeat) Last() (details []byte, at time.Time, beats uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.details != nil {
+		details = append([]byte(nil), h.details...)
+	}
+	return details, h.at, h.beats
+}
+
+// RequestCancel asks the attempt to stop. The guest sees it on its next
+// heartbeat or cancelled call; a guest that has not returned after the
+// runtime's grace period is stopped. Calling it again does nothing.
+func (h *Heartbeat) RequestCancel() {
+	h.mu.Lock()
+	if h.cancelled {
+		h.mu.Unlock()
+		return
+	}
+	h.cancelled = true
+	f := h.onCancel
+	h.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// CancelRequested reports whether RequestCancel was called.
+func (h *Heartbeat) CancelRequested() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cancelled
+}
+
+// beat records a heartbeat from the guest. details == nil keeps the earlier
+// details. It reports whether cancellation was requested.
+func (h *Heartbeat) beat(details []byte, now time.Time) (cancelled bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if details != nil {
+		h.details = append(h.details[:0], details...)
+	}
+	h.at = now
+	h.beats++
+	return h.cancelled
+}
+
+// watch arranges for f to run when cancellation is requested (at once if it
+// already was) and returns a function that stops watching.
+func (h *Heartbeat) watch(f func()) (stop func()) {
+	h.mu.Lock()
+	if h.cancelled {
+		h.mu.Unlock()
+		f()
+		return func() {}
+	}
+	h.onCancel = f
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		h.onCancel = nil
+		h.mu.Unlock()
+	}
+}

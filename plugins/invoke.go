@@ -1,0 +1,237 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/weftworks/weft/abi"
+)
+
+// Call is one activity call.
+type Call struct {
+	// Activity is the name in the plugin's manifest.
+	Activity string
+	// Input is a JSON document; empty is sent as null.
+	Input []byte
+	// Info is what the guest reads through the info host function. Its
+	// Activity field is filled from Activity when empty.
+	Info abi.Info
+	// LastHeartbeat is the details the previous attempt last recorded, or
+	// nil.
+	LastHeartbeat []byte
+	// Config holds the values the guest reads through the config host
+	// function.
+	Config map[string]string
+	// Heartbeat receives the guest's heartbeats and carries cancellation
+	// requests to it. Nil gives the call a private one.
+	Heartbeat *Heartbeat
+	// Log receives the guest's log records (log host function, stdout,
+	// stderr). Nil sends them to the runtime's logger.
+	Log func(Record)
+}
+
+// Record is one line a guest logged.
+type Record struct {
+	Level slog.Level
+	// Source is "log", "stdout" or "stderr".
+	Source  string
+	Message string
+}
+
+var nullJSON = []byte("null")
+
+// Invoke runs one activity of a plugin version and returns its output, a
+// JSON document. The call's deadline is ctx's; when it passes the guest is
+// stopped, even in a loop without calls.
+//
+// # Errors
+//
+// Every error is a *CallError. errors.As finds a *GuestError when the
+// activity ran and reported a failure. Otherwise errors.Is matches one of
+// ErrTimeout, ErrCancelled, ErrTrap, ErrLimit, ErrProtocol,
+// ErrUnknownActivity, ErrNotFound, ErrClosed, or context.Canceled when ctx
+// was cancelled. An instance that failed in any way but a guest error is
+// discarded.
+func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte, error) {
+	fail := func(err error) ([]byte, error) {
+		return nil, &CallError{Version: version, Activity: call.Activity, Err: err}
+	}
+	p, err := r.plugin(ctx, version, r.fetch(version))
+	if err != nil {
+		return fail(err)
+	}
+	if !p.module.Has(call.Activity) {
+		return fail(ErrUnknownActivity)
+	}
+	if !p.pool.begin() {
+		return fail(ErrClosed)
+	}
+	defer p.pool.calls.Done()
+	in, err := p.pool.get(ctx)
+	if err != nil {
+		return fail(err)
+	}
+
+	out, err, stderr, healthy := in.call(ctx, &call)
+	if healthy {
+		p.pool.put(in)
+	} else {
+		p.pool.discard(context.Background(), in)
+	}
+	if err != nil {
+		ce := &CallError{Version: version, Activity: call.Activity, Err: err}
+		if _, guest := err.(*GuestError); !guest {
+			ce.Stderr = stderr // it may explain a trap or an exit
+		}
+		return nil, ce
+	}
+	return out, nil
+}
+
+// call runs call on the instance. It returns the guest's stderr tail and
+// whether the instance can be reused.
+func (in *instance) call(ctx context.Context, call *Call) (out []byte, err error, stderr string, healthy bool) {
+	out, err, healthy = in.run(ctx, call)
+	return out, err, string(in.stderrBuf), healthy
+}
+
+func (in *instance) run(ctx context.Context, call *Call) (out []byte, err error, healthy bool) {
+	rt := in.pool.rt
+	cs := &callState{rt: rt, call: call, hb: call.Heartbeat}
+	if cs.hb == nil {
+		cs.hb = NewHeartbeat(rt.cfg.Now())
+	}
+	input := call.Input
+	if len(input) == 0 {
+		input = nullJSON
+	}
+
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var grace *time.Timer
+	stopWatch := cs.hb.watch(func() {
+		grace = time.AfterFunc(rt.cfg.CancelGrace, func() { cancel(ErrCancelled) })
+	})
+	defer func() {
+		stopWatch()
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+
+	in.cur = cs
+	defer func() {
+		in.cur = nil
+		cs.flushLogs()
+		in.stderrBuf = append(in.stderrBuf[:0], cs.stderr...)
+	}()
+	wctx := withCall(callCtx, cs)
+
+	// 1. A block for the request, from the guest's allocator.
+	n := uint64(len(call.Activity)) + uint64(len(input))
+	if limit := uint64(rt.cfg.MemoryLimitPages) * 65536; n >= limit {
+		return nil, fmt.Errorf("%w: request of %d bytes cannot fit the guest's memory limit of %d bytes", ErrLimit, n, limit), true
+	}
+	in.stack[0] = n
+	if err := in.alloc.CallWithStack(wctx, in.stack[:]); err != nil {
+		return nil, in.classify(ctx, callCtx, cs, abi.ExportAlloc, err), false
+	}
+	ptr := uint32(in.stack[0])
+	if ptr == 0 {
+		return nil, fmt.Errorf("%w: %s could not allocate %d bytes for the request", ErrLimit, abi.ExportAlloc, n), false
+	}
+	// 2. The request, in one copy.
+	if !in.mem.Write(ptr, []byte(call.Activity)) || !in.mem.Write(ptr+uint32(len(call.Activity)), input) {
+		return nil, fmt.Errorf("%w: %s returned %d, and %d bytes there are outside memory (%d bytes)", ErrProtocol, abi.ExportAlloc, ptr, n, in.mem.Size()), false
+	}
+	// 3. The call.
+	in.stack[0], in.stack[1], in.stack[2] = uint64(ptr), uint64(len(call.Activity)), uint64(len(input))
+	if err := in.invoke.CallWithStack(wctx, in.stack[:]); err != nil {
+		return nil, in.classify(ctx, callCtx, cs, abi.ExportInvoke, err), false
+	}
+	if cs.violation != nil {
+		return nil, cs.violation, false
+	}
+	return cs.outcome(abi.Status(in.stack[0]))
+}
+
+// outcome interprets a returned status and the result the guest set.
+func (cs *callState) outcome(status abi.Status) (out []byte, err error, healthy bool) {
+	switch status {
+	case abi.StatusOK:
+		if !cs.resultSet {
+			return nil, fmt.Errorf("%w: %s returned status 0 without calling result", ErrProtocol, abi.ExportInvoke), false
+		}
+		if len(cs.result) == 0 {
+			return append([]byte(nil), nullJSON...), nil, true
+		}
+		if !json.Valid(cs.result) {
+			return nil, fmt.Errorf("%w: output is not a JSON document: %s", ErrProtocol, excerpt(cs.result)), false
+		}
+		return cs.result, nil, true
+	case abi.StatusError, abi.StatusPanic:
+		ge, perr := decodeFailure(cs.result, cs.resultSet)
+		if perr != nil {
+			return nil, perr, false
+		}
+		return nil, ge, status == abi.StatusError
+	default:
+		return nil, fmt.Errorf("%w: %s returned status %d; want 0, 1 or 2", ErrProtocol, abi.ExportInvoke, status), false
+	}
+}
+
+func decodeFailure(doc []byte, set bool) (*GuestError, error) {
+	if !set {
+		return nil, fmt.Errorf("%w: %s reported a failure without calling result", ErrProtocol, abi.ExportInvoke)
+	}
+	var ge GuestError
+	if err := json.Unmarshal(doc, &ge); err != nil {
+		return nil, fmt.Errorf("%w: failure is not the JSON document of abi/README.md §8 (%v): %s", ErrProtocol, err, excerpt(doc))
+	}
+	if ge.Code == "" {
+		return nil, fmt.Errorf("%w: failure has no code: %s", ErrProtocol, excerpt(doc))
+	}
+	if string(ge.Details) == "null" {
+		ge.Details = nil
+	}
+	return &ge, nil
+}
+
+// classify turns an error from calling into the guest into a reason. The
+// order matters: a stopped guest is reported by why the host stopped it, not
+// by how wazero noticed.
+func (in *instance) classify(parent, callCtx context.Context, cs *callState, export string, err error) error {
+	switch {
+	case errors.Is(context.Cause(callCtx), ErrCancelled) && parent.Err() == nil:
+		return fmt.Errorf("%w: stopped %s after the cancellation grace period", ErrCancelled, in.pool.rt.cfg.CancelGrace)
+	case errors.Is(parent.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%w: the guest was stopped at its deadline", ErrTimeout)
+	case parent.Err() != nil:
+		return parent.Err()
+	case cs.violation != nil:
+		return cs.violation
+	}
+	if cs.outOfMemory || in.mem.Size() >= in.pool.rt.cfg.MemoryLimitPages*65536-(1<<20) {
+		return fmt.Errorf("%w: memory: the guest ran out of its %d MiB (%v)", ErrLimit, in.pool.rt.cfg.MemoryLimitPages/16, err)
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("%w: the guest exited with code %d during %s", ErrTrap, exit.ExitCode(), export)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrTrap, export, err)
+}
+
+// excerpt quotes the start of a byte string for an error message.
+func excerpt(b []byte) string {
+	const max = 64
+	if len(b) > max {
+		return fmt.Sprintf("%q… (%d bytes)", b[:max], len(b))
+	}
+	return fmt.Sprintf("%q", b)
+}

@@ -1,0 +1,222 @@
+package plugins
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/weftworks/weft/abi"
+)
+
+// pool keeps the instances of one plugin version. At most size instances
+// exist at once: slots holds a token per live instance and idle holds the
+// ones not in a call. An instance that failed in any way other than a clean
+// guest error is closed and its slot freed, never returned to idle: a guest
+// that trapped or panicked can look healthy and still be corrupt.
+type pool struct {
+	rt      *Runtime
+	version string
+	cm      wazero.CompiledModule
+	idle    chan *instance
+	slots   chan struct{}
+
+	mu     sync.Mutex
+	closed bool
+	calls  sync.WaitGroup
+
+	created   atomic.Int64
+	discarded atomic.Int64
+}
+
+func newPool(rt *Runtime, version string, cm wazero.CompiledModule) *pool {
+	return &pool{
+		rt:      rt,
+		version: version,
+		cm:      cm,
+		idle:    make(chan *instance, rt.cfg.PoolSize),
+		slots:   make(chan struct{}, rt.cfg.PoolSize),
+	}
+}
+
+// get returns an idle instance, creating one while there is a free slot, or
+// waits for one until ctx ends.
+func (p *pool) get(ctx context.Context) (*instance, error) {
+	select {
+	case in := <-p.idle:
+		return in, nil
+	default:
+	}
+	select {
+	case in := <-p.idle:
+		return in, nil
+	case p.slots <- struct{}{}:
+		in, err := p.instantiate(ctx)
+		if err != nil {
+			<-p.slots
+			return nil, err
+		}
+		return in, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// create makes an instance in a free slot, failing when none is free.
+func (p *pool) create(ctx context.Context) (*instance, error) {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		return nil, errors.New("plugins: pool is full")
+	}
+	in, err := p.instantiate(ctx)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	return in, nil
+}
+
+// put returns a healthy instance to the pool, or closes it when the pool
+// was closed meanwhile.
+func (p *pool) put(in *instance) {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		p.discard(context.Background(), in)
+		return
+	}
+	p.idle <- in // never blocks: an instance holds a slot, and idle has a place per slot
+}
+
+// discard closes an instance and frees its slot.
+func (p *pool) discard(ctx context.Context, in *instance) {
+	p.discarded.Add(1)
+	in.close(ctx)
+	<-p.slots
+}
+
+// PoolStats describes the instance pool of one plugin version.
+type PoolStats struct {
+	// Live instances exist now; Idle of them wait for a call.
+	Live, Idle int
+	// Created and Discarded count instances since the version was loaded.
+	// Discarded counts instances closed after a failure, not at shutdown.
+	Created, Discarded int64
+}
+
+func (p *pool) stats() PoolStats {
+	return PoolStats{Live: len(p.slots), Idle: len(p.idle), Created: p.created.Load(), Discarded: p.discarded.Load()}
+}
+
+// close waits for calls in flight, then closes every idle instance and the
+// compiled module.
+func (p *pool) close(ctx context.Context) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.calls.Wait()
+	for {
+		select {
+		case in := <-p.idle:
+			in.close(ctx)
+			<-p.slots
+		default:
+			_ = p.cm.Close(ctx)
+			return
+		}
+	}
+}
+
+// begin registers a call, failing when the pool is closing.
+func (p *pool) begin() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.calls.Add(1)
+	return true
+}
+
+// instance is one instantiated module with its exports resolved.
+type instance struct {
+	pool       *pool
+	mod        api.Module
+	mem        api.Memory
+	abiVersion api.Function
+	alloc      api.Function
+	manifest   api.Function
+	invoke     api.Function
+	// stack is the parameter/result stack reused by every call.
+	stack [3]uint64
+	// cur is the call in progress, read by the stdout/stderr writers.
+	cur    *callState
+	stdout *guestWriter
+	stderr *guestWriter
+	// stderrBuf is the tail of what the guest wrote to stderr in its last call.
+	stderrBuf []byte
+}
+
+func (p *pool) instantiate(ctx context.Context) (*instance, error) {
+	in := &instance{pool: p}
+	in.stdout = &guestWriter{in: in, source: "stdout"}
+	in.stderr = &guestWriter{in: in, source: "stderr"}
+	mc := wazero.NewModuleConfig().
+		WithName(""). // anonymous, so that a version can have many instances
+		WithStartFunctions(abi.ExportInitialize).
+		WithStdout(in.stdout).
+		WithStderr(in.stderr).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader)
+	// Output of _initialize has no call to belong to; it goes to the
+	// runtime's log, and a failing initialiser's stderr into the error.
+	init := &callState{rt: p.rt, initialising: true}
+	in.cur = init
+	mod, err := p.rt.rt.InstantiateModule(ctx, p.cm, mc)
+	in.cur = nil
+	init.flushLogs()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, invalid("instantiating: %v%s", err, stderrSuffix(init.stderrTail()))
+	}
+	p.created.Add(1)
+	in.mod = mod
+	in.mem = mod.Memory()
+	in.abiVersion = mod.ExportedFunction(abi.ExportABIVersion)
+	in.alloc = mod.ExportedFunction(abi.ExportAlloc)
+	in.manifest = mod.ExportedFunction(abi.ExportManifest)
+	in.invoke = mod.ExportedFunction(abi.ExportInvoke)
+	if in.mem == nil || in.abiVersion == nil || in.alloc == nil || in.manifest == nil || in.invoke == nil {
+		_ = mod.Close(ctx)
+		return nil, invalid("instance lacks the exports checked at validation")
+	}
+	return in, nil
+}
+
+func (in *instance) close(ctx context.Context) {
+	if in.mod != nil {
+		_ = in.mod.Close(ctx)
+	}
+}
+
+func stderrSuffix(tail string) string {
+	if tail == "" {
+		return ""
+	}
+	return fmt.Sprintf("; guest stderr: %s", tail)
+}

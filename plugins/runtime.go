@@ -1,0 +1,308 @@
+// Package plugins is the host side of Weft's activity plugins: it validates
+// WebAssembly modules against the ABI (abi/README.md), stores them by content
+// hash, compiles each version once (with a compilation cache on disk), keeps a
+// bounded pool of instances per version, and invokes activities in wazero's
+// sandbox under limits: deadline, memory, output size and log volume.
+//
+// A guest can compute, log, heartbeat and read what the host gives it. It
+// has no filesystem, network, environment or arguments, and nothing it does
+// can stop the host process: a trap, a runaway loop, a memory blow-up or
+// garbage at the boundary fails that one call, and the instance involved is
+// discarded.
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/weftworks/weft/abi"
+)
+
+// Blobs stores plugin modules by content hash (lower-case sha256 hex).
+type Blobs interface {
+	// Put stores data under hash; storing the same hash again is a no-op.
+	// It returns once data is durable.
+	Put(ctx context.Context, hash string, data []byte) error
+	// Get returns the data stored under hash, or an error matching
+	// ErrNotFound.
+	Get(ctx context.Context, hash string) ([]byte, error)
+	// Delete removes hash; deleting a missing hash is not an error.
+	Delete(ctx context.Context, hash string) error
+}
+
+// Module describes a validated plugin version.
+type Module struct {
+	// Version is the sha256 of the module's bytes, lower-case hex.
+	Version string
+	// Size is the module's size in bytes.
+	Size int
+	// Activities is the plugin's manifest.
+	Activities []abi.Activity
+}
+
+// Has reports whether the manifest lists activity.
+func (m *Module) Has(activity string) bool {
+	for _, a := range m.Activities {
+		if a.Name == activity {
+			return true
+		}
+	}
+	return false
+}
+
+// Runtime hosts plugin versions. It is safe for concurrent use.
+type Runtime struct {
+	cfg   Config
+	log   *slog.Logger
+	blobs Blobs
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+
+	mu      sync.Mutex
+	closed  bool
+	loaded  map[string]*loading
+	closing sync.WaitGroup
+}
+
+// loading is a version being loaded or loaded; ready closes when p or err is
+// set, so that concurrent callers compile a version only once.
+type loading struct {
+	ready chan struct{}
+	p     *plugin
+	err   error
+}
+
+// plugin is a loaded version: its compiled module and its instance pool.
+type plugin struct {
+	module *Module
+	pool   *pool
+}
+
+// New returns a Runtime that keeps modules in blobs. It fails when cfg has an
+// impossible value or the compilation cache directory cannot be used.
+func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if blobs == nil {
+		return nil, errors.New("plugins: New needs a blob store")
+	}
+	rc := wazero.NewRuntimeConfig().
+		// Without it a guest in a loop without calls could not be stopped,
+		// and its goroutine would hold a core for ever.
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(cfg.MemoryLimitPages)
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" {
+		var err error
+		if cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
+			return nil, fmt.Errorf("plugins: compilation cache in %s: %w", cfg.CacheDir, err)
+		}
+		rc = rc.WithCompilationCache(cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("plugins: instantiating WASI: %w", err)
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, blobs: blobs, rt: rt, cache: cache, loaded: map[string]*loading{}}
+	if err := r.instantiateHostModule(ctx); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("plugins: instantiating host module: %w", err)
+	}
+	return r, nil
+}
+
+// Hash returns the version (sha256, lower-case hex) of a module's bytes.
+func Hash(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return hex.EncodeToString(sum[:])
+}
+
+// Load validates wasm, stores it in the blob store and makes it ready to
+// invoke. A module that fails validation returns a *ValidationError listing
+// every problem found, and nothing is stored. Loading a version that is
+// already loaded returns its description at once.
+func (r *Runtime) Load(ctx context.Context, wasm []byte) (*Module, error) {
+	if len(wasm) > r.cfg.MaxModuleBytes {
+		return nil, invalid("module is %d bytes, larger than the limit of %d", len(wasm), r.cfg.MaxModuleBytes)
+	}
+	version := Hash(wasm)
+	p, err := r.plugin(ctx, version, func(context.Context) ([]byte, error) { return wasm, nil })
+	if err != nil {
+		return nil, err
+	}
+	if err := r.blobs.Put(ctx, version, wasm); err != nil {
+		return nil, fmt.Errorf("plugins: storing %s: %w", version, err)
+	}
+	return p.module, nil
+}
+
+// Module returns the description of a version, loading it from the blob
+// store when it is not loaded yet.
+func (r *Runtime) Module(ctx context.Context, version string) (*Module, error) {
+	p, err := r.plugin(ctx, version, r.fetch(version))
+	if err != nil {
+		return nil, err
+	}
+	return p.module, nil
+}
+
+// Unload closes a version's instances and forgets its compiled code; the
+// blob stays stored and the next call loads it again. Calls in flight finish
+// first.
+func (r *Runtime) Unload(ctx context.Context, version string) {
+	r.mu.Lock()
+	l := r.loaded[version]
+	delete(r.loaded, version)
+	r.mu.Unlock()
+	if l == nil {
+		return
+	}
+	<-l.ready
+	if l.p != nil {
+		l.p.pool.close(ctx)
+	}
+}
+
+// Close stops the runtime: it waits for calls in flight, closes every
+// instance and releases the compiled code.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	loaded := r.loaded
+	r.loaded = map[string]*loading{}
+	r.mu.Unlock()
+	r.closing.Wait()
+	for _, l := range loaded {
+		<-l.ready
+		if l.p != nil {
+			l.p.pool.close(ctx)
+		}
+	}
+	err := r.rt.Close(ctx)
+	if r.cache != nil {
+		if cerr := r.cache.Close(ctx); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+func (r *Runtime) fetch(version string) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) {
+		wasm, err := r.blobs.Get(ctx, version)
+		if err != nil {
+			return nil, fmt.Errorf("plugins: reading %s from the blob store: %w", version, err)
+		}
+		if Hash(wasm) != version {
+			return nil, fmt.Errorf("plugins: blob %s is corrupt: its content hashes to %s", version, Hash(wasm))
+		}
+		return wasm, nil
+	}
+}
+
+// plugin returns the loaded version, loading it with source when needed.
+// Concurrent callers for one version share one load; a failed load is
+// forgotten so that the next call tries again.
+func (r *Runtime) plugin(ctx context.Context, version string, source func(context.Context) ([]byte, error)) (*plugin, error) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	l, ok := r.loaded[version]
+	if !ok {
+		l = &loading{ready: make(chan struct{})}
+		r.loaded[version] = l
+		r.mu.Unlock()
+		l.p, l.err = r.load(ctx, version, source)
+		if l.err != nil {
+			r.mu.Lock()
+			delete(r.loaded, version)
+			r.mu.Unlock()
+		}
+		close(l.ready)
+		return l.p, l.err
+	}
+	r.mu.Unlock()
+	select {
+	case <-l.ready:
+		return l.p, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (r *Runtime) load(ctx context.Context, version string, source func(context.Context) ([]byte, error)) (*plugin, error) {
+	wasm, err := source(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := r.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, invalid("not a valid WebAssembly module: %v", err)
+	}
+	if verr := checkShape(cm); verr != nil {
+		_ = cm.Close(ctx)
+		return nil, verr
+	}
+	pl := newPool(r, version, cm)
+	// The first instance proves the module links and initialises, and
+	// reads the ABI version and the manifest; it then serves calls.
+	inst, err := pl.create(ctx)
+	if err != nil {
+		pl.close(ctx)
+		return nil, err
+	}
+	module, err := inst.describe(ctx, version, len(wasm))
+	if err != nil {
+		inst.close(ctx)
+		pl.close(ctx)
+		return nil, err
+	}
+	pl.put(inst)
+	for i := 1; i < r.cfg.PoolWarm; i++ {
+		inst, err := pl.create(ctx)
+		if err != nil {
+			pl.close(ctx)
+			return nil, fmt.Errorf("plugins: pre-warming %s: %w", version, err)
+		}
+		pl.put(inst)
+	}
+	r.log.Debug("plugin loaded", "version", version, "size", len(wasm), "activities", len(module.Activities))
+	return &plugin{module: module, pool: pl}, nil
+}
+
+// Stats returns the pool statistics of a loaded version; a version that is
+// not loaded has none.
+func (r *Runtime) Stats(version string) PoolStats {
+	r.mu.Lock()
+	l := r.loaded[version]
+	r.mu.Unlock()
+	if l == nil {
+		return PoolStats{}
+	}
+	select {
+	case <-l.ready:
+	default:
+		return PoolStats{}
+	}
+	if l.p == nil {
+		return PoolStats{}
+	}
+	return l.p.pool.stats()
+}

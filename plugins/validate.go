@@ -1,0 +1,177 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/weftworks/weft/abi"
+)
+
+// signature is a function type as "(i32,i32)->(i32)".
+type signature string
+
+func signatureOf(params, results []api.ValueType) signature {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, p := range params {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(api.ValueTypeName(p))
+	}
+	b.WriteString(")->(")
+	for i, r := range results {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(api.ValueTypeName(r))
+	}
+	b.WriteByte(')')
+	return signature(b.String())
+}
+
+// hostImports are the functions of the weft host module and their types.
+var hostImports = map[string]signature{
+	abi.ImportResult:        "(i32,i32)->()",
+	abi.ImportLog:           "(i32,i32,i32)->()",
+	abi.ImportHeartbeat:     "(i32,i32)->(i32)",
+	abi.ImportCancelled:     "()->(i32)",
+	abi.ImportInfo:          "(i32,i32)->(i32)",
+	abi.ImportLastHeartbeat: "(i32,i32)->(i32)",
+	abi.ImportConfig:        "(i32,i32,i32,i32)->(i32)",
+}
+
+// requiredExports are the functions every plugin exports and their types.
+var requiredExports = map[string]signature{
+	abi.ExportABIVersion: "()->(i32)",
+	abi.ExportAlloc:      "(i32)->(i32)",
+	abi.ExportManifest:   "()->(i32)",
+	abi.ExportInvoke:     "(i32,i32,i32)->(i32)",
+}
+
+// checkShape checks a compiled module's imports and exports against the ABI
+// and returns every problem it finds, or nil.
+func checkShape(cm wazero.CompiledModule) *ValidationError {
+	var problems []string
+	for _, f := range cm.ImportedFunctions() {
+		module, name, _ := f.Import()
+		sig := signatureOf(f.ParamTypes(), f.ResultTypes())
+		switch module {
+		case abi.HostModule:
+			want, ok := hostImports[name]
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("import %s.%s: the host module has no such function", module, name))
+			case sig != want:
+				problems = append(problems, fmt.Sprintf("import %s.%s: type %s, want %s", module, name, sig, want))
+			}
+		case abi.WASIModule:
+			if _, ok := abi.AllowedWASI(name); !ok {
+				problems = append(problems, fmt.Sprintf("import %s.%s: not allowed (plugins get no filesystem, sockets or other WASI functions beyond those in abi/README.md §5)", module, name))
+			}
+		default:
+			problems = append(problems, fmt.Sprintf("import %s.%s: module %q is not allowed; plugins import only from %q and %q", module, name, module, abi.HostModule, abi.WASIModule))
+		}
+	}
+	for _, m := range cm.ImportedMemories() {
+		module, name, _ := m.Import()
+		problems = append(problems, fmt.Sprintf("import %s.%s: importing a memory is not allowed; export one named %q", module, name, abi.ExportMemory))
+	}
+
+	exports := cm.ExportedFunctions()
+	names := make([]string, 0, len(requiredExports))
+	for name := range requiredExports {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f, ok := exports[name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("export %s: missing", name))
+			continue
+		}
+		if sig := signatureOf(f.ParamTypes(), f.ResultTypes()); sig != requiredExports[name] {
+			problems = append(problems, fmt.Sprintf("export %s: type %s, want %s", name, sig, requiredExports[name]))
+		}
+	}
+	if _, ok := exports[abi.ExportStart]; ok {
+		problems = append(problems, fmt.Sprintf("export %s: the module is a WASI command; build a reactor (Go: -buildmode=c-shared; clang: -mexec-model=reactor)", abi.ExportStart))
+	}
+	if f, ok := exports[abi.ExportInitialize]; ok {
+		if sig := signatureOf(f.ParamTypes(), f.ResultTypes()); sig != "()->()" {
+			problems = append(problems, fmt.Sprintf("export %s: type %s, want ()->()", abi.ExportInitialize, sig))
+		}
+	}
+	if _, ok := cm.ExportedMemories()[abi.ExportMemory]; !ok {
+		problems = append(problems, fmt.Sprintf("export %s: missing (the module must export its linear memory)", abi.ExportMemory))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: problems}
+}
+
+// describe asks a fresh instance for its ABI version and manifest and checks
+// both.
+func (in *instance) describe(ctx context.Context, version string, size int) (*Module, error) {
+	in.stack[0] = 0
+	if err := in.abiVersion.CallWithStack(ctx, in.stack[:]); err != nil {
+		return nil, invalid("calling %s: %v", abi.ExportABIVersion, err)
+	}
+	if v := uint32(in.stack[0]); v != abi.Version {
+		return nil, invalid("ABI version %d: this host implements version %d", v, abi.Version)
+	}
+
+	cs := &callState{rt: in.pool.rt, inManifest: true}
+	in.cur = cs
+	err := in.manifest.CallWithStack(withCall(ctx, cs), in.stack[:])
+	in.cur = nil
+	switch {
+	case err != nil:
+		return nil, invalid("calling %s: %v", abi.ExportManifest, err)
+	case cs.violation != nil:
+		return nil, invalid("calling %s: %v", abi.ExportManifest, cs.violation)
+	case uint32(in.stack[0]) != abi.StatusOK:
+		return nil, invalid("%s returned status %d, want %d", abi.ExportManifest, uint32(in.stack[0]), abi.StatusOK)
+	}
+	activities, verr := parseManifest(cs.result)
+	if verr != nil {
+		return nil, verr
+	}
+	return &Module{Version: version, Size: size, Activities: activities}, nil
+}
+
+// parseManifest decodes and checks a manifest document.
+func parseManifest(doc []byte) ([]abi.Activity, *ValidationError) {
+	var m abi.Manifest
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, invalid("manifest: not the JSON document of abi/README.md §6: %v", err)
+	}
+	var problems []string
+	if len(m.Activities) == 0 {
+		problems = append(problems, "manifest: lists no activities")
+	}
+	seen := map[string]bool{}
+	for i, a := range m.Activities {
+		switch {
+		case !abi.ValidName(a.Name):
+			problems = append(problems, fmt.Sprintf("manifest: activities[%d].name %q: want 1-%d of [a-z0-9_-] starting with a letter", i, a.Name, abi.MaxNameLen))
+		case seen[a.Name]:
+			problems = append(problems, fmt.Sprintf("manifest: activities[%d].name %q: listed twice", i, a.Name))
+		}
+		seen[a.Name] = true
+	}
+	if len(problems) > 0 {
+		return nil, &ValidationError{Problems: problems}
+	}
+	return m.Activities, nil
+}

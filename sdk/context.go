@@ -1,0 +1,136 @@
+package sdk
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/weftworks/weft/abi"
+)
+
+// host is the part of the Weft host an activity talks to. On wasm it is the
+// host functions of the ABI; the SDK's own tests use a fake.
+type host interface {
+	heartbeat(details []byte) (cancelled bool)
+	cancelled() bool
+	info() []byte
+	lastHeartbeat() ([]byte, bool)
+	config(key string) (string, bool)
+	log(level int32, msg string)
+}
+
+// Context is an activity call's view of the host. It is valid only during
+// the handler call it was passed to.
+type Context struct {
+	host     host
+	activity string
+	info     *Info
+}
+
+// Info describes the activity call.
+type Info struct {
+	// InstanceID is the workflow instance the call belongs to.
+	InstanceID string
+	// Workflow is the workflow definition's name.
+	Workflow string
+	// StepID is the step that runs the activity.
+	StepID string
+	// Plugin and Activity name what runs.
+	Plugin, Activity string
+	// Attempt counts from 1.
+	Attempt int
+	// IdempotencyKey is the same for every attempt of one step execution;
+	// use it to make external effects happen once.
+	IdempotencyKey string
+	// DeadlineUnixMilli is when the host stops this attempt; 0 when never.
+	DeadlineUnixMilli int64
+}
+
+// Heartbeat proves that the activity is alive and records details, which
+// are handed to the next attempt (see LastHeartbeat) if this one fails or
+// times out. details is encoded as JSON; nil records no new details, and a
+// []byte or json.RawMessage is taken as JSON as it is. It returns true when
+// cancellation has been requested: the handler should stop and return
+// ErrCancelled.
+//
+// Heartbeat does no I/O and is cheap; call it as often as progress allows.
+func (c *Context) Heartbeat(details any) (cancelled bool) {
+	var b []byte
+	switch d := details.(type) {
+	case nil:
+	case []byte:
+		b = d
+	case json.RawMessage:
+		b = d
+	default:
+		var err error
+		if b, err = json.Marshal(d); err != nil {
+			c.Logf(LevelWarn, "heartbeat details not encodable, sent none: %v", err)
+			b = nil
+		}
+	}
+	return c.host.heartbeat(b)
+}
+
+// Cancelled reports whether cancellation has been requested.
+func (c *Context) Cancelled() bool { return c.host.cancelled() }
+
+// Info returns the call's information.
+func (c *Context) Info() Info {
+	if c.info == nil {
+		var w abi.Info
+		_ = json.Unmarshal(c.host.info(), &w)
+		c.info = &Info{
+			InstanceID:        w.InstanceID,
+			Workflow:          w.Workflow,
+			StepID:            w.StepID,
+			Plugin:            w.Plugin,
+			Activity:          w.Activity,
+			Attempt:           w.Attempt,
+			IdempotencyKey:    w.IdempotencyKey,
+			DeadlineUnixMilli: w.DeadlineUnixMilli,
+		}
+		if c.info.Activity == "" {
+			c.info.Activity = c.activity
+		}
+	}
+	return *c.info
+}
+
+// LastHeartbeat decodes into v the details that the previous attempt of this
+// step last recorded with Heartbeat. It reports false, leaving v alone, when
+// there are none (first attempt, or no details recorded) or they do not
+// decode into v.
+func (c *Context) LastHeartbeat(v any) bool {
+	b, ok := c.host.lastHeartbeat()
+	if !ok {
+		return false
+	}
+	if raw, isRaw := v.(*json.RawMessage); isRaw {
+		*raw = append((*raw)[:0], b...)
+		return true
+	}
+	return json.Unmarshal(b, v) == nil
+}
+
+// Config returns the configuration value named key, set by the host's
+// operator for this plugin.
+func (c *Context) Config(key string) (string, bool) { return c.host.config(key) }
+
+// Level is a log level.
+type Level int32
+
+// Log levels.
+const (
+	LevelDebug Level = abi.LevelDebug
+	LevelInfo  Level = abi.LevelInfo
+	LevelWarn  Level = abi.LevelWarn
+	LevelError Level = abi.LevelError
+)
+
+// Log appends msg to the activity's log.
+func (c *Context) Log(level Level, msg string) { c.host.log(int32(level), msg) }
+
+// Logf formats and logs a message.
+func (c *Context) Logf(level Level, format string, args ...any) {
+	c.host.log(int32(level), fmt.Sprintf(format, args...))
+}
