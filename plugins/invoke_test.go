@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,13 @@ import (
 // closed when the test ends.
 func newRuntime(t testing.TB, cfg plugins.Config) *plugins.Runtime {
 	t.Helper()
-	blobs, err := blobfile.New(t.TempDir())
+	return newRuntimeIn(t, t.TempDir(), cfg)
+}
+
+// newRuntimeIn is newRuntime with the blob store in dir.
+func newRuntimeIn(t testing.TB, dir string, cfg plugins.Config) *plugins.Runtime {
+	t.Helper()
+	blobs, err := blobfile.New(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,3 +320,6 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// discardLogger drops everything; fuzzing would otherwise flood the output.
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

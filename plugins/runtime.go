@@ -252,6 +252,9 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 	if err != nil {
 		return nil, err
 	}
+	if err := precheck(wasm); err != nil {
+		return nil, invalid("not a valid WebAssembly module: %v", err)
+	}
 	cm, err := r.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, invalid("not a valid WebAssembly module: %v", err)

@@ -1,0 +1,53 @@
+# Weft. `make run` starts the host; `make test` runs every test.
+GO      ?= go
+BIN     := bin
+WASM    := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared
+
+# Every directory under examples/plugins is a plugin: Go (main.go) or C (*.c).
+GO_PLUGINS := $(patsubst examples/plugins/%/main.go,%,$(wildcard examples/plugins/*/main.go))
+C_PLUGINS  := $(sort $(patsubst examples/plugins/%/,%,$(dir $(wildcard examples/plugins/*/*.c))))
+PLUGINS    := $(GO_PLUGINS:%=$(BIN)/plugins/%.wasm) $(C_PLUGINS:%=$(BIN)/plugins/%.wasm)
+SDK_SRC    := $(wildcard sdk/*.go abi/*.go) go.mod go.sum
+
+.PHONY: all build plugins test deps bench run fmt lint clean
+all: build plugins
+
+build:
+	$(GO) build -o $(BIN)/weft ./cmd/host
+
+plugins: $(PLUGINS)
+
+.SECONDEXPANSION:
+$(GO_PLUGINS:%=$(BIN)/plugins/%.wasm): $(BIN)/plugins/%.wasm: $$(wildcard examples/plugins/$$*/*.go) $(SDK_SRC)
+	@mkdir -p $(@D)
+	cd examples/plugins/$* && $(WASM) -o $(CURDIR)/$@.tmp . && mv $(CURDIR)/$@.tmp $(CURDIR)/$@
+
+$(C_PLUGINS:%=$(BIN)/plugins/%.wasm): $(BIN)/plugins/%.wasm: $$(wildcard examples/plugins/$$*/*.c examples/plugins/$$*/*.h) | deps
+	@mkdir -p $(@D)
+	clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -o $@.tmp $(filter %.c,$^) && mv $@.tmp $@
+
+deps:
+	@./scripts/deps.sh
+
+test: deps plugins
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+	$(GO) test -race -timeout 20m ./...
+
+bench: plugins
+	./bench/run.sh
+
+run: build plugins
+	$(BIN)/weft serve --listen 127.0.0.1:8080 --data-dir ./data
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting (make fmt)"; exit 1; }
+	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+clean:
+	rm -rf $(BIN)
