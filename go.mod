@@ -2,6 +2,11 @@ module github.com/weftworks/weft
 
 go 1.25.0
 
-require github.com/tetratelabs/wazero v1.12.0
+require (
+	github.com/tetratelabs/wazero v1.12.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/image v0.44.0
+	golang.org/x/text v0.40.0
+)
 
 require golang.org/x/sys v0.44.0 // indirect

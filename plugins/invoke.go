@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero/sys"
@@ -114,14 +115,16 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, err error,
 
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var grace *time.Timer
+	// The callback runs on the goroutine that requests cancellation, maybe
+	// after this call returned; cancelling a finished call is a no-op.
+	var grace atomic.Pointer[time.Timer]
 	stopWatch := cs.hb.watch(func() {
-		grace = time.AfterFunc(rt.cfg.CancelGrace, func() { cancel(ErrCancelled) })
+		grace.Store(time.AfterFunc(rt.cfg.CancelGrace, func() { cancel(ErrCancelled) }))
 	})
 	defer func() {
 		stopWatch()
-		if grace != nil {
-			grace.Stop()
+		if t := grace.Load(); t != nil {
+			t.Stop()
 		}
 	}()
 

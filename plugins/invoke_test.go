@@ -27,6 +27,9 @@ func newRuntime(t testing.TB, cfg plugins.Config) *plugins.Runtime {
 // newRuntimeIn is newRuntime with the blob store in dir.
 func newRuntimeIn(t testing.TB, dir string, cfg plugins.Config) *plugins.Runtime {
 	t.Helper()
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = sharedCacheDir
+	}
 	blobs, err := blobfile.New(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -45,8 +45,24 @@ var mu sync.Mutex // serialises builds within one test process
 func Path(t testing.TB, name string) string {
 	t.Helper()
 	root := Root(t)
-	src := filepath.Join(root, "examples", "plugins", name)
-	out := filepath.Join(root, "bin", "plugins", name+".wasm")
+	return build(t, root, filepath.Join(root, "examples", "plugins", name), filepath.Join(root, "bin", "plugins", name+".wasm"))
+}
+
+// Testdata returns the path of a test plugin built from the directory dir,
+// relative to the repository's root (such as "plugins/testdata/sandbox").
+func Testdata(t testing.TB, dir string) string {
+	t.Helper()
+	root := Root(t)
+	name := strings.ReplaceAll(filepath.ToSlash(filepath.Clean(dir)), "/", "-")
+	return build(t, root, filepath.Join(root, dir), filepath.Join(root, "bin", "plugins", "test", name+".wasm"))
+}
+
+func build(t testing.TB, root, src, out string) string {
+	t.Helper()
+	name := filepath.Base(src)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	unlock := lockFile(t, filepath.Join(root, "bin", "plugins", ".build.lock"))
