@@ -79,7 +79,7 @@ func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte
 		return fail(err)
 	}
 
-	out, err, stderr, healthy := in.call(ctx, &call)
+	out, stderr, healthy, err := in.call(ctx, &call)
 	if healthy {
 		p.pool.put(in)
 	} else {
@@ -97,12 +97,12 @@ func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte
 
 // call runs call on the instance. It returns the guest's stderr tail and
 // whether the instance can be reused.
-func (in *instance) call(ctx context.Context, call *Call) (out []byte, err error, stderr string, healthy bool) {
-	out, err, healthy = in.run(ctx, call)
-	return out, err, string(in.stderrBuf), healthy
+func (in *instance) call(ctx context.Context, call *Call) (out []byte, stderr string, healthy bool, err error) {
+	out, healthy, err = in.run(ctx, call)
+	return out, string(in.stderrBuf), healthy, err
 }
 
-func (in *instance) run(ctx context.Context, call *Call) (out []byte, err error, healthy bool) {
+func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bool, err error) {
 	rt := in.pool.rt
 	cs := &callState{rt: rt, call: call, hb: call.Heartbeat}
 	if cs.hb == nil {
@@ -139,53 +139,53 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, err error,
 	// 1. A block for the request, from the guest's allocator.
 	n := uint64(len(call.Activity)) + uint64(len(input))
 	if limit := uint64(rt.cfg.MemoryLimitPages) * 65536; n >= limit {
-		return nil, fmt.Errorf("%w: request of %d bytes cannot fit the guest's memory limit of %d bytes", ErrLimit, n, limit), true
+		return nil, true, fmt.Errorf("%w: request of %d bytes cannot fit the guest's memory limit of %d bytes", ErrLimit, n, limit)
 	}
 	in.stack[0] = n
 	if err := in.alloc.CallWithStack(wctx, in.stack[:]); err != nil {
-		return nil, in.classify(ctx, callCtx, cs, abi.ExportAlloc, err), false
+		return nil, false, in.classify(ctx, callCtx, cs, abi.ExportAlloc, err)
 	}
 	ptr := uint32(in.stack[0])
 	if ptr == 0 {
-		return nil, fmt.Errorf("%w: %s could not allocate %d bytes for the request", ErrLimit, abi.ExportAlloc, n), false
+		return nil, false, fmt.Errorf("%w: %s could not allocate %d bytes for the request", ErrLimit, abi.ExportAlloc, n)
 	}
 	// 2. The request, in one copy.
 	if !in.mem.Write(ptr, []byte(call.Activity)) || !in.mem.Write(ptr+uint32(len(call.Activity)), input) {
-		return nil, fmt.Errorf("%w: %s returned %d, and %d bytes there are outside memory (%d bytes)", ErrProtocol, abi.ExportAlloc, ptr, n, in.mem.Size()), false
+		return nil, false, fmt.Errorf("%w: %s returned %d, and %d bytes there are outside memory (%d bytes)", ErrProtocol, abi.ExportAlloc, ptr, n, in.mem.Size())
 	}
 	// 3. The call.
 	in.stack[0], in.stack[1], in.stack[2] = uint64(ptr), uint64(len(call.Activity)), uint64(len(input))
 	if err := in.invoke.CallWithStack(wctx, in.stack[:]); err != nil {
-		return nil, in.classify(ctx, callCtx, cs, abi.ExportInvoke, err), false
+		return nil, false, in.classify(ctx, callCtx, cs, abi.ExportInvoke, err)
 	}
 	if cs.violation != nil {
-		return nil, cs.violation, false
+		return nil, false, cs.violation
 	}
 	return cs.outcome(abi.Status(in.stack[0]))
 }
 
 // outcome interprets a returned status and the result the guest set.
-func (cs *callState) outcome(status abi.Status) (out []byte, err error, healthy bool) {
+func (cs *callState) outcome(status abi.Status) (out []byte, healthy bool, err error) {
 	switch status {
 	case abi.StatusOK:
 		if !cs.resultSet {
-			return nil, fmt.Errorf("%w: %s returned status 0 without calling result", ErrProtocol, abi.ExportInvoke), false
+			return nil, false, fmt.Errorf("%w: %s returned status 0 without calling result", ErrProtocol, abi.ExportInvoke)
 		}
 		if len(cs.result) == 0 {
-			return append([]byte(nil), nullJSON...), nil, true
+			return append([]byte(nil), nullJSON...), true, nil
 		}
 		if !json.Valid(cs.result) {
-			return nil, fmt.Errorf("%w: output is not a JSON document: %s", ErrProtocol, excerpt(cs.result)), false
+			return nil, false, fmt.Errorf("%w: output is not a JSON document: %s", ErrProtocol, excerpt(cs.result))
 		}
-		return cs.result, nil, true
+		return cs.result, true, nil
 	case abi.StatusError, abi.StatusPanic:
 		ge, perr := decodeFailure(cs.result, cs.resultSet)
 		if perr != nil {
-			return nil, perr, false
+			return nil, false, perr
 		}
-		return nil, ge, status == abi.StatusError
+		return nil, status == abi.StatusError, ge
 	default:
-		return nil, fmt.Errorf("%w: %s returned status %d; want 0, 1 or 2", ErrProtocol, abi.ExportInvoke, status), false
+		return nil, false, fmt.Errorf("%w: %s returned status %d; want 0, 1 or 2", ErrProtocol, abi.ExportInvoke, status)
 	}
 }
 
