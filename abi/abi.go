@@ -136,6 +136,31 @@ func ValidName(s string) bool {
 	return true
 }
 
+// InertWASI reports whether name is a WASI preview 1 function that a plugin
+// may import but that always fails: the host links it to its own stub that
+// returns EBADF (errno 8) and does nothing else.
+//
+// They are accepted because stock Go links them into ordinary plugins: any
+// program that calls methods through reflection by name (text/template and
+// html/template do) keeps every exported method of *os.File, and with them
+// the imports of path_open, fd_pread, sock_accept and the rest. Refusing
+// those modules would refuse most realistic Go plugins; linking them to
+// stubs, rather than to a WASI implementation with nothing configured,
+// leaves no configuration that could ever give a plugin a file or a socket.
+func InertWASI(name string) bool {
+	switch name {
+	case "fd_advise", "fd_allocate", "fd_datasync", "fd_fdstat_set_rights",
+		"fd_filestat_get", "fd_filestat_set_size", "fd_filestat_set_times",
+		"fd_pread", "fd_pwrite", "fd_readdir", "fd_renumber", "fd_sync", "fd_tell",
+		"path_create_directory", "path_filestat_get", "path_filestat_set_times",
+		"path_link", "path_open", "path_readlink", "path_remove_directory",
+		"path_rename", "path_symlink", "path_unlink_file",
+		"proc_raise", "sock_accept", "sock_recv", "sock_send", "sock_shutdown":
+		return true
+	}
+	return false
+}
+
 // AllowedWASI reports whether a plugin may import the WASI preview 1
 // function name, and why that is harmless. The host gives a plugin no
 // preopened directories, no arguments, no environment and no sockets, so the

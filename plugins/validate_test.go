@@ -113,11 +113,16 @@ func TestValidationRefusals(t *testing.T) {
 			want: []string{`import env\.socket: module "env" is not allowed`},
 		},
 		{
-			name: "filesystem and socket WASI imports, each named",
+			name: "WASI functions the host does not provide, each named",
 			wasm: wat(watModule{imports: `(import "weft" "result" (func $result (param i32 i32)))
-				(import "wasi_snapshot_preview1" "path_open" (func (param i32 i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))
-				(import "wasi_snapshot_preview1" "sock_accept" (func (param i32 i32 i32) (result i32)))`}),
-			want: []string{`import wasi_snapshot_preview1\.path_open: not allowed`, `import wasi_snapshot_preview1\.sock_accept: not allowed`},
+				(import "wasi_snapshot_preview1" "sock_open" (func (param i32 i32 i32) (result i32)))
+				(import "wasi_snapshot_preview1" "sock_connect" (func (param i32 i32 i32) (result i32)))
+				(import "wasi_unstable" "fd_write" (func (param i32 i32 i32 i32) (result i32)))`}),
+			want: []string{
+				`import wasi_snapshot_preview1\.sock_open: not a WASI preview 1 function the host provides`,
+				`import wasi_snapshot_preview1\.sock_connect: not a WASI preview 1 function the host provides`,
+				`import wasi_unstable\.fd_write: module "wasi_unstable" is not allowed`,
+			},
 		},
 		{
 			name: "unknown host function",

@@ -97,7 +97,7 @@ func localRuntime(ctx context.Context, stderr io.Writer) (*plugins.Runtime, func
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// Compiled code is cached across runs: compiling a Go plugin takes a
 	// second or more, loading it from the cache milliseconds.
 	var cacheDir string

@@ -1,0 +1,472 @@
+// Package ckit_test tests the C plugin examples/plugins/ckit through the
+// real host. It lives in a directory of its own because Go would take a
+// directory of Go and C files for a cgo package.
+package ckit_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/blobfile"
+)
+
+// cacheDir is the compilation cache that the package's runtimes share, so
+// that the Go kit, slow to compile under the race detector, compiles once
+// for TestSameAsKit and FuzzSameAsKit. TestMain sets it.
+var cacheDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ckit-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cacheDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// newRuntime returns a Runtime over a blob store in a temporary directory,
+// closed when the test ends, with the package's compilation cache.
+func newRuntime(t testing.TB, cfg plugins.Config) *plugins.Runtime {
+	t.Helper()
+	cfg.CacheDir = cacheDir
+	blobs, err := blobfile.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := plugins.New(context.Background(), cfg, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	return rt
+}
+
+// load loads an example plugin into rt and returns its version.
+func load(t testing.TB, rt *plugins.Runtime, name string) string {
+	t.Helper()
+	m, err := rt.Load(context.Background(), testplugins.Bytes(t, name))
+	if err != nil {
+		t.Fatalf("loading %s: %v", name, err)
+	}
+	return m.Version
+}
+
+func TestImportsOnlyTheHost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	cm, err := r.CompileModule(ctx, testplugins.Bytes(t, "ckit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cm.ImportedFunctions() {
+		if module, name, _ := f.Import(); module != abi.HostModule {
+			t.Errorf("ckit imports %s.%s; want only the host functions of %q", module, name, abi.HostModule)
+		}
+	}
+}
+
+func TestActivities(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, plugins.Config{})
+	ckit := load(t, rt, "ckit")
+
+	tests := []struct {
+		name     string
+		activity string
+		input    string
+		info     abi.Info
+		want     string
+	}{
+		{name: "echo object", activity: "echo", input: `{"a":[1,2,{"b":null}]}`, want: `{"a":[1,2,{"b":null}]}`},
+		{name: "echo empty input is null", activity: "echo", input: ``, want: `null`},
+		{name: "echo string", activity: "echo", input: `"héllo"`, want: `"héllo"`},
+		{name: "upper", activity: "upper", input: `{"text":"shout it"}`, want: `{"text":"SHOUT IT"}`},
+		{name: "upper unicode", activity: "upper", input: `{"text":"ça déménage, ǆ σς"}`, want: `{"text":"ÇA DÉMÉNAGE, Ǆ ΣΣ"}`},
+		{name: "upper null", activity: "upper", input: `null`, want: `{"text":""}`},
+		{name: "fail succeeds after fail_attempts", activity: "fail", input: `{"code":"x","fail_attempts":2}`, info: abi.Info{Attempt: 3}, want: `{"attempt":3}`},
+		{
+			name: "info", activity: "info",
+			info: abi.Info{InstanceID: "i-1", Workflow: "wf", StepID: "s1", Plugin: "ckit", Attempt: 2, IdempotencyKey: "i-1/s1", DeadlineUnixMilli: 1234},
+			want: `{"instance_id":"i-1","workflow":"wf","step_id":"s1","plugin":"ckit","activity":"info","attempt":2,"idempotency_key":"i-1/s1","deadline_unix_ms":1234}`,
+		},
+		{
+			name: "info longer than the first buffer", activity: "info",
+			info: abi.Info{InstanceID: strings.Repeat("i", 300), Attempt: 1},
+			want: `{"instance_id":"` + strings.Repeat("i", 300) + `","workflow":"","step_id":"","plugin":"","activity":"info","attempt":1,"idempotency_key":"","deadline_unix_ms":0}`,
+		},
+		{name: "heartbeat none", activity: "heartbeat", input: `{}`, want: `{"beats":0,"cancelled":false}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := rt.Invoke(context.Background(), ckit, plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: tt.info})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tt.want {
+				t.Errorf("output %s, want %s", out, tt.want)
+			}
+		})
+	}
+}
+
+func TestFailAttempts(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, plugins.Config{})
+	ckit := load(t, rt, "ckit")
+
+	tests := []struct {
+		name          string
+		input         string
+		attempt       int
+		wantCode      string // empty when the call succeeds
+		wantRetryable bool
+		wantMessage   string
+	}{
+		{name: "attempt 1 of 2", input: `{"code":"busy","message":"try later","retryable":true,"fail_attempts":2}`, attempt: 1, wantCode: "busy", wantRetryable: true, wantMessage: "try later"},
+		{name: "attempt 2 of 2", input: `{"code":"busy","message":"try later","retryable":true,"fail_attempts":2}`, attempt: 2, wantCode: "busy", wantRetryable: true, wantMessage: "try later"},
+		{name: "attempt 3 of 2", input: `{"code":"busy","message":"try later","retryable":true,"fail_attempts":2}`, attempt: 3},
+		{name: "every attempt", input: `{"code":"card_declined","message":"declined"}`, attempt: 7, wantCode: "card_declined", wantMessage: "declined"},
+		{name: "default code", input: `{}`, attempt: 1, wantCode: "kit_failure"},
+		{name: "bad input", input: `{"fail_attempts":"2"}`, attempt: 1, wantCode: abi.CodeBadInput, wantMessage: `field "fail_attempts" is a string, not an integer`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := rt.Invoke(context.Background(), ckit, plugins.Call{Activity: "fail", Input: []byte(tt.input), Info: abi.Info{Attempt: tt.attempt}})
+			if tt.wantCode == "" {
+				if want := fmt.Sprintf(`{"attempt":%d}`, tt.attempt); err != nil || string(out) != want {
+					t.Fatalf("got %s, %v; want %s", out, err, want)
+				}
+				return
+			}
+			var ge *plugins.GuestError
+			if !errors.As(err, &ge) {
+				t.Fatalf("error %v, want a *GuestError", err)
+			}
+			if ge.Code != tt.wantCode || ge.Retryable != tt.wantRetryable || !strings.Contains(ge.Message, tt.wantMessage) {
+				t.Errorf("got %+v, want code %q retryable %v message containing %q", ge, tt.wantCode, tt.wantRetryable, tt.wantMessage)
+			}
+		})
+	}
+}
+
+// TestSameAsKit gives the Go kit and ckit the same calls and wants the
+// same outputs, byte for byte, and the same failures. The Go kit is slow to
+// compile under the race detector, so both subtests share one Runtime.
+func TestSameAsKit(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, plugins.Config{})
+	kit, ckit := load(t, rt, "kit"), load(t, rt, "ckit")
+	t.Run("inputs", func(t *testing.T) {
+		t.Parallel()
+		testSameInputs(t, rt, kit, ckit)
+	})
+	t.Run("upper every rune", func(t *testing.T) {
+		t.Parallel()
+		testUpperEveryRune(t, rt, kit, ckit)
+	})
+}
+
+// testSameInputs tries calls at the corners of encoding/json that ckit's
+// decoder imitates. Only the messages of bad_input failures may differ.
+func testSameInputs(t *testing.T, rt *plugins.Runtime, kit, ckit string) {
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	tests := []struct {
+		activity string
+		input    string
+		attempt  int
+	}{
+		{activity: "echo", input: `  {"a" : [1, 2.5e3, "\u00e9"]}  `},
+		{activity: "upper", input: `{"text":"plain ascii"}`},
+		{activity: "upper", input: `{"TEXT":"case-insensitive key"}`},
+		{activity: "upper", input: `{"te\u0078t":"escaped key"}`},
+		{activity: "upper", input: `{"text":"first","Text":"last wins"}`},
+		{activity: "upper", input: `{"text":"kept","text":null}`},
+		{activity: "upper", input: `{"text":null}`},
+		{activity: "upper", input: `{}`},
+		{activity: "upper", input: `null`},
+		{activity: "upper", input: `{"other":{"deep":[1,{"x":"y"}]},"text":"after"}`},
+		{activity: "upper", input: `{"text":"<b>&amp;</b> \u2028\u2029 \u0000\u001f\b\f\n\r\t \" \\ \/"}`},
+		{activity: "upper", input: `{"text":"\ud83d\ude00 pair, \ud800 lone high, \udc00 lone low, \ud800\ud800 two highs"}`},
+		{activity: "upper", input: "{\"text\":\"raw \xff\xfe invalid \xe2\x82 truncated \xed\xa0\x80 surrogate \xc0\xaf overlong\"}"},
+		{activity: "upper", input: `{"text":"ß ŉ ǰ ΐ ﬀ ı i ǅ ǈ ǋ ᾈ ῼ ꭓ ｆ 𐐨 𞤢"}`},
+		{activity: "upper", input: `{"text":"` + strings.Repeat("long ", 20000) + `"}`},
+		{activity: "upper", input: `{"x":` + deep(9999) + `}`},
+		{activity: "upper", input: `{"x":` + deep(10000) + `}`},
+		{activity: "upper", input: `{"text":5}`},
+		{activity: "upper", input: `{"text":true}`},
+		{activity: "upper", input: `{"text":["a"]}`},
+		{activity: "upper", input: `[1,2]`},
+		{activity: "upper", input: `"text"`},
+		{activity: "upper", input: `42`},
+		{activity: "upper", input: `{"text":"unterminated`},
+		{activity: "upper", input: `{"text":"x"} trailing`},
+		{activity: "upper", input: `{"text":"bad escape \q"}`},
+		{activity: "upper", input: "{\"text\":\"raw control \x01\"}"},
+		{activity: "upper", input: `{"text":01}`},
+		{activity: "upper", input: `{"a":-}`},
+		{activity: "upper", input: `{"a":1.}`},
+		{activity: "upper", input: `{"a":tru}`},
+		{activity: "upper", input: `{"a" 1}`},
+		{activity: "upper", input: `{"a":1,}`},
+		{activity: "fail", input: `{"code":"c","message":"m","retryable":true}`, attempt: 1},
+		{activity: "fail", input: `{"CODE":"c","Message":"m","RETRYABLE":true,"Fail_Attempts":1}`, attempt: 1},
+		{activity: "fail", input: `{"CODE":"c","Message":"m","RETRYABLE":true,"Fail_Attempts":1}`, attempt: 2},
+		{activity: "fail", input: `{"code":"c","meſſage":"long s folds to s","fail_attempts":1}`, attempt: 1},
+		{activity: "fail", input: `{"code":"c","fail_attempts":2,"fail_attempts":null}`, attempt: 5},
+		{activity: "fail", input: `{"code":"c","fail_attempts":0}`, attempt: 0},
+		{activity: "fail", input: `{"code":"c","fail_attempts":-0}`, attempt: 1},
+		{activity: "fail", input: `{"code":"c","fail_attempts":-9223372036854775808}`, attempt: 1},
+		{activity: "fail", input: `{"code":"c","fail_attempts":9223372036854775807}`, attempt: 1},
+		{activity: "fail", input: `{"code":"c","fail_attempts":9223372036854775808}`, attempt: 1},
+		{activity: "fail", input: `{"code":"c","fail_attempts":1.5}`, attempt: 1},
+		{activity: "fail", input: `{"code":"c","fail_attempts":1e2}`, attempt: 1},
+		{activity: "fail", input: `{"code":"c","fail_attempts":1.0}`, attempt: 1},
+		{activity: "fail", input: `{"code":"","message":""}`, attempt: 1},
+		{activity: "fail", input: `{"code":"q\"uote\u0001","message":"line\nbreak <&>"}`, attempt: 1},
+		{activity: "fail", input: `{"retryable":"yes"}`, attempt: 1},
+		{activity: "fail", input: `{"retryable":1}`, attempt: 1},
+		{activity: "fail", input: `{"code":7}`, attempt: 1},
+		{activity: "info", input: `null`, attempt: 4},
+		{activity: "info", input: `{"ignored":[1]}`, attempt: 4},
+		{activity: "info", input: `[1]`, attempt: 4},
+		{activity: "info", input: `5`, attempt: 4},
+	}
+	for i, tt := range tests {
+		name := fmt.Sprintf("%d %s %.40s", i, tt.activity, tt.input)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			call := plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: abi.Info{InstanceID: "i", Plugin: "p", Attempt: tt.attempt}}
+			want, wantErr := rt.Invoke(context.Background(), kit, call)
+			got, gotErr := rt.Invoke(context.Background(), ckit, call)
+			if wantErr == nil {
+				if gotErr != nil || string(got) != string(want) {
+					t.Fatalf("ckit: %.200s, %v\nkit:  %.200s", got, gotErr, want)
+				}
+				return
+			}
+			var wantGE, gotGE *plugins.GuestError
+			if !errors.As(wantErr, &wantGE) || !errors.As(gotErr, &gotGE) {
+				t.Fatalf("ckit: %.200s, %v\nkit:  %v", got, gotErr, wantErr)
+			}
+			if gotGE.Code != wantGE.Code || gotGE.Retryable != wantGE.Retryable ||
+				(wantGE.Code != abi.CodeBadInput && gotGE.Message != wantGE.Message) {
+				t.Errorf("ckit: %+v\nkit:  %+v", gotGE, wantGE)
+			}
+		})
+	}
+}
+
+// testUpperEveryRune upper-cases every Unicode code point with both
+// plugins: ckit's upper_rune must agree with Go's strings.ToUpper.
+func testUpperEveryRune(t *testing.T, rt *plugins.Runtime, kit, ckit string) {
+	const chunk = 0x10000
+	for lo := rune(0); lo <= 0x10FFFF; lo += chunk {
+		var b strings.Builder
+		for r := lo; r < lo+chunk; r++ {
+			if r < 0xD800 || r > 0xDFFF {
+				b.WriteRune(r)
+			}
+		}
+		in, err := json.Marshal(map[string]string{"text": b.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := plugins.Call{Activity: "upper", Input: in}
+		want, err := rt.Invoke(context.Background(), kit, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rt.Invoke(context.Background(), ckit, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("U+%04X-U+%04X: %s", lo, lo+chunk-1, firstDifference(t, got, want))
+		}
+	}
+}
+
+// firstDifference names the first rune that two upper outputs map
+// differently.
+func firstDifference(t *testing.T, got, want []byte) string {
+	var g, w struct{ Text string }
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	gr, wr := []rune(g.Text), []rune(w.Text)
+	for i := range min(len(gr), len(wr)) {
+		if gr[i] != wr[i] {
+			return fmt.Sprintf("rune %d: ckit U+%04X, kit U+%04X", i, gr[i], wr[i])
+		}
+	}
+	return fmt.Sprintf("ckit %d runes, kit %d", len(gr), len(wr))
+}
+
+func TestTrapDiscardsInstance(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, plugins.Config{PoolSize: 1})
+	ckit := load(t, rt, "ckit")
+	ctx := context.Background()
+
+	_, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "trap"})
+	if !errors.Is(err, plugins.ErrTrap) {
+		t.Fatalf("error %v, want ErrTrap", err)
+	}
+	// The pool has one slot: the next call needs a fresh instance.
+	if out, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil || string(out) != "1" {
+		t.Fatalf("after trap: %s, %v", out, err)
+	}
+	if st := rt.Stats(ckit); st.Discarded != 1 || st.Created != 2 {
+		t.Errorf("discarded %d and created %d instances, want 1 and 2", st.Discarded, st.Created)
+	}
+}
+
+// TestOutOfMemoryIsAFailure gives upper more text than the instance's
+// memory can hold three copies of: malloc fails, and ckit reports it rather
+// than trap or write garbage.
+func TestOutOfMemoryIsAFailure(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, plugins.Config{MemoryLimitPages: 16, PoolSize: 1}) // 1 MiB
+	ckit := load(t, rt, "ckit")
+	ctx := context.Background()
+
+	_, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "upper", Input: []byte(`{"text":"` + strings.Repeat("a", 400<<10) + `"}`)})
+	var ge *plugins.GuestError
+	if !errors.As(err, &ge) || ge.Code != "out_of_memory" || !ge.Retryable {
+		t.Fatalf("error %v, want a retryable out_of_memory failure", err)
+	}
+	if out, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "upper", Input: []byte(`{"text":"` + strings.Repeat("a", 100<<10) + `"}`)}); err != nil || len(out) != 100<<10+len(`{"text":""}`) {
+		t.Fatalf("the call after: %.50s, %v", out, err)
+	}
+	if st := rt.Stats(ckit); st.Discarded != 1 {
+		t.Errorf("discarded %d instances, want the one that ran out of memory", st.Discarded)
+	}
+}
+
+func TestSpinStoppedAtDeadline(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, plugins.Config{})
+	ckit := load(t, rt, "ckit")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "spin"}); !errors.Is(err, plugins.ErrTimeout) {
+		t.Fatalf("error %v, want ErrTimeout", err)
+	}
+	if _, err := rt.Invoke(context.Background(), ckit, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHeartbeat(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, plugins.Config{Logger: slog.New(slog.DiscardHandler)})
+	ckit := load(t, rt, "ckit")
+	ctx := context.Background()
+
+	t.Run("all beats", func(t *testing.T) {
+		t.Parallel()
+		hb := plugins.NewHeartbeat(time.Now())
+		out, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "heartbeat", Input: []byte(`{"n":5}`), Heartbeat: hb})
+		if err != nil || string(out) != `{"beats":5,"cancelled":false}` {
+			t.Fatalf("got %s, %v; want {beats: 5, cancelled: false}", out, err)
+		}
+		if details, _, beats := hb.Last(); beats != 5 || string(details) != `{"n":5}` {
+			t.Errorf("%d heartbeats, last details %s; want 5 and {\"n\":5}", beats, details)
+		}
+	})
+	t.Run("cancelled mid-way", func(t *testing.T) {
+		t.Parallel()
+		hb := plugins.NewHeartbeat(time.Now())
+		var mu sync.Mutex
+		var logs []string
+		done := make(chan error, 1)
+		go func() {
+			_, err := rt.Invoke(ctx, ckit, plugins.Call{
+				Activity:  "heartbeat",
+				Input:     []byte(`{"n":1000000000000}`),
+				Heartbeat: hb,
+				Log: func(r plugins.Record) {
+					mu.Lock()
+					defer mu.Unlock()
+					logs = append(logs, r.Message)
+				},
+			})
+			done <- err
+		}()
+		waitFor(t, 10*time.Second, func() bool { _, _, n := hb.Last(); return n > 0 })
+		hb.RequestCancel()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("heartbeat did not stop after cancellation")
+		}
+		var ge *plugins.GuestError
+		if !errors.Is(err, plugins.ErrCancelled) || !errors.As(err, &ge) {
+			t.Fatalf("error %v, want the guest's cancelled failure", err)
+		}
+		_, _, beats := hb.Last()
+		mu.Lock()
+		defer mu.Unlock()
+		if want := fmt.Sprintf("cancelled at heartbeat %d", beats); len(logs) != 1 || logs[0] != want {
+			t.Errorf("logs %q, want [%q]", logs, want)
+		}
+	})
+	t.Run("cancelled before", func(t *testing.T) {
+		t.Parallel()
+		hb := plugins.NewHeartbeat(time.Now())
+		hb.RequestCancel()
+		_, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "heartbeat", Input: []byte(`{"n":3}`), Heartbeat: hb})
+		if !errors.Is(err, plugins.ErrCancelled) {
+			t.Fatalf("error %v, want ErrCancelled", err)
+		}
+		if _, _, beats := hb.Last(); beats != 1 {
+			t.Errorf("%d heartbeats, want 1", beats)
+		}
+	})
+	t.Run("cancelled after the last beat", func(t *testing.T) {
+		t.Parallel()
+		hb := plugins.NewHeartbeat(time.Now())
+		hb.RequestCancel()
+		out, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "heartbeat", Input: []byte(`{"n":0}`), Heartbeat: hb})
+		if err != nil || string(out) != `{"beats":0,"cancelled":true}` {
+			t.Fatalf("got %s, %v; want {beats: 0, cancelled: true}", out, err)
+		}
+	})
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s", d)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
