@@ -63,15 +63,20 @@ func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte
 	fail := func(err error) ([]byte, error) {
 		return nil, &CallError{Version: version, Activity: call.Activity, Err: err}
 	}
-	p, err := r.plugin(ctx, version, r.fetch(version))
-	if err != nil {
-		return fail(err)
-	}
-	if !p.module.Has(call.Activity) {
-		return fail(ErrUnknownActivity)
-	}
-	if !p.pool.begin() {
-		return fail(ErrClosed)
+	var p *plugin
+	for {
+		var err error
+		if p, err = r.plugin(ctx, version, r.fetch(version)); err != nil {
+			return fail(err)
+		}
+		if !p.module.Has(call.Activity) {
+			return fail(ErrUnknownActivity)
+		}
+		if p.pool.begin() {
+			break
+		}
+		// The version was unloaded between the two steps; load it again
+		// (or learn that the runtime is closed).
 	}
 	defer p.pool.calls.Done()
 	in, err := p.pool.get(ctx)

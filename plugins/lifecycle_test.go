@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +162,46 @@ func TestUnloadThenReload(t *testing.T) {
 	}
 	if out, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo", Input: []byte(`2`)}); err != nil || string(out) != "2" {
 		t.Fatalf("after Unload: %s, %v", out, err)
+	}
+}
+
+// Calls racing with Unload of their version reload it instead of failing.
+func TestUnloadHammer(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, plugins.Config{PoolSize: 4})
+	kit := load(t, rt, "kit")
+	ctx := context.Background()
+	stop := make(chan struct{})
+	unloaded := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				unloaded <- n
+				return
+			default:
+				rt.Unload(ctx, kit)
+				n++
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 40; i++ {
+				if out, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "echo", Input: []byte(`7`)}); err != nil || string(out) != "7" {
+					t.Errorf("call %d while unloading: %s, %v", i, out, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if n := <-unloaded; n < 5 {
+		t.Errorf("only %d unloads happened during the calls", n)
 	}
 }

@@ -65,10 +65,9 @@ type Runtime struct {
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
 
-	mu      sync.Mutex
-	closed  bool
-	loaded  map[string]*loading
-	closing sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+	loaded map[string]*loading
 }
 
 // loading is a version being loaded or loaded; ready closes when p or err is
@@ -185,8 +184,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	loaded := r.loaded
 	r.loaded = map[string]*loading{}
 	r.mu.Unlock()
-	r.closing.Wait()
-	for _, l := range loaded {
+	for _, l := range loaded { // each pool waits for its calls in flight
 		<-l.ready
 		if l.p != nil {
 			l.p.pool.close(ctx)
