@@ -3,8 +3,8 @@ package plugins_test
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,8 +128,11 @@ func FuzzHostileGuest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, input []byte) {
 		out, err := call(input)
 		if err == nil {
-			if !json.Valid(out) {
-				t.Fatalf("success with output that is not JSON: %q", out)
+			if len(out) > 4096 {
+				t.Fatalf("output of %d bytes passed the 4096-byte limit", len(out))
+			}
+			if cerr := plugins.CheckOutput(out); cerr != nil && !errors.Is(cerr, plugins.ErrProtocol) {
+				t.Fatalf("CheckOutput: %v", cerr)
 			}
 		} else {
 			var ce *plugins.CallError
@@ -174,4 +177,23 @@ func FuzzLoad(f *testing.F) {
 		}
 		rt.Unload(ctx, m.Version)
 	})
+}
+
+func TestGarbageOutputIsReturnedRawAndCheckOutputFlagsIt(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, plugins.Config{})
+	m, err := rt.Load(context.Background(), testplugins.WAT(t, hostileWAT))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "run", Input: hostile(6, 0, 0, 7, 100, 0, `{"unterminated`)})
+	if err != nil || string(out) != `{"unterminated` {
+		t.Fatalf("Invoke: %q, %v; want the guest's bytes as they are", out, err)
+	}
+	if err := plugins.CheckOutput(out); !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), "not a JSON document") {
+		t.Fatalf("CheckOutput: %v, want ErrProtocol", err)
+	}
+	if err := plugins.CheckOutput([]byte(`{"ok":[1,2]}`)); err != nil {
+		t.Fatalf("CheckOutput of JSON: %v", err)
+	}
 }

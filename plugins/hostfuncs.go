@@ -156,12 +156,16 @@ func hostHeartbeat(ctx context.Context, mod api.Module, stack []uint64) {
 	if details != nil && !json.Valid(details) {
 		cs.abort("%s.%s: details are not a JSON document: %s", abi.HostModule, abi.ImportHeartbeat, excerpt(details))
 	}
+	if cs.hb == nil { // nobody watches this call: nothing to record, nothing can cancel it
+		stack[0] = 0
+		return
+	}
 	stack[0] = b2u(cs.hb.beat(details, cs.rt.cfg.Now()))
 }
 
 func hostCancelled(ctx context.Context, _ api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportCancelled)
-	stack[0] = b2u(cs.hb.CancelRequested())
+	stack[0] = b2u(cs.hb != nil && cs.hb.CancelRequested())
 }
 
 func hostInfo(ctx context.Context, mod api.Module, stack []uint64) {

@@ -30,7 +30,8 @@ type Call struct {
 	// function.
 	Config map[string]string
 	// Heartbeat receives the guest's heartbeats and carries cancellation
-	// requests to it. Nil gives the call a private one.
+	// requests to it. With nil, heartbeats are checked and dropped, and only
+	// ctx can stop the call.
 	Heartbeat *Heartbeat
 	// Log receives the guest's log records (log host function, stdout,
 	// stderr). Nil sends them to the runtime's logger.
@@ -47,9 +48,16 @@ type Record struct {
 
 var nullJSON = []byte("null")
 
-// Invoke runs one activity of a plugin version and returns its output, a
-// JSON document. The call's deadline is ctx's; when it passes the guest is
-// stopped, even in a loop without calls.
+// Invoke runs one activity of a plugin version and returns its output. The
+// call's deadline is ctx's; when it passes the guest is stopped, even in a
+// loop without calls.
+//
+// The output is the bytes the guest passed to result (null when it passed
+// none), not parsed: the ABI says it is a JSON document, and every consumer
+// decodes it anyway, so checking it here would be a second pass over it
+// (on a 64 KiB output, ten times the cost of the call). A consumer that
+// finds it is not JSON reports the guest's ABI violation; CheckOutput does
+// that for a consumer that does not decode.
 //
 // # Errors
 //
@@ -100,44 +108,53 @@ func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte
 	return out, nil
 }
 
-// call runs call on the instance. It returns the guest's stderr tail and
-// whether the instance can be reused.
+// call runs call on the instance. It returns the guest's stderr (for
+// failures) and whether the instance can be reused.
 func (in *instance) call(ctx context.Context, call *Call) (out []byte, stderr string, healthy bool, err error) {
 	out, healthy, err = in.run(ctx, call)
-	return out, string(in.stderrBuf), healthy, err
+	if err != nil {
+		stderr = string(in.cs.stderr)
+	}
+	return out, stderr, healthy, err
 }
 
 func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bool, err error) {
 	rt := in.pool.rt
-	cs := &callState{rt: rt, call: call, hb: call.Heartbeat}
-	if cs.hb == nil {
-		cs.hb = NewHeartbeat(rt.cfg.Now())
-	}
+	// The instance's call state is reused; the result buffer is not, since
+	// it becomes the caller's output.
+	cs := &in.cs
+	*cs = callState{rt: rt, call: call, hb: call.Heartbeat, stderr: cs.stderr[:0]}
 	input := call.Input
 	if len(input) == 0 {
 		input = nullJSON
 	}
 
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	// The callback runs on the goroutine that requests cancellation, maybe
-	// after this call returned; cancelling a finished call is a no-op.
-	var grace atomic.Pointer[time.Timer]
-	stopWatch := cs.hb.watch(func() {
-		grace.Store(time.AfterFunc(rt.cfg.CancelGrace, func() { cancel(ErrCancelled) }))
-	})
-	defer func() {
-		stopWatch()
-		if t := grace.Load(); t != nil {
-			t.Stop()
-		}
-	}()
+	callCtx := ctx
+	if cs.hb != nil {
+		// Someone may request cancellation: give the guest the grace
+		// period, then stop it.
+		var cancel context.CancelCauseFunc
+		callCtx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		// The callback runs on the goroutine that requests cancellation,
+		// maybe after this call returned; cancelling a finished call is a
+		// no-op.
+		var grace atomic.Pointer[time.Timer]
+		stopWatch := cs.hb.watch(func() {
+			grace.Store(time.AfterFunc(rt.cfg.CancelGrace, func() { cancel(ErrCancelled) }))
+		})
+		defer func() {
+			stopWatch()
+			if t := grace.Load(); t != nil {
+				t.Stop()
+			}
+		}()
+	}
 
 	in.cur = cs
 	defer func() {
 		in.cur = nil
 		cs.flushLogs()
-		in.stderrBuf = append(in.stderrBuf[:0], cs.stderr...)
 	}()
 	wctx := withCall(callCtx, cs)
 
@@ -155,7 +172,7 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bo
 		return nil, false, fmt.Errorf("%w: %s could not allocate %d bytes for the request", ErrLimit, abi.ExportAlloc, n)
 	}
 	// 2. The request, in one copy.
-	if !in.mem.Write(ptr, []byte(call.Activity)) || !in.mem.Write(ptr+uint32(len(call.Activity)), input) {
+	if !in.mem.WriteString(ptr, call.Activity) || !in.mem.Write(ptr+uint32(len(call.Activity)), input) {
 		return nil, false, fmt.Errorf("%w: %s returned %d, and %d bytes there are outside memory (%d bytes)", ErrProtocol, abi.ExportAlloc, ptr, n, in.mem.Size())
 	}
 	// 3. The call.
@@ -169,6 +186,15 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bo
 	return cs.outcome(abi.Status(in.stack[0]))
 }
 
+// CheckOutput returns nil when out is a JSON document, and otherwise an
+// error matching ErrProtocol that names the violation.
+func CheckOutput(out []byte) error {
+	if json.Valid(out) {
+		return nil
+	}
+	return fmt.Errorf("%w: output is not a JSON document: %s", ErrProtocol, excerpt(out))
+}
+
 // outcome interprets a returned status and the result the guest set.
 func (cs *callState) outcome(status abi.Status) (out []byte, healthy bool, err error) {
 	switch status {
@@ -179,9 +205,8 @@ func (cs *callState) outcome(status abi.Status) (out []byte, healthy bool, err e
 		if len(cs.result) == 0 {
 			return append([]byte(nil), nullJSON...), true, nil
 		}
-		if !json.Valid(cs.result) {
-			return nil, false, fmt.Errorf("%w: output is not a JSON document: %s", ErrProtocol, excerpt(cs.result))
-		}
+		// Not parsed here: every caller decodes the output anyway, and a
+		// second pass would cost more than the call (see Invoke).
 		return cs.result, true, nil
 	case abi.StatusError, abi.StatusPanic:
 		ge, perr := decodeFailure(cs.result, cs.resultSet)

@@ -164,8 +164,8 @@ type instance struct {
 	cur    *callState
 	stdout *guestWriter
 	stderr *guestWriter
-	// stderrBuf is the tail of what the guest wrote to stderr in its last call.
-	stderrBuf []byte
+	// cs is the state of the call in progress, reused from call to call.
+	cs callState
 }
 
 func (p *pool) instantiate(ctx context.Context) (*instance, error) {

@@ -219,6 +219,9 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if details, _, beats := hb.Last(); beats > 0 {
 		fmt.Fprintf(stderr, "heartbeats: %d, last details: %s\n", beats, details)
 	}
+	if err == nil {
+		err = plugins.CheckOutput(out)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "weft: %v\n", err)
 		return exitFailed
