@@ -74,6 +74,21 @@ func BenchmarkInvoke(b *testing.B) {
 				}
 			}
 		})
+		// As the engine calls: each attempt has its Heartbeat, so the call
+		// can be cancelled with a grace period.
+		b.Run("echo-watched/"+size.name, func(b *testing.B) {
+			input := jsonOfSize(size.n)
+			rt, kit := benchEcho(b, plugins.Config{CacheDir: cacheDir}, input)
+			ctx := context.Background()
+			b.SetBytes(int64(size.n))
+			b.ReportAllocs()
+			for b.Loop() {
+				call := plugins.Call{Activity: "echo", Input: input, Heartbeat: plugins.NewHeartbeat(time.Now())}
+				if _, err := rt.Invoke(ctx, kit, call); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -1,0 +1,223 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+
+	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/blobfile"
+)
+
+// workDir holds the plugins built for the benchmarks; it is git-ignored.
+const workDir = "work"
+
+// The fixtures TestMain prepares for every benchmark of the process.
+var (
+	kitWasm    []byte // examples/plugins/kit, the Weft plugin
+	extismWasm []byte // extism/echo, the Extism plugin
+	// cacheDir holds a wazero compilation cache that all hosts share, so
+	// that each setup does not compile the plugins again. It plays no part
+	// in a call.
+	cacheDir string
+	cache    wazero.CompilationCache
+)
+
+// TestMain builds both plugins with stock Go before any benchmark runs, so
+// that `go test -bench .` works on a clean clone. Go's build cache makes a
+// rebuild of unchanged sources quick.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if kitWasm, err = buildPlugin(filepath.Join("..", "examples", "plugins", "kit"), "kit.wasm"); err == nil {
+		extismWasm, err = buildPlugin(filepath.Join("extism", "echo"), "extism-echo.wasm")
+	}
+	if err == nil {
+		cacheDir, err = os.MkdirTemp("", "weft-bench-cache-")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(cacheDir)
+	if cache, err = wazero.NewCompilationCacheWithDir(cacheDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cache.Close(context.Background())
+	return m.Run()
+}
+
+// buildPlugin builds the Go plugin in dir as a WASI reactor into workDir/out
+// and returns its bytes.
+func buildPlugin(dir, out string) ([]byte, error) {
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, err
+	}
+	dst, err := filepath.Abs(filepath.Join(workDir, out))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", dst+".tmp", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("bench: building %s: %v\n%s", dir, err, b)
+	}
+	if err := os.Rename(dst+".tmp", dst); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(dst)
+}
+
+// memoryLimitPages is plugins.Config's default, given to every host here.
+const memoryLimitPages = 4096
+
+// runtimeConfig is the wazero configuration plugins.New uses (plus the
+// shared compilation cache).
+func runtimeConfig() wazero.RuntimeConfig {
+	return wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(memoryLimitPages).
+		WithCompilationCache(cache)
+}
+
+// sizes are the input sizes of the echo call.
+var sizes = []struct {
+	name string
+	n    int
+}{
+	{"100B", 100},
+	{"64KiB", 64 << 10},
+}
+
+// jsonOfSize returns a JSON document of exactly n bytes (n ≥ 2): a string of
+// printable ASCII that needs no escaping. plugins/bench_test.go uses the
+// same input.
+func jsonOfSize(n int) []byte {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ-_.,"
+	b := make([]byte, n)
+	b[0], b[n-1] = '"', '"'
+	for i := 1; i < n-1; i++ {
+		b[i] = alphabet[i%len(alphabet)]
+	}
+	return b
+}
+
+// echoFunc is one host's echo call; it returns the output.
+type echoFunc func(ctx context.Context, input []byte) ([]byte, error)
+
+// hosts are the contenders. Each setup is done once per benchmark, outside
+// the timed loop, and its resources are released by b.Cleanup.
+var hosts = []struct {
+	name  string
+	setup func(b *testing.B) echoFunc
+}{
+	{"weft", setupWeft},
+	{"bare", setupBare},
+	{"extism", setupExtism},
+	{"extism-bounded", setupExtismBounded},
+}
+
+// BenchmarkEcho calls echo once per op, from one goroutine, on each host at
+// each size. Names are host=…/size=… so that benchstat can compare hosts:
+//
+//	benchstat -col /host results.txt
+func BenchmarkEcho(b *testing.B) {
+	for _, h := range hosts {
+		for _, size := range sizes {
+			b.Run("host="+h.name+"/size="+size.name, func(b *testing.B) {
+				echo := h.setup(b)
+				input := jsonOfSize(size.n)
+				ctx := context.Background()
+				out, err := echo(ctx, input)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !bytes.Equal(out, input) {
+					b.Fatalf("echo returned %d bytes that differ from its %d-byte input", len(out), len(input))
+				}
+				b.SetBytes(int64(size.n))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := echo(ctx, input); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// setupWeft is the system under test: the public Invoke path with the kit
+// plugin, as the host runs it (default Config).
+func setupWeft(b *testing.B) echoFunc {
+	blobs, err := blobfile.New(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	rt, err := plugins.New(ctx, plugins.Config{CacheDir: cacheDir, Logger: slog.New(slog.DiscardHandler)}, blobs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rt.Close(ctx) })
+	m, err := rt.Load(ctx, kitWasm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(ctx context.Context, input []byte) ([]byte, error) {
+		return rt.Invoke(ctx, m.Version, plugins.Call{Activity: "echo", Input: input})
+	}
+}
+
+// setupExtism is Extism's Go host running a stock-Go go-pdk plugin, set up
+// as Extism's README does: a Plugin (one instance) created once with WASI,
+// and Call per call. With these defaults a guest cannot be stopped at a
+// deadline and may grow its memory to 4 GiB.
+func setupExtism(b *testing.B) echoFunc {
+	return newExtism(b, extism.Manifest{})
+}
+
+// setupExtismBounded is setupExtism with the guarantees Weft gives every
+// call, set the way Extism offers them: a timeout, which makes Extism stop a
+// guest when a call's context ends (wazero's WithCloseOnContextDone, as in
+// plugins.New), and the same memory cap.
+func setupExtismBounded(b *testing.B) echoFunc {
+	return newExtism(b, extism.Manifest{
+		Timeout: 60_000, // ms; any value enables stopping
+		Memory:  &extism.ManifestMemory{MaxPages: memoryLimitPages, MaxHttpResponseBytes: -1, MaxVarBytes: -1},
+	})
+}
+
+func newExtism(b *testing.B, manifest extism.Manifest) echoFunc {
+	ctx := context.Background()
+	manifest.Wasm = []extism.Wasm{extism.WasmData{Data: extismWasm}}
+	cfg := extism.PluginConfig{
+		EnableWasi:    true,
+		RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(cache),
+	}
+	p, err := extism.NewPlugin(ctx, manifest, cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close(ctx) })
+	return func(ctx context.Context, input []byte) ([]byte, error) {
+		rc, out, err := p.CallWithContext(ctx, "echo", input)
+		if err == nil && rc != 0 {
+			err = fmt.Errorf("extism: echo returned %d", rc)
+		}
+		return out, err
+	}
+}
