@@ -44,8 +44,8 @@ func jsonOfSize(n int) []byte {
 // in a call.
 func benchEcho(b *testing.B, cfg plugins.Config, input []byte) (*plugins.Runtime, string) {
 	b.Helper()
-	rt := newRuntime(b, cfg)
-	kit := load(b, rt, "kit")
+	rt := testplugins.Runtime(b, cfg)
+	kit := testplugins.Load(b, rt, "kit")
 	out, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo", Input: input})
 	if err != nil {
 		b.Fatal(err)

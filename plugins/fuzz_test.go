@@ -110,7 +110,7 @@ func FuzzHostileGuest(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s)
 	}
-	rt := newRuntime(f, plugins.Config{PoolSize: 1, MaxOutputBytes: 4096, MaxLogBytes: 1024, Logger: discardLogger()})
+	rt := testplugins.Runtime(f, plugins.Config{PoolSize: 1, MaxOutputBytes: 4096, MaxLogBytes: 1024, Logger: discardLogger()})
 	m, err := rt.Load(context.Background(), testplugins.WAT(f, hostileWAT))
 	if err != nil {
 		f.Fatal(err)
@@ -161,7 +161,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add(valid[:len(valid)-3])
 	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
 	f.Add([]byte{})
-	rt := newRuntime(f, plugins.Config{MaxModuleBytes: 1 << 20, Logger: discardLogger()})
+	rt := testplugins.Runtime(f, plugins.Config{MaxModuleBytes: 1 << 20, Logger: discardLogger()})
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -181,7 +181,7 @@ func FuzzLoad(f *testing.F) {
 
 func TestGarbageOutputIsReturnedRawAndCheckOutputFlagsIt(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
+	rt := testplugins.Runtime(t, plugins.Config{})
 	m, err := rt.Load(context.Background(), testplugins.WAT(t, hostileWAT))
 	if err != nil {
 		t.Fatal(err)

@@ -14,48 +14,12 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
-	"github.com/weftworks/weft/plugins/blobfile"
 )
-
-// newRuntime returns a Runtime over a blob store in a temporary directory,
-// closed when the test ends.
-func newRuntime(t testing.TB, cfg plugins.Config) *plugins.Runtime {
-	t.Helper()
-	return newRuntimeIn(t, t.TempDir(), cfg)
-}
-
-// newRuntimeIn is newRuntime with the blob store in dir.
-func newRuntimeIn(t testing.TB, dir string, cfg plugins.Config) *plugins.Runtime {
-	t.Helper()
-	if cfg.CacheDir == "" {
-		cfg.CacheDir = sharedCacheDir
-	}
-	blobs, err := blobfile.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := plugins.New(context.Background(), cfg, blobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	return rt
-}
-
-// load loads an example plugin into rt and returns its version.
-func load(t testing.TB, rt *plugins.Runtime, name string) string {
-	t.Helper()
-	m, err := rt.Load(context.Background(), testplugins.Bytes(t, name))
-	if err != nil {
-		t.Fatalf("loading %s: %v", name, err)
-	}
-	return m.Version
-}
 
 func TestKitActivities(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit := testplugins.Load(t, rt, "kit")
 
 	tests := []struct {
 		name     string
@@ -91,8 +55,8 @@ func TestKitActivities(t *testing.T) {
 
 func TestGuestErrors(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit := testplugins.Load(t, rt, "kit")
 
 	tests := []struct {
 		name          string
@@ -124,8 +88,8 @@ func TestGuestErrors(t *testing.T) {
 
 func TestUnknownActivityIsRefusedBeforeTheGuest(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit := testplugins.Load(t, rt, "kit")
 	_, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "nope"})
 	if !errors.Is(err, plugins.ErrUnknownActivity) {
 		t.Fatalf("error %v, want ErrUnknownActivity", err)
@@ -134,8 +98,8 @@ func TestUnknownActivityIsRefusedBeforeTheGuest(t *testing.T) {
 
 func TestTrapDiscardsInstance(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{PoolSize: 1})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
+	kit := testplugins.Load(t, rt, "kit")
 	ctx := context.Background()
 
 	_, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "trap"})
@@ -158,8 +122,8 @@ func TestTrapDiscardsInstance(t *testing.T) {
 
 func TestSpinningGuestStoppedAtDeadline(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit := testplugins.Load(t, rt, "kit")
 
 	const timeout = 200 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -181,8 +145,8 @@ func TestSpinningGuestStoppedAtDeadline(t *testing.T) {
 
 func TestMemoryLimit(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{MemoryLimitPages: 64 << 4, PoolSize: 1}) // 64 MiB
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{MemoryLimitPages: 64 << 4, PoolSize: 1}) // 64 MiB
+	kit := testplugins.Load(t, rt, "kit")
 	ctx := context.Background()
 
 	if _, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "alloc", Input: []byte(`{"mb":8}`)}); err != nil {
@@ -199,8 +163,8 @@ func TestMemoryLimit(t *testing.T) {
 
 func TestHeartbeatAndCancellation(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{CancelGrace: time.Second})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{CancelGrace: time.Second})
+	kit := testplugins.Load(t, rt, "kit")
 
 	hb := plugins.NewHeartbeat(time.Now())
 	done := make(chan error, 1)
@@ -230,8 +194,8 @@ func TestHeartbeatAndCancellation(t *testing.T) {
 
 func TestCancelledGuestStoppedAfterGrace(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{CancelGrace: 100 * time.Millisecond})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{CancelGrace: 100 * time.Millisecond})
+	kit := testplugins.Load(t, rt, "kit")
 	hb := plugins.NewHeartbeat(time.Now())
 	hb.RequestCancel() // spin never looks
 	start := time.Now()
@@ -246,8 +210,8 @@ func TestCancelledGuestStoppedAfterGrace(t *testing.T) {
 
 func TestLastHeartbeatResumesWork(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit := testplugins.Load(t, rt, "kit")
 	out, err := rt.Invoke(context.Background(), kit, plugins.Call{
 		Activity:      "work",
 		Input:         []byte(`{"ms":120,"beat_ms":10}`),
@@ -272,8 +236,8 @@ func TestLastHeartbeatResumesWork(t *testing.T) {
 
 func TestPoolHammer(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{PoolSize: 3})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{PoolSize: 3})
+	kit := testplugins.Load(t, rt, "kit")
 	const P, N = 8, 40
 	var wg sync.WaitGroup
 	errs := make(chan error, P*N)

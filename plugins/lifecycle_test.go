@@ -19,8 +19,8 @@ func TestRestartLoadsFromBlobsAndCompilationCache(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := plugins.Config{CacheDir: filepath.Join(dir, "compiled")}
-	first := newRuntimeIn(t, dir, cfg)
-	kit := load(t, first, "kit")
+	first := testplugins.RuntimeIn(t, dir, cfg)
+	kit := testplugins.Load(t, first, "kit")
 	if err := first.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestRestartLoadsFromBlobsAndCompilationCache(t *testing.T) {
 
 	// A new process knows only the version: it reads the blob and the
 	// cached machine code.
-	second := newRuntimeIn(t, dir, cfg)
+	second := testplugins.RuntimeIn(t, dir, cfg)
 	out, err := second.Invoke(context.Background(), kit, plugins.Call{Activity: "upper", Input: []byte(`{"text":"again"}`)})
 	if err != nil || string(out) != `{"text":"AGAIN"}` {
 		t.Fatalf("after restart: %s, %v", out, err)
@@ -55,7 +55,7 @@ func TestCorruptBlobIsNotRun(t *testing.T) {
 	if err := blobs.Put(context.Background(), version, wasm); err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntimeIn(t, dir, plugins.Config{})
+	rt := testplugins.RuntimeIn(t, dir, plugins.Config{})
 	_, err = rt.Invoke(context.Background(), version, plugins.Call{Activity: "echo"})
 	if err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("error %v, want the blob reported corrupt", err)
@@ -64,7 +64,7 @@ func TestCorruptBlobIsNotRun(t *testing.T) {
 
 func TestUnknownVersion(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
+	rt := testplugins.Runtime(t, plugins.Config{})
 	_, err := rt.Invoke(context.Background(), plugins.Hash([]byte("nothing")), plugins.Call{Activity: "echo"})
 	if !errors.Is(err, plugins.ErrNotFound) {
 		t.Fatalf("error %v, want ErrNotFound", err)
@@ -73,8 +73,8 @@ func TestUnknownVersion(t *testing.T) {
 
 func TestOutputLimit(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{MaxOutputBytes: 1000, PoolSize: 1})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{MaxOutputBytes: 1000, PoolSize: 1})
+	kit := testplugins.Load(t, rt, "kit")
 	big := `"` + strings.Repeat("a", 2000) + `"`
 	_, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo", Input: []byte(big)})
 	if !errors.Is(err, plugins.ErrLimit) || !strings.Contains(err.Error(), "output: 2002 bytes, more than the limit of 1000") {
@@ -90,8 +90,8 @@ func TestOutputLimit(t *testing.T) {
 
 func TestCallerCancellation(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit := testplugins.Load(t, rt, "kit")
 	ctx, cancel := context.WithCancel(context.Background())
 	hb := plugins.NewHeartbeat(time.Now())
 	done := make(chan error, 1)
@@ -115,8 +115,8 @@ func TestCallerCancellation(t *testing.T) {
 
 func TestPoolBoundsConcurrentCalls(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{PoolSize: 1})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
+	kit := testplugins.Load(t, rt, "kit")
 	busy, cancelBusy := context.WithCancel(context.Background())
 	defer cancelBusy()
 	go func() { _, _ = rt.Invoke(busy, kit, plugins.Call{Activity: "spin"}) }()
@@ -142,8 +142,8 @@ func TestPoolBoundsConcurrentCalls(t *testing.T) {
 
 func TestCloseRefusesCalls(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit := testplugins.Load(t, rt, "kit")
 	if err := rt.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -154,8 +154,8 @@ func TestCloseRefusesCalls(t *testing.T) {
 
 func TestUnloadThenReload(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit := testplugins.Load(t, rt, "kit")
 	rt.Unload(context.Background(), kit)
 	if st := rt.Stats(kit); st.Live != 0 {
 		t.Fatalf("%d live instances after Unload", st.Live)
@@ -168,8 +168,8 @@ func TestUnloadThenReload(t *testing.T) {
 // Calls racing with Unload of their version reload it instead of failing.
 func TestUnloadHammer(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{PoolSize: 4})
-	kit := load(t, rt, "kit")
+	rt := testplugins.Runtime(t, plugins.Config{PoolSize: 4})
+	kit := testplugins.Load(t, rt, "kit")
 	ctx := context.Background()
 	stop := make(chan struct{})
 	unloaded := make(chan int)

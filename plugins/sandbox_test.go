@@ -32,7 +32,7 @@ func loadFile(t *testing.T, rt *plugins.Runtime, path string) string {
 // finds nothing to read.
 func TestFilesystemPluginSeesNoFiles(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
+	rt := testplugins.Runtime(t, plugins.Config{})
 	v := loadFile(t, rt, testplugins.Testdata(t, "plugins/testdata/escape"))
 	out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "read"})
 	var ge *plugins.GuestError
@@ -82,7 +82,7 @@ func TestInertWASIFunctionsReturnEBADF(t *testing.T) {
       (then (call $result (i32.const 44) (i32.const 4)))
       (else (call $result (i32.const 48) (i32.const 5))))
     (i32.const 0)))`
-	rt := newRuntime(t, plugins.Config{})
+	rt := testplugins.Runtime(t, plugins.Config{})
 	m, err := rt.Load(context.Background(), testplugins.WAT(t, module))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestInertWASIFunctionsReturnEBADF(t *testing.T) {
 
 func TestSandboxFromInside(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
+	rt := testplugins.Runtime(t, plugins.Config{})
 	v := loadFile(t, rt, testplugins.Testdata(t, "plugins/testdata/sandbox"))
 	before := time.Now().Unix()
 	out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "probe", Config: map[string]string{"greeting": "hej"}})
@@ -153,7 +153,7 @@ func (r *recorder) log(rec plugins.Record) {
 
 func TestGuestLogsCapturedWithinVolumeLimit(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{MaxLogBytes: 4096})
+	rt := testplugins.Runtime(t, plugins.Config{MaxLogBytes: 4096})
 	v := loadFile(t, rt, testplugins.Testdata(t, "plugins/testdata/sandbox"))
 
 	t.Run("small", func(t *testing.T) {
@@ -197,7 +197,7 @@ func TestGuestLogsCapturedWithinVolumeLimit(t *testing.T) {
 
 func TestGuestExitDiscardsInstanceAndKeepsStderr(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{PoolSize: 1, Logger: discardLogger()})
+	rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1, Logger: discardLogger()})
 	v := loadFile(t, rt, testplugins.Testdata(t, "plugins/testdata/sandbox"))
 	_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "exit"})
 	var ce *plugins.CallError

@@ -73,7 +73,7 @@ func watString(s string) string {
 
 func TestWATModuleDefaultsAreValid(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
+	rt := testplugins.Runtime(t, plugins.Config{})
 	m, err := rt.Load(context.Background(), testplugins.WAT(t, watModule{}.String()))
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestValidationRefusals(t *testing.T) {
 			want: []string{`weft\.result: 1000 bytes at 65000 are outside memory \(65536 bytes\)`},
 		},
 	}
-	rt := newRuntime(t, plugins.Config{MaxModuleBytes: 1 << 20})
+	rt := testplugins.Runtime(t, plugins.Config{MaxModuleBytes: 1 << 20})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -247,7 +247,7 @@ func wat(m watModule) func(*testing.T) []byte {
 func TestRefusedModuleIsNotStored(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	rt := newRuntimeIn(t, dir, plugins.Config{})
+	rt := testplugins.RuntimeIn(t, dir, plugins.Config{})
 	wasm := testplugins.WAT(t, watModule{version: "(i32.const 7)"}.String())
 	if _, err := rt.Load(context.Background(), wasm); err == nil {
 		t.Fatal("loaded a module of ABI version 7")
@@ -273,7 +273,7 @@ func TestABIReadmeExample(t *testing.T) {
 	if m == nil {
 		t.Fatal("no ```wat block in abi/README.md")
 	}
-	rt := newRuntime(t, plugins.Config{})
+	rt := testplugins.Runtime(t, plugins.Config{})
 	mod, err := rt.Load(context.Background(), testplugins.WAT(t, string(m[1])))
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ package testplugins
 
 import (
 	"bytes"
+	"context"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -15,6 +16,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/blobfile"
 )
 
 // Root returns the repository's root directory.
@@ -193,4 +197,54 @@ func lockFile(t testing.TB, path string) (unlock func()) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}
+}
+
+// CacheDir returns the compilation cache that every test process shares,
+// bin/cache/wazero: compiling a Go plugin takes a second, and tens of seconds
+// under the race detector, while loading it from the cache takes
+// milliseconds. wazero writes cache entries atomically, so concurrent test
+// processes can share it.
+func CacheDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(Root(t), "bin", "cache", "wazero")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Runtime returns a plugins.Runtime over a blob store in a temporary
+// directory, closed when the test ends. Unless cfg sets one, it uses the
+// shared compilation cache.
+func Runtime(t testing.TB, cfg plugins.Config) *plugins.Runtime {
+	t.Helper()
+	return RuntimeIn(t, t.TempDir(), cfg)
+}
+
+// RuntimeIn is Runtime with the blob store in dir.
+func RuntimeIn(t testing.TB, dir string, cfg plugins.Config) *plugins.Runtime {
+	t.Helper()
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = CacheDir(t)
+	}
+	blobs, err := blobfile.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := plugins.New(context.Background(), cfg, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	return rt
+}
+
+// Load loads the example plugin name into rt and returns its version.
+func Load(t testing.TB, rt *plugins.Runtime, name string) string {
+	t.Helper()
+	m, err := rt.Load(context.Background(), Bytes(t, name))
+	if err != nil {
+		t.Fatalf("loading %s: %v", name, err)
+	}
+	return m.Version
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
-	"github.com/weftworks/weft/plugins/blobfile"
 )
 
 // TestText runs every test of the plugin against one Runtime: wazero
@@ -43,20 +42,8 @@ type plugin struct {
 // temporary directory, closed when the test ends.
 func load(t *testing.T) plugin {
 	t.Helper()
-	blobs, err := blobfile.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := plugins.New(context.Background(), plugins.Config{}, blobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	m, err := rt.Load(context.Background(), testplugins.Bytes(t, "text"))
-	if err != nil {
-		t.Fatalf("loading text: %v", err)
-	}
-	return plugin{rt: rt, version: m.Version}
+	rt := testplugins.Runtime(t, plugins.Config{})
+	return plugin{rt: rt, version: testplugins.Load(t, rt, "text")}
 }
 
 // call invokes activity with input and fails the test on an error.

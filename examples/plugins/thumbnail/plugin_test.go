@@ -16,7 +16,6 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
-	"github.com/weftworks/weft/plugins/blobfile"
 )
 
 // TestThumbnail runs every test of the plugin against one Runtime: wazero
@@ -52,20 +51,8 @@ type plugin struct {
 // temporary directory, closed when the test ends.
 func load(t *testing.T) plugin {
 	t.Helper()
-	blobs, err := blobfile.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := plugins.New(context.Background(), plugins.Config{}, blobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	m, err := rt.Load(context.Background(), testplugins.Bytes(t, "thumbnail"))
-	if err != nil {
-		t.Fatalf("loading thumbnail: %v", err)
-	}
-	return plugin{rt: rt, version: m.Version}
+	rt := testplugins.Runtime(t, plugins.Config{})
+	return plugin{rt: rt, version: testplugins.Load(t, rt, "thumbnail")}
 }
 
 func (p plugin) invoke(call plugins.Call) ([]byte, error) {

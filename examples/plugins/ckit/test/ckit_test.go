@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,52 +19,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
-	"github.com/weftworks/weft/plugins/blobfile"
 )
-
-// cacheDir is the compilation cache that the package's runtimes share, so
-// that the Go kit, slow to compile under the race detector, compiles once
-// for TestSameAsKit and FuzzSameAsKit. TestMain sets it.
-var cacheDir string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ckit-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cacheDir = dir
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// newRuntime returns a Runtime over a blob store in a temporary directory,
-// closed when the test ends, with the package's compilation cache.
-func newRuntime(t testing.TB, cfg plugins.Config) *plugins.Runtime {
-	t.Helper()
-	cfg.CacheDir = cacheDir
-	blobs, err := blobfile.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := plugins.New(context.Background(), cfg, blobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close(context.Background()) })
-	return rt
-}
-
-// load loads an example plugin into rt and returns its version.
-func load(t testing.TB, rt *plugins.Runtime, name string) string {
-	t.Helper()
-	m, err := rt.Load(context.Background(), testplugins.Bytes(t, name))
-	if err != nil {
-		t.Fatalf("loading %s: %v", name, err)
-	}
-	return m.Version
-}
 
 func TestImportsOnlyTheHost(t *testing.T) {
 	t.Parallel()
@@ -85,8 +39,8 @@ func TestImportsOnlyTheHost(t *testing.T) {
 
 func TestActivities(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	ckit := load(t, rt, "ckit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	ckit := testplugins.Load(t, rt, "ckit")
 
 	tests := []struct {
 		name     string
@@ -130,8 +84,8 @@ func TestActivities(t *testing.T) {
 
 func TestFailAttempts(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	ckit := load(t, rt, "ckit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	ckit := testplugins.Load(t, rt, "ckit")
 
 	tests := []struct {
 		name          string
@@ -174,8 +128,8 @@ func TestFailAttempts(t *testing.T) {
 // compile under the race detector, so both subtests share one Runtime.
 func TestSameAsKit(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	kit, ckit := load(t, rt, "kit"), load(t, rt, "ckit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit, ckit := testplugins.Load(t, rt, "kit"), testplugins.Load(t, rt, "ckit")
 	t.Run("inputs", func(t *testing.T) {
 		t.Parallel()
 		testSameInputs(t, rt, kit, ckit)
@@ -327,8 +281,8 @@ func firstDifference(t *testing.T, got, want []byte) string {
 
 func TestTrapDiscardsInstance(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{PoolSize: 1})
-	ckit := load(t, rt, "ckit")
+	rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
+	ckit := testplugins.Load(t, rt, "ckit")
 	ctx := context.Background()
 
 	_, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "trap"})
@@ -349,8 +303,8 @@ func TestTrapDiscardsInstance(t *testing.T) {
 // than trap or write garbage.
 func TestOutOfMemoryIsAFailure(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{MemoryLimitPages: 16, PoolSize: 1}) // 1 MiB
-	ckit := load(t, rt, "ckit")
+	rt := testplugins.Runtime(t, plugins.Config{MemoryLimitPages: 16, PoolSize: 1}) // 1 MiB
+	ckit := testplugins.Load(t, rt, "ckit")
 	ctx := context.Background()
 
 	_, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "upper", Input: []byte(`{"text":"` + strings.Repeat("a", 400<<10) + `"}`)})
@@ -368,8 +322,8 @@ func TestOutOfMemoryIsAFailure(t *testing.T) {
 
 func TestSpinStoppedAtDeadline(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{})
-	ckit := load(t, rt, "ckit")
+	rt := testplugins.Runtime(t, plugins.Config{})
+	ckit := testplugins.Load(t, rt, "ckit")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -383,8 +337,8 @@ func TestSpinStoppedAtDeadline(t *testing.T) {
 
 func TestHeartbeat(t *testing.T) {
 	t.Parallel()
-	rt := newRuntime(t, plugins.Config{Logger: slog.New(slog.DiscardHandler)})
-	ckit := load(t, rt, "ckit")
+	rt := testplugins.Runtime(t, plugins.Config{Logger: slog.New(slog.DiscardHandler)})
+	ckit := testplugins.Load(t, rt, "ckit")
 	ctx := context.Background()
 
 	t.Run("all beats", func(t *testing.T) {

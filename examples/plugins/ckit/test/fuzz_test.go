@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -20,8 +21,8 @@ func FuzzSameAsKit(f *testing.F) {
 		f.Add("upper", seed)
 		f.Add("fail", seed)
 	}
-	rt := newRuntime(f, plugins.Config{})
-	kit, ckit := load(f, rt, "kit"), load(f, rt, "ckit")
+	rt := testplugins.Runtime(f, plugins.Config{})
+	kit, ckit := testplugins.Load(f, rt, "kit"), testplugins.Load(f, rt, "ckit")
 	f.Fuzz(func(t *testing.T, activity, input string) {
 		if activity != "upper" && activity != "fail" {
 			t.Skip()
