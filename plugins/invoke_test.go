@@ -16,11 +16,13 @@ import (
 	"github.com/weftworks/weft/plugins"
 )
 
+// sameABI lists plugins that implement the kit's echo, upper, fail, info and
+// spin with the same behaviour: the Go kit, through the SDK, and ckit, the
+// ABI written by hand in C. Every test that ranges over it holds for both.
+var sameABI = []string{"kit", "ckit"}
+
 func TestKitActivities(t *testing.T) {
 	t.Parallel()
-	rt := testplugins.Runtime(t, plugins.Config{})
-	kit := testplugins.Load(t, rt, "kit")
-
 	tests := []struct {
 		name     string
 		activity string
@@ -32,22 +34,36 @@ func TestKitActivities(t *testing.T) {
 		{name: "echo empty input is null", activity: "echo", input: ``, want: `null`},
 		{name: "echo string", activity: "echo", input: `"héllo"`, want: `"héllo"`},
 		{name: "upper", activity: "upper", input: `{"text":"shout it"}`, want: `{"text":"SHOUT IT"}`},
+		{name: "upper unicode", activity: "upper", input: `{"text":"ça déménage, ǆ σς"}`, want: `{"text":"ÇA DÉMÉNAGE, Ǆ ΣΣ"}`},
+		{name: "upper null", activity: "upper", input: `null`, want: `{"text":""}`},
 		{name: "fail succeeds after fail_attempts", activity: "fail", input: `{"code":"x","fail_attempts":2}`, info: abi.Info{Attempt: 3}, want: `{"attempt":3}`},
 		{
 			name: "info", activity: "info",
-			info: abi.Info{InstanceID: "i-1", Workflow: "wf", StepID: "s1", Plugin: "kit", Attempt: 2, IdempotencyKey: "i-1/s1", DeadlineUnixMilli: 1234},
-			want: `{"instance_id":"i-1","workflow":"wf","step_id":"s1","plugin":"kit","activity":"info","attempt":2,"idempotency_key":"i-1/s1","deadline_unix_ms":1234}`,
+			info: abi.Info{InstanceID: "i-1", Workflow: "wf", StepID: "s1", Plugin: "p", Attempt: 2, IdempotencyKey: "i-1/s1", DeadlineUnixMilli: 1234},
+			want: `{"instance_id":"i-1","workflow":"wf","step_id":"s1","plugin":"p","activity":"info","attempt":2,"idempotency_key":"i-1/s1","deadline_unix_ms":1234}`,
+		},
+		{
+			name: "info longer than a first buffer", activity: "info",
+			info: abi.Info{InstanceID: strings.Repeat("i", 300), Attempt: 1},
+			want: `{"instance_id":"` + strings.Repeat("i", 300) + `","workflow":"","step_id":"","plugin":"","activity":"info","attempt":1,"idempotency_key":"","deadline_unix_ms":0}`,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, plugin := range sameABI {
+		t.Run(plugin, func(t *testing.T) {
 			t.Parallel()
-			out, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: tt.info})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(out) != tt.want {
-				t.Errorf("output %s, want %s", out, tt.want)
+			rt := testplugins.Runtime(t, plugins.Config{})
+			v := testplugins.Load(t, rt, plugin)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					t.Parallel()
+					out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: tt.info})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if string(out) != tt.want {
+						t.Errorf("output %s, want %s", out, tt.want)
+					}
+				})
 			}
 		})
 	}
@@ -55,9 +71,7 @@ func TestKitActivities(t *testing.T) {
 
 func TestGuestErrors(t *testing.T) {
 	t.Parallel()
-	rt := testplugins.Runtime(t, plugins.Config{})
-	kit := testplugins.Load(t, rt, "kit")
-
+	busy := `{"code":"busy","message":"try later","retryable":true,"fail_attempts":2}`
 	tests := []struct {
 		name          string
 		activity      string
@@ -67,20 +81,29 @@ func TestGuestErrors(t *testing.T) {
 		wantRetryable bool
 		wantMessage   string
 	}{
-		{name: "non-retryable", activity: "fail", input: `{"code":"card_declined","message":"declined"}`, attempt: 1, wantCode: "card_declined", wantMessage: "declined"},
-		{name: "retryable", activity: "fail", input: `{"code":"busy","retryable":true,"fail_attempts":2}`, attempt: 2, wantCode: "busy", wantRetryable: true},
+		{name: "non-retryable on every attempt", activity: "fail", input: `{"code":"card_declined","message":"declined"}`, attempt: 7, wantCode: "card_declined", wantMessage: "declined"},
+		{name: "retryable, attempt 1 of 2", activity: "fail", input: busy, attempt: 1, wantCode: "busy", wantRetryable: true, wantMessage: "try later"},
+		{name: "retryable, attempt 2 of 2", activity: "fail", input: busy, attempt: 2, wantCode: "busy", wantRetryable: true, wantMessage: "try later"},
+		{name: "default code", activity: "fail", input: `{}`, attempt: 1, wantCode: "kit_failure"},
 		{name: "bad input", activity: "upper", input: `[1,2]`, wantCode: abi.CodeBadInput},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, plugin := range sameABI {
+		t.Run(plugin, func(t *testing.T) {
 			t.Parallel()
-			_, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: abi.Info{Attempt: tt.attempt}})
-			var ge *plugins.GuestError
-			if !errors.As(err, &ge) {
-				t.Fatalf("error %v, want a *GuestError", err)
-			}
-			if ge.Code != tt.wantCode || ge.Retryable != tt.wantRetryable || !strings.Contains(ge.Message, tt.wantMessage) {
-				t.Errorf("got %+v, want code %q retryable %v message containing %q", ge, tt.wantCode, tt.wantRetryable, tt.wantMessage)
+			rt := testplugins.Runtime(t, plugins.Config{})
+			v := testplugins.Load(t, rt, plugin)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					t.Parallel()
+					_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: abi.Info{Attempt: tt.attempt}})
+					var ge *plugins.GuestError
+					if !errors.As(err, &ge) {
+						t.Fatalf("error %v, want a *GuestError", err)
+					}
+					if ge.Code != tt.wantCode || ge.Retryable != tt.wantRetryable || !strings.Contains(ge.Message, tt.wantMessage) {
+						t.Errorf("got %+v, want code %q retryable %v message containing %q", ge, tt.wantCode, tt.wantRetryable, tt.wantMessage)
+					}
+				})
 			}
 		})
 	}
@@ -122,24 +145,29 @@ func TestTrapDiscardsInstance(t *testing.T) {
 
 func TestSpinningGuestStoppedAtDeadline(t *testing.T) {
 	t.Parallel()
-	rt := testplugins.Runtime(t, plugins.Config{})
-	kit := testplugins.Load(t, rt, "kit")
+	for _, plugin := range sameABI {
+		t.Run(plugin, func(t *testing.T) {
+			t.Parallel()
+			rt := testplugins.Runtime(t, plugins.Config{})
+			v := testplugins.Load(t, rt, plugin)
 
-	const timeout = 200 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	start := time.Now()
-	_, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "spin"})
-	late := time.Since(start) - timeout
-	if !errors.Is(err, plugins.ErrTimeout) {
-		t.Fatalf("error %v, want ErrTimeout", err)
-	}
-	if late > 50*time.Millisecond {
-		t.Errorf("guest stopped %s after its deadline, want within 50ms", late)
-	}
-	// The pool still serves.
-	if _, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil {
-		t.Fatal(err)
+			const timeout = 200 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			start := time.Now()
+			_, err := rt.Invoke(ctx, v, plugins.Call{Activity: "spin"})
+			late := time.Since(start) - timeout
+			if !errors.Is(err, plugins.ErrTimeout) {
+				t.Fatalf("error %v, want ErrTimeout", err)
+			}
+			if late > 50*time.Millisecond {
+				t.Errorf("guest stopped %s after its deadline, want within 50ms", late)
+			}
+			// The pool still serves.
+			if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

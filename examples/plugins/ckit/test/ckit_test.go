@@ -37,89 +37,17 @@ func TestImportsOnlyTheHost(t *testing.T) {
 	}
 }
 
-func TestActivities(t *testing.T) {
+// The behaviours ckit shares with the Go kit (echo, upper, fail, info,
+// spin) are tested on both plugins by the plugins package's tests
+// (sameABI in plugins/invoke_test.go); this file tests what is ckit's own.
+
+func TestHeartbeatActivityWithoutBeats(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{})
 	ckit := testplugins.Load(t, rt, "ckit")
-
-	tests := []struct {
-		name     string
-		activity string
-		input    string
-		info     abi.Info
-		want     string
-	}{
-		{name: "echo object", activity: "echo", input: `{"a":[1,2,{"b":null}]}`, want: `{"a":[1,2,{"b":null}]}`},
-		{name: "echo empty input is null", activity: "echo", input: ``, want: `null`},
-		{name: "echo string", activity: "echo", input: `"héllo"`, want: `"héllo"`},
-		{name: "upper", activity: "upper", input: `{"text":"shout it"}`, want: `{"text":"SHOUT IT"}`},
-		{name: "upper unicode", activity: "upper", input: `{"text":"ça déménage, ǆ σς"}`, want: `{"text":"ÇA DÉMÉNAGE, Ǆ ΣΣ"}`},
-		{name: "upper null", activity: "upper", input: `null`, want: `{"text":""}`},
-		{name: "fail succeeds after fail_attempts", activity: "fail", input: `{"code":"x","fail_attempts":2}`, info: abi.Info{Attempt: 3}, want: `{"attempt":3}`},
-		{
-			name: "info", activity: "info",
-			info: abi.Info{InstanceID: "i-1", Workflow: "wf", StepID: "s1", Plugin: "ckit", Attempt: 2, IdempotencyKey: "i-1/s1", DeadlineUnixMilli: 1234},
-			want: `{"instance_id":"i-1","workflow":"wf","step_id":"s1","plugin":"ckit","activity":"info","attempt":2,"idempotency_key":"i-1/s1","deadline_unix_ms":1234}`,
-		},
-		{
-			name: "info longer than the first buffer", activity: "info",
-			info: abi.Info{InstanceID: strings.Repeat("i", 300), Attempt: 1},
-			want: `{"instance_id":"` + strings.Repeat("i", 300) + `","workflow":"","step_id":"","plugin":"","activity":"info","attempt":1,"idempotency_key":"","deadline_unix_ms":0}`,
-		},
-		{name: "heartbeat none", activity: "heartbeat", input: `{}`, want: `{"beats":0,"cancelled":false}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			out, err := rt.Invoke(context.Background(), ckit, plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: tt.info})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(out) != tt.want {
-				t.Errorf("output %s, want %s", out, tt.want)
-			}
-		})
-	}
-}
-
-func TestFailAttempts(t *testing.T) {
-	t.Parallel()
-	rt := testplugins.Runtime(t, plugins.Config{})
-	ckit := testplugins.Load(t, rt, "ckit")
-
-	tests := []struct {
-		name          string
-		input         string
-		attempt       int
-		wantCode      string // empty when the call succeeds
-		wantRetryable bool
-		wantMessage   string
-	}{
-		{name: "attempt 1 of 2", input: `{"code":"busy","message":"try later","retryable":true,"fail_attempts":2}`, attempt: 1, wantCode: "busy", wantRetryable: true, wantMessage: "try later"},
-		{name: "attempt 2 of 2", input: `{"code":"busy","message":"try later","retryable":true,"fail_attempts":2}`, attempt: 2, wantCode: "busy", wantRetryable: true, wantMessage: "try later"},
-		{name: "attempt 3 of 2", input: `{"code":"busy","message":"try later","retryable":true,"fail_attempts":2}`, attempt: 3},
-		{name: "every attempt", input: `{"code":"card_declined","message":"declined"}`, attempt: 7, wantCode: "card_declined", wantMessage: "declined"},
-		{name: "default code", input: `{}`, attempt: 1, wantCode: "kit_failure"},
-		{name: "bad input", input: `{"fail_attempts":"2"}`, attempt: 1, wantCode: abi.CodeBadInput, wantMessage: `field "fail_attempts" is a string, not an integer`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			out, err := rt.Invoke(context.Background(), ckit, plugins.Call{Activity: "fail", Input: []byte(tt.input), Info: abi.Info{Attempt: tt.attempt}})
-			if tt.wantCode == "" {
-				if want := fmt.Sprintf(`{"attempt":%d}`, tt.attempt); err != nil || string(out) != want {
-					t.Fatalf("got %s, %v; want %s", out, err, want)
-				}
-				return
-			}
-			var ge *plugins.GuestError
-			if !errors.As(err, &ge) {
-				t.Fatalf("error %v, want a *GuestError", err)
-			}
-			if ge.Code != tt.wantCode || ge.Retryable != tt.wantRetryable || !strings.Contains(ge.Message, tt.wantMessage) {
-				t.Errorf("got %+v, want code %q retryable %v message containing %q", ge, tt.wantCode, tt.wantRetryable, tt.wantMessage)
-			}
-		})
+	out, err := rt.Invoke(context.Background(), ckit, plugins.Call{Activity: "heartbeat", Input: []byte(`{}`)})
+	if err != nil || string(out) != `{"beats":0,"cancelled":false}` {
+		t.Fatalf("got %s, %v", out, err)
 	}
 }
 
@@ -317,21 +245,6 @@ func TestOutOfMemoryIsAFailure(t *testing.T) {
 	}
 	if st := rt.Stats(ckit); st.Discarded != 1 {
 		t.Errorf("discarded %d instances, want the one that ran out of memory", st.Discarded)
-	}
-}
-
-func TestSpinStoppedAtDeadline(t *testing.T) {
-	t.Parallel()
-	rt := testplugins.Runtime(t, plugins.Config{})
-	ckit := testplugins.Load(t, rt, "ckit")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	if _, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "spin"}); !errors.Is(err, plugins.ErrTimeout) {
-		t.Fatalf("error %v, want ErrTimeout", err)
-	}
-	if _, err := rt.Invoke(context.Background(), ckit, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil {
-		t.Fatal(err)
 	}
 }
 
