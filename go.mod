@@ -9,4 +9,8 @@ require (
 	golang.org/x/text v0.40.0
 )
 
-require golang.org/x/sys v0.44.0 // indirect
+require (
+	github.com/expr-lang/expr v1.17.8
+	golang.org/x/sys v0.44.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1
+)

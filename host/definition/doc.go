@@ -1,0 +1,85 @@
+// Package definition parses and validates workflow definitions (SPEC §3)
+// and compiles their expressions.
+//
+// Parse reads YAML or JSON (JSON is YAML) into a Definition, Validate checks
+// it against a Catalog of plugins and saved workflows, and Load does both and
+// reports every problem of both at once, each with its path
+// (`steps[2].retry.backoff`, `steps[1].then[0].wait.key`) and, when parsed
+// from text, its line and column. The decoder walks the YAML node tree
+// itself instead of using a strict decoder, so that unknown fields, wrong
+// types and unknown step kinds are all reported, with paths, in one pass.
+//
+// # Expressions
+//
+// A string of the form `${ expr }` is a github.com/expr-lang/expr expression
+// evaluated against `input`, `vars` and, inside a foreach's `do`, the loop
+// variable named by `as`. A string that is exactly one `${ … }` (no text or
+// whitespace around it) keeps the value's type; any other string containing
+// `${ … }` is a template and yields a string in which each result is written
+// as: a string as it is, null as nothing, numbers and booleans as in JSON,
+// maps and lists as JSON. `$${` writes a literal `${`. An expression ends at
+// the `}` that balances its `{` outside string literals, so map literals and
+// strings containing `}` work. Values may nest expressions in maps and lists.
+//
+// Every expression is compiled once, when the definition is parsed, against
+// the names in scope: an unknown name (a typo, or a loop variable used
+// outside its loop) is a problem, not a run-time surprise. `if` must be a
+// boolean literal or a single expression, checked at compile time when
+// expr's type checker knows the type and at evaluation otherwise; `foreach`
+// likewise must be a list.
+//
+// # Decisions where SPEC §3 is silent
+//
+//   - Names. Workflow names and step ids follow abi.ValidName: 1 to 64
+//     characters from [a-z0-9_-], starting with a letter; no dots, so names
+//     are safe in URLs, lock keys and comma-joined lists. Step ids are unique
+//     across the whole definition, nested steps included. Variable names
+//     (`output`, `set` keys) and loop variables are identifiers
+//     ([A-Za-z_][A-Za-z0-9_]*) so that `vars.name` works; loop variables may
+//     not be `input`, `vars` or an expr keyword, nor hide an enclosing loop's.
+//     Event names are 1 to 128 characters from letters, digits and `._-:/`.
+//   - Durations are strings for time.ParseDuration ("500ms", "30s", "72h")
+//     optionally led by whole days ("7d", "1d12h"; a day is 24h). A bare
+//     number is refused: its unit would be a guess. Durations are literals,
+//     never expressions. Zero means "not set" for timeouts.
+//   - Activity timeouts, as in Temporal: `timeout` is start-to-close per
+//     attempt, `schedule_to_close` bounds all attempts and the waits between
+//     them, `heartbeat_timeout` bounds the gap between heartbeats. When set,
+//     heartbeat_timeout ≤ timeout ≤ schedule_to_close. Unset ones are left to
+//     the engine's defaults.
+//   - Retry defaults (applied to every field a definition leaves out, and to
+//     activity steps without `retry`): 3 attempts, 1s initial interval,
+//     backoff 2, max interval 100 × the initial interval (Temporal's rule),
+//     no jitter. max_attempts counts the first attempt; there is no
+//     "unlimited". The model holds the effective policy.
+//   - `persist` (always|never) is allowed on every step and applies when the
+//     step completes; `never` cannot prevent persisting a suspension.
+//   - `output` exists on activity, wait and workflow steps only; `set`
+//     evaluates all its values against the variables as they were before the
+//     step. `then` and `do` need at least one step, `else` may be empty,
+//     `parallel` needs at least one branch, each with at least one step.
+//   - foreach: `as` is required (no implicit `item`); concurrency defaults
+//     to 1, i.e. sequential.
+//   - wait: `event` is a literal name, `key` is required and may be an
+//     expression (its result is stringified); `timeout` is optional and the
+//     step then fails with the code "timeout".
+//   - Child workflows must exist in the Catalog (or be the definition
+//     itself); a cycle (a → b → a, a → a, or b → c → b reached from a) is a
+//     problem spelled out along the cycle. The definition being validated
+//     replaces the catalog's copy of itself.
+//   - YAML: one document; anchors and aliases work (bounded by MaxNodes once
+//     expanded); merge keys (`<<`) are refused; map keys must be strings;
+//     NaN and infinities are refused because JSON cannot hold them. YAML
+//     syntax errors carry a line only (yaml.v3 does not report columns);
+//     JSON syntax errors carry a line and column.
+//   - A problem about the whole document has the path RootPath ("$").
+//
+// # Versioning
+//
+// Canonical re-encodes the model as compact JSON with sorted keys and
+// defaults filled in, and Hash is its sha256. The same definition written in
+// YAML or JSON, with another key order, spacing or comments, or with
+// defaults spelled out, hashes the same; any change to what runs changes it.
+// Expressions are hashed as written, so reformatting the inside of a
+// `${ }` makes a new version.
+package definition

@@ -1,0 +1,756 @@
+package definition
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxNodes bounds the number of YAML nodes a definition may hold once its
+// aliases are expanded, so that a small document cannot expand into a huge
+// one ("billion laughs").
+const MaxNodes = 100_000
+
+// Parse parses a definition written in YAML or JSON (JSON is YAML) and
+// checks everything that does not need a Catalog: the document's structure,
+// field names and types, step kinds, durations, expressions, names and the
+// ranges of values. On failure it returns a *ValidationError (matching
+// ErrInvalid) listing every problem with its path.
+func Parse(data []byte) (*Definition, error) {
+	return Load(data, nil)
+}
+
+// Load is Parse followed by Validate against catalog, reporting the problems
+// of both in one *ValidationError, in document order. A nil catalog skips the
+// checks that need one.
+func Load(data []byte, catalog Catalog) (*Definition, error) {
+	d := decoder{pos: map[string]pos{}}
+	def := d.document(data)
+	problems := d.problems
+	if def != nil {
+		// A field that failed to decode was left zero; do not report it again.
+		bad := map[string]bool{}
+		for _, p := range d.problems {
+			bad[p.Path] = true
+		}
+		for _, p := range validate(def, catalog) {
+			if !bad[p.Path] {
+				problems = append(problems, p)
+			}
+		}
+	}
+	problems = d.finish(problems)
+	if len(problems) > 0 {
+		e := &ValidationError{Problems: problems}
+		if def != nil {
+			e.Name = def.Name
+		}
+		return nil, e
+	}
+	return def, nil
+}
+
+type pos struct{ line, column int }
+
+type decoder struct {
+	problems []Problem
+	pos      map[string]pos // where each path is, to locate problems
+	nodes    int            // nodes visited, against MaxNodes
+	tooBig   bool
+}
+
+// finish locates the problems, drops duplicates and sorts them in document
+// order.
+func (d *decoder) finish(ps []Problem) []Problem {
+	seen := map[Problem]bool{}
+	out := ps[:0:0]
+	for _, p := range ps {
+		if p.Line == 0 {
+			for path := p.Path; ; path = parentPath(path) {
+				if at, ok := d.pos[path]; ok {
+					p.Line, p.Column = at.line, at.column
+					break
+				}
+				if path == RootPath {
+					break
+				}
+			}
+		}
+		key := Problem{Path: p.Path, Message: p.Message}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, p)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Line != out[j].Line {
+			return out[i].Line < out[j].Line
+		}
+		return out[i].Column < out[j].Column
+	})
+	return out
+}
+
+// parentPath strips the last segment of a path: steps[1].then[0] →
+// steps[1].then → steps[1] → steps → RootPath.
+func parentPath(p string) string {
+	if i := strings.LastIndexAny(p, ".["); i > 0 {
+		return p[:i]
+	}
+	return RootPath
+}
+
+func (d *decoder) problem(n *yaml.Node, path, format string, args ...any) {
+	p := Problem{Path: path, Message: fmt.Sprintf(format, args...)}
+	if n != nil {
+		p.Line, p.Column = n.Line, n.Column
+	}
+	d.problems = append(d.problems, p)
+}
+
+var lineRE = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// document decodes data; it returns nil when the text is not a document.
+func (d *decoder) document(data []byte) *Definition {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.problem(nil, RootPath, "empty document")
+			return nil
+		}
+		d.syntax(data, err)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		d.problem(&extra, RootPath, "more than one YAML document; want one definition")
+		return nil
+	} else if !errors.Is(err, io.EOF) {
+		d.syntax(data, err)
+		return nil
+	}
+	if len(doc.Content) == 0 {
+		d.problem(nil, RootPath, "empty document")
+		return nil
+	}
+	d.pos[RootPath] = pos{doc.Content[0].Line, doc.Content[0].Column}
+	return d.definition(doc.Content[0])
+}
+
+// syntax reports a syntax error as one problem. JSON text is located by
+// encoding/json, which knows the column; yaml.v3 only knows the line.
+func (d *decoder) syntax(data []byte, err error) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	p := Problem{Path: RootPath}
+	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
+		p.Line, _ = strconv.Atoi(m[1])
+		msg = strings.TrimPrefix(err.Error(), m[0])
+	}
+	if t := bytes.TrimSpace(data); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		var v any
+		var se *json.SyntaxError
+		if jerr := json.Unmarshal(data, &v); errors.As(jerr, &se) {
+			p.Line, p.Column = lineColumn(data, se.Offset)
+			msg = se.Error()
+		}
+	}
+	p.Message = "syntax error: " + msg
+	d.problems = append(d.problems, p)
+}
+
+func lineColumn(data []byte, offset int64) (line, column int) {
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	before := data[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	column = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
+	if column < 1 {
+		column = 1
+	}
+	return line, column
+}
+
+// resolve follows aliases and counts nodes against MaxNodes. It returns nil,
+// after reporting once, when the document is too large.
+func (d *decoder) resolve(n *yaml.Node, path string) *yaml.Node {
+	for depth := 0; n != nil && n.Kind == yaml.AliasNode; depth++ {
+		if depth > 100 {
+			d.problem(n, path, "alias chain too deep")
+			return nil
+		}
+		n = n.Alias
+	}
+	d.nodes++
+	if d.nodes > MaxNodes {
+		if !d.tooBig {
+			d.tooBig = true
+			d.problem(n, RootPath, "document too large: more than %d nodes once aliases are expanded", MaxNodes)
+		}
+		return nil
+	}
+	if n != nil {
+		if _, ok := d.pos[path]; !ok {
+			d.pos[path] = pos{n.Line, n.Column}
+		}
+	}
+	return n
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a map"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!str":
+			return "a string"
+		case "!!int", "!!float":
+			return "a number"
+		case "!!bool":
+			return "a boolean"
+		case "!!null":
+			return "null"
+		}
+		return "a " + strings.TrimPrefix(n.ShortTag(), "!!")
+	}
+	return "nothing"
+}
+
+// field is one key of a mapping.
+type field struct {
+	key, val *yaml.Node
+	path     string
+}
+
+// fields returns a mapping's fields in order, reporting non-string keys and
+// merge keys. It returns nil, ok=false when n is not a mapping.
+func (d *decoder) fields(n *yaml.Node, path, what string) (map[string]field, []string, bool) {
+	if n.Kind != yaml.MappingNode {
+		d.problem(n, path, "got %s, want %s", describe(n), what)
+		return nil, nil, false
+	}
+	fs := map[string]field{}
+	var order []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := d.resolve(n.Content[i], path)
+		if k == nil {
+			return nil, nil, false
+		}
+		if k.Kind != yaml.ScalarNode || (k.ShortTag() != "!!str" && k.ShortTag() != "!!merge") {
+			d.problem(k, path, "got %s as a key, want a string", describe(k))
+			continue
+		}
+		if k.ShortTag() == "!!merge" {
+			d.problem(k, path, "merge keys (<<) are not supported")
+			continue
+		}
+		fp := joinKey(path, k.Value)
+		v := d.resolve(n.Content[i+1], fp)
+		if v == nil {
+			return nil, nil, false
+		}
+		d.pos[fp] = pos{v.Line, v.Column}
+		fs[k.Value] = field{key: k, val: v, path: fp}
+		order = append(order, k.Value)
+	}
+	return fs, order, true
+}
+
+// unknown reports the fields of fs not in allowed.
+func (d *decoder) unknown(fs map[string]field, order []string, allowed ...string) {
+	for _, k := range order {
+		if !contains(allowed, k) {
+			d.problem(fs[k].key, fs[k].path, "unknown field %q", k)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *decoder) str(f field) (string, bool) {
+	if f.val.Kind != yaml.ScalarNode || f.val.ShortTag() != "!!str" {
+		d.problem(f.val, f.path, "got %s, want a string", describe(f.val))
+		return "", false
+	}
+	return f.val.Value, true
+}
+
+func (d *decoder) integer(f field) (int, bool) {
+	if f.val.Kind == yaml.ScalarNode && f.val.ShortTag() == "!!int" {
+		var i int
+		if err := f.val.Decode(&i); err == nil {
+			return i, true
+		}
+		d.problem(f.val, f.path, "integer %s is out of range", f.val.Value)
+		return 0, false
+	}
+	d.problem(f.val, f.path, "got %s, want an integer", describe(f.val))
+	return 0, false
+}
+
+func (d *decoder) number(f field) (float64, bool) {
+	if f.val.Kind == yaml.ScalarNode && (f.val.ShortTag() == "!!int" || f.val.ShortTag() == "!!float") {
+		var x float64
+		if err := f.val.Decode(&x); err == nil && !math.IsInf(x, 0) && !math.IsNaN(x) {
+			return x, true
+		}
+		d.problem(f.val, f.path, "number %s is not finite", f.val.Value)
+		return 0, false
+	}
+	d.problem(f.val, f.path, "got %s, want a number", describe(f.val))
+	return 0, false
+}
+
+func (d *decoder) boolean(f field) (bool, bool) {
+	if f.val.Kind == yaml.ScalarNode && f.val.ShortTag() == "!!bool" {
+		var b bool
+		if err := f.val.Decode(&b); err == nil {
+			return b, true
+		}
+	}
+	d.problem(f.val, f.path, "got %s, want true or false", describe(f.val))
+	return false, false
+}
+
+func (d *decoder) duration(f field) (time.Duration, bool) {
+	if f.val.Kind != yaml.ScalarNode || f.val.ShortTag() != "!!str" {
+		d.problem(f.val, f.path, "got %s, want a duration such as 500ms, 30s, 72h or 7d", describe(f.val))
+		return 0, false
+	}
+	dur, err := ParseDuration(f.val.Value)
+	if err != nil {
+		d.problem(f.val, f.path, "%v", err)
+		return 0, false
+	}
+	return dur, true
+}
+
+// plain converts a node into a JSON-like Go value: nil, bool, int,
+// float64, string, []any or map[string]any.
+func (d *decoder) plain(n *yaml.Node, path string) (any, bool) {
+	n = d.resolve(n, path)
+	if n == nil {
+		return nil, false
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		fs, order, ok := d.fields(n, path, "a map")
+		if !ok {
+			return nil, false
+		}
+		m := make(map[string]any, len(order))
+		for _, k := range order {
+			v, ok2 := d.plain(fs[k].val, fs[k].path)
+			ok = ok && ok2
+			m[k] = v
+		}
+		return m, ok && len(order)*2 == len(n.Content)
+	case yaml.SequenceNode:
+		l := make([]any, len(n.Content))
+		ok := true
+		for i, c := range n.Content {
+			v, ok2 := d.plain(c, joinIndex(path, i))
+			ok = ok && ok2
+			l[i] = v
+		}
+		return l, ok
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return nil, true
+		case "!!bool":
+			var b bool
+			err := n.Decode(&b)
+			return b, err == nil
+		case "!!int":
+			var i int
+			if err := n.Decode(&i); err == nil {
+				return i, true
+			}
+			var f float64
+			if err := n.Decode(&f); err == nil && !math.IsInf(f, 0) {
+				return f, true
+			}
+			d.problem(n, path, "integer %s is out of range", n.Value)
+			return nil, false
+		case "!!float":
+			var f float64
+			if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				d.problem(n, path, "number %s is not finite; JSON has no such number", n.Value)
+				return nil, false
+			}
+			return f, true
+		case "!!str", "!!timestamp", "!!binary":
+			return n.Value, true
+		}
+		d.problem(n, path, "unsupported YAML tag %s", n.Tag)
+		return nil, false
+	}
+	d.problem(n, path, "unsupported YAML node")
+	return nil, false
+}
+
+// value decodes and compiles a value with the loop variables of scope.
+func (d *decoder) value(f field, scope []string, w want) Value {
+	src, ok := d.plain(f.val, f.path)
+	if !ok {
+		return Value{}
+	}
+	c := compiler{scope: scope}
+	v := c.value(src, f.path, w)
+	for _, p := range c.problems {
+		d.problem(nil, p.Path, "%s", p.Message)
+	}
+	return v
+}
+
+func (d *decoder) definition(n *yaml.Node) *Definition {
+	n = d.resolve(n, RootPath)
+	if n == nil {
+		return nil
+	}
+	fs, order, ok := d.fields(n, RootPath, "a workflow definition (a map)")
+	if !ok {
+		return nil
+	}
+	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output")
+	def := &Definition{Persistence: PersistenceLazy}
+	if f, ok := fs["name"]; ok {
+		def.Name, _ = d.str(f)
+	}
+	if f, ok := fs["persistence"]; ok {
+		if s, ok := d.str(f); ok {
+			def.Persistence = Persistence(s)
+		}
+	}
+	if f, ok := fs["triggers"]; ok {
+		if f.val.Kind != yaml.SequenceNode {
+			d.problem(f.val, f.path, "got %s, want a list of triggers", describe(f.val))
+		} else {
+			for i, c := range f.val.Content {
+				p := joinIndex(f.path, i)
+				c = d.resolve(c, p)
+				if c == nil {
+					return def
+				}
+				var t Trigger
+				if tfs, order, ok := d.fields(c, p, "a trigger (a map with an event)"); ok {
+					d.unknown(tfs, order, "event")
+					if ef, ok := tfs["event"]; ok {
+						t.Event, _ = d.str(ef)
+					}
+				}
+				def.Triggers = append(def.Triggers, t)
+			}
+		}
+	}
+	if f, ok := fs["steps"]; ok {
+		def.Steps = d.steps(f, nil)
+	}
+	if f, ok := fs["output"]; ok {
+		def.Output = d.value(f, nil, wantAny)
+	}
+	return def
+}
+
+// steps decodes a list of steps. A list item that is not a step leaves a nil
+// in its place so that the paths of the others stay right.
+func (d *decoder) steps(f field, scope []string) []*Step {
+	if f.val.Kind != yaml.SequenceNode {
+		d.problem(f.val, f.path, "got %s, want a list of steps", describe(f.val))
+		return nil
+	}
+	steps := make([]*Step, len(f.val.Content))
+	for i, c := range f.val.Content {
+		p := joinIndex(f.path, i)
+		c = d.resolve(c, p)
+		if c == nil {
+			return steps
+		}
+		steps[i] = d.step(c, p, scope)
+	}
+	return steps
+}
+
+// Fields allowed on a step besides its kind, by kind.
+var (
+	commonFields = []string{"id", "persist"}
+	kindFields   = map[Kind][]string{
+		KindActivity: {"input", "output", "timeout", "schedule_to_close", "heartbeat_timeout", "retry"},
+		KindWait:     {"output"},
+		KindIf:       {"then", "else"},
+		KindForeach:  {"as", "concurrency", "do"},
+		KindWorkflow: {"input", "output"},
+	}
+)
+
+func kindNames() string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (d *decoder) step(n *yaml.Node, path string, scope []string) *Step {
+	fs, order, ok := d.fields(n, path, "a step (a map)")
+	if !ok {
+		return nil
+	}
+	s := &Step{}
+	var found []string
+	for _, k := range order {
+		if contains(kindStrings(), k) {
+			found = append(found, k)
+		}
+	}
+	if len(found) > 1 {
+		d.problem(n, path, "step has %d kinds (%s); want exactly one", len(found), strings.Join(found, ", "))
+	}
+	if len(found) > 0 {
+		s.Kind = Kind(found[0])
+	}
+	allowed := append([]string{}, commonFields...)
+	allowed = append(allowed, kindFields[s.Kind]...)
+	for _, k := range order {
+		f := fs[k]
+		switch {
+		case contains(allowed, k) || contains(found, k):
+		case isStepField(k):
+			if s.Kind == "" {
+				d.problem(f.key, f.path, "field %q needs a step kind that takes it", k)
+			} else {
+				d.problem(f.key, f.path, "field %q does not apply to %s steps", k, s.Kind)
+			}
+		case len(found) == 0:
+			d.problem(f.key, f.path, "unknown step kind or field %q; step kinds are %s", k, kindNames())
+		default:
+			d.problem(f.key, f.path, "unknown field %q", k)
+		}
+	}
+	if f, ok := fs["id"]; ok {
+		s.ID, _ = d.str(f)
+	}
+	if f, ok := fs["persist"]; ok {
+		if p, ok := d.str(f); ok {
+			s.Persist = Persist(p)
+		}
+	}
+	if f, ok := fs["output"]; ok && contains(allowed, "output") {
+		s.Output, _ = d.str(f)
+	}
+	f := fs[string(s.Kind)]
+	switch s.Kind {
+	case KindActivity:
+		s.Activity = d.activity(f, fs, scope)
+	case KindWait:
+		s.Wait = d.wait(f, scope)
+	case KindDelay:
+		s.Delay, _ = d.duration(f)
+	case KindIf:
+		s.If = &If{Cond: d.value(f, scope, wantBool)}
+		if f, ok := fs["then"]; ok {
+			s.If.Then = d.steps(f, scope)
+		}
+		if f, ok := fs["else"]; ok {
+			s.If.Else = d.steps(f, scope)
+		}
+	case KindForeach:
+		s.Foreach = &Foreach{Items: d.value(f, scope, wantList), Concurrency: 1}
+		if f, ok := fs["as"]; ok {
+			s.Foreach.As, _ = d.str(f)
+		}
+		if f, ok := fs["concurrency"]; ok {
+			s.Foreach.Concurrency, _ = d.integer(f)
+		}
+		if f, ok := fs["do"]; ok {
+			inner := scope
+			if s.Foreach.As != "" {
+				inner = append(append([]string{}, scope...), s.Foreach.As)
+			}
+			s.Foreach.Do = d.steps(f, inner)
+		}
+	case KindParallel:
+		s.Parallel = d.parallel(f, scope)
+	case KindWorkflow:
+		s.Workflow = &ChildWorkflow{}
+		s.Workflow.Name, _ = d.str(f)
+		if f, ok := fs["input"]; ok {
+			s.Workflow.Input = d.value(f, scope, wantAny)
+		}
+	case KindSet:
+		s.Set = []Assignment{}
+		if sfs, order, ok := d.fields(f.val, f.path, "a map of variable names to values"); ok {
+			sort.Strings(order)
+			for _, k := range order {
+				s.Set = append(s.Set, Assignment{Name: k, Value: d.value(sfs[k], scope, wantAny)})
+			}
+		}
+	case KindFail:
+		s.Fail = &Fail{}
+		if ffs, order, ok := d.fields(f.val, f.path, "a map with a code and a message"); ok {
+			d.unknown(ffs, order, "code", "message")
+			if cf, ok := ffs["code"]; ok {
+				s.Fail.Code, _ = d.str(cf)
+			}
+			if mf, ok := ffs["message"]; ok {
+				if _, ok := d.str(mf); ok {
+					s.Fail.Message = d.value(mf, scope, wantAny)
+				}
+			}
+		}
+	}
+	return s
+}
+
+func kindStrings() []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
+func isStepField(k string) bool {
+	for _, fs := range kindFields {
+		if contains(fs, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *decoder) activity(f field, fs map[string]field, scope []string) *Activity {
+	a := &Activity{Retry: DefaultRetry()}
+	if name, ok := d.str(f); ok {
+		a.Plugin, a.Name, _ = strings.Cut(name, ".")
+	}
+	if f, ok := fs["input"]; ok {
+		a.Input = d.value(f, scope, wantAny)
+	}
+	if f, ok := fs["timeout"]; ok {
+		a.Timeout, _ = d.duration(f)
+	}
+	if f, ok := fs["schedule_to_close"]; ok {
+		a.ScheduleToClose, _ = d.duration(f)
+	}
+	if f, ok := fs["heartbeat_timeout"]; ok {
+		a.HeartbeatTimeout, _ = d.duration(f)
+	}
+	if f, ok := fs["retry"]; ok {
+		a.Retry = d.retry(f)
+	}
+	return a
+}
+
+func (d *decoder) retry(f field) Retry {
+	r := DefaultRetry()
+	rfs, order, ok := d.fields(f.val, f.path, "a retry policy (a map)")
+	if !ok {
+		return r
+	}
+	d.unknown(rfs, order, "max_attempts", "initial_interval", "backoff", "max_interval", "jitter", "non_retryable")
+	if f, ok := rfs["max_attempts"]; ok {
+		r.MaxAttempts, _ = d.integer(f)
+	}
+	if f, ok := rfs["initial_interval"]; ok {
+		if iv, ok := d.duration(f); ok {
+			r.InitialInterval = iv
+		}
+	}
+	r.MaxInterval = DefaultMaxIntervalFactor * r.InitialInterval
+	if r.MaxInterval/DefaultMaxIntervalFactor != r.InitialInterval {
+		r.MaxInterval = math.MaxInt64
+	}
+	if f, ok := rfs["backoff"]; ok {
+		r.Backoff, _ = d.number(f)
+	}
+	if f, ok := rfs["max_interval"]; ok {
+		if mi, ok := d.duration(f); ok {
+			r.MaxInterval = mi
+		}
+	}
+	if f, ok := rfs["jitter"]; ok {
+		r.Jitter, _ = d.boolean(f)
+	}
+	if f, ok := rfs["non_retryable"]; ok {
+		if f.val.Kind != yaml.SequenceNode {
+			d.problem(f.val, f.path, "got %s, want a list of failure codes", describe(f.val))
+		} else {
+			for i, c := range f.val.Content {
+				p := joinIndex(f.path, i)
+				if c = d.resolve(c, p); c == nil {
+					break
+				}
+				if code, ok := d.str(field{val: c, path: p}); ok {
+					r.NonRetryable = append(r.NonRetryable, code)
+				}
+			}
+		}
+	}
+	return r
+}
+
+func (d *decoder) wait(f field, scope []string) *Wait {
+	w := &Wait{}
+	wfs, order, ok := d.fields(f.val, f.path, "a map with an event, a key and an optional timeout")
+	if !ok {
+		return w
+	}
+	d.unknown(wfs, order, "event", "key", "timeout")
+	if f, ok := wfs["event"]; ok {
+		w.Event, _ = d.str(f)
+	}
+	if f, ok := wfs["key"]; ok {
+		w.Key = d.value(f, scope, wantAny)
+	}
+	if f, ok := wfs["timeout"]; ok {
+		w.Timeout, _ = d.duration(f)
+	}
+	return w
+}
+
+func (d *decoder) parallel(f field, scope []string) []Branch {
+	if f.val.Kind != yaml.SequenceNode {
+		d.problem(f.val, f.path, "got %s, want a list of branches", describe(f.val))
+		return []Branch{}
+	}
+	bs := make([]Branch, len(f.val.Content))
+	for i, c := range f.val.Content {
+		p := joinIndex(f.path, i)
+		if c = d.resolve(c, p); c == nil {
+			break
+		}
+		bfs, order, ok := d.fields(c, p, "a branch (a map with steps)")
+		if !ok {
+			continue
+		}
+		d.unknown(bfs, order, "steps")
+		if sf, ok := bfs["steps"]; ok {
+			bs[i].Steps = d.steps(sf, scope)
+		}
+	}
+	return bs
+}

@@ -1,0 +1,398 @@
+package definition
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/weftworks/weft/abi"
+)
+
+// Catalog is what Validate needs to know about the rest of the host: which
+// plugins and activities exist and which workflows are saved. The host's
+// plugin registry and definition store implement it.
+type Catalog interface {
+	// HasPlugin reports whether a plugin with that name is registered.
+	HasPlugin(plugin string) bool
+	// HasActivity reports whether the plugin's manifest lists the activity.
+	HasActivity(plugin, activity string) bool
+	// Workflow returns the current version of the named workflow.
+	Workflow(name string) (*Definition, bool)
+}
+
+// MaxEventLen is the longest event name.
+const MaxEventLen = 128
+
+// Validate checks def as a whole and against catalog, and returns a
+// *ValidationError (matching ErrInvalid) listing every problem, or nil. It
+// checks names, step ids (unique across the definition, nested steps
+// included), that each step has exactly one kind, durations and their
+// relations, retry policies, concurrency, wait keys, variable names, that
+// plugins, activities and child workflows exist, and that child workflows
+// form no cycle. A nil catalog skips the checks that need one, except a
+// workflow that starts itself.
+//
+// When def is a new version of a workflow that catalog already holds, def
+// replaces it for the cycle check.
+func Validate(def *Definition, catalog Catalog) error {
+	ps := validate(def, catalog)
+	if len(ps) == 0 {
+		return nil
+	}
+	e := &ValidationError{Problems: ps}
+	if def != nil {
+		e.Name = def.Name
+	}
+	return e
+}
+
+type validator struct {
+	def      *Definition
+	catalog  Catalog
+	problems []Problem
+	ids      map[string]string // step id → path of its first use
+	cycles   *cycleFinder
+}
+
+func (v *validator) problem(path, format string, args ...any) {
+	v.problems = append(v.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func validate(def *Definition, catalog Catalog) []Problem {
+	if def == nil {
+		return []Problem{{Path: RootPath, Message: "no definition"}}
+	}
+	v := &validator{def: def, catalog: catalog, ids: map[string]string{}}
+	v.cycles = &cycleFinder{def: def, catalog: catalog, clean: map[string]bool{}}
+	switch {
+	case def.Name == "":
+		v.problem("name", "required")
+	case !abi.ValidName(def.Name):
+		v.problem("name", "invalid workflow name %q: want 1 to %d characters from [a-z0-9_-], starting with a letter", def.Name, abi.MaxNameLen)
+	}
+	switch def.Persistence {
+	case "", PersistenceLazy, PersistenceActivity:
+	default:
+		v.problem("persistence", "unknown persistence %q; want lazy or activity", def.Persistence)
+	}
+	events := map[string]bool{}
+	for i, t := range def.Triggers {
+		p := joinIndex("triggers", i) + ".event"
+		if v.event(p, t.Event) {
+			if events[t.Event] {
+				v.problem(p, "duplicate trigger %q", t.Event)
+			}
+			events[t.Event] = true
+		}
+	}
+	if len(def.Steps) == 0 {
+		v.problem("steps", "required: a workflow has at least one step")
+	}
+	v.steps("steps", def.Steps, nil, false)
+	return v.problems
+}
+
+// event checks an event name and reports whether it is valid.
+func (v *validator) event(path, e string) bool {
+	switch {
+	case e == "":
+		v.problem(path, "required")
+	case len(e) > MaxEventLen:
+		v.problem(path, "event name is %d bytes long; the limit is %d", len(e), MaxEventLen)
+	case strings.IndexFunc(e, func(r rune) bool { return !validEventRune(r) }) >= 0:
+		v.problem(path, "invalid event name %q: want letters, digits and . _ - : /", e)
+	default:
+		return true
+	}
+	return false
+}
+
+func validEventRune(r rune) bool {
+	return r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-:/", r))
+}
+
+// validVar reports whether s can name a variable or a loop variable: an
+// expr identifier, so that vars.<s> and <s> work in expressions.
+func validVar(s string) bool {
+	if s == "" || len(s) > abi.MaxNameLen {
+		return false
+	}
+	for i, r := range s {
+		if r != '_' && !(r >= 'a' && r <= 'z') && !(r >= 'A' && r <= 'Z') && (i == 0 || !(r >= '0' && r <= '9')) {
+			return false
+		}
+	}
+	return true
+}
+
+// reserved names cannot be loop variables: they would hide the environment.
+var reserved = []string{"input", "vars", "env", "true", "false", "nil", "in", "not", "and", "or", "matches", "contains", "startsWith", "endsWith", "let"}
+
+func (v *validator) steps(path string, steps []*Step, scope []string, required bool) {
+	if required && len(steps) == 0 {
+		v.problem(path, "required: at least one step")
+	}
+	for i, s := range steps {
+		if s != nil {
+			v.step(joinIndex(path, i), s, scope)
+		}
+	}
+}
+
+func (v *validator) duration(path string, d time.Duration, positive bool) {
+	if d < 0 || (positive && d == 0) {
+		v.problem(path, "duration %s must be greater than zero", d)
+	}
+}
+
+func (v *validator) step(path string, s *Step, scope []string) {
+	switch first, dup := v.ids[s.ID]; {
+	case s.ID == "":
+		v.problem(path+".id", "required")
+	case !abi.ValidName(s.ID):
+		v.problem(path+".id", "invalid step id %q: want 1 to %d characters from [a-z0-9_-], starting with a letter", s.ID, abi.MaxNameLen)
+	case dup:
+		v.problem(path+".id", "duplicate step id %q, first used at %s", s.ID, first)
+	default:
+		v.ids[s.ID] = path
+	}
+	switch s.Persist {
+	case "", PersistAlways, PersistNever:
+	default:
+		v.problem(path+".persist", "unknown persist %q; want always or never", s.Persist)
+	}
+	if s.Output != "" {
+		if s.Kind != KindActivity && s.Kind != KindWait && s.Kind != KindWorkflow {
+			v.problem(path+".output", "only activity, wait and workflow steps have an output")
+		} else if !validVar(s.Output) {
+			v.problem(path+".output", "invalid variable name %q: want a letter or _ then letters, digits or _", s.Output)
+		}
+	}
+	kp := path + "." + string(s.Kind)
+	missing := func() { v.problem(path, "step kind %s has no %s settings", s.Kind, s.Kind) }
+	switch s.Kind {
+	case "":
+		v.problem(path, "step has no kind; want one of %s", kindNames())
+	case KindActivity:
+		if s.Activity == nil {
+			missing()
+			return
+		}
+		v.activity(path, s.Activity)
+	case KindWait:
+		if s.Wait == nil {
+			missing()
+			return
+		}
+		v.event(kp+".event", s.Wait.Event)
+		if s.Wait.Key.IsZero() || s.Wait.Key.src == "" || s.Wait.Key.src == nil {
+			v.problem(kp+".key", "required: a wait needs a correlation key")
+		}
+		v.duration(kp+".timeout", s.Wait.Timeout, false)
+	case KindDelay:
+		v.duration(kp, s.Delay, true)
+	case KindIf:
+		if s.If == nil {
+			missing()
+			return
+		}
+		if s.If.Cond.IsZero() {
+			v.problem(kp, "required: a condition")
+		}
+		v.steps(path+".then", s.If.Then, scope, true)
+		v.steps(path+".else", s.If.Else, scope, false)
+	case KindForeach:
+		f := s.Foreach
+		if f == nil {
+			missing()
+			return
+		}
+		if f.Items.IsZero() {
+			v.problem(kp, "required: a list to iterate over")
+		}
+		inner := scope
+		switch {
+		case f.As == "":
+			v.problem(path+".as", "required: the name of the loop variable")
+		case !validVar(f.As):
+			v.problem(path+".as", "invalid loop variable name %q: want a letter or _ then letters, digits or _", f.As)
+		case contains(reserved, f.As):
+			v.problem(path+".as", "loop variable name %q is reserved", f.As)
+		case contains(scope, f.As):
+			v.problem(path+".as", "loop variable %q hides the one of an enclosing foreach", f.As)
+		default:
+			inner = append(append([]string{}, scope...), f.As)
+		}
+		if f.Concurrency < 1 {
+			v.problem(path+".concurrency", "concurrency %d must be at least 1", f.Concurrency)
+		}
+		v.steps(path+".do", f.Do, inner, true)
+	case KindParallel:
+		if len(s.Parallel) == 0 {
+			v.problem(kp, "required: at least one branch")
+		}
+		for i, b := range s.Parallel {
+			v.steps(joinIndex(kp, i)+".steps", b.Steps, scope, true)
+		}
+	case KindWorkflow:
+		if s.Workflow == nil {
+			missing()
+			return
+		}
+		v.child(kp, s.Workflow.Name)
+	case KindSet:
+		if len(s.Set) == 0 {
+			v.problem(kp, "required: at least one variable")
+		}
+		for _, a := range s.Set {
+			if !validVar(a.Name) {
+				v.problem(joinKey(kp, a.Name), "invalid variable name %q: want a letter or _ then letters, digits or _", a.Name)
+			}
+		}
+	case KindFail:
+		if s.Fail == nil {
+			missing()
+			return
+		}
+		switch c := s.Fail.Code; {
+		case c == "":
+			v.problem(kp+".code", "required")
+		case strings.IndexFunc(c, unicode.IsSpace) >= 0 || len(c) > MaxEventLen:
+			v.problem(kp+".code", "invalid failure code %q: want up to %d characters without spaces", c, MaxEventLen)
+		}
+	default:
+		v.problem(path, "unknown step kind %q; want one of %s", s.Kind, kindNames())
+	}
+}
+
+func (v *validator) activity(path string, a *Activity) {
+	kp := path + ".activity"
+	switch {
+	case a.Plugin == "" && a.Name == "":
+		v.problem(kp, "required: <plugin>.<activity>")
+	case a.Name == "" || strings.Contains(a.Name, "."):
+		v.problem(kp, "%q is not <plugin>.<activity>", a.Plugin+dotIf(a.Name))
+	case !abi.ValidName(a.Plugin):
+		v.problem(kp, "invalid plugin name %q: want 1 to %d characters from [a-z0-9_-], starting with a letter", a.Plugin, abi.MaxNameLen)
+	case !abi.ValidName(a.Name):
+		v.problem(kp, "invalid activity name %q: want 1 to %d characters from [a-z0-9_-], starting with a letter", a.Name, abi.MaxNameLen)
+	case v.catalog == nil:
+	case !v.catalog.HasPlugin(a.Plugin):
+		v.problem(kp, "unknown plugin %q", a.Plugin)
+	case !v.catalog.HasActivity(a.Plugin, a.Name):
+		v.problem(kp, "plugin %q has no activity %q", a.Plugin, a.Name)
+	}
+	v.duration(path+".timeout", a.Timeout, false)
+	v.duration(path+".schedule_to_close", a.ScheduleToClose, false)
+	v.duration(path+".heartbeat_timeout", a.HeartbeatTimeout, false)
+	if a.HeartbeatTimeout > 0 && a.Timeout > 0 && a.HeartbeatTimeout > a.Timeout {
+		v.problem(path+".heartbeat_timeout", "heartbeat_timeout %s is larger than timeout %s", a.HeartbeatTimeout, a.Timeout)
+	}
+	if a.Timeout > 0 && a.ScheduleToClose > 0 && a.Timeout > a.ScheduleToClose {
+		v.problem(path+".timeout", "timeout %s is larger than schedule_to_close %s", a.Timeout, a.ScheduleToClose)
+	}
+	if a.HeartbeatTimeout > 0 && a.ScheduleToClose > 0 && a.HeartbeatTimeout > a.ScheduleToClose {
+		v.problem(path+".heartbeat_timeout", "heartbeat_timeout %s is larger than schedule_to_close %s", a.HeartbeatTimeout, a.ScheduleToClose)
+	}
+	r, rp := a.Retry, path+".retry"
+	if r.MaxAttempts < 1 {
+		v.problem(rp+".max_attempts", "max_attempts %d must be at least 1", r.MaxAttempts)
+	}
+	if r.InitialInterval <= 0 {
+		v.problem(rp+".initial_interval", "initial_interval %s must be greater than zero", r.InitialInterval)
+	}
+	if r.Backoff < 1 {
+		v.problem(rp+".backoff", "backoff %g must be at least 1", r.Backoff)
+	}
+	if r.MaxInterval <= 0 {
+		v.problem(rp+".max_interval", "max_interval %s must be greater than zero", r.MaxInterval)
+	} else if r.InitialInterval > 0 && r.MaxInterval < r.InitialInterval {
+		v.problem(rp+".max_interval", "max_interval %s is less than initial_interval %s", r.MaxInterval, r.InitialInterval)
+	}
+	for i, c := range r.NonRetryable {
+		if c == "" || strings.IndexFunc(c, unicode.IsSpace) >= 0 {
+			v.problem(joinIndex(rp+".non_retryable", i), "invalid failure code %q", c)
+		}
+	}
+}
+
+func dotIf(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "." + s
+}
+
+// child checks a workflow step's child name, its existence and cycles.
+func (v *validator) child(path, name string) {
+	switch {
+	case name == "":
+		v.problem(path, "required: the child workflow's name")
+		return
+	case !abi.ValidName(name):
+		v.problem(path, "invalid workflow name %q: want 1 to %d characters from [a-z0-9_-], starting with a letter", name, abi.MaxNameLen)
+		return
+	case name != v.def.Name && v.catalog == nil:
+		return
+	case name != v.def.Name:
+		if _, ok := v.catalog.Workflow(name); !ok {
+			v.problem(path, "unknown workflow %q", name)
+			return
+		}
+	}
+	if cycle := v.cycles.find(name, []string{v.def.Name}); cycle != nil {
+		v.problem(path, "cycle of child workflows: %s", strings.Join(cycle, " → "))
+	}
+}
+
+// cycleFinder searches the graph of child workflows depth first.
+type cycleFinder struct {
+	def     *Definition
+	catalog Catalog
+	clean   map[string]bool // workflows from which no cycle is reachable
+}
+
+func (c *cycleFinder) lookup(name string) *Definition {
+	if name == c.def.Name {
+		return c.def
+	}
+	if c.catalog == nil {
+		return nil
+	}
+	d, ok := c.catalog.Workflow(name)
+	if !ok {
+		return nil
+	}
+	return d
+}
+
+// find returns the first cycle reachable from name when stack is the chain
+// of workflows that led to it, spelled out from the repeated workflow to
+// itself, or nil.
+func (c *cycleFinder) find(name string, stack []string) []string {
+	for i, s := range stack {
+		if s == name {
+			return append(append([]string{}, stack[i:]...), name)
+		}
+	}
+	if c.clean[name] {
+		return nil
+	}
+	d := c.lookup(name)
+	if d == nil {
+		return nil
+	}
+	stack = append(stack[:len(stack):len(stack)], name)
+	var cycle []string
+	d.Walk(func(_ string, s *Step) bool {
+		if s.Kind == KindWorkflow && s.Workflow != nil {
+			cycle = c.find(s.Workflow.Name, stack)
+		}
+		return cycle == nil
+	})
+	if cycle == nil {
+		c.clean[name] = true
+	}
+	return cycle
+}

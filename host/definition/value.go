@@ -1,0 +1,551 @@
+package definition
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/types"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Env is what expressions are evaluated against.
+type Env struct {
+	// Input is the instance input: `input` in expressions.
+	Input any
+	// Vars holds the values stored by steps: `vars` in expressions.
+	Vars map[string]any
+	// Locals holds the loop variables of the enclosing foreach steps, by the
+	// names given in their `as` fields.
+	Locals map[string]any
+}
+
+// With returns a copy of e with the local name bound to v. e is not
+// modified, so sibling iterations of a foreach can share a parent Env.
+func (e Env) With(name string, v any) Env {
+	locals := make(map[string]any, len(e.Locals)+1)
+	for k, x := range e.Locals {
+		locals[k] = x
+	}
+	locals[name] = v
+	e.Locals = locals
+	return e
+}
+
+func (e Env) exprEnv() map[string]any {
+	m := make(map[string]any, 2+len(e.Locals))
+	for k, v := range e.Locals {
+		m[k] = v
+	}
+	vars := e.Vars
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	m["input"] = e.Input
+	m["vars"] = vars
+	return m
+}
+
+// want is what a Value must evaluate to.
+type want int
+
+const (
+	wantAny want = iota
+	wantBool
+	wantList
+)
+
+// Value is a compiled value from a definition: a constant, a `${ expr }`
+// expression, a string template interpolating several expressions, or a map
+// or list nesting any of these. Its expressions were compiled once, when the
+// definition was parsed; Eval only runs them. The zero Value is absent and
+// evaluates to nil.
+//
+// A Value is immutable and safe for concurrent use.
+type Value struct {
+	src  any // source form: nil, bool, int, float64, string, []any, map[string]any
+	n    node
+	want want
+}
+
+// NewValue compiles src, a JSON-like Go value (nil, bool, int, float64,
+// string, []any, map[string]any) whose strings may hold `${ expr }`
+// expressions. locals names the loop variables in scope besides `input` and
+// `vars`. The error lists every expression that does not compile.
+func NewValue(src any, locals ...string) (Value, error) {
+	var c compiler
+	c.scope = locals
+	v := c.value(src, "value", wantAny)
+	if len(c.problems) > 0 {
+		return Value{}, &ValidationError{Problems: c.problems}
+	}
+	return v, nil
+}
+
+// IsZero reports whether the value is absent from the definition.
+func (v Value) IsZero() bool { return v.n == nil }
+
+// Source returns the value as written in the definition, with its
+// expressions unevaluated.
+func (v Value) Source() any { return v.src }
+
+// IsConst reports whether the value holds no expression.
+func (v Value) IsConst() bool {
+	_, ok := v.n.(constNode)
+	return ok || v.n == nil
+}
+
+// MarshalJSON encodes the value's source form.
+func (v Value) MarshalJSON() ([]byte, error) { return encodeJSON(v.src) }
+
+// Eval evaluates the value against env. Maps and lists are built afresh on
+// every call, so the caller may modify the result. Errors are *EvalError.
+func (v Value) Eval(env Env) (any, error) {
+	if v.n == nil {
+		return nil, nil
+	}
+	x, err := v.n.eval(env.exprEnv())
+	if err != nil {
+		return nil, err
+	}
+	switch v.want {
+	case wantBool:
+		if _, ok := x.(bool); !ok {
+			return nil, &EvalError{Source: sourceString(v.src), Err: fmt.Errorf("got %s, want a boolean", typeName(x))}
+		}
+	case wantList:
+		l, ok := toList(x)
+		if !ok {
+			return nil, &EvalError{Source: sourceString(v.src), Err: fmt.Errorf("got %s, want a list", typeName(x))}
+		}
+		return l, nil
+	}
+	return x, nil
+}
+
+// EvalBool evaluates a condition (an `if`). Errors are *EvalError.
+func (v Value) EvalBool(env Env) (bool, error) {
+	x, err := v.Eval(env)
+	if err != nil {
+		return false, err
+	}
+	b, ok := x.(bool)
+	if !ok {
+		return false, &EvalError{Source: sourceString(v.src), Err: fmt.Errorf("got %s, want a boolean", typeName(x))}
+	}
+	return b, nil
+}
+
+// EvalList evaluates a list (a `foreach`). Errors are *EvalError.
+func (v Value) EvalList(env Env) ([]any, error) {
+	x, err := v.Eval(env)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := toList(x)
+	if !ok {
+		return nil, &EvalError{Source: sourceString(v.src), Err: fmt.Errorf("got %s, want a list", typeName(x))}
+	}
+	return l, nil
+}
+
+// EvalString evaluates the value and writes the result as a template
+// would: a string as it is, null as nothing, numbers and booleans as in
+// JSON, maps and lists as JSON. Use it for a wait's correlation key. Errors
+// are *EvalError.
+func (v Value) EvalString(env Env) (string, error) {
+	x, err := v.Eval(env)
+	if err != nil {
+		return "", err
+	}
+	return stringify(x), nil
+}
+
+func toList(x any) ([]any, bool) {
+	if l, ok := x.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(x)
+	if !rv.IsValid() || (rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array) {
+		return nil, false
+	}
+	l := make([]any, rv.Len())
+	for i := range l {
+		l[i] = rv.Index(i).Interface()
+	}
+	return l, true
+}
+
+func sourceString(src any) string {
+	if s, ok := src.(string); ok {
+		return s
+	}
+	b, _ := encodeJSON(src)
+	return string(b)
+}
+
+func typeName(x any) string {
+	switch x.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return "a number"
+	case map[string]any:
+		return "a map"
+	}
+	if _, ok := toList(x); ok {
+		return "a list"
+	}
+	return fmt.Sprintf("a %T", x)
+}
+
+// node is one compiled part of a Value.
+type node interface {
+	eval(env map[string]any) (any, error)
+}
+
+type constNode struct{ v any } // a scalar: nil, bool, int, float64, string
+
+func (n constNode) eval(map[string]any) (any, error) { return n.v, nil }
+
+type exprNode struct {
+	src  string
+	prog *vm.Program
+}
+
+func (n exprNode) eval(env map[string]any) (any, error) {
+	x, err := expr.Run(n.prog, env)
+	if err != nil {
+		return nil, &EvalError{Source: "${" + n.src + "}", Err: errors.New(exprMessage(err))}
+	}
+	return x, nil
+}
+
+type templateNode struct {
+	lits  []string // len(lits) == len(exprs)+1
+	exprs []exprNode
+}
+
+func (n templateNode) eval(env map[string]any) (any, error) {
+	var b strings.Builder
+	for i, e := range n.exprs {
+		b.WriteString(n.lits[i])
+		x, err := e.eval(env)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(stringify(x))
+	}
+	b.WriteString(n.lits[len(n.lits)-1])
+	return b.String(), nil
+}
+
+type mapNode struct {
+	keys []string
+	vals []node
+}
+
+func (n mapNode) eval(env map[string]any) (any, error) {
+	m := make(map[string]any, len(n.keys))
+	for i, k := range n.keys {
+		x, err := n.vals[i].eval(env)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = x
+	}
+	return m, nil
+}
+
+type listNode struct{ items []node }
+
+func (n listNode) eval(env map[string]any) (any, error) {
+	l := make([]any, len(n.items))
+	for i, it := range n.items {
+		x, err := it.eval(env)
+		if err != nil {
+			return nil, err
+		}
+		l[i] = x
+	}
+	return l, nil
+}
+
+// stringify is how an interpolated expression's result is written into a
+// string: strings as they are, null as nothing, numbers and booleans as in
+// JSON, maps and lists as JSON.
+func stringify(x any) string {
+	switch x := x.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return formatFloat(x)
+	case float32:
+		return formatFloat(float64(x))
+	}
+	if b, err := encodeJSON(x); err == nil {
+		return string(b)
+	}
+	return fmt.Sprint(x)
+}
+
+func formatFloat(f float64) string {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+// encodeJSON is json.Marshal without HTML escaping and without the trailing
+// newline. Maps are encoded with sorted keys.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// compiler compiles values and collects problems.
+type compiler struct {
+	scope    []string // loop variables in scope
+	problems []Problem
+}
+
+func (c *compiler) problem(path, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *compiler) env() types.Map {
+	m := types.Map{"input": types.Any, "vars": types.Any}
+	for _, name := range c.scope {
+		m[name] = types.Any
+	}
+	return m
+}
+
+// value compiles src, found at path, into a Value of the wanted kind.
+func (c *compiler) value(src any, path string, w want) Value {
+	n := c.node(src, path, w)
+	if n == nil {
+		return Value{}
+	}
+	return Value{src: src, n: n, want: w}
+}
+
+func (c *compiler) node(src any, path string, w want) node {
+	switch src := src.(type) {
+	case string:
+		return c.str(src, path, w)
+	case map[string]any:
+		if w != wantAny {
+			c.problem(path, "got a map, want %s", wantName(w))
+			return nil
+		}
+		keys := make([]string, 0, len(src))
+		for k := range src {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		n := mapNode{keys: keys, vals: make([]node, len(keys))}
+		for i, k := range keys {
+			n.vals[i] = c.node(src[k], joinKey(path, k), wantAny)
+		}
+		return n
+	case []any:
+		if w == wantBool {
+			c.problem(path, "got a list, want %s", wantName(w))
+			return nil
+		}
+		n := listNode{items: make([]node, len(src))}
+		for i, x := range src {
+			n.items[i] = c.node(x, joinIndex(path, i), wantAny)
+		}
+		return n
+	case nil, bool, int, float64:
+		if w == wantBool {
+			if _, ok := src.(bool); !ok {
+				c.problem(path, "got %s, want %s", typeName(src), wantName(w))
+				return nil
+			}
+		}
+		if w == wantList {
+			c.problem(path, "got %s, want %s", typeName(src), wantName(w))
+			return nil
+		}
+		return constNode{src}
+	}
+	c.problem(path, "unsupported value of type %T", src)
+	return nil
+}
+
+func wantName(w want) string {
+	switch w {
+	case wantBool:
+		return "a boolean or a ${ } expression"
+	case wantList:
+		return "a list or a ${ } expression"
+	}
+	return "a value"
+}
+
+func (c *compiler) str(s, path string, w want) node {
+	lits, srcs, err := splitTemplate(s)
+	if err != nil {
+		c.problem(path, "%v", err)
+		return nil
+	}
+	if len(srcs) == 0 {
+		if w != wantAny {
+			c.problem(path, "got a string, want %s", wantName(w))
+			return nil
+		}
+		return constNode{lits[0]}
+	}
+	exact := len(srcs) == 1 && lits[0] == "" && lits[1] == "" && strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}")
+	if !exact && w != wantAny {
+		c.problem(path, "a string template always yields a string; want a single ${ } expression yielding %s", map[want]string{wantBool: "a boolean", wantList: "a list"}[w])
+		return nil
+	}
+	exprs := make([]exprNode, len(srcs))
+	ok := true
+	for i, src := range srcs {
+		opts := []expr.Option{expr.Env(c.env())}
+		if exact && w == wantBool {
+			opts = append(opts, expr.AsBool())
+		}
+		if strings.TrimSpace(src) == "" {
+			c.problem(path, "empty expression ${}")
+			ok = false
+			continue
+		}
+		prog, err := compileExpr(src, opts)
+		if err != nil {
+			c.problem(path, "expression %q does not compile: %s", strings.TrimSpace(src), exprMessage(err))
+			ok = false
+			continue
+		}
+		if exact && w == wantList {
+			if t := prog.Node().Type(); t != nil && t.Kind() != reflect.Slice && t.Kind() != reflect.Array && t.Kind() != reflect.Interface {
+				c.problem(path, "expression %q yields %s, want a list", strings.TrimSpace(src), t)
+				ok = false
+				continue
+			}
+		}
+		exprs[i] = exprNode{src: src, prog: prog}
+	}
+	if !ok {
+		return nil
+	}
+	if exact {
+		return exprs[0]
+	}
+	return templateNode{lits: lits, exprs: exprs}
+}
+
+// compileExpr compiles one expression, turning a panic inside the expression
+// library into an error so that no definition can crash the host.
+func compileExpr(src string, opts []expr.Option) (prog *vm.Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			prog, err = nil, fmt.Errorf("expression compiler panicked: %v", r)
+		}
+	}()
+	return expr.Compile(src, opts...)
+}
+
+// exprMessage is the one-line message of an expr error, without the source
+// snippet that expr appends.
+func exprMessage(err error) string {
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		return fmt.Sprintf("%s (at character %d)", fe.Message, fe.From+1)
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// splitTemplate splits s into literal text and the sources of its ${ }
+// expressions: lits has one more element than srcs and s is lits[0] srcs[0]
+// lits[1] … with each src wrapped in ${ }. `$${` is an escaped, literal `${`.
+// An expression ends at the `}` that balances its `{`, outside string
+// literals, so `${ {a: 1}.a }` and `${ "}" }` work.
+func splitTemplate(s string) (lits, srcs []string, err error) {
+	var lit strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], "$${"):
+			lit.WriteString("${")
+			i += 3
+		case strings.HasPrefix(s[i:], "${"):
+			end, err := exprEnd(s, i+2)
+			if err != nil {
+				return nil, nil, err
+			}
+			lits = append(lits, lit.String())
+			lit.Reset()
+			srcs = append(srcs, s[i+2:end])
+			i = end + 1
+		default:
+			lit.WriteByte(s[i])
+			i++
+		}
+	}
+	lits = append(lits, lit.String())
+	return lits, srcs, nil
+}
+
+func exprEnd(s string, start int) (int, error) {
+	depth := 1
+	for j := start; j < len(s); j++ {
+		switch c := s[j]; c {
+		case '"', '\'', '`':
+			k := j + 1
+			for ; k < len(s) && s[k] != c; k++ {
+				if s[k] == '\\' && c != '`' {
+					k++
+				}
+			}
+			if k >= len(s) {
+				return 0, fmt.Errorf("unterminated string literal in expression starting at character %d", start-1)
+			}
+			j = k
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				return j, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("unterminated ${ at character %d: no matching }", start-1)
+}
