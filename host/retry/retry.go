@@ -1,0 +1,177 @@
+// Package retry decides what happens after an activity attempt fails: try
+// again after a delay, or give up. It is a deterministic core: the decision
+// depends only on the step's policy, the failure, the attempt number, the
+// times it is given and a random source for jitter, so the runner can replay
+// it and tests can script it with a fake clock.
+//
+// # Decisions
+//
+//   - A failure is retried only when it is retryable (see Failure), its code
+//     is not in the policy's NonRetryable list, attempts remain
+//     (MaxAttempts counts the first attempt), and the next attempt would
+//     start before the step's schedule-to-close deadline, if it has one.
+//   - The delay before retry n (n = 1 after the first attempt) is
+//     InitialInterval × Backoff^(n-1), capped at MaxInterval. With jitter it
+//     is drawn uniformly from [delay/2, delay]: jitter spreads retries of
+//     many instances that failed together, and never waits longer than the
+//     policy says.
+//   - Timeouts, heartbeat timeouts, traps and limit breaches are retryable:
+//     they are as often caused by the moment (a slow dependency, a busy
+//     host) as by the input, and MaxAttempts bounds them. ABI violations and
+//     unknown activities are not: the same plugin version fails the same
+//     way. Cancellation is never retried.
+package retry
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/plugins"
+)
+
+// Kind classifies why an attempt failed.
+type Kind string
+
+// Failure kinds.
+const (
+	// KindActivity: the activity ran and reported a failure (a guest error).
+	KindActivity Kind = "activity"
+	// KindTimeout: the attempt passed its start-to-close timeout.
+	KindTimeout Kind = "timeout"
+	// KindHeartbeatTimeout: no heartbeat arrived within heartbeat_timeout.
+	KindHeartbeatTimeout Kind = "heartbeat_timeout"
+	// KindTrap: the guest trapped, panicked or exited.
+	KindTrap Kind = "trap"
+	// KindLimit: the guest exceeded a memory, output or request limit.
+	KindLimit Kind = "limit"
+	// KindProtocol: the guest broke the ABI, or its output is not JSON.
+	KindProtocol Kind = "protocol"
+	// KindUnknownActivity: the pinned plugin version has no such activity.
+	KindUnknownActivity Kind = "unknown_activity"
+	// KindCancelled: the attempt was cancelled.
+	KindCancelled Kind = "cancelled"
+	// KindHost: the host could not run the attempt (plugin missing from the
+	// blob store, runtime closed); retried, since another node or a later
+	// moment may succeed.
+	KindHost Kind = "host"
+)
+
+// Failure is a failed attempt as the policy sees it.
+type Failure struct {
+	Kind Kind
+	// Code is the guest's failure code for KindActivity, and the kind's
+	// name otherwise.
+	Code string
+	// Retryable is what the guest said for KindActivity; for other kinds
+	// Classify sets it from the kind.
+	Retryable bool
+}
+
+// Classify turns an error from plugins.Runtime.Invoke into a Failure.
+func Classify(err error) Failure {
+	var ge *plugins.GuestError
+	if errors.As(err, &ge) {
+		if ge.Code == "cancelled" {
+			return Failure{Kind: KindCancelled, Code: ge.Code}
+		}
+		return Failure{Kind: KindActivity, Code: ge.Code, Retryable: ge.Retryable}
+	}
+	kind := KindHost
+	switch {
+	case errors.Is(err, plugins.ErrCancelled):
+		kind = KindCancelled
+	case errors.Is(err, plugins.ErrTimeout):
+		kind = KindTimeout
+	case errors.Is(err, plugins.ErrTrap):
+		kind = KindTrap
+	case errors.Is(err, plugins.ErrLimit):
+		kind = KindLimit
+	case errors.Is(err, plugins.ErrProtocol):
+		kind = KindProtocol
+	case errors.Is(err, plugins.ErrUnknownActivity):
+		kind = KindUnknownActivity
+	}
+	return Of(kind)
+}
+
+// Of returns the Failure of a kind other than KindActivity, with the
+// retryability the package's rules give it.
+func Of(kind Kind) Failure {
+	switch kind {
+	case KindProtocol, KindUnknownActivity, KindCancelled:
+		return Failure{Kind: kind, Code: string(kind)}
+	}
+	return Failure{Kind: kind, Code: string(kind), Retryable: true}
+}
+
+// Decision is what to do after a failed attempt.
+type Decision struct {
+	// Retry is true when another attempt should run after Delay.
+	Retry bool
+	Delay time.Duration
+	// Reason says why not, when Retry is false: "not retryable",
+	// "non_retryable code", "attempts exhausted" or "schedule_to_close".
+	Reason string
+}
+
+// Reasons for giving up.
+const (
+	ReasonNotRetryable     = "not retryable"
+	ReasonNonRetryableCode = "non_retryable code"
+	ReasonExhausted        = "attempts exhausted"
+	ReasonScheduleToClose  = "schedule_to_close"
+)
+
+// Attempt describes the attempt that failed.
+type Attempt struct {
+	// Number counts from 1.
+	Number int
+	// Failed is when it failed.
+	Failed time.Time
+	// FirstScheduled is when the step's first attempt was scheduled; with
+	// ScheduleToClose it bounds all attempts. Zero ScheduleToClose means
+	// unbounded.
+	FirstScheduled  time.Time
+	ScheduleToClose time.Duration
+}
+
+// Decide returns what to do after attempt a failed with f under policy p.
+// rnd returns a float in [0, 1) and is called only when p.Jitter is set; pass
+// a source seeded per instance and step to keep the decision replayable.
+func Decide(p definition.Retry, a Attempt, f Failure, rnd func() float64) Decision {
+	switch {
+	case !f.Retryable:
+		return Decision{Reason: ReasonNotRetryable}
+	case slices.Contains(p.NonRetryable, f.Code):
+		return Decision{Reason: ReasonNonRetryableCode}
+	case a.Number >= p.MaxAttempts:
+		return Decision{Reason: ReasonExhausted}
+	}
+	d := Delay(p, a.Number, rnd)
+	if a.ScheduleToClose > 0 && !a.Failed.Add(d).Before(a.FirstScheduled.Add(a.ScheduleToClose)) {
+		return Decision{Reason: ReasonScheduleToClose}
+	}
+	return Decision{Retry: true, Delay: d}
+}
+
+// Delay returns the wait before retry n (n ≥ 1: the first retry follows
+// attempt 1).
+func Delay(p definition.Retry, n int, rnd func() float64) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := float64(p.InitialInterval) * math.Pow(p.Backoff, float64(n-1))
+	if max := float64(p.MaxInterval); p.MaxInterval > 0 && d > max {
+		d = max
+	}
+	if d > math.MaxInt64/2 || math.IsInf(d, 0) || math.IsNaN(d) {
+		d = math.MaxInt64 / 2
+	}
+	if p.Jitter && rnd != nil {
+		d = d/2 + d/2*rnd()
+	}
+	return time.Duration(d)
+}
