@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/weftworks/weft/host/retry"
+)
+
+// Context is what Apply needs from outside: the instance's id, the time, and
+// a random source for retry jitter. Seed Rand per instance and event so that
+// a replay makes the same decisions.
+type Context struct {
+	InstanceID string
+	Now        time.Time
+	Rand       func() float64
+}
+
+// Event is an input to Apply.
+type Event interface{ event() }
+
+// Start begins an instance.
+type Start struct{ Input any }
+
+// ActivityCompleted is an attempt's output.
+type ActivityCompleted struct {
+	Token  string
+	Output any
+}
+
+// ActivityFailed is an attempt's failure.
+type ActivityFailed struct {
+	Token   string
+	Failure retry.Failure
+	Message string
+	Details json.RawMessage
+	// LastHeartbeat is the details the attempt last reported; they are
+	// handed to the next attempt.
+	LastHeartbeat json.RawMessage
+}
+
+// TimerFired is a timer armed with ArmTimer coming due.
+type TimerFired struct{ Token string }
+
+// StimulusDelivered resumes a bookmark.
+type StimulusDelivered struct {
+	Token   string
+	Payload any
+}
+
+// ChildCompleted is a child instance's output.
+type ChildCompleted struct {
+	Token  string
+	Output any
+}
+
+// ChildFailed is a child instance's failure (or cancellation).
+type ChildFailed struct {
+	Token   string
+	Failure Failure
+}
+
+// Cancel cancels the instance.
+type Cancel struct{ Reason string }
+
+func (Start) event()             {}
+func (ActivityCompleted) event() {}
+func (ActivityFailed) event()    {}
+func (TimerFired) event()        {}
+func (StimulusDelivered) event() {}
+func (ChildCompleted) event()    {}
+func (ChildFailed) event()       {}
+func (Cancel) event()            {}
+
+// Action is an output of Apply, for the shell to perform in order.
+type Action interface{ action() }
+
+// Invoke runs an activity attempt; its result comes back as
+// ActivityCompleted or ActivityFailed with the same Token.
+type Invoke struct {
+	Token    string
+	StepID   string
+	Path     string
+	Plugin   string
+	Activity string
+	Input    any
+	Attempt  int
+	// IdempotencyKey is the same for every attempt of the step execution.
+	IdempotencyKey string
+	// Timeout is the step's start-to-close timeout, zero when unset;
+	// Deadline is when the step's schedule-to-close ends, zero when unset.
+	// The attempt must stop at whichever comes first.
+	Timeout          time.Duration
+	Deadline         time.Time
+	HeartbeatTimeout time.Duration
+	LastHeartbeat    json.RawMessage
+}
+
+// CancelActivity stops an attempt in flight; its late result is refused.
+type CancelActivity struct{ Token string }
+
+// ArmTimer arms a durable timer that comes back as TimerFired.
+type ArmTimer struct {
+	Token string
+	Due   time.Time
+}
+
+// CancelTimer disarms a timer.
+type CancelTimer struct{ Token string }
+
+// CreateBookmark waits for a stimulus with Event and Key; it comes back as
+// StimulusDelivered.
+type CreateBookmark struct {
+	Token  string
+	StepID string
+	Event  string
+	Key    string
+}
+
+// RemoveBookmark removes a bookmark.
+type RemoveBookmark struct{ Token string }
+
+// StartChild starts a child instance; its end comes back as ChildCompleted
+// or ChildFailed.
+type StartChild struct {
+	Token    string
+	StepID   string
+	Workflow string
+	Input    any
+}
+
+// CancelChild cancels a child instance.
+type CancelChild struct{ Token string }
+
+// Persist asks for the state to be persisted now (the persistence strategy
+// says so).
+type Persist struct{}
+
+// Record appends an event to the instance's history.
+type Record struct {
+	Type    string
+	Path    string
+	Attempt int
+	Data    map[string]any
+}
+
+// Finish ends the instance.
+type Finish struct {
+	Status Status
+	Output any
+	Error  *Failure
+}
+
+func (Invoke) action()         {}
+func (CancelActivity) action() {}
+func (ArmTimer) action()       {}
+func (CancelTimer) action()    {}
+func (CreateBookmark) action() {}
+func (RemoveBookmark) action() {}
+func (StartChild) action()     {}
+func (CancelChild) action()    {}
+func (Persist) action()        {}
+func (Record) action()         {}
+func (Finish) action()         {}

@@ -1,0 +1,544 @@
+package runner
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/host/retry"
+)
+
+// Program is a definition prepared for execution. It is immutable and safe
+// for concurrent use by many instances.
+type Program struct {
+	def   *definition.Definition
+	lists map[string][]*definition.Step
+}
+
+// Compile prepares def, which must have passed validation.
+func Compile(def *definition.Definition) *Program {
+	p := &Program{def: def, lists: map[string][]*definition.Step{}}
+	p.index("steps", def.Steps)
+	return p
+}
+
+func (p *Program) index(list string, steps []*definition.Step) {
+	p.lists[list] = steps
+	for i, s := range steps {
+		at := list + "[" + strconv.Itoa(i) + "]"
+		switch s.Kind {
+		case definition.KindIf:
+			p.index(at+".then", s.If.Then)
+			p.index(at+".else", s.If.Else)
+		case definition.KindForeach:
+			p.index(at+".do", s.Foreach.Do)
+		case definition.KindParallel:
+			for b, br := range s.Parallel {
+				p.index(at+".parallel["+strconv.Itoa(b)+"]", br.Steps)
+			}
+		}
+	}
+}
+
+// Definition returns the definition the program runs.
+func (p *Program) Definition() *definition.Definition { return p.def }
+
+// apply is the state of one Apply call.
+type apply struct {
+	p       *Program
+	st      *State
+	c       Context
+	out     []Action
+	persist bool
+}
+
+// Apply applies ev to st and returns the actions to perform, in order. A
+// finished instance ignores every event but records it.
+func (p *Program) Apply(st *State, c Context, ev Event) []Action {
+	a := &apply{p: p, st: st, c: c}
+	if st.Vars == nil {
+		st.Vars = map[string]any{}
+	}
+	if st.Status.Finished() {
+		a.record("event_ignored", "", 0, map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)})
+		return a.out
+	}
+	switch ev := ev.(type) {
+	case Start:
+		a.start(ev)
+	case ActivityCompleted:
+		a.activityCompleted(ev)
+	case ActivityFailed:
+		a.activityFailed(ev)
+	case TimerFired:
+		a.timerFired(ev)
+	case StimulusDelivered:
+		a.stimulusDelivered(ev)
+	case ChildCompleted:
+		a.childCompleted(ev)
+	case ChildFailed:
+		a.childFailed(ev)
+	case Cancel:
+		a.cancel(ev)
+	}
+	a.settle()
+	return a.out
+}
+
+func (a *apply) emit(act Action) { a.out = append(a.out, act) }
+
+func (a *apply) record(typ, path string, attempt int, data map[string]any) {
+	a.emit(Record{Type: typ, Path: path, Attempt: attempt, Data: data})
+}
+
+func (a *apply) next(prefix string) string {
+	a.st.Seq++
+	return prefix + strconv.FormatUint(a.st.Seq, 10)
+}
+
+func (a *apply) env(f *Frame) definition.Env {
+	return definition.Env{Input: a.st.Input, Vars: a.st.Vars, Locals: f.Locals}
+}
+
+func (a *apply) start(ev Start) {
+	if a.st.Root != nil {
+		a.record("event_ignored", "", 0, map[string]any{"reason": "already started"})
+		return
+	}
+	a.st.Input = ev.Input
+	a.st.Status = StatusRunning
+	a.st.Root = &Frame{List: "steps", Path: "steps"}
+	a.record("instance_started", "", 0, nil)
+	a.advance(a.st.Root)
+}
+
+// settle finishes an Apply: completes the instance when its root frame is
+// done, works out the status, and decides whether to persist.
+func (a *apply) settle() {
+	if !a.st.Status.Finished() && a.st.Root != nil && a.st.Root.Done {
+		out, err := a.p.def.Output.Eval(definition.Env{Input: a.st.Input, Vars: a.st.Vars})
+		if err != nil {
+			a.fail(&Failure{Code: "expression", Message: "output: " + err.Error()})
+		} else {
+			a.st.Status = StatusCompleted
+			a.st.Output = out
+			a.record("instance_completed", "", 0, nil)
+			a.emit(Finish{Status: StatusCompleted, Output: out})
+		}
+	}
+	if !a.st.Status.Finished() && a.st.Root != nil {
+		a.st.Status = StatusSuspended
+		if a.activityInFlight(a.st.Root) {
+			a.st.Status = StatusRunning
+		}
+	}
+	// Suspended or finished after an event, or the strategy asks: persist.
+	if a.st.Status != StatusRunning || a.persist {
+		a.emit(Persist{})
+	}
+}
+
+func (a *apply) activityInFlight(f *Frame) bool {
+	if f.Run == nil {
+		return false
+	}
+	if f.Run.Pending == PendingActivity {
+		return true
+	}
+	for _, c := range f.Run.Children {
+		if a.activityInFlight(c) {
+			return true
+		}
+	}
+	return false
+}
+
+func stepPath(f *Frame) string { return f.Path + "[" + strconv.Itoa(f.Index) + "]" }
+
+func (a *apply) step(f *Frame) *definition.Step { return a.p.lists[f.List][f.Index] }
+
+// advance runs frame f until it waits or is done.
+func (a *apply) advance(f *Frame) {
+	for !f.Done && !a.st.Status.Finished() {
+		steps := a.p.lists[f.List]
+		if f.Run == nil {
+			if f.Index >= len(steps) {
+				f.Done = true
+				return
+			}
+			if !a.begin(f, steps[f.Index]) {
+				return
+			}
+			continue
+		}
+		if len(f.Run.Children) == 0 && f.Run.Pending != "" {
+			return // a leaf waiting for its operation
+		}
+		if !a.advanceContainer(f, steps[f.Index]) {
+			return
+		}
+	}
+}
+
+// begin starts the step under f's cursor. It reports whether f can go on at
+// once (the step completed, or is a container to advance).
+func (a *apply) begin(f *Frame, s *definition.Step) bool {
+	path := stepPath(f)
+	env := a.env(f)
+	run := &Run{Exec: a.next("e")}
+	a.record("step_started", path, 0, map[string]any{"step": s.ID, "kind": string(s.Kind)})
+	switch s.Kind {
+	case definition.KindSet:
+		values := make(map[string]any, len(s.Set))
+		for _, as := range s.Set {
+			v, err := as.Value.Eval(env)
+			if err != nil {
+				return a.failStep(f, "expression", "set "+as.Name+": "+err.Error())
+			}
+			values[as.Name] = v
+		}
+		for k, v := range values {
+			a.st.Vars[k] = v
+		}
+		a.complete(f, s, nil)
+		return true
+	case definition.KindFail:
+		msg, err := s.Fail.Message.EvalString(env)
+		if err != nil {
+			msg = "message: " + err.Error()
+		}
+		a.failStep(f, s.Fail.Code, msg)
+		return false
+	case definition.KindIf:
+		cond, err := s.If.Cond.EvalBool(env)
+		if err != nil {
+			return a.failStep(f, "expression", "if: "+err.Error())
+		}
+		branch := "else"
+		if cond {
+			branch = "then"
+		}
+		a.record("branch_taken", path, 0, map[string]any{"branch": branch})
+		f.Run = run
+		if len(a.p.lists[f.List+"["+strconv.Itoa(f.Index)+"]."+branch]) == 0 {
+			a.complete(f, s, nil)
+			return true
+		}
+		run.Children = []*Frame{{
+			List: f.List + "[" + strconv.Itoa(f.Index) + "]." + branch, Path: path + "." + branch, Locals: f.Locals,
+		}}
+		return true
+	case definition.KindParallel:
+		f.Run = run
+		for b := range s.Parallel {
+			suffix := ".parallel[" + strconv.Itoa(b) + "]"
+			run.Children = append(run.Children, &Frame{List: f.List + "[" + strconv.Itoa(f.Index) + "]" + suffix, Path: path + suffix, Locals: f.Locals})
+		}
+		return true
+	case definition.KindForeach:
+		items, err := s.Foreach.Items.EvalList(env)
+		if err != nil {
+			return a.failStep(f, "expression", "foreach: "+err.Error())
+		}
+		run.Items = items
+		f.Run = run
+		if len(items) == 0 {
+			a.complete(f, s, nil)
+		}
+		return true
+	case definition.KindActivity:
+		in, err := s.Activity.Input.Eval(env)
+		if err != nil {
+			return a.failStep(f, "expression", "input: "+err.Error())
+		}
+		run.Input, run.Attempt, run.Scheduled = in, 1, a.c.Now
+		f.Run = run
+		a.invoke(f, s)
+		return false
+	case definition.KindWait:
+		key, err := s.Wait.Key.EvalString(env)
+		if err != nil {
+			return a.failStep(f, "expression", "wait key: "+err.Error())
+		}
+		run.Pending, run.Token = PendingBookmark, a.next("b")
+		f.Run = run
+		a.emit(CreateBookmark{Token: run.Token, StepID: s.ID, Event: s.Wait.Event, Key: key})
+		a.record("bookmark_created", path, 0, map[string]any{"event": s.Wait.Event, "key": key})
+		if s.Wait.Timeout > 0 {
+			run.TimeoutToken = a.next("t")
+			a.emit(ArmTimer{Token: run.TimeoutToken, Due: a.c.Now.Add(s.Wait.Timeout)})
+		}
+		return false
+	case definition.KindDelay:
+		run.Pending, run.Token = PendingDelay, a.next("t")
+		f.Run = run
+		due := a.c.Now.Add(s.Delay)
+		a.emit(ArmTimer{Token: run.Token, Due: due})
+		a.record("timer_armed", path, 0, map[string]any{"due": due})
+		return false
+	case definition.KindWorkflow:
+		in, err := s.Workflow.Input.Eval(env)
+		if err != nil {
+			return a.failStep(f, "expression", "input: "+err.Error())
+		}
+		run.Pending, run.Token, run.Input = PendingChild, a.next("c"), in
+		f.Run = run
+		a.emit(StartChild{Token: run.Token, StepID: s.ID, Workflow: s.Workflow.Name, Input: in})
+		a.record("child_started", path, 0, map[string]any{"workflow": s.Workflow.Name})
+		return false
+	}
+	return a.failStep(f, "internal", fmt.Sprintf("step kind %q cannot run", s.Kind))
+}
+
+// advanceContainer advances a container's children and completes it when
+// they are all done; it reports whether f can go on.
+func (a *apply) advanceContainer(f *Frame, s *definition.Step) bool {
+	run := f.Run
+	if s.Kind == definition.KindForeach {
+		// Start iterations while slots are free.
+		for run.Next < len(run.Items) && len(run.Children) < max(1, s.Foreach.Concurrency) {
+			i := run.Next
+			run.Next++
+			locals := make(map[string]any, len(f.Locals)+1)
+			for k, v := range f.Locals {
+				locals[k] = v
+			}
+			locals[s.Foreach.As] = run.Items[i]
+			run.Children = append(run.Children, &Frame{
+				List: f.List + "[" + strconv.Itoa(f.Index) + "].do", Path: stepPath(f) + ".do#" + strconv.Itoa(i), Locals: locals,
+			})
+		}
+	}
+	for _, c := range run.Children {
+		a.advance(c)
+		if a.st.Status.Finished() {
+			return false
+		}
+	}
+	if s.Kind == definition.KindForeach {
+		kept := run.Children[:0]
+		for _, c := range run.Children {
+			if !c.Done {
+				kept = append(kept, c)
+			}
+		}
+		run.Children = kept
+		if run.Next < len(run.Items) {
+			return len(run.Children) < max(1, s.Foreach.Concurrency) // free slots: start more
+		}
+	}
+	for _, c := range run.Children {
+		if !c.Done {
+			return false
+		}
+	}
+	a.complete(f, s, nil)
+	return true
+}
+
+// complete finishes the step under f's cursor, stores its result and moves
+// the cursor on.
+func (a *apply) complete(f *Frame, s *definition.Step, result any) {
+	if s.Output != "" && (s.Kind == definition.KindActivity || s.Kind == definition.KindWait || s.Kind == definition.KindWorkflow) {
+		a.st.Vars[s.Output] = result
+	}
+	a.record("step_completed", stepPath(f), 0, map[string]any{"step": s.ID})
+	if s.Persist == definition.PersistAlways {
+		a.persist = true
+	}
+	f.Run = nil
+	f.Index++
+}
+
+// failStep fails the step under f's cursor, and with it the instance.
+func (a *apply) failStep(f *Frame, code, message string) bool {
+	a.fail(&Failure{Code: code, Message: message, Step: stepPath(f)})
+	return false
+}
+
+// fail ends the instance as failed, cancelling everything outstanding.
+func (a *apply) fail(failure *Failure) {
+	a.cancelOutstanding(a.st.Root)
+	a.st.Status = StatusFailed
+	a.st.Error = failure
+	a.record("instance_failed", failure.Step, 0, map[string]any{"code": failure.Code, "message": failure.Message})
+	a.emit(Finish{Status: StatusFailed, Error: failure})
+}
+
+func (a *apply) cancel(ev Cancel) {
+	a.cancelOutstanding(a.st.Root)
+	a.st.Status = StatusCancelled
+	a.record("instance_cancelled", "", 0, map[string]any{"reason": ev.Reason})
+	a.emit(Finish{Status: StatusCancelled, Error: &Failure{Code: "cancelled", Message: ev.Reason}})
+}
+
+// cancelOutstanding cancels every outstanding operation under f.
+func (a *apply) cancelOutstanding(f *Frame) {
+	if f == nil || f.Run == nil {
+		return
+	}
+	r := f.Run
+	switch r.Pending {
+	case PendingActivity:
+		a.emit(CancelActivity{Token: r.Token})
+	case PendingRetry, PendingDelay:
+		a.emit(CancelTimer{Token: r.Token})
+	case PendingBookmark:
+		a.emit(RemoveBookmark{Token: r.Token})
+	case PendingChild:
+		a.emit(CancelChild{Token: r.Token})
+	}
+	if r.TimeoutToken != "" {
+		a.emit(CancelTimer{Token: r.TimeoutToken})
+	}
+	r.Pending, r.Token, r.TimeoutToken = "", "", ""
+	for _, c := range r.Children {
+		a.cancelOutstanding(c)
+	}
+}
+
+// find returns the frame whose step waits on token, with what it waits for.
+func find(f *Frame, token string) (*Frame, bool) {
+	if f == nil || f.Run == nil || token == "" {
+		return nil, false
+	}
+	if f.Run.Token == token || f.Run.TimeoutToken == token {
+		return f, true
+	}
+	for _, c := range f.Run.Children {
+		if g, ok := find(c, token); ok {
+			return g, true
+		}
+	}
+	return nil, false
+}
+
+// waiting returns the frame waiting on token for want, or records the event
+// as refused.
+func (a *apply) waiting(token string, want Pending, event string) *Frame {
+	f, ok := find(a.st.Root, token)
+	if ok && f.Run.Token == token && f.Run.Pending == want {
+		return f
+	}
+	a.record("event_refused", "", 0, map[string]any{"event": event, "token": token, "reason": "not outstanding (superseded, cancelled or unknown)"})
+	return nil
+}
+
+func (a *apply) invoke(f *Frame, s *definition.Step) {
+	r := f.Run
+	r.Pending, r.Token = PendingActivity, a.next("a")
+	inv := Invoke{
+		Token: r.Token, StepID: s.ID, Path: stepPath(f),
+		Plugin: s.Activity.Plugin, Activity: s.Activity.Name, Input: r.Input, Attempt: r.Attempt,
+		IdempotencyKey:   a.c.InstanceID + "/" + s.ID + "/" + r.Exec,
+		Timeout:          s.Activity.Timeout,
+		HeartbeatTimeout: s.Activity.HeartbeatTimeout,
+		LastHeartbeat:    r.LastHeartbeat,
+	}
+	if s.Activity.ScheduleToClose > 0 {
+		inv.Deadline = r.Scheduled.Add(s.Activity.ScheduleToClose)
+	}
+	a.emit(inv)
+	a.record("activity_scheduled", inv.Path, r.Attempt, map[string]any{"plugin": inv.Plugin, "activity": inv.Activity})
+}
+
+func (a *apply) activityCompleted(ev ActivityCompleted) {
+	f := a.waiting(ev.Token, PendingActivity, "activity_completed")
+	if f == nil {
+		return
+	}
+	s := a.step(f)
+	a.record("activity_completed", stepPath(f), f.Run.Attempt, nil)
+	if a.p.def.Persistence == definition.PersistenceActivity && s.Persist != definition.PersistNever {
+		a.persist = true
+	}
+	a.complete(f, s, ev.Output)
+	a.resume(f)
+}
+
+func (a *apply) activityFailed(ev ActivityFailed) {
+	f := a.waiting(ev.Token, PendingActivity, "activity_failed")
+	if f == nil {
+		return
+	}
+	s, r := a.step(f), f.Run
+	if ev.LastHeartbeat != nil {
+		r.LastHeartbeat = ev.LastHeartbeat
+	}
+	data := map[string]any{"code": ev.Failure.Code, "kind": string(ev.Failure.Kind), "message": ev.Message}
+	if len(r.LastHeartbeat) > 0 {
+		data["last_heartbeat"] = r.LastHeartbeat
+	}
+	a.record("activity_failed", stepPath(f), r.Attempt, data)
+	d := retry.Decide(s.Activity.Retry, retry.Attempt{
+		Number: r.Attempt, Failed: a.c.Now, FirstScheduled: r.Scheduled, ScheduleToClose: s.Activity.ScheduleToClose,
+	}, ev.Failure, a.c.Rand)
+	if !d.Retry {
+		r.Pending, r.Token = "", "" // it has ended: nothing to cancel
+		a.fail(&Failure{Code: ev.Failure.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
+		return
+	}
+	r.Pending, r.Token = PendingRetry, a.next("t")
+	due := a.c.Now.Add(d.Delay)
+	a.emit(ArmTimer{Token: r.Token, Due: due})
+	a.record("retry_scheduled", stepPath(f), r.Attempt+1, map[string]any{"due": due, "delay": d.Delay.String()})
+}
+
+func (a *apply) timerFired(ev TimerFired) {
+	f, ok := find(a.st.Root, ev.Token)
+	if !ok {
+		a.record("event_refused", "", 0, map[string]any{"event": "timer_fired", "token": ev.Token, "reason": "not outstanding"})
+		return
+	}
+	s, r := a.step(f), f.Run
+	switch {
+	case r.TimeoutToken == ev.Token && r.Pending == PendingBookmark:
+		a.emit(RemoveBookmark{Token: r.Token})
+		r.Pending, r.Token, r.TimeoutToken = "", "", ""
+		a.record("wait_timed_out", stepPath(f), 0, nil)
+		a.failStep(f, "timeout", fmt.Sprintf("no %s stimulus within %s", s.Wait.Event, s.Wait.Timeout))
+	case r.Pending == PendingRetry:
+		r.Attempt++
+		a.invoke(f, s)
+	case r.Pending == PendingDelay:
+		a.record("timer_fired", stepPath(f), 0, nil)
+		a.complete(f, s, nil)
+		a.resume(f)
+	}
+}
+
+func (a *apply) stimulusDelivered(ev StimulusDelivered) {
+	f := a.waiting(ev.Token, PendingBookmark, "stimulus_delivered")
+	if f == nil {
+		return
+	}
+	if f.Run.TimeoutToken != "" {
+		a.emit(CancelTimer{Token: f.Run.TimeoutToken})
+	}
+	a.record("bookmark_resumed", stepPath(f), 0, nil)
+	a.complete(f, a.step(f), ev.Payload)
+	a.resume(f)
+}
+
+func (a *apply) childCompleted(ev ChildCompleted) {
+	f := a.waiting(ev.Token, PendingChild, "child_completed")
+	if f == nil {
+		return
+	}
+	a.record("child_completed", stepPath(f), 0, nil)
+	a.complete(f, a.step(f), ev.Output)
+	a.resume(f)
+}
+
+func (a *apply) childFailed(ev ChildFailed) {
+	f := a.waiting(ev.Token, PendingChild, "child_failed")
+	if f == nil {
+		return
+	}
+	f.Run.Pending, f.Run.Token = "", ""
+	a.failStep(f, ev.Failure.Code, "child workflow failed: "+ev.Failure.Message)
+}
+
+// resume advances the whole tree after a leaf completed. The tree is small,
+// so advancing from the root is simpler than finding the path up.
+func (a *apply) resume(*Frame) { a.advance(a.st.Root) }
