@@ -1,0 +1,56 @@
+// Package queue is the ready queue: runnable work ("instance X has something
+// to do") that every node of a cluster pulls from, so that adding a node adds
+// capacity even when every request reaches one node (SPEC §6).
+//
+// # Decisions
+//
+//   - An Item names an instance, not an event. The events themselves
+//     (activity results, due timers, queued stimuli) are in the store; a
+//     worker that pops an item takes the instance's lock and processes all
+//     of them. So pushes for an instance that is already queued coalesce
+//     into one item, and the queue's size is bounded by the number of
+//     instances with work, not by the number of events.
+//   - Delivery is at least once: a popped item is Acked when it has been
+//     handled. The in-process queue loses its content with the process,
+//     which is safe: recovery finds the same work in the store (expired
+//     leases, due timers, pending stimuli). The Redis queue redelivers an
+//     item a dead node had popped but not acked.
+//   - Push waits while the queue is full (backpressure) until its context
+//     ends.
+package queue
+
+import (
+	"context"
+	"errors"
+)
+
+// Item is work for some node.
+type Item struct {
+	// InstanceID names the instance to run.
+	InstanceID string `json:"instance_id"`
+	// Reason says why, for logs and metrics: "start", "resume", "timer",
+	// "stimulus", "recovery".
+	Reason string `json:"reason"`
+}
+
+// Delivery is a popped item.
+type Delivery interface {
+	Item() Item
+	// Ack marks the item handled. Acking twice is harmless.
+	Ack(ctx context.Context) error
+}
+
+// Queue is a ready queue.
+type Queue interface {
+	// Push adds item unless an item for the same instance is already
+	// queued (not yet popped), waiting while the queue is full until ctx
+	// ends.
+	Push(ctx context.Context, item Item) error
+	// Pop waits for an item until ctx ends.
+	Pop(ctx context.Context) (Delivery, error)
+	// Depth returns the number of queued items, for metrics.
+	Depth(ctx context.Context) (int, error)
+}
+
+// ErrClosed is returned by a closed queue.
+var ErrClosed = errors.New("queue: closed")
