@@ -10,7 +10,12 @@ require (
 )
 
 require (
+	github.com/kr/text v0.2.0 // indirect
+	go.etcd.io/bbolt v1.5.0
+)
+
+require (
 	github.com/expr-lang/expr v1.17.8
-	golang.org/x/sys v0.44.0 // indirect
+	golang.org/x/sys v0.45.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1
 )

@@ -1,0 +1,311 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+// Config configures a Store. The zero value is usable: Open fills every
+// unset field.
+type Config struct {
+	// Logger receives the store's logs (opening, closing). Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+
+	// Now is the clock for CreatedAt, UpdatedAt, stimulus times and the
+	// expiry checks of RenewLeases, PendingStimuli and Commit's delivered
+	// stimulus. It is called from bbolt's batch goroutines, so it must be
+	// safe for concurrent use. Defaults to time.Now.
+	Now func() time.Time
+
+	// MaxBatchDelay is how long a write waits for others to share its
+	// transaction and fsync (group commit): the latency a lone writer pays
+	// on top of the fsync. Defaults to 1ms (see doc.go).
+	MaxBatchDelay time.Duration
+
+	// MaxBatchSize is how many writes share a transaction at most; a full
+	// batch commits without waiting for MaxBatchDelay. Defaults to 500.
+	MaxBatchSize int
+
+	// OpenTimeout bounds how long Open waits for the file lock held by
+	// another process using the same file. Defaults to 5s.
+	OpenTimeout time.Duration
+
+	// DeliveredRetention is how long a delivered stimulus's id (and
+	// outcome) is remembered for idempotency after delivery, at least
+	// until its ExpiresAt. Defaults to 24h.
+	DeliveredRetention time.Duration
+
+	// DeadLetterRetention is how long a dead stimulus stays in the dead
+	// letters (and its id is remembered) after it expired. Defaults to
+	// 7 days.
+	DeadLetterRetention time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxBatchDelay       = time.Millisecond
+	DefaultMaxBatchSize        = 500
+	DefaultOpenTimeout         = 5 * time.Second
+	DefaultDeliveredRetention  = 24 * time.Hour
+	DefaultDeadLetterRetention = 7 * 24 * time.Hour
+)
+
+// WithDefaults returns a copy of c with every unset field set to its
+// default.
+func (c Config) WithDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MaxBatchDelay == 0 {
+		c.MaxBatchDelay = DefaultMaxBatchDelay
+	}
+	if c.MaxBatchSize == 0 {
+		c.MaxBatchSize = DefaultMaxBatchSize
+	}
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = DefaultOpenTimeout
+	}
+	if c.DeliveredRetention == 0 {
+		c.DeliveredRetention = DefaultDeliveredRetention
+	}
+	if c.DeadLetterRetention == 0 {
+		c.DeadLetterRetention = DefaultDeadLetterRetention
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.MaxBatchDelay < 0:
+		return fmt.Errorf("boltstore: MaxBatchDelay must not be negative, got %s", c.MaxBatchDelay)
+	case c.MaxBatchSize < 0:
+		return fmt.Errorf("boltstore: MaxBatchSize must not be negative, got %d", c.MaxBatchSize)
+	case c.OpenTimeout < 0:
+		return fmt.Errorf("boltstore: OpenTimeout must not be negative, got %s", c.OpenTimeout)
+	case c.DeliveredRetention < 0:
+		return fmt.Errorf("boltstore: DeliveredRetention must not be negative, got %s", c.DeliveredRetention)
+	case c.DeadLetterRetention < 0:
+		return fmt.Errorf("boltstore: DeadLetterRetention must not be negative, got %s", c.DeadLetterRetention)
+	}
+	return nil
+}
+
+// schemaVersion is stored in the meta bucket; Open refuses other values.
+const schemaVersion = "1"
+
+// Bucket names. See doc.go for the layout.
+var (
+	bMeta       = []byte("meta")
+	bInst       = []byte("instances")
+	bState      = []byte("state")
+	bHist       = []byte("history")
+	bBookmarks  = []byte("bookmarks")
+	bBmIndex    = []byte("bookmarks_by_event")
+	bTimers     = []byte("timers")
+	bTimersDue  = []byte("timers_by_due")
+	bIxAll      = []byte("instances_by_created")
+	bIxWf       = []byte("instances_by_workflow")
+	bIxStatus   = []byte("instances_by_status")
+	bIxWfStatus = []byte("instances_by_workflow_status")
+	bLeases     = []byte("leases_by_expiry")
+	bPins       = []byte("plugin_pins")
+	bStim       = []byte("stimuli")
+	bStimQueue  = []byte("stimuli_queued")
+	bStimExp    = []byte("stimuli_by_expiry")
+	bStimDead   = []byte("stimuli_dead")
+	bStimForget = []byte("stimuli_by_forget")
+	bDefs       = []byte("definitions")
+	bDefLatest  = []byte("definitions_latest")
+	bDefSeq     = []byte("definitions_seq")
+	bPlugins    = []byte("plugins")
+
+	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
+		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
+		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins}
+)
+
+// Store is the embedded store: one bbolt file. It implements store.Store
+// and is safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+	cfg  Config
+	log  *slog.Logger
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the store in the bbolt file at path, creating the file (and
+// its directory) when missing.
+//
+// # Errors
+//
+// Every error names the file: an invalid configuration, a file that is not
+// a store of this version (corrupt, truncated, another program's, a newer
+// schema), or a lock held by another process for longer than
+// Config.OpenTimeout.
+func Open(path string, cfg Config) (_ *Store, err error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("boltstore: %w", err)
+	}
+	// bbolt may panic on some malformed files instead of failing.
+	var db *bolt.DB
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				_ = db.Close()
+			}
+			err = fmt.Errorf("boltstore: open %s: not a valid store file: %v", path, r)
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      cfg.OpenTimeout,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("boltstore: open %s: file is locked by another process (waited %s)", path, cfg.OpenTimeout)
+		}
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	db.MaxBatchDelay = cfg.MaxBatchDelay
+	db.MaxBatchSize = cfg.MaxBatchSize
+	if err := initSchema(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	cfg.Logger.Debug("store opened", "path", path)
+	return &Store{db: db, path: path, cfg: cfg, log: cfg.Logger}, nil
+}
+
+func initSchema(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		if m := tx.Bucket(bMeta); m != nil {
+			if v := string(m.Get([]byte("schema"))); v != schemaVersion {
+				return fmt.Errorf("schema version %q, this build reads %q", v, schemaVersion)
+			}
+		} else if tx.Bucket(bInst) == nil && len(bucketNames(tx)) > 0 {
+			return errors.New("not a weft store: it holds other buckets")
+		}
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bMeta).Put([]byte("schema"), []byte(schemaVersion))
+	})
+}
+
+func bucketNames(tx *bolt.Tx) []string {
+	var names []string
+	_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		names = append(names, string(name))
+		return nil
+	})
+	return names
+}
+
+// Path returns the file the store is in.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the file, after the transaction in progress. Calls after
+// Close return store.ErrClosed; closing twice does nothing.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("boltstore: close %s: %w", s.path, err)
+	}
+	s.log.Debug("store closed", "path", s.path)
+	return nil
+}
+
+// now is the configured clock in UTC, without its monotonic reading: what
+// is stored is what a read returns.
+func (s *Store) now() time.Time { return s.cfg.Now().UTC() }
+
+// refusal marks an error that refuses a write: the function returning it
+// wrote nothing, so its batch commits the other writes.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
+
+func refuse(err error) error { return refusal{err} }
+
+// write runs fn in a batched, durable write transaction (group commit:
+// concurrent writes share one fsync). fn may run more than once (bbolt
+// reruns a batch without a write that failed), so it must only assign the
+// caller's results, never accumulate into them. A refusal from fn is
+// returned as its error without failing the batch; any other error rolls
+// the batch back, and bbolt then retries the others.
+func (s *Store) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var refused error
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		refused = nil
+		err := fn(tx)
+		var r refusal
+		if errors.As(err, &r) {
+			refused = r.err
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return s.wrap(err)
+	}
+	return refused
+}
+
+// read runs fn in a read transaction. bbolt panics on some corrupt pages;
+// read turns that into an error naming the file (writes get the same from
+// bbolt's Batch, which recovers panics of the functions it runs).
+func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("boltstore: %s: corrupt file: %v", s.path, r)
+		}
+	}()
+	err = s.db.View(fn)
+	if err != nil {
+		var r refusal
+		if errors.As(err, &r) {
+			return r.err
+		}
+		return s.wrap(err)
+	}
+	return nil
+}
+
+// wrap names the file in errors from bbolt and maps a closed database to
+// store.ErrClosed.
+func (s *Store) wrap(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return fmt.Errorf("boltstore: %s: %w", s.path, store.ErrClosed)
+	}
+	if errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("boltstore: %s: %w", s.path, err)
+}

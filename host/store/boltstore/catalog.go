@@ -1,0 +1,310 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+func getU64(b *bolt.Bucket, k []byte) uint64 {
+	v := b.Get(k)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func putU64(b *bolt.Bucket, k []byte, v uint64) error {
+	return b.Put(k, binary.BigEndian.AppendUint64(nil, v))
+}
+
+func defKey(name string, version int) key { return key(nil).str(name).u64(uint64(version)) }
+
+func getDef(tx *bolt.Tx, name string, version int) (*store.Definition, error) {
+	raw := tx.Bucket(bDefs).Get(defKey(name, version))
+	if raw == nil {
+		return nil, nil
+	}
+	var d store.Definition
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("definition %q version %d: corrupt record: %w", name, version, err)
+	}
+	return &d, nil
+}
+
+// PutDefinition implements store.Store.
+func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []byte) (int, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	if err := store.CheckID("definition name", name); err != nil {
+		return 0, false, err
+	}
+	if hash == "" {
+		return 0, false, store.Invalid("definition %q: hash must not be empty", name)
+	}
+	var version int
+	var created bool
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		latestB, seqB := tx.Bucket(bDefLatest), tx.Bucket(bDefSeq)
+		latest := getU64(latestB, []byte(name))
+		if latest > 0 {
+			d, err := getDef(tx, name, int(latest))
+			if err != nil {
+				return err
+			}
+			if d != nil && d.Hash == hash {
+				version, created = int(latest), false
+				return nil
+			}
+		}
+		next := max(getU64(seqB, []byte(name)), latest) + 1
+		d := store.Definition{Name: name, Version: int(next), Hash: hash, Source: source, CreatedAt: s.now()}
+		if err := putJSON(tx.Bucket(bDefs), defKey(name, d.Version), d); err != nil {
+			return err
+		}
+		if err := putU64(latestB, []byte(name), next); err != nil {
+			return err
+		}
+		if err := putU64(seqB, []byte(name), next); err != nil {
+			return err
+		}
+		version, created = d.Version, true
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return version, created, nil
+}
+
+// GetDefinition implements store.Store.
+func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*store.Definition, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if version < 0 {
+		return nil, store.Invalid("definition %q: negative version %d", name, version)
+	}
+	var out *store.Definition
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		v := version
+		if v == 0 {
+			v = int(getU64(tx.Bucket(bDefLatest), []byte(name)))
+			if v == 0 {
+				return store.NotFound("definition %q", name)
+			}
+		}
+		d, err := getDef(tx, name, v)
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			return store.NotFound("definition %q version %d", name, v)
+		}
+		out = d
+		return nil
+	})
+	return out, err
+}
+
+// pageByName walks bucket b (keyed by raw names) after the name in cursor,
+// calling each until limit items were taken; it returns the next cursor.
+func pageByName(b *bolt.Bucket, cursor string, limit int, each func(name, v []byte) error) (string, error) {
+	var after []byte
+	if cursor != "" {
+		var err error
+		if after, err = decodeCursor(cursor); err != nil {
+			return "", err
+		}
+	}
+	c := b.Cursor()
+	k, v := c.First()
+	if after != nil {
+		if k, v = c.Seek(after); bytes.Equal(k, after) {
+			k, v = c.Next()
+		}
+	}
+	var last []byte
+	for n := 0; k != nil; k, v = c.Next() {
+		if n == limit {
+			return encodeCursor(last), nil
+		}
+		if err := each(k, v); err != nil {
+			return "", err
+		}
+		last = k
+		n++
+	}
+	return "", nil
+}
+
+// ListDefinitions implements store.Store.
+func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) ([]store.Definition, string, error) {
+	limit = store.ClampLimit(limit)
+	var out []store.Definition
+	var next string
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		next, err = pageByName(tx.Bucket(bDefLatest), cursor, limit, func(name, v []byte) error {
+			d, err := getDef(tx, string(name), int(binary.BigEndian.Uint64(v)))
+			if err != nil {
+				return err
+			}
+			if d == nil {
+				return fmt.Errorf("definition %q: latest version missing", name)
+			}
+			out = append(out, *d)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// DeleteDefinition implements store.Store.
+func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
+		latestB := tx.Bucket(bDefLatest)
+		if latestB.Get([]byte(name)) == nil {
+			return refuse(store.NotFound("definition %q", name))
+		}
+		defs := tx.Bucket(bDefs)
+		if err := deleteKeys(defs, prefixKeys(defs, key(nil).str(name))); err != nil {
+			return err
+		}
+		// bDefSeq keeps the last version, so that versions are not reused.
+		return latestB.Delete([]byte(name))
+	})
+}
+
+func getPlugin(tx *bolt.Tx, name string) (*store.Plugin, error) {
+	raw := tx.Bucket(bPlugins).Get([]byte(name))
+	if raw == nil {
+		return nil, nil
+	}
+	var p store.Plugin
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("plugin %q: corrupt record: %w", name, err)
+	}
+	return &p, nil
+}
+
+func pluginHasVersion(tx *bolt.Tx, name, version string) (bool, error) {
+	p, err := getPlugin(tx, name)
+	if err != nil || p == nil {
+		return false, err
+	}
+	return slices.ContainsFunc(p.Versions, func(r store.PluginRecord) bool { return r.Version == version }), nil
+}
+
+// PutPlugin implements store.Store.
+func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := rec.Validate(); err != nil {
+		return false, err
+	}
+	rec.Activities = slices.Clone(rec.Activities)
+	var created bool
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		created = false
+		p, err := getPlugin(tx, rec.Name)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			p = &store.Plugin{}
+		} else if p.Current.Version == rec.Version {
+			return nil
+		}
+		r := rec
+		r.CreatedAt = s.now()
+		p.Current = r
+		p.Versions = slices.DeleteFunc(p.Versions, func(o store.PluginRecord) bool { return o.Version == r.Version })
+		p.Versions = append([]store.PluginRecord{r}, p.Versions...)
+		if err := putJSON(tx.Bucket(bPlugins), []byte(r.Name), p); err != nil {
+			return err
+		}
+		created = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return created, nil
+}
+
+// GetPlugin implements store.Store.
+func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, error) {
+	var out *store.Plugin
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		p, err := getPlugin(tx, name)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return store.NotFound("plugin %q", name)
+		}
+		out = p
+		return nil
+	})
+	return out, err
+}
+
+// ListPlugins implements store.Store.
+func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
+	limit = store.ClampLimit(limit)
+	var out []store.PluginRecord
+	var next string
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		var err error
+		next, err = pageByName(tx.Bucket(bPlugins), cursor, limit, func(name, v []byte) error {
+			var p store.Plugin
+			if err := json.Unmarshal(v, &p); err != nil {
+				return fmt.Errorf("plugin %q: corrupt record: %w", name, err)
+			}
+			out = append(out, p.Current)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// DeletePlugin implements store.Store.
+func (s *Store) DeletePlugin(ctx context.Context, name string) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bPlugins).Get([]byte(name)) == nil {
+			return refuse(store.NotFound("plugin %q", name))
+		}
+		prefix := key(nil).str(name)
+		var users []string
+		c := tx.Bucket(bPins).Cursor()
+		for k, _ := c.Seek(prefix); hasPrefix(k, prefix) && len(users) < store.MaxInUseListed; k, _ = c.Next() {
+			id, _, ok := readStr(k[len(prefix):])
+			if !ok {
+				return fmt.Errorf("corrupt pin key %x", k)
+			}
+			users = append(users, id)
+		}
+		if len(users) > 0 {
+			return refuse(&store.InUseError{Plugin: name, Instances: users})
+		}
+		return tx.Bucket(bPlugins).Delete([]byte(name))
+	})
+}

@@ -1,0 +1,654 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+// instRecord is an instance as stored in bInst: the instance without its
+// State (kept in bState) plus the last history sequence number.
+type instRecord struct {
+	store.Instance
+	HistSeq uint64 `json:"hist_seq,omitempty"`
+}
+
+func getInst(tx *bolt.Tx, id string) (*instRecord, error) {
+	raw := tx.Bucket(bInst).Get([]byte(id))
+	if raw == nil {
+		return nil, nil
+	}
+	var r instRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("instance %q: corrupt record: %w", id, err)
+	}
+	return &r, nil
+}
+
+// indexEntry is one key of a secondary index that an instance record
+// implies.
+type indexEntry struct {
+	bucket []byte
+	key    key
+	val    []byte
+}
+
+// instIndexes lists the index entries of r: the four list indexes, the
+// lease index while it holds a lease and is not terminal, and a pin per
+// plugin while it is not terminal. nil for a nil r.
+func instIndexes(r *store.Instance) []indexEntry {
+	if r == nil {
+		return nil
+	}
+	suffix := key(nil).time(r.CreatedAt).str(r.ID)
+	st := string(r.Status)
+	es := []indexEntry{
+		{bIxAll, suffix, nil},
+		{bIxWf, key(nil).str(r.Workflow).append(suffix), nil},
+		{bIxStatus, key(nil).str(st).append(suffix), nil},
+		{bIxWfStatus, key(nil).str(r.Workflow).str(st).append(suffix), nil},
+	}
+	if r.Status.Terminal() {
+		return es
+	}
+	if !r.Lease.IsZero() {
+		es = append(es, indexEntry{bLeases, key(nil).time(r.Lease.Expiry).str(r.ID), nil})
+	}
+	for name, version := range r.Plugins {
+		es = append(es, indexEntry{bPins, key(nil).str(name).str(r.ID), []byte(version)})
+	}
+	return es
+}
+
+func (k key) append(b []byte) key { return append(k, b...) }
+
+// syncIndexes turns the index entries of old into those of new: it deletes
+// the entries only old has and puts those new has that differ.
+func syncIndexes(tx *bolt.Tx, old, new []indexEntry) error {
+	same := func(a, b indexEntry) bool {
+		return bytes.Equal(a.bucket, b.bucket) && bytes.Equal(a.key, b.key)
+	}
+	for _, o := range old {
+		if !slices.ContainsFunc(new, func(n indexEntry) bool { return same(o, n) }) {
+			if err := tx.Bucket(o.bucket).Delete(o.key); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range new {
+		i := slices.IndexFunc(old, func(o indexEntry) bool { return same(o, n) })
+		if i >= 0 && bytes.Equal(old[i].val, n.val) {
+			continue
+		}
+		val := n.val
+		if val == nil {
+			val = []byte{}
+		}
+		if err := tx.Bucket(n.bucket).Put(n.key, val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func instOf(r *instRecord) *store.Instance {
+	if r == nil {
+		return nil
+	}
+	return &r.Instance
+}
+
+func putJSON(b *bolt.Bucket, k []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(k, raw)
+}
+
+// Commit implements store.Store.
+func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	in := *c.Instance
+	id := in.ID
+	state := in.State
+	in.State = nil
+	in.Plugins = cloneMap(in.Plugins)
+	in.Lease.Expiry = in.Lease.Expiry.UTC()
+	if !in.CreatedAt.IsZero() {
+		in.CreatedAt = in.CreatedAt.UTC()
+	}
+	var rev uint64
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		rev = 0
+		now := s.now()
+		old, err := getInst(tx, id)
+		if err != nil {
+			return err
+		}
+		// Checks first: a refusal must come before any write.
+		if in.Rev == 0 {
+			if old != nil {
+				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrExists, Rev: old.Rev, Fence: old.Fence})
+			}
+		} else {
+			switch {
+			case old == nil:
+				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrNotFound})
+			case c.Fence < old.Fence:
+				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrFenced, Rev: old.Rev, Fence: old.Fence})
+			case in.Rev != old.Rev:
+				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrConflict, Rev: old.Rev, Fence: old.Fence})
+			}
+		}
+		var stim *stimRecord
+		if c.DeliveredStimulus != "" {
+			stim, err = getStim(tx, c.DeliveredStimulus)
+			if err != nil {
+				return err
+			}
+			if stim == nil || stim.State != store.StimulusQueued || !stim.ExpiresAt.After(now) {
+				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrNotQueued, Stimulus: c.DeliveredStimulus})
+			}
+		}
+		if !in.Status.Terminal() {
+			for name, version := range in.Plugins {
+				if old != nil && !old.Status.Terminal() && old.Plugins[name] == version {
+					continue // pinned already
+				}
+				ok, err := pluginHasVersion(tx, name, version)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return refuse(store.NotFound("instance %q pins plugin %q version %s", id, name, version))
+				}
+			}
+		}
+
+		rec := instRecord{Instance: in}
+		rec.Rev = 1
+		rec.Fence = c.Fence
+		rec.UpdatedAt = now
+		if old != nil {
+			rec.Rev = old.Rev + 1
+			rec.CreatedAt = old.CreatedAt
+			rec.HistSeq = old.HistSeq
+			// A commit by the lease's owner never shortens a renewal
+			// that happened after the owner read the instance.
+			if rec.Lease.Held(old.Lease.Node, old.Lease.Boot) && old.Lease.Expiry.After(rec.Lease.Expiry) {
+				rec.Lease.Expiry = old.Lease.Expiry
+			}
+		} else if rec.CreatedAt.IsZero() {
+			rec.CreatedAt = now
+		}
+		if rec.Lease.IsZero() {
+			rec.Lease = store.Lease{}
+		}
+
+		if err := syncIndexes(tx, instIndexes(instOf(old)), instIndexes(&rec.Instance)); err != nil {
+			return err
+		}
+		if len(state) > 0 {
+			if err := tx.Bucket(bState).Put([]byte(id), state); err != nil {
+				return err
+			}
+		} else if err := tx.Bucket(bState).Delete([]byte(id)); err != nil {
+			return err
+		}
+		hist := tx.Bucket(bHist)
+		for _, e := range c.History {
+			rec.HistSeq++
+			e.Seq = rec.HistSeq
+			if e.Time.IsZero() {
+				e.Time = now
+			}
+			e.Time = e.Time.UTC()
+			if err := putJSON(hist, key(nil).str(id).u64(e.Seq), e); err != nil {
+				return err
+			}
+		}
+		if err := putJSON(tx.Bucket(bInst), []byte(id), rec); err != nil {
+			return err
+		}
+		if c.Bookmarks != nil {
+			if err := replaceBookmarks(tx, id, c.Bookmarks); err != nil {
+				return err
+			}
+		}
+		if c.Timers != nil {
+			if err := replaceTimers(tx, id, c.Timers); err != nil {
+				return err
+			}
+		}
+		if stim != nil {
+			if err := s.deliver(tx, stim, id, c.DeliveredOutcome, now); err != nil {
+				return err
+			}
+		}
+		rev = rec.Rev
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return rev, nil
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// prefixKeys returns the keys of b that start with prefix.
+func prefixKeys(b *bolt.Bucket, prefix []byte) [][]byte {
+	var ks [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); hasPrefix(k, prefix); k, _ = c.Next() {
+		ks = append(ks, bytes.Clone(k))
+	}
+	return ks
+}
+
+func deleteKeys(b *bolt.Bucket, ks [][]byte) error {
+	for _, k := range ks {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func bookmarkIndexKey(b store.Bookmark) key {
+	return key(nil).str(b.Event).str(b.Key).str(b.InstanceID).str(b.StepPath)
+}
+
+// replaceBookmarks removes the bookmarks of instance id (and their index
+// entries) and stores bms (nil: remove only).
+func replaceBookmarks(tx *bolt.Tx, id string, bms []store.Bookmark) error {
+	own, idx := tx.Bucket(bBookmarks), tx.Bucket(bBmIndex)
+	prefix := key(nil).str(id)
+	c := own.Cursor()
+	var ks [][]byte
+	for k, v := c.Seek(prefix); hasPrefix(k, prefix); k, v = c.Next() {
+		var b store.Bookmark
+		if err := json.Unmarshal(v, &b); err != nil {
+			return fmt.Errorf("instance %q: corrupt bookmark: %w", id, err)
+		}
+		ks = append(ks, bytes.Clone(k))
+		if err := idx.Delete(bookmarkIndexKey(b)); err != nil {
+			return err
+		}
+	}
+	if err := deleteKeys(own, ks); err != nil {
+		return err
+	}
+	for _, b := range bms {
+		b.InstanceID = id
+		raw, err := json.Marshal(b)
+		if err != nil {
+			return err
+		}
+		if err := own.Put(key(nil).str(id).str(b.StepPath).str(b.Event).str(b.Key), raw); err != nil {
+			return err
+		}
+		if err := idx.Put(bookmarkIndexKey(b), raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func timerDueKey(t store.Timer) key { return key(nil).time(t.Due).str(t.InstanceID).str(t.ID) }
+
+// replaceTimers removes the timers of instance id (and their index
+// entries) and stores ts (nil: remove only).
+func replaceTimers(tx *bolt.Tx, id string, ts []store.Timer) error {
+	own, due := tx.Bucket(bTimers), tx.Bucket(bTimersDue)
+	prefix := key(nil).str(id)
+	c := own.Cursor()
+	var ks [][]byte
+	for k, v := c.Seek(prefix); hasPrefix(k, prefix); k, v = c.Next() {
+		var t store.Timer
+		if err := json.Unmarshal(v, &t); err != nil {
+			return fmt.Errorf("instance %q: corrupt timer: %w", id, err)
+		}
+		ks = append(ks, bytes.Clone(k))
+		if err := due.Delete(timerDueKey(t)); err != nil {
+			return err
+		}
+	}
+	if err := deleteKeys(own, ks); err != nil {
+		return err
+	}
+	for _, t := range ts {
+		t.InstanceID = id
+		t.Due = t.Due.UTC()
+		raw, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		if err := own.Put(key(nil).str(id).str(t.ID), raw); err != nil {
+			return err
+		}
+		if err := due.Put(timerDueKey(t), raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetInstance implements store.Store.
+func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, error) {
+	var out *store.Instance
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		r, err := getInst(tx, id)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			return store.NotFound("instance %q", id)
+		}
+		out = &r.Instance
+		if st := tx.Bucket(bState).Get([]byte(id)); st != nil {
+			out.State = bytes.Clone(st)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ListInstances implements store.Store.
+func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]store.Instance, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, "", store.Invalid("unknown status %q", f.Status)
+	}
+	var after []byte
+	if f.Cursor != "" {
+		var err error
+		if after, err = decodeCursor(f.Cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	var bucket []byte
+	var prefix key
+	switch {
+	case f.Workflow != "" && f.Status != "":
+		bucket, prefix = bIxWfStatus, key(nil).str(f.Workflow).str(string(f.Status))
+	case f.Workflow != "":
+		bucket, prefix = bIxWf, key(nil).str(f.Workflow)
+	case f.Status != "":
+		bucket, prefix = bIxStatus, key(nil).str(string(f.Status))
+	default:
+		bucket, prefix = bIxAll, key{}
+	}
+	limit := store.ClampLimit(f.Limit)
+	var items []store.Instance
+	var next string
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucket).Cursor()
+		var k []byte
+		if after != nil {
+			start := append(bytes.Clone(prefix), after...)
+			k, _ = c.Seek(start)
+			if bytes.Equal(k, start) {
+				k, _ = c.Next()
+			}
+		} else {
+			k, _ = c.Seek(prefix)
+		}
+		for ; hasPrefix(k, prefix); k, _ = c.Next() {
+			if len(items) == limit {
+				next = encodeCursor(lastSuffix(items[len(items)-1]))
+				return nil
+			}
+			_, rest, ok := readTime(k[len(prefix):])
+			id, _, ok2 := readStr(rest)
+			if !ok || !ok2 {
+				return fmt.Errorf("corrupt index key %x in %s", k, bucket)
+			}
+			r, err := getInst(tx, id)
+			if err != nil {
+				return err
+			}
+			if r == nil {
+				return fmt.Errorf("index %s names missing instance %q", bucket, id)
+			}
+			items = append(items, r.Instance)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return items, next, nil
+}
+
+func lastSuffix(in store.Instance) []byte { return key(nil).time(in.CreatedAt).str(in.ID) }
+
+// DeleteInstance implements store.Store.
+func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) error {
+	return s.write(ctx, func(tx *bolt.Tx) error {
+		old, err := getInst(tx, id)
+		if err != nil {
+			return err
+		}
+		if old == nil {
+			return refuse(store.NotFound("instance %q", id))
+		}
+		if fence < old.Fence {
+			return refuse(&store.CommitError{InstanceID: id, Err: store.ErrFenced, Rev: old.Rev, Fence: old.Fence})
+		}
+		if err := syncIndexes(tx, instIndexes(&old.Instance), nil); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bInst).Delete([]byte(id)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bState).Delete([]byte(id)); err != nil {
+			return err
+		}
+		hist := tx.Bucket(bHist)
+		if err := deleteKeys(hist, prefixKeys(hist, key(nil).str(id))); err != nil {
+			return err
+		}
+		if err := replaceBookmarks(tx, id, nil); err != nil {
+			return err
+		}
+		return replaceTimers(tx, id, nil)
+	})
+}
+
+// History implements store.Store.
+func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.Event, error) {
+	limit = store.ClampLimit(limit)
+	var out []store.Event
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bInst).Get([]byte(id)) == nil {
+			return store.NotFound("instance %q", id)
+		}
+		prefix := key(nil).str(id)
+		c := tx.Bucket(bHist).Cursor()
+		for k, v := c.Seek(prefix.u64(afterSeq + 1)); hasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
+			var e store.Event
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("instance %q: corrupt event: %w", id, err)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Bookmarks implements store.Store.
+func (s *Store) Bookmarks(ctx context.Context, id string) ([]store.Bookmark, error) {
+	var out []store.Bookmark
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bInst).Get([]byte(id)) == nil {
+			return store.NotFound("instance %q", id)
+		}
+		return scanJSON(tx.Bucket(bBookmarks), key(nil).str(id), 0, func(b store.Bookmark) { out = append(out, b) })
+	})
+	return out, err
+}
+
+// FindBookmarks implements store.Store.
+func (s *Store) FindBookmarks(ctx context.Context, event, k string) ([]store.Bookmark, error) {
+	var out []store.Bookmark
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		return scanJSON(tx.Bucket(bBmIndex), key(nil).str(event).str(k), 0, func(b store.Bookmark) { out = append(out, b) })
+	})
+	return out, err
+}
+
+// Timers implements store.Store.
+func (s *Store) Timers(ctx context.Context, id string) ([]store.Timer, error) {
+	var out []store.Timer
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bInst).Get([]byte(id)) == nil {
+			return store.NotFound("instance %q", id)
+		}
+		return scanJSON(tx.Bucket(bTimers), key(nil).str(id), 0, func(t store.Timer) { out = append(out, t) })
+	})
+	slices.SortFunc(out, func(a, b store.Timer) int {
+		if c := a.Due.Compare(b.Due); c != 0 {
+			return c
+		}
+		return cmpStr(a.ID, b.ID)
+	})
+	return out, err
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// scanJSON decodes the values under prefix in key order, at most limit of
+// them (0: all).
+func scanJSON[T any](b *bolt.Bucket, prefix []byte, limit int, each func(T)) error {
+	c := b.Cursor()
+	n := 0
+	for k, v := c.Seek(prefix); hasPrefix(k, prefix); k, v = c.Next() {
+		if limit > 0 && n == limit {
+			return nil
+		}
+		var x T
+		if err := json.Unmarshal(v, &x); err != nil {
+			return fmt.Errorf("corrupt record %x: %w", k, err)
+		}
+		each(x)
+		n++
+	}
+	return nil
+}
+
+// DueTimers implements store.Store.
+func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]store.Timer, error) {
+	limit = store.ClampLimit(limit)
+	end := key(nil).time(now)
+	var out []store.Timer
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bTimersDue).Cursor()
+		for k, v := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) <= 0; k, v = c.Next() {
+			var t store.Timer
+			if err := json.Unmarshal(v, &t); err != nil {
+				return fmt.Errorf("corrupt timer %x: %w", k, err)
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RenewLeases implements store.Store.
+func (s *Store) RenewLeases(ctx context.Context, node, boot string, ids []string, expiry time.Time) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if node == "" {
+		return nil, store.Invalid("lease node must not be empty")
+	}
+	if expiry.IsZero() {
+		return nil, store.Invalid("lease expiry must be set")
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	expiry = expiry.UTC()
+	var renewed []string
+	err := s.write(ctx, func(tx *bolt.Tx) error {
+		renewed = nil
+		now := s.now()
+		for _, id := range ids {
+			r, err := getInst(tx, id)
+			if err != nil {
+				return err
+			}
+			if r == nil || r.Status.Terminal() || !r.Lease.Held(node, boot) || !r.Lease.Expiry.After(now) {
+				continue
+			}
+			old := instIndexes(&r.Instance)
+			r.Lease.Expiry = expiry
+			if err := syncIndexes(tx, old, instIndexes(&r.Instance)); err != nil {
+				return err
+			}
+			if err := putJSON(tx.Bucket(bInst), []byte(id), r); err != nil {
+				return err
+			}
+			renewed = append(renewed, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return renewed, nil
+}
+
+// ExpiredLeases implements store.Store.
+func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	limit = store.ClampLimit(limit)
+	end := key(nil).time(now)
+	var out []string
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bLeases).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) <= 0; k, _ = c.Next() {
+			id, _, ok := readStr(k[8:])
+			if !ok {
+				return fmt.Errorf("corrupt lease key %x", k)
+			}
+			out = append(out, id)
+		}
+		return nil
+	})
+	return out, err
+}

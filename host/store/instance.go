@@ -1,0 +1,189 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is where an instance is in its life. The zero value is not a valid
+// status.
+type Status string
+
+// The statuses of SPEC §4.
+const (
+	StatusPending   Status = "pending"
+	StatusRunning   Status = "running"
+	StatusSuspended Status = "suspended"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+)
+
+// Valid reports whether s is one of the six statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusRunning, StatusSuspended, StatusCompleted, StatusFailed, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Terminal reports whether s is completed, failed or cancelled: the
+// instance will not run again, pins no plugin, and is never reported by
+// ExpiredLeases.
+func (s Status) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// Instance is one workflow instance as stored. The store sets Rev, Fence,
+// CreatedAt and UpdatedAt; everything else is the engine's.
+type Instance struct {
+	// ID is the instance's id, chosen by the engine or the client. Not
+	// empty, at most MaxIDLen bytes.
+	ID string `json:"id"`
+	// Workflow is the definition's name; Version its version.
+	Workflow string `json:"workflow"`
+	Version  int    `json:"version"`
+	// Status is one of the six statuses.
+	Status Status `json:"status"`
+	// Input, Output and Vars are JSON values (nil when absent). They come
+	// back compacted.
+	Input  json.RawMessage `json:"input,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Vars   json.RawMessage `json:"vars,omitempty"`
+	// Error is why the instance failed, nil otherwise.
+	Error *Failure `json:"error,omitempty"`
+	// State is the runner's state, opaque to the store. It is not returned
+	// by ListInstances.
+	State []byte `json:"-"`
+	// Plugins pins each plugin the instance uses (name → version hash).
+	// While the instance is not terminal the plugins cannot be deleted.
+	Plugins map[string]string `json:"plugins,omitempty"`
+	// Parent is set on child workflows.
+	Parent *ParentRef `json:"parent,omitempty"`
+	// Persistence is the instance's persistence strategy (lazy, activity).
+	Persistence string `json:"persistence,omitempty"`
+	// CreatedAt is set by the store when the instance is created (kept when
+	// a create supplies it, as an import does); UpdatedAt on every Commit.
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Rev is the revision, the compare-and-set token: 1 after the create,
+	// +1 on every Commit. RenewLeases does not change it.
+	Rev uint64 `json:"rev"`
+	// Fence is the fencing token of the last writer (Commit.Fence).
+	Fence uint64 `json:"fence"`
+	// Lease says which node runs the instance; zero when none does.
+	Lease Lease `json:"lease"`
+}
+
+// Failure is a coded error, as stored with a failed instance.
+type Failure struct {
+	Code    string          `json:"code"`
+	Message string          `json:"message,omitempty"`
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// ParentRef names the step of the parent instance that waits for a child
+// workflow.
+type ParentRef struct {
+	InstanceID string `json:"instance_id"`
+	StepID     string `json:"step_id"`
+}
+
+// Lease records which node (and which boot of it) runs an instance, until
+// when. Recovery takes over instances whose lease expired (SPEC §6).
+type Lease struct {
+	// Node and Boot identify the owner; Boot changes on every start of the
+	// node's process, so a restarted node does not mistake its previous
+	// life's leases for its own.
+	Node string `json:"node,omitempty"`
+	Boot string `json:"boot,omitempty"`
+	// Expiry is when the lease ends unless renewed.
+	Expiry time.Time `json:"expiry,omitzero"`
+}
+
+// IsZero reports whether the lease is empty: no node owns the instance.
+func (l Lease) IsZero() bool { return l.Node == "" }
+
+// Held reports whether the lease is owned by node and boot.
+func (l Lease) Held(node, boot string) bool { return l.Node != "" && l.Node == node && l.Boot == boot }
+
+// Expired reports whether the lease is set and its expiry is not after
+// now.
+func (l Lease) Expired(now time.Time) bool { return !l.IsZero() && !l.Expiry.After(now) }
+
+// Commit is one atomic write of an instance: its new state and everything
+// that changes with it. Either all of it is applied or none of it.
+type Commit struct {
+	// Instance is the new state. Its Rev must equal the stored Rev; 0
+	// creates the instance and fails with ErrExists if the id is taken.
+	// The caller's value is not modified; the new Rev is returned.
+	Instance *Instance
+	// Fence is the writer's fencing token (the instance lock's
+	// lock.Lease.Token, 0 for an unlocked create). Refused with ErrFenced
+	// when lower than the stored Fence; stored as the new Fence.
+	Fence uint64
+	// History is appended in order, each event getting the next sequence
+	// number (the first event of an instance gets 1).
+	History []Event
+	// Bookmarks, when not nil, replaces the instance's whole bookmark set
+	// (an empty slice clears it); nil leaves it as it is.
+	Bookmarks []Bookmark
+	// Timers, when not nil, replaces the instance's whole timer set (an
+	// empty slice clears it); nil leaves it as it is.
+	Timers []Timer
+	// DeliveredStimulus, when set, is the id of a queued stimulus this
+	// commit consumes: it leaves the queue and is remembered as delivered
+	// (to this instance, with DeliveredOutcome) in the same transaction.
+	// The commit is refused with ErrNotQueued when the stimulus is not
+	// queued (never enqueued, already delivered, expired).
+	DeliveredStimulus string
+	// DeliveredOutcome is stored as the delivered stimulus's Outcome.
+	DeliveredOutcome json.RawMessage
+}
+
+// InstanceFilter selects instances for ListInstances.
+type InstanceFilter struct {
+	// Workflow, when set, keeps instances of that definition name.
+	Workflow string
+	// Status, when set, keeps instances with that status.
+	Status Status
+	// Limit bounds the page: see ClampLimit.
+	Limit int
+	// Cursor is the NextCursor of the previous page, empty for the first.
+	Cursor string
+}
+
+// Event is one entry of an instance's history.
+type Event struct {
+	// Seq is assigned by the store: 1, 2, 3… per instance.
+	Seq uint64 `json:"seq"`
+	// Time is when it happened; the store's clock when left zero.
+	Time     time.Time       `json:"time"`
+	Type     string          `json:"type"`
+	StepPath string          `json:"step_path,omitempty"`
+	Attempt  int             `json:"attempt,omitempty"`
+	Node     string          `json:"node,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"`
+}
+
+// Bookmark is a suspended step waiting for a stimulus with Event as its
+// name and Key as its correlation key.
+type Bookmark struct {
+	InstanceID string `json:"instance_id"`
+	StepPath   string `json:"step_path"`
+	Event      string `json:"event"`
+	Key        string `json:"key"`
+}
+
+// Timer is a durable timer of an instance (a delay step, a wait's timeout,
+// a retry's backoff…). It is removed only by a Commit of its instance that
+// replaces the timer set, or with the instance.
+type Timer struct {
+	InstanceID string `json:"instance_id"`
+	// ID is unique within the instance.
+	ID   string          `json:"id"`
+	Due  time.Time       `json:"due"`
+	Kind string          `json:"kind,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+}

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store is where the host keeps everything durable: instances with their
+// history, bookmarks and timers, leases, the stimulus queue, definitions and
+// plugin metadata. Implementations are safe for concurrent use; the
+// conformance suite host/store/storetest states their contract as tests.
+//
+// Every method returns ctx.Err() when ctx is already done, without doing
+// anything. A write that has started is not abandoned when ctx ends later:
+// it returns when it is durable or refused. A write method that returns a
+// nil error has made its change durable.
+type Store interface {
+	// Commit writes an instance and everything that changes with it in one
+	// atomic, durable step, and returns the instance's new revision. See
+	// Commit for the fields.
+	//
+	// # Errors
+	//
+	// A refused commit changes nothing and returns a *CommitError wrapping:
+	//   - ErrExists: Rev is 0 and the id is taken (idempotent create: read
+	//     the stored instance with GetInstance).
+	//   - ErrNotFound: Rev is not 0 and no such instance exists.
+	//   - ErrFenced: Fence is lower than the stored fence. It takes
+	//     precedence over ErrConflict.
+	//   - ErrConflict: Rev is not the stored revision.
+	//   - ErrNotQueued: DeliveredStimulus is not a queued stimulus.
+	// An error matching ErrNotFound (not a *CommitError) when a newly pinned
+	// plugin version is not stored, and ErrInvalid for a malformed commit.
+	Commit(ctx context.Context, c Commit) (rev uint64, err error)
+
+	// GetInstance returns the instance with its State, or ErrNotFound.
+	GetInstance(ctx context.Context, id string) (*Instance, error)
+
+	// ListInstances returns a page of instances matching f, without their
+	// State, ordered by (CreatedAt, ID), oldest first, and the cursor of the
+	// next page ("" after the last page). Instances created after the
+	// listing started appear on later pages; none is listed twice.
+	ListInstances(ctx context.Context, f InstanceFilter) (items []Instance, next string, err error)
+
+	// DeleteInstance removes an instance with its state, history,
+	// bookmarks and timers. It returns ErrNotFound when there is no such
+	// instance and a *CommitError wrapping ErrFenced when fence is lower
+	// than the stored one.
+	DeleteInstance(ctx context.Context, id string, fence uint64) error
+
+	// History returns up to limit events of an instance with Seq greater
+	// than afterSeq, in order. ErrNotFound when there is no such instance.
+	History(ctx context.Context, id string, afterSeq uint64, limit int) ([]Event, error)
+
+	// Bookmarks returns an instance's bookmarks ordered by StepPath;
+	// ErrNotFound when there is no such instance.
+	Bookmarks(ctx context.Context, id string) ([]Bookmark, error)
+
+	// FindBookmarks returns every bookmark, of any instance, waiting for
+	// the event name and key, ordered by (InstanceID, StepPath).
+	FindBookmarks(ctx context.Context, event, key string) ([]Bookmark, error)
+
+	// Timers returns an instance's timers ordered by (Due, ID); ErrNotFound
+	// when there is no such instance.
+	Timers(ctx context.Context, id string) ([]Timer, error)
+
+	// DueTimers returns up to limit timers, of any instance, with Due not
+	// after now, ordered by (Due, InstanceID, ID). It removes nothing.
+	DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
+
+	// RenewLeases moves the lease expiry of the instances ids to expiry, in
+	// one durable transaction, for those whose lease is held by node and
+	// boot, has not expired (by the store's clock) and that are not
+	// terminal; it returns those, in the order given. The others are left
+	// alone and the caller has lost them. Renewal changes neither Rev nor
+	// UpdatedAt.
+	RenewLeases(ctx context.Context, node, boot string, ids []string, expiry time.Time) (renewed []string, err error)
+
+	// ExpiredLeases returns up to limit ids of non-terminal instances whose
+	// lease is set and expired at now (Expiry not after now), earliest
+	// expiry first: the instances that recovery takes over, with a Commit
+	// that sets a new Lease.
+	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]string, error)
+
+	// EnqueueStimulus queues s (ID, Name and ExpiresAt are required; the
+	// store sets CreatedAt and State). If a stimulus with that ID is known
+	// — queued, delivered or dead, and not yet forgotten — it returns that
+	// record and enqueues nothing; otherwise it returns nil once s is
+	// durably queued.
+	EnqueueStimulus(ctx context.Context, s Stimulus) (existing *Stimulus, err error)
+
+	// GetStimulus returns the stimulus with that id, in any state, or
+	// ErrNotFound.
+	GetStimulus(ctx context.Context, id string) (*Stimulus, error)
+
+	// PendingStimuli returns the queued stimuli with that name and key that
+	// have not expired by the store's clock, oldest first.
+	PendingStimuli(ctx context.Context, name, key string) ([]Stimulus, error)
+
+	// ExpireStimuli moves up to limit queued stimuli whose ExpiresAt is not
+	// after now to the dead letters and returns them (earliest expiry
+	// first). It also forgets up to limit delivered and dead stimuli whose
+	// retention ended at now (see the implementation's configuration);
+	// a forgotten ID may be enqueued again.
+	ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]Stimulus, error)
+
+	// DeadLetters returns a page of dead stimuli, in the order they died,
+	// and the next cursor ("" after the last page).
+	DeadLetters(ctx context.Context, cursor string, limit int) (items []Stimulus, next string, err error)
+
+	// PutDefinition stores source as the next version of the definition
+	// name, unless hash equals the latest version's hash: then it returns
+	// that version and created=false.
+	PutDefinition(ctx context.Context, name, hash string, source []byte) (version int, created bool, err error)
+
+	// GetDefinition returns a version of a definition, the latest for
+	// version 0, or ErrNotFound.
+	GetDefinition(ctx context.Context, name string, version int) (*Definition, error)
+
+	// ListDefinitions returns a page of definitions, the latest version of
+	// each, ordered by name, and the next cursor.
+	ListDefinitions(ctx context.Context, cursor string, limit int) (items []Definition, next string, err error)
+
+	// DeleteDefinition removes every version of a definition, or returns
+	// ErrNotFound. Instances are not checked: they keep their version
+	// number, which a later definition of the same name never reuses.
+	DeleteDefinition(ctx context.Context, name string) error
+
+	// PutPlugin makes rec the current version of the plugin rec.Name (the
+	// store sets CreatedAt) and returns created=true, unless rec.Version is
+	// already current: then it changes nothing and returns false.
+	PutPlugin(ctx context.Context, rec PluginRecord) (created bool, err error)
+
+	// GetPlugin returns a plugin's current version and history, or
+	// ErrNotFound.
+	GetPlugin(ctx context.Context, name string) (*Plugin, error)
+
+	// ListPlugins returns a page of current plugin versions ordered by name,
+	// and the next cursor.
+	ListPlugins(ctx context.Context, cursor string, limit int) (items []PluginRecord, next string, err error)
+
+	// DeletePlugin removes a plugin and its history. It returns ErrNotFound
+	// when there is none, and an *InUseError (matching ErrInUse) when a
+	// non-terminal instance pins any version of it; the check and the
+	// delete are one transaction, and Commit refuses to pin a plugin that
+	// is not stored, so no instance can start using a deleted plugin.
+	DeletePlugin(ctx context.Context, name string) error
+
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}

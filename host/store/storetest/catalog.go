@@ -1,0 +1,229 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+func testDefinitions(t *testing.T, h *harness) {
+	steps := []struct {
+		name        string
+		hash        string
+		wantVersion int
+		wantCreated bool
+	}{
+		{"first", "h1", 1, true},
+		{"same hash", "h1", 1, false},
+		{"changed", "h2", 2, true},
+		{"same again", "h2", 2, false},
+		{"back to the first content", "h1", 3, true},
+	}
+	for _, st := range steps {
+		h.clock.Advance(time.Second)
+		v, created, err := h.s.PutDefinition(ctx(t), "order", st.hash, []byte("source "+st.hash))
+		must(t, st.name, err)
+		if v != st.wantVersion || created != st.wantCreated {
+			t.Errorf("%s: version, created = %d, %v, want %d, %v", st.name, v, created, st.wantVersion, st.wantCreated)
+		}
+	}
+	gets := []struct {
+		version  int
+		wantHash string
+		wantV    int
+		wantAt   time.Time
+	}{
+		{0, "h1", 3, Epoch.Add(5 * time.Second)},
+		{1, "h1", 1, Epoch.Add(time.Second)},
+		{2, "h2", 2, Epoch.Add(3 * time.Second)},
+		{3, "h1", 3, Epoch.Add(5 * time.Second)},
+	}
+	for _, g := range gets {
+		d, err := h.s.GetDefinition(ctx(t), "order", g.version)
+		must(t, fmt.Sprint("GetDefinition ", g.version), err)
+		if d.Name != "order" || d.Version != g.wantV || d.Hash != g.wantHash || string(d.Source) != "source "+g.wantHash {
+			t.Errorf("GetDefinition(%d) = %+v", g.version, d)
+		}
+		wantTime(t, fmt.Sprint("CreatedAt of ", g.version), d.CreatedAt, g.wantAt)
+	}
+	for _, v := range []int{4, 0} {
+		_, err := h.s.GetDefinition(ctx(t), "nope", v)
+		wantErr(t, "GetDefinition of a missing name", err, store.ErrNotFound)
+	}
+	_, err := h.s.GetDefinition(ctx(t), "order", 4)
+	wantErr(t, "GetDefinition of a missing version", err, store.ErrNotFound)
+	_, err = h.s.GetDefinition(ctx(t), "order", -1)
+	wantErr(t, "GetDefinition(-1)", err, store.ErrInvalid)
+	_, _, err = h.s.PutDefinition(ctx(t), "", "h", nil)
+	wantErr(t, "PutDefinition without a name", err, store.ErrInvalid)
+	_, _, err = h.s.PutDefinition(ctx(t), "x", "", nil)
+	wantErr(t, "PutDefinition without a hash", err, store.ErrInvalid)
+
+	must(t, "DeleteDefinition", h.s.DeleteDefinition(ctx(t), "order"))
+	for _, v := range []int{0, 1, 3} {
+		_, err := h.s.GetDefinition(ctx(t), "order", v)
+		wantErr(t, fmt.Sprint("GetDefinition after delete ", v), err, store.ErrNotFound)
+	}
+	wantErr(t, "DeleteDefinition again", h.s.DeleteDefinition(ctx(t), "order"), store.ErrNotFound)
+	// Versions are never reused: instances may still name version 3.
+	v, created, err := h.s.PutDefinition(ctx(t), "order", "h1", []byte("source h1"))
+	must(t, "PutDefinition after delete", err)
+	if v != 4 || !created {
+		t.Errorf("PutDefinition after delete = %d, %v, want 4, true", v, created)
+	}
+}
+
+func testListDefinitions(t *testing.T, h *harness) {
+	for _, name := range []string{"c", "a", "b", "ab", "d"} {
+		_, _, err := h.s.PutDefinition(ctx(t), name, "h1", []byte(name))
+		must(t, "PutDefinition", err)
+	}
+	_, _, err := h.s.PutDefinition(ctx(t), "b", "h2", []byte("b2"))
+	must(t, "PutDefinition", err)
+	must(t, "DeleteDefinition", h.s.DeleteDefinition(ctx(t), "d"))
+	var got []string
+	cursor := ""
+	for range 10 {
+		page, next, err := h.s.ListDefinitions(ctx(t), cursor, 2)
+		must(t, "ListDefinitions", err)
+		if len(page) > 2 {
+			t.Errorf("page of %d", len(page))
+		}
+		for _, d := range page {
+			got = append(got, fmt.Sprintf("%s@%d:%s", d.Name, d.Version, d.Source))
+		}
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	wantStrings(t, "definitions", got, []string{"a@1:a", "ab@1:ab", "b@2:b2", "c@1:c"})
+	_, _, err = h.s.ListDefinitions(ctx(t), "!!bad!!", 2)
+	wantErr(t, "ListDefinitions with a bad cursor", err, store.ErrInvalid)
+}
+
+func versions(p *store.Plugin) []string {
+	var out []string
+	for _, v := range p.Versions {
+		out = append(out, v.Version)
+	}
+	return out
+}
+
+func testPlugins(t *testing.T, h *harness) {
+	steps := []struct {
+		name         string
+		version      string
+		wantCreated  bool
+		wantVersions []string
+	}{
+		{"first", "v1", true, []string{"v1"}},
+		{"same content", "v1", false, []string{"v1"}},
+		{"new version", "v2", true, []string{"v2", "v1"}},
+		{"back to v1", "v1", true, []string{"v1", "v2"}},
+	}
+	for _, st := range steps {
+		now := h.clock.Advance(time.Second)
+		created, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: st.version, Size: 100, Activities: []string{"charge", "refund"}})
+		must(t, st.name, err)
+		if created != st.wantCreated {
+			t.Errorf("%s: created = %v, want %v", st.name, created, st.wantCreated)
+		}
+		p, err := h.s.GetPlugin(ctx(t), "pay")
+		must(t, "GetPlugin", err)
+		wantStrings(t, st.name+": versions", versions(p), st.wantVersions)
+		if c := p.Current; c.Name != "pay" || c.Version != st.version || c.Size != 100 || len(c.Activities) != 2 {
+			t.Errorf("%s: current = %+v", st.name, c)
+		}
+		if st.wantCreated {
+			wantTime(t, st.name+": CreatedAt", p.Current.CreatedAt, now)
+		}
+	}
+	_, err := h.s.GetPlugin(ctx(t), "nope")
+	wantErr(t, "GetPlugin missing", err, store.ErrNotFound)
+	_, err = h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "x"})
+	wantErr(t, "PutPlugin without a version", err, store.ErrInvalid)
+
+	for _, name := range []string{"zip", "auth", "mail"} {
+		_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: name, Version: "h-" + name})
+		must(t, "PutPlugin", err)
+	}
+	var got []string
+	cursor := ""
+	for range 10 {
+		page, next, err := h.s.ListPlugins(ctx(t), cursor, 3)
+		must(t, "ListPlugins", err)
+		for _, p := range page {
+			got = append(got, p.Name+"@"+p.Version)
+		}
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	wantStrings(t, "plugins", got, []string{"auth@h-auth", "mail@h-mail", "pay@v1", "zip@h-zip"})
+
+	must(t, "DeletePlugin", h.s.DeletePlugin(ctx(t), "zip"))
+	_, err = h.s.GetPlugin(ctx(t), "zip")
+	wantErr(t, "GetPlugin after delete", err, store.ErrNotFound)
+	wantErr(t, "DeletePlugin again", h.s.DeletePlugin(ctx(t), "zip"), store.ErrNotFound)
+}
+
+func testPinnedPluginCannotBeDeleted(t *testing.T, h *harness) {
+	for _, v := range []string{"v1", "v2"} {
+		_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: v})
+		must(t, "PutPlugin", err)
+	}
+	_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "mail", Version: "m1"})
+	must(t, "PutPlugin", err)
+
+	// An old version pins too, and a pin of an unknown version is refused.
+	in := instance("i", "w")
+	in.Plugins = map[string]string{"pay": "v1", "mail": "m1"}
+	h.commit(t, store.Commit{Instance: in})
+	bad := instance("bad", "w")
+	bad.Plugins = map[string]string{"pay": "v9"}
+	_, err = h.s.Commit(ctx(t), store.Commit{Instance: bad})
+	wantErr(t, "pinning an unknown version", err, store.ErrNotFound)
+
+	err = h.s.DeletePlugin(ctx(t), "pay")
+	wantErr(t, "DeletePlugin while pinned", err, store.ErrInUse)
+	var iu *store.InUseError
+	if !errors.As(err, &iu) || iu.Plugin != "pay" || len(iu.Instances) != 1 || iu.Instances[0] != "i" {
+		t.Errorf("error %v: want an *InUseError naming instance i", err)
+	}
+	if _, err := h.s.GetPlugin(ctx(t), "pay"); err != nil {
+		t.Errorf("refused delete removed the plugin: %v", err)
+	}
+
+	// Suspended still pins; terminal does not; a terminal instance may keep
+	// naming a deleted plugin.
+	for _, st := range []struct {
+		status  store.Status
+		wantErr error
+	}{
+		{store.StatusSuspended, store.ErrInUse},
+		{store.StatusCompleted, nil},
+	} {
+		in = h.get(t, "i")
+		in.Status = st.status
+		h.commit(t, store.Commit{Instance: in})
+		err := h.s.DeletePlugin(ctx(t), "pay")
+		if st.wantErr != nil {
+			wantErr(t, "DeletePlugin "+string(st.status), err, st.wantErr)
+		} else {
+			must(t, "DeletePlugin "+string(st.status), err)
+		}
+	}
+	in = h.get(t, "i")
+	in.Vars = []byte(`{"after": true}`)
+	h.commit(t, store.Commit{Instance: in})
+
+	// A pin only of mail now: deleting mail is refused, for a new instance too.
+	j := instance("j", "w")
+	j.Plugins = map[string]string{"mail": "m1"}
+	j.Status = store.StatusRunning
+	h.commit(t, store.Commit{Instance: j})
+	wantErr(t, "DeletePlugin mail", h.s.DeletePlugin(ctx(t), "mail"), store.ErrInUse)
+}
