@@ -84,6 +84,14 @@ type plugin struct {
 	pool   *pool
 }
 
+// wazeroVersionOnce works around wazero issue #2532 (fixed upstream after
+// v1.12.0): the first calls of wazero's internal GetWazeroVersion, made by
+// NewRuntimeWithConfig and NewCompilationCacheWithDir, write a package
+// variable without synchronisation, so two runtimes created concurrently
+// race. Creating one runtime once, under a sync.Once, fills that variable
+// before any concurrent use. Remove it when upgrading wazero.
+var wazeroVersionOnce sync.Once
+
 // New returns a Runtime that keeps modules in blobs. It fails when cfg has an
 // impossible value or the compilation cache directory cannot be used.
 func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
@@ -91,6 +99,7 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	wazeroVersionOnce.Do(func() { _ = wazero.NewRuntime(context.Background()).Close(context.Background()) })
 	if blobs == nil {
 		return nil, errors.New("plugins: New needs a blob store")
 	}
