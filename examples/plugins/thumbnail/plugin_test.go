@@ -51,7 +51,10 @@ type plugin struct {
 // temporary directory, closed when the test ends.
 func load(t *testing.T) plugin {
 	t.Helper()
-	rt := testplugins.Runtime(t, plugins.Config{})
+	// The cancellation tests are about the guest noticing cancellation at
+	// its next heartbeat; under a loaded CI machine a band can take seconds,
+	// so the host's grace period must not end first.
+	rt := testplugins.Runtime(t, plugins.Config{CancelGrace: 5 * time.Minute})
 	return plugin{rt: rt, version: testplugins.Load(t, rt, "thumbnail")}
 }
 
