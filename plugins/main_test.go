@@ -1,19 +1,10 @@
 package plugins_test
 
 import (
-	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			println("goroutine leak:", err.Error())
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain fails the package when a test leaves a goroutine running.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
