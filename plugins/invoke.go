@@ -250,7 +250,7 @@ func (in *instance) classify(parent, callCtx context.Context, cs *callState, exp
 	case cs.violation != nil:
 		return cs.violation
 	}
-	if cs.outOfMemory || in.mem.Size() >= in.pool.rt.cfg.MemoryLimitPages*65536-(1<<20) {
+	if cs.outOfMemory || nearLimit(uint64(in.mem.Size()), uint64(in.pool.rt.cfg.MemoryLimitPages)*65536) {
 		return fmt.Errorf("%w: memory: the guest ran out of its %d MiB (%v)", ErrLimit, in.pool.rt.cfg.MemoryLimitPages/16, err)
 	}
 	var exit *sys.ExitError
@@ -258,6 +258,14 @@ func (in *instance) classify(parent, callCtx context.Context, cs *callState, exp
 		return fmt.Errorf("%w: the guest exited with code %d during %s", ErrTrap, exit.ExitCode(), export)
 	}
 	return fmt.Errorf("%w: %s: %v", ErrTrap, export, err)
+}
+
+// nearLimit reports whether a memory of size bytes is within a sixteenth
+// (at most 1 MiB) of limit: a guest that trapped there most likely failed
+// to grow its memory.
+func nearLimit(size, limit uint64) bool {
+	margin := min(limit/16, 1<<20)
+	return size+margin >= limit
 }
 
 // excerpt quotes the start of a byte string for an error message.
