@@ -1,0 +1,374 @@
+// Package engine is the shell around the runner: it saves definitions,
+// starts instances, and runs them on a node. Workers pull instance ids from
+// the ready queue, take the instance's lock, apply the instance's pending
+// events (start, due timers, activity results) to the runner's deterministic
+// core, and perform the actions it returns: activity calls through the
+// plugin runtime, durable timers, history, and commits to the store, each a
+// compare-and-set on the instance's revision and the lock's fencing token.
+//
+// # Status
+//
+// This is the first slice of the shell. It runs activities (with retries on
+// durable timers), delays, if/else, foreach, parallel, set and fail, with the
+// persistence strategies. Waits for stimuli, child workflows, cancellation,
+// recovery of instances whose lease expired and heartbeat timeouts come with
+// the store's per-instance inbox and the heartbeat scheduler's wiring; until
+// then Start refuses a workflow with wait or workflow steps (ErrUnsupported)
+// rather than start an instance that would wait for ever.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	mrand "math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/host/queue"
+	"github.com/weftworks/weft/host/runner"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/lock"
+	"github.com/weftworks/weft/plugins"
+)
+
+// ErrUnsupported is returned by Start for a workflow that uses a step kind
+// this version of the engine cannot run yet (see the package doc).
+var ErrUnsupported = errors.New("engine: not available yet")
+
+// Plugins runs activities; *plugins.Runtime implements it.
+type Plugins interface {
+	Invoke(ctx context.Context, version string, call plugins.Call) ([]byte, error)
+}
+
+// Config configures an Engine.
+type Config struct {
+	// NodeID names this node in leases and history. Defaults to a random id.
+	NodeID string
+	// Workers is how many instances this node runs at once. Defaults to
+	// 2 × GOMAXPROCS.
+	Workers int
+	// LockTTL is the instance lock's time to live; a running instance
+	// extends it every third of it. Defaults to 30s.
+	LockTTL time.Duration
+	// AcquireTimeout bounds waiting for an instance's lock. Defaults to 10s.
+	AcquireTimeout time.Duration
+	// ActivityTimeout is the start-to-close timeout of an activity step
+	// that sets none. Defaults to 10m.
+	ActivityTimeout time.Duration
+	// TimerInterval is how often due timers are swept. Defaults to 50ms.
+	TimerInterval time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with every unset field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.NodeID == "" {
+		c.NodeID = "node-" + randomHex(4)
+	}
+	if c.Workers == 0 {
+		c.Workers = 2 * runtime.GOMAXPROCS(0)
+	}
+	if c.LockTTL == 0 {
+		c.LockTTL = 30 * time.Second
+	}
+	if c.AcquireTimeout == 0 {
+		c.AcquireTimeout = 10 * time.Second
+	}
+	if c.ActivityTimeout == 0 {
+		c.ActivityTimeout = 10 * time.Minute
+	}
+	if c.TimerInterval == 0 {
+		c.TimerInterval = 50 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Workers < 1:
+		return fmt.Errorf("engine: Workers must be at least 1, got %d", c.Workers)
+	case c.LockTTL < time.Second:
+		return fmt.Errorf("engine: LockTTL must be at least 1s, got %s", c.LockTTL)
+	case c.AcquireTimeout <= 0 || c.ActivityTimeout <= 0 || c.TimerInterval <= 0:
+		return errors.New("engine: AcquireTimeout, ActivityTimeout and TimerInterval must be positive")
+	}
+	return nil
+}
+
+// Engine runs workflow instances on one node.
+type Engine struct {
+	cfg     Config
+	log     *slog.Logger
+	store   store.Store
+	locks   lock.Locker
+	queue   queue.Queue
+	plugins Plugins
+	boot    string
+
+	mu       sync.Mutex
+	programs map[string]*runner.Program // by "name@version"
+}
+
+// New returns an Engine.
+func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugins) (*Engine, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{
+		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
+		boot: randomHex(8), programs: map[string]*runner.Program{},
+	}, nil
+}
+
+// SaveDefinition validates source against the stored plugins and workflows
+// and stores it as the definition's next version, unless it is the same as
+// the latest version (created=false). Validation problems come back as a
+// *definition.ValidationError listing every one.
+func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*store.Definition, bool, error) {
+	def, err := definition.Load(source, catalog{ctx: ctx, st: e.store})
+	if err != nil {
+		return nil, false, err
+	}
+	version, created, err := e.store.PutDefinition(ctx, def.Name, def.Hash(), source)
+	if err != nil {
+		return nil, false, fmt.Errorf("engine: saving definition %s: %w", def.Name, err)
+	}
+	d, err := e.store.GetDefinition(ctx, def.Name, version)
+	return d, created, err
+}
+
+// Start creates an instance of the latest version of workflow with input,
+// pinning the current version of every plugin it uses, and queues it. A
+// non-empty id makes the call idempotent: when an instance with that id
+// exists it is returned as it is. The instance is durably stored when Start
+// returns.
+func (e *Engine) Start(ctx context.Context, workflow string, input any, id string) (*store.Instance, error) {
+	d, err := e.store.GetDefinition(ctx, workflow, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: workflow %s: %w", workflow, err)
+	}
+	prog, err := e.program(ctx, d.Name, d.Version)
+	if err != nil {
+		return nil, err
+	}
+	pins := map[string]string{}
+	var pinErr error
+	prog.Definition().Walk(func(path string, s *definition.Step) bool {
+		if s.Kind == definition.KindWait || s.Kind == definition.KindWorkflow {
+			pinErr = fmt.Errorf("%w: %s at %s: %s steps", ErrUnsupported, workflow, path, s.Kind)
+			return false
+		}
+		if s.Kind != definition.KindActivity || pins[s.Activity.Plugin] != "" {
+			return true
+		}
+		p, err := e.store.GetPlugin(ctx, s.Activity.Plugin)
+		if err != nil {
+			pinErr = fmt.Errorf("engine: workflow %s uses plugin %s: %w", workflow, s.Activity.Plugin, err)
+			return false
+		}
+		pins[s.Activity.Plugin] = p.Current.Version
+		return true
+	})
+	if pinErr != nil {
+		return nil, pinErr
+	}
+	in, err := json.Marshal(input)
+	if err != nil {
+		return nil, fmt.Errorf("engine: input of %s: %w", workflow, err)
+	}
+	if id == "" {
+		id = newID(e.cfg.Now())
+	}
+	inst := &store.Instance{
+		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: in,
+		Plugins: pins, Persistence: string(prog.Definition().Persistence),
+	}
+	_, err = e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.Event{{Type: "instance_created", Node: e.cfg.NodeID}}})
+	if errors.Is(err, store.ErrExists) {
+		return e.store.GetInstance(ctx, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
+	}
+	// Read back what the store made of it (times, revision) before a worker
+	// can change it.
+	stored, err := e.store.GetInstance(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: "start"}); err != nil {
+		return nil, fmt.Errorf("engine: queueing instance %s: %w", id, err)
+	}
+	return stored, nil
+}
+
+// program returns the compiled program of a definition version.
+func (e *Engine) program(ctx context.Context, name string, version int) (*runner.Program, error) {
+	k := fmt.Sprintf("%s@%d", name, version)
+	e.mu.Lock()
+	p := e.programs[k]
+	e.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	d, err := e.store.GetDefinition(ctx, name, version)
+	if err != nil {
+		return nil, fmt.Errorf("engine: definition %s version %d: %w", name, version, err)
+	}
+	def, err := definition.Parse(d.Source)
+	if err != nil {
+		return nil, fmt.Errorf("engine: definition %s version %d no longer parses: %w", name, version, err)
+	}
+	p = runner.Compile(def)
+	e.mu.Lock()
+	e.programs[k] = p
+	e.mu.Unlock()
+	return p, nil
+}
+
+// Run runs the node's workers and the timer sweeper until ctx ends, then
+// waits for them.
+func (e *Engine) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for i := 0; i < e.cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.work(ctx)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.sweepTimers(ctx)
+	}()
+	wg.Wait()
+	return nil
+}
+
+func (e *Engine) work(ctx context.Context) {
+	for {
+		d, err := e.queue.Pop(ctx)
+		if err != nil {
+			return // ctx ended
+		}
+		if err := e.process(ctx, d.Item().InstanceID); err != nil && ctx.Err() == nil {
+			e.log.Warn("running instance", "instance", d.Item().InstanceID, "err", err)
+		}
+		_ = d.Ack(context.WithoutCancel(ctx))
+	}
+}
+
+// timersLock is the singleton try-lock of the timer sweeper (SPEC §1).
+const timersLock = "weft-timers-sweep"
+
+// sweepTimers queues the instances whose timers are due. It is a
+// singleton: a node whose try-lock fails skips its turn.
+func (e *Engine) sweepTimers(ctx context.Context) {
+	t := time.NewTicker(e.cfg.TimerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		lease, ok, err := e.locks.TryAcquire(ctx, timersLock, max(time.Second, 4*e.cfg.TimerInterval))
+		if err != nil || !ok {
+			continue
+		}
+		due, err := e.store.DueTimers(ctx, e.cfg.Now(), 1000)
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("sweeping timers", "err", err)
+		}
+		seen := map[string]bool{}
+		for _, tm := range due {
+			if !seen[tm.InstanceID] {
+				seen[tm.InstanceID] = true
+				_ = e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"})
+			}
+		}
+		lease.Release(context.WithoutCancel(ctx))
+	}
+}
+
+// catalog is the store seen as a definition.Catalog.
+type catalog struct {
+	ctx context.Context
+	st  store.Store
+}
+
+func (c catalog) HasPlugin(name string) bool {
+	_, err := c.st.GetPlugin(c.ctx, name)
+	return err == nil
+}
+
+func (c catalog) HasActivity(plugin, activity string) bool {
+	p, err := c.st.GetPlugin(c.ctx, plugin)
+	if err != nil {
+		return false
+	}
+	for _, a := range p.Current.Activities {
+		if a == activity {
+			return true
+		}
+	}
+	return false
+}
+
+func (c catalog) Workflow(name string) (*definition.Definition, bool) {
+	d, err := c.st.GetDefinition(c.ctx, name, 0)
+	if err != nil {
+		return nil, false
+	}
+	def, err := definition.Parse(d.Source)
+	return def, err == nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newID returns a time-ordered instance id: milliseconds, then randomness.
+func newID(now time.Time) string {
+	b := make([]byte, 6, 14)
+	ms := uint64(now.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	return hex.EncodeToString(b) + randomHex(8)
+}
+
+// seeded returns a random source for an instance's retry jitter, seeded
+// from the instance and its state's sequence, so a replay decides alike.
+func seeded(id string, seq uint64) func() float64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], seq)
+	h.Write(b[:])
+	r := mrand.New(mrand.NewPCG(h.Sum64(), seq))
+	return r.Float64
+}

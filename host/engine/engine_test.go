@@ -1,0 +1,318 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/queue/memqueue"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/lock/local"
+	"github.com/weftworks/weft/plugins"
+)
+
+// host is an engine on real parts: the kit plugin in a plugin runtime, a
+// bbolt file, the in-process locker and queue.
+type host struct {
+	t     *testing.T
+	e     *engine.Engine
+	store store.Store
+}
+
+func newHost(t *testing.T) *host {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	rt := testplugins.Runtime(t, plugins.Config{})
+	ctx := context.Background()
+	m, err := rt.Load(ctx, testplugins.Bytes(t, "kit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acts []string
+	for _, a := range m.Activities {
+		acts = append(acts, a.Name)
+	}
+	if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: acts}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}, st, local.New(local.Config{}), memqueue.New(100), rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = e.Run(runCtx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &host{t: t, e: e, store: st}
+}
+
+func (h *host) save(source string) {
+	h.t.Helper()
+	if _, _, err := h.e.SaveDefinition(context.Background(), []byte(source)); err != nil {
+		h.t.Fatalf("saving definition: %v", err)
+	}
+}
+
+// finish starts an instance and waits until it is finished.
+func (h *host) finish(workflow string, input any) *store.Instance {
+	h.t.Helper()
+	inst, err := h.e.Start(context.Background(), workflow, input, "")
+	if err != nil {
+		h.t.Fatalf("Start: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := h.store.GetInstance(context.Background(), inst.ID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if got.Status.Terminal() {
+			return got
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("instance %s still %s after 30s", inst.ID, got.Status)
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func (h *host) history(id string) []store.Event {
+	h.t.Helper()
+	evs, err := h.store.History(context.Background(), id, 0, 1000)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return evs
+}
+
+func count(evs []store.Event, typ string) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSequenceCompletes(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: shout
+steps:
+  - { id: prep, set: { greeting: "hello ${ input.name }" } }
+  - { id: up, activity: kit.upper, input: { text: "${ vars.greeting }" }, output: up }
+  - { id: back, activity: kit.echo, input: "${ vars.up }", output: echoed }
+output: "${ vars.echoed.text }"
+`)
+	inst := h.finish("shout", map[string]any{"name": "ada"})
+	if inst.Status != store.StatusCompleted || string(inst.Output) != `"HELLO ADA"` {
+		t.Fatalf("instance %s output %s error %+v", inst.Status, inst.Output, inst.Error)
+	}
+	evs := h.history(inst.ID)
+	if count(evs, "activity_completed") != 2 || count(evs, "instance_completed") != 1 || evs[0].Type != "instance_created" {
+		t.Errorf("history: %v", types(evs))
+	}
+	for _, e := range evs[1:] {
+		if e.Node != "n1" {
+			t.Errorf("event %s from node %q, want n1", e.Type, e.Node)
+		}
+	}
+}
+
+func types(evs []store.Event) []string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, e.Type)
+	}
+	return s
+}
+
+func TestRetriesOnDurableTimersUntilSuccess(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: flaky
+steps:
+  - id: try
+    activity: kit.fail
+    input: { code: busy, retryable: true, fail_attempts: 2 }
+    retry: { max_attempts: 5, initial_interval: 20ms, backoff: 2 }
+    output: result
+output: "${ vars.result.attempt }"
+`)
+	inst := h.finish("flaky", nil)
+	if inst.Status != store.StatusCompleted || string(inst.Output) != "3" {
+		t.Fatalf("instance %s output %s error %+v", inst.Status, inst.Output, inst.Error)
+	}
+	evs := h.history(inst.ID)
+	if count(evs, "activity_failed") != 2 || count(evs, "retry_scheduled") != 2 || count(evs, "activity_scheduled") != 3 {
+		t.Errorf("history: %v", types(evs))
+	}
+	if timers, _ := h.store.Timers(context.Background(), inst.ID); len(timers) != 0 {
+		t.Errorf("%d timers left after completion", len(timers))
+	}
+}
+
+func TestFailures(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: declined
+steps:
+  - { id: charge, activity: kit.fail, input: { code: card_declined, message: "no funds" }, retry: { max_attempts: 3 } }
+`)
+	h.save(`
+name: stuck
+steps:
+  - { id: forever, activity: kit.spin, timeout: 200ms, retry: { max_attempts: 2, initial_interval: 10ms } }
+`)
+	tests := []struct {
+		workflow, code, message string
+	}{
+		{"declined", "card_declined", "no funds"},
+		{"stuck", "timeout", "deadline exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.workflow, func(t *testing.T) {
+			t.Parallel()
+			inst := h.finish(tt.workflow, nil)
+			if inst.Status != store.StatusFailed || inst.Error == nil || inst.Error.Code != tt.code || !strings.Contains(inst.Error.Message, tt.message) {
+				t.Fatalf("instance %s error %+v, want code %s", inst.Status, inst.Error, tt.code)
+			}
+		})
+	}
+}
+
+func TestForeachAndParallel(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: fan
+steps:
+  - id: each
+    foreach: "${ input.words }"
+    as: w
+    concurrency: 3
+    do:
+      - { id: up, activity: kit.upper, input: { text: "${ w }" }, output: last }
+  - id: both
+    parallel:
+      - steps: [ { id: a, activity: kit.echo, input: 1, output: a } ]
+      - steps: [ { id: b, activity: kit.echo, input: 2, output: b } ]
+  - { id: pause, delay: 30ms }
+output: "${ [vars.a, vars.b] }"
+`)
+	inst := h.finish("fan", map[string]any{"words": []any{"x", "y", "z", "w", "v"}})
+	if inst.Status != store.StatusCompleted || string(inst.Output) != "[1,2]" {
+		t.Fatalf("instance %s output %s error %+v", inst.Status, inst.Output, inst.Error)
+	}
+	if n := count(h.history(inst.ID), "activity_completed"); n != 7 {
+		t.Errorf("%d activities completed, want 7", n)
+	}
+}
+
+// The persistence strategy decides how often a run writes the instance:
+// lazy only when it suspends or finishes, activity after every activity.
+func TestPersistenceStrategies(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	for _, p := range []string{"lazy", "activity"} {
+		h.save(`
+name: p-` + p + `
+persistence: ` + p + `
+steps:
+  - { id: one, activity: kit.echo }
+  - { id: two, activity: kit.echo }
+  - { id: three, activity: kit.echo }
+`)
+	}
+	revs := map[string]uint64{}
+	for _, p := range []string{"lazy", "activity"} {
+		inst := h.finish("p-"+p, nil)
+		if inst.Status != store.StatusCompleted {
+			t.Fatalf("%s: %s %+v", p, inst.Status, inst.Error)
+		}
+		revs[p] = inst.Rev
+	}
+	// Create is revision 1. Lazy: one more commit at completion; activity:
+	// after each of the three activities (the last together with completion).
+	if revs["lazy"] != 2 || revs["activity"] != 4 {
+		t.Errorf("revisions: lazy %d, activity %d; want 2 and 4", revs["lazy"], revs["activity"])
+	}
+}
+
+func TestStartIsIdempotentByID(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: once
+steps: [ { id: e, activity: kit.echo, input: 1 } ]
+`)
+	ctx := context.Background()
+	a, err := h.e.Start(ctx, "once", nil, "client-id-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.e.Start(ctx, "once", nil, "client-id-1")
+	if err != nil || b.ID != a.ID || b.CreatedAt != a.CreatedAt {
+		t.Fatalf("second Start: %+v, %v; want the first instance", b, err)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	ctx := context.Background()
+	_, _, err := h.e.SaveDefinition(ctx, []byte(`
+name: bad
+steps: [ { id: x, activity: nope.echo }, { id: x, activity: kit.missing } ]
+`))
+	var ve *definition.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) < 3 {
+		t.Fatalf("SaveDefinition: %v, want every problem (unknown plugin, duplicate id, unknown activity)", err)
+	}
+	h.save(`
+name: waits
+steps: [ { id: w, wait: { event: go, key: k } } ]
+`)
+	if _, err := h.e.Start(ctx, "waits", nil, ""); !errors.Is(err, engine.ErrUnsupported) {
+		t.Fatalf("Start of a workflow with a wait: %v, want ErrUnsupported", err)
+	}
+	if _, err := h.e.Start(ctx, "no-such-workflow", nil, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Start of an unknown workflow: %v, want ErrNotFound", err)
+	}
+}
+
+func TestHistoryDataIsJSON(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: h
+steps: [ { id: f, activity: kit.fail, input: { code: nope }, retry: { max_attempts: 1 } } ]
+`)
+	inst := h.finish("h", nil)
+	for _, e := range h.history(inst.ID) {
+		if e.Type == "activity_failed" {
+			var d map[string]any
+			if err := json.Unmarshal(e.Data, &d); err != nil || d["code"] != "nope" {
+				t.Fatalf("activity_failed data %s: %v", e.Data, err)
+			}
+			return
+		}
+	}
+	t.Fatal("no activity_failed event")
+}

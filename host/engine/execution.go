@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/runner"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/lock"
+	"github.com/weftworks/weft/plugins"
+)
+
+// execution is one run of an instance under its lock: from taking the lock
+// until the instance is suspended or finished.
+type execution struct {
+	e       *Engine
+	ctx     context.Context
+	lease   lock.Lease
+	inst    *store.Instance
+	prog    *runner.Program
+	st      *runner.State
+	timers  map[string]store.Timer
+	history []store.Event
+	dirty   bool
+
+	results  chan result
+	inflight map[string]*plugins.Heartbeat
+}
+
+// result is an activity attempt's end.
+type result struct {
+	token string
+	out   []byte
+	err   error
+	hb    *plugins.Heartbeat
+}
+
+// process runs instance id until it is suspended or finished.
+func (e *Engine) process(ctx context.Context, id string) error {
+	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
+	lease, err := e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("locking instance %s: %w", id, err)
+	}
+	defer lease.Release(context.WithoutCancel(ctx))
+
+	inst, err := e.store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if inst.Status.Terminal() {
+		return nil
+	}
+	prog, err := e.program(ctx, inst.Workflow, inst.Version)
+	if err != nil {
+		return err
+	}
+	x := &execution{
+		e: e, ctx: ctx, lease: lease, inst: inst, prog: prog, st: &runner.State{},
+		timers: map[string]store.Timer{}, results: make(chan result), inflight: map[string]*plugins.Heartbeat{},
+	}
+	if len(inst.State) > 0 {
+		if err := json.Unmarshal(inst.State, x.st); err != nil {
+			return fmt.Errorf("instance %s: state does not decode: %w", id, err)
+		}
+	}
+	timers, err := e.store.Timers(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, t := range timers {
+		x.timers[t.ID] = t
+	}
+	return x.run()
+}
+
+func (x *execution) run() error {
+	if x.inst.Status == store.StatusPending {
+		var input any
+		if len(x.inst.Input) > 0 {
+			if err := json.Unmarshal(x.inst.Input, &input); err != nil {
+				return fmt.Errorf("instance %s: input does not decode: %w", x.inst.ID, err)
+			}
+		}
+		x.apply(runner.Start{Input: input})
+	}
+	// Due timers, earliest first.
+	now := x.e.cfg.Now()
+	var due []store.Timer
+	for _, t := range x.timers {
+		if !t.Due.After(now) {
+			due = append(due, t)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].Due.Before(due[j].Due) })
+	for _, t := range due {
+		if _, still := x.timers[t.ID]; still {
+			delete(x.timers, t.ID)
+			x.dirty = true
+			x.apply(runner.TimerFired{Token: t.ID})
+		}
+	}
+
+	extend := time.NewTicker(x.e.cfg.LockTTL / 3)
+	defer extend.Stop()
+	for len(x.inflight) > 0 {
+		select {
+		case r := <-x.results:
+			delete(x.inflight, r.token)
+			x.apply(x.event(r))
+		case <-extend.C:
+			if err := x.lease.Extend(x.ctx, x.e.cfg.LockTTL); err != nil {
+				x.cancelAll()
+				return fmt.Errorf("instance %s: lost its lock: %w", x.inst.ID, err)
+			}
+		case <-x.ctx.Done():
+			// Shutting down: stop the attempts; the instance is resumed
+			// from its last persisted state (activities run at least once).
+			x.cancelAll()
+			return x.ctx.Err()
+		}
+	}
+	if x.dirty {
+		return x.commit()
+	}
+	return nil
+}
+
+func (x *execution) cancelAll() {
+	for _, hb := range x.inflight {
+		hb.RequestCancel()
+	}
+	for range x.inflight {
+		<-x.results
+	}
+	clear(x.inflight)
+}
+
+// event turns an attempt's end into the runner's event.
+func (x *execution) event(r result) runner.Event {
+	if r.err == nil {
+		var v any
+		if err := json.Unmarshal(r.out, &v); err != nil {
+			perr := plugins.CheckOutput(r.out)
+			return runner.ActivityFailed{Token: r.token, Failure: retry.Of(retry.KindProtocol), Message: perr.Error()}
+		}
+		return runner.ActivityCompleted{Token: r.token, Output: v}
+	}
+	f := runner.ActivityFailed{Token: r.token, Failure: retry.Classify(r.err), Message: r.err.Error()}
+	var ge *plugins.GuestError
+	if errors.As(r.err, &ge) {
+		f.Message, f.Details = ge.Message, ge.Details
+	}
+	if details, _, _ := r.hb.Last(); details != nil {
+		f.LastHeartbeat = details
+	}
+	return f
+}
+
+// apply applies one event and performs the actions.
+func (x *execution) apply(ev runner.Event) {
+	now := x.e.cfg.Now()
+	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq)}, ev)
+	x.dirty = true
+	for _, a := range acts {
+		switch a := a.(type) {
+		case runner.Invoke:
+			x.invoke(a)
+		case runner.ArmTimer:
+			x.timers[a.Token] = store.Timer{InstanceID: x.inst.ID, ID: a.Token, Due: a.Due}
+		case runner.CancelTimer:
+			delete(x.timers, a.Token)
+		case runner.CancelActivity:
+			if hb := x.inflight[a.Token]; hb != nil {
+				hb.RequestCancel()
+			}
+		case runner.CreateBookmark, runner.StartChild, runner.RemoveBookmark, runner.CancelChild:
+			// Start refuses workflows with wait or workflow steps until the
+			// store's inbox delivers stimuli and children's results.
+		case runner.Record:
+			data, _ := json.Marshal(a.Data)
+			if a.Data == nil {
+				data = nil
+			}
+			x.history = append(x.history, store.Event{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
+		case runner.Persist:
+			if err := x.commit(); err != nil {
+				x.e.log.Warn("persisting instance", "instance", x.inst.ID, "err", err)
+			}
+		case runner.Finish:
+		}
+	}
+}
+
+// invoke starts an activity attempt.
+func (x *execution) invoke(inv runner.Invoke) {
+	hb := plugins.NewHeartbeat(x.e.cfg.Now())
+	x.inflight[inv.Token] = hb
+	timeout := inv.Timeout
+	if timeout == 0 {
+		timeout = x.e.cfg.ActivityTimeout
+	}
+	deadline := x.e.cfg.Now().Add(timeout)
+	if !inv.Deadline.IsZero() && inv.Deadline.Before(deadline) {
+		deadline = inv.Deadline
+	}
+	in, err := json.Marshal(inv.Input)
+	version := x.inst.Plugins[inv.Plugin]
+	call := plugins.Call{
+		Activity: inv.Activity, Input: in, LastHeartbeat: inv.LastHeartbeat, Heartbeat: hb,
+		Info: abi.Info{
+			InstanceID: x.inst.ID, Workflow: x.inst.Workflow, StepID: inv.StepID, Plugin: inv.Plugin, Activity: inv.Activity,
+			Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey, DeadlineUnixMilli: deadline.UnixMilli(),
+		},
+	}
+	go func() {
+		if err != nil {
+			x.results <- result{token: inv.Token, err: fmt.Errorf("encoding input: %w", err), hb: hb}
+			return
+		}
+		ctx, cancel := context.WithDeadline(x.ctx, deadline)
+		defer cancel()
+		out, err := x.e.plugins.Invoke(ctx, version, call)
+		x.results <- result{token: inv.Token, out: out, err: err, hb: hb}
+	}()
+}
+
+// commit writes the instance: a compare-and-set on its revision, fenced by
+// the lock's token, with the history, timers and status of the state.
+func (x *execution) commit() error {
+	inst := x.inst
+	state, err := json.Marshal(x.st)
+	if err != nil {
+		return fmt.Errorf("instance %s: encoding state: %w", inst.ID, err)
+	}
+	inst.State = state
+	inst.Status = store.Status(x.st.Status)
+	if inst.Vars, err = json.Marshal(x.st.Vars); err != nil {
+		return err
+	}
+	if x.st.Status == runner.StatusCompleted {
+		if inst.Output, err = json.Marshal(x.st.Output); err != nil {
+			return err
+		}
+	}
+	if f := x.st.Error; f != nil {
+		inst.Error = &store.Failure{Code: f.Code, Message: f.Message, Details: f.Details}
+	}
+	inst.Lease = store.Lease{}
+	if inst.Status == store.StatusRunning {
+		inst.Lease = store.Lease{Node: x.e.cfg.NodeID, Boot: x.e.boot, Expiry: x.e.cfg.Now().Add(x.e.cfg.LockTTL)}
+	}
+	timers := make([]store.Timer, 0, len(x.timers))
+	for _, t := range x.timers {
+		timers = append(timers, t)
+	}
+	rev, err := x.e.store.Commit(x.ctx, store.Commit{Instance: inst, Fence: x.lease.Token(), History: x.history, Timers: timers})
+	if err != nil {
+		return fmt.Errorf("committing instance %s: %w", inst.ID, err)
+	}
+	inst.Rev = rev
+	x.history = nil
+	x.dirty = false
+	return nil
+}
