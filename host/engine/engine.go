@@ -125,6 +125,7 @@ type Engine struct {
 
 	mu       sync.Mutex
 	programs map[string]*runner.Program // by "name@version"
+	waiters  map[string][]chan struct{} // by instance id: Wait calls to wake
 }
 
 // New returns an Engine.
@@ -135,7 +136,7 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 	}
 	return &Engine{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
-		boot: randomHex(8), programs: map[string]*runner.Program{},
+		boot: randomHex(8), programs: map[string]*runner.Program{}, waiters: map[string][]chan struct{}{},
 	}, nil
 }
 
@@ -219,6 +220,74 @@ func (e *Engine) Start(ctx context.Context, workflow string, input any, id strin
 		return nil, fmt.Errorf("engine: queueing instance %s: %w", id, err)
 	}
 	return stored, nil
+}
+
+// Wait returns the instance once it is no longer pending or running
+// (suspended or finished), or when ctx ends. Instances run by this node wake
+// their waiters at once; others are polled.
+//
+// # Notes
+//
+// In cluster mode, instances run by other nodes are seen by polling every
+// 50ms until the nodes publish their changes.
+func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
+	return e.waitFor(ctx, id, func(s store.Status) bool { return s != store.StatusPending && s != store.StatusRunning })
+}
+
+// WaitFinished is Wait until the instance completed, failed or was
+// cancelled.
+func (e *Engine) WaitFinished(ctx context.Context, id string) (*store.Instance, error) {
+	return e.waitFor(ctx, id, store.Status.Terminal)
+}
+
+func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status) bool) (*store.Instance, error) {
+	for {
+		ch := make(chan struct{}, 1)
+		e.mu.Lock()
+		e.waiters[id] = append(e.waiters[id], ch)
+		e.mu.Unlock()
+		inst, err := e.store.GetInstance(ctx, id)
+		if err != nil || done(inst.Status) {
+			e.unwait(id, ch)
+			return inst, err
+		}
+		select {
+		case <-ch:
+		case <-time.After(50 * time.Millisecond):
+			e.unwait(id, ch)
+		case <-ctx.Done():
+			e.unwait(id, ch)
+			return inst, ctx.Err()
+		}
+	}
+}
+
+func (e *Engine) unwait(id string, ch chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	list := e.waiters[id]
+	for i, c := range list {
+		if c == ch {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(e.waiters, id)
+	} else {
+		e.waiters[id] = list
+	}
+}
+
+// wake wakes the Wait calls of an instance after a commit.
+func (e *Engine) wake(id string) {
+	e.mu.Lock()
+	list := e.waiters[id]
+	delete(e.waiters, id)
+	e.mu.Unlock()
+	for _, ch := range list {
+		ch <- struct{}{} // buffered, one send per channel
+	}
 }
 
 // program returns the compiled program of a definition version.

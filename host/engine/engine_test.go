@@ -22,12 +22,16 @@ import (
 // host is an engine on real parts: the kit plugin in a plugin runtime, a
 // bbolt file, the in-process locker and queue.
 type host struct {
-	t     *testing.T
+	t     testing.TB
 	e     *engine.Engine
 	store store.Store
 }
 
-func newHost(t *testing.T) *host {
+func newHost(t testing.TB) *host {
+	return newHostWith(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond})
+}
+
+func newHostWith(t testing.TB, cfg engine.Config) *host {
 	t.Helper()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
 	if err != nil {
@@ -47,7 +51,7 @@ func newHost(t *testing.T) *host {
 	if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: acts}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}, st, local.New(local.Config{}), memqueue.New(100), rt)
+	e, err := engine.New(cfg, st, local.New(local.Config{}), memqueue.New(1000), rt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,20 +76,16 @@ func (h *host) finish(workflow string, input any) *store.Instance {
 	if err != nil {
 		h.t.Fatalf("Start: %v", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := h.store.GetInstance(context.Background(), inst.ID)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if got.Status.Terminal() {
-			return got
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("instance %s still %s after 30s", inst.ID, got.Status)
-		}
-		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := h.e.WaitFinished(ctx, inst.ID)
+	if err != nil {
+		h.t.Fatalf("Wait: %v", err)
 	}
+	if !got.Status.Terminal() {
+		h.t.Fatalf("instance %s is %s, want finished", inst.ID, got.Status)
+	}
+	return got
 }
 
 func (h *host) history(id string) []store.Event {
@@ -315,4 +315,29 @@ steps: [ { id: f, activity: kit.fail, input: { code: nope }, retry: { max_attemp
 		}
 	}
 	t.Fatal("no activity_failed event")
+}
+
+func TestWaitAnswersWhenSuspended(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: slow
+steps:
+  - { id: first, activity: kit.echo }
+  - { id: nap, delay: 1h }
+`)
+	inst, err := h.e.Start(context.Background(), "slow", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := h.e.Wait(ctx, inst.ID)
+	if err != nil || got.Status != store.StatusSuspended {
+		t.Fatalf("Wait: %v, %v; want suspended on its timer", got.Status, err)
+	}
+	timers, err := h.store.Timers(ctx, inst.ID)
+	if err != nil || len(timers) != 1 || timers[0].Due.Before(time.Now().Add(59*time.Minute)) {
+		t.Fatalf("timers %+v, %v; want one due in an hour", timers, err)
+	}
 }

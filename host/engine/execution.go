@@ -268,5 +268,8 @@ func (x *execution) commit() error {
 	inst.Rev = rev
 	x.history = nil
 	x.dirty = false
+	if inst.Status != store.StatusRunning {
+		x.e.wake(inst.ID)
+	}
 	return nil
 }
