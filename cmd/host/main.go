@@ -99,7 +99,7 @@ func localRuntime(ctx context.Context, stderr io.Writer) (*plugins.Runtime, func
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// Compiled code is cached across runs: compiling a Go plugin takes a
-	// second or more, loading it from the cache milliseconds.
+	// second or more, loading it from the cache about 50 ms.
 	var cacheDir string
 	if d, err := os.UserCacheDir(); err == nil {
 		cacheDir = filepath.Join(d, "weft", "compiled")

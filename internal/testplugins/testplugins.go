@@ -201,8 +201,8 @@ func lockFile(t testing.TB, path string) (unlock func()) {
 
 // CacheDir returns the compilation cache that every test process shares,
 // bin/cache/wazero: compiling a Go plugin takes a second, and tens of seconds
-// under the race detector, while loading it from the cache takes
-// milliseconds. wazero writes cache entries atomically, so concurrent test
+// under the race detector, while loading it from the cache takes about
+// 50 ms. wazero writes cache entries atomically, so concurrent test
 // processes can share it.
 func CacheDir(t testing.TB) string {
 	t.Helper()
