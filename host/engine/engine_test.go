@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,6 +34,9 @@ func newHost(t testing.TB) *host {
 
 func newHostWith(t testing.TB, cfg engine.Config) *host {
 	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -339,5 +343,96 @@ steps:
 	timers, err := h.store.Timers(ctx, inst.ID)
 	if err != nil || len(timers) != 1 || timers[0].Due.Before(time.Now().Add(59*time.Minute)) {
 		t.Fatalf("timers %+v, %v; want one due in an hour", timers, err)
+	}
+}
+
+// logRecorder is a slog.Handler that reports records whose "err" attribute
+// matches a sentinel.
+type logRecorder struct {
+	target error
+	seen   chan string
+}
+
+func (r logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r logRecorder) WithGroup(string) slog.Handler            { return r }
+func (r logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	rec.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && errors.Is(err, r.target) {
+			select {
+			case r.seen <- err.Error():
+			default:
+			}
+		}
+		return true
+	})
+	return nil
+}
+
+// A node whose instance was taken over (a higher fencing token) cannot
+// overwrite the newer state: its commit is refused and it stops (SPEC §6).
+func TestFencedWriterCannotOverwrite(t *testing.T) {
+	t.Parallel()
+	rec := logRecorder{target: store.ErrFenced, seen: make(chan string, 1)}
+	h := newHostWith(t, engine.Config{NodeID: "slow-node", Logger: slog.New(rec)})
+	h.save(`
+name: long
+persistence: activity
+steps:
+  - { id: first, activity: kit.echo }
+  - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 50 } }
+`)
+	ctx := context.Background()
+	inst, err := h.e.Start(ctx, "long", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the engine has stored it running (after the first
+	// activity; the second takes 1.5s), then take it over as another node
+	// would after the lease expired.
+	var running *store.Instance
+	deadline := time.Now().Add(30 * time.Second)
+	for running == nil || running.Status != store.StatusRunning {
+		if time.Now().After(deadline) {
+			t.Fatal("instance never ran")
+		}
+		time.Sleep(time.Millisecond) // polling with a deadline
+		if running, err = h.store.GetInstance(ctx, inst.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Take it over as a node does: read, then compare-and-set with a higher
+	// fencing token; read again if the engine committed in between.
+	var rev uint64
+	for {
+		taken := *running
+		taken.Vars = json.RawMessage(`{"taken_over":true}`)
+		taken.Lease = store.Lease{Node: "other-node", Boot: "b", Expiry: time.Now().Add(time.Hour)}
+		rev, err = h.store.Commit(ctx, store.Commit{Instance: &taken, Fence: running.Fence + 1_000_000})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrConflict) || time.Now().After(deadline) {
+			t.Fatalf("takeover: %v", err)
+		}
+		if running, err = h.store.GetInstance(ctx, inst.ID); err != nil {
+			t.Fatal(err)
+		}
+		if running.Status != store.StatusRunning {
+			t.Fatalf("instance %s before the takeover could happen", running.Status)
+		}
+	}
+	select {
+	case msg := <-rec.seen:
+		t.Logf("engine stopped: %s", msg)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the engine's commit after the takeover was not refused")
+	}
+	got, err := h.store.GetInstance(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Rev != rev || string(got.Vars) != `{"taken_over":true}` || got.Lease.Node != "other-node" {
+		t.Fatalf("instance after the refused commit: rev %d vars %s lease %+v; want the takeover's (rev %d)", got.Rev, got.Vars, got.Lease, rev)
 	}
 }

@@ -31,6 +31,8 @@ type execution struct {
 
 	results  chan result
 	inflight map[string]*plugins.Heartbeat
+	// err is the first failed commit: a fenced or refused writer must stop.
+	err error
 }
 
 // result is an activity attempt's end.
@@ -110,7 +112,7 @@ func (x *execution) run() error {
 
 	extend := time.NewTicker(x.e.cfg.LockTTL / 3)
 	defer extend.Stop()
-	for len(x.inflight) > 0 {
+	for len(x.inflight) > 0 && x.err == nil {
 		select {
 		case r := <-x.results:
 			delete(x.inflight, r.token)
@@ -126,6 +128,12 @@ func (x *execution) run() error {
 			x.cancelAll()
 			return x.ctx.Err()
 		}
+	}
+	if x.err != nil {
+		// Another node holds the instance now (ErrFenced), or it changed
+		// under us (ErrConflict): stop, and leave the work to the holder.
+		x.cancelAll()
+		return x.err
 	}
 	if x.dirty {
 		return x.commit()
@@ -191,8 +199,8 @@ func (x *execution) apply(ev runner.Event) {
 			}
 			x.history = append(x.history, store.Event{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
 		case runner.Persist:
-			if err := x.commit(); err != nil {
-				x.e.log.Warn("persisting instance", "instance", x.inst.ID, "err", err)
+			if x.err == nil {
+				x.err = x.commit()
 			}
 		case runner.Finish:
 		}
