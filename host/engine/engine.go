@@ -1,20 +1,30 @@
 // Package engine is the shell around the runner: it saves definitions,
 // starts instances, and runs them on a node. Workers pull instance ids from
 // the ready queue, take the instance's lock, apply the instance's pending
-// events (start, due timers, activity results) to the runner's deterministic
-// core, and perform the actions it returns: activity calls through the
-// plugin runtime, durable timers, history, and commits to the store, each a
-// compare-and-set on the instance's revision and the lock's fencing token.
+// events (start, due timers, inbox messages, queued stimuli for its
+// bookmarks, activity results) to the runner's deterministic core, and
+// perform the actions it returns: activity calls through the plugin runtime,
+// durable timers, bookmarks, child instances, history, and commits to the
+// store, each a compare-and-set on the instance's revision and the lock's
+// fencing token.
+//
+// # Events for busy instances
+//
+// Nothing waits for an instance's lock but the instance's own run. A
+// stimulus, a child's end or a cancellation is written to the instance's
+// inbox (durably, with the stimulus's record, or atomically with the child's
+// final commit) and the instance is queued; its run applies the inbox and
+// commits the applied messages as consumed. So a child resuming its parent,
+// or a workflow signalling itself, cannot deadlock on a non-reentrant lock,
+// and nothing is lost when a node dies between the two steps. A stimulus
+// that finds no bookmark is queued with a TTL and delivered when a bookmark
+// for it appears.
 //
 // # Status
 //
-// This is the first slice of the shell. It runs activities (with retries on
-// durable timers), delays, if/else, foreach, parallel, set and fail, with the
-// persistence strategies. Waits for stimuli, child workflows, cancellation,
-// recovery of instances whose lease expired and heartbeat timeouts come with
-// the store's per-instance inbox and the heartbeat scheduler's wiring; until
-// then Start refuses a workflow with wait or workflow steps (ErrUnsupported)
-// rather than start an instance that would wait for ever.
+// Recovery of instances whose lease expired, heartbeat timeouts through the
+// heartbeat scheduler, the stimulus sweeper and the refresher from
+// workflows_dir come next.
 package engine
 
 import (
@@ -40,10 +50,6 @@ import (
 	"github.com/weftworks/weft/plugins"
 )
 
-// ErrUnsupported is returned by Start for a workflow that uses a step kind
-// this version of the engine cannot run yet (see the package doc).
-var ErrUnsupported = errors.New("engine: not available yet")
-
 // Plugins runs activities; *plugins.Runtime implements it.
 type Plugins interface {
 	Invoke(ctx context.Context, version string, call plugins.Call) ([]byte, error)
@@ -66,6 +72,9 @@ type Config struct {
 	ActivityTimeout time.Duration
 	// TimerInterval is how often due timers are swept. Defaults to 50ms.
 	TimerInterval time.Duration
+	// StimulusTTL is how long a stimulus that found no bookmark waits for
+	// one before it moves to the dead letters. Defaults to 24h.
+	StimulusTTL time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -91,6 +100,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.TimerInterval == 0 {
 		c.TimerInterval = 50 * time.Millisecond
+	}
+	if c.StimulusTTL == 0 {
+		c.StimulusTTL = 24 * time.Hour
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -126,6 +138,7 @@ type Engine struct {
 	mu       sync.Mutex
 	programs map[string]*runner.Program // by "name@version"
 	waiters  map[string][]chan struct{} // by instance id: Wait calls to wake
+	running  map[string]chan struct{}   // by instance id: executions on this node
 }
 
 // New returns an Engine.
@@ -137,6 +150,7 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 	return &Engine{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
 		boot: randomHex(8), programs: map[string]*runner.Program{}, waiters: map[string][]chan struct{}{},
+		running: map[string]chan struct{}{},
 	}, nil
 }
 
@@ -163,6 +177,25 @@ func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*store.Defi
 // exists it is returned as it is. The instance is durably stored when Start
 // returns.
 func (e *Engine) Start(ctx context.Context, workflow string, input any, id string) (*store.Instance, error) {
+	inst, err := e.create(ctx, workflow, input, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	e.push(ctx, inst.ID, "start")
+	return inst, nil
+}
+
+// push queues an instance, logging a failure: the sweeps find its work
+// again (due timers, inbox, lease expiry).
+func (e *Engine) push(ctx context.Context, id, reason string) {
+	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: reason}); err != nil && ctx.Err() == nil {
+		e.log.Warn("queueing instance", "instance", id, "err", err)
+	}
+}
+
+// create stores a new pending instance (idempotently by id) without
+// queueing it.
+func (e *Engine) create(ctx context.Context, workflow string, input any, id string, parent *store.ParentRef) (*store.Instance, error) {
 	d, err := e.store.GetDefinition(ctx, workflow, 0)
 	if err != nil {
 		return nil, fmt.Errorf("engine: workflow %s: %w", workflow, err)
@@ -173,11 +206,7 @@ func (e *Engine) Start(ctx context.Context, workflow string, input any, id strin
 	}
 	pins := map[string]string{}
 	var pinErr error
-	prog.Definition().Walk(func(path string, s *definition.Step) bool {
-		if s.Kind == definition.KindWait || s.Kind == definition.KindWorkflow {
-			pinErr = fmt.Errorf("%w: %s at %s: %s steps", ErrUnsupported, workflow, path, s.Kind)
-			return false
-		}
+	prog.Definition().Walk(func(_ string, s *definition.Step) bool {
 		if s.Kind != definition.KindActivity || pins[s.Activity.Plugin] != "" {
 			return true
 		}
@@ -201,7 +230,7 @@ func (e *Engine) Start(ctx context.Context, workflow string, input any, id strin
 	}
 	inst := &store.Instance{
 		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: in,
-		Plugins: pins, Persistence: string(prog.Definition().Persistence),
+		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
 	}
 	_, err = e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.Event{{Type: "instance_created", Node: e.cfg.NodeID}}})
 	if errors.Is(err, store.ErrExists) {
@@ -212,14 +241,7 @@ func (e *Engine) Start(ctx context.Context, workflow string, input any, id strin
 	}
 	// Read back what the store made of it (times, revision) before a worker
 	// can change it.
-	stored, err := e.store.GetInstance(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: "start"}); err != nil {
-		return nil, fmt.Errorf("engine: queueing instance %s: %w", id, err)
-	}
-	return stored, nil
+	return e.store.GetInstance(ctx, id)
 }
 
 // Wait returns the instance once it is no longer pending or running

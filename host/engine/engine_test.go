@@ -289,13 +289,6 @@ steps: [ { id: x, activity: nope.echo }, { id: x, activity: kit.missing } ]
 	if !errors.As(err, &ve) || len(ve.Problems) < 3 {
 		t.Fatalf("SaveDefinition: %v, want every problem (unknown plugin, duplicate id, unknown activity)", err)
 	}
-	h.save(`
-name: waits
-steps: [ { id: w, wait: { event: go, key: k } } ]
-`)
-	if _, err := h.e.Start(ctx, "waits", nil, ""); !errors.Is(err, engine.ErrUnsupported) {
-		t.Fatalf("Start of a workflow with a wait: %v, want ErrUnsupported", err)
-	}
 	if _, err := h.e.Start(ctx, "no-such-workflow", nil, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Start of an unknown workflow: %v, want ErrNotFound", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -19,18 +20,27 @@ import (
 // execution is one run of an instance under its lock: from taking the lock
 // until the instance is suspended or finished.
 type execution struct {
-	e       *Engine
-	ctx     context.Context
-	lease   lock.Lease
-	inst    *store.Instance
-	prog    *runner.Program
-	st      *runner.State
-	timers  map[string]store.Timer
-	history []store.Event
-	dirty   bool
+	e         *Engine
+	ctx       context.Context
+	lease     lock.Lease
+	inst      *store.Instance
+	prog      *runner.Program
+	st        *runner.State
+	timers    map[string]store.Timer
+	bookmarks map[string]store.Bookmark // by token
+	history   []store.Event
+	dirty     bool
+	// consumed are inbox messages applied since the last commit; checked
+	// are bookmarks already matched against queued stimuli.
+	consumed  []string
+	checked   map[string]bool
+	delivered string // a queued stimulus applied since the last commit
+	children  []runner.StartChild
+	wake      chan struct{}
 
 	results  chan result
 	inflight map[string]*plugins.Heartbeat
+	seen     map[string]bool // inbox messages applied in this run
 	// err is the first failed commit: a fenced or refused writer must stop.
 	err error
 }
@@ -66,7 +76,8 @@ func (e *Engine) process(ctx context.Context, id string) error {
 	}
 	x := &execution{
 		e: e, ctx: ctx, lease: lease, inst: inst, prog: prog, st: &runner.State{},
-		timers: map[string]store.Timer{}, results: make(chan result), inflight: map[string]*plugins.Heartbeat{},
+		timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{}, checked: map[string]bool{},
+		results: make(chan result), inflight: map[string]*plugins.Heartbeat{}, wake: make(chan struct{}, 1), seen: map[string]bool{},
 	}
 	if len(inst.State) > 0 {
 		if err := json.Unmarshal(inst.State, x.st); err != nil {
@@ -80,6 +91,15 @@ func (e *Engine) process(ctx context.Context, id string) error {
 	for _, t := range timers {
 		x.timers[t.ID] = t
 	}
+	bms, err := e.store.Bookmarks(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, b := range bms {
+		x.bookmarks[b.Token] = b
+	}
+	e.register(id, x.wake)
+	defer e.unregister(id, x.wake)
 	return x.run()
 }
 
@@ -112,11 +132,31 @@ func (x *execution) run() error {
 
 	extend := time.NewTicker(x.e.cfg.LockTTL / 3)
 	defer extend.Stop()
-	for len(x.inflight) > 0 && x.err == nil {
+	for x.err == nil {
+		// Messages (stimuli, children's ends, cancellation) and queued
+		// stimuli for new bookmarks, until nothing new arrives and no
+		// attempt is in flight.
+		n, err := x.pollInbox()
+		if err == nil {
+			var m int
+			m, err = x.pollQueued()
+			n += m
+		}
+		if err != nil {
+			x.err = err
+			break
+		}
+		if n == 0 && len(x.inflight) == 0 {
+			break
+		}
+		if len(x.inflight) == 0 {
+			continue
+		}
 		select {
 		case r := <-x.results:
 			delete(x.inflight, r.token)
 			x.apply(x.event(r))
+		case <-x.wake:
 		case <-extend.C:
 			if err := x.lease.Extend(x.ctx, x.e.cfg.LockTTL); err != nil {
 				x.cancelAll()
@@ -139,6 +179,90 @@ func (x *execution) run() error {
 		return x.commit()
 	}
 	return nil
+}
+
+// pollInbox applies the instance's inbox messages not applied yet and
+// returns how many it applied.
+func (x *execution) pollInbox() (int, error) {
+	msgs, err := x.e.store.Inbox(x.ctx, x.inst.ID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range msgs {
+		if slices.Contains(x.consumed, m.ID) || x.seen[m.ID] {
+			continue
+		}
+		x.seen[m.ID] = true
+		x.consumed = append(x.consumed, m.ID)
+		n++
+		switch m.Kind {
+		case "stimulus":
+			var payload any
+			_ = json.Unmarshal(m.Payload, &payload)
+			x.apply(runner.StimulusDelivered{Token: m.Token, Payload: payload})
+		case "child":
+			var end childEnd
+			_ = json.Unmarshal(m.Payload, &end)
+			if end.Status == string(store.StatusCompleted) {
+				var out any
+				_ = json.Unmarshal(end.Output, &out)
+				x.apply(runner.ChildCompleted{Token: m.Token, Output: out})
+			} else {
+				f := runner.Failure{Code: end.Status, Message: "child " + end.ID + " " + end.Status}
+				if end.Error != nil {
+					f.Code, f.Message = end.Error.Code, end.Error.Message
+				}
+				x.apply(runner.ChildFailed{Token: m.Token, Failure: f})
+			}
+		case "cancel":
+			var reason string
+			_ = json.Unmarshal(m.Payload, &reason)
+			x.apply(runner.Cancel{Reason: reason})
+		}
+	}
+	return n, nil
+}
+
+// childEnd is the payload of a "child" message.
+type childEnd struct {
+	ID     string          `json:"id"`
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  *store.Failure  `json:"error,omitempty"`
+}
+
+// pollQueued delivers, to bookmarks not checked yet, the oldest queued
+// stimulus that matches each: a stimulus that arrived before its bookmark
+// existed. Each delivery is committed on its own, since a commit consumes
+// one queued stimulus.
+func (x *execution) pollQueued() (int, error) {
+	n := 0
+	for token, b := range x.bookmarks {
+		if x.checked[token] {
+			continue
+		}
+		x.checked[token] = true
+		pending, err := x.e.store.PendingStimuli(x.ctx, b.Event, b.Key)
+		if err != nil {
+			return n, err
+		}
+		if len(pending) == 0 {
+			continue
+		}
+		s := pending[0]
+		var payload any
+		_ = json.Unmarshal(s.Payload, &payload)
+		x.delivered = s.ID
+		x.apply(runner.StimulusDelivered{Token: token, Payload: payload})
+		if x.delivered != "" { // not committed by a Persist action
+			if err := x.commit(); err != nil {
+				return n, err
+			}
+		}
+		n++
+	}
+	return n, nil
 }
 
 func (x *execution) cancelAll() {
@@ -189,9 +313,14 @@ func (x *execution) apply(ev runner.Event) {
 			if hb := x.inflight[a.Token]; hb != nil {
 				hb.RequestCancel()
 			}
-		case runner.CreateBookmark, runner.StartChild, runner.RemoveBookmark, runner.CancelChild:
-			// Start refuses workflows with wait or workflow steps until the
-			// store's inbox delivers stimuli and children's results.
+		case runner.CreateBookmark:
+			x.bookmarks[a.Token] = store.Bookmark{InstanceID: x.inst.ID, StepPath: a.Path, Event: a.Event, Key: a.Key, Token: a.Token}
+		case runner.RemoveBookmark:
+			delete(x.bookmarks, a.Token)
+		case runner.StartChild:
+			x.children = append(x.children, a)
+		case runner.CancelChild:
+			x.cancelChild(a.Token)
 		case runner.Record:
 			data, _ := json.Marshal(a.Data)
 			if a.Data == nil {
@@ -206,6 +335,16 @@ func (x *execution) apply(ev runner.Event) {
 		}
 	}
 }
+
+// cancelChild cancels a child instance.
+func (x *execution) cancelChild(token string) {
+	if err := x.e.Cancel(x.ctx, childID(x.inst.ID, token), "parent "+x.inst.ID+" ended"); err != nil && !errors.Is(err, store.ErrNotFound) {
+		x.e.log.Warn("cancelling child", "instance", x.inst.ID, "err", err)
+	}
+}
+
+// childID names the child a parent starts for a step token.
+func childID(parent, token string) string { return parent + "." + token }
 
 // invoke starts an activity attempt.
 func (x *execution) invoke(inv runner.Invoke) {
@@ -269,13 +408,40 @@ func (x *execution) commit() error {
 	for _, t := range x.timers {
 		timers = append(timers, t)
 	}
-	rev, err := x.e.store.Commit(x.ctx, store.Commit{Instance: inst, Fence: x.lease.Token(), History: x.history, Timers: timers})
+	bookmarks := make([]store.Bookmark, 0, len(x.bookmarks))
+	for _, b := range x.bookmarks {
+		bookmarks = append(bookmarks, b)
+	}
+	// Children first: their ids come from the runner's deterministic
+	// tokens, so a parent replayed after a crash asks for the same ids and
+	// the store's idempotent create absorbs the repeat.
+	for _, c := range x.children {
+		if _, err := x.e.create(x.ctx, c.Workflow, c.Input, childID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
+			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
+		}
+	}
+	c := store.Commit{
+		Instance: inst, Fence: x.lease.Token(), History: x.history, Timers: timers, Bookmarks: bookmarks,
+		Consumed: x.consumed, DeliveredStimulus: x.delivered,
+	}
+	if inst.Status.Terminal() && inst.Parent != nil {
+		end, _ := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
+		c.Send = []store.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: "child", Token: inst.Parent.StepID, Payload: end}}
+	}
+	rev, err := x.e.store.Commit(x.ctx, c)
 	if err != nil {
 		return fmt.Errorf("committing instance %s: %w", inst.ID, err)
 	}
 	inst.Rev = rev
-	x.history = nil
+	x.history, x.consumed, x.delivered = nil, nil, ""
 	x.dirty = false
+	for _, ch := range x.children {
+		x.e.push(x.ctx, childID(inst.ID, ch.Token), "start")
+	}
+	x.children = nil
+	if len(c.Send) > 0 {
+		x.e.push(x.ctx, inst.Parent.InstanceID, "child")
+	}
 	if inst.Status != store.StatusRunning {
 		x.e.wake(inst.ID)
 	}

@@ -113,6 +113,7 @@ type CancelTimer struct{ Token string }
 type CreateBookmark struct {
 	Token  string
 	StepID string
+	Path   string
 	Event  string
 	Key    string
 }

@@ -262,7 +262,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		}
 		run.Pending, run.Token = PendingBookmark, a.next("b")
 		f.Run = run
-		a.emit(CreateBookmark{Token: run.Token, StepID: s.ID, Event: s.Wait.Event, Key: key})
+		a.emit(CreateBookmark{Token: run.Token, StepID: s.ID, Path: path, Event: s.Wait.Event, Key: key})
 		a.record("bookmark_created", path, 0, map[string]any{"event": s.Wait.Event, "key": key})
 		if s.Wait.Timeout > 0 {
 			run.TimeoutToken = a.next("t")

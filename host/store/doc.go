@@ -99,4 +99,18 @@
 //     done. A write that has begun is not abandoned when ctx ends: it returns
 //     when it is durable or refused, which keeps "the call failed" meaning
 //     "nothing was written".
+
+// # Inbox
+//
+// An instance's inbox holds Messages (stimuli for its bookmarks, children's
+// ends, cancellations) until a Commit of the instance consumes them. Seq is
+// one counter for the whole store: increasing within every inbox, never
+// reused, not consecutive. A message ID is deduplicated while the inbox
+// holds it; once consumed (or its instance deleted) the same ID can be
+// written again, so a sender that must not deliver twice keeps its own
+// record (a stimulus's delivered state does that for Deliver). Deliver sets
+// a delivered stimulus's DeliveredTo to the instance of the first message it
+// wrote. Message IDs may be up to MaxMessageIDLen bytes, longer than
+// instance ids, because they embed instance ids. Commit applies Consumed
+// before Send, so an instance may send to itself.
 package store

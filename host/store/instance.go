@@ -140,6 +140,15 @@ type Commit struct {
 	DeliveredStimulus string
 	// DeliveredOutcome is stored as the delivered stimulus's Outcome.
 	DeliveredOutcome json.RawMessage
+	// Consumed lists ids of messages in this instance's inbox that this
+	// commit has applied: they are removed with it. An id not in the inbox
+	// is ignored (it was consumed already).
+	Consumed []string
+	// Send writes messages to other instances' inboxes in the same
+	// transaction (a child's end to its parent). A message for an instance
+	// that does not exist is dropped; one whose ID the target inbox holds
+	// is not written twice.
+	Send []Message
 }
 
 // InstanceFilter selects instances for ListInstances.
@@ -174,6 +183,31 @@ type Bookmark struct {
 	StepPath   string `json:"step_path"`
 	Event      string `json:"event"`
 	Key        string `json:"key"`
+	// Token is the runner's name for the wait; a Message for this bookmark
+	// carries it. Optional for the store.
+	Token string `json:"token,omitempty"`
+}
+
+// Message is something for an instance to apply when it next runs: a
+// stimulus for one of its bookmarks, a child's end, a cancellation. It stays
+// in the instance's inbox until a Commit of that instance consumes it, so
+// that an event for a busy instance never blocks or fails its sender and is
+// never lost (SPEC §1: a child resuming its parent, a workflow signalling
+// itself).
+type Message struct {
+	InstanceID string `json:"instance_id"`
+	// ID is unique within the inbox: writing a message whose ID the inbox
+	// already holds writes nothing.
+	ID string `json:"id"`
+	// Kind is "stimulus", "child" or "cancel".
+	Kind string `json:"kind"`
+	// Token is the runner's token the message answers (a bookmark's or a
+	// child step's); empty for "cancel".
+	Token   string          `json:"token,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Seq orders an inbox; CreatedAt is set by the store.
+	Seq       uint64    `json:"seq"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Timer is a durable timer of an instance (a delay step, a wait's timeout,

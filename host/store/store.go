@@ -52,6 +52,19 @@ type Store interface {
 	// than afterSeq, in order. ErrNotFound when there is no such instance.
 	History(ctx context.Context, id string, afterSeq uint64, limit int) ([]Event, error)
 
+	// Deliver writes msgs to their instances' inboxes and, when s is not
+	// nil, records s as delivered (State delivered, with s.Outcome) in the
+	// same durable transaction. When s's ID is already known (queued,
+	// delivered or dead, not yet forgotten) it writes nothing and returns
+	// that record, as EnqueueStimulus does. Messages for instances that do
+	// not exist are dropped; a message whose ID its inbox already holds is
+	// not written twice.
+	Deliver(ctx context.Context, s *Stimulus, msgs []Message) (existing *Stimulus, err error)
+
+	// Inbox returns an instance's messages ordered by Seq; ErrNotFound when
+	// there is no such instance. DeleteInstance removes the inbox too.
+	Inbox(ctx context.Context, id string) ([]Message, error)
+
 	// Bookmarks returns an instance's bookmarks ordered by StepPath;
 	// ErrNotFound when there is no such instance.
 	Bookmarks(ctx context.Context, id string) ([]Bookmark, error)

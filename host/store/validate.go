@@ -10,6 +10,10 @@ const (
 	// MaxIDLen bounds instance, stimulus and timer ids, and definition and
 	// plugin names, in bytes.
 	MaxIDLen = 256
+	// MaxMessageIDLen bounds message ids, in bytes: more than MaxIDLen, so
+	// that an id made of others ("stimulus:" + stimulus id + ":" + token,
+	// "child:" + instance id) fits.
+	MaxMessageIDLen = 1024
 	// DefaultListLimit is the page size of a list whose limit is not
 	// positive.
 	DefaultListLimit = 100
@@ -31,12 +35,14 @@ func ClampLimit(n int) int {
 
 // CheckID reports an empty or too long id or name; what names the field in
 // the message.
-func CheckID(what, id string) error {
+func CheckID(what, id string) error { return checkID(what, id, MaxIDLen) }
+
+func checkID(what, id string, maxLen int) error {
 	if id == "" {
 		return Invalid("%s must not be empty", what)
 	}
-	if len(id) > MaxIDLen {
-		return Invalid("%s is %d bytes, more than %d", what, len(id), MaxIDLen)
+	if len(id) > maxLen {
+		return Invalid("%s is %d bytes, more than %d", what, len(id), maxLen)
 	}
 	return nil
 }
@@ -125,7 +131,60 @@ func (c Commit) Validate() error {
 	if c.DeliveredStimulus == "" && len(c.DeliveredOutcome) > 0 {
 		return Invalid("instance %q: delivered outcome without a delivered stimulus", in.ID)
 	}
-	return checkJSON(fmt.Sprintf("instance %q: delivered outcome", in.ID), c.DeliveredOutcome)
+	if err := checkJSON(fmt.Sprintf("instance %q: delivered outcome", in.ID), c.DeliveredOutcome); err != nil {
+		return err
+	}
+	for i, id := range c.Consumed {
+		if err := checkID(fmt.Sprintf("instance %q: consumed[%d]", in.ID, i), id, MaxMessageIDLen); err != nil {
+			return err
+		}
+	}
+	for i, m := range c.Send {
+		if err := m.validate(fmt.Sprintf("instance %q: send[%d]", in.ID, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate reports what is malformed in a message to write to an inbox:
+// InstanceID (at most MaxIDLen bytes), ID (at most MaxMessageIDLen) and
+// Kind are required, Payload must be JSON. The store sets Seq and
+// CreatedAt. The error matches ErrInvalid.
+func (m Message) Validate() error { return m.validate("message") }
+
+func (m Message) validate(what string) error {
+	if err := CheckID(what+": instance id", m.InstanceID); err != nil {
+		return err
+	}
+	if err := checkID(what+": id", m.ID, MaxMessageIDLen); err != nil {
+		return err
+	}
+	if m.Kind == "" {
+		return Invalid("%s %q: kind must not be empty", what, m.ID)
+	}
+	return checkJSON(fmt.Sprintf("%s %q: payload", what, m.ID), m.Payload)
+}
+
+// ValidateDeliver reports what is malformed in the arguments of
+// Store.Deliver: s, when not nil, as for EnqueueStimulus (ID, Name and
+// ExpiresAt required) with an Outcome that is JSON, and every message as
+// Message.Validate says. The error matches ErrInvalid.
+func ValidateDeliver(s *Stimulus, msgs []Message) error {
+	if s != nil {
+		if err := s.Validate(); err != nil {
+			return err
+		}
+		if err := checkJSON(fmt.Sprintf("stimulus %q: outcome", s.ID), s.Outcome); err != nil {
+			return err
+		}
+	}
+	for i, m := range msgs {
+		if err := m.validate(fmt.Sprintf("messages[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Validate reports what is malformed in a stimulus to enqueue; the error

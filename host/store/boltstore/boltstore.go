@@ -105,6 +105,8 @@ func (c Config) validate() error {
 }
 
 // schemaVersion is stored in the meta bucket; Open refuses other values.
+// Buckets added without changing what the others hold (the inbox) keep the
+// version: Open creates them in a file written before they existed.
 const schemaVersion = "1"
 
 // Bucket names. See doc.go for the layout.
@@ -132,10 +134,12 @@ var (
 	bDefLatest  = []byte("definitions_latest")
 	bDefSeq     = []byte("definitions_seq")
 	bPlugins    = []byte("plugins")
+	bInbox      = []byte("inbox")
+	bInboxIDs   = []byte("inbox_ids")
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
-		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins}
+		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs}
 )
 
 // Store is the embedded store: one bbolt file. It implements store.Store

@@ -206,6 +206,15 @@ func TestRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Deliver records stimuli with the same retention as Commit.
+	for _, st := range []store.Stimulus{
+		{ID: "dshort", Name: "e", ExpiresAt: t0.Add(time.Minute)},
+		{ID: "dlong", Name: "e", ExpiresAt: t0.Add(3 * time.Hour)},
+	} {
+		if _, err := s.Deliver(ctx, &st, []store.Message{{InstanceID: "i0", ID: st.ID, Kind: "stimulus"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := s.ExpireStimuli(ctx, t0.Add(time.Second), 10); err != nil {
 		t.Fatal(err)
 	}
@@ -213,9 +222,9 @@ func TestRetention(t *testing.T) {
 		at    time.Duration
 		known []string
 	}{
-		{59 * time.Minute, []string{"short", "long", "dies"}},
-		{time.Hour, []string{"long", "dies"}},
-		{2*time.Hour + time.Second, []string{"long"}},
+		{59 * time.Minute, []string{"short", "long", "dies", "dshort", "dlong"}},
+		{time.Hour, []string{"long", "dies", "dlong"}},
+		{2*time.Hour + time.Second, []string{"long", "dlong"}},
 		{3 * time.Hour, nil},
 	}
 	for _, tt := range tests {
@@ -223,7 +232,7 @@ func TestRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 		var known []string
-		for _, id := range []string{"short", "long", "dies"} {
+		for _, id := range []string{"short", "long", "dies", "dshort", "dlong"} {
 			_, err := s.GetStimulus(ctx, id)
 			switch {
 			case err == nil:

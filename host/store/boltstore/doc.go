@@ -58,6 +58,20 @@
 //	definitions_latest            name → latest version
 //	definitions_seq               name → highest version ever (kept after delete)
 //	plugins                       name → current version + history
+//	inbox                         (id, seq) → message
+//	inbox_ids                     (id, message id) → seq
+//
+// # Inbox
+//
+// A message's Seq comes from one sequence of the whole store (the inbox
+// bucket's), so it increases within every inbox and is never reused, even
+// for an instance deleted and created again; it is not dense. Deliver
+// records its stimulus with DeliveredTo set to the instance of the first
+// message it wrote (empty when it wrote none), and forgets it after
+// Config.DeliveredRetention exactly like a stimulus consumed by a Commit. A
+// Commit applies Consumed, then Send, after every check that can refuse it
+// and after writing the instance itself, so a message it sends to its own
+// instance (a workflow signalling itself, even from its create) is written.
 //
 // # Files
 //

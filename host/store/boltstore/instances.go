@@ -238,6 +238,12 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 				return err
 			}
 		}
+		if err := consumeMessages(tx, id, c.Consumed); err != nil {
+			return err
+		}
+		if _, err := putMessages(tx, c.Send, now); err != nil {
+			return err
+		}
 		rev = rec.Rev
 		return nil
 	})
@@ -474,6 +480,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 			return err
 		}
 		if err := replaceBookmarks(tx, id, nil); err != nil {
+			return err
+		}
+		if err := clearInbox(tx, id); err != nil {
 			return err
 		}
 		return replaceTimers(tx, id, nil)

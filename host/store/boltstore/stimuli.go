@@ -65,6 +65,12 @@ func (s *Store) deliver(tx *bolt.Tx, r *stimRecord, id string, outcome json.RawM
 	if err := unqueue(tx, r); err != nil {
 		return err
 	}
+	return s.recordDelivered(tx, r, id, outcome, now)
+}
+
+// recordDelivered stores r as delivered to instance id (which may be
+// empty) at now, to be forgotten when its retention ends. r is not queued.
+func (s *Store) recordDelivered(tx *bolt.Tx, r *stimRecord, id string, outcome json.RawMessage, now time.Time) error {
 	r.State = store.StimulusDelivered
 	r.SettledAt = now
 	r.DeliveredTo = id

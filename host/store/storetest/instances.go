@@ -373,6 +373,21 @@ func testInvalidCommits(t *testing.T, h *harness) {
 		{"outcome without stimulus", func() store.Commit {
 			return store.Commit{Instance: valid(), DeliveredOutcome: json.RawMessage(`{}`)}
 		}},
+		{"empty consumed id", func() store.Commit {
+			return store.Commit{Instance: valid(), Consumed: []string{"m", ""}}
+		}},
+		{"message without instance", func() store.Commit {
+			return store.Commit{Instance: valid(), Send: []store.Message{{ID: "m", Kind: "child"}}}
+		}},
+		{"message without id", func() store.Commit {
+			return store.Commit{Instance: valid(), Send: []store.Message{{InstanceID: "p", Kind: "child"}}}
+		}},
+		{"message without kind", func() store.Commit {
+			return store.Commit{Instance: valid(), Send: []store.Message{{InstanceID: "p", ID: "m"}}}
+		}},
+		{"message with a bad payload", func() store.Commit {
+			return store.Commit{Instance: valid(), Send: []store.Message{{InstanceID: "p", ID: "m", Kind: "child", Payload: json.RawMessage(`{`)}}}
+		}},
 	}
 	for _, tt := range tests {
 		_, err := h.s.Commit(ctx(t), tt.c())

@@ -29,6 +29,8 @@ func testDurability(t *testing.T, h *harness) {
 	})
 	h.enqueue(t, stimulus("q1", "paid", "o1", time.Hour))
 	h.enqueue(t, stimulus("dead", "paid", "o1", time.Second))
+	direct := stimulus("direct", "paid", "o1", time.Hour)
+	h.deliver(t, &direct, message("i", "m1"), message("i", "m2"))
 	_, err = h.s.ExpireStimuli(ctx(t), Epoch.Add(time.Second), 10)
 	must(t, "ExpireStimuli", err)
 
@@ -58,6 +60,10 @@ func testDurability(t *testing.T, h *harness) {
 	dead, _, err := s.DeadLetters(ctx(t), "", 10)
 	must(t, "DeadLetters", err)
 	wantStrings(t, "dead", stimulusIDs(dead), []string{"dead"})
+	if st, err := s.GetStimulus(ctx(t), "direct"); err != nil || st.State != store.StimulusDelivered || st.DeliveredTo != "i" {
+		t.Errorf("delivered stimulus after reopen = %+v, %v", st, err)
+	}
+	wantStrings(t, "inbox after reopen", h.inbox(t, "i"), []string{"m1", "m2"})
 	d, err := s.GetDefinition(ctx(t), "order", 0)
 	must(t, "GetDefinition", err)
 	if d.Version != 1 || string(d.Source) != "steps: []" {
@@ -75,10 +81,13 @@ func testDurability(t *testing.T, h *harness) {
 	pending, err = s.PendingStimuli(ctx(t), "paid", "o1")
 	must(t, "PendingStimuli", err)
 	wantStrings(t, "pending after reopen", stimulusIDs(pending), []string{"q1", "q2"})
-	rev := h.commit(t, store.Commit{Instance: got, Fence: 4, History: []store.Event{{Type: "resumed"}}, DeliveredStimulus: "q1"})
+	h.deliver(t, nil, message("i", "m3"), message("i", "m1"))
+	wantStrings(t, "inbox written after reopen", h.inbox(t, "i"), []string{"m1", "m2", "m3"})
+	rev := h.commit(t, store.Commit{Instance: got, Fence: 4, History: []store.Event{{Type: "resumed"}}, DeliveredStimulus: "q1", Consumed: []string{"m2"}})
 	if rev != 2 {
 		t.Errorf("rev after reopen = %d, want 2", rev)
 	}
+	wantStrings(t, "inbox after consuming after reopen", h.inbox(t, "i"), []string{"m1", "m3"})
 	evs, err = s.History(ctx(t), "i", 2, 0)
 	must(t, "History", err)
 	if len(evs) != 1 || evs[0].Seq != 3 {
@@ -118,6 +127,13 @@ func testCancelledContext(t *testing.T, h *harness) {
 		{"ListInstances", func() error { _, _, err := h.s.ListInstances(c, store.InstanceFilter{}); return err }},
 		{"DeleteInstance", func() error { return h.s.DeleteInstance(c, "i", 0) }},
 		{"History", func() error { _, err := h.s.History(c, "i", 0, 0); return err }},
+		{"Deliver", func() error {
+			s := stimulus("new", "e", "k", time.Hour)
+			_, err := h.s.Deliver(c, &s, []store.Message{message("i", "m")})
+			return err
+		}},
+		{"Deliver without stimulus", func() error { _, err := h.s.Deliver(c, nil, []store.Message{message("i", "m")}); return err }},
+		{"Inbox", func() error { _, err := h.s.Inbox(c, "i"); return err }},
 		{"Bookmarks", func() error { _, err := h.s.Bookmarks(c, "i"); return err }},
 		{"FindBookmarks", func() error { _, err := h.s.FindBookmarks(c, "e", "k"); return err }},
 		{"Timers", func() error { _, err := h.s.Timers(c, "i"); return err }},
@@ -153,6 +169,10 @@ func testCancelledContext(t *testing.T, h *harness) {
 	if s, err := h.s.GetStimulus(ctx(t), "s"); err != nil || s.State != store.StimulusQueued {
 		t.Errorf("stimulus = %+v, %v", s, err)
 	}
+	if _, err := h.s.GetStimulus(ctx(t), "new"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("cancelled enqueue or deliver: %v", err)
+	}
+	wantStrings(t, "inbox", h.inbox(t, "i"), nil)
 	if d, err := h.s.GetDefinition(ctx(t), "d", 0); err != nil || d.Version != 1 {
 		t.Errorf("definition = %+v, %v", d, err)
 	}

@@ -222,16 +222,22 @@ func testForgetSettledStimuli(t *testing.T, h *harness) {
 	h.enqueue(t, stimulus("dead", "e", "k", time.Second))
 	h.enqueue(t, stimulus("delivered", "e", "k", time.Hour))
 	h.commit(t, store.Commit{Instance: instance("i", "w"), DeliveredStimulus: "delivered"})
+	direct := stimulus("direct", "e", "k", time.Hour)
+	h.deliver(t, &direct, message("i", "m"))
 	now := h.clock.Advance(time.Minute)
 	_, err := h.s.ExpireStimuli(ctx(t), now, 10)
 	must(t, "ExpireStimuli", err)
+	for _, id := range []string{"dead", "delivered", "direct"} {
+		_, err := h.s.GetStimulus(ctx(t), id)
+		must(t, "GetStimulus "+id+" within its retention", err)
+	}
 
 	now = h.clock.Advance(30 * 24 * time.Hour)
-	for range 3 { // forgetting is bounded by limit per call
+	for range 4 { // forgetting is bounded by limit per call
 		_, err := h.s.ExpireStimuli(ctx(t), now, 1)
 		must(t, "ExpireStimuli", err)
 	}
-	for _, id := range []string{"dead", "delivered"} {
+	for _, id := range []string{"dead", "delivered", "direct"} {
 		_, err := h.s.GetStimulus(ctx(t), id)
 		wantErr(t, "GetStimulus "+id, err, store.ErrNotFound)
 		s := stimulus(id, "e", "k", 0)
@@ -241,4 +247,6 @@ func testForgetSettledStimuli(t *testing.T, h *harness) {
 	dead, _, err := h.s.DeadLetters(ctx(t), "", 10)
 	must(t, "DeadLetters", err)
 	wantStrings(t, "dead letters", stimulusIDs(dead), nil)
+	// Forgetting a stimulus leaves the messages it delivered.
+	wantStrings(t, "inbox", h.inbox(t, "i"), []string{"m"})
 }

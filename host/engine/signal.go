@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+// Stimulus is an external event: it resumes the instances waiting for its
+// name and key, and starts the workflows whose triggers name it.
+type Stimulus struct {
+	// ID makes the stimulus idempotent; empty gets a random one.
+	ID      string
+	Name    string
+	Key     string
+	Payload any
+}
+
+// Outcome is what a stimulus did.
+type Outcome struct {
+	ID      string   `json:"id"`
+	Resumed []string `json:"resumed"`
+	Started []string `json:"started"`
+	// Queued is true when nothing waited for it and nothing started: it
+	// waits, until its TTL, for a bookmark to appear.
+	Queued bool `json:"queued"`
+}
+
+// Signal delivers a stimulus and returns once what it did is durable. A
+// stimulus that was seen before (same ID) does nothing again and returns
+// the first outcome. An instance that is busy gets the stimulus in its inbox
+// and applies it when it is free: Signal never waits for an instance.
+func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
+	if s.ID == "" {
+		s.ID = newID(e.cfg.Now())
+	}
+	if old, err := e.store.GetStimulus(ctx, s.ID); err == nil {
+		return outcomeOf(old)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	payload, err := json.Marshal(s.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("engine: stimulus %s payload: %w", s.ID, err)
+	}
+	out := &Outcome{ID: s.ID, Resumed: []string{}, Started: []string{}}
+
+	// Triggers first, with ids derived from the stimulus: a retried signal
+	// starts the same instances, which the store's idempotent create
+	// absorbs.
+	started, err := e.trigger(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	out.Started = started
+
+	bms, err := e.store.FindBookmarks(ctx, s.Name, s.Key)
+	if err != nil {
+		return nil, err
+	}
+	rec := store.Stimulus{ID: s.ID, Name: s.Name, Key: s.Key, Payload: payload, ExpiresAt: e.cfg.Now().Add(e.cfg.StimulusTTL)}
+	if len(bms) == 0 && len(started) == 0 {
+		out.Queued = true
+		rec.Outcome, _ = json.Marshal(out)
+		existing, err := e.store.EnqueueStimulus(ctx, rec)
+		if err != nil {
+			return nil, err
+		}
+		if existing != nil {
+			return outcomeOf(existing)
+		}
+		return out, nil
+	}
+	var msgs []store.Message
+	for _, b := range bms {
+		msgs = append(msgs, store.Message{InstanceID: b.InstanceID, ID: "stimulus:" + s.ID + ":" + b.Token, Kind: "stimulus", Token: b.Token, Payload: payload})
+		out.Resumed = append(out.Resumed, b.InstanceID)
+	}
+	rec.Outcome, _ = json.Marshal(out)
+	existing, err := e.store.Deliver(ctx, &rec, msgs)
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil {
+		return outcomeOf(existing)
+	}
+	for _, id := range out.Resumed {
+		e.notify(ctx, id, "stimulus")
+	}
+	for _, id := range out.Started {
+		e.push(ctx, id, "start")
+	}
+	return out, nil
+}
+
+func outcomeOf(s *store.Stimulus) (*Outcome, error) {
+	var out Outcome
+	if len(s.Outcome) > 0 {
+		if err := json.Unmarshal(s.Outcome, &out); err != nil {
+			return nil, fmt.Errorf("engine: stimulus %s: stored outcome: %w", s.ID, err)
+		}
+	}
+	out.ID = s.ID
+	if s.State == store.StimulusQueued {
+		out.Queued = true
+	}
+	return &out, nil
+}
+
+// trigger starts an instance of every workflow whose trigger names the
+// stimulus, with its payload as input.
+func (e *Engine) trigger(ctx context.Context, s Stimulus) ([]string, error) {
+	started := []string{}
+	for cursor := ""; ; {
+		defs, next, err := e.store.ListDefinitions(ctx, cursor, 100)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range defs {
+			prog, err := e.program(ctx, d.Name, d.Version)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range prog.Definition().Triggers {
+				if t.Event != s.Name {
+					continue
+				}
+				inst, err := e.create(ctx, d.Name, s.Payload, "stim-"+s.ID+"-"+d.Name, nil)
+				if err != nil {
+					return nil, err
+				}
+				started = append(started, inst.ID)
+				break
+			}
+		}
+		if next == "" {
+			return started, nil
+		}
+		cursor = next
+	}
+}
+
+// Cancel cancels an instance: a message in its inbox, applied when it runs
+// next, at once when it runs on this node. Running activities see the
+// cancellation through their heartbeat and are stopped after the plugin
+// runtime's grace period; timers, bookmarks and children are cancelled.
+func (e *Engine) Cancel(ctx context.Context, id, reason string) error {
+	inst, err := e.store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if inst.Status.Terminal() {
+		return nil
+	}
+	payload, _ := json.Marshal(reason)
+	if _, err := e.store.Deliver(ctx, nil, []store.Message{{InstanceID: id, ID: "cancel", Kind: "cancel", Payload: payload}}); err != nil {
+		return err
+	}
+	e.notify(ctx, id, "cancel")
+	return nil
+}
+
+// notify makes an instance look at its inbox: the execution running it on
+// this node at once, otherwise through the queue.
+func (e *Engine) notify(ctx context.Context, id, reason string) {
+	e.mu.Lock()
+	wake := e.running[id]
+	e.mu.Unlock()
+	if wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default: // already woken
+		}
+	}
+	// Queued too: the execution may be about to finish without looking.
+	e.push(ctx, id, reason)
+}
+
+func (e *Engine) register(id string, wake chan struct{}) {
+	e.mu.Lock()
+	e.running[id] = wake
+	e.mu.Unlock()
+}
+
+func (e *Engine) unregister(id string, wake chan struct{}) {
+	e.mu.Lock()
+	if e.running[id] == wake {
+		delete(e.running, id)
+	}
+	e.mu.Unlock()
+}

@@ -1,0 +1,196 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/store"
+)
+
+const approvalFlow = `
+name: approval
+steps:
+  - { id: prep, activity: kit.echo, input: "${ input.id }", output: id }
+  - id: review
+    wait: { event: order.approved, key: "${ vars.id }", timeout: 1h }
+    output: approval
+output: "${ vars.approval.by }"
+`
+
+func (h *host) waitStatus(id string, want store.Status) *store.Instance {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		inst, err := h.e.Wait(ctx, id)
+		if err != nil {
+			h.t.Fatalf("waiting for %s to be %s: %v", id, want, err)
+		}
+		if inst.Status == want {
+			return inst
+		}
+		if inst.Status.Terminal() {
+			h.t.Fatalf("instance %s is %s (%+v), want %s", id, inst.Status, inst.Error, want)
+		}
+		time.Sleep(2 * time.Millisecond) // suspended, not yet as wanted: poll
+	}
+}
+
+func TestStimulusResumesWait(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(approvalFlow)
+	ctx := context.Background()
+	inst, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-42"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus(inst.ID, store.StatusSuspended)
+	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "s1", Name: "order.approved", Key: "o-42", Payload: map[string]any{"by": "ada"}})
+	if err != nil || len(out.Resumed) != 1 || out.Resumed[0] != inst.ID || out.Queued {
+		t.Fatalf("Signal: %+v, %v; want the instance resumed", out, err)
+	}
+	done := h.waitStatus(inst.ID, store.StatusCompleted)
+	if string(done.Output) != `"ada"` {
+		t.Fatalf("output %s, want the stimulus payload's by", done.Output)
+	}
+	// The same stimulus again does nothing and says what it did.
+	again, err := h.e.Signal(ctx, engine.Stimulus{ID: "s1", Name: "order.approved", Key: "o-42", Payload: "ignored"})
+	if err != nil || len(again.Resumed) != 1 || again.Resumed[0] != inst.ID {
+		t.Fatalf("repeated Signal: %+v, %v; want the first outcome", again, err)
+	}
+	if timers, _ := h.store.Timers(ctx, inst.ID); len(timers) != 0 {
+		t.Errorf("the wait's timeout timer is still armed: %+v", timers)
+	}
+}
+
+func TestStimulusBeforeItsBookmarkIsQueuedThenDelivered(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(approvalFlow)
+	ctx := context.Background()
+	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "early", Name: "order.approved", Key: "o-7", Payload: map[string]any{"by": "grace"}})
+	if err != nil || !out.Queued || len(out.Resumed) != 0 {
+		t.Fatalf("Signal with no bookmark: %+v, %v; want queued", out, err)
+	}
+	inst, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-7"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := h.waitStatus(inst.ID, store.StatusCompleted)
+	if string(done.Output) != `"grace"` {
+		t.Fatalf("output %s, want the queued stimulus's payload", done.Output)
+	}
+	if s, err := h.store.GetStimulus(ctx, "early"); err != nil || s.State != store.StimulusDelivered {
+		t.Fatalf("stimulus after delivery: %+v, %v", s, err)
+	}
+}
+
+func TestTriggerStartsWorkflow(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: on-order
+triggers: [ { event: order.created } ]
+steps: [ { id: up, activity: kit.upper, input: { text: "${ input.item }" }, output: up } ]
+output: "${ vars.up.text }"
+`)
+	ctx := context.Background()
+	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "t1", Name: "order.created", Payload: map[string]any{"item": "tea"}})
+	if err != nil || len(out.Started) != 1 || out.Queued {
+		t.Fatalf("Signal: %+v, %v; want one started", out, err)
+	}
+	done := h.waitStatus(out.Started[0], store.StatusCompleted)
+	if string(done.Output) != `"TEA"` {
+		t.Fatalf("output %s", done.Output)
+	}
+	again, err := h.e.Signal(ctx, engine.Stimulus{ID: "t1", Name: "order.created", Payload: map[string]any{"item": "tea"}})
+	if err != nil || len(again.Started) != 1 || again.Started[0] != out.Started[0] {
+		t.Fatalf("repeated Signal: %+v, %v; want the same instance, not a second", again, err)
+	}
+}
+
+func TestChildWorkflow(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: audit-trail
+steps: [ { id: up, activity: kit.upper, input: { text: "${ input.note }" }, output: up } ]
+output: "${ vars.up.text }"
+`)
+	h.save(`
+name: parent
+steps:
+  - { id: audit, workflow: audit-trail, input: { note: "${ input.note }" }, output: audit }
+  - { id: after, set: { done: true } }
+output: "${ vars.audit }"
+`)
+	done := h.finish("parent", map[string]any{"note": "checked"})
+	if done.Status != store.StatusCompleted || string(done.Output) != `"CHECKED"` {
+		t.Fatalf("parent %s output %s error %+v", done.Status, done.Output, done.Error)
+	}
+}
+
+func TestFailingChildFailsParent(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: bad-child
+steps: [ { id: f, fail: { code: nope, message: "child says no" } } ]
+`)
+	h.save(`
+name: parent-of-bad
+steps: [ { id: c, workflow: bad-child } ]
+`)
+	done := h.finish("parent-of-bad", nil)
+	if done.Status != store.StatusFailed || done.Error == nil || done.Error.Code != "nope" {
+		t.Fatalf("parent %s error %+v, want the child's failure", done.Status, done.Error)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(approvalFlow)
+	h.save(`
+name: busy
+steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
+`)
+	ctx := context.Background()
+
+	t.Run("suspended", func(t *testing.T) {
+		t.Parallel()
+		inst, err := h.e.Start(ctx, "approval", map[string]any{"id": "c-1"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.waitStatus(inst.ID, store.StatusSuspended)
+		if err := h.e.Cancel(ctx, inst.ID, "operator"); err != nil {
+			t.Fatal(err)
+		}
+		h.waitStatus(inst.ID, store.StatusCancelled)
+		if bms, _ := h.store.Bookmarks(ctx, inst.ID); len(bms) != 0 {
+			t.Errorf("bookmarks left: %+v", bms)
+		}
+		if timers, _ := h.store.Timers(ctx, inst.ID); len(timers) != 0 {
+			t.Errorf("timers left: %+v", timers)
+		}
+	})
+	t.Run("busy with a long activity", func(t *testing.T) {
+		t.Parallel()
+		inst, err := h.e.Start(ctx, "busy", nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := h.e.Cancel(ctx, inst.ID, "stop"); err != nil {
+			t.Fatal(err)
+		}
+		h.waitStatus(inst.ID, store.StatusCancelled)
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("a 60 s activity was cancelled after %s", d)
+		}
+	})
+}
