@@ -75,6 +75,9 @@ type Config struct {
 	// StimulusTTL is how long a stimulus that found no bookmark waits for
 	// one before it moves to the dead letters. Defaults to 24h.
 	StimulusTTL time.Duration
+	// StimulusInterval is how often expired stimuli are swept. Defaults to
+	// 1s.
+	StimulusInterval time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -104,6 +107,9 @@ func (c Config) WithDefaults() Config {
 	if c.StimulusTTL == 0 {
 		c.StimulusTTL = 24 * time.Hour
 	}
+	if c.StimulusInterval == 0 {
+		c.StimulusInterval = time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -119,8 +125,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("engine: Workers must be at least 1, got %d", c.Workers)
 	case c.LockTTL < time.Second:
 		return fmt.Errorf("engine: LockTTL must be at least 1s, got %s", c.LockTTL)
-	case c.AcquireTimeout <= 0 || c.ActivityTimeout <= 0 || c.TimerInterval <= 0:
-		return errors.New("engine: AcquireTimeout, ActivityTimeout and TimerInterval must be positive")
+	case c.AcquireTimeout <= 0 || c.ActivityTimeout <= 0 || c.TimerInterval <= 0 || c.StimulusTTL <= 0 || c.StimulusInterval <= 0:
+		return errors.New("engine: AcquireTimeout, ActivityTimeout, TimerInterval, StimulusTTL and StimulusInterval must be positive")
 	}
 	return nil
 }
@@ -347,10 +353,14 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.work(ctx)
 		}()
 	}
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		e.sweepTimers(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		e.sweepStimuli(ctx)
 	}()
 	wg.Wait()
 	return nil
@@ -397,6 +407,36 @@ func (e *Engine) sweepTimers(ctx context.Context) {
 				seen[tm.InstanceID] = true
 				_ = e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"})
 			}
+		}
+		lease.Release(context.WithoutCancel(ctx))
+	}
+}
+
+// stimuliLock is the singleton try-lock of the stimulus sweeper.
+const stimuliLock = "weft-stimuli-sweep"
+
+// sweepStimuli moves stimuli whose TTL ended without a bookmark to the dead
+// letters, and lets the store forget old delivered ones. It is a singleton:
+// a node whose try-lock fails skips its turn.
+func (e *Engine) sweepStimuli(ctx context.Context) {
+	t := time.NewTicker(e.cfg.StimulusInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		lease, ok, err := e.locks.TryAcquire(ctx, stimuliLock, max(time.Second, 4*e.cfg.StimulusInterval))
+		if err != nil || !ok {
+			continue
+		}
+		dead, err := e.store.ExpireStimuli(ctx, e.cfg.Now(), 1000)
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("expiring stimuli", "err", err)
+		}
+		for _, s := range dead {
+			e.log.Info("stimulus found no bookmark before its TTL; moved to the dead letters", "stimulus", s.ID, "name", s.Name, "key", s.Key)
 		}
 		lease.Release(context.WithoutCancel(ctx))
 	}

@@ -72,6 +72,17 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 		if existing != nil {
 			return outcomeOf(existing)
 		}
+		// A bookmark committed after the lookup above, by an instance that
+		// checked the queue before the stimulus was in it, would miss it
+		// until its TTL. Look again: any bookmark found now makes its
+		// instance check the queue once more.
+		late, err := e.store.FindBookmarks(ctx, s.Name, s.Key)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range late {
+			e.push(ctx, b.InstanceID, "stimulus")
+		}
 		return out, nil
 	}
 	var msgs []store.Message

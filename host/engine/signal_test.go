@@ -194,3 +194,27 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 		}
 	})
 }
+
+func TestUnclaimedStimulusGoesToDeadLetters(t *testing.T) {
+	t.Parallel()
+	h := newHostWith(t, engine.Config{NodeID: "n1", StimulusTTL: 50 * time.Millisecond, StimulusInterval: 10 * time.Millisecond})
+	ctx := context.Background()
+	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "lonely", Name: "nobody.waits", Key: "k"})
+	if err != nil || !out.Queued {
+		t.Fatalf("Signal: %+v, %v", out, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		dead, _, err := h.store.DeadLetters(ctx, "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dead) == 1 && dead[0].ID == "lonely" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dead letters %+v, want the lonely stimulus", dead)
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+}
