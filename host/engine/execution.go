@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -190,7 +189,7 @@ func (x *execution) pollInbox() (int, error) {
 	}
 	n := 0
 	for _, m := range msgs {
-		if slices.Contains(x.consumed, m.ID) || x.seen[m.ID] {
+		if x.seen[m.ID] {
 			continue
 		}
 		x.seen[m.ID] = true
