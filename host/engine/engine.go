@@ -78,6 +78,9 @@ type Config struct {
 	// StimulusInterval is how often expired stimuli are swept. Defaults to
 	// 1s.
 	StimulusInterval time.Duration
+	// RecoveryInterval is how often instances whose lease expired are
+	// looked for. Defaults to 1s.
+	RecoveryInterval time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -110,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	if c.StimulusInterval == 0 {
 		c.StimulusInterval = time.Second
 	}
+	if c.RecoveryInterval == 0 {
+		c.RecoveryInterval = time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -125,8 +131,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("engine: Workers must be at least 1, got %d", c.Workers)
 	case c.LockTTL < time.Second:
 		return fmt.Errorf("engine: LockTTL must be at least 1s, got %s", c.LockTTL)
-	case c.AcquireTimeout <= 0 || c.ActivityTimeout <= 0 || c.TimerInterval <= 0 || c.StimulusTTL <= 0 || c.StimulusInterval <= 0:
-		return errors.New("engine: AcquireTimeout, ActivityTimeout, TimerInterval, StimulusTTL and StimulusInterval must be positive")
+	case c.AcquireTimeout <= 0 || c.ActivityTimeout <= 0 || c.TimerInterval <= 0 || c.StimulusTTL <= 0 || c.StimulusInterval <= 0 || c.RecoveryInterval <= 0:
+		return errors.New("engine: AcquireTimeout, ActivityTimeout, TimerInterval, StimulusTTL, StimulusInterval and RecoveryInterval must be positive")
 	}
 	return nil
 }
@@ -353,10 +359,15 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.work(ctx)
 		}()
 	}
-	wg.Add(2)
+	e.requeuePending(ctx)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		e.sweepTimers(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		e.recover(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -407,6 +418,66 @@ func (e *Engine) sweepTimers(ctx context.Context) {
 				seen[tm.InstanceID] = true
 				_ = e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"})
 			}
+		}
+		lease.Release(context.WithoutCancel(ctx))
+	}
+}
+
+// requeuePending queues the instances created but not yet run: the
+// in-process ready queue does not survive a restart. (Under lazy
+// persistence an instance stays pending in the store until it first
+// suspends or finishes, so this also resumes instances a crash interrupted.)
+func (e *Engine) requeuePending(ctx context.Context) {
+	n := 0
+	for cursor := ""; ; {
+		items, next, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Cursor: cursor, Limit: 1000})
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("listing pending instances", "err", err)
+			}
+			return
+		}
+		for _, in := range items {
+			e.push(ctx, in.ID, "recovery")
+			n++
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if n > 0 {
+		e.log.Info("queued pending instances at start-up", "count", n)
+	}
+}
+
+// recoveryLock is the singleton try-lock of the recovery sweep.
+const recoveryLock = "weft-recovery-sweep"
+
+// recover queues the instances whose lease expired: their node stopped
+// renewing it (it died, or lost the instance). Lease expiry, not "not
+// updated for a while", decides (SPEC §6); the instance lock then makes sure
+// a live instance is never run twice. It is a singleton.
+func (e *Engine) recover(ctx context.Context) {
+	t := time.NewTicker(e.cfg.RecoveryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		lease, ok, err := e.locks.TryAcquire(ctx, recoveryLock, max(time.Second, 4*e.cfg.RecoveryInterval))
+		if err != nil || !ok {
+			continue
+		}
+		ids, err := e.store.ExpiredLeases(ctx, e.cfg.Now(), 1000)
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("finding expired leases", "err", err)
+		}
+		for _, id := range ids {
+			e.log.Info("recovering instance whose lease expired", "instance", id)
+			e.push(ctx, id, "recovery")
 		}
 		lease.Release(context.WithoutCancel(ctx))
 	}

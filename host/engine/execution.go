@@ -103,6 +103,11 @@ func (e *Engine) process(ctx context.Context, id string) error {
 }
 
 func (x *execution) run() error {
+	if x.st.Root != nil {
+		// Loaded state: whatever attempts it shows in flight died with the
+		// execution that started them.
+		x.apply(runner.Recover{})
+	}
 	if x.inst.Status == store.StatusPending {
 		var input any
 		if len(x.inst.Input) > 0 {
@@ -160,6 +165,13 @@ func (x *execution) run() error {
 			if err := x.lease.Extend(x.ctx, x.e.cfg.LockTTL); err != nil {
 				x.cancelAll()
 				return fmt.Errorf("instance %s: lost its lock: %w", x.inst.ID, err)
+			}
+			// The store's lease tells recovery this instance is alive.
+			// (The heartbeat scheduler will batch these renewals.)
+			if x.inst.Lease.Node != "" {
+				if _, err := x.e.store.RenewLeases(x.ctx, x.e.cfg.NodeID, x.e.boot, []string{x.inst.ID}, x.e.cfg.Now().Add(x.e.cfg.LockTTL)); err != nil && x.ctx.Err() == nil {
+					x.e.log.Warn("renewing lease", "instance", x.inst.ID, "err", err)
+				}
 			}
 		case <-x.ctx.Done():
 			// Shutting down: stop the attempts; the instance is resumed

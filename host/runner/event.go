@@ -63,6 +63,14 @@ type ChildFailed struct {
 // Cancel cancels the instance.
 type Cancel struct{ Reason string }
 
+// Recover tells the runner that no attempt of this instance is in flight
+// any more: the state was loaded by a new execution (after a crash, a
+// restart, or another node's lease expired). Every activity the state shows
+// in flight is rescheduled as its next attempt, with the details its last
+// failed attempt reported; the old attempts' tokens are refused from then
+// on.
+type Recover struct{}
+
 func (Start) event()             {}
 func (ActivityCompleted) event() {}
 func (ActivityFailed) event()    {}
@@ -71,6 +79,7 @@ func (StimulusDelivered) event() {}
 func (ChildCompleted) event()    {}
 func (ChildFailed) event()       {}
 func (Cancel) event()            {}
+func (Recover) event()           {}
 
 // Action is an output of Apply, for the shell to perform in order.
 type Action interface{ action() }

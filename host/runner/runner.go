@@ -80,6 +80,8 @@ func (p *Program) Apply(st *State, c Context, ev Event) []Action {
 		a.childFailed(ev)
 	case Cancel:
 		a.cancel(ev)
+	case Recover:
+		a.recover(a.st.Root)
 	}
 	a.settle()
 	return a.out
@@ -363,6 +365,21 @@ func (a *apply) fail(failure *Failure) {
 	a.st.Error = failure
 	a.record("instance_failed", failure.Step, 0, map[string]any{"code": failure.Code, "message": failure.Message})
 	a.emit(Finish{Status: StatusFailed, Error: failure})
+}
+
+// recover reschedules every activity in flight under f as its next attempt.
+func (a *apply) recover(f *Frame) {
+	if f == nil || f.Run == nil {
+		return
+	}
+	if f.Run.Pending == PendingActivity {
+		a.record("attempt_abandoned", stepPath(f), f.Run.Attempt, map[string]any{"token": f.Run.Token, "reason": "no longer in flight"})
+		f.Run.Attempt++
+		a.invoke(f, a.step(f))
+	}
+	for _, c := range f.Run.Children {
+		a.recover(c)
+	}
 }
 
 func (a *apply) cancel(ev Cancel) {

@@ -450,3 +450,41 @@ steps:
 		t.Errorf("error %+v, want the short step's path", s.st.Error)
 	}
 }
+
+func TestRecoverReschedulesOrphanedAttempts(t *testing.T) {
+	t.Parallel()
+	s := newScript(t, `
+name: orphan
+steps:
+  - id: both
+    parallel:
+      - steps: [ { id: a, activity: kit.work, input: a } ]
+      - steps: [ { id: b, activity: kit.work, input: b } ]
+`)
+	first := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0}, runner.Start{})
+	tok := tokensOf(first)
+	keys := map[string]string{}
+	for _, a := range first {
+		if inv, ok := a.(runner.Invoke); ok {
+			keys[fmt.Sprint(inv.Input)] = inv.IdempotencyKey
+		}
+	}
+	// The execution running them died; a new one recovers.
+	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0.Add(time.Minute)}, runner.Recover{})
+	again := map[string]runner.Invoke{}
+	for _, a := range acts {
+		if inv, ok := a.(runner.Invoke); ok {
+			again[fmt.Sprint(inv.Input)] = inv
+		}
+	}
+	if len(again) != 2 || again["a"].Attempt != 2 || again["b"].Attempt != 2 || again["a"].Token == tok["a"] {
+		t.Fatalf("after Recover: %+v; want both rescheduled as attempt 2 with new tokens", again)
+	}
+	if again["a"].IdempotencyKey != keys["a"] || again["b"].IdempotencyKey != keys["b"] {
+		t.Errorf("idempotency keys %s, %s; want the first attempts' %v", again["a"].IdempotencyKey, again["b"].IdempotencyKey, keys)
+	}
+	// A late completion of the dead attempt is refused.
+	s.expect(2*time.Minute, runner.ActivityCompleted{Token: tok["a"]}, `refused`)
+	s.apply(2*time.Minute, runner.ActivityCompleted{Token: again["a"].Token})
+	s.expect(2*time.Minute, runner.ActivityCompleted{Token: again["b"].Token}, `finish completed null; persist`)
+}

@@ -1,0 +1,207 @@
+package engine_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/queue/memqueue"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/lock"
+	"github.com/weftworks/weft/lock/local"
+	"github.com/weftworks/weft/plugins"
+)
+
+// cluster is several engines ("nodes") over one store and plugin runtime,
+// each with its own queue; locks is what they share, or not.
+type cluster struct {
+	t     *testing.T
+	store store.Store
+	rt    *plugins.Runtime
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	rt := testplugins.Runtime(t, plugins.Config{})
+	m, err := rt.Load(context.Background(), testplugins.Bytes(t, "kit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acts []string
+	for _, a := range m.Activities {
+		acts = append(acts, a.Name)
+	}
+	if _, err := st.PutPlugin(context.Background(), store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: acts}); err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{t: t, store: st, rt: rt}
+}
+
+// node returns an engine; run starts it, and the returned stop kills it
+// (its context ends: no further commits, its lease left to expire).
+func (c *cluster) node(name string, locks lock.Locker) (e *engine.Engine, run func() (stop func())) {
+	c.t.Helper()
+	e, err := engine.New(engine.Config{
+		NodeID: name, LockTTL: time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
+	}, c.store, locks, memqueue.New(100), c.rt)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return e, func() func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = e.Run(ctx); close(done) }()
+		stop := func() { cancel(); <-done }
+		c.t.Cleanup(stop)
+		return stop
+	}
+}
+
+func (c *cluster) waitFinished(e *engine.Engine, id string) *store.Instance {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	inst, err := e.WaitFinished(ctx, id)
+	if err != nil {
+		c.t.Fatalf("instance %s: %v", id, err)
+	}
+	return inst
+}
+
+func TestPendingInstancesRunAfterRestart(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	ctx := context.Background()
+	first, _ := c.node("first", local.New(local.Config{}))
+	if _, _, err := first.SaveDefinition(ctx, []byte(`
+name: quick
+steps: [ { id: e, activity: kit.echo, input: 1, output: e } ]
+output: "${ vars.e }"
+`)); err != nil {
+		t.Fatal(err)
+	}
+	// Started, but the node never runs: its in-process queue is lost.
+	inst, err := first.Start(ctx, "quick", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, run := c.node("second", local.New(local.Config{}))
+	run()
+	if done := c.waitFinished(second, inst.ID); done.Status != store.StatusCompleted || string(done.Output) != "1" {
+		t.Fatalf("instance %s output %s", done.Status, done.Output)
+	}
+}
+
+func TestDeadNodesInstanceIsTakenOver(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	ctx := context.Background()
+	a, runA := c.node("node-a", local.New(local.Config{}))
+	if _, _, err := a.SaveDefinition(ctx, []byte(`
+name: long
+persistence: activity
+steps:
+  - { id: first, activity: kit.echo, input: 1 }
+  - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 50 }, output: work }
+output: "${ vars.work.done_ms }"
+`)); err != nil {
+		t.Fatal(err)
+	}
+	stopA := runA()
+	inst, err := a.Start(ctx, "long", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Node A persisted the first activity and is in the second: kill it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := c.store.GetInstance(ctx, inst.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == store.StatusRunning && got.Lease.Node == "node-a" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node A never ran the instance (%s)", got.Status)
+		}
+		time.Sleep(2 * time.Millisecond) // polling with a deadline
+	}
+	stopA()
+
+	// Node B (its own locks, as another process's after A's died) finds the
+	// expired lease and finishes the instance.
+	b, runB := c.node("node-b", local.New(local.Config{}))
+	runB()
+	done := c.waitFinished(b, inst.ID)
+	if done.Status != store.StatusCompleted || string(done.Output) != "1500" {
+		t.Fatalf("instance %s output %s error %+v", done.Status, done.Output, done.Error)
+	}
+	evs, err := c.store.History(ctx, inst.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A scheduled attempt 1 of "work" (persisted with the first step's
+	// commit) and died; B abandoned it and ran attempt 2, with the same
+	// idempotency key.
+	var work []store.Event
+	abandonedByB := false
+	for _, e := range evs {
+		if e.Type == "activity_scheduled" && e.StepPath == "steps[1]" {
+			work = append(work, e)
+		}
+		if e.Type == "attempt_abandoned" && e.Node == "node-b" {
+			abandonedByB = true
+		}
+	}
+	if len(work) != 2 || work[0].Node != "node-a" || work[0].Attempt != 1 || work[1].Node != "node-b" || work[1].Attempt != 2 || !abandonedByB {
+		t.Fatalf("history %v: want A's attempt 1 abandoned by B and B's attempt 2", types(evs))
+	}
+}
+
+// Two live nodes sharing one lock service: leases are renewed while the
+// instance runs, so the recovery sweeps never take it over, and the instance
+// lock would refuse them anyway. The long activity runs once.
+func TestLiveInstanceIsNeverRunTwice(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	ctx := context.Background()
+	locks := local.New(local.Config{})
+	a, runA := c.node("node-a", locks)
+	b, runB := c.node("node-b", locks)
+	if _, _, err := a.SaveDefinition(ctx, []byte(`
+name: longer
+persistence: activity
+steps:
+  - { id: first, activity: kit.echo, input: 1 }
+  - { id: work, activity: kit.work, input: { ms: 2500, beat_ms: 50 } }
+`)); err != nil {
+		t.Fatal(err)
+	}
+	runA()
+	runB()
+	inst, err := a.Start(ctx, "longer", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := c.waitFinished(b, inst.ID)
+	if done.Status != store.StatusCompleted {
+		t.Fatalf("instance %s error %+v", done.Status, done.Error)
+	}
+	evs, err := c.store.History(ctx, inst.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(evs, "activity_scheduled"); n != 2 {
+		t.Fatalf("%d activities scheduled, want 2 (no step run twice): %v", n, types(evs))
+	}
+}
