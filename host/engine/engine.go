@@ -20,11 +20,19 @@
 // that finds no bookmark is queued with a TTL and delivered when a bookmark
 // for it appears.
 //
+// # Recovery
+//
+// A running instance renews its store lease with its lock. A singleton
+// sweep queues instances whose lease expired (their node died), and the
+// engine requeues pending instances when it starts; the run that picks one
+// up tells the runner (Recover) that the attempts its state shows in flight
+// died, and they are rescheduled as their next attempts. The instance lock
+// makes sure a live instance is never run twice.
+//
 // # Status
 //
-// Recovery of instances whose lease expired, heartbeat timeouts through the
-// heartbeat scheduler, the stimulus sweeper and the refresher from
-// workflows_dir come next.
+// Heartbeat timeouts and batched lease renewals through the heartbeat
+// scheduler, and the refresher from workflows_dir, come next.
 package engine
 
 import (
