@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
@@ -89,6 +90,9 @@ type Config struct {
 	// RecoveryInterval is how often instances whose lease expired are
 	// looked for. Defaults to 1s.
 	RecoveryInterval time.Duration
+	// Heartbeat configures the heartbeat scheduler that times out attempts
+	// whose guest stopped heartbeating. Defaults to heartbeat's defaults.
+	Heartbeat heartbeat.Config
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -159,6 +163,9 @@ type Engine struct {
 	programs map[string]*runner.Program // by "name@version"
 	waiters  map[string][]chan struct{} // by instance id: Wait calls to wake
 	running  map[string]chan struct{}   // by instance id: executions on this node
+
+	beats     *heartbeat.Service
+	heartbeat *beats
 }
 
 // New returns an Engine.
@@ -167,11 +174,18 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{
+	e := &Engine{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
 		boot: randomHex(8), programs: map[string]*runner.Program{}, waiters: map[string][]chan struct{}{},
 		running: map[string]chan struct{}{},
-	}, nil
+	}
+	e.heartbeat = &beats{e: e}
+	svc, err := heartbeat.NewService(cfg.Heartbeat, e.heartbeat, e.heartbeat, heartbeat.Env{Logger: e.log})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.beats = svc
+	return e, nil
 }
 
 // SaveDefinition validates source against the stored plugins and workflows
@@ -368,7 +382,11 @@ func (e *Engine) Run(ctx context.Context) error {
 		}()
 	}
 	e.requeuePending(ctx)
-	wg.Add(3)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		_ = e.beats.Run(ctx)
+	}()
 	go func() {
 		defer wg.Done()
 		e.sweepTimers(ctx)

@@ -159,7 +159,7 @@ func (x *execution) run() error {
 		select {
 		case r := <-x.results:
 			delete(x.inflight, r.token)
-			x.apply(x.event(r))
+			x.apply(x.event(r, x.e.heartbeat.forget(attemptItem(x.inst.ID, r.token))))
 		case <-x.wake:
 		case <-extend.C:
 			if err := x.lease.Extend(x.ctx, x.e.cfg.LockTTL); err != nil {
@@ -281,13 +281,24 @@ func (x *execution) cancelAll() {
 		hb.RequestCancel()
 	}
 	for range x.inflight {
-		<-x.results
+		r := <-x.results
+		x.e.heartbeat.forget(attemptItem(x.inst.ID, r.token))
 	}
 	clear(x.inflight)
 }
 
 // event turns an attempt's end into the runner's event.
-func (x *execution) event(r result) runner.Event {
+func (x *execution) event(r result, watched *attempt) runner.Event {
+	if watched != nil && watched.timedOut.Load() {
+		// The scheduler saw the guest stop heartbeating and stopped it.
+		watched.mu.Lock()
+		details := watched.details
+		watched.mu.Unlock()
+		return runner.ActivityFailed{
+			Token: r.token, Failure: retry.Of(retry.KindHeartbeatTimeout), LastHeartbeat: details,
+			Message: fmt.Sprintf("no heartbeat within %s", watched.timeout),
+		}
+	}
 	if r.err == nil {
 		var v any
 		if err := json.Unmarshal(r.out, &v); err != nil {
@@ -361,6 +372,9 @@ func childID(parent, token string) string { return parent + "." + token }
 func (x *execution) invoke(inv runner.Invoke) {
 	hb := plugins.NewHeartbeat(x.e.cfg.Now())
 	x.inflight[inv.Token] = hb
+	if inv.HeartbeatTimeout > 0 {
+		x.e.heartbeat.watch(attemptItem(x.inst.ID, inv.Token), &attempt{hb: hb, timeout: inv.HeartbeatTimeout})
+	}
 	timeout := inv.Timeout
 	if timeout == 0 {
 		timeout = x.e.cfg.ActivityTimeout
