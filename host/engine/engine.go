@@ -29,10 +29,17 @@
 // died, and they are rescheduled as their next attempts. The instance lock
 // makes sure a live instance is never run twice.
 //
+// # Heartbeats
+//
+// Attempts with a heartbeat_timeout are tracked by the node's heartbeat
+// scheduler (host/heartbeat); a guest that stops heartbeating is stopped and
+// its attempt fails as heartbeat_timeout with its last details, which the
+// next attempt receives.
+//
 // # Status
 //
-// Heartbeat timeouts and batched lease renewals through the heartbeat
-// scheduler, and the refresher from workflows_dir, come next.
+// Batched lease renewals through the heartbeat scheduler, attempt details
+// persisted with them, and the refresher from workflows_dir come next.
 package engine
 
 import (
