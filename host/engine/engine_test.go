@@ -16,6 +16,7 @@ import (
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
 )
@@ -32,7 +33,15 @@ func newHost(t testing.TB) *host {
 	return newHostWith(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond})
 }
 
+func newHostWithLocks(t testing.TB, locks lock.Locker) *host {
+	return newHostWithAll(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}, locks)
+}
+
 func newHostWith(t testing.TB, cfg engine.Config) *host {
+	return newHostWithAll(t, cfg, local.New(local.Config{}))
+}
+
+func newHostWithAll(t testing.TB, cfg engine.Config, locks lock.Locker) *host {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -55,7 +64,7 @@ func newHostWith(t testing.TB, cfg engine.Config) *host {
 	if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: acts}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(cfg, st, local.New(local.Config{}), memqueue.New(1000), rt)
+	e, err := engine.New(cfg, st, locks, memqueue.New(1000), rt)
 	if err != nil {
 		t.Fatal(err)
 	}
