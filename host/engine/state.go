@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/lock"
+)
+
+// StateFormat versions the document Export writes and Import reads.
+const StateFormat = 1
+
+// State is an instance's full state: enough to recreate it on another host
+// (or the same one, after a delete) and carry on.
+type State struct {
+	Format    int              `json:"format"`
+	Instance  store.Instance   `json:"instance"`
+	Runner    json.RawMessage  `json:"runner"`
+	Bookmarks []store.Bookmark `json:"bookmarks"`
+	Timers    []store.Timer    `json:"timers"`
+	Inbox     []store.Message  `json:"inbox"`
+}
+
+// Export returns an instance's full state. It takes no lock (SPEC §1): it
+// reads one committed state.
+func (e *Engine) Export(ctx context.Context, id string) (*State, error) {
+	inst, err := e.store.GetInstance(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Format: StateFormat, Instance: *inst, Runner: inst.State}
+	st.Instance.State = nil
+	if st.Bookmarks, err = e.store.Bookmarks(ctx, id); err != nil {
+		return nil, err
+	}
+	if st.Timers, err = e.store.Timers(ctx, id); err != nil {
+		return nil, err
+	}
+	if st.Inbox, err = e.store.Inbox(ctx, id); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Import writes an exported state as the instance's state, creating the
+// instance or replacing the existing one, under the instance lock. The
+// instance keeps its id, definition version and pinned plugins, which must
+// exist here; it is queued to carry on.
+func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) {
+	if s.Format != StateFormat {
+		return nil, fmt.Errorf("engine: state format %d, this host reads %d", s.Format, StateFormat)
+	}
+	id := s.Instance.ID
+	if _, err := e.program(ctx, s.Instance.Workflow, s.Instance.Version); err != nil {
+		return nil, err
+	}
+	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
+	lease, err := e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("engine: locking instance %s: %w", id, err)
+	}
+	defer lease.Release(context.WithoutCancel(ctx))
+
+	inst := s.Instance
+	inst.State = s.Runner
+	inst.Lease = store.Lease{}
+	inst.Rev = 0
+	if cur, err := e.store.GetInstance(ctx, id); err == nil {
+		inst.Rev = cur.Rev
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	bookmarks, timers := s.Bookmarks, s.Timers
+	if bookmarks == nil {
+		bookmarks = []store.Bookmark{}
+	}
+	if timers == nil {
+		timers = []store.Timer{}
+	}
+	if _, err := e.store.Commit(ctx, store.Commit{
+		Instance: &inst, Fence: lease.Token(), Bookmarks: bookmarks, Timers: timers, Send: s.Inbox,
+		History: []store.Event{{Type: "instance_imported", Node: e.cfg.NodeID}},
+	}); err != nil {
+		return nil, fmt.Errorf("engine: importing instance %s: %w", id, err)
+	}
+	e.push(ctx, id, "import")
+	return e.store.GetInstance(ctx, id)
+}
+
+// Delete removes an instance with its history, bookmarks, timers and inbox,
+// under the instance lock (SPEC §1): a running instance is deleted when its
+// run ends, never under it.
+func (e *Engine) Delete(ctx context.Context, id string) error {
+	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
+	lease, err := e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("engine: locking instance %s: %w", id, err)
+	}
+	defer lease.Release(context.WithoutCancel(ctx))
+	return e.store.DeleteInstance(ctx, id, lease.Token())
+}
