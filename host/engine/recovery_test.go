@@ -46,6 +46,26 @@ func newCluster(t *testing.T) *cluster {
 	return &cluster{t: t, store: st, rt: rt}
 }
 
+// nodeAt is node with the engine's clock shifted by skew.
+func (c *cluster) nodeAt(name string, skew time.Duration) (e *engine.Engine, run func() (stop func())) {
+	c.t.Helper()
+	e, err := engine.New(engine.Config{
+		NodeID: name, LockTTL: time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
+		Now: func() time.Time { return time.Now().Add(skew) },
+	}, c.store, local.New(local.Config{}), memqueue.New(100), c.rt)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return e, func() func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = e.Run(ctx); close(done) }()
+		stop := func() { cancel(); <-done }
+		c.t.Cleanup(stop)
+		return stop
+	}
+}
+
 // node returns an engine; run starts it, and the returned stop kills it
 // (its context ends: no further commits, its lease left to expire).
 func (c *cluster) node(name string, locks lock.Locker) (e *engine.Engine, run func() (stop func())) {
@@ -203,5 +223,46 @@ steps:
 	}
 	if n := count(evs, "activity_scheduled"); n != 2 {
 		t.Fatalf("%d activities scheduled, want 2 (no step run twice): %v", n, types(evs))
+	}
+}
+
+// A timer that fell due while the host was down fires once after start.
+func TestTimerDueDuringDowntimeFiresOnceAfterStart(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	ctx := context.Background()
+	before, runBefore := c.node("before", local.New(local.Config{}))
+	if _, _, err := before.SaveDefinition(ctx, []byte(`
+name: napper
+steps:
+  - { id: nap, delay: 1h }
+  - { id: after, activity: kit.echo, input: woke, output: woke }
+output: "${ vars.woke }"
+`)); err != nil {
+		t.Fatal(err)
+	}
+	stop := runBefore()
+	inst, err := before.Start(ctx, "napper", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := before.Wait(ctx, inst.ID); err != nil || got.Status != store.StatusSuspended {
+		t.Fatalf("before the downtime: %v, %v; want suspended on its timer", got.Status, err)
+	}
+	stop()
+
+	// The host comes back an hour and a minute later.
+	after, runAfter := c.nodeAt("after", time.Hour+time.Minute)
+	runAfter()
+	done := c.waitFinished(after, inst.ID)
+	if done.Status != store.StatusCompleted || string(done.Output) != `"woke"` {
+		t.Fatalf("instance %s output %s", done.Status, done.Output)
+	}
+	evs, err := c.store.History(ctx, inst.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(evs, "timer_fired"); n != 1 {
+		t.Fatalf("timer fired %d times: %v", n, types(evs))
 	}
 }

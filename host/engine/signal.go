@@ -203,3 +203,9 @@ func (e *Engine) unregister(id string, wake chan struct{}) {
 	}
 	e.mu.Unlock()
 }
+
+// DeadLetters returns a page of the stimuli that found no bookmark before
+// their TTL, in the order they died, and the next cursor.
+func (e *Engine) DeadLetters(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+	return e.store.DeadLetters(ctx, cursor, limit)
+}

@@ -205,7 +205,7 @@ func TestUnclaimedStimulusGoesToDeadLetters(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		dead, _, err := h.store.DeadLetters(ctx, "", 10)
+		dead, _, err := h.e.DeadLetters(ctx, "", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
