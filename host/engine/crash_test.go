@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
@@ -61,7 +62,8 @@ func crashHost(dir, mode, kitPath, cache, persistence string) error {
 	defer rt.Close(ctx)
 	e, err := engine.New(engine.Config{
 		NodeID: "host-" + mode, Workers: 2, LockTTL: time.Second, RecoveryInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler),
+		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
+		Logger:    slog.New(slog.DiscardHandler),
 	}, st, local.New(local.Config{}), memqueue.New(100), rt)
 	if err != nil {
 		return err

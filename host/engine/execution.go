@@ -42,6 +42,8 @@ type execution struct {
 	seen     map[string]bool // inbox messages applied in this run
 	// err is the first failed commit: a fenced or refused writer must stop.
 	err error
+	// leased is true once the heartbeat scheduler renews the lease.
+	leased bool
 }
 
 // result is an activity attempt's end.
@@ -99,6 +101,11 @@ func (e *Engine) process(ctx context.Context, id string) error {
 	}
 	e.register(id, x.wake)
 	defer e.unregister(id, x.wake)
+	defer func() {
+		if x.leased {
+			e.heartbeat.releaseLease(id)
+		}
+	}()
 	return x.run()
 }
 
@@ -161,18 +168,16 @@ func (x *execution) run() error {
 			delete(x.inflight, r.token)
 			x.apply(x.event(r, x.e.heartbeat.forget(attemptItem(x.inst.ID, r.token))))
 		case <-x.wake:
+			if x.e.heartbeat.leaseLost(x.inst.ID) {
+				x.cancelAll()
+				return fmt.Errorf("instance %s: lost its lease", x.inst.ID)
+			}
 		case <-extend.C:
 			if err := x.lease.Extend(x.ctx, x.e.cfg.LockTTL); err != nil {
 				x.cancelAll()
 				return fmt.Errorf("instance %s: lost its lock: %w", x.inst.ID, err)
 			}
-			// The store's lease tells recovery this instance is alive.
-			// (The heartbeat scheduler will batch these renewals.)
-			if x.inst.Lease.Node != "" {
-				if _, err := x.e.store.RenewLeases(x.ctx, x.e.cfg.NodeID, x.e.boot, []string{x.inst.ID}, x.e.cfg.Now().Add(x.e.cfg.LockTTL)); err != nil && x.ctx.Err() == nil {
-					x.e.log.Warn("renewing lease", "instance", x.inst.ID, "err", err)
-				}
-			}
+
 		case <-x.ctx.Done():
 			// Shutting down: stop the attempts; the instance is resumed
 			// from its last persisted state (activities run at least once).
@@ -458,6 +463,12 @@ func (x *execution) commit() error {
 		return fmt.Errorf("committing instance %s: %w", inst.ID, err)
 	}
 	inst.Rev = rev
+	if inst.Status == store.StatusRunning && !x.leased {
+		// The store's lease tells recovery this instance is alive; the
+		// heartbeat scheduler renews it, batched with the others.
+		x.leased = true
+		x.e.heartbeat.holdLease(inst.ID)
+	}
 	x.history, x.consumed, x.delivered = nil, nil, ""
 	x.dirty = false
 	for _, ch := range x.children {

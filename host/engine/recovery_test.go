@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
@@ -51,7 +52,8 @@ func (c *cluster) nodeAt(name string, skew time.Duration) (e *engine.Engine, run
 	c.t.Helper()
 	e, err := engine.New(engine.Config{
 		NodeID: name, LockTTL: time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
-		Now: func() time.Time { return time.Now().Add(skew) },
+		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
+		Now:       func() time.Time { return time.Now().Add(skew) },
 	}, c.store, local.New(local.Config{}), memqueue.New(100), c.rt)
 	if err != nil {
 		c.t.Fatal(err)
@@ -72,6 +74,7 @@ func (c *cluster) node(name string, locks lock.Locker) (e *engine.Engine, run fu
 	c.t.Helper()
 	e, err := engine.New(engine.Config{
 		NodeID: name, LockTTL: time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
+		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
 	}, c.store, locks, memqueue.New(100), c.rt)
 	if err != nil {
 		c.t.Fatal(err)
@@ -265,4 +268,53 @@ output: "${ vars.woke }"
 	if n := count(evs, "timer_fired"); n != 1 {
 		t.Fatalf("timer fired %d times: %v", n, types(evs))
 	}
+}
+
+// While an instance runs, the heartbeat scheduler keeps renewing its lease
+// in the store, so that recovery never sees it expire.
+func TestLeaseIsRenewedWhileRunning(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	ctx := context.Background()
+	e, run := c.node("renewer", local.New(local.Config{}))
+	if _, _, err := e.SaveDefinition(ctx, []byte(`
+name: lengthy
+persistence: activity
+steps:
+  - { id: first, activity: kit.echo, input: 1 }
+  - { id: work, activity: kit.work, input: { ms: 3000, beat_ms: 50 } }
+`)); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	inst, err := e.Start(ctx, "lengthy", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := c.store.GetInstance(ctx, inst.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Terminal() {
+			t.Fatalf("instance %s before its lease was seen renewed (first expiry %s)", got.Status, first)
+		}
+		if got.Status == store.StatusRunning && !got.Lease.Expiry.IsZero() {
+			if first.IsZero() {
+				first = got.Lease.Expiry
+			} else if got.Lease.Expiry.After(first.Add(500 * time.Millisecond)) {
+				break // renewed well past the first expiry: the 1s TTL alone would have ended
+			}
+			if expired, _ := c.store.ExpiredLeases(ctx, time.Now(), 10); len(expired) > 0 {
+				t.Fatalf("lease of a running instance expired: %v", expired)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lease never renewed")
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	c.waitFinished(e, inst.ID)
 }
