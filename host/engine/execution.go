@@ -170,7 +170,7 @@ func (x *execution) run() error {
 		case <-x.wake:
 			if x.e.heartbeat.leaseLost(x.inst.ID) {
 				x.cancelAll()
-				return fmt.Errorf("instance %s: lost its lease", x.inst.ID)
+				return fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
 			}
 		case <-extend.C:
 			if err := x.lease.Extend(x.ctx, x.e.cfg.LockTTL); err != nil {

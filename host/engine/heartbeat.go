@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,11 @@ import (
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/plugins"
 )
+
+// ErrLeaseLost is why an execution stops when the heartbeat scheduler finds
+// that the store no longer renews its instance's lease (it expired, or
+// another node took the instance over).
+var ErrLeaseLost = errors.New("engine: instance lease lost")
 
 // attempt is an activity attempt the heartbeat scheduler watches.
 type attempt struct {
