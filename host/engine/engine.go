@@ -78,8 +78,13 @@ type Config struct {
 	// Workers is how many instances this node runs at once. Defaults to
 	// 2 × GOMAXPROCS.
 	Workers int
-	// LockTTL is the instance lock's time to live; a running instance
-	// extends it every third of it. Defaults to 30s.
+	// LockTTL is the time to live of a running instance's lock and store
+	// lease. The lock is extended every third of it and the lease renewed
+	// by the heartbeat scheduler every cycle (2s by default), so it must
+	// cover several cycles; recovery takes a dead node's instances over
+	// once it has passed. Defaults to 8s: with the 1s recovery sweep, a
+	// dead node's work moves within about 9s, and a node must miss four
+	// renewal cycles before it loses an instance it is still running.
 	LockTTL time.Duration
 	// AcquireTimeout bounds waiting for an instance's lock. Defaults to 10s.
 	AcquireTimeout time.Duration
@@ -115,7 +120,7 @@ func (c Config) WithDefaults() Config {
 		c.Workers = 2 * runtime.GOMAXPROCS(0)
 	}
 	if c.LockTTL == 0 {
-		c.LockTTL = 30 * time.Second
+		c.LockTTL = 8 * time.Second
 	}
 	if c.AcquireTimeout == 0 {
 		c.AcquireTimeout = 10 * time.Second
