@@ -22,7 +22,9 @@
 //
 // # Recovery
 //
-// A running instance renews its store lease with its lock. A singleton
+// A running instance's store lease is renewed by the heartbeat scheduler
+// (and its lock by its execution); a lease the store no longer renews stops
+// the execution (ErrLeaseLost). A singleton
 // sweep queues instances whose lease expired (their node died), and the
 // engine requeues pending instances when it starts; the run that picks one
 // up tells the runner (Recover) that the attempts its state shows in flight
@@ -38,8 +40,10 @@
 //
 // # Status
 //
-// Batched lease renewals through the heartbeat scheduler, attempt details
-// persisted with them, and the refresher from workflows_dir come next.
+// Instance leases are renewed by the heartbeat scheduler, one store
+// transaction per batch. Next: instance locks renewed the same way (each
+// execution extends its own today), and attempt details persisted with the
+// renewals so that an attempt on a killed host resumes from them.
 package engine
 
 import (
@@ -399,18 +403,20 @@ func (e *Engine) Run(ctx context.Context) error {
 		defer wg.Done()
 		_ = e.beats.Run(ctx)
 	}()
-	go func() {
-		defer wg.Done()
-		e.sweepTimers(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		e.recover(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		e.sweepStimuli(ctx)
-	}()
+	for _, w := range []struct {
+		key      string
+		interval time.Duration
+		work     func(context.Context)
+	}{
+		{"weft-timers-sweep", e.cfg.TimerInterval, e.sweepTimers},
+		{"weft-recovery-sweep", e.cfg.RecoveryInterval, e.recover},
+		{"weft-stimuli-sweep", e.cfg.StimulusInterval, e.sweepStimuli},
+	} {
+		go func() {
+			defer wg.Done()
+			e.singleton(ctx, w.key, w.interval, w.work)
+		}()
+	}
 	wg.Wait()
 	return nil
 }
@@ -428,13 +434,10 @@ func (e *Engine) work(ctx context.Context) {
 	}
 }
 
-// timersLock is the singleton try-lock of the timer sweeper (SPEC §1).
-const timersLock = "weft-timers-sweep"
-
-// sweepTimers queues the instances whose timers are due. It is a
-// singleton: a node whose try-lock fails skips its turn.
-func (e *Engine) sweepTimers(ctx context.Context) {
-	t := time.NewTicker(e.cfg.TimerInterval)
+// singleton runs work every interval on the one node that holds the
+// try-lock key; the others skip their turn (SPEC §1).
+func (e *Engine) singleton(ctx context.Context, key string, interval time.Duration, work func(context.Context)) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -442,22 +445,27 @@ func (e *Engine) sweepTimers(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		lease, ok, err := e.locks.TryAcquire(ctx, timersLock, max(time.Second, 4*e.cfg.TimerInterval))
+		lease, ok, err := e.locks.TryAcquire(ctx, key, max(time.Second, 4*interval))
 		if err != nil || !ok {
 			continue
 		}
-		due, err := e.store.DueTimers(ctx, e.cfg.Now(), 1000)
-		if err != nil && ctx.Err() == nil {
-			e.log.Warn("sweeping timers", "err", err)
-		}
-		seen := map[string]bool{}
-		for _, tm := range due {
-			if !seen[tm.InstanceID] {
-				seen[tm.InstanceID] = true
-				_ = e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"})
-			}
-		}
+		work(ctx)
 		lease.Release(context.WithoutCancel(ctx))
+	}
+}
+
+// sweepTimers queues the instances whose timers are due.
+func (e *Engine) sweepTimers(ctx context.Context) {
+	due, err := e.store.DueTimers(ctx, e.cfg.Now(), 1000)
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("sweeping timers", "err", err)
+	}
+	seen := map[string]bool{}
+	for _, tm := range due {
+		if !seen[tm.InstanceID] {
+			seen[tm.InstanceID] = true
+			_ = e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"})
+		}
 	}
 }
 
@@ -489,65 +497,30 @@ func (e *Engine) requeuePending(ctx context.Context) {
 	}
 }
 
-// recoveryLock is the singleton try-lock of the recovery sweep.
-const recoveryLock = "weft-recovery-sweep"
-
 // recover queues the instances whose lease expired: their node stopped
 // renewing it (it died, or lost the instance). Lease expiry, not "not
 // updated for a while", decides (SPEC §6); the instance lock then makes sure
-// a live instance is never run twice. It is a singleton.
+// a live instance is never run twice.
 func (e *Engine) recover(ctx context.Context) {
-	t := time.NewTicker(e.cfg.RecoveryInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		lease, ok, err := e.locks.TryAcquire(ctx, recoveryLock, max(time.Second, 4*e.cfg.RecoveryInterval))
-		if err != nil || !ok {
-			continue
-		}
-		ids, err := e.store.ExpiredLeases(ctx, e.cfg.Now(), 1000)
-		if err != nil && ctx.Err() == nil {
-			e.log.Warn("finding expired leases", "err", err)
-		}
-		for _, id := range ids {
-			e.log.Info("recovering instance whose lease expired", "instance", id)
-			e.push(ctx, id, "recovery")
-		}
-		lease.Release(context.WithoutCancel(ctx))
+	ids, err := e.store.ExpiredLeases(ctx, e.cfg.Now(), 1000)
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("finding expired leases", "err", err)
+	}
+	for _, id := range ids {
+		e.log.Info("recovering instance whose lease expired", "instance", id)
+		e.push(ctx, id, "recovery")
 	}
 }
 
-// stimuliLock is the singleton try-lock of the stimulus sweeper.
-const stimuliLock = "weft-stimuli-sweep"
-
 // sweepStimuli moves stimuli whose TTL ended without a bookmark to the dead
-// letters, and lets the store forget old delivered ones. It is a singleton:
-// a node whose try-lock fails skips its turn.
+// letters, and lets the store forget old delivered ones.
 func (e *Engine) sweepStimuli(ctx context.Context) {
-	t := time.NewTicker(e.cfg.StimulusInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		lease, ok, err := e.locks.TryAcquire(ctx, stimuliLock, max(time.Second, 4*e.cfg.StimulusInterval))
-		if err != nil || !ok {
-			continue
-		}
-		dead, err := e.store.ExpireStimuli(ctx, e.cfg.Now(), 1000)
-		if err != nil && ctx.Err() == nil {
-			e.log.Warn("expiring stimuli", "err", err)
-		}
-		for _, s := range dead {
-			e.log.Info("stimulus found no bookmark before its TTL; moved to the dead letters", "stimulus", s.ID, "name", s.Name, "key", s.Key)
-		}
-		lease.Release(context.WithoutCancel(ctx))
+	dead, err := e.store.ExpireStimuli(ctx, e.cfg.Now(), 1000)
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("expiring stimuli", "err", err)
+	}
+	for _, s := range dead {
+		e.log.Info("stimulus found no bookmark before its TTL; moved to the dead letters", "stimulus", s.ID, "name", s.Name, "key", s.Key)
 	}
 }
 

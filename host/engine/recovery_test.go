@@ -47,34 +47,25 @@ func newCluster(t *testing.T) *cluster {
 	return &cluster{t: t, store: st, rt: rt}
 }
 
-// nodeAt is node with the engine's clock shifted by skew.
+// node returns an engine; run starts it, and the returned stop kills it
+// (its context ends: no further commits, its lease left to expire).
+func (c *cluster) node(name string, locks lock.Locker) (e *engine.Engine, run func() (stop func())) {
+	c.t.Helper()
+	return c.nodeWith(name, locks, 0)
+}
+
+// nodeAt is node with its own locks and the engine's clock shifted by skew.
 func (c *cluster) nodeAt(name string, skew time.Duration) (e *engine.Engine, run func() (stop func())) {
+	c.t.Helper()
+	return c.nodeWith(name, local.New(local.Config{}), skew)
+}
+
+func (c *cluster) nodeWith(name string, locks lock.Locker, skew time.Duration) (e *engine.Engine, run func() (stop func())) {
 	c.t.Helper()
 	e, err := engine.New(engine.Config{
 		NodeID: name, LockTTL: time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
 		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
 		Now:       func() time.Time { return time.Now().Add(skew) },
-	}, c.store, local.New(local.Config{}), memqueue.New(100), c.rt)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return e, func() func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { _ = e.Run(ctx); close(done) }()
-		stop := func() { cancel(); <-done }
-		c.t.Cleanup(stop)
-		return stop
-	}
-}
-
-// node returns an engine; run starts it, and the returned stop kills it
-// (its context ends: no further commits, its lease left to expire).
-func (c *cluster) node(name string, locks lock.Locker) (e *engine.Engine, run func() (stop func())) {
-	c.t.Helper()
-	e, err := engine.New(engine.Config{
-		NodeID: name, LockTTL: time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
-		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
 	}, c.store, locks, memqueue.New(100), c.rt)
 	if err != nil {
 		c.t.Fatal(err)
