@@ -110,9 +110,10 @@ func (e *Engine) process(ctx context.Context, id string) error {
 }
 
 func (x *execution) run() error {
-	if x.st.Root != nil {
+	if x.st.InFlight() {
 		// Loaded state: whatever attempts it shows in flight died with the
-		// execution that started them.
+		// execution that started them. (Only then: applying an event to a
+		// suspended state would persist it again for nothing.)
 		x.apply(runner.Recover{})
 	}
 	if x.inst.Status == store.StatusPending {
@@ -143,11 +144,20 @@ func (x *execution) run() error {
 
 	extend := time.NewTicker(x.e.cfg.LockTTL / 3)
 	defer extend.Stop()
+	// The inbox is read on the first pass, when the execution is woken (a
+	// message for it was written on this node), and before it finishes;
+	// not after every activity result.
+	poll := true
 	for x.err == nil {
 		// Messages (stimuli, children's ends, cancellation) and queued
 		// stimuli for new bookmarks, until nothing new arrives and no
 		// attempt is in flight.
-		n, err := x.pollInbox()
+		var n int
+		var err error
+		if poll || len(x.inflight) == 0 {
+			n, err = x.pollInbox()
+			poll = false
+		}
 		if err == nil {
 			var m int
 			m, err = x.pollQueued()
@@ -168,6 +178,7 @@ func (x *execution) run() error {
 			delete(x.inflight, r.token)
 			x.apply(x.event(r, x.e.heartbeat.forget(attemptItem(x.inst.ID, r.token))))
 		case <-x.wake:
+			poll = true
 			if x.e.heartbeat.leaseLost(x.inst.ID) {
 				x.cancelAll()
 				return fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)

@@ -130,7 +130,7 @@ func (a *apply) settle() {
 	}
 	if !a.st.Status.Finished() && a.st.Root != nil {
 		a.st.Status = StatusSuspended
-		if a.activityInFlight(a.st.Root) {
+		if a.st.InFlight() {
 			a.st.Status = StatusRunning
 		}
 	}
@@ -138,21 +138,6 @@ func (a *apply) settle() {
 	if a.st.Status != StatusRunning || a.persist {
 		a.emit(Persist{})
 	}
-}
-
-func (a *apply) activityInFlight(f *Frame) bool {
-	if f.Run == nil {
-		return false
-	}
-	if f.Run.Pending == PendingActivity {
-		return true
-	}
-	for _, c := range f.Run.Children {
-		if a.activityInFlight(c) {
-			return true
-		}
-	}
-	return false
 }
 
 func stepPath(f *Frame) string { return f.Path + "[" + strconv.Itoa(f.Index) + "]" }

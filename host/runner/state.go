@@ -134,3 +134,23 @@ type Run struct {
 	Items []any `json:"items,omitempty"`
 	Next  int   `json:"next,omitempty"`
 }
+
+// InFlight reports whether the state shows an activity attempt in flight:
+// after loading a state, those attempts died with the execution that
+// started them, and a Recover event reschedules them.
+func (s *State) InFlight() bool { return inFlight(s.Root) }
+
+func inFlight(f *Frame) bool {
+	if f == nil || f.Run == nil {
+		return false
+	}
+	if f.Run.Pending == PendingActivity {
+		return true
+	}
+	for _, c := range f.Run.Children {
+		if inFlight(c) {
+			return true
+		}
+	}
+	return false
+}
