@@ -30,6 +30,13 @@ import (
 const crashInstances = 8
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("WEFT_RESUME_DIR"); dir != "" {
+		if err := resumeHost(dir, os.Getenv("WEFT_CRASH_MODE"), os.Getenv("WEFT_CRASH_KIT"), os.Getenv("WEFT_CRASH_CACHE")); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if dir := os.Getenv("WEFT_CRASH_DIR"); dir != "" {
 		if err := crashHost(dir, os.Getenv("WEFT_CRASH_MODE"), os.Getenv("WEFT_CRASH_KIT"), os.Getenv("WEFT_CRASH_CACHE"), os.Getenv("WEFT_CRASH_PERSISTENCE")); err != nil {
 			fmt.Println("error:", err)

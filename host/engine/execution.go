@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftworks/weft/abi"
@@ -42,8 +43,16 @@ type execution struct {
 	seen     map[string]bool // inbox messages applied in this run
 	// err is the first failed commit: a fenced or refused writer must stop.
 	err error
-	// leased is true once the heartbeat scheduler renews the lease.
+	// leased is true once the heartbeat scheduler renews the lease; held
+	// mirrors it for the scheduler's goroutine.
 	leased bool
+	held   atomic.Bool
+	// persist carries the heartbeat scheduler's requests to commit a
+	// running instance that has no lease yet (lazy persistence), so that
+	// its long attempt becomes recoverable and its details can be stored;
+	// exited is closed when the execution stops reading it.
+	persist chan chan error
+	exited  chan struct{}
 }
 
 // result is an activity attempt's end.
@@ -79,7 +88,9 @@ func (e *Engine) process(ctx context.Context, id string) error {
 		e: e, ctx: ctx, lease: lease, inst: inst, prog: prog, st: &runner.State{},
 		timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{}, checked: map[string]bool{},
 		results: make(chan result), inflight: map[string]*plugins.Heartbeat{}, wake: make(chan struct{}, 1), seen: map[string]bool{},
+		persist: make(chan chan error), exited: make(chan struct{}),
 	}
+	defer close(x.exited)
 	if len(inst.State) > 0 {
 		if err := json.Unmarshal(inst.State, x.st); err != nil {
 			return fmt.Errorf("instance %s: state does not decode: %w", id, err)
@@ -112,9 +123,22 @@ func (e *Engine) process(ctx context.Context, id string) error {
 func (x *execution) run() error {
 	if x.st.InFlight() {
 		// Loaded state: whatever attempts it shows in flight died with the
-		// execution that started them. (Only then: applying an event to a
-		// suspended state would persist it again for nothing.)
-		x.apply(runner.Recover{})
+		// execution that started them; the next attempts resume from the
+		// details the heartbeat scheduler persisted for them. (Only then:
+		// applying an event to a suspended state would persist it again
+		// for nothing.)
+		beats, err := x.e.store.Heartbeats(x.ctx, x.inst.ID)
+		if err != nil {
+			return fmt.Errorf("instance %s: reading persisted heartbeats: %w", x.inst.ID, err)
+		}
+		rec := runner.Recover{}
+		if len(beats) > 0 {
+			rec.Heartbeats = make(map[string]json.RawMessage, len(beats))
+			for _, b := range beats {
+				rec.Heartbeats[b.Token] = b.Details
+			}
+		}
+		x.apply(rec)
 	}
 	if x.inst.Status == store.StatusPending {
 		var input any
@@ -177,6 +201,11 @@ func (x *execution) run() error {
 		case r := <-x.results:
 			delete(x.inflight, r.token)
 			x.apply(x.event(r, x.e.heartbeat.forget(attemptItem(x.inst.ID, r.token))))
+		case done := <-x.persist:
+			if !x.leased {
+				x.err = x.commit()
+			}
+			done <- x.err
 		case <-x.wake:
 			poll = true
 			if x.e.heartbeat.leaseLost(x.inst.ID) {
@@ -388,9 +417,9 @@ func childID(parent, token string) string { return parent + "." + token }
 func (x *execution) invoke(inv runner.Invoke) {
 	hb := plugins.NewHeartbeat(x.e.cfg.Now())
 	x.inflight[inv.Token] = hb
-	if inv.HeartbeatTimeout > 0 {
-		x.e.heartbeat.watch(attemptItem(x.inst.ID, inv.Token), &attempt{hb: hb, timeout: inv.HeartbeatTimeout})
-	}
+	// Every attempt is tracked: the scheduler times out those with a
+	// heartbeat timeout and persists the details of all of them.
+	x.e.heartbeat.watch(attemptItem(x.inst.ID, inv.Token), &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb, timeout: inv.HeartbeatTimeout})
 	timeout := inv.Timeout
 	if timeout == 0 {
 		timeout = x.e.cfg.ActivityTimeout
@@ -478,6 +507,7 @@ func (x *execution) commit() error {
 		// The store's lease tells recovery this instance is alive; the
 		// heartbeat scheduler renews it, batched with the others.
 		x.leased = true
+		x.held.Store(true)
 		x.e.heartbeat.holdLease(inst.ID)
 	}
 	x.history, x.consumed, x.delivered = nil, nil, ""

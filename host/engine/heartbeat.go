@@ -3,12 +3,14 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/weftworks/weft/host/heartbeat"
+	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -19,6 +21,10 @@ var ErrLeaseLost = errors.New("engine: instance lease lost")
 
 // attempt is an activity attempt the heartbeat scheduler watches.
 type attempt struct {
+	x        *execution
+	instance string
+	token    string
+	number   int
 	hb       *plugins.Heartbeat
 	timeout  time.Duration
 	timedOut atomic.Bool
@@ -34,34 +40,62 @@ type beats struct {
 	lost     sync.Map // instance id → true: its lease was lost
 }
 
-// Renew implements heartbeat.Renewer: the instance leases of a batch are
-// renewed in one store transaction (RenewLeases); a lease the store did not
-// renew was lost (expired, or taken over). Attempts need no renewal in the
-// embedded store: their details are persisted when they end.
+// Renew implements heartbeat.Renewer. A batch is one store transaction
+// (RenewLeases): the instance leases it holds are renewed, and the latest
+// details of its attempts whose guests heartbeated since the last renewal
+// are stored with them, so that they survive this node. A lease the store
+// did not renew was lost (expired, or taken over).
+//
+// An attempt whose instance has no lease yet — lazy persistence commits
+// only when the instance suspends or ends — first has its execution commit
+// the instance as running: an activity that outlives the first visit of
+// the scheduler (a cycle at most) becomes recoverable by any node, and its
+// details storable.
 func (b *beats) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbeat.Outcome {
 	out := make([]heartbeat.Outcome, len(batch))
-	var ids []string
-	for i, r := range batch {
-		switch r.Kind {
+	e := b.e
+	r := store.LeaseRenewal{Node: e.cfg.NodeID, Boot: e.boot, Expiry: e.cfg.Now().Add(e.cfg.LockTTL)}
+	var stored []int // batch indexes of the attempts whose details go out
+	for i, rn := range batch {
+		switch rn.Kind {
 		case heartbeat.InstanceLease:
-			ids = append(ids, strings.TrimPrefix(r.ID, leasePrefix))
+			r.IDs = append(r.IDs, strings.TrimPrefix(rn.ID, leasePrefix))
+		case heartbeat.Activity:
+			v, ok := b.attempts.Load(rn.ID)
+			if !ok {
+				out[i] = heartbeat.NotFound
+				continue
+			}
+			a := v.(*attempt)
+			if !a.x.held.Load() {
+				if err := a.x.persistNow(ctx); err != nil {
+					out[i] = heartbeat.Error // retried within the cycle
+					continue
+				}
+			}
+			out[i] = heartbeat.OK
+			if rn.Changed && rn.Details != nil {
+				r.Heartbeats = append(r.Heartbeats, store.Heartbeat{
+					InstanceID: a.instance, Token: a.token, Attempt: a.number, Details: rn.Details, Time: rn.LastBeat,
+				})
+				stored = append(stored, i)
+			}
 		default:
 			out[i] = heartbeat.OK
-			if _, ok := b.attempts.Load(r.ID); !ok {
-				out[i] = heartbeat.NotFound
-			}
 		}
 	}
-	if len(ids) == 0 {
+	if len(r.IDs) == 0 && len(r.Heartbeats) == 0 {
 		return out
 	}
-	e := b.e
-	renewed, err := e.store.RenewLeases(ctx, e.cfg.NodeID, e.boot, ids, e.cfg.Now().Add(e.cfg.LockTTL))
+	renewed, err := e.store.RenewLeases(ctx, r)
 	if err != nil {
-		for i, r := range batch {
-			if r.Kind == heartbeat.InstanceLease {
+		for i, rn := range batch {
+			if rn.Kind == heartbeat.InstanceLease {
 				out[i] = heartbeat.Error // retried within the cycle
 			}
+		}
+		for _, i := range stored {
+			out[i] = heartbeat.Error // so that the details are sent again
 		}
 		return out
 	}
@@ -69,15 +103,34 @@ func (b *beats) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbea
 	for _, id := range renewed {
 		ok[id] = true
 	}
-	for i, r := range batch {
-		if r.Kind == heartbeat.InstanceLease {
+	for i, rn := range batch {
+		if rn.Kind == heartbeat.InstanceLease {
 			out[i] = heartbeat.Superseded
-			if ok[strings.TrimPrefix(r.ID, leasePrefix)] {
+			if ok[strings.TrimPrefix(rn.ID, leasePrefix)] {
 				out[i] = heartbeat.OK
 			}
 		}
 	}
 	return out
+}
+
+// persistNow asks the execution to commit its instance as running, with a
+// lease, unless it has done so; it returns once the commit is durable.
+func (x *execution) persistNow(ctx context.Context) error {
+	done := make(chan error, 1)
+	select {
+	case x.persist <- done:
+	case <-x.exited:
+		return fmt.Errorf("instance %s: execution ended", x.inst.ID)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 const leasePrefix = "instance:"

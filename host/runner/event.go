@@ -67,9 +67,15 @@ type Cancel struct{ Reason string }
 // any more: the state was loaded by a new execution (after a crash, a
 // restart, or another node's lease expired). Every activity the state shows
 // in flight is rescheduled as its next attempt, with the details its last
-// failed attempt reported; the old attempts' tokens are refused from then
-// on.
-type Recover struct{}
+// failed attempt reported — or, when Heartbeats holds details for the
+// abandoned attempt's token, with those, which are newer; the old attempts'
+// tokens are refused from then on.
+type Recover struct {
+	// Heartbeats maps an attempt's token to the last details its guest
+	// reported before it was lost (the heartbeat scheduler persisted them
+	// with its lease renewals).
+	Heartbeats map[string]json.RawMessage
+}
 
 func (Start) event()             {}
 func (ActivityCompleted) event() {}

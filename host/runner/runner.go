@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -81,7 +82,7 @@ func (p *Program) Apply(st *State, c Context, ev Event) []Action {
 	case Cancel:
 		a.cancel(ev)
 	case Recover:
-		a.recover(a.st.Root)
+		a.recover(a.st.Root, ev.Heartbeats)
 	}
 	a.settle()
 	return a.out
@@ -353,17 +354,22 @@ func (a *apply) fail(failure *Failure) {
 }
 
 // recover reschedules every activity in flight under f as its next attempt.
-func (a *apply) recover(f *Frame) {
+func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 	if f == nil || f.Run == nil {
 		return
 	}
-	if f.Run.Pending == PendingActivity {
-		a.record("attempt_abandoned", stepPath(f), f.Run.Attempt, map[string]any{"token": f.Run.Token, "reason": "no longer in flight"})
-		f.Run.Attempt++
+	if r := f.Run; r.Pending == PendingActivity {
+		data := map[string]any{"token": r.Token, "reason": "no longer in flight"}
+		if d, ok := beats[r.Token]; ok && len(d) > 0 {
+			r.LastHeartbeat = d
+			data["last_heartbeat"] = d
+		}
+		a.record("attempt_abandoned", stepPath(f), r.Attempt, data)
+		r.Attempt++
 		a.invoke(f, a.step(f))
 	}
 	for _, c := range f.Run.Children {
-		a.recover(c)
+		a.recover(c, beats)
 	}
 }
 

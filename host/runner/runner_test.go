@@ -469,8 +469,11 @@ steps:
 			keys[fmt.Sprint(inv.Input)] = inv.IdempotencyKey
 		}
 	}
-	// The execution running them died; a new one recovers.
-	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0.Add(time.Minute)}, runner.Recover{})
+	// The execution running them died; a new one recovers, with the
+	// details a's attempt persisted before it was lost (b's had none).
+	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0.Add(time.Minute)}, runner.Recover{
+		Heartbeats: map[string]json.RawMessage{tok["a"]: json.RawMessage(`{"done_ms":40}`), "a999": json.RawMessage(`{"stale":true}`)},
+	})
 	again := map[string]runner.Invoke{}
 	for _, a := range acts {
 		if inv, ok := a.(runner.Invoke); ok {
@@ -479,6 +482,9 @@ steps:
 	}
 	if len(again) != 2 || again["a"].Attempt != 2 || again["b"].Attempt != 2 || again["a"].Token == tok["a"] {
 		t.Fatalf("after Recover: %+v; want both rescheduled as attempt 2 with new tokens", again)
+	}
+	if string(again["a"].LastHeartbeat) != `{"done_ms":40}` || again["b"].LastHeartbeat != nil {
+		t.Errorf("recovered attempts' last heartbeats: a=%s b=%s; want a's persisted details and none for b", again["a"].LastHeartbeat, again["b"].LastHeartbeat)
 	}
 	if again["a"].IdempotencyKey != keys["a"] || again["b"].IdempotencyKey != keys["b"] {
 		t.Errorf("idempotency keys %s, %s; want the first attempts' %v", again["a"].IdempotencyKey, again["b"].IdempotencyKey, keys)

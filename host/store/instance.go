@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -220,4 +221,54 @@ type Timer struct {
 	Due  time.Time       `json:"due"`
 	Kind string          `json:"kind,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// LeaseRenewal is one batch of RenewLeases: the leases of a node's running
+// instances, and the latest heartbeats of their running attempts.
+type LeaseRenewal struct {
+	// Node and Boot identify the lease owner; Node must not be empty.
+	Node string
+	Boot string
+	// IDs are the instances whose leases move to Expiry.
+	IDs    []string
+	Expiry time.Time
+	// Heartbeats are stored for the instances Node and Boot still hold.
+	Heartbeats []Heartbeat
+}
+
+// Heartbeat is the latest heartbeat of a running activity attempt: what
+// its guest last reported, persisted by the heartbeat scheduler so that the
+// next attempt gets it even when this node dies (SPEC §6).
+type Heartbeat struct {
+	InstanceID string `json:"instance_id"`
+	// Token is the runner's token of the attempt; unique per attempt.
+	Token   string `json:"token"`
+	Attempt int    `json:"attempt"`
+	// Details is the JSON document the guest last passed to heartbeat.
+	Details json.RawMessage `json:"details,omitempty"`
+	// Time is when the guest reported it.
+	Time time.Time `json:"time"`
+}
+
+// Validate reports what is malformed in r, naming the field; the error
+// matches ErrInvalid.
+func (r LeaseRenewal) Validate() error {
+	switch {
+	case r.Node == "":
+		return Invalid("lease node must not be empty")
+	case r.Expiry.IsZero() && len(r.IDs) > 0:
+		return Invalid("lease expiry must be set")
+	}
+	for i, h := range r.Heartbeats {
+		switch {
+		case h.InstanceID == "":
+			return Invalid("heartbeat %d: instance id must not be empty", i)
+		case h.Token == "":
+			return Invalid("heartbeat %d of instance %q: token must not be empty", i, h.InstanceID)
+		}
+		if err := checkJSON(fmt.Sprintf("heartbeat %d of instance %q: details", i, h.InstanceID), h.Details); err != nil {
+			return err
+		}
+	}
+	return nil
 }

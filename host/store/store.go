@@ -81,13 +81,26 @@ type Store interface {
 	// after now, ordered by (Due, InstanceID, ID). It removes nothing.
 	DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
 
-	// RenewLeases moves the lease expiry of the instances ids to expiry, in
-	// one durable transaction, for those whose lease is held by node and
-	// boot, has not expired (by the store's clock) and that are not
-	// terminal; it returns those, in the order given. The others are left
-	// alone and the caller has lost them. Renewal changes neither Rev nor
-	// UpdatedAt.
-	RenewLeases(ctx context.Context, node, boot string, ids []string, expiry time.Time) (renewed []string, err error)
+	// RenewLeases moves the lease expiry of the instances r.IDs to
+	// r.Expiry, in one durable transaction, for those whose lease is held
+	// by r.Node and r.Boot, has not expired (by the store's clock) and that
+	// are not terminal; it returns those, in the order given. The others
+	// are left alone and the caller has lost them. Renewal changes neither
+	// Rev nor UpdatedAt.
+	//
+	// In the same transaction it stores r.Heartbeats, each replacing the
+	// one stored for its (InstanceID, Token), for the instances that pass
+	// the same test (held by Node and Boot, unexpired, not terminal), whether
+	// or not they are in r.IDs; the others are dropped. This is how the
+	// heartbeat scheduler persists the latest details of running attempts
+	// with its renewals, so that they survive the node (SPEC §6).
+	RenewLeases(ctx context.Context, r LeaseRenewal) (renewed []string, err error)
+
+	// Heartbeats returns the heartbeats RenewLeases stored for an
+	// instance's attempts, ordered by Token; ErrNotFound when there is no
+	// such instance. A Commit that makes the instance terminal removes
+	// them, and so does DeleteInstance.
+	Heartbeats(ctx context.Context, id string) ([]Heartbeat, error)
 
 	// ExpiredLeases returns up to limit ids of non-terminal instances whose
 	// lease is set and expired at now (Expiry not after now), earliest

@@ -136,10 +136,11 @@ var (
 	bPlugins    = []byte("plugins")
 	bInbox      = []byte("inbox")
 	bInboxIDs   = []byte("inbox_ids")
+	bBeats      = []byte("heartbeats")
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
-		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs}
+		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats}
 )
 
 // Store is the embedded store: one bbolt file. It implements store.Store

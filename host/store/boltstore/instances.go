@@ -241,6 +241,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		if err := consumeMessages(tx, id, c.Consumed); err != nil {
 			return err
 		}
+		if rec.Status.Terminal() {
+			if err := clearHeartbeats(tx, id); err != nil {
+				return err
+			}
+		}
 		if _, err := putMessages(tx, c.Send, now); err != nil {
 			return err
 		}
@@ -485,6 +490,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 		if err := clearInbox(tx, id); err != nil {
 			return err
 		}
+		if err := clearHeartbeats(tx, id); err != nil {
+			return err
+		}
 		return replaceTimers(tx, id, nil)
 	})
 }
@@ -599,38 +607,54 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stor
 }
 
 // RenewLeases implements store.Store.
-func (s *Store) RenewLeases(ctx context.Context, node, boot string, ids []string, expiry time.Time) ([]string, error) {
+func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if node == "" {
-		return nil, store.Invalid("lease node must not be empty")
+	if err := r.Validate(); err != nil {
+		return nil, err
 	}
-	if expiry.IsZero() {
-		return nil, store.Invalid("lease expiry must be set")
-	}
-	if len(ids) == 0 {
+	if len(r.IDs) == 0 && len(r.Heartbeats) == 0 {
 		return nil, nil
 	}
-	expiry = expiry.UTC()
+	expiry := r.Expiry.UTC()
 	var renewed []string
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		renewed = nil
 		now := s.now()
-		for _, id := range ids {
-			r, err := getInst(tx, id)
+		held := func(in *instRecord) bool {
+			return in != nil && !in.Status.Terminal() && in.Lease.Held(r.Node, r.Boot) && in.Lease.Expiry.After(now)
+		}
+		// Heartbeats first: the test must see the lease as it was before
+		// this renewal, like the renewals themselves do.
+		beats := tx.Bucket(bBeats)
+		for _, h := range r.Heartbeats {
+			in, err := getInst(tx, h.InstanceID)
 			if err != nil {
 				return err
 			}
-			if r == nil || r.Status.Terminal() || !r.Lease.Held(node, boot) || !r.Lease.Expiry.After(now) {
+			if !held(in) {
 				continue
 			}
-			old := instIndexes(&r.Instance)
-			r.Lease.Expiry = expiry
-			if err := syncIndexes(tx, old, instIndexes(&r.Instance)); err != nil {
+			h.Time = h.Time.UTC()
+			if err := putJSON(beats, key(nil).str(h.InstanceID).str(h.Token), h); err != nil {
 				return err
 			}
-			if err := putJSON(tx.Bucket(bInst), []byte(id), r); err != nil {
+		}
+		for _, id := range r.IDs {
+			in, err := getInst(tx, id)
+			if err != nil {
+				return err
+			}
+			if !held(in) {
+				continue
+			}
+			old := instIndexes(&in.Instance)
+			in.Lease.Expiry = expiry
+			if err := syncIndexes(tx, old, instIndexes(&in.Instance)); err != nil {
+				return err
+			}
+			if err := putJSON(tx.Bucket(bInst), []byte(id), in); err != nil {
 				return err
 			}
 			renewed = append(renewed, id)
@@ -641,6 +665,24 @@ func (s *Store) RenewLeases(ctx context.Context, node, boot string, ids []string
 		return nil, err
 	}
 	return renewed, nil
+}
+
+// Heartbeats implements store.Store.
+func (s *Store) Heartbeats(ctx context.Context, id string) ([]store.Heartbeat, error) {
+	var out []store.Heartbeat
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bInst).Get([]byte(id)) == nil {
+			return store.NotFound("instance %q", id)
+		}
+		return scanJSON(tx.Bucket(bBeats), key(nil).str(id), 0, func(h store.Heartbeat) { out = append(out, h) })
+	})
+	return out, err
+}
+
+// clearHeartbeats removes an instance's stored heartbeats.
+func clearHeartbeats(tx *bolt.Tx, id string) error {
+	b := tx.Bucket(bBeats)
+	return deleteKeys(b, prefixKeys(b, key(nil).str(id)))
 }
 
 // ExpiredLeases implements store.Store.

@@ -636,7 +636,7 @@ func testRenewLeases(t *testing.T, h *harness) {
 
 	later := Epoch.Add(time.Minute)
 	ids := []string{"mine2", "other-node", "missing", "old-boot", "expired", "done", "unleased", "mine1"}
-	renewed, err := h.s.RenewLeases(ctx(t), "n1", "b1", ids, later)
+	renewed, err := h.s.RenewLeases(ctx(t), store.LeaseRenewal{Node: "n1", Boot: "b1", IDs: ids, Expiry: later})
 	must(t, "RenewLeases", err)
 	wantStrings(t, "renewed", renewed, []string{"mine2", "mine1"})
 	for _, tt := range []struct {
@@ -652,7 +652,7 @@ func testRenewLeases(t *testing.T, h *harness) {
 		}
 		wantTime(t, tt.id+" UpdatedAt", got.UpdatedAt, Epoch)
 	}
-	renewed, err = h.s.RenewLeases(ctx(t), "n1", "b1", nil, later)
+	renewed, err = h.s.RenewLeases(ctx(t), store.LeaseRenewal{Node: "n1", Boot: "b1", Expiry: later})
 	must(t, "RenewLeases of none", err)
 	wantStrings(t, "renewed none", renewed, nil)
 }
@@ -712,7 +712,7 @@ func testExpiredLeases(t *testing.T, h *harness) {
 // another node replaces the lease.
 func testLeaseRenewalSurvivesOwnerCommit(t *testing.T, h *harness) {
 	in := h.create(t, leased("i", "n1", "b1", Epoch.Add(10*time.Second)))
-	renewed, err := h.s.RenewLeases(ctx(t), "n1", "b1", []string{"i"}, Epoch.Add(time.Minute))
+	renewed, err := h.s.RenewLeases(ctx(t), store.LeaseRenewal{Node: "n1", Boot: "b1", IDs: []string{"i"}, Expiry: Epoch.Add(time.Minute)})
 	must(t, "RenewLeases", err)
 	wantStrings(t, "renewed", renewed, []string{"i"})
 	in.Vars = json.RawMessage(`{"step": 2}`)
@@ -957,4 +957,97 @@ func testCommitHammer(t *testing.T, h *harness) {
 			t.Fatalf("event %d carries %s, want %d: history out of order", i+1, e.Data, i+1)
 		}
 	}
+}
+
+// testHeartbeats: RenewLeases stores the latest heartbeat per attempt for
+// the instances the node still holds, in the same transaction; a terminal
+// commit and DeleteInstance remove them.
+func testHeartbeats(t *testing.T, h *harness) {
+	soon := Epoch.Add(10 * time.Second)
+	h.create(t, leased("mine", "n1", "b1", soon))
+	h.create(t, leased("theirs", "n2", "b1", soon))
+	h.create(t, leased("lapsed", "n1", "b1", Epoch))
+	beat := func(id, token string, attempt int, details string) store.Heartbeat {
+		return store.Heartbeat{InstanceID: id, Token: token, Attempt: attempt, Details: json.RawMessage(details), Time: Epoch}
+	}
+	beats := func(id string) []store.Heartbeat {
+		t.Helper()
+		got, err := h.s.Heartbeats(ctx(t), id)
+		must(t, "Heartbeats "+id, err)
+		return got
+	}
+	wantBeats := func(id string, want ...store.Heartbeat) {
+		t.Helper()
+		got := beats(id)
+		if len(got) != len(want) {
+			t.Fatalf("Heartbeats(%s) = %d records, want %d: %+v", id, len(got), len(want), got)
+		}
+		for i := range want {
+			if got[i].InstanceID != want[i].InstanceID || got[i].Token != want[i].Token || got[i].Attempt != want[i].Attempt {
+				t.Errorf("Heartbeats(%s)[%d] = %s/%s #%d, want %s/%s #%d", id, i, got[i].InstanceID, got[i].Token, got[i].Attempt, want[i].InstanceID, want[i].Token, want[i].Attempt)
+			}
+			wantJSON(t, "Heartbeats("+id+") details", got[i].Details, want[i].Details)
+			wantTime(t, "Heartbeats("+id+") time", got[i].Time, want[i].Time)
+		}
+	}
+	wantBeats("mine")
+
+	// Heartbeats alone (no ids) are stored; only for leases still held.
+	renewed, err := h.s.RenewLeases(ctx(t), store.LeaseRenewal{Node: "n1", Boot: "b1", Heartbeats: []store.Heartbeat{
+		beat("mine", "a2", 1, `{"done": 3}`),
+		beat("mine", "a1", 1, `{"done": 1}`),
+		beat("theirs", "a1", 1, `{"done": 9}`),
+		beat("lapsed", "a1", 1, `{"done": 9}`),
+		beat("missing", "a1", 1, `{"done": 9}`),
+	}})
+	must(t, "RenewLeases with heartbeats", err)
+	wantStrings(t, "renewed", renewed, nil)
+	wantBeats("mine", beat("mine", "a1", 1, `{"done": 1}`), beat("mine", "a2", 1, `{"done": 3}`))
+	wantBeats("theirs")
+	wantBeats("lapsed")
+	if _, err := h.s.Heartbeats(ctx(t), "missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Heartbeats(missing) = %v, want ErrNotFound", err)
+	}
+
+	// A later heartbeat of the same attempt replaces the earlier one, in
+	// the transaction that renews the lease; renewal is still no revision.
+	renewed, err = h.s.RenewLeases(ctx(t), store.LeaseRenewal{Node: "n1", Boot: "b1", IDs: []string{"mine"}, Expiry: Epoch.Add(time.Minute),
+		Heartbeats: []store.Heartbeat{beat("mine", "a1", 1, `{"done": 2}`)}})
+	must(t, "RenewLeases", err)
+	wantStrings(t, "renewed", renewed, []string{"mine"})
+	wantBeats("mine", beat("mine", "a1", 1, `{"done": 2}`), beat("mine", "a2", 1, `{"done": 3}`))
+	if got := h.get(t, "mine"); got.Rev != 1 {
+		t.Errorf("Rev = %d after a renewal with heartbeats, want 1", got.Rev)
+	}
+
+	// Malformed heartbeats are refused, naming the field; nothing is written.
+	for _, bad := range []store.Heartbeat{
+		beat("", "a1", 1, `{}`),
+		beat("mine", "", 1, `{}`),
+		beat("mine", "a3", 1, `{nope`),
+	} {
+		_, err := h.s.RenewLeases(ctx(t), store.LeaseRenewal{Node: "n1", Boot: "b1", Heartbeats: []store.Heartbeat{beat("mine", "a9", 1, `{}`), bad}})
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("RenewLeases with heartbeat %+v = %v, want ErrInvalid", bad, err)
+		}
+	}
+	wantBeats("mine", beat("mine", "a1", 1, `{"done": 2}`), beat("mine", "a2", 1, `{"done": 3}`))
+
+	// A non-terminal commit keeps them; a terminal one removes them.
+	in := h.get(t, "mine")
+	in.Vars = json.RawMessage(`{"x": 1}`)
+	in.Rev = h.commit(t, store.Commit{Instance: in})
+	wantBeats("mine", beat("mine", "a1", 1, `{"done": 2}`), beat("mine", "a2", 1, `{"done": 3}`))
+	in.Status, in.Lease = store.StatusCompleted, store.Lease{}
+	h.commit(t, store.Commit{Instance: in})
+	wantBeats("mine")
+
+	// DeleteInstance removes them with the instance.
+	h.create(t, leased("gone", "n1", "b1", soon))
+	_, err = h.s.RenewLeases(ctx(t), store.LeaseRenewal{Node: "n1", Boot: "b1", Heartbeats: []store.Heartbeat{beat("gone", "a1", 1, `{}`)}})
+	must(t, "RenewLeases", err)
+	wantBeats("gone", beat("gone", "a1", 1, `{}`))
+	must(t, "DeleteInstance", h.s.DeleteInstance(ctx(t), "gone", 0))
+	h.create(t, leased("gone", "n1", "b1", soon))
+	wantBeats("gone")
 }

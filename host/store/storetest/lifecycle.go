@@ -138,7 +138,11 @@ func testCancelledContext(t *testing.T, h *harness) {
 		{"FindBookmarks", func() error { _, err := h.s.FindBookmarks(c, "e", "k"); return err }},
 		{"Timers", func() error { _, err := h.s.Timers(c, "i"); return err }},
 		{"DueTimers", func() error { _, err := h.s.DueTimers(c, Epoch, 1); return err }},
-		{"RenewLeases", func() error { _, err := h.s.RenewLeases(c, "n", "b", []string{"i"}, Epoch); return err }},
+		{"RenewLeases", func() error {
+			_, err := h.s.RenewLeases(c, store.LeaseRenewal{Node: "n", Boot: "b", IDs: []string{"i"}, Expiry: Epoch})
+			return err
+		}},
+		{"Heartbeats", func() error { _, err := h.s.Heartbeats(c, "i"); return err }},
 		{"ExpiredLeases", func() error { _, err := h.s.ExpiredLeases(c, Epoch, 1); return err }},
 		{"EnqueueStimulus", func() error { _, err := h.s.EnqueueStimulus(c, stimulus("new", "e", "k", time.Hour)); return err }},
 		{"GetStimulus", func() error { _, err := h.s.GetStimulus(c, "s"); return err }},

@@ -60,6 +60,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"BookmarkKeysDoNotCollide", testBookmarkKeysDoNotCollide},
 		{"Timers", testTimers},
 		{"RenewLeases", testRenewLeases},
+		{"Heartbeats", testHeartbeats},
 		{"ExpiredLeases", testExpiredLeases},
 		{"LeaseRenewalSurvivesOwnerCommit", testLeaseRenewalSurvivesOwnerCommit},
 		{"StimulusIdempotency", testStimulusIdempotency},
