@@ -59,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		case "call":
 			return pluginCall(ctx, args[2:], stdout, stderr)
 		}
+	case "config":
+		return configCmd(args[1:], os.Environ(), stdout, stderr)
 	case "serve":
 		fmt.Fprintln(stderr, "weft serve: the workflow engine and HTTP API are not built yet; "+
 			"use `weft plugin check` and `weft plugin call` to run plugins locally")

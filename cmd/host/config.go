@@ -1,0 +1,1013 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+	yamlv3 "gopkg.in/yaml.v3"
+
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/heartbeat"
+	"github.com/weftworks/weft/plugins"
+)
+
+// Config is the host's configuration: `weft serve` reads it, `weft config`
+// prints it. Every leaf field is one key (its koanf tag, nested with dots),
+// one WEFT_* environment variable (see envName) and one row of the README's
+// configuration reference, which a test keeps in step with this struct.
+type Config struct {
+	// Listen is the HTTP address. Defaults to 127.0.0.1:8080.
+	Listen string `koanf:"listen"`
+	// DataDir holds the embedded store, plugin blobs and the compiled code
+	// cache. Defaults to ./data.
+	DataDir string `koanf:"data_dir"`
+	// NodeID names this node in leases and history. Defaults to the host
+	// name.
+	NodeID string `koanf:"node_id"`
+	// Store is embedded (bbolt under DataDir, local locks) or redis.
+	// Defaults to embedded.
+	Store string `koanf:"store"`
+	// RedisAddrs are the Redis servers of cluster mode.
+	RedisAddrs []string `koanf:"redis_addrs"`
+	// WorkflowsDir is where POST /v1/admin/refresh reads definitions from.
+	// Empty disables refresh.
+	WorkflowsDir string `koanf:"workflows_dir"`
+	// SeedDirs are loaded on a first start (empty store): *.wasm files as
+	// plugins, *.yaml, *.yml and *.json files as workflows.
+	SeedDirs []string `koanf:"seed_dirs"`
+
+	Log       LogConfig       `koanf:"log"`
+	HTTP      HTTPConfig      `koanf:"http"`
+	Auth      AuthConfig      `koanf:"auth"`
+	Plugins   PluginsConfig   `koanf:"plugins"`
+	Engine    EngineConfig    `koanf:"engine"`
+	Heartbeat HeartbeatConfig `koanf:"heartbeat"`
+}
+
+// LogConfig configures the host's own log, on stderr.
+type LogConfig struct {
+	// Level is debug, info, warn or error. Defaults to info.
+	Level string `koanf:"level"`
+	// Format is text or json. Defaults to text.
+	Format string `koanf:"format"`
+}
+
+// HTTPConfig configures the HTTP server.
+type HTTPConfig struct {
+	// BodyLimit caps request bodies other than plugins. Defaults to 1MiB.
+	BodyLimit ByteSize `koanf:"body_limit"`
+	// PluginBodyLimit caps PUT /v1/plugins/{name} bodies. Defaults to
+	// 32MiB.
+	PluginBodyLimit ByteSize `koanf:"plugin_body_limit"`
+	// ShutdownTimeout bounds the graceful shutdown: draining requests and
+	// stopping the engine. Defaults to 30s.
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+}
+
+// AuthConfig configures bearer tokens.
+type AuthConfig struct {
+	// Tokens are the accepted bearer tokens. None means no authentication,
+	// which the host allows only on a loopback address.
+	Tokens []TokenConfig `koanf:"tokens"`
+}
+
+// TokenConfig is one bearer token.
+type TokenConfig struct {
+	Name string `koanf:"name"`
+	// Role is admin, operator or reader.
+	Role string `koanf:"role"`
+	// Token is the secret itself or "sha256:" and its hex digest.
+	Token string `koanf:"token"`
+}
+
+// PluginsConfig configures the plugin runtime (plugins.Config).
+type PluginsConfig struct {
+	CacheDir       string        `koanf:"cache_dir"`
+	MaxModuleBytes ByteSize      `koanf:"max_module_bytes"`
+	MemoryLimit    ByteSize      `koanf:"memory_limit"`
+	MaxOutputBytes ByteSize      `koanf:"max_output_bytes"`
+	MaxLogBytes    ByteSize      `koanf:"max_log_bytes"`
+	PoolSize       int           `koanf:"pool_size"`
+	PoolWarm       int           `koanf:"pool_warm"`
+	CancelGrace    time.Duration `koanf:"cancel_grace"`
+}
+
+// EngineConfig configures the workflow engine (engine.Config).
+type EngineConfig struct {
+	Workers          int           `koanf:"workers"`
+	LockTTL          time.Duration `koanf:"lock_ttl"`
+	AcquireTimeout   time.Duration `koanf:"acquire_timeout"`
+	ActivityTimeout  time.Duration `koanf:"activity_timeout"`
+	TimerInterval    time.Duration `koanf:"timer_interval"`
+	StimulusTTL      time.Duration `koanf:"stimulus_ttl"`
+	StimulusInterval time.Duration `koanf:"stimulus_interval"`
+	RecoveryInterval time.Duration `koanf:"recovery_interval"`
+}
+
+// HeartbeatConfig configures the heartbeat scheduler (heartbeat.Config).
+type HeartbeatConfig struct {
+	Tick       time.Duration `koanf:"tick"`
+	Batch      int           `koanf:"batch"`
+	Cycle      time.Duration `koanf:"cycle"`
+	MaxRetries int           `koanf:"max_retries"`
+}
+
+// ByteSize is a size in bytes, written as a number of bytes or with a unit:
+// 512KiB, 32MiB, 1GiB (also KB, MB, GB as powers of 1000).
+type ByteSize int64
+
+// String formats b with the largest binary unit that divides it.
+func (b ByteSize) String() string {
+	for _, u := range []struct {
+		name string
+		n    int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if b != 0 && int64(b)%u.n == 0 {
+			return strconv.FormatInt(int64(b)/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(b), 10)
+}
+
+var byteUnits = map[string]int64{
+	"": 1, "b": 1,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30,
+	"kb": 1e3, "mb": 1e6, "gb": 1e9,
+	"k": 1 << 10, "m": 1 << 20, "g": 1 << 30,
+}
+
+func parseByteSize(s string) (ByteSize, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	}
+	mult, ok := byteUnits[unit]
+	if !ok || num == "" {
+		return 0, fmt.Errorf("want a size such as 1048576, 512KiB or 32MiB, got %q", s)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f*float64(mult) > 1<<53 {
+		return 0, fmt.Errorf("want a size such as 1048576, 512KiB or 32MiB, got %q", s)
+	}
+	return ByteSize(f * float64(mult)), nil
+}
+
+// defaultConfig is the configuration before any file, variable or flag.
+// The engine, runtime and scheduler defaults come from their packages.
+func defaultConfig() Config {
+	eng := engine.Config{}.WithDefaults()
+	pl := plugins.Config{}.WithDefaults()
+	hb := heartbeat.Config{}.WithDefaults()
+	node, err := os.Hostname()
+	if err != nil || node == "" {
+		node = "weft"
+	}
+	return Config{
+		Listen:  "127.0.0.1:8080",
+		DataDir: "./data",
+		NodeID:  node,
+		Store:   "embedded",
+		Log:     LogConfig{Level: "info", Format: "text"},
+		HTTP: HTTPConfig{
+			BodyLimit:       1 << 20,
+			PluginBodyLimit: ByteSize(pl.MaxModuleBytes),
+			ShutdownTimeout: 30 * time.Second,
+		},
+		Plugins: PluginsConfig{
+			MaxModuleBytes: ByteSize(pl.MaxModuleBytes),
+			MemoryLimit:    ByteSize(pl.MemoryLimitPages) * 64 << 10,
+			MaxOutputBytes: ByteSize(pl.MaxOutputBytes),
+			MaxLogBytes:    ByteSize(pl.MaxLogBytes),
+			PoolSize:       pl.PoolSize,
+			PoolWarm:       pl.PoolWarm,
+			CancelGrace:    pl.CancelGrace,
+		},
+		Engine: EngineConfig{
+			Workers:          eng.Workers,
+			LockTTL:          eng.LockTTL,
+			AcquireTimeout:   eng.AcquireTimeout,
+			ActivityTimeout:  eng.ActivityTimeout,
+			TimerInterval:    eng.TimerInterval,
+			StimulusTTL:      eng.StimulusTTL,
+			StimulusInterval: eng.StimulusInterval,
+			RecoveryInterval: eng.RecoveryInterval,
+		},
+		Heartbeat: HeartbeatConfig{Tick: hb.Tick, Batch: hb.Batch, Cycle: hb.Cycle, MaxRetries: hb.MaxRetries},
+	}
+}
+
+// configKey is one leaf of Config: its dotted key and where it lives.
+type configKey struct {
+	name  string
+	index []int // reflect field index path from Config
+	typ   reflect.Type
+}
+
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	byteSizeType = reflect.TypeFor[ByteSize]()
+	stringsType  = reflect.TypeFor[[]string]()
+	tokensType   = reflect.TypeFor[[]TokenConfig]()
+)
+
+// configKeys lists Config's leaves in declaration order.
+func configKeys() []configKey {
+	var keys []configKey
+	var walk func(t reflect.Type, prefix string, index []int)
+	walk = func(t reflect.Type, prefix string, index []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			tag := f.Tag.Get("koanf")
+			if tag == "" {
+				continue
+			}
+			idx := append(append([]int(nil), index...), i)
+			if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+				walk(f.Type, prefix+tag+".", idx)
+				continue
+			}
+			keys = append(keys, configKey{name: prefix + tag, index: idx, typ: f.Type})
+		}
+	}
+	walk(reflect.TypeFor[Config](), "", nil)
+	return keys
+}
+
+// envName is the environment variable of a key: WEFT_, then the key in
+// upper case with dots and underscores both written as underscores
+// (engine.lock_ttl → WEFT_ENGINE_LOCK_TTL). Config's keys are chosen so
+// that no two share a name, which a test checks.
+func envName(key string) string {
+	return "WEFT_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// clientEnv are the WEFT_* variables the CLI client reads; the server's
+// configuration ignores them.
+var clientEnv = map[string]bool{"WEFT_SERVER": true, "WEFT_TOKEN": true, "WEFT_OUTPUT": true}
+
+// Problem is one invalid configuration value.
+type Problem struct {
+	// Key is the dotted key (engine.lock_ttl), or the variable or file
+	// that could not be read.
+	Key string
+	// Source says where the value came from: "default", "file weft.yaml",
+	// "env WEFT_ENGINE_LOCK_TTL", "flag --listen".
+	Source  string
+	Message string
+}
+
+func (p Problem) String() string {
+	if p.Source == "" || p.Source == "default" {
+		return fmt.Sprintf("%s: %s", p.Key, p.Message)
+	}
+	return fmt.Sprintf("%s (from %s): %s", p.Key, p.Source, p.Message)
+}
+
+// ErrInvalidConfig is matched by a *ConfigError.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
+// ConfigError lists every problem of a configuration. It matches
+// ErrInvalidConfig.
+type ConfigError struct {
+	Problems []Problem
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid configuration:")
+	for _, p := range e.Problems {
+		b.WriteString("\n  - ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// configSources are the layers of a configuration, lowest first. Flags is
+// a map from key to value (a string, or []string for lists).
+type configSources struct {
+	// File is the --config file; empty means weft.yaml in Dir when present.
+	File string
+	// Dir is the working directory, where weft.yaml is looked for.
+	Dir string
+	// Env is the environment, as os.Environ returns it.
+	Env []string
+	// Flags holds the values given on the command line, by key.
+	Flags map[string]any
+	// FlagNames maps a key to the flag that set it, for messages.
+	FlagNames map[string]string
+}
+
+// LoadedConfig is a valid configuration and where each value came from.
+type LoadedConfig struct {
+	Config
+	// File is the configuration file read, or "".
+	File string
+	// Source maps each key to where its value came from; keys absent here
+	// have their default.
+	Source map[string]string
+}
+
+// loadConfig merges defaults ← file ← environment ← flags with koanf,
+// decodes and validates the result, and returns every problem at once as a
+// *ConfigError.
+func loadConfig(src configSources) (*LoadedConfig, error) {
+	keys := configKeys()
+	known := map[string]configKey{}
+	for _, k := range keys {
+		known[k.name] = k
+	}
+	out := &LoadedConfig{Config: defaultConfig(), Source: map[string]string{}}
+	var problems []Problem
+	k := koanf.New(".")
+
+	// The file. An explicit --config must exist; weft.yaml is optional.
+	path := src.File
+	if path == "" {
+		p := filepath.Join(src.Dir, "weft.yaml")
+		if _, err := os.Stat(p); err == nil {
+			path = p
+		}
+	}
+	if path != "" {
+		out.File = path
+		fk := koanf.New(".")
+		if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
+			problems = append(problems, Problem{Key: "config", Source: "file " + path, Message: err.Error()})
+		} else {
+			problems = append(problems, layer(k, fk, known, "file "+path, out.Source)...)
+		}
+	}
+
+	// The environment: only the variables that name a key; a WEFT_*
+	// variable that names none is a typo worth stopping for.
+	byEnv := map[string]string{}
+	for _, key := range keys {
+		byEnv[envName(key.name)] = key.name
+	}
+	envMap := map[string]any{}
+	envSrc := map[string]string{}
+	for _, kv := range src.Env {
+		name, val, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "WEFT_") || clientEnv[name] {
+			continue
+		}
+		key, ok := byEnv[name]
+		if !ok {
+			problems = append(problems, Problem{Key: name, Source: "env", Message: "no such setting (see the configuration reference in README.md)"})
+			continue
+		}
+		envMap[key] = val
+		envSrc[key] = "env " + name
+	}
+	ek := koanf.New(".")
+	_ = ek.Load(confmap.Provider(envMap, "."), nil)
+	problems = append(problems, layerWith(k, ek, known, envSrc, out.Source)...)
+
+	// The flags.
+	flagSrc := map[string]string{}
+	for key := range src.Flags {
+		flagSrc[key] = "flag " + src.FlagNames[key]
+	}
+	fl := koanf.New(".")
+	_ = fl.Load(confmap.Provider(src.Flags, "."), nil)
+	problems = append(problems, layerWith(k, fl, known, flagSrc, out.Source)...)
+
+	// Decode what the layers set over the defaults.
+	root := reflect.ValueOf(&out.Config).Elem()
+	for _, key := range keys {
+		if !k.Exists(key.name) {
+			continue
+		}
+		if err := decodeValue(root.FieldByIndex(key.index), k.Get(key.name)); err != nil {
+			problems = append(problems, Problem{Key: key.name, Source: out.Source[key.name], Message: err.Error()})
+		}
+	}
+	if len(problems) == 0 {
+		problems = out.validate()
+	}
+	if len(problems) > 0 {
+		return nil, &ConfigError{Problems: problems}
+	}
+	return out, nil
+}
+
+// layer merges one file's keys into k after checking that each is known.
+func layer(k, l *koanf.Koanf, known map[string]configKey, source string, sources map[string]string) []Problem {
+	src := map[string]string{}
+	for _, key := range l.Keys() {
+		src[key] = source
+	}
+	return layerWith(k, l, known, src, sources)
+}
+
+func layerWith(k, l *koanf.Koanf, known map[string]configKey, src, sources map[string]string) []Problem {
+	var problems []Problem
+	keys := l.Keys()
+	sort.Strings(keys)
+	for _, key := range keys {
+		if _, ok := known[key]; ok {
+			sources[key] = src[key]
+			continue
+		}
+		msg := "no such setting (see the configuration reference in README.md)"
+		for name := range known {
+			if strings.HasPrefix(name, key+".") {
+				msg = "is a section: want a mapping of its settings"
+				break
+			}
+		}
+		problems = append(problems, Problem{Key: key, Source: src[key], Message: msg})
+	}
+	if len(problems) == 0 {
+		_ = k.Merge(l)
+	}
+	return problems
+}
+
+// decodeValue sets v from a raw value of a YAML file (string, int, float64,
+// bool, []any, map[string]any) or of the environment or a flag (string,
+// []string), with an error saying what was wanted.
+func decodeValue(v reflect.Value, raw any) error {
+	if raw == nil {
+		return nil // "key:" with no value in YAML keeps the default
+	}
+	switch v.Type() {
+	case durationType:
+		s, ok := raw.(string)
+		if !ok {
+			return fmt.Errorf("want a duration such as 500ms, 10s or 2m, got %v", raw)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("want a duration such as 500ms, 10s or 2m, got %q", s)
+		}
+		v.SetInt(int64(d))
+	case byteSizeType:
+		switch x := raw.(type) {
+		case int:
+			v.SetInt(int64(x))
+		case int64:
+			v.SetInt(x)
+		case float64:
+			if x != float64(int64(x)) {
+				return fmt.Errorf("want a whole number of bytes, got %v", x)
+			}
+			v.SetInt(int64(x))
+		case string:
+			b, err := parseByteSize(x)
+			if err != nil {
+				return err
+			}
+			v.SetInt(int64(b))
+		default:
+			return fmt.Errorf("want a size such as 1048576, 512KiB or 32MiB, got %v", raw)
+		}
+	case stringsType:
+		list, err := decodeStrings(raw)
+		if err != nil {
+			return err
+		}
+		v.Set(reflect.ValueOf(list))
+	case tokensType:
+		tokens, err := decodeTokens(raw)
+		if err != nil {
+			return err
+		}
+		v.Set(reflect.ValueOf(tokens))
+	default:
+		switch v.Kind() {
+		case reflect.String:
+			switch x := raw.(type) {
+			case string:
+				v.SetString(x)
+			case int, int64, float64, bool:
+				v.SetString(fmt.Sprint(x))
+			default:
+				return fmt.Errorf("want a string, got %v", raw)
+			}
+		case reflect.Int:
+			switch x := raw.(type) {
+			case int:
+				v.SetInt(int64(x))
+			case int64:
+				v.SetInt(x)
+			case float64:
+				if x != float64(int64(x)) {
+					return fmt.Errorf("want a whole number, got %v", x)
+				}
+				v.SetInt(int64(x))
+			case string:
+				n, err := strconv.Atoi(strings.TrimSpace(x))
+				if err != nil {
+					return fmt.Errorf("want a whole number, got %q", x)
+				}
+				v.SetInt(int64(n))
+			default:
+				return fmt.Errorf("want a whole number, got %v", raw)
+			}
+		default:
+			return fmt.Errorf("unsupported setting type %s", v.Type())
+		}
+	}
+	return nil
+}
+
+// decodeStrings accepts a YAML list or a comma-separated string.
+func decodeStrings(raw any) ([]string, error) {
+	var list []string
+	switch x := raw.(type) {
+	case string:
+		list = strings.Split(x, ",")
+	case []string:
+		for _, s := range x {
+			list = append(list, strings.Split(s, ",")...)
+		}
+	case []any:
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("[%d]: want a string, got %v", i, e)
+			}
+			list = append(list, s)
+		}
+	default:
+		return nil, fmt.Errorf("want a list of strings or a comma-separated string, got %v", raw)
+	}
+	out := []string{}
+	for _, s := range list {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// decodeTokens accepts a YAML list of {name, role, token} mappings or, from
+// the environment, "name:role:token" entries separated by commas (the token
+// may itself contain colons, as "sha256:<hex>" does).
+func decodeTokens(raw any) ([]TokenConfig, error) {
+	var out []TokenConfig
+	switch x := raw.(type) {
+	case string:
+		for i, entry := range strings.Split(x, ",") {
+			entry = strings.TrimSpace(entry)
+			if entry == "" {
+				continue
+			}
+			parts := strings.SplitN(entry, ":", 3)
+			if len(parts) != 3 {
+				return nil, fmt.Errorf("entry %d: want name:role:token", i+1)
+			}
+			out = append(out, TokenConfig{Name: parts[0], Role: parts[1], Token: parts[2]})
+		}
+	case []any:
+		for i, e := range x {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("[%d]: want a mapping {name, role, token}", i)
+			}
+			var t TokenConfig
+			for field, val := range m {
+				s, ok := val.(string)
+				if !ok {
+					return nil, fmt.Errorf("[%d].%s: want a string", i, field)
+				}
+				switch field {
+				case "name":
+					t.Name = s
+				case "role":
+					t.Role = s
+				case "token":
+					t.Token = s
+				default:
+					return nil, fmt.Errorf("[%d].%s: no such field (want name, role, token)", i, field)
+				}
+			}
+			out = append(out, t)
+		}
+	default:
+		return nil, fmt.Errorf("want a list of {name, role, token}, got %v", raw)
+	}
+	return out, nil
+}
+
+// validate checks every value and returns all the problems, each naming
+// its key and source.
+func (c *LoadedConfig) validate() []Problem {
+	var ps []Problem
+	bad := func(key, format string, args ...any) {
+		// auth.tokens[1].role came from wherever auth.tokens did.
+		root, _, _ := strings.Cut(key, "[")
+		ps = append(ps, Problem{Key: key, Source: c.Source[root], Message: fmt.Sprintf(format, args...)})
+	}
+	if err := checkHostPort(c.Listen); err != nil {
+		bad("listen", "%v", err)
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		bad("data_dir", "must not be empty")
+	}
+	if c.NodeID == "" || len(c.NodeID) > 128 || strings.ContainsFunc(c.NodeID, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		bad("node_id", "want 1 to 128 characters without spaces or control characters, got %q", c.NodeID)
+	}
+	switch c.Store {
+	case "embedded":
+	case "redis":
+		if len(c.RedisAddrs) == 0 {
+			bad("redis_addrs", "the redis store needs at least one address (--redis-addr HOST:PORT)")
+		}
+	default:
+		bad("store", "want embedded or redis, got %q", c.Store)
+	}
+	for i, a := range c.RedisAddrs {
+		if err := checkHostPort(a); err != nil {
+			bad("redis_addrs", "[%d]: %v", i, err)
+		}
+	}
+	if c.WorkflowsDir != "" {
+		if err := checkDir(c.WorkflowsDir); err != nil {
+			bad("workflows_dir", "%v", err)
+		}
+	}
+	for i, d := range c.SeedDirs {
+		if err := checkDir(d); err != nil {
+			bad("seed_dirs", "[%d]: %v", i, err)
+		}
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "want debug, info, warn or error, got %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format", "want text or json, got %q", c.Log.Format)
+	}
+
+	positiveSize := func(key string, b, min, max ByteSize) {
+		if b < min || b > max {
+			bad(key, "want between %s and %s, got %s", min, max, b)
+		}
+	}
+	positiveSize("http.body_limit", c.HTTP.BodyLimit, 1<<10, 1<<30)
+	positiveSize("http.plugin_body_limit", c.HTTP.PluginBodyLimit, 1<<10, 1<<30)
+	if c.HTTP.PluginBodyLimit < c.Plugins.MaxModuleBytes && c.Source["http.plugin_body_limit"] != "" {
+		// Only worth saying when someone chose the limit: it hides
+		// plugins.max_module_bytes.
+		bad("http.plugin_body_limit", "is %s, below plugins.max_module_bytes (%s): plugins between the two could never be uploaded", c.HTTP.PluginBodyLimit, c.Plugins.MaxModuleBytes)
+	}
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			bad(key, "must be positive, got %s", d)
+		}
+	}
+	positive("http.shutdown_timeout", c.HTTP.ShutdownTimeout)
+
+	names := map[string]bool{}
+	secrets := map[string]bool{}
+	for i, t := range c.Auth.Tokens {
+		key := fmt.Sprintf("auth.tokens[%d]", i)
+		if t.Name == "" {
+			bad(key+".name", "must not be empty")
+		} else if names[t.Name] {
+			bad(key+".name", "%q is used by another token", t.Name)
+		}
+		names[t.Name] = true
+		switch t.Role {
+		case "admin", "operator", "reader":
+		default:
+			bad(key+".role", "want admin, operator or reader, got %q", t.Role)
+		}
+		if err := checkToken(t.Token); err != nil {
+			bad(key+".token", "%v", err)
+		} else if secrets[t.Token] {
+			bad(key+".token", "the same token is configured twice")
+		}
+		secrets[t.Token] = true
+	}
+
+	positiveSize("plugins.max_module_bytes", c.Plugins.MaxModuleBytes, 1<<10, 1<<30)
+	if c.Plugins.MemoryLimit < 64<<10 || c.Plugins.MemoryLimit > 4<<30 || c.Plugins.MemoryLimit%(64<<10) != 0 {
+		bad("plugins.memory_limit", "want a multiple of 64KiB (a WebAssembly page) between 64KiB and 4GiB, got %s", c.Plugins.MemoryLimit)
+	}
+	positiveSize("plugins.max_output_bytes", c.Plugins.MaxOutputBytes, 1<<10, 1<<30)
+	positiveSize("plugins.max_log_bytes", c.Plugins.MaxLogBytes, 0, 1<<30)
+	if c.Plugins.PoolSize < 1 {
+		bad("plugins.pool_size", "must be at least 1, got %d", c.Plugins.PoolSize)
+	}
+	if c.Plugins.PoolWarm < 0 || c.Plugins.PoolWarm > c.Plugins.PoolSize {
+		bad("plugins.pool_warm", "want between 0 and plugins.pool_size (%d), got %d", c.Plugins.PoolSize, c.Plugins.PoolWarm)
+	}
+	positive("plugins.cancel_grace", c.Plugins.CancelGrace)
+
+	if c.Engine.Workers < 1 {
+		bad("engine.workers", "must be at least 1, got %d", c.Engine.Workers)
+	}
+	if c.Engine.LockTTL < time.Second {
+		bad("engine.lock_ttl", "must be at least 1s, got %s", c.Engine.LockTTL)
+	}
+	positive("engine.acquire_timeout", c.Engine.AcquireTimeout)
+	positive("engine.activity_timeout", c.Engine.ActivityTimeout)
+	positive("engine.timer_interval", c.Engine.TimerInterval)
+	positive("engine.stimulus_ttl", c.Engine.StimulusTTL)
+	positive("engine.stimulus_interval", c.Engine.StimulusInterval)
+	positive("engine.recovery_interval", c.Engine.RecoveryInterval)
+
+	positive("heartbeat.tick", c.Heartbeat.Tick)
+	if c.Heartbeat.Batch < 1 {
+		bad("heartbeat.batch", "must be at least 1, got %d", c.Heartbeat.Batch)
+	}
+	if c.Heartbeat.Cycle < c.Heartbeat.Tick {
+		bad("heartbeat.cycle", "must be at least heartbeat.tick (%s), got %s", c.Heartbeat.Tick, c.Heartbeat.Cycle)
+	}
+	if c.Heartbeat.MaxRetries < 0 {
+		bad("heartbeat.max_retries", "must not be negative, got %d", c.Heartbeat.MaxRetries)
+	}
+	// Leases are renewed once per heartbeat cycle; a TTL shorter than two
+	// cycles loses instances to recovery while their node still runs them.
+	if c.Heartbeat.Cycle > 0 && c.Engine.LockTTL < 2*c.Heartbeat.Cycle {
+		key := "engine.lock_ttl"
+		if c.Source[key] == "" && c.Source["heartbeat.cycle"] != "" {
+			key = "heartbeat.cycle"
+		}
+		bad(key, "engine.lock_ttl (%s) must cover at least two heartbeat cycles (heartbeat.cycle %s)", c.Engine.LockTTL, c.Heartbeat.Cycle)
+	}
+	return ps
+}
+
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want HOST:PORT, got %q", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("want a port between 0 and 65535, got %q", port)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("want a host name or IP address, got %q", host)
+	}
+	return nil
+}
+
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
+}
+
+// checkToken accepts a secret of at least 16 bytes or "sha256:" followed by
+// 64 hex digits.
+func checkToken(t string) error {
+	if rest, ok := strings.CutPrefix(t, "sha256:"); ok {
+		if len(rest) != 64 || strings.IndexFunc(rest, func(r rune) bool {
+			return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F')
+		}) >= 0 {
+			return errors.New(`want "sha256:" followed by 64 hex digits`)
+		}
+		return nil
+	}
+	if len(t) < 16 {
+		return fmt.Errorf("a plain token must be at least 16 characters, got %d (or write sha256:<hex digest>)", len(t))
+	}
+	return nil
+}
+
+// maskToken hides a secret for display: a digest keeps its form, a plain
+// token shows nothing of itself.
+func maskToken(t string) string {
+	if strings.HasPrefix(t, "sha256:") {
+		return "sha256:****"
+	}
+	return "****"
+}
+
+// hostFlags are the flags of `weft serve` and `weft config`: a few named
+// ones for the common keys and --set KEY=VALUE for any key.
+type hostFlags struct {
+	fs     *flag.FlagSet
+	config string
+	values map[string]any
+	names  map[string]string
+}
+
+// keyFlag sets one key; list keys accumulate, so the flag may repeat.
+type keyFlag struct {
+	h    *hostFlags
+	key  string
+	name string
+	list bool
+}
+
+func (f keyFlag) String() string { return "" }
+
+func (f keyFlag) Set(s string) error {
+	f.h.set(f.key, "--"+f.name, s, f.list)
+	return nil
+}
+
+func (h *hostFlags) set(key, flagName, value string, list bool) {
+	h.names[key] = flagName
+	if !list {
+		h.values[key] = value
+		return
+	}
+	prev, _ := h.values[key].([]string)
+	h.values[key] = append(prev, value)
+}
+
+// setFlag is --set KEY=VALUE.
+type setFlag struct{ h *hostFlags }
+
+func (f setFlag) String() string { return "" }
+
+func (f setFlag) Set(s string) error {
+	key, value, ok := strings.Cut(s, "=")
+	if !ok || key == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	list := false
+	for _, k := range configKeys() {
+		if k.name == key {
+			list = k.typ == stringsType
+		}
+	}
+	f.h.set(key, "--set "+key, value, list)
+	return nil
+}
+
+func newHostFlags(name string, stderr io.Writer) *hostFlags {
+	h := &hostFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), values: map[string]any{}, names: map[string]string{}}
+	h.fs.SetOutput(stderr)
+	h.fs.StringVar(&h.config, "config", "", "the configuration `FILE` (default: weft.yaml in the working directory, when present)")
+	for _, f := range []struct {
+		name, key, usage string
+		list             bool
+	}{
+		{"listen", "listen", "the HTTP `ADDRESS` (default 127.0.0.1:8080)", false},
+		{"data-dir", "data_dir", "the data `DIR` (default ./data)", false},
+		{"node-id", "node_id", "this node's `ID` (default: the host name)", false},
+		{"store", "store", "embedded or redis (default embedded)", false},
+		{"redis-addr", "redis_addrs", "a Redis `HOST:PORT` (repeatable, or a comma list)", true},
+		{"workflows-dir", "workflows_dir", "the `DIR` that admin refresh reads definitions from", false},
+		{"seed", "seed_dirs", "a `DIR` of plugins (*.wasm) and workflows (*.yaml) to load on a first start (repeatable)", true},
+		{"log-level", "log.level", "debug, info, warn or error (default info)", false},
+		{"log-format", "log.format", "text or json (default text)", false},
+	} {
+		h.fs.Var(keyFlag{h: h, key: f.key, name: f.name, list: f.list}, f.name, f.usage)
+	}
+	h.fs.Var(setFlag{h}, "set", "set any configuration `KEY=VALUE` (repeatable), e.g. --set engine.workers=8")
+	return h
+}
+
+// sources returns the configuration layers for these flags.
+func (h *hostFlags) sources(dir string, env []string) configSources {
+	return configSources{File: h.config, Dir: dir, Env: env, Flags: h.values, FlagNames: h.names}
+}
+
+// yamlNode renders the configuration as YAML in declaration order, with
+// secrets masked and, as a line comment, the source of every value that
+// is not a default.
+func (c *LoadedConfig) yamlNode() *yamlv3.Node {
+	root := &yamlv3.Node{Kind: yamlv3.MappingNode}
+	sections := map[string]*yamlv3.Node{"": root}
+	rv := reflect.ValueOf(c.Config)
+	for _, key := range configKeys() {
+		parent := root
+		name := key.name
+		if i := strings.LastIndexByte(key.name, '.'); i >= 0 {
+			section := key.name[:i]
+			name = key.name[i+1:]
+			if sections[section] == nil {
+				m := &yamlv3.Node{Kind: yamlv3.MappingNode}
+				root.Content = append(root.Content, scalar(section), m)
+				sections[section] = m
+			}
+			parent = sections[section]
+		}
+		k, v := scalar(name), valueNode(rv.FieldByIndex(key.index))
+		if src := c.Source[key.name]; src != "" {
+			// yaml.v3 misplaces a key's line comment after a flow
+			// sequence; on the value it stays on the line.
+			if v.Kind == yamlv3.SequenceNode && v.Style == yamlv3.FlowStyle {
+				v.LineComment = "from " + src
+			} else {
+				k.LineComment = "from " + src
+			}
+		}
+		parent.Content = append(parent.Content, k, v)
+	}
+	return root
+}
+
+func scalar(s string) *yamlv3.Node {
+	return &yamlv3.Node{Kind: yamlv3.ScalarNode, Tag: "!!str", Value: s}
+}
+
+func valueNode(v reflect.Value) *yamlv3.Node {
+	switch v.Type() {
+	case durationType:
+		return scalar(formatDuration(time.Duration(v.Int())))
+	case byteSizeType:
+		n := scalar(ByteSize(v.Int()).String())
+		if _, err := strconv.Atoi(n.Value); err == nil {
+			n.Tag = "!!int"
+		}
+		return n
+	case stringsType:
+		n := &yamlv3.Node{Kind: yamlv3.SequenceNode, Style: yamlv3.FlowStyle}
+		for _, s := range v.Interface().([]string) {
+			n.Content = append(n.Content, scalar(s))
+		}
+		return n
+	case tokensType:
+		n := &yamlv3.Node{Kind: yamlv3.SequenceNode}
+		if v.Len() == 0 {
+			n.Style = yamlv3.FlowStyle
+		}
+		for _, t := range v.Interface().([]TokenConfig) {
+			n.Content = append(n.Content, &yamlv3.Node{Kind: yamlv3.MappingNode, Style: yamlv3.FlowStyle, Content: []*yamlv3.Node{
+				scalar("name"), scalar(t.Name), scalar("role"), scalar(t.Role), scalar("token"), scalar(maskToken(t.Token)),
+			}})
+		}
+		return n
+	}
+	if v.Kind() == reflect.Int {
+		return &yamlv3.Node{Kind: yamlv3.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(v.Int(), 10)}
+	}
+	return scalar(v.String())
+}
+
+// printConfig writes the effective configuration as YAML.
+func printConfig(w io.Writer, c *LoadedConfig) error {
+	enc := yamlv3.NewEncoder(w)
+	enc.SetIndent(2)
+	if err := enc.Encode(c.yamlNode()); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+// configCmd is `weft config [flags]`: it prints the effective
+// configuration, or what is wrong with it.
+func configCmd(args []string, env []string, stdout, stderr io.Writer) int {
+	h := newHostFlags("weft config", stderr)
+	if err := h.fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if h.fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "weft config: unexpected argument %q\n", h.fs.Arg(0))
+		return exitUsage
+	}
+	dir, _ := os.Getwd()
+	cfg, err := loadConfig(h.sources(dir, env))
+	if err != nil {
+		fmt.Fprintf(stderr, "weft: %v\n", err)
+		return exitFailed
+	}
+	if cfg.File != "" {
+		fmt.Fprintf(stdout, "# configuration file: %s\n", cfg.File)
+	}
+	if err := printConfig(stdout, cfg); err != nil {
+		fmt.Fprintf(stderr, "weft: %v\n", err)
+		return exitInternal
+	}
+	return exitOK
+}
+
+// formatDuration is d.String() without the zero units it ends with: 10m
+// rather than 10m0s, 24h rather than 24h0m0s.
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// parseHostFlags parses args as `weft serve` would.
+func parseHostFlags(t *testing.T, args ...string) *hostFlags {
+	t.Helper()
+	h := newHostFlags("test", &bytes.Buffer{})
+	if err := h.fs.Parse(args); err != nil {
+		t.Fatalf("parsing %q: %v", args, err)
+	}
+	return h
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	t.Parallel()
+	file := `
+listen: 127.0.0.1:7001
+data_dir: /from/file
+engine:
+  workers: 5
+  lock_ttl: 20s
+heartbeat:
+  cycle: 3s
+redis_addrs: [file:1]
+`
+	tests := []struct {
+		name    string
+		file    string // weft.yaml in the working directory, when not empty
+		env     []string
+		args    []string
+		check   func(c *LoadedConfig) (got, want any)
+		source  string // the key whose source is checked
+		wantSrc string
+	}{
+		{
+			name:  "defaults",
+			check: func(c *LoadedConfig) (any, any) { return c.Listen + " " + c.DataDir + " " + c.Store, "127.0.0.1:8080 ./data embedded" },
+		},
+		{
+			name: "file over defaults", file: file,
+			check:  func(c *LoadedConfig) (any, any) { return c.Engine.Workers, 5 },
+			source: "engine.workers", wantSrc: "file ",
+		},
+		{
+			name: "env over file", file: file, env: []string{"WEFT_ENGINE_WORKERS=7", "HOME=/x"},
+			check:  func(c *LoadedConfig) (any, any) { return c.Engine.Workers, 7 },
+			source: "engine.workers", wantSrc: "env WEFT_ENGINE_WORKERS",
+		},
+		{
+			name: "flag over env", file: file, env: []string{"WEFT_ENGINE_WORKERS=7"}, args: []string{"--set", "engine.workers=9"},
+			check:  func(c *LoadedConfig) (any, any) { return c.Engine.Workers, 9 },
+			source: "engine.workers", wantSrc: "flag --set engine.workers",
+		},
+		{
+			name: "named flag over env over file", file: file, env: []string{"WEFT_LISTEN=127.0.0.1:7002"}, args: []string{"--listen", "127.0.0.1:7003"},
+			check:  func(c *LoadedConfig) (any, any) { return c.Listen, "127.0.0.1:7003" },
+			source: "listen", wantSrc: "flag --listen",
+		},
+		{
+			name: "env key with underscores", env: []string{"WEFT_DATA_DIR=/from/env", "WEFT_HEARTBEAT_MAX_RETRIES=0"},
+			check: func(c *LoadedConfig) (any, any) {
+				return c.DataDir + " " + strconv.Itoa(c.Heartbeat.MaxRetries), "/from/env 0"
+			},
+		},
+		{
+			name: "untouched file keys stay", file: file, env: []string{"WEFT_ENGINE_WORKERS=7"},
+			check: func(c *LoadedConfig) (any, any) { return c.Engine.LockTTL, 20 * time.Second },
+		},
+		{
+			name: "redis addresses: flags repeat and split on commas", file: file, args: []string{"--redis-addr", "a:1,b:2", "--redis-addr", "c:3", "--store", "redis"},
+			check: func(c *LoadedConfig) (any, any) { return strings.Join(c.RedisAddrs, " "), "a:1 b:2 c:3" },
+		},
+		{
+			name: "redis addresses from env", env: []string{"WEFT_REDIS_ADDRS=x:1, y:2", "WEFT_STORE=redis"},
+			check: func(c *LoadedConfig) (any, any) { return strings.Join(c.RedisAddrs, " "), "x:1 y:2" },
+		},
+		{
+			name: "sizes with units", env: []string{"WEFT_HTTP_BODY_LIMIT=512KiB", "WEFT_PLUGINS_MEMORY_LIMIT=64MiB"},
+			check: func(c *LoadedConfig) (any, any) {
+				return [2]ByteSize{c.HTTP.BodyLimit, c.Plugins.MemoryLimit}, [2]ByteSize{512 << 10, 64 << 20}
+			},
+		},
+		{
+			name: "tokens from env", env: []string{"WEFT_AUTH_TOKENS=ci:admin:0123456789abcdef,ro:reader:sha256:" + strings.Repeat("ab", 32)},
+			check: func(c *LoadedConfig) (any, any) {
+				return len(c.Auth.Tokens), 2
+			},
+		},
+		{
+			name: "client variables are not the server's", env: []string{"WEFT_SERVER=http://x", "WEFT_TOKEN=t"},
+			check: func(c *LoadedConfig) (any, any) { return c.Listen, "127.0.0.1:8080" },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if tt.file != "" {
+				writeFile(t, dir, "weft.yaml", tt.file)
+			}
+			h := parseHostFlags(t, tt.args...)
+			c, err := loadConfig(h.sources(dir, tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := tt.check(c); got != want {
+				t.Errorf("got %v, want %v", got, want)
+			}
+			if tt.source != "" && !strings.HasPrefix(c.Source[tt.source], tt.wantSrc) {
+				t.Errorf("source of %s is %q, want %q…", tt.source, c.Source[tt.source], tt.wantSrc)
+			}
+		})
+	}
+}
+
+
+func TestConfigExplicitFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "weft.yaml", "listen: 127.0.0.1:1\n")
+	other := writeFile(t, t.TempDir(), "other.yaml", "listen: 127.0.0.1:2\n")
+	c, err := loadConfig(parseHostFlags(t, "--config", other).sources(dir, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:2" || c.File != other {
+		t.Errorf("listen %s from %s; want the --config file's", c.Listen, c.File)
+	}
+	_, err = loadConfig(parseHostFlags(t, "--config", filepath.Join(dir, "missing.yaml")).sources(dir, nil))
+	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("a missing --config file: %v, want an error naming it", err)
+	}
+}
+
+func TestConfigInvalid(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		file string
+		env  []string
+		args []string
+		want []string // each must appear in the error
+	}{
+		{name: "bad duration from env", env: []string{"WEFT_HEARTBEAT_CYCLE=soon"}, want: []string{"heartbeat.cycle (from env WEFT_HEARTBEAT_CYCLE)", "duration"}},
+		{name: "number for a duration in the file", file: "engine:\n  lock_ttl: 8\n", want: []string{"engine.lock_ttl (from file", "duration"}},
+		{name: "unknown key in the file", file: "engine:\n  wrokers: 3\n", want: []string{"engine.wrokers (from file", "no such setting"}},
+		{name: "scalar for a section", file: "engine: fast\n", want: []string{"engine (from file", "section"}},
+		{name: "unknown variable", env: []string{"WEFT_ENGINE_WROKERS=3"}, want: []string{"WEFT_ENGINE_WROKERS", "no such setting"}},
+		{name: "unknown --set key", args: []string{"--set", "engine.wrokers=3"}, want: []string{"engine.wrokers (from flag --set engine.wrokers)"}},
+		{name: "bad store", args: []string{"--store", "postgres"}, want: []string{"store (from flag --store)", "embedded or redis"}},
+		{name: "redis without addresses", args: []string{"--store", "redis"}, want: []string{"redis_addrs", "at least one address"}},
+		{name: "bad listen", env: []string{"WEFT_LISTEN=localhost"}, want: []string{"listen (from env WEFT_LISTEN)", "HOST:PORT"}},
+		{name: "bad port", args: []string{"--listen", "127.0.0.1:99999"}, want: []string{"listen (from flag --listen)", "port"}},
+		{name: "workers", file: "engine: {workers: 0}\n", want: []string{"engine.workers", "at least 1"}},
+		{name: "not a number", env: []string{"WEFT_ENGINE_WORKERS=many"}, want: []string{"engine.workers (from env WEFT_ENGINE_WORKERS)", "whole number"}},
+		{name: "lock ttl under two cycles", env: []string{"WEFT_HEARTBEAT_CYCLE=5s"}, want: []string{"heartbeat.cycle (from env WEFT_HEARTBEAT_CYCLE)", "two heartbeat cycles"}},
+		{name: "cycle under tick", args: []string{"--set", "heartbeat.tick=3s", "--set", "heartbeat.cycle=2s"}, want: []string{"heartbeat.cycle", "at least heartbeat.tick"}},
+		{name: "memory not in pages", args: []string{"--set", "plugins.memory_limit=100KiB"}, want: []string{"plugins.memory_limit", "64KiB"}},
+		{name: "bad size", env: []string{"WEFT_HTTP_BODY_LIMIT=lots"}, want: []string{"http.body_limit (from env WEFT_HTTP_BODY_LIMIT)", "size"}},
+		{name: "pool warm above size", file: "plugins: {pool_size: 2, pool_warm: 3}\n", want: []string{"plugins.pool_warm", "between 0 and plugins.pool_size"}},
+		{name: "log level", args: []string{"--log-level", "loud"}, want: []string{"log.level (from flag --log-level)"}},
+		{name: "missing workflows dir", args: []string{"--workflows-dir", "/nonexistent/wf"}, want: []string{"workflows_dir", "no such file"}},
+		{
+			name: "bad tokens",
+			file: "auth:\n  tokens:\n    - {name: ci, role: root, token: short}\n    - {name: ci, role: reader, token: 'sha256:zz'}\n",
+			want: []string{"auth.tokens[0].role (from file", "admin, operator or reader", "auth.tokens[0].token", "at least 16", "auth.tokens[1].name", "used by another", "auth.tokens[1].token", "64 hex"},
+		},
+		{name: "token field", file: "auth:\n  tokens:\n    - {name: ci, role: admin, secret: x}\n", want: []string{"auth.tokens", "[0].secret: no such field"}},
+		{name: "broken yaml", file: "listen: [\n", want: []string{"config (from file"}},
+		{name: "every problem at once", env: []string{"WEFT_ENGINE_WORKERS=0", "WEFT_LOG_FORMAT=xml"}, want: []string{"engine.workers", "log.format"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if tt.file != "" {
+				writeFile(t, dir, "weft.yaml", tt.file)
+			}
+			_, err := loadConfig(parseHostFlags(t, tt.args...).sources(dir, tt.env))
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v, want ErrInvalidConfig", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigPrintMasksSecrets(t *testing.T) {
+	t.Parallel()
+	plain := "s3cr3t-plain-token-value"
+	digest := "sha256:" + strings.Repeat("0f", 32)
+	dir := t.TempDir()
+	writeFile(t, dir, "weft.yaml", "auth:\n  tokens:\n    - {name: ci, role: admin, token: "+plain+"}\n    - {name: ro, role: reader, token: '"+digest+"'}\n")
+	c, err := loadConfig(parseHostFlags(t, "--listen", "127.0.0.1:9999").sources(dir, []string{"WEFT_ENGINE_WORKERS=3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printConfig(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if strings.Contains(s, plain) || strings.Contains(s, strings.Repeat("0f", 32)) {
+		t.Errorf("secrets in the printed configuration:\n%s", s)
+	}
+	for _, want := range []string{
+		"listen: 127.0.0.1:9999 # from flag --listen",
+		"workers: 3 # from env WEFT_ENGINE_WORKERS",
+		"{name: ci, role: admin, token: '****'}",
+		"sha256:****",
+		"lock_ttl: 8s\n",
+		"activity_timeout: 10m\n",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("printed configuration lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// TestConfigPrintRoundTrip checks that what `weft config` prints is a
+// configuration file that loads back to the same values.
+func TestConfigPrintRoundTrip(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c, err := loadConfig(parseHostFlags(t, "--redis-addr", "a:1,b:2", "--seed", dir, "--set", "http.body_limit=1536").sources(dir, []string{"WEFT_ENGINE_STIMULUS_TTL=90m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first bytes.Buffer
+	if err := printConfig(&first, c); err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, t.TempDir(), "printed.yaml", first.String())
+	back, err := loadConfig(parseHostFlags(t, "--config", path).sources(t.TempDir(), nil))
+	if err != nil {
+		t.Fatalf("the printed configuration does not load: %v\n%s", err, &first)
+	}
+	var second bytes.Buffer
+	if err := printConfig(&second, back); err != nil {
+		t.Fatal(err)
+	}
+	strip := func(s string) string {
+		var lines []string
+		for _, l := range strings.Split(s, "\n") {
+			l, _, _ = strings.Cut(l, " # from ")
+			lines = append(lines, l)
+		}
+		return strings.Join(lines, "\n")
+	}
+	if strip(first.String()) != strip(second.String()) {
+		t.Errorf("printed, loaded and printed again differs:\n%s\n---\n%s", &first, &second)
+	}
+}
+
+func TestConfigEnvNamesAreUnique(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	for _, k := range configKeys() {
+		n := envName(k.name)
+		if prev, ok := seen[n]; ok {
+			t.Errorf("%s and %s share the variable %s", prev, k.name, n)
+		}
+		seen[n] = k.name
+		if clientEnv[n] {
+			t.Errorf("%s's variable %s is one the client reads", k.name, n)
+		}
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		want    ByteSize
+		wantErr bool
+	}{
+		{in: "1024", want: 1024},
+		{in: "512KiB", want: 512 << 10},
+		{in: "32MiB", want: 32 << 20},
+		{in: "1 GiB", want: 1 << 30},
+		{in: "2MB", want: 2e6},
+		{in: "1.5MiB", want: 3 << 19},
+		{in: "", wantErr: true},
+		{in: "MiB", wantErr: true},
+		{in: "12 parsecs", wantErr: true},
+		{in: "-1", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := parseByteSize(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+	for _, b := range []ByteSize{1, 1024, 1536, 32 << 20, 1 << 30} {
+		got, err := parseByteSize(b.String())
+		if err != nil || got != b {
+			t.Errorf("%d prints as %q, which parses as %d, %v", b, b.String(), got, err)
+		}
+	}
+}
