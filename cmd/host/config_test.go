@@ -52,8 +52,10 @@ redis_addrs: [file:1]
 		wantSrc string
 	}{
 		{
-			name:  "defaults",
-			check: func(c *LoadedConfig) (any, any) { return c.Listen + " " + c.DataDir + " " + c.Store, "127.0.0.1:8080 ./data embedded" },
+			name: "defaults",
+			check: func(c *LoadedConfig) (any, any) {
+				return c.Listen + " " + c.DataDir + " " + c.Store, "127.0.0.1:8080 ./data embedded"
+			},
 		},
 		{
 			name: "file over defaults", file: file,
@@ -131,7 +133,6 @@ redis_addrs: [file:1]
 		})
 	}
 }
-
 
 func TestConfigExplicitFile(t *testing.T) {
 	t.Parallel()
