@@ -75,6 +75,23 @@ type Plugins interface {
 	Invoke(ctx context.Context, version string, call plugins.Call) ([]byte, error)
 }
 
+// Observer is told what the engine does, for metrics (host/metrics
+// implements it). Its methods are called on the engine's hot paths: they
+// must be fast and safe for concurrent use.
+type Observer interface {
+	// InstanceStatus says that an instance of workflow reached status:
+	// pending when created, then each change its commits make.
+	InstanceStatus(workflow string, status store.Status)
+	// StepFinished says that a step of workflow ended, with outcome
+	// "completed" or "failed", d after it started.
+	StepFinished(workflow, step, outcome string, d time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) InstanceStatus(string, store.Status)                {}
+func (nopObserver) StepFinished(string, string, string, time.Duration) {}
+
 // Config configures an Engine.
 type Config struct {
 	// NodeID names this node in leases and history. Defaults to a random id.
@@ -109,6 +126,9 @@ type Config struct {
 	// Heartbeat configures the heartbeat scheduler that times out attempts
 	// whose guest stopped heartbeating. Defaults to heartbeat's defaults.
 	Heartbeat heartbeat.Config
+	// Observer is told about status changes and step latencies; nil
+	// observes nothing.
+	Observer Observer
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -146,6 +166,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -289,6 +312,7 @@ func (e *Engine) create(ctx context.Context, workflow string, input any, id stri
 	if err != nil {
 		return nil, fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
 	}
+	e.cfg.Observer.InstanceStatus(d.Name, store.StatusPending)
 	// Read back what the store made of it (times, revision) before a worker
 	// can change it.
 	return e.store.GetInstance(ctx, id)
@@ -385,6 +409,10 @@ func (e *Engine) program(ctx context.Context, name string, version int) (*runner
 	e.mu.Unlock()
 	return p, nil
 }
+
+// HeartbeatStats returns the heartbeat scheduler's metrics: tracked items,
+// capacity, renewals by outcome, cycle time, overruns, warnings.
+func (e *Engine) HeartbeatStats() heartbeat.Stats { return e.beats.Stats() }
 
 // Run runs the node's workers and the timer sweeper until ctx ends, then
 // waits for them.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,7 @@ type execution struct {
 	ctx       context.Context
 	lease     lock.Lease
 	inst      *store.Instance
+	status    store.Status // as last committed
 	prog      *runner.Program
 	st        *runner.State
 	timers    map[string]store.Timer
@@ -88,7 +90,7 @@ func (e *Engine) process(ctx context.Context, id string) error {
 		e: e, ctx: ctx, lease: lease, inst: inst, prog: prog, st: &runner.State{},
 		timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{}, checked: map[string]bool{},
 		results: make(chan result), inflight: map[string]*plugins.Heartbeat{}, wake: make(chan struct{}, 1), seen: map[string]bool{},
-		persist: make(chan chan error), exited: make(chan struct{}),
+		persist: make(chan chan error), exited: make(chan struct{}), status: inst.Status,
 	}
 	defer close(x.exited)
 	if len(inst.State) > 0 {
@@ -389,6 +391,11 @@ func (x *execution) apply(ev runner.Event) {
 		case runner.CancelChild:
 			x.cancelChild(a.Token)
 		case runner.Record:
+			switch a.Type {
+			case "step_completed", "step_failed":
+				step, _ := a.Data["step"].(string)
+				x.e.cfg.Observer.StepFinished(x.inst.Workflow, step, strings.TrimPrefix(a.Type, "step_"), a.Elapsed)
+			}
 			data, _ := json.Marshal(a.Data)
 			if a.Data == nil {
 				data = nil
@@ -503,6 +510,10 @@ func (x *execution) commit() error {
 		return fmt.Errorf("committing instance %s: %w", inst.ID, err)
 	}
 	inst.Rev = rev
+	if inst.Status != x.status {
+		x.status = inst.Status
+		x.e.cfg.Observer.InstanceStatus(inst.Workflow, inst.Status)
+	}
 	if inst.Status == store.StatusRunning && !x.leased {
 		// The store's lease tells recovery this instance is alive; the
 		// heartbeat scheduler renews it, batched with the others.

@@ -158,6 +158,9 @@ type Record struct {
 	Path    string
 	Attempt int
 	Data    map[string]any
+	// Elapsed is, for step_completed and step_failed, how long the step
+	// took since it started (zero when the state predates Run.Started).
+	Elapsed time.Duration
 }
 
 // Finish ends the instance.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/retry"
@@ -173,7 +174,7 @@ func (a *apply) advance(f *Frame) {
 func (a *apply) begin(f *Frame, s *definition.Step) bool {
 	path := stepPath(f)
 	env := a.env(f)
-	run := &Run{Exec: a.next("e")}
+	run := &Run{Exec: a.next("e"), Started: a.c.Now}
 	a.record("step_started", path, 0, map[string]any{"step": s.ID, "kind": string(s.Kind)})
 	switch s.Kind {
 	case definition.KindSet:
@@ -330,7 +331,7 @@ func (a *apply) complete(f *Frame, s *definition.Step, result any) {
 	if s.Output != "" && (s.Kind == definition.KindActivity || s.Kind == definition.KindWait || s.Kind == definition.KindWorkflow) {
 		a.st.Vars[s.Output] = result
 	}
-	a.record("step_completed", stepPath(f), 0, map[string]any{"step": s.ID})
+	a.emit(Record{Type: "step_completed", Path: stepPath(f), Data: map[string]any{"step": s.ID}, Elapsed: a.elapsed(f)})
 	if s.Persist == definition.PersistAlways {
 		a.persist = true
 	}
@@ -340,8 +341,23 @@ func (a *apply) complete(f *Frame, s *definition.Step, result any) {
 
 // failStep fails the step under f's cursor, and with it the instance.
 func (a *apply) failStep(f *Frame, code, message string) bool {
+	a.stepFailed(f, code)
 	a.fail(&Failure{Code: code, Message: message, Step: stepPath(f)})
 	return false
+}
+
+// stepFailed records that the step under f failed (the instance fails
+// with it).
+func (a *apply) stepFailed(f *Frame, code string) {
+	a.emit(Record{Type: "step_failed", Path: stepPath(f), Data: map[string]any{"step": a.step(f).ID, "code": code}, Elapsed: a.elapsed(f)})
+}
+
+// elapsed is how long the step under f has run.
+func (a *apply) elapsed(f *Frame) time.Duration {
+	if f.Run == nil || f.Run.Started.IsZero() {
+		return 0
+	}
+	return a.c.Now.Sub(f.Run.Started)
 }
 
 // fail ends the instance as failed, cancelling everything outstanding.
@@ -483,6 +499,7 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	}, ev.Failure, a.c.Rand)
 	if !d.Retry {
 		r.Pending, r.Token = "", "" // it has ended: nothing to cancel
+		a.stepFailed(f, ev.Failure.Code)
 		a.fail(&Failure{Code: ev.Failure.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
 		return
 	}

@@ -122,6 +122,8 @@ type Run struct {
 	Attempt int `json:"attempt,omitempty"`
 	// Scheduled is when the step's first attempt was scheduled.
 	Scheduled time.Time `json:"scheduled,omitempty"`
+	// Started is when the step started, for its latency.
+	Started time.Time `json:"started,omitzero"`
 	// Input is an activity's or child's evaluated input.
 	Input any `json:"input,omitempty"`
 	// LastHeartbeat is the details the last failed attempt reported.
