@@ -1,0 +1,159 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Role is what a token may do.
+type Role string
+
+// The roles. admin may do everything; operator may run instances and send
+// events, and read everything; reader may only read.
+const (
+	RoleAdmin    Role = "admin"
+	RoleOperator Role = "operator"
+	RoleReader   Role = "reader"
+)
+
+// Token is one configured bearer token.
+type Token struct {
+	// Name identifies the token in logs and errors; never the secret.
+	Name string `json:"name" koanf:"name"`
+	Role Role   `json:"role" koanf:"role"`
+	// Token is the secret itself, or "sha256:" followed by the 64 hex
+	// digits of its SHA-256, so that the secret need not sit in a file.
+	Token string `json:"token" koanf:"token"`
+}
+
+// hashPrefix introduces a token given by its SHA-256.
+const hashPrefix = "sha256:"
+
+// perm is what a route requires.
+type perm int
+
+const (
+	permPublic  perm = iota // no token
+	permRead                // any role
+	permOperate             // operator or admin
+	permAdmin               // admin
+)
+
+// allows reports whether role may use a route that requires p.
+func (p perm) allows(r Role) bool {
+	switch p {
+	case permPublic, permRead:
+		return true
+	case permOperate:
+		return r == RoleAdmin || r == RoleOperator
+	default:
+		return r == RoleAdmin
+	}
+}
+
+func (p perm) String() string {
+	switch p {
+	case permPublic:
+		return "none"
+	case permRead:
+		return "reader"
+	case permOperate:
+		return "operator"
+	default:
+		return "admin"
+	}
+}
+
+type credential struct {
+	name string
+	role Role
+	sum  [sha256.Size]byte
+}
+
+// authenticator checks bearer tokens against the configured ones.
+type authenticator struct {
+	creds []credential
+}
+
+func newAuthenticator(tokens []Token) (authenticator, error) {
+	var a authenticator
+	names := map[string]bool{}
+	for i, t := range tokens {
+		label := fmt.Sprintf("auth token %d", i)
+		if t.Name != "" {
+			label = fmt.Sprintf("auth token %q", t.Name)
+		}
+		switch {
+		case t.Name == "":
+			return a, fmt.Errorf("api: %s: name must not be empty", label)
+		case names[t.Name]:
+			return a, fmt.Errorf("api: %s: name used twice", label)
+		case t.Role != RoleAdmin && t.Role != RoleOperator && t.Role != RoleReader:
+			return a, fmt.Errorf("api: %s: role must be admin, operator or reader, got %q", label, t.Role)
+		case t.Token == "":
+			return a, fmt.Errorf("api: %s: token must not be empty", label)
+		}
+		names[t.Name] = true
+		c := credential{name: t.Name, role: t.Role}
+		if hexSum, ok := strings.CutPrefix(t.Token, hashPrefix); ok {
+			b, err := hex.DecodeString(hexSum)
+			if err != nil || len(b) != sha256.Size {
+				return a, fmt.Errorf("api: %s: %q must be followed by the 64 hex digits of the secret's SHA-256", label, hashPrefix)
+			}
+			copy(c.sum[:], b)
+		} else {
+			c.sum = sha256.Sum256([]byte(t.Token))
+		}
+		a.creds = append(a.creds, c)
+	}
+	return a, nil
+}
+
+// identify returns the credential matching the presented secret. It
+// compares the secret's SHA-256 with every configured hash in constant
+// time and does not stop at a match, so neither the secret nor which
+// token matched shows in the timing.
+func (a authenticator) identify(secret string) (credential, bool) {
+	sum := sha256.Sum256([]byte(secret))
+	found := -1
+	for i := range a.creds {
+		if subtle.ConstantTimeCompare(sum[:], a.creds[i].sum[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return credential{}, false
+	}
+	return a.creds[found], true
+}
+
+// authorize returns the middleware of a route that requires p.
+func (s *Server) authorize(p perm) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if p == permPublic || len(s.auth.creds) == 0 {
+			return c.Next()
+		}
+		h := c.Get(fiber.HeaderAuthorization)
+		scheme, secret, ok := strings.Cut(h, " ")
+		if h == "" {
+			return problemf(fiber.StatusUnauthorized, "unauthorized", "this route needs a bearer token (Authorization: Bearer <token>)")
+		}
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+			return problemf(fiber.StatusUnauthorized, "unauthorized", "the Authorization header must be \"Bearer <token>\"")
+		}
+		cred, ok := s.auth.identify(strings.TrimSpace(secret))
+		if !ok {
+			return problemf(fiber.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
+		}
+		if !p.allows(cred.role) {
+			return problemf(fiber.StatusForbidden, "forbidden", "token %q has role %s; this route needs %s", cred.name, cred.role, p)
+		}
+		c.Locals(localLogger, s.logger(c).With("token", cred.name))
+		return c.Next()
+	}
+}

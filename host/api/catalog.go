@@ -1,0 +1,213 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/host/store"
+)
+
+const (
+	// readyTimeout bounds a readiness probe.
+	readyTimeout = 2 * time.Second
+	// requestTimeout bounds the store and engine work of a request that
+	// does not wait on an instance.
+	requestTimeout = 30 * time.Second
+)
+
+// requestContext returns a context for the request's work, ended after d.
+func requestContext(c *fiber.Ctx, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), d)
+}
+
+// pluginView is a plugin version as answered.
+type pluginView struct {
+	Name       string    `json:"name"`
+	Version    string    `json:"version"`
+	Size       int64     `json:"size"`
+	Activities []string  `json:"activities"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+func viewPlugin(r store.PluginRecord) pluginView {
+	acts := r.Activities
+	if acts == nil {
+		acts = []string{}
+	}
+	return pluginView{Name: r.Name, Version: r.Version, Size: r.Size, Activities: acts, CreatedAt: r.CreatedAt}
+}
+
+// pluginDetail is a plugin's current version and every version kept.
+type pluginDetail struct {
+	pluginView
+	Versions []pluginView `json:"versions"`
+}
+
+func (s *Server) putPlugin(c *fiber.Ctx) error {
+	if err := requireType(c, false, "application/wasm", fiber.MIMEOctetStream); err != nil {
+		return err
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	rec, isNew, err := s.node.PutPlugin(ctx, c.Params("name"), c.Body())
+	if err != nil {
+		return err
+	}
+	return created(c, isNew, viewPlugin(*rec))
+}
+
+func (s *Server) listPlugins(c *fiber.Ctx) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	recs, next, err := s.node.ListPlugins(ctx, c.Query("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	items := make([]pluginView, 0, len(recs))
+	for _, r := range recs {
+		items = append(items, viewPlugin(r))
+	}
+	return c.JSON(newPage(items, next))
+}
+
+func (s *Server) getPlugin(c *fiber.Ctx) error {
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	name := c.Params("name")
+	p, err := s.node.GetPlugin(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("no plugin %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	d := pluginDetail{pluginView: viewPlugin(p.Current), Versions: make([]pluginView, 0, len(p.Versions))}
+	for _, v := range p.Versions {
+		d.Versions = append(d.Versions, viewPlugin(v))
+	}
+	return c.JSON(d)
+}
+
+func (s *Server) deletePlugin(c *fiber.Ctx) error {
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	name := c.Params("name")
+	err := s.node.DeletePlugin(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("no plugin %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// definitionTypes are the media types of workflow definitions.
+var definitionTypes = []string{"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", fiber.MIMEApplicationJSON}
+
+// workflowView is a definition version as answered; Source only when one
+// definition is shown.
+type workflowView struct {
+	Name      string    `json:"name"`
+	Version   int       `json:"version"`
+	Hash      string    `json:"hash"`
+	CreatedAt time.Time `json:"created_at"`
+	Source    *string   `json:"source,omitempty"`
+}
+
+func viewWorkflow(d *store.Definition, withSource bool) workflowView {
+	v := workflowView{Name: d.Name, Version: d.Version, Hash: d.Hash, CreatedAt: d.CreatedAt}
+	if withSource {
+		src := string(d.Source)
+		v.Source = &src
+	}
+	return v
+}
+
+func (s *Server) putWorkflow(c *fiber.Ctx) error {
+	if err := requireType(c, false, definitionTypes...); err != nil {
+		return err
+	}
+	name := c.Params("name")
+	body := c.Body()
+	// Parse first, without the catalogue, to compare the names before
+	// anything is stored.
+	def, err := definition.Parse(body)
+	if err != nil {
+		return err
+	}
+	if def.Name != name {
+		return unprocessable("the definition's name does not match the URL",
+			FieldError{Path: "name", Message: "the definition is named " + quote(def.Name) + " but was sent to " + quote(name)})
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	d, isNew, err := s.node.Engine().SaveDefinition(ctx, body)
+	if err != nil {
+		return err
+	}
+	return created(c, isNew, viewWorkflow(d, false))
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+func (s *Server) listWorkflows(c *fiber.Ctx) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	defs, next, err := s.node.Store().ListDefinitions(ctx, c.Query("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	items := make([]workflowView, 0, len(defs))
+	for i := range defs {
+		items = append(items, viewWorkflow(&defs[i], false))
+	}
+	return c.JSON(newPage(items, next))
+}
+
+func (s *Server) getWorkflow(c *fiber.Ctx) error {
+	version, err := intParam(c, "version", 0, 1, 1<<31-1)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	name := c.Params("name")
+	d, err := s.node.Store().GetDefinition(ctx, name, version)
+	if errors.Is(err, store.ErrNotFound) {
+		if version > 0 {
+			return notFoundf("no workflow %q version %d", name, version)
+		}
+		return notFoundf("no workflow %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(viewWorkflow(d, true))
+}
+
+func (s *Server) deleteWorkflow(c *fiber.Ctx) error {
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	name := c.Params("name")
+	err := s.node.Store().DeleteDefinition(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("no workflow %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}

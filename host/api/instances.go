@@ -1,0 +1,373 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/store"
+)
+
+// MaxWait bounds ?wait= on start.
+const MaxWait = 5 * time.Minute
+
+// instanceView is an instance as answered.
+type instanceView struct {
+	ID        string            `json:"id"`
+	Workflow  string            `json:"workflow"`
+	Version   int               `json:"version"`
+	Status    store.Status      `json:"status"`
+	Input     json.RawMessage   `json:"input"`
+	Output    json.RawMessage   `json:"output"`
+	Vars      json.RawMessage   `json:"vars"`
+	Error     *store.Failure    `json:"error"`
+	Plugins   map[string]string `json:"plugins,omitempty"`
+	Parent    *store.ParentRef  `json:"parent,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	// WaitingOn is set when one instance is shown, not in lists.
+	WaitingOn *waitingOn `json:"waiting_on,omitempty"`
+}
+
+// waitingOn is what a suspended instance waits for.
+type waitingOn struct {
+	Bookmarks []bookmarkView `json:"bookmarks"`
+	Timers    []timerView    `json:"timers"`
+}
+
+type bookmarkView struct {
+	Event    string `json:"event"`
+	Key      string `json:"key"`
+	StepPath string `json:"step_path"`
+}
+
+type timerView struct {
+	ID   string    `json:"id"`
+	Due  time.Time `json:"due"`
+	Kind string    `json:"kind,omitempty"`
+}
+
+func viewInstance(in *store.Instance) instanceView {
+	return instanceView{
+		ID: in.ID, Workflow: in.Workflow, Version: in.Version, Status: in.Status,
+		Input: in.Input, Output: in.Output, Vars: in.Vars, Error: in.Error,
+		Plugins: in.Plugins, Parent: in.Parent, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt,
+	}
+}
+
+// detail is viewInstance with waiting_on, read from the store.
+func (s *Server) detail(ctx context.Context, in *store.Instance) (instanceView, error) {
+	v := viewInstance(in)
+	st := s.node.Store()
+	bms, err := st.Bookmarks(ctx, in.ID)
+	if err != nil {
+		return v, err
+	}
+	tms, err := st.Timers(ctx, in.ID)
+	if err != nil {
+		return v, err
+	}
+	w := &waitingOn{Bookmarks: make([]bookmarkView, 0, len(bms)), Timers: make([]timerView, 0, len(tms))}
+	for _, b := range bms {
+		w.Bookmarks = append(w.Bookmarks, bookmarkView{Event: b.Event, Key: b.Key, StepPath: b.StepPath})
+	}
+	for _, t := range tms {
+		w.Timers = append(w.Timers, timerView{ID: t.ID, Due: t.Due, Kind: t.Kind})
+	}
+	v.WaitingOn = w
+	return v, nil
+}
+
+// startRequest is the body of POST /v1/workflows/{name}/instances.
+type startRequest struct {
+	Input json.RawMessage `json:"input"`
+	ID    string          `json:"id"`
+}
+
+func (s *Server) startInstance(c *fiber.Ctx) error {
+	var wait time.Duration
+	if w := c.Query("wait"); w != "" {
+		d, err := time.ParseDuration(w)
+		if err != nil || d < 0 || d > MaxWait {
+			return invalidField("wait", "must be a duration from 0s to %s, such as 10s, got %q", MaxWait, w)
+		}
+		wait = d
+	}
+	var req startRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.ID != "" {
+		if err := store.CheckID("id", req.ID); err != nil {
+			return invalidField("id", "%s", clean(err))
+		}
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	name := c.Params("name")
+	st := s.node.Store()
+	if _, err := st.GetDefinition(ctx, name, 0); errors.Is(err, store.ErrNotFound) {
+		return notFoundf("no workflow %q", name)
+	} else if err != nil {
+		return err
+	}
+	existed := false
+	if req.ID != "" {
+		old, err := st.GetInstance(ctx, req.ID)
+		switch {
+		case err == nil && old.Workflow != name:
+			return conflictf("instance %q exists and belongs to workflow %q", req.ID, old.Workflow)
+		case err == nil:
+			existed = true
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+	}
+	var input any
+	if len(req.Input) > 0 {
+		input = req.Input
+	}
+	inst, err := s.node.Engine().Start(ctx, name, input, req.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		// The definition was there a moment ago: what is missing is a
+		// plugin it uses, or the definition was deleted since.
+		return conflictf("cannot start workflow %q: %s", name, clean(err))
+	}
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		inst = s.await(c, inst, wait)
+	}
+	v, err := s.detail(ctx, inst)
+	if err != nil {
+		return err
+	}
+	return created(c, !existed, v)
+}
+
+// await waits up to d for the instance to leave pending and running, or
+// for Shutdown to start, and returns the instance as it is then.
+func (s *Server) await(c *fiber.Ctx, inst *store.Instance, d time.Duration) *store.Instance {
+	ctx, cancel := context.WithTimeout(c.UserContext(), d)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.draining:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	got, err := s.node.Engine().Wait(ctx, inst.ID)
+	if err == nil {
+		return got
+	}
+	// The wait ended first: answer with the instance as it is now.
+	rctx, rcancel := requestContext(c, requestTimeout)
+	defer rcancel()
+	if now, err := s.node.Store().GetInstance(rctx, inst.ID); err == nil {
+		return now
+	}
+	if got != nil {
+		return got
+	}
+	return inst
+}
+
+func (s *Server) getInstance(c *fiber.Ctx) error {
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	in, err := s.instance(ctx, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	v, err := s.detail(ctx, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(v)
+}
+
+// instance reads an instance, answering 404 when there is none.
+func (s *Server) instance(ctx context.Context, id string) (*store.Instance, error) {
+	in, err := s.node.Store().GetInstance(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFoundf("no instance %q", id)
+	}
+	return in, err
+}
+
+func (s *Server) listInstances(c *fiber.Ctx) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	f := store.InstanceFilter{Workflow: c.Query("workflow"), Status: store.Status(c.Query("status")), Limit: limit, Cursor: c.Query("cursor")}
+	if f.Status != "" && !f.Status.Valid() {
+		return invalidField("status", "must be one of pending, running, suspended, completed, failed, cancelled, got %q", f.Status)
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	items, next, err := s.node.Store().ListInstances(ctx, f)
+	if err != nil {
+		return err
+	}
+	views := make([]instanceView, 0, len(items))
+	for i := range items {
+		views = append(views, viewInstance(&items[i]))
+	}
+	return c.JSON(newPage(views, next))
+}
+
+func (s *Server) history(c *fiber.Ctx) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	after := c.Query("after", c.Query("cursor"))
+	var afterSeq uint64
+	if after != "" {
+		if afterSeq, err = strconv.ParseUint(after, 10, 64); err != nil {
+			return invalidField("after", "must be an event sequence number, got %q", after)
+		}
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	id := c.Params("id")
+	evs, err := s.node.Store().History(ctx, id, afterSeq, limit)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("no instance %q", id)
+	}
+	if err != nil {
+		return err
+	}
+	next := ""
+	if len(evs) == limit {
+		next = strconv.FormatUint(evs[len(evs)-1].Seq, 10)
+	}
+	return c.JSON(newPage(evs, next))
+}
+
+// cancelRequest is the optional body of POST /v1/instances/{id}/cancel.
+type cancelRequest struct {
+	Reason string `json:"reason"`
+}
+
+func (s *Server) cancelInstance(c *fiber.Ctx) error {
+	var req cancelRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Reason == "" {
+		req.Reason = "cancelled through the API"
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	id := c.Params("id")
+	in, err := s.instance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if in.Status.Terminal() {
+		return conflictf("instance %q is %s already", id, in.Status)
+	}
+	if err := s.node.Engine().Cancel(ctx, id, req.Reason); err != nil {
+		return err
+	}
+	if in, err = s.instance(ctx, id); err != nil {
+		return err
+	}
+	v, err := s.detail(ctx, in)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(v)
+}
+
+func (s *Server) deleteInstance(c *fiber.Ctx) error {
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	id := c.Params("id")
+	if _, err := s.instance(ctx, id); err != nil {
+		return err
+	}
+	err := s.node.Engine().Delete(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("no instance %q", id)
+	}
+	if err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (s *Server) exportState(c *fiber.Ctx) error {
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	id := c.Params("id")
+	st, err := s.node.Engine().Export(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("no instance %q", id)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(st)
+}
+
+func (s *Server) importState(c *fiber.Ctx) error {
+	if err := requireType(c, false, fiber.MIMEApplicationJSON); err != nil {
+		return err
+	}
+	var st engine.State
+	if err := decodeJSON(c, &st); err != nil {
+		return err
+	}
+	id := c.Params("id")
+	var errs []FieldError
+	if st.Format != engine.StateFormat {
+		errs = append(errs, FieldError{Path: "format", Message: fmt.Sprintf("this host reads state format %d, got %d", engine.StateFormat, st.Format)})
+	}
+	if st.Instance.ID == "" {
+		st.Instance.ID = id
+	} else if st.Instance.ID != id {
+		errs = append(errs, FieldError{Path: "instance.id", Message: fmt.Sprintf("the state is of instance %q but was sent to %q", st.Instance.ID, id)})
+	}
+	if st.Instance.Workflow == "" {
+		errs = append(errs, FieldError{Path: "instance.workflow", Message: "must not be empty"})
+	}
+	if !st.Instance.Status.Valid() {
+		errs = append(errs, FieldError{Path: "instance.status", Message: fmt.Sprintf("must be one of pending, running, suspended, completed, failed, cancelled, got %q", st.Instance.Status)})
+	}
+	if len(errs) > 0 {
+		return unprocessable("the state cannot be imported", errs...)
+	}
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	_, err := s.node.Store().GetInstance(ctx, id)
+	existed := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	in, err := s.node.Engine().Import(ctx, &st)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return unprocessable("the state refers to something this host does not have",
+			FieldError{Path: "instance", Message: clean(err)})
+	case errors.Is(err, store.ErrInvalid):
+		return unprocessable("the state is malformed", FieldError{Path: "$", Message: clean(err)})
+	case err != nil:
+		return err
+	}
+	v, err := s.detail(ctx, in)
+	if err != nil {
+		return err
+	}
+	return created(c, !existed, v)
+}

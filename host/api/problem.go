@@ -1,0 +1,184 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/lock"
+	"github.com/weftworks/weft/plugins"
+)
+
+// ProblemContentType is the media type of error answers (RFC 9457).
+const ProblemContentType = "application/problem+json"
+
+// problemTypePrefix prefixes the slug of every problem type.
+const problemTypePrefix = "urn:weft:problem:"
+
+// Problem is an error answer (RFC 9457). It implements error so that a
+// handler can return it.
+type Problem struct {
+	// Type identifies the kind of problem: "urn:weft:problem:" + a slug
+	// such as not-found, validation, conflict.
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Errors lists each validation problem with where it is.
+	Errors []FieldError `json:"errors,omitempty"`
+	// Instances names instances involved (a plugin in use).
+	Instances []string `json:"instances,omitempty"`
+	// RequestID is the request's X-Request-Id, to find its log lines.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// FieldError is one validation problem. Path locates it (a JSON path into
+// the request, a definition path such as steps[2].retry.backoff, or a
+// parameter name); Line and Column locate it in a definition's source text
+// when known.
+type FieldError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+}
+
+// Error implements error.
+func (p *Problem) Error() string {
+	if p.Detail != "" {
+		return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail)
+	}
+	return fmt.Sprintf("%d %s", p.Status, p.Title)
+}
+
+// problemf returns a problem of status with the type slug and a formatted
+// detail.
+func problemf(status int, slug, format string, args ...any) *Problem {
+	return &Problem{Type: problemTypePrefix + slug, Title: http.StatusText(status), Status: status, Detail: fmt.Sprintf(format, args...)}
+}
+
+// invalidField returns a 400 problem about one request field.
+func invalidField(path, format string, args ...any) *Problem {
+	msg := fmt.Sprintf(format, args...)
+	p := problemf(fiber.StatusBadRequest, "invalid-request", "%s: %s", path, msg)
+	p.Errors = []FieldError{{Path: path, Message: msg}}
+	return p
+}
+
+// unprocessable returns a 422 problem listing errs.
+func unprocessable(detail string, errs ...FieldError) *Problem {
+	p := problemf(fiber.StatusUnprocessableEntity, "validation", "%s", detail)
+	p.Errors = errs
+	return p
+}
+
+// problemFor maps an error from the node, engine or store to a problem.
+// Errors it cannot classify are 500s whose detail does not leak internals;
+// the log line (with the request id) has the error.
+func problemFor(err error) (p *Problem, internal bool) {
+	var (
+		prob *Problem
+		fe   *fiber.Error
+		dve  *definition.ValidationError
+		pve  *plugins.ValidationError
+		iue  *store.InUseError
+	)
+	switch {
+	case errors.As(err, &prob):
+		return prob, false
+	case errors.As(err, &fe):
+		return fiberProblem(fe), false
+	case errors.As(err, &dve):
+		p := unprocessable(fmt.Sprintf("the workflow definition has %d problem(s)", len(dve.Problems)))
+		for _, pr := range dve.Problems {
+			p.Errors = append(p.Errors, FieldError{Path: pr.Path, Message: pr.Message, Line: pr.Line, Column: pr.Column})
+		}
+		return p, false
+	case errors.As(err, &pve):
+		p := unprocessable(fmt.Sprintf("the plugin module was refused for %d reason(s)", len(pve.Problems)))
+		for _, pr := range pve.Problems {
+			p.Errors = append(p.Errors, FieldError{Path: "module", Message: pr})
+		}
+		return p, false
+	case errors.As(err, &iue):
+		p := problemf(fiber.StatusConflict, "in-use", "%s", strings.TrimPrefix(err.Error(), "store: "))
+		p.Instances = iue.Instances
+		return p, false
+	case errors.Is(err, node.ErrInvalidName):
+		return invalidField("name", "%s", strings.TrimPrefix(err.Error(), "node: ")), false
+	case errors.Is(err, node.ErrRefreshDisabled):
+		return problemf(fiber.StatusConflict, "refresh-disabled", "%s", err), false
+	case errors.Is(err, store.ErrNotFound):
+		return problemf(fiber.StatusNotFound, "not-found", "%s", clean(err)), false
+	case errors.Is(err, store.ErrInvalid):
+		return problemf(fiber.StatusBadRequest, "invalid-request", "%s", clean(err)), false
+	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrFenced):
+		return problemf(fiber.StatusConflict, "conflict", "%s", clean(err)), false
+	case errors.Is(err, lock.ErrTransient), errors.Is(err, store.ErrClosed), errors.Is(err, plugins.ErrClosed):
+		return problemf(fiber.StatusServiceUnavailable, "unavailable", "the host cannot serve this now: %s", clean(err)), false
+	case errors.Is(err, context.DeadlineExceeded):
+		return problemf(fiber.StatusServiceUnavailable, "busy", "the host did not finish in time (an instance lock may be held by a long step): %s", clean(err)), false
+	}
+	return problemf(fiber.StatusInternalServerError, "internal", "internal error; the host's log has it under this request_id"), true
+}
+
+// clean drops the package prefixes that the layers below put on errors.
+func clean(err error) string {
+	s := err.Error()
+	for _, p := range []string{"engine: ", "store: ", "node: ", "boltstore: "} {
+		s = strings.ReplaceAll(s, p, "")
+	}
+	return s
+}
+
+// fiberProblem maps Fiber's own errors: unknown route, wrong method, body
+// too large, malformed request.
+func fiberProblem(fe *fiber.Error) *Problem {
+	switch fe.Code {
+	case fiber.StatusNotFound:
+		return problemf(fe.Code, "not-found", "no such route")
+	case fiber.StatusMethodNotAllowed:
+		return problemf(fe.Code, "method-not-allowed", "the route exists but not with this method")
+	case fiber.StatusRequestEntityTooLarge:
+		return problemf(fe.Code, "too-large", "the request body is larger than the server accepts")
+	}
+	slug := strings.ToLower(strings.ReplaceAll(http.StatusText(fe.Code), " ", "-"))
+	if slug == "" {
+		slug = "error"
+	}
+	return problemf(fe.Code, slug, "%s", fe.Message)
+}
+
+// errorHandler writes err as a problem. It is Fiber's ErrorHandler, so it
+// also answers what fails before routing (a body over the server's limit).
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	p, internal := problemFor(err)
+	cp := *p // p may be shared (a returned *Problem); the request id is per answer
+	cp.RequestID = requestID(c)
+	if internal {
+		s.logger(c).Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
+	}
+	if cp.Status == fiber.StatusUnauthorized {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="weft"`)
+	}
+	if cp.Status == fiber.StatusMethodNotAllowed {
+		if allow := s.allowed(c.Path()); allow != "" {
+			c.Set(fiber.HeaderAllow, allow)
+		}
+	}
+	body, merr := json.Marshal(&cp)
+	if merr != nil {
+		return merr
+	}
+	c.Status(cp.Status)
+	c.Set(fiber.HeaderContentType, ProblemContentType)
+	return c.Send(body)
+}

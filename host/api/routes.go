@@ -1,0 +1,239 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+// route is one registered route.
+type route struct {
+	method, path string
+	perm         perm
+	// pluginBody routes take PluginBodyLimit instead of BodyLimit.
+	pluginBody bool
+	handler    fiber.Handler
+}
+
+// table lists every route the server registers; the OpenAPI test checks
+// the document against the registered routes.
+func (s *Server) table() []route {
+	return []route{
+		{method: fiber.MethodGet, path: "/healthz", perm: permPublic, handler: s.healthz},
+		{method: fiber.MethodGet, path: "/readyz", perm: permPublic, handler: s.readyz},
+		{method: fiber.MethodGet, path: "/metrics", perm: permRead, handler: s.metricsHandler()},
+		{method: fiber.MethodGet, path: "/v1/openapi.json", perm: permPublic, handler: s.openAPI},
+
+		{method: fiber.MethodGet, path: "/v1/plugins", perm: permRead, handler: s.listPlugins},
+		{method: fiber.MethodPut, path: "/v1/plugins/:name", perm: permAdmin, pluginBody: true, handler: s.putPlugin},
+		{method: fiber.MethodGet, path: "/v1/plugins/:name", perm: permRead, handler: s.getPlugin},
+		{method: fiber.MethodDelete, path: "/v1/plugins/:name", perm: permAdmin, handler: s.deletePlugin},
+
+		{method: fiber.MethodGet, path: "/v1/workflows", perm: permRead, handler: s.listWorkflows},
+		{method: fiber.MethodPut, path: "/v1/workflows/:name", perm: permAdmin, handler: s.putWorkflow},
+		{method: fiber.MethodGet, path: "/v1/workflows/:name", perm: permRead, handler: s.getWorkflow},
+		{method: fiber.MethodDelete, path: "/v1/workflows/:name", perm: permAdmin, handler: s.deleteWorkflow},
+		{method: fiber.MethodPost, path: "/v1/workflows/:name/instances", perm: permOperate, handler: s.startInstance},
+
+		{method: fiber.MethodGet, path: "/v1/instances", perm: permRead, handler: s.listInstances},
+		{method: fiber.MethodGet, path: "/v1/instances/:id", perm: permRead, handler: s.getInstance},
+		{method: fiber.MethodDelete, path: "/v1/instances/:id", perm: permOperate, handler: s.deleteInstance},
+		{method: fiber.MethodGet, path: "/v1/instances/:id/history", perm: permRead, handler: s.history},
+		{method: fiber.MethodPost, path: "/v1/instances/:id/cancel", perm: permOperate, handler: s.cancelInstance},
+		{method: fiber.MethodGet, path: "/v1/instances/:id/state", perm: permRead, handler: s.exportState},
+		{method: fiber.MethodPut, path: "/v1/instances/:id/state", perm: permOperate, handler: s.importState},
+
+		{method: fiber.MethodPost, path: "/v1/events", perm: permOperate, handler: s.sendEvent},
+		{method: fiber.MethodGet, path: "/v1/events/dead", perm: permRead, handler: s.deadLetters},
+
+		{method: fiber.MethodPost, path: "/v1/admin/refresh", perm: permAdmin, handler: s.refresh},
+	}
+}
+
+// routes registers the table.
+func (s *Server) routes() {
+	for _, r := range s.table() {
+		limit := s.cfg.BodyLimit
+		if r.pluginBody {
+			limit = s.cfg.PluginBodyLimit
+		}
+		s.app.Add(r.method, r.path, s.enter(r.path, limit), s.authorize(r.perm), r.handler)
+	}
+}
+
+// enter marks the request with its route pattern (for logs and metrics)
+// and refuses a body over the route's limit.
+func (s *Server) enter(pattern string, limit int) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		c.Locals(localRoute, pattern)
+		if n := len(c.Request().Body()); n > limit {
+			return problemf(fiber.StatusRequestEntityTooLarge, "too-large", "the body is %d bytes; this route accepts at most %d", n, limit)
+		}
+		return c.Next()
+	}
+}
+
+// allowed returns the methods registered for a path, for the Allow header
+// of a 405.
+func (s *Server) allowed(path string) string {
+	var methods []string
+	for _, r := range s.table() {
+		if matchPattern(r.path, path) && !slices.Contains(methods, r.method) {
+			methods = append(methods, r.method)
+		}
+	}
+	return strings.Join(methods, ", ")
+}
+
+// matchPattern matches a path against a Fiber pattern of literal and :param
+// segments.
+func matchPattern(pattern, path string) bool {
+	ps := strings.Split(strings.Trim(pattern, "/"), "/")
+	xs := strings.Split(strings.Trim(path, "/"), "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i := range ps {
+		if !strings.HasPrefix(ps[i], ":") && ps[i] != xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// requireType refuses (415) a request whose Content-Type is not one of
+// types. An empty body without a Content-Type passes when optional.
+func requireType(c *fiber.Ctx, optional bool, types ...string) error {
+	ct := c.Get(fiber.HeaderContentType)
+	if ct == "" && optional && len(c.Body()) == 0 {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && slices.Contains(types, strings.ToLower(mt)) {
+		return nil
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return problemf(fiber.StatusUnsupportedMediaType, "unsupported-media-type", "Content-Type %s is not accepted here; send %s", ct, strings.Join(types, " or "))
+}
+
+// decodeJSON decodes the body into v, refusing unknown fields and trailing
+// data. An empty body leaves v as it is. Errors are 400 problems that say
+// where the body is wrong.
+func decodeJSON(c *fiber.Ctx, v any) error {
+	if err := requireType(c, true, fiber.MIMEApplicationJSON); err != nil {
+		return err
+	}
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			return invalidField("$", "unexpected data after the JSON document")
+		}
+		return nil
+	}
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &se):
+		return invalidField("$", "malformed JSON at byte %d: %v", se.Offset, se)
+	case errors.As(err, &te):
+		path := te.Field
+		if path == "" {
+			path = "$"
+		}
+		return invalidField(path, "expected %s, got JSON %s", te.Type, te.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalidField("$", "the JSON document ends early")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return invalidField(field, "unknown field")
+	}
+	return invalidField("$", "%v", err)
+}
+
+// page is a list answer.
+type page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+func newPage[T any](items []T, next string) page[T] {
+	if items == nil {
+		items = []T{}
+	}
+	return page[T]{Items: items, NextCursor: next}
+}
+
+// limitParam reads ?limit=, 1 to store.MaxListLimit, default
+// store.DefaultListLimit.
+func limitParam(c *fiber.Ctx) (int, error) {
+	return intParam(c, "limit", store.DefaultListLimit, 1, store.MaxListLimit)
+}
+
+func intParam(c *fiber.Ctx, name string, def, lo, hi int) (int, error) {
+	v := c.Query(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, invalidField(name, "must be an integer from %d to %d, got %q", lo, hi, v)
+	}
+	return n, nil
+}
+
+// created answers 201 when created, else 200, with v as JSON.
+func created(c *fiber.Ctx, isNew bool, v any) error {
+	if isNew {
+		c.Status(fiber.StatusCreated)
+	} else {
+		c.Status(fiber.StatusOK)
+	}
+	return c.JSON(v)
+}
+
+func (s *Server) healthz(c *fiber.Ctx) error {
+	return c.JSON(fiber.Map{"status": "ok"})
+}
+
+func (s *Server) readyz(c *fiber.Ctx) error {
+	ctx, cancel := requestContext(c, readyTimeout)
+	defer cancel()
+	if err := s.node.Ready(ctx); err != nil {
+		return problemf(fiber.StatusServiceUnavailable, "not-ready", "%s", clean(err))
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+func (s *Server) openAPI(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(openAPIDocument)
+}
+
+// notFoundf returns a 404 problem.
+func notFoundf(format string, args ...any) *Problem {
+	return problemf(fiber.StatusNotFound, "not-found", format, args...)
+}
+
+// conflictf returns a 409 problem.
+func conflictf(format string, args ...any) *Problem {
+	return problemf(fiber.StatusConflict, "conflict", format, args...)
+}

@@ -1,0 +1,248 @@
+// Package api is Weft's HTTP API (SPEC §4) on Fiber: plugins, workflows,
+// instances, events and administration under /v1, health and readiness
+// probes, Prometheus metrics and the OpenAPI document.
+//
+// # Decisions
+//
+//   - Every error is an RFC 9457 problem (application/problem+json), also
+//     for unknown routes (404), wrong methods (405), oversized bodies (413),
+//     unsupported media types (415) and panics (500): a client needs one
+//     error decoder. Validation problems list each reason with its path
+//     (and line and column for definitions) under "errors".
+//   - Types are URNs (urn:weft:problem:not-found): stable identifiers that
+//     do not pretend to be documentation pages.
+//   - Every request has an id, taken from X-Request-Id when the client sent
+//     a sane one and generated otherwise; it is echoed in the response, in
+//     problem bodies (request_id) and in every log line the request writes,
+//     including the access log.
+//   - Body limits: the whole body is read before a handler runs (fasthttp
+//     does not stream), so the server's limit is the larger plugin limit;
+//     every other route refuses a body beyond Config.BodyLimit with 413.
+//   - Shutdown first tells requests waiting on ?wait= to answer with the
+//     instance as it is now, then stops accepting and drains the requests
+//     in flight: a waiting client gets a complete answer at once instead of
+//     holding the shutdown for the rest of its wait.
+//   - /healthz and /readyz need no token (probes carry none);
+//     /v1/openapi.json needs none either, as it holds nothing secret and a
+//     client generator must read it before it has a token. /metrics needs
+//     a token of any role when auth is on, because label values name
+//     workflows, plugins and activities.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weftworks/weft/host/metrics"
+	"github.com/weftworks/weft/host/node"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Tokens are the bearer tokens clients authenticate with. With none,
+	// auth is off: every request is allowed (the serve command then binds
+	// to loopback only).
+	Tokens []Token
+	// BodyLimit bounds request bodies other than plugin uploads, in bytes.
+	// Defaults to 1 MiB.
+	BodyLimit int
+	// PluginBodyLimit bounds plugin uploads (PUT /v1/plugins/{name}), in
+	// bytes. Defaults to 32 MiB.
+	PluginBodyLimit int
+	// Logger receives the access log and request errors. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+	// Gatherer is served at /metrics. Nil: /metrics answers 404.
+	Gatherer prometheus.Gatherer
+}
+
+// AuthEnabled reports whether requests need a bearer token: whether any
+// token is configured.
+func (c Config) AuthEnabled() bool { return len(c.Tokens) > 0 }
+
+// WithDefaults returns c with every unset field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.BodyLimit == 0 {
+		c.BodyLimit = 1 << 20
+	}
+	if c.PluginBodyLimit == 0 {
+		c.PluginBodyLimit = 32 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.BodyLimit < 1:
+		return fmt.Errorf("api: BodyLimit must be positive, got %d", c.BodyLimit)
+	case c.PluginBodyLimit < 1:
+		return fmt.Errorf("api: PluginBodyLimit must be positive, got %d", c.PluginBodyLimit)
+	}
+	return nil
+}
+
+// Server is the HTTP API of one node.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	node    *node.Node
+	metrics *metrics.Metrics
+	auth    authenticator
+	app     *fiber.App
+
+	drainOnce sync.Once
+	draining  chan struct{} // closed when Shutdown starts
+}
+
+// New returns the API of n. It validates the tokens: an unknown role, an
+// empty name or secret, a malformed "sha256:" form or a duplicate name is
+// an error naming the token.
+func New(cfg Config, n *node.Node) (*Server, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if n == nil {
+		return nil, errors.New("api: New needs a node")
+	}
+	auth, err := newAuthenticator(cfg.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, node: n, metrics: n.Metrics(), auth: auth, draining: make(chan struct{})}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "weft",
+		DisableStartupMessage: true,
+		// Values from the request (params, body) outlive the handler in
+		// the engine and the store.
+		Immutable:    true,
+		BodyLimit:    max(cfg.BodyLimit, cfg.PluginBodyLimit),
+		ReadTimeout:  2 * time.Minute,
+		IdleTimeout:  time.Minute,
+		ErrorHandler: s.errorHandler,
+	})
+	s.app.Use(s.requestScope)
+	s.app.Use(recover.New())
+	s.routes()
+	return s, nil
+}
+
+// App returns the Fiber application, for tests and embedding.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Serve serves HTTP on ln until Shutdown. It returns nil after Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+
+// Shutdown makes requests waiting on ?wait= answer at once with the
+// instance's current state, stops accepting connections and waits for the
+// requests in flight until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.drainOnce.Do(func() { close(s.draining) })
+	return s.app.ShutdownWithContext(ctx)
+}
+
+// Locals keys.
+const (
+	localRequestID = "weft.request_id"
+	localLogger    = "weft.logger"
+	localRoute     = "weft.route"
+)
+
+// requestScope gives the request its id and logger, answers errors as
+// problems, and writes the access log and the HTTP metrics.
+func (s *Server) requestScope(c *fiber.Ctx) error {
+	start := time.Now()
+	id := requestID(c)
+	log := s.log.With("request_id", id)
+	c.Locals(localLogger, log)
+	err := c.Next()
+	if err != nil {
+		if herr := s.errorHandler(c, err); herr != nil {
+			log.Error("writing error response", "err", herr)
+		}
+	}
+	log = s.logger(c) // with the token's name, once authorised
+	status := c.Response().StatusCode()
+	route, _ := c.Locals(localRoute).(string)
+	if route == "" {
+		route = "unmatched"
+	}
+	d := time.Since(start)
+	if s.metrics != nil {
+		s.metrics.HTTPRequest(c.Method(), route, status, d)
+	}
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	log.Log(c.UserContext(), level, "http request",
+		"method", c.Method(), "path", c.Path(), "route", route, "status", status,
+		"duration", d, "bytes_in", len(c.Request().Body()), "bytes_out", len(c.Response().Body()),
+		"remote", c.IP())
+	return nil
+}
+
+// requestID returns the request's id, setting it and the response header
+// the first time.
+func requestID(c *fiber.Ctx) string {
+	if id, ok := c.Locals(localRequestID).(string); ok {
+		return id
+	}
+	id := c.Get(fiber.HeaderXRequestID)
+	if !saneRequestID(id) {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	c.Locals(localRequestID, id)
+	c.Set(fiber.HeaderXRequestID, id)
+	return id
+}
+
+// saneRequestID accepts ids of 1 to 128 printable ASCII characters, so a
+// client cannot inject line breaks or megabytes into the logs.
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// logger returns the request's logger.
+func (s *Server) logger(c *fiber.Ctx) *slog.Logger {
+	if l, ok := c.Locals(localLogger).(*slog.Logger); ok {
+		return l
+	}
+	return s.log.With("request_id", requestID(c))
+}
+
+// metricsHandler serves the Gatherer in Prometheus' text format.
+func (s *Server) metricsHandler() fiber.Handler {
+	if s.cfg.Gatherer == nil {
+		return func(*fiber.Ctx) error {
+			return problemf(fiber.StatusNotFound, "not-found", "metrics are not enabled on this host")
+		}
+	}
+	return adaptor.HTTPHandler(promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)}))
+}

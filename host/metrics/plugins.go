@@ -1,0 +1,97 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/plugins"
+)
+
+// Invoker runs activities: the engine's Plugins interface, which
+// *plugins.Runtime implements.
+type Invoker interface {
+	Invoke(ctx context.Context, version string, call plugins.Call) ([]byte, error)
+}
+
+// Plugins returns inner decorated to time every call and count it by
+// outcome: ok, or the failure kind host/retry.Classify gives the error.
+// Calls are labelled with the plugin's name when TrackPlugin named its
+// version.
+func Plugins(m *Metrics, inner Invoker) Invoker {
+	return &invoker{m: m, inner: inner}
+}
+
+type invoker struct {
+	m     *Metrics
+	inner Invoker
+}
+
+// Invoke implements Invoker.
+func (i *invoker) Invoke(ctx context.Context, version string, call plugins.Call) ([]byte, error) {
+	name := i.m.pluginName(version)
+	i.m.invocations.WithLabelValues(name).Inc()
+	g := i.m.inFlight.WithLabelValues(name)
+	g.Inc()
+	start := time.Now()
+	out, err := i.inner.Invoke(ctx, version, call)
+	d := time.Since(start)
+	g.Dec()
+	outcome := "ok"
+	if err != nil {
+		outcome = string(retry.Classify(err).Kind)
+	}
+	i.m.attempts.WithLabelValues(name, call.Activity, outcome).Inc()
+	i.m.activity.WithLabelValues(name, call.Activity, outcome).Observe(d.Seconds())
+	return out, err
+}
+
+// PoolStatser reports a plugin version's instance pool; *plugins.Runtime
+// implements it.
+type PoolStatser interface {
+	Stats(version string) plugins.PoolStats
+}
+
+// WatchPools registers a collector that reports, at each scrape, the pool
+// statistics of every version named with TrackPlugin.
+func (m *Metrics) WatchPools(rt PoolStatser) error {
+	return m.reg.Register(&poolCollector{m: m, rt: rt})
+}
+
+var (
+	poolLive = prometheus.NewDesc(Namespace+"_plugin_pool_instances",
+		"Plugin instances by plugin, version and state: busy (in a call) or idle.",
+		[]string{"plugin", "version", "state"}, nil)
+	poolCreated = prometheus.NewDesc(Namespace+"_plugin_pool_instances_created_total",
+		"Plugin instances created since the version was loaded.",
+		[]string{"plugin", "version"}, nil)
+	poolDiscarded = prometheus.NewDesc(Namespace+"_plugin_pool_instances_discarded_total",
+		"Plugin instances closed after a failed call since the version was loaded.",
+		[]string{"plugin", "version"}, nil)
+)
+
+type poolCollector struct {
+	m  *Metrics
+	rt PoolStatser
+}
+
+// Describe implements prometheus.Collector.
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- poolLive
+	ch <- poolCreated
+	ch <- poolDiscarded
+}
+
+// Collect implements prometheus.Collector.
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	for version, name := range c.m.tracked() {
+		st := c.rt.Stats(version)
+		v := shortVersion(version)
+		ch <- prometheus.MustNewConstMetric(poolLive, prometheus.GaugeValue, float64(st.Live-st.Idle), name, v, "busy")
+		ch <- prometheus.MustNewConstMetric(poolLive, prometheus.GaugeValue, float64(st.Idle), name, v, "idle")
+		ch <- prometheus.MustNewConstMetric(poolCreated, prometheus.CounterValue, float64(st.Created), name, v)
+		ch <- prometheus.MustNewConstMetric(poolDiscarded, prometheus.CounterValue, float64(st.Discarded), name, v)
+	}
+}

@@ -1,0 +1,367 @@
+// Package node wires one Weft host from its configuration: the store, the
+// plugin runtime with its blob store and compilation cache, the locker, the
+// ready queue, the engine, and their metrics. It also keeps the plugin
+// catalogue, because an upload touches two of those parts: the runtime
+// validates, compiles and stores the module's bytes, the store records the
+// version.
+//
+// # Data directory
+//
+// Embedded mode keeps everything under Config.DataDir:
+//
+//	weft.db   the bbolt store (instances, definitions, plugin records…)
+//	blobs/    plugin modules by content hash
+//	cache/    wazero's compilation cache (safe to delete)
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/metrics"
+	"github.com/weftworks/weft/host/queue/memqueue"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/lock/local"
+	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/blobfile"
+)
+
+// Store kinds for Config.Store.
+const (
+	StoreEmbedded = "embedded"
+	StoreRedis    = "redis"
+)
+
+// Sentinels matched with errors.Is.
+var (
+	// ErrUnsupported: the configuration asks for something this build
+	// cannot do yet (the redis store, until cluster mode lands).
+	ErrUnsupported = errors.New("not supported by this build")
+	// ErrInvalidName: a plugin name breaks abi.ValidName's rules.
+	ErrInvalidName = errors.New("invalid plugin name")
+	// ErrRefreshDisabled: Refresh was called on a node without
+	// Config.WorkflowsDir.
+	ErrRefreshDisabled = errors.New("definition refresh is disabled: no workflows_dir configured")
+)
+
+// Config configures a node.
+type Config struct {
+	// NodeID names the node in leases and history. Defaults to
+	// Engine.NodeID, and to an id the engine generates when both are empty.
+	NodeID string
+	// DataDir holds the embedded store (DataDir/weft.db), the plugin blobs
+	// (DataDir/blobs) and the compilation cache (DataDir/cache). Required.
+	DataDir string
+	// Store is "embedded" or "redis". Defaults to "embedded". This build
+	// has no redis store: asking for it is an error matching
+	// ErrUnsupported.
+	Store string
+	// RedisAddrs are the Redis servers of cluster mode.
+	RedisAddrs []string
+	// WorkflowsDir is the directory Refresh reads definitions from. Empty
+	// disables Refresh (ErrRefreshDisabled).
+	WorkflowsDir string
+	// QueueCapacity bounds the in-process ready queue; a full queue makes
+	// pushes wait. Defaults to 10000.
+	QueueCapacity int
+	// Engine configures the engine; Open sets its Logger and, when NodeID
+	// is set, its NodeID.
+	Engine engine.Config
+	// Plugins configures the plugin runtime. Its CacheDir defaults to
+	// DataDir/cache and its Logger to the node's.
+	Plugins plugins.Config
+	// Registerer receives the node's metrics. Nil: no metrics.
+	Registerer prometheus.Registerer
+}
+
+// WithDefaults returns c with every unset field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Store == "" {
+		c.Store = StoreEmbedded
+	}
+	if c.QueueCapacity == 0 {
+		c.QueueCapacity = 10000
+	}
+	if c.Plugins.CacheDir == "" && c.DataDir != "" {
+		c.Plugins.CacheDir = filepath.Join(c.DataDir, "cache")
+	}
+	if c.NodeID != "" {
+		c.Engine.NodeID = c.NodeID
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.DataDir == "":
+		return errors.New("node: DataDir is required")
+	case c.Store == StoreRedis:
+		return fmt.Errorf("node: Store %q: %w (only %q is)", c.Store, ErrUnsupported, StoreEmbedded)
+	case c.Store != StoreEmbedded:
+		return fmt.Errorf("node: Store must be %q or %q, got %q", StoreEmbedded, StoreRedis, c.Store)
+	case c.QueueCapacity < 1:
+		return fmt.Errorf("node: QueueCapacity must be at least 1, got %d", c.QueueCapacity)
+	}
+	return nil
+}
+
+// Node is one running host. Its methods are safe for concurrent use.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	store   store.Store
+	rt      *plugins.Runtime
+	queue   *memqueue.Queue
+	engine  *engine.Engine
+	metrics *metrics.Metrics
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open builds a node from cfg: it opens the store, the blob store and the
+// plugin runtime, loads the current version of every stored plugin so that
+// instances can run at once after a restart, and creates the engine. Run
+// starts the engine; Close releases everything.
+//
+// A stored plugin whose module cannot be loaded (its blob is missing or
+// corrupt) is logged as an error and does not stop Open: the instances that
+// use it fail their attempts with a host error and retry, while the rest of
+// the host serves.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			_ = n.Close()
+		}
+	}()
+
+	if n.store, err = boltstore.Open(filepath.Join(cfg.DataDir, "weft.db"), boltstore.Config{Logger: log}); err != nil {
+		return nil, fmt.Errorf("node: opening the store: %w", err)
+	}
+	blobs, err := blobfile.New(filepath.Join(cfg.DataDir, "blobs"))
+	if err != nil {
+		return nil, fmt.Errorf("node: opening the blob store: %w", err)
+	}
+	pcfg := cfg.Plugins
+	if pcfg.Logger == nil {
+		pcfg.Logger = log
+	}
+	if n.rt, err = plugins.New(ctx, pcfg, blobs); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.queue = memqueue.New(cfg.QueueCapacity)
+
+	var (
+		invoker engine.Plugins = n.rt
+		locks                  = local.New(local.Config{Logger: log})
+	)
+	if cfg.Registerer != nil {
+		if n.metrics, err = metrics.New(cfg.Registerer); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		if err := n.metrics.WatchPools(n.rt); err != nil {
+			return nil, fmt.Errorf("node: metrics: %w", err)
+		}
+		if err := n.metrics.WatchQueue(n.queue); err != nil {
+			return nil, fmt.Errorf("node: metrics: %w", err)
+		}
+		invoker = metrics.Plugins(n.metrics, n.rt)
+		locks = metrics.Locker(n.metrics, locks)
+	}
+
+	ecfg := cfg.Engine
+	ecfg.Logger = log
+	if n.engine, err = engine.New(ecfg, n.store, locks, n.queue, invoker); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := n.loadPlugins(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// loadPlugins loads the current version of every stored plugin and names
+// every stored version for the metrics.
+func (n *Node) loadPlugins(ctx context.Context) error {
+	loaded := 0
+	for cursor := ""; ; {
+		recs, next, err := n.store.ListPlugins(ctx, cursor, store.MaxListLimit)
+		if err != nil {
+			return fmt.Errorf("node: listing stored plugins: %w", err)
+		}
+		for _, rec := range recs {
+			if n.metrics != nil {
+				if p, err := n.store.GetPlugin(ctx, rec.Name); err == nil {
+					for _, v := range p.Versions {
+						n.metrics.TrackPlugin(v.Name, v.Version)
+					}
+				}
+				n.metrics.TrackPlugin(rec.Name, rec.Version)
+			}
+			if _, err := n.rt.Module(ctx, rec.Version); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				n.log.Error("stored plugin cannot be loaded; its activities will fail until it is uploaded again",
+					"plugin", rec.Name, "version", rec.Version, "err", err)
+				continue
+			}
+			loaded++
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if loaded > 0 {
+		n.log.Info("loaded stored plugins", "count", loaded)
+	}
+	return nil
+}
+
+// Run runs the engine until ctx ends and returns once its workers and
+// background loops stopped.
+func (n *Node) Run(ctx context.Context) error { return n.engine.Run(ctx) }
+
+// Close closes the plugin runtime (waiting for calls in flight) and the
+// store. Call it after Run returned. Calling it again returns the first
+// result.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if n.rt != nil {
+			errs = append(errs, n.rt.Close(context.Background()))
+		}
+		if n.store != nil {
+			errs = append(errs, n.store.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
+
+// Engine returns the node's engine.
+func (n *Node) Engine() *engine.Engine { return n.engine }
+
+// Store returns the node's store.
+func (n *Node) Store() store.Store { return n.store }
+
+// Metrics returns the node's metrics, or nil when Config.Registerer was
+// nil.
+func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
+
+// Ready reports whether the node can serve: nil when the store answers a
+// read. (In cluster mode the lock backend will be asked too.)
+func (n *Node) Ready(ctx context.Context) error {
+	if _, _, err := n.store.ListDefinitions(ctx, "", 1); err != nil {
+		return fmt.Errorf("node: store not ready: %w", err)
+	}
+	return nil
+}
+
+// Refresh reloads definitions from Config.WorkflowsDir (engine.Refresh):
+// all of them, or those named.
+func (n *Node) Refresh(ctx context.Context, names []string) (*engine.RefreshResult, error) {
+	if n.cfg.WorkflowsDir == "" {
+		return nil, ErrRefreshDisabled
+	}
+	return n.engine.Refresh(ctx, n.cfg.WorkflowsDir, names)
+}
+
+// PutPlugin validates and compiles wasm, stores its bytes by content hash
+// and records it as the current version of the plugin name. created is
+// false when that content already was the current version.
+//
+// # Errors
+//
+//   - An error matching ErrInvalidName for a name abi.ValidName refuses.
+//   - A *plugins.ValidationError (matching plugins.ErrInvalid) listing every
+//     reason the module was refused; nothing is stored then.
+//   - Store errors, wrapped.
+func (n *Node) PutPlugin(ctx context.Context, name string, wasm []byte) (rec *store.PluginRecord, created bool, err error) {
+	if !abi.ValidName(name) {
+		return nil, false, fmt.Errorf("node: plugin name %q: %w: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter",
+			name, ErrInvalidName, abi.MaxNameLen)
+	}
+	m, err := n.rt.Load(ctx, wasm)
+	if err != nil {
+		return nil, false, err
+	}
+	acts := make([]string, 0, len(m.Activities))
+	for _, a := range m.Activities {
+		acts = append(acts, a.Name)
+	}
+	created, err = n.store.PutPlugin(ctx, store.PluginRecord{Name: name, Version: m.Version, Size: int64(m.Size), Activities: acts})
+	if err != nil {
+		return nil, false, fmt.Errorf("node: recording plugin %s version %s: %w", name, m.Version, err)
+	}
+	if n.metrics != nil {
+		n.metrics.TrackPlugin(name, m.Version)
+	}
+	p, err := n.store.GetPlugin(ctx, name)
+	if err != nil {
+		return nil, false, fmt.Errorf("node: reading plugin %s back: %w", name, err)
+	}
+	if created {
+		n.log.Info("plugin version stored", "plugin", name, "version", m.Version, "size", m.Size, "activities", len(acts))
+	}
+	return &p.Current, created, nil
+}
+
+// GetPlugin returns a plugin's current version and history, or an error
+// matching store.ErrNotFound.
+func (n *Node) GetPlugin(ctx context.Context, name string) (*store.Plugin, error) {
+	return n.store.GetPlugin(ctx, name)
+}
+
+// ListPlugins returns a page of current plugin versions ordered by name and
+// the next cursor ("" after the last page).
+func (n *Node) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
+	return n.store.ListPlugins(ctx, cursor, limit)
+}
+
+// DeletePlugin removes a plugin and its history from the catalogue and
+// unloads its versions. It fails with store.ErrNotFound when there is no
+// such plugin and with a *store.InUseError while a non-terminal instance
+// pins one of its versions.
+//
+// # Notes
+//
+// The module bytes stay in the blob store: blobs are shared by content
+// hash, another plugin name may hold the same module, and an exported
+// instance imported later may pin the version again. An unloaded version
+// that is still used is loaded again from its blob on its next call.
+func (n *Node) DeletePlugin(ctx context.Context, name string) error {
+	p, err := n.store.GetPlugin(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := n.store.DeletePlugin(ctx, name); err != nil {
+		return err
+	}
+	for _, v := range p.Versions {
+		n.rt.Unload(ctx, v.Version)
+		if n.metrics != nil {
+			n.metrics.UntrackPlugin(name, v.Version)
+		}
+	}
+	n.log.Info("plugin deleted", "plugin", name, "versions", len(p.Versions))
+	return nil
+}
