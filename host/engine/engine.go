@@ -425,6 +425,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.work(ctx)
 		}()
 	}
+	// Leases and locks must outlive two renewal cycles (heartbeat
+	// package doc); the scheduler logs and exports what does not.
+	e.beats.Check(map[string]time.Duration{"lock_ttl": e.cfg.LockTTL})
 	e.requeuePending(ctx)
 	wg.Add(4)
 	go func() {

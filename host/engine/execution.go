@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/retry"
@@ -74,6 +73,10 @@ func (e *Engine) process(ctx context.Context, id string) error {
 		return fmt.Errorf("locking instance %s: %w", id, err)
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
+	// The heartbeat scheduler extends the lock while the instance runs; a
+	// lock it finds lost stops the execution like a lost lease.
+	e.heartbeat.holdLock(id, lease)
+	defer e.heartbeat.releaseLock(id)
 
 	inst, err := e.store.GetInstance(ctx, id)
 	if err != nil {
@@ -168,8 +171,6 @@ func (x *execution) run() error {
 		}
 	}
 
-	extend := time.NewTicker(x.e.cfg.LockTTL / 3)
-	defer extend.Stop()
 	// The inbox is read on the first pass, when the execution is woken (a
 	// message for it was written on this node), and before it finishes;
 	// not after every activity result.
@@ -214,12 +215,6 @@ func (x *execution) run() error {
 				x.cancelAll()
 				return fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
 			}
-		case <-extend.C:
-			if err := x.lease.Extend(x.ctx, x.e.cfg.LockTTL); err != nil {
-				x.cancelAll()
-				return fmt.Errorf("instance %s: lost its lock: %w", x.inst.ID, err)
-			}
-
 		case <-x.ctx.Done():
 			// Shutting down: stop the attempts; the instance is resumed
 			// from its last persisted state (activities run at least once).

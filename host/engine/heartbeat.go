@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -37,7 +38,14 @@ type attempt struct {
 type beats struct {
 	e        *Engine
 	attempts sync.Map // item id → *attempt
-	lost     sync.Map // instance id → true: its lease was lost
+	locks    sync.Map // item id → lock.Lease: instance locks held by executions
+	lost     sync.Map // instance id → true: its lease or lock was lost
+}
+
+// batchExtender is a Locker whose leases can be extended many in one round
+// trip; the heartbeat scheduler then extends a batch's locks at once.
+type batchExtender interface {
+	ExtendLeases(ctx context.Context, leases []lock.Lease, ttl time.Duration) []error
 }
 
 // Renew implements heartbeat.Renewer. A batch is one store transaction
@@ -56,8 +64,11 @@ func (b *beats) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbea
 	e := b.e
 	r := store.LeaseRenewal{Node: e.cfg.NodeID, Boot: e.boot, Expiry: e.cfg.Now().Add(e.cfg.LockTTL)}
 	var stored []int // batch indexes of the attempts whose details go out
+	var locks []int  // batch indexes of the instance locks
 	for i, rn := range batch {
 		switch rn.Kind {
+		case heartbeat.LockLease:
+			locks = append(locks, i)
 		case heartbeat.InstanceLease:
 			r.IDs = append(r.IDs, strings.TrimPrefix(rn.ID, leasePrefix))
 		case heartbeat.Activity:
@@ -84,6 +95,7 @@ func (b *beats) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbea
 			out[i] = heartbeat.OK
 		}
 	}
+	b.extendLocks(ctx, batch, locks, out)
 	if len(r.IDs) == 0 && len(r.Heartbeats) == 0 {
 		return out
 	}
@@ -114,6 +126,47 @@ func (b *beats) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbea
 	return out
 }
 
+// extendLocks extends the instance locks at the batch indexes idx and
+// writes their outcomes: a lock that is no longer held (lock.ErrLost) was
+// superseded, and its execution must stop writing; anything else is
+// retried.
+func (b *beats) extendLocks(ctx context.Context, batch []heartbeat.Renewal, idx []int, out []heartbeat.Outcome) {
+	if len(idx) == 0 {
+		return
+	}
+	leases := make([]lock.Lease, 0, len(idx))
+	at := make([]int, 0, len(idx))
+	for _, i := range idx {
+		v, ok := b.locks.Load(batch[i].ID)
+		if !ok {
+			out[i] = heartbeat.NotFound // released meanwhile
+			continue
+		}
+		leases = append(leases, v.(lock.Lease))
+		at = append(at, i)
+	}
+	ttl := b.e.cfg.LockTTL
+	var errs []error
+	if be, ok := b.e.locks.(batchExtender); ok {
+		errs = be.ExtendLeases(ctx, leases, ttl)
+	} else {
+		errs = make([]error, len(leases))
+		for j, l := range leases {
+			errs[j] = l.Extend(ctx, ttl)
+		}
+	}
+	for j, i := range at {
+		switch err := errs[j]; {
+		case err == nil:
+			out[i] = heartbeat.OK
+		case errors.Is(err, lock.ErrLost):
+			out[i] = heartbeat.Superseded
+		default:
+			out[i] = heartbeat.Error
+		}
+	}
+}
+
 // persistNow asks the execution to commit its instance as running, with a
 // lease, unless it has done so; it returns once the commit is durable.
 func (x *execution) persistNow(ctx context.Context) error {
@@ -133,7 +186,25 @@ func (x *execution) persistNow(ctx context.Context) error {
 	}
 }
 
-const leasePrefix = "instance:"
+const (
+	leasePrefix = "instance:"
+	lockPrefix  = "lock:"
+)
+
+// holdLock has the scheduler extend an execution's instance lock;
+// releaseLock stops.
+func (b *beats) holdLock(id string, l lock.Lease) {
+	b.lost.Delete(id)
+	b.locks.Store(lockPrefix+id, l)
+	if _, err := b.e.beats.Track(heartbeat.Item{ID: lockPrefix + id, Kind: heartbeat.LockLease, TTL: b.e.cfg.LockTTL}); err != nil {
+		b.e.log.Warn("tracking lock", "instance", id, "err", err)
+	}
+}
+
+func (b *beats) releaseLock(id string) {
+	b.e.beats.Untrack(lockPrefix + id)
+	b.locks.Delete(lockPrefix + id)
+}
 
 // HeartbeatTimeout implements heartbeat.Actions: the attempt is failed as a
 // heartbeat timeout with its last details, and its guest stopped.
@@ -158,11 +229,15 @@ func (b *beats) CancelActivity(_ context.Context, it heartbeat.Item, _ heartbeat
 }
 
 // LeaseLost implements heartbeat.Actions: the execution running the
-// instance stops, leaving it to whoever holds it now.
+// instance — whose store lease or lock was lost — stops, leaving it to
+// whoever holds it now.
 func (b *beats) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.Outcome) {
-	id := strings.TrimPrefix(it.ID, leasePrefix)
+	id, what := strings.TrimPrefix(it.ID, leasePrefix), "instance lease lost"
+	if it.Kind == heartbeat.LockLease {
+		id, what = strings.TrimPrefix(it.ID, lockPrefix), "instance lock lost"
+	}
 	b.lost.Store(id, true)
-	b.e.log.Warn("instance lease lost", "instance", id, "outcome", why)
+	b.e.log.Warn(what, "instance", id, "outcome", why)
 	b.e.mu.Lock()
 	wake := b.e.running[id]
 	b.e.mu.Unlock()
@@ -176,7 +251,6 @@ func (b *beats) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.Ou
 
 // holdLease tracks a running instance's lease; releaseLease stops.
 func (b *beats) holdLease(id string) {
-	b.lost.Delete(id)
 	if _, err := b.e.beats.Track(heartbeat.Item{ID: leasePrefix + id, Kind: heartbeat.InstanceLease, TTL: b.e.cfg.LockTTL}); err != nil {
 		b.e.log.Warn("tracking lease", "instance", id, "err", err)
 	}
