@@ -61,9 +61,14 @@ func viewInstance(in *store.Instance) instanceView {
 	}
 }
 
-// detail is viewInstance with waiting_on, read from the store.
+// detail is viewInstance with waiting_on, read from the store. A finished
+// instance waits on nothing, whatever records it left.
 func (s *Server) detail(ctx context.Context, in *store.Instance) (instanceView, error) {
 	v := viewInstance(in)
+	if in.Status.Terminal() {
+		v.WaitingOn = &waitingOn{Bookmarks: []bookmarkView{}, Timers: []timerView{}}
+		return v, nil
+	}
 	st := s.node.Store()
 	bms, err := st.Bookmarks(ctx, in.ID)
 	if err != nil {
