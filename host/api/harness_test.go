@@ -277,6 +277,7 @@ output: "${ vars.up.text }"
 const approvalFlow = `
 name: approval
 steps:
+  - { id: prep, activity: kit.echo, input: 1 }
   - id: review
     wait: { event: order.approved, key: "${ input.id }", timeout: 1h }
     output: approval

@@ -1,0 +1,179 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/api"
+)
+
+// TestShutdownDrainsWait: a start request waiting on ?wait= when Shutdown
+// begins gets a complete answer (the instance as it is then), and Shutdown
+// returns without holding for the rest of the wait.
+func TestShutdownDrainsWait(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.pushKit()
+	h.putWorkflow("slow", `
+name: slow
+steps:
+  - { id: work, activity: kit.work, input: { ms: 20000, beat_ms: 100 }, timeout: 1m }
+`)
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", h.url+"/v1/workflows/slow/instances?wait=2m", strings.NewReader(`{"id": "slow-1"}`))
+		req.Header.Set("Authorization", "Bearer "+operatorSecret)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		answered <- answer{status: res.StatusCode, body: b, err: err}
+	}()
+	// The request is in flight once its instance exists.
+	deadline := time.Now().Add(30 * time.Second)
+	for h.do("GET", "/v1/instances/slow-1", nil).status != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the instance was not created within 30s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	a := <-answered
+	if a.err != nil {
+		t.Fatalf("the waiting request failed: %v", a.err)
+	}
+	var in instance
+	if a.status != http.StatusCreated || json.Unmarshal(a.body, &in) != nil || in.ID != "slow-1" || (in.Status != "running" && in.Status != "pending") {
+		t.Fatalf("answer %d %s", a.status, a.body)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Shutdown took %s: it waited for the instance", d)
+	}
+	select {
+	case err := <-h.served:
+		if err != nil {
+			t.Fatalf("Serve returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after Shutdown")
+	}
+}
+
+// TestOpenAPIMatchesRoutes: every registered route is documented and every
+// documented operation is registered.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	param := regexp.MustCompile(`:([a-z]+)`)
+	registered := map[string]bool{}
+	for _, r := range h.srv.App().GetRoutes(true) {
+		registered[r.Method+" "+param.ReplaceAllString(r.Path, "{$1}")] = true
+	}
+	doc := map[string]bool{}
+	for _, op := range documented(t) {
+		doc[op.method+" "+op.path] = true
+	}
+	var missing, extra []string
+	for k := range registered {
+		if !doc[k] {
+			missing = append(missing, k)
+		}
+	}
+	for k := range doc {
+		if !registered[k] {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	if len(missing) > 0 || len(extra) > 0 {
+		t.Fatalf("registered but not documented: %v\ndocumented but not registered: %v", missing, extra)
+	}
+	// The served document is the file.
+	served := h.request("GET", "/v1/openapi.json", "", "", nil).want(t, http.StatusOK)
+	file, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(served.body) != string(file) {
+		t.Fatal("the served document differs from openapi.json")
+	}
+}
+
+// TestMetricsAfterAWorkflow: /metrics exposes the named families once a
+// workflow ran, and needs a token.
+func TestMetricsAfterAWorkflow(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.pushKit()
+	h.putWorkflow("greet", echoFlow)
+	h.do("POST", "/v1/workflows/greet/instances?wait=30s", map[string]any{"input": map[string]any{"name": "x"}}).want(t, http.StatusCreated)
+	h.request("GET", "/metrics", "", "", nil).want(t, http.StatusUnauthorized).problem(t)
+	r := h.request("GET", "/metrics", readerSecret, "", nil).want(t, http.StatusOK)
+	text := string(r.body)
+	for _, want := range []string{
+		`weft_activity_attempts_total{activity="upper",outcome="ok",plugin="kit"} 1`,
+		`weft_activity_duration_seconds_count{activity="upper",outcome="ok",plugin="kit"} 1`,
+		`weft_plugin_invocations_total{plugin="kit"} 1`,
+		`weft_plugin_invocations_in_flight{plugin="kit"} 0`,
+		`weft_plugin_pool_instances{plugin="kit",state="idle",version="`,
+		`weft_plugin_pool_instances_created_total{plugin="kit",version="`,
+		`weft_lock_acquisitions_total{key="workflow-instance",mode="acquire",result="acquired"}`,
+		`weft_lock_acquire_duration_seconds_bucket{key="workflow-instance",mode="acquire"`,
+		`weft_queue_depth `,
+		`weft_http_requests_total{method="POST",route="/v1/workflows/:name/instances",status="201"} 1`,
+		`weft_http_request_duration_seconds_count{method="PUT",route="/v1/plugins/:name"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
+
+// TestMetricsOff: without a Gatherer /metrics answers 404.
+func TestMetricsOff(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	srv, err := api.New(api.Config{}, h.node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := srv.App().Test(httptestRequest("GET", "/metrics"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != api.ProblemContentType {
+		t.Fatalf("status %d, type %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+}
+
+func httptestRequest(method, path string) *http.Request {
+	req, _ := http.NewRequest(method, "http://weft.test"+path, nil)
+	return req
+}
