@@ -25,8 +25,10 @@ func documented(t testing.TB) []operation {
 		t.Fatal(err)
 	}
 	var doc struct {
-		OpenAPI string                                       `json:"openapi"`
-		Paths   map[string]map[string]struct{ Role string `json:"x-weft-role"` } `json:"paths"`
+		OpenAPI string `json:"openapi"`
+		Paths   map[string]map[string]struct {
+			Role string `json:"x-weft-role"`
+		} `json:"paths"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("openapi.json: %v", err)
