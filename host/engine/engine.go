@@ -87,6 +87,24 @@ type Observer interface {
 	StepFinished(workflow, step, outcome string, d time.Duration)
 }
 
+// Bus carries notifications between the nodes of a cluster (host/notify
+// implements it on Redis pub/sub). It is at most once: a lost notification
+// costs latency, never correctness, because the inbox and the queue hold
+// the work and waits poll.
+type Bus interface {
+	Publish(ctx context.Context, topic string, payload []byte) error
+	Subscribe(ctx context.Context, topic string, fn func(payload []byte)) (unsubscribe func(), err error)
+}
+
+// Bus topics: an instance's inbox got a message (the node running it wakes
+// the execution: a cancel stops a guest on another node at once), and an
+// instance was suspended or finished (nodes with Wait calls on it wake
+// them).
+const (
+	topicInbox   = "inbox"
+	topicChanged = "changed"
+)
+
 type nopObserver struct{}
 
 func (nopObserver) InstanceStatus(string, store.Status)                {}
@@ -129,6 +147,9 @@ type Config struct {
 	// Observer is told about status changes and step latencies; nil
 	// observes nothing.
 	Observer Observer
+	// Bus, in a cluster, tells the other nodes about inbox messages and
+	// finished instances; nil on a single node.
+	Bus Bus
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -324,8 +345,8 @@ func (e *Engine) create(ctx context.Context, workflow string, input any, id stri
 //
 // # Notes
 //
-// In cluster mode, instances run by other nodes are seen by polling every
-// 50ms until the nodes publish their changes.
+// Instances run by other nodes wake the wait through the Bus when one is
+// configured; polling every 50ms is the fallback for a lost notification.
 func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
 	return e.waitFor(ctx, id, func(s store.Status) bool { return s != store.StatusPending && s != store.StatusRunning })
 }
@@ -372,6 +393,30 @@ func (e *Engine) unwait(id string, ch chan struct{}) {
 		delete(e.waiters, id)
 	} else {
 		e.waiters[id] = list
+	}
+}
+
+// subscribe listens to the other nodes' notifications.
+func (e *Engine) subscribe(ctx context.Context) (stop func(), err error) {
+	inbox, err := e.cfg.Bus.Subscribe(ctx, topicInbox, func(id []byte) { e.wakeExecution(string(id)) })
+	if err != nil {
+		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicInbox, err)
+	}
+	changed, err := e.cfg.Bus.Subscribe(ctx, topicChanged, func(id []byte) { e.wake(string(id)) })
+	if err != nil {
+		inbox()
+		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicChanged, err)
+	}
+	return func() { inbox(); changed() }, nil
+}
+
+// publish tells the other nodes, when there are any.
+func (e *Engine) publish(ctx context.Context, topic, id string) {
+	if e.cfg.Bus == nil {
+		return
+	}
+	if err := e.cfg.Bus.Publish(context.WithoutCancel(ctx), topic, []byte(id)); err != nil {
+		e.log.Debug("publishing", "topic", topic, "instance", id, "err", err)
 	}
 }
 
@@ -424,6 +469,13 @@ func (e *Engine) Run(ctx context.Context) error {
 			defer wg.Done()
 			e.work(ctx)
 		}()
+	}
+	if e.cfg.Bus != nil {
+		stop, err := e.subscribe(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	// Leases and locks must outlive two renewal cycles (heartbeat
 	// package doc); the scheduler logs and exports what does not.

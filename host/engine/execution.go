@@ -527,6 +527,7 @@ func (x *execution) commit() error {
 	}
 	if inst.Status != store.StatusRunning {
 		x.e.wake(inst.ID)
+		x.e.publish(x.ctx, topicChanged, inst.ID)
 	}
 	return nil
 }

@@ -238,15 +238,7 @@ func (b *beats) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.Ou
 	}
 	b.lost.Store(id, true)
 	b.e.log.Warn(what, "instance", id, "outcome", why)
-	b.e.mu.Lock()
-	wake := b.e.running[id]
-	b.e.mu.Unlock()
-	if wake != nil {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
+	b.e.wakeExecution(id)
 }
 
 // holdLease tracks a running instance's lease; releaseLease stops.

@@ -177,17 +177,28 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) error {
 // notify makes an instance look at its inbox: the execution running it on
 // this node at once, otherwise through the queue.
 func (e *Engine) notify(ctx context.Context, id, reason string) {
-	e.mu.Lock()
-	wake := e.running[id]
-	e.mu.Unlock()
-	if wake != nil {
-		select {
-		case wake <- struct{}{}:
-		default: // already woken
-		}
+	if !e.wakeExecution(id) {
+		// Maybe another node runs it.
+		e.publish(ctx, topicInbox, id)
 	}
 	// Queued too: the execution may be about to finish without looking.
 	e.push(ctx, id, reason)
+}
+
+// wakeExecution makes the execution running an instance on this node, if
+// any, read its inbox; it reports whether there was one.
+func (e *Engine) wakeExecution(id string) bool {
+	e.mu.Lock()
+	wake := e.running[id]
+	e.mu.Unlock()
+	if wake == nil {
+		return false
+	}
+	select {
+	case wake <- struct{}{}:
+	default: // already woken
+	}
+	return true
 }
 
 func (e *Engine) register(id string, wake chan struct{}) {
