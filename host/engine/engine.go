@@ -22,28 +22,37 @@
 //
 // # Recovery
 //
-// A running instance's store lease is renewed by the heartbeat scheduler
-// (and its lock by its execution); a lease the store no longer renews stops
-// the execution (ErrLeaseLost). A singleton
-// sweep queues instances whose lease expired (their node died), and the
+// A running instance's store lease and its lock are renewed by the
+// heartbeat scheduler (below). A singleton sweep queues instances whose lease expired (their node died), and the
 // engine requeues pending instances when it starts; the run that picks one
 // up tells the runner (Recover) that the attempts its state shows in flight
 // died, and they are rescheduled as their next attempts. The instance lock
 // makes sure a live instance is never run twice.
 //
-// # Heartbeats
+// # Heartbeats, leases and locks
 //
-// Attempts with a heartbeat_timeout are tracked by the node's heartbeat
-// scheduler (host/heartbeat); a guest that stops heartbeating is stopped and
-// its attempt fails as heartbeat_timeout with its last details, which the
-// next attempt receives.
+// The node's heartbeat scheduler (host/heartbeat) keeps alive everything
+// this node holds: every running attempt, every instance lease and every
+// instance lock. Each tick's batch is one store transaction (RenewLeases:
+// the leases, plus the latest details of the attempts whose guests
+// heartbeated since the last renewal) and one batched lock extension. A
+// guest that stops heartbeating within its heartbeat_timeout is stopped and
+// its attempt fails as heartbeat_timeout with its last details; a lease or
+// lock the scheduler finds lost stops the execution (ErrLeaseLost), which
+// then writes nothing more.
 //
-// # Status
+// Under lazy persistence nothing is written while an activity runs, so an
+// attempt still running when the scheduler first visits it (within a
+// cycle) has its execution commit the instance as running, with a lease:
+// from then on another node can recover it after the lease expires, and its
+// details are persisted with each renewal. The attempt that recovery starts
+// resumes from them (runner.Recover, store.Heartbeats).
 //
-// Instance leases are renewed by the heartbeat scheduler, one store
-// transaction per batch. Next: instance locks renewed the same way (each
-// execution extends its own today), and attempt details persisted with the
-// renewals so that an attempt on a killed host resumes from them.
+// # Cluster
+//
+// With a Bus, a message for an instance running on another node (a cancel,
+// a stimulus) wakes that node's execution at once, and a finished instance
+// wakes Wait calls on every node.
 package engine
 
 import (
