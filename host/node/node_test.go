@@ -1,0 +1,262 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/plugins"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func config(dataDir string) node.Config {
+	return node.Config{
+		NodeID:  "n1",
+		DataDir: dataDir,
+		Engine:  engine.Config{TimerInterval: 10 * time.Millisecond},
+	}
+}
+
+// open opens a node on dataDir and runs it until the test ends (or stop is
+// called); it returns the node and its log.
+func open(t *testing.T, cfg node.Config) (n *node.Node, logs *syncBuffer, stop func()) {
+	t.Helper()
+	cfg.Plugins = plugins.Config{CacheDir: testplugins.CacheDir(t)}
+	logs = &syncBuffer{}
+	n, err := node.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = n.Run(ctx); close(ran) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-ran
+			if err := n.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return n, logs, stop
+}
+
+const greet = `
+name: greet
+steps:
+  - { id: up, activity: kit.upper, input: { text: "${ input }" }, output: up }
+output: "${ vars.up.text }"
+`
+
+func TestOpenRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  node.Config
+		want string
+		is   error
+	}{
+		{"no data dir", node.Config{}, "DataDir is required", nil},
+		{"redis", node.Config{DataDir: t.TempDir(), Store: "redis"}, `Store "redis"`, node.ErrUnsupported},
+		{"unknown store", node.Config{DataDir: t.TempDir(), Store: "mongo"}, `Store must be "embedded" or "redis", got "mongo"`, nil},
+		{"queue", node.Config{DataDir: t.TempDir(), QueueCapacity: -1}, "QueueCapacity must be at least 1, got -1", nil},
+		{"engine", node.Config{DataDir: t.TempDir(), Engine: engine.Config{Workers: -2}}, "Workers must be at least 1", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n, err := node.Open(context.Background(), tc.cfg, slog.New(slog.DiscardHandler))
+			if err == nil {
+				n.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPluginCatalogue: put (created, then unchanged), refused names and
+// modules, show, list, delete while pinned and after.
+func TestPluginCatalogue(t *testing.T) {
+	t.Parallel()
+	n, _, _ := open(t, config(t.TempDir()))
+	ctx := context.Background()
+	kit := testplugins.Bytes(t, "kit")
+
+	rec, created, err := n.PutPlugin(ctx, "kit", kit)
+	if err != nil || !created || rec.Version != plugins.Hash(kit) || rec.Size != int64(len(kit)) || rec.CreatedAt.IsZero() {
+		t.Fatalf("PutPlugin = %+v, %v, %v", rec, created, err)
+	}
+	if _, created, err := n.PutPlugin(ctx, "kit", kit); err != nil || created {
+		t.Fatalf("second PutPlugin: created %v, %v", created, err)
+	}
+	if _, _, err := n.PutPlugin(ctx, "Kit!", kit); !errors.Is(err, node.ErrInvalidName) || !strings.Contains(err.Error(), `"Kit!"`) {
+		t.Fatalf("bad name: %v", err)
+	}
+	var ve *plugins.ValidationError
+	if _, _, err := n.PutPlugin(ctx, "junk", []byte("junk")); !errors.As(err, &ve) {
+		t.Fatalf("junk module: %v", err)
+	}
+	if _, err := n.GetPlugin(ctx, "junk"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused module was recorded: %v", err)
+	}
+	items, next, err := n.ListPlugins(ctx, "", 10)
+	if err != nil || len(items) != 1 || items[0].Name != "kit" || next != "" {
+		t.Fatalf("ListPlugins = %+v, %q, %v", items, next, err)
+	}
+
+	// Pinned by a suspended instance: refused.
+	if _, _, err := n.Engine().SaveDefinition(ctx, []byte(`
+name: hold
+steps:
+  - { id: a, activity: kit.echo, input: 1 }
+  - { id: w, wait: { event: go, key: k } }
+`)); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := n.Engine().Start(ctx, "hold", nil, "hold-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if got, err := n.Engine().Wait(wctx, inst.ID); err != nil || got.Status != store.StatusSuspended {
+		t.Fatalf("Wait = %+v, %v", got, err)
+	}
+	var iu *store.InUseError
+	if err := n.DeletePlugin(ctx, "kit"); !errors.As(err, &iu) || iu.Instances[0] != "hold-1" {
+		t.Fatalf("DeletePlugin while pinned: %v", err)
+	}
+	if err := n.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := n.Engine().WaitFinished(wctx, inst.ID); err != nil || got.Status != store.StatusCancelled {
+		t.Fatalf("WaitFinished = %+v, %v", got, err)
+	}
+	if err := n.DeletePlugin(ctx, "kit"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.DeletePlugin(ctx, "kit"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second DeletePlugin: %v", err)
+	}
+}
+
+// TestRestart: a node reopened on the same data directory loads the stored
+// plugins and runs their workflows at once.
+func TestRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	first, _, stop := open(t, config(dir))
+	if _, _, err := first.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := first.Engine().SaveDefinition(ctx, []byte(greet)); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	cfg := config(dir)
+	cfg.Registerer = prometheus.NewRegistry()
+	second, logs, _ := open(t, cfg)
+	if !strings.Contains(logs.String(), "loaded stored plugins") || !strings.Contains(logs.String(), "count=1") {
+		t.Fatalf("log:\n%s", logs)
+	}
+	inst, err := second.Engine().Start(ctx, "greet", "ada", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := second.Engine().WaitFinished(wctx, inst.ID)
+	if err != nil || got.Status != store.StatusCompleted || string(got.Output) != `"ADA"` {
+		t.Fatalf("after restart: %+v, %v", got, err)
+	}
+}
+
+// TestRestartWithoutBlob: a stored plugin whose blob is gone does not stop
+// the node from opening; the loss is logged as an error naming it.
+func TestRestartWithoutBlob(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first, _, stop := open(t, config(dir))
+	if _, _, err := first.PutPlugin(context.Background(), "kit", testplugins.Bytes(t, "kit")); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	blobs := filepath.Join(dir, "blobs")
+	if err := os.RemoveAll(blobs); err != nil {
+		t.Fatal(err)
+	}
+	second, logs, _ := open(t, config(dir))
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "plugin=kit") {
+		t.Fatalf("log:\n%s", logs)
+	}
+	if err := second.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadyAndRefresh(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	n, _, stop := open(t, config(t.TempDir()))
+	if err := n.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if _, err := n.Refresh(ctx, nil); !errors.Is(err, node.ErrRefreshDisabled) {
+		t.Fatalf("Refresh without workflows_dir: %v", err)
+	}
+	stop()
+	if err := n.Ready(ctx); err == nil {
+		t.Fatal("Ready after Close answered nil")
+	}
+
+	wf := t.TempDir()
+	cfg := config(t.TempDir())
+	cfg.WorkflowsDir = wf
+	m, _, _ := open(t, cfg)
+	if _, _, err := m.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wf, "greet.yaml"), []byte(greet), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Refresh(ctx, nil)
+	if err != nil || res.Status != engine.Refreshed || len(res.Files) != 1 || !res.Files[0].Created {
+		t.Fatalf("Refresh = %+v, %v", res, err)
+	}
+}
