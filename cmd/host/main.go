@@ -1,80 +1,157 @@
 // Command weft is the Weft host and its command-line client.
 //
-// Today it offers the plugin author's local commands, which run a plugin in
-// the same sandbox the host uses, without a server:
+//	weft serve [--config FILE] [--listen ADDR] [--data-dir DIR] [--seed DIR]...
+//	weft config [same flags as serve]
+//
+// The client commands talk to a host over its HTTP API (--server, --token,
+// or WEFT_SERVER, WEFT_TOKEN):
+//
+//	weft plugin push|ls|show|rm
+//	weft workflow put|ls|show|rm
+//	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]]
+//	weft instance ls|show|history|cancel|rm|export|import
+//	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
+//	weft admin refresh [WORKFLOW...]
+//
+// and two local commands run a plugin in the host's sandbox, without a
+// server:
 //
 //	weft plugin check FILE.wasm
 //	weft plugin call FILE.wasm ACTIVITY [-input JSON|@FILE] [-attempt N] [-timeout D] [-config k=v]...
 //
-// `weft serve` starts the host once the workflow engine and the HTTP API are
-// in place.
+// Exit codes: 0 ok; 1 failed (the run failed or was cancelled, the request
+// or the plugin was refused, the host cannot start); 2 usage; 3 server or
+// transport error; 4 not found; 5 unauthorized or forbidden; 6 a --wait
+// with a duration ended before the instance did; 130 interrupted.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/plugins"
-	"github.com/weftworks/weft/plugins/blobfile"
-)
-
-// Exit codes that scripts can test.
-const (
-	exitOK       = 0
-	exitFailed   = 1 // the activity failed or the plugin was refused
-	exitUsage    = 2
-	exitInternal = 3
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		// serve handles its own signals: the first shuts down gracefully,
+		// the second exits at once.
+		os.Exit(serveCmd(os.Args[2:], os.Environ(), os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), terminal: isTerminal(os.Stderr), now: time.Now}
+	os.Exit(a.run(ctx, os.Args[1:]))
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// commands maps "group verb" (or a single word) to its implementation.
+func (a *app) commands() map[string]func(context.Context, []string) int {
+	return map[string]func(context.Context, []string) int{
+		"plugin check":     func(ctx context.Context, args []string) int { return pluginCheck(ctx, args, a.stdout, a.stderr) },
+		"plugin call":      func(ctx context.Context, args []string) int { return pluginCall(ctx, args, a.stdout, a.stderr) },
+		"plugin push":      a.pluginPush,
+		"plugin ls":        a.pluginList,
+		"plugin show":      a.pluginShow,
+		"plugin rm":        a.pluginRemove,
+		"workflow put":     a.workflowPut,
+		"workflow ls":      a.workflowList,
+		"workflow show":    a.workflowShow,
+		"workflow rm":      a.workflowRemove,
+		"run":              a.runCmd,
+		"instance ls":      a.instanceList,
+		"instance show":    a.instanceShow,
+		"instance history": a.instanceHistory,
+		"instance cancel":  a.instanceCancel,
+		"instance rm":      a.instanceRemove,
+		"instance export":  a.instanceExport,
+		"instance import":  a.instanceImport,
+		"event send":       a.eventSend,
+		"admin refresh":    a.adminRefresh,
+	}
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		usage(stderr)
+		usage(a.stderr)
 		return exitUsage
 	}
 	switch args[0] {
-	case "plugin":
-		if len(args) < 2 {
-			usage(stderr)
-			return exitUsage
-		}
-		switch args[1] {
-		case "check":
-			return pluginCheck(ctx, args[2:], stdout, stderr)
-		case "call":
-			return pluginCall(ctx, args[2:], stdout, stderr)
-		}
-	case "config":
-		return configCmd(args[1:], os.Environ(), stdout, stderr)
-	case "serve":
-		fmt.Fprintln(stderr, "weft serve: the workflow engine and HTTP API are not built yet; "+
-			"use `weft plugin check` and `weft plugin call` to run plugins locally")
-		return exitFailed
 	case "help", "-h", "--help":
-		usage(stdout)
+		usage(a.stdout)
 		return exitOK
+	case "config":
+		return configCmd(args[1:], a.env, a.stdout, a.stderr)
+	case "serve":
+		return serveCmd(args[1:], a.env, a.stderr)
 	}
-	usage(stderr)
+	args = moveGlobalFlags(args)
+	cmds := a.commands()
+	if f, ok := cmds[args[0]]; ok {
+		return f(ctx, args[1:])
+	}
+	if len(args) >= 2 {
+		if f, ok := cmds[args[0]+" "+args[1]]; ok {
+			return f(ctx, args[2:])
+		}
+	}
+	fmt.Fprintf(a.stderr, "weft: unknown command %q\n\n", args[0])
+	usage(a.stderr)
 	return exitUsage
 }
 
+// moveGlobalFlags moves the client flags given before the command
+// (weft --server URL plugin ls) after it, where the command parses them.
+func moveGlobalFlags(args []string) []string {
+	var global []string
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		switch name {
+		case "server", "token", "o", "output":
+		default:
+			return append(args, global...) // the command will refuse it
+		}
+		n := 2
+		if hasValue || len(args) == 1 {
+			n = 1
+		}
+		global, args = append(global, args[:n]...), args[n:]
+	}
+	if len(args) == 0 {
+		return global
+	}
+	return append(args, global...)
+}
+
 func usage(w io.Writer) {
-	fmt.Fprint(w, `usage:
+	fmt.Fprint(w, `usage: weft COMMAND [ARGS] [FLAGS]
+
+The host:
+  weft serve [flags]              start the host (flags: weft serve -h)
+  weft config [flags]             print the effective configuration, secrets masked
+
+The client (flags of every client command: --server URL, --token TOKEN, -o table|json;
+or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
+  weft plugin push FILE.wasm [--name NAME]
+  weft plugin ls | show NAME | rm NAME
+  weft workflow put FILE.yaml...
+  weft workflow ls | show NAME [--version N] | rm NAME
+  weft run WORKFLOW [--input JSON|@FILE|@-] [--id ID] [--wait[=DURATION]]
+  weft instance ls [--workflow W] [--status S]
+  weft instance show ID | history ID | cancel ID [--reason R] | rm ID
+  weft instance export ID [--file FILE] | import FILE|- [--id ID]
+  weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
+  weft admin refresh [WORKFLOW...]
+
+A plugin, locally, without a server:
   weft plugin check FILE.wasm
       validate a plugin against the ABI and list its activities
   weft plugin call FILE.wasm ACTIVITY [flags]
@@ -84,150 +161,8 @@ func usage(w io.Writer) {
       -last-heartbeat JSON  details of a previous attempt
       -config KEY=VALUE   a configuration value (repeatable)
       -timeout D          the call's deadline (default 30s)
+
+Exit codes: 0 ok, 1 failed or refused, 2 usage, 3 server or transport error,
+4 not found, 5 unauthorized or forbidden, 6 --wait=DURATION ended first, 130 interrupted.
 `)
-}
-
-// localRuntime returns a runtime whose blob store and cache live in a
-// temporary directory removed by the returned cleanup.
-func localRuntime(ctx context.Context, stderr io.Writer) (*plugins.Runtime, func(), error) {
-	dir, err := os.MkdirTemp("", "weft-plugin-*")
-	if err != nil {
-		return nil, nil, err
-	}
-	blobs, err := blobfile.New(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	// Compiled code is cached across runs: compiling a Go plugin takes a
-	// second or more, loading it from the cache about 50 ms.
-	var cacheDir string
-	if d, err := os.UserCacheDir(); err == nil {
-		cacheDir = filepath.Join(d, "weft", "compiled")
-	}
-	rt, err := plugins.New(ctx, plugins.Config{PoolSize: 1, Logger: logger, CacheDir: cacheDir}, blobs)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	return rt, func() { _ = rt.Close(context.Background()); os.RemoveAll(dir) }, nil
-}
-
-func loadFile(ctx context.Context, rt *plugins.Runtime, path string, stderr io.Writer) (*plugins.Module, int) {
-	wasm, err := os.ReadFile(path)
-	if err != nil {
-		fmt.Fprintf(stderr, "weft: %v\n", err)
-		return nil, exitUsage
-	}
-	m, err := rt.Load(ctx, wasm)
-	var ve *plugins.ValidationError
-	if errors.As(err, &ve) {
-		fmt.Fprintf(stderr, "%s: refused:\n", path)
-		for _, p := range ve.Problems {
-			fmt.Fprintf(stderr, "  - %s\n", p)
-		}
-		return nil, exitFailed
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "weft: loading %s: %v\n", path, err)
-		return nil, exitInternal
-	}
-	return m, exitOK
-}
-
-func pluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		usage(stderr)
-		return exitUsage
-	}
-	rt, cleanup, err := localRuntime(ctx, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "weft: %v\n", err)
-		return exitInternal
-	}
-	defer cleanup()
-	m, code := loadFile(ctx, rt, args[0], stderr)
-	if m == nil {
-		return code
-	}
-	fmt.Fprintf(stdout, "%s: ABI v%d, %d bytes, version %s\n", args[0], abi.Version, m.Size, m.Version)
-	for _, a := range m.Activities {
-		fmt.Fprintf(stdout, "  %-20s %s\n", a.Name, a.Description)
-	}
-	return exitOK
-}
-
-type configFlag map[string]string
-
-func (c configFlag) String() string { return fmt.Sprint(map[string]string(c)) }
-
-func (c configFlag) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok {
-		return fmt.Errorf("want KEY=VALUE, got %q", s)
-	}
-	c[k] = v
-	return nil
-}
-
-func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weft plugin call", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	input := fs.String("input", "", "the input document, or @FILE")
-	attempt := fs.Int("attempt", 1, "the attempt number")
-	last := fs.String("last-heartbeat", "", "details of a previous attempt")
-	timeout := fs.Duration("timeout", 30*time.Second, "the call's deadline")
-	config := configFlag{}
-	fs.Var(config, "config", "KEY=VALUE (repeatable)")
-	if len(args) < 2 {
-		usage(stderr)
-		return exitUsage
-	}
-	file, activity := args[0], args[1]
-	if err := fs.Parse(args[2:]); err != nil {
-		return exitUsage
-	}
-	in := []byte(*input)
-	if strings.HasPrefix(*input, "@") {
-		var err error
-		if in, err = os.ReadFile((*input)[1:]); err != nil {
-			fmt.Fprintf(stderr, "weft: -input: %v\n", err)
-			return exitUsage
-		}
-	}
-	rt, cleanup, err := localRuntime(ctx, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "weft: %v\n", err)
-		return exitInternal
-	}
-	defer cleanup()
-	m, code := loadFile(ctx, rt, file, stderr)
-	if m == nil {
-		return code
-	}
-	callCtx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	deadline, _ := callCtx.Deadline()
-	hb := plugins.NewHeartbeat(time.Now())
-	out, err := rt.Invoke(callCtx, m.Version, plugins.Call{
-		Activity:      activity,
-		Input:         in,
-		Info:          abi.Info{InstanceID: "local", Workflow: "local", StepID: "local", Plugin: strings.TrimSuffix(filepath.Base(file), ".wasm"), Attempt: *attempt, IdempotencyKey: "local/" + activity, DeadlineUnixMilli: deadline.UnixMilli()},
-		LastHeartbeat: []byte(*last),
-		Config:        config,
-		Heartbeat:     hb,
-	})
-	if details, _, beats := hb.Last(); beats > 0 {
-		fmt.Fprintf(stderr, "heartbeats: %d, last details: %s\n", beats, details)
-	}
-	if err == nil {
-		err = plugins.CheckOutput(out)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "weft: %v\n", err)
-		return exitFailed
-	}
-	fmt.Fprintf(stdout, "%s\n", out)
-	return exitOK
 }

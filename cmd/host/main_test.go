@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weftworks/weft/internal/testplugins"
 )
@@ -39,13 +40,15 @@ func TestPluginCommands(t *testing.T) {
 		{name: "call failing", args: []string{"plugin", "call", kit, "fail", "-input", `{"code":"nope"}`}, wantCode: exitFailed, wantStderr: "activity failed: nope"},
 		{name: "call timeout", args: []string{"plugin", "call", kit, "spin", "-timeout", "100ms"}, wantCode: exitFailed, wantStderr: "deadline exceeded"},
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: exitUsage, wantStderr: "usage:"},
-		{name: "serve not yet", args: []string{"serve"}, wantCode: exitFailed, wantStderr: "not built yet"},
+		{name: "help", args: []string{"help"}, wantCode: exitOK, wantStdout: "weft run WORKFLOW"},
+		{name: "unknown subcommand", args: []string{"plugin", "frobnicate"}, wantCode: exitUsage, wantStderr: "unknown command"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), tt.args, &stdout, &stderr)
+			a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, now: time.Now}
+			code := a.run(context.Background(), tt.args)
 			if code != tt.wantCode {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, &stdout, &stderr)
 			}

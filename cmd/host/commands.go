@@ -1,0 +1,677 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/weftworks/weft/host/client"
+)
+
+// listFlags adds --limit and --cursor.
+func (cmd *clientCmd) listFlags() *client.ListOptions {
+	var o client.ListOptions
+	cmd.fs.IntVar(&o.Limit, "limit", 50, "the most items to list")
+	cmd.fs.StringVar(&o.Cursor, "cursor", "", "the cursor of the page to list, from a previous listing")
+	return &o
+}
+
+func (a *app) pluginPush(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("plugin push")
+	name := cmd.fs.String("name", "", "the plugin's `NAME` (default: the file name without .wasm)")
+	pos, ok := cmd.parse(args, 1, 1, "FILE.wasm [--name NAME]")
+	if !ok {
+		return exitUsage
+	}
+	wasm, err := os.ReadFile(pos[0])
+	if err != nil {
+		cmd.errorf("%v", err)
+		return exitUsage
+	}
+	if *name == "" {
+		*name = strings.TrimSuffix(filepath.Base(pos[0]), filepath.Ext(pos[0]))
+	}
+	p, created, err := cmd.c.PutPlugin(ctx, *name, wasm)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(p)
+		return exitOK
+	}
+	what := "unchanged"
+	if created {
+		what = "new version"
+	}
+	fmt.Fprintf(cmd.stdout, "plugin %s: %s %s, %d bytes, activities: %s\n", p.Name, what, shortHash(p.Version), p.Size, strings.Join(p.Activities, ", "))
+	return exitOK
+}
+
+func (a *app) pluginList(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("plugin ls")
+	opts := cmd.listFlags()
+	if _, ok := cmd.parse(args, 0, 0, "[--limit N] [--cursor C]"); !ok {
+		return exitUsage
+	}
+	page, err := cmd.c.Plugins(ctx, *opts)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(page)
+		return exitOK
+	}
+	tw := cmd.table()
+	fmt.Fprintln(tw, "NAME\tVERSION\tSIZE\tACTIVITIES\tCREATED")
+	for _, p := range page.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Name, shortHash(p.Version), p.Size, strings.Join(p.Activities, ","), formatTime(p.CreatedAt))
+	}
+	tw.Flush()
+	cmd.nextPage(page.NextCursor)
+	return exitOK
+}
+
+func (a *app) pluginShow(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("plugin show")
+	pos, ok := cmd.parse(args, 1, 1, "NAME")
+	if !ok {
+		return exitUsage
+	}
+	p, err := cmd.c.Plugin(ctx, pos[0])
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(p)
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "name:        %s\nversion:     %s\nsize:        %d bytes\nactivities:  %s\ncreated:     %s\n",
+		p.Name, p.Version, p.Size, strings.Join(p.Activities, ", "), formatTime(p.CreatedAt))
+	if len(p.Versions) > 0 {
+		fmt.Fprintln(cmd.stdout, "versions:")
+		tw := cmd.table()
+		for _, v := range p.Versions {
+			fmt.Fprintf(tw, "  %s\t%d bytes\t%s\n", v.Version, v.Size, formatTime(v.CreatedAt))
+		}
+		tw.Flush()
+	}
+	return exitOK
+}
+
+func (a *app) pluginRemove(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("plugin rm")
+	pos, ok := cmd.parse(args, 1, 1, "NAME")
+	if !ok {
+		return exitUsage
+	}
+	if err := cmd.c.DeletePlugin(ctx, pos[0]); err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(map[string]any{"deleted": pos[0]})
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "plugin %s deleted\n", pos[0])
+	return exitOK
+}
+
+// definitionName reads the name field of a definition's source, so that
+// the definition can be sent to its URL; the server validates the rest.
+func definitionName(src []byte, file string) string {
+	var doc struct {
+		Name string `yaml:"name"`
+	}
+	if err := yaml.Unmarshal(src, &doc); err == nil && doc.Name != "" {
+		return doc.Name
+	}
+	return strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+}
+
+func (a *app) workflowPut(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("workflow put")
+	pos, ok := cmd.parse(args, 1, -1, "FILE.yaml...")
+	if !ok {
+		return exitUsage
+	}
+	var saved []*client.Workflow
+	code := exitOK
+	for _, file := range pos {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			cmd.errorf("%v", err)
+			return exitUsage
+		}
+		w, created, err := cmd.c.PutWorkflow(ctx, definitionName(src, file), src)
+		if err != nil {
+			fmt.Fprintf(cmd.stderr, "%s:\n", file)
+			code = max(code, cmd.fail(err))
+			continue
+		}
+		saved = append(saved, w)
+		if cmd.output == "table" {
+			what := "unchanged, version"
+			if created {
+				what = "saved as version"
+			}
+			fmt.Fprintf(cmd.stdout, "workflow %s: %s %d\n", w.Name, what, w.Version)
+		}
+	}
+	if cmd.output == "json" {
+		cmd.json(saved)
+	}
+	return code
+}
+
+func (a *app) workflowList(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("workflow ls")
+	opts := cmd.listFlags()
+	if _, ok := cmd.parse(args, 0, 0, "[--limit N] [--cursor C]"); !ok {
+		return exitUsage
+	}
+	page, err := cmd.c.Workflows(ctx, *opts)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(page)
+		return exitOK
+	}
+	tw := cmd.table()
+	fmt.Fprintln(tw, "NAME\tVERSION\tHASH\tCREATED")
+	for _, w := range page.Items {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", w.Name, w.Version, shortHash(w.Hash), formatTime(w.CreatedAt))
+	}
+	tw.Flush()
+	cmd.nextPage(page.NextCursor)
+	return exitOK
+}
+
+func (a *app) workflowShow(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("workflow show")
+	version := cmd.fs.Int("version", 0, "the version to show (default: the latest)")
+	pos, ok := cmd.parse(args, 1, 1, "NAME [--version N]")
+	if !ok {
+		return exitUsage
+	}
+	w, err := cmd.c.Workflow(ctx, pos[0], *version)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(w)
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "# workflow %s, version %d, created %s\n", w.Name, w.Version, formatTime(w.CreatedAt))
+	fmt.Fprint(cmd.stdout, w.Source)
+	if !strings.HasSuffix(w.Source, "\n") {
+		fmt.Fprintln(cmd.stdout)
+	}
+	return exitOK
+}
+
+func (a *app) workflowRemove(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("workflow rm")
+	pos, ok := cmd.parse(args, 1, 1, "NAME")
+	if !ok {
+		return exitUsage
+	}
+	if err := cmd.c.DeleteWorkflow(ctx, pos[0]); err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(map[string]any{"deleted": pos[0]})
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "workflow %s deleted\n", pos[0])
+	return exitOK
+}
+
+// waitFlag is --wait or --wait=DURATION: a bare --wait waits until the
+// instance ends.
+type waitFlag struct {
+	set bool
+	d   time.Duration
+}
+
+func (w *waitFlag) String() string   { return "" }
+func (w *waitFlag) IsBoolFlag() bool { return true }
+
+func (w *waitFlag) Set(s string) error {
+	w.set = true
+	switch s {
+	case "true", "":
+		w.d = 0
+		return nil
+	case "false":
+		w.set = false
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("want a positive duration such as 30s, got %q", s)
+	}
+	w.d = d
+	return nil
+}
+
+func (a *app) runCmd(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("run")
+	input := cmd.fs.String("input", "", "the input: JSON, @FILE or @- for stdin")
+	id := cmd.fs.String("id", "", "a client-chosen instance `ID`, which makes the start idempotent")
+	var wait waitFlag
+	cmd.fs.Var(&wait, "wait", "wait until the instance ends; --wait=DURATION waits at most that long")
+	pos, ok := cmd.parse(args, 1, 2, "WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]]")
+	if !ok {
+		return exitUsage
+	}
+	// Accept "--wait 30s" as well as "--wait=30s".
+	if len(pos) == 2 {
+		d, err := time.ParseDuration(pos[1])
+		if !wait.set || err != nil || d <= 0 {
+			cmd.errorf("run: unexpected argument %q", pos[1])
+			return exitUsage
+		}
+		wait.d = d
+	}
+	in, err := a.readJSONArg("--input", *input)
+	if err != nil {
+		cmd.errorf("%v", err)
+		return exitUsage
+	}
+	first := time.Duration(0)
+	if wait.set {
+		first = maxServerWait
+		if wait.d > 0 {
+			first = min(wait.d, maxServerWait)
+		}
+	}
+	start := a.now()
+	stop := a.spinner(wait.set, pos[0], start)
+	inst, _, err := cmd.c.Start(ctx, pos[0], client.StartRequest{Input: in, ID: *id}, first)
+	if err == nil && wait.set {
+		inst, err = cmd.await(ctx, inst, start, wait.d)
+	}
+	stop()
+	if err != nil {
+		return cmd.fail(err)
+	}
+	cmd.printInstance(inst)
+	switch {
+	case !wait.set:
+		return exitOK
+	case inst.Status == client.StatusCompleted:
+		return exitOK
+	case inst.Status == client.StatusFailed || inst.Status == client.StatusCancelled:
+		return exitFailed
+	}
+	if cmd.output == "table" {
+		fmt.Fprintf(cmd.stderr, "weft: the wait ended with the instance %s\n", inst.Status)
+	}
+	return exitPending
+}
+
+// maxServerWait is the longest ?wait= the client asks for in one request;
+// the server caps it too.
+const maxServerWait = 5 * time.Minute
+
+// await polls the instance until it ends or limit (0: none) has passed
+// since start. The server's wait answers when the instance suspends, and
+// a suspended instance may be waiting only for a timer, so the client
+// keeps polling.
+func (cmd *clientCmd) await(ctx context.Context, inst *client.Instance, start time.Time, limit time.Duration) (*client.Instance, error) {
+	poll := 100 * time.Millisecond
+	for !inst.Terminal() {
+		if limit > 0 && cmd.now().Sub(start) >= limit {
+			return inst, nil
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		poll = min(poll*2, time.Second)
+		next, err := cmd.c.Instance(ctx, inst.ID)
+		if err != nil {
+			return nil, err
+		}
+		inst = next
+	}
+	return inst, nil
+}
+
+// spinner draws "⠋ hello 1.2s" on stderr until stop is called, when on
+// and stderr is a terminal.
+func (a *app) spinner(on bool, what string, start time.Time) (stop func()) {
+	if !on || !a.terminal {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		frames := []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			fmt.Fprintf(a.stderr, "\r%c %s %.1fs ", frames[i%len(frames)], what, a.now().Sub(start).Seconds())
+			select {
+			case <-done:
+				fmt.Fprint(a.stderr, "\r\033[K")
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// printInstance writes an instance for people (or as JSON).
+func (cmd *clientCmd) printInstance(in *client.Instance) {
+	if cmd.output == "json" {
+		cmd.json(in)
+		return
+	}
+	w := cmd.stdout
+	fmt.Fprintf(w, "id:        %s\n", in.ID)
+	fmt.Fprintf(w, "workflow:  %s (version %d)\n", in.Workflow, in.Version)
+	fmt.Fprintf(w, "status:    %s\n", in.Status)
+	if in.Parent != nil {
+		fmt.Fprintf(w, "parent:    %s (step %s)\n", in.Parent.InstanceID, in.Parent.StepID)
+	}
+	fmt.Fprintf(w, "created:   %s\n", formatTime(in.CreatedAt))
+	fmt.Fprintf(w, "updated:   %s\n", formatTime(in.UpdatedAt))
+	fmt.Fprintf(w, "input:     %s\n", indentJSON(in.Input, "           "))
+	if len(in.Output) > 0 && string(in.Output) != "null" {
+		fmt.Fprintf(w, "output:    %s\n", indentJSON(in.Output, "           "))
+	}
+	if in.Error != nil {
+		fmt.Fprintf(w, "error:     %s: %s\n", in.Error.Code, in.Error.Message)
+		if len(in.Error.Details) > 0 {
+			fmt.Fprintf(w, "details:   %s\n", indentJSON(in.Error.Details, "           "))
+		}
+	}
+	if wo := in.WaitingOn; wo != nil && (len(wo.Bookmarks) > 0 || len(wo.Timers) > 0) {
+		fmt.Fprintln(w, "waiting on:")
+		for _, b := range wo.Bookmarks {
+			fmt.Fprintf(w, "  event %s with key %q (%s)\n", b.Event, b.Key, b.StepPath)
+		}
+		for _, t := range wo.Timers {
+			fmt.Fprintf(w, "  timer %s due %s\n", t.ID, formatTime(t.Due))
+		}
+	}
+}
+
+func (a *app) instanceList(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance ls")
+	var f client.InstanceFilter
+	cmd.fs.StringVar(&f.Workflow, "workflow", "", "only instances of this workflow")
+	cmd.fs.StringVar(&f.Status, "status", "", "only instances with this status (pending, running, suspended, completed, failed, cancelled)")
+	cmd.fs.IntVar(&f.Limit, "limit", 50, "the most instances to list")
+	cmd.fs.StringVar(&f.Cursor, "cursor", "", "the cursor of the page to list, from a previous listing")
+	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--limit N] [--cursor C]"); !ok {
+		return exitUsage
+	}
+	page, err := cmd.c.Instances(ctx, f)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(page)
+		return exitOK
+	}
+	tw := cmd.table()
+	fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tUPDATED")
+	for _, in := range page.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", in.ID, in.Workflow, in.Version, in.Status, formatTime(in.CreatedAt), formatTime(in.UpdatedAt))
+	}
+	tw.Flush()
+	cmd.nextPage(page.NextCursor)
+	return exitOK
+}
+
+func (a *app) instanceShow(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance show")
+	pos, ok := cmd.parse(args, 1, 1, "ID")
+	if !ok {
+		return exitUsage
+	}
+	in, err := cmd.c.Instance(ctx, pos[0])
+	if err != nil {
+		return cmd.fail(err)
+	}
+	cmd.printInstance(in)
+	return exitOK
+}
+
+func (a *app) instanceHistory(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance history")
+	pos, ok := cmd.parse(args, 1, 1, "ID")
+	if !ok {
+		return exitUsage
+	}
+	// The whole history, page after page.
+	var events []client.Event
+	for opts := (client.ListOptions{Limit: 500}); ; {
+		page, err := cmd.c.History(ctx, pos[0], opts)
+		if err != nil {
+			return cmd.fail(err)
+		}
+		events = append(events, page.Items...)
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	if cmd.output == "json" {
+		cmd.json(events)
+		return exitOK
+	}
+	tw := cmd.table()
+	fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tSTEP\tATTEMPT\tDATA")
+	for _, e := range events {
+		attempt := "-"
+		if e.Attempt > 0 {
+			attempt = fmt.Sprint(e.Attempt)
+		}
+		step := e.StepPath
+		if step == "" {
+			step = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, step, attempt, compactJSON(e.Data, 80))
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func (a *app) instanceCancel(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance cancel")
+	reason := cmd.fs.String("reason", "", "why, recorded with the instance")
+	pos, ok := cmd.parse(args, 1, 1, "ID [--reason TEXT]")
+	if !ok {
+		return exitUsage
+	}
+	in, err := cmd.c.Cancel(ctx, pos[0], *reason)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(in)
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "instance %s: cancellation requested (status %s)\n", in.ID, in.Status)
+	return exitOK
+}
+
+func (a *app) instanceRemove(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance rm")
+	pos, ok := cmd.parse(args, 1, 1, "ID")
+	if !ok {
+		return exitUsage
+	}
+	if err := cmd.c.DeleteInstance(ctx, pos[0]); err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(map[string]any{"deleted": pos[0]})
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "instance %s deleted\n", pos[0])
+	return exitOK
+}
+
+func (a *app) instanceExport(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance export")
+	file := cmd.fs.String("file", "", "write the state to `FILE` instead of stdout")
+	pos, ok := cmd.parse(args, 1, 1, "ID [--file FILE]")
+	if !ok {
+		return exitUsage
+	}
+	state, err := cmd.c.ExportState(ctx, pos[0])
+	if err != nil {
+		return cmd.fail(err)
+	}
+	out := indentJSON(state, "") + "\n"
+	if *file == "" {
+		fmt.Fprint(cmd.stdout, out)
+		return exitOK
+	}
+	if err := os.WriteFile(*file, []byte(out), 0o600); err != nil {
+		cmd.errorf("%v", err)
+		return exitInternal
+	}
+	fmt.Fprintf(cmd.stderr, "instance %s exported to %s\n", pos[0], *file)
+	return exitOK
+}
+
+func (a *app) instanceImport(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance import")
+	id := cmd.fs.String("id", "", "the instance `ID` (default: the one in the state)")
+	pos, ok := cmd.parse(args, 1, 1, "FILE|- [--id ID]")
+	if !ok {
+		return exitUsage
+	}
+	arg := "@" + pos[0]
+	state, err := a.readJSONArg("state", arg)
+	if err != nil {
+		cmd.errorf("%v", err)
+		return exitUsage
+	}
+	if *id == "" {
+		var s struct {
+			Instance struct {
+				ID string `json:"id"`
+			} `json:"instance"`
+		}
+		if err := json.Unmarshal(state, &s); err != nil || s.Instance.ID == "" {
+			cmd.errorf("instance import: the state names no instance id (instance.id); pass --id")
+			return exitUsage
+		}
+		*id = s.Instance.ID
+	}
+	in, created, err := cmd.c.ImportState(ctx, *id, state)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(in)
+		return exitOK
+	}
+	what := "replaced"
+	if created {
+		what = "created"
+	}
+	fmt.Fprintf(cmd.stdout, "instance %s %s (status %s)\n", in.ID, what, in.Status)
+	return exitOK
+}
+
+func (a *app) eventSend(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("event send")
+	var ev client.EventRequest
+	cmd.fs.StringVar(&ev.Key, "key", "", "the correlation `KEY` that waiting instances match")
+	payload := cmd.fs.String("payload", "", "the payload: JSON, @FILE or @- for stdin")
+	cmd.fs.StringVar(&ev.ID, "id", "", "an event `ID`, which makes sending it again harmless")
+	pos, ok := cmd.parse(args, 1, 1, "NAME [--key KEY] [--payload JSON|@FILE] [--id ID]")
+	if !ok {
+		return exitUsage
+	}
+	ev.Name = pos[0]
+	var err error
+	if ev.Payload, err = a.readJSONArg("--payload", *payload); err != nil {
+		cmd.errorf("%v", err)
+		return exitUsage
+	}
+	res, err := cmd.c.SendEvent(ctx, ev)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(res)
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "event %s (id %s)\n", ev.Name, res.ID)
+	if len(res.Resumed) > 0 {
+		fmt.Fprintf(cmd.stdout, "  resumed: %s\n", strings.Join(res.Resumed, ", "))
+	}
+	if len(res.Started) > 0 {
+		fmt.Fprintf(cmd.stdout, "  started: %s\n", strings.Join(res.Started, ", "))
+	}
+	if res.Queued {
+		fmt.Fprintln(cmd.stdout, "  queued: nothing waits for it yet; it is kept for an instance that will")
+	}
+	return exitOK
+}
+
+func (a *app) adminRefresh(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("admin refresh")
+	names, ok := cmd.parse(args, 0, -1, "[WORKFLOW...]")
+	if !ok {
+		return exitUsage
+	}
+	res, err := cmd.c.Refresh(ctx, names...)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	code := exitOK
+	for _, f := range res.Files {
+		if len(f.Problems) > 0 || f.Error != "" {
+			code = exitFailed
+		}
+	}
+	if cmd.output == "json" {
+		cmd.json(res)
+		return code
+	}
+	if res.Status == client.RefreshInProgress {
+		fmt.Fprintln(cmd.stdout, "a refresh of these workflows is already in progress on some node; nothing done")
+		return exitOK
+	}
+	tw := cmd.table()
+	fmt.Fprintln(tw, "FILE\tWORKFLOW\tVERSION\tRESULT")
+	for _, f := range res.Files {
+		result := "unchanged"
+		switch {
+		case f.Error != "":
+			result = "error: " + f.Error
+		case len(f.Problems) > 0:
+			result = fmt.Sprintf("%d problem(s)", len(f.Problems))
+		case f.Created:
+			result = "new version"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", f.File, f.Name, f.Version, result)
+	}
+	tw.Flush()
+	for _, f := range res.Files {
+		for _, p := range f.Problems {
+			fmt.Fprintf(cmd.stderr, "%s: %s\n", f.File, p)
+		}
+	}
+	return code
+}

@@ -1,0 +1,407 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/heartbeat"
+	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/plugins"
+)
+
+// ErrUnsafeListen: the host was asked to listen beyond loopback without
+// any auth.tokens.
+var ErrUnsafeListen = errors.New("refusing to listen beyond loopback without authentication")
+
+// exitInterrupted is the exit code after a second signal stopped the host
+// without a graceful shutdown (128 + SIGINT, as shells report it).
+const exitInterrupted = 130
+
+// server is a running `weft serve`: a node, its API and the listener.
+type server struct {
+	cfg  *LoadedConfig
+	log  *slog.Logger
+	node *node.Node
+	api  *api.Server
+	ln   net.Listener
+
+	stopRun context.CancelFunc
+	ran     chan error // node.Run's result
+	served  chan error // api.Serve's result
+}
+
+// newLogger returns the host's logger on w, as cfg.Log says.
+func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Level)) // validated already
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// checkListen enforces SPEC §4's rule: without tokens, loopback only.
+func checkListen(cfg *LoadedConfig) error {
+	if len(cfg.Auth.Tokens) > 0 || isLoopback(cfg.Listen) {
+		return nil
+	}
+	return fmt.Errorf("%w: listen is %s (from %s) and no auth.tokens are configured; "+
+		"configure auth.tokens (name, role, token: see the configuration reference in README.md) "+
+		"or listen on a loopback address such as 127.0.0.1:8080", ErrUnsafeListen, cfg.Listen, sourceOf(cfg, "listen"))
+}
+
+func sourceOf(cfg *LoadedConfig, key string) string {
+	if s := cfg.Source[key]; s != "" {
+		return s
+	}
+	return "default"
+}
+
+// isLoopback reports whether addr's host is a loopback IP or "localhost".
+// An empty host (":8080") means every interface, which is not loopback.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// nodeConfig maps the configuration onto the node's.
+func nodeConfig(cfg *LoadedConfig, reg prometheus.Registerer) node.Config {
+	retries := cfg.Heartbeat.MaxRetries
+	if retries == 0 {
+		retries = -1 // heartbeat.Config reads 0 as "default", negative as none
+	}
+	return node.Config{
+		NodeID:       cfg.NodeID,
+		DataDir:      cfg.DataDir,
+		Store:        cfg.Store,
+		RedisAddrs:   cfg.RedisAddrs,
+		WorkflowsDir: cfg.WorkflowsDir,
+		Registerer:   reg,
+		Engine: engine.Config{
+			NodeID:           cfg.NodeID,
+			Workers:          cfg.Engine.Workers,
+			LockTTL:          cfg.Engine.LockTTL,
+			AcquireTimeout:   cfg.Engine.AcquireTimeout,
+			ActivityTimeout:  cfg.Engine.ActivityTimeout,
+			TimerInterval:    cfg.Engine.TimerInterval,
+			StimulusTTL:      cfg.Engine.StimulusTTL,
+			StimulusInterval: cfg.Engine.StimulusInterval,
+			RecoveryInterval: cfg.Engine.RecoveryInterval,
+			Heartbeat: heartbeat.Config{
+				Tick:       cfg.Heartbeat.Tick,
+				Batch:      cfg.Heartbeat.Batch,
+				Cycle:      cfg.Heartbeat.Cycle,
+				MaxRetries: retries,
+			},
+		},
+		Plugins: plugins.Config{
+			CacheDir:         cfg.Plugins.CacheDir,
+			MaxModuleBytes:   int(cfg.Plugins.MaxModuleBytes),
+			MemoryLimitPages: uint32(cfg.Plugins.MemoryLimit / (64 << 10)),
+			MaxOutputBytes:   int(cfg.Plugins.MaxOutputBytes),
+			MaxLogBytes:      int(cfg.Plugins.MaxLogBytes),
+			PoolSize:         cfg.Plugins.PoolSize,
+			PoolWarm:         cfg.Plugins.PoolWarm,
+			CancelGrace:      cfg.Plugins.CancelGrace,
+		},
+	}
+}
+
+// openServer opens the node, seeds an empty store, builds the API and
+// listens. Nothing runs until start.
+func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *server, err error) {
+	if err := checkListen(cfg); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+		return nil, err
+	}
+	n, err := node.Open(ctx, nodeConfig(cfg, reg), log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = n.Close()
+		}
+	}()
+	if len(cfg.SeedDirs) > 0 {
+		if err := seed(ctx, n, cfg.SeedDirs, log); err != nil {
+			return nil, err
+		}
+	}
+	tokens := make([]api.Token, 0, len(cfg.Auth.Tokens))
+	for _, t := range cfg.Auth.Tokens {
+		tokens = append(tokens, api.Token{Name: t.Name, Role: api.Role(t.Role), Token: t.Token})
+	}
+	srv, err := api.New(api.Config{
+		Tokens:          tokens,
+		BodyLimit:       int(cfg.HTTP.BodyLimit),
+		PluginBodyLimit: int(cfg.HTTP.PluginBodyLimit),
+		Logger:          log,
+		Gatherer:        reg,
+	}, n)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen (from %s): %w", sourceOf(cfg, "listen"), err)
+	}
+	return &server{cfg: cfg, log: log, node: n, api: srv, ln: ln}, nil
+}
+
+// start runs the engine and serves HTTP.
+func (s *server) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopRun = cancel
+	s.ran = make(chan error, 1)
+	s.served = make(chan error, 1)
+	go func() { s.ran <- s.node.Run(ctx) }()
+	go func() { s.served <- s.api.Serve(s.ln) }()
+	attrs := []any{"addr", s.ln.Addr().String(), "node", s.cfg.NodeID, "store", s.cfg.Store, "data_dir", s.cfg.DataDir}
+	if len(s.cfg.Auth.Tokens) == 0 {
+		s.log.Warn("authentication is off: no auth.tokens configured, so the host listens on loopback only", "addr", s.ln.Addr().String())
+	} else {
+		attrs = append(attrs, "tokens", len(s.cfg.Auth.Tokens))
+	}
+	s.log.Info("weft is serving", attrs...)
+}
+
+// addr is the address the server listens on.
+func (s *server) addr() string { return s.ln.Addr().String() }
+
+// shutdown stops accepting connections and drains requests in flight,
+// then stops the engine (running attempts end at a persisted point, or
+// their instances are handed back through lease expiry) and closes the
+// store, all within ctx.
+func (s *server) shutdown(ctx context.Context) error {
+	start := time.Now()
+	var errs []error
+	if err := s.api.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("draining HTTP requests: %w", err))
+	}
+	if s.served != nil {
+		select {
+		case err := <-s.served:
+			if err != nil {
+				errs = append(errs, fmt.Errorf("serving HTTP: %w", err))
+			}
+		case <-ctx.Done():
+		}
+	}
+	if s.stopRun != nil {
+		s.stopRun()
+		select {
+		case err := <-s.ran:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, fmt.Errorf("engine: %w", err))
+			}
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("the engine did not stop within the shutdown timeout: %w", ctx.Err()))
+		}
+	}
+	if err := s.node.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the node: %w", err))
+	}
+	err := errors.Join(errs...)
+	if err == nil {
+		s.log.Info("weft stopped", "took", time.Since(start).Round(time.Millisecond))
+	}
+	return err
+}
+
+// serveCmd is `weft serve`. The first SIGINT or SIGTERM shuts the host
+// down gracefully; a second one exits at once.
+func serveCmd(args, env []string, stderr io.Writer) int {
+	h := newHostFlags("weft serve", stderr)
+	if err := h.fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if h.fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "weft serve: unexpected argument %q\n", h.fs.Arg(0))
+		return exitUsage
+	}
+	dir, _ := os.Getwd()
+	cfg, err := loadConfig(h.sources(dir, env))
+	if err != nil {
+		fmt.Fprintf(stderr, "weft serve: %v\n", err)
+		return exitFailed
+	}
+	log := newLogger(cfg.Log, stderr)
+	if cfg.File != "" {
+		log.Info("configuration file read", "file", cfg.File)
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// A signal during start-up abandons it.
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s, err := openServer(ctx, cfg, log)
+	if err != nil {
+		log.Error("weft cannot start", "err", err)
+		return exitFailed
+	}
+	cancel()
+	s.start()
+
+	var runErr error
+	select {
+	case sig := <-sigs:
+		log.Info("shutting down; a second signal stops at once", "signal", sig.String(), "timeout", cfg.HTTP.ShutdownTimeout)
+	case runErr = <-s.ran:
+		s.ran <- runErr // shutdown reads it again
+		log.Error("the engine stopped", "err", runErr)
+	case runErr = <-s.served:
+		s.served <- runErr
+		log.Error("the HTTP server stopped", "err", runErr)
+	}
+	go func() {
+		<-sigs
+		log.Error("second signal: exiting without a graceful shutdown")
+		os.Exit(exitInterrupted)
+	}()
+	sctx, scancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
+	defer scancel()
+	if err := s.shutdown(sctx); err != nil {
+		log.Error("shutdown", "err", err)
+		return exitInternal
+	}
+	if runErr != nil {
+		return exitInternal
+	}
+	return exitOK
+}
+
+// seed loads the plugins (*.wasm) and workflows (*.yaml, *.yml, *.json)
+// of dirs into an empty store, and does nothing when the store holds any
+// plugin or workflow: it is for a first start. A file that cannot be
+// loaded is logged with its problems and does not stop the others.
+func seed(ctx context.Context, n *node.Node, dirs []string, log *slog.Logger) error {
+	st := n.Store()
+	ps, _, err := st.ListPlugins(ctx, "", 1)
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	ds, _, err := st.ListDefinitions(ctx, "", 1)
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	if len(ps) > 0 || len(ds) > 0 {
+		log.Debug("seed skipped: the store is not empty")
+		return nil
+	}
+	var wasm, defs []string
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("seed_dirs: %w", err)
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			switch strings.ToLower(filepath.Ext(e.Name())) {
+			case ".wasm":
+				wasm = append(wasm, p)
+			case ".yaml", ".yml", ".json":
+				defs = append(defs, p)
+			}
+		}
+	}
+	var plugNames, failed []string
+	for _, p := range wasm {
+		name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+		b, err := os.ReadFile(p)
+		if err == nil {
+			_, _, err = n.PutPlugin(ctx, name, b)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			log.Error("seed: plugin not loaded", "file", p, "err", err)
+			failed = append(failed, p)
+			continue
+		}
+		plugNames = append(plugNames, name)
+	}
+	// A workflow may start another as a child, which must be saved first:
+	// save in rounds until a round saves nothing.
+	var wfNames []string
+	errs := map[string]error{}
+	for pending := defs; len(pending) > 0; {
+		var next []string
+		for _, p := range pending {
+			b, err := os.ReadFile(p)
+			if err == nil {
+				var d *store.Definition
+				if d, _, err = n.Engine().SaveDefinition(ctx, b); err == nil {
+					wfNames = append(wfNames, d.Name)
+					delete(errs, p)
+					continue
+				}
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			errs[p] = err
+			next = append(next, p)
+		}
+		if len(next) == len(pending) {
+			break
+		}
+		pending = next
+	}
+	for p, err := range errs {
+		log.Error("seed: workflow not loaded", "file", p, "err", err)
+		failed = append(failed, p)
+	}
+	sort.Strings(plugNames)
+	sort.Strings(wfNames)
+	sort.Strings(failed)
+	log.Info("first start: seeded the store", "plugins", strings.Join(plugNames, ","), "workflows", strings.Join(wfNames, ","), "failed", len(failed))
+	return nil
+}

@@ -1,0 +1,575 @@
+// Package client is a Go client for Weft's HTTP API (SPEC §4). The weft
+// command-line client is built on it, and so are tests that drive a real
+// host over HTTP.
+//
+// Every method returns the decoded answer, or an error that is either a
+// *Problem (the server answered with an error status; errors.Is matches it
+// against ErrNotFound, ErrUnauthorized, ErrForbidden, ErrConflict,
+// ErrInvalid, ErrUnavailable) or a *TransportError (no answer: the server
+// could not be reached, or the answer could not be read). A method returns
+// ctx.Err() when ctx ends first.
+//
+//	c, err := client.New(client.Config{Server: "http://127.0.0.1:8080", Token: token})
+//	inst, _, err := c.Start(ctx, "hello", client.StartRequest{Input: json.RawMessage(`{"name":"Ada"}`)}, 10*time.Second)
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Server is the host's base URL, e.g. http://127.0.0.1:8080. Required.
+	Server string
+	// Token is the bearer token; empty sends none.
+	Token string
+	// HTTPClient sends the requests. Defaults to a client without an
+	// overall timeout (a start with ?wait= may take minutes): bound calls
+	// with their context.
+	HTTPClient *http.Client
+	// UserAgent is sent with every request. Defaults to "weft-client".
+	UserAgent string
+}
+
+// Client calls one Weft host. It is safe for concurrent use.
+type Client struct {
+	base  *url.URL
+	token string
+	hc    *http.Client
+	ua    string
+}
+
+// New returns a Client for cfg.Server.
+func New(cfg Config) (*Client, error) {
+	if cfg.Server == "" {
+		return nil, errors.New("client: Config.Server is required")
+	}
+	u, err := url.Parse(strings.TrimRight(cfg.Server, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: server %q: want an http:// or https:// URL such as http://127.0.0.1:8080", cfg.Server)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "weft-client"
+	}
+	return &Client{base: u, token: cfg.Token, hc: cfg.HTTPClient, ua: cfg.UserAgent}, nil
+}
+
+// Server returns the base URL the client calls.
+func (c *Client) Server() string { return c.base.String() }
+
+// request is one API call.
+type request struct {
+	method string
+	path   string // escaped, from the root: /v1/plugins/x
+	query  url.Values
+	body   []byte
+	ctype  string
+}
+
+// do sends r and decodes a 2xx JSON answer into out (unless out is nil or
+// the answer has no body). It returns the status.
+func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
+	target := c.base.String() + r.path
+	if len(r.query) > 0 {
+		target += "?" + r.query.Encode()
+	}
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
+	if err != nil {
+		return 0, &TransportError{Method: r.method, URL: target, Err: err}
+	}
+	if r.ctype != "" {
+		req.Header.Set("Content-Type", r.ctype)
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("User-Agent", c.ua)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, &TransportError{Method: r.method, URL: target, Err: err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return resp.StatusCode, ctx.Err()
+		}
+		return resp.StatusCode, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("reading the answer: %w", err)}
+	}
+	if len(data) > maxAnswer {
+		return resp.StatusCode, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the answer is larger than %d bytes", maxAnswer)}
+	}
+	if resp.StatusCode >= 300 {
+		return resp.StatusCode, newProblem(resp, data)
+	}
+	if out != nil && len(bytes.TrimSpace(data)) > 0 {
+		if raw, ok := out.(*json.RawMessage); ok {
+			*raw = append((*raw)[:0], data...)
+			return resp.StatusCode, nil
+		}
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("decoding the answer: %w", err)}
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// maxAnswer bounds what the client reads of one answer: an exported
+// instance state with its history is the largest.
+const maxAnswer = 256 << 20
+
+func (c *Client) getJSON(ctx context.Context, path string, q url.Values, out any) error {
+	_, err := c.do(ctx, request{method: http.MethodGet, path: path, query: q}, out)
+	return err
+}
+
+func jsonBody(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("client: encoding the request: %w", err)
+	}
+	return b, nil
+}
+
+// seg escapes one path segment.
+func seg(s string) string { return url.PathEscape(s) }
+
+// pageQuery returns the query of a list call.
+func pageQuery(p ListOptions) url.Values {
+	q := url.Values{}
+	if p.Cursor != "" {
+		q.Set("cursor", p.Cursor)
+	}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	return q
+}
+
+// ListOptions selects a page of a list.
+type ListOptions struct {
+	// Cursor is a previous page's NextCursor; empty for the first page.
+	Cursor string
+	// Limit is the most items; 0 lets the server choose.
+	Limit int
+}
+
+// Page is one page of a list. NextCursor is empty after the last page.
+type Page[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// Health calls GET /healthz: nil when the host is alive.
+func (c *Client) Health(ctx context.Context) error {
+	return c.getJSON(ctx, "/healthz", nil, nil)
+}
+
+// Ready calls GET /readyz: nil when the host can serve.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.getJSON(ctx, "/readyz", nil, nil)
+}
+
+// Plugin is one version of a plugin.
+type Plugin struct {
+	Name string `json:"name"`
+	// Version is the sha256 of the module, hex.
+	Version    string    `json:"version"`
+	Size       int64     `json:"size"`
+	Activities []string  `json:"activities"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// PluginDetail is a plugin's current version and every version kept,
+// current first.
+type PluginDetail struct {
+	Plugin
+	Versions []Plugin `json:"versions"`
+}
+
+// PutPlugin uploads a module as the plugin name. created is false when
+// that exact content already was the current version. A refused module is
+// a *Problem with Status 422 listing the reasons in Errors.
+func (c *Client) PutPlugin(ctx context.Context, name string, wasm []byte) (p *Plugin, created bool, err error) {
+	p = &Plugin{}
+	status, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/plugins/" + seg(name), body: wasm, ctype: "application/wasm"}, p)
+	if err != nil {
+		return nil, false, err
+	}
+	return p, status == http.StatusCreated, nil
+}
+
+// Plugins lists a page of plugins, their current versions, by name.
+func (c *Client) Plugins(ctx context.Context, opts ListOptions) (*Page[Plugin], error) {
+	var p Page[Plugin]
+	if err := c.getJSON(ctx, "/v1/plugins", pageQuery(opts), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Plugin returns a plugin with its versions.
+func (c *Client) Plugin(ctx context.Context, name string) (*PluginDetail, error) {
+	var p PluginDetail
+	if err := c.getJSON(ctx, "/v1/plugins/"+seg(name), nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// DeletePlugin deletes a plugin; a *Problem with Status 409 while a
+// running instance pins it.
+func (c *Client) DeletePlugin(ctx context.Context, name string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/plugins/" + seg(name)}, nil)
+	return err
+}
+
+// Workflow is one version of a workflow definition. Source is set by
+// Workflow, not by Workflows or PutWorkflow.
+type Workflow struct {
+	Name      string    `json:"name"`
+	Version   int       `json:"version"`
+	Hash      string    `json:"hash"`
+	CreatedAt time.Time `json:"created_at"`
+	Source    string    `json:"source,omitempty"`
+}
+
+// PutWorkflow saves a definition (YAML or JSON source) as the workflow
+// name. created is false when it did not change. A refused definition is a
+// *Problem with Status 422 listing every problem with its path.
+func (c *Client) PutWorkflow(ctx context.Context, name string, source []byte) (w *Workflow, created bool, err error) {
+	ctype := "application/yaml"
+	if t := bytes.TrimSpace(source); len(t) > 0 && t[0] == '{' {
+		ctype = "application/json"
+	}
+	w = &Workflow{}
+	status, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/workflows/" + seg(name), body: source, ctype: ctype}, w)
+	if err != nil {
+		return nil, false, err
+	}
+	return w, status == http.StatusCreated, nil
+}
+
+// Workflows lists a page of workflows, their latest versions, by name.
+func (c *Client) Workflows(ctx context.Context, opts ListOptions) (*Page[Workflow], error) {
+	var p Page[Workflow]
+	if err := c.getJSON(ctx, "/v1/workflows", pageQuery(opts), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Workflow returns a version of a workflow with its source; version 0 is
+// the latest.
+func (c *Client) Workflow(ctx context.Context, name string, version int) (*Workflow, error) {
+	q := url.Values{}
+	if version > 0 {
+		q.Set("version", strconv.Itoa(version))
+	}
+	var w Workflow
+	if err := c.getJSON(ctx, "/v1/workflows/"+seg(name), q, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// DeleteWorkflow deletes every version of a workflow.
+func (c *Client) DeleteWorkflow(ctx context.Context, name string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/workflows/" + seg(name)}, nil)
+	return err
+}
+
+// Statuses of an instance.
+const (
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusSuspended = "suspended"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Instance is a workflow instance.
+type Instance struct {
+	ID       string `json:"id"`
+	Workflow string `json:"workflow"`
+	Version  int    `json:"version"`
+	// Status is one of the Status constants.
+	Status    string            `json:"status"`
+	Input     json.RawMessage   `json:"input"`
+	Output    json.RawMessage   `json:"output"`
+	Vars      json.RawMessage   `json:"vars"`
+	Error     *Failure          `json:"error"`
+	Plugins   map[string]string `json:"plugins,omitempty"`
+	Parent    *Parent           `json:"parent,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	// WaitingOn is set by Instance and Start, not by Instances.
+	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`
+}
+
+// Terminal reports whether the instance is completed, failed or cancelled.
+func (i *Instance) Terminal() bool {
+	return i.Status == StatusCompleted || i.Status == StatusFailed || i.Status == StatusCancelled
+}
+
+// Failure is why an instance failed.
+type Failure struct {
+	Code    string          `json:"code"`
+	Message string          `json:"message,omitempty"`
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// Parent names the parent instance and step of a child workflow.
+type Parent struct {
+	InstanceID string `json:"instance_id"`
+	StepID     string `json:"step_id"`
+}
+
+// WaitingOn is what a suspended instance waits for.
+type WaitingOn struct {
+	Bookmarks []Bookmark `json:"bookmarks"`
+	Timers    []Timer    `json:"timers"`
+}
+
+// Bookmark is a wait for an event with a correlation key.
+type Bookmark struct {
+	Event    string `json:"event"`
+	Key      string `json:"key"`
+	StepPath string `json:"step_path"`
+}
+
+// Timer is a durable timer.
+type Timer struct {
+	ID   string    `json:"id"`
+	Due  time.Time `json:"due"`
+	Kind string    `json:"kind,omitempty"`
+}
+
+// StartRequest is the body of a start.
+type StartRequest struct {
+	// Input is the instance's input, a JSON document; nil is null.
+	Input json.RawMessage `json:"input,omitempty"`
+	// ID is an optional client-chosen id that makes the start idempotent.
+	ID string `json:"id,omitempty"`
+}
+
+// Start starts an instance of workflow. With wait > 0 the server answers
+// when the instance completes, fails or suspends, or when wait ends
+// (whichever is first; the server caps wait). created is false when
+// req.ID named an instance that already existed.
+func (c *Client) Start(ctx context.Context, workflow string, req StartRequest, wait time.Duration) (inst *Instance, created bool, err error) {
+	body, err := jsonBody(req)
+	if err != nil {
+		return nil, false, err
+	}
+	q := url.Values{}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+	inst = &Instance{}
+	status, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/workflows/" + seg(workflow) + "/instances", query: q, body: body, ctype: "application/json"}, inst)
+	if err != nil {
+		return nil, false, err
+	}
+	return inst, status == http.StatusCreated, nil
+}
+
+// Instance returns an instance with what it waits on.
+func (c *Client) Instance(ctx context.Context, id string) (*Instance, error) {
+	var in Instance
+	if err := c.getJSON(ctx, "/v1/instances/"+seg(id), nil, &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// InstanceFilter selects instances; empty fields select all.
+type InstanceFilter struct {
+	Workflow string
+	Status   string
+	ListOptions
+}
+
+// Instances lists a page of instances, oldest first.
+func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instance], error) {
+	q := pageQuery(f.ListOptions)
+	if f.Workflow != "" {
+		q.Set("workflow", f.Workflow)
+	}
+	if f.Status != "" {
+		q.Set("status", f.Status)
+	}
+	var p Page[Instance]
+	if err := c.getJSON(ctx, "/v1/instances", q, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Event is one entry of an instance's history.
+type Event struct {
+	Seq      uint64          `json:"seq"`
+	Time     time.Time       `json:"time"`
+	Type     string          `json:"type"`
+	StepPath string          `json:"step_path,omitempty"`
+	Attempt  int             `json:"attempt,omitempty"`
+	Node     string          `json:"node,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"`
+}
+
+// History returns a page of an instance's history, in order; the cursor is
+// the sequence number of the last event of the previous page.
+func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Page[Event], error) {
+	var p Page[Event]
+	if err := c.getJSON(ctx, "/v1/instances/"+seg(id)+"/history", pageQuery(opts), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Cancel cancels an instance and returns it as it is after the request; a
+// *Problem with Status 409 when it has already ended.
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*Instance, error) {
+	var body []byte
+	if reason != "" {
+		var err error
+		if body, err = jsonBody(map[string]string{"reason": reason}); err != nil {
+			return nil, err
+		}
+	}
+	r := request{method: http.MethodPost, path: "/v1/instances/" + seg(id) + "/cancel", body: body}
+	if body != nil {
+		r.ctype = "application/json"
+	}
+	var in Instance
+	if _, err := c.do(ctx, r, &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// DeleteInstance deletes an instance with its history.
+func (c *Client) DeleteInstance(ctx context.Context, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/instances/" + seg(id)}, nil)
+	return err
+}
+
+// ExportState returns an instance's full state, a JSON document that
+// ImportState takes back (on this host or another).
+func (c *Client) ExportState(ctx context.Context, id string) (json.RawMessage, error) {
+	var raw json.RawMessage
+	if err := c.getJSON(ctx, "/v1/instances/"+seg(id)+"/state", nil, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// ImportState writes an exported state as the instance id. created is
+// false when it replaced an existing instance.
+func (c *Client) ImportState(ctx context.Context, id string, state json.RawMessage) (inst *Instance, created bool, err error) {
+	inst = &Instance{}
+	status, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/instances/" + seg(id) + "/state", body: state, ctype: "application/json"}, inst)
+	if err != nil {
+		return nil, false, err
+	}
+	return inst, status == http.StatusCreated, nil
+}
+
+// EventRequest is a stimulus.
+type EventRequest struct {
+	Name string `json:"name"`
+	Key  string `json:"key,omitempty"`
+	// Payload is a JSON document; nil is null.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// ID makes the event idempotent; empty lets the server choose one.
+	ID string `json:"id,omitempty"`
+}
+
+// EventResult is what an event did, once durable.
+type EventResult struct {
+	ID      string   `json:"id"`
+	Resumed []string `json:"resumed"`
+	Started []string `json:"started"`
+	// Queued is true when nothing waited for the event and nothing
+	// started: it waits for a bookmark until its TTL.
+	Queued bool `json:"queued"`
+}
+
+// SendEvent sends a stimulus.
+func (c *Client) SendEvent(ctx context.Context, ev EventRequest) (*EventResult, error) {
+	body, err := jsonBody(ev)
+	if err != nil {
+		return nil, err
+	}
+	var res EventResult
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/events", body: body, ctype: "application/json"}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Refresh statuses.
+const (
+	RefreshDone       = "refreshed"
+	RefreshInProgress = "already_in_progress"
+)
+
+// RefreshResult is what a definition refresh did.
+type RefreshResult struct {
+	// Status is RefreshDone or RefreshInProgress.
+	Status string          `json:"status"`
+	Files  []RefreshedFile `json:"files"`
+}
+
+// RefreshedFile is one definition file of a refresh.
+type RefreshedFile struct {
+	File     string       `json:"file"`
+	Name     string       `json:"name,omitempty"`
+	Version  int          `json:"version,omitempty"`
+	Created  bool         `json:"created"`
+	Problems []FieldError `json:"problems,omitempty"`
+	Error    string       `json:"error,omitempty"`
+}
+
+// Refresh reloads definitions from the host's workflows_dir: those named,
+// or all.
+func (c *Client) Refresh(ctx context.Context, workflows ...string) (*RefreshResult, error) {
+	var body []byte
+	if len(workflows) > 0 {
+		var err error
+		if body, err = jsonBody(map[string][]string{"workflows": workflows}); err != nil {
+			return nil, err
+		}
+	}
+	r := request{method: http.MethodPost, path: "/v1/admin/refresh", body: body}
+	if body != nil {
+		r.ctype = "application/json"
+	}
+	var res RefreshResult
+	if _, err := c.do(ctx, r, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
