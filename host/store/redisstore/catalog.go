@@ -1,0 +1,259 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+func decodeDefinition(name string, version, doc any) (*store.Definition, error) {
+	vs, _ := version.(string)
+	v, err := strconv.Atoi(vs)
+	if err != nil {
+		return nil, fmt.Errorf("definition %q: corrupt version %q", name, vs)
+	}
+	raw, _ := doc.(string)
+	var d store.Definition
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		return nil, fmt.Errorf("definition %q version %d: corrupt record: %w", name, v, err)
+	}
+	d.Version = v
+	return &d, nil
+}
+
+// PutDefinition implements store.Store.
+func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []byte) (int, bool, error) {
+	if err := s.begin(ctx); err != nil {
+		return 0, false, err
+	}
+	if err := store.CheckID("definition name", name); err != nil {
+		return 0, false, err
+	}
+	if hash == "" {
+		return 0, false, store.Invalid("definition %q: hash must not be empty", name)
+	}
+	doc, err := json.Marshal(store.Definition{Name: name, Hash: hash, Source: source, CreatedAt: s.now()})
+	if err != nil {
+		return 0, false, fmt.Errorf("redisstore: definition %q: %w", name, err)
+	}
+	res, err := s.run(writeCtx(ctx), putDefinitionScript, s.args(name, hash, doc)).StringSlice()
+	if err != nil {
+		return 0, false, s.fail(ctx, "put definition", name, err)
+	}
+	if len(res) != 2 {
+		return 0, false, fmt.Errorf("redisstore: put definition %q on %s: unexpected answer %v", name, s.addr, res)
+	}
+	v, err := strconv.Atoi(res[0])
+	if err != nil {
+		return 0, false, s.corrupt(fmt.Errorf("definition %q: corrupt version %q", name, res[0]))
+	}
+	return v, res[1] == "1", nil
+}
+
+// GetDefinition implements store.Store.
+func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*store.Definition, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if version < 0 {
+		return nil, store.Invalid("definition %q: negative version %d", name, version)
+	}
+	res, err := s.run(ctx, getDefinitionScript, s.args(name, version)).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail(ctx, "get definition", name, err)
+	}
+	if len(res) != 2 {
+		if version == 0 {
+			return nil, store.NotFound("definition %q", name)
+		}
+		return nil, store.NotFound("definition %q version %d", name, version)
+	}
+	d, err := decodeDefinition(name, res[0], res[1])
+	if err != nil {
+		return nil, s.corrupt(err)
+	}
+	return d, nil
+}
+
+// ListDefinitions implements store.Store.
+func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) ([]store.Definition, string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, "", err
+	}
+	min, err := nameMin(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit = store.ClampLimit(limit)
+	res, err := s.run(ctx, listDefinitionsScript, s.args(min, limit+1)).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, "", s.fail(ctx, "list definitions after", cursor, err)
+	}
+	var out []store.Definition
+	var next string
+	for i := 0; i+2 < len(res); i += 3 {
+		if len(out) == limit {
+			next = encodeCursor(out[len(out)-1].Name)
+			break
+		}
+		name, _ := res[i].(string)
+		d, err := decodeDefinition(name, res[i+1], res[i+2])
+		if err != nil {
+			return nil, "", s.corrupt(err)
+		}
+		out = append(out, *d)
+	}
+	return out, next, nil
+}
+
+// nameMin is the ZRANGEBYLEX start after a cursor of a list by name.
+func nameMin(cursor string) (string, error) {
+	if cursor == "" {
+		return "-", nil
+	}
+	after, err := decodeCursor(cursor, 1)
+	if err != nil {
+		return "", err
+	}
+	return "(" + after, nil
+}
+
+// DeleteDefinition implements store.Store.
+func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	res, err := s.run(writeCtx(ctx), deleteDefinitionScript, s.args(name)).Result()
+	if err != nil {
+		return s.fail(ctx, "delete definition", name, err)
+	}
+	switch reason, _, _ := refusal(res); reason {
+	case "ok":
+		return nil
+	case "notfound":
+		return store.NotFound("definition %q", name)
+	}
+	return fmt.Errorf("redisstore: delete definition %q on %s: unexpected answer %v", name, s.addr, res)
+}
+
+// PutPlugin implements store.Store.
+func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, error) {
+	if err := s.begin(ctx); err != nil {
+		return false, err
+	}
+	if err := rec.Validate(); err != nil {
+		return false, err
+	}
+	rec.CreatedAt = s.now()
+	doc, err := json.Marshal(rec)
+	if err != nil {
+		return false, fmt.Errorf("redisstore: plugin %q: %w", rec.Name, err)
+	}
+	n, err := s.run(writeCtx(ctx), putPluginScript, s.args(rec.Name, rec.Version, doc)).Int()
+	if err != nil {
+		return false, s.fail(ctx, "put plugin", rec.Name, err)
+	}
+	return n == 1, nil
+}
+
+func decodePlugin(name string, v any) (store.PluginRecord, error) {
+	raw, _ := v.(string)
+	var r store.PluginRecord
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return r, fmt.Errorf("plugin %q: corrupt record: %w", name, err)
+	}
+	return r, nil
+}
+
+// GetPlugin implements store.Store.
+func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	res, err := s.run(ctx, getPluginScript, s.args(name)).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail(ctx, "get plugin", name, err)
+	}
+	if len(res) == 0 {
+		return nil, store.NotFound("plugin %q", name)
+	}
+	p := &store.Plugin{Versions: make([]store.PluginRecord, 0, len(res))}
+	for _, v := range res {
+		r, err := decodePlugin(name, v)
+		if err != nil {
+			return nil, s.corrupt(err)
+		}
+		p.Versions = append(p.Versions, r)
+	}
+	p.Current = p.Versions[0]
+	return p, nil
+}
+
+// ListPlugins implements store.Store.
+func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, "", err
+	}
+	min, err := nameMin(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit = store.ClampLimit(limit)
+	res, err := s.run(ctx, listPluginsScript, s.args(min, limit+1)).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, "", s.fail(ctx, "list plugins after", cursor, err)
+	}
+	var out []store.PluginRecord
+	var next string
+	for i := 0; i+1 < len(res); i += 2 {
+		if len(out) == limit {
+			next = encodeCursor(out[len(out)-1].Name)
+			break
+		}
+		name, _ := res[i].(string)
+		r, err := decodePlugin(name, res[i+1])
+		if err != nil {
+			return nil, "", s.corrupt(err)
+		}
+		out = append(out, r)
+	}
+	return out, next, nil
+}
+
+// DeletePlugin implements store.Store: the pin check and the delete are
+// one script.
+func (s *Store) DeletePlugin(ctx context.Context, name string) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	res, err := s.run(writeCtx(ctx), deletePluginScript, s.args(name, store.MaxInUseListed)).Result()
+	if err != nil {
+		return s.fail(ctx, "delete plugin", name, err)
+	}
+	reason, rest, _ := refusal(res)
+	switch reason {
+	case "ok":
+		return nil
+	case "notfound":
+		return store.NotFound("plugin %q", name)
+	case "inuse":
+		var users []string
+		if len(rest) == 1 {
+			l, _ := rest[0].([]any)
+			for _, u := range l {
+				if id, ok := u.(string); ok {
+					users = append(users, id)
+				}
+			}
+		}
+		return &store.InUseError{Plugin: name, Instances: slices.Clip(users)}
+	}
+	return fmt.Errorf("redisstore: delete plugin %q on %s: unexpected answer %v", name, s.addr, res)
+}

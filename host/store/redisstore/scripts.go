@@ -1,0 +1,418 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// The scripts. Every one gets the store's key prefix (with its hash tag)
+// as ARGV[1] and builds its keys from it; KEYS[1] is one key of the store,
+// which routes the call on a cluster (every key has the same slot). Times
+// are hex strings from the Go side (hexTime): scripts compare them and
+// never ask Redis for the time.
+//
+// A script that refuses returns {reason, ...} before its first write, so
+// a refusal writes nothing; errors after the checks can only be Redis
+// failing (out of memory), which the package doc discusses.
+
+// prelude is shared by the scripts.
+const prelude = `
+local P = ARGV[1]
+local a = 1
+local function take() a = a + 1; return ARGV[a] end
+local function takeN() return tonumber(take()) end
+-- tlt reports whether hex time x is before y (both 16 hex digits; split
+-- so that each half is exact in a double).
+local function tlt(x, y)
+  local xh, yh = tonumber(string.sub(x, 1, 8), 16), tonumber(string.sub(y, 1, 8), 16)
+  if xh ~= yh then return xh < yh end
+  return tonumber(string.sub(x, 9, 16), 16) < tonumber(string.sub(y, 9, 16), 16)
+end
+-- An index membership (sorted-set key, member), as kept in x:<id>.
+local function ipair(k, m) return #k .. ":" .. k .. m end
+local function unpair(s)
+  local i = string.find(s, ":", 1, true)
+  local n = tonumber(string.sub(s, 1, i - 1))
+  return string.sub(s, i + 1, i + n), string.sub(s, i + n + 1)
+end
+-- writeMessage puts a message into an existing instance's inbox unless it
+-- holds the id; it reports whether it wrote.
+local function writeMessage(target, mid, doc)
+  if redis.call("EXISTS", P .. "i:" .. target) == 0 then return false end
+  local mk = P .. "m:" .. target
+  if redis.call("HEXISTS", mk, mid) == 1 then return false end
+  local seq = redis.call("INCR", P .. "mseq")
+  redis.call("HSET", mk, mid, seq .. "|" .. doc)
+  return true
+end
+`
+
+func script(body string) *redis.Script { return redis.NewScript(prelude + body) }
+
+// commitScript is Commit: every check, then every write. ARGV after the
+// prefix: id, rev, fence, now, doc, state, status, terminal, workflow,
+// created, lease node, boot, expiry, delivered stimulus, outcome, its
+// forget time, replace bookmarks, replace timers; then counted lists:
+// pins (name, version), history events, bookmark members, timer members,
+// consumed ids, sent messages (target, id, doc).
+var commitScript = script(`
+local id, grev, fence, now = take(), take(), take(), take()
+local doc, state, status, terminal, wf, created = take(), take(), take(), take() == "1", take(), take()
+local ln, lb, le = take(), take(), take()
+local sid, outcome, forget = take(), take(), take()
+local replaceBm, replaceTm = take() == "1", take() == "1"
+local pins = {}
+for i = 1, takeN() do pins[i] = {take(), take()} end
+local hist = {}
+for i = 1, takeN() do hist[i] = take() end
+local bms = {}
+for i = 1, takeN() do bms[i] = take() end
+local tms = {}
+for i = 1, takeN() do tms[i] = take() end
+local consumed = {}
+for i = 1, takeN() do consumed[i] = take() end
+local sends = {}
+for i = 1, takeN() do sends[i] = {take(), take(), take()} end
+
+local ik = P .. "i:" .. id
+local old = redis.call("HMGET", ik, "rev", "fence", "ln", "lb", "le", "ct")
+local exists = old[1] ~= false
+if grev == "0" then
+  if exists then return {"exists", old[1], old[2]} end
+else
+  if not exists then return {"notfound"} end
+  if tonumber(fence) < tonumber(old[2]) then return {"fenced", old[1], old[2]} end
+  if grev ~= old[1] then return {"conflict", old[1], old[2]} end
+end
+local sk, stim
+if sid ~= "" then
+  sk = P .. "s:" .. sid
+  stim = redis.call("HMGET", sk, "state", "ex", "qm")
+  if stim[1] ~= "queued" or not tlt(now, stim[2]) then return {"notqueued"} end
+end
+if not terminal then
+  for _, p in ipairs(pins) do
+    if redis.call("HEXISTS", P .. "p:" .. p[1], p[2]) == 0 then return {"noplugin", p[1], p[2]} end
+  end
+end
+
+-- Accepted: write.
+local rev = 1
+local ct = created
+if exists then
+  rev = tonumber(old[1]) + 1
+  ct = old[6]
+  -- The owner's commit never shortens a renewal made after it read.
+  if ln ~= "" and ln == old[3] and lb == old[4] and old[5] ~= "" and tlt(le, old[5]) then le = old[5] end
+end
+local revs = string.format("%d", rev)
+redis.call("HSET", ik, "doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", now,
+  "ln", ln, "lb", lb, "le", le, "st", status, "wf", wf, "term", terminal and "1" or "0")
+if state ~= "" then redis.call("HSET", ik, "state", state) else redis.call("HDEL", ik, "state") end
+
+local xk = P .. "x:" .. id
+local member = ct .. id
+local new = {ipair(P .. "ix:all", member), ipair(P .. "ix:w:" .. wf, member),
+  ipair(P .. "ix:s:" .. status, member), ipair(P .. "ix:ws:" .. status .. ":" .. wf, member)}
+if not terminal then
+  if ln ~= "" then new[#new + 1] = ipair(P .. "lx", le .. id) end
+  for _, p in ipairs(pins) do new[#new + 1] = ipair(P .. "u:" .. p[1], id) end
+end
+local keep = {}
+for _, x in ipairs(new) do keep[x] = true end
+for _, x in ipairs(redis.call("SMEMBERS", xk)) do
+  if not keep[x] then
+    local k, m = unpair(x)
+    redis.call("ZREM", k, m)
+    redis.call("SREM", xk, x)
+  end
+end
+for _, x in ipairs(new) do
+  local k, m = unpair(x)
+  redis.call("ZADD", k, 0, m)
+  redis.call("SADD", xk, x)
+end
+
+local hk = P .. "h:" .. id
+for _, e in ipairs(hist) do redis.call("RPUSH", hk, e) end
+if replaceBm then
+  local bk = P .. "b:" .. id
+  for _, m in ipairs(redis.call("SMEMBERS", bk)) do redis.call("ZREM", P .. "bk", m) end
+  redis.call("DEL", bk)
+  for _, m in ipairs(bms) do
+    redis.call("ZADD", P .. "bk", 0, m)
+    redis.call("SADD", bk, m)
+  end
+end
+if replaceTm then
+  local tk = P .. "t:" .. id
+  for _, m in ipairs(redis.call("SMEMBERS", tk)) do redis.call("ZREM", P .. "due", m) end
+  redis.call("DEL", tk)
+  for _, m in ipairs(tms) do
+    redis.call("ZADD", P .. "due", 0, m)
+    redis.call("SADD", tk, m)
+  end
+end
+if sid ~= "" then
+  redis.call("ZREM", P .. "sq", stim[3])
+  redis.call("ZREM", P .. "sx", stim[2] .. sid)
+  if tlt(forget, stim[2]) then forget = stim[2] end
+  redis.call("HSET", sk, "state", "delivered", "set", now, "to", id, "out", outcome)
+  redis.call("HDEL", sk, "qm")
+  redis.call("ZADD", P .. "sf", 0, forget .. sid)
+end
+local mk = P .. "m:" .. id
+for _, mid in ipairs(consumed) do redis.call("HDEL", mk, mid) end
+if terminal then redis.call("DEL", P .. "e:" .. id) end
+for _, m in ipairs(sends) do writeMessage(m[1], m[2], m[3]) end
+return {"ok", revs}
+`)
+
+// deleteScript is DeleteInstance. ARGV: id, fence.
+var deleteScript = script(`
+local id, fence = take(), take()
+local ik = P .. "i:" .. id
+local old = redis.call("HMGET", ik, "rev", "fence")
+if old[1] == false then return {"notfound"} end
+if tonumber(fence) < tonumber(old[2]) then return {"fenced", old[1], old[2]} end
+local xk = P .. "x:" .. id
+for _, x in ipairs(redis.call("SMEMBERS", xk)) do
+  local k, m = unpair(x)
+  redis.call("ZREM", k, m)
+end
+for _, m in ipairs(redis.call("SMEMBERS", P .. "b:" .. id)) do redis.call("ZREM", P .. "bk", m) end
+for _, m in ipairs(redis.call("SMEMBERS", P .. "t:" .. id)) do redis.call("ZREM", P .. "due", m) end
+redis.call("DEL", ik, xk, P .. "b:" .. id, P .. "t:" .. id, P .. "h:" .. id, P .. "m:" .. id, P .. "e:" .. id)
+return {"ok"}
+`)
+
+// renewScript is RenewLeases: one call per batch. ARGV: node, boot, now,
+// expiry; counted ids; counted heartbeats (id, token, doc).
+var renewScript = script(`
+local node, boot, now, exp = take(), take(), take(), take()
+local ids = {}
+for i = 1, takeN() do ids[i] = take() end
+local beats = {}
+for i = 1, takeN() do beats[i] = {take(), take(), take()} end
+local function held(id)
+  local f = redis.call("HMGET", P .. "i:" .. id, "term", "ln", "lb", "le")
+  if f[2] == false or f[1] == "1" or f[2] == "" or f[2] ~= node or f[3] ~= boot then return nil end
+  if not tlt(now, f[4]) then return nil end
+  return f[4]
+end
+-- Heartbeats first: they see the leases as they were before this renewal.
+for _, b in ipairs(beats) do
+  if held(b[1]) then redis.call("HSET", P .. "e:" .. b[1], b[2], b[3]) end
+end
+local renewed = {}
+for _, id in ipairs(ids) do
+  local le = held(id)
+  if le then
+    local xk = P .. "x:" .. id
+    redis.call("ZREM", P .. "lx", le .. id)
+    redis.call("SREM", xk, ipair(P .. "lx", le .. id))
+    redis.call("ZADD", P .. "lx", 0, exp .. id)
+    redis.call("SADD", xk, ipair(P .. "lx", exp .. id))
+    redis.call("HSET", P .. "i:" .. id, "le", exp)
+    renewed[#renewed + 1] = id
+  end
+end
+return renewed
+`)
+
+// listInstancesScript reads a page of an instance index. ARGV: index key
+// (without prefix), min, count. It returns member, then the fields of
+// readFields, per instance.
+var listInstancesScript = script(`
+local key, min, n = take(), take(), takeN()
+local out = {}
+for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. key, min, "+", "LIMIT", 0, n)) do
+  local f = redis.call("HMGET", P .. "i:" .. string.sub(m, 17), "doc", "rev", "fence", "ct", "ut", "ln", "lb", "le")
+  out[#out + 1] = m
+  out[#out + 1] = f
+end
+return out
+`)
+
+// enqueueScript is EnqueueStimulus. ARGV: id, doc, expiry, queue prefix.
+var enqueueScript = script(`
+local id, doc, ex, qp = take(), take(), take(), take()
+local sk = P .. "s:" .. id
+if redis.call("EXISTS", sk) == 1 then return {"exists", redis.call("HGETALL", sk)} end
+local seq = redis.call("INCR", P .. "sseq")
+local qm = qp .. string.format("%020d", seq) .. id
+redis.call("HSET", sk, "doc", doc, "state", "queued", "ex", ex, "qm", qm)
+redis.call("ZADD", P .. "sq", 0, qm)
+redis.call("ZADD", P .. "sx", 0, ex .. id)
+return {"ok"}
+`)
+
+// deliverScript is Deliver. ARGV: stimulus id ("" for none), doc, expiry,
+// outcome, now, forget time; counted messages (target, id, doc).
+var deliverScript = script(`
+local sid, doc, ex, outcome, now, forget = take(), take(), take(), take(), take(), take()
+local msgs = {}
+for i = 1, takeN() do msgs[i] = {take(), take(), take()} end
+local sk = P .. "s:" .. sid
+if sid ~= "" and redis.call("EXISTS", sk) == 1 then return {"exists", redis.call("HGETALL", sk)} end
+local first = ""
+for _, m in ipairs(msgs) do
+  if writeMessage(m[1], m[2], m[3]) and first == "" then first = m[1] end
+end
+if sid ~= "" then
+  if tlt(forget, ex) then forget = ex end
+  redis.call("HSET", sk, "doc", doc, "state", "delivered", "ex", ex, "set", now, "to", first, "out", outcome)
+  redis.call("ZADD", P .. "sf", 0, forget .. sid)
+end
+return {"ok"}
+`)
+
+// pendingScript reads the queue of one (name, key). ARGV: queue prefix,
+// its end. It returns the fields of each queued stimulus.
+var pendingScript = script(`
+local qp, qe = take(), take()
+local out = {}
+for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. "sq", "[" .. qp, "(" .. qe)) do
+  out[#out + 1] = redis.call("HGETALL", P .. "s:" .. string.sub(m, #qp + 21))
+end
+return out
+`)
+
+// expireScript is ExpireStimuli. ARGV: now, the ZRANGEBYLEX bound of
+// the times not after now (upTo), limit,
+// the forget time of what dies now.
+var expireScript = script(`
+local now, bound, limit, forget = take(), take(), takeN(), take()
+local dead = {}
+for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. "sx", "-", bound, "LIMIT", 0, limit)) do
+  local sid = string.sub(m, 17)
+  local sk = P .. "s:" .. sid
+  redis.call("ZREM", P .. "sq", redis.call("HGET", sk, "qm"))
+  redis.call("ZREM", P .. "sx", m)
+  redis.call("HSET", sk, "state", "dead", "set", now)
+  redis.call("HDEL", sk, "qm")
+  redis.call("ZADD", P .. "sd", 0, now .. sid)
+  redis.call("ZADD", P .. "sf", 0, forget .. sid)
+  dead[#dead + 1] = redis.call("HGETALL", sk)
+end
+for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. "sf", "-", bound, "LIMIT", 0, limit)) do
+  local sid = string.sub(m, 17)
+  local sk = P .. "s:" .. sid
+  local f = redis.call("HMGET", sk, "state", "set")
+  if f[1] == "dead" then redis.call("ZREM", P .. "sd", f[2] .. sid) end
+  redis.call("DEL", sk)
+  redis.call("ZREM", P .. "sf", m)
+end
+return dead
+`)
+
+// deadScript reads a page of dead letters. ARGV: min, count. It returns
+// member, fields per stimulus.
+var deadScript = script(`
+local min, n = take(), takeN()
+local out = {}
+for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. "sd", min, "+", "LIMIT", 0, n)) do
+  out[#out + 1] = m
+  out[#out + 1] = redis.call("HGETALL", P .. "s:" .. string.sub(m, 17))
+end
+return out
+`)
+
+// putDefinitionScript is PutDefinition. ARGV: name, hash, doc.
+var putDefinitionScript = script(`
+local name, hash, doc = take(), take(), take()
+local dk = P .. "d:" .. name
+local latest = redis.call("HGET", P .. "dl", name)
+if latest and redis.call("HGET", dk, "h:" .. latest) == hash then return {latest, "0"} end
+local seq = tonumber(redis.call("HGET", P .. "dseq", name) or "0")
+local v = string.format("%d", math.max(seq, tonumber(latest or "0")) + 1)
+redis.call("HSET", dk, "v:" .. v, doc, "h:" .. v, hash)
+redis.call("HSET", P .. "dl", name, v)
+redis.call("HSET", P .. "dseq", name, v)
+redis.call("ZADD", P .. "dn", 0, name)
+return {v, "1"}
+`)
+
+// getDefinitionScript reads a version (0: the latest). ARGV: name,
+// version. It returns {version, doc} or {}.
+var getDefinitionScript = script(`
+local name, v = take(), take()
+if v == "0" then
+  v = redis.call("HGET", P .. "dl", name)
+  if not v then return {} end
+end
+local doc = redis.call("HGET", P .. "d:" .. name, "v:" .. v)
+if not doc then return {} end
+return {v, doc}
+`)
+
+// listDefinitionsScript reads a page of latest definitions. ARGV: min,
+// count. It returns name, version, doc per definition.
+var listDefinitionsScript = script(`
+local min, n = take(), takeN()
+local out = {}
+for _, name in ipairs(redis.call("ZRANGEBYLEX", P .. "dn", min, "+", "LIMIT", 0, n)) do
+  local v = redis.call("HGET", P .. "dl", name)
+  out[#out + 1] = name
+  out[#out + 1] = v
+  out[#out + 1] = redis.call("HGET", P .. "d:" .. name, "v:" .. v)
+end
+return out
+`)
+
+// deleteDefinitionScript is DeleteDefinition; dseq keeps the last
+// version so that versions are never reused. ARGV: name.
+var deleteDefinitionScript = script(`
+local name = take()
+if redis.call("HEXISTS", P .. "dl", name) == 0 then return {"notfound"} end
+redis.call("DEL", P .. "d:" .. name)
+redis.call("HDEL", P .. "dl", name)
+redis.call("ZREM", P .. "dn", name)
+return {"ok"}
+`)
+
+// putPluginScript is PutPlugin: p:<name> maps versions to records, and
+// o:<name> orders them by when each became current (a store-wide
+// counter). ARGV: name, version, record.
+var putPluginScript = script(`
+local name, version, doc = take(), take(), take()
+local ok = P .. "o:" .. name
+local cur = redis.call("ZREVRANGE", ok, 0, 0)
+if cur[1] == version then return 0 end
+redis.call("HSET", P .. "p:" .. name, version, doc)
+redis.call("ZADD", ok, redis.call("INCR", P .. "pseq"), version)
+redis.call("ZADD", P .. "pn", 0, name)
+return 1
+`)
+
+// getPluginScript returns a plugin's records, current first. ARGV: name.
+var getPluginScript = script(`
+local name = take()
+local out = {}
+for _, v in ipairs(redis.call("ZREVRANGE", P .. "o:" .. name, 0, -1)) do
+  out[#out + 1] = redis.call("HGET", P .. "p:" .. name, v)
+end
+return out
+`)
+
+// listPluginsScript reads a page of current plugin versions. ARGV: min,
+// count. It returns name, record per plugin.
+var listPluginsScript = script(`
+local min, n = take(), takeN()
+local out = {}
+for _, name in ipairs(redis.call("ZRANGEBYLEX", P .. "pn", min, "+", "LIMIT", 0, n)) do
+  local cur = redis.call("ZREVRANGE", P .. "o:" .. name, 0, 0)
+  out[#out + 1] = name
+  out[#out + 1] = redis.call("HGET", P .. "p:" .. name, cur[1])
+end
+return out
+`)
+
+// deletePluginScript is DeletePlugin: the pin check and the delete in one
+// step. ARGV: name, how many users to name.
+var deletePluginScript = script(`
+local name, n = take(), takeN()
+if redis.call("EXISTS", P .. "p:" .. name) == 0 then return {"notfound"} end
+local users = redis.call("ZRANGE", P .. "u:" .. name, 0, n - 1)
+if #users > 0 then return {"inuse", users} end
+redis.call("DEL", P .. "p:" .. name, P .. "o:" .. name)
+redis.call("ZREM", P .. "pn", name)
+return {"ok"}
+`)
