@@ -37,8 +37,11 @@ test: deps plugins
 bench: plugins
 	./bench/run.sh
 
+# On a first start (empty ./data) the host loads the example plugins and
+# workflows; admin refresh reloads the workflows from examples/workflows.
 run: build plugins
-	$(BIN)/weft serve --listen 127.0.0.1:8080 --data-dir ./data
+	$(BIN)/weft serve --listen 127.0.0.1:8080 --data-dir ./data --workflows-dir examples/workflows \
+		--seed $(BIN)/plugins --seed examples/workflows
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
