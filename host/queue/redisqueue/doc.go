@@ -18,9 +18,11 @@
 // owner and how long it has been idle, and XAUTOCLAIM takes over entries
 // idle longer than a bound in one command, without knowing which consumers
 // exist. Ownership is also checkable (XPENDING), which the keep-alive below
-// needs. The cost: XREADGROUP BLOCK cannot run inside a Lua script, so
-// popping is two round trips (read, then the coalescing bookkeeping), and
-// acknowledged entries must be deleted (XDEL) for the stream not to grow.
+// needs. The costs: XREADGROUP BLOCK cannot run inside a Lua script, so a
+// Pop that had to wait takes two round trips (the blocking read, then the
+// coalescing bookkeeping; a Pop that finds an entry waiting does both in
+// one script), and acknowledged entries must be deleted (XDEL) for the
+// stream not to grow.
 //
 // # Layout
 //

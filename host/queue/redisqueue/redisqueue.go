@@ -252,6 +252,7 @@ func (q *Queue) Pop(ctx context.Context) (queue.Delivery, error) {
 func (q *Queue) fetch(d *delivery, deadline time.Time, hasDeadline bool, got chan<- *delivery, abandon <-chan struct{}) {
 	defer q.wg.Done()
 	backoff := time.Duration(0)
+	quick := true // try the one-round-trip pop before blocking
 	for {
 		select {
 		case <-abandon:
@@ -264,7 +265,8 @@ func (q *Queue) fetch(d *delivery, deadline time.Time, hasDeadline bool, got cha
 		}
 		var err error
 		if d == nil {
-			d, err = q.read(deadline, hasDeadline)
+			d, err = q.read(quick, deadline, hasDeadline)
+			quick = false
 		}
 		if err == nil && d != nil {
 			if !d.marked {
@@ -311,10 +313,17 @@ func (q *Queue) keep(d *delivery) {
 }
 
 // read returns an entry taken over from a stopped consumer, or else the
-// next new entry, or nil when none came within one block window.
-func (q *Queue) read(deadline time.Time, hasDeadline bool) (*delivery, error) {
+// next new entry, or nil when none came within one block window. With
+// quick, it first tries popScript, which reads and does the bookkeeping in
+// one round trip when an entry is waiting.
+func (q *Queue) read(quick bool, deadline time.Time, hasDeadline bool) (*delivery, error) {
 	if d, err := q.reclaim(); d != nil || err != nil {
 		return d, err
+	}
+	if quick {
+		if d, err := q.quickPop(); d != nil || err != nil {
+			return d, err
+		}
 	}
 	block := min(blockMax, q.vt/4)
 	if hasDeadline {
@@ -348,6 +357,36 @@ func (q *Queue) read(deadline time.Time, hasDeadline bool) (*delivery, error) {
 		}
 	}
 	return nil, nil
+}
+
+// quickPop pops a waiting entry with popScript, or returns nil when none is
+// waiting.
+func (q *Queue) quickPop() (*delivery, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := popScript.Run(ctx, q.client, []string{q.stream, q.queued}, group, q.consumer).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if isNoGroup(err) {
+		return nil, q.ensureGroup(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("popping from %s: %w", q.stream, err)
+	}
+	if len(res) != 3 {
+		return nil, fmt.Errorf("popping from %s: script answered %q", q.stream, res)
+	}
+	m := redis.XMessage{ID: res[0], Values: map[string]any{}}
+	if res[1] != "" {
+		m.Values["instance"], m.Values["reason"] = res[1], res[2]
+	}
+	d := q.entry(ctx, m)
+	if d != nil {
+		d.marked = true
+		q.signalRoom()
+	}
+	return d, nil
 }
 
 // reclaim takes over one entry idle for longer than the visibility timeout,
@@ -425,11 +464,16 @@ func (q *Queue) popped(d *delivery) error {
 		return fmt.Errorf("marking instance %s (entry %s) popped: %w", d.item.InstanceID, d.id, err)
 	}
 	d.marked = true
+	q.signalRoom()
+	return nil
+}
+
+// signalRoom wakes the Pushes waiting here for room.
+func (q *Queue) signalRoom() {
 	q.mu.Lock()
 	close(q.room)
 	q.room = make(chan struct{})
 	q.mu.Unlock()
-	return nil
 }
 
 func (q *Queue) ensureGroup(ctx context.Context) error {
@@ -441,7 +485,8 @@ func (q *Queue) ensureGroup(ctx context.Context) error {
 }
 
 func isNoGroup(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOGROUP")
+	// Inside a script the error keeps its code but may be prefixed.
+	return err != nil && strings.Contains(err.Error(), "NOGROUP")
 }
 
 // Depth implements queue.Queue: the number of queued items not yet popped.

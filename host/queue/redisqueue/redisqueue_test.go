@@ -504,3 +504,30 @@ func BenchmarkPushPopAckParallel(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
 }
+
+// An entry without an instance (written by something else) is logged and
+// dropped, and does not stop the entries behind it.
+func TestMalformedEntryDropped(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	p := prefix(t)
+	q := newQueue(t, s, redisqueue.Config{Consumer: "n", Prefix: p})
+	ctx := timeout(t, 10*time.Second)
+	c := s.Client(t)
+	if err := c.XAdd(ctx, &redis.XAddArgs{Stream: "{" + p + "}:ready", Values: []any{"junk", "1"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Push(ctx, queue.Item{InstanceID: "good", Reason: "start"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := q.Pop(ctx)
+	if err != nil || d.Item().InstanceID != "good" {
+		t.Fatalf("Pop: %v, %v; want the good item", d, err)
+	}
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.XLen(ctx, "{"+p+"}:ready").Result(); err != nil || n != 0 {
+		t.Fatalf("stream length = %d, %v; want 0 (the malformed entry acked and deleted)", n, err)
+	}
+}

@@ -18,6 +18,27 @@ redis.call('HSET', KEYS[2], ARGV[1], id)
 return 1
 `)
 
+// popScript reads the next new entry for a consumer (XREADGROUP without
+// BLOCK, which scripts may not use) and does poppedScript's bookkeeping, in
+// one step. It returns {ID, instance, reason}, instance being "" for a
+// malformed entry, or nil when no entry is waiting.
+//
+// KEYS: stream, queued. ARGV: group, consumer.
+var popScript = redis.NewScript(`
+local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', 1, 'STREAMS', KEYS[1], '>')
+if not r then return false end
+local e = r[1][2][1]
+local id, f = e[1], e[2]
+local inst, reason = '', ''
+for i = 1, #f, 2 do
+	if f[i] == 'instance' then inst = f[i + 1] elseif f[i] == 'reason' then reason = f[i + 1] end
+end
+if inst ~= '' and redis.call('HGET', KEYS[2], inst) == id then
+	redis.call('HDEL', KEYS[2], inst)
+end
+return {id, inst, reason}
+`)
+
 // poppedScript removes instance from the queued hash if its queued entry is
 // the one popped.
 //
