@@ -143,6 +143,12 @@ func TestMetricsAfterAWorkflow(t *testing.T) {
 		`weft_lock_acquisitions_total{key="workflow-instance",mode="acquire",result="acquired"}`,
 		`weft_lock_acquire_duration_seconds_bucket{key="workflow-instance",mode="acquire"`,
 		`weft_queue_depth `,
+		`weft_instance_transitions_total{status="completed",workflow="greet"} 1`,
+		`weft_instance_transitions_total{status="pending",workflow="greet"} 1`,
+		`weft_step_duration_seconds_count{outcome="completed",step="up",workflow="greet"} 1`,
+		`weft_heartbeat_capacity `,
+		`weft_heartbeat_items{queue="main"} 0`,
+		`weft_heartbeat_warnings{code="short_timeout"} 0`,
 		`weft_http_requests_total{method="POST",route="/v1/workflows/:name/instances",status="201"} 1`,
 		`weft_http_request_duration_seconds_count{method="PUT",route="/v1/plugins/:name"} 1`,
 	} {

@@ -1,8 +1,8 @@
 // Package metrics is the host's Prometheus instrumentation: instance
-// transitions and step latency (through the engine's Observer hook),
-// activity latency and attempts by outcome (a decorator around the
-// engine's plugin runner), plugin pool occupancy, lock acquisitions, queue
-// depth and HTTP requests.
+// transitions and step latency (*Metrics is an engine.Observer), activity
+// latency and attempts by outcome (a decorator around the engine's plugin
+// runner), plugin pool occupancy, heartbeat scheduler statistics, lock
+// acquisitions, queue depth and HTTP requests.
 //
 // # Decisions
 //
@@ -80,7 +80,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"workflow", "status"}),
 		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "step_duration_seconds",
-			Help:    "Time from a step's start to its end, by workflow, step and outcome (completed, failed, cancelled).",
+			Help:    "Time from a step's start to its end, by workflow, step and outcome (completed, failed).",
 			Buckets: latencyBuckets,
 		}, []string{"workflow", "step", "outcome"}),
 		activity: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -142,7 +142,7 @@ func (m *Metrics) InstanceStatus(workflow string, status store.Status) {
 }
 
 // StepFinished records a step's duration; it implements the engine's
-// Observer. outcome is completed, failed or cancelled.
+// Observer. outcome is completed or failed.
 func (m *Metrics) StepFinished(workflow, step, outcome string, d time.Duration) {
 	m.steps.WithLabelValues(workflow, step, outcome).Observe(d.Seconds())
 }

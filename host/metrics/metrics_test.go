@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/metrics"
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/queue/memqueue"
@@ -238,5 +239,40 @@ func TestQueueAndHTTP(t *testing.T) {
 	}
 	if v := value(t, reg, "weft_http_request_duration_seconds", "route", "/v1/instances/:id"); v != 1 {
 		t.Fatalf("duration samples = %v", v)
+	}
+}
+
+// TestHeartbeats: the scheduler's statistics are read at scrape time.
+func TestHeartbeats(t *testing.T) {
+	t.Parallel()
+	m, reg := newMetrics(t)
+	st := heartbeat.Stats{
+		Tracked: 5, Capacity: 100, Main: 3, Backup: 1, InFlight: 1,
+		Renewals: map[heartbeat.Outcome]uint64{heartbeat.OK: 7, heartbeat.Throttled: 2},
+		Ticks:    9, Overruns: 1, Timeouts: 4, Cycles: 2, CycleTime: 1500 * time.Millisecond, Backlog: 3,
+		Warnings: []heartbeat.Warning{{Code: heartbeat.ShortTimeout, ID: "x"}},
+	}
+	if err := m.WatchHeartbeats(func() heartbeat.Stats { return st }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		family string
+		labels []string
+		want   float64
+	}{
+		{"weft_heartbeat_items", []string{"queue", "main"}, 3},
+		{"weft_heartbeat_items", []string{"queue", "in_flight"}, 1},
+		{"weft_heartbeat_capacity", nil, 100},
+		{"weft_heartbeat_renewals_total", []string{"outcome", heartbeat.OK.String()}, 7},
+		{"weft_heartbeat_renewals_total", []string{"outcome", heartbeat.Throttled.String()}, 2},
+		{"weft_heartbeat_timeouts_total", nil, 4},
+		{"weft_heartbeat_cycle_seconds", nil, 1.5},
+		{"weft_heartbeat_backlog", nil, 3},
+		{"weft_heartbeat_warnings", []string{"code", "short_timeout"}, 1},
+		{"weft_heartbeat_warnings", []string{"code", "over_capacity"}, 0},
+	} {
+		if v := value(t, reg, c.family, c.labels...); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.family, c.labels, v, c.want)
+		}
 	}
 }

@@ -73,8 +73,9 @@ type Config struct {
 	// QueueCapacity bounds the in-process ready queue; a full queue makes
 	// pushes wait. Defaults to 10000.
 	QueueCapacity int
-	// Engine configures the engine; Open sets its Logger and, when NodeID
-	// is set, its NodeID.
+	// Engine configures the engine; Open sets its Logger, its Observer
+	// (the metrics, when Registerer is set) and, when NodeID is set, its
+	// NodeID.
 	Engine engine.Config
 	// Plugins configures the plugin runtime. Its CacheDir defaults to
 	// DataDir/cache and its Logger to the node's.
@@ -188,8 +189,16 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 
 	ecfg := cfg.Engine
 	ecfg.Logger = log
+	if n.metrics != nil {
+		ecfg.Observer = n.metrics
+	}
 	if n.engine, err = engine.New(ecfg, n.store, locks, n.queue, invoker); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
+	}
+	if n.metrics != nil {
+		if err := n.metrics.WatchHeartbeats(n.engine.HeartbeatStats); err != nil {
+			return nil, fmt.Errorf("node: metrics: %w", err)
+		}
 	}
 	if err := n.loadPlugins(ctx); err != nil {
 		return nil, err
