@@ -23,8 +23,8 @@ func (s *Store) args(vs ...any) args { return append(args{s.p}, vs...) }
 
 func (a args) add(vs ...any) args { return append(a, vs...) }
 
-// run runs a script with the store's instance key of id as KEYS[1] (any
-// key of the store routes to its slot).
+// run runs a script with the schema key as KEYS[1]: every key of the
+// store has its slot, so it routes the call on a cluster.
 func (s *Store) run(ctx context.Context, sc *redis.Script, a args) *redis.Cmd {
 	return sc.Run(ctx, s.c, []string{s.p + "schema"}, a...)
 }
@@ -125,7 +125,7 @@ func parseTimer(m string) (store.Timer, error) {
 	return t, nil
 }
 
-// messageValue is a message in an inbox hash: "<seq>|<record>" (the
+// parseMessage reads a message in an inbox hash: "<seq>|<record>" (the
 // script assigns the seq).
 func parseMessage(id, v string) (store.Message, error) {
 	var m store.Message

@@ -1,0 +1,125 @@
+// Package redisstore is the [store.Store] of the cluster mode: every node
+// keeps its instances, stimuli, definitions and plugin metadata in one
+// Redis (go-redis v9), so that any node can run, resume or recover any
+// instance. It passes the conformance suite host/store/storetest, with the
+// same semantics as the embedded host/store/boltstore.
+//
+// # Atomic transitions
+//
+// Every write that reads before it writes is one Lua script (go-redis
+// runs it with EVALSHA and loads it on NOSCRIPT): Commit (the rev
+// compare-and-set, the fence check, the delivered stimulus, the plugin
+// pins, then the instance, its indexes, history, bookmarks, timers,
+// inbox, heartbeats and the messages it sends), DeleteInstance,
+// RenewLeases (one script per batch: one round trip), Deliver,
+// EnqueueStimulus, ExpireStimuli, PutDefinition, DeleteDefinition,
+// PutPlugin and DeletePlugin (the in-use check and the delete). Redis runs
+// a script alone, so no other client sees a half-done transition.
+//
+// Scripts do every check before their first write and refuse by returning,
+// so a refused write changes nothing. Redis does not roll a script back,
+// so the other way a script could stop midway matters too: running out of
+// memory. Redis refuses a script's first write when it was over maxmemory
+// as the script started, and lets a script that has written finish; our
+// scripts therefore fail whole or complete (a test injects the fault with
+// CONFIG SET maxmemory). Run Redis with maxmemory-policy noeviction: an
+// evicting policy would drop store keys.
+//
+// Times are the store's clock (Config.Now) read in Go and passed to the
+// scripts as arguments; Redis's TIME decides nothing, so the nodes' clocks
+// and the tests' fake clock rule as they do for boltstore.
+//
+// # Redis Cluster: one hash slot per store
+//
+// Every key of a store carries the same hash tag, "{" + Prefix + "}", so a
+// store lives in one slot, on one shard. That is what makes the scripts
+// legal on a cluster: a Commit touches the instance's keys and global
+// indexes (by creation time, workflow, status, lease expiry, due time,
+// bookmark event and key, stimulus queue, expiry and dead letters), and
+// Redis Cluster runs a script only on keys of one slot. Scripts build most
+// key names from the prefix (KEYS names one key of the store, which routes
+// the call); Redis allows undeclared keys of the script's slot.
+//
+// The trade-off: a store does not spread over shards, so a cluster adds
+// failover, not write throughput, to one store. The alternative, one tag
+// per instance, would need the indexes either in every instance's slot
+// (no global listing) or in other slots (no atomic Commit, so a crash
+// between the instance and its index entries would leave them out of step,
+// and recovery would have to repair them). One Redis core runs tens of
+// thousands of these scripts a second (see the benchmark), far above what
+// the engine needs from one store; several stores (prefixes) land in
+// different slots and so on different shards.
+//
+// # Durability
+//
+// The store assumes AOF (appendonly yes); Open logs a warning when
+// CONFIG GET appendonly says no. What an acknowledged write survives:
+//
+//   - appendfsync always: Redis fsyncs the AOF before it answers, so an
+//     acknowledged write survives a crash of Redis and of the machine.
+//   - appendfsync everysec: Redis writes the AOF before it answers and
+//     fsyncs it every second, so an acknowledged write survives a crash of
+//     the Redis process (the kernel has it) but a machine crash or power
+//     loss can lose about the last one to two seconds.
+//   - Replication is asynchronous: a failover to a replica can lose writes
+//     the old primary acknowledged. Fencing still holds (a lost write is
+//     lost whole, never half applied), but SPEC §6's "201 means durably
+//     stored" holds for a failover only with WAIT, which this store does
+//     not issue.
+//
+// Redis logs a script's effects as one MULTI/EXEC block, and on load drops
+// a block truncated by a crash, so a restart never finds half a Commit.
+//
+// # Layout
+//
+// P is "{" + Prefix + "}". Times in keys and members are 16 hex digits of
+// the Unix nanoseconds with the sign bit flipped (fixed width, so byte
+// order is time order, and exact); strings inside members are
+// tuple-encoded (0x00 escaped as 0x00 0xFF, each string ended by
+// 0x00 0x01), so byte order is tuple order and event "a" with key "bc"
+// never meets event "ab" with key "c". Every index is a sorted set with
+// score 0 read with ZRANGEBYLEX; nothing uses KEYS or SCAN.
+//
+//	P schema              "1"
+//	P i:<id>              hash: doc (JSON without the store's fields), state, rev, fence,
+//	                      ct, ut (times), ln, lb, le (lease), st (status), wf, term
+//	P h:<id>              list of history events; an event's Seq is its place
+//	P b:<id>, P t:<id>    sets of the instance's members of bk and due
+//	P m:<id>              inbox hash: message id → "<seq>|<message>"
+//	P e:<id>              heartbeats hash: token → heartbeat
+//	P x:<id>              set of the instance's (index key, member) pairs, so that a
+//	                      Commit or a delete removes exactly the entries it made
+//	P ix:all, ix:w:<wf>, ix:s:<status>, ix:ws:<status>:<wf>
+//	                      instances by (created, id): member time + id
+//	P lx                  leases by expiry, non-terminal instances: time + id
+//	P u:<plugin>          instances pinning the plugin, non-terminal only: id
+//	P bk                  bookmarks: (event, key, instance, step) + bookmark
+//	P due                 timers: time + (instance, id) + timer
+//	P s:<id>              stimulus hash: doc, state, ex (expiry), set (settled),
+//	                      to, out, qm (its queue member while queued)
+//	P sq                  queue: (name, key) + 20-digit sequence + id
+//	P sx, P sd, P sf      queued by expiry, dead by death, settled by forget time: time + id
+//	P mseq, P sseq, P pseq   counters: inbox Seq, queue order, plugin order
+//	P d:<name>            definition versions: v:<n> → definition, h:<n> → hash
+//	P dl, P dseq, P dn    latest version and highest version ever per name; names
+//	P p:<name>, P o:<name>   plugin versions: version → record; order of becoming current
+//	P pn                  plugin names
+//
+// Lists page with ZRANGEBYLEX from an exclusive start: cursors are the
+// base64 of the last member (or name) returned, opaque to clients.
+// Counters and revisions are Lua numbers in the scripts: exact up to 2^53.
+//
+// # Client and Close
+//
+// The caller owns Config.Client: Close marks the store closed (calls
+// return store.ErrClosed) and leaves the client open, since the locker and
+// the queue of the same node may share it. A write that has been sent is
+// waited for even when its context ends (the client's timeouts bound the
+// wait): the script runs whole or not at all, and the answer says which.
+// Only a lost connection leaves it unknown whether a script ran; the error
+// then says so (it wraps the network error), and a retry is safe: Commit
+// is a compare-and-set (a retry of an applied create answers ErrExists,
+// of an applied update ErrConflict: re-read), and EnqueueStimulus and
+// Deliver are idempotent by stimulus id. A Redis error is returned
+// wrapped, naming the operation, the id and the address.
+package redisstore
