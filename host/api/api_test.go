@@ -348,7 +348,7 @@ func TestRequestID(t *testing.T) {
 	req, _ := http.NewRequest("GET", h.url+"/v1/instances/nope", nil)
 	req.Header.Set("Authorization", "Bearer "+readerSecret)
 	req.Header.Set("X-Request-Id", "abc-123")
-	res, err := http.DefaultClient.Do(req)
+	res, err := h.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestRequestID(t *testing.T) {
 		t.Fatalf("echoed %q", got)
 	}
 	req.Header.Set("X-Request-Id", strings.Repeat("x", 200))
-	res, err = http.DefaultClient.Do(req)
+	res, err = h.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

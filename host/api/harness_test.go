@@ -51,8 +51,10 @@ type host struct {
 	node     *node.Node
 	srv      *api.Server
 	logs     *syncBuffer
-	workflow string // the workflows_dir
-	served   chan error
+	workflow string        // the workflows_dir
+	served   chan struct{} // closed when Serve returned, with serveErr
+	serveErr error
+	client   *http.Client
 }
 
 type hostOptions struct {
@@ -114,12 +116,26 @@ func newHostWith(t testing.TB, o hostOptions) *host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &host{t: t, url: "http://" + ln.Addr().String(), node: n, srv: srv, logs: logs, workflow: ncfg.WorkflowsDir, served: make(chan error, 1)}
-	go func() { h.served <- srv.Serve(ln) }()
+	h := &host{
+		t: t, url: "http://" + ln.Addr().String(), node: n, srv: srv, logs: logs, workflow: ncfg.WorkflowsDir,
+		served: make(chan struct{}), client: &http.Client{Transport: &http.Transport{}},
+	}
+	go func() { h.serveErr = srv.Serve(ln); close(h.served) }()
 	t.Cleanup(func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer scancel()
-		_ = srv.Shutdown(sctx)
+		if err := srv.Shutdown(sctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		select {
+		case <-h.served:
+			if h.serveErr != nil {
+				t.Errorf("Serve: %v", h.serveErr)
+			}
+		case <-sctx.Done():
+			t.Error("Serve did not return after Shutdown")
+		}
+		h.client.CloseIdleConnections()
 		cancel()
 		<-ran
 		_ = n.Close()
@@ -169,7 +185,7 @@ func (h *host) request(method, path, token, contentType string, body []byte) res
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := h.client.Do(req)
 	if err != nil {
 		h.t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -3,7 +3,9 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -37,7 +39,7 @@ steps:
 		req, _ := http.NewRequest("POST", h.url+"/v1/workflows/slow/instances?wait=2m", strings.NewReader(`{"id": "slow-1"}`))
 		req.Header.Set("Authorization", "Bearer "+operatorSecret)
 		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
+		res, err := h.client.Do(req)
 		if err != nil {
 			answered <- answer{err: err}
 			return
@@ -72,9 +74,9 @@ steps:
 		t.Fatalf("Shutdown took %s: it waited for the instance", d)
 	}
 	select {
-	case err := <-h.served:
-		if err != nil {
-			t.Fatalf("Serve returned %v", err)
+	case <-h.served:
+		if h.serveErr != nil {
+			t.Fatalf("Serve returned %v", h.serveErr)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not return after Shutdown")
@@ -182,4 +184,28 @@ func TestMetricsOff(t *testing.T) {
 func httptestRequest(method, path string) *http.Request {
 	req, _ := http.NewRequest(method, "http://weft.test"+path, nil)
 	return req
+}
+
+// TestShutdownBeforeServe: a Serve that comes after Shutdown returns at
+// once and closes its listener, instead of serving for ever.
+func TestShutdownBeforeServe(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	srv, err := api.New(api.Config{}, h.node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Serve(ln); err != nil {
+		t.Fatalf("Serve after Shutdown: %v", err)
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("the listener is still open: %v", err)
+	}
 }

@@ -24,9 +24,9 @@ type route struct {
 	handler    fiber.Handler
 }
 
-// table lists every route the server registers; the OpenAPI test checks
-// the document against the registered routes.
-func (s *Server) table() []route {
+// routeTable lists every route the server registers; the OpenAPI test
+// checks the document against the registered routes.
+func (s *Server) routeTable() []route {
 	return []route{
 		{method: fiber.MethodGet, path: "/healthz", perm: permPublic, handler: s.healthz},
 		{method: fiber.MethodGet, path: "/readyz", perm: permPublic, handler: s.readyz},
@@ -61,7 +61,8 @@ func (s *Server) table() []route {
 
 // routes registers the table.
 func (s *Server) routes() {
-	for _, r := range s.table() {
+	s.table = s.routeTable()
+	for _, r := range s.table {
 		limit := s.cfg.BodyLimit
 		if r.pluginBody {
 			limit = s.cfg.PluginBodyLimit
@@ -86,7 +87,7 @@ func (s *Server) enter(pattern string, limit int) fiber.Handler {
 // of a 405.
 func (s *Server) allowed(path string) string {
 	var methods []string
-	for _, r := range s.table() {
+	for _, r := range s.table {
 		if matchPattern(r.path, path) && !slices.Contains(methods, r.method) {
 			methods = append(methods, r.method)
 		}

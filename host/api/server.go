@@ -105,9 +105,14 @@ type Server struct {
 	metrics *metrics.Metrics
 	auth    authenticator
 	app     *fiber.App
+	table   []route // the registered routes
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed when Shutdown starts
+
+	mu       sync.Mutex
+	shutdown bool         // Shutdown was called
+	ln       net.Listener // the listener Serve was given
 }
 
 // New returns the API of n. It validates the tokens: an unknown role, an
@@ -146,15 +151,44 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 // App returns the Fiber application, for tests and embedding.
 func (s *Server) App() *fiber.App { return s.app }
 
-// Serve serves HTTP on ln until Shutdown. It returns nil after Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.app.Listener(ln) }
+// Serve serves HTTP on ln until Shutdown, and closes ln. It returns nil
+// after Shutdown, also when Shutdown came first.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	err := s.app.Listener(ln)
+	s.mu.Lock()
+	down := s.shutdown
+	s.mu.Unlock()
+	if down && errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
 
 // Shutdown makes requests waiting on ?wait= answer at once with the
 // instance's current state, stops accepting connections and waits for the
 // requests in flight until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.drainOnce.Do(func() { close(s.draining) })
-	return s.app.ShutdownWithContext(ctx)
+	s.mu.Lock()
+	s.shutdown = true
+	ln := s.ln
+	s.mu.Unlock()
+	if ln == nil {
+		return nil // Serve was not called; when it is, it returns at once
+	}
+	err := s.app.ShutdownWithContext(ctx)
+	// Serve may have been between taking ln and handing it to the
+	// server, which Fiber's shutdown does not see: closing ln ends it.
+	_ = ln.Close()
+	return err
 }
 
 // Locals keys.
