@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -137,10 +138,11 @@ var (
 	bInbox      = []byte("inbox")
 	bInboxIDs   = []byte("inbox_ids")
 	bBeats      = []byte("heartbeats")
+	bLease      = []byte("leases")
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
-		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats}
+		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease}
 )
 
 // Store is the embedded store: one bbolt file. It implements store.Store
@@ -171,7 +173,9 @@ func Open(path string, cfg Config) (_ *Store, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("boltstore: %w", err)
 	}
-	// bbolt may panic on some malformed files instead of failing.
+	// bbolt may panic on some malformed files instead of failing, or read
+	// outside the file's mapping: both become errors.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var db *bolt.DB
 	defer func() {
 		if r := recover(); r != nil {
@@ -265,6 +269,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	}
 	var refused error
 	err := s.db.Batch(func(tx *bolt.Tx) error {
+		// A corrupt page can point outside the file's mapping: make that
+		// fault a panic, which Batch recovers, not a crash.
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		refused = nil
 		err := fn(tx)
 		var r refusal
@@ -292,6 +299,7 @@ func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error
 			err = fmt.Errorf("boltstore: %s: corrupt file: %v", s.path, r)
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	err = s.db.View(fn)
 	if err != nil {
 		var r refusal
