@@ -31,13 +31,22 @@
 // so that a half-made acquisition is undone rather than left for its TTL;
 // between attempts Acquire returns ctx.Err() at once. Each server call of an
 // attempt is bounded by a twentieth of the ttl (at least 50ms), which
-// needs clients with ContextTimeoutEnabled to reach the socket.
+// needs clients with ContextTimeoutEnabled to reach the socket. Every step
+// (SET NX, the fencing rounds, Extend, Release) waits for the answer of
+// every server, not only the first quorum (redsync's fail-fast mode):
+// cancelling the calls still under way would leave stale mutexes and
+// unextended leases on healthy servers, which a later failure of another
+// server turns into a key nobody can take until its ttl. A hung server
+// therefore costs each step the per-server timeout, and Release at most
+// 1s. A hung server may also apply a SET NX after the attempt gave up on
+// it; the key then stays taken there until its ttl, as Redlock allows.
 //
 // Extend and Release act on the servers holding this acquisition's random
 // value and no other: an expired lease is never revived (and Extend refuses
 // once Config.Now passes [lock.Lease.Expiry], which is the acquisition's
-// start plus the ttl less Redlock's drift allowance). Release runs with its
-// own 3s timeout when ctx is done, and logs instead of failing.
+// start plus the ttl less Redlock's drift allowance). Extend bounds each
+// server call like an acquisition does. Release runs with its own 1s
+// timeout whatever ctx says, and logs instead of failing.
 //
 // # Fencing tokens
 //

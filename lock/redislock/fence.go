@@ -67,8 +67,9 @@ func (l *locker) fence(ctx context.Context, name, value string, ttl time.Duratio
 	return t, nil
 }
 
-// fenceRound runs fenceScript on every server at once and returns the
-// largest counter of a quorum.
+// fenceRound runs fenceScript on every server at once, waits for every
+// answer (each bounded by nodeTimeout), and returns the largest counter
+// when a quorum answered with one.
 func (l *locker) fenceRound(ctx context.Context, name, value string, ttl time.Duration, floor uint64, advance bool) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, nodeTimeout(ttl))
 	defer cancel()

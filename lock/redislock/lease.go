@@ -74,7 +74,11 @@ func (s *lease) Extend(ctx context.Context, ttl time.Duration) error {
 		redsync.WithValue(s.value),
 		redsync.WithDriftFactor(driftFactor),
 	)
-	ok, err := m.ExtendContext(ctx)
+	// Bounded per server like an acquisition, so that one hung server
+	// delays an Extend that the others grant by no more than that.
+	ectx, cancel := context.WithTimeout(ctx, nodeTimeout(ttl))
+	ok, err := m.ExtendContext(ectx)
+	cancel()
 	if cerr := ctx.Err(); cerr != nil {
 		// The servers may or may not have extended: the old expiry stays,
 		// which is the safe side.

@@ -87,8 +87,10 @@ const (
 	// held by another Locker; the interval doubles from pollMin.
 	pollMin = time.Millisecond
 	pollMax = 50 * time.Millisecond
-	// releaseTimeout bounds Release, which runs even when its ctx is done.
-	releaseTimeout = 3 * time.Second
+	// releaseTimeout bounds Release, which runs even when its ctx is done,
+	// and the undoing of a failed acquisition. A server that does not
+	// answer within it keeps the key until its TTL.
+	releaseTimeout = time.Second
 	// fenceIdle is how long a fence counter outlives the last acquisition
 	// of its key; see the package doc for why expiring it is safe.
 	fenceIdle = 24 * time.Hour
