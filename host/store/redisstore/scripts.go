@@ -105,7 +105,7 @@ end
 local revs = string.format("%d", rev)
 redis.call("HSET", ik, "doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", now,
   "ln", ln, "lb", lb, "le", le, "st", status, "wf", wf, "term", terminal and "1" or "0")
-if state ~= "" then redis.call("HSET", ik, "state", state) else redis.call("HDEL", ik, "state") end
+if state ~= "" then redis.call("HSET", ik, "state", state) elseif exists then redis.call("HDEL", ik, "state") end
 
 local xk = P .. "x:" .. id
 local member = ct .. id
@@ -115,20 +115,29 @@ if not terminal then
   if ln ~= "" then new[#new + 1] = ipair(P .. "lx", le .. id) end
   for _, p in ipairs(pins) do new[#new + 1] = ipair(P .. "u:" .. p[1], id) end
 end
-local keep = {}
-for _, x in ipairs(new) do keep[x] = true end
-for _, x in ipairs(redis.call("SMEMBERS", xk)) do
-  if not keep[x] then
-    local k, m = unpair(x)
-    redis.call("ZREM", k, m)
-    redis.call("SREM", xk, x)
+local had = {}
+if exists then
+  local keep = {}
+  for _, x in ipairs(new) do keep[x] = true end
+  for _, x in ipairs(redis.call("SMEMBERS", xk)) do
+    if keep[x] then
+      had[x] = true
+    else
+      local k, m = unpair(x)
+      redis.call("ZREM", k, m)
+      redis.call("SREM", xk, x)
+    end
   end
 end
+local added = {}
 for _, x in ipairs(new) do
-  local k, m = unpair(x)
-  redis.call("ZADD", k, 0, m)
-  redis.call("SADD", xk, x)
+  if not had[x] then
+    local k, m = unpair(x)
+    redis.call("ZADD", k, 0, m)
+    added[#added + 1] = x
+  end
 end
+if #added > 0 then redis.call("SADD", xk, unpack(added)) end
 
 local hk = P .. "h:" .. id
 for _, e in ipairs(hist) do redis.call("RPUSH", hk, e) end
