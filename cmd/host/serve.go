@@ -213,12 +213,13 @@ func (s *server) shutdown(ctx context.Context) error {
 	if err := s.api.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("draining HTTP requests: %w", err))
 	}
+	// Fiber's shutdown does not know a listener that Serve has not
+	// started on yet; closing it ends such a Serve too. What Serve returns
+	// now is only the closed listener.
+	_ = s.ln.Close()
 	if s.served != nil {
 		select {
-		case err := <-s.served:
-			if err != nil {
-				errs = append(errs, fmt.Errorf("serving HTTP: %w", err))
-			}
+		case <-s.served:
 		case <-ctx.Done():
 		}
 	}

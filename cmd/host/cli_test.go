@@ -1,0 +1,584 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/internal/testplugins"
+)
+
+// syncBuffer is a log destination safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testServer is `weft serve` running in-process on 127.0.0.1:0, on a
+// temporary data directory, seeded with the example plugins and workflows.
+type testServer struct {
+	url  string
+	logs *syncBuffer
+	// workflows is its workflows_dir.
+	workflows string
+}
+
+// seedDir returns a directory holding the example plugins kit, text and
+// thumbnail, as `make run` seeds them from bin/plugins.
+func seedDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"kit", "text", "thumbnail"} {
+		if err := os.Symlink(testplugins.Path(t, name), filepath.Join(dir, name+".wasm")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func startServer(t *testing.T, extra ...string) *testServer {
+	t.Helper()
+	ts := &testServer{logs: &syncBuffer{}, workflows: t.TempDir()}
+	args := append([]string{
+		"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--workflows-dir", ts.workflows,
+		"--seed", seedDir(t), "--seed", filepath.Join(testplugins.Root(t), "examples", "workflows"),
+		"--set", "plugins.cache_dir=" + testplugins.CacheDir(t),
+		"--set", "engine.timer_interval=10ms",
+		"--node-id", "test",
+	}, extra...)
+	cfg, err := loadConfig(parseHostFlags(t, args...).sources(t.TempDir(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(ts.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s, err := openServer(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	ts.url = "http://" + s.addr()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("host log:\n%s", ts.logs)
+		}
+	})
+	return ts
+}
+
+// result is one CLI invocation's outcome.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// weft runs the CLI in-process against the server, with env as its
+// environment (WEFT_SERVER is set to the server).
+func (ts *testServer) weft(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	return ts.weftIn(t, env, "", args...)
+}
+
+func (ts *testServer) weftIn(t *testing.T, env []string, stdin string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	a := &app{
+		stdin: strings.NewReader(stdin), stdout: &stdout, stderr: &stderr,
+		env: append([]string{"WEFT_SERVER=" + ts.url}, env...), now: time.Now,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := a.run(ctx, args)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// ok runs the CLI and fails the test unless it exits 0.
+func (ts *testServer) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	r := ts.weft(t, nil, args...)
+	if r.code != exitOK {
+		t.Fatalf("weft %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// okJSON runs the CLI with -o json and decodes its output into v.
+func (ts *testServer) okJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := ts.ok(t, append(args, "-o", "json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("weft %s -o json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+type instanceJSON struct {
+	ID        string          `json:"id"`
+	Workflow  string          `json:"workflow"`
+	Status    string          `json:"status"`
+	Output    json.RawMessage `json:"output"`
+	Error     *struct{ Code string }
+	WaitingOn *struct {
+		Bookmarks []struct{ Event, Key string }
+	} `json:"waiting_on"`
+}
+
+// waitStatus polls `weft instance show` until the instance has status.
+func (ts *testServer) waitStatus(t *testing.T, id, status string) instanceJSON {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var in instanceJSON
+		ts.okJSON(t, &in, "instance", "show", id)
+		if in.Status == status {
+			return in
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s is %s after 30s, want %s", id, in.Status, status)
+		}
+		time.Sleep(20 * time.Millisecond) // polling, with a deadline
+	}
+}
+
+func examplePath(t *testing.T, parts ...string) string {
+	return filepath.Join(append([]string{testplugins.Root(t), "examples", "workflows"}, parts...)...)
+}
+
+// TestCLIRunsEveryExample runs each seeded example workflow with its
+// sample input through `weft run --wait` and checks that it completes.
+func TestCLIRunsEveryExample(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	if !strings.Contains(ts.logs.String(), "first start: seeded the store") {
+		t.Fatalf("no seeding in the log:\n%s", ts.logs)
+	}
+	tests := []struct {
+		workflow   string
+		wantOutput string
+	}{
+		{"hello", `"greeting":"Hello, ADA! Your post is at /posts/notes-on-the-analytical-engine."`},
+		{"word-report", `"verdict":"long"`},
+		{"retries", `"succeeded_on_attempt":3`},
+		{"onboarding", `"greeting":"Hello, GRACE! Your post is at /posts/compilers-and-why."`},
+		{"thumbnail", `"thumbnail":{"format":"png","height":21,`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.workflow, func(t *testing.T) {
+			t.Parallel()
+			var in instanceJSON
+			ts.okJSON(t, &in, "run", tt.workflow, "--input", "@"+examplePath(t, "inputs", tt.workflow+".json"), "--wait")
+			if in.Status != "completed" {
+				t.Fatalf("status %s, error %+v", in.Status, in.Error)
+			}
+			var out bytes.Buffer
+			if err := json.Compact(&out, in.Output); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), tt.wantOutput) {
+				t.Errorf("output %s does not contain %s", &out, tt.wantOutput)
+			}
+		})
+	}
+}
+
+func TestCLIAgainstHost(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	dir := t.TempDir()
+	junk := writeFile(t, dir, "junk.wasm", "not wasm")
+	good := writeFile(t, dir, "greet.yaml", "name: greet\nsteps:\n  - id: up\n    activity: kit.upper\n    input: { text: \"${ input.name }\" }\n    output: up\noutput: \"${ vars.up.text }\"\n")
+	bad := writeFile(t, dir, "bad.yaml", "name: bad\nsteps:\n  - id: a\n    activity: kit.upper\n  - id: a\n    delay: 1x\n")
+	unknown := writeFile(t, dir, "unknown.yaml", "name: unknown\nsteps:\n  - id: a\n    activity: kit.nope\n")
+	failing := writeFile(t, dir, "doomed.yaml", "name: doomed\nsteps:\n  - id: no\n    fail: { code: doomed, message: \"always\" }\n")
+	slow := writeFile(t, dir, "slow.yaml", "name: slow\nsteps:\n  - id: nap\n    delay: 1h\n")
+	kit := testplugins.Path(t, "kit")
+
+	t.Run("plugins", func(t *testing.T) {
+		out := ts.ok(t, "plugin", "ls")
+		for _, want := range []string{"NAME", "kit", "text", "thumbnail", "upper"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("plugin ls lacks %q:\n%s", want, out)
+			}
+		}
+		if out := ts.ok(t, "plugin", "push", kit, "--name", "kit2"); !strings.Contains(out, "plugin kit2: new version") {
+			t.Errorf("first push: %s", out)
+		}
+		if out := ts.ok(t, "plugin", "push", kit, "--name", "kit2"); !strings.Contains(out, "unchanged") {
+			t.Errorf("second push: %s", out)
+		}
+		var detail struct {
+			Name     string
+			Versions []struct{ Version string }
+		}
+		ts.okJSON(t, &detail, "plugin", "show", "kit2")
+		if detail.Name != "kit2" || len(detail.Versions) != 1 {
+			t.Errorf("plugin show kit2: %+v", detail)
+		}
+		ts.ok(t, "plugin", "rm", "kit2")
+		if r := ts.weft(t, nil, "plugin", "show", "kit2"); r.code != exitNotFound || !strings.Contains(r.stderr, `no plugin "kit2"`) {
+			t.Errorf("show after rm: exit %d, %s", r.code, r.stderr)
+		}
+		if r := ts.weft(t, nil, "plugin", "push", junk); r.code != exitFailed || !strings.Contains(r.stderr, "refused") || !strings.Contains(r.stderr, "module:") {
+			t.Errorf("push junk: exit %d, %s", r.code, r.stderr)
+		}
+	})
+
+	t.Run("workflows", func(t *testing.T) {
+		if out := ts.ok(t, "workflow", "put", good); !strings.Contains(out, "workflow greet: saved as version 1") {
+			t.Errorf("put: %s", out)
+		}
+		if out := ts.ok(t, "workflow", "put", good); !strings.Contains(out, "unchanged, version 1") {
+			t.Errorf("put again: %s", out)
+		}
+		r := ts.weft(t, nil, "workflow", "put", bad)
+		if r.code != exitFailed {
+			t.Errorf("put bad: exit %d", r.code)
+		}
+		for _, want := range []string{"bad.yaml", "2 problem(s)", "steps[1].id: duplicate step id \"a\", first used at steps[0] (line 5, column 9)", "steps[1].delay: invalid duration"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("put bad: stderr lacks %q:\n%s", want, r.stderr)
+			}
+		}
+		r = ts.weft(t, nil, "workflow", "put", unknown)
+		if want := `steps[0].activity: plugin "kit" has no activity "nope" (line 4, column 15)`; r.code != exitFailed || !strings.Contains(r.stderr, want) {
+			t.Errorf("put unknown: exit %d, stderr lacks %q:\n%s", r.code, want, r.stderr)
+		}
+		if out := ts.ok(t, "workflow", "show", "greet"); !strings.Contains(out, "# workflow greet, version 1") || !strings.Contains(out, "activity: kit.upper") {
+			t.Errorf("show: %s", out)
+		}
+		var page struct {
+			Items []struct{ Name string }
+		}
+		ts.okJSON(t, &page, "workflow", "ls")
+		if len(page.Items) < 7 {
+			t.Errorf("workflow ls: %d workflows, want the 6 examples and greet", len(page.Items))
+		}
+	})
+
+	t.Run("run", func(t *testing.T) {
+		ts.ok(t, "workflow", "put", good, failing, slow)
+		out := ts.ok(t, "run", "greet", "--input", `{"name":"ada"}`, "--wait")
+		for _, want := range []string{"status:    completed", `output:    "ADA"`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("run --wait lacks %q:\n%s", want, out)
+			}
+		}
+		// Without --wait: answers once stored.
+		var in instanceJSON
+		ts.okJSON(t, &in, "run", "greet", "--input", `{"name":"bob"}`, "--id", "greet-bob")
+		ts.waitStatus(t, "greet-bob", "completed")
+		// The same id again is the same instance.
+		ts.okJSON(t, &in, "run", "greet", "--input", `{"name":"bob"}`, "--id", "greet-bob")
+		if in.ID != "greet-bob" || in.Status != "completed" {
+			t.Errorf("idempotent start: %+v", in)
+		}
+		// Input from stdin.
+		r := ts.weftIn(t, nil, `{"name":"eve"}`, "run", "greet", "--input", "@-", "--wait", "-o", "json")
+		if r.code != exitOK || !strings.Contains(r.stdout, `"EVE"`) {
+			t.Errorf("input from stdin: exit %d, %s %s", r.code, r.stdout, r.stderr)
+		}
+
+		tests := []struct {
+			name       string
+			args       []string
+			wantCode   int
+			wantStdout string
+			wantStderr string
+		}{
+			{name: "failed run", args: []string{"run", "doomed", "--wait"}, wantCode: exitFailed, wantStdout: "error:     doomed: always"},
+			{name: "wait ends first", args: []string{"run", "slow", "--wait=300ms"}, wantCode: exitPending, wantStdout: "timer", wantStderr: "the wait ended with the instance suspended"},
+			{name: "wait duration as its own argument", args: []string{"run", "slow", "--wait", "200ms", "-o", "json"}, wantCode: exitPending, wantStdout: `"status": "suspended"`},
+			{name: "unknown workflow", args: []string{"run", "nope"}, wantCode: exitNotFound, wantStderr: `no workflow "nope"`},
+			{name: "bad input", args: []string{"run", "greet", "--input", "{bad"}, wantCode: exitUsage, wantStderr: "--input: the value is not valid JSON"},
+			{name: "missing input file", args: []string{"run", "greet", "--input", "@/nonexistent.json"}, wantCode: exitUsage, wantStderr: "no such file"},
+			{name: "no workflow", args: []string{"run"}, wantCode: exitUsage, wantStderr: "missing WORKFLOW"},
+			{name: "bad id", args: []string{"run", "greet", "--id", strings.Repeat("x", 300)}, wantCode: exitFailed, wantStderr: "id"},
+			{name: "bad output flag", args: []string{"run", "greet", "-o", "xml"}, wantCode: exitUsage, wantStderr: "-o must be table or json"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				r := ts.weft(t, nil, tt.args...)
+				if r.code != tt.wantCode || !strings.Contains(r.stdout, tt.wantStdout) || !strings.Contains(r.stderr, tt.wantStderr) {
+					t.Errorf("exit %d (want %d)\nstdout: %s(want %q)\nstderr: %s(want %q)", r.code, tt.wantCode, r.stdout, tt.wantStdout, r.stderr, tt.wantStderr)
+				}
+			})
+		}
+	})
+
+	t.Run("instances", func(t *testing.T) {
+		ts.ok(t, "workflow", "put", good, slow)
+		ts.ok(t, "run", "greet", "--input", `{"name":"ida"}`, "--id", "greet-ida", "--wait")
+		if out := ts.ok(t, "instance", "ls", "--workflow", "greet"); !strings.Contains(out, "greet-ida") || !strings.Contains(out, "completed") {
+			t.Errorf("instance ls: %s", out)
+		}
+		var page struct {
+			Items []instanceJSON `json:"items"`
+		}
+		ts.okJSON(t, &page, "instance", "ls", "--status", "completed", "--workflow", "greet")
+		if len(page.Items) == 0 {
+			t.Errorf("instance ls --status completed: none")
+		}
+		for _, in := range page.Items {
+			if in.Status != "completed" || in.Workflow != "greet" {
+				t.Errorf("instance ls filtered: %+v", in)
+			}
+		}
+		out := ts.ok(t, "instance", "history", "greet-ida")
+		for _, want := range []string{"SEQ", "instance_created", "activity_completed", "instance_completed"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("history lacks %q:\n%s", want, out)
+			}
+		}
+		var events []struct {
+			Seq  uint64
+			Type string
+		}
+		ts.okJSON(t, &events, "instance", "history", "greet-ida")
+		if len(events) == 0 || events[len(events)-1].Type != "instance_completed" {
+			t.Errorf("history -o json: %+v", events)
+		}
+
+		// Export, delete, import: the instance is back as it was.
+		state := filepath.Join(t.TempDir(), "state.json")
+		ts.ok(t, "instance", "export", "greet-ida", "--file", state)
+		ts.ok(t, "instance", "rm", "greet-ida")
+		if r := ts.weft(t, nil, "instance", "show", "greet-ida"); r.code != exitNotFound {
+			t.Errorf("show after rm: exit %d", r.code)
+		}
+		if out := ts.ok(t, "instance", "import", state); !strings.Contains(out, "instance greet-ida created (status completed)") {
+			t.Errorf("import: %s", out)
+		}
+		in := ts.waitStatus(t, "greet-ida", "completed")
+		if string(in.Output) != `"IDA"` {
+			t.Errorf("imported output %s", in.Output)
+		}
+
+		// Cancel a suspended instance; a second cancel is refused.
+		ts.ok(t, "run", "slow", "--id", "slow-1")
+		ts.waitStatus(t, "slow-1", "suspended")
+		ts.ok(t, "instance", "cancel", "slow-1", "--reason", "test")
+		ts.waitStatus(t, "slow-1", "cancelled")
+		if r := ts.weft(t, nil, "instance", "cancel", "slow-1"); r.code != exitFailed || !strings.Contains(r.stderr, "cancelled already") {
+			t.Errorf("second cancel: exit %d, %s", r.code, r.stderr)
+		}
+		if r := ts.weft(t, nil, "instance", "history", "nope"); r.code != exitNotFound {
+			t.Errorf("history of no instance: exit %d", r.code)
+		}
+	})
+
+	t.Run("events", func(t *testing.T) {
+		// approval starts on document.submitted and waits for
+		// document.approved with the document's id.
+		var sent struct {
+			Started []string `json:"started"`
+			Resumed []string `json:"resumed"`
+			Queued  bool     `json:"queued"`
+		}
+		payload := `{"id":"doc-7","title":"Field notes"}`
+		ts.okJSON(t, &sent, "event", "send", "document.submitted", "--payload", payload, "--id", "submit-7")
+		if len(sent.Started) != 1 {
+			t.Fatalf("document.submitted started %v", sent.Started)
+		}
+		id := sent.Started[0]
+		in := ts.waitStatus(t, id, "suspended")
+		if in.WaitingOn == nil || len(in.WaitingOn.Bookmarks) != 1 || in.WaitingOn.Bookmarks[0].Key != "doc-7" {
+			t.Errorf("waiting on %+v, want document.approved doc-7", in.WaitingOn)
+		}
+		if out := ts.ok(t, "instance", "show", id); !strings.Contains(out, `event document.approved with key "doc-7"`) {
+			t.Errorf("instance show: %s", out)
+		}
+		out := ts.ok(t, "event", "send", "document.approved", "--key", "doc-7", "--payload", `{"approved":true,"by":"grace"}`)
+		if !strings.Contains(out, "resumed: "+id) {
+			t.Errorf("event send: %s", out)
+		}
+		in = ts.waitStatus(t, id, "completed")
+		if !strings.Contains(string(in.Output), "Field notes is published at /docs/field-notes, approved by grace.") {
+			t.Errorf("output %s", in.Output)
+		}
+		// The same event id again does nothing new.
+		ts.okJSON(t, &sent, "event", "send", "document.submitted", "--payload", payload, "--id", "submit-7")
+		if len(sent.Started) != 1 || sent.Started[0] != id {
+			t.Errorf("resent event started %v", sent.Started)
+		}
+		// Nothing waits for this one: it is queued.
+		if out := ts.ok(t, "event", "send", "document.approved", "--key", "doc-none"); !strings.Contains(out, "queued") {
+			t.Errorf("unmatched event: %s", out)
+		}
+		if r := ts.weft(t, nil, "event", "send", "x", "--payload", "{"); r.code != exitUsage {
+			t.Errorf("bad payload: exit %d", r.code)
+		}
+	})
+
+	t.Run("admin refresh", func(t *testing.T) {
+		writeFile(t, ts.workflows, "fresh.yaml", "name: fresh\nsteps:\n  - id: s\n    set: { x: 1 }\n")
+		out := ts.ok(t, "admin", "refresh")
+		if !strings.Contains(out, "fresh") || !strings.Contains(out, "new version") {
+			t.Errorf("refresh: %s", out)
+		}
+		writeFile(t, ts.workflows, "broken.yaml", "name: broken\nsteps: 3\n")
+		r := ts.weft(t, nil, "admin", "refresh", "-o", "json")
+		if r.code != exitFailed || !json.Valid([]byte(r.stdout)) {
+			t.Errorf("refresh with a broken file: exit %d, %s", r.code, r.stdout)
+		}
+	})
+
+	t.Run("transport and usage", func(t *testing.T) {
+		tests := []struct {
+			name       string
+			env        []string
+			args       []string
+			wantCode   int
+			wantStderr string
+		}{
+			{name: "unreachable", args: []string{"plugin", "ls", "--server", "http://127.0.0.1:1"}, wantCode: exitInternal, wantStderr: "cannot reach the host"},
+			{name: "unreachable from env", env: []string{"WEFT_SERVER=http://127.0.0.1:1"}, args: []string{"workflow", "ls"}, wantCode: exitInternal, wantStderr: "http://127.0.0.1:1"},
+			{name: "global flags first", args: []string{"--server", "http://127.0.0.1:1", "plugin", "ls"}, wantCode: exitInternal, wantStderr: "cannot reach"},
+			{name: "bad server URL", args: []string{"plugin", "ls", "--server", "ftp://x"}, wantCode: exitUsage, wantStderr: "--server"},
+			{name: "unknown flag", args: []string{"plugin", "ls", "--frob"}, wantCode: exitUsage, wantStderr: "frob"},
+			{name: "extra argument", args: []string{"plugin", "show", "a", "b"}, wantCode: exitUsage, wantStderr: `unexpected argument "b"`},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				r := ts.weft(t, tt.env, tt.args...)
+				if r.code != tt.wantCode || !strings.Contains(r.stderr, tt.wantStderr) {
+					t.Errorf("exit %d (want %d), stderr %s(want %q)", r.code, tt.wantCode, r.stderr, tt.wantStderr)
+				}
+			})
+		}
+	})
+}
+
+func TestCLIAuth(t *testing.T) {
+	t.Parallel()
+	admin, reader := "admin-secret-0123456789", "reader-secret-0123456789"
+	dir := t.TempDir()
+	writeFile(t, dir, "weft.yaml", "auth:\n  tokens:\n    - {name: ci, role: admin, token: "+admin+"}\n    - {name: ro, role: reader, token: "+reader+"}\n")
+	ts := startServer(t, "--config", filepath.Join(dir, "weft.yaml"))
+	good := writeFile(t, t.TempDir(), "tiny.yaml", "name: tiny\nsteps:\n  - id: s\n    set: { x: 1 }\n")
+	tests := []struct {
+		name       string
+		env        []string
+		args       []string
+		wantCode   int
+		wantStderr string
+	}{
+		{name: "no token", args: []string{"plugin", "ls"}, wantCode: exitAuth, wantStderr: "--token"},
+		{name: "wrong token", args: []string{"plugin", "ls", "--token", "nope-nope-nope-nope"}, wantCode: exitAuth},
+		{name: "reader reads", args: []string{"plugin", "ls", "--token", reader}, wantCode: exitOK},
+		{name: "reader from env", env: []string{"WEFT_TOKEN=" + reader}, args: []string{"workflow", "ls"}, wantCode: exitOK},
+		{name: "reader may not write", args: []string{"workflow", "put", good, "--token", reader}, wantCode: exitAuth, wantStderr: "role may not"},
+		{name: "admin writes", args: []string{"workflow", "put", good, "--token", admin}, wantCode: exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.weft(t, tt.env, tt.args...)
+			if r.code != tt.wantCode || !strings.Contains(r.stderr, tt.wantStderr) {
+				t.Errorf("exit %d (want %d), stderr %s(want %q)", r.code, tt.wantCode, r.stderr, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestServeRefusesToListenBeyondLoopbackWithoutTokens(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		listen string
+		tokens bool
+		want   error
+	}{
+		{listen: "0.0.0.0:0", want: ErrUnsafeListen},
+		{listen: ":0", want: ErrUnsafeListen},
+		{listen: "[::]:0", want: ErrUnsafeListen},
+		{listen: "example.com:8080", want: ErrUnsafeListen},
+		{listen: "127.0.0.1:0"},
+		{listen: "127.0.0.2:0"},
+		{listen: "[::1]:0"},
+		{listen: "localhost:0"},
+		{listen: "0.0.0.0:0", tokens: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.listen, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"--listen", tt.listen}
+			if tt.tokens {
+				args = append(args, "--set", "auth.tokens=ci:admin:0123456789abcdef0123")
+			}
+			cfg, err := loadConfig(parseHostFlags(t, args...).sources(t.TempDir(), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkListen(cfg)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("checkListen: %v, want %v", err, tt.want)
+			}
+			if err != nil && (!strings.Contains(err.Error(), "configure auth.tokens") || !strings.Contains(err.Error(), "from flag --listen")) {
+				t.Errorf("the refusal does not say what to do: %v", err)
+			}
+		})
+	}
+	// And serve itself stops before opening anything.
+	var stderr bytes.Buffer
+	data := filepath.Join(t.TempDir(), "data")
+	code := serveCmd([]string{"--listen", "0.0.0.0:0", "--data-dir", data}, nil, &stderr)
+	if code != exitFailed || !strings.Contains(stderr.String(), "configure auth.tokens") {
+		t.Errorf("serve: exit %d, %s", code, &stderr)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("the refused serve created its data dir: %v", err)
+	}
+}
+
+// TestSeedOnlyOnFirstStart restarts a host on the same data directory:
+// the second start loads nothing.
+func TestSeedOnlyOnFirstStart(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	seeds := []string{"--seed", seedDir(t), "--seed", examplePath(t)}
+	for i, want := range []string{"first start: seeded the store", "seed skipped"} {
+		cfg, err := loadConfig(parseHostFlags(t, append([]string{"--listen", "127.0.0.1:0", "--data-dir", data, "--log-level", "debug",
+			"--set", "plugins.cache_dir=" + testplugins.CacheDir(t)}, seeds...)...).sources(t.TempDir(), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &syncBuffer{}
+		s, err := openServer(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.start()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := s.shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+		cancel()
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("start %d: log lacks %q:\n%s", i+1, want, logs)
+		}
+		if i == 0 && !strings.Contains(logs.String(), "workflows=approval,hello,onboarding,retries,thumbnail,word-report") {
+			t.Errorf("first start: not every example seeded:\n%s", logs)
+		}
+	}
+}
