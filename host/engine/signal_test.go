@@ -56,6 +56,14 @@ func TestStimulusResumesWait(t *testing.T) {
 	if string(done.Output) != `"ada"` {
 		t.Fatalf("output %s, want the stimulus payload's by", done.Output)
 	}
+	// The resumed wait's bookmark is gone: a later stimulus with the same
+	// key finds nothing.
+	if bms, err := h.store.Bookmarks(ctx, inst.ID); err != nil || len(bms) != 0 {
+		t.Errorf("bookmarks after completion: %+v, %v; want none", bms, err)
+	}
+	if bms, err := h.store.FindBookmarks(ctx, "order.approved", "o-42"); err != nil || len(bms) != 0 {
+		t.Errorf("FindBookmarks after completion: %+v, %v; want none", bms, err)
+	}
 	// The same stimulus again does nothing and says what it did.
 	again, err := h.e.Signal(ctx, engine.Stimulus{ID: "s1", Name: "order.approved", Key: "o-42", Payload: "ignored"})
 	if err != nil || len(again.Resumed) != 1 || again.Resumed[0] != inst.ID {

@@ -540,6 +540,9 @@ func (a *apply) stimulusDelivered(ev StimulusDelivered) {
 	if f.Run.TimeoutToken != "" {
 		a.emit(CancelTimer{Token: f.Run.TimeoutToken})
 	}
+	// The stimulus consumed the bookmark: a later one with the same event
+	// and key must not find it.
+	a.emit(RemoveBookmark{Token: ev.Token})
 	a.record("bookmark_resumed", stepPath(f), 0, nil)
 	a.complete(f, a.step(f), ev.Payload)
 	a.resume(f)

@@ -293,7 +293,7 @@ output: "${ vars.approval.by }"
 	if s.st.Status != runner.StatusSuspended {
 		t.Fatalf("status %s, want suspended", s.st.Status)
 	}
-	s.expect(time.Hour, runner.StimulusDelivered{Token: s.token("bookmark"), Payload: map[string]any{"by": "ada"}}, `cancel-timer; finish completed "ada"; persist`)
+	s.expect(time.Hour, runner.StimulusDelivered{Token: s.token("bookmark"), Payload: map[string]any{"by": "ada"}}, `cancel-timer; remove-bookmark; finish completed "ada"; persist`)
 
 	timeout := newScript(t, def)
 	timeout.apply(0, runner.Start{Input: map[string]any{"id": 7}})
