@@ -36,9 +36,12 @@
 // legal on a cluster: a Commit touches the instance's keys and global
 // indexes (by creation time, workflow, status, lease expiry, due time,
 // bookmark event and key, stimulus queue, expiry and dead letters), and
-// Redis Cluster runs a script only on keys of one slot. Scripts build most
-// key names from the prefix (KEYS names one key of the store, which routes
-// the call); Redis allows undeclared keys of the script's slot.
+// Redis Cluster runs a script only on keys of one node, refusing MULTI
+// blocks and commands over several slots. Scripts build most key names
+// from the prefix: KEYS names one key of the store, which routes the call
+// to the node of the store's slot, so the undeclared keys are there too. A
+// test runs the conformance suite through a ClusterClient on a cluster
+// node and checks that every key it wrote hashes to its store's slot.
 //
 // The trade-off: a store does not spread over shards, so a cluster adds
 // failover, not write throughput, to one store. The alternative, one tag
@@ -116,10 +119,13 @@
 // the queue of the same node may share it. A write that has been sent is
 // waited for even when its context ends (the client's timeouts bound the
 // wait): the script runs whole or not at all, and the answer says which.
-// Only a lost connection leaves it unknown whether a script ran; the error
-// then says so (it wraps the network error), and a retry is safe: Commit
-// is a compare-and-set (a retry of an applied create answers ErrExists,
-// of an applied update ErrConflict: re-read), and EnqueueStimulus and
-// Deliver are idempotent by stimulus id. A Redis error is returned
+// Only a lost connection leaves it unknown whether a script ran: the
+// error wraps the network error, and a retry is safe. go-redis itself
+// retries a command whose answer was lost (Options.MaxRetries), so a
+// script that did run may be answered as its retry is: Commit is a
+// compare-and-set (an applied create answers ErrExists, an applied update
+// ErrConflict: re-read, and find the write there), EnqueueStimulus and
+// Deliver answer with their own stimulus record, the puts answer
+// created=false and the deletes ErrNotFound. A Redis error is returned
 // wrapped, naming the operation, the id and the address.
 package redisstore

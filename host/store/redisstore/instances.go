@@ -337,7 +337,7 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, er
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	vals, err := s.c.HMGet(ctx, s.p+"i:"+id, append(instanceFields, "state")...).Result()
+	vals, err := s.c.HMGet(ctx, s.p+"i:"+id, slices.Concat(instanceFields, []string{"state"})...).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "get instance", id, err)
 	}
