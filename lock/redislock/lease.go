@@ -45,7 +45,7 @@ func (s *lease) Expiry() time.Time {
 
 // Extend implements lock.Lease.
 func (s *lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if err := lock.CheckArgs(s.key, ttl); err != nil {
+	if err := checkArgs(s.key, ttl); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

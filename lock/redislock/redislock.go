@@ -91,6 +91,10 @@ const (
 	// and the undoing of a failed acquisition. A server that does not
 	// answer within it keeps the key until its TTL.
 	releaseTimeout = time.Second
+	// minTTL is the shortest ttl accepted: Redis counts expiries in
+	// milliseconds, and Redlock deducts 1% and 2ms from every lease's
+	// validity for clock drift.
+	minTTL = 10 * time.Millisecond
 	// fenceIdle is how long a fence counter outlives the last acquisition
 	// of its key; see the package doc for why expiring it is safe.
 	fenceIdle = 24 * time.Hour
@@ -180,13 +184,24 @@ func (l *locker) wake(key string) {
 	}
 }
 
+// checkArgs is lock.CheckArgs with this backend's shortest ttl.
+func checkArgs(key string, ttl time.Duration) error {
+	if err := lock.CheckArgs(key, ttl); err != nil {
+		return err
+	}
+	if ttl < minTTL {
+		return fmt.Errorf("redislock: ttl %s of %q is below the %s minimum", ttl, key, minTTL)
+	}
+	return nil
+}
+
 // mutexKey returns the redsync mutex's key for a lock key. The braces make
 // the key its own cluster hash tag, shared with the fence counter.
 func (l *locker) mutexKey(key string) string { return l.prefix + "lock:{" + key + "}" }
 
 // Acquire implements lock.Locker.
 func (l *locker) Acquire(ctx context.Context, key string, ttl time.Duration) (lock.Lease, error) {
-	if err := lock.CheckArgs(key, ttl); err != nil {
+	if err := checkArgs(key, ttl); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -256,7 +271,7 @@ func pollDelay(n int) time.Duration {
 
 // TryAcquire implements lock.Locker.
 func (l *locker) TryAcquire(ctx context.Context, key string, ttl time.Duration) (lock.Lease, bool, error) {
-	if err := lock.CheckArgs(key, ttl); err != nil {
+	if err := checkArgs(key, ttl); err != nil {
 		return nil, false, err
 	}
 	var ls *lease
@@ -265,11 +280,15 @@ func (l *locker) TryAcquire(ctx context.Context, key string, ttl time.Duration) 
 		ls, err = l.attempt(ctx, key, ttl)
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, false, err
-	}
-	if ls == nil {
+	case ls == nil:
 		return nil, false, nil
+	case ctx.Err() != nil:
+		// As in Acquire: a caller that stopped waiting holds nothing.
+		ls.Release(ctx)
+		return nil, false, ctx.Err()
 	}
 	return ls, true, nil
 }

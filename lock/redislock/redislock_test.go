@@ -101,6 +101,27 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
+func TestTTLBelowMinimum(t *testing.T) {
+	t.Parallel()
+	l := newLocker(t, cluster(t, 1), redislock.Config{})
+	const ttl = 9 * time.Millisecond
+	want := `redislock: ttl 9ms of "k" is below the 10ms minimum`
+	if _, err := l.Acquire(ctx(t), "k", ttl); err == nil || err.Error() != want {
+		t.Errorf("Acquire = %v, want %q", err, want)
+	}
+	if _, _, err := l.TryAcquire(ctx(t), "k", ttl); err == nil || err.Error() != want {
+		t.Errorf("TryAcquire = %v, want %q", err, want)
+	}
+	ls, err := l.Acquire(ctx(t), "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Release(ctx(t))
+	if err := ls.Extend(ctx(t), ttl); err == nil || err.Error() != want {
+		t.Errorf("Extend = %v, want %q", err, want)
+	}
+}
+
 func TestKeyLayout(t *testing.T) {
 	t.Parallel()
 	ss := cluster(t, 1)
