@@ -73,6 +73,25 @@
 // Redis logs a script's effects as one MULTI/EXEC block, and on load drops
 // a block truncated by a crash, so a restart never finds half a Commit.
 //
+// # Throughput
+//
+// `go test -bench . ./host/store/redisstore/` starts its own servers.
+// Measured on the 2-core reference machine while other work ran on it
+// (load average about 6, so the spread is wide), 50 writers creating
+// instances with about 1 KiB of vars and one history event
+// (BenchmarkCommitParallel, the workload of boltstore's benchmark):
+//
+//	appendfsync always     12,200–14,900 commits/s
+//	appendfsync everysec    9,700–11,900 commits/s
+//	boltstore (same run)    2,100–7,700 commits/s
+//
+// The two fsync policies do not differ measurably: with always, Redis
+// fsyncs once per event-loop turn for all the clients served in it, a
+// group commit like boltstore's; the CPU of the shared machine is the
+// limit. Every Commit is one script (one round trip); INFO commandstats
+// counts 9 Redis commands for a create and 14 for an update that moves
+// the instance between status indexes and sets its lease.
+//
 // # Layout
 //
 // P is "{" + Prefix + "}". Times in keys and members are 16 hex digits of
