@@ -12,6 +12,18 @@
 //	weft.db   the bbolt store (instances, definitions, plugin records…)
 //	blobs/    plugin modules by content hash
 //	cache/    wazero's compilation cache (safe to delete)
+//
+// # Cluster mode
+//
+// With Store "redis" every node shares, through the first of
+// Config.RedisAddrs, the store (host/store/redisstore), the plugin blobs
+// (plugins/redisblobs), the ready queue (host/queue/redisqueue) and the
+// notification bus (host/notify); the instance locks (lock/redislock) live
+// on every address given, a Redlock quorum when there are several. DataDir
+// then holds only the node's compilation cache. A plugin uploaded or a
+// definition saved on one node is usable on every node at once: versions
+// are immutable and read from the shared store, and each node compiles a
+// version the first time it runs it.
 package node
 
 import (
@@ -27,9 +39,11 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/metrics"
+	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobfile"
@@ -43,9 +57,6 @@ const (
 
 // Sentinels matched with errors.Is.
 var (
-	// ErrUnsupported: the configuration asks for something this build
-	// cannot do yet (the redis store, until cluster mode lands).
-	ErrUnsupported = errors.New("not supported by this build")
 	// ErrInvalidName: a plugin name breaks abi.ValidName's rules.
 	ErrInvalidName = errors.New("invalid plugin name")
 	// ErrRefreshDisabled: Refresh was called on a node without
@@ -61,11 +72,11 @@ type Config struct {
 	// DataDir holds the embedded store (DataDir/weft.db), the plugin blobs
 	// (DataDir/blobs) and the compilation cache (DataDir/cache). Required.
 	DataDir string
-	// Store is "embedded" or "redis". Defaults to "embedded". This build
-	// has no redis store: asking for it is an error matching
-	// ErrUnsupported.
+	// Store is "embedded" or "redis". Defaults to "embedded".
 	Store string
-	// RedisAddrs are the Redis servers of cluster mode.
+	// RedisAddrs are the Redis servers of cluster mode (host:port): the
+	// first holds the store, blobs, queue and bus; the locks live on all of
+	// them (a Redlock quorum of len/2+1 when there are several).
 	RedisAddrs []string
 	// WorkflowsDir is the directory Refresh reads definitions from. Empty
 	// disables Refresh (ErrRefreshDisabled).
@@ -105,9 +116,9 @@ func (c Config) validate() error {
 	switch {
 	case c.DataDir == "":
 		return errors.New("node: DataDir is required")
-	case c.Store == StoreRedis:
-		return fmt.Errorf("node: Store %q: %w (only %q is)", c.Store, ErrUnsupported, StoreEmbedded)
-	case c.Store != StoreEmbedded:
+	case c.Store == StoreRedis && len(c.RedisAddrs) == 0:
+		return fmt.Errorf("node: Store %q needs at least one address in RedisAddrs", c.Store)
+	case c.Store != StoreEmbedded && c.Store != StoreRedis:
 		return fmt.Errorf("node: Store must be %q or %q, got %q", StoreEmbedded, StoreRedis, c.Store)
 	case c.QueueCapacity < 1:
 		return fmt.Errorf("node: QueueCapacity must be at least 1, got %d", c.QueueCapacity)
@@ -117,12 +128,17 @@ func (c Config) validate() error {
 
 // Node is one running host. Its methods are safe for concurrent use.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	store   store.Store
-	rt      *plugins.Runtime
-	queue   *memqueue.Queue
-	engine  *engine.Engine
+	cfg    Config
+	log    *slog.Logger
+	bus    engine.Bus
+	store  store.Store
+	rt     *plugins.Runtime
+	queue  queue.Queue
+	engine *engine.Engine
+	// closers release the cluster parts, in order, after the store.
+	closers []func() error
+	// pings check the lock backends in Ready.
+	pings   []func(context.Context) error
 	metrics *metrics.Metrics
 
 	closeOnce sync.Once
@@ -153,12 +169,24 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 		}
 	}()
 
-	if n.store, err = boltstore.Open(filepath.Join(cfg.DataDir, "weft.db"), boltstore.Config{Logger: log}); err != nil {
-		return nil, fmt.Errorf("node: opening the store: %w", err)
-	}
-	blobs, err := blobfile.New(filepath.Join(cfg.DataDir, "blobs"))
-	if err != nil {
-		return nil, fmt.Errorf("node: opening the blob store: %w", err)
+	var (
+		blobs plugins.Blobs
+		locks lock.Locker
+	)
+	switch cfg.Store {
+	case StoreRedis:
+		if blobs, locks, err = n.openRedis(ctx); err != nil {
+			return nil, err
+		}
+	default:
+		if n.store, err = boltstore.Open(filepath.Join(cfg.DataDir, "weft.db"), boltstore.Config{Logger: log}); err != nil {
+			return nil, fmt.Errorf("node: opening the store: %w", err)
+		}
+		if blobs, err = blobfile.New(filepath.Join(cfg.DataDir, "blobs")); err != nil {
+			return nil, fmt.Errorf("node: opening the blob store: %w", err)
+		}
+		n.queue = memqueue.New(cfg.QueueCapacity)
+		locks = local.New(local.Config{Logger: log})
 	}
 	pcfg := cfg.Plugins
 	if pcfg.Logger == nil {
@@ -167,12 +195,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 	if n.rt, err = plugins.New(ctx, pcfg, blobs); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.queue = memqueue.New(cfg.QueueCapacity)
 
-	var (
-		invoker engine.Plugins = n.rt
-		locks                  = local.New(local.Config{Logger: log})
-	)
+	var invoker engine.Plugins = n.rt
 	if cfg.Registerer != nil {
 		if n.metrics, err = metrics.New(cfg.Registerer); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
@@ -187,8 +211,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 		locks = metrics.Locker(n.metrics, locks)
 	}
 
-	ecfg := cfg.Engine
+	ecfg := n.cfg.Engine
 	ecfg.Logger = log
+	if n.bus != nil {
+		ecfg.Bus = n.bus
+	}
 	if n.metrics != nil {
 		ecfg.Observer = n.metrics
 	}
@@ -261,6 +288,9 @@ func (n *Node) Close() error {
 		if n.store != nil {
 			errs = append(errs, n.store.Close())
 		}
+		for _, c := range n.closers {
+			errs = append(errs, c())
+		}
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
@@ -277,10 +307,19 @@ func (n *Node) Store() store.Store { return n.store }
 func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
 // Ready reports whether the node can serve: nil when the store answers a
-// read. (In cluster mode the lock backend will be asked too.)
+// read and, in cluster mode, a quorum of the lock servers answers.
 func (n *Node) Ready(ctx context.Context) error {
 	if _, _, err := n.store.ListDefinitions(ctx, "", 1); err != nil {
 		return fmt.Errorf("node: store not ready: %w", err)
+	}
+	var failed []error
+	for _, ping := range n.pings {
+		if err := ping(ctx); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(n.pings) > 0 && len(failed) > len(n.pings)-(len(n.pings)/2+1) {
+		return fmt.Errorf("node: lock backend not ready: %w", errors.Join(failed...))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 		is   error
 	}{
 		{"no data dir", node.Config{}, "DataDir is required", nil},
-		{"redis", node.Config{DataDir: t.TempDir(), Store: "redis"}, `Store "redis"`, node.ErrUnsupported},
+		{"redis without addresses", node.Config{DataDir: t.TempDir(), Store: "redis"}, `Store "redis" needs at least one address in RedisAddrs`, nil},
 		{"unknown store", node.Config{DataDir: t.TempDir(), Store: "mongo"}, `Store must be "embedded" or "redis", got "mongo"`, nil},
 		{"queue", node.Config{DataDir: t.TempDir(), QueueCapacity: -1}, "QueueCapacity must be at least 1, got -1", nil},
 		{"engine", node.Config{DataDir: t.TempDir(), Engine: engine.Config{Workers: -2}}, "Workers must be at least 1", nil},

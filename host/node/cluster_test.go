@@ -1,0 +1,124 @@
+package node_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/internal/redistest"
+	"github.com/weftworks/weft/internal/testplugins"
+)
+
+// clusterNode opens a node of a cluster on the Redis servers addrs.
+func clusterNode(t *testing.T, id string, addrs ...string) *node.Node {
+	t.Helper()
+	n, _, _ := open(t, node.Config{
+		NodeID: id, DataDir: t.TempDir(), Store: node.StoreRedis, RedisAddrs: addrs,
+		Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Second},
+	})
+	return n
+}
+
+// A plugin uploaded and a definition saved on one node are usable on the
+// other at once; work started through either runs on both; a cancel sent
+// to the node that does not run an activity stops it at once (the bus).
+func TestTwoNodesShareOneRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	a := clusterNode(t, "a", srv.Addr())
+	b := clusterNode(t, "b", srv.Addr())
+	ctx := context.Background()
+	if err := a.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if _, _, err := a.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Engine().SaveDefinition(ctx, []byte(greet)); err != nil {
+		t.Fatal(err)
+	}
+	// Started on b, with a definition and plugin a stored.
+	nodes := map[string]bool{}
+	for i := range 12 {
+		e := []*node.Node{a, b}[i%2].Engine()
+		inst, err := e.Start(ctx, "greet", "hi", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		done, err := e.WaitFinished(wctx, inst.ID)
+		cancel()
+		if err != nil || done.Status != store.StatusCompleted || string(done.Output) != `"HI"` {
+			t.Fatalf("instance %s: %+v, %v", inst.ID, done, err)
+		}
+		hist, err := a.Store().History(ctx, inst.ID, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range hist {
+			if ev.Type == "activity_completed" {
+				nodes[ev.Node] = true
+			}
+		}
+	}
+	t.Logf("activities ran on nodes %v", nodes)
+
+	// A long activity, cancelled through the other node.
+	if _, _, err := a.Engine().SaveDefinition(ctx, []byte(`
+name: long
+steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 10 }, timeout: 2m } ]
+`)); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := a.Engine().Start(ctx, "long", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := waitFor(t, func() (string, bool) {
+		hist, err := a.Store().History(ctx, inst.ID, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range hist {
+			if ev.Type == "activity_scheduled" {
+				return ev.Node, true
+			}
+		}
+		return "", false
+	})
+	other := map[string]*node.Node{"a": b, "b": a}[runner]
+	start := time.Now()
+	if err := other.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	done, err := other.Engine().WaitFinished(wctx, inst.ID)
+	if err != nil || done.Status != store.StatusCancelled {
+		t.Fatalf("after cancel: %+v, %v", done, err)
+	}
+	// Without the bus the running node would notice only when the
+	// 60-second activity ended.
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the cancel took %s to stop an activity on the other node", took)
+	}
+	t.Logf("activity on %s cancelled through the other node in %s", runner, time.Since(start))
+}
+
+// waitFor polls f until it reports ok, for up to 30 seconds.
+func waitFor[T any](t *testing.T, f func() (T, bool)) T {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if v, ok := f(); ok {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

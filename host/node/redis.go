@@ -1,0 +1,71 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weftworks/weft/host/notify"
+	"github.com/weftworks/weft/host/queue/redisqueue"
+	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/lock"
+	"github.com/weftworks/weft/lock/redislock"
+	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/redisblobs"
+)
+
+// openRedis opens the cluster-mode parts: the store, queue and bus on the
+// first address, the locks on all of them.
+func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error) {
+	if n.cfg.Engine.NodeID == "" {
+		// The queue's consumer name and the engine's leases must agree.
+		n.cfg.Engine.NodeID = "node-" + randomHex(4)
+	}
+	cfg := n.cfg
+	clients := make([]redis.UniversalClient, 0, len(cfg.RedisAddrs))
+	for _, addr := range cfg.RedisAddrs {
+		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: 2 * time.Second})
+		clients = append(clients, c)
+		n.closers = append(n.closers, c.Close)
+		n.pings = append(n.pings, func(ctx context.Context) error {
+			if err := c.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("redis %s: %w", addr, err)
+			}
+			return nil
+		})
+	}
+	data := clients[0]
+	st, err := redisstore.Open(ctx, redisstore.Config{Client: data, Logger: n.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: opening the redis store at %s: %w", cfg.RedisAddrs[0], err)
+	}
+	n.store = st
+	q, err := redisqueue.New(redisqueue.Config{Client: data, Consumer: cfg.Engine.NodeID, Capacity: cfg.QueueCapacity, Logger: n.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: opening the redis queue at %s: %w", cfg.RedisAddrs[0], err)
+	}
+	n.queue = q
+	bus, err := notify.NewRedis(notify.RedisConfig{Client: data, Logger: n.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: opening the redis bus at %s: %w", cfg.RedisAddrs[0], err)
+	}
+	n.bus = bus
+	// Closed before the clients they use (closers run in order after the
+	// store).
+	n.closers = append([]func() error{q.Close, bus.Close}, n.closers...)
+	locks, err := redislock.New(redislock.Config{Clients: clients, Logger: n.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: %w", err)
+	}
+	return redisblobs.New(data, ""), locks, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
