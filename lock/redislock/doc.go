@@ -90,11 +90,13 @@
 //     round 1 on s returned at least tA+1, and tB, a maximum that includes
 //     it, is > tA.
 //
-// Two acquisitions that overlap in time (possible only when Redlock's
-// timing assumptions fail) still get distinct tokens ordered as their
-// rounds were on the shared server, so the store lets at most one of them
-// write after the other. The cost is one more round trip, to all servers
-// in parallel, per acquisition; with one server it is skipped.
+// The argument needs only that A's acquisition finished before B's began,
+// which is the case fencing exists for: the paused holder got its lease
+// before the next holder got its own, so the next holder's token is
+// larger. (Acquisitions that overlap in time get no ordering promise from
+// it; they can both succeed only when Redlock's timing assumptions fail
+// during the acquisition itself.) The cost is one more round trip, to all
+// servers in parallel, per acquisition; with one server it is skipped.
 //
 // The clock floor keeps tokens increasing when a counter is lost: a server
 // restarted without its AOF, or a counter that expired. Counters expire
