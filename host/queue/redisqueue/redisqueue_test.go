@@ -531,3 +531,81 @@ func TestMalformedEntryDropped(t *testing.T) {
 		t.Fatalf("stream length = %d, %v; want 0 (the malformed entry acked and deleted)", n, err)
 	}
 }
+
+// Three nodes share a stream of work; one of them takes items and stops
+// without acking them. The two live nodes handle every item, those of the
+// dead node included, each exactly once.
+func TestNodeDeathLosesNothing(t *testing.T) {
+	t.Parallel()
+	const vt, items, taken = 300 * time.Millisecond, 150, 5
+	s := redistest.Start(t)
+	p := prefix(t)
+	ctx := timeout(t, 60*time.Second)
+	dead, err := redisqueue.New(redisqueue.Config{Client: s.Client(t), Consumer: "dead", Prefix: p, VisibilityTimeout: vt, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := []*redisqueue.Queue{
+		newQueue(t, s, redisqueue.Config{Consumer: "live-1", Prefix: p, VisibilityTimeout: vt}),
+		newQueue(t, s, redisqueue.Config{Consumer: "live-2", Prefix: p, VisibilityTimeout: vt}),
+	}
+	for i := range items {
+		if err := live[i%2].Push(ctx, queue.Item{InstanceID: fmt.Sprint("i", i), Reason: "start"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range taken {
+		if _, err := dead.Pop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dead.Close(); err != nil { // stops without acking
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	handled := map[string]int{}
+	var wg sync.WaitGroup
+	for _, q := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				done := len(handled) == items // the dead node's included
+				mu.Unlock()
+				if done || ctx.Err() != nil {
+					return
+				}
+				pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				d, err := q.Pop(pctx)
+				cancel()
+				if err != nil {
+					continue
+				}
+				mu.Lock()
+				handled[d.Item().InstanceID]++
+				mu.Unlock()
+				if err := d.Ack(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(handled) != items {
+		t.Fatalf("%d distinct items handled, want %d", len(handled), items)
+	}
+	for id, n := range handled {
+		if n != 1 {
+			t.Errorf("%s handled %d times by the live nodes", id, n)
+		}
+	}
+	if n, err := live[0].Depth(ctx); err != nil || n != 0 {
+		t.Errorf("Depth at the end = %d, %v", n, err)
+	}
+	pending, err := s.Client(t).XPending(ctx, "{"+p+"}:ready", "workers").Result()
+	if err != nil || pending.Count != 0 {
+		t.Errorf("pending entries at the end: %+v, %v", pending, err)
+	}
+}
