@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -21,51 +22,102 @@ import (
 	"github.com/weftworks/weft/internal/redistest"
 )
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
+// freePorts returns two distinct loopback ports that were free a moment
+// ago.
+func freePorts(t *testing.T) (int, int) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var ports [2]int
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close() // both held until both are picked: they differ
+		ports[i] = l.Addr().(*net.TCPAddr).Port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0], ports[1]
 }
 
-// startClusterNode starts a redis-server in cluster mode owning all 16384
-// slots: a one-node Redis Cluster, which enforces the cluster's rules
-// (CROSSSLOT for commands, MULTI and scripts touching keys of several
-// slots) like a larger one. internal/redistest starts plain servers only.
-func startClusterNode(t *testing.T) *redis.ClusterClient {
+// clusterNode is a redis-server process in cluster mode.
+type clusterNode struct {
+	addr   string
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func (n *clusterNode) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
+	return string(b)
+}
+
+// stop ends the process (SIGTERM, then SIGKILL after 30s) and waits.
+func (n *clusterNode) stop() {
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.exited:
+	case <-time.After(30 * time.Second):
+		_ = n.cmd.Process.Kill()
+		<-n.exited
+	}
+}
+
+// tryStartClusterNode starts a node on fresh ports and waits until it
+// answers PING; it fails when the process exits first (a port taken in
+// between) or does not answer within 30s.
+func tryStartClusterNode(t *testing.T) (*clusterNode, error) {
 	t.Helper()
 	dir := t.TempDir()
-	port, bus := freePort(t), freePort(t)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(redistest.Binary,
+	port, bus := freePorts(t)
+	n := &clusterNode{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, exited: make(chan struct{})}
+	n.cmd = exec.Command(redistest.Binary,
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
 		"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus),
 		"--cluster-config-file", filepath.Join(dir, "nodes.conf"),
 		"--appendonly", "yes", "--save", "", "--maxmemory-policy", "noeviction",
 		"--logfile", filepath.Join(dir, "redis.log"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", redistest.Binary, err)
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := n.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", redistest.Binary, err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+	go func() { _ = n.cmd.Wait(); close(n.exited) }()
+	c := redis.NewClient(&redis.Options{Addr: n.addr, DialTimeout: time.Second, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for c.Ping(context.Background()).Err() != nil {
 		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+		case <-n.exited:
+			return nil, fmt.Errorf("cluster node on %s exited before answering:\n%s", n.addr, n.logTail())
+		case <-time.After(10 * time.Millisecond): // polling the server's state
 		}
-	})
-	logTail := func() string {
-		b, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-		return string(b)
+		if time.Now().After(deadline) {
+			n.stop()
+			return nil, fmt.Errorf("cluster node on %s did not answer within 30s:\n%s", n.addr, n.logTail())
+		}
 	}
+	return n, nil
+}
+
+// startClusterNode starts a redis-server in cluster mode owning all 16384
+// slots: a one-node Redis Cluster, which refuses commands and MULTI blocks
+// over several slots like a larger one. internal/redistest starts plain
+// servers only.
+func startClusterNode(t *testing.T) *redis.ClusterClient {
+	t.Helper()
+	var n *clusterNode
+	var errs []error
+	for range 5 {
+		var err error
+		if n, err = tryStartClusterNode(t); err == nil {
+			break
+		}
+		errs = append(errs, err)
+	}
+	if n == nil {
+		t.Fatalf("starting a cluster node: %v", errors.Join(errs...))
+	}
+	t.Cleanup(n.stop)
+	addr, exited, logTail := n.addr, n.exited, n.logTail
 
 	node := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
 	defer node.Close()
@@ -84,7 +136,6 @@ func startClusterNode(t *testing.T) *redis.ClusterClient {
 			}
 		}
 	}
-	wait("starting", func() bool { return node.Ping(ctx).Err() == nil })
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE on %s: %v", addr, err)
 	}
