@@ -134,6 +134,13 @@ func TestServeSignals(t *testing.T) {
 		}
 		defer conn.Close()
 		fmt.Fprintf(conn, "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"name\":")
+		// Connections are accepted in order: once a later one is answered,
+		// the server holds the half-sent request.
+		resp, err := http.Get("http://" + p.addr + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
 		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,249 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/plugins"
+)
+
+const (
+	adminToken  = "client-test-admin-token"
+	readerToken = "client-test-reader-token"
+)
+
+// startHost runs a real node and API on 127.0.0.1:0 with an admin and a
+// reader token, and returns its URL.
+func startHost(t *testing.T) string {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := node.Open(context.Background(), node.Config{
+		DataDir: t.TempDir(), WorkflowsDir: t.TempDir(),
+		Plugins: plugins.Config{CacheDir: testplugins.CacheDir(t)},
+		Engine:  engine.Config{NodeID: "client-test", TimerInterval: 10 * time.Millisecond},
+	}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { _ = n.Run(ctx); close(ran) }()
+	srv, err := api.New(api.Config{Logger: log, Tokens: []api.Token{
+		{Name: "admin", Role: api.RoleAdmin, Token: adminToken},
+		{Name: "reader", Role: api.RoleReader, Token: readerToken},
+	}}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { _ = srv.Serve(ln); close(served) }()
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = srv.Shutdown(sctx)
+		_ = ln.Close()
+		<-served
+		cancel()
+		<-ran
+		_ = n.Close()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func newClient(t *testing.T, url, token string) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Config{Server: url, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestClient walks the API through the client: a plugin, a workflow, an
+// instance that waits for an event, its history, export and import.
+func TestClient(t *testing.T) {
+	t.Parallel()
+	url := startHost(t)
+	c := newClient(t, url, adminToken)
+	ctx := context.Background()
+
+	if err := c.Health(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, created, err := c.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit"))
+	if err != nil || !created || p.Name != "kit" || len(p.Version) != 64 {
+		t.Fatalf("PutPlugin: %+v, %v, %v", p, created, err)
+	}
+	if _, created, err := c.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil || created {
+		t.Fatalf("PutPlugin again: created %v, %v", created, err)
+	}
+	if pd, err := c.Plugin(ctx, "kit"); err != nil || len(pd.Versions) != 1 || pd.Version != p.Version {
+		t.Fatalf("Plugin: %+v, %v", pd, err)
+	}
+	if pp, err := c.Plugins(ctx, client.ListOptions{Limit: 10}); err != nil || len(pp.Items) != 1 {
+		t.Fatalf("Plugins: %+v, %v", pp, err)
+	}
+
+	src := []byte("name: shout\nsteps:\n  - id: up\n    activity: kit.upper\n    input: \"${ input }\"\n    output: up\n  - id: ok\n    wait: { event: shout.ok, key: \"${ input.text }\" }\noutput: \"${ vars.up.text }\"\n")
+	w, created, err := c.PutWorkflow(ctx, "shout", src)
+	if err != nil || !created || w.Version != 1 {
+		t.Fatalf("PutWorkflow: %+v, %v, %v", w, created, err)
+	}
+	if w, err := c.Workflow(ctx, "shout", 0); err != nil || w.Source != string(src) {
+		t.Fatalf("Workflow: %+v, %v", w, err)
+	}
+	if wp, err := c.Workflows(ctx, client.ListOptions{}); err != nil || len(wp.Items) != 1 {
+		t.Fatalf("Workflows: %+v, %v", wp, err)
+	}
+
+	in, created, err := c.Start(ctx, "shout", client.StartRequest{Input: json.RawMessage(`{"text":"hey"}`), ID: "shout-1"}, 10*time.Second)
+	if err != nil || !created || in.ID != "shout-1" || in.Status != client.StatusSuspended {
+		t.Fatalf("Start with wait: %+v, %v, %v", in, created, err)
+	}
+	if in.WaitingOn == nil || len(in.WaitingOn.Bookmarks) != 1 || in.WaitingOn.Bookmarks[0].Key != "hey" {
+		t.Fatalf("waiting on %+v", in.WaitingOn)
+	}
+	res, err := c.SendEvent(ctx, client.EventRequest{Name: "shout.ok", Key: "hey", ID: "ev-1"})
+	if err != nil || len(res.Resumed) != 1 || res.Resumed[0] != "shout-1" || res.ID != "ev-1" {
+		t.Fatalf("SendEvent: %+v, %v", res, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for in.Status != client.StatusCompleted {
+		if time.Now().After(deadline) {
+			t.Fatalf("instance is %s after 30s", in.Status)
+		}
+		time.Sleep(10 * time.Millisecond) // polling, with a deadline
+		if in, err = c.Instance(ctx, "shout-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(in.Output) != `"HEY"` || !in.Terminal() {
+		t.Errorf("output %s", in.Output)
+	}
+	h, err := c.History(ctx, "shout-1", client.ListOptions{Limit: 3})
+	if err != nil || len(h.Items) != 3 || h.Items[0].Seq != 1 || h.NextCursor == "" {
+		t.Fatalf("History page 1: %+v, %v", h, err)
+	}
+	h2, err := c.History(ctx, "shout-1", client.ListOptions{Cursor: h.NextCursor})
+	if err != nil || len(h2.Items) == 0 || h2.Items[0].Seq != 4 || h2.Items[len(h2.Items)-1].Type != "instance_completed" {
+		t.Fatalf("History page 2: %+v, %v", h2, err)
+	}
+	ip, err := c.Instances(ctx, client.InstanceFilter{Workflow: "shout", Status: client.StatusCompleted})
+	if err != nil || len(ip.Items) != 1 {
+		t.Fatalf("Instances: %+v, %v", ip, err)
+	}
+
+	state, err := c.ExportState(ctx, "shout-1")
+	if err != nil || !json.Valid(state) {
+		t.Fatalf("ExportState: %v", err)
+	}
+	if err := c.DeleteInstance(ctx, "shout-1"); err != nil {
+		t.Fatal(err)
+	}
+	if back, created, err := c.ImportState(ctx, "shout-1", state); err != nil || !created || back.Status != client.StatusCompleted {
+		t.Fatalf("ImportState: %+v, %v, %v", back, created, err)
+	}
+
+	if _, _, err := c.Start(ctx, "shout", client.StartRequest{ID: "shout-2"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cancel(ctx, "shout-2", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Refresh(ctx); err != nil || r.Status != client.RefreshDone {
+		t.Fatalf("Refresh: %+v, %v", r, err)
+	}
+	if err := c.DeleteWorkflow(ctx, "shout"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClientErrors checks that each kind of failure is reported as the
+// error a caller can test for.
+func TestClientErrors(t *testing.T) {
+	t.Parallel()
+	url := startHost(t)
+	ctx := context.Background()
+	admin := newClient(t, url, adminToken)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	tests := []struct {
+		name       string
+		call       func() error
+		want       error
+		wantStatus int
+		wantText   string
+	}{
+		{name: "not found", call: func() error { _, err := admin.Instance(ctx, "nope"); return err }, want: client.ErrNotFound, wantStatus: 404, wantText: `no instance "nope"`},
+		{name: "no token", call: func() error { _, err := newClient(t, url, "").Plugins(ctx, client.ListOptions{}); return err }, want: client.ErrUnauthorized, wantStatus: 401},
+		{name: "wrong token", call: func() error {
+			_, err := newClient(t, url, "not-a-token-at-all").Plugins(ctx, client.ListOptions{})
+			return err
+		}, want: client.ErrUnauthorized, wantStatus: 401},
+		{name: "role may not", call: func() error {
+			_, _, err := newClient(t, url, readerToken).PutWorkflow(ctx, "x", []byte("name: x\n"))
+			return err
+		}, want: client.ErrForbidden, wantStatus: 403},
+		{name: "invalid definition", call: func() error {
+			_, _, err := admin.PutWorkflow(ctx, "x", []byte("name: x\nsteps:\n  - id: a\n    delay: 1x\n"))
+			return err
+		}, want: client.ErrInvalid, wantStatus: 422, wantText: "steps[0].delay"},
+		{name: "junk plugin", call: func() error { _, _, err := admin.PutPlugin(ctx, "junk", []byte("junk")); return err }, want: client.ErrInvalid, wantStatus: 422, wantText: "module"},
+		{name: "cancel an unknown instance", call: func() error { _, err := admin.Cancel(ctx, "nope", ""); return err }, want: client.ErrNotFound, wantStatus: 404},
+		{name: "context cancelled", call: func() error { return admin.Health(cancelled) }, want: context.Canceled},
+		{name: "unreachable", call: func() error { return newClient(t, "http://127.0.0.1:1", "").Health(ctx) }, wantText: "connection refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.call()
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("error %v does not match %v", err, tt.want)
+			}
+			var p *client.Problem
+			if errors.As(err, &p) != (tt.wantStatus != 0) || (p != nil && p.Status != tt.wantStatus) {
+				t.Errorf("error %v: want a problem with status %d", err, tt.wantStatus)
+			}
+			if tt.name == "unreachable" {
+				var te *client.TransportError
+				if !errors.As(err, &te) {
+					t.Errorf("error %T, want a *TransportError", err)
+				}
+			}
+			if !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("error %q does not contain %q", err, tt.wantText)
+			}
+		})
+	}
+}
+
+func TestNewRefusesBadServers(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"", "127.0.0.1:8080", "ftp://host", "http://"} {
+		if _, err := client.New(client.Config{Server: s}); err == nil {
+			t.Errorf("New(%q): no error", s)
+		}
+	}
+}
