@@ -41,6 +41,9 @@ type execution struct {
 
 	results  chan result
 	inflight map[string]*plugins.Heartbeat
+	// attempts names each attempt in flight, by token, for the notes of
+	// a superseded execution.
+	attempts map[string]runner.Invoke
 	seen     map[string]bool // inbox messages applied in this run
 	// err is the first failed commit: a fenced or refused writer must stop.
 	err error
@@ -92,7 +95,7 @@ func (e *Engine) process(ctx context.Context, id string) error {
 	x := &execution{
 		e: e, ctx: ctx, lease: lease, inst: inst, prog: prog, st: &runner.State{},
 		timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{}, checked: map[string]bool{},
-		results: make(chan result), inflight: map[string]*plugins.Heartbeat{}, wake: make(chan struct{}, 1), seen: map[string]bool{},
+		results: make(chan result), inflight: map[string]*plugins.Heartbeat{}, attempts: map[string]runner.Invoke{}, wake: make(chan struct{}, 1), seen: map[string]bool{},
 		persist: make(chan chan error), exited: make(chan struct{}), status: inst.Status,
 	}
 	defer close(x.exited)
@@ -203,6 +206,7 @@ func (x *execution) run() error {
 		select {
 		case r := <-x.results:
 			delete(x.inflight, r.token)
+			delete(x.attempts, r.token)
 			x.apply(x.event(r, x.e.heartbeat.forget(attemptItem(x.inst.ID, r.token))))
 		case done := <-x.persist:
 			if !x.leased {
@@ -212,8 +216,9 @@ func (x *execution) run() error {
 		case <-x.wake:
 			poll = true
 			if x.e.heartbeat.leaseLost(x.inst.ID) {
-				x.cancelAll()
-				return fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
+				err := fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
+				x.superseded(x.cancelAll(), err)
+				return err
 			}
 		case <-x.ctx.Done():
 			// Shutting down: stop the attempts; the instance is resumed
@@ -225,7 +230,10 @@ func (x *execution) run() error {
 	if x.err != nil {
 		// Another node holds the instance now (ErrFenced), or it changed
 		// under us (ErrConflict): stop, and leave the work to the holder.
-		x.cancelAll()
+		done := x.cancelAll()
+		if errors.Is(x.err, store.ErrFenced) || errors.Is(x.err, store.ErrConflict) {
+			x.superseded(done, x.err)
+		}
 		return x.err
 	}
 	if x.dirty {
@@ -272,6 +280,12 @@ func (x *execution) pollInbox() (int, error) {
 			var reason string
 			_ = json.Unmarshal(m.Payload, &reason)
 			x.apply(runner.Cancel{Reason: reason})
+		case "note":
+			// Recorded as it is; the runner's state does not change.
+			var n lateNote
+			_ = json.Unmarshal(m.Payload, &n)
+			x.history = append(x.history, store.Event{Time: x.e.cfg.Now(), Type: n.Type, StepPath: n.StepPath, Attempt: n.Attempt, Node: n.Node, Data: m.Payload})
+			x.dirty = true
 		}
 	}
 	return n, nil
@@ -318,15 +332,69 @@ func (x *execution) pollQueued() (int, error) {
 	return n, nil
 }
 
-func (x *execution) cancelAll() {
+// cancelAll stops the attempts in flight and returns those that completed
+// anyway (before they saw the cancellation).
+func (x *execution) cancelAll() (completed []runner.Invoke) {
 	for _, hb := range x.inflight {
 		hb.RequestCancel()
 	}
 	for range x.inflight {
 		r := <-x.results
 		x.e.heartbeat.forget(attemptItem(x.inst.ID, r.token))
+		if r.err == nil {
+			completed = append(completed, x.attempts[r.token])
+		}
 	}
 	clear(x.inflight)
+	clear(x.attempts)
+	return completed
+}
+
+// lateNote is the payload of a "note" message: an attempt's end that a
+// superseded execution could not commit, for the instance's holder to
+// record in the history.
+type lateNote struct {
+	Type     string `json:"type"`
+	Outcome  string `json:"outcome"`
+	StepPath string `json:"step_path"`
+	Attempt  int    `json:"attempt"`
+	Node     string `json:"node"`
+	Reason   string `json:"reason"`
+}
+
+// superseded is called when another node took the instance over (its lease
+// or lock was lost, or the store fenced a commit): the attempt ends this
+// execution could not commit — the completions that arrived and those it
+// stopped — are refused, never applied, and recorded (SPEC §1): as notes in
+// the instance's inbox, which need no lock and which the holder's next run
+// writes to the history as late_completion_refused.
+func (x *execution) superseded(stopped []runner.Invoke, cause error) {
+	var notes []store.Message
+	note := func(outcome, path string, attempt int) {
+		data, _ := json.Marshal(lateNote{Type: "late_completion_refused", Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()})
+		notes = append(notes, store.Message{InstanceID: x.inst.ID, Kind: "note", Payload: data,
+			ID: fmt.Sprintf("late:%s:%s:%s:%d:%s", x.e.cfg.NodeID, x.e.boot, path, attempt, outcome)})
+	}
+	for _, ev := range x.history {
+		switch ev.Type {
+		case "activity_completed", "activity_failed":
+			note(strings.TrimPrefix(ev.Type, "activity_"), ev.StepPath, ev.Attempt)
+		}
+	}
+	for _, inv := range stopped {
+		note("completed", inv.Path, inv.Attempt)
+	}
+	if len(notes) == 0 {
+		return
+	}
+	ctx := context.WithoutCancel(x.ctx)
+	if _, err := x.e.store.Deliver(ctx, nil, notes); err != nil {
+		x.e.log.Warn("recording refused late completions", "instance", x.inst.ID, "err", err)
+		return
+	}
+	x.e.log.Info("late completions refused: another node holds the instance", "instance", x.inst.ID, "count", len(notes))
+	x.e.publish(ctx, topicInbox, x.inst.ID)
+	x.e.push(ctx, x.inst.ID, "note")
 }
 
 // event turns an attempt's end into the runner's event.
@@ -419,6 +487,7 @@ func childID(parent, token string) string { return parent + "." + token }
 func (x *execution) invoke(inv runner.Invoke) {
 	hb := plugins.NewHeartbeat(x.e.cfg.Now())
 	x.inflight[inv.Token] = hb
+	x.attempts[inv.Token] = inv
 	// Every attempt is tracked: the scheduler times out those with a
 	// heartbeat timeout and persists the details of all of them.
 	x.e.heartbeat.watch(attemptItem(x.inst.ID, inv.Token), &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb, timeout: inv.HeartbeatTimeout})

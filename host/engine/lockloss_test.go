@@ -99,3 +99,70 @@ output: "${ vars.work }"
 		t.Errorf("history has %d abandoned attempts and %d completions; want 1 and 1", count(evs, "attempt_abandoned"), count(evs, "activity_completed"))
 	}
 }
+
+// An attempt that completes after its execution lost the instance (its
+// guest stalled and never saw the cancellation) is refused, never applied,
+// and recorded: the holder's history shows a late_completion_refused for
+// attempt 1, and the instance's result is attempt 2's.
+func TestLateCompletionIsRefusedAndRecorded(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	locks := &losingLocker{Locker: local.New(local.Config{})}
+	e, run := c.node("n1", locks)
+	run()
+	ctx := context.Background()
+	if _, _, err := e.SaveDefinition(ctx, []byte(`
+name: late
+steps:
+  - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 20, stall_at_ms: 100 }, output: work }
+output: "${ vars.work }"
+`)); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := e.Start(ctx, "late", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := c.store.GetInstance(ctx, inst.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == store.StatusRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance never ran: %s", got.Status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	locks.armed.Store(true)
+	fin := c.waitFinished(e, inst.ID)
+	var out struct{ Attempt int }
+	if fin.Status != store.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil || out.Attempt != 2 {
+		t.Fatalf("instance %s output %s error %+v; want attempt 2's result", fin.Status, fin.Output, fin.Error)
+	}
+	// The note reaches the history with the holder's next commit.
+	var late *store.Event
+	for late == nil {
+		evs, err := c.store.History(ctx, inst.ID, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ev := range evs {
+			if ev.Type == "late_completion_refused" {
+				late = &evs[i]
+			}
+		}
+		if late == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("no late_completion_refused in the history: %+v", evs)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if late.Attempt != 1 || late.Node != "n1" || late.StepPath == "" {
+		t.Errorf("late completion event %+v; want attempt 1 of the step, from n1", late)
+	}
+}

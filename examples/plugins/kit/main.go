@@ -93,6 +93,7 @@ func work(ctx *sdk.Context, in workIn) (workOut, error) {
 	start := time.Now()
 	done := resumed
 	nextBeat := done
+	stalled := false
 	for done < in.MS {
 		spinFor(200 * time.Microsecond)
 		time.Sleep(time.Millisecond)
@@ -100,7 +101,9 @@ func work(ctx *sdk.Context, in workIn) (workOut, error) {
 		if done > in.MS {
 			done = in.MS
 		}
-		stalled := attempt == 1 && in.StallAtMS > 0 && done >= in.StallAtMS
+		// A stalled guest never calls the host again, so it never sees a
+		// cancellation either: only the host can stop it.
+		stalled = stalled || attempt == 1 && in.StallAtMS > 0 && done >= in.StallAtMS
 		if !stalled && done >= nextBeat {
 			if ctx.Heartbeat(progress{DoneMS: done}) {
 				return workOut{}, sdk.ErrCancelled
@@ -108,7 +111,7 @@ func work(ctx *sdk.Context, in workIn) (workOut, error) {
 			nextBeat = done + in.BeatMS
 		}
 	}
-	if ctx.Heartbeat(progress{DoneMS: done}) {
+	if !stalled && ctx.Heartbeat(progress{DoneMS: done}) {
 		return workOut{}, sdk.ErrCancelled
 	}
 	return workOut{DoneMS: done, ResumedFrom: resumed, Attempt: attempt}, nil
