@@ -53,30 +53,14 @@
 //
 // # The Redis implementation
 //
-// The Redis implementation wraps a redsync mutex on "weft:lock:{" + key + "}"
-// (the braces are a cluster hash tag, so both keys live in one slot) and
-// fixes what redsync lacks: its Mutex is not safe for concurrent use (our
-// lease serialises Extend and Release with a mutex), it returns ErrFailed on
-// cancellation (our Acquire checks ctx and returns ctx.Err()), and it has no
-// fencing token. The token comes from a counter next to the mutex,
-// "weft:lock:{" + key + "}:fence", advanced by one Lua script that runs only
-// if the mutex still holds this acquisition's random value:
-//
-//	if redis.call("GET", KEYS[1]) ~= ARGV[1] then return false end
-//	local t = tonumber(redis.call("GET", KEYS[2]) or "0") + 1
-//	local now = redis.call("TIME")
-//	local us = tonumber(now[1]) * 1000000 + tonumber(now[2])
-//	if us > t then t = us end
-//	redis.call("SET", KEYS[2], t)
-//	return t
-//
-// The ownership check must be in the same script as the increment: a holder
-// that paused between SET NX and a separate INCR could otherwise take a
-// larger token than the holder that replaced it. If the script finds the
-// mutex gone, the acquisition is treated as lost and retried; if it fails
-// transiently, the mutex is released and the error is transient. The fence
-// key never expires (an expiry would reset the counter). Waiting for a held
-// key polls with a short jittered interval, bounded by the lease's remaining
-// TTL; Release detaches from ctx's cancellation and bounds the call with its
-// own timeout.
+// lock/redislock wraps redsync mutexes on "weft:lock:{" + key + "}" (the
+// braces are a cluster hash tag) over one Redis or a Redlock quorum of
+// several, and adds what redsync lacks: safety for concurrent use, ctx
+// cancellation, and a fencing token. The token is set, only while the mutex
+// holds this acquisition's value, by one Lua script to max(counter+1, the
+// server's clock in µs); on a quorum a second round raises a majority's
+// counters to the token before the lease is handed out, so any later
+// majority sees it. Its package doc has the full argument, the key layout,
+// the waiting policy and what fencing protects against that Redlock alone
+// does not.
 package lock
