@@ -301,6 +301,17 @@ func TestCLIAgainstHost(t *testing.T) {
 			t.Errorf("input from stdin: exit %d, %s %s", r.code, r.stdout, r.stderr)
 		}
 
+		// On a terminal, --wait draws a spinner with the elapsed time on
+		// stderr, and clears it.
+		var stdout, stderr bytes.Buffer
+		tty := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, env: []string{"WEFT_SERVER=" + ts.url}, terminal: true, now: time.Now}
+		if code := tty.run(context.Background(), []string{"run", "slow", "--wait=400ms"}); code != exitPending {
+			t.Errorf("run --wait on a terminal: exit %d, %s", code, &stderr)
+		}
+		if !strings.Contains(stderr.String(), "\r⠋ slow 0.") || !strings.Contains(stderr.String(), "\r\033[K") {
+			t.Errorf("no spinner on the terminal: %q", &stderr)
+		}
+
 		tests := []struct {
 			name       string
 			args       []string
@@ -308,6 +319,7 @@ func TestCLIAgainstHost(t *testing.T) {
 			wantStdout string
 			wantStderr string
 		}{
+			{name: "no spinner without a terminal", args: []string{"run", "slow", "--wait=200ms"}, wantCode: exitPending, wantStderr: "weft: the wait ended"},
 			{name: "failed run", args: []string{"run", "doomed", "--wait"}, wantCode: exitFailed, wantStdout: "error:     doomed: always"},
 			{name: "wait ends first", args: []string{"run", "slow", "--wait=300ms"}, wantCode: exitPending, wantStdout: "timer", wantStderr: "the wait ended with the instance suspended"},
 			{name: "wait duration as its own argument", args: []string{"run", "slow", "--wait", "200ms", "-o", "json"}, wantCode: exitPending, wantStdout: `"status": "suspended"`},
@@ -323,6 +335,9 @@ func TestCLIAgainstHost(t *testing.T) {
 				r := ts.weft(t, nil, tt.args...)
 				if r.code != tt.wantCode || !strings.Contains(r.stdout, tt.wantStdout) || !strings.Contains(r.stderr, tt.wantStderr) {
 					t.Errorf("exit %d (want %d)\nstdout: %s(want %q)\nstderr: %s(want %q)", r.code, tt.wantCode, r.stdout, tt.wantStdout, r.stderr, tt.wantStderr)
+				}
+				if strings.ContainsRune(r.stderr, '⠋') {
+					t.Errorf("a spinner on stderr, which is not a terminal: %q", r.stderr)
 				}
 			})
 		}
