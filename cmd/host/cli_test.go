@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -594,6 +596,36 @@ func TestSeedOnlyOnFirstStart(t *testing.T) {
 		}
 		if i == 0 && !strings.Contains(logs.String(), "workflows=approval,hello,onboarding,retries,thumbnail,word-report") {
 			t.Errorf("first start: not every example seeded:\n%s", logs)
+		}
+	}
+}
+
+// TestCLICluster runs two hosts in cluster mode on one real redis-server:
+// the first seeds the shared store, the second skips seeding, and an
+// instance started through either completes.
+func TestCLICluster(t *testing.T) {
+	t.Parallel()
+	redis := redistest.Start(t)
+	a := startServer(t, "--store", "redis", "--redis-addr", redis.Addr(), "--node-id", "a")
+	b := startServer(t, "--store", "redis", "--redis-addr", redis.Addr(), "--node-id", "b")
+	if !strings.Contains(a.logs.String(), "first start: seeded the store") {
+		t.Errorf("the first node did not seed:\n%s", a.logs)
+	}
+	if strings.Contains(b.logs.String(), "seeded the store") {
+		t.Errorf("the second node seeded a store that was not empty:\n%s", b.logs)
+	}
+	for i, ts := range []*testServer{a, b} {
+		var in instanceJSON
+		ts.okJSON(t, &in, "run", "hello", "--input", "@"+examplePath(t, "inputs", "hello.json"), "--wait", "--id", fmt.Sprintf("hello-%d", i))
+		if in.Status != "completed" {
+			t.Errorf("through node %d: %+v", i, in)
+		}
+	}
+	// Both nodes see every instance.
+	for _, ts := range []*testServer{a, b} {
+		out := ts.ok(t, "instance", "ls", "--workflow", "hello")
+		if !strings.Contains(out, "hello-0") || !strings.Contains(out, "hello-1") {
+			t.Errorf("instance ls: %s", out)
 		}
 	}
 }
