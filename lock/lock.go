@@ -94,3 +94,26 @@ func CheckArgs(key string, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// BatchExtender is implemented by Lockers that extend many of their leases
+// in one round trip per backend server. The heartbeat scheduler extends a
+// tick's batch of instance locks through it (see ExtendAll).
+type BatchExtender interface {
+	// ExtendLeases extends each lease as its Extend would, and returns
+	// one error per lease, in order (nil for those extended). Leases this
+	// Locker did not hand out are extended one by one.
+	ExtendLeases(ctx context.Context, leases []Lease, ttl time.Duration) []error
+}
+
+// ExtendAll extends leases of l: in one batch when l is a BatchExtender,
+// otherwise one Extend after the other. It returns one error per lease.
+func ExtendAll(ctx context.Context, l Locker, leases []Lease, ttl time.Duration) []error {
+	if be, ok := l.(BatchExtender); ok {
+		return be.ExtendLeases(ctx, leases, ttl)
+	}
+	errs := make([]error, len(leases))
+	for i, ls := range leases {
+		errs[i] = ls.Extend(ctx, ttl)
+	}
+	return errs
+}

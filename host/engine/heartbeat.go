@@ -42,12 +42,6 @@ type beats struct {
 	lost     sync.Map // instance id → true: its lease or lock was lost
 }
 
-// batchExtender is a Locker whose leases can be extended many in one round
-// trip; the heartbeat scheduler then extends a batch's locks at once.
-type batchExtender interface {
-	ExtendLeases(ctx context.Context, leases []lock.Lease, ttl time.Duration) []error
-}
-
 // Renew implements heartbeat.Renewer. A batch is one store transaction
 // (RenewLeases): the instance leases it holds are renewed, and the latest
 // details of its attempts whose guests heartbeated since the last renewal
@@ -145,16 +139,7 @@ func (b *beats) extendLocks(ctx context.Context, batch []heartbeat.Renewal, idx 
 		leases = append(leases, v.(lock.Lease))
 		at = append(at, i)
 	}
-	ttl := b.e.cfg.LockTTL
-	var errs []error
-	if be, ok := b.e.locks.(batchExtender); ok {
-		errs = be.ExtendLeases(ctx, leases, ttl)
-	} else {
-		errs = make([]error, len(leases))
-		for j, l := range leases {
-			errs[j] = l.Extend(ctx, ttl)
-		}
-	}
+	errs := lock.ExtendAll(ctx, b.e.locks, leases, b.e.cfg.LockTTL)
 	for j, i := range at {
 		switch err := errs[j]; {
 		case err == nil:

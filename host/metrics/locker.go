@@ -81,6 +81,11 @@ type lease struct {
 // Extend implements lock.Lease.
 func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	err := l.Lease.Extend(ctx, ttl)
+	l.count(err)
+	return err
+}
+
+func (l *lease) count(err error) {
 	result := "extended"
 	switch {
 	case err == nil:
@@ -90,5 +95,23 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 		result = "error"
 	}
 	l.m.lockExtend.WithLabelValues(l.kind, result).Inc()
-	return err
+}
+
+// ExtendLeases implements lock.BatchExtender, so that decorating a locker
+// keeps its batched extensions.
+func (l *locker) ExtendLeases(ctx context.Context, leases []lock.Lease, ttl time.Duration) []error {
+	inner := make([]lock.Lease, len(leases))
+	for i, ls := range leases {
+		inner[i] = ls
+		if d, ok := ls.(*lease); ok {
+			inner[i] = d.Lease
+		}
+	}
+	errs := lock.ExtendAll(ctx, l.inner, inner, ttl)
+	for i, ls := range leases {
+		if d, ok := ls.(*lease); ok {
+			d.count(errs[i])
+		}
+	}
+	return errs
 }
