@@ -86,7 +86,7 @@ func (e *Engine) process(ctx context.Context, id string) error {
 		return err
 	}
 	if inst.Status.Terminal() {
-		return nil
+		return e.settleInbox(ctx, inst, lease)
 	}
 	prog, err := e.program(ctx, inst.Workflow, inst.Version)
 	if err != nil {
@@ -348,6 +348,30 @@ func (x *execution) cancelAll() (completed []runner.Invoke) {
 	clear(x.inflight)
 	clear(x.attempts)
 	return completed
+}
+
+// settleInbox empties a finished instance's inbox: notes of refused late
+// completions (which may arrive after the holder finished) go to its
+// history; messages nothing will apply any more (a child's end after the
+// parent was cancelled) are dropped.
+func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lock.Lease) error {
+	msgs, err := e.store.Inbox(ctx, inst.ID)
+	if err != nil || len(msgs) == 0 {
+		return err
+	}
+	c := store.Commit{Instance: inst, Fence: lease.Token()}
+	for _, m := range msgs {
+		c.Consumed = append(c.Consumed, m.ID)
+		if m.Kind == "note" {
+			var n lateNote
+			_ = json.Unmarshal(m.Payload, &n)
+			c.History = append(c.History, store.Event{Time: e.cfg.Now(), Type: n.Type, StepPath: n.StepPath, Attempt: n.Attempt, Node: n.Node, Data: m.Payload})
+		}
+	}
+	if _, err := e.store.Commit(ctx, c); err != nil {
+		return fmt.Errorf("instance %s: settling the inbox of a finished instance: %w", inst.ID, err)
+	}
+	return nil
 }
 
 // lateNote is the payload of a "note" message: an attempt's end that a
