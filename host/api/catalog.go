@@ -7,7 +7,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/store"
 )
 
@@ -138,9 +137,11 @@ func (s *Server) putWorkflow(c *fiber.Ctx) error {
 	}
 	name := c.Params("name")
 	body := c.Body()
-	// Parse first, without the catalogue, to compare the names before
-	// anything is stored.
-	def, err := definition.Parse(body)
+	ctx, cancel := requestContext(c, requestTimeout)
+	defer cancel()
+	// Check everything first (every problem in one answer, SPEC §4), and
+	// compare the names before anything is stored.
+	def, err := s.node.Engine().CheckDefinition(ctx, body)
 	if err != nil {
 		return err
 	}
@@ -148,8 +149,6 @@ func (s *Server) putWorkflow(c *fiber.Ctx) error {
 		return unprocessable("the definition's name does not match the URL",
 			FieldError{Path: "name", Message: "the definition is named " + quote(def.Name) + " but was sent to " + quote(name)})
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
-	defer cancel()
 	d, isNew, err := s.node.Engine().SaveDefinition(ctx, body)
 	if err != nil {
 		return err

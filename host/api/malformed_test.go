@@ -147,6 +147,24 @@ func TestDefinitionProblemsCarryPositions(t *testing.T) {
 	}
 }
 
+// TestDefinitionProblemsComeTogether: structural problems and references to
+// unknown activities are reported in one answer (SPEC §4: every problem).
+func TestDefinitionProblemsComeTogether(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.pushKit()
+	src := "name: greet\nsteps:\n  - { id: a, activity: kit.echo }\n  - { id: a, activity: kit.nope }\n"
+	p := h.request("PUT", "/v1/workflows/greet", adminSecret, "application/yaml", []byte(src)).want(t, http.StatusUnprocessableEntity).problem(t)
+	var dup, unknown bool
+	for _, e := range p.Errors {
+		dup = dup || strings.Contains(e.Message, "duplicate") || strings.Contains(e.Message, "already")
+		unknown = unknown || e.Path == "steps[1].activity"
+	}
+	if !dup || !unknown {
+		t.Fatalf("want the duplicate id and the unknown activity in one answer: %+v", p.Errors)
+	}
+}
+
 // TestPluginOverServerLimit: a plugin over PluginBodyLimit is refused with
 // 413 before it reaches a handler.
 func TestPluginOverServerLimit(t *testing.T) {

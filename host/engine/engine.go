@@ -257,12 +257,20 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 	return e, nil
 }
 
+// CheckDefinition parses and validates source against the stored plugins
+// and workflows, as SaveDefinition does, without saving it: every problem,
+// of syntax, structure, expressions or references, in one
+// *definition.ValidationError.
+func (e *Engine) CheckDefinition(ctx context.Context, source []byte) (*definition.Definition, error) {
+	return definition.Load(source, catalog{ctx: ctx, st: e.store})
+}
+
 // SaveDefinition validates source against the stored plugins and workflows
 // and stores it as the definition's next version, unless it is the same as
 // the latest version (created=false). Validation problems come back as a
 // *definition.ValidationError listing every one.
 func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*store.Definition, bool, error) {
-	def, err := definition.Load(source, catalog{ctx: ctx, st: e.store})
+	def, err := e.CheckDefinition(ctx, source)
 	if err != nil {
 		return nil, false, err
 	}

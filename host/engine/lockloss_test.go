@@ -114,7 +114,7 @@ func TestLateCompletionIsRefusedAndRecorded(t *testing.T) {
 	if _, _, err := e.SaveDefinition(ctx, []byte(`
 name: late
 steps:
-  - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 20, stall_at_ms: 100 }, output: work }
+  - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 20, stall_at_ms: 1 }, output: work }
 output: "${ vars.work }"
 `)); err != nil {
 		t.Fatal(err)
