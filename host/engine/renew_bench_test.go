@@ -5,16 +5,22 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/lock/local"
 )
 
@@ -28,23 +34,42 @@ func (p *changingPulse) Last() ([]byte, time.Time, uint64) {
 
 // BenchmarkRenewal100k is the benchmark: 100,000 items tracked by
 // one node's heartbeat scheduler, renewed through the engine's Renewer on
-// the embedded store, one store transaction (one fsync) per tick batch.
+// the embedded store (one transaction, one fsync, per tick batch) and on
+// Redis (one script, one round trip, per tick batch).
 // Each iteration is one tick of the default 100ms/2s scheduler with a batch
 // of 5,000, so 20 iterations are one cycle. "leases" tracks 100,000 instance
 // leases; "attempts" 100,000 running attempts over 10,000 instances whose
 // guests heartbeat between visits, so every renewal stores new details.
-// It reports the process CPU (user+sys, rusage) per 1,000 items per cycle.
+// It reports the process CPU (user+sys, rusage) per 1,000 items per cycle;
+// on Redis that is the node's CPU only (redis-server is another process).
 func BenchmarkRenewal100k(b *testing.B) {
-	for _, kind := range []string{"leases", "attempts"} {
-		b.Run(kind, func(b *testing.B) { benchRenewal(b, kind) })
+	for _, backend := range []string{"bolt", "redis"} {
+		for _, kind := range []string{"leases", "attempts"} {
+			b.Run(backend+"/"+kind, func(b *testing.B) { benchRenewal(b, backend, kind) })
+		}
 	}
 }
 
-func benchRenewal(b *testing.B, kind string) {
+func benchRenewal(b *testing.B, backend, kind string) {
 	const tracked = 100_000
-	st, err := boltstore.Open(filepath.Join(b.TempDir(), "weft.db"), boltstore.Config{})
-	if err != nil {
-		b.Fatal(err)
+	var st store.Store
+	redisCPU := func() time.Duration { return 0 }
+	switch backend {
+	case "bolt":
+		bs, err := boltstore.Open(filepath.Join(b.TempDir(), "weft.db"), boltstore.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st = bs
+	case "redis":
+		srv := redistest.Start(b)
+		c := srv.Client(b)
+		redisCPU = func() time.Duration { return redisCPUTime(b, c) }
+		rs, err := redisstore.Open(context.Background(), redisstore.Config{Client: c, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st = rs
 	}
 	defer st.Close()
 	e, err := New(Config{NodeID: "n1", Logger: slog.New(slog.DiscardHandler)}, st, local.New(local.Config{}), memqueue.New(1), nil)
@@ -108,7 +133,7 @@ func benchRenewal(b *testing.B, kind string) {
 
 	now := time.Unix(1_800_000_000, 0)
 	items := 0
-	cpu0 := cpuTime()
+	cpu0, rcpu0 := cpuTime(), redisCPU()
 	b.ResetTimer()
 	for b.Loop() {
 		r := s.Tick(now)
@@ -122,7 +147,7 @@ func benchRenewal(b *testing.B, kind string) {
 		items += len(r.Renew)
 		now = now.Add(cfg.Tick)
 	}
-	cpu := cpuTime() - cpu0
+	cpu, rcpu := cpuTime()-cpu0, redisCPU()-rcpu0
 	if items == 0 {
 		b.Fatal("nothing renewed")
 	}
@@ -130,6 +155,9 @@ func benchRenewal(b *testing.B, kind string) {
 	b.ReportMetric(perItem, "µs-CPU/1k-items/cycle")
 	b.ReportMetric(perItem*tracked/float64(cfg.Cycle)*100, "%CPU@100k")
 	b.ReportMetric(float64(items)/b.Elapsed().Seconds(), "renewals/s")
+	if backend == "redis" {
+		b.ReportMetric(float64(rcpu.Nanoseconds())/float64(items), "µs-redis-CPU/1k-items/cycle")
+	}
 	if kind == "attempts" {
 		beats, err := st.Heartbeats(ctx, "i000000")
 		if err != nil || len(beats) == 0 {
@@ -145,4 +173,25 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// redisCPUTime is redis-server's user and system CPU time so far (INFO cpu).
+func redisCPUTime(b *testing.B, c *redis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, k := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("INFO cpu: %q: %v", line, err)
+				}
+				total += f
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
