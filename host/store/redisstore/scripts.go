@@ -140,7 +140,8 @@ end
 if #added > 0 then redis.call("SADD", xk, unpack(added)) end
 
 local hk = P .. "h:" .. id
-for _, e in ipairs(hist) do redis.call("RPUSH", hk, e) end
+-- One RPUSH per 500 events rather than one per event (unpack's limit).
+for i = 1, #hist, 500 do redis.call("RPUSH", hk, unpack(hist, i, math.min(i + 499, #hist))) end
 if replaceBm then
   local bk = P .. "b:" .. id
   for _, m in ipairs(redis.call("SMEMBERS", bk)) do redis.call("ZREM", P .. "bk", m) end

@@ -1051,3 +1051,38 @@ func testHeartbeats(t *testing.T, h *harness) {
 	h.create(t, leased("gone", "n1", "b1", soon))
 	wantBeats("gone")
 }
+
+// testLongHistory: a commit with more events than an implementation may
+// write in one command keeps them all, in order, numbered on.
+func testLongHistory(t *testing.T, h *harness) {
+	in := instance("long", "w")
+	evs := make([]store.Event, 1234)
+	for i := range evs {
+		evs[i] = store.Event{Type: fmt.Sprintf("e%d", i)}
+	}
+	h.commit(t, store.Commit{Instance: in, History: evs})
+	in.Rev = 1
+	h.commit(t, store.Commit{Instance: in, History: []store.Event{{Type: "last"}}})
+	var got []store.Event
+	for after := uint64(0); ; {
+		page, err := h.s.History(ctx(t), "long", after, 1000)
+		must(t, "History", err)
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].Seq
+	}
+	if len(got) != len(evs)+1 {
+		t.Fatalf("%d events, want %d", len(got), len(evs)+1)
+	}
+	for i, e := range got {
+		want := "last"
+		if i < len(evs) {
+			want = evs[i].Type
+		}
+		if e.Seq != uint64(i+1) || e.Type != want {
+			t.Fatalf("event %d = seq %d %q, want seq %d %q", i, e.Seq, e.Type, i+1, want)
+		}
+	}
+}

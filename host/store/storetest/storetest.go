@@ -56,6 +56,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"RefusedCommitChangesNothing", testRefusedCommitChangesNothing},
 		{"InvalidCommits", testInvalidCommits},
 		{"History", testHistory},
+		{"LongHistory", testLongHistory},
 		{"Bookmarks", testBookmarks},
 		{"BookmarkKeysDoNotCollide", testBookmarkKeysDoNotCollide},
 		{"Timers", testTimers},
