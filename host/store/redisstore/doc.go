@@ -113,7 +113,9 @@
 //	                      Commit or a delete removes exactly the entries it made
 //	P ix:all, ix:w:<wf>, ix:s:<status>, ix:ws:<status>:<wf>
 //	                      instances by (created, id): member time + id
-//	P lx                  leases by expiry, non-terminal instances: time + id
+//	P lx                  leases by expiry, non-terminal instances: time + id;
+//	                      not in x:<id> (its member follows from the instance's
+//	                      ln, le and term), so that a renewal is ZREM, ZADD, HSET
 //	P u:<plugin>          instances pinning the plugin, non-terminal only: id
 //	P bk                  bookmarks: (event, key, instance, step) + bookmark
 //	P due                 timers: time + (instance, id) + timer

@@ -72,7 +72,7 @@ local sends = {}
 for i = 1, takeN() do sends[i] = {take(), take(), take()} end
 
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "ln", "lb", "le", "ct")
+local old = redis.call("HMGET", ik, "rev", "fence", "ln", "lb", "le", "ct", "term")
 local exists = old[1] ~= false
 if grev == "0" then
   if exists then return {"exists", old[1], old[2]} end
@@ -112,7 +112,6 @@ local member = ct .. id
 local new = {ipair(P .. "ix:all", member), ipair(P .. "ix:w:" .. wf, member),
   ipair(P .. "ix:s:" .. status, member), ipair(P .. "ix:ws:" .. status .. ":" .. wf, member)}
 if not terminal then
-  if ln ~= "" then new[#new + 1] = ipair(P .. "lx", le .. id) end
   for _, p in ipairs(pins) do new[#new + 1] = ipair(P .. "u:" .. p[1], id) end
 end
 local had = {}
@@ -138,6 +137,10 @@ for _, x in ipairs(new) do
   end
 end
 if #added > 0 then redis.call("SADD", xk, unpack(added)) end
+-- The lease index is kept out of x:<id>, so that a renewal is three writes:
+-- its member follows from the hash's ln, le and term.
+if exists and old[3] and old[3] ~= "" and old[7] ~= "1" then redis.call("ZREM", P .. "lx", old[5] .. id) end
+if not terminal and ln ~= "" then redis.call("ZADD", P .. "lx", 0, le .. id) end
 
 local hk = P .. "h:" .. id
 -- One RPUSH per 500 events rather than one per event (unpack's limit).
@@ -179,9 +182,10 @@ return {"ok", revs}
 var deleteScript = script(`
 local id, fence = take(), take()
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence")
+local old = redis.call("HMGET", ik, "rev", "fence", "le")
 if old[1] == false then return {"notfound"} end
 if tonumber(fence) < tonumber(old[2]) then return {"fenced", old[1], old[2]} end
+if old[3] and old[3] ~= "" then redis.call("ZREM", P .. "lx", old[3] .. id) end
 local xk = P .. "x:" .. id
 for _, x in ipairs(redis.call("SMEMBERS", xk)) do
   local k, m = unpair(x)
@@ -215,11 +219,8 @@ local renewed = {}
 for _, id in ipairs(ids) do
   local le = held(id)
   if le then
-    local xk = P .. "x:" .. id
     redis.call("ZREM", P .. "lx", le .. id)
-    redis.call("SREM", xk, ipair(P .. "lx", le .. id))
     redis.call("ZADD", P .. "lx", 0, exp .. id)
-    redis.call("SADD", xk, ipair(P .. "lx", exp .. id))
     redis.call("HSET", P .. "i:" .. id, "le", exp)
     renewed[#renewed + 1] = id
   end
