@@ -7,6 +7,8 @@ import (
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/host/queue"
+	"github.com/weftworks/weft/host/queue/redisqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
@@ -120,5 +122,76 @@ func waitFor[T any](t *testing.T, f func() (T, bool)) T {
 			t.Fatal("condition not met within 30s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Two nodes racing on the same instances never both run one: while the
+// instances run, extra ready-queue items for each are pushed for both
+// nodes to pop; the node that pops one waits for the instance's Redis lock
+// and finds nothing left to do. Each step runs once.
+func TestTwoNodesNeverRunAnInstanceTwice(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	a := clusterNode(t, "a", srv.Addr())
+	b := clusterNode(t, "b", srv.Addr())
+	ctx := context.Background()
+	if _, _, err := a.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Engine().SaveDefinition(ctx, []byte(`
+name: longer
+persistence: activity
+steps:
+  - { id: first, activity: kit.echo, input: 1 }
+  - { id: work, activity: kit.work, input: { ms: 600, beat_ms: 50 } }
+`)); err != nil {
+		t.Fatal(err)
+	}
+	q, err := redisqueue.New(redisqueue.Config{Client: srv.Client(t), Consumer: "racer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var ids []string
+	for i := range 8 {
+		inst, err := []*node.Node{a, b}[i%2].Engine().Start(ctx, "longer", nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, inst.ID)
+	}
+	// Push more work for every instance while they run (pushes for an
+	// instance already queued coalesce; once popped, a new one is queued).
+	for round := 0; round < 20; round++ {
+		for _, id := range ids {
+			if err := q.Push(ctx, queue.Item{InstanceID: id, Reason: "race"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // spread the pushes over the run
+	}
+	for _, id := range ids {
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		done, err := a.Engine().WaitFinished(wctx, id)
+		cancel()
+		if err != nil || done.Status != store.StatusCompleted {
+			t.Fatalf("instance %s: %+v, %v", id, done, err)
+		}
+		evs, err := a.Store().History(ctx, id, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheduled, completed := 0, 0
+		for _, ev := range evs {
+			switch ev.Type {
+			case "activity_scheduled":
+				scheduled++
+			case "instance_completed":
+				completed++
+			}
+		}
+		if scheduled != 2 || completed != 1 {
+			t.Errorf("instance %s: %d activities scheduled and %d completions; want 2 and 1", id, scheduled, completed)
+		}
 	}
 }
