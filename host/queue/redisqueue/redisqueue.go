@@ -425,14 +425,14 @@ func (q *Queue) reclaim() (*delivery, error) {
 		q.nextReclaim = now // more may be waiting
 	}
 	q.mu.Unlock()
-	for _, m := range msgs {
-		d := q.entry(ctx, m)
-		if d != nil {
-			q.log.Info("redisqueue: took over an entry from a stopped consumer", "instance", d.item.InstanceID, "entry", d.id)
-		}
-		return d, nil
+	if len(msgs) == 0 { // Count is 1
+		return nil, nil
 	}
-	return nil, nil
+	d := q.entry(ctx, msgs[0])
+	if d != nil {
+		q.log.Info("redisqueue: took over an entry from a stopped consumer", "instance", d.item.InstanceID, "entry", d.id)
+	}
+	return d, nil
 }
 
 // entry turns a stream message into a delivery held by this Queue, or
