@@ -47,66 +47,98 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// childHost is the engine of a host process started by a test (see
+// TestMain), on dir's store, blobs and the shared compilation cache. In
+// "start" mode it stores the kit plugin from kitPath and saves definition.
+// run starts the engine; close stops it and releases everything.
+type childHost struct {
+	st    *boltstore.Store
+	e     *engine.Engine
+	close func()
+}
+
+func openChildHost(dir, mode, kitPath, cache, definition string) (_ *childHost, err error) {
+	ctx := context.Background()
+	var closers []func()
+	h := &childHost{close: func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}}
+	defer func() {
+		if err != nil {
+			h.close()
+		}
+	}()
+	if h.st, err = boltstore.Open(filepath.Join(dir, "weft.db"), boltstore.Config{}); err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { _ = h.st.Close() })
+	blobs, err := blobfile.New(filepath.Join(dir, "blobs"))
+	if err != nil {
+		return nil, err
+	}
+	rt, err := plugins.New(ctx, plugins.Config{CacheDir: cache, Logger: slog.New(slog.DiscardHandler)}, blobs)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { _ = rt.Close(ctx) })
+	if h.e, err = engine.New(engine.Config{
+		NodeID: "host-" + mode, Workers: 2, LockTTL: time.Second, RecoveryInterval: 100 * time.Millisecond,
+		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
+		Logger:    slog.New(slog.DiscardHandler),
+	}, h.st, local.New(local.Config{}), memqueue.New(100), rt); err != nil {
+		return nil, err
+	}
+	if mode == "start" {
+		wasm, err := os.ReadFile(kitPath)
+		if err != nil {
+			return nil, err
+		}
+		m, err := rt.Load(ctx, wasm)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := h.st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: []string{"work"}}); err != nil {
+			return nil, err
+		}
+		if _, _, err := h.e.SaveDefinition(ctx, []byte(definition)); err != nil {
+			return nil, err
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = h.e.Run(runCtx); close(done) }()
+	closers = append(closers, func() { cancel(); <-done })
+	return h, nil
+}
+
 // crashHost runs an engine on dir. In "start" mode it saves the workflow
 // and starts the instances; in both modes it runs until every instance has
 // finished, printing "completed N" whenever the count of finished ones
 // grows, so that the parent can kill it mid-workflow.
 func crashHost(dir, mode, kitPath, cache, persistence string) error {
 	ctx := context.Background()
-	st, err := boltstore.Open(filepath.Join(dir, "weft.db"), boltstore.Config{})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	blobs, err := blobfile.New(filepath.Join(dir, "blobs"))
-	if err != nil {
-		return err
-	}
-	rt, err := plugins.New(ctx, plugins.Config{CacheDir: cache, Logger: slog.New(slog.DiscardHandler)}, blobs)
-	if err != nil {
-		return err
-	}
-	defer rt.Close(ctx)
-	e, err := engine.New(engine.Config{
-		NodeID: "host-" + mode, Workers: 2, LockTTL: time.Second, RecoveryInterval: 100 * time.Millisecond,
-		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
-		Logger:    slog.New(slog.DiscardHandler),
-	}, st, local.New(local.Config{}), memqueue.New(100), rt)
-	if err != nil {
-		return err
-	}
-	if mode == "start" {
-		wasm, err := os.ReadFile(kitPath)
-		if err != nil {
-			return err
-		}
-		m, err := rt.Load(ctx, wasm)
-		if err != nil {
-			return err
-		}
-		if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: []string{"work"}}); err != nil {
-			return err
-		}
-		if _, _, err := e.SaveDefinition(ctx, []byte(`
+	h, err := openChildHost(dir, mode, kitPath, cache, `
 name: crashy
 persistence: `+persistence+`
 steps:
   - { id: one, activity: kit.work, input: { ms: 120, beat_ms: 20 } }
   - { id: two, activity: kit.work, input: { ms: 120, beat_ms: 20 } }
   - { id: three, activity: kit.work, input: { ms: 120, beat_ms: 20 } }
-`)); err != nil {
-			return err
-		}
+`)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	st, e := h.st, h.e
+	if mode == "start" {
 		for i := 0; i < crashInstances; i++ {
 			if _, err := e.Start(ctx, "crashy", i, "crash-"+strconv.Itoa(i)); err != nil {
 				return err
 			}
 		}
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = e.Run(runCtx); close(done) }()
-	defer func() { cancel(); <-done }()
 	last := -1
 	for {
 		n := 0

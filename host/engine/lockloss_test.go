@@ -65,20 +65,7 @@ output: "${ vars.work }"
 		t.Fatal(err)
 	}
 	// Arm the fault once the attempt runs (its instance is leased).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := c.store.GetInstance(ctx, inst.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == store.StatusRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instance never ran: %s", got.Status)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })
 	locks.armed.Store(true)
 	fin := c.waitFinished(e, inst.ID)
 	var out struct{ Attempt int }
@@ -123,20 +110,7 @@ output: "${ vars.work }"
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := c.store.GetInstance(ctx, inst.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == store.StatusRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("instance never ran: %s", got.Status)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })
 	locks.armed.Store(true)
 	fin := c.waitFinished(e, inst.ID)
 	var out struct{ Attempt int }
@@ -145,6 +119,7 @@ output: "${ vars.work }"
 	}
 	// The note reaches the history with the holder's next commit.
 	var late *store.Event
+	deadline := time.Now().Add(30 * time.Second)
 	for late == nil {
 		evs, err := c.store.History(ctx, inst.ID, 0, 1000)
 		if err != nil {
@@ -159,7 +134,7 @@ output: "${ vars.work }"
 			if time.Now().After(deadline) {
 				t.Fatalf("no late_completion_refused in the history: %+v", evs)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // polling with a deadline
 		}
 	}
 	if late.Attempt != 1 || late.Node != "n1" || late.StepPath == "" {

@@ -80,6 +80,26 @@ func (c *cluster) nodeWith(name string, locks lock.Locker, skew time.Duration) (
 	}
 }
 
+// waitStored polls the store until the instance satisfies ok, for up to
+// 30 seconds, and returns it.
+func (c *cluster) waitStored(id, what string, ok func(*store.Instance) bool) *store.Instance {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := c.store.GetInstance(context.Background(), id)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if ok(got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("instance %s: %s: not within 30s (%s)", id, what, got.Status)
+		}
+		time.Sleep(2 * time.Millisecond) // polling with a deadline
+	}
+}
+
 func (c *cluster) waitFinished(e *engine.Engine, id string) *store.Instance {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -136,20 +156,9 @@ output: "${ vars.work.done_ms }"
 		t.Fatal(err)
 	}
 	// Node A persisted the first activity and is in the second: kill it.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := c.store.GetInstance(ctx, inst.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == store.StatusRunning && got.Lease.Node == "node-a" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node A never ran the instance (%s)", got.Status)
-		}
-		time.Sleep(2 * time.Millisecond) // polling with a deadline
-	}
+	c.waitStored(inst.ID, "run by node A", func(in *store.Instance) bool {
+		return in.Status == store.StatusRunning && in.Lease.Node == "node-a"
+	})
 	stopA()
 
 	// Node B (its own locks, as another process's after A's died) finds the

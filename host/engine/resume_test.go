@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,15 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/heartbeat"
-	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/internal/testplugins"
-	"github.com/weftworks/weft/lock/local"
-	"github.com/weftworks/weft/plugins"
-	"github.com/weftworks/weft/plugins/blobfile"
 )
 
 const resumeID = "long-1"
@@ -34,55 +27,21 @@ const resumeID = "long-1"
 // instance has finished.
 func resumeHost(dir, mode, kitPath, cache string) error {
 	ctx := context.Background()
-	st, err := boltstore.Open(filepath.Join(dir, "weft.db"), boltstore.Config{})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	blobs, err := blobfile.New(filepath.Join(dir, "blobs"))
-	if err != nil {
-		return err
-	}
-	rt, err := plugins.New(ctx, plugins.Config{CacheDir: cache, Logger: slog.New(slog.DiscardHandler)}, blobs)
-	if err != nil {
-		return err
-	}
-	defer rt.Close(ctx)
-	e, err := engine.New(engine.Config{
-		NodeID: "host-" + mode, Workers: 2, LockTTL: time.Second, RecoveryInterval: 100 * time.Millisecond,
-		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
-		Logger:    slog.New(slog.DiscardHandler),
-	}, st, local.New(local.Config{}), memqueue.New(100), rt)
-	if err != nil {
-		return err
-	}
-	if mode == "start" {
-		wasm, err := os.ReadFile(kitPath)
-		if err != nil {
-			return err
-		}
-		m, err := rt.Load(ctx, wasm)
-		if err != nil {
-			return err
-		}
-		if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: []string{"work"}}); err != nil {
-			return err
-		}
-		if _, _, err := e.SaveDefinition(ctx, []byte(`
+	h, err := openChildHost(dir, mode, kitPath, cache, `
 name: longwork
 steps:
   - { id: long, activity: kit.work, input: { ms: 2000, beat_ms: 20 }, heartbeat_timeout: 5s, timeout: 1m, output: long }
-`)); err != nil {
-			return err
-		}
-		if _, err := e.Start(ctx, "longwork", nil, resumeID); err != nil {
+`)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	st := h.st
+	if mode == "start" {
+		if _, err := h.e.Start(ctx, "longwork", nil, resumeID); err != nil {
 			return err
 		}
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = e.Run(runCtx); close(done) }()
-	defer func() { cancel(); <-done }()
 	last := ""
 	for {
 		inst, err := st.GetInstance(ctx, resumeID)
