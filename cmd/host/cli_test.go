@@ -10,37 +10,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
-
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // testServer is `weft serve` running in-process on 127.0.0.1:0, on a
 // temporary data directory, seeded with the example plugins and workflows.
 type testServer struct {
 	url  string
-	logs *syncBuffer
+	logs *logtest.Buffer
 	// workflows is its workflows_dir.
 	workflows string
 }
@@ -60,7 +42,7 @@ func seedDir(t *testing.T) string {
 
 func startServer(t *testing.T, extra ...string) *testServer {
 	t.Helper()
-	ts := &testServer{logs: &syncBuffer{}, workflows: t.TempDir()}
+	ts := &testServer{logs: &logtest.Buffer{}, workflows: t.TempDir()}
 	args := append([]string{
 		"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--workflows-dir", ts.workflows,
 		"--seed", seedDir(t), "--seed", filepath.Join(testplugins.Root(t), "examples", "workflows"),
@@ -580,7 +562,7 @@ func TestSeedOnlyOnFirstStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		logs := &syncBuffer{}
+		logs := &logtest.Buffer{}
 		s, err := openServer(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 		if err != nil {
 			t.Fatal(err)

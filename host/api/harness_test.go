@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/weftworks/weft/host/api"
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 )
@@ -50,7 +50,7 @@ type host struct {
 	url      string
 	node     *node.Node
 	srv      *api.Server
-	logs     *syncBuffer
+	logs     *logtest.Buffer
 	workflow string        // the workflows_dir
 	served   chan struct{} // closed when Serve returned, with serveErr
 	serveErr error
@@ -62,31 +62,13 @@ type hostOptions struct {
 	node node.Config
 }
 
-// syncBuffer is a log destination safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newHost(t testing.TB) *host {
 	return newHostWith(t, hostOptions{api: api.Config{Tokens: testTokens()}})
 }
 
 func newHostWith(t testing.TB, o hostOptions) *host {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	reg := prometheus.NewRegistry()
 	ncfg := o.node

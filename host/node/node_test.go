@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -17,26 +16,10 @@ import (
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func config(dataDir string) node.Config {
 	return node.Config{
@@ -48,10 +31,10 @@ func config(dataDir string) node.Config {
 
 // open opens a node on dataDir and runs it until the test ends (or stop is
 // called); it returns the node and its log.
-func open(t *testing.T, cfg node.Config) (n *node.Node, logs *syncBuffer, stop func()) {
+func open(t *testing.T, cfg node.Config) (n *node.Node, logs *logtest.Buffer, stop func()) {
 	t.Helper()
 	cfg.Plugins = plugins.Config{CacheDir: testplugins.CacheDir(t)}
-	logs = &syncBuffer{}
+	logs = &logtest.Buffer{}
 	n, err := node.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package local_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/lock/locktest"
@@ -46,24 +46,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use, for captured logs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func try(t *testing.T, l lock.Locker, key string, ttl time.Duration, want bool) lock.Lease {
 	t.Helper()
 	ls, ok, err := l.TryAcquire(t.Context(), key, ttl)
@@ -76,7 +58,7 @@ func try(t *testing.T, l lock.Locker, key string, ttl time.Duration, want bool) 
 func TestExpiryByClock(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	l := local.New(local.Config{Now: clk.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	const ttl = 10 * time.Second
 

@@ -1,7 +1,6 @@
 package redislock_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/locktest"
@@ -216,24 +216,6 @@ func TestExpiryByClock(t *testing.T) {
 	next.Release(ctx(t))
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use, for captured logs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestReleaseLogs(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -252,7 +234,7 @@ func TestReleaseLogs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ss := cluster(t, 1)
-			var logs syncBuffer
+			var logs logtest.Buffer
 			l := newLocker(t, ss, redislock.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			ls, err := l.Acquire(ctx(t), "k", time.Minute)
 			if err != nil {

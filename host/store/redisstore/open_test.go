@@ -1,13 +1,11 @@
 package redisstore_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,26 +13,9 @@ import (
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/redistest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // deadAddr returns a loopback address where nothing listens.
 func deadAddr(t *testing.T) string {
@@ -94,7 +75,7 @@ func TestOpenWarnsWithoutAOF(t *testing.T) {
 	srv := redistest.Start(t) // its own: the test turns AOF off
 	c := srv.Client(t)
 	open := func() string {
-		var logs syncBuffer
+		var logs logtest.Buffer
 		s, err := redisstore.Open(t.Context(), redisstore.Config{Client: c, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)
