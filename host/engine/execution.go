@@ -221,9 +221,11 @@ func (x *execution) run() error {
 				return err
 			}
 		case <-x.ctx.Done():
-			// Shutting down: stop the attempts; the instance is resumed
-			// from its last persisted state (activities run at least once).
+			// Shutting down: stop the attempts and hand the instance back;
+			// it is resumed from its last persisted state (activities run
+			// at least once).
 			x.cancelAll()
+			x.handBack()
 			return x.ctx.Err()
 		}
 	}
@@ -330,6 +332,21 @@ func (x *execution) pollQueued() (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// handBack ends the instance's lease now, when this execution holds one,
+// so that recovery on any node takes the instance over at its next sweep
+// instead of after the lease's TTL: a node shutting down hands its work
+// back. (The lock is released as the execution returns.)
+func (x *execution) handBack() {
+	if !x.leased {
+		return
+	}
+	ctx := context.WithoutCancel(x.ctx)
+	_, err := x.e.store.RenewLeases(ctx, store.LeaseRenewal{Node: x.e.cfg.NodeID, Boot: x.e.boot, IDs: []string{x.inst.ID}, Expiry: x.e.cfg.Now()})
+	if err != nil {
+		x.e.log.Warn("handing an instance back at shutdown; its lease will expire instead", "instance", x.inst.ID, "err", err)
+	}
 }
 
 // cancelAll stops the attempts in flight and returns those that completed

@@ -195,3 +195,53 @@ steps:
 		}
 	}
 }
+
+// A node shutting down hands its running instances back: another node
+// takes them over at its next recovery sweep, long before the lease's TTL
+// (30s here) would have run out.
+func TestShutdownHandsInstancesBack(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	open := func(id string) (*node.Node, func()) {
+		n, _, stop := open(t, node.Config{
+			NodeID: id, DataDir: t.TempDir(), Store: node.StoreRedis, RedisAddrs: []string{srv.Addr()},
+			Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 30 * time.Second, RecoveryInterval: 100 * time.Millisecond},
+		})
+		return n, stop
+	}
+	a, stopA := open("a")
+	ctx := context.Background()
+	if _, _, err := a.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Engine().SaveDefinition(ctx, []byte(`
+name: long
+persistence: activity
+steps:
+  - { id: first, activity: kit.echo, input: 1 }
+  - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 20 }, output: work }
+`)); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := a.Engine().Start(ctx, "long", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() (bool, bool) {
+		got, err := a.Store().GetInstance(ctx, inst.ID)
+		return true, err == nil && got.Status == store.StatusRunning && got.Lease.Node == "a"
+	})
+	b, _ := open("b")
+	start := time.Now()
+	stopA()
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	done, err := b.Engine().WaitFinished(wctx, inst.ID)
+	if err != nil || done.Status != store.StatusCompleted {
+		t.Fatalf("after a's shutdown: %+v, %v", done, err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("node b finished the instance %s after a's shutdown; the 30s lease was not handed back", took)
+	}
+	t.Logf("node b finished the handed-back instance %s after a's shutdown", time.Since(start))
+}
