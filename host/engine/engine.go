@@ -527,7 +527,7 @@ func (e *Engine) work(ctx context.Context) {
 		if err != nil {
 			return // ctx ended
 		}
-		if err := e.process(ctx, d.Item().InstanceID); err != nil && ctx.Err() == nil {
+		if err := e.process(ctx, d.Item().InstanceID, d.Item().Reason == reasonInbox); err != nil && ctx.Err() == nil {
 			e.log.Warn("running instance", "instance", d.Item().InstanceID, "err", err)
 		}
 		_ = d.Ack(context.WithoutCancel(ctx))
@@ -610,7 +610,22 @@ func (e *Engine) recover(ctx context.Context) {
 		e.log.Info("recovering instance whose lease expired", "instance", id)
 		e.push(ctx, id, "recovery")
 	}
+	// Inboxes waiting longer than a lease's TTL lost their wake-up (the
+	// node that wrote the message died before queueing the instance, or
+	// its queue was in memory): queue them again. A worker takes such an
+	// item only when the instance's lock is free.
+	waiting, err := e.store.WaitingInboxes(ctx, e.cfg.Now().Add(-e.cfg.LockTTL), 1000)
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("finding waiting inboxes", "err", err)
+	}
+	for _, id := range waiting {
+		e.push(ctx, id, reasonInbox)
+	}
 }
+
+// reasonInbox is the queue reason of an instance whose inbox waited too
+// long; see recover.
+const reasonInbox = "inbox"
 
 // sweepStimuli moves stimuli whose TTL ended without a bookmark to the dead
 // letters, and lets the store forget old delivered ones.

@@ -68,10 +68,24 @@ type result struct {
 }
 
 // process runs instance id until it is suspended or finished.
-func (e *Engine) process(ctx context.Context, id string) error {
-	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
-	lease, err := e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
-	cancel()
+//
+// With onlyIfFree it gives up at once when another execution holds the
+// instance's lock: that execution reads the inbox before it finishes, so a
+// wake-up for an inbox (reasonInbox) has nothing to add.
+func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error {
+	var lease lock.Lease
+	var err error
+	if onlyIfFree {
+		var ok bool
+		lease, ok, err = e.locks.TryAcquire(ctx, lock.InstanceKey(id), e.cfg.LockTTL)
+		if err == nil && !ok {
+			return nil
+		}
+	} else {
+		actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
+		lease, err = e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+		cancel()
+	}
 	if err != nil {
 		return fmt.Errorf("locking instance %s: %w", id, err)
 	}

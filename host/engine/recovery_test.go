@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 	"time"
@@ -317,4 +318,46 @@ steps:
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 	c.waitFinished(e, inst.ID)
+}
+
+// A message written to an instance's inbox whose wake-up was lost (the node
+// that wrote it died before queueing the instance) is found by the recovery
+// sweep once it has waited a lease's TTL, and applied.
+func TestLostWakeUpIsRecovered(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	ctx := context.Background()
+	e, run := c.node("n1", local.New(local.Config{}))
+	run()
+	if _, _, err := e.SaveDefinition(ctx, []byte(`
+name: waits
+steps:
+  - id: review
+    wait: { event: approved, key: k1 }
+    output: review
+output: "${ vars.review.by }"
+`)); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := e.Start(ctx, "waits", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitStored(inst.ID, "suspended", func(in *store.Instance) bool { return in.Status == store.StatusSuspended })
+	bms, err := c.store.Bookmarks(ctx, inst.ID)
+	if err != nil || len(bms) != 1 {
+		t.Fatalf("bookmarks %+v, %v", bms, err)
+	}
+	// What Signal writes, without the push that would follow it.
+	if _, err := c.store.Deliver(ctx, nil, []store.Message{{InstanceID: inst.ID, ID: "stimulus:lost:" + bms[0].Token, Kind: "stimulus",
+		Token: bms[0].Token, Payload: json.RawMessage(`{"by":"ada"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	done := c.waitFinished(e, inst.ID)
+	if done.Status != store.StatusCompleted || string(done.Output) != `"ada"` {
+		t.Fatalf("instance %s output %s; want the lost stimulus applied", done.Status, done.Output)
+	}
+	if ids, err := c.store.WaitingInboxes(ctx, time.Now().Add(time.Hour), 10); err != nil || len(ids) != 0 {
+		t.Errorf("inboxes still waiting: %v, %v", ids, err)
+	}
 }

@@ -65,6 +65,14 @@ type Store interface {
 	// there is no such instance. DeleteInstance removes the inbox too.
 	Inbox(ctx context.Context, id string) ([]Message, error)
 
+	// WaitingInboxes returns up to limit ids of instances whose inbox has
+	// held a message since before the time before, the longest waiting
+	// first: work whose wake-up was lost (a node died between writing a
+	// message and queueing its instance), which recovery queues again. An
+	// instance's wait counts from its oldest message, or from the last
+	// Commit that consumed some of its messages, whichever is later.
+	WaitingInboxes(ctx context.Context, before time.Time, limit int) ([]string, error)
+
 	// Bookmarks returns an instance's bookmarks ordered by StepPath;
 	// ErrNotFound when there is no such instance.
 	Bookmarks(ctx context.Context, id string) ([]Bookmark, error)

@@ -139,10 +139,12 @@ var (
 	bInboxIDs   = []byte("inbox_ids")
 	bBeats      = []byte("heartbeats")
 	bLease      = []byte("leases")
+	bInboxWait  = []byte("inbox_waiting") // instance id → since (8 bytes)
+	bInboxWaitX = []byte("inbox_waiting_by_time")
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
-		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease}
+		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX}
 )
 
 // Store is the embedded store: one bbolt file. It implements store.Store

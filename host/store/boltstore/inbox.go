@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -42,6 +43,9 @@ func putMessages(tx *bolt.Tx, msgs []store.Message, now time.Time) (first string
 		if err := putU64(ids, ik, seq); err != nil {
 			return "", err
 		}
+		if err := startWaiting(tx, m.InstanceID, now, false); err != nil {
+			return "", err
+		}
 		if first == "" {
 			first = m.InstanceID
 		}
@@ -49,9 +53,61 @@ func putMessages(tx *bolt.Tx, msgs []store.Message, now time.Time) (first string
 	return first, nil
 }
 
+// startWaiting records that instance id's inbox waits since now: when it
+// was empty, or always with restart (its messages were just consumed).
+func startWaiting(tx *bolt.Tx, id string, now time.Time, restart bool) error {
+	since, idx := tx.Bucket(bInboxWait), tx.Bucket(bInboxWaitX)
+	if old := since.Get([]byte(id)); old != nil {
+		if !restart {
+			return nil
+		}
+		if err := idx.Delete(key(bytes.Clone(old)).str(id)); err != nil {
+			return err
+		}
+	}
+	t := key(nil).time(now)
+	if err := since.Put([]byte(id), t); err != nil {
+		return err
+	}
+	return idx.Put(t.str(id), nil)
+}
+
+// stopWaiting forgets instance id's inbox wait.
+func stopWaiting(tx *bolt.Tx, id string) error {
+	since, idx := tx.Bucket(bInboxWait), tx.Bucket(bInboxWaitX)
+	old := since.Get([]byte(id))
+	if old == nil {
+		return nil
+	}
+	if err := idx.Delete(key(bytes.Clone(old)).str(id)); err != nil {
+		return err
+	}
+	return since.Delete([]byte(id))
+}
+
+// WaitingInboxes implements store.Store.
+func (s *Store) WaitingInboxes(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	limit = store.ClampLimit(limit)
+	end := key(nil).time(before)
+	var out []string
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bInboxWaitX).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) < 0; k, _ = c.Next() {
+			id, _, ok := readStr(k[8:])
+			if !ok {
+				return fmt.Errorf("corrupt inbox-wait key %x", k)
+			}
+			out = append(out, id)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // consumeMessages removes the messages msgIDs from instance id's inbox;
-// ids it does not hold are ignored.
-func consumeMessages(tx *bolt.Tx, id string, msgIDs []string) error {
+// ids it does not hold are ignored. The inbox's wait restarts at now, or
+// ends with its last message.
+func consumeMessages(tx *bolt.Tx, id string, msgIDs []string, now time.Time) error {
 	inbox, ids := tx.Bucket(bInbox), tx.Bucket(bInboxIDs)
 	for _, msgID := range msgIDs {
 		ik := inboxIDKey(id, msgID)
@@ -69,11 +125,20 @@ func consumeMessages(tx *bolt.Tx, id string, msgIDs []string) error {
 			return err
 		}
 	}
-	return nil
+	if len(msgIDs) == 0 {
+		return nil
+	}
+	if k, _ := ids.Cursor().Seek(inboxPrefix(id)); hasPrefix(k, inboxPrefix(id)) {
+		return startWaiting(tx, id, now, true)
+	}
+	return stopWaiting(tx, id)
 }
 
 // clearInbox removes instance id's inbox.
 func clearInbox(tx *bolt.Tx, id string) error {
+	if err := stopWaiting(tx, id); err != nil {
+		return err
+	}
 	for _, name := range [][]byte{bInbox, bInboxIDs} {
 		b := tx.Bucket(name)
 		if err := deleteKeys(b, prefixKeys(b, inboxPrefix(id))); err != nil {

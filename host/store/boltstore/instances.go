@@ -301,7 +301,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 				return err
 			}
 		}
-		if err := consumeMessages(tx, id, c.Consumed); err != nil {
+		if err := consumeMessages(tx, id, c.Consumed, now); err != nil {
 			return err
 		}
 		if rec.Status.Terminal() {

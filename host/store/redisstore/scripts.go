@@ -33,13 +33,20 @@ local function unpair(s)
   return string.sub(s, i + 1, i + n), string.sub(s, i + n + 1)
 end
 -- writeMessage puts a message into an existing instance's inbox unless it
--- holds the id; it reports whether it wrote.
-local function writeMessage(target, mid, doc)
-  if redis.call("EXISTS", P .. "i:" .. target) == 0 then return false end
+-- holds the id; it reports whether it wrote. An inbox that was empty starts
+-- waiting at now (the instance's "ws" field and the mw index).
+local function writeMessage(target, mid, doc, now)
+  local ik = P .. "i:" .. target
+  if redis.call("EXISTS", ik) == 0 then return false end
   local mk = P .. "m:" .. target
   if redis.call("HEXISTS", mk, mid) == 1 then return false end
   local seq = redis.call("INCR", P .. "mseq")
   redis.call("HSET", mk, mid, seq .. "|" .. doc)
+  local ws = redis.call("HGET", ik, "ws")
+  if not ws or ws == "" then
+    redis.call("HSET", ik, "ws", now)
+    redis.call("ZADD", P .. "mw", 0, now .. target)
+  end
   return true
 end
 `
@@ -173,8 +180,19 @@ if sid ~= "" then
 end
 local mk = P .. "m:" .. id
 for _, mid in ipairs(consumed) do redis.call("HDEL", mk, mid) end
+if #consumed > 0 then
+  -- The inbox's wait restarts now, or ends with its last message.
+  local ws = redis.call("HGET", ik, "ws")
+  if ws and ws ~= "" then redis.call("ZREM", P .. "mw", ws .. id) end
+  if redis.call("HLEN", mk) > 0 then
+    redis.call("HSET", ik, "ws", now)
+    redis.call("ZADD", P .. "mw", 0, now .. id)
+  else
+    redis.call("HDEL", ik, "ws")
+  end
+end
 if terminal then redis.call("DEL", P .. "e:" .. id) end
-for _, m in ipairs(sends) do writeMessage(m[1], m[2], m[3]) end
+for _, m in ipairs(sends) do writeMessage(m[1], m[2], m[3], now) end
 return {"ok", revs}
 `)
 
@@ -182,10 +200,11 @@ return {"ok", revs}
 var deleteScript = script(`
 local id, fence = take(), take()
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "le")
+local old = redis.call("HMGET", ik, "rev", "fence", "le", "ws")
 if old[1] == false then return {"notfound"} end
 if tonumber(fence) < tonumber(old[2]) then return {"fenced", old[1], old[2]} end
 if old[3] and old[3] ~= "" then redis.call("ZREM", P .. "lx", old[3] .. id) end
+if old[4] and old[4] ~= "" then redis.call("ZREM", P .. "mw", old[4] .. id) end
 local xk = P .. "x:" .. id
 for _, x in ipairs(redis.call("SMEMBERS", xk)) do
   local k, m = unpair(x)
@@ -265,7 +284,7 @@ local sk = P .. "s:" .. sid
 if sid ~= "" and redis.call("EXISTS", sk) == 1 then return {"exists", redis.call("HGETALL", sk)} end
 local first = ""
 for _, m in ipairs(msgs) do
-  if writeMessage(m[1], m[2], m[3]) and first == "" then first = m[1] end
+  if writeMessage(m[1], m[2], m[3], now) and first == "" then first = m[1] end
 end
 if sid ~= "" then
   if tlt(forget, ex) then forget = ex end

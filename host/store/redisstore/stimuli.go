@@ -257,3 +257,25 @@ func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]st
 	}
 	return out, next, nil
 }
+
+// WaitingInboxes implements store.Store.
+func (s *Store) WaitingInboxes(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if !before.After(time.Unix(0, 0)) {
+		return nil, nil
+	}
+	ms, err := s.c.ZRangeByLex(ctx, s.p+"mw", &redis.ZRangeBy{Min: "-", Max: "(" + hexTime(before), Count: int64(store.ClampLimit(limit))}).Result()
+	if err != nil {
+		return nil, s.fail(ctx, "waiting inboxes before", before.UTC().Format(time.RFC3339Nano), err)
+	}
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		if len(m) < 17 {
+			return nil, s.corrupt(fmt.Errorf("corrupt inbox-wait member %q", m))
+		}
+		out = append(out, m[16:])
+	}
+	return out, nil
+}

@@ -376,3 +376,54 @@ func testBookmarkToken(t *testing.T, h *harness) {
 	bms, err = h.s.FindBookmarks(ctx(t), "e", "k")
 	check("FindBookmarks", bms, err)
 }
+
+// testWaitingInboxes: an inbox with messages waits from its oldest message,
+// or from the last commit that consumed some; an emptied or deleted inbox
+// waits no more. Recovery reads this to requeue lost wake-ups.
+func testWaitingInboxes(t *testing.T, h *harness) {
+	for _, id := range []string{"a", "b", "c"} {
+		h.create(t, instance(id, "w"))
+	}
+	msg := func(to, id string) store.Message {
+		return store.Message{InstanceID: to, ID: id, Kind: "stimulus", Token: "b1", Payload: json.RawMessage(`{}`)}
+	}
+	waiting := func(before time.Time) []string {
+		t.Helper()
+		ids, err := h.s.WaitingInboxes(ctx(t), before, 10)
+		must(t, "WaitingInboxes", err)
+		return ids
+	}
+	deliver := func(msgs ...store.Message) {
+		t.Helper()
+		_, err := h.s.Deliver(ctx(t), nil, msgs)
+		must(t, "Deliver", err)
+	}
+	deliver(msg("a", "m1"))                 // a waits since Epoch
+	t0 := h.clock.Advance(time.Second)      // Epoch+1s
+	deliver(msg("b", "m1"), msg("a", "m2")) // b waits since +1s; a still since Epoch
+	t1 := h.clock.Advance(time.Second)      // Epoch+2s
+	deliver(msg("missing", "m1"))           // no such instance: nothing waits
+	wantStrings(t, "before any message", waiting(Epoch), nil)
+	wantStrings(t, "just after a's first", waiting(Epoch.Add(time.Millisecond)), []string{"a"})
+	wantStrings(t, "longest waiting first", waiting(t1), []string{"a", "b"})
+	wantStrings(t, "before is exclusive", waiting(t0), []string{"a"})
+
+	// a consumes one of its two messages at +2s: it waits from then on.
+	in := h.get(t, "a")
+	in.Rev = h.commit(t, store.Commit{Instance: in, Consumed: []string{"m1"}})
+	wantStrings(t, "a restarted its wait", waiting(t1), []string{"b"})
+	later := h.clock.Advance(time.Second)
+	wantStrings(t, "both waiting again", waiting(later), []string{"b", "a"})
+	// a consumes the other: its inbox is empty and waits no more.
+	h.commit(t, store.Commit{Instance: in, Consumed: []string{"m2"}})
+	wantStrings(t, "a emptied", waiting(later.Add(time.Hour)), []string{"b"})
+	// A deleted instance waits no more; a commit consuming nothing changes
+	// nothing.
+	c := h.get(t, "c")
+	deliver(msg("c", "m1"))
+	h.commit(t, store.Commit{Instance: c})
+	wantStrings(t, "c's message waits", waiting(later.Add(time.Hour)), []string{"b", "c"})
+	must(t, "DeleteInstance", h.s.DeleteInstance(ctx(t), "b", 0))
+	wantStrings(t, "b deleted", waiting(later.Add(time.Hour)), []string{"c"})
+	wantStrings(t, "limit", waiting(later.Add(time.Hour))[:1], []string{"c"})
+}

@@ -134,6 +134,7 @@ func testCancelledContext(t *testing.T, h *harness) {
 		}},
 		{"Deliver without stimulus", func() error { _, err := h.s.Deliver(c, nil, []store.Message{message("i", "m")}); return err }},
 		{"Inbox", func() error { _, err := h.s.Inbox(c, "i"); return err }},
+		{"WaitingInboxes", func() error { _, err := h.s.WaitingInboxes(c, Epoch, 10); return err }},
 		{"Bookmarks", func() error { _, err := h.s.Bookmarks(c, "i"); return err }},
 		{"FindBookmarks", func() error { _, err := h.s.FindBookmarks(c, "e", "k"); return err }},
 		{"Timers", func() error { _, err := h.s.Timers(c, "i"); return err }},

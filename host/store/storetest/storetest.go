@@ -72,6 +72,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"Deliver", testDeliver},
 		{"DeliverWithoutStimulus", testDeliverWithoutStimulus},
 		{"Inbox", testInbox},
+		{"WaitingInboxes", testWaitingInboxes},
 		{"CommitConsumed", testCommitConsumed},
 		{"CommitSend", testCommitSend},
 		{"DeleteInstanceClearsInbox", testDeleteInstanceClearsInbox},
