@@ -18,7 +18,9 @@
 // or a workflow signalling itself, cannot deadlock on a non-reentrant lock,
 // and nothing is lost when a node dies between the two steps. A stimulus
 // that finds no bookmark is queued with a TTL and delivered when a bookmark
-// for it appears.
+// for it appears. A wake-up lost between writing a message and queueing
+// the instance (its writer died) is found by the recovery sweep once the
+// inbox has waited a lease's TTL.
 //
 // # Recovery
 //
