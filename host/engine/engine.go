@@ -623,11 +623,36 @@ func (e *Engine) recover(ctx context.Context) {
 	for _, id := range waiting {
 		e.push(ctx, id, reasonInbox)
 	}
+	// Likewise instances created and never run (the node that created
+	// them died before queueing them, or a full queue refused the push of
+	// an execution): the oldest pending ones first, a lease's TTL old.
+	pending, _, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Limit: 1000})
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("listing pending instances", "err", err)
+	}
+	cutoff := e.cfg.Now().Add(-e.cfg.LockTTL)
+	for _, in := range pending {
+		if !in.CreatedAt.Before(cutoff) {
+			break // oldest first: the rest are younger
+		}
+		e.push(ctx, in.ID, reasonInbox)
+	}
 }
 
 // reasonInbox is the queue reason of an instance whose inbox waited too
-// long; see recover.
+// long, or that stayed pending too long; see recover.
 const reasonInbox = "inbox"
+
+// pushSoon queues an instance from inside an execution, waiting at most a
+// moment for room: a worker that blocked on a full queue could wait for
+// itself. An item it could not queue is found by the recovery sweep.
+func (e *Engine) pushSoon(ctx context.Context, id, reason string) {
+	ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: reason}); err != nil {
+		e.log.Info("could not queue the instance now; the recovery sweep will", "instance", id, "err", err)
+	}
+}
 
 // sweepStimuli moves stimuli whose TTL ended without a bookmark to the dead
 // letters, and lets the store forget old delivered ones.

@@ -449,7 +449,7 @@ func (x *execution) superseded(stopped []runner.Invoke, cause error) {
 	}
 	x.e.log.Info("late completions refused: another node holds the instance", "instance", x.inst.ID, "count", len(notes))
 	x.e.publish(ctx, topicInbox, x.inst.ID)
-	x.e.push(ctx, x.inst.ID, "note")
+	x.e.pushSoon(ctx, x.inst.ID, "note")
 }
 
 // event turns an attempt's end into the runner's event.
@@ -643,11 +643,11 @@ func (x *execution) commit() error {
 	x.history, x.consumed, x.delivered = nil, nil, ""
 	x.dirty = false
 	for _, ch := range x.children {
-		x.e.push(x.ctx, childID(inst.ID, ch.Token), "start")
+		x.e.pushSoon(x.ctx, childID(inst.ID, ch.Token), "start")
 	}
 	x.children = nil
 	if len(c.Send) > 0 {
-		x.e.push(x.ctx, inst.Parent.InstanceID, "child")
+		x.e.pushSoon(x.ctx, inst.Parent.InstanceID, "child")
 	}
 	if inst.Status != store.StatusRunning {
 		x.e.wake(inst.ID)

@@ -361,3 +361,39 @@ output: "${ vars.review.by }"
 		t.Errorf("inboxes still waiting: %v, %v", ids, err)
 	}
 }
+
+// An instance created but never queued (its node's queue was lost with the
+// node) is run by a live node's recovery sweep once it has been pending for
+// a lease's TTL.
+func TestNeverQueuedInstanceIsRecovered(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	ctx := context.Background()
+	dead, _ := c.node("dead", local.New(local.Config{})) // never runs: its queue is never read
+	live, run := c.node("live", local.New(local.Config{}))
+	run()
+	if _, _, err := dead.SaveDefinition(ctx, []byte(`
+name: quick
+steps: [ { id: e, activity: kit.echo, input: 1, output: e } ]
+output: "${ vars.e }"
+`)); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := dead.Start(ctx, "quick", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := c.waitFinished(live, inst.ID)
+	if done.Status != store.StatusCompleted || string(done.Output) != "1" {
+		t.Fatalf("instance %s output %s", done.Status, done.Output)
+	}
+	evs, err := c.store.History(ctx, inst.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if ev.Type == "instance_started" && ev.Node != "live" {
+			t.Errorf("started by %s, want the live node", ev.Node)
+		}
+	}
+}
