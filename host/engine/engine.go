@@ -482,6 +482,26 @@ func (e *Engine) HeartbeatStats() heartbeat.Stats { return e.beats.Stats() }
 // waits for them.
 func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
+	defer wg.Wait() // after cancel: deferred calls run last-in first-out
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The scheduler and the subscriptions first: an execution that starts
+	// must have its lock kept alive and hear the other nodes at once.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = e.beats.Run(ctx)
+	}()
+	if e.cfg.Bus != nil {
+		stop, err := e.subscribe(ctx)
+		if err != nil {
+			return err // the deferred cancel and Wait stop the scheduler
+		}
+		defer stop()
+	}
+	// Leases and locks must outlive two renewal cycles (heartbeat
+	// package doc); the scheduler logs and exports what does not.
+	e.beats.Check(map[string]time.Duration{"lock_ttl": e.cfg.LockTTL})
 	for i := 0; i < e.cfg.Workers; i++ {
 		wg.Add(1)
 		go func() {
@@ -489,22 +509,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.work(ctx)
 		}()
 	}
-	if e.cfg.Bus != nil {
-		stop, err := e.subscribe(ctx)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	// Leases and locks must outlive two renewal cycles (heartbeat
-	// package doc); the scheduler logs and exports what does not.
-	e.beats.Check(map[string]time.Duration{"lock_ttl": e.cfg.LockTTL})
 	e.requeuePending(ctx)
-	wg.Add(4)
-	go func() {
-		defer wg.Done()
-		_ = e.beats.Run(ctx)
-	}()
 	for _, w := range []struct {
 		key      string
 		interval time.Duration
@@ -514,12 +519,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		{"weft-recovery-sweep", e.cfg.RecoveryInterval, e.recover},
 		{"weft-stimuli-sweep", e.cfg.StimulusInterval, e.sweepStimuli},
 	} {
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			e.singleton(ctx, w.key, w.interval, w.work)
 		}()
 	}
-	wg.Wait()
+	<-ctx.Done()
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -51,6 +52,16 @@ type execution struct {
 	// mirrors it for the scheduler's goroutine.
 	leased bool
 	held   atomic.Bool
+	// key names this execution in the heartbeat scheduler's items: the
+	// instance and the lock's token, so that two executions of one
+	// instance on one node (the first lost its lock) never share an item.
+	key string
+	// lost is set by the scheduler when this execution's lease or lock
+	// was lost: it must stop, and write nothing more.
+	lost atomic.Bool
+	// lockUntil is when the lock ends (Unix ns, by the engine's clock)
+	// unless extended: set when it is taken and at each extension.
+	lockUntil atomic.Int64
 	// persist carries the heartbeat scheduler's requests to commit a
 	// running instance that has no lease yet (lazy persistence), so that
 	// its long attempt becomes recoverable and its details can be stored;
@@ -89,11 +100,10 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 	if err != nil {
 		return fmt.Errorf("locking instance %s: %w", id, err)
 	}
+	// The lock's TTL started a round trip ago at most; the lease's own
+	// Expiry is by the locker's clock, which need not be the engine's.
+	acquired := e.cfg.Now()
 	defer lease.Release(context.WithoutCancel(ctx))
-	// The heartbeat scheduler extends the lock while the instance runs; a
-	// lock it finds lost stops the execution like a lost lease.
-	e.heartbeat.holdLock(id, lease)
-	defer e.heartbeat.releaseLock(id)
 
 	inst, err := e.store.GetInstance(ctx, id)
 	if err != nil {
@@ -111,8 +121,14 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 		timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{}, checked: map[string]bool{},
 		results: make(chan result), inflight: map[string]*plugins.Heartbeat{}, attempts: map[string]runner.Invoke{}, wake: make(chan struct{}, 1), seen: map[string]bool{},
 		persist: make(chan chan error), exited: make(chan struct{}), status: inst.Status,
+		key: id + "#" + strconv.FormatUint(lease.Token(), 10),
 	}
+	x.lockUntil.Store(acquired.Add(e.cfg.LockTTL).UnixNano())
 	defer close(x.exited)
+	// The heartbeat scheduler extends the lock while the instance runs; a
+	// lock it finds lost stops the execution like a lost lease.
+	e.heartbeat.holdLock(x)
+	defer e.heartbeat.releaseLock(x)
 	if len(inst.State) > 0 {
 		if err := json.Unmarshal(inst.State, x.st); err != nil {
 			return fmt.Errorf("instance %s: state does not decode: %w", id, err)
@@ -136,7 +152,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 	defer e.unregister(id, x.wake)
 	defer func() {
 		if x.leased {
-			e.heartbeat.releaseLease(id)
+			e.heartbeat.releaseLease(x)
 		}
 	}()
 	return x.run()
@@ -161,6 +177,14 @@ func (x *execution) run() error {
 			}
 		}
 		x.apply(rec)
+		// Take the instance over in the store at once, before any new
+		// attempt can end: the commit raises the fence to this lock's
+		// token, so the execution this one replaces (paused, not dead)
+		// can no longer write, and the lease stops recovery from queueing
+		// the instance again.
+		if x.err == nil && x.dirty {
+			x.err = x.commit()
+		}
 	}
 	if x.inst.Status == store.StatusPending {
 		var input any
@@ -221,7 +245,7 @@ func (x *execution) run() error {
 		case r := <-x.results:
 			delete(x.inflight, r.token)
 			delete(x.attempts, r.token)
-			x.apply(x.event(r, x.e.heartbeat.forget(attemptItem(x.inst.ID, r.token))))
+			x.apply(x.event(r, x.e.heartbeat.forget(attemptItem(x.key, r.token))))
 		case done := <-x.persist:
 			if !x.leased {
 				x.err = x.commit()
@@ -229,7 +253,7 @@ func (x *execution) run() error {
 			done <- x.err
 		case <-x.wake:
 			poll = true
-			if x.e.heartbeat.leaseLost(x.inst.ID) {
+			if x.lost.Load() {
 				err := fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
 				x.superseded(x.cancelAll(), err)
 				return err
@@ -247,8 +271,11 @@ func (x *execution) run() error {
 		// Another node holds the instance now (ErrFenced), or it changed
 		// under us (ErrConflict): stop, and leave the work to the holder.
 		done := x.cancelAll()
-		if errors.Is(x.err, store.ErrFenced) || errors.Is(x.err, store.ErrConflict) {
+		switch {
+		case errors.Is(x.err, store.ErrFenced), errors.Is(x.err, store.ErrConflict), errors.Is(x.err, ErrLeaseLost):
 			x.superseded(done, x.err)
+		case x.ctx.Err() != nil:
+			x.handBack() // shutting down, seen first as a failed store call
 		}
 		return x.err
 	}
@@ -371,7 +398,7 @@ func (x *execution) cancelAll() (completed []runner.Invoke) {
 	}
 	for range x.inflight {
 		r := <-x.results
-		x.e.heartbeat.forget(attemptItem(x.inst.ID, r.token))
+		x.e.heartbeat.forget(attemptItem(x.key, r.token))
 		if r.err == nil {
 			completed = append(completed, x.attempts[r.token])
 		}
@@ -545,7 +572,7 @@ func (x *execution) invoke(inv runner.Invoke) {
 	x.attempts[inv.Token] = inv
 	// Every attempt is tracked: the scheduler times out those with a
 	// heartbeat timeout and persists the details of all of them.
-	x.e.heartbeat.watch(attemptItem(x.inst.ID, inv.Token), &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb, timeout: inv.HeartbeatTimeout})
+	x.e.heartbeat.watch(attemptItem(x.key, inv.Token), &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb, timeout: inv.HeartbeatTimeout})
 	timeout := inv.Timeout
 	if timeout == 0 {
 		timeout = x.e.cfg.ActivityTimeout
@@ -579,6 +606,11 @@ func (x *execution) invoke(inv runner.Invoke) {
 // the lock's token, with the history, timers and status of the state.
 func (x *execution) commit() error {
 	inst := x.inst
+	if x.lost.Load() {
+		// The scheduler found the lease or lock lost: whoever holds the
+		// instance now decides; this execution writes nothing more.
+		return fmt.Errorf("%w: instance %s", ErrLeaseLost, inst.ID)
+	}
 	state, err := json.Marshal(x.st)
 	if err != nil {
 		return fmt.Errorf("instance %s: encoding state: %w", inst.ID, err)
@@ -633,12 +665,20 @@ func (x *execution) commit() error {
 		x.status = inst.Status
 		x.e.cfg.Observer.InstanceStatus(inst.Workflow, inst.Status)
 	}
-	if inst.Status == store.StatusRunning && !x.leased {
+	switch {
+	case inst.Status == store.StatusRunning && !x.leased:
 		// The store's lease tells recovery this instance is alive; the
 		// heartbeat scheduler renews it, batched with the others.
 		x.leased = true
 		x.held.Store(true)
-		x.e.heartbeat.holdLease(inst.ID)
+		x.e.heartbeat.holdLease(x)
+	case inst.Status != store.StatusRunning && x.leased:
+		// The commit cleared the lease: stop renewing it, or the next
+		// renewal would find it gone and stop this execution for nothing
+		// should it run on (a message arriving before it finishes).
+		x.leased = false
+		x.held.Store(false)
+		x.e.heartbeat.releaseLease(x)
 	}
 	x.history, x.consumed, x.delivered = nil, nil, ""
 	x.dirty = false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,11 +34,14 @@ type attempt struct {
 
 // beats connects the engine to the heartbeat scheduler: it renews what the
 // scheduler asks it to and carries out its actions.
+//
+// Items are named after the execution (execution.key: the instance and its
+// lock's token), never the instance alone: an execution that lost its lock
+// and the one that took the instance over on the same node keep apart.
 type beats struct {
 	e        *Engine
 	attempts sync.Map // item id → *attempt
-	locks    sync.Map // item id → lock.Lease: instance locks held by executions
-	lost     sync.Map // instance id → true: its lease or lock was lost
+	runs     sync.Map // lease and lock item id → *execution
 }
 
 // Renew implements heartbeat.Renewer. A batch is one store transaction
@@ -57,14 +59,22 @@ func (b *beats) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbea
 	out := make([]heartbeat.Outcome, len(batch))
 	e := b.e
 	r := store.LeaseRenewal{Node: e.cfg.NodeID, Boot: e.boot, Expiry: e.cfg.Now().Add(e.cfg.LockTTL)}
-	var stored []int // batch indexes of the attempts whose details go out
-	var locks []int  // batch indexes of the instance locks
+	var locks []int                    // batch indexes of the instance locks
+	var leases []int                   // of the instance leases renewed
+	beat := map[int]*attempt{}         // of the attempts whose details go out
+	unleased := map[*execution][]int{} // attempts whose instance has no lease yet
 	for i, rn := range batch {
 		switch rn.Kind {
 		case heartbeat.LockLease:
 			locks = append(locks, i)
 		case heartbeat.InstanceLease:
-			r.IDs = append(r.IDs, strings.TrimPrefix(rn.ID, leasePrefix))
+			v, ok := b.runs.Load(rn.ID)
+			if !ok {
+				out[i] = heartbeat.NotFound // the execution ended meanwhile
+				continue
+			}
+			r.IDs = append(r.IDs, v.(*execution).inst.ID)
+			leases = append(leases, i)
 		case heartbeat.Activity:
 			v, ok := b.attempts.Load(rn.ID)
 			if !ok {
@@ -72,52 +82,90 @@ func (b *beats) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbea
 				continue
 			}
 			a := v.(*attempt)
-			if !a.x.held.Load() {
-				if err := a.x.persistNow(ctx); err != nil {
-					out[i] = heartbeat.Error // retried within the cycle
-					continue
-				}
-			}
 			out[i] = heartbeat.OK
+			if !a.x.held.Load() {
+				unleased[a.x] = append(unleased[a.x], i)
+				continue
+			}
 			if rn.Changed && rn.Details != nil {
-				r.Heartbeats = append(r.Heartbeats, store.Heartbeat{
-					InstanceID: a.instance, Token: a.token, Attempt: a.number, Details: rn.Details, Time: rn.LastBeat,
-				})
-				stored = append(stored, i)
+				beat[i] = a
 			}
 		default:
 			out[i] = heartbeat.OK
 		}
 	}
+	// Locks and leases first: a slow commit below must not make them late.
 	b.extendLocks(ctx, batch, locks, out)
-	if len(r.IDs) == 0 && len(r.Heartbeats) == 0 {
+	b.renewLeases(ctx, r, batch, leases, beat, out)
+
+	// Then the executions whose instance has no lease yet commit it as
+	// running, all at once; their details follow in a second round trip.
+	if len(unleased) == 0 {
 		return out
 	}
-	renewed, err := e.store.RenewLeases(ctx, r)
-	if err != nil {
-		for i, rn := range batch {
-			if rn.Kind == heartbeat.InstanceLease {
-				out[i] = heartbeat.Error // retried within the cycle
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	persisted := map[int]*attempt{}
+	for x, idx := range unleased {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := x.persistNow(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, i := range idx {
+				if err != nil {
+					out[i] = heartbeat.Error // retried within the cycle
+					continue
+				}
+				if rn := batch[i]; rn.Changed && rn.Details != nil {
+					v, _ := b.attempts.Load(rn.ID)
+					if a, ok := v.(*attempt); ok {
+						persisted[i] = a
+					}
+				}
 			}
+		}()
+	}
+	wg.Wait()
+	b.renewLeases(ctx, store.LeaseRenewal{Node: r.Node, Boot: r.Boot, Expiry: r.Expiry}, batch, nil, persisted, out)
+	return out
+}
+
+// renewLeases renews the leases r.IDs (at the batch indexes leases) and
+// stores the details of the attempts beat (by batch index) in one store
+// call, and writes the outcomes: a lease the store did not renew was
+// superseded; a failed call is retried, details included.
+func (b *beats) renewLeases(ctx context.Context, r store.LeaseRenewal, batch []heartbeat.Renewal, leases []int, beat map[int]*attempt, out []heartbeat.Outcome) {
+	for i, a := range beat {
+		rn := batch[i]
+		r.Heartbeats = append(r.Heartbeats, store.Heartbeat{
+			InstanceID: a.instance, Token: a.token, Attempt: a.number, Details: rn.Details, Time: rn.LastBeat,
+		})
+	}
+	if len(r.IDs) == 0 && len(r.Heartbeats) == 0 {
+		return
+	}
+	renewed, err := b.e.store.RenewLeases(ctx, r)
+	if err != nil {
+		for _, i := range leases {
+			out[i] = heartbeat.Error // retried within the cycle
 		}
-		for _, i := range stored {
+		for i := range beat {
 			out[i] = heartbeat.Error // so that the details are sent again
 		}
-		return out
+		return
 	}
 	ok := make(map[string]bool, len(renewed))
 	for _, id := range renewed {
 		ok[id] = true
 	}
-	for i, rn := range batch {
-		if rn.Kind == heartbeat.InstanceLease {
-			out[i] = heartbeat.Superseded
-			if ok[strings.TrimPrefix(rn.ID, leasePrefix)] {
-				out[i] = heartbeat.OK
-			}
+	for j, i := range leases {
+		out[i] = heartbeat.Superseded
+		if ok[r.IDs[j]] {
+			out[i] = heartbeat.OK
 		}
 	}
-	return out
 }
 
 // extendLocks extends the instance locks at the batch indexes idx and
@@ -129,22 +177,32 @@ func (b *beats) extendLocks(ctx context.Context, batch []heartbeat.Renewal, idx 
 		return
 	}
 	leases := make([]lock.Lease, 0, len(idx))
+	runs := make([]*execution, 0, len(idx))
 	at := make([]int, 0, len(idx))
 	for _, i := range idx {
-		v, ok := b.locks.Load(batch[i].ID)
+		v, ok := b.runs.Load(batch[i].ID)
 		if !ok {
 			out[i] = heartbeat.NotFound // released meanwhile
 			continue
 		}
-		leases = append(leases, v.(lock.Lease))
+		x := v.(*execution)
+		leases = append(leases, x.lease)
+		runs = append(runs, x)
 		at = append(at, i)
 	}
+	start := b.e.cfg.Now()
 	errs := lock.ExtendAll(ctx, b.e.locks, leases, b.e.cfg.LockTTL)
+	now := b.e.cfg.Now()
 	for j, i := range at {
+		x := runs[j]
 		switch err := errs[j]; {
 		case err == nil:
 			out[i] = heartbeat.OK
-		case errors.Is(err, lock.ErrLost):
+			x.lockUntil.Store(start.Add(b.e.cfg.LockTTL).UnixNano())
+		case errors.Is(err, lock.ErrLost), now.UnixNano() >= x.lockUntil.Load():
+			// Lost, or over by this node's clock while the backend could
+			// not be reached: another node may hold it now, so the
+			// execution must stop either way.
 			out[i] = heartbeat.Superseded
 		default:
 			out[i] = heartbeat.Error
@@ -178,17 +236,17 @@ const (
 
 // holdLock has the scheduler extend an execution's instance lock;
 // releaseLock stops.
-func (b *beats) holdLock(id string, l lock.Lease) {
-	b.lost.Delete(id)
-	b.locks.Store(lockPrefix+id, l)
-	if _, err := b.e.beats.Track(heartbeat.Item{ID: lockPrefix + id, Kind: heartbeat.LockLease, TTL: b.e.cfg.LockTTL}); err != nil {
-		b.e.log.Warn("tracking lock", "instance", id, "err", err)
+func (b *beats) holdLock(x *execution) {
+	id := lockPrefix + x.key
+	b.runs.Store(id, x)
+	if _, err := b.e.beats.Track(heartbeat.Item{ID: id, Kind: heartbeat.LockLease, TTL: b.e.cfg.LockTTL}); err != nil {
+		b.e.log.Warn("tracking lock", "instance", x.inst.ID, "err", err)
 	}
 }
 
-func (b *beats) releaseLock(id string) {
-	b.e.beats.Untrack(lockPrefix + id)
-	b.locks.Delete(lockPrefix + id)
+func (b *beats) releaseLock(x *execution) {
+	b.e.beats.Untrack(lockPrefix + x.key)
+	b.runs.Delete(lockPrefix + x.key)
 }
 
 // HeartbeatTimeout implements heartbeat.Actions: the attempt is failed as a
@@ -213,35 +271,38 @@ func (b *beats) CancelActivity(_ context.Context, it heartbeat.Item, _ heartbeat
 	}
 }
 
-// LeaseLost implements heartbeat.Actions: the execution running the
-// instance — whose store lease or lock was lost — stops, leaving it to
-// whoever holds it now.
+// LeaseLost implements heartbeat.Actions: the execution whose store lease
+// or lock was lost stops, leaving the instance to whoever holds it now.
 func (b *beats) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.Outcome) {
-	id, what := strings.TrimPrefix(it.ID, leasePrefix), "instance lease lost"
+	v, ok := b.runs.Load(it.ID)
+	if !ok {
+		return // it ended meanwhile
+	}
+	x := v.(*execution)
+	what := "instance lease lost"
 	if it.Kind == heartbeat.LockLease {
-		id, what = strings.TrimPrefix(it.ID, lockPrefix), "instance lock lost"
+		what = "instance lock lost"
 	}
-	b.lost.Store(id, true)
-	b.e.log.Warn(what, "instance", id, "outcome", why)
-	b.e.wakeExecution(id)
-}
-
-// holdLease tracks a running instance's lease; releaseLease stops.
-func (b *beats) holdLease(id string) {
-	if _, err := b.e.beats.Track(heartbeat.Item{ID: leasePrefix + id, Kind: heartbeat.InstanceLease, TTL: b.e.cfg.LockTTL}); err != nil {
-		b.e.log.Warn("tracking lease", "instance", id, "err", err)
+	x.lost.Store(true)
+	b.e.log.Warn(what, "instance", x.inst.ID, "token", x.lease.Token(), "outcome", why)
+	select {
+	case x.wake <- struct{}{}:
+	default: // already woken
 	}
 }
 
-func (b *beats) releaseLease(id string) {
-	b.e.beats.Untrack(leasePrefix + id)
-	b.lost.Delete(id)
+// holdLease tracks a running instance's store lease; releaseLease stops.
+func (b *beats) holdLease(x *execution) {
+	id := leasePrefix + x.key
+	b.runs.Store(id, x)
+	if _, err := b.e.beats.Track(heartbeat.Item{ID: id, Kind: heartbeat.InstanceLease, TTL: b.e.cfg.LockTTL}); err != nil {
+		b.e.log.Warn("tracking lease", "instance", x.inst.ID, "err", err)
+	}
 }
 
-// leaseLost reports whether the scheduler found an instance's lease lost.
-func (b *beats) leaseLost(id string) bool {
-	_, lost := b.lost.Load(id)
-	return lost
+func (b *beats) releaseLease(x *execution) {
+	b.e.beats.Untrack(leasePrefix + x.key)
+	b.runs.Delete(leasePrefix + x.key)
 }
 
 func attemptItem(instance, token string) string { return "attempt:" + instance + "/" + token }

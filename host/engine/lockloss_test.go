@@ -3,10 +3,15 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/heartbeat"
+	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
@@ -139,5 +144,104 @@ output: "${ vars.work }"
 	}
 	if late.Attempt != 1 || late.Node != "n1" || late.StepPath == "" {
 		t.Errorf("late completion event %+v; want attempt 1 of the step, from n1", late)
+	}
+}
+
+// stallingStore and stallingLocker make the backends unreachable for
+// renewals while stalled is set: the one fault of the next test.
+type stallingStore struct {
+	store.Store
+	stalled *atomic.Bool
+}
+
+func (s stallingStore) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string, error) {
+	if s.stalled.Load() {
+		return nil, errors.New("store unreachable")
+	}
+	return s.Store.RenewLeases(ctx, r)
+}
+
+type stallingLocker struct {
+	lock.Locker
+	stalled *atomic.Bool
+}
+
+func (l stallingLocker) Acquire(ctx context.Context, key string, ttl time.Duration) (lock.Lease, error) {
+	le, err := l.Locker.Acquire(ctx, key, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return stallingLease{Lease: le, stalled: l.stalled}, nil
+}
+
+type stallingLease struct {
+	lock.Lease
+	stalled *atomic.Bool
+}
+
+func (le stallingLease) Extend(ctx context.Context, ttl time.Duration) error {
+	if le.stalled.Load() {
+		return lock.Transient(errors.New("lock backend unreachable"))
+	}
+	return le.Lease.Extend(ctx, ttl)
+}
+
+// When renewals cannot reach the backends for longer than the lock's TTL,
+// the execution stops once its lock is over by its own clock, and the
+// execution that recovery starts on the same node afterwards is kept alive
+// on its own: the instance completes with attempt 2, abandoned only once.
+// (Before the scheduler's items were named per execution, the first
+// execution's items kept renewing the second's lock, the first never
+// stopped, and the second lost its lease when the first ended.)
+func TestStalledRenewalsStopTheExecutionAndSpareItsSuccessor(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	stalled := &atomic.Bool{}
+	e, err := engine.New(engine.Config{
+		NodeID: "a", LockTTL: time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
+		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
+		Logger:    slog.New(slog.DiscardHandler),
+	}, stallingStore{Store: c.store, stalled: stalled}, stallingLocker{Locker: local.New(local.Config{}), stalled: stalled}, memqueue.New(100), c.rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = e.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if _, _, err := e.SaveDefinition(ctx, []byte(`
+name: long
+steps:
+  - { id: work, activity: kit.work, input: { ms: 3000, beat_ms: 20 }, output: work }
+output: "${ vars.work }"
+`)); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := e.Start(ctx, "long", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })
+	stalled.Store(true)
+	// Until recovery on this node has taken the instance over.
+	c.waitStored(inst.ID, "taken over", func(*store.Instance) bool {
+		evs, err := c.store.History(ctx, inst.ID, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return count(evs, "attempt_abandoned") > 0
+	})
+	stalled.Store(false)
+	fin := c.waitFinished(e, inst.ID)
+	var out struct{ Attempt int }
+	if fin.Status != store.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil {
+		t.Fatalf("instance %s output %s error %+v", fin.Status, fin.Output, fin.Error)
+	}
+	evs, err := c.store.History(ctx, inst.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Attempt != 2 || count(evs, "attempt_abandoned") != 1 {
+		t.Errorf("completed by attempt %d after %d abandoned attempts; want attempt 2 after 1: %v", out.Attempt, count(evs, "attempt_abandoned"), types(evs))
 	}
 }

@@ -119,7 +119,9 @@ func benchRenewal(b *testing.B, backend, kind string) {
 		var it heartbeat.Item
 		switch kind {
 		case "leases":
-			it = heartbeat.Item{ID: leasePrefix + fmt.Sprintf("i%06d", i), Kind: heartbeat.InstanceLease, TTL: e.cfg.LockTTL}
+			id := fmt.Sprintf("i%06d", i)
+			it = heartbeat.Item{ID: leasePrefix + id, Kind: heartbeat.InstanceLease, TTL: e.cfg.LockTTL}
+			e.heartbeat.runs.Store(it.ID, &execution{inst: &store.Instance{ID: id}, key: id})
 		case "attempts":
 			id, token := fmt.Sprintf("i%06d", i%instances), fmt.Sprintf("a%d", i)
 			p := &changingPulse{}
