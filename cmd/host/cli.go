@@ -284,6 +284,23 @@ func shortHash(h string) string {
 	return h
 }
 
+// printPage prints a page for scripts (-o json) or for people: a table
+// with header and one row per item, then how to get the next page.
+func printPage[T any](cmd *clientCmd, page *client.Page[T], header string, row func(T) string) int {
+	if cmd.output == "json" {
+		cmd.json(page)
+		return exitOK
+	}
+	tw := cmd.table()
+	fmt.Fprintln(tw, header)
+	for _, it := range page.Items {
+		fmt.Fprintln(tw, row(it))
+	}
+	tw.Flush()
+	cmd.nextPage(page.NextCursor)
+	return exitOK
+}
+
 // nextPage tells how to get the next page, on stderr so that stdout stays
 // the table.
 func (cmd *clientCmd) nextPage(next string) {

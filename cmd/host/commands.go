@@ -63,18 +63,9 @@ func (a *app) pluginList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	if cmd.output == "json" {
-		cmd.json(page)
-		return exitOK
-	}
-	tw := cmd.table()
-	fmt.Fprintln(tw, "NAME\tVERSION\tSIZE\tACTIVITIES\tCREATED")
-	for _, p := range page.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Name, shortHash(p.Version), p.Size, strings.Join(p.Activities, ","), formatTime(p.CreatedAt))
-	}
-	tw.Flush()
-	cmd.nextPage(page.NextCursor)
-	return exitOK
+	return printPage(cmd, page, "NAME\tVERSION\tSIZE\tACTIVITIES\tCREATED", func(p client.Plugin) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", p.Name, shortHash(p.Version), p.Size, strings.Join(p.Activities, ","), formatTime(p.CreatedAt))
+	})
 }
 
 func (a *app) pluginShow(ctx context.Context, args []string) int {
@@ -178,18 +169,9 @@ func (a *app) workflowList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	if cmd.output == "json" {
-		cmd.json(page)
-		return exitOK
-	}
-	tw := cmd.table()
-	fmt.Fprintln(tw, "NAME\tVERSION\tHASH\tCREATED")
-	for _, w := range page.Items {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", w.Name, w.Version, shortHash(w.Hash), formatTime(w.CreatedAt))
-	}
-	tw.Flush()
-	cmd.nextPage(page.NextCursor)
-	return exitOK
+	return printPage(cmd, page, "NAME\tVERSION\tHASH\tCREATED", func(w client.Workflow) string {
+		return fmt.Sprintf("%s\t%d\t%s\t%s", w.Name, w.Version, shortHash(w.Hash), formatTime(w.CreatedAt))
+	})
 }
 
 func (a *app) workflowShow(ctx context.Context, args []string) int {
@@ -423,18 +405,9 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	if cmd.output == "json" {
-		cmd.json(page)
-		return exitOK
-	}
-	tw := cmd.table()
-	fmt.Fprintln(tw, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tUPDATED")
-	for _, in := range page.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", in.ID, in.Workflow, in.Version, in.Status, formatTime(in.CreatedAt), formatTime(in.UpdatedAt))
-	}
-	tw.Flush()
-	cmd.nextPage(page.NextCursor)
-	return exitOK
+	return printPage(cmd, page, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tUPDATED", func(in client.Instance) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", in.ID, in.Workflow, in.Version, in.Status, formatTime(in.CreatedAt), formatTime(in.UpdatedAt))
+	})
 }
 
 func (a *app) instanceShow(ctx context.Context, args []string) int {
