@@ -489,13 +489,9 @@ func (s *Store) Bookmarks(ctx context.Context, id string) ([]store.Bookmark, err
 	}); err != nil {
 		return nil, err
 	}
-	out := make([]store.Bookmark, 0, len(sm.Val()))
-	for _, m := range sm.Val() {
-		b, err := parseBookmark(m)
-		if err != nil {
-			return nil, s.corrupt(err)
-		}
-		out = append(out, b)
+	out, err := parseAll(s, sm.Val(), parseBookmark)
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b store.Bookmark) int {
 		return cmp.Or(cmp.Compare(a.StepPath, b.StepPath), cmp.Compare(a.Event, b.Event), cmp.Compare(a.Key, b.Key))
@@ -516,15 +512,7 @@ func (s *Store) FindBookmarks(ctx context.Context, event, key string) ([]store.B
 	if err != nil {
 		return nil, s.fail(ctx, "find bookmarks of event", event, err)
 	}
-	var out []store.Bookmark
-	for _, m := range ms {
-		b, err := parseBookmark(m)
-		if err != nil {
-			return nil, s.corrupt(err)
-		}
-		out = append(out, b)
-	}
-	return out, nil
+	return parseAll(s, ms, parseBookmark)
 }
 
 // Timers implements store.Store.
@@ -538,15 +526,7 @@ func (s *Store) Timers(ctx context.Context, id string) ([]store.Timer, error) {
 	// The members sort as (due, instance, id).
 	ms := sm.Val()
 	slices.Sort(ms)
-	var out []store.Timer
-	for _, m := range ms {
-		t, err := parseTimer(m)
-		if err != nil {
-			return nil, s.corrupt(err)
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return parseAll(s, ms, parseTimer)
 }
 
 // upTo is the exclusive ZRANGEBYLEX bound of the members whose hex time is
@@ -567,15 +547,7 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]stor
 	if err != nil {
 		return nil, s.fail(ctx, "due timers at", now.UTC().Format(time.RFC3339Nano), err)
 	}
-	var out []store.Timer
-	for _, m := range ms {
-		t, err := parseTimer(m)
-		if err != nil {
-			return nil, s.corrupt(err)
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return parseAll(s, ms, parseTimer)
 }
 
 // RenewLeases implements store.Store: one script, one round trip, for the
@@ -652,6 +624,20 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 			return nil, s.corrupt(fmt.Errorf("corrupt lease member %q", m))
 		}
 		out = append(out, m[16:])
+	}
+	return out, nil
+}
+
+// parseAll parses index members; a member that does not parse is a corrupt
+// store.
+func parseAll[T any](s *Store, ms []string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, m := range ms {
+		v, err := parse(m)
+		if err != nil {
+			return nil, s.corrupt(err)
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
