@@ -16,8 +16,12 @@
 //     problem bodies (request_id) and in every log line the request writes,
 //     including the access log.
 //   - Body limits: the whole body is read before a handler runs (fasthttp
-//     does not stream), so the server's limit is the larger plugin limit;
-//     every other route refuses a body beyond Config.BodyLimit with 413.
+//     does not stream). Each route refuses a body over its limit (plugins:
+//     PluginBodyLimit, others: BodyLimit) with a 413 problem after reading
+//     it, which a client always receives. The server itself reads at most
+//     twice the larger limit: beyond that it answers 413 from the length
+//     alone and closes the connection unread, and a client still writing
+//     such a body may see the connection reset instead of the answer.
 //   - Shutdown first tells requests waiting on ?wait= to answer with the
 //     instance as it is now, then stops accepting and drains the requests
 //     in flight: a waiting client gets a complete answer at once instead of
@@ -137,7 +141,7 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 		// Values from the request (params, body) outlive the handler in
 		// the engine and the store.
 		Immutable:    true,
-		BodyLimit:    max(cfg.BodyLimit, cfg.PluginBodyLimit),
+		BodyLimit:    2 * max(cfg.BodyLimit, cfg.PluginBodyLimit), // see the package doc
 		ReadTimeout:  2 * time.Minute,
 		IdleTimeout:  time.Minute,
 		ErrorHandler: s.errorHandler,
