@@ -3,7 +3,6 @@ package redislock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -43,61 +42,10 @@ func (s *lease) Expiry() time.Time {
 	return s.expiry
 }
 
-// Extend implements lock.Lease.
+// Extend implements lock.Lease: a batch of one (see ExtendLeases), so that
+// one lease and a tick's batch decide alike when a lease is lost.
 func (s *lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if err := checkArgs(s.key, ttl); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	select {
-	case s.sem <- struct{}{}:
-		defer func() { <-s.sem }()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	start := s.l.now()
-	s.mu.Lock()
-	if !s.lost && !s.ended && !start.Before(s.expiry) {
-		// Past its expiry by our clock the lease is over, even if a slow
-		// server has not noticed: it is never revived.
-		s.lost = true
-	}
-	gone := s.lost || s.ended
-	s.mu.Unlock()
-	if gone {
-		return fmt.Errorf("redislock: extend %q: %w", s.key, lock.ErrLost)
-	}
-	m := s.l.rs.NewMutex(s.name,
-		redsync.WithExpiry(ttl),
-		redsync.WithValue(s.value),
-		redsync.WithDriftFactor(driftFactor),
-	)
-	// Bounded per server like an acquisition, so that one hung server
-	// delays an Extend that the others grant by no more than that.
-	ectx, cancel := context.WithTimeout(ctx, nodeTimeout(ttl))
-	ok, err := m.ExtendContext(ectx)
-	cancel()
-	if cerr := ctx.Err(); cerr != nil {
-		// The servers may or may not have extended: the old expiry stays,
-		// which is the safe side.
-		return cerr
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case ok:
-		s.expiry = start.Add(ttl - drift(ttl))
-		return nil
-	case err == nil || taken(err):
-		// A quorum no longer holds our value: it expired, or another
-		// holder has the key.
-		s.lost = true
-		return fmt.Errorf("redislock: extend %q: %w", s.key, lock.ErrLost)
-	default:
-		return lock.Transient(fmt.Errorf("redislock: extend %q: %w", s.key, err))
-	}
+	return s.l.ExtendLeases(ctx, []lock.Lease{s}, ttl)[0]
 }
 
 // Release implements lock.Lease.
