@@ -215,6 +215,38 @@ func TestLocker(t *testing.T) {
 	}
 }
 
+// TestLockerBatch: the decorated locker extends batches through the inner
+// locker's leases and counts each extension.
+func TestLockerBatch(t *testing.T) {
+	t.Parallel()
+	m, reg := newMetrics(t)
+	l := metrics.Locker(m, local.New(local.Config{}))
+	be, ok := l.(lock.BatchExtender)
+	if !ok {
+		t.Fatal("the decorated locker is not a lock.BatchExtender")
+	}
+	ctx := context.Background()
+	var leases []lock.Lease
+	for _, id := range []string{"a", "b", "c"} {
+		le, err := l.Acquire(ctx, lock.InstanceKey(id), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, le)
+	}
+	leases[2].Release(ctx)
+	errs := be.ExtendLeases(ctx, leases, time.Minute)
+	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], lock.ErrLost) {
+		t.Fatalf("ExtendLeases = %v; want a and b extended, c lost", errs)
+	}
+	if v := value(t, reg, "weft_lock_extensions_total", "key", "workflow-instance", "result", "extended"); v != 2 {
+		t.Errorf("extended = %v, want 2", v)
+	}
+	if v := value(t, reg, "weft_lock_extensions_total", "key", "workflow-instance", "result", "lost"); v != 1 {
+		t.Errorf("lost = %v, want 1", v)
+	}
+}
+
 // TestQueueAndHTTP: the queue's depth is read at scrape time; HTTP
 // requests are counted by route and status.
 func TestQueueAndHTTP(t *testing.T) {
