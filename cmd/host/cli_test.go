@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -532,6 +533,20 @@ func TestServeRefusesToListenBeyondLoopbackWithoutTokens(t *testing.T) {
 			err = checkListen(cfg)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("checkListen: %v, want %v", err, tt.want)
+			}
+			// And on the address actually bound: "localhost" resolving to
+			// another address must not pass.
+			for _, a := range []struct {
+				addr *net.TCPAddr
+				ok   bool
+			}{
+				{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, true},
+				{&net.TCPAddr{IP: net.IPv6loopback, Port: 8080}, true},
+				{&net.TCPAddr{IP: net.IPv4(192, 0, 2, 2), Port: 8080}, tt.tokens},
+			} {
+				if err := checkListener(cfg, a.addr); (err == nil) != a.ok || err != nil && !errors.Is(err, ErrUnsafeListen) {
+					t.Errorf("checkListener(%s): %v, want ok=%v", a.addr, err, a.ok)
+				}
 			}
 			if err != nil && (!strings.Contains(err.Error(), "configure auth.tokens") || !strings.Contains(err.Error(), "from flag --listen")) {
 				t.Errorf("the refusal does not say what to do: %v", err)

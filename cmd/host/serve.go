@@ -68,6 +68,16 @@ func checkListen(cfg *LoadedConfig) error {
 		"or listen on a loopback address such as 127.0.0.1:8080", ErrUnsafeListen, cfg.Listen, sourceOf(cfg, "listen"))
 }
 
+// checkListener enforces the same rule on the address the host actually
+// listens on: a name such as "localhost" is whatever the resolver says.
+func checkListener(cfg *LoadedConfig, addr net.Addr) error {
+	if tcp, ok := addr.(*net.TCPAddr); len(cfg.Auth.Tokens) > 0 || ok && tcp.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%w: listen is %s (from %s), which resolved to %s; configure auth.tokens or listen on 127.0.0.1",
+		ErrUnsafeListen, cfg.Listen, sourceOf(cfg, "listen"), addr)
+}
+
 func sourceOf(cfg *LoadedConfig, key string) string {
 	if s := cfg.Source[key]; s != "" {
 		return s
@@ -179,6 +189,10 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen (from %s): %w", sourceOf(cfg, "listen"), err)
+	}
+	if err := checkListener(cfg, ln.Addr()); err != nil {
+		_ = ln.Close()
+		return nil, err
 	}
 	return &server{cfg: cfg, log: log, node: n, api: srv, ln: ln}, nil
 }

@@ -109,6 +109,11 @@ func newAuthenticator(tokens []Token) (authenticator, error) {
 		} else {
 			c.sum = sha256.Sum256([]byte(t.Token))
 		}
+		for _, o := range a.creds {
+			if o.sum == c.sum {
+				return a, fmt.Errorf("api: %s: the same secret as token %q (plain or sha256: form): a secret must have one role", label, o.name)
+			}
+		}
 		a.creds = append(a.creds, c)
 	}
 	return a, nil

@@ -149,6 +149,10 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	}
 	if wait > 0 {
 		inst = s.await(c, inst, wait)
+		// The wait may have outlasted the request's context.
+		cancel()
+		ctx, cancel = requestContext(c, requestTimeout)
+		defer cancel()
 	}
 	v, err := s.detail(ctx, inst)
 	if err != nil {

@@ -91,6 +91,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	param := regexp.MustCompile(`:([a-z]+)`)
 	registered := map[string]bool{}
 	for _, r := range h.srv.App().GetRoutes(true) {
+		if r.Method == "HEAD" {
+			continue // every GET answers HEAD too; OpenAPI documents the GET
+		}
 		registered[r.Method+" "+param.ReplaceAllString(r.Path, "{$1}")] = true
 	}
 	doc := map[string]bool{}
@@ -182,7 +185,7 @@ func TestMetricsOff(t *testing.T) {
 }
 
 func httptestRequest(method, path string) *http.Request {
-	req, _ := http.NewRequest(method, "http://weft.test"+path, nil)
+	req, _ := http.NewRequest(method, "http://127.0.0.1"+path, nil)
 	return req
 }
 

@@ -2,6 +2,9 @@ package api_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,7 +65,7 @@ func TestMalformedInput(t *testing.T) {
 		{"workflow as text", "PUT", "/v1/workflows/greet", "text/plain", []byte(echoFlow), 415, "", "application/yaml"},
 		{"state as YAML", "PUT", "/v1/instances/done-1/state", yaml, []byte(`format: 1`), 415, "", "application/json"},
 		{"oversized event", "POST", "/v1/events", jsonCT, []byte(`{"name": "` + strings.Repeat("a", 5<<10) + `"}`), 413, "", "at most 4096"},
-		{"oversized workflow", "PUT", "/v1/workflows/greet", yaml, bytes.Repeat([]byte("# padding\n"), 1000), 413, "", "at most 4096"},
+		{"oversized workflow", "PUT", "/v1/workflows/greet", yaml, bytes.Repeat([]byte("# padding\n"), 600), 413, "", "at most 4096"},
 		{"junk wasm", "PUT", "/v1/plugins/junk", wasm, []byte("this is not wasm"), 422, "module", "not a valid WebAssembly module"},
 		{"empty wasm", "PUT", "/v1/plugins/junk", wasm, nil, 422, "module", ""},
 		{"forbidden import", "PUT", "/v1/plugins/sneaky", wasm, forbidden, 422, "module", "open_socket"},
@@ -177,4 +180,101 @@ func TestPluginOverServerLimit(t *testing.T) {
 		t.Errorf("problem %+v; want the route's limit named", p)
 	}
 	h.request("GET", "/healthz", "", "", nil).want(t, http.StatusOK)
+}
+
+// TestRequestGuards: compressed bodies are refused (Fiber would inflate
+// them past the limit); without tokens, only requests addressed to a
+// loopback host and not sent by a web page elsewhere are served; every GET
+// answers HEAD; a secret configured twice is refused.
+func TestRequestGuards(t *testing.T) {
+	t.Parallel()
+	open := newHostWith(t, hostOptions{}) // no tokens
+	closed := newHost(t)                  // tokens
+	send := func(h *host, method, path, token string, header map[string]string, body string) response {
+		t.Helper()
+		req, err := http.NewRequest(method, h.url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		for k, v := range header {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
+			req.Header.Set(k, v)
+		}
+		res, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return response{status: res.StatusCode, header: res.Header, body: b}
+	}
+	event := `{"name": "x"}`
+	for _, tc := range []struct {
+		name   string
+		h      *host
+		method string
+		path   string
+		token  string
+		header map[string]string
+		status int
+	}{
+		{"gzip body", closed, "POST", "/v1/events", operatorSecret, map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"}, 415},
+		{"identity encoding", closed, "POST", "/v1/events", operatorSecret, map[string]string{"Content-Type": "application/json", "Content-Encoding": "identity"}, 202},
+		{"no tokens, loopback", open, "POST", "/v1/events", "", map[string]string{"Content-Type": "application/json"}, 202},
+		{"no tokens, localhost", open, "GET", "/v1/plugins", "", map[string]string{"Host": "localhost:8080"}, 200},
+		{"no tokens, rebinding host", open, "GET", "/v1/plugins", "", map[string]string{"Host": "rebind.evil.example"}, 403},
+		{"no tokens, foreign origin", open, "POST", "/v1/events", "", map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example"}, 403},
+		{"no tokens, loopback origin", open, "POST", "/v1/events", "", map[string]string{"Content-Type": "application/json", "Origin": "http://127.0.0.1:3000"}, 202},
+		{"no tokens, cross-site fetch", open, "POST", "/v1/events", "", map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, 403},
+		{"tokens, any host", closed, "GET", "/v1/plugins", readerSecret, map[string]string{"Host": "weft.example"}, 200},
+		{"HEAD probe", closed, "HEAD", "/healthz", "", nil, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := ""
+			if tc.method == "POST" {
+				body = event
+			}
+			r := send(tc.h, tc.method, tc.path, tc.token, tc.header, body)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+		})
+	}
+	if _, err := api.New(api.Config{Tokens: []api.Token{
+		{Name: "plain", Role: api.RoleReader, Token: "s3cret"},
+		{Name: "hashed", Role: api.RoleAdmin, Token: "sha256:" + fmt.Sprintf("%x", sha256.Sum256([]byte("s3cret")))},
+	}}, closed.node); err == nil || !strings.Contains(err.Error(), "same secret") {
+		t.Errorf("New with one secret under two roles: %v, want an error", err)
+	}
+}
+
+// TestBodyReadIsBoundedBeforeAuth: how much of a body the server reads is
+// decided from the headers, so a request without a token that may upload
+// plugins cannot make it read a plugin-sized body.
+func TestBodyReadIsBoundedBeforeAuth(t *testing.T) {
+	t.Parallel()
+	h := newHostWith(t, hostOptions{api: api.Config{Tokens: testTokens(), BodyLimit: 1 << 10, PluginBodyLimit: 64 << 10}})
+	junk := bytes.Repeat([]byte{0x42}, 3<<10) // over twice BodyLimit, under PluginBodyLimit
+	for _, tc := range []struct {
+		name   string
+		token  string
+		status int
+	}{
+		{"no token", "", http.StatusRequestEntityTooLarge},
+		{"reader", readerSecret, http.StatusRequestEntityTooLarge},
+		{"admin", adminSecret, http.StatusUnprocessableEntity}, // read, then refused as junk
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.request("PUT", "/v1/plugins/junk", tc.token, "application/wasm", junk)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+		})
+	}
 }

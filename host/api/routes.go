@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,7 +61,7 @@ func (s *Server) routeTable() []route {
 	}
 }
 
-// routes registers the table.
+// routes registers the table. A GET route answers HEAD too (probes).
 func (s *Server) routes() {
 	s.table = s.routeTable()
 	for _, r := range s.table {
@@ -67,20 +69,65 @@ func (s *Server) routes() {
 		if r.pluginBody {
 			limit = s.cfg.PluginBodyLimit
 		}
-		s.app.Add(r.method, r.path, s.enter(r.path, limit), s.authorize(r.perm), r.handler)
+		handlers := []fiber.Handler{s.enter(r.path, limit), s.guard, s.authorize(r.perm), r.handler}
+		s.app.Add(r.method, r.path, handlers...)
+		if r.method == fiber.MethodGet {
+			s.app.Add(fiber.MethodHead, r.path, handlers...)
+		}
 	}
 }
 
-// enter marks the request with its route pattern (for logs and metrics)
-// and refuses a body over the route's limit.
+// enter marks the request with its route pattern (for logs and metrics),
+// refuses a body over the route's limit, and refuses compressed bodies:
+// Fiber would inflate them without a limit, after the limit was checked on
+// their compressed size.
 func (s *Server) enter(pattern string, limit int) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		c.Locals(localRoute, pattern)
 		if n := len(c.Request().Body()); n > limit {
 			return problemf(fiber.StatusRequestEntityTooLarge, "too-large", "the body is %d bytes; this route accepts at most %d", n, limit)
 		}
+		if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
+			return problemf(fiber.StatusUnsupportedMediaType, "unsupported-encoding", "Content-Encoding %q is not accepted: send the body uncompressed", enc)
+		}
 		return c.Next()
 	}
+}
+
+// guard protects a host without tokens, which listens on loopback only,
+// from the browsers on the same machine: a request must name a loopback
+// host (no DNS rebinding), and a request a web page sent from elsewhere
+// (Origin or Sec-Fetch-Site says so) is refused. With tokens, a browser
+// cannot send one on its own, so there is nothing to guard.
+func (s *Server) guard(c *fiber.Ctx) error {
+	if len(s.auth.creds) > 0 {
+		return c.Next()
+	}
+	if !loopbackHost(c.Hostname()) {
+		return problemf(fiber.StatusForbidden, "forbidden", "this host has no tokens and answers only requests addressed to a loopback host, not %q", c.Hostname())
+	}
+	if origin := c.Get(fiber.HeaderOrigin); origin != "" && origin != "null" {
+		if u, err := url.Parse(origin); err != nil || !loopbackHost(u.Host) {
+			return problemf(fiber.StatusForbidden, "forbidden", "this host has no tokens and refuses requests from web pages of %q", origin)
+		}
+	} else if c.Get("Sec-Fetch-Site") == "cross-site" || origin == "null" {
+		return problemf(fiber.StatusForbidden, "forbidden", "this host has no tokens and refuses cross-site requests")
+	}
+	return c.Next()
+}
+
+// loopbackHost reports whether host (with or without a port) names this
+// machine: localhost, or a loopback address.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // allowed returns the methods registered for a path, for the Allow header

@@ -19,9 +19,12 @@
 //     does not stream). Each route refuses a body over its limit (plugins:
 //     PluginBodyLimit, others: BodyLimit) with a 413 problem after reading
 //     it, which a client always receives. The server itself reads at most
-//     twice the larger limit: beyond that it answers 413 from the length
-//     alone and closes the connection unread, and a client still writing
-//     such a body may see the connection reset instead of the answer.
+//     twice the route's limit, decided from the headers before any of the
+//     body (the plugin limit only for a token that may upload): beyond
+//     that it answers 413 from the length alone and closes the connection
+//     unread, and a client still writing such a body may see the
+//     connection reset instead of the answer. Compressed bodies are
+//     refused (415): Fiber would inflate them without a limit.
 //   - Shutdown first tells requests waiting on ?wait= to answer with the
 //     instance as it is now, then stops accepting and drains the requests
 //     in flight: a waiting client gets a complete answer at once instead of
@@ -34,6 +37,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -41,6 +45,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +54,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
 
 	"github.com/weftworks/weft/host/metrics"
 	"github.com/weftworks/weft/host/node"
@@ -141,15 +147,39 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 		// Values from the request (params, body) outlive the handler in
 		// the engine and the store.
 		Immutable:    true,
-		BodyLimit:    2 * max(cfg.BodyLimit, cfg.PluginBodyLimit), // see the package doc
+		BodyLimit:    2 * max(cfg.BodyLimit, cfg.PluginBodyLimit), // per request: HeaderReceived
 		ReadTimeout:  2 * time.Minute,
 		IdleTimeout:  time.Minute,
 		ErrorHandler: s.errorHandler,
 	})
+	// How much of a body the server reads is decided from the headers,
+	// before any of the body: twice the route's limit (see the package
+	// doc), and a plugin's only for a request whose token may upload one.
+	s.app.Server().HeaderReceived = func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		limit := cfg.BodyLimit
+		if string(h.Method()) == fiber.MethodPut && bytes.HasPrefix(h.RequestURI(), []byte("/v1/plugins/")) && s.mayUpload(h) {
+			limit = cfg.PluginBodyLimit
+		}
+		return fasthttp.RequestConfig{MaxRequestBodySize: 2 * limit}
+	}
 	s.app.Use(s.requestScope)
 	s.app.Use(recover.New())
 	s.routes()
 	return s, nil
+}
+
+// mayUpload reports whether a request's headers carry a token that may
+// upload plugins (any request, when auth is off).
+func (s *Server) mayUpload(h *fasthttp.RequestHeader) bool {
+	if len(s.auth.creds) == 0 {
+		return true
+	}
+	scheme, secret, ok := strings.Cut(string(h.Peek(fiber.HeaderAuthorization)), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	cred, ok := s.auth.identify(strings.TrimSpace(secret))
+	return ok && permAdmin.allows(cred.role)
 }
 
 // App returns the Fiber application, for tests and embedding.
