@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weftworks/weft/host/api"
 	"github.com/weftworks/weft/internal/testplugins"
@@ -386,4 +387,21 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestWaitOutlastsTheRequestTimeout: a ?wait= longer than the request
+// timeout, which ends before the instance does, still answers 201 with the
+// instance as it is (read with a fresh context, not the expired one).
+func TestWaitOutlastsTheRequestTimeout(t *testing.T) {
+	t.Parallel()
+	h := newHostWith(t, hostOptions{api: api.Config{Tokens: testTokens(), RequestTimeout: time.Second}})
+	h.pushKit()
+	h.putWorkflow("slow", `
+name: slow
+steps: [ { id: w, activity: kit.work, input: { ms: 5000 }, output: w } ]
+`)
+	r := h.request("POST", "/v1/workflows/slow/instances?wait=2s", adminSecret, "application/json", []byte(`{}`))
+	if r.status != http.StatusCreated || !strings.Contains(string(r.body), `"status":"`) || strings.Contains(string(r.body), `"status":"completed"`) {
+		t.Fatalf("status %d: %s; want 201 with the instance still under way", r.status, r.body)
+	}
 }

@@ -13,9 +13,6 @@ import (
 const (
 	// readyTimeout bounds a readiness probe.
 	readyTimeout = 2 * time.Second
-	// requestTimeout bounds the store and engine work of a request that
-	// does not wait on an instance.
-	requestTimeout = 30 * time.Second
 )
 
 // requestContext returns a context for the request's work, ended after d.
@@ -50,7 +47,7 @@ func (s *Server) putPlugin(c *fiber.Ctx) error {
 	if err := requireType(c, false, "application/wasm", fiber.MIMEOctetStream); err != nil {
 		return err
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	rec, isNew, err := s.node.PutPlugin(ctx, c.Params("name"), c.Body())
 	if err != nil {
@@ -64,7 +61,7 @@ func (s *Server) listPlugins(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	recs, next, err := s.node.ListPlugins(ctx, c.Query("cursor"), limit)
 	if err != nil {
@@ -78,7 +75,7 @@ func (s *Server) listPlugins(c *fiber.Ctx) error {
 }
 
 func (s *Server) getPlugin(c *fiber.Ctx) error {
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := c.Params("name")
 	p, err := s.node.GetPlugin(ctx, name)
@@ -96,7 +93,7 @@ func (s *Server) getPlugin(c *fiber.Ctx) error {
 }
 
 func (s *Server) deletePlugin(c *fiber.Ctx) error {
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := c.Params("name")
 	err := s.node.DeletePlugin(ctx, name)
@@ -137,7 +134,7 @@ func (s *Server) putWorkflow(c *fiber.Ctx) error {
 	}
 	name := c.Params("name")
 	body := c.Body()
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	// Check everything first (every problem in one answer, SPEC §4), and
 	// compare the names before anything is stored.
@@ -163,7 +160,7 @@ func (s *Server) listWorkflows(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	defs, next, err := s.node.Store().ListDefinitions(ctx, c.Query("cursor"), limit)
 	if err != nil {
@@ -181,7 +178,7 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := c.Params("name")
 	d, err := s.node.Store().GetDefinition(ctx, name, version)
@@ -198,7 +195,7 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteWorkflow(c *fiber.Ctx) error {
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := c.Params("name")
 	err := s.node.Store().DeleteDefinition(ctx, name)

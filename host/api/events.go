@@ -52,7 +52,7 @@ func (s *Server) sendEvent(c *fiber.Ctx) error {
 	if len(req.Payload) > 0 {
 		payload = req.Payload
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	out, err := s.node.Engine().Signal(ctx, engine.Stimulus{ID: req.ID, Name: req.Name, Key: req.Key, Payload: payload})
 	if err != nil {
@@ -73,7 +73,7 @@ func (s *Server) deadLetters(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	items, next, err := s.node.Engine().DeadLetters(ctx, c.Query("cursor"), limit)
 	if err != nil {
@@ -103,7 +103,7 @@ func (s *Server) refresh(c *fiber.Ctx) error {
 			return invalidField(fmt.Sprintf("workflows[%d]", i), "must not be empty")
 		}
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	res, err := s.node.Refresh(ctx, req.Workflows)
 	if err != nil {

@@ -113,7 +113,7 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 			return invalidField("id", "%s", clean(err))
 		}
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := c.Params("name")
 	st := s.node.Store()
@@ -151,7 +151,7 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 		inst = s.await(c, inst, wait)
 		// The wait may have outlasted the request's context.
 		cancel()
-		ctx, cancel = requestContext(c, requestTimeout)
+		ctx, cancel = requestContext(c, s.cfg.RequestTimeout)
 		defer cancel()
 	}
 	v, err := s.detail(ctx, inst)
@@ -178,7 +178,7 @@ func (s *Server) await(c *fiber.Ctx, inst *store.Instance, d time.Duration) *sto
 		return got
 	}
 	// The wait ended first: answer with the instance as it is now.
-	rctx, rcancel := requestContext(c, requestTimeout)
+	rctx, rcancel := requestContext(c, s.cfg.RequestTimeout)
 	defer rcancel()
 	if now, err := s.node.Store().GetInstance(rctx, inst.ID); err == nil {
 		return now
@@ -190,7 +190,7 @@ func (s *Server) await(c *fiber.Ctx, inst *store.Instance, d time.Duration) *sto
 }
 
 func (s *Server) getInstance(c *fiber.Ctx) error {
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	in, err := s.instance(ctx, c.Params("id"))
 	if err != nil {
@@ -221,7 +221,7 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 	if f.Status != "" && !f.Status.Valid() {
 		return invalidField("status", "must be one of pending, running, suspended, completed, failed, cancelled, got %q", f.Status)
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	items, next, err := s.node.Store().ListInstances(ctx, f)
 	if err != nil {
@@ -246,7 +246,7 @@ func (s *Server) history(c *fiber.Ctx) error {
 			return invalidField("after", "must be an event sequence number, got %q", after)
 		}
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	id := c.Params("id")
 	evs, err := s.node.Store().History(ctx, id, afterSeq, limit)
@@ -276,7 +276,7 @@ func (s *Server) cancelInstance(c *fiber.Ctx) error {
 	if req.Reason == "" {
 		req.Reason = "cancelled through the API"
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	id := c.Params("id")
 	in, err := s.instance(ctx, id)
@@ -300,7 +300,7 @@ func (s *Server) cancelInstance(c *fiber.Ctx) error {
 }
 
 func (s *Server) deleteInstance(c *fiber.Ctx) error {
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	id := c.Params("id")
 	if _, err := s.instance(ctx, id); err != nil {
@@ -317,7 +317,7 @@ func (s *Server) deleteInstance(c *fiber.Ctx) error {
 }
 
 func (s *Server) exportState(c *fiber.Ctx) error {
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	id := c.Params("id")
 	st, err := s.node.Engine().Export(ctx, id)
@@ -357,7 +357,7 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return unprocessable("the state cannot be imported", errs...)
 	}
-	ctx, cancel := requestContext(c, requestTimeout)
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	_, err := s.node.Store().GetInstance(ctx, id)
 	existed := err == nil

@@ -77,6 +77,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Gatherer is served at /metrics. Nil: /metrics answers 404.
 	Gatherer prometheus.Gatherer
+	// RequestTimeout bounds the store and engine work of a request (not
+	// a ?wait=, which has its own). Defaults to 30s.
+	RequestTimeout time.Duration
 }
 
 // AuthEnabled reports whether requests need a bearer token: whether any
@@ -94,6 +97,9 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
 	return c
 }
 
@@ -103,6 +109,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("api: BodyLimit must be positive, got %d", c.BodyLimit)
 	case c.PluginBodyLimit < 1:
 		return fmt.Errorf("api: PluginBodyLimit must be positive, got %d", c.PluginBodyLimit)
+	case c.RequestTimeout < 0:
+		return fmt.Errorf("api: RequestTimeout must not be negative, got %s", c.RequestTimeout)
 	}
 	return nil
 }
