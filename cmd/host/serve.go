@@ -285,20 +285,35 @@ func serveCmd(args, env []string, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	interrupted, watched := make(chan struct{}), make(chan struct{})
 	go func() {
 		// A signal during start-up abandons it.
+		defer close(watched)
 		select {
 		case <-sigs:
+			close(interrupted)
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 	s, err := openServer(ctx, cfg, log)
+	cancel()
+	<-watched // from here on, only the code below reads sigs
+	select {
+	case <-interrupted:
+		// Even when opening finished first: the signal was for us.
+		if err == nil {
+			_ = s.ln.Close()
+			_ = s.node.Close()
+		}
+		log.Info("start-up interrupted by a signal")
+		return exitInterrupted
+	default:
+	}
 	if err != nil {
 		log.Error("weft cannot start", "err", err)
 		return exitFailed
 	}
-	cancel()
 	s.start()
 
 	var runErr error
