@@ -15,8 +15,8 @@ import (
 )
 
 // ErrLeaseLost is why an execution stops when the heartbeat scheduler finds
-// that the store no longer renews its instance's lease (it expired, or
-// another node took the instance over).
+// its instance's store lease or lock lost (expired, or taken over by
+// another execution): it writes nothing more.
 var ErrLeaseLost = errors.New("engine: instance lease lost")
 
 // attempt is an activity attempt the heartbeat scheduler watches.

@@ -56,19 +56,13 @@ func TestLostLockStopsTheExecution(t *testing.T) {
 	e, run := c.node("n1", locks)
 	run()
 	ctx := context.Background()
-	if _, _, err := e.SaveDefinition(ctx, []byte(`
+	inst := saveAndStart(t, e, `
 name: long
 persistence: activity
 steps:
   - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 20 }, output: work }
 output: "${ vars.work }"
-`)); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := e.Start(ctx, "long", nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	// Arm the fault once the attempt runs (its instance is leased).
 	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })
 	locks.armed.Store(true)
@@ -103,18 +97,12 @@ func TestLateCompletionIsRefusedAndRecorded(t *testing.T) {
 	e, run := c.node("n1", locks)
 	run()
 	ctx := context.Background()
-	if _, _, err := e.SaveDefinition(ctx, []byte(`
+	inst := saveAndStart(t, e, `
 name: late
 steps:
   - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 20, stall_at_ms: 1 }, output: work }
 output: "${ vars.work }"
-`)); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := e.Start(ctx, "late", nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })
 	locks.armed.Store(true)
 	fin := c.waitFinished(e, inst.ID)
@@ -209,18 +197,12 @@ func TestStalledRenewalsStopTheExecutionAndSpareItsSuccessor(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = e.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	if _, _, err := e.SaveDefinition(ctx, []byte(`
+	inst := saveAndStart(t, e, `
 name: long
 steps:
   - { id: work, activity: kit.work, input: { ms: 3000, beat_ms: 20 }, output: work }
 output: "${ vars.work }"
-`)); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := e.Start(ctx, "long", nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })
 	stalled.Store(true)
 	// Until recovery on this node has taken the instance over.

@@ -81,6 +81,22 @@ func (c *cluster) nodeWith(name string, locks lock.Locker, skew time.Duration) (
 	}
 }
 
+// saveAndStart saves a definition through e and starts an instance of it
+// with no input.
+func saveAndStart(t *testing.T, e *engine.Engine, source string) *store.Instance {
+	t.Helper()
+	ctx := context.Background()
+	d, _, err := e.SaveDefinition(ctx, []byte(source))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := e.Start(ctx, d.Name, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
 // waitStored polls the store until the instance satisfies ok, for up to
 // 30 seconds, and returns it.
 func (c *cluster) waitStored(id, what string, ok func(*store.Instance) bool) *store.Instance {
@@ -329,20 +345,14 @@ func TestLostWakeUpIsRecovered(t *testing.T) {
 	ctx := context.Background()
 	e, run := c.node("n1", local.New(local.Config{}))
 	run()
-	if _, _, err := e.SaveDefinition(ctx, []byte(`
+	inst := saveAndStart(t, e, `
 name: waits
 steps:
   - id: review
     wait: { event: approved, key: k1 }
     output: review
 output: "${ vars.review.by }"
-`)); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := e.Start(ctx, "waits", nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	c.waitStored(inst.ID, "suspended", func(in *store.Instance) bool { return in.Status == store.StatusSuspended })
 	bms, err := c.store.Bookmarks(ctx, inst.ID)
 	if err != nil || len(bms) != 1 {
@@ -372,17 +382,11 @@ func TestNeverQueuedInstanceIsRecovered(t *testing.T) {
 	dead, _ := c.node("dead", local.New(local.Config{})) // never runs: its queue is never read
 	live, run := c.node("live", local.New(local.Config{}))
 	run()
-	if _, _, err := dead.SaveDefinition(ctx, []byte(`
+	inst := saveAndStart(t, dead, `
 name: quick
 steps: [ { id: e, activity: kit.echo, input: 1, output: e } ]
 output: "${ vars.e }"
-`)); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := dead.Start(ctx, "quick", nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	done := c.waitFinished(live, inst.ID)
 	if done.Status != store.StatusCompleted || string(done.Output) != "1" {
 		t.Fatalf("instance %s output %s", done.Status, done.Output)
