@@ -29,6 +29,28 @@ type Config struct {
 	// and stdout/stderr together; the rest is dropped. Defaults to 64 KiB.
 	MaxLogBytes int
 
+	// MaxLogRecords caps how many log records one call may emit (log host
+	// function calls and stdout/stderr lines together); the rest are
+	// dropped, like bytes over MaxLogBytes. Defaults to 1000.
+	MaxLogRecords int
+
+	// MaxHeartbeatBytes caps the heartbeat details a guest may record in
+	// one heartbeat call; larger details stop the call with a limit error.
+	// Defaults to 64 KiB.
+	MaxHeartbeatBytes int
+
+	// MaxTableElements caps each table of an instance, in elements: a table
+	// declared larger is refused at upload, and a table declared without a
+	// maximum (or with a larger one) gets this maximum, so that table.grow
+	// fails past it. Defaults to 262144.
+	MaxTableElements uint32
+
+	// LoadTimeout bounds the guest code run while a version is loaded
+	// (_initialize, weft_abi_version and weft_manifest of its first
+	// instance): a module still running then is refused as invalid.
+	// Defaults to 10s.
+	LoadTimeout time.Duration
+
 	// PoolSize is the most instances kept per plugin version, which bounds
 	// the concurrent calls of one version. Defaults to 2 × GOMAXPROCS.
 	PoolSize int
@@ -64,6 +86,18 @@ func (c Config) WithDefaults() Config {
 	if c.MaxLogBytes == 0 {
 		c.MaxLogBytes = 64 << 10
 	}
+	if c.MaxLogRecords == 0 {
+		c.MaxLogRecords = 1000
+	}
+	if c.MaxHeartbeatBytes == 0 {
+		c.MaxHeartbeatBytes = 64 << 10
+	}
+	if c.MaxTableElements == 0 {
+		c.MaxTableElements = 1 << 18
+	}
+	if c.LoadTimeout == 0 {
+		c.LoadTimeout = 10 * time.Second
+	}
 	if c.PoolSize == 0 {
 		c.PoolSize = 2 * runtime.GOMAXPROCS(0)
 	}
@@ -93,6 +127,14 @@ func (c Config) validate() error {
 		return fmt.Errorf("plugins: MaxOutputBytes must not be negative, got %d", c.MaxOutputBytes)
 	case c.MaxLogBytes < 0:
 		return fmt.Errorf("plugins: MaxLogBytes must not be negative, got %d", c.MaxLogBytes)
+	case c.MaxLogRecords < 0:
+		return fmt.Errorf("plugins: MaxLogRecords must not be negative, got %d", c.MaxLogRecords)
+	case c.MaxHeartbeatBytes < 0:
+		return fmt.Errorf("plugins: MaxHeartbeatBytes must not be negative, got %d", c.MaxHeartbeatBytes)
+	case c.MaxTableElements > 1<<24:
+		return fmt.Errorf("plugins: MaxTableElements must be at most %d, got %d", 1<<24, c.MaxTableElements)
+	case c.LoadTimeout < 0:
+		return fmt.Errorf("plugins: LoadTimeout must not be negative, got %s", c.LoadTimeout)
 	case c.PoolSize < 1:
 		return fmt.Errorf("plugins: PoolSize must be at least 1, got %d", c.PoolSize)
 	case c.PoolWarm < 0 || c.PoolWarm > c.PoolSize:
