@@ -45,10 +45,15 @@ type Config struct {
 	// fails past it. Defaults to 262144.
 	MaxTableElements uint32
 
+	// MaxStackBytes caps the stack of one call into a guest, as the
+	// instrumentation estimates it (see package instrument): a guest whose
+	// calls nest deeper is stopped with a limit error. Defaults to 4 MiB.
+	MaxStackBytes int
+
 	// LoadTimeout bounds the guest code run while a version is loaded
 	// (_initialize, weft_abi_version and weft_manifest of its first
 	// instance): a module still running then is refused as invalid.
-	// Defaults to 10s.
+	// Defaults to 5s.
 	LoadTimeout time.Duration
 
 	// PoolSize is the most instances kept per plugin version, which bounds
@@ -95,8 +100,11 @@ func (c Config) WithDefaults() Config {
 	if c.MaxTableElements == 0 {
 		c.MaxTableElements = 1 << 18
 	}
+	if c.MaxStackBytes == 0 {
+		c.MaxStackBytes = 4 << 20
+	}
 	if c.LoadTimeout == 0 {
-		c.LoadTimeout = 10 * time.Second
+		c.LoadTimeout = 5 * time.Second
 	}
 	if c.PoolSize == 0 {
 		c.PoolSize = 2 * runtime.GOMAXPROCS(0)
@@ -133,6 +141,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("plugins: MaxHeartbeatBytes must not be negative, got %d", c.MaxHeartbeatBytes)
 	case c.MaxTableElements > 1<<24:
 		return fmt.Errorf("plugins: MaxTableElements must be at most %d, got %d", 1<<24, c.MaxTableElements)
+	case c.MaxStackBytes < 64<<10 || c.MaxStackBytes > 256<<20:
+		return fmt.Errorf("plugins: MaxStackBytes must be between 64 KiB and 256 MiB, got %d", c.MaxStackBytes)
 	case c.LoadTimeout < 0:
 		return fmt.Errorf("plugins: LoadTimeout must not be negative, got %s", c.LoadTimeout)
 	case c.PoolSize < 1:

@@ -164,6 +164,7 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bo
 		return nil, true, fmt.Errorf("%w: request of %d bytes cannot fit the guest's memory limit of %d bytes", ErrLimit, n, limit)
 	}
 	in.stack[0] = n
+	in.resetStack()
 	if err := in.alloc.CallWithStack(wctx, in.stack[:]); err != nil {
 		return nil, false, in.classify(ctx, callCtx, cs, abi.ExportAlloc, err)
 	}
@@ -177,6 +178,7 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bo
 	}
 	// 3. The call.
 	in.stack[0], in.stack[1], in.stack[2] = uint64(ptr), uint64(len(call.Activity)), uint64(len(input))
+	in.resetStack()
 	if err := in.invoke.CallWithStack(wctx, in.stack[:]); err != nil {
 		return nil, false, in.classify(ctx, callCtx, cs, abi.ExportInvoke, err)
 	}
@@ -249,6 +251,9 @@ func (in *instance) classify(parent, callCtx context.Context, cs *callState, exp
 		return parent.Err()
 	case cs.violation != nil:
 		return cs.violation
+	}
+	if serr := stopped(err); serr != nil {
+		return serr
 	}
 	if cs.outOfMemory || nearLimit(uint64(in.mem.Size()), uint64(in.pool.rt.cfg.MemoryLimitPages)*65536) {
 		return fmt.Errorf("%w: memory: the guest ran out of its %d MiB (%v)", ErrLimit, in.pool.rt.cfg.MemoryLimitPages/16, err)

@@ -158,6 +158,9 @@ type instance struct {
 	alloc      api.Function
 	manifest   api.Function
 	invoke     api.Function
+	// budget is the instrumentation's stack budget, set before each call
+	// into the guest (see package instrument).
+	budget api.MutableGlobal
 	// stack is the parameter/result stack reused by every call.
 	stack [3]uint64
 	// cur is the call in progress, read by the stdout/stderr writers.
@@ -192,6 +195,9 @@ func (p *pool) instantiate(ctx context.Context) (*instance, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if serr := stopped(err); serr != nil {
+			err = serr
+		}
 		return nil, invalid("instantiating: %v%s", err, stderrSuffix(init.stderrTail()))
 	}
 	p.created.Add(1)
@@ -201,11 +207,18 @@ func (p *pool) instantiate(ctx context.Context) (*instance, error) {
 	in.alloc = mod.ExportedFunction(abi.ExportAlloc)
 	in.manifest = mod.ExportedFunction(abi.ExportManifest)
 	in.invoke = mod.ExportedFunction(abi.ExportInvoke)
-	if in.mem == nil || in.abiVersion == nil || in.alloc == nil || in.manifest == nil || in.invoke == nil {
+	in.budget, _ = mod.ExportedGlobal(stackExport).(api.MutableGlobal)
+	if in.mem == nil || in.abiVersion == nil || in.alloc == nil || in.manifest == nil || in.invoke == nil || in.budget == nil {
 		_ = mod.Close(ctx)
 		return nil, invalid("instance lacks the exports checked at validation")
 	}
 	return in, nil
+}
+
+// resetStack gives the next call into the guest its whole stack budget:
+// the export the host calls charges its frame and nobody gives it back.
+func (in *instance) resetStack() {
+	in.budget.Set(uint64(uint32(stackBudget(in.pool.rt.cfg))))
 }
 
 func (in *instance) close(ctx context.Context) {

@@ -23,6 +23,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/instrument"
 )
 
 // Blobs stores plugin modules by content hash (lower-case sha256 hex).
@@ -103,11 +104,11 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 	if blobs == nil {
 		return nil, errors.New("plugins: New needs a blob store")
 	}
-	rc := wazero.NewRuntimeConfig().
-		// Without it a guest in a loop without calls could not be stopped,
-		// and its goroutine would hold a core for ever.
-		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(cfg.MemoryLimitPages)
+	// No WithCloseOnContextDone: it makes compiled code leave for Go at
+	// every loop header, which costs up to ten times the guest's speed, and
+	// still misses code without loops. The instrumentation (package
+	// instrument) stops guests instead.
+	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.MemoryLimitPages)
 	var cache wazero.CompilationCache
 	if cfg.CacheDir != "" {
 		var err error
@@ -125,6 +126,10 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 	if err := r.instantiateHostModule(ctx); err != nil {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("plugins: instantiating host module: %w", err)
+	}
+	if err := r.instantiateInstrumentModule(ctx); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("plugins: instantiating the instrumentation's host module: %w", err)
 	}
 	return r, nil
 }
@@ -261,29 +266,45 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 	if err := precheck(wasm); err != nil {
 		return nil, invalid("not a valid WebAssembly module: %v", err)
 	}
-	cm, err := r.rt.CompileModule(ctx, wasm)
+	rewritten, err := instrument.Rewrite(wasm, instrumentOptions(r.cfg))
 	if err != nil {
 		return nil, invalid("not a valid WebAssembly module: %v", err)
 	}
-	if verr := checkShape(cm); verr != nil {
+	// The compilation cache is keyed by the bytes compiled: a change to
+	// the instrumentation never reuses code compiled without it.
+	cm, err := r.rt.CompileModule(ctx, rewritten.Wasm)
+	if err != nil {
+		return nil, invalid("not a valid WebAssembly module: %v", err)
+	}
+	if verr := checkShape(cm, rewritten.Imports); verr != nil {
 		_ = cm.Close(ctx)
 		return nil, verr
 	}
 	pl := newPool(r, version, cm)
 	// The first instance proves the module links and initialises, and
-	// reads the ABI version and the manifest; it then serves calls.
-	inst, err := pl.create(ctx)
-	if err != nil {
-		pl.close(ctx)
-		return nil, err
-	}
-	module, err := inst.describe(ctx, version, len(wasm))
-	if err != nil {
+	// reads the ABI version and the manifest; it then serves calls. The
+	// guest code run here is bounded by LoadTimeout, whoever waits.
+	lctx, cancel := context.WithTimeout(ctx, r.cfg.LoadTimeout)
+	defer cancel()
+	inst, err := pl.create(lctx)
+	if err == nil {
+		var module *Module
+		if module, err = inst.describe(lctx, version, len(wasm)); err == nil {
+			pl.put(inst)
+			return r.warm(ctx, pl, module)
+		}
 		inst.close(ctx)
-		pl.close(ctx)
-		return nil, err
 	}
-	pl.put(inst)
+	pl.close(ctx)
+	if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+		return nil, invalid("loading took longer than %s: _initialize, %s and %s must return promptly (%v)", r.cfg.LoadTimeout, abi.ExportABIVersion, abi.ExportManifest, err)
+	}
+	return nil, err
+}
+
+// warm creates the instances PoolWarm asks for beyond the first.
+func (r *Runtime) warm(ctx context.Context, pl *pool, module *Module) (*plugin, error) {
+	version := pl.version
 	for i := 1; i < r.cfg.PoolWarm; i++ {
 		inst, err := pl.create(ctx)
 		if err != nil {
@@ -292,7 +313,7 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 		}
 		pl.put(inst)
 	}
-	r.log.Debug("plugin loaded", "version", version, "size", len(wasm), "activities", len(module.Activities))
+	r.log.Debug("plugin loaded", "version", version, "size", module.Size, "activities", len(module.Activities))
 	return &plugin{module: module, pool: pl}, nil
 }
 

@@ -12,7 +12,18 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/instrument"
 )
+
+func kindName(kind byte) string {
+	switch kind {
+	case instrument.KindTable:
+		return "table"
+	case instrument.KindGlobal:
+		return "global"
+	}
+	return fmt.Sprintf("kind %d", kind)
+}
 
 // signature is a function type as "(i32,i32)->(i32)".
 type signature string
@@ -56,33 +67,40 @@ var requiredExports = map[string]signature{
 	abi.ExportInvoke:     "(i32,i32,i32)->(i32)",
 }
 
-// checkShape checks a compiled module's imports and exports against the ABI
-// and returns every problem it finds, or nil.
-func checkShape(cm wazero.CompiledModule) *ValidationError {
+// checkShape checks a module's imports (as the instrumentation read them
+// from the module's bytes) and its compiled exports against the ABI, and
+// returns every problem it finds, or nil.
+func checkShape(cm wazero.CompiledModule, imports []instrument.Import) *ValidationError {
 	var problems []string
+	sigs := map[string]signature{}
 	for _, f := range cm.ImportedFunctions() {
 		module, name, _ := f.Import()
-		sig := signatureOf(f.ParamTypes(), f.ResultTypes())
-		switch module {
-		case abi.HostModule:
+		if module == abi.HostModule {
+			sigs[name] = signatureOf(f.ParamTypes(), f.ResultTypes())
+		}
+	}
+	for _, imp := range imports {
+		module, name := imp.Module, imp.Name
+		switch {
+		case imp.Kind == instrument.KindMemory:
+			problems = append(problems, fmt.Sprintf("import %s.%s: importing a memory is not allowed; export one named %q", module, name, abi.ExportMemory))
+		case imp.Kind != instrument.KindFunc:
+			problems = append(problems, fmt.Sprintf("import %s.%s: importing a %s is not allowed; plugins import only functions", module, name, kindName(imp.Kind)))
+		case module == abi.HostModule:
 			want, ok := hostImports[name]
 			switch {
 			case !ok:
 				problems = append(problems, fmt.Sprintf("import %s.%s: the host module has no such function", module, name))
-			case sig != want:
-				problems = append(problems, fmt.Sprintf("import %s.%s: type %s, want %s", module, name, sig, want))
+			case sigs[name] != want:
+				problems = append(problems, fmt.Sprintf("import %s.%s: type %s, want %s", module, name, sigs[name], want))
 			}
-		case abi.WASIModule:
+		case module == abi.WASIModule:
 			if _, ok := abi.AllowedWASI(name); !ok && !abi.InertWASI(name) {
 				problems = append(problems, fmt.Sprintf("import %s.%s: not a WASI preview 1 function the host provides (abi/README.md §5)", module, name))
 			}
 		default:
 			problems = append(problems, fmt.Sprintf("import %s.%s: module %q is not allowed; plugins import only from %q and %q", module, name, module, abi.HostModule, abi.WASIModule))
 		}
-	}
-	for _, m := range cm.ImportedMemories() {
-		module, name, _ := m.Import()
-		problems = append(problems, fmt.Sprintf("import %s.%s: importing a memory is not allowed; export one named %q", module, name, abi.ExportMemory))
 	}
 
 	exports := cm.ExportedFunctions()
@@ -122,8 +140,9 @@ func checkShape(cm wazero.CompiledModule) *ValidationError {
 // both.
 func (in *instance) describe(ctx context.Context, version string, size int) (*Module, error) {
 	in.stack[0] = 0
+	in.resetStack()
 	if err := in.abiVersion.CallWithStack(ctx, in.stack[:]); err != nil {
-		return nil, invalid("calling %s: %v", abi.ExportABIVersion, err)
+		return nil, callFailed(ctx, abi.ExportABIVersion, err)
 	}
 	if v := uint32(in.stack[0]); v != abi.Version {
 		return nil, invalid("ABI version %d: this host implements version %d", v, abi.Version)
@@ -131,11 +150,12 @@ func (in *instance) describe(ctx context.Context, version string, size int) (*Mo
 
 	cs := &callState{rt: in.pool.rt, inManifest: true}
 	in.cur = cs
+	in.resetStack()
 	err := in.manifest.CallWithStack(withCall(ctx, cs), in.stack[:])
 	in.cur = nil
 	switch {
 	case err != nil:
-		return nil, invalid("calling %s: %v", abi.ExportManifest, err)
+		return nil, callFailed(ctx, abi.ExportManifest, err)
 	case cs.violation != nil:
 		return nil, invalid("calling %s: %v", abi.ExportManifest, cs.violation)
 	case uint32(in.stack[0]) != abi.StatusOK:
@@ -146,6 +166,18 @@ func (in *instance) describe(ctx context.Context, version string, size int) (*Mo
 		return nil, verr
 	}
 	return &Module{Version: version, Size: size, Activities: activities}, nil
+}
+
+// callFailed describes a failed call of export while a version loads: the
+// reason the host stopped it, or the trap.
+func callFailed(ctx context.Context, export string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if serr := stopped(err); serr != nil {
+		return invalid("calling %s: %v", export, serr)
+	}
+	return invalid("calling %s: %v", export, err)
 }
 
 // parseManifest decodes and checks a manifest document.

@@ -1,0 +1,286 @@
+package instrument
+
+import (
+	"fmt"
+)
+
+// Opcodes the rewrite reads or writes.
+const (
+	opUnreachable  = 0x00
+	opBlock        = 0x02
+	opLoop         = 0x03
+	opIf           = 0x04
+	opElse         = 0x05
+	opEnd          = 0x0b
+	opBrTable      = 0x0e
+	opCall         = 0x10
+	opCallIndirect = 0x11
+	opSelectT      = 0x1c
+	opLocalGet     = 0x20
+	opLocalTee     = 0x22
+	opGlobalGet    = 0x23
+	opGlobalSet    = 0x24
+	opI32Const     = 0x41
+	opI64Const     = 0x42
+	opF32Const     = 0x43
+	opF64Const     = 0x44
+	opI32LtS       = 0x48
+	opI32LeS       = 0x4c
+	opI32Sub       = 0x6b
+	opDrop         = 0x1a
+	opRefNull      = 0xd0
+	opRefFunc      = 0xd2
+	opPrefixFC     = 0xfc
+	opPrefixSIMD   = 0xfd
+	blockEmpty     = 0x40
+	valI32         = 0x7f
+)
+
+// paddedConstLen is the length of an i32.const immediate written as a
+// five-byte LEB128, so that a weight can be patched in once known.
+const paddedConstLen = 5
+
+// putPaddedSLEB writes v (0 ≤ v < 2^31) as a five-byte signed LEB128.
+func putPaddedSLEB(b []byte, v uint32) {
+	for i := 0; i < 4; i++ {
+		b[i] = byte(v&0x7f) | 0x80
+		v >>= 7
+	}
+	b[4] = byte(v & 0x7f)
+}
+
+// bodyRewriter rewrites function bodies. One is used for a whole code
+// section, so its buffers are reused from body to body.
+type bodyRewriter struct {
+	m *module
+	// loops holds, for each open block, the output offset of its weight's
+	// placeholder and the input offset where its body starts; -1 for a
+	// block that is not a loop.
+	frames []frame
+}
+
+type frame struct {
+	patch int // output offset of the loop's weight placeholder, or -1
+	start int // input offset of the loop's body
+}
+
+// rewrite appends the instrumented form of one function body (without its
+// size prefix) to out. body is the input body, base its offset in the
+// module (for messages), params the function's parameter count.
+func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32) ([]byte, error) {
+	m := r.m
+	d := &decoder{b: body, base: base}
+	groups := d.count()
+	groupsAt := d.off
+	locals := uint64(params)
+	for i := uint32(0); i < groups && d.ok(); i++ {
+		locals += uint64(d.u32())
+		d.valueType()
+	}
+	if d.err != nil {
+		return out, fmt.Errorf("function body: locals: %w", d.err)
+	}
+	if locals >= maxLocals {
+		return out, fmt.Errorf("function body at offset %d: %d locals, more than %d", base, locals, maxLocals-1)
+	}
+	saved := uint32(locals) // the new local: this frame's stack budget
+	// Locals: the input's groups and one more i32.
+	out = appendULEB(out, uint64(groups)+1)
+	out = append(out, body[groupsAt:d.off]...)
+	out = append(out, 1, valI32)
+
+	code := d.off
+	out = m.appendStackCheck(out, saved, m.frameWeight(params, locals, len(body)-code))
+	out = m.appendFuelCheck(out, clampWeight(len(body)-code))
+
+	r.frames = append(r.frames[:0], frame{patch: -1})
+	copied := code // input bytes before copied are in out
+	for d.off < len(d.b) && d.ok() {
+		at := d.off
+		op := d.byte()
+		switch op {
+		case opBlock, opIf:
+			d.blockType()
+			r.frames = append(r.frames, frame{patch: -1})
+		case opLoop:
+			d.blockType()
+			out = append(out, body[copied:d.off]...)
+			copied = d.off
+			var patch int
+			out, patch = m.appendFuelCheckPlaceholder(out)
+			r.frames = append(r.frames, frame{patch: patch, start: d.off})
+		case opEnd:
+			f := r.frames[len(r.frames)-1]
+			r.frames = r.frames[:len(r.frames)-1]
+			if f.patch >= 0 {
+				putPaddedSLEB(out[f.patch:], uint32(clampWeight(at-f.start)))
+			}
+			if len(r.frames) == 0 && d.off != len(d.b) {
+				d.fail("instructions after the end of the function")
+			}
+		case opCall:
+			idx := d.u32()
+			if d.err != nil {
+				break
+			}
+			out = append(out, body[copied:at]...)
+			out = append(out, opCall)
+			out = appendULEB(out, uint64(m.funcIndex(idx)))
+			copied = d.off
+			out = m.appendStackRestore(out, saved)
+		case opCallIndirect:
+			d.u32()
+			d.u32()
+			if d.err != nil {
+				break
+			}
+			out = append(out, body[copied:d.off]...)
+			copied = d.off
+			out = m.appendStackRestore(out, saved)
+		case opRefFunc:
+			idx := d.u32()
+			if d.err != nil {
+				break
+			}
+			out = append(out, body[copied:at]...)
+			out = append(out, opRefFunc)
+			out = appendULEB(out, uint64(m.funcIndex(idx)))
+			copied = d.off
+		default:
+			skipImmediates(d, op)
+		}
+	}
+	if d.err != nil {
+		return out, fmt.Errorf("function body: %w", d.err)
+	}
+	if len(r.frames) != 0 {
+		return out, fmt.Errorf("function body at offset %d: ends inside a block", base)
+	}
+	return append(out, body[copied:]...), nil
+}
+
+// skipImmediates skips the immediates of op, which was just read, failing
+// on an opcode outside the features the host enables (WebAssembly 2.0).
+func skipImmediates(d *decoder, op byte) {
+	switch {
+	case op == opUnreachable || op == 0x01 || op == opElse || op == 0x0f || op == opDrop || op == 0x1b:
+	case op == 0x0c || op == 0x0d: // br, br_if
+		d.u32()
+	case op == opBrTable:
+		for n := d.count(); n > 0 && d.ok(); n-- {
+			d.u32()
+		}
+		d.u32()
+	case op == opSelectT:
+		for n := d.count(); n > 0 && d.ok(); n-- {
+			d.valueType()
+		}
+	case op >= opLocalGet && op <= 0x26: // locals, globals, table.get/set
+		d.u32()
+	case op >= 0x28 && op <= 0x3e: // loads and stores
+		memarg(d)
+	case op == 0x3f || op == 0x40: // memory.size, memory.grow
+		d.u32()
+	case op == opI32Const:
+		d.sleb(32)
+	case op == opI64Const:
+		d.sleb(64)
+	case op == opF32Const:
+		d.bytes(4)
+	case op == opF64Const:
+		d.bytes(8)
+	case op >= 0x45 && op <= 0xc4: // numeric, sign extension
+	case op == opRefNull:
+		d.valueType()
+	case op == 0xd1: // ref.is_null
+	case op == opPrefixFC:
+		skipFC(d)
+	case op == opPrefixSIMD:
+		skipSIMD(d)
+	default:
+		d.off--
+		d.fail("opcode 0x%02x is not a WebAssembly 2.0 instruction", op)
+	}
+}
+
+func memarg(d *decoder) {
+	if align := d.u32(); align&0x40 != 0 { // multi-memory: a memory index follows
+		d.u32()
+	}
+	d.uleb(64)
+}
+
+func skipFC(d *decoder) {
+	switch sub := d.u32(); {
+	case sub <= 7: // saturating truncations
+	case sub == 8: // memory.init
+		d.u32()
+		d.u32()
+	case sub == 9, sub == 11, sub == 13, sub >= 15 && sub <= 17: // data.drop, memory.fill, elem.drop, table.grow/size/fill
+		d.u32()
+	case sub == 10, sub == 12, sub == 14: // memory.copy, table.init, table.copy
+		d.u32()
+		d.u32()
+	default:
+		d.fail("instruction 0xfc %d is not a WebAssembly 2.0 instruction", sub)
+	}
+}
+
+func skipSIMD(d *decoder) {
+	switch sub := d.u32(); {
+	case sub <= 11, sub == 92, sub == 93: // loads and stores
+		memarg(d)
+	case sub == 12, sub == 13: // v128.const, i8x16.shuffle
+		d.bytes(16)
+	case sub >= 21 && sub <= 34: // lane extraction and replacement
+		d.byte()
+	case sub >= 84 && sub <= 91: // lane loads and stores
+		memarg(d)
+		d.byte()
+	case sub <= 255: // no immediates; wazero refuses the unassigned ones
+	default:
+		d.fail("instruction 0xfd %d is not a WebAssembly 2.0 instruction", sub)
+	}
+}
+
+// constExpr rewrites a constant expression (ending with end), remapping
+// ref.func, and appends it to out.
+func (m *module) constExpr(out []byte, d *decoder) []byte {
+	start := d.off
+	copied := start
+	for d.ok() {
+		at := d.off
+		switch op := d.byte(); op {
+		case opEnd:
+			return append(out, d.b[copied:d.off]...)
+		case opRefFunc:
+			idx := d.u32()
+			out = append(out, d.b[copied:at]...)
+			out = append(out, opRefFunc)
+			out = appendULEB(out, uint64(m.funcIndex(idx)))
+			copied = d.off
+		case opI32Const:
+			d.sleb(32)
+		case opI64Const:
+			d.sleb(64)
+		case opF32Const:
+			d.bytes(4)
+		case opF64Const:
+			d.bytes(8)
+		case opGlobalGet:
+			d.u32()
+		case opRefNull:
+			d.valueType()
+		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // extended constant arithmetic
+		case opPrefixSIMD:
+			if d.u32() != 12 {
+				d.fail("only v128.const is allowed in a constant expression")
+			}
+			d.bytes(16)
+		default:
+			d.off--
+			d.fail("opcode 0x%02x is not allowed in a constant expression", op)
+		}
+	}
+	return out
+}

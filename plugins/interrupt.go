@@ -1,0 +1,88 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/weftworks/weft/plugins/instrument"
+)
+
+// The names the instrumentation adds to every module (see package
+// instrument). They are the host's, not the ABI's: a module that imports
+// from instrumentModule or exports stackExport is refused.
+const (
+	instrumentModule = "weft:instrument"
+	instrumentFunc   = "check"
+	stackExport      = "weft:stack"
+	// maxTables is the most tables a module may declare.
+	maxTables = 16
+)
+
+// stackSlot is the size of the instrumentation's stack unit, in bytes.
+const stackSlot = 8
+
+// stopError is what the host functions panic with to stop a guest; wazero
+// unwinds the guest and returns it wrapped, and classify reports err.
+type stopError struct{ err error }
+
+func (e *stopError) Error() string { return e.err.Error() }
+func (e *stopError) Unwrap() error { return e.err }
+
+// stop stops the guest with err.
+func stop(err error) { panic(&stopError{err: err}) }
+
+// instrumentOptions are the rewrite's options under cfg.
+func instrumentOptions(cfg Config) instrument.Options {
+	return instrument.Options{
+		ImportModule:     instrumentModule,
+		ImportName:       instrumentFunc,
+		StackExport:      stackExport,
+		Stack:            stackBudget(cfg),
+		MaxTableElements: cfg.MaxTableElements,
+		MaxTables:        maxTables,
+	}
+}
+
+func stackBudget(cfg Config) int32 { return int32(cfg.MaxStackBytes / stackSlot) }
+
+// instantiateInstrumentModule links the host function the instrumentation
+// imports: the guest calls it when its fuel runs out, which is where a call
+// past its deadline or cancelled is stopped (and where the Go scheduler may
+// preempt it), and when its stack budget is spent.
+func (r *Runtime) instantiateInstrumentModule(ctx context.Context) error {
+	i32 := api.ValueTypeI32
+	_, err := r.rt.NewHostModuleBuilder(instrumentModule).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(r.check), []api.ValueType{i32}, []api.ValueType{i32}).
+		WithName(instrumentFunc).
+		Export(instrumentFunc).
+		Instantiate(ctx)
+	return err
+}
+
+func (r *Runtime) check(ctx context.Context, _ api.Module, stack []uint64) {
+	switch uint32(stack[0]) {
+	case instrument.ReasonFuel:
+		if err := ctx.Err(); err != nil {
+			stop(err) // classify says why from the contexts
+		}
+		stack[0] = instrument.Fuel
+	case instrument.ReasonStack:
+		stop(fmt.Errorf("%w: stack: the guest's calls nest deeper than its stack limit of %d KiB allows", ErrLimit, r.cfg.MaxStackBytes>>10))
+	default:
+		stop(fmt.Errorf("%w: %s.%s called with reason %d", ErrProtocol, instrumentModule, instrumentFunc, uint32(stack[0])))
+	}
+}
+
+// stopped returns the error a host function stopped the guest with, if err
+// carries one.
+func stopped(err error) error {
+	var s *stopError
+	if errors.As(err, &s) {
+		return s.err
+	}
+	return nil
+}
