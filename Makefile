@@ -9,7 +9,7 @@ C_PLUGINS  := $(sort $(patsubst examples/plugins/%/,%,$(dir $(wildcard examples/
 PLUGINS    := $(GO_PLUGINS:%=$(BIN)/plugins/%.wasm) $(C_PLUGINS:%=$(BIN)/plugins/%.wasm)
 SDK_SRC    := $(wildcard sdk/*.go abi/*.go) go.mod go.sum
 
-.PHONY: all build plugins test deps bench run fmt lint clean
+.PHONY: all build plugins test deps bench fuzz run fmt lint clean
 all: build plugins
 
 build:
@@ -36,6 +36,24 @@ test: deps plugins
 
 bench: plugins
 	./bench/run.sh
+
+# Runs every fuzz target for FUZZTIME each (go test -fuzz takes one target
+# at a time). New failing inputs land in the package's testdata/fuzz.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./host/definition:FuzzParse \
+	./sdk:FuzzAppendJSONString \
+	./plugins:FuzzLoad \
+	./plugins:FuzzHostileGuest \
+	./plugins:FuzzUploadGenerated \
+	./plugins/instrument:FuzzRewrite \
+	./plugins/instrument:FuzzGenerated \
+	./examples/plugins/ckit/test:FuzzSameAsKit
+fuzz: deps plugins
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 # On a first start (empty ./data) the host loads the example plugins and
 # workflows; admin refresh reloads the workflows from examples/workflows.
