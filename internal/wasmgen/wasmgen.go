@@ -110,8 +110,8 @@ func generate(data []byte, plugin bool) []byte {
 	bodies = append(bodies, sized([]byte{0, 0x41, 7, 0x24, 0, 0x0b})) // start: acc = 7
 	if plugin {
 		bodies = append(bodies,
-			sized([]byte{0, 0x41, 1, 0x0b}),                            // weft_abi_version
-			sized([]byte{0, 0x41, 0x80, 0x08, 0x0b}),                    // weft_alloc: 1024
+			sized([]byte{0, 0x41, 1, 0x0b}),          // weft_abi_version
+			sized([]byte{0, 0x41, 0x80, 0x08, 0x0b}), // weft_alloc: 1024
 			sized(cat([]byte{0, 0x41, 0, 0x41}, sleb(len(manifest)), []byte{ // weft_manifest
 				0x10, 0, 0x41, 0, 0x0b})),
 			sized(cat([]byte{0, // weft_invoke: store8(512, '0' + run(3) & 7); result(512, 1); 0
