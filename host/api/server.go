@@ -15,16 +15,41 @@
 //     a sane one and generated otherwise; it is echoed in the response, in
 //     problem bodies (request_id) and in every log line the request writes,
 //     including the access log.
-//   - Body limits: the whole body is read before a handler runs (fasthttp
-//     does not stream). Each route refuses a body over its limit (plugins:
-//     PluginBodyLimit, others: BodyLimit) with a 413 problem after reading
-//     it, which a client always receives. The server itself reads at most
-//     twice the route's limit, decided from the headers before any of the
-//     body (the plugin limit only for a token that may upload): beyond
-//     that it answers 413 from the length alone and closes the connection
-//     unread, and a client still writing such a body may see the
-//     connection reset instead of the answer. Compressed bodies are
-//     refused (415): Fiber would inflate them without a limit.
+//   - Bodies are streamed, and read in one place: the bodies middleware,
+//     which every request passes before its route. Before any handler
+//     runs, the server reads a request's headers and at most 8 KiB of its
+//     body, however long a body the headers declare, so connections that
+//     declare large bodies and stall cost next to nothing. The middleware
+//     then takes the request to one of two ends: it answers it itself,
+//     having read none of the body into memory, or it reads the whole
+//     body into memory and hands the route that. It refuses, in this
+//     order: a Content-Encoding other than identity (415); a declared
+//     length over the route's limit (413, from the headers; plugins:
+//     PluginBodyLimit for a token that may upload them, all else:
+//     BodyLimit); a request its route would refuse for its token (401,
+//     403, before its body takes memory); and a body that finds no room
+//     in the budget (503, with Retry-After). Otherwise it reads the body
+//     into a buffer that grows with what arrives, never beyond the
+//     declared length, and refuses a chunked body that goes past the
+//     limit (413, after reading limit+1 bytes).
+//   - Refusing a body, the server reads and discards up to twice the
+//     route's limit of it, so that a client still writing it reads the
+//     answer; beyond that it closes the connection after answering, and
+//     such a client may see the connection reset instead.
+//   - The body budget (BodyBudget, by default four times the larger
+//     limit) bounds the bytes of bodies in memory at once, over all
+//     requests: a body takes its declared length (a chunked one, its
+//     route's limit) from it before it is read, waits in line for up to
+//     RequestTimeout when there is not enough, and gets a 503 then.
+//     Handlers' copies of a body (Fiber copies it for them) and a growing
+//     buffer's previous half come on top.
+//   - Compressed bodies are refused (415), however many Content-Encoding
+//     headers carry the coding and however it is spelled ("identity,
+//     gzip", "GZIP", "identity" then "gzip"): Fiber's c.Body() inflates
+//     by the last such header, without a limit. Identity-only headers
+//     are removed, so no request that reaches a route carries one and
+//     c.Body() can never inflate; the headers are checked again after a
+//     chunked body's trailer.
 //   - Shutdown first tells requests waiting on ?wait= to answer with the
 //     instance as it is now, then stops accepting and drains the requests
 //     in flight: a waiting client gets a complete answer at once instead of
@@ -37,7 +62,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -72,6 +96,11 @@ type Config struct {
 	// PluginBodyLimit bounds plugin uploads (PUT /v1/plugins/{name}), in
 	// bytes. Defaults to 32 MiB.
 	PluginBodyLimit int
+	// BodyBudget bounds the bytes of request bodies held in memory at
+	// once, over all requests. A request whose body does not fit waits
+	// for room up to RequestTimeout, then gets a 503. At least the larger
+	// of BodyLimit and PluginBodyLimit; defaults to four times that.
+	BodyBudget int
 	// Logger receives the access log and request errors. Defaults to
 	// slog.Default().
 	Logger *slog.Logger
@@ -94,6 +123,9 @@ func (c Config) WithDefaults() Config {
 	if c.PluginBodyLimit == 0 {
 		c.PluginBodyLimit = 32 << 20
 	}
+	if c.BodyBudget == 0 {
+		c.BodyBudget = 4 * max(c.BodyLimit, c.PluginBodyLimit)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -109,6 +141,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("api: BodyLimit must be positive, got %d", c.BodyLimit)
 	case c.PluginBodyLimit < 1:
 		return fmt.Errorf("api: PluginBodyLimit must be positive, got %d", c.PluginBodyLimit)
+	case c.BodyBudget < max(c.BodyLimit, c.PluginBodyLimit):
+		return fmt.Errorf("api: BodyBudget must be at least BodyLimit and PluginBodyLimit (%d), got %d", max(c.BodyLimit, c.PluginBodyLimit), c.BodyBudget)
 	case c.RequestTimeout < 0:
 		return fmt.Errorf("api: RequestTimeout must not be negative, got %s", c.RequestTimeout)
 	}
@@ -124,6 +158,7 @@ type Server struct {
 	auth    authenticator
 	app     *fiber.App
 	table   []route // the registered routes
+	budget  *budget // of request body bytes in memory
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed when Shutdown starts
@@ -148,30 +183,30 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, node: n, metrics: n.Metrics(), auth: auth, draining: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, node: n, metrics: n.Metrics(), auth: auth, budget: newBudget(int64(cfg.BodyBudget)), draining: make(chan struct{})}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "weft",
 		DisableStartupMessage: true,
 		// Values from the request (params, body) outlive the handler in
 		// the engine and the store.
-		Immutable:    true,
-		BodyLimit:    2 * max(cfg.BodyLimit, cfg.PluginBodyLimit), // per request: HeaderReceived
-		ReadTimeout:  2 * time.Minute,
-		IdleTimeout:  time.Minute,
-		ErrorHandler: s.errorHandler,
+		Immutable: true,
+		// Bodies are streamed: the server reads nothing of a body but a
+		// read-ahead of at most 8 KiB before the handlers run; the bodies
+		// middleware reads the rest, within the route's limit and under
+		// the budget, or refuses it (see the package doc). With streaming,
+		// BodyLimit bounds only that read-ahead.
+		StreamRequestBody: true,
+		BodyLimit:         2 * max(cfg.BodyLimit, cfg.PluginBodyLimit),
+		// fasthttp would otherwise read a multipart body (to temporary
+		// files) before any handler ran, with no limit when streaming.
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  2 * time.Minute,
+		IdleTimeout:                  time.Minute,
+		ErrorHandler:                 s.errorHandler,
 	})
-	// How much of a body the server reads is decided from the headers,
-	// before any of the body: twice the route's limit (see the package
-	// doc), and a plugin's only for a request whose token may upload one.
-	s.app.Server().HeaderReceived = func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-		limit := cfg.BodyLimit
-		if string(h.Method()) == fiber.MethodPut && bytes.HasPrefix(h.RequestURI(), []byte("/v1/plugins/")) && s.mayUpload(h) {
-			limit = cfg.PluginBodyLimit
-		}
-		return fasthttp.RequestConfig{MaxRequestBodySize: 2 * limit}
-	}
 	s.app.Use(s.requestScope)
 	s.app.Use(recover.New())
+	s.app.Use(s.bodies)
 	s.routes()
 	return s, nil
 }
@@ -269,7 +304,7 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 	}
 	log.Log(c.UserContext(), level, "http request",
 		"method", c.Method(), "path", c.Path(), "route", route, "status", status,
-		"duration", d, "bytes_in", len(c.Request().Body()), "bytes_out", len(c.Response().Body()),
+		"duration", d, "bytes_in", c.Locals(localBodyBytes), "bytes_out", len(c.Response().Body()),
 		"remote", c.IP())
 	return nil
 }

@@ -1,0 +1,326 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+)
+
+// localBodyBytes is the Locals key of how many body bytes the request
+// read from its connection (for the access log).
+const localBodyBytes = "weft.body_bytes"
+
+// bodies is the middleware that every request passes before its route:
+// the only place a request body is read. The server streams bodies
+// (nothing of a body but a small read-ahead is read before the handlers
+// run), and bodies takes each request to one of two ends before any
+// route handler runs:
+//
+//   - it answers the request itself (415, 413, 401, 403, 503 or 400),
+//     with the body discarded unread into memory; or
+//   - it reads the whole body into memory, within the route's limit and
+//     under the host-wide budget, and sets it as the request's raw body,
+//     with every Content-Encoding header removed.
+//
+// So a handler that calls c.Body() or c.Request().Body() gets the bytes
+// read here, never a stream that Fiber or fasthttp would read without a
+// limit, and Fiber's Body() never inflates: it inflates by the
+// Content-Encoding header, and no request that gets past bodies has one.
+func (s *Server) bodies(c *fiber.Ctx) error {
+	c.Locals(localBodyBytes, 0)
+	req := c.Request()
+	rt, matched := s.routeFor(c.Method(), c.Path())
+	// The route's limit; a plugin's only for a token that may upload one,
+	// so that no other request makes the host read a plugin-sized body.
+	limit := s.cfg.BodyLimit
+	if matched && rt.pluginBody && s.mayUpload(&req.Header) {
+		limit = s.cfg.PluginBodyLimit
+	}
+	if enc, ok := identityOnly(&req.Header); !ok {
+		return s.refuse(c, 2*limit, problemf(fiber.StatusUnsupportedMediaType, "unsupported-encoding", "Content-Encoding %q is not accepted: send the body uncompressed", enc))
+	}
+	stripContentEncoding(&req.Header)
+	if !req.IsBodyStream() {
+		// No body, or one that fasthttp did not stream (then it is the
+		// read-ahead, which is all of it).
+		if n := len(req.Body()); n > limit {
+			return s.refuse(c, 2*limit, tooLarge(n, limit))
+		}
+		c.Locals(localBodyBytes, len(req.Body()))
+		return c.Next()
+	}
+	declared := req.Header.ContentLength() // -1: chunked
+	if declared == 0 {
+		req.ResetBody()
+		return c.Next()
+	}
+	if declared > limit {
+		return s.refuse(c, 2*limit, tooLarge(declared, limit))
+	}
+	// A request that its route refuses anyway is refused here, before its
+	// body takes memory or budget.
+	if matched {
+		if p := s.unauthorized(c, rt.perm); p != nil {
+			return s.refuse(c, 2*limit, p)
+		}
+	}
+	need := declared
+	most := declared
+	if declared < 0 {
+		need = limit     // chunked: as much as the route accepts
+		most = limit + 1 // and one byte more tells an oversized body
+	}
+	if !s.budget.acquire(int64(need), s.cfg.RequestTimeout, s.draining) {
+		c.Set(fiber.HeaderRetryAfter, "1")
+		return s.refuse(c, 2*limit, problemf(fiber.StatusServiceUnavailable, "busy", "the host holds as many request bodies in memory as it may; retry shortly"))
+	}
+	held := true
+	defer func() {
+		if held {
+			s.budget.release(int64(need))
+		}
+	}()
+	body, err := readUpTo(req.BodyStream(), most)
+	c.Locals(localBodyBytes, len(body))
+	switch {
+	case err != nil:
+		req.ResetBody()
+		c.Response().Header.SetConnectionClose()
+		return problemf(fiber.StatusBadRequest, "invalid-request", "reading the body: %v", err)
+	case declared >= 0 && len(body) < declared:
+		req.ResetBody()
+		c.Response().Header.SetConnectionClose()
+		return problemf(fiber.StatusBadRequest, "invalid-request", "the body ended after %d of the %d bytes its Content-Length declares", len(body), declared)
+	case len(body) > limit:
+		// Chunked and too large: the rest is discarded, not held, up to
+		// twice the limit in all.
+		body = nil
+		s.budget.release(int64(need))
+		held = false
+		return s.refuse(c, limit-1, tooLarge(-1, limit))
+	}
+	req.SetBodyRaw(body) // also closes the stream, read to its end
+	// A chunked body's trailer is read with its last chunk: a
+	// Content-Encoding there would count as much as one in the headers.
+	// (fasthttp refuses such a trailer, but this does not depend on it.)
+	if enc, ok := identityOnly(&req.Header); !ok {
+		req.ResetBody()
+		return problemf(fiber.StatusUnsupportedMediaType, "unsupported-encoding", "Content-Encoding %q is not accepted: send the body uncompressed", enc)
+	}
+	stripContentEncoding(&req.Header)
+	return c.Next()
+}
+
+// tooLarge is the 413 problem of a body of n bytes on a route that
+// accepts limit; n < 0: a chunked body that went on past the limit.
+func tooLarge(n, limit int) *Problem {
+	if n < 0 {
+		return problemf(fiber.StatusRequestEntityTooLarge, "too-large", "the body is more than %d bytes; this route accepts at most %d", limit, limit)
+	}
+	return problemf(fiber.StatusRequestEntityTooLarge, "too-large", "the body is %d bytes; this route accepts at most %d", n, limit)
+}
+
+// refuse answers p without reading any more of the body into memory: it
+// reads and discards up to allowance bytes of what is left of it (callers
+// give twice the route's limit, in all), so that a client still writing
+// the body gets to read the answer, and closes the connection after the
+// answer when the body goes on beyond that (the client may then see the
+// connection reset instead of the answer).
+func (s *Server) refuse(c *fiber.Ctx, allowance int, p *Problem) error {
+	req := c.Request()
+	if req.IsBodyStream() {
+		drained := false
+		if declared := req.Header.ContentLength(); declared <= allowance {
+			n, err := io.CopyN(io.Discard, req.BodyStream(), int64(allowance)+1)
+			drained = errors.Is(err, io.EOF) && n <= int64(allowance)
+			if read, ok := c.Locals(localBodyBytes).(int); ok {
+				c.Locals(localBodyBytes, read+int(n))
+			}
+		}
+		if !drained {
+			c.Response().Header.SetConnectionClose()
+		}
+	}
+	req.ResetBody()
+	return p
+}
+
+// readUpTo reads r to its end or to most bytes, whichever comes first,
+// into a buffer that grows with what arrives (doubling, never beyond
+// most), not with what was declared: a connection that declares a large
+// body and sends little of it costs little.
+func readUpTo(r io.Reader, most int) ([]byte, error) {
+	const first = 64 << 10
+	buf := make([]byte, 0, min(most, first))
+	for len(buf) < most {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), most))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+// identityOnly reports whether every Content-Encoding header, however
+// many there are and however their names are spelled, lists only the
+// identity coding (or nothing). If not, it returns the header values.
+func identityOnly(h *fasthttp.RequestHeader) (string, bool) {
+	var values []string
+	ok := true
+	h.VisitAll(func(k, v []byte) {
+		if !bytes.EqualFold(k, []byte(fiber.HeaderContentEncoding)) {
+			return
+		}
+		values = append(values, string(v))
+		for _, coding := range strings.Split(string(v), ",") {
+			if coding = strings.Trim(coding, " \t"); coding != "" && !strings.EqualFold(coding, "identity") {
+				ok = false
+			}
+		}
+	})
+	return strings.Join(values, ", "), ok
+}
+
+// stripContentEncoding removes every Content-Encoding header, however its
+// name is spelled: once they all say identity, they say nothing, and
+// without them nothing in Fiber or fasthttp inflates the body.
+func stripContentEncoding(h *fasthttp.RequestHeader) {
+	var keys [][]byte
+	h.VisitAll(func(k, _ []byte) {
+		if bytes.EqualFold(k, []byte(fiber.HeaderContentEncoding)) {
+			keys = append(keys, bytes.Clone(k))
+		}
+	})
+	for _, k := range keys {
+		h.DelBytes(k)
+	}
+}
+
+// routeFor returns the route that a request of method to path takes, as
+// routes registers them: GET routes answer HEAD, and paths match as Fiber
+// matches them by default (case-insensitively, a trailing slash
+// optional). A path that matches no route in the table may still reach
+// one through a subtlety of Fiber's router; such a request is treated as
+// one to an ordinary route (BodyLimit, any token), never refused.
+func (s *Server) routeFor(method, path string) (route, bool) {
+	path = strings.ToLower(path)
+	for _, r := range s.table {
+		if (r.method == method || method == fiber.MethodHead && r.method == fiber.MethodGet) && matchPattern(r.path, path) {
+			return r, true
+		}
+	}
+	return route{}, false
+}
+
+// unauthorized returns the problem that authorize answers a request to a
+// route that requires p, or nil when authorize lets it through. It must
+// decide as authorize does: bodies refuses what it returns, so that a
+// request its route refuses takes no memory for its body.
+func (s *Server) unauthorized(c *fiber.Ctx, p perm) *Problem {
+	if p == permPublic || len(s.auth.creds) == 0 {
+		return nil
+	}
+	h := c.Get(fiber.HeaderAuthorization)
+	scheme, secret, ok := strings.Cut(h, " ")
+	if h == "" {
+		return problemf(fiber.StatusUnauthorized, "unauthorized", "this route needs a bearer token (Authorization: Bearer <token>)")
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+		return problemf(fiber.StatusUnauthorized, "unauthorized", "the Authorization header must be \"Bearer <token>\"")
+	}
+	cred, ok := s.auth.identify(strings.TrimSpace(secret))
+	if !ok {
+		return problemf(fiber.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
+	}
+	if !p.allows(cred.role) {
+		return problemf(fiber.StatusForbidden, "forbidden", "token %q has role %s; this route needs %s", cred.name, cred.role, p)
+	}
+	return nil
+}
+
+// budget bounds the bytes of request bodies held in memory at once, over
+// all requests: a weighted semaphore whose waiters are served in order,
+// so that a large body is not passed over for ever by small ones.
+type budget struct {
+	mu      sync.Mutex
+	size    int64
+	free    int64
+	waiters []*budgetWaiter
+}
+
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{} // closed when the bytes are granted
+}
+
+func newBudget(size int64) *budget { return &budget{size: size, free: size} }
+
+// acquire takes n bytes (at most the whole budget), waiting for them
+// until timeout passes or stop closes. It reports whether it got them;
+// if so, the caller must release them.
+func (b *budget) acquire(n int64, timeout time.Duration, stop <-chan struct{}) bool {
+	n = min(n, b.size)
+	b.mu.Lock()
+	if len(b.waiters) == 0 && b.free >= n {
+		b.free -= n
+		b.mu.Unlock()
+		return true
+	}
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-w.ready:
+		return true
+	case <-t.C:
+	case <-stop:
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case <-w.ready: // granted meanwhile: the caller has it after all
+		return true
+	default:
+	}
+	b.waiters = slices.DeleteFunc(b.waiters, func(x *budgetWaiter) bool { return x == w })
+	b.grant() // w may have held up the waiters behind it
+	return false
+}
+
+// release returns n bytes taken by acquire.
+func (b *budget) release(n int64) {
+	n = min(n, b.size)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.free += n
+	b.grant()
+}
+
+// grant hands free bytes to the waiters in order. b.mu must be held.
+func (b *budget) grant() {
+	for len(b.waiters) > 0 && b.waiters[0].n <= b.free {
+		w := b.waiters[0]
+		b.free -= w.n
+		b.waiters = b.waiters[1:]
+		close(w.ready)
+	}
+}
