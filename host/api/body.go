@@ -93,7 +93,8 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 	case err != nil:
 		req.ResetBody()
 		c.Response().Header.SetConnectionClose()
-		return problemf(fiber.StatusBadRequest, "invalid-request", "reading the body: %v", err)
+		// Not err itself: fasthttp's messages quote the request.
+		return malformed(err.Error(), "the body could not be read")
 	case declared >= 0 && len(body) < declared:
 		req.ResetBody()
 		c.Response().Header.SetConnectionClose()

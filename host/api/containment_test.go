@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -406,5 +407,92 @@ func TestBodyBudget(t *testing.T) {
 
 	if _, err := api.New(api.Config{PluginBodyLimit: 2 << 20, BodyBudget: 1 << 20}, h.node); err == nil || !strings.Contains(err.Error(), "BodyBudget") {
 		t.Errorf("New with a budget below the plugin limit: %v, want an error", err)
+	}
+}
+
+// rawBytes sends msg on a fresh connection, byte for byte, and returns
+// every byte the server answers until it closes the connection (or the
+// deadline passes).
+func rawBytes(t testing.TB, h *host, msg []byte) []byte {
+	t.Helper()
+	conn, err := net.Dial("tcp", hostPort(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		_, _ = conn.Write(msg) // the server may answer and close first
+	}()
+	defer func() { <-wrote }()
+	b, _ := io.ReadAll(conn) // a reset after the answer is no failure
+	_ = conn.Close()
+	return b
+}
+
+// fixedDetail is the detail of a malformed-request problem: a fixed
+// phrase, nothing quoted from the request.
+var fixedDetail = regexp.MustCompile(`^malformed request: [A-Za-z -]+$`)
+
+// TestParseErrorsDoNotLeakSecrets: fasthttp's messages about requests it
+// cannot parse quote the raw request, Authorization header and all. A
+// malformed request carrying a bearer token gets a problem whose detail
+// says what kind of thing was malformed and quotes nothing of the request,
+// and nothing the host logs (at any level) quotes it either.
+func TestParseErrorsDoNotLeakSecrets(t *testing.T) {
+	t.Parallel()
+	h := newHostWith(t, hostOptions{api: api.Config{Tokens: testTokens()}, debugLogs: true})
+	auth := "Authorization: Bearer " + adminSecret
+	hostLine := "Host: " + hostPort(h)
+	event := `{"name": "order.approved", "key": "k"}`
+	chunkedHead := "POST /v1/events HTTP/1.1\r\n" + auth + "\r\n" + hostLine + "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+	for _, tc := range []struct {
+		name string
+		msg  string
+	}{
+		{"header line without a colon", "GET /v1/plugins HTTP/1.1\r\n" + auth + "\r\n" + hostLine + "\r\nNo colon here\r\nConnection: close\r\n\r\n"},
+		{"space in a header name", "GET /v1/plugins HTTP/1.1\r\n" + auth + "\r\n" + hostLine + "\r\nBad Name: v\r\nConnection: close\r\n\r\n"},
+		{"bad Content-Length", "POST /v1/events HTTP/1.1\r\n" + auth + "\r\n" + hostLine + "\r\nContent-Type: application/json\r\nContent-Length: 12x\r\nConnection: close\r\n\r\n" + event},
+		{"negative Content-Length", "POST /v1/events HTTP/1.1\r\n" + auth + "\r\n" + hostLine + "\r\nContent-Type: application/json\r\nContent-Length: -5\r\nConnection: close\r\n\r\n" + event},
+		{"bad request line", "GET\r\n" + auth + "\r\n" + hostLine + "\r\nConnection: close\r\n\r\n"},
+		{"empty request URI", "GET  HTTP/1.1\r\n" + auth + "\r\n" + hostLine + "\r\nConnection: close\r\n\r\n"},
+		{"bad chunk size", chunkedHead + "zz\r\n" + event + "\r\n0\r\n\r\n"},
+		{"chunk size too large", chunkedHead + "fffffffffffffffffff\r\n" + event + "\r\n0\r\n\r\n"},
+		{"chunk without its CRLF", chunkedHead + fmt.Sprintf("%x\r\n%sXX0\r\n\r\n", len(event), event)},
+		{"trailer with a bad name", chunkedHead + string(chunked([]byte(event), 16, "Bad Name: v"))},
+		{"trailer carrying the token", chunkedHead + string(chunked([]byte(event), 16, "X Token: Bearer "+adminSecret))},
+		{"forbidden trailer", chunkedHead + string(chunked([]byte(event), 16, auth))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answer := rawBytes(t, h, []byte(tc.msg))
+			if bytes.Contains(answer, []byte(adminSecret)) {
+				t.Fatalf("the answer quotes the token:\n%s", answer)
+			}
+			if len(answer) == 0 {
+				return // closed without an answer: nothing leaked
+			}
+			res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(answer)), nil)
+			if err != nil {
+				t.Fatalf("unreadable answer %q: %v", answer, err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			if res.StatusCode < 400 || res.StatusCode >= 500 {
+				t.Fatalf("status %d, want a 4xx problem: %s", res.StatusCode, body)
+			}
+			p := response{status: res.StatusCode, header: res.Header, body: body}.problem(t)
+			if res.StatusCode == http.StatusBadRequest && (p.Type != "urn:weft:problem:malformed-request" || !fixedDetail.MatchString(p.Detail)) {
+				t.Fatalf("problem %+v, want a malformed-request with a detail \"malformed request: <words>\"", p)
+			}
+			t.Logf("%d %s", res.StatusCode, p.Detail)
+		})
+	}
+	// The host still serves, and has logged nothing of the token.
+	h.request("GET", "/healthz", "", "", nil).want(t, http.StatusOK)
+	if logs := h.logs.String(); strings.Contains(logs, adminSecret) {
+		t.Fatalf("the logs quote the token:\n%s", logs)
 	}
 }

@@ -60,6 +60,8 @@ type host struct {
 type hostOptions struct {
 	api  api.Config
 	node node.Config
+	// debugLogs captures log lines of every level, not only Info and up.
+	debugLogs bool
 }
 
 func newHost(t testing.TB) *host {
@@ -69,7 +71,11 @@ func newHost(t testing.TB) *host {
 func newHostWith(t testing.TB, o hostOptions) *host {
 	t.Helper()
 	logs := &logtest.Buffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level := slog.LevelInfo
+	if o.debugLogs {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
 	reg := prometheus.NewRegistry()
 	ncfg := o.node
 	ncfg.DataDir = t.TempDir()

@@ -140,21 +140,60 @@ func clean(err error) string {
 }
 
 // fiberProblem maps Fiber's own errors: unknown route, wrong method, body
-// too large, malformed request.
+// too large, and what the server answers before any handler runs
+// (malformed requests, timeouts, oversized headers). Its details are
+// fixed: a fiber.Error's message may be fasthttp's parse error, which
+// quotes the raw request, Authorization header and all, so no part of
+// fe.Message reaches the answer.
 func fiberProblem(fe *fiber.Error) *Problem {
 	switch fe.Code {
+	case fiber.StatusBadRequest:
+		return malformed(fe.Message, "unparsable request")
 	case fiber.StatusNotFound:
 		return problemf(fe.Code, "not-found", "no such route")
 	case fiber.StatusMethodNotAllowed:
 		return problemf(fe.Code, "method-not-allowed", "the route exists but not with this method")
 	case fiber.StatusRequestEntityTooLarge:
 		return problemf(fe.Code, "too-large", "the request body is larger than the server accepts")
+	case fiber.StatusRequestTimeout:
+		return problemf(fe.Code, "request-timeout", "the request did not arrive in time")
+	case fiber.StatusRequestHeaderFieldsTooLarge:
+		return problemf(fe.Code, "headers-too-large", "the request's headers are larger than the server accepts")
 	}
-	slug := strings.ToLower(strings.ReplaceAll(http.StatusText(fe.Code), " ", "-"))
+	text := http.StatusText(fe.Code)
+	slug := strings.ToLower(strings.ReplaceAll(text, " ", "-"))
 	if slug == "" {
-		slug = "error"
+		slug, text = "error", "error"
 	}
-	return problemf(fe.Code, slug, "%s", fe.Message)
+	return problemf(fe.Code, slug, "the request failed: %s", strings.ToLower(text))
+}
+
+// malformed returns the 400 problem of a request that the server could not
+// parse, msg being the parser's message (fasthttp's). The detail is
+// "malformed request: " and a fixed phrase for the kind of thing that was
+// malformed (or def, for a kind not recognised), never any of msg: the
+// parser's messages quote the raw request, the Authorization header
+// included. The kind is chosen from the parser's own words, before the
+// first double quote (where fasthttp starts quoting the request).
+func malformed(msg, def string) *Problem {
+	own, _, _ := strings.Cut(msg, `"`)
+	own, _, _ = strings.Cut(own, ". Buffer size=")
+	kind := def
+	switch {
+	case strings.Contains(own, "trailer"):
+		kind = "bad trailer"
+	case strings.Contains(own, "chunk"), strings.Contains(own, "hex number"):
+		kind = "bad chunked encoding"
+	case strings.Contains(own, "Content-Length"):
+		kind = "bad Content-Length"
+	case strings.Contains(own, "request method"), strings.Contains(own, "requestURI"), strings.Contains(own, "first line"):
+		kind = "bad request line"
+	case strings.Contains(own, "reading request headers"):
+		kind = "bad header"
+	case strings.Contains(own, "unexpected EOF"):
+		kind = "the body ended early"
+	}
+	return problemf(fiber.StatusBadRequest, "malformed-request", "malformed request: %s", kind)
 }
 
 // errorHandler writes err as a problem. It is Fiber's ErrorHandler, so it

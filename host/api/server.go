@@ -50,6 +50,14 @@
 //     are removed, so no request that reaches a route carries one and
 //     c.Body() can never inflate; the headers are checked again after a
 //     chunked body's trailer.
+//   - A request the server cannot parse (a bad request line, header,
+//     Content-Length, chunk or trailer) gets a 400 problem whose detail
+//     is "malformed request: " and a fixed phrase for what was wrong,
+//     and nothing else: fasthttp's parse errors quote the raw request,
+//     Authorization header and all, so no part of them is answered or
+//     logged. (fasthttp is also told to leave the request out of its
+//     messages where it can, and its own connection-error log stays
+//     discarded, as Fiber sets it.)
 //   - Shutdown first tells requests waiting on ?wait= to answer with the
 //     instance as it is now, then stops accepting and drains the requests
 //     in flight: a waiting client gets a complete answer at once instead of
@@ -204,6 +212,11 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 		IdleTimeout:                  time.Minute,
 		ErrorHandler:                 s.errorHandler,
 	})
+	// fasthttp's parse errors quote the raw request, bearer token and
+	// all, unless told otherwise; fiberProblem and malformed answer none
+	// of them anyway. Fiber discards fasthttp's own connection-error log
+	// (it would log the same messages), and it must stay discarded.
+	s.app.Server().SecureErrorLogMessage = true
 	s.app.Use(s.requestScope)
 	s.app.Use(recover.New())
 	s.app.Use(s.bodies)
