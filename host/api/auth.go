@@ -140,25 +140,42 @@ func (a authenticator) identify(secret string) (credential, bool) {
 // authorize returns the middleware of a route that requires p.
 func (s *Server) authorize(p perm) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if p == permPublic || len(s.auth.creds) == 0 {
-			return c.Next()
+		cred, prob := s.admit(c, p)
+		if prob != nil {
+			return prob
 		}
-		h := c.Get(fiber.HeaderAuthorization)
-		scheme, secret, ok := strings.Cut(h, " ")
-		if h == "" {
-			return problemf(fiber.StatusUnauthorized, "unauthorized", "this route needs a bearer token (Authorization: Bearer <token>)")
+		if cred != nil {
+			c.Locals(localLogger, s.logger(c).With("token", cred.name))
 		}
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
-			return problemf(fiber.StatusUnauthorized, "unauthorized", "the Authorization header must be \"Bearer <token>\"")
-		}
-		cred, ok := s.auth.identify(strings.TrimSpace(secret))
-		if !ok {
-			return problemf(fiber.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
-		}
-		if !p.allows(cred.role) {
-			return problemf(fiber.StatusForbidden, "forbidden", "token %q has role %s; this route needs %s", cred.name, cred.role, p)
-		}
-		c.Locals(localLogger, s.logger(c).With("token", cred.name))
 		return c.Next()
 	}
+}
+
+// admit decides whether a request may use a route that requires p: it
+// returns the problem to answer (401 or 403), or the credential of the
+// request's token (nil for a public route or with auth off) and no
+// problem. Every decision on a token is admit's: authorize's for the
+// route, and the bodies middleware's before it reads a body, so that a
+// request its route refuses is refused before its body takes memory,
+// with the same answer.
+func (s *Server) admit(c *fiber.Ctx, p perm) (*credential, *Problem) {
+	if p == permPublic || len(s.auth.creds) == 0 {
+		return nil, nil
+	}
+	h := c.Get(fiber.HeaderAuthorization)
+	scheme, secret, ok := strings.Cut(h, " ")
+	if h == "" {
+		return nil, problemf(fiber.StatusUnauthorized, "unauthorized", "this route needs a bearer token (Authorization: Bearer <token>)")
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
+		return nil, problemf(fiber.StatusUnauthorized, "unauthorized", "the Authorization header must be \"Bearer <token>\"")
+	}
+	cred, ok := s.auth.identify(strings.TrimSpace(secret))
+	if !ok {
+		return nil, problemf(fiber.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
+	}
+	if !p.allows(cred.role) {
+		return nil, problemf(fiber.StatusForbidden, "forbidden", "token %q has role %s; this route needs %s", cred.name, cred.role, p)
+	}
+	return &cred, nil
 }

@@ -40,7 +40,7 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 	// The route's limit; a plugin's only for a token that may upload one,
 	// so that no other request makes the host read a plugin-sized body.
 	limit := s.cfg.BodyLimit
-	if matched && rt.pluginBody && s.mayUpload(&req.Header) {
+	if matched && rt.pluginBody && s.mayUpload(c) {
 		limit = s.cfg.PluginBodyLimit
 	}
 	if enc, ok := identityOnly(&req.Header); !ok {
@@ -67,7 +67,7 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 	// A request that its route refuses anyway is refused here, before its
 	// body takes memory or budget.
 	if matched {
-		if p := s.unauthorized(c, rt.perm); p != nil {
+		if _, p := s.admit(c, rt.perm); p != nil {
 			return s.refuse(c, 2*limit, p)
 		}
 	}
@@ -227,32 +227,6 @@ func (s *Server) routeFor(method, path string) (route, bool) {
 		}
 	}
 	return route{}, false
-}
-
-// unauthorized returns the problem that authorize answers a request to a
-// route that requires p, or nil when authorize lets it through. It must
-// decide as authorize does: bodies refuses what it returns, so that a
-// request its route refuses takes no memory for its body.
-func (s *Server) unauthorized(c *fiber.Ctx, p perm) *Problem {
-	if p == permPublic || len(s.auth.creds) == 0 {
-		return nil
-	}
-	h := c.Get(fiber.HeaderAuthorization)
-	scheme, secret, ok := strings.Cut(h, " ")
-	if h == "" {
-		return problemf(fiber.StatusUnauthorized, "unauthorized", "this route needs a bearer token (Authorization: Bearer <token>)")
-	}
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
-		return problemf(fiber.StatusUnauthorized, "unauthorized", "the Authorization header must be \"Bearer <token>\"")
-	}
-	cred, ok := s.auth.identify(strings.TrimSpace(secret))
-	if !ok {
-		return problemf(fiber.StatusUnauthorized, "unauthorized", "the bearer token is not valid")
-	}
-	if !p.allows(cred.role) {
-		return problemf(fiber.StatusForbidden, "forbidden", "token %q has role %s; this route needs %s", cred.name, cred.role, p)
-	}
-	return nil
 }
 
 // budget bounds the bytes of request bodies held in memory at once, over

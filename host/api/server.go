@@ -77,7 +77,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -86,7 +85,6 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/valyala/fasthttp"
 
 	"github.com/weftworks/weft/host/metrics"
 	"github.com/weftworks/weft/host/node"
@@ -224,18 +222,11 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	return s, nil
 }
 
-// mayUpload reports whether a request's headers carry a token that may
-// upload plugins (any request, when auth is off).
-func (s *Server) mayUpload(h *fasthttp.RequestHeader) bool {
-	if len(s.auth.creds) == 0 {
-		return true
-	}
-	scheme, secret, ok := strings.Cut(string(h.Peek(fiber.HeaderAuthorization)), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	cred, ok := s.auth.identify(strings.TrimSpace(secret))
-	return ok && permAdmin.allows(cred.role)
+// mayUpload reports whether a request carries a token that may upload
+// plugins (any request, when auth is off).
+func (s *Server) mayUpload(c *fiber.Ctx) bool {
+	_, p := s.admit(c, permAdmin)
+	return p == nil
 }
 
 // App returns the Fiber application, for tests and embedding.
