@@ -29,10 +29,11 @@ const localBodyBytes = "weft.body_bytes"
 //     under the host-wide budget, and sets it as the request's raw body,
 //     with every Content-Encoding header removed.
 //
-// So a handler that calls c.Body() or c.Request().Body() gets the bytes
-// read here, never a stream that Fiber or fasthttp would read without a
-// limit, and Fiber's Body() never inflates: it inflates by the
-// Content-Encoding header, and no request that gets past bodies has one.
+// So a handler that reads c.BodyRaw() or c.Request().Body() gets the
+// bytes read here, never a stream that Fiber or fasthttp would read
+// without a limit. (Handlers do not call c.Body(), which inflates by the
+// Content-Encoding header; no request that gets past bodies has one, so
+// it would not inflate either.)
 func (s *Server) bodies(c *fiber.Ctx) error {
 	c.Locals(localBodyBytes, 0)
 	req := c.Request()

@@ -49,7 +49,7 @@ func (s *Server) putPlugin(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	rec, isNew, err := s.node.PutPlugin(ctx, c.Params("name"), c.Body())
+	rec, isNew, err := s.node.PutPlugin(ctx, c.Params("name"), c.BodyRaw())
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (s *Server) putWorkflow(c *fiber.Ctx) error {
 		return err
 	}
 	name := c.Params("name")
-	body := c.Body()
+	body := c.BodyRaw()
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	// Check everything first (every problem in one answer, SPEC §4), and

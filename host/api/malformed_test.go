@@ -182,8 +182,8 @@ func TestPluginOverServerLimit(t *testing.T) {
 	h.request("GET", "/healthz", "", "", nil).want(t, http.StatusOK)
 }
 
-// TestRequestGuards: compressed bodies are refused (Fiber would inflate
-// them past the limit); without tokens, only requests addressed to a
+// TestRequestGuards: compressed bodies are refused (Fiber's c.Body()
+// would inflate them past the limit); without tokens, only requests addressed to a
 // loopback host and not sent by a web page elsewhere are served; every GET
 // answers HEAD; a secret configured twice is refused.
 func TestRequestGuards(t *testing.T) {

@@ -62,14 +62,13 @@ func (s *Server) routeTable() []route {
 }
 
 // routes registers the table. A GET route answers HEAD too (probes).
+// A request's body is checked before its route runs, by the bodies
+// middleware: its size against the route's limit, its Content-Encoding,
+// and the request's token.
 func (s *Server) routes() {
 	s.table = s.routeTable()
 	for _, r := range s.table {
-		limit := s.cfg.BodyLimit
-		if r.pluginBody {
-			limit = s.cfg.PluginBodyLimit
-		}
-		handlers := []fiber.Handler{s.enter(r.path, limit), s.guard, s.authorize(r.perm), r.handler}
+		handlers := []fiber.Handler{enter(r.path), s.guard, s.authorize(r.perm), r.handler}
 		s.app.Add(r.method, r.path, handlers...)
 		if r.method == fiber.MethodGet {
 			s.app.Add(fiber.MethodHead, r.path, handlers...)
@@ -77,19 +76,11 @@ func (s *Server) routes() {
 	}
 }
 
-// enter marks the request with its route pattern (for logs and metrics),
-// refuses a body over the route's limit, and refuses compressed bodies:
-// Fiber would inflate them without a limit, after the limit was checked on
-// their compressed size.
-func (s *Server) enter(pattern string, limit int) fiber.Handler {
+// enter marks the request with its route pattern, for the access log and
+// the metrics.
+func enter(pattern string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		c.Locals(localRoute, pattern)
-		if n := len(c.Request().Body()); n > limit {
-			return problemf(fiber.StatusRequestEntityTooLarge, "too-large", "the body is %d bytes; this route accepts at most %d", n, limit)
-		}
-		if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
-			return problemf(fiber.StatusUnsupportedMediaType, "unsupported-encoding", "Content-Encoding %q is not accepted: send the body uncompressed", enc)
-		}
 		return c.Next()
 	}
 }
@@ -160,9 +151,14 @@ func matchPattern(pattern, path string) bool {
 
 // requireType refuses (415) a request whose Content-Type is not one of
 // types. An empty body without a Content-Type passes when optional.
+//
+// It and every handler read the body raw, as the bodies middleware left
+// it: c.BodyRaw() (a copy, which may outlive the handler) or
+// c.Request().Body() (only within the handler), never c.Body(), which
+// inflates by the Content-Encoding header (see the package doc).
 func requireType(c *fiber.Ctx, optional bool, types ...string) error {
 	ct := c.Get(fiber.HeaderContentType)
-	if ct == "" && optional && len(c.Body()) == 0 {
+	if ct == "" && optional && len(c.Request().Body()) == 0 {
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
@@ -182,7 +178,9 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	if err := requireType(c, true, fiber.MIMEApplicationJSON); err != nil {
 		return err
 	}
-	body := c.Body()
+	// The raw body, not a copy: decoding copies what v keeps of it
+	// (strings, json.RawMessage).
+	body := c.Request().Body()
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}

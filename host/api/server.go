@@ -48,8 +48,11 @@
 //     gzip", "GZIP", "identity" then "gzip"): Fiber's c.Body() inflates
 //     by the last such header, without a limit. Identity-only headers
 //     are removed, so no request that reaches a route carries one and
-//     c.Body() can never inflate; the headers are checked again after a
-//     chunked body's trailer.
+//     c.Body() could not inflate; the headers are checked again after a
+//     chunked body's trailer. Handlers do not call c.Body() anyway: they
+//     read the raw body (c.BodyRaw(), c.Request().Body()), so that
+//     nothing inflates even if a Content-Encoding got past the
+//     middleware.
 //   - A request the server cannot parse (a bad request line, header,
 //     Content-Length, chunk or trailer) gets a 400 problem whose detail
 //     is "malformed request: " and a fixed phrase for what was wrong,
