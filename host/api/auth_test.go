@@ -15,6 +15,10 @@ import (
 type operation struct {
 	method, path string // path in OpenAPI form: /v1/plugins/{name}
 	role         string // x-weft-role
+	body         bool   // it has a requestBody
+	// responses maps each documented status (or "default") to its
+	// response's $ref, "" for one given inline.
+	responses map[string]string
 }
 
 // documented reads the operations of the served document's source.
@@ -27,7 +31,11 @@ func documented(t testing.TB) []operation {
 	var doc struct {
 		OpenAPI string `json:"openapi"`
 		Paths   map[string]map[string]struct {
-			Role string `json:"x-weft-role"`
+			Role        string          `json:"x-weft-role"`
+			RequestBody json.RawMessage `json:"requestBody"`
+			Responses   map[string]struct {
+				Ref string `json:"$ref"`
+			} `json:"responses"`
 		} `json:"paths"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
@@ -42,7 +50,11 @@ func documented(t testing.TB) []operation {
 			if op.Role == "" {
 				t.Fatalf("%s %s has no x-weft-role", m, path)
 			}
-			ops = append(ops, operation{method: strings.ToUpper(m), path: path, role: op.Role})
+			o := operation{method: strings.ToUpper(m), path: path, role: op.Role, body: op.RequestBody != nil, responses: map[string]string{}}
+			for code, r := range op.Responses {
+				o.responses[code] = r.Ref
+			}
+			ops = append(ops, o)
 		}
 	}
 	sort.Slice(ops, func(i, j int) bool { return ops[i].path+ops[i].method < ops[j].path+ops[j].method })

@@ -127,6 +127,74 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 }
 
+// TestOpenAPIDocumentsBodyRefusals: every operation documents the 415 that
+// a Content-Encoding gets, and gets it; every operation that takes a body
+// documents the 413 of an oversized one and the 503 (busy, Retry-After)
+// of one that finds no room in the body budget.
+func TestOpenAPIDocumentsBodyRefusals(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Responses map[string]struct {
+				Description string                     `json:"description"`
+				Headers     map[string]json.RawMessage `json:"headers"`
+				Content     map[string]json.RawMessage `json:"content"`
+			} `json:"responses"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	busy, ok := doc.Components.Responses["Busy"]
+	if !ok || busy.Headers["Retry-After"] == nil || busy.Content[api.ProblemContentType] == nil || !strings.Contains(busy.Description, "urn:weft:problem:busy") {
+		t.Fatalf("components.responses.Busy = %+v; want a busy problem with a Retry-After header", busy)
+	}
+	h := newHost(t)
+	bodies := 0
+	for _, op := range documented(t) {
+		name := op.method + " " + op.path
+		if _, ok := op.responses["415"]; !ok {
+			t.Errorf("%s: no 415 documented", name)
+		}
+		if op.body {
+			bodies++
+			if op.responses["413"] == "" {
+				t.Errorf("%s takes a body but documents no 413", name)
+			}
+			if op.responses["503"] != "#/components/responses/Busy" {
+				t.Errorf("%s takes a body but its 503 is %q, want the Busy response", name, op.responses["503"])
+			}
+		}
+		req, err := http.NewRequest(op.method, h.url+concrete(op.path), strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+adminSecret)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Encoding", "gzip")
+		res, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnsupportedMediaType {
+			t.Errorf("%s with Content-Encoding: gzip: status %d, want 415: %s", name, res.StatusCode, body)
+			continue
+		}
+		if p := (response{status: res.StatusCode, header: res.Header, body: body}).problem(t); p.Type != "urn:weft:problem:unsupported-encoding" {
+			t.Errorf("%s with Content-Encoding: gzip: %+v, want an unsupported-encoding problem", name, p)
+		}
+	}
+	if bodies < 7 {
+		t.Errorf("only %d operations take a body", bodies)
+	}
+}
+
 // TestMetricsAfterAWorkflow: /metrics exposes the named families once a
 // workflow ran, and needs a token.
 func TestMetricsAfterAWorkflow(t *testing.T) {
