@@ -29,11 +29,28 @@ type callState struct {
 	violation error
 
 	info []byte // encoded lazily
+	// configKeyMax is the length of the longest key in call.Config, found
+	// lazily (configKeyMaxSet): a longer key is not looked up at all.
+	configKeyMax    int
+	configKeyMaxSet bool
 
-	logBytes   int
-	logDropped int
-	stdoutLine []byte
-	stderrLine []byte
+	// ctx is the export call's context (withCall), for the stdout and
+	// stderr writers, which wazero calls without it.
+	ctx context.Context
+
+	// The log limits: logRecords records of logBytes bytes were logged.
+	// At the first record that does not fit, logFull is set and everything
+	// after it is dropped and only counted, without being looked at;
+	// flushLogs then notes the drop.
+	logRecords     int
+	logBytes       int
+	logFull        bool
+	fullOnRecords  bool // the record limit, not the byte limit, was hit
+	droppedRecords int
+	droppedBytes   int
+	droppedStdio   bool // stdout/stderr bytes were dropped without being split into lines
+	stdoutLine     []byte
+	stderrLine     []byte
 	// stderr keeps the first bytes the guest wrote to stderr, where a Go
 	// runtime puts the reason for a crash, for the error.
 	stderr []byte
@@ -44,9 +61,11 @@ type callState struct {
 
 type callKey struct{}
 
-// withCall attaches cs to ctx; wazero hands the context of the export call
-// to the host functions that the guest calls during it.
+// withCall attaches cs to ctx, and ctx to cs; wazero hands the context of
+// the export call to the host functions that the guest calls during it, but
+// not to the stdout and stderr writers.
 func withCall(ctx context.Context, cs *callState) context.Context {
+	cs.ctx = ctx
 	return context.WithValue(ctx, callKey{}, cs)
 }
 
@@ -66,8 +85,18 @@ func (cs *callState) abort(format string, args ...any) {
 	panic(err)
 }
 
-// read copies n bytes at ptr out of guest memory, aborting the call when
-// they are not all inside it.
+// limit stops the guest for exceeding a limit, with an error matching
+// ErrLimit.
+func (cs *callState) limit(format string, args ...any) {
+	err := fmt.Errorf("%w: "+format, append([]any{ErrLimit}, args...)...)
+	if cs.violation == nil {
+		cs.violation = err
+	}
+	panic(err)
+}
+
+// read returns the n bytes at ptr in guest memory (not a copy), aborting
+// the call when they are not all inside it.
 func (cs *callState) read(mod api.Module, fn string, ptr, n uint32) []byte {
 	if n == 0 {
 		return nil
@@ -117,13 +146,10 @@ func hostResult(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 		cs.abort("%s.%s called outside %s and %s", abi.HostModule, abi.ImportResult, abi.ExportInvoke, abi.ExportManifest)
 	}
+	stopIfDone(ctx, abi.HostModule+"."+abi.ImportResult)
 	ptr, n := uint32(stack[0]), uint32(stack[1])
 	if int64(n) > int64(cs.rt.cfg.MaxOutputBytes) {
-		err := fmt.Errorf("%w: output: %d bytes, more than the limit of %d", ErrLimit, n, cs.rt.cfg.MaxOutputBytes)
-		if cs.violation == nil {
-			cs.violation = err
-		}
-		panic(err)
+		cs.limit("output: %d bytes, more than the limit of %d", n, cs.rt.cfg.MaxOutputBytes)
 	}
 	b := cs.read(mod, abi.ImportResult, ptr, n)
 	// The bytes belong to the guest: copy them, reusing the buffer of an
@@ -137,6 +163,7 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	if cs == nil {
 		panic(fmt.Errorf("%w: %s.%s called outside an export call", ErrProtocol, abi.HostModule, abi.ImportLog))
 	}
+	stopIfDone(ctx, abi.HostModule+"."+abi.ImportLog)
 	level := slog.LevelInfo
 	switch int32(stack[0]) {
 	case abi.LevelDebug:
@@ -146,13 +173,22 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	case abi.LevelError:
 		level = slog.LevelError
 	}
+	// Not copied: emit copies only what it logs.
 	msg := cs.read(mod, abi.ImportLog, uint32(stack[1]), uint32(stack[2]))
 	cs.emit(level, "log", msg)
 }
 
 func hostHeartbeat(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportHeartbeat)
-	details := cs.read(mod, abi.ImportHeartbeat, uint32(stack[0]), uint32(stack[1]))
+	stopIfDone(ctx, abi.HostModule+"."+abi.ImportHeartbeat)
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	// Before looking at the bytes: validating and keeping large details
+	// costs the host time and memory, and the store their size again at
+	// every persistence.
+	if int64(n) > int64(cs.rt.cfg.MaxHeartbeatBytes) {
+		cs.limit("heartbeat details: %d bytes, more than the limit of %d", n, cs.rt.cfg.MaxHeartbeatBytes)
+	}
+	details := cs.read(mod, abi.ImportHeartbeat, ptr, n)
 	if details != nil && !json.Valid(details) {
 		cs.abort("%s.%s: details are not a JSON document: %s", abi.HostModule, abi.ImportHeartbeat, excerpt(details))
 	}
@@ -165,11 +201,13 @@ func hostHeartbeat(ctx context.Context, mod api.Module, stack []uint64) {
 
 func hostCancelled(ctx context.Context, _ api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportCancelled)
+	stopIfDone(ctx, abi.HostModule+"."+abi.ImportCancelled)
 	stack[0] = b2u(cs.hb != nil && cs.hb.CancelRequested())
 }
 
 func hostInfo(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportInfo)
+	stopIfDone(ctx, abi.HostModule+"."+abi.ImportInfo)
 	if cs.info == nil {
 		info := cs.call.Info
 		if info.Activity == "" {
@@ -182,14 +220,26 @@ func hostInfo(ctx context.Context, mod api.Module, stack []uint64) {
 
 func hostLastHeartbeat(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportLastHeartbeat)
+	stopIfDone(ctx, abi.HostModule+"."+abi.ImportLastHeartbeat)
 	lhb := cs.call.LastHeartbeat
 	cs.writeSized(mod, abi.ImportLastHeartbeat, lhb, len(lhb) > 0, uint32(stack[0]), uint32(stack[1]), stack)
 }
 
 func hostConfig(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportConfig)
+	stopIfDone(ctx, abi.HostModule+"."+abi.ImportConfig)
 	key := cs.read(mod, abi.ImportConfig, uint32(stack[0]), uint32(stack[1]))
-	v, ok := cs.call.Config[string(key)]
+	if !cs.configKeyMaxSet {
+		for k := range cs.call.Config {
+			cs.configKeyMax = max(cs.configKeyMax, len(k))
+		}
+		cs.configKeyMaxSet = true
+	}
+	var v string
+	var ok bool
+	if len(key) <= cs.configKeyMax { // hashing a key of the whole memory takes a while
+		v, ok = cs.call.Config[string(key)]
+	}
 	cs.writeSized(mod, abi.ImportConfig, []byte(v), ok, uint32(stack[2]), uint32(stack[3]), stack)
 }
 
@@ -215,27 +265,54 @@ func b2u(b bool) uint64 {
 	return 0
 }
 
-// emit sends one log record, within the call's log volume limit.
+// logRoom returns how many bytes one more record may have, or -1 when no
+// record fits any more in this call.
+func (cs *callState) logRoom() int {
+	if cs.logFull || cs.logRecords >= cs.rt.cfg.MaxLogRecords {
+		return -1
+	}
+	return cs.rt.cfg.MaxLogBytes - cs.logBytes
+}
+
+// drop counts records and bytes that the log limits keep out, and closes
+// the log for the rest of the call: once something was dropped, whatever
+// follows is dropped too, so that it can be counted without being read.
+func (cs *callState) drop(records, n int) {
+	if !cs.logFull {
+		cs.logFull = true
+		cs.fullOnRecords = cs.logRecords >= cs.rt.cfg.MaxLogRecords
+	}
+	cs.droppedRecords += records
+	cs.droppedBytes += n
+}
+
+// emit sends one log record, within the call's log limits.
 func (cs *callState) emit(level slog.Level, source string, msg []byte) {
-	if cs.logBytes+len(msg) > cs.rt.cfg.MaxLogBytes {
-		cs.logDropped += len(msg)
+	if len(msg) > cs.logRoom() {
+		cs.drop(1, len(msg))
 		return
 	}
+	cs.logRecords++
 	cs.logBytes += len(msg)
-	rec := Record{Level: level, Source: source, Message: string(msg)}
+	cs.deliver(Record{Level: level, Source: source, Message: string(msg)})
+}
+
+// deliver hands a record to the call's log function or the runtime's
+// logger.
+func (cs *callState) deliver(rec Record) {
 	if cs.call != nil && cs.call.Log != nil {
 		cs.call.Log(rec)
 		return
 	}
-	attrs := []any{"source", source}
+	attrs := []any{"source", rec.Source}
 	if cs.call != nil {
 		attrs = append(attrs, "activity", cs.call.Activity, "instance", cs.call.Info.InstanceID, "step", cs.call.Info.StepID)
 	}
-	cs.rt.log.Log(context.Background(), level, "plugin: "+rec.Message, attrs...)
+	cs.rt.log.Log(context.Background(), rec.Level, "plugin: "+rec.Message, attrs...)
 }
 
-// flushLogs emits unterminated stdout/stderr lines and a note about dropped
-// bytes; it runs once at the end of a call.
+// flushLogs emits unterminated stdout/stderr lines and a note about what
+// the log limits dropped; it runs once at the end of a call.
 func (cs *callState) flushLogs() {
 	if len(cs.stdoutLine) > 0 {
 		cs.emit(slog.LevelInfo, "stdout", cs.stdoutLine)
@@ -245,32 +322,62 @@ func (cs *callState) flushLogs() {
 		cs.emit(slog.LevelWarn, "stderr", cs.stderrLine)
 		cs.stderrLine = nil
 	}
-	if cs.logDropped > 0 {
-		dropped := cs.logDropped
-		cs.logDropped = 0
-		cs.logBytes = 0 // the note itself always goes out
-		cs.emit(slog.LevelWarn, "log", fmt.Appendf(nil, "log volume limit of %d bytes reached: %d bytes dropped", cs.rt.cfg.MaxLogBytes, dropped))
+	if !cs.logFull {
+		return
 	}
+	cfg := cs.rt.cfg
+	reason := fmt.Sprintf("log volume limit of %d bytes reached", cfg.MaxLogBytes)
+	if cs.fullOnRecords {
+		reason = fmt.Sprintf("log record limit of %d records reached", cfg.MaxLogRecords)
+	}
+	note := fmt.Sprintf("%s: %d records and %d bytes dropped", reason, cs.droppedRecords, cs.droppedBytes)
+	if cs.droppedStdio {
+		note += " (stdout and stderr past the limit are counted in bytes, not lines)"
+	}
+	// The note itself always goes out, once.
+	cs.deliver(Record{Level: slog.LevelWarn, Source: "log", Message: note})
+	cs.logFull, cs.droppedRecords, cs.droppedBytes, cs.droppedStdio = false, 0, 0, false
 }
 
 const stderrKeep = 2048
 
+// oomScan is how much of each stderr write is searched for "out of
+// memory": runtimes print the message in a short write of its own, and
+// searching all of a large write would cost time for every byte.
+const oomScan = 1024
+
+// strayLimit is how many writes a guest makes outside any call (which
+// should not happen) the runtime logs per stream of an instance.
+const strayLimit = 10
+
 func (cs *callState) stderrTail() string { return string(cs.stderr) }
 
 // guestWriter receives a guest's stdout or stderr and turns it into log
-// records of the call in progress, a line each.
+// records of the call in progress, a line each. wazero's fd_write calls
+// Write once per iovec, so Write looks at the call's context and costs
+// nothing per byte once the log limits are reached: a guest can pass
+// millions of iovecs of megabytes each.
 type guestWriter struct {
 	in     *instance
 	source string
+	// stray counts writes outside a call.
+	stray int
 }
 
 // Write implements io.Writer.
 func (w *guestWriter) Write(p []byte) (int, error) {
 	cs := w.in.cur
 	if cs == nil {
-		// Between calls nothing runs in the guest; be safe anyway.
-		w.in.pool.rt.log.Warn("plugin output outside a call", "source", w.source, "text", string(p))
+		// Between calls nothing runs in the guest; be safe anyway, and
+		// bounded.
+		if w.stray < strayLimit {
+			w.stray++
+			w.in.pool.rt.log.Warn("plugin output outside a call", "source", w.source, "text", excerpt(p))
+		}
 		return len(p), nil
+	}
+	if cs.ctx != nil {
+		stopIfDone(cs.ctx, abi.WASIModule+".fd_write")
 	}
 	line, level := &cs.stdoutLine, slog.LevelInfo
 	if w.source == "stderr" {
@@ -278,26 +385,40 @@ func (w *guestWriter) Write(p []byte) (int, error) {
 		if room := stderrKeep - len(cs.stderr); room > 0 {
 			cs.stderr = append(cs.stderr, p[:min(room, len(p))]...)
 		}
-		if bytes.Contains(p, []byte("out of memory")) {
+		if !cs.outOfMemory && bytes.Contains(p[:min(len(p), oomScan)], []byte("out of memory")) {
 			cs.outOfMemory = true
 		}
 	}
 	rest := p
-	for {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			if len(*line)+len(rest) > cs.rt.cfg.MaxLogBytes {
-				// A line without end larger than the whole budget.
-				cs.logDropped += len(*line) + len(rest)
+	for len(rest) > 0 {
+		room := cs.logRoom() - len(*line) // how much longer the line may grow
+		if room < 0 {
+			// No line fits any more: drop the pending one and count the
+			// rest without splitting it.
+			if len(*line) > 0 {
+				cs.drop(1, len(*line))
 				*line = (*line)[:0]
-			} else {
-				*line = append(*line, rest...)
 			}
-			return len(p), nil
+			cs.drop(0, len(rest))
+			cs.droppedStdio = true
+			break
+		}
+		// The line ends within room, or it does not fit: look no further.
+		i := bytes.IndexByte(rest[:min(len(rest), room+1)], '\n')
+		if i < 0 {
+			if len(rest) > room {
+				cs.drop(1, len(*line)+len(rest))
+				cs.droppedStdio = true
+				*line = (*line)[:0]
+				break
+			}
+			*line = append(*line, rest...)
+			break
 		}
 		*line = append(*line, rest[:i]...)
 		cs.emit(level, w.source, *line)
 		*line = (*line)[:0]
 		rest = rest[i+1:]
 	}
+	return len(p), nil
 }
