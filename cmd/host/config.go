@@ -96,14 +96,18 @@ type TokenConfig struct {
 
 // PluginsConfig configures the plugin runtime (plugins.Config).
 type PluginsConfig struct {
-	CacheDir       string        `koanf:"cache_dir"`
-	MaxModuleBytes ByteSize      `koanf:"max_module_bytes"`
-	MemoryLimit    ByteSize      `koanf:"memory_limit"`
-	MaxOutputBytes ByteSize      `koanf:"max_output_bytes"`
-	MaxLogBytes    ByteSize      `koanf:"max_log_bytes"`
-	PoolSize       int           `koanf:"pool_size"`
-	PoolWarm       int           `koanf:"pool_warm"`
-	CancelGrace    time.Duration `koanf:"cancel_grace"`
+	CacheDir          string        `koanf:"cache_dir"`
+	MaxModuleBytes    ByteSize      `koanf:"max_module_bytes"`
+	MemoryLimit       ByteSize      `koanf:"memory_limit"`
+	MaxOutputBytes    ByteSize      `koanf:"max_output_bytes"`
+	MaxLogBytes       ByteSize      `koanf:"max_log_bytes"`
+	MaxLogRecords     int           `koanf:"max_log_records"`
+	MaxHeartbeatBytes ByteSize      `koanf:"max_heartbeat_bytes"`
+	MaxTableElements  int           `koanf:"max_table_elements"`
+	PoolSize          int           `koanf:"pool_size"`
+	PoolWarm          int           `koanf:"pool_warm"`
+	CancelGrace       time.Duration `koanf:"cancel_grace"`
+	LoadTimeout       time.Duration `koanf:"load_timeout"`
 }
 
 // EngineConfig configures the workflow engine (engine.Config).
@@ -190,13 +194,17 @@ func defaultConfig() Config {
 			ShutdownTimeout: 30 * time.Second,
 		},
 		Plugins: PluginsConfig{
-			MaxModuleBytes: ByteSize(pl.MaxModuleBytes),
-			MemoryLimit:    ByteSize(pl.MemoryLimitPages) * 64 << 10,
-			MaxOutputBytes: ByteSize(pl.MaxOutputBytes),
-			MaxLogBytes:    ByteSize(pl.MaxLogBytes),
-			PoolSize:       pl.PoolSize,
-			PoolWarm:       pl.PoolWarm,
-			CancelGrace:    pl.CancelGrace,
+			MaxModuleBytes:    ByteSize(pl.MaxModuleBytes),
+			MemoryLimit:       ByteSize(pl.MemoryLimitPages) * 64 << 10,
+			MaxOutputBytes:    ByteSize(pl.MaxOutputBytes),
+			MaxLogBytes:       ByteSize(pl.MaxLogBytes),
+			MaxLogRecords:     pl.MaxLogRecords,
+			MaxHeartbeatBytes: ByteSize(pl.MaxHeartbeatBytes),
+			MaxTableElements:  int(pl.MaxTableElements),
+			PoolSize:          pl.PoolSize,
+			PoolWarm:          pl.PoolWarm,
+			CancelGrace:       pl.CancelGrace,
+			LoadTimeout:       pl.LoadTimeout,
 		},
 		Engine: EngineConfig{
 			Workers:          eng.Workers,
@@ -711,6 +719,14 @@ func (c *LoadedConfig) validate() []Problem {
 	}
 	positiveSize("plugins.max_output_bytes", c.Plugins.MaxOutputBytes, 1<<10, 1<<30)
 	positiveSize("plugins.max_log_bytes", c.Plugins.MaxLogBytes, 0, 1<<30)
+	if c.Plugins.MaxLogRecords < 1 || c.Plugins.MaxLogRecords > 1_000_000 {
+		bad("plugins.max_log_records", "want between 1 and 1000000, got %d", c.Plugins.MaxLogRecords)
+	}
+	// Details are persisted at every heartbeat cycle: a few KiB is typical.
+	positiveSize("plugins.max_heartbeat_bytes", c.Plugins.MaxHeartbeatBytes, 1<<10, 16<<20)
+	if c.Plugins.MaxTableElements < 1 || c.Plugins.MaxTableElements > 1<<24 {
+		bad("plugins.max_table_elements", "want between 1 and %d, got %d", 1<<24, c.Plugins.MaxTableElements)
+	}
 	if c.Plugins.PoolSize < 1 {
 		bad("plugins.pool_size", "must be at least 1, got %d", c.Plugins.PoolSize)
 	}
@@ -718,6 +734,7 @@ func (c *LoadedConfig) validate() []Problem {
 		bad("plugins.pool_warm", "want between 0 and plugins.pool_size (%d), got %d", c.Plugins.PoolSize, c.Plugins.PoolWarm)
 	}
 	positive("plugins.cancel_grace", c.Plugins.CancelGrace)
+	positive("plugins.load_timeout", c.Plugins.LoadTimeout)
 
 	if c.Engine.Workers < 1 {
 		bad("engine.workers", "must be at least 1, got %d", c.Engine.Workers)

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weftworks/weft/plugins"
 )
 
 func writeFile(t *testing.T, dir, name, content string) string {
@@ -102,6 +105,23 @@ redis_addrs: [file:1]
 			},
 		},
 		{
+			name: "plugin limits", file: "plugins: {max_log_records: 50, max_heartbeat_bytes: 4KiB}\n",
+			env: []string{"WEFT_PLUGINS_MAX_TABLE_ELEMENTS=4096", "WEFT_PLUGINS_LOAD_TIMEOUT=30s"},
+			check: func(c *LoadedConfig) (any, any) {
+				p := c.Plugins
+				return fmt.Sprint(p.MaxLogRecords, p.MaxHeartbeatBytes, p.MaxTableElements, p.LoadTimeout), "50 4KiB 4096 30s"
+			},
+			source: "plugins.load_timeout", wantSrc: "env WEFT_PLUGINS_LOAD_TIMEOUT",
+		},
+		{
+			name: "plugin limits default to the runtime's",
+			check: func(c *LoadedConfig) (any, any) {
+				p, d := c.Plugins, plugins.Config{}.WithDefaults()
+				return fmt.Sprint(p.MaxLogRecords, int(p.MaxHeartbeatBytes), p.MaxTableElements, p.LoadTimeout),
+					fmt.Sprint(d.MaxLogRecords, d.MaxHeartbeatBytes, d.MaxTableElements, d.LoadTimeout)
+			},
+		},
+		{
 			name: "tokens from env", env: []string{"WEFT_AUTH_TOKENS=ci:admin:0123456789abcdef,ro:reader:sha256:" + strings.Repeat("ab", 32)},
 			check: func(c *LoadedConfig) (any, any) {
 				return len(c.Auth.Tokens), 2
@@ -178,6 +198,10 @@ func TestConfigInvalid(t *testing.T) {
 		{name: "memory not in pages", args: []string{"--set", "plugins.memory_limit=100KiB"}, want: []string{"plugins.memory_limit", "64KiB"}},
 		{name: "bad size", env: []string{"WEFT_HTTP_BODY_LIMIT=lots"}, want: []string{"http.body_limit (from env WEFT_HTTP_BODY_LIMIT)", "size"}},
 		{name: "pool warm above size", file: "plugins: {pool_size: 2, pool_warm: 3}\n", want: []string{"plugins.pool_warm", "between 0 and plugins.pool_size"}},
+		{name: "no log records", env: []string{"WEFT_PLUGINS_MAX_LOG_RECORDS=0"}, want: []string{"plugins.max_log_records (from env WEFT_PLUGINS_MAX_LOG_RECORDS)", "between 1 and 1000000"}},
+		{name: "huge heartbeats", file: "plugins: {max_heartbeat_bytes: 1GiB}\n", want: []string{"plugins.max_heartbeat_bytes (from file", "between 1KiB and 16MiB"}},
+		{name: "table elements", args: []string{"--set", "plugins.max_table_elements=33554432"}, want: []string{"plugins.max_table_elements (from flag --set", "between 1 and 16777216"}},
+		{name: "load timeout", env: []string{"WEFT_PLUGINS_LOAD_TIMEOUT=0s"}, want: []string{"plugins.load_timeout (from env WEFT_PLUGINS_LOAD_TIMEOUT)", "must be positive"}},
 		{name: "log level", args: []string{"--log-level", "loud"}, want: []string{"log.level (from flag --log-level)"}},
 		{name: "missing workflows dir", args: []string{"--workflows-dir", "/nonexistent/wf"}, want: []string{"workflows_dir", "no such file"}},
 		{
