@@ -56,6 +56,25 @@ type Config struct {
 	// Defaults to 5s.
 	LoadTimeout time.Duration
 
+	// MaxMemory caps the guests' linear memories together, in bytes: an
+	// instance is created only when its initial memory fits (idle
+	// instances are closed to make room, oldest first), and a guest's
+	// memory.grow beyond it fails. Defaults to 4 GiB.
+	MaxMemory int64
+
+	// IdleTimeout is how long an instance may wait unused before it is
+	// closed and its memory returned. Defaults to 5m.
+	IdleTimeout time.Duration
+
+	// MaxFunctionBytes caps the body of each function of a module:
+	// compiling costs memory in proportion to the largest function (about
+	// 150 times its size). Defaults to 1 MiB.
+	MaxFunctionBytes int
+
+	// MaxCompiles is how many modules may compile at once; others wait.
+	// Defaults to 1.
+	MaxCompiles int
+
 	// PoolSize is the most instances kept per plugin version, which bounds
 	// the concurrent calls of one version. Defaults to 2 × GOMAXPROCS.
 	PoolSize int
@@ -103,6 +122,18 @@ func (c Config) WithDefaults() Config {
 	if c.MaxStackBytes == 0 {
 		c.MaxStackBytes = 4 << 20
 	}
+	if c.MaxMemory == 0 {
+		c.MaxMemory = 4 << 30
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 5 * time.Minute
+	}
+	if c.MaxFunctionBytes == 0 {
+		c.MaxFunctionBytes = 1 << 20
+	}
+	if c.MaxCompiles == 0 {
+		c.MaxCompiles = 1
+	}
 	if c.LoadTimeout == 0 {
 		c.LoadTimeout = 5 * time.Second
 	}
@@ -143,6 +174,14 @@ func (c Config) validate() error {
 		return fmt.Errorf("plugins: MaxTableElements must be at most %d, got %d", 1<<24, c.MaxTableElements)
 	case c.MaxStackBytes < 64<<10 || c.MaxStackBytes > 256<<20:
 		return fmt.Errorf("plugins: MaxStackBytes must be between 64 KiB and 256 MiB, got %d", c.MaxStackBytes)
+	case c.MaxMemory < int64(c.MemoryLimitPages)*65536:
+		return fmt.Errorf("plugins: MaxMemory (%d) must be at least one instance's memory limit (%d)", c.MaxMemory, int64(c.MemoryLimitPages)*65536)
+	case c.IdleTimeout < 0:
+		return fmt.Errorf("plugins: IdleTimeout must not be negative, got %s", c.IdleTimeout)
+	case c.MaxFunctionBytes < 1:
+		return fmt.Errorf("plugins: MaxFunctionBytes must be positive, got %d", c.MaxFunctionBytes)
+	case c.MaxCompiles < 1:
+		return fmt.Errorf("plugins: MaxCompiles must be at least 1, got %d", c.MaxCompiles)
 	case c.LoadTimeout < 0:
 		return fmt.Errorf("plugins: LoadTimeout must not be negative, got %s", c.LoadTimeout)
 	case c.PoolSize < 1:

@@ -3,12 +3,14 @@ package plugins_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/internal/wasmgen"
 	"github.com/weftworks/weft/plugins"
@@ -200,4 +202,30 @@ func FuzzUploadGenerated(f *testing.F) {
 		}
 		rt.Unload(ctx, m.Version)
 	})
+}
+
+// log is not an ABI violation outside weft_invoke: what _initialize,
+// weft_abi_version and weft_manifest log goes to the runtime's log.
+func TestLogOutsideInvokeGoesToTheRuntimeLog(t *testing.T) {
+	t.Parallel()
+	logs := &logtest.Buffer{}
+	rt := testplugins.Runtime(t, plugins.Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	_, err := rt.Load(context.Background(), testplugins.WAT(t, `(module
+  (import "weft" "result" (func $result (param i32 i32)))
+  (import "weft" "log" (func $log (param i32 i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 0) "{\"activities\":[{\"name\":\"go\"}]}init-saysversion-saysmanifest-says")
+  (func (export "_initialize") (call $log (i32.const 1) (i32.const 30) (i32.const 9)))
+  (func (export "weft_abi_version") (result i32) (call $log (i32.const 1) (i32.const 39) (i32.const 12)) (i32.const 1))
+  (func (export "weft_alloc") (param i32) (result i32) (i32.const 4096))
+  (func (export "weft_manifest") (result i32) (call $log (i32.const 1) (i32.const 51) (i32.const 13)) (call $result (i32.const 0) (i32.const 30)) (i32.const 0))
+  (func (export "weft_invoke") (param i32 i32 i32) (result i32) (i32.const 0)))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"init-says", "version-says", "manifest-says"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the runtime log lacks %q:\n%s", want, logs.String())
+		}
+	}
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/weftworks/weft/abi"
 )
@@ -30,18 +32,26 @@ type pool struct {
 	closed bool
 	calls  sync.WaitGroup
 
+	// initialMemory is the size of a new instance's memory, in bytes.
+	initialMemory int64
+
 	created   atomic.Int64
 	discarded atomic.Int64
+	evicted   atomic.Int64
 }
 
 func newPool(rt *Runtime, version string, cm wazero.CompiledModule) *pool {
-	return &pool{
+	p := &pool{
 		rt:      rt,
 		version: version,
 		cm:      cm,
 		idle:    make(chan *instance, rt.cfg.PoolSize),
 		slots:   make(chan struct{}, rt.cfg.PoolSize),
 	}
+	if m, ok := cm.ExportedMemories()[abi.ExportMemory]; ok {
+		p.initialMemory = int64(m.Min()) * 65536
+	}
+	return p
 }
 
 // get returns an idle instance, creating one while there is a free slot, or
@@ -92,7 +102,40 @@ func (p *pool) put(in *instance) {
 		p.discard(context.Background(), in)
 		return
 	}
+	in.lastUsed = p.rt.cfg.Now()
 	p.idle <- in // never blocks: an instance holds a slot, and idle has a place per slot
+}
+
+// takeIdle removes the pool's idle instances and returns them; the caller
+// closes each one with evict or returns it with restore.
+func (p *pool) takeIdle(into []*instance) []*instance {
+	for {
+		select {
+		case in := <-p.idle:
+			into = append(into, in)
+		default:
+			return into
+		}
+	}
+}
+
+// restore returns an instance takeIdle removed, as it was.
+func (p *pool) restore(in *instance) {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		p.discard(context.Background(), in)
+		return
+	}
+	p.idle <- in
+}
+
+// evict closes an idle instance takeIdle removed, to give its memory back.
+func (p *pool) evict(in *instance) {
+	in.close(context.Background())
+	<-p.slots
+	p.evicted.Add(1)
 }
 
 // discard closes an instance and frees its slot.
@@ -106,13 +149,15 @@ func (p *pool) discard(ctx context.Context, in *instance) {
 type PoolStats struct {
 	// Live instances exist now; Idle of them wait for a call.
 	Live, Idle int
-	// Created and Discarded count instances since the version was loaded.
-	// Discarded counts instances closed after a failure, not at shutdown.
-	Created, Discarded int64
+	// Created, Discarded and Evicted count instances since the version was
+	// loaded. Discarded counts instances closed after a failure, Evicted
+	// idle ones closed to give their memory back (see Config.IdleTimeout
+	// and Config.MaxMemory); neither counts those closed at shutdown.
+	Created, Discarded, Evicted int64
 }
 
 func (p *pool) stats() PoolStats {
-	return PoolStats{Live: len(p.slots), Idle: len(p.idle), Created: p.created.Load(), Discarded: p.discarded.Load()}
+	return PoolStats{Live: len(p.slots), Idle: len(p.idle), Created: p.created.Load(), Discarded: p.discarded.Load(), Evicted: p.evicted.Load()}
 }
 
 // close waits for calls in flight, then closes every idle instance and the
@@ -169,6 +214,8 @@ type instance struct {
 	stderr *guestWriter
 	// cs is the state of the call in progress, reused from call to call.
 	cs callState
+	// lastUsed is when the instance last went back to the idle pool.
+	lastUsed time.Time
 }
 
 func (p *pool) instantiate(ctx context.Context) (*instance, error) {
@@ -186,9 +233,13 @@ func (p *pool) instantiate(ctx context.Context) (*instance, error) {
 		WithRandSource(rand.Reader)
 	// Output of _initialize has no call to belong to; it goes to the
 	// runtime's log, and a failing initialiser's stderr into the error.
+	if err := p.rt.budget.admit(p.initialMemory); err != nil {
+		return nil, err
+	}
 	init := &callState{rt: p.rt, initialising: true}
 	in.cur = init
-	mod, err := p.rt.rt.InstantiateModule(ctx, p.cm, mc)
+	// _initialize may log; what it writes sees the call's deadline.
+	mod, err := p.rt.rt.InstantiateModule(experimental.WithMemoryAllocator(withCall(ctx, init), p.rt.budget), p.cm, mc)
 	in.cur = nil
 	init.flushLogs()
 	if err != nil {

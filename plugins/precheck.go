@@ -30,8 +30,11 @@ const (
 // precheck is not a validator: where it meets a construct it does not know
 // (a feature wazero refuses anyway), it stops checking that section and lets
 // wazero report the error.
-func precheck(wasm []byte) error {
-	r := &reader{b: wasm}
+//
+// It also refuses a function body larger than maxFunctionBytes: compiling
+// takes memory in proportion to the largest function.
+func precheck(wasm []byte, maxFunctionBytes int) error {
+	r := &reader{b: wasm, maxFunction: maxFunctionBytes}
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
 		return errors.New("not a WebAssembly binary (no \\0asm magic)")
 	}
@@ -48,7 +51,7 @@ func precheck(wasm []byte) error {
 		if uint64(size) > uint64(len(r.b)-r.off) {
 			return fmt.Errorf("section %d at offset %d: size %d exceeds the %d bytes left", id, r.off, size, len(r.b)-r.off)
 		}
-		s := &reader{b: r.b[:r.off+int(size)], off: r.off}
+		s := &reader{b: r.b[:r.off+int(size)], off: r.off, maxFunction: r.maxFunction}
 		if err := checkSection(id, s); err != nil {
 			return fmt.Errorf("section %d: %w", id, err)
 		}
@@ -118,6 +121,9 @@ func checkSection(id byte, s *reader) error {
 			size := s.u32()
 			if !s.fits(uint64(size)) {
 				break
+			}
+			if int64(size) > int64(s.maxFunction) {
+				return fmt.Errorf("a function body of %d bytes, more than the limit of %d (plugins.max_function_bytes)", size, s.maxFunction)
 			}
 			body := &reader{b: s.b[:s.off+int(size)], off: s.off}
 			var locals uint64
@@ -194,9 +200,10 @@ func checkNames(s *reader) {
 // reader decodes the parts of the binary format precheck needs. The first
 // error sticks; later reads return zero values.
 type reader struct {
-	b   []byte
-	off int
-	err error
+	b           []byte
+	off         int
+	err         error
+	maxFunction int
 }
 
 func (r *reader) ok() bool { return r.err == nil }

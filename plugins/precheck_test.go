@@ -71,7 +71,7 @@ func TestPrecheckRefusesAllocationBombs(t *testing.T) {
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := precheck(tt.wasm)
+			err := precheck(tt.wasm, 1<<20)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("precheck: %v, want an error containing %q", err, tt.want)
 			}

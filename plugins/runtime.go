@@ -66,6 +66,14 @@ type Runtime struct {
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
 
+	// budget holds the guests' memories within MaxMemory; compiles holds
+	// a token per compilation in progress.
+	budget   *memoryBudget
+	compiles chan struct{}
+	// stopJanitor and janitorDone stop and wait for expireIdle.
+	stopJanitor chan struct{}
+	janitorDone chan struct{}
+
 	mu     sync.Mutex
 	closed bool
 	loaded map[string]*loading
@@ -122,7 +130,14 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("plugins: instantiating WASI: %w", err)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, blobs: blobs, rt: rt, cache: cache, loaded: map[string]*loading{}}
+	r := &Runtime{
+		cfg: cfg, log: cfg.Logger, blobs: blobs, rt: rt, cache: cache, loaded: map[string]*loading{},
+		budget:      &memoryBudget{log: cfg.Logger, limit: cfg.MaxMemory},
+		compiles:    make(chan struct{}, cfg.MaxCompiles),
+		stopJanitor: make(chan struct{}),
+		janitorDone: make(chan struct{}),
+	}
+	r.budget.evict = r.evictIdle
 	if err := r.instantiateHostModule(ctx); err != nil {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("plugins: instantiating host module: %w", err)
@@ -131,6 +146,7 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("plugins: instantiating the instrumentation's host module: %w", err)
 	}
+	go r.expireIdle(r.stopJanitor, r.janitorDone)
 	return r, nil
 }
 
@@ -198,6 +214,8 @@ func (r *Runtime) Close(ctx context.Context) error {
 	loaded := r.loaded
 	r.loaded = map[string]*loading{}
 	r.mu.Unlock()
+	close(r.stopJanitor)
+	<-r.janitorDone
 	for _, l := range loaded { // each pool waits for its calls in flight
 		<-l.ready
 		if l.p != nil {
@@ -263,7 +281,7 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 	if err != nil {
 		return nil, err
 	}
-	if err := precheck(wasm); err != nil {
+	if err := precheck(wasm, r.cfg.MaxFunctionBytes); err != nil {
 		return nil, invalid("not a valid WebAssembly module: %v", err)
 	}
 	rewritten, err := instrument.Rewrite(wasm, instrumentOptions(r.cfg))
@@ -272,7 +290,12 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 	}
 	// The compilation cache is keyed by the bytes compiled: a change to
 	// the instrumentation never reuses code compiled without it.
+	release, err := r.acquireCompile(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cm, err := r.rt.CompileModule(ctx, rewritten.Wasm)
+	release()
 	if err != nil {
 		return nil, invalid("not a valid WebAssembly module: %v", err)
 	}

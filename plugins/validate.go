@@ -141,7 +141,12 @@ func checkShape(cm wazero.CompiledModule, imports []instrument.Import) *Validati
 func (in *instance) describe(ctx context.Context, version string, size int) (*Module, error) {
 	in.stack[0] = 0
 	in.resetStack()
-	if err := in.abiVersion.CallWithStack(ctx, in.stack[:]); err != nil {
+	vcs := &callState{rt: in.pool.rt, initialising: true}
+	in.cur = vcs
+	err := in.abiVersion.CallWithStack(withCall(ctx, vcs), in.stack[:])
+	in.cur = nil
+	vcs.flushLogs()
+	if err != nil {
 		return nil, callFailed(ctx, abi.ExportABIVersion, err)
 	}
 	if v := uint32(in.stack[0]); v != abi.Version {
@@ -151,8 +156,9 @@ func (in *instance) describe(ctx context.Context, version string, size int) (*Mo
 	cs := &callState{rt: in.pool.rt, inManifest: true}
 	in.cur = cs
 	in.resetStack()
-	err := in.manifest.CallWithStack(withCall(ctx, cs), in.stack[:])
+	err = in.manifest.CallWithStack(withCall(ctx, cs), in.stack[:])
 	in.cur = nil
+	cs.flushLogs()
 	switch {
 	case err != nil:
 		return nil, callFailed(ctx, abi.ExportManifest, err)

@@ -16,13 +16,15 @@ import (
 	"github.com/weftworks/weft/plugins/instrument"
 )
 
+// opts are the options the plugin runtime uses by default, so that the
+// example plugins rewritten here hit the compilation cache its tests fill.
 var opts = instrument.Options{
 	ImportModule:     "weft:instrument",
 	ImportName:       "check",
 	StackExport:      "weft:stack",
-	Stack:            1 << 20,
-	MaxTableElements: 1 << 16,
-	MaxTables:        4,
+	Stack:            4 << 20 / 8,
+	MaxTableElements: 1 << 18,
+	MaxTables:        16,
 }
 
 // engine runs modules in wazero: plain, stopped at a context's end by
@@ -161,7 +163,11 @@ func FuzzGenerated(f *testing.F) {
 // adds one import, one export and nothing else that is visible.
 func TestExamplePluginsRewrite(t *testing.T) {
 	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
+	cache, err := wazero.NewCompilationCacheWithDir(testplugins.CacheDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
 	t.Cleanup(func() { _ = rt.Close(ctx) })
 	for _, name := range []string{"kit", "ckit", "text", "thumbnail"} {
 		t.Run(name, func(t *testing.T) {
@@ -264,8 +270,8 @@ func TestTablesAreBounded(t *testing.T) {
 	}
 
 	for _, c := range []struct{ name, module, want string }{
-		{"larger than the limit", `(module (table 70000 funcref))`, "a table of 70000 elements, more than the limit of 65536"},
-		{"too many tables", `(module (table 1 funcref) (table 1 funcref) (table 1 funcref) (table 1 funcref) (table 1 funcref))`, "5 tables, more than the limit of 4"},
+		{"larger than the limit", `(module (table 300000 funcref))`, "a table of 300000 elements, more than the limit of 262144"},
+		{"too many tables", "(module" + strings.Repeat(" (table 1 funcref)", 17) + ")", "17 tables, more than the limit of 16"},
 	} {
 		_, err := instrument.Rewrite(wat(t, c.module), opts)
 		if !errors.Is(err, instrument.ErrMalformed) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "table section") {

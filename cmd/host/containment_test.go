@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/internal/testplugins"
+)
+
+// hostileGuests are plugins that attack the host from inside, each with one
+// activity, "go". Every one of them once froze, crashed or bloated a host.
+var hostileGuests = []struct {
+	name string
+	// extra declares functions; init is _initialize's body; body is
+	// weft_invoke's.
+	extra, init, body string
+	// fails is whether the activity fails (and with what code).
+	fails string
+}{
+	{name: "recursion", fails: "timeout",
+		extra: `(func $f (param $n i32) (if (local.get $n) (then (call $f (i32.sub (local.get $n) (i32.const 1))) (call $f (i32.sub (local.get $n) (i32.const 1))))))`,
+		body:  `(call $f (i32.const 60)) (i32.const 0)`},
+	{name: "spin", fails: "timeout", body: `(loop $l (br $l)) (i32.const 0)`},
+	{name: "deep", fails: "limit",
+		extra: `(func $r (param $n i32) (result i32) (if (result i32) (i32.eqz (local.get $n)) (then (i32.const 0)) (else (i32.add (call $r (i32.sub (local.get $n) (i32.const 1))) (i32.const 1)))))`,
+		body:  `(drop (call $r (i32.const 100000000))) (i32.const 0)`},
+	{name: "tablegrow",
+		init: `(drop (table.grow 0 (ref.null func) (i32.const 0xFFFFFFFE)))`,
+		body: `(drop (table.grow 0 (ref.null func) (i32.const 0xFFFFFFFE))) (call $result (i32.const 1) (i32.const 12)) (i32.const 0)`},
+	{name: "bigmem", fails: "trap",
+		body: `(drop (memory.grow (i32.const 4000))) (memory.fill (i32.const 0) (i32.const 0xAB) (i32.mul (memory.size) (i32.const 65536))) (unreachable)`},
+}
+
+func hostileModule(t *testing.T, extra, init, manifest, body string) []byte {
+	t.Helper()
+	if manifest == "" {
+		manifest = `(call $result (i32.const 0) (i32.const 30)) (i32.const 0)`
+	}
+	return testplugins.WAT(t, `(module
+  (import "weft" "result" (func $result (param i32 i32)))
+  (memory (export "memory") 1)
+  (table 1 funcref)
+  (data (i32.const 0) "{\"activities\":[{\"name\":\"go\"}]}")
+  (func (export "weft_abi_version") (result i32) (i32.const 1))
+  (func (export "weft_alloc") (param i32) (result i32) (i32.const 4096))
+  (func (export "_initialize") `+init+`)
+  (func (export "weft_manifest") (result i32) `+manifest+`)
+  `+extra+`
+  (func (export "weft_invoke") (param i32 i32 i32) (result i32) `+body+`))`)
+}
+
+// prober asks /healthz every 20ms and keeps every answer's latency.
+type prober struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	failures  []string
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+func probe(url string) *prober {
+	p := &prober{stop: make(chan struct{}), done: make(chan struct{})}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+			}
+			start := time.Now()
+			resp, err := hc.Get(url + "/healthz")
+			d := time.Since(start)
+			p.mu.Lock()
+			if err != nil {
+				p.failures = append(p.failures, err.Error())
+			} else {
+				resp.Body.Close()
+				p.latencies = append(p.latencies, d)
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// finish stops probing and returns the latencies, sorted.
+func (p *prober) finish(t *testing.T) []time.Duration {
+	close(p.stop)
+	<-p.done
+	if len(p.failures) > 0 {
+		t.Errorf("/healthz failed %d times, first: %s", len(p.failures), p.failures[0])
+	}
+	slices.Sort(p.latencies)
+	return p.latencies
+}
+
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// drain reads a process's log to its end, so that the process never
+// blocks writing it.
+func drain(p *serveProcess) {
+	for range p.lines {
+	}
+}
+
+// rss is the resident memory of a process, in bytes.
+func rss(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestHostileGuestsCannotHarmTheHost runs every hostile guest as a workflow
+// on a real host process, uploads a plugin whose manifest never returns,
+// and checks that the host answers /healthz throughout, that each attempt
+// ends as its policy says, that the memory they took goes back, and that a
+// host killed while a hostile attempt runs recovers it on restart without
+// being harmed again.
+func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts host processes")
+	}
+	t.Parallel()
+	bin := buildWeft(t)
+	data := t.TempDir()
+	args := []string{"--data-dir", data, "--set", "plugins.cache_dir=" + testplugins.CacheDir(t)}
+	p := startProcess(t, bin, args...)
+	go drain(p) // the access log of the probes would fill the pipe
+	c, err := client.New(client.Config{Server: "http://" + p.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, g := range hostileGuests {
+		if _, _, err := c.PutPlugin(ctx, g.name, hostileModule(t, g.extra, g.init, "", g.body)); err != nil {
+			t.Fatalf("upload %s: %v", g.name, err)
+		}
+		wf := fmt.Sprintf("name: h-%s\nsteps: [ { id: s, activity: %s.go, timeout: 2s, retry: { max_attempts: 1 } } ]\n", g.name, g.name)
+		if _, _, err := c.PutWorkflow(ctx, "h-"+g.name, []byte(wf)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	baseline := rss(t, p.cmd.Process.Pid)
+
+	pr := probe("http://" + p.addr)
+	// A manifest that never returns is refused at upload, promptly, as
+	// invalid: not a 503 that invites a retry.
+	start := time.Now()
+	_, _, err = c.PutPlugin(ctx, "manifestloop", hostileModule(t, "", "", `(loop $l (br $l)) (i32.const 0)`, `(i32.const 0)`))
+	if err == nil || !strings.Contains(err.Error(), "loading took longer than") || time.Since(start) > 20*time.Second {
+		t.Errorf("upload of a looping manifest: %v after %s; want a 422 naming the load timeout", err, time.Since(start))
+	}
+	// Every hostile guest at once, twice over.
+	var wg sync.WaitGroup
+	for _, g := range append(hostileGuests, hostileGuests...) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inst, _, err := c.Start(ctx, "h-"+g.name, client.StartRequest{}, time.Minute)
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", g.name, err)
+			case g.fails == "" && inst.Status != client.StatusCompleted:
+				t.Errorf("%s: %s %+v, want completed", g.name, inst.Status, inst.Error)
+			case g.fails != "" && (inst.Status != client.StatusFailed || inst.Error == nil || inst.Error.Code != g.fails):
+				t.Errorf("%s: %s %+v, want failed with %s", g.name, inst.Status, inst.Error, g.fails)
+			}
+		}()
+	}
+	wg.Wait()
+	lat := pr.finish(t)
+	t.Logf("/healthz during the attack: %d answers, median %s, p99 %s, max %s", len(lat), percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 1))
+	if max := percentile(lat, 1); max > 2*time.Second {
+		t.Errorf("/healthz took %s during the attack", max)
+	}
+	// What the guests took goes back: a discarded instance's memory is
+	// unmapped at once.
+	until(t, 30*time.Second, "RSS back near its baseline", func() bool {
+		return rss(t, p.cmd.Process.Pid) < baseline+96<<20
+	})
+
+	// Killed while a hostile attempt runs, the host recovers the instance
+	// on restart and is not harmed again: the attempt ends under its
+	// policy and the host stays up.
+	slow := "name: h-slow\nsteps: [ { id: s, activity: recursion.go, timeout: 4s, retry: { max_attempts: 2, initial_interval: 100ms } } ]\n"
+	if _, _, err := c.PutWorkflow(ctx, "h-slow", []byte(slow)); err != nil {
+		t.Fatal(err)
+	}
+	inst, _, err := c.Start(ctx, "h-slow", client.StartRequest{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, 30*time.Second, "the hostile attempt running", func() bool {
+		i, err := c.Instance(ctx, inst.ID)
+		return err == nil && i.Status == client.StatusRunning
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+	p = startProcess(t, bin, args...)
+	go drain(p)
+	if c, err = client.New(client.Config{Server: "http://" + p.addr}); err != nil {
+		t.Fatal(err)
+	}
+	pr = probe("http://" + p.addr)
+	until(t, 90*time.Second, "the recovered instance to fail under its policy", func() bool {
+		i, err := c.Instance(ctx, inst.ID)
+		return err == nil && i.Status == client.StatusFailed && i.Error != nil && i.Error.Code == "timeout"
+	})
+	lat = pr.finish(t)
+	t.Logf("/healthz after the restart: %d answers, median %s, max %s", len(lat), percentile(lat, 0.5), percentile(lat, 1))
+	if err := c.Health(ctx); err != nil {
+		t.Fatalf("the restarted host: %v", err)
+	}
+}
