@@ -76,6 +76,9 @@ type HTTPConfig struct {
 	// ShutdownTimeout bounds the graceful shutdown: draining requests and
 	// stopping the engine. Defaults to 30s.
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	// BodyBudget caps the request bodies held in memory at once. Defaults
+	// to four times the larger body limit.
+	BodyBudget ByteSize `koanf:"body_budget"`
 }
 
 // AuthConfig configures bearer tokens.
@@ -104,6 +107,11 @@ type PluginsConfig struct {
 	MaxLogRecords     int           `koanf:"max_log_records"`
 	MaxHeartbeatBytes ByteSize      `koanf:"max_heartbeat_bytes"`
 	MaxTableElements  int           `koanf:"max_table_elements"`
+	MaxStackBytes     ByteSize      `koanf:"max_stack_bytes"`
+	MaxMemory         ByteSize      `koanf:"max_memory"`
+	IdleTimeout       time.Duration `koanf:"idle_timeout"`
+	MaxFunctionBytes  ByteSize      `koanf:"max_function_bytes"`
+	MaxCompiles       int           `koanf:"max_compiles"`
 	PoolSize          int           `koanf:"pool_size"`
 	PoolWarm          int           `koanf:"pool_warm"`
 	CancelGrace       time.Duration `koanf:"cancel_grace"`
@@ -192,6 +200,7 @@ func defaultConfig() Config {
 			BodyLimit:       1 << 20,
 			PluginBodyLimit: ByteSize(pl.MaxModuleBytes),
 			ShutdownTimeout: 30 * time.Second,
+			BodyBudget:      4 * ByteSize(pl.MaxModuleBytes),
 		},
 		Plugins: PluginsConfig{
 			MaxModuleBytes:    ByteSize(pl.MaxModuleBytes),
@@ -201,6 +210,11 @@ func defaultConfig() Config {
 			MaxLogRecords:     pl.MaxLogRecords,
 			MaxHeartbeatBytes: ByteSize(pl.MaxHeartbeatBytes),
 			MaxTableElements:  int(pl.MaxTableElements),
+			MaxStackBytes:     ByteSize(pl.MaxStackBytes),
+			MaxMemory:         ByteSize(pl.MaxMemory),
+			IdleTimeout:       pl.IdleTimeout,
+			MaxFunctionBytes:  ByteSize(pl.MaxFunctionBytes),
+			MaxCompiles:       pl.MaxCompiles,
 			PoolSize:          pl.PoolSize,
 			PoolWarm:          pl.PoolWarm,
 			CancelGrace:       pl.CancelGrace,
@@ -408,6 +422,10 @@ func loadConfig(src configSources) (*LoadedConfig, error) {
 		if err := decodeValue(root.FieldByIndex(key.index), k.Get(key.name)); err != nil {
 			problems = append(problems, Problem{Key: key.name, Source: out.Source[key.name], Message: err.Error()})
 		}
+	}
+	// Unless chosen, the body budget follows the body limits.
+	if out.Source["http.body_budget"] == "" {
+		out.HTTP.BodyBudget = 4 * max(out.HTTP.BodyLimit, out.HTTP.PluginBodyLimit)
 	}
 	if len(problems) == 0 {
 		problems = out.validate()
@@ -683,6 +701,9 @@ func (c *LoadedConfig) validate() []Problem {
 		// plugins.max_module_bytes.
 		bad("http.plugin_body_limit", "is %s, below plugins.max_module_bytes (%s): plugins between the two could never be uploaded", c.HTTP.PluginBodyLimit, c.Plugins.MaxModuleBytes)
 	}
+	if larger := max(c.HTTP.BodyLimit, c.HTTP.PluginBodyLimit); c.HTTP.BodyBudget < larger {
+		bad("http.body_budget", "is %s, below the larger body limit (%s): such a body could never be read", c.HTTP.BodyBudget, larger)
+	}
 	positive := func(key string, d time.Duration) {
 		if d <= 0 {
 			bad(key, "must be positive, got %s", d)
@@ -726,6 +747,15 @@ func (c *LoadedConfig) validate() []Problem {
 	positiveSize("plugins.max_heartbeat_bytes", c.Plugins.MaxHeartbeatBytes, 1<<10, 16<<20)
 	if c.Plugins.MaxTableElements < 1 || c.Plugins.MaxTableElements > 1<<24 {
 		bad("plugins.max_table_elements", "want between 1 and %d, got %d", 1<<24, c.Plugins.MaxTableElements)
+	}
+	positiveSize("plugins.max_stack_bytes", c.Plugins.MaxStackBytes, 64<<10, 256<<20)
+	if c.Plugins.MaxMemory < c.Plugins.MemoryLimit {
+		bad("plugins.max_memory", "is %s, below plugins.memory_limit (%s): an instance could never grow to its limit", c.Plugins.MaxMemory, c.Plugins.MemoryLimit)
+	}
+	positive("plugins.idle_timeout", c.Plugins.IdleTimeout)
+	positiveSize("plugins.max_function_bytes", c.Plugins.MaxFunctionBytes, 1<<10, 1<<30)
+	if c.Plugins.MaxCompiles < 1 {
+		bad("plugins.max_compiles", "must be at least 1, got %d", c.Plugins.MaxCompiles)
 	}
 	if c.Plugins.PoolSize < 1 {
 		bad("plugins.pool_size", "must be at least 1, got %d", c.Plugins.PoolSize)

@@ -202,6 +202,12 @@ func TestConfigInvalid(t *testing.T) {
 		{name: "huge heartbeats", file: "plugins: {max_heartbeat_bytes: 1GiB}\n", want: []string{"plugins.max_heartbeat_bytes (from file", "between 1KiB and 16MiB"}},
 		{name: "table elements", args: []string{"--set", "plugins.max_table_elements=33554432"}, want: []string{"plugins.max_table_elements (from flag --set", "between 1 and 16777216"}},
 		{name: "load timeout", env: []string{"WEFT_PLUGINS_LOAD_TIMEOUT=0s"}, want: []string{"plugins.load_timeout (from env WEFT_PLUGINS_LOAD_TIMEOUT)", "must be positive"}},
+		{name: "tiny stack", args: []string{"--set", "plugins.max_stack_bytes=1KiB"}, want: []string{"plugins.max_stack_bytes (from flag --set", "between 64KiB and 256MiB"}},
+		{name: "memory budget under one instance", env: []string{"WEFT_PLUGINS_MAX_MEMORY=128MiB"}, want: []string{"plugins.max_memory (from env WEFT_PLUGINS_MAX_MEMORY)", "below plugins.memory_limit (256MiB)"}},
+		{name: "idle timeout", file: "plugins: {idle_timeout: 0s}\n", want: []string{"plugins.idle_timeout (from file", "must be positive"}},
+		{name: "function bytes", args: []string{"--set", "plugins.max_function_bytes=10"}, want: []string{"plugins.max_function_bytes (from flag --set", "between 1KiB and 1GiB"}},
+		{name: "no compiles", env: []string{"WEFT_PLUGINS_MAX_COMPILES=0"}, want: []string{"plugins.max_compiles (from env WEFT_PLUGINS_MAX_COMPILES)", "at least 1"}},
+		{name: "body budget under the limit", args: []string{"--set", "http.body_budget=1MiB"}, want: []string{"http.body_budget (from flag --set", "below the larger body limit (32MiB)"}},
 		{name: "log level", args: []string{"--log-level", "loud"}, want: []string{"log.level (from flag --log-level)"}},
 		{name: "missing workflows dir", args: []string{"--workflows-dir", "/nonexistent/wf"}, want: []string{"workflows_dir", "no such file"}},
 		{
@@ -343,6 +349,28 @@ func TestByteSize(t *testing.T) {
 		got, err := parseByteSize(b.String())
 		if err != nil || got != b {
 			t.Errorf("%d prints as %q, which parses as %d, %v", b, b.String(), got, err)
+		}
+	}
+}
+
+// Unless chosen, the body budget follows the larger body limit; chosen, it
+// stays as chosen.
+func TestBodyBudgetFollowsTheLimits(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want ByteSize
+	}{
+		{nil, 128 << 20},
+		{[]string{"--set", "http.plugin_body_limit=64MiB"}, 256 << 20},
+		{[]string{"--set", "http.plugin_body_limit=64MiB", "--set", "http.body_budget=100MiB"}, 100 << 20},
+	} {
+		cfg, err := loadConfig(parseHostFlags(t, c.args...).sources(t.TempDir(), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.HTTP.BodyBudget != c.want {
+			t.Errorf("%q: body budget %s, want %s", c.args, cfg.HTTP.BodyBudget, c.want)
 		}
 	}
 }
