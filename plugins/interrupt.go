@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -69,6 +70,10 @@ func (r *Runtime) check(ctx context.Context, _ api.Module, stack []uint64) {
 		if err := ctx.Err(); err != nil {
 			stop(err) // classify says why from the contexts
 		}
+		// Let other goroutines run: without it a guest keeps its thread for
+		// the scheduler's whole 10ms slice, and with more busy guests than
+		// cores an HTTP request waits several slices for a turn.
+		runtime.Gosched()
 		stack[0] = instrument.Fuel
 	case instrument.ReasonStack:
 		stop(fmt.Errorf("%w: stack: the guest's calls nest deeper than its stack limit of %d KiB allows", ErrLimit, r.cfg.MaxStackBytes>>10))

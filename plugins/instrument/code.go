@@ -146,6 +146,28 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 			out = append(out, opRefFunc)
 			out = appendULEB(out, uint64(m.funcIndex(idx)))
 			copied = d.off
+		case opPrefixFC:
+			sub := d.u32()
+			if (sub != fcMemoryCopy && sub != fcMemoryFill) || !m.hasMemory {
+				d.off = at + 1
+				skipFC(d)
+				break
+			}
+			// A bulk operation over hundreds of MiB would run for a long
+			// time without a check: it goes through a chunked helper.
+			helper := m.fillFunc
+			if sub == fcMemoryCopy {
+				d.u32()
+				helper++
+			}
+			d.u32()
+			if d.err != nil {
+				break
+			}
+			out = append(out, body[copied:at]...)
+			out = append(out, opCall)
+			out = appendULEB(out, uint64(helper))
+			copied = d.off
 		default:
 			skipImmediates(d, op)
 		}

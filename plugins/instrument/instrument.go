@@ -169,6 +169,13 @@ type module struct {
 	yieldFunc   uint32 // the new import's function index
 	fuelGlobal  uint32
 	stackGlobal uint32
+
+	// hasMemory: the module declares or imports a memory, so the rewrite
+	// adds the chunked bulk-memory helpers (see bulk.go), of type
+	// bulkType, at function indices fillFunc and fillFunc+1.
+	hasMemory bool
+	bulkType  uint32
+	fillFunc  uint32
 }
 
 // Rewrite instruments wasm as the package doc says. An error matches
@@ -182,7 +189,9 @@ func Rewrite(wasm []byte, opt Options) (*Result, error) {
 		return nil, err
 	}
 	m.yieldType = uint32(len(m.typeParams))
+	m.bulkType = m.yieldType + 1
 	m.yieldFunc = m.importedFuncs
+	m.fillFunc = m.importedFuncs + 1 + uint32(len(m.funcTypes))
 	m.fuelGlobal = m.importedGlobals + m.definedGlobals
 	m.stackGlobal = m.fuelGlobal + 1
 	out, err := m.emit(make([]byte, 0, len(wasm)+len(wasm)/8+256))
@@ -254,6 +263,7 @@ func (m *module) declarations() error {
 					m.importedTables++
 				case KindMemory:
 					d.limits()
+					m.hasMemory = true
 				case KindGlobal:
 					d.valueType()
 					d.byte()
@@ -271,6 +281,32 @@ func (m *module) declarations() error {
 		case secFunction:
 			for n := d.count(); n > 0 && d.ok(); n-- {
 				m.funcTypes = append(m.funcTypes, d.u32())
+			}
+		case secMemory:
+			n := d.count()
+			m.hasMemory = m.hasMemory || n > 0
+			for ; n > 0 && d.ok(); n-- {
+				d.limits()
+			}
+		case secData:
+			// Copied as it is, but checked: wazero's decoder allocates
+			// from the counts before reading the entries.
+			for n := d.count(); n > 0 && d.ok(); n-- {
+				switch d.u32() {
+				case 0:
+					m.constExpr(nil, d)
+				case 1:
+				case 2:
+					d.u32()
+					m.constExpr(nil, d)
+				default:
+					d.fail("data segment flags")
+				}
+				d.bytes(d.u32())
+			}
+		case secDataCount:
+			if n := d.u32(); d.ok() && uint64(n) > uint64(len(s.payload)+s.offset) {
+				d.fail("data count %d exceeds the module's size", n)
 			}
 		case secGlobal:
 			m.definedGlobals = d.u32()
@@ -294,8 +330,11 @@ func (m *module) funcIndex(i uint32) uint32 {
 func (m *module) emit(out []byte) ([]byte, error) {
 	out = append(out, "\x00asm\x01\x00\x00\x00"...)
 	// The sections the rewrite adds to, created where the module has none.
-	added := []byte{secType, secImport, secGlobal, secExport}
+	added := []byte{secType, secImport, secFunction, secGlobal, secExport, secCode}
 	missing := map[byte]bool{secType: true, secImport: true, secGlobal: true, secExport: true}
+	if m.hasMemory { // the bulk-memory helpers need a body
+		missing[secFunction], missing[secCode] = true, true
+	}
 	for _, s := range m.sections {
 		delete(missing, s.id)
 	}
@@ -304,7 +343,7 @@ func (m *module) emit(out []byte) ([]byte, error) {
 			if missing[id] && order(id) < before {
 				payload, err := m.rewrite(section{id: id})
 				if err != nil {
-					return err
+					return &Error{Section: sectionNames[id] + " section", Err: err}
 				}
 				out = appendSection(out, id, payload)
 				delete(missing, id)

@@ -14,8 +14,9 @@ func (m *module) rewrite(s section) ([]byte, error) {
 	case secCustom:
 		return m.custom(d)
 	case secType:
-		out = m.extend(d, 1)
-		out = append(out, 0x60, 1, valI32, 1, valI32) // (i32) -> i32
+		out = m.extend(d, 2)
+		out = append(out, 0x60, 1, valI32, 1, valI32)         // (i32) -> i32
+		out = append(out, 0x60, 3, valI32, valI32, valI32, 0) // (i32, i32, i32) -> ()
 	case secImport:
 		out = m.extend(d, 1)
 		out = appendName(out, m.opt.ImportModule)
@@ -57,6 +58,13 @@ func (m *module) rewrite(s section) ([]byte, error) {
 		out = appendName(out, m.opt.StackExport)
 		out = append(out, KindGlobal)
 		out = appendULEB(out, uint64(m.stackGlobal))
+	case secFunction:
+		if !m.hasMemory {
+			return s.payload, nil
+		}
+		out = m.extend(d, 2)
+		out = appendULEB(out, uint64(m.bulkType))
+		out = appendULEB(out, uint64(m.bulkType))
 	case secTable:
 		out = m.tables(d)
 	case secStart:
@@ -168,11 +176,15 @@ func (m *module) elements(d *decoder) []byte {
 
 // code rewrites every function body.
 func (m *module) code(d *decoder) ([]byte, error) {
-	n := d.count()
+	n := m.count(d)
 	if d.ok() && int(n) != len(m.funcTypes) {
 		d.fail("%d bodies for %d functions", n, len(m.funcTypes))
 	}
-	out := appendULEB(make([]byte, 0, len(d.b)+len(d.b)/4+64), uint64(n))
+	helpers := uint64(0)
+	if m.hasMemory {
+		helpers = 2
+	}
+	out := appendULEB(make([]byte, 0, len(d.b)+len(d.b)/4+256), uint64(n)+helpers)
 	r := &bodyRewriter{m: m}
 	var body []byte
 	for i := uint32(0); i < n && d.ok(); i++ {
@@ -197,6 +209,14 @@ func (m *module) code(d *decoder) ([]byte, error) {
 	}
 	if d.err == nil && d.off != len(d.b) {
 		d.fail("%d bytes after the last function body", len(d.b)-d.off)
+	}
+	if m.hasMemory {
+		body = m.fillHelper(body[:0])
+		out = appendULEB(out, uint64(len(body)))
+		out = append(out, body...)
+		body = m.copyHelper(body[:0])
+		out = appendULEB(out, uint64(len(body)))
+		out = append(out, body...)
 	}
 	return out, d.err
 }
