@@ -22,8 +22,9 @@ const workDir = "work"
 
 // The fixtures TestMain prepares for every benchmark of the process.
 var (
-	kitWasm    []byte // examples/plugins/kit, the Weft plugin
-	extismWasm []byte // extism/echo, the Extism plugin
+	kitWasm       []byte // examples/plugins/kit, the Weft plugin of echo and upper
+	thumbnailWasm []byte // examples/plugins/thumbnail, the Weft plugin of resize
+	extismWasm    []byte // extism/echo, the Extism plugin
 	// cacheDir holds a wazero compilation cache that all hosts share, so
 	// that each setup does not compile the plugins again. It plays no part
 	// in a call.
@@ -31,7 +32,7 @@ var (
 	cache    wazero.CompilationCache
 )
 
-// TestMain builds both plugins with stock Go before any benchmark runs, so
+// TestMain builds the plugins with stock Go before any benchmark runs, so
 // that `go test -bench .` works on a clean clone. Go's build cache makes a
 // rebuild of unchanged sources quick.
 func TestMain(m *testing.M) {
@@ -41,6 +42,9 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	var err error
 	if kitWasm, err = buildPlugin(filepath.Join("..", "examples", "plugins", "kit"), "kit.wasm"); err == nil {
+		thumbnailWasm, err = buildPlugin(filepath.Join("..", "examples", "plugins", "thumbnail"), "thumbnail.wasm")
+	}
+	if err == nil {
 		extismWasm, err = buildPlugin(filepath.Join("extism", "echo"), "extism-echo.wasm")
 	}
 	if err == nil {
@@ -84,11 +88,15 @@ func buildPlugin(dir, out string) ([]byte, error) {
 // memoryLimitPages is plugins.Config's default, given to every host here.
 const memoryLimitPages = 4096
 
-// runtimeConfig is the wazero configuration plugins.New uses (plus the
-// shared compilation cache).
-func runtimeConfig() wazero.RuntimeConfig {
+// runtimeConfig is the wazero configuration of the bare contenders (plus the
+// shared compilation cache): plugins.New's, which no longer sets
+// WithCloseOnContextDone because its instrumentation stops guests instead.
+// With closeOnDone it is the configuration plugins.New used before that
+// change (WithCloseOnContextDone(true)), kept as the bare-close contender so
+// that the cost of that option stays visible.
+func runtimeConfig(closeOnDone bool) wazero.RuntimeConfig {
 	return wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
+		WithCloseOnContextDone(closeOnDone).
 		WithMemoryLimitPages(memoryLimitPages).
 		WithCompilationCache(cache)
 }
@@ -118,16 +126,45 @@ func jsonOfSize(n int) []byte {
 // echoFunc is one host's echo call; it returns the output.
 type echoFunc func(ctx context.Context, input []byte) ([]byte, error)
 
-// hosts are the contenders. Each setup is done once per benchmark, outside
-// the timed loop, and its resources are released by b.Cleanup.
+// callFunc is one call of an activity of a Weft plugin; it returns the
+// output.
+type callFunc func(ctx context.Context, activity string, input []byte) ([]byte, error)
+
+// weftHosts are the contenders that run a Weft plugin through the Weft ABI.
+// Each setup instantiates wasm once, outside the timed loop, and b.Cleanup
+// releases its resources.
+var weftHosts = []struct {
+	name  string
+	setup func(b *testing.B, wasm []byte) callFunc
+}{
+	{"weft", setupWeft},
+	{"bare", setupBare},
+	{"bare-close", setupBareClose},
+	{"bare-instr", setupBareInstr},
+}
+
+// hosts are the contenders of the echo benchmark: the Weft ABI hosts
+// running the kit plugin, and Extism running its own echo plugin.
 var hosts = []struct {
 	name  string
 	setup func(b *testing.B) echoFunc
 }{
-	{"weft", setupWeft},
-	{"bare", setupBare},
+	{"weft", echoOf(setupWeft)},
+	{"bare", echoOf(setupBare)},
+	{"bare-close", echoOf(setupBareClose)},
+	{"bare-instr", echoOf(setupBareInstr)},
 	{"extism", setupExtism},
 	{"extism-bounded", setupExtismBounded},
+}
+
+// echoOf returns the echo call of the kit plugin on a Weft ABI host.
+func echoOf(setup func(*testing.B, []byte) callFunc) func(*testing.B) echoFunc {
+	return func(b *testing.B) echoFunc {
+		call := setup(b, kitWasm)
+		return func(ctx context.Context, input []byte) ([]byte, error) {
+			return call(ctx, "echo", input)
+		}
+	}
 }
 
 // BenchmarkEcho calls echo once per op, from one goroutine, on each host at
@@ -150,19 +187,22 @@ func BenchmarkEcho(b *testing.B) {
 				}
 				b.SetBytes(int64(size.n))
 				b.ReportAllocs()
+				cpu := startCPU()
 				for b.Loop() {
 					if _, err := echo(ctx, input); err != nil {
 						b.Fatal(err)
 					}
 				}
+				cpu.report(b)
 			})
 		}
 	}
 }
 
-// setupWeft is the system under test: the public Invoke path with the kit
-// plugin, as the host runs it (default Config).
-func setupWeft(b *testing.B) echoFunc {
+// setupWeft is the system under test: the public Invoke path with the
+// plugin wasm, as the host runs it (default Config, so the module is
+// instrumented at load).
+func setupWeft(b *testing.B, wasm []byte) callFunc {
 	blobs, err := blobfile.New(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -173,12 +213,12 @@ func setupWeft(b *testing.B) echoFunc {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = rt.Close(ctx) })
-	m, err := rt.Load(ctx, kitWasm)
+	m, err := rt.Load(ctx, wasm)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return func(ctx context.Context, input []byte) ([]byte, error) {
-		return rt.Invoke(ctx, m.Version, plugins.Call{Activity: "echo", Input: input})
+	return func(ctx context.Context, activity string, input []byte) ([]byte, error) {
+		return rt.Invoke(ctx, m.Version, plugins.Call{Activity: activity, Input: input})
 	}
 }
 
@@ -192,8 +232,9 @@ func setupExtism(b *testing.B) echoFunc {
 
 // setupExtismBounded is setupExtism with the guarantees Weft gives every
 // call, set the way Extism offers them: a timeout, which makes Extism stop a
-// guest when a call's context ends (wazero's WithCloseOnContextDone, as in
-// plugins.New), and the same memory cap.
+// guest when a call's context ends (wazero's WithCloseOnContextDone, as
+// bare-close and plugins.New before its instrumentation), and the same
+// memory cap.
 func setupExtismBounded(b *testing.B) echoFunc {
 	return newExtism(b, extism.Manifest{
 		Timeout: 60_000, // ms; any value enables stopping
