@@ -73,7 +73,7 @@ func (m *module) appendChunks(out []byte, chunk func([]byte, bool) []byte, step 
 	out = append(out, opLocalGet, argCount, opI32Const)
 	out = appendSLEB(out, bulkChunk)
 	out = append(out, opI32Sub, opLocalSet, argCount)
-	out = m.appendFuelCheck(out, maxWeight)
+	out = m.appendFuelCheck(out, maxWeight, noLocal)
 	out = append(out, opBr, 0, opEnd, opEnd)
 	out = chunk(out, false)
 	return append(out, opEnd)

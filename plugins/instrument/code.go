@@ -80,18 +80,19 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 	if d.err != nil {
 		return out, fmt.Errorf("function body: locals: %w", d.err)
 	}
-	if locals >= maxLocals {
-		return out, fmt.Errorf("function body at offset %d: %d locals, more than %d", base, locals, maxLocals-1)
+	if locals+2 > maxLocals {
+		return out, fmt.Errorf("function body at offset %d: %d locals, more than %d", base, locals, maxLocals-2)
 	}
-	saved := uint32(locals) // the new local: this frame's stack budget
-	// Locals: the input's groups and one more i32.
+	// Two new locals: this frame's stack budget, and a scratch i32 for the
+	// fuel checks.
+	saved, tmp := uint32(locals), uint32(locals)+1
 	out = appendULEB(out, uint64(groups)+1)
 	out = append(out, body[groupsAt:d.off]...)
-	out = append(out, 1, valI32)
+	out = append(out, 2, valI32)
 
 	code := d.off
 	out = m.appendStackCheck(out, saved, m.frameWeight(params, locals, len(body)-code))
-	out = m.appendFuelCheck(out, clampWeight(len(body)-code))
+	out = m.appendFuelCheck(out, weight(len(body)-code), tmp)
 
 	r.frames = append(r.frames[:0], frame{patch: -1})
 	copied := code // input bytes before copied are in out
@@ -107,13 +108,13 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 			out = append(out, body[copied:d.off]...)
 			copied = d.off
 			var patch int
-			out, patch = m.appendFuelCheckPlaceholder(out)
+			out, patch = m.appendFuelCheckPlaceholder(out, tmp)
 			r.frames = append(r.frames, frame{patch: patch, start: d.off})
 		case opEnd:
 			f := r.frames[len(r.frames)-1]
 			r.frames = r.frames[:len(r.frames)-1]
 			if f.patch >= 0 {
-				putPaddedSLEB(out[f.patch:], uint32(clampWeight(at-f.start)))
+				putPaddedSLEB(out[f.patch:], uint32(weight(at-f.start)))
 			}
 			if len(r.frames) == 0 && d.off != len(d.b) {
 				d.fail("instructions after the end of the function")

@@ -3,12 +3,13 @@
 // the compiler:
 //
 //   - Interruption. Every function entry and every loop header subtracts a
-//     weight from a fuel counter (a new global); when the counter runs out
-//     the guest calls a host function (a new import), which checks the
-//     call's context and either refills the counter or stops the guest.
-//     Code without loops or calls runs straight through a function body at
-//     most once, so the guest never runs longer than about Fuel bytes of
-//     its own code between two visits to the host. Those visits are also
+//     weight (a 64th of the bytes of code it guards) from a fuel counter (a
+//     new global); when the counter runs out the guest calls a host
+//     function (a new import), which checks the call's context and either
+//     refills the counter or stops the guest. Code without loops or calls
+//     runs straight through a function body at most once, so the guest
+//     never runs longer than about 64 × Fuel bytes of its own code between
+//     two visits to the host. Those visits are also
 //     where the Go scheduler can preempt the goroutine, which it cannot do
 //     inside machine code: without them one guest stalls every garbage
 //     collection of the host.
@@ -49,10 +50,14 @@ const (
 )
 
 // Fuel is the counter's initial value and the value the host function
-// normally returns: about a million bytes of guest code between two visits
-// to the host, which is well under a millisecond of compute and a few
-// hundred nanoseconds of overhead.
+// normally returns. A check charges a 64th of the bytes of code it guards
+// (see weight), so the guest visits the host after at most about 64 × Fuel
+// bytes of its code: tens of milliseconds in the worst case, tens of
+// microseconds for ordinary code.
 const Fuel = 1 << 20
+
+// weightDivisor: a check charges one unit per weightDivisor bytes guarded.
+const weightDivisor = 64
 
 // maxWeight caps the weight of one check, so that a huge loop body still
 // runs the host function at least once every few passes.
