@@ -184,3 +184,30 @@ func TestIdleInstancesExpire(t *testing.T) {
 		t.Fatalf("after expiry: %s, %v", out, err)
 	}
 }
+
+// Compiling a large module gives its garbage back to the system at once,
+// instead of keeping it resident. Not parallel: it reads the process's
+// memory statistics. A fresh cache directory makes it compile.
+func TestCompileGivesItsMemoryBack(t *testing.T) {
+	rt := testplugins.Runtime(t, plugins.Config{CacheDir: t.TempDir()})
+	if _, err := rt.Load(context.Background(), testplugins.Bytes(t, "text")); err != nil {
+		t.Fatal(err)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if kept := int64(ms.HeapSys) - int64(ms.HeapReleased) - int64(ms.HeapInuse); kept > 48<<20 {
+		t.Errorf("after compiling, the Go heap keeps %d MiB it does not use (%d MiB in use)", kept>>20, ms.HeapInuse>>20)
+	}
+}
+
+// A function body larger than MaxFunctionBytes is refused before it is
+// compiled, naming the limit.
+func TestLargeFunctionsAreRefused(t *testing.T) {
+	t.Parallel()
+	rt := testplugins.Runtime(t, plugins.Config{MaxFunctionBytes: 1024})
+	body := strings.Repeat("(drop (i32.const 1))", 400)
+	_, err := rt.Load(context.Background(), testplugins.WAT(t, `(module (func `+body+`))`))
+	if !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), "more than the limit of 1024 (plugins.max_function_bytes)") {
+		t.Fatalf("%v; want a refusal naming the function size limit", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -149,6 +150,10 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 	go r.expireIdle(r.stopJanitor, r.janitorDone)
 	return r, nil
 }
+
+// freeAfterCompile is the module size from which a compile is followed by
+// returning freed memory to the system.
+const freeAfterCompile = 1 << 20
 
 // Hash returns the version (sha256, lower-case hex) of a module's bytes.
 func Hash(wasm []byte) string {
@@ -295,6 +300,12 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 		return nil, err
 	}
 	cm, err := r.rt.CompileModule(ctx, rewritten.Wasm)
+	if len(wasm) >= freeAfterCompile {
+		// Compiling took memory in proportion to the module, now garbage
+		// that the Go runtime would give back to the system only slowly
+		// (a 5.7 MB module left 115 MiB resident for 14 MiB in use).
+		debug.FreeOSMemory()
+	}
 	release()
 	if err != nil {
 		return nil, invalid("not a valid WebAssembly module: %v", err)
