@@ -16,27 +16,6 @@ import (
 	"github.com/weftworks/weft/plugins"
 )
 
-// hostilePlugin builds a plugin with one activity, "go", whose weft_invoke is
-// body; extra declares more functions, init is _initialize's body and
-// manifest replaces weft_manifest's.
-func hostilePlugin(t *testing.T, extra, init, manifest, body string) []byte {
-	t.Helper()
-	if manifest == "" {
-		manifest = `(call $result (i32.const 0) (i32.const 30)) (i32.const 0)`
-	}
-	return testplugins.WAT(t, `(module
-  (import "weft" "result" (func $result (param i32 i32)))
-  (memory (export "memory") 1)
-  (table 1 funcref)
-  (data (i32.const 0) "{\"activities\":[{\"name\":\"go\"}]}")
-  (func (export "weft_abi_version") (result i32) (i32.const 1))
-  (func (export "weft_alloc") (param i32) (result i32) (i32.const 4096))
-  (func (export "_initialize") `+init+`)
-  (func (export "weft_manifest") (result i32) `+manifest+`)
-  `+extra+`
-  (func (export "weft_invoke") (param i32 i32 i32) (result i32) `+body+`))`)
-}
-
 // Guests that never return on their own, each stopped at its deadline by
 // the instrumentation: one without loops (an exponential recursion, which
 // wazero's own loop-header check never sees, and which froze the whole
@@ -58,7 +37,7 @@ func TestRunawayGuestsAreStoppedAtTheirDeadline(t *testing.T) {
 	// Two of each at once on two cores: every guest must still be stopped,
 	// and the process must still collect garbage and run other goroutines.
 	for _, r := range append(runaways, runaways...) {
-		m, err := rt.Load(context.Background(), hostilePlugin(t, r.extra, "", "", r.body))
+		m, err := rt.Load(context.Background(), testplugins.Guest{Extra: r.extra, Body: r.body}.Module(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +83,7 @@ func TestLoadBoundsGuestCode(t *testing.T) {
 	} {
 		extra := `(func $f (param $n i32) (if (local.get $n) (then (call $f (i32.sub (local.get $n) (i32.const 1))) (call $f (i32.sub (local.get $n) (i32.const 1))))))`
 		start := time.Now()
-		_, err := rt.Load(context.Background(), hostilePlugin(t, extra, c.init, c.manifest, `(i32.const 0)`))
+		_, err := rt.Load(context.Background(), testplugins.Guest{Extra: extra, Init: c.init, Manifest: c.manifest, Body: `(i32.const 0)`}.Module(t))
 		elapsed := time.Since(start)
 		if !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), "loading took longer than 300ms") || elapsed > timeout+5*time.Second {
 			t.Errorf("%s: %v after %s; want a validation error naming the load timeout", c.name, err, elapsed)
@@ -119,12 +98,14 @@ func TestDeepRecursionHitsTheStackLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 1 << 20
 	rt := testplugins.Runtime(t, plugins.Config{MaxStackBytes: limit})
-	m, err := rt.Load(context.Background(), hostilePlugin(t, `(func $rec (param $n i32) (result i32)
+	m, err := rt.Load(context.Background(), testplugins.Guest{
+		Extra: `(func $rec (param $n i32) (result i32)
     (if (result i32) (i32.eqz (local.get $n)) (then (i32.const 0))
-      (else (i32.add (call $rec (i32.sub (local.get $n) (i32.const 1))) (i32.const 1)))))`, "", "",
+      (else (i32.add (call $rec (i32.sub (local.get $n) (i32.const 1))) (i32.const 1)))))`,
 		// Input null (4 bytes) recurses 10 deep, anything else 10 million.
-		`(drop (call $rec (select (i32.const 10) (i32.const 10000000) (i32.eq (local.get 2) (i32.const 4)))))
-    (call $result (i32.const 0) (i32.const 0)) (i32.const 0)`))
+		Body: `(drop (call $rec (select (i32.const 10) (i32.const 10000000) (i32.eq (local.get 2) (i32.const 4)))))
+    (call $result (i32.const 0) (i32.const 0)) (i32.const 0)`,
+	}.Module(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,10 +128,9 @@ func TestTableGrowIsBounded(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{MaxTableElements: 1000})
 	grow := `(drop (table.grow 0 (ref.null func) (i32.const 0xFFFFFFFE)))`
-	m, err := rt.Load(context.Background(), hostilePlugin(t, "", grow, "",
-		`(if (i32.eq (table.grow 0 (ref.null func) (i32.const 0xFFFFFFFE)) (i32.const -1))
+	m, err := rt.Load(context.Background(), testplugins.Guest{Init: grow, Body: `(if (i32.eq (table.grow 0 (ref.null func) (i32.const 0xFFFFFFFE)) (i32.const -1))
       (then (call $result (i32.const 1) (i32.const 12))))
-    (i32.const 0)`))
+    (i32.const 0)`}.Module(t))
 	if err != nil {
 		t.Fatal(err)
 	}

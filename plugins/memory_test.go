@@ -5,11 +5,11 @@ import (
 	"errors"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/internal/procstat"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 )
@@ -47,21 +47,11 @@ func pages(n int) []byte { return []byte(strings.Repeat("1", n)) }
 // rss is this process's resident memory.
 func rss(t *testing.T) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := procstat.RSS(os.Getpid())
 	if err != nil {
-		t.Skip("no /proc")
+		t.Skip(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return n
 }
 
 // A guest's memory lives outside the Go heap and goes back to the system

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/internal/procstat"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -39,24 +38,34 @@ var hostileGuests = []struct {
 		body: `(drop (table.grow 0 (ref.null func) (i32.const 0xFFFFFFFE))) (call $result (i32.const 1) (i32.const 12)) (i32.const 0)`},
 	{name: "bigmem", fails: "trap",
 		body: `(drop (memory.grow (i32.const 4000))) (memory.fill (i32.const 0) (i32.const 0xAB) (i32.mul (memory.size) (i32.const 65536))) (unreachable)`},
-}
-
-func hostileModule(t *testing.T, extra, init, manifest, body string) []byte {
-	t.Helper()
-	if manifest == "" {
-		manifest = `(call $result (i32.const 0) (i32.const 30)) (i32.const 0)`
-	}
-	return testplugins.WAT(t, `(module
-  (import "weft" "result" (func $result (param i32 i32)))
-  (memory (export "memory") 1)
-  (table 1 funcref)
-  (data (i32.const 0) "{\"activities\":[{\"name\":\"go\"}]}")
-  (func (export "weft_abi_version") (result i32) (i32.const 1))
-  (func (export "weft_alloc") (param i32) (result i32) (i32.const 4096))
-  (func (export "_initialize") `+init+`)
-  (func (export "weft_manifest") (result i32) `+manifest+`)
-  `+extra+`
-  (func (export "weft_invoke") (param i32 i32 i32) (result i32) `+body+`))`)
+	// An hour's sleep in poll_oneoff (a relative monotonic clock
+	// subscription at 8192).
+	{name: "sleep", fails: "timeout",
+		body: `(i64.store (i32.const 8192) (i64.const 42)) (i64.store (i32.const 8200) (i64.const 0))
+    (i64.store (i32.const 8208) (i64.const 1)) (i64.store (i32.const 8216) (i64.const 3600000000000))
+    (i64.store (i32.const 8224) (i64.const 0)) (i64.store (i32.const 8232) (i64.const 0))
+    (drop (call $poll (i32.const 8192) (i32.const 12288) (i32.const 1) (i32.const 16380))) (i32.const 0)`},
+	// fd_write of 8000 iovecs of 16 KiB of newlines each, for ever.
+	{name: "iovecs", fails: "timeout",
+		body: `(local $i i32)
+    (memory.fill (i32.const 0) (i32.const 10) (i32.const 16384))
+    (loop $v
+      (i32.store (i32.add (i32.const 65536) (i32.mul (local.get $i) (i32.const 8))) (i32.const 0))
+      (i32.store (i32.add (i32.const 65540) (i32.mul (local.get $i) (i32.const 8))) (i32.const 16384))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $v (i32.lt_u (local.get $i) (i32.const 8000))))
+    (loop $w (drop (call $fd_write (i32.const 1) (i32.const 65536) (i32.const 8000) (i32.const 60000))) (br $w))
+    (i32.const 0)`},
+	// A million empty log records.
+	{name: "logflood",
+		body: `(local $i i32)
+    (loop $l (call $log (i32.const 1) (i32.const 0) (i32.const 0))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $l (i32.lt_u (local.get $i) (i32.const 1000000))))
+    (call $result (i32.const 1) (i32.const 12)) (i32.const 0)`},
+	// 100 MiB of heartbeat details (more than the memory: the size is
+	// refused before the bytes are read).
+	{name: "bigheartbeat", fails: "limit", body: `(drop (call $heartbeat (i32.const 0) (i32.const 104857600))) (i32.const 0)`},
 }
 
 // prober asks /healthz every 20ms and keeps every answer's latency.
@@ -125,21 +134,11 @@ func drain(p *serveProcess) {
 // rss is the resident memory of a process, in bytes.
 func rss(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := procstat.RSS(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return n
 }
 
 // TestHostileGuestsCannotHarmTheHost runs every hostile guest as a workflow
@@ -164,7 +163,7 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, g := range hostileGuests {
-		if _, _, err := c.PutPlugin(ctx, g.name, hostileModule(t, g.extra, g.init, "", g.body)); err != nil {
+		if _, _, err := c.PutPlugin(ctx, g.name, testplugins.Guest{Extra: g.extra, Init: g.init, Body: g.body}.Module(t)); err != nil {
 			t.Fatalf("upload %s: %v", g.name, err)
 		}
 		wf := fmt.Sprintf("name: h-%s\nsteps: [ { id: s, activity: %s.go, timeout: 2s, retry: { max_attempts: 1 } } ]\n", g.name, g.name)
@@ -178,7 +177,7 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 	// A manifest that never returns is refused at upload, promptly, as
 	// invalid: not a 503 that invites a retry.
 	start := time.Now()
-	_, _, err = c.PutPlugin(ctx, "manifestloop", hostileModule(t, "", "", `(loop $l (br $l)) (i32.const 0)`, `(i32.const 0)`))
+	_, _, err = c.PutPlugin(ctx, "manifestloop", testplugins.Guest{Manifest: `(loop $l (br $l)) (i32.const 0)`, Body: `(i32.const 0)`}.Module(t))
 	if err == nil || !strings.Contains(err.Error(), "loading took longer than") || time.Since(start) > 20*time.Second {
 		t.Errorf("upload of a looping manifest: %v after %s; want a 422 naming the load timeout", err, time.Since(start))
 	}
@@ -202,8 +201,8 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 	wg.Wait()
 	lat := pr.finish(t)
 	t.Logf("/healthz during the attack: %d answers, median %s, p99 %s, max %s", len(lat), percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 1))
-	if max := percentile(lat, 1); max > 2*time.Second {
-		t.Errorf("/healthz took %s during the attack", max)
+	if p99, max := percentile(lat, 0.99), percentile(lat, 1); p99 > 100*time.Millisecond || max > 2*time.Second {
+		t.Errorf("/healthz took %s (p99) and %s (max) during the attack; want p99 within 100ms", p99, max)
 	}
 	// What the guests took goes back: a discarded instance's memory is
 	// unmapped at once.
