@@ -49,7 +49,10 @@ func (d *decoder) byte() byte {
 func (d *decoder) uleb(bits uint) uint64 {
 	var v uint64
 	for shift := uint(0); ; shift += 7 {
-		if shift >= bits+7 || shift >= 64 {
+		// At most ceil(bits/7) bytes, as wazero reads them: a longer
+		// encoding read here would make the two disagree on where the
+		// next instruction starts.
+		if shift >= bits {
 			d.fail("LEB128 longer than %d bits", bits)
 			return 0
 		}
@@ -101,19 +104,27 @@ func (d *decoder) valueType() byte {
 	return b
 }
 
-// blockType skips a block type: empty (0x40), a value type, or a type index.
-func (d *decoder) blockType() {
+// blockType reads a block type: empty (0x40), a value type, or a type
+// index, which it returns (-1 for the others).
+func (d *decoder) blockType() int64 {
 	if !d.fits(1) {
-		return
+		return -1
 	}
 	switch c := d.b[d.off]; {
 	case c == 0x40 || (c >= 0x6f && c <= 0x7f):
 		d.off++
+		return -1
 	case c == 0x63 || c == 0x64:
 		d.valueType()
-	default:
-		d.sleb(33)
+		return -1
 	}
+	start := d.off
+	v := d.uleb(33)
+	if n := uint(d.off-start) * 7; n < 64 && v&(1<<(n-1)) != 0 {
+		d.fail("block type %d is negative", int64(v)-int64(1)<<n)
+		return -1
+	}
+	return int64(v)
 }
 
 // limits reads a limits structure: its flags, minimum and maximum.

@@ -101,10 +101,10 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 		op := d.byte()
 		switch op {
 		case opBlock, opIf:
-			d.blockType()
+			m.checkBlockType(d, d.blockType())
 			r.frames = append(r.frames, frame{patch: -1})
 		case opLoop:
-			d.blockType()
+			m.checkBlockType(d, d.blockType())
 			out = append(out, body[copied:d.off]...)
 			copied = d.off
 			var patch int
@@ -119,8 +119,17 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 			if len(r.frames) == 0 && d.off != len(d.b) {
 				d.fail("instructions after the end of the function")
 			}
+		case opLocalGet, opLocalSet, opLocalTee:
+			// Checked here: the rewrite adds locals, which an index out of
+			// range in the input would name.
+			if idx := d.u32(); uint64(idx) >= locals && d.ok() {
+				d.fail("local %d of a function with %d", idx, locals)
+			}
+		case opGlobalGet, opGlobalSet:
+			m.checkGlobal(d, d.u32())
 		case opCall:
 			idx := d.u32()
+			m.checkFunc(d, idx)
 			if d.err != nil {
 				break
 			}
@@ -130,7 +139,7 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 			copied = d.off
 			out = m.appendStackRestore(out, saved)
 		case opCallIndirect:
-			d.u32()
+			m.checkType(d, d.u32())
 			d.u32()
 			if d.err != nil {
 				break
@@ -140,6 +149,7 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 			out = m.appendStackRestore(out, saved)
 		case opRefFunc:
 			idx := d.u32()
+			m.checkFunc(d, idx)
 			if d.err != nil {
 				break
 			}
@@ -158,10 +168,10 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 			// time without a check: it goes through a chunked helper.
 			helper := m.fillFunc
 			if sub == fcMemoryCopy {
-				d.u32()
+				m.checkMemory(d, d.u32())
 				helper++
 			}
-			d.u32()
+			m.checkMemory(d, d.u32())
 			if d.err != nil {
 				break
 			}
@@ -198,7 +208,7 @@ func skipImmediates(d *decoder, op byte) {
 		for n := d.count(); n > 0 && d.ok(); n-- {
 			d.valueType()
 		}
-	case op >= opLocalGet && op <= 0x26: // locals, globals, table.get/set
+	case op == 0x25 || op == 0x26: // table.get, table.set
 		d.u32()
 	case op >= 0x28 && op <= 0x3e: // loads and stores
 		memarg(d)
@@ -250,7 +260,9 @@ func skipFC(d *decoder) {
 }
 
 func skipSIMD(d *decoder) {
-	switch sub := d.u32(); {
+	// One byte, as wazero reads it (it reads the canonical two-byte
+	// encoding of an opcode over 127 as that opcode and a nop).
+	switch sub := uint32(d.byte()); {
 	case sub <= 11, sub == 92, sub == 93: // loads and stores
 		memarg(d)
 	case sub == 12, sub == 13: // v128.const, i8x16.shuffle
@@ -278,6 +290,7 @@ func (m *module) constExpr(out []byte, d *decoder) []byte {
 			return append(out, d.b[copied:d.off]...)
 		case opRefFunc:
 			idx := d.u32()
+			m.checkFunc(d, idx)
 			out = append(out, d.b[copied:at]...)
 			out = append(out, opRefFunc)
 			out = appendULEB(out, uint64(m.funcIndex(idx)))
@@ -291,12 +304,12 @@ func (m *module) constExpr(out []byte, d *decoder) []byte {
 		case opF64Const:
 			d.bytes(8)
 		case opGlobalGet:
-			d.u32()
+			m.checkGlobal(d, d.u32())
 		case opRefNull:
 			d.valueType()
 		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // extended constant arithmetic
 		case opPrefixSIMD:
-			if d.u32() != 12 {
+			if d.byte() != 12 {
 				d.fail("only v128.const is allowed in a constant expression")
 			}
 			d.bytes(16)
@@ -306,4 +319,41 @@ func (m *module) constExpr(out []byte, d *decoder) []byte {
 		}
 	}
 	return out
+}
+
+// The rewrite adds a function import, functions, globals, locals and types
+// at the end of their index spaces: an index that was out of range in the
+// input would name them in the output, where wazero would accept it. Every
+// index into those spaces is checked against the input's own.
+
+func (m *module) checkFunc(d *decoder, idx uint32) {
+	if n := uint64(m.importedFuncs) + uint64(len(m.funcTypes)); uint64(idx) >= n && d.ok() {
+		d.fail("function %d of a module with %d", idx, n)
+	}
+}
+
+func (m *module) checkGlobal(d *decoder, idx uint32) {
+	if n := uint64(m.importedGlobals) + uint64(m.definedGlobals); uint64(idx) >= n && d.ok() {
+		d.fail("global %d of a module with %d", idx, n)
+	}
+}
+
+func (m *module) checkType(d *decoder, idx uint32) {
+	if uint64(idx) >= uint64(len(m.typeParams)) && d.ok() {
+		d.fail("type %d of a module with %d", idx, len(m.typeParams))
+	}
+}
+
+func (m *module) checkBlockType(d *decoder, idx int64) {
+	if idx >= 0 {
+		m.checkType(d, uint32(min(idx, 1<<32-1)))
+	}
+}
+
+// checkMemory refuses a memory index other than 0, which WebAssembly 2.0
+// has no other of.
+func (m *module) checkMemory(d *decoder, idx uint32) {
+	if idx != 0 && d.ok() {
+		d.fail("memory %d of a module with one", idx)
+	}
 }

@@ -260,7 +260,9 @@ func (m *module) declarations() error {
 				imp := Import{Module: d.name(), Name: d.name(), Kind: d.byte()}
 				switch imp.Kind {
 				case KindFunc:
-					d.u32()
+					if t := d.u32(); uint64(t) >= uint64(len(m.typeParams)) && d.ok() {
+						d.fail("import %s.%s has type %d; the module declares %d types", imp.Module, imp.Name, t, len(m.typeParams))
+					}
 					m.importedFuncs++
 				case KindTable:
 					d.valueType()
@@ -315,6 +317,11 @@ func (m *module) declarations() error {
 			}
 		case secGlobal:
 			m.definedGlobals = d.u32()
+		}
+		// extend copies these sections' entries as they are: nothing may
+		// follow them.
+		if d.err == nil && (s.id == secType || s.id == secImport || s.id == secFunction) && d.off != len(d.b) {
+			d.fail("%d bytes after the section's last entry", len(d.b)-d.off)
 		}
 		if d.err != nil {
 			return &Error{Section: sectionNames[s.id] + " section", Err: d.err}

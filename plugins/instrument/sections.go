@@ -48,8 +48,12 @@ func (m *module) rewrite(s section) ([]byte, error) {
 			}
 			kind := d.byte()
 			idx := d.u32()
-			if kind == KindFunc {
+			switch kind {
+			case KindFunc:
+				m.checkFunc(d, idx)
 				idx = m.funcIndex(idx)
+			case KindGlobal:
+				m.checkGlobal(d, idx)
 			}
 			out = appendName(out, name)
 			out = append(out, kind)
@@ -68,7 +72,9 @@ func (m *module) rewrite(s section) ([]byte, error) {
 	case secTable:
 		out = m.tables(d)
 	case secStart:
-		out = appendULEB(nil, uint64(m.funcIndex(d.u32())))
+		idx := d.u32()
+		m.checkFunc(d, idx)
+		out = appendULEB(nil, uint64(m.funcIndex(idx)))
 	case secElement:
 		out = m.elements(d)
 	case secCode:
@@ -91,9 +97,10 @@ func (m *module) extend(d *decoder, n uint32) []byte {
 	return out
 }
 
-// count reads a vector's count; a section the rewrite creates has none.
+// count reads a vector's count; a section the rewrite creates (nil, unlike
+// an empty section in the input, which is malformed) has none.
 func (m *module) count(d *decoder) uint32 {
-	if len(d.b) == 0 {
+	if d.b == nil {
 		return 0
 	}
 	return d.count()
@@ -167,7 +174,9 @@ func (m *module) elements(d *decoder) []byte {
 			if flags&4 != 0 {
 				out = m.constExpr(out, d)
 			} else {
-				out = appendULEB(out, uint64(m.funcIndex(d.u32())))
+				idx := d.u32()
+				m.checkFunc(d, idx)
+				out = appendULEB(out, uint64(m.funcIndex(idx)))
 			}
 		}
 	}
