@@ -25,8 +25,8 @@ var runaways = []struct{ name, extra, body string }{
     (if (local.get $n) (then
       (call $f (i32.sub (local.get $n) (i32.const 1)))
       (call $f (i32.sub (local.get $n) (i32.const 1))))))`,
-		`(call $f (i32.const 60)) (i32.const 0)`},
-	{"tight loop", ``, `(loop $l (br $l)) (i32.const 0)`},
+		`(call $log (i32.const 1) (i32.const 0) (i32.const 2)) (call $f (i32.const 60)) (i32.const 0)`},
+	{"tight loop", ``, `(call $log (i32.const 1) (i32.const 0) (i32.const 2)) (loop $l (br $l)) (i32.const 0)`},
 }
 
 func TestRunawayGuestsAreStoppedAtTheirDeadline(t *testing.T) {
@@ -34,6 +34,9 @@ func TestRunawayGuestsAreStoppedAtTheirDeadline(t *testing.T) {
 	rt := testplugins.Runtime(t, plugins.Config{PoolSize: 8})
 	const deadline = 300 * time.Millisecond
 	var wg sync.WaitGroup
+	// Each guest logs once before it runs away.
+	started := make(chan struct{}, 4)
+	logged := func(plugins.Record) { started <- struct{}{} }
 	// Two of each at once on two cores: every guest must still be stopped,
 	// and the process must still collect garbage and run other goroutines.
 	for _, r := range append(runaways, runaways...) {
@@ -47,7 +50,7 @@ func TestRunawayGuestsAreStoppedAtTheirDeadline(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
 			start := time.Now()
-			_, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: "go"})
+			_, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: "go", Log: logged})
 			if elapsed := time.Since(start); !errors.Is(err, plugins.ErrTimeout) || elapsed > deadline+2*time.Second {
 				t.Errorf("%s: %v after %s; want ErrTimeout at the %s deadline", r.name, err, elapsed, deadline)
 			} else {
@@ -55,8 +58,10 @@ func TestRunawayGuestsAreStoppedAtTheirDeadline(t *testing.T) {
 			}
 		}()
 	}
-	// While they run, a garbage collection completes and a ticking
-	// goroutine keeps its pace.
+	// While they run, a garbage collection completes.
+	for range 4 {
+		<-started
+	}
 	gc := make(chan time.Duration, 1)
 	go func() {
 		start := time.Now()

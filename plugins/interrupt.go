@@ -44,6 +44,7 @@ func instrumentOptions(cfg Config) instrument.Options {
 		Stack:            stackBudget(cfg),
 		MaxTableElements: cfg.MaxTableElements,
 		MaxTables:        maxTables,
+		MaxFunctionBytes: cfg.MaxFunctionBytes,
 	}
 }
 

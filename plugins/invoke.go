@@ -89,6 +89,9 @@ func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte
 	defer p.pool.calls.Done()
 	in, err := p.pool.get(ctx)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			err = fmt.Errorf("%w: the deadline passed while an instance was made ready (%w)", ErrTimeout, err)
+		}
 		return fail(err)
 	}
 

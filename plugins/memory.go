@@ -24,9 +24,10 @@ import (
 // cannot map memory this way, a slice on the Go heap is the fallback.
 //
 // Every memory's size counts against the budget. An instance is created
-// only when its initial memory fits (idle instances of any version are
-// closed to make room, oldest first), and a memory.grow beyond the budget
-// fails in the guest as it would at the guest's own maximum.
+// only when its initial memory fits, reserved before it starts (idle
+// instances of any version are closed to make room, oldest first), and a
+// memory.grow beyond the budget fails in the guest as it would at the
+// guest's own maximum.
 type memoryBudget struct {
 	log   *slog.Logger
 	limit int64
@@ -36,59 +37,86 @@ type memoryBudget struct {
 	evict func(need int64) bool
 }
 
-// Allocate implements experimental.MemoryAllocator.
-func (b *memoryBudget) Allocate(initial, max uint64) experimental.LinearMemory {
-	if m, err := reserve(b, initial, max); err == nil {
-		return m
-	}
-	return &heapMemory{budget: b, max: max}
+// admission is the budget one instantiation reserved before it started,
+// and the memories it allocated, so that a failed instantiation (which
+// wazero leaves to its caller to clean up) gives both back. It is the
+// MemoryAllocator of that instantiation.
+type admission struct {
+	budget   *memoryBudget
+	reserved int64 // admitted and counted, not yet claimed by a memory
+	memories []experimental.LinearMemory
 }
 
-// admit makes room for a memory of n bytes about to be created, evicting
-// idle instances when needed. It reserves nothing: the new memory counts
-// when it is allocated, so two instances admitted at once may overshoot
-// the budget by one initial memory.
-func (b *memoryBudget) admit(n int64) error {
+// admit reserves n bytes for the memory of an instance about to be
+// created, evicting idle instances when needed.
+func (b *memoryBudget) admit(n int64) (*admission, error) {
 	for {
 		used := b.used.Load()
 		if used+n <= b.limit {
-			return nil
+			if b.used.CompareAndSwap(used, used+n) {
+				return &admission{budget: b, reserved: n}, nil
+			}
+			continue
 		}
 		if b.evict == nil || !b.evict(used+n-b.limit) {
-			return fmt.Errorf("%w: memory: the guests' memories use %d of the host's %d MiB (plugins.max_memory), and no idle instance is left to release for %d MiB more", ErrLimit, used>>20, b.limit>>20, max(n>>20, 1))
+			return nil, &BudgetError{Used: used, Limit: b.limit, Need: n}
 		}
 	}
 }
 
-// take counts n more bytes. A memory's first allocation is always counted
-// (admit made room for it, and wazero cannot handle its failure); a growth
-// is counted only when it fits, after evicting idle instances if needed.
-func (b *memoryBudget) take(n int64, first bool) bool {
-	if first {
-		b.used.Add(n)
-		return true
+// grow counts n more bytes for a growing memory if they fit, evicting idle
+// instances first when they do not.
+func (b *memoryBudget) grow(n int64) bool {
+	adm, err := b.admit(n)
+	if err != nil {
+		return false
 	}
-	return b.admit(n) == nil && b.add(n)
-}
-
-// add counts n bytes if they still fit.
-func (b *memoryBudget) add(n int64) bool {
-	for {
-		used := b.used.Load()
-		if used+n > b.limit {
-			return false
-		}
-		if b.used.CompareAndSwap(used, used+n) {
-			return true
-		}
-	}
+	adm.reserved = 0 // counted for good
+	return true
 }
 
 func (b *memoryBudget) release(n int64) { b.used.Add(-n) }
 
+// Allocate implements experimental.MemoryAllocator.
+func (a *admission) Allocate(initial, max uint64) experimental.LinearMemory {
+	var lm experimental.LinearMemory
+	if m, err := reserve(a, initial, max); err == nil {
+		lm = m
+	} else {
+		lm = &heapMemory{adm: a, budget: a.budget, max: max}
+	}
+	a.memories = append(a.memories, lm)
+	return lm
+}
+
+// claim counts a memory's first n bytes: from the reservation, and beyond
+// it unconditionally (wazero cannot handle a failed first allocation).
+func (a *admission) claim(n int64) {
+	from := min(n, a.reserved)
+	a.reserved -= from
+	a.budget.used.Add(n - from)
+}
+
+// done gives back what the instantiation reserved and did not claim.
+func (a *admission) done() {
+	a.budget.release(a.reserved)
+	a.reserved = 0
+}
+
+// abort frees every memory a failed instantiation allocated, and the rest
+// of its reservation.
+func (a *admission) abort() {
+	for _, m := range a.memories {
+		m.Free()
+	}
+	a.memories = nil
+	a.done()
+}
+
 // heapMemory is a linear memory in a Go slice, for systems where reserve
 // fails.
 type heapMemory struct {
+	adm     *admission // until the first allocation
 	budget  *memoryBudget
 	max     uint64
 	buf     []byte
@@ -100,8 +128,12 @@ func (m *heapMemory) Reallocate(size uint64) []byte {
 	if size > m.max {
 		return nil
 	}
-	if grow := int64(size) - m.counted; grow > 0 {
-		if !m.budget.take(grow, m.buf == nil) {
+	if grow := int64(size) - m.counted; m.adm != nil {
+		m.adm.claim(max(grow, 0))
+		m.adm = nil
+		m.counted = max(m.counted, int64(size))
+	} else if grow > 0 {
+		if !m.budget.grow(grow) {
 			return nil
 		}
 		m.counted = int64(size)
@@ -120,3 +152,20 @@ func (m *heapMemory) Free() {
 	m.budget.release(m.counted)
 	m.counted, m.buf = 0, nil
 }
+
+// BudgetError says that the guests' memories leave no room for a new
+// instance under Config.MaxMemory, and no idle instance is left to close: a
+// condition of the host, which may pass. It matches ErrLimit.
+type BudgetError struct {
+	// Used and Limit are the guests' memories and the budget, Need what
+	// the new instance needs, in bytes.
+	Used, Limit, Need int64
+}
+
+// Error implements error.
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("%v: memory: the guests' memories use %d of the host's %d MiB (plugins.max_memory), and no idle instance is left to release for %d MiB more", ErrLimit, e.Used>>20, e.Limit>>20, max(e.Need>>20, 1))
+}
+
+// Unwrap returns ErrLimit.
+func (e *BudgetError) Unwrap() error { return ErrLimit }

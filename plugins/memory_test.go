@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,7 @@ func TestCompileGivesItsMemoryBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ms runtime.MemStats
+	runtime.GC() // what is garbage counts as not in use, freed or not
 	runtime.ReadMemStats(&ms)
 	if kept := int64(ms.HeapSys) - int64(ms.HeapReleased) - int64(ms.HeapInuse); kept > 48<<20 {
 		t.Errorf("after compiling, the Go heap keeps %d MiB it does not use (%d MiB in use)", kept>>20, ms.HeapInuse>>20)
@@ -199,5 +201,64 @@ func TestLargeFunctionsAreRefused(t *testing.T) {
 	_, err := rt.Load(context.Background(), testplugins.WAT(t, `(module (func `+body+`))`))
 	if !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), "more than the limit of 1024 (plugins.max_function_bytes)") {
 		t.Fatalf("%v; want a refusal naming the function size limit", err)
+	}
+}
+
+// Every byte counted against the budget comes back: from instantiations
+// that fail (a start function that traps, _initialize calling proc_exit),
+// which wazero does not clean up, and from instances closed by Unload.
+func TestBudgetComesBackAfterFailuresAndUnload(t *testing.T) {
+	t.Parallel()
+	rt := testplugins.Runtime(t, plugins.Config{})
+	ctx := context.Background()
+	for i := range 5 {
+		// 10 MiB of memory, then a trap in the start function; the data
+		// segment makes each module distinct.
+		_, err := rt.Load(ctx, testplugins.WAT(t, `(module (memory 160) (data (i32.const 0) "`+strconv.Itoa(i)+`")
+  (func $s unreachable) (start $s))`))
+		if !errors.Is(err, plugins.ErrInvalid) {
+			t.Fatalf("a trapping start function: %v, want it refused", err)
+		}
+	}
+	_, err := rt.Load(ctx, testplugins.WAT(t, `(module
+  (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+  (memory (export "memory") 160)
+  (func (export "weft_abi_version") (result i32) (i32.const 1))
+  (func (export "weft_alloc") (param i32) (result i32) (i32.const 0))
+  (func (export "weft_manifest") (result i32) (i32.const 0))
+  (func (export "weft_invoke") (param i32 i32 i32) (result i32) (i32.const 0))
+  (func (export "_initialize") (call $exit (i32.const 0))))`))
+	if !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), "proc_exit") {
+		t.Fatalf("_initialize calling proc_exit: %v, want it refused", err)
+	}
+	if used, _ := rt.Memory(); used != 0 {
+		t.Fatalf("%d bytes still counted after failed loads", used)
+	}
+	m, err := rt.Load(ctx, grower(t, "", "report"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: "go", Input: pages(100)}); err != nil {
+		t.Fatal(err)
+	}
+	if used, _ := rt.Memory(); used != 101*65536 {
+		t.Fatalf("%d bytes counted for one instance of 101 pages", used)
+	}
+	rt.Unload(ctx, m.Version)
+	if used, _ := rt.Memory(); used != 0 {
+		t.Fatalf("%d bytes still counted after Unload", used)
+	}
+}
+
+// A body of nothing but loops grows several times under the
+// instrumentation; once instrumented it may not exceed twice the function
+// size limit either.
+func TestInstrumentedFunctionsAreBounded(t *testing.T) {
+	t.Parallel()
+	rt := testplugins.Runtime(t, plugins.Config{MaxFunctionBytes: 1024})
+	body := strings.Repeat("(loop)", 330) // 990 bytes, about 10 KiB instrumented
+	_, err := rt.Load(context.Background(), testplugins.WAT(t, `(module (memory 1) (func `+body+`))`))
+	if !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), "once instrumented") {
+		t.Fatalf("%v; want a refusal naming the instrumented size", err)
 	}
 }

@@ -9,17 +9,18 @@ import (
 // mappedMemory is a linear memory in a reservation of address space its
 // maximum's size, made readable and writable as it grows.
 type mappedMemory struct {
+	adm        *admission // until the first allocation
 	budget     *memoryBudget
 	region     []byte // the whole reservation
 	size       uint64 // the memory's size, counted against the budget
 	accessible uint64 // bytes mapped readable and writable
-	used       bool   // Reallocate was called
 }
 
 // reserve maps max bytes of address space without access and makes the
 // first initial bytes accessible; no memory is committed until the guest
 // touches it.
-func reserve(b *memoryBudget, initial, max uint64) (*mappedMemory, error) {
+func reserve(a *admission, initial, max uint64) (*mappedMemory, error) {
+	b := a.budget
 	if max == 0 {
 		max = 1 // a memory with no pages still needs a distinct address
 	}
@@ -27,7 +28,7 @@ func reserve(b *memoryBudget, initial, max uint64) (*mappedMemory, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &mappedMemory{budget: b, region: region}
+	m := &mappedMemory{adm: a, budget: b, region: region}
 	if initial > 0 {
 		if err := unix.Mprotect(region[:min(initial, max)], unix.PROT_READ|unix.PROT_WRITE); err != nil {
 			if uerr := unix.Munmap(region); uerr != nil {
@@ -43,15 +44,16 @@ func reserve(b *memoryBudget, initial, max uint64) (*mappedMemory, error) {
 // Reallocate implements experimental.LinearMemory. Growing makes the next
 // pages accessible in place: the guest's memory never moves.
 func (m *mappedMemory) Reallocate(size uint64) []byte {
-	first := !m.used
-	m.used = true
 	if size > uint64(len(m.region)) {
 		return nil
 	}
+	if m.adm != nil {
+		m.adm.claim(int64(max(size, m.size) - m.size))
+		m.adm = nil
+	} else if size > m.size && !m.budget.grow(int64(size-m.size)) {
+		return nil
+	}
 	if size > m.size {
-		if !m.budget.take(int64(size-m.size), first) {
-			return nil
-		}
 		if size > m.accessible {
 			if err := unix.Mprotect(m.region[m.accessible:size], unix.PROT_READ|unix.PROT_WRITE); err != nil {
 				m.budget.release(int64(size - m.size))

@@ -233,24 +233,33 @@ func (p *pool) instantiate(ctx context.Context) (*instance, error) {
 		WithRandSource(rand.Reader)
 	// Output of _initialize has no call to belong to; it goes to the
 	// runtime's log, and a failing initialiser's stderr into the error.
-	if err := p.rt.budget.admit(p.initialMemory); err != nil {
+	adm, err := p.rt.budget.admit(p.initialMemory)
+	if err != nil {
 		return nil, err
 	}
 	init := &callState{rt: p.rt, initialising: true}
 	in.cur = init
 	// _initialize may log; what it writes sees the call's deadline.
-	mod, err := p.rt.rt.InstantiateModule(experimental.WithMemoryAllocator(withCall(ctx, init), p.rt.budget), p.cm, mc)
+	mod, err := p.rt.rt.InstantiateModule(experimental.WithMemoryAllocator(withCall(ctx, init), adm), p.cm, mc)
 	in.cur = nil
 	init.flushLogs()
+	if err == nil && mod.IsClosed() {
+		// proc_exit from _initialize closes the module and wazero
+		// answers without an error.
+		err = errors.New("_initialize called proc_exit")
+	}
 	if err != nil {
+		// wazero frees nothing of an instantiation that failed.
+		adm.abort()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		if serr := stopped(err); serr != nil {
-			err = serr
+			return nil, fmt.Errorf("instantiating: %w", serr)
 		}
-		return nil, invalid("instantiating: %v%s", err, stderrSuffix(init.stderrTail()))
+		return nil, fmt.Errorf("%w: instantiating: %v%s", ErrTrap, err, stderrSuffix(init.stderrTail()))
 	}
+	adm.done()
 	p.created.Add(1)
 	in.mod = mod
 	in.mem = mod.Memory()

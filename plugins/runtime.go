@@ -330,10 +330,20 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 		inst.close(ctx)
 	}
 	pl.close(ctx)
-	if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+	var verr *ValidationError
+	var berr *BudgetError
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(lctx.Err(), context.DeadlineExceeded):
 		return nil, invalid("loading took longer than %s: _initialize, %s and %s must return promptly (%v)", r.cfg.LoadTimeout, abi.ExportABIVersion, abi.ExportManifest, err)
+	case errors.As(err, &verr), errors.As(err, &berr):
+		// Invalid, or no room in the host's memory budget now: a
+		// condition of the host, not of the module.
+		return nil, err
 	}
-	return nil, err
+	// A module that traps or breaks a limit while it loads is invalid.
+	return nil, invalid("%v", err)
 }
 
 // warm creates the instances PoolWarm asks for beyond the first.

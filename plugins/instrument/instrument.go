@@ -91,6 +91,12 @@ type Options struct {
 	MaxTableElements uint32
 	// MaxTables is the most tables a module may declare.
 	MaxTables int
+	// MaxFunctionBytes, when positive, caps each function body once
+	// instrumented at twice its value: compiling takes memory in
+	// proportion to the largest body, and the checks the rewrite adds can
+	// make a body of nothing but loops or calls several times larger
+	// (ordinary code grows by a few percent).
+	MaxFunctionBytes int
 }
 
 // Import is one import of the input module.

@@ -213,6 +213,9 @@ func (m *module) code(d *decoder) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if limit := 2 * m.opt.MaxFunctionBytes; limit > 0 && len(body) > limit {
+			return nil, fmt.Errorf("function body at offset %d: %d bytes once instrumented (%d before), more than twice the limit of %d", d.base+at, len(body), len(in), m.opt.MaxFunctionBytes)
+		}
 		out = appendULEB(out, uint64(len(body)))
 		out = append(out, body...)
 	}
