@@ -1,8 +1,9 @@
 // Package wasmgen generates valid WebAssembly modules from arbitrary bytes,
 // for fuzz targets that need modules that pass validation (mutated bytes
 // almost never do): functions with nested blocks, bounded loops, if/else,
-// branches, direct, imported and indirect calls, ref.func, a table filled by
-// an element segment, a start function and a mutable global.
+// branches and br_table, direct, imported and indirect calls, ref.func,
+// memory.fill and memory.copy, a table filled by an element segment, a
+// start function and two mutable globals.
 //
 // Every generated program terminates: loops run at most three times,
 // recursion is bounded by a parameter that every call decreases, and calls
@@ -81,7 +82,7 @@ func generate(data []byte, plugin bool) []byte {
 	out = section(out, 3, vec(len(types), types...))
 	out = section(out, 4, vec(1, []byte{0x70, 1, byte(g.funcs), byte(g.funcs)}))
 	out = section(out, 5, vec(1, []byte{0, 1}))
-	out = section(out, 6, vec(1, []byte{0x7f, 1, 0x41, 0, 0x0b}))
+	out = section(out, 6, vec(2, []byte{0x7f, 1, 0x41, 0, 0x0b}, []byte{0x7f, 1, 0x41, 5, 0x0b}))
 	exports := [][]byte{cat(name("memory"), []byte{2, 0})}
 	if plugin {
 		for i, n := range []string{"weft_abi_version", "weft_alloc", "weft_manifest", "weft_invoke"} {
@@ -136,7 +137,7 @@ func (g *gen) stmts(b []byte, depth int) []byte {
 
 func (g *gen) stmt(b []byte, depth int) []byte {
 	mix := func(b []byte, op byte) []byte { return append(b, 0x23, 0, op, 0x24, 0) } // acc = acc op x
-	switch g.next() % 8 {
+	switch g.next() % 11 {
 	case 0: // acc += c
 		b = append(b, 0x23, 0, 0x41)
 		b = append(b, sleb(g.next()-128)...)
@@ -189,6 +190,32 @@ func (g *gen) stmt(b []byte, depth int) []byte {
 		b = append(b, 0x05)
 		b = g.stmts(b, depth+1)
 		return append(b, 0x0b)
+	case 8: // memory.fill or memory.copy over a small range, then acc += a word of it
+		b = append(b, 0x41)
+		b = append(b, sleb(2048+g.next()*8)...)
+		b = append(b, 0x41)
+		if g.next()%2 == 0 {
+			b = append(b, sleb(g.next())...)
+			b = append(b, 0x41)
+			b = append(b, sleb(g.next()*4)...)
+			b = append(b, 0xfc, 11, 0) // memory.fill
+		} else {
+			b = append(b, sleb(2048+g.next()*8)...)
+			b = append(b, 0x41)
+			b = append(b, sleb(g.next()*4)...)
+			b = append(b, 0xfc, 10, 0, 0) // memory.copy
+		}
+		b = append(b, 0x41)
+		b = append(b, sleb(2048+g.next()*8)...)
+		b = append(b, 0x28, 2, 0) // i32.load
+		return mix(b, 0x6a)
+	case 9: // a br_table on p out of two nested blocks
+		b = append(b, 0x02, 0x40, 0x02, 0x40, 0x20, 0, 0x0e, 2, 0, 1, byte(g.next()%2), 0x0b)
+		b = append(b, 0x23, 0, 0x41, 3, 0x6a, 0x24, 0, 0x0b) // acc += 3 after the inner block
+		return b
+	case 10: // g2 += 1; acc ^= g2
+		b = append(b, 0x23, 1, 0x41, 1, 0x6a, 0x24, 1, 0x23, 1)
+		return mix(b, 0x73)
 	default: // acc += ref.is_null(ref.func f)
 		b = append(b, 0xd2)
 		b = append(b, uleb(g.imports+g.next()%g.funcs)...)
