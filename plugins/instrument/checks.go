@@ -19,8 +19,8 @@ func (m *module) frameWeight(params uint32, locals uint64, codeLen int) int32 {
 // charging the whole body per pass made Go guests visit the host every 3µs.
 // Charging a 64th keeps the worst case bounded (a loop whose straight-line
 // body is all of its bytes runs about 64 × Fuel bytes of code between two
-// visits: tens of milliseconds) while ordinary code visits the host
-// every few tens of microseconds.
+// visits: tens of milliseconds) while ordinary code visits the host every
+// 0.2 ms or so (measured: 41 visits in a 7 ms call of the kit's upper).
 func weight(n int) int32 {
 	return int32(max(1, min(n/weightDivisor, maxWeight)))
 }

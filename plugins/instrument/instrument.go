@@ -52,8 +52,8 @@ const (
 // Fuel is the counter's initial value and the value the host function
 // normally returns. A check charges a 64th of the bytes of code it guards
 // (see weight), so the guest visits the host after at most about 64 × Fuel
-// bytes of its code: tens of milliseconds in the worst case, tens of
-// microseconds for ordinary code.
+// bytes of its code: tens of milliseconds in the worst case, about 0.2 ms
+// for ordinary code.
 const Fuel = 1 << 20
 
 // weightDivisor: a check charges one unit per weightDivisor bytes guarded.
