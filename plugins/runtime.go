@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -151,9 +152,20 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 	return r, nil
 }
 
-// freeAfterCompile is the module size from which a compile is followed by
-// returning freed memory to the system.
-const freeAfterCompile = 1 << 20
+// freeAfterCompile is how much a compile must allocate for the freed
+// memory to be given back to the system at once.
+const freeAfterCompile = 64 << 20
+
+// allocatedBytes is how much the process has allocated on the heap since
+// it started; reading it does not stop the world.
+func allocatedBytes() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
+}
 
 // Hash returns the version (sha256, lower-case hex) of a module's bytes.
 func Hash(wasm []byte) string {
@@ -299,11 +311,13 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 	if err != nil {
 		return nil, err
 	}
+	before := allocatedBytes()
 	cm, err := r.rt.CompileModule(ctx, rewritten.Wasm)
-	if len(wasm) >= freeAfterCompile {
-		// Compiling took memory in proportion to the module, now garbage
-		// that the Go runtime would give back to the system only slowly
-		// (a 5.7 MB module left 115 MiB resident for 14 MiB in use).
+	if allocatedBytes()-before >= freeAfterCompile {
+		// Compiling (not loading from the cache) took memory in proportion
+		// to the module, now garbage that the Go runtime would give back
+		// to the system only slowly (a 5.7 MB module left 115 MiB resident
+		// for 14 MiB in use).
 		debug.FreeOSMemory()
 	}
 	release()
