@@ -92,18 +92,10 @@ func (p *pool) create(ctx context.Context) (*instance, error) {
 	return in, nil
 }
 
-// put returns a healthy instance to the pool, or closes it when the pool
-// was closed meanwhile.
+// put returns a healthy instance to the pool after a call.
 func (p *pool) put(in *instance) {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		p.discard(context.Background(), in)
-		return
-	}
 	in.lastUsed = p.rt.cfg.Now()
-	p.idle <- in // never blocks: an instance holds a slot, and idle has a place per slot
+	p.restore(in)
 }
 
 // takeIdle removes the pool's idle instances and returns them; the caller
@@ -119,7 +111,8 @@ func (p *pool) takeIdle(into []*instance) []*instance {
 	}
 }
 
-// restore returns an instance takeIdle removed, as it was.
+// restore makes an instance idle again (one put after a call, or one
+// takeIdle removed), or closes it when the pool was closed meanwhile.
 func (p *pool) restore(in *instance) {
 	p.mu.Lock()
 	closed := p.closed
@@ -128,7 +121,7 @@ func (p *pool) restore(in *instance) {
 		p.discard(context.Background(), in)
 		return
 	}
-	p.idle <- in
+	p.idle <- in // never blocks: an instance holds a slot, and idle has a place per slot
 }
 
 // evict closes an idle instance takeIdle removed, to give its memory back.

@@ -311,10 +311,11 @@ func TestTruncatedModulesAreRefused(t *testing.T) {
 	}
 }
 
-// A loop without calls, which never visits the host on its own, is stopped
-// through the fuel check at its header.
-func TestLoopVisitsTheHost(t *testing.T) {
-	wasm := wat(t, `(module (func (export "run") (param i32) (result i32) (loop $l (br $l)) (i32.const 0)))`)
+// stopsAtDeadline rewrites wasm, calls its export "run" with args under a
+// 200ms deadline, and fails unless the call is stopped by it; it returns
+// the visits to the host.
+func stopsAtDeadline(t *testing.T, wasm []byte, args ...uint64) int {
+	t.Helper()
 	res, err := instrument.Rewrite(wasm, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -326,10 +327,26 @@ func TestLoopVisitsTheHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mod.ExportedFunction("run").Call(ctx, 0); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("run: %v, want the deadline", err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := mod.ExportedFunction("run").Call(ctx, args...)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("run: %v, want the deadline", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the loop was never checked: the guest ran past its deadline")
 	}
-	if e.fuel == 0 {
+	return e.fuel
+}
+
+// A loop without calls, which never visits the host on its own, is stopped
+// through the fuel check at its header.
+func TestLoopVisitsTheHost(t *testing.T) {
+	if stopsAtDeadline(t, wat(t, `(module (func (export "run") (param i32) (result i32) (loop $l (br $l)) (i32.const 0)))`), 0) == 0 {
 		t.Fatal("the guest never visited the host")
 	}
 }
@@ -455,33 +472,11 @@ func TestDecodingMatchesWazero(t *testing.T) {
 			0x03, 0x02, 0x7b, 0x0c, 0, 0x0b, 0x0b, 0x1a, 0x0b}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res, err := instrument.Rewrite(rawModule(c.types, 0, c.body), opts)
-			if errors.Is(err, instrument.ErrMalformed) && strings.Contains(err.Error(), "LEB128 longer than 33 bits") {
+			wasm := rawModule(c.types, 0, c.body)
+			if _, err := instrument.Rewrite(wasm, opts); errors.Is(err, instrument.ErrMalformed) && strings.Contains(err.Error(), "LEB128 longer than 33 bits") {
 				return // refused: it never runs
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := newEngine(t, true)
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			defer cancel()
-			mod, err := e.rt.Instantiate(ctx, res.Wasm)
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() {
-				_, err := mod.ExportedFunction("run").Call(ctx)
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if !errors.Is(err, context.DeadlineExceeded) {
-					t.Fatalf("run: %v, want the deadline", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatal("the loop was never checked: the guest ran past its deadline")
-			}
+			stopsAtDeadline(t, wasm)
 		})
 	}
 }
