@@ -1,8 +1,11 @@
 // Package plugins is the host side of Weft's activity plugins: it validates
 // WebAssembly modules against the ABI (abi/README.md), stores them by content
-// hash, compiles each version once (with a compilation cache on disk), keeps a
-// bounded pool of instances per version, and invokes activities in wazero's
-// sandbox under limits: deadline, memory, output size and log volume.
+// hash, rewrites each version so that its guest code can be stopped and its
+// stack and tables are bounded (package instrument), compiles it once (with a
+// compilation cache on disk), keeps a bounded pool of instances per version
+// whose memories live outside the Go heap under a host-wide budget, and
+// invokes activities in wazero's sandbox under limits: deadline, memory,
+// stack, output size, log volume and heartbeat size (abi/README.md §10).
 //
 // A guest can compute, log, heartbeat and read what the host gives it. It
 // has no filesystem, network, environment or arguments, and nothing it does
