@@ -91,7 +91,3 @@ func (r *Runtime) acquireCompile(ctx context.Context) (release func(), err error
 		return nil, ctx.Err()
 	}
 }
-
-// Memory returns how many bytes the guests' memories take together, and
-// the budget they must fit (Config.MaxMemory).
-func (r *Runtime) Memory() (used, limit int64) { return r.budget.used.Load(), r.budget.limit }

@@ -77,6 +77,10 @@ func (b *memoryBudget) grow(n int64) bool {
 
 func (b *memoryBudget) release(n int64) { b.used.Add(-n) }
 
+// Memory returns how many bytes the guests' memories take together, and
+// the budget they must fit (Config.MaxMemory).
+func (r *Runtime) Memory() (used, limit int64) { return r.budget.used.Load(), r.budget.limit }
+
 // Allocate implements experimental.MemoryAllocator.
 func (a *admission) Allocate(initial, max uint64) experimental.LinearMemory {
 	var lm experimental.LinearMemory

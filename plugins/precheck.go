@@ -9,8 +9,6 @@ import (
 const (
 	// maxLocals is the most locals one function may declare (V8's limit).
 	maxLocals = 50000
-	// maxTableElements is the largest initial table size.
-	maxTableElements = 1 << 20
 )
 
 // precheck walks a module's binary structure and refuses any vector count,
@@ -31,10 +29,11 @@ const (
 // (a feature wazero refuses anyway), it stops checking that section and lets
 // wazero report the error.
 //
-// It also refuses a function body larger than maxFunctionBytes: compiling
-// takes memory in proportion to the largest function.
-func precheck(wasm []byte, maxFunctionBytes int) error {
-	r := &reader{b: wasm, maxFunction: maxFunctionBytes}
+// It also refuses a function body larger than the limit (compiling takes
+// memory in proportion to the largest function) and a table larger than
+// the limit, the configured ones.
+func precheck(wasm []byte, lim limits) error {
+	r := &reader{b: wasm, lim: lim}
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
 		return errors.New("not a WebAssembly binary (no \\0asm magic)")
 	}
@@ -51,7 +50,7 @@ func precheck(wasm []byte, maxFunctionBytes int) error {
 		if uint64(size) > uint64(len(r.b)-r.off) {
 			return fmt.Errorf("section %d at offset %d: size %d exceeds the %d bytes left", id, r.off, size, len(r.b)-r.off)
 		}
-		s := &reader{b: r.b[:r.off+int(size)], off: r.off, maxFunction: r.maxFunction}
+		s := &reader{b: r.b[:r.off+int(size)], off: r.off, lim: r.lim}
 		if err := checkSection(id, s); err != nil {
 			return fmt.Errorf("section %d: %w", id, err)
 		}
@@ -122,8 +121,8 @@ func checkSection(id byte, s *reader) error {
 			if !s.fits(uint64(size)) {
 				break
 			}
-			if int64(size) > int64(s.maxFunction) {
-				return fmt.Errorf("a function body of %d bytes, more than the limit of %d (plugins.max_function_bytes)", size, s.maxFunction)
+			if int64(size) > int64(s.lim.functionBytes) {
+				return fmt.Errorf("a function body of %d bytes, more than the limit of %d (plugins.max_function_bytes)", size, s.lim.functionBytes)
 			}
 			body := &reader{b: s.b[:s.off+int(size)], off: s.off}
 			var locals uint64
@@ -200,10 +199,16 @@ func checkNames(s *reader) {
 // reader decodes the parts of the binary format precheck needs. The first
 // error sticks; later reads return zero values.
 type reader struct {
-	b           []byte
-	off         int
-	err         error
-	maxFunction int
+	b   []byte
+	off int
+	err error
+	lim limits
+}
+
+// limits are the configured bounds precheck applies.
+type limits struct {
+	functionBytes int
+	tableElements uint32
 }
 
 func (r *reader) ok() bool { return r.err == nil }
@@ -310,8 +315,8 @@ func (r *reader) limits() (min uint32) {
 }
 
 func (r *reader) tableLimits() {
-	if min := r.limits(); r.ok() && min > maxTableElements {
-		r.fail("a table of %d elements, more than %d", min, maxTableElements)
+	if min := r.limits(); r.ok() && min > r.lim.tableElements {
+		r.fail("a table of %d elements, more than the limit of %d", min, r.lim.tableElements)
 	}
 }
 

@@ -52,7 +52,7 @@ var bombs = []struct {
 	{name: "import count 4G", wasm: module(section(2, leb(0xFFFFFFFF))), want: "length 4294967295 exceeds"},
 	{name: "param count 4G", wasm: module(section(1, leb(1), []byte{0x60}, leb(0xFFFFFFFF))), want: "section 1"},
 	{name: "data segment of 2 GiB", wasm: module(section(11, leb(1), leb(1), leb(0x7FFFFFFF))), want: "section 11"},
-	{name: "table of 100M elements", wasm: module(section(4, leb(1), []byte{0x70, 0x00}, leb(100_000_000))), want: "more than 1048576"},
+	{name: "table of 100M elements", wasm: module(section(4, leb(1), []byte{0x70, 0x00}, leb(100_000_000))), want: "more than the limit of 1048576"},
 	{name: "name section with 4G functions", wasm: module(section(0, leb(4), []byte("name"), []byte{1}, leb(5), leb(0xFFFFFFFF))), want: "name section"},
 	{name: "element vector 4G", wasm: module(section(9, leb(1), leb(1), []byte{0x00}, leb(0xFFFFFFFF))), want: "section 9"},
 	{name: "section larger than the module", wasm: module([]byte{1}, leb(1000)), want: "exceeds the"},
@@ -71,7 +71,7 @@ func TestPrecheckRefusesAllocationBombs(t *testing.T) {
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := precheck(tt.wasm, 1<<20)
+			err := precheck(tt.wasm, limits{functionBytes: 1 << 20, tableElements: 1 << 20})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("precheck: %v, want an error containing %q", err, tt.want)
 			}

@@ -301,7 +301,7 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 	if err != nil {
 		return nil, err
 	}
-	if err := precheck(wasm, r.cfg.MaxFunctionBytes); err != nil {
+	if err := precheck(wasm, limits{functionBytes: r.cfg.MaxFunctionBytes, tableElements: r.cfg.MaxTableElements}); err != nil {
 		return nil, invalid("not a valid WebAssembly module: %v", err)
 	}
 	rewritten, err := instrument.Rewrite(wasm, instrumentOptions(r.cfg))

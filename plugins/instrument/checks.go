@@ -6,7 +6,7 @@ package instrument
 // frameWeight estimates the stack a call of a function takes, in the units
 // of Options.Stack: a fixed cost for the frame (return address, saved
 // registers, spill slots) and a slot per local and parameter.
-func (m *module) frameWeight(params uint32, locals uint64, codeLen int) int32 {
+func (m *module) frameWeight(locals uint64, codeLen int) int32 {
 	return int32(frameBase + locals + uint64(codeLen)/frameCodeDivisor)
 }
 

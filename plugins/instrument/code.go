@@ -91,7 +91,7 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 	out = append(out, 2, valI32)
 
 	code := d.off
-	out = m.appendStackCheck(out, saved, m.frameWeight(params, locals, len(body)-code))
+	out = m.appendStackCheck(out, saved, m.frameWeight(locals, len(body)-code))
 	out = m.appendFuelCheck(out, weight(len(body)-code), tmp)
 
 	r.frames = append(r.frames[:0], frame{patch: -1})
