@@ -42,6 +42,50 @@ const (
 	ImportInfo          = "info"           // (buf, cap i32) -> len i32
 	ImportLastHeartbeat = "last_heartbeat" // (buf, cap i32) -> len i32, -1 when none
 	ImportConfig        = "config"         // (key, key_len, buf, cap i32) -> len i32, -1 when unset
+	ImportSecret        = "secret"         // (name, name_len, buf, cap i32) -> len i32
+	// ImportHTTPRequest sends an HTTP request and waits for its response:
+	// (method, method_len, url, url_len, headers, headers_len, body,
+	// body_len i32) -> status i32 (100–599), or a negative HTTPError.
+	ImportHTTPRequest = "http_request"
+	// ImportHTTPResponseHeaders reads the header lines of the last response
+	// of the call: (buf, cap i32) -> len i32, -1 when there is none.
+	ImportHTTPResponseHeaders = "http_response_headers"
+	// ImportHTTPResponseBody reads the body of the last response of the
+	// call: (buf, cap i32) -> len i32, -1 when there is none.
+	ImportHTTPResponseBody = "http_response_body"
+)
+
+// Optional reports whether the host function name in HostModule was added
+// to version 1 after its first release: a module that imports it needs a
+// host that provides it, and a module that does not is unaffected.
+func Optional(name string) bool {
+	switch name {
+	case ImportSecret, ImportHTTPRequest, ImportHTTPResponseHeaders, ImportHTTPResponseBody:
+		return true
+	}
+	return false
+}
+
+// HTTPError is what http_request returns, instead of a status, when no
+// response arrived. The host logs the reason to the activity's log and
+// records it with the request.
+type HTTPError = int32
+
+// Reasons an HTTP request got no response.
+const (
+	// HTTPTimeout: the request's own timeout (plugins.http.timeout or
+	// plugins.http.connect_timeout) passed. The attempt's deadline does not
+	// return this: it stops the guest.
+	HTTPTimeout HTTPError = -1
+	// HTTPUnreachable: the name did not resolve, or the connection was
+	// refused or reset.
+	HTTPUnreachable HTTPError = -2
+	// HTTPTLS: the TLS handshake failed (an untrusted or mismatched
+	// certificate).
+	HTTPTLS HTTPError = -3
+	// HTTPBadResponse: the server's answer was not valid HTTP, or it
+	// redirected more than 10 times.
+	HTTPBadResponse HTTPError = -4
 )
 
 // Status is what weft_invoke and weft_manifest return.
@@ -81,6 +125,9 @@ const (
 	CodeBadInput = "bad_input"
 	// CodePanic: the activity panicked.
 	CodePanic = "panic"
+	// CodeNotGranted: the activity asked for an HTTP host or a secret that
+	// is not granted to its plugin. The host sets it; it is not retried.
+	CodeNotGranted = "not_granted"
 )
 
 // Failure is the document a guest passes to result with StatusError or
@@ -96,6 +143,21 @@ type Failure struct {
 // Manifest is the document weft_manifest passes to result.
 type Manifest struct {
 	Activities []Activity `json:"activities"`
+	// Needs declares what the plugin asks an operator to grant. It grants
+	// nothing by itself.
+	Needs *Needs `json:"needs,omitempty"`
+}
+
+// Needs is what a plugin declares it needs from the operator: the hosts its
+// HTTP requests reach, the configuration keys and the secrets it reads.
+type Needs struct {
+	// Hosts are patterns in the form of a host grant:
+	// [scheme://]host[:port], host a name, *.suffix, or an IP literal.
+	Hosts []string `json:"hosts,omitempty"`
+	// Config lists configuration keys.
+	Config []string `json:"config,omitempty"`
+	// Secrets lists secret names.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // Activity describes one activity in a Manifest.

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -87,6 +88,9 @@ type Config struct {
 	// requested before it is stopped. Defaults to 5s.
 	CancelGrace time.Duration
 
+	// HTTP bounds the guests' outbound HTTP requests.
+	HTTP HTTPConfig
+
 	// Logger receives the runtime's own logs and, when a call gives no log
 	// function, the guests' logs. Defaults to slog.Default().
 	Logger *slog.Logger
@@ -146,6 +150,7 @@ func (c Config) WithDefaults() Config {
 	if c.CancelGrace == 0 {
 		c.CancelGrace = 5 * time.Second
 	}
+	c.HTTP = c.HTTP.withDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -190,6 +195,80 @@ func (c Config) validate() error {
 		return fmt.Errorf("plugins: PoolWarm must be between 0 and PoolSize (%d), got %d", c.PoolSize, c.PoolWarm)
 	case c.CancelGrace < 0:
 		return fmt.Errorf("plugins: CancelGrace must not be negative, got %s", c.CancelGrace)
+	}
+	return c.HTTP.validate()
+}
+
+// HTTPConfig bounds the outbound HTTP requests guests make through the
+// http_request host function. Every limit holds per request unless it says
+// otherwise; none lets a request outlive its attempt's deadline.
+type HTTPConfig struct {
+	// MaxResponseBytes caps a response body; a larger one stops the call
+	// with a limit error. Defaults to 4 MiB.
+	MaxResponseBytes int
+	// MaxRequestBytes caps a request body. Defaults to 4 MiB.
+	MaxRequestBytes int
+	// MaxHeaders caps the header lines of a request, and of a response.
+	// Defaults to 100.
+	MaxHeaders int
+	// MaxHeaderBytes caps the header lines of a request, and of a
+	// response, in bytes. Defaults to 64 KiB.
+	MaxHeaderBytes int
+	// MaxRequests caps the requests of one activity call (redirect hops
+	// included). Defaults to 100.
+	MaxRequests int
+	// ConnectTimeout bounds name resolution, the connection and the TLS
+	// handshake. Defaults to 10s.
+	ConnectTimeout time.Duration
+	// Timeout bounds a request from its start to the end of its response
+	// body, redirects included. Defaults to 30s.
+	Timeout time.Duration
+	// RootCAs are the certificate authorities a TLS server's certificate
+	// must chain to. Nil uses the system's.
+	RootCAs *x509.CertPool
+}
+
+func (c HTTPConfig) withDefaults() HTTPConfig {
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = 4 << 20
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = 4 << 20
+	}
+	if c.MaxHeaders == 0 {
+		c.MaxHeaders = 100
+	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = 64 << 10
+	}
+	if c.MaxRequests == 0 {
+		c.MaxRequests = 100
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 10 * time.Second
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 30 * time.Second
+	}
+	return c
+}
+
+func (c HTTPConfig) validate() error {
+	switch {
+	case c.MaxResponseBytes < 0 || c.MaxResponseBytes > 1<<30:
+		return fmt.Errorf("plugins: HTTP.MaxResponseBytes must be between 0 and 1 GiB, got %d", c.MaxResponseBytes)
+	case c.MaxRequestBytes < 0 || c.MaxRequestBytes > 1<<30:
+		return fmt.Errorf("plugins: HTTP.MaxRequestBytes must be between 0 and 1 GiB, got %d", c.MaxRequestBytes)
+	case c.MaxHeaders < 1:
+		return fmt.Errorf("plugins: HTTP.MaxHeaders must be positive, got %d", c.MaxHeaders)
+	case c.MaxHeaderBytes < 1024:
+		return fmt.Errorf("plugins: HTTP.MaxHeaderBytes must be at least 1024, got %d", c.MaxHeaderBytes)
+	case c.MaxRequests < 0:
+		return fmt.Errorf("plugins: HTTP.MaxRequests must not be negative, got %d", c.MaxRequests)
+	case c.ConnectTimeout < 0:
+		return fmt.Errorf("plugins: HTTP.ConnectTimeout must not be negative, got %s", c.ConnectTimeout)
+	case c.Timeout < 0:
+		return fmt.Errorf("plugins: HTTP.Timeout must not be negative, got %s", c.Timeout)
 	}
 	return nil
 }

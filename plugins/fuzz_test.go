@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 // hostileWAT is a plugin whose one activity, "run", executes its input as a
@@ -122,7 +123,7 @@ func FuzzHostileGuest(f *testing.F) {
 			Activity:      "run",
 			Input:         input,
 			LastHeartbeat: []byte(`{"done_ms":1}`),
-			Config:        map[string]string{"": "empty key"},
+			Grants:        &grant.Set{Config: map[string]string{"": "empty key"}},
 		})
 	}
 	f.Fuzz(func(t *testing.T, input []byte) {

@@ -230,7 +230,7 @@ func hostConfig(ctx context.Context, mod api.Module, stack []uint64) {
 	stopIfDone(ctx, abi.HostModule+"."+abi.ImportConfig)
 	key := cs.read(mod, abi.ImportConfig, uint32(stack[0]), uint32(stack[1]))
 	if !cs.configKeyMaxSet {
-		for k := range cs.call.Config {
+		for k := range cs.config() {
 			cs.configKeyMax = max(cs.configKeyMax, len(k))
 		}
 		cs.configKeyMaxSet = true
@@ -238,9 +238,17 @@ func hostConfig(ctx context.Context, mod api.Module, stack []uint64) {
 	var v string
 	var ok bool
 	if len(key) <= cs.configKeyMax { // hashing a key of the whole memory takes a while
-		v, ok = cs.call.Config[string(key)]
+		v, ok = cs.config()[string(key)]
 	}
 	cs.writeSized(mod, abi.ImportConfig, []byte(v), ok, uint32(stack[2]), uint32(stack[3]), stack)
+}
+
+// config returns the call's configuration values.
+func (cs *callState) config() map[string]string {
+	if cs.call.Grants == nil {
+		return nil
+	}
+	return cs.call.Grants.Config
 }
 
 // writeSized implements the "(buf, cap) -> len" convention: write v at buf

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 // Call is one activity call.
@@ -26,9 +27,13 @@ type Call struct {
 	// LastHeartbeat is the details the previous attempt last recorded, or
 	// nil.
 	LastHeartbeat []byte
-	// Config holds the values the guest reads through the config host
-	// function.
-	Config map[string]string
+	// Grants are what the operator granted the plugin: the hosts its HTTP
+	// requests may reach, the values the config host function returns and
+	// the secrets the secret host function resolves. Nil grants nothing.
+	Grants *grant.Set
+	// Requested, when not nil, is told of each HTTP request the guest made,
+	// when it ended; see Request.
+	Requested func(Request)
 	// Heartbeat receives the guest's heartbeats and carries cancellation
 	// requests to it. With nil, heartbeats are checked and dropped, and only
 	// ctx can stop the call.

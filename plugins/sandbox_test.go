@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 func loadFile(t *testing.T, rt *plugins.Runtime, path string) string {
@@ -98,7 +99,7 @@ func TestSandboxFromInside(t *testing.T) {
 	rt := testplugins.Runtime(t, plugins.Config{})
 	v := loadFile(t, rt, testplugins.Testdata(t, "plugins/testdata/sandbox"))
 	before := time.Now().Unix()
-	out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "probe", Config: map[string]string{"greeting": "hej"}})
+	out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "probe", Grants: &grant.Set{Config: map[string]string{"greeting": "hej"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

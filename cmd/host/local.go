@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/grant"
 	"github.com/weftworks/weft/plugins/blobfile"
 )
 
@@ -148,7 +149,7 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		Input:         in,
 		Info:          abi.Info{InstanceID: "local", Workflow: "local", StepID: "local", Plugin: strings.TrimSuffix(filepath.Base(file), ".wasm"), Attempt: *attempt, IdempotencyKey: "local/" + activity, DeadlineUnixMilli: deadline.UnixMilli()},
 		LastHeartbeat: []byte(*last),
-		Config:        config,
+		Grants:        &grant.Set{Config: config},
 		Heartbeat:     hb,
 	})
 	if details, _, beats := hb.Last(); beats > 0 {
