@@ -14,8 +14,8 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/plugins"
-	"github.com/weftworks/weft/plugins/grant"
 	"github.com/weftworks/weft/plugins/blobfile"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 // The local plugin commands run a plugin in the host's sandbox without a
