@@ -1,6 +1,10 @@
 package store
 
-import "time"
+import (
+	"time"
+
+	"github.com/weftworks/weft/abi"
+)
 
 // Definition is one version of a workflow definition.
 type Definition struct {
@@ -23,6 +27,9 @@ type PluginRecord struct {
 	Version    string   `json:"version"`
 	Size       int64    `json:"size"`
 	Activities []string `json:"activities,omitempty"`
+	// Needs is what the version's manifest asks an operator to grant;
+	// nil when it asks nothing.
+	Needs *abi.Needs `json:"needs,omitempty"`
 	// CreatedAt is set by the store when the version becomes current.
 	CreatedAt time.Time `json:"created_at"`
 }
@@ -34,4 +41,21 @@ type Plugin struct {
 	// Versions lists every version kept, current first, then by the time
 	// each became current, newest first.
 	Versions []PluginRecord `json:"versions"`
+}
+
+// Grants is what an operator granted one plugin name, as stored. The store
+// keeps the document as given; package plugins/grant parses and checks it.
+// Grants belong to the name, not to a version or to the plugin's record:
+// they may be set before the plugin is uploaded, every version uses them,
+// and deleting the plugin leaves them.
+type Grants struct {
+	Plugin string `json:"plugin"`
+	// Document is the grant document (JSON).
+	Document []byte `json:"document"`
+	// Revision is 1 for the first PutGrants of a name and +1 for each
+	// change, never reused, so that a reader can tell a changed document
+	// without comparing it.
+	Revision uint64 `json:"revision"`
+	// UpdatedAt is set by the store.
+	UpdatedAt time.Time `json:"updated_at"`
 }

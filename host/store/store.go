@@ -180,6 +180,24 @@ type Store interface {
 	// is not stored, so no instance can start using a deleted plugin.
 	DeletePlugin(ctx context.Context, name string) error
 
+	// PutGrants stores doc as the grants of the plugin name (which must be
+	// a valid plugin name; the plugin need not exist) and returns the new
+	// revision. A doc equal to the stored one changes nothing and returns
+	// the stored revision. doc must have 1 to grant.MaxDocument bytes
+	// (ErrInvalid otherwise); the store does not look inside it.
+	PutGrants(ctx context.Context, plugin string, doc []byte) (revision uint64, err error)
+
+	// GetGrants returns the grants of a plugin name, or ErrNotFound.
+	GetGrants(ctx context.Context, plugin string) (*Grants, error)
+
+	// ListGrants returns a page of grants ordered by plugin name, and the
+	// next cursor.
+	ListGrants(ctx context.Context, cursor string, limit int) (items []Grants, next string, err error)
+
+	// DeleteGrants removes the grants of a plugin name, or returns
+	// ErrNotFound. Revisions are never reused, not even after a delete.
+	DeleteGrants(ctx context.Context, plugin string) error
+
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error
 }
