@@ -32,7 +32,43 @@ var (
 	ErrClosed = errors.New("plugin runtime closed")
 	// ErrInvalid: a module failed validation; see *ValidationError.
 	ErrInvalid = errors.New("invalid plugin")
+	// ErrNotGranted: the guest asked for an HTTP host or a secret not
+	// granted to its plugin; see *GrantError.
+	ErrNotGranted = errors.New(abi.CodeNotGranted)
+	// ErrSecret: a granted secret's reference did not resolve on this node
+	// (an unset variable, a missing file). Another node may resolve it.
+	ErrSecret = errors.New("secret unavailable")
 )
+
+// GrantError says what a guest asked for that its plugin was not granted,
+// and how an operator grants it.
+type GrantError struct {
+	Plugin string
+	// What is "host" or "secret".
+	What string
+	// Name is the URL's scheme://host:port or the secret's name.
+	Name string
+	// Reason details a refused host: the address it resolved to, or why
+	// the URL can never be granted. Empty for a secret.
+	Reason string
+	// Grant is the command that grants it, when one would.
+	Grant string
+}
+
+// Error implements error.
+func (e *GrantError) Error() string {
+	s := fmt.Sprintf("%s: %s %s is not granted to plugin %s", abi.CodeNotGranted, e.What, e.Name, e.Plugin)
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	if e.Grant != "" {
+		s += "; to grant it: " + e.Grant
+	}
+	return s
+}
+
+// Unwrap returns ErrNotGranted.
+func (e *GrantError) Unwrap() error { return ErrNotGranted }
 
 // CallError is returned by Runtime.Invoke. It names the call and wraps the
 // reason, which errors.Is matches against the sentinels above and errors.As

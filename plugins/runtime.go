@@ -51,6 +51,8 @@ type Module struct {
 	Size int
 	// Activities is the plugin's manifest.
 	Activities []abi.Activity
+	// Needs is what the manifest asks an operator to grant, or nil.
+	Needs *abi.Needs
 }
 
 // Has reports whether the manifest lists activity.

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/grant"
 	"github.com/weftworks/weft/plugins/instrument"
 )
 
@@ -167,11 +168,11 @@ func (in *instance) describe(ctx context.Context, version string, size int) (*Mo
 	case uint32(in.stack[0]) != abi.StatusOK:
 		return nil, invalid("%s returned status %d, want %d", abi.ExportManifest, uint32(in.stack[0]), abi.StatusOK)
 	}
-	activities, verr := parseManifest(cs.result)
+	manifest, verr := parseManifest(cs.result)
 	if verr != nil {
 		return nil, verr
 	}
-	return &Module{Version: version, Size: size, Activities: activities}, nil
+	return &Module{Version: version, Size: size, Activities: manifest.Activities, Needs: manifest.Needs}, nil
 }
 
 // callFailed describes a failed call of export while a version loads: the
@@ -187,7 +188,7 @@ func callFailed(ctx context.Context, export string, err error) error {
 }
 
 // parseManifest decodes and checks a manifest document.
-func parseManifest(doc []byte) ([]abi.Activity, *ValidationError) {
+func parseManifest(doc []byte) (*abi.Manifest, *ValidationError) {
 	var m abi.Manifest
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
@@ -208,8 +209,9 @@ func parseManifest(doc []byte) ([]abi.Activity, *ValidationError) {
 		}
 		seen[a.Name] = true
 	}
+	problems = append(problems, grant.CheckNeeds(m.Needs)...)
 	if len(problems) > 0 {
 		return nil, &ValidationError{Problems: problems}
 	}
-	return m.Activities, nil
+	return &m, nil
 }

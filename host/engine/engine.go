@@ -235,8 +235,9 @@ type Engine struct {
 	waiters  map[string][]chan struct{} // by instance id: Wait calls to wake
 	running  map[string]chan struct{}   // by instance id: executions on this node
 
-	beats     *heartbeat.Service
-	heartbeat *beats
+	beats      *heartbeat.Service
+	heartbeat  *beats
+	grantCache grantCache
 }
 
 // New returns an Engine.

@@ -76,6 +76,8 @@ type result struct {
 	out   []byte
 	err   error
 	hb    *plugins.Heartbeat
+	// requests are the attempt's outbound HTTP requests, for its record.
+	requests []plugins.Request
 }
 
 // process runs instance id until it is suspended or finished.
@@ -491,15 +493,19 @@ func (x *execution) event(r result, watched *attempt) runner.Event {
 			Message: fmt.Sprintf("no heartbeat within %s", watched.timeout),
 		}
 	}
+	var requests json.RawMessage
+	if len(r.requests) > 0 {
+		requests, _ = json.Marshal(r.requests) // strings and numbers: cannot fail
+	}
 	if r.err == nil {
 		var v any
 		if err := json.Unmarshal(r.out, &v); err != nil {
 			perr := plugins.CheckOutput(r.out)
-			return runner.ActivityFailed{Token: r.token, Failure: retry.Of(retry.KindProtocol), Message: perr.Error()}
+			return runner.ActivityFailed{Token: r.token, Failure: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests}
 		}
-		return runner.ActivityCompleted{Token: r.token, Output: v}
+		return runner.ActivityCompleted{Token: r.token, Output: v, Requests: requests}
 	}
-	f := runner.ActivityFailed{Token: r.token, Failure: retry.Classify(r.err), Message: r.err.Error()}
+	f := runner.ActivityFailed{Token: r.token, Failure: retry.Classify(r.err), Message: r.err.Error(), Requests: requests}
 	var ge *plugins.GuestError
 	if errors.As(r.err, &ge) {
 		f.Message, f.Details = ge.Message, ge.Details
@@ -597,8 +603,14 @@ func (x *execution) invoke(inv runner.Invoke) {
 		}
 		ctx, cancel := context.WithDeadline(x.ctx, deadline)
 		defer cancel()
+		if call.Grants, err = x.e.grants(ctx, inv.Plugin); err != nil {
+			x.results <- result{token: inv.Token, err: &plugins.CallError{Version: version, Activity: inv.Activity, Err: err}, hb: hb}
+			return
+		}
+		var requests []plugins.Request
+		call.Requested = func(r plugins.Request) { requests = append(requests, r) }
 		out, err := x.e.plugins.Invoke(ctx, version, call)
-		x.results <- result{token: inv.Token, out: out, err: err, hb: hb}
+		x.results <- result{token: inv.Token, out: out, err: err, hb: hb, requests: requests}
 	}()
 }
 

@@ -356,7 +356,7 @@ func (n *Node) PutPlugin(ctx context.Context, name string, wasm []byte) (rec *st
 	for _, a := range m.Activities {
 		acts = append(acts, a.Name)
 	}
-	created, err = n.store.PutPlugin(ctx, store.PluginRecord{Name: name, Version: m.Version, Size: int64(m.Size), Activities: acts})
+	created, err = n.store.PutPlugin(ctx, store.PluginRecord{Name: name, Version: m.Version, Size: int64(m.Size), Activities: acts, Needs: m.Needs})
 	if err != nil {
 		return nil, false, fmt.Errorf("node: recording plugin %s version %s: %w", name, m.Version, err)
 	}

@@ -19,7 +19,8 @@
 //     they are as often caused by the moment (a slow dependency, a busy
 //     host) as by the input, and MaxAttempts bounds them. ABI violations and
 //     unknown activities are not: the same plugin version fails the same
-//     way. Cancellation is never retried.
+//     way, and neither are requests for what is not granted. Cancellation
+//     is never retried.
 package retry
 
 import (
@@ -53,6 +54,10 @@ const (
 	KindUnknownActivity Kind = "unknown_activity"
 	// KindCancelled: the attempt was cancelled.
 	KindCancelled Kind = "cancelled"
+	// KindNotGranted: the guest asked for an HTTP host or a secret its
+	// plugin is not granted. Not retried: the next attempt would be refused
+	// the same way until an operator grants it.
+	KindNotGranted Kind = "not_granted"
 	// KindHost: the host could not run the attempt (plugin missing from the
 	// blob store, runtime closed); retried, since another node or a later
 	// moment may succeed.
@@ -93,6 +98,8 @@ func Classify(err error) Failure {
 		kind = KindProtocol
 	case errors.Is(err, plugins.ErrUnknownActivity):
 		kind = KindUnknownActivity
+	case errors.Is(err, plugins.ErrNotGranted):
+		kind = KindNotGranted
 	}
 	return Of(kind)
 }
@@ -101,7 +108,7 @@ func Classify(err error) Failure {
 // retryability the package's rules give it.
 func Of(kind Kind) Failure {
 	switch kind {
-	case KindProtocol, KindUnknownActivity, KindCancelled:
+	case KindProtocol, KindUnknownActivity, KindCancelled, KindNotGranted:
 		return Failure{Kind: kind, Code: string(kind)}
 	}
 	return Failure{Kind: kind, Code: string(kind), Retryable: true}

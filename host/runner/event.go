@@ -26,6 +26,9 @@ type Start struct{ Input any }
 type ActivityCompleted struct {
 	Token  string
 	Output any
+	// Requests lists the attempt's outbound HTTP requests (a JSON array),
+	// for its record; empty when it made none.
+	Requests json.RawMessage
 }
 
 // ActivityFailed is an attempt's failure.
@@ -37,6 +40,8 @@ type ActivityFailed struct {
 	// LastHeartbeat is the details the attempt last reported; they are
 	// handed to the next attempt.
 	LastHeartbeat json.RawMessage
+	// Requests is as in ActivityCompleted.
+	Requests json.RawMessage
 }
 
 // TimerFired is a timer armed with ArmTimer coming due.

@@ -472,7 +472,11 @@ func (a *apply) activityCompleted(ev ActivityCompleted) {
 		return
 	}
 	s := a.step(f)
-	a.record("activity_completed", stepPath(f), f.Run.Attempt, nil)
+	var data map[string]any
+	if len(ev.Requests) > 0 {
+		data = map[string]any{"requests": ev.Requests}
+	}
+	a.record("activity_completed", stepPath(f), f.Run.Attempt, data)
 	if a.p.def.Persistence == definition.PersistenceActivity && s.Persist != definition.PersistNever {
 		a.persist = true
 	}
@@ -492,6 +496,9 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	data := map[string]any{"code": ev.Failure.Code, "kind": string(ev.Failure.Kind), "message": ev.Message}
 	if len(r.LastHeartbeat) > 0 {
 		data["last_heartbeat"] = r.LastHeartbeat
+	}
+	if len(ev.Requests) > 0 {
+		data["requests"] = ev.Requests
 	}
 	a.record("activity_failed", stepPath(f), r.Attempt, data)
 	d := retry.Decide(s.Activity.Retry, retry.Attempt{

@@ -1,0 +1,67 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/plugins/grant"
+)
+
+// PutGrants checks a grant document and stores it, in canonical form, as
+// everything granted to the plugin name, replacing what was granted
+// before. The plugin need not be uploaded yet. Every node uses the new
+// grants from the next activity call it starts.
+//
+// It fails with an error matching ErrInvalidName for a bad name and
+// grant.ErrInvalid for a bad document.
+func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte) (*store.Grants, error) {
+	if !abi.ValidName(plugin) {
+		return nil, fmt.Errorf("node: plugin name %q: %w: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter",
+			plugin, ErrInvalidName, abi.MaxNameLen)
+	}
+	set, err := grant.Parse(doc)
+	if err != nil {
+		return nil, fmt.Errorf("node: grants of plugin %s: %w", plugin, err)
+	}
+	canon, err := json.Marshal(set)
+	if err != nil {
+		return nil, fmt.Errorf("node: grants of plugin %s: %w", plugin, err)
+	}
+	if _, err := n.store.PutGrants(ctx, plugin, canon); err != nil {
+		return nil, fmt.Errorf("node: storing the grants of plugin %s: %w", plugin, err)
+	}
+	g, err := n.store.GetGrants(ctx, plugin)
+	if err != nil {
+		return nil, fmt.Errorf("node: reading the grants of plugin %s back: %w", plugin, err)
+	}
+	// What is granted, never a secret's value: there is none to log.
+	n.log.Info("plugin grants stored", "plugin", plugin, "revision", g.Revision,
+		"hosts", len(set.Hosts), "config", len(set.Config), "secrets", len(set.Secrets))
+	return g, nil
+}
+
+// GetGrants returns the grants of a plugin name, or an error matching
+// store.ErrNotFound.
+func (n *Node) GetGrants(ctx context.Context, plugin string) (*store.Grants, error) {
+	return n.store.GetGrants(ctx, plugin)
+}
+
+// ListGrants returns a page of grants ordered by plugin name and the next
+// cursor ("" after the last page).
+func (n *Node) ListGrants(ctx context.Context, cursor string, limit int) ([]store.Grants, string, error) {
+	return n.store.ListGrants(ctx, cursor, limit)
+}
+
+// DeleteGrants revokes everything granted to a plugin name: its next
+// activity calls can reach no host and read no configuration or secret.
+// It fails with store.ErrNotFound when nothing was granted.
+func (n *Node) DeleteGrants(ctx context.Context, plugin string) error {
+	if err := n.store.DeleteGrants(ctx, plugin); err != nil {
+		return err
+	}
+	n.log.Info("plugin grants revoked", "plugin", plugin)
+	return nil
+}
