@@ -55,17 +55,6 @@ const (
 	ImportHTTPResponseBody = "http_response_body"
 )
 
-// Optional reports whether the host function name in HostModule was added
-// to version 1 after its first release: a module that imports it needs a
-// host that provides it, and a module that does not is unaffected.
-func Optional(name string) bool {
-	switch name {
-	case ImportSecret, ImportHTTPRequest, ImportHTTPResponseHeaders, ImportHTTPResponseBody:
-		return true
-	}
-	return false
-}
-
 // HTTPError is what http_request returns, instead of a status, when no
 // response arrived. The host logs the reason to the activity's log and
 // records it with the request.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -54,6 +55,12 @@ type callState struct {
 	// stderr keeps the first bytes the guest wrote to stderr, where a Go
 	// runtime puts the reason for a crash, for the error.
 	stderr []byte
+	// http is the call's outbound HTTP.
+	http httpState
+	// secrets are the secret values the guest read in this call: the host
+	// masks them in what it logs for the guest.
+	secrets []string
+
 	// outOfMemory is set when the guest said so on stderr (Go's runtime,
 	// wasi-libc's abort) before trapping.
 	outOfMemory bool
@@ -134,6 +141,10 @@ func (r *Runtime) instantiateHostModule(ctx context.Context) error {
 	fn(abi.ImportInfo, hostInfo, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	fn(abi.ImportLastHeartbeat, hostLastHeartbeat, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	fn(abi.ImportConfig, hostConfig, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32})
+	fn(abi.ImportSecret, hostSecret, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32})
+	fn(abi.ImportHTTPRequest, hostHTTPRequest, []api.ValueType{i32, i32, i32, i32, i32, i32, i32, i32}, []api.ValueType{i32})
+	fn(abi.ImportHTTPResponseHeaders, hostHTTPResponseHeaders, []api.ValueType{i32, i32}, []api.ValueType{i32})
+	fn(abi.ImportHTTPResponseBody, hostHTTPResponseBody, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -302,7 +313,20 @@ func (cs *callState) emit(level slog.Level, source string, msg []byte) {
 	}
 	cs.logRecords++
 	cs.logBytes += len(msg)
-	cs.deliver(Record{Level: level, Source: source, Message: string(msg)})
+	cs.deliver(Record{Level: level, Source: source, Message: cs.mask(string(msg))})
+}
+
+// mask replaces the secrets the guest read in this call with "[secret]".
+// A guest that logs a secret it read is at fault; the host still keeps the
+// value out of logs. Values shorter than 4 bytes are left alone: masking
+// them would mangle ordinary text and hide nothing.
+func (cs *callState) mask(s string) string {
+	for _, v := range cs.secrets {
+		if len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[secret]")
+		}
+	}
+	return s
 }
 
 // deliver hands a record to the call's log function or the runtime's

@@ -46,7 +46,9 @@ type Call struct {
 // Record is one line a guest logged.
 type Record struct {
 	Level slog.Level
-	// Source is "log", "stdout" or "stderr".
+	// Source is "log", "stdout" or "stderr" for what the guest wrote, and
+	// "http" for the host's notes on its requests (why one got no
+	// response, a body cut at its limit).
 	Source  string
 	Message string
 }
@@ -223,6 +225,8 @@ func (cs *callState) outcome(status abi.Status) (out []byte, healthy bool, err e
 		if perr != nil {
 			return nil, false, perr
 		}
+		// The message goes to history and logs: keep secrets out of it.
+		ge.Message = cs.mask(ge.Message)
 		return nil, status == abi.StatusError, ge
 	default:
 		return nil, false, fmt.Errorf("%w: %s returned status %d; want 0, 1 or 2", ErrProtocol, abi.ExportInvoke, status)

@@ -75,7 +75,9 @@ type Runtime struct {
 
 	// budget holds the guests' memories within MaxMemory; compiles holds
 	// a token per compilation in progress.
-	budget   *memoryBudget
+	budget *memoryBudget
+	// outbound sends the guests' HTTP requests.
+	outbound *outbound
 	compiles chan struct{}
 	// stopJanitor and janitorDone stop and wait for expireIdle.
 	stopJanitor chan struct{}
@@ -140,6 +142,7 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 	r := &Runtime{
 		cfg: cfg, log: cfg.Logger, blobs: blobs, rt: rt, cache: cache, loaded: map[string]*loading{},
 		budget:      &memoryBudget{log: cfg.Logger, limit: cfg.MaxMemory},
+		outbound:    newOutbound(cfg.HTTP),
 		compiles:    make(chan struct{}, cfg.MaxCompiles),
 		stopJanitor: make(chan struct{}),
 		janitorDone: make(chan struct{}),
@@ -244,6 +247,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 			l.p.pool.close(ctx)
 		}
 	}
+	r.outbound.close()
 	err := r.rt.Close(ctx)
 	if r.cache != nil {
 		if cerr := r.cache.Close(ctx); err == nil {

@@ -51,13 +51,17 @@ func signatureOf(params, results []api.ValueType) signature {
 
 // hostImports are the functions of the weft host module and their types.
 var hostImports = map[string]signature{
-	abi.ImportResult:        "(i32,i32)->()",
-	abi.ImportLog:           "(i32,i32,i32)->()",
-	abi.ImportHeartbeat:     "(i32,i32)->(i32)",
-	abi.ImportCancelled:     "()->(i32)",
-	abi.ImportInfo:          "(i32,i32)->(i32)",
-	abi.ImportLastHeartbeat: "(i32,i32)->(i32)",
-	abi.ImportConfig:        "(i32,i32,i32,i32)->(i32)",
+	abi.ImportResult:              "(i32,i32)->()",
+	abi.ImportLog:                 "(i32,i32,i32)->()",
+	abi.ImportHeartbeat:           "(i32,i32)->(i32)",
+	abi.ImportCancelled:           "()->(i32)",
+	abi.ImportInfo:                "(i32,i32)->(i32)",
+	abi.ImportLastHeartbeat:       "(i32,i32)->(i32)",
+	abi.ImportConfig:              "(i32,i32,i32,i32)->(i32)",
+	abi.ImportSecret:              "(i32,i32,i32,i32)->(i32)",
+	abi.ImportHTTPRequest:         "(i32,i32,i32,i32,i32,i32,i32,i32)->(i32)",
+	abi.ImportHTTPResponseHeaders: "(i32,i32)->(i32)",
+	abi.ImportHTTPResponseBody:    "(i32,i32)->(i32)",
 }
 
 // requiredExports are the functions every plugin exports and their types.

@@ -1,0 +1,414 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/grant"
+)
+
+// response is the last response of a call, kept for the guest to read.
+type response struct {
+	header []byte // "Name: value\n" lines
+	body   []byte
+}
+
+// httpState is a call's outbound HTTP: what its requests counted and the
+// response the guest may read.
+type httpState struct {
+	requests int // guest requests, for idempotency keys
+	hops     int // requests on the wire, redirects included
+	last     *response
+}
+
+func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
+	const fn = abi.HostModule + "." + abi.ImportHTTPRequest
+	cs := inInvoke(ctx, abi.ImportHTTPRequest)
+	stopIfDone(ctx, fn)
+	cs.http.last = nil
+	o := cs.rt.outbound
+	cfg := o.cfg
+
+	// The arguments, checked before anything is sent.
+	method := string(cs.read(mod, abi.ImportHTTPRequest, uint32(stack[0]), uint32(stack[1])))
+	if method == "" {
+		method = http.MethodGet
+	} else if !validToken(method) {
+		cs.abort("%s: method %s is not an HTTP token", fn, excerpt([]byte(method)))
+	}
+	rawURL := cs.read(mod, abi.ImportHTTPRequest, uint32(stack[2]), uint32(stack[3]))
+	u, err := url.Parse(string(rawURL))
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		cs.abort("%s: %s is not an absolute URL with a host", fn, excerpt(redactURL(rawURL)))
+	}
+	if hn := uint32(stack[5]); int64(hn) > int64(cfg.MaxHeaderBytes) {
+		cs.limit("%s: %d bytes of request headers, more than the limit of %d (plugins.http.max_header_bytes)", fn, hn, cfg.MaxHeaderBytes)
+	}
+	header, herr := parseHeaderLines(cs.read(mod, abi.ImportHTTPRequest, uint32(stack[4]), uint32(stack[5])), cfg.MaxHeaders)
+	if herr != nil {
+		if errors.Is(herr, ErrLimit) {
+			cs.limit("%s: %v", fn, herr)
+		}
+		cs.abort("%s: %v", fn, herr)
+	}
+	if bn := uint32(stack[7]); int64(bn) > int64(cfg.MaxRequestBytes) {
+		cs.limit("%s: a request body of %d bytes, more than the limit of %d (plugins.http.max_request_bytes)", fn, bn, cfg.MaxRequestBytes)
+	}
+	// Copied: the guest's memory may move while the request is sent (a
+	// redirect sends the body again).
+	body := bytes.Clone(cs.read(mod, abi.ImportHTTPRequest, uint32(stack[6]), uint32(stack[7])))
+
+	cs.http.requests++
+	if header.Get("Idempotency-Key") == "" {
+		header.Set("Idempotency-Key", idempotencyKey(cs.call.Info.IdempotencyKey, cs.http.requests))
+	}
+	if header.Get("User-Agent") == "" {
+		header.Set("User-Agent", "weft-plugin/1 ("+orName(cs.call.Info.Plugin)+")")
+	}
+	rec := Request{Method: method, Host: u.Host, Path: u.EscapedPath(), Sent: int64(len(body))}
+	if rec.Path == "" {
+		rec.Path = "/"
+	}
+
+	reqCtx, cancel := withDeadline(ctx, cfg.Timeout)
+	defer cancel()
+	h := &hops{cs: cs, grants: cs.call.Grants, n: &cs.http.hops}
+	var rd io.Reader
+	if len(body) > 0 { // none: no "Content-Length: 0" on a GET
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.WithValue(reqCtx, hopsKey{}, h), method, u.String(), rd)
+	if err != nil {
+		cs.abort("%s: %v", fn, err)
+	}
+	req.Header = header
+	start := time.Now()
+	resp, err := o.client.Do(req)
+	var got *response
+	if err == nil {
+		got, err = cs.readResponse(resp, cfg, &rec)
+	}
+	rec.Duration = time.Since(start)
+	if err == nil {
+		rec.Status = resp.StatusCode
+		cs.requested(rec)
+		cs.http.last = got
+		stack[0] = uint64(uint32(resp.StatusCode))
+		return
+	}
+
+	// Why there is no response: the call ended (stop it), the grants or a
+	// limit refused it (stop it), or the network failed (tell the guest).
+	if ctx.Err() != nil {
+		rec.Error = "timeout"
+		if errors.Is(context.Cause(ctx), ErrCancelled) || errors.Is(ctx.Err(), context.Canceled) {
+			rec.Error = "cancelled"
+		}
+		cs.requested(rec)
+		stopIfDone(ctx, fn)
+	}
+	var ge *GrantError
+	var ae *grant.AddressError
+	switch {
+	case errors.As(h.err, &ge):
+		rec.Error = "not_granted"
+		cs.requested(rec)
+		cs.fail(ge)
+	case errors.As(err, &ae):
+		rec.Error = "not_granted"
+		cs.requested(rec)
+		cs.fail(cs.denied(ae))
+	case errors.Is(h.err, ErrLimit), errors.Is(err, ErrLimit):
+		rec.Error = "limit"
+		cs.requested(rec)
+		cs.fail(cmpOr(h.err, err))
+	}
+	code, reason := classifyHTTP(err, reqCtx)
+	rec.Error = reason
+	cs.requested(rec)
+	cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: no response (%s): %s", method, rec.Host, rec.Path, reason, describe(err))))
+	stack[0] = uint64(uint32(code))
+}
+
+func cmpOr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// readResponse reads a response's head and body within the limits. A
+// limit passed is an error matching ErrLimit; the body is closed.
+func (cs *callState) readResponse(resp *http.Response, cfg HTTPConfig, rec *Request) (*response, error) {
+	defer resp.Body.Close()
+	lines := 0
+	for _, vs := range resp.Header {
+		lines += len(vs)
+	}
+	if lines > cfg.MaxHeaders {
+		return nil, fmt.Errorf("%w: the response from %s has %d header lines, more than the limit of %d (plugins.http.max_headers)", ErrLimit, rec.Host, lines, cfg.MaxHeaders)
+	}
+	max := int64(cfg.MaxResponseBytes)
+	if resp.ContentLength > max {
+		cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: the response body of %d bytes is over the limit of %d", rec.Method, rec.Host, rec.Path, resp.ContentLength, max)))
+		return nil, fmt.Errorf("%w: the response body from %s has %d bytes, more than the limit of %d (plugins.http.max_response_bytes)", ErrLimit, rec.Host, resp.ContentLength, max)
+	}
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength))
+	}
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, max+1))
+	rec.Received = n
+	if err != nil {
+		return nil, err
+	}
+	if n > max {
+		cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: the response body is over the limit of %d bytes; the rest was not read", rec.Method, rec.Host, rec.Path, max)))
+		return nil, fmt.Errorf("%w: the response body from %s has more than %d bytes, the limit (plugins.http.max_response_bytes)", ErrLimit, rec.Host, max)
+	}
+	return &response{header: formatHeaderLines(resp.Header), body: buf.Bytes()}, nil
+}
+
+// fail stops the guest with err as the call's error.
+func (cs *callState) fail(err error) {
+	if cs.violation == nil {
+		cs.violation = err
+	}
+	panic(err)
+}
+
+// requested hands a request's record to the call.
+func (cs *callState) requested(r Request) {
+	if cs.call.Requested != nil {
+		cs.call.Requested(r)
+	}
+}
+
+func hostHTTPResponseHeaders(ctx context.Context, mod api.Module, stack []uint64) {
+	cs := inInvoke(ctx, abi.ImportHTTPResponseHeaders)
+	stopIfDone(ctx, abi.HostModule+"."+abi.ImportHTTPResponseHeaders)
+	var v []byte
+	if cs.http.last != nil {
+		v = cs.http.last.header
+	}
+	cs.writeSized(mod, abi.ImportHTTPResponseHeaders, v, cs.http.last != nil, uint32(stack[0]), uint32(stack[1]), stack)
+}
+
+func hostHTTPResponseBody(ctx context.Context, mod api.Module, stack []uint64) {
+	cs := inInvoke(ctx, abi.ImportHTTPResponseBody)
+	stopIfDone(ctx, abi.HostModule+"."+abi.ImportHTTPResponseBody)
+	var v []byte
+	if cs.http.last != nil {
+		v = cs.http.last.body
+	}
+	cs.writeSized(mod, abi.ImportHTTPResponseBody, v, cs.http.last != nil, uint32(stack[0]), uint32(stack[1]), stack)
+}
+
+func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
+	const fn = abi.HostModule + "." + abi.ImportSecret
+	cs := inInvoke(ctx, abi.ImportSecret)
+	stopIfDone(ctx, fn)
+	name := cs.read(mod, abi.ImportSecret, uint32(stack[0]), uint32(stack[1]))
+	var refs map[string]string
+	if cs.call.Grants != nil {
+		refs = cs.call.Grants.Secrets
+	}
+	ref, ok := "", false
+	if len(name) <= 256 { // keys are at most 256 bytes: no need to hash a longer name
+		ref, ok = refs[string(name)]
+	}
+	if !ok {
+		n := excerpt(name)
+		cs.fail(&GrantError{Plugin: cs.call.Info.Plugin, What: "secret", Name: n,
+			Grant: "weft plugin grant " + orName(cs.call.Info.Plugin) + " --secret " + n + "=env:VARIABLE"})
+	}
+	v, err := resolveSecret(ref)
+	if err != nil {
+		cs.fail(fmt.Errorf("%w: secret %q of plugin %s: %v", ErrSecret, name, orName(cs.call.Info.Plugin), err))
+	}
+	cs.secrets = append(cs.secrets, v)
+	cs.writeSized(mod, abi.ImportSecret, []byte(v), true, uint32(stack[2]), uint32(stack[3]), stack)
+}
+
+// resolveSecret reads the value a reference names on this node. Its errors
+// never quote the value.
+func resolveSecret(ref string) (string, error) {
+	r, err := grant.ParseRef(ref)
+	if err != nil {
+		return "", err
+	}
+	switch r.Kind {
+	case grant.RefEnv:
+		v, ok := os.LookupEnv(r.Name)
+		if !ok {
+			return "", fmt.Errorf("%s: the variable is not set on this node", r)
+		}
+		return v, nil
+	default:
+		b, err := os.ReadFile(r.Name)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", fmt.Errorf("%s: %v", r, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+}
+
+// idempotencyKey derives the Idempotency-Key of a call's nth request from
+// the call's key: stable across attempts, distinct between requests, and
+// opaque (the call's key names the instance and step).
+func idempotencyKey(callKey string, n int) string {
+	sum := sha256.Sum256([]byte(callKey + "\x00" + strconv.Itoa(n)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// hostSetHeaders are the headers the host sets: a guest that sets one
+// breaks the ABI.
+func hostSetHeader(canonical string) bool {
+	switch canonical {
+	case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade", "Te", "Trailer":
+		return true
+	}
+	return strings.HasPrefix(canonical, "Proxy-")
+}
+
+// parseHeaderLines parses "Name: value" lines ended by "\n" (a "\r"
+// before it is dropped; the last may be unterminated).
+func parseHeaderLines(b []byte, maxLines int) (http.Header, error) {
+	h := http.Header{}
+	line := 0
+	for len(b) > 0 {
+		var l []byte
+		l, b, _ = bytes.Cut(b, []byte{'\n'})
+		l = bytes.TrimSuffix(l, []byte{'\r'})
+		line++
+		if line > maxLines {
+			return nil, fmt.Errorf("%w: more than %d request header lines (plugins.http.max_headers)", ErrLimit, maxLines)
+		}
+		name, value, ok := bytes.Cut(l, []byte{':'})
+		if !ok || !validToken(string(name)) {
+			return nil, fmt.Errorf("header line %d %s is not \"Name: value\"", line, excerpt(l))
+		}
+		value = bytes.Trim(value, " \t")
+		if bytes.ContainsAny(value, "\r\x00") {
+			return nil, fmt.Errorf("header line %d: the value of %s contains CR or NUL", line, name)
+		}
+		key := http.CanonicalHeaderKey(string(name))
+		if hostSetHeader(key) {
+			return nil, fmt.Errorf("header line %d: %s is set by the host", line, key)
+		}
+		h[key] = append(h[key], string(value))
+	}
+	return h, nil
+}
+
+// formatHeaderLines writes h as "Name: value\n" lines, sorted by name.
+func formatHeaderLines(h http.Header) []byte {
+	var b []byte
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range h {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		for _, v := range h[k] {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, '\n')
+		}
+	}
+	return b
+}
+
+// validToken reports whether s is an HTTP token (RFC 9110 §5.6.2).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// classifyHTTP says why a request got no response, as the guest is told.
+func classifyHTTP(err error, reqCtx context.Context) (abi.HTTPError, string) {
+	var ne net.Error
+	var dns *net.DNSError
+	var op *net.OpError
+	var cve *tls.CertificateVerificationError
+	var uae x509.UnknownAuthorityError
+	var hne x509.HostnameError
+	var cie x509.CertificateInvalidError
+	var rhe tls.RecordHeaderError
+	var alert tls.AlertError
+	switch {
+	case reqCtx.Err() != nil, errors.As(err, &ne) && ne.Timeout():
+		return abi.HTTPTimeout, "timeout"
+	case errors.As(err, &cve), errors.As(err, &uae), errors.As(err, &hne), errors.As(err, &cie), errors.As(err, &rhe), errors.As(err, &alert):
+		return abi.HTTPTLS, "tls"
+	case errors.Is(err, errTooManyRedirects):
+		return abi.HTTPBadResponse, "bad_response"
+	case errors.As(err, &dns), errors.As(err, &op) && op.Op == "dial",
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return abi.HTTPUnreachable, "unreachable"
+	}
+	return abi.HTTPBadResponse, "bad_response"
+}
+
+// describe returns err's message without the URL the client puts in front
+// of it, which may carry a query.
+func describe(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// redactURL drops a URL's query and user information, for messages.
+func redactURL(raw []byte) []byte {
+	s := string(raw)
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, "@"); i >= 0 {
+		if j := strings.Index(s, "://"); j >= 0 && j < i {
+			s = s[:j+3] + s[i+1:]
+		}
+	}
+	return []byte(s)
+}
