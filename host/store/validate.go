@@ -3,6 +3,9 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 // Limits shared by every implementation.
@@ -213,6 +216,38 @@ func (r PluginRecord) Validate() error {
 	}
 	if r.Size < 0 {
 		return Invalid("plugin %q: negative size", r.Name)
+	}
+	return nil
+}
+
+// CheckPluginName reports a plugin name that abi.ValidName refuses; the
+// error matches ErrInvalid. The grants methods of a Store check their name
+// with it.
+func CheckPluginName(name string) error {
+	if abi.ValidName(name) {
+		return nil
+	}
+	if len(name) > 2*abi.MaxNameLen {
+		return Invalid("plugin name of %d bytes: at most %d characters from a-z, 0-9, '_' and '-', starting with a letter",
+			len(name), abi.MaxNameLen)
+	}
+	return Invalid("plugin name %q: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter",
+		name, abi.MaxNameLen)
+}
+
+// ValidateGrants reports what is malformed in the arguments of
+// Store.PutGrants: a plugin name CheckPluginName refuses, or a document
+// that is empty or longer than grant.MaxDocument bytes. It does not look
+// inside the document. The error matches ErrInvalid.
+func ValidateGrants(plugin string, doc []byte) error {
+	if err := CheckPluginName(plugin); err != nil {
+		return err
+	}
+	if len(doc) == 0 {
+		return Invalid("grants of plugin %q: the document is empty", plugin)
+	}
+	if len(doc) > grant.MaxDocument {
+		return Invalid("grants of plugin %q: the document has %d bytes, more than %d", plugin, len(doc), grant.MaxDocument)
 	}
 	return nil
 }

@@ -106,8 +106,9 @@ func (c Config) validate() error {
 }
 
 // schemaVersion is stored in the meta bucket; Open refuses other values.
-// Buckets added without changing what the others hold (the inbox) keep the
-// version: Open creates them in a file written before they existed.
+// Buckets added without changing what the others hold (the inbox, the
+// grants) keep the version: Open creates them in a file written before
+// they existed.
 const schemaVersion = "1"
 
 // Bucket names. See doc.go for the layout.
@@ -141,10 +142,13 @@ var (
 	bLease      = []byte("leases")
 	bInboxWait  = []byte("inbox_waiting") // instance id → since (8 bytes)
 	bInboxWaitX = []byte("inbox_waiting_by_time")
+	bGrants     = []byte("grants")     // plugin name → grants
+	bGrantSeq   = []byte("grants_seq") // plugin name → highest revision ever
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
-		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX}
+		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX,
+		bGrants, bGrantSeq}
 )
 
 // Store is the embedded store: one bbolt file. It implements store.Store

@@ -82,6 +82,8 @@
 //	definitions_latest            name → latest version
 //	definitions_seq               name → highest version ever (kept after delete)
 //	plugins                       name → current version + history
+//	grants                        plugin name → grants (kept when the plugin is deleted)
+//	grants_seq                    plugin name → highest revision ever (kept after delete)
 //	inbox                         (id, seq) → message
 //	inbox_ids                     (id, message id) → seq
 //

@@ -13,8 +13,10 @@
 // inbox, heartbeats and the messages it sends), DeleteInstance,
 // RenewLeases (one script per batch: one round trip), Deliver,
 // EnqueueStimulus, ExpireStimuli, PutDefinition, DeleteDefinition,
-// PutPlugin and DeletePlugin (the in-use check and the delete). Redis runs
-// a script alone, so no other client sees a half-done transition.
+// PutPlugin, DeletePlugin (the in-use check and the delete), PutGrants
+// (the comparison with the stored document and the revision) and
+// DeleteGrants. Redis runs a script alone, so no other client sees a
+// half-done transition.
 //
 // Scripts do every check before their first write and refuse by returning,
 // so a refused write changes nothing. Redis does not roll a script back,
@@ -128,6 +130,8 @@
 //	P dl, P dseq, P dn    latest version and highest version ever per name; names
 //	P p:<name>, P o:<name>   plugin versions: version → record; order of becoming current
 //	P pn                  plugin names
+//	P g:<name>            grants of a plugin name: hash doc, rev, at (time)
+//	P gseq, P gn          highest grants revision ever per name; names with grants
 //
 // Lists page with ZRANGEBYLEX from an exclusive start: cursors are the
 // base64 of the last member (or name) returned, opaque to clients.

@@ -446,3 +446,45 @@ redis.call("DEL", P .. "p:" .. name, P .. "o:" .. name)
 redis.call("ZREM", P .. "pn", name)
 return {"ok"}
 `)
+
+// putGrantsScript is PutGrants: g:<name> holds doc, rev and at (hex
+// time); gseq keeps each name's highest revision after DeleteGrants, so
+// that revisions are never reused. ARGV: name, doc, now. It returns the
+// revision stored.
+var putGrantsScript = script(`
+local name, doc, now = take(), take(), take()
+local gk = P .. "g:" .. name
+local cur = redis.call("HMGET", gk, "doc", "rev")
+if cur[1] == doc then return cur[2] end
+local seq = tonumber(redis.call("HGET", P .. "gseq", name) or "0")
+local rev = string.format("%d", math.max(seq, tonumber(cur[2] or "0")) + 1)
+redis.call("HSET", gk, "doc", doc, "rev", rev, "at", now)
+redis.call("HSET", P .. "gseq", name, rev)
+redis.call("ZADD", P .. "gn", 0, name)
+return rev
+`)
+
+// listGrantsScript reads a page of grants. ARGV: min, count. It returns
+// name, doc, rev, at per plugin name.
+var listGrantsScript = script(`
+local min, n = take(), takeN()
+local out = {}
+for _, name in ipairs(redis.call("ZRANGEBYLEX", P .. "gn", min, "+", "LIMIT", 0, n)) do
+  local g = redis.call("HMGET", P .. "g:" .. name, "doc", "rev", "at")
+  out[#out + 1] = name
+  out[#out + 1] = g[1]
+  out[#out + 1] = g[2]
+  out[#out + 1] = g[3]
+end
+return out
+`)
+
+// deleteGrantsScript is DeleteGrants; gseq keeps the last revision.
+// ARGV: name.
+var deleteGrantsScript = script(`
+local name = take()
+if redis.call("EXISTS", P .. "g:" .. name) == 0 then return {"notfound"} end
+redis.call("DEL", P .. "g:" .. name)
+redis.call("ZREM", P .. "gn", name)
+return {"ok"}
+`)

@@ -16,7 +16,8 @@
 // DeliveredTo set to the instance of the first message it wrote (empty
 // when it wrote none), and an inbox's "already holds" means holds now: a
 // message id consumed by a Commit, or removed with its instance, may be
-// written again.
+// written again. GetGrants and DeleteGrants refuse a plugin name that
+// abi.ValidName refuses with ErrInvalid, as PutGrants does.
 package storetest
 
 import (
@@ -89,6 +90,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
 	}
+	tests = append(tests, grantsTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

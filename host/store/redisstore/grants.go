@@ -1,0 +1,126 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+// decodeGrants builds the grants of plugin from the fields doc, rev and at
+// of its hash, as HMGET or a script returns them.
+func decodeGrants(plugin string, doc, rev, at any) (*store.Grants, error) {
+	d, ok := doc.(string)
+	if !ok {
+		return nil, fmt.Errorf("grants of plugin %q: document missing", plugin)
+	}
+	rs, _ := rev.(string)
+	r, err := strconv.ParseUint(rs, 10, 64)
+	if err != nil || r == 0 {
+		return nil, fmt.Errorf("grants of plugin %q: corrupt revision %q", plugin, rs)
+	}
+	ts, _ := at.(string)
+	t, err := parseHexTime(ts)
+	if err != nil {
+		return nil, fmt.Errorf("grants of plugin %q: corrupt update time: %w", plugin, err)
+	}
+	return &store.Grants{Plugin: plugin, Document: []byte(d), Revision: r, UpdatedAt: t}, nil
+}
+
+// PutGrants implements store.Store: the comparison with the stored
+// document and the new revision are one script.
+func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte) (uint64, error) {
+	if err := s.begin(ctx); err != nil {
+		return 0, err
+	}
+	if err := store.ValidateGrants(plugin, doc); err != nil {
+		return 0, err
+	}
+	res, err := s.run(writeCtx(ctx), putGrantsScript, s.args(plugin, doc, hexTime(s.now()))).Text()
+	if err != nil {
+		return 0, s.fail(ctx, "put grants of plugin", plugin, err)
+	}
+	rev, err := strconv.ParseUint(res, 10, 64)
+	if err != nil || rev == 0 {
+		return 0, s.corrupt(fmt.Errorf("grants of plugin %q: corrupt revision %q", plugin, res))
+	}
+	return rev, nil
+}
+
+// GetGrants implements store.Store.
+func (s *Store) GetGrants(ctx context.Context, plugin string) (*store.Grants, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := store.CheckPluginName(plugin); err != nil {
+		return nil, err
+	}
+	vals, err := s.c.HMGet(ctx, s.p+"g:"+plugin, "doc", "rev", "at").Result()
+	if err != nil {
+		return nil, s.fail(ctx, "get grants of plugin", plugin, err)
+	}
+	if len(vals) != 3 || vals[0] == nil {
+		return nil, store.NotFound("grants of plugin %q", plugin)
+	}
+	g, err := decodeGrants(plugin, vals[0], vals[1], vals[2])
+	if err != nil {
+		return nil, s.corrupt(err)
+	}
+	return g, nil
+}
+
+// ListGrants implements store.Store.
+func (s *Store) ListGrants(ctx context.Context, cursor string, limit int) ([]store.Grants, string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, "", err
+	}
+	min, err := nameMin(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit = store.ClampLimit(limit)
+	res, err := s.run(ctx, listGrantsScript, s.args(min, limit+1)).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, "", s.fail(ctx, "list grants after", cursor, err)
+	}
+	var out []store.Grants
+	var next string
+	for i := 0; i+3 < len(res); i += 4 {
+		if len(out) == limit {
+			next = encodeCursor(out[len(out)-1].Plugin)
+			break
+		}
+		name, _ := res[i].(string)
+		g, err := decodeGrants(name, res[i+1], res[i+2], res[i+3])
+		if err != nil {
+			return nil, "", s.corrupt(err)
+		}
+		out = append(out, *g)
+	}
+	return out, next, nil
+}
+
+// DeleteGrants implements store.Store.
+func (s *Store) DeleteGrants(ctx context.Context, plugin string) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	if err := store.CheckPluginName(plugin); err != nil {
+		return err
+	}
+	res, err := s.run(writeCtx(ctx), deleteGrantsScript, s.args(plugin)).Result()
+	if err != nil {
+		return s.fail(ctx, "delete grants of plugin", plugin, err)
+	}
+	switch reason, _, _ := refusal(res); reason {
+	case "ok":
+		return nil
+	case "notfound":
+		return store.NotFound("grants of plugin %q", plugin)
+	}
+	return fmt.Errorf("redisstore: delete grants of plugin %q on %s: unexpected answer %v", plugin, s.addr, res)
+}
