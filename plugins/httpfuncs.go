@@ -137,7 +137,18 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	case errors.As(err, &ae):
 		rec.Error = "not_granted"
 		cs.requested(rec)
-		cs.fail(cs.denied(ae))
+		ge := cs.denied(ae)
+		// Name the hop's host (a redirect's, maybe), not only the address.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			if hop, perr := url.Parse(ue.URL); perr == nil {
+				ge.Name = hop.Scheme + "://" + hop.Host
+				if !ae.Never {
+					ge.Grant = "weft plugin grant " + orName(cs.call.Info.Plugin) + " --host " + ge.Name + " --private-networks"
+				}
+			}
+		}
+		cs.fail(ge)
 	case errors.Is(h.err, ErrLimit), errors.Is(err, ErrLimit):
 		rec.Error = "limit"
 		cs.requested(rec)

@@ -213,8 +213,18 @@ func (s *Set) Allow(u *url.URL) (*Host, error) {
 	}
 	if s != nil {
 		for i := range s.Hosts {
-			if s.Hosts[i].matches(scheme, host, port, ip) {
-				return &s.Hosts[i], nil
+			r := &s.Hosts[i]
+			if r.scheme == "" {
+				// A Set built in code rather than by Parse: parse a copy,
+				// since s may be shared by concurrent calls.
+				c := *r
+				if c.parse() != nil {
+					continue
+				}
+				r = &c
+			}
+			if r.matches(scheme, host, port, ip) {
+				return r, nil
 			}
 		}
 	}

@@ -73,6 +73,9 @@ func (s *Set) covers(h *Host) bool {
 		return false
 	}
 	return slices.ContainsFunc(s.Hosts, func(r Host) bool {
+		if r.scheme == "" && r.parse() != nil { // built in code, not parsed
+			return false
+		}
 		if r.scheme != h.scheme || (r.port != 0 && r.port != h.port) {
 			return false
 		}

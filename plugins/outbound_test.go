@@ -1,0 +1,501 @@
+package plugins_test
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/grant"
+)
+
+type probeRequest struct {
+	Method  string `json:"method,omitempty"`
+	URL     string `json:"url"`
+	Headers string `json:"headers,omitempty"`
+	Body    string `json:"body,omitempty"`
+	Repeat  int    `json:"repeat,omitempty"`
+}
+
+type probeResponse struct {
+	Status  int32  `json:"status"`
+	Headers string `json:"headers"`
+	Body    string `json:"body"`
+	Missing bool   `json:"missing"`
+}
+
+// httpProbe is a runtime with the httpprobe test plugin loaded.
+type httpProbe struct {
+	rt      *plugins.Runtime
+	version string
+}
+
+func newHTTPProbe(t *testing.T, cfg plugins.Config) *httpProbe {
+	t.Helper()
+	rt := testplugins.Runtime(t, cfg)
+	return &httpProbe{rt: rt, version: loadFile(t, rt, testplugins.Testdata(t, "plugins/testdata/httpprobe"))}
+}
+
+// do runs the probe's "do" activity under grants.
+func (p *httpProbe) do(ctx context.Context, g *grant.Set, req probeRequest, opts ...func(*plugins.Call)) ([]probeResponse, error) {
+	in, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	call := plugins.Call{Activity: "do", Input: in, Grants: g,
+		Info: abi.Info{Plugin: "probe", IdempotencyKey: "instance-1/step/1"}}
+	for _, o := range opts {
+		o(&call)
+	}
+	out, err := p.rt.Invoke(ctx, p.version, call)
+	if err != nil {
+		return nil, err
+	}
+	var rs []probeResponse
+	if err := json.Unmarshal(out, &rs); err != nil {
+		return nil, fmt.Errorf("output %s: %w", out, err)
+	}
+	return rs, nil
+}
+
+// loopback grants plain HTTP to every port of 127.0.0.1.
+func loopback() *grant.Set {
+	return &grant.Set{Hosts: []grant.Host{{Pattern: "http://127.0.0.1:*", PrivateNetworks: true}}}
+}
+
+func hostPort(t *testing.T, srv *httptest.Server) (host, port string) {
+	t.Helper()
+	h, p, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimPrefix(srv.URL, "http://"), "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, p
+}
+
+func TestHTTPRoundTrip(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		method, path, query, body string
+		header                    http.Header
+	}
+	got := make(chan seen, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.URL.Path, r.URL.RawQuery, string(b), r.Header.Clone()}
+		w.Header().Add("X-Zeta", "z")
+		w.Header().Add("X-Alpha", "a1")
+		w.Header().Add("X-Alpha", "a2")
+		w.WriteHeader(201)
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	t.Cleanup(srv.Close)
+	p := newHTTPProbe(t, plugins.Config{})
+
+	var recs []plugins.Request
+	rs, err := p.do(context.Background(), loopback(), probeRequest{
+		Method: "POST", URL: srv.URL + "/hooks/in?token=s3cr3t", Body: `{"n":1}`,
+		Headers: "Content-Type: application/json\r\nX-Multi: 1\nX-Multi: 2\n  X-Bad-Indent: x",
+	}, func(c *plugins.Call) { c.Requested = func(r plugins.Request) { recs = append(recs, r) } })
+	if err == nil {
+		t.Fatalf("a header line with a name that is not a token was accepted: %+v", rs)
+	}
+	if !errors.Is(err, plugins.ErrProtocol) {
+		t.Fatalf("bad header line: %v, want an ABI violation", err)
+	}
+
+	rs, err = p.do(context.Background(), loopback(), probeRequest{
+		Method: "POST", URL: srv.URL + "/hooks/in?token=s3cr3t", Body: `{"n":1}`,
+		Headers: "Content-Type: application/json\r\nX-Multi: 1\nX-Multi: 2",
+	}, func(c *plugins.Call) { c.Requested = func(r plugins.Request) { recs = append(recs, r) } })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-got
+	if s.method != "POST" || s.path != "/hooks/in" || s.query != "token=s3cr3t" || s.body != `{"n":1}` {
+		t.Errorf("server saw %s %s?%s %q", s.method, s.path, s.query, s.body)
+	}
+	if ct := s.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if m := s.header.Values("X-Multi"); len(m) != 2 || m[0] != "1" || m[1] != "2" {
+		t.Errorf("X-Multi %q, want both values in order", m)
+	}
+	if ua := s.header.Get("User-Agent"); ua != "weft-plugin/1 (probe)" {
+		t.Errorf("User-Agent %q", ua)
+	}
+	if k := s.header.Get("Idempotency-Key"); len(k) != 32 {
+		t.Errorf("Idempotency-Key %q, want 32 hex digits", k)
+	}
+	if s.header.Get("Accept-Encoding") != "" {
+		t.Errorf("the host asked for compression: %q", s.header.Get("Accept-Encoding"))
+	}
+	r := rs[0]
+	if r.Status != 201 || r.Body != `{"ok":true}` || r.Missing {
+		t.Errorf("response %+v", r)
+	}
+	if !strings.HasPrefix(r.Headers, "Content-Length: 11\nContent-Type: ") || !strings.Contains(r.Headers, "\nX-Alpha: a1\nX-Alpha: a2\nX-Zeta: z\n") {
+		t.Errorf("response headers not sorted lines with every value:\n%s", r.Headers)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("records %+v", recs)
+	}
+	rec := recs[0]
+	if rec.Method != "POST" || rec.Path != "/hooks/in" || rec.Status != 201 || rec.Sent != 7 || rec.Received != 11 || rec.Duration <= 0 {
+		t.Errorf("record %+v", rec)
+	}
+	if b, _ := json.Marshal(rec); strings.Contains(string(b), "s3cr3t") {
+		t.Errorf("the record carries the query: %s", b)
+	}
+}
+
+func TestHTTPIdempotencyKeys(t *testing.T) {
+	t.Parallel()
+	keys := make(chan string, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys <- r.Header.Get("Idempotency-Key")
+	}))
+	t.Cleanup(srv.Close)
+	p := newHTTPProbe(t, plugins.Config{})
+	for attempt := 1; attempt <= 2; attempt++ {
+		if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL, Repeat: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a1, a2, b1, b2 := <-keys, <-keys, <-keys, <-keys
+	if a1 != b1 || a2 != b2 {
+		t.Errorf("keys differ between attempts: %s %s, then %s %s", a1, a2, b1, b2)
+	}
+	if a1 == a2 {
+		t.Errorf("two requests of one call share key %s", a1)
+	}
+	// A key the guest sets is sent as it is.
+	if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL, Headers: "Idempotency-Key: mine"}); err != nil {
+		t.Fatal(err)
+	}
+	if k := <-keys; k != "mine" {
+		t.Errorf("the guest's key was replaced by %q", k)
+	}
+	// Another step execution: other keys.
+	if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL}, func(c *plugins.Call) { c.Info.IdempotencyKey = "instance-1/step/2" }); err != nil {
+		t.Fatal(err)
+	}
+	if k := <-keys; k == a1 {
+		t.Errorf("another step execution got the same key %s", k)
+	}
+}
+
+// TestHTTPGrantMatrix runs every kind of request the grants must refuse, or
+// allow, against real servers on loopback.
+func TestHTTPGrantMatrix(t *testing.T) {
+	t.Parallel()
+	hits := make(chan string, 64)
+	handler := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits <- name
+			fmt.Fprint(w, name)
+		})
+	}
+	a := httptest.NewServer(handler("a"))
+	t.Cleanup(a.Close)
+	b := httptest.NewServer(handler("b"))
+	t.Cleanup(b.Close)
+	_, aPort := hostPort(t, a)
+	_, bPort := hostPort(t, b)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits <- "redirect"
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	}))
+	t.Cleanup(redirect.Close)
+	_, rPort := hostPort(t, redirect)
+	p := newHTTPProbe(t, plugins.Config{})
+
+	rule := func(pattern string, private bool) grant.Host { return grant.Host{Pattern: pattern, PrivateNetworks: private} }
+	for _, tc := range []struct {
+		name  string
+		hosts []grant.Host
+		url   string
+		want  string // the server that answers, or "" for not_granted
+		why   string // in the error, when refused
+	}{
+		{"allowed host and port", []grant.Host{rule("http://127.0.0.1:"+aPort, true)}, a.URL, "a", ""},
+		{"any port", []grant.Host{rule("http://127.0.0.1:*", true)}, b.URL, "b", ""},
+		{"nothing granted", nil, a.URL, "", "--host http://127.0.0.1:" + aPort},
+		{"another port", []grant.Host{rule("http://127.0.0.1:"+aPort, true)}, b.URL, "", "127.0.0.1:" + bPort},
+		{"https only unless the rule says http", []grant.Host{rule("127.0.0.1:*", true)}, a.URL, "", "http://127.0.0.1:" + aPort},
+		{"a name, not the IP literal", []grant.Host{rule("http://localhost:*", true)}, a.URL, "", "127.0.0.1"},
+		{"the name granted", []grant.Host{rule("http://localhost:*", true)}, "http://localhost:" + aPort, "a", ""},
+		{"a glob does not match the name itself", []grant.Host{rule("http://*.localhost:*", true)}, "http://localhost:" + aPort, "", "localhost"},
+		{"a name that resolves to loopback, without private networks", []grant.Host{rule("http://localhost:*", false)}, "http://localhost:" + aPort, "", "loopback"},
+		{"an IP literal on loopback, without private networks", []grant.Host{rule("http://*:*", false)}, a.URL, "", "loopback"},
+		{"the metadata address, even with private networks", []grant.Host{rule("http://169.254.169.254", true)}, "http://169.254.169.254/latest/meta-data/", "", "metadata"},
+		{"the metadata address mapped into IPv6", []grant.Host{rule("http://*", true)}, "http://[::ffff:169.254.169.254]/", "", "metadata"},
+		{"a redirect to a granted host", []grant.Host{rule("http://127.0.0.1:*", true)}, redirect.URL + "/?to=" + b.URL, "b", ""},
+		{"a redirect to a host not granted", []grant.Host{rule("http://127.0.0.1:"+rPort, true)}, redirect.URL + "/?to=" + b.URL, "", "127.0.0.1:" + bPort},
+		{"a redirect to the metadata address", []grant.Host{rule("http://127.0.0.1:"+rPort, true), rule("http://*", true)}, redirect.URL + "/?to=http://169.254.169.254/", "", "metadata"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := p.do(context.Background(), &grant.Set{Hosts: tc.hosts}, probeRequest{URL: tc.url})
+			if tc.want != "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if rs[0].Status != 200 || rs[0].Body != tc.want {
+					t.Fatalf("got %+v, want %s to answer", rs[0], tc.want)
+				}
+				drain(hits, tc.want)
+				return
+			}
+			t.Log(err)
+			var ge *plugins.GrantError
+			if !errors.Is(err, plugins.ErrNotGranted) || !errors.As(err, &ge) {
+				t.Fatalf("got %+v, %v; want not_granted", rs, err)
+			}
+			if !strings.Contains(err.Error(), tc.why) || !strings.Contains(err.Error(), "plugin probe") {
+				t.Errorf("%v; want it to name %q and the plugin", err, tc.why)
+			}
+			// Nothing but the redirecting server was reached.
+			for {
+				select {
+				case h := <-hits:
+					if h != "redirect" {
+						t.Errorf("server %s was reached", h)
+					}
+					continue
+				default:
+				}
+				break
+			}
+		})
+	}
+}
+
+// drain takes the hits of one allowed request.
+func drain(hits chan string, last string) {
+	for h := range hits {
+		if h == last {
+			return
+		}
+	}
+}
+
+func TestHTTPNoResponse(t *testing.T) {
+	t.Parallel()
+	// A port nothing listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	notHTTP, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { notHTTP.Close() })
+	go func() {
+		for {
+			c, err := notHTTP.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprint(c, "SSH-2.0-OpenSSH\r\n\r\n")
+			c.Close()
+		}
+	}()
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "tls") }))
+	t.Cleanup(tlsSrv.Close)
+	_, tlsPort := hostPort(t, tlsSrv)
+
+	p := newHTTPProbe(t, plugins.Config{HTTP: plugins.HTTPConfig{Timeout: 300 * time.Millisecond}})
+	var logs []plugins.Record
+	var mu sync.Mutex
+	logTo := func(c *plugins.Call) {
+		c.Log = func(r plugins.Record) { mu.Lock(); logs = append(logs, r); mu.Unlock() }
+	}
+	g := &grant.Set{Hosts: []grant.Host{{Pattern: "http://127.0.0.1:*", PrivateNetworks: true}, {Pattern: "127.0.0.1:" + tlsPort, PrivateNetworks: true}}}
+	for _, tc := range []struct {
+		name string
+		url  string
+		want abi.HTTPError
+	}{
+		{"refused", closed, abi.HTTPUnreachable},
+		{"the request's own timeout", slow.URL, abi.HTTPTimeout},
+		{"not HTTP", "http://" + notHTTP.Addr().String(), abi.HTTPBadResponse},
+		{"an untrusted certificate", "https://127.0.0.1:" + tlsPort, abi.HTTPTLS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := p.do(context.Background(), g, probeRequest{URL: tc.url + "/x?key=hidden"}, logTo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs[0].Status != tc.want || !rs[0].Missing {
+				t.Errorf("got %+v, want %d and no response to read", rs[0], tc.want)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 4 {
+		t.Fatalf("%d log records, want one per failed request: %+v", len(logs), logs)
+	}
+	for _, r := range logs {
+		if r.Source != "http" || r.Level != slog.LevelWarn || strings.Contains(r.Message, "hidden") || !strings.Contains(r.Message, "/x") {
+			t.Errorf("record %+v: want an http warning naming the path, never the query", r)
+		}
+	}
+
+	// The same TLS server, trusted.
+	pool := x509.NewCertPool()
+	pool.AddCert(tlsSrv.Certificate())
+	trusted := newHTTPProbe(t, plugins.Config{HTTP: plugins.HTTPConfig{RootCAs: pool}})
+	rs, err := trusted.do(context.Background(), g, probeRequest{URL: "https://127.0.0.1:" + tlsPort})
+	if err != nil || rs[0].Status != 200 || rs[0].Body != "tls" {
+		t.Errorf("trusted TLS server: %+v, %v", rs, err)
+	}
+}
+
+func TestHTTPStopsTheGuest(t *testing.T) {
+	t.Parallel()
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
+	entered := make(chan struct{}, 4)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	p := newHTTPProbe(t, plugins.Config{CancelGrace: 50 * time.Millisecond})
+
+	t.Run("deadline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		_, err := p.do(ctx, loopback(), probeRequest{URL: slow.URL})
+		if !errors.Is(err, plugins.ErrTimeout) {
+			t.Fatalf("%v, want the guest stopped at its deadline", err)
+		}
+		<-entered
+	})
+	t.Run("cancel", func(t *testing.T) {
+		hb := plugins.NewHeartbeat(time.Now())
+		go func() {
+			<-entered // the request is in flight
+			hb.RequestCancel()
+		}()
+		// No deadline: only the cancellation can end the call, and the
+		// server never answers.
+		_, err := p.do(context.Background(), loopback(), probeRequest{URL: slow.URL}, func(c *plugins.Call) { c.Heartbeat = hb })
+		if !errors.Is(err, plugins.ErrCancelled) {
+			t.Fatalf("%v, want the guest stopped after the grace period", err)
+		}
+	})
+}
+
+func TestHTTPLimits(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			w.Write(make([]byte, 2048))
+		case "/chunked": // no Content-Length: the limit is found while reading
+			for range 4 {
+				w.Write(make([]byte, 512))
+				w.(http.Flusher).Flush()
+			}
+		case "/headers":
+			for i := range 20 {
+				w.Header().Add(fmt.Sprintf("X-H%d", i), "v")
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	p := newHTTPProbe(t, plugins.Config{HTTP: plugins.HTTPConfig{
+		MaxResponseBytes: 1024, MaxRequestBytes: 100, MaxHeaders: 10, MaxRequests: 3,
+	}})
+	for _, tc := range []struct {
+		name    string
+		req     probeRequest
+		setting string
+		kind    error
+	}{
+		{"response body", probeRequest{URL: srv.URL + "/big"}, "plugins.http.max_response_bytes", plugins.ErrLimit},
+		{"response body without a length", probeRequest{URL: srv.URL + "/chunked"}, "plugins.http.max_response_bytes", plugins.ErrLimit},
+		{"response headers", probeRequest{URL: srv.URL + "/headers"}, "plugins.http.max_headers", plugins.ErrLimit},
+		{"request body", probeRequest{Method: "POST", URL: srv.URL, Body: strings.Repeat("x", 101)}, "plugins.http.max_request_bytes", plugins.ErrLimit},
+		{"request headers", probeRequest{URL: srv.URL, Headers: strings.Repeat("X-A: 1\n", 11)}, "plugins.http.max_headers", plugins.ErrLimit},
+		{"requests per call", probeRequest{URL: srv.URL, Repeat: 4}, "plugins.http.max_requests", plugins.ErrLimit},
+		{"a header the host sets", probeRequest{URL: srv.URL, Headers: "Host: evil.example"}, "set by the host", plugins.ErrProtocol},
+		{"a header value with CR", probeRequest{URL: srv.URL, Headers: "X-A: 1\rX-B: 2"}, "CR", plugins.ErrProtocol},
+		{"a bad method", probeRequest{Method: "GET /", URL: srv.URL}, "method", plugins.ErrProtocol},
+		{"a relative URL", probeRequest{URL: "/path?secret=1"}, "absolute URL", plugins.ErrProtocol},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := p.do(context.Background(), loopback(), tc.req)
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.setting) {
+				t.Fatalf("%+v, %v; want %v naming %q", rs, err, tc.kind, tc.setting)
+			}
+			if strings.Contains(err.Error(), "secret=1") {
+				t.Errorf("the error quotes the query: %v", err)
+			}
+		})
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	// Not parallel: t.Setenv.
+	t.Setenv("WEFT_TEST_SECRET", "hunter2-value")
+	p := newHTTPProbe(t, plugins.Config{})
+	run := func(g *grant.Set, name string) ([]plugins.Record, []byte, error) {
+		var logs []plugins.Record
+		in, _ := json.Marshal(name)
+		out, err := p.rt.Invoke(context.Background(), p.version, plugins.Call{Activity: "secret", Input: in, Grants: g,
+			Info: abi.Info{Plugin: "probe"}, Log: func(r plugins.Record) { logs = append(logs, r) }})
+		return logs, out, err
+	}
+	granted := &grant.Set{Secrets: map[string]string{"token": "env:WEFT_TEST_SECRET", "gone": "env:WEFT_TEST_UNSET", "file": "file:/nonexistent/weft"}}
+	logs, out, err := run(granted, "token")
+	if err != nil || string(out) != "13" {
+		t.Fatalf("granted secret: %s, %v; want its length, 13", out, err)
+	}
+	if len(logs) != 1 || logs[0].Message != "the secret is [secret]" {
+		t.Errorf("logs %+v: want the value masked", logs)
+	}
+	_, _, err = run(granted, "other")
+	if !errors.Is(err, plugins.ErrNotGranted) || !strings.Contains(err.Error(), `secret "other"`) || !strings.Contains(err.Error(), "weft plugin grant probe --secret") {
+		t.Errorf("a secret not granted: %v", err)
+	}
+	for _, name := range []string{"gone", "file"} {
+		_, _, err = run(granted, name)
+		if !errors.Is(err, plugins.ErrSecret) || errors.Is(err, plugins.ErrNotGranted) {
+			t.Errorf("secret %s that does not resolve: %v, want ErrSecret", name, err)
+		}
+	}
+	_, _, err = run(nil, "token")
+	if !errors.Is(err, plugins.ErrNotGranted) {
+		t.Errorf("no grants at all: %v", err)
+	}
+}
