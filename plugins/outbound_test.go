@@ -222,7 +222,9 @@ func TestHTTPGrantMatrix(t *testing.T) {
 	_, rPort := hostPort(t, redirect)
 	p := newHTTPProbe(t, plugins.Config{})
 
-	rule := func(pattern string, private bool) grant.Host { return grant.Host{Pattern: pattern, PrivateNetworks: private} }
+	rule := func(pattern string, private bool) grant.Host {
+		return grant.Host{Pattern: pattern, PrivateNetworks: private}
+	}
 	for _, tc := range []struct {
 		name  string
 		hosts []grant.Host
