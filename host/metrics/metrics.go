@@ -53,6 +53,9 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	// outbound and outboundDuration count the plugins' own HTTP requests.
+	outbound         *prometheus.CounterVec
+	outboundDuration *prometheus.HistogramVec
 
 	mu      sync.Mutex
 	plugins map[string]string // plugin name by version
@@ -122,11 +125,21 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "HTTP request duration by method and route pattern.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method", "route"}),
+		outbound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "plugin_http_requests_total",
+			Help: "Outbound HTTP requests of plugins, by plugin, host and code: the response status, or why none was used (timeout, unreachable, tls, bad_response, not_granted, limit, cancelled).",
+		}, []string{"plugin", "host", "code"}),
+		outboundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "plugin_http_request_duration_seconds",
+			Help:    "Duration of plugins' outbound HTTP requests, to the end of the response body, by plugin and host.",
+			Buckets: latencyBuckets,
+		}, []string{"plugin", "host"}),
 		plugins: map[string]string{},
 	}
 	for _, c := range []prometheus.Collector{
 		m.transitions, m.steps, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
+		m.outbound, m.outboundDuration,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: registering: %w", err)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,7 +18,8 @@ type Invoker interface {
 }
 
 // Plugins returns inner decorated to time every call and count it by
-// outcome: ok, or the failure kind host/retry.Classify gives the error.
+// outcome: ok, or the failure kind host/retry.Classify gives the error;
+// and to count and time the calls' outbound HTTP requests.
 // Calls are labelled with the plugin's name when TrackPlugin named its
 // version.
 func Plugins(m *Metrics, inner Invoker) Invoker {
@@ -32,6 +34,18 @@ type invoker struct {
 // Invoke implements Invoker.
 func (i *invoker) Invoke(ctx context.Context, version string, call plugins.Call) ([]byte, error) {
 	name := i.m.pluginName(version)
+	inner := call.Requested
+	call.Requested = func(r plugins.Request) {
+		code := r.Error
+		if code == "" {
+			code = strconv.Itoa(r.Status)
+		}
+		i.m.outbound.WithLabelValues(name, r.Host, code).Inc()
+		i.m.outboundDuration.WithLabelValues(name, r.Host).Observe(r.Duration.Seconds())
+		if inner != nil {
+			inner(r)
+		}
+	}
 	i.m.invocations.WithLabelValues(name).Inc()
 	g := i.m.inFlight.WithLabelValues(name)
 	g.Inc()
