@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 const (
@@ -37,10 +38,15 @@ func viewPlugin(r store.PluginRecord) pluginView {
 	return pluginView{Name: r.Name, Version: r.Version, Size: r.Size, Activities: acts, CreatedAt: r.CreatedAt}
 }
 
-// pluginDetail is a plugin's current version and every version kept.
+// pluginDetail is a plugin's current version and every version kept,
+// with what the current version asks to be granted, what is granted and
+// what of the request is not.
 type pluginDetail struct {
 	pluginView
 	Versions []pluginView `json:"versions"`
+	Needs    needsView    `json:"needs"`
+	Granted  grantsView   `json:"granted"`
+	Missing  needsView    `json:"missing"`
 }
 
 func (s *Server) putPlugin(c *fiber.Ctx) error {
@@ -85,10 +91,16 @@ func (s *Server) getPlugin(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d := pluginDetail{pluginView: viewPlugin(p.Current), Versions: make([]pluginView, 0, len(p.Versions))}
+	d := pluginDetail{pluginView: viewPlugin(p.Current), Versions: make([]pluginView, 0, len(p.Versions)), Needs: viewNeeds(p.Current.Needs)}
 	for _, v := range p.Versions {
 		d.Versions = append(d.Versions, viewPlugin(v))
 	}
+	granted, set, err := s.loadGrants(c, name)
+	if err != nil {
+		return err
+	}
+	missing := grant.Missing(p.Current.Needs, set)
+	d.Granted, d.Missing = granted, viewNeeds(&missing)
 	return c.JSON(d)
 }
 

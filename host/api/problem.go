@@ -15,6 +15,7 @@ import (
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 // ProblemContentType is the media type of error answers (RFC 9457).
@@ -112,6 +113,8 @@ func problemFor(err error) (p *Problem, internal bool) {
 		p := problemf(fiber.StatusConflict, "in-use", "%s", strings.TrimPrefix(err.Error(), "store: "))
 		p.Instances = iue.Instances
 		return p, false
+	case errors.Is(err, grant.ErrInvalid):
+		return unprocessable(clean(err), grantFieldError(err)), false
 	case errors.Is(err, node.ErrInvalidName):
 		return invalidField("name", "%s", strings.TrimPrefix(err.Error(), "node: ")), false
 	case errors.Is(err, node.ErrRefreshDisabled):

@@ -39,6 +39,9 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodPut, path: "/v1/plugins/:name", perm: permAdmin, pluginBody: true, handler: s.putPlugin},
 		{method: fiber.MethodGet, path: "/v1/plugins/:name", perm: permRead, handler: s.getPlugin},
 		{method: fiber.MethodDelete, path: "/v1/plugins/:name", perm: permAdmin, handler: s.deletePlugin},
+		{method: fiber.MethodGet, path: "/v1/plugins/:name/grants", perm: permRead, handler: s.getGrants},
+		{method: fiber.MethodPut, path: "/v1/plugins/:name/grants", perm: permAdmin, handler: s.putGrants},
+		{method: fiber.MethodDelete, path: "/v1/plugins/:name/grants", perm: permAdmin, handler: s.deleteGrants},
 
 		{method: fiber.MethodGet, path: "/v1/workflows", perm: permRead, handler: s.listWorkflows},
 		{method: fiber.MethodPut, path: "/v1/workflows/:name", perm: permAdmin, handler: s.putWorkflow},

@@ -1,0 +1,258 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/plugins/grant"
+)
+
+// grantsView is what is granted to a plugin name, as answered. Secrets
+// are shown as their references (env:NAME, file:/path), never resolved:
+// the host has no secret value to show.
+type grantsView struct {
+	Plugin string `json:"plugin"`
+	// Revision is 0 when nothing was ever granted (or after a revoke).
+	Revision  uint64            `json:"revision"`
+	UpdatedAt *time.Time        `json:"updated_at"`
+	Hosts     []hostView        `json:"hosts"`
+	Config    map[string]string `json:"config"`
+	Secrets   map[string]string `json:"secrets"`
+}
+
+// hostView is one host rule as answered.
+type hostView struct {
+	Pattern         string `json:"pattern"`
+	PrivateNetworks bool   `json:"private_networks"`
+}
+
+// needsView is what a plugin's manifest asks for, or what of it is not
+// granted: every field is a list, empty rather than absent.
+type needsView struct {
+	Hosts   []string `json:"hosts"`
+	Config  []string `json:"config"`
+	Secrets []string `json:"secrets"`
+}
+
+func viewNeeds(n *abi.Needs) needsView {
+	v := needsView{Hosts: []string{}, Config: []string{}, Secrets: []string{}}
+	if n != nil {
+		v.Hosts = append(v.Hosts, n.Hosts...)
+		v.Config = append(v.Config, n.Config...)
+		v.Secrets = append(v.Secrets, n.Secrets...)
+	}
+	return v
+}
+
+// viewGrants returns the view of stored grants (nil: nothing granted) and
+// the parsed set, which is nil when nothing is granted.
+func viewGrants(plugin string, g *store.Grants) (grantsView, *grant.Set, error) {
+	v := grantsView{Plugin: plugin, Hosts: []hostView{}, Config: map[string]string{}, Secrets: map[string]string{}}
+	if g == nil {
+		return v, nil, nil
+	}
+	set, err := grant.Parse(g.Document)
+	if err != nil {
+		// Not the request's fault: %v, so that it is not read as a 422.
+		return v, nil, fmt.Errorf("the stored grants of plugin %s (revision %d) do not parse: %v", plugin, g.Revision, err)
+	}
+	v.Revision = g.Revision
+	at := g.UpdatedAt
+	v.UpdatedAt = &at
+	for _, h := range set.Hosts {
+		v.Hosts = append(v.Hosts, hostView{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks})
+	}
+	maps.Copy(v.Config, set.Config)
+	maps.Copy(v.Secrets, set.Secrets)
+	return v, set, nil
+}
+
+// grantName is the :name of a grants route, checked: grants belong to a
+// plugin name, which need not be uploaded yet but must be one that could.
+func grantName(c *fiber.Ctx) (string, error) {
+	name := c.Params("name")
+	if !abi.ValidName(name) {
+		return "", invalidField("name", "plugin name %q: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter", name, abi.MaxNameLen)
+	}
+	return name, nil
+}
+
+// loadGrants returns the view and set of a plugin name's grants; nothing
+// granted is a valid state, answered with revision 0.
+func (s *Server) loadGrants(c *fiber.Ctx, name string) (grantsView, *grant.Set, error) {
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	g, err := s.node.GetGrants(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		g, err = nil, nil
+	}
+	if err != nil {
+		return grantsView{}, nil, err
+	}
+	return viewGrants(name, g)
+}
+
+func (s *Server) getGrants(c *fiber.Ctx) error {
+	name, err := grantName(c)
+	if err != nil {
+		return err
+	}
+	v, _, err := s.loadGrants(c, name)
+	if err != nil {
+		return err
+	}
+	return c.JSON(v)
+}
+
+func (s *Server) putGrants(c *fiber.Ctx) error {
+	if err := requireType(c, false, fiber.MIMEApplicationJSON); err != nil {
+		return err
+	}
+	name, err := grantName(c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(c.Request().Body())) == 0 {
+		return invalidField("$", `a grant document is required, such as {"hosts": [{"pattern": "api.example.com"}]}; {} grants nothing`)
+	}
+	// The shape first (400, as every JSON body), then every problem of
+	// the content at once (422), each with its path.
+	var doc grant.Set
+	if err := decodeJSON(c, &doc); err != nil {
+		return err
+	}
+	if ps := grantProblems(&doc); len(ps) > 0 {
+		return unprocessable(fmt.Sprintf("the grants of plugin %s have %d problem(s)", name, len(ps)), ps...)
+	}
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	g, err := s.node.PutGrants(ctx, name, c.BodyRaw())
+	if err != nil {
+		return err
+	}
+	v, _, err := viewGrants(name, g)
+	if err != nil {
+		return err
+	}
+	return c.JSON(v)
+}
+
+func (s *Server) deleteGrants(c *fiber.Ctx) error {
+	name, err := grantName(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	err = s.node.DeleteGrants(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFoundf("nothing is granted to plugin %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// grantProblems returns every problem of a decoded grant document, each
+// with the path of the field it is about: hosts[1].pattern,
+// config.url, secrets.token.
+func grantProblems(s *grant.Set) []FieldError {
+	var ps []FieldError
+	add := func(path string, err error) {
+		ps = append(ps, FieldError{Path: path, Message: grantMessage(err)})
+	}
+	if len(s.Hosts) > grant.MaxHosts {
+		ps = append(ps, FieldError{Path: "hosts", Message: fmt.Sprintf("%d host rules, more than %d", len(s.Hosts), grant.MaxHosts)})
+	}
+	for i, h := range s.Hosts {
+		if _, err := grant.ParseHost(h.Pattern, h.PrivateNetworks); err != nil {
+			add(fmt.Sprintf("hosts[%d].pattern", i), err)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		m    map[string]string
+		one  func(k, v string) *grant.Set
+	}{
+		{"config", s.Config, func(k, v string) *grant.Set { return &grant.Set{Config: map[string]string{k: v}} }},
+		{"secrets", s.Secrets, func(k, v string) *grant.Set { return &grant.Set{Secrets: map[string]string{k: v}} }},
+	} {
+		if len(f.m) > grant.MaxKeys {
+			ps = append(ps, FieldError{Path: f.name, Message: fmt.Sprintf("%d entries, more than %d", len(f.m), grant.MaxKeys)})
+		}
+		for _, k := range slices.Sorted(maps.Keys(f.m)) {
+			err := f.one(k, f.m[k]).Check()
+			switch {
+			case err == nil:
+			case f.name == "secrets":
+				// What was sent as a reference may be the secret itself:
+				// it is not repeated.
+				ps = append(ps, FieldError{Path: keyPath(f.name, k), Message: redactRef(grantMessage(err), f.m[k])})
+			default:
+				add(keyPath(f.name, k), err)
+			}
+		}
+	}
+	if len(ps) == 0 {
+		// Whatever the entries alone do not show.
+		if err := s.Check(); err != nil {
+			add("$", err)
+		}
+	}
+	return ps
+}
+
+// grantMessage is a grant error without the sentinel's words, which the
+// problem's title says already.
+func grantMessage(err error) string {
+	return strings.TrimPrefix(err.Error(), grant.ErrInvalid.Error()+": ")
+}
+
+// redactRef removes a refused secret reference, and its prefix taken for
+// a kind, from the message about it: an operator who wrote a secret's
+// value where its reference belongs does not get it echoed (nor logged by
+// whatever logs answers).
+func redactRef(msg, ref string) string {
+	if ref == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, "reference "+strconv.Quote(ref), "the reference")
+	if kind, _, ok := strings.Cut(ref, ":"); ok && kind != "" {
+		msg = strings.ReplaceAll(msg, ", not "+strconv.Quote(kind), "")
+	}
+	return strings.ReplaceAll(msg, ref, "…")
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// keyPath is the path of a map entry: config.url, or config["a.b"] for a
+// key that is not a plain word.
+func keyPath(field, key string) string {
+	if plainKey.MatchString(key) {
+		return field + "." + key
+	}
+	return field + "[" + strconv.Quote(key) + "]"
+}
+
+// grantFieldError is the field error of a grant error that reached
+// problemFor: putGrants checks every field first, so what is left is
+// about the whole document (more than grant.MaxDocument bytes).
+func grantFieldError(err error) FieldError {
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, grant.ErrInvalid.Error()+": "); ok {
+		msg = rest
+	}
+	return FieldError{Path: "$", Message: msg}
+}
