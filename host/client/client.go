@@ -25,6 +25,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 // Config configures a Client.
@@ -202,10 +205,30 @@ type Plugin struct {
 }
 
 // PluginDetail is a plugin's current version and every version kept,
-// current first.
+// current first, with what the current version asks an operator to grant
+// (Needs, from its manifest), what is granted to the name (Granted) and
+// what of Needs no grant covers (Missing).
 type PluginDetail struct {
 	Plugin
-	Versions []Plugin `json:"versions"`
+	Versions []Plugin  `json:"versions"`
+	Needs    abi.Needs `json:"needs"`
+	Granted  Grants    `json:"granted"`
+	Missing  abi.Needs `json:"missing"`
+}
+
+// Grants is what is granted to a plugin name: the hosts its HTTP requests
+// may reach, its configuration values and its secrets, as references
+// (env:NAME, file:/path) that each node resolves. The API never answers
+// a secret's value.
+type Grants struct {
+	Plugin string `json:"plugin"`
+	// Revision is 1 for the first grant of a name and +1 for each change;
+	// 0 when nothing is granted.
+	Revision uint64 `json:"revision"`
+	// UpdatedAt is zero when nothing is granted.
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	// Set is the grant document: Hosts, Config and Secrets.
+	grant.Set
 }
 
 // PutPlugin uploads a module as the plugin name. created is false when
@@ -242,6 +265,46 @@ func (c *Client) Plugin(ctx context.Context, name string) (*PluginDetail, error)
 // running instance pins it.
 func (c *Client) DeletePlugin(ctx context.Context, name string) error {
 	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/plugins/" + seg(name)}, nil)
+	return err
+}
+
+// Grants returns what is granted to a plugin name; Revision 0 and an
+// empty Set when nothing is. The plugin need not be uploaded.
+func (c *Client) Grants(ctx context.Context, name string) (*Grants, error) {
+	var g Grants
+	if err := c.getJSON(ctx, "/v1/plugins/"+seg(name)+"/grants", nil, &g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// PutGrants replaces everything granted to a plugin name with set and
+// returns the grants as stored. Every node uses them from the next
+// activity call it starts. An invalid set is a *Problem with Status 422
+// whose Errors name each field (hosts[0].pattern, config.url,
+// secrets.token).
+func (c *Client) PutGrants(ctx context.Context, name string, set grant.Set) (*Grants, error) {
+	body, err := jsonBody(set)
+	if err != nil {
+		return nil, err
+	}
+	return c.PutGrantsDocument(ctx, name, body)
+}
+
+// PutGrantsDocument is PutGrants with the grant document as JSON, sent as
+// it is: the server refuses unknown fields (400) and invalid entries (422).
+func (c *Client) PutGrantsDocument(ctx context.Context, name string, doc json.RawMessage) (*Grants, error) {
+	var g Grants
+	if _, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/plugins/" + seg(name) + "/grants", body: doc, ctype: "application/json"}, &g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// DeleteGrants revokes everything granted to a plugin name; a *Problem
+// matching ErrNotFound when nothing was granted.
+func (c *Client) DeleteGrants(ctx context.Context, name string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/plugins/" + seg(name) + "/grants"}, nil)
 	return err
 }
 

@@ -1,0 +1,103 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/plugins/grant"
+)
+
+// needsPlugin is a module with one activity whose manifest is manifest.
+func needsPlugin(t testing.TB, manifest string) []byte {
+	t.Helper()
+	return testplugins.WAT(t, fmt.Sprintf(`(module
+  (import "weft" "result" (func $result (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "%s")
+  (func (export "weft_abi_version") (result i32) (i32.const 1))
+  (func (export "weft_alloc") (param i32) (result i32) (i32.const 8192))
+  (func (export "weft_manifest") (result i32) (call $result (i32.const 16) (i32.const %d)) (i32.const 0))
+  (func (export "weft_invoke") (param i32 i32 i32) (result i32) (i32.const 0)))`,
+		strings.ReplaceAll(manifest, `"`, `\"`), len(manifest)))
+}
+
+// TestClientGrants: read, replace, show against the plugin's needs,
+// revoke; the errors a caller tests for.
+func TestClientGrants(t *testing.T) {
+	t.Parallel()
+	url := startHost(t)
+	ctx := context.Background()
+	admin, reader := newClient(t, url, adminToken), newClient(t, url, readerToken)
+	manifest := `{"activities":[{"name":"go"}],"needs":{"hosts":["hooks.example.com"],"config":["url"],"secrets":["token"]}}`
+	if _, _, err := admin.PutPlugin(ctx, "hook", needsPlugin(t, manifest)); err != nil {
+		t.Fatal(err)
+	}
+
+	g, err := reader.Grants(ctx, "hook")
+	if err != nil || g.Plugin != "hook" || g.Revision != 0 || !g.UpdatedAt.IsZero() || !g.Empty() {
+		t.Fatalf("Grants before any: %+v, %v", g, err)
+	}
+	d, err := reader.Plugin(ctx, "hook")
+	want := abi.Needs{Hosts: []string{"hooks.example.com"}, Config: []string{"url"}, Secrets: []string{"token"}}
+	if err != nil || !reflect.DeepEqual(d.Needs, want) || !reflect.DeepEqual(d.Missing, want) || d.Granted.Revision != 0 {
+		t.Fatalf("Plugin before any grant: %+v, %v", d, err)
+	}
+
+	set := grant.Set{
+		Hosts:   []grant.Host{{Pattern: "*.example.com"}},
+		Config:  map[string]string{"url": "https://hooks.example.com/in"},
+		Secrets: map[string]string{"token": "env:HOOK_TOKEN"},
+	}
+	g, err = admin.PutGrants(ctx, "hook", set)
+	if err != nil || g.Revision != 1 || g.UpdatedAt.IsZero() || len(g.Hosts) != 1 || g.Hosts[0].Pattern != "*.example.com" ||
+		g.Config["url"] != "https://hooks.example.com/in" || g.Secrets["token"] != "env:HOOK_TOKEN" {
+		t.Fatalf("PutGrants: %+v, %v", g, err)
+	}
+	if again, err := admin.PutGrants(ctx, "hook", set); err != nil || again.Revision != 1 {
+		t.Fatalf("PutGrants unchanged: %+v, %v", again, err)
+	}
+	d, err = reader.Plugin(ctx, "hook")
+	if err != nil || d.Granted.Revision != 1 || len(d.Missing.Hosts)+len(d.Missing.Config)+len(d.Missing.Secrets) != 0 {
+		t.Fatalf("Plugin after the grant: %+v, %v", d, err)
+	}
+
+	// Errors: a reader may not; an invalid entry names its field; an
+	// unknown field of a raw document is refused, not dropped.
+	if _, err := reader.PutGrants(ctx, "hook", grant.Set{}); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("reader PutGrants: %v, want ErrForbidden", err)
+	}
+	if err := reader.DeleteGrants(ctx, "hook"); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("reader DeleteGrants: %v, want ErrForbidden", err)
+	}
+	_, err = admin.PutGrants(ctx, "hook", grant.Set{Hosts: []grant.Host{{Pattern: "ftp://x"}}, Secrets: map[string]string{"token": "plain"}})
+	var p *client.Problem
+	if !errors.As(err, &p) || p.Status != 422 || !errors.Is(err, client.ErrInvalid) || len(p.Errors) != 2 ||
+		p.Errors[0].Path != "hosts[0].pattern" || p.Errors[1].Path != "secrets.token" {
+		t.Errorf("invalid PutGrants: %v", err)
+	}
+	_, err = admin.PutGrantsDocument(ctx, "hook", json.RawMessage(`{"hostz": []}`))
+	if !errors.As(err, &p) || p.Status != 400 || len(p.Errors) != 1 || p.Errors[0].Path != "hostz" {
+		t.Errorf("unknown field: %v", err)
+	}
+	if g, err := admin.PutGrantsDocument(ctx, "hook", json.RawMessage(`{"config": {"url": "u2"}}`)); err != nil || g.Revision != 2 || len(g.Hosts) != 0 {
+		t.Errorf("PutGrantsDocument: %+v, %v", g, err)
+	}
+
+	if err := admin.DeleteGrants(ctx, "hook"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.DeleteGrants(ctx, "hook"); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("DeleteGrants twice: %v, want ErrNotFound", err)
+	}
+	if g, err := reader.Grants(ctx, "hook"); err != nil || g.Revision != 0 {
+		t.Errorf("Grants after the revoke: %+v, %v", g, err)
+	}
+}
