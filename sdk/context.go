@@ -16,6 +16,22 @@ type host interface {
 	lastHeartbeat() ([]byte, bool)
 	config(key string) (string, bool)
 	log(level int32, msg string)
+
+	// The functions below follow the ABI's sized convention themselves
+	// ("(buf, cap) -> len", -1 when there is nothing), so that the SDK's
+	// reading of them (sized) is tested against the fake host.
+
+	// secret writes the value of the secret name into buf when it fits
+	// and returns its length. A secret not granted stops the call in the
+	// host: it does not return.
+	secret(name string, buf []byte) int32
+	// httpRequest sends a request and returns its status (100–599) or a
+	// negative abi.HTTPError.
+	httpRequest(method, url string, headers, body []byte) int32
+	// httpResponseHeaders and httpResponseBody read the last response of
+	// the call.
+	httpResponseHeaders(buf []byte) int32
+	httpResponseBody(buf []byte) int32
 }
 
 // Context is an activity call's view of the host. It is valid only during
@@ -112,9 +128,26 @@ func (c *Context) LastHeartbeat(v any) bool {
 	return json.Unmarshal(b, v) == nil
 }
 
-// Config returns the configuration value named key, set by the host's
-// operator for this plugin.
+// Config returns the configuration value named key, which the host's
+// operator granted to this plugin (weft plugin grant NAME --config
+// key=value). It reports false when the key is not granted, so that a
+// plugin can fall back to a default. Declare the keys a plugin reads with
+// Needs.
 func (c *Context) Config(key string) (string, bool) { return c.host.config(key) }
+
+// Secret returns the value of the secret name, which the host's operator
+// granted to this plugin as a reference (weft plugin grant NAME --secret
+// name=env:VAR or name=file:/path) that the host resolves when it is asked.
+// Asking for a secret that is not granted stops the call with the failure
+// code not_granted, which is not retried, so Secret has no error to return;
+// declare the secrets a plugin reads with Needs, so that an operator sees
+// them. Never log the value or put it in an output, a failure or heartbeat
+// details: the host keeps it out of its own records, but cannot see where a
+// plugin copies it.
+func (c *Context) Secret(name string) string {
+	b, _ := sized(func(buf []byte) int32 { return c.host.secret(name, buf) }, 64)
+	return string(b)
+}
 
 // Level is a log level.
 type Level int32

@@ -32,6 +32,22 @@ func hostLastHeartbeat(buf unsafe.Pointer, n uint32) int32
 //go:wasmimport weft config
 func hostConfig(key unsafe.Pointer, keyLen uint32, buf unsafe.Pointer, n uint32) int32
 
+// The optional host functions (abi/README.md §11): the linker imports each
+// only into a plugin that calls it, so a plugin without HTTP or secrets
+// still loads on a host that predates them.
+
+//go:wasmimport weft secret
+func hostSecret(name unsafe.Pointer, nameLen uint32, buf unsafe.Pointer, n uint32) int32
+
+//go:wasmimport weft http_request
+func hostHTTPRequest(method unsafe.Pointer, methodLen uint32, url unsafe.Pointer, urlLen uint32, headers unsafe.Pointer, headersLen uint32, body unsafe.Pointer, bodyLen uint32) int32
+
+//go:wasmimport weft http_response_headers
+func hostHTTPResponseHeaders(buf unsafe.Pointer, n uint32) int32
+
+//go:wasmimport weft http_response_body
+func hostHTTPResponseBody(buf unsafe.Pointer, n uint32) int32
+
 // request is the buffer weft_alloc hands out; it is reused across calls so
 // that a steady stream of calls allocates nothing on the way in.
 var request []byte
@@ -95,19 +111,19 @@ func (wasmHost) heartbeat(details []byte) bool {
 func (wasmHost) cancelled() bool { return hostCancelled() != 0 }
 
 func (wasmHost) info() []byte {
-	b, _ := sized(func(buf []byte) int32 { return hostInfo(ptrOf(buf), uint32(len(buf))) })
+	b, _ := sized(func(buf []byte) int32 { return hostInfo(ptrOf(buf), uint32(len(buf))) }, 256)
 	return b
 }
 
 func (wasmHost) lastHeartbeat() ([]byte, bool) {
-	return sized(func(buf []byte) int32 { return hostLastHeartbeat(ptrOf(buf), uint32(len(buf))) })
+	return sized(func(buf []byte) int32 { return hostLastHeartbeat(ptrOf(buf), uint32(len(buf))) }, 256)
 }
 
 func (wasmHost) config(key string) (string, bool) {
 	k := []byte(key)
 	b, ok := sized(func(buf []byte) int32 {
 		return hostConfig(ptrOf(k), uint32(len(k)), ptrOf(buf), uint32(len(buf)))
-	})
+	}, 256)
 	return string(b), ok
 }
 
@@ -116,19 +132,21 @@ func (wasmHost) log(level int32, msg string) {
 	hostLog(level, ptrOf(b), uint32(len(b)))
 }
 
-// sized calls a host function that writes into a caller's buffer, growing the
-// buffer once when the first one was too small.
-func sized(call func(buf []byte) int32) ([]byte, bool) {
-	buf := make([]byte, 256)
-	n := call(buf)
-	if n < 0 {
-		return nil, false
-	}
-	if int(n) > len(buf) {
-		buf = make([]byte, n)
-		if n = call(buf); n < 0 || int(n) > len(buf) {
-			return nil, false
-		}
-	}
-	return buf[:n], true
+func (wasmHost) secret(name string, buf []byte) int32 {
+	k := []byte(name)
+	return hostSecret(ptrOf(k), uint32(len(k)), ptrOf(buf), uint32(len(buf)))
+}
+
+func (wasmHost) httpRequest(method, url string, headers, body []byte) int32 {
+	m, u := []byte(method), []byte(url)
+	return hostHTTPRequest(ptrOf(m), uint32(len(m)), ptrOf(u), uint32(len(u)),
+		ptrOf(headers), uint32(len(headers)), ptrOf(body), uint32(len(body)))
+}
+
+func (wasmHost) httpResponseHeaders(buf []byte) int32 {
+	return hostHTTPResponseHeaders(ptrOf(buf), uint32(len(buf)))
+}
+
+func (wasmHost) httpResponseBody(buf []byte) int32 {
+	return hostHTTPResponseBody(ptrOf(buf), uint32(len(buf)))
 }

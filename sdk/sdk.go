@@ -23,6 +23,11 @@
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o greet.wasm .
 //	tinygo build -target=wasip1 -buildmode=c-shared -o greet.wasm .
 //
+// A handler reaches the host through its *Context: heartbeats, call info,
+// logs, and what an operator granted the plugin — configuration values
+// (Context.Config), secrets (Context.Secret) and outbound HTTP to granted
+// hosts (Context.Do). Needs declares those in the manifest.
+//
 // The package avoids reflection outside the typed handlers' encoding/json so
 // that it stays TinyGo-compatible.
 package sdk
@@ -97,7 +102,74 @@ func Typed[I, O any](fn func(ctx *Context, in I) (O, error)) Handler {
 	}
 }
 
-// manifest encodes the registered activities, sorted by name.
+// needs is what the plugin declared with Needs. Like the registry, it is
+// written only during init.
+var needs abi.Needs
+
+// Needs declares what the plugin asks an operator to grant it: the hosts
+// its HTTP requests reach (patterns such as "api.example.com",
+// "*.example.com" or "http://10.0.0.7:8080"), the configuration keys it
+// reads with Context.Config and the secrets it reads with Context.Secret.
+// The host shows them in the manifest, next to what is granted; declaring
+// grants nothing. Call it from an init function; calls add up, and a name
+// declared twice is listed once. It panics when a config key or secret
+// name could never be granted (1 to 256 bytes of printable ASCII without
+// spaces or '=') or a host pattern is empty or has spaces, which the host
+// would otherwise report at upload.
+func Needs(n abi.Needs) {
+	for _, p := range n.Hosts {
+		if !validKey(p, true) {
+			panic(fmt.Sprintf("sdk: invalid host pattern %q: want 1-256 bytes of printable ASCII without spaces", p))
+		}
+	}
+	for _, k := range n.Config {
+		if !validKey(k, false) {
+			panic(fmt.Sprintf("sdk: invalid config key %q: want 1-256 bytes of printable ASCII without spaces or '='", k))
+		}
+	}
+	for _, k := range n.Secrets {
+		if !validKey(k, false) {
+			panic(fmt.Sprintf("sdk: invalid secret name %q: want 1-256 bytes of printable ASCII without spaces or '='", k))
+		}
+	}
+	needs.Hosts = appendNew(needs.Hosts, n.Hosts)
+	needs.Config = appendNew(needs.Config, n.Config)
+	needs.Secrets = appendNew(needs.Secrets, n.Secrets)
+}
+
+// validKey reports whether k is 1 to 256 bytes of printable ASCII without
+// spaces, and without '=' unless equalsOK.
+func validKey(k string, equalsOK bool) bool {
+	if k == "" || len(k) > 256 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c <= ' ' || c >= 0x7f || c == '=' && !equalsOK {
+			return false
+		}
+	}
+	return true
+}
+
+// appendNew appends to list each name of add it does not hold yet.
+func appendNew(list, add []string) []string {
+	for _, a := range add {
+		seen := false
+		for _, l := range list {
+			if l == a {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			list = append(list, a)
+		}
+	}
+	return list
+}
+
+// manifest encodes the registered activities, sorted by name, and the
+// declared needs.
 func manifest() []byte {
 	names := make([]string, 0, len(registry))
 	for name := range registry {
@@ -117,7 +189,41 @@ func manifest() []byte {
 		}
 		b = append(b, '}')
 	}
-	return append(b, "]}"...)
+	b = append(b, ']')
+	b = appendNeeds(b, &needs)
+	return append(b, '}')
+}
+
+// appendNeeds appends `,"needs":{…}` with the lists n holds, or nothing
+// when it holds none.
+func appendNeeds(b []byte, n *abi.Needs) []byte {
+	if len(n.Hosts)+len(n.Config)+len(n.Secrets) == 0 {
+		return b
+	}
+	b = append(b, `,"needs":{`...)
+	first := true
+	for _, f := range []struct {
+		name string
+		keys []string
+	}{{"hosts", n.Hosts}, {"config", n.Config}, {"secrets", n.Secrets}} {
+		if len(f.keys) == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendJSONString(b, f.name)
+		b = append(b, ":["...)
+		for i, k := range f.keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
 
 // dispatch runs one activity call and returns the status and result for the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/weftworks/weft/abi"
@@ -18,6 +19,29 @@ type fakeHost struct {
 	cfg     map[string]string
 	logs    []string
 	polls   int
+
+	// secrets are the granted secrets; asking for another panics, as the
+	// real host stops the call. secretCaps records each buffer's size.
+	secrets    map[string]string
+	secretCaps []int
+	// serve answers HTTP requests (a negative status is an abi.HTTPError);
+	// reqs records them, and headerCaps and bodyCaps the size of each
+	// buffer the guest read the response into.
+	serve      func(fakeRequest) (status int32, header, body string)
+	reqs       []fakeRequest
+	resp       *fakeResponse
+	headerCaps []int
+	bodyCaps   []int
+}
+
+// fakeRequest is what the guest passed to http_request.
+type fakeRequest struct {
+	method, url, header, body string
+}
+
+// fakeResponse is the last response of the call.
+type fakeResponse struct {
+	header, body string
 }
 
 func (h *fakeHost) heartbeat(d []byte) bool {
@@ -32,6 +56,51 @@ func (h *fakeHost) log(level int32, msg string) {
 	h.logs = append(h.logs, fmt.Sprintf("%d %s", level, msg))
 }
 
+func (h *fakeHost) secret(name string, buf []byte) int32 {
+	h.secretCaps = append(h.secretCaps, len(buf))
+	v, ok := h.secrets[name]
+	if !ok {
+		panic("not_granted: secret " + name)
+	}
+	return writeSized(buf, v)
+}
+
+func (h *fakeHost) httpRequest(method, url string, header, body []byte) int32 {
+	r := fakeRequest{method: method, url: url, header: string(header), body: string(body)}
+	h.reqs = append(h.reqs, r)
+	status, rh, rb := h.serve(r)
+	h.resp = nil
+	if status >= 0 {
+		h.resp = &fakeResponse{header: rh, body: rb}
+	}
+	return status
+}
+
+func (h *fakeHost) httpResponseHeaders(buf []byte) int32 {
+	h.headerCaps = append(h.headerCaps, len(buf))
+	if h.resp == nil {
+		return abi.NotFound
+	}
+	return writeSized(buf, h.resp.header)
+}
+
+func (h *fakeHost) httpResponseBody(buf []byte) int32 {
+	h.bodyCaps = append(h.bodyCaps, len(buf))
+	if h.resp == nil {
+		return abi.NotFound
+	}
+	return writeSized(buf, h.resp.body)
+}
+
+// writeSized is the host's side of the sized convention: v is written
+// only when it fits, and its length returned either way.
+func writeSized(buf []byte, v string) int32 {
+	if len(v) <= len(buf) {
+		copy(buf, v)
+	}
+	return int32(len(v))
+}
+
 type greetIn struct {
 	Name string `json:"name"`
 }
@@ -40,6 +109,8 @@ type greetOut struct {
 }
 
 func init() {
+	Needs(abi.Needs{Hosts: []string{"api.example.com"}, Config: []string{"url"}, Secrets: []string{"token"}})
+	Needs(abi.Needs{Hosts: []string{"http://10.0.0.7:*"}, Config: []string{"url", "region"}}) // url once
 	Register("greet", Typed(func(ctx *Context, in greetIn) (greetOut, error) {
 		if in.Name == "" {
 			return greetOut{}, NonRetryable("no_name", "name is required")
@@ -157,6 +228,55 @@ func TestManifest(t *testing.T) {
 	}
 	if names != "beat boom greet plain-error raw resume wrapped " {
 		t.Errorf("activities %q, want them sorted", names)
+	}
+	const wantNeeds = `,"needs":{"hosts":["api.example.com","http://10.0.0.7:*"],"config":["url","region"],"secrets":["token"]}}`
+	if !strings.HasSuffix(string(manifest()), wantNeeds) {
+		t.Errorf("manifest %s\ndoes not end with %s", manifest(), wantNeeds)
+	}
+}
+
+func TestAppendNeeds(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		needs abi.Needs
+		want  string
+	}{
+		{abi.Needs{}, ``},
+		{abi.Needs{Hosts: []string{}}, ``},
+		{abi.Needs{Secrets: []string{"a\"b"}}, `,"needs":{"secrets":["a\"b"]}`},
+		{abi.Needs{Hosts: []string{"*.example.com"}, Secrets: []string{"k"}}, `,"needs":{"hosts":["*.example.com"],"secrets":["k"]}`},
+	} {
+		got := string(appendNeeds(nil, &tt.needs))
+		if got != tt.want {
+			t.Errorf("%+v: %s, want %s", tt.needs, got, tt.want)
+		}
+		var back abi.Manifest
+		if err := json.Unmarshal([]byte(`{"activities":[]`+got+`}`), &back); err != nil {
+			t.Errorf("%+v: %v", tt.needs, err)
+		}
+	}
+}
+
+func TestNeedsRefusesBadNames(t *testing.T) {
+	t.Parallel()
+	for _, n := range []abi.Needs{
+		{Config: []string{""}},
+		{Config: []string{"a=b"}},
+		{Secrets: []string{"has space"}},
+		{Secrets: []string{"tab\t"}},
+		{Secrets: []string{strings.Repeat("k", 257)}},
+		{Config: []string{"ünï"}},
+		{Hosts: []string{""}},
+		{Hosts: []string{"api.example.com ", "ok.example.com"}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Needs(%+v) did not panic", n)
+				}
+			}()
+			Needs(n)
+		}()
 	}
 }
 

@@ -1,0 +1,375 @@
+package sdk
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/weftworks/weft/abi"
+)
+
+// Outbound HTTP (abi/README.md §13). A plugin reaches only the hosts an
+// operator granted it (weft plugin grant NAME --host PATTERN); the host
+// makes the request, follows redirects, and adds a User-Agent and an
+// Idempotency-Key unless the request sets them. The API follows net/http's
+// names, which a plugin cannot use: WASI gives it no sockets.
+
+// Header is the header of a request or a response: canonical names
+// (CanonicalHeaderKey) to their values, as in net/http.
+type Header map[string][]string
+
+// Add adds value to the values of the header key.
+func (h Header) Add(key, value string) {
+	k := CanonicalHeaderKey(key)
+	h[k] = append(h[k], value)
+}
+
+// Set replaces the values of the header key with value.
+func (h Header) Set(key, value string) { h[CanonicalHeaderKey(key)] = []string{value} }
+
+// Get returns the first value of the header key, or "" when it has none.
+func (h Header) Get(key string) string {
+	if v := h[CanonicalHeaderKey(key)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Values returns the values of the header key. The slice is the header's
+// own, not a copy.
+func (h Header) Values(key string) []string { return h[CanonicalHeaderKey(key)] }
+
+// Del removes the header key.
+func (h Header) Del(key string) { delete(h, CanonicalHeaderKey(key)) }
+
+// CanonicalHeaderKey returns the canonical form of a header name: the
+// first letter and every letter after a hyphen upper case, the others
+// lower case ("content-type" is "Content-Type"). A name that is not an
+// HTTP token is returned unchanged, as net/textproto does.
+func CanonicalHeaderKey(s string) string {
+	canonical := true
+	upper := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isTokenChar(c) {
+			return s
+		}
+		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+			canonical = false
+		}
+		upper = c == '-'
+	}
+	if canonical {
+		return s
+	}
+	b := []byte(s)
+	upper = true
+	for i, c := range b {
+		if upper && 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		} else if !upper && 'A' <= c && c <= 'Z' {
+			b[i] = c - 'A' + 'a'
+		}
+		upper = c == '-'
+	}
+	return string(b)
+}
+
+// Request is an outbound HTTP request.
+type Request struct {
+	// Method is an HTTP method (GET, POST, …); empty means GET.
+	Method string
+	// URL is an absolute http or https URL, in ASCII: a name in punycode,
+	// other characters percent-encoded. It has no user information.
+	URL string
+	// Header holds the request's header lines. The host sets Host,
+	// Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade,
+	// TE, Trailer and the Proxy-* headers itself: a request that sets one
+	// is refused. It adds a User-Agent and an Idempotency-Key unless the
+	// request sets them.
+	Header Header
+	// Body is sent with a Content-Length; nil or empty sends none.
+	Body []byte
+}
+
+// Response is the response to a Request, read whole.
+type Response struct {
+	// StatusCode is the status of the final response, after redirects:
+	// 100 to 599.
+	StatusCode int
+	// Header holds the response's header lines, with canonical names.
+	Header Header
+	// Body is the body as the server sent it: the host neither asks for
+	// nor undoes compression.
+	Body []byte
+}
+
+// HTTPError says why a request got no response at all. A response with
+// any status, 4xx and 5xx included, is not an error: check
+// Response.StatusCode. errors.Is matches it against ErrHTTPTimeout,
+// ErrHTTPUnreachable, ErrHTTPTLS and ErrHTTPBadResponse by Code.
+//
+// The host writes the details (the address, the handshake's complaint) to
+// the activity's log; the plugin sees only the reason.
+type HTTPError struct {
+	// Code is what http_request returned: an abi.HTTPError, below zero.
+	Code int32
+	// Reason names Code in a few words without spaces: "timeout",
+	// "unreachable", "tls", "bad_response" (or "unknown"), fit to append
+	// to a failure code ("http_" + Reason).
+	Reason string
+}
+
+// Error implements error.
+func (e *HTTPError) Error() string {
+	switch e.Code {
+	case abi.HTTPTimeout:
+		return "http: timeout: the request's own timeout passed"
+	case abi.HTTPUnreachable:
+		return "http: unreachable: the name did not resolve, or the connection was refused or reset"
+	case abi.HTTPTLS:
+		return "http: tls: the TLS handshake failed"
+	case abi.HTTPBadResponse:
+		return "http: bad_response: the answer was not HTTP, or it redirected more than 10 times"
+	}
+	return "http: " + e.Reason + " (" + strconv.Itoa(int(e.Code)) + ")"
+}
+
+// Timeout reports whether the request's own timeout passed. The attempt's
+// deadline never returns an error: the host stops the call.
+func (e *HTTPError) Timeout() bool { return e.Code == abi.HTTPTimeout }
+
+// Is reports whether target is an *HTTPError with the same Code, so that
+// errors.Is(err, ErrHTTPTimeout) works on any error Do returned.
+func (e *HTTPError) Is(target error) bool {
+	t, ok := target.(*HTTPError)
+	return ok && t.Code == e.Code
+}
+
+// The reasons a request got no response, for errors.Is.
+var (
+	// ErrHTTPTimeout: the request's own timeout passed (the host's
+	// plugins.http.timeout or plugins.http.connect_timeout).
+	ErrHTTPTimeout error = &HTTPError{Code: abi.HTTPTimeout, Reason: "timeout"}
+	// ErrHTTPUnreachable: the name did not resolve, or the connection was
+	// refused or reset.
+	ErrHTTPUnreachable error = &HTTPError{Code: abi.HTTPUnreachable, Reason: "unreachable"}
+	// ErrHTTPTLS: the TLS handshake failed, for example on a certificate
+	// the host does not trust.
+	ErrHTTPTLS error = &HTTPError{Code: abi.HTTPTLS, Reason: "tls"}
+	// ErrHTTPBadResponse: the answer was not HTTP, or there were more than
+	// 10 redirects.
+	ErrHTTPBadResponse error = &HTTPError{Code: abi.HTTPBadResponse, Reason: "bad_response"}
+)
+
+// ErrInvalidRequest matches the error Do returns, without calling the
+// host, for a request the ABI does not allow: a method that is not an HTTP
+// token, a URL that is not absolute http(s) ASCII with a host, or a header
+// name or value that may not be sent. The host would stop the call for
+// such a request; Do lets the plugin decide instead.
+var ErrInvalidRequest = errors.New("sdk: invalid HTTP request")
+
+// Initial buffer sizes for reading a response: most header blocks and many
+// bodies fit, and a larger one costs one more host call.
+const (
+	firstHeaderBuf = 1 << 10
+	firstBodyBuf   = 4 << 10
+)
+
+// Do sends req through the host and returns the whole response. It returns
+// an *HTTPError when no response arrived, and an error matching
+// ErrInvalidRequest, without sending anything, when the request cannot be
+// sent.
+//
+// The call stops (Do does not return) when the URL's host is not granted
+// to the plugin (failure code not_granted), or when the request or the
+// response passes one of the host's limits (code limit): see
+// abi/README.md §13. The time Do waits counts toward the attempt's
+// deadline.
+func (c *Context) Do(req *Request) (*Response, error) {
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil request", ErrInvalidRequest)
+	}
+	method := req.Method
+	if method == "" {
+		method = "GET"
+	}
+	if !isToken(method) {
+		return nil, fmt.Errorf("%w: method %q is not an HTTP token", ErrInvalidRequest, method)
+	}
+	if err := checkURL(req.URL); err != nil {
+		return nil, err
+	}
+	headers, err := encodeHeader(req.Header)
+	if err != nil {
+		return nil, err
+	}
+	status := c.host.httpRequest(method, req.URL, headers, req.Body)
+	if status < 0 {
+		return nil, httpError(status)
+	}
+	if status < 100 || status > 599 {
+		return nil, fmt.Errorf("sdk: http_request returned %d, neither a status nor an error", status)
+	}
+	h, ok := sized(c.host.httpResponseHeaders, firstHeaderBuf)
+	if !ok {
+		return nil, fmt.Errorf("sdk: http_request returned status %d, but the host has no response headers", status)
+	}
+	body, ok := sized(c.host.httpResponseBody, firstBodyBuf)
+	if !ok {
+		return nil, fmt.Errorf("sdk: http_request returned status %d, but the host has no response body", status)
+	}
+	return &Response{StatusCode: int(status), Header: decodeHeader(h), Body: body}, nil
+}
+
+// Get sends a GET request to url.
+func (c *Context) Get(url string) (*Response, error) {
+	return c.Do(&Request{Method: "GET", URL: url})
+}
+
+// Post sends a POST request of body to url, with the Content-Type
+// contentType (none when it is empty).
+func (c *Context) Post(url, contentType string, body []byte) (*Response, error) {
+	req := &Request{Method: "POST", URL: url, Body: body}
+	if contentType != "" {
+		req.Header = Header{"Content-Type": {contentType}}
+	}
+	return c.Do(req)
+}
+
+// httpError returns the *HTTPError of a negative http_request result.
+func httpError(code int32) *HTTPError {
+	for _, s := range []error{ErrHTTPTimeout, ErrHTTPUnreachable, ErrHTTPTLS, ErrHTTPBadResponse} {
+		if e := s.(*HTTPError); e.Code == code {
+			c := *e // never hand out the sentinel itself
+			return &c
+		}
+	}
+	return &HTTPError{Code: code, Reason: "unknown"}
+}
+
+// checkURL refuses a URL that the ABI does not allow: not absolute http or
+// https, without a host, with user information, or with a byte outside
+// printable ASCII.
+func checkURL(u string) error {
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c >= 0x7f {
+			return fmt.Errorf("%w: the URL has the byte %q at %d; percent-encode it (and write an international name in punycode)", ErrInvalidRequest, c, i)
+		}
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	if p.Scheme != "http" && p.Scheme != "https" {
+		return fmt.Errorf("%w: URL %q: the scheme must be http or https", ErrInvalidRequest, u)
+	}
+	if p.Host == "" || p.Hostname() == "" {
+		return fmt.Errorf("%w: URL %q has no host", ErrInvalidRequest, u)
+	}
+	if p.User != nil {
+		return fmt.Errorf("%w: URL %q has user information; send credentials in a header", ErrInvalidRequest, u)
+	}
+	return nil
+}
+
+// hostOnly reports whether the header name, in any case, is one the host
+// sets itself.
+func hostOnly(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer":
+		return true
+	}
+	return strings.HasPrefix(n, "proxy-")
+}
+
+// encodeHeader encodes h as the ABI's header lines, "Name: value\n", names
+// sorted so that the same header always encodes the same way. It refuses
+// what the host would stop the call for.
+func encodeHeader(h Header) ([]byte, error) {
+	if len(h) == 0 {
+		return nil, nil
+	}
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	size := 0
+	for _, name := range names {
+		if !isToken(name) {
+			return nil, fmt.Errorf("%w: header name %q is not an HTTP token", ErrInvalidRequest, name)
+		}
+		if hostOnly(name) {
+			return nil, fmt.Errorf("%w: the header %s is the host's to set", ErrInvalidRequest, name)
+		}
+		for _, v := range h[name] {
+			if i := strings.IndexAny(v, "\r\n\x00"); i >= 0 {
+				return nil, fmt.Errorf("%w: the value of header %s has the byte %q at %d", ErrInvalidRequest, name, v[i], i)
+			}
+			size += len(name) + len(v) + 3
+		}
+	}
+	b := make([]byte, 0, size)
+	for _, name := range names {
+		for _, v := range h[name] {
+			b = append(b, name...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, '\n')
+		}
+	}
+	return b, nil
+}
+
+// decodeHeader parses header lines, "Name: value\n" with an optional
+// "\r", into a Header. Names are canonicalised and values trimmed of
+// spaces and tabs; a line without a colon is skipped.
+func decodeHeader(b []byte) Header {
+	h := Header{}
+	for len(b) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			line, b = b, nil
+		}
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			continue
+		}
+		name := CanonicalHeaderKey(strings.TrimRight(string(line[:colon]), " \t"))
+		h[name] = append(h[name], strings.Trim(string(line[colon+1:]), " \t"))
+	}
+	return h
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 §5.6.2): one or
+// more of the characters isTokenChar allows.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isTokenChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isTokenChar(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
