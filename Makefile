@@ -46,6 +46,8 @@ FUZZ_TARGETS := \
 	./plugins:FuzzLoad \
 	./plugins:FuzzHostileGuest \
 	./plugins:FuzzUploadGenerated \
+	./plugins:FuzzHTTPRequest \
+	./plugins/grant:FuzzParse \
 	./plugins/instrument:FuzzRewrite \
 	./plugins/instrument:FuzzGenerated \
 	./examples/plugins/ckit/test:FuzzSameAsKit

@@ -23,26 +23,26 @@ const (
 	RefFile = "file"
 )
 
-// ParseRef parses "env:NAME" or "file:/absolute/path".
+// ParseRef parses "env:NAME" or "file:/absolute/path". Its errors never
+// quote s, which may be a secret's value written where its reference
+// belongs.
 func ParseRef(s string) (Ref, error) {
 	kind, name, ok := strings.Cut(s, ":")
-	if !ok || name == "" {
-		return Ref{}, fmt.Errorf("reference %q is not env:NAME or file:/path (a secret's value is never stored, only where to find it)", s)
+	if !ok || name == "" || (kind != RefEnv && kind != RefFile) {
+		return Ref{}, fmt.Errorf("the reference is not env:NAME or file:/path (a secret's value is never stored, only where each node finds it)")
 	}
 	switch kind {
 	case RefEnv:
 		for i := 0; i < len(name); i++ {
 			c := name[i]
 			if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-				return Ref{}, fmt.Errorf("reference %q: an environment variable's name is letters, digits and '_'", s)
+				return Ref{}, fmt.Errorf("the reference is env: and a name of letters, digits and '_'")
 			}
 		}
 	case RefFile:
 		if !filepath.IsAbs(name) || filepath.Clean(name) != name {
-			return Ref{}, fmt.Errorf("reference %q: the path must be absolute and clean", s)
+			return Ref{}, fmt.Errorf("the reference is file: and an absolute, clean path")
 		}
-	default:
-		return Ref{}, fmt.Errorf("reference %q: the kind is env or file, not %q", s, kind)
 	}
 	return Ref{Kind: kind, Name: name}, nil
 }
