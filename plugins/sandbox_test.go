@@ -16,7 +16,7 @@ import (
 	"github.com/weftworks/weft/plugins/grant"
 )
 
-func loadFile(t *testing.T, rt *plugins.Runtime, path string) string {
+func loadFile(t testing.TB, rt *plugins.Runtime, path string) string {
 	t.Helper()
 	wasm, err := os.ReadFile(path)
 	if err != nil {
