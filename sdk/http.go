@@ -86,7 +86,8 @@ type Request struct {
 	// URL is an absolute http or https URL, in ASCII: a name in punycode,
 	// other characters percent-encoded. It has no user information.
 	URL string
-	// Header holds the request's header lines. The host sets Host,
+	// Header holds the request's header lines: names are HTTP tokens,
+	// values have no control characters but tab. The host sets Host,
 	// Content-Length, Transfer-Encoding, Connection, Keep-Alive, Upgrade,
 	// TE, Trailer and the Proxy-* headers itself: a request that sets one
 	// is refused. It adds a User-Agent and an Idempotency-Key unless the
@@ -254,7 +255,8 @@ func httpError(code int32) *HTTPError {
 
 // checkURL refuses a URL that the ABI does not allow: not absolute http or
 // https, without a host, with user information, or with a byte outside
-// printable ASCII.
+// printable ASCII. Its errors never quote the URL, which may carry a
+// credential (a webhook's URL often does).
 func checkURL(u string) error {
 	for i := 0; i < len(u); i++ {
 		if c := u[i]; c <= ' ' || c >= 0x7f {
@@ -263,16 +265,20 @@ func checkURL(u string) error {
 	}
 	p, err := url.Parse(u)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL
+		}
+		return fmt.Errorf("%w: the URL does not parse: %v", ErrInvalidRequest, err)
 	}
 	if p.Scheme != "http" && p.Scheme != "https" {
-		return fmt.Errorf("%w: URL %q: the scheme must be http or https", ErrInvalidRequest, u)
+		return fmt.Errorf("%w: the URL's scheme is %q, not http or https", ErrInvalidRequest, p.Scheme)
 	}
 	if p.Host == "" || p.Hostname() == "" {
-		return fmt.Errorf("%w: URL %q has no host", ErrInvalidRequest, u)
+		return fmt.Errorf("%w: the URL has no host", ErrInvalidRequest)
 	}
 	if p.User != nil {
-		return fmt.Errorf("%w: URL %q has user information; send credentials in a header", ErrInvalidRequest, u)
+		return fmt.Errorf("%w: the URL has user information; send credentials in a header", ErrInvalidRequest)
 	}
 	return nil
 }
@@ -309,8 +315,9 @@ func encodeHeader(h Header) ([]byte, error) {
 			return nil, fmt.Errorf("%w: the header %s is the host's to set", ErrInvalidRequest, name)
 		}
 		for _, v := range h[name] {
-			if i := strings.IndexAny(v, "\r\n\x00"); i >= 0 {
-				return nil, fmt.Errorf("%w: the value of header %s has the byte %q at %d", ErrInvalidRequest, name, v[i], i)
+			if i := badValueByte(v); i >= 0 {
+				// Never the value itself: it may be a credential.
+				return nil, fmt.Errorf("%w: the value of header %s has the control byte %q at %d", ErrInvalidRequest, name, v[i], i)
 			}
 			size += len(name) + len(v) + 3
 		}
@@ -350,6 +357,20 @@ func decodeHeader(b []byte) Header {
 		h[name] = append(h[name], strings.Trim(string(line[colon+1:]), " \t"))
 	}
 	return h
+}
+
+// badValueByte returns the index of the first byte of v that a header
+// value cannot carry, or -1. The ABI forbids CR, LF and NUL; the other
+// control characters but tab are refused too, because HTTP forbids them
+// (RFC 9110 §5.5) and the host cannot send them: it reports such a request
+// as a bad response without sending it.
+func badValueByte(v string) int {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return i
+		}
+	}
+	return -1
 }
 
 // isToken reports whether s is an HTTP token (RFC 9110 §5.6.2): one or
