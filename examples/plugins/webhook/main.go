@@ -1,0 +1,168 @@
+// Command webhook is a Weft plugin that delivers JSON documents to a
+// webhook: an HTTP endpoint an operator grants it, with a bearer token.
+//
+// Activities:
+//
+//   - deliver: any JSON document -> {"status", "response"}
+//
+// It reads the configuration value url and the secret token, which an
+// operator grants:
+//
+//	weft plugin grant webhook --host hooks.example.com \
+//		--config url=https://hooks.example.com/in --secret token=env:WEBHOOK_TOKEN
+//
+// See README.md beside this file. Build:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o webhook.wasm .
+//	tinygo build -target=wasip1 -buildmode=c-shared -o webhook.wasm .
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/sdk"
+)
+
+func init() {
+	sdk.Needs(abi.Needs{Config: []string{"url"}, Secrets: []string{"token"}})
+	sdk.RegisterWithDescription("deliver",
+		"POSTs the input JSON document to the configured url with the bearer token; returns {status, response}. 5xx, 429, timeouts and unreachable hosts are retryable.",
+		deliver)
+}
+
+func main() {}
+
+// Failure codes. The http_ codes carry {"status"} or {"error"} details.
+const (
+	codeMissingURL = "missing_url" // no url is granted: non-retryable
+	codeBadURL     = "bad_url"     // the url is not an absolute http(s) URL: non-retryable
+	codeBadToken   = "bad_token"   // the token cannot be sent in a header: non-retryable
+	code4xx        = "http_4xx"    // a 4xx other than 429: non-retryable
+	code429        = "http_429"    // too many requests: retryable
+	code5xx        = "http_5xx"    // a server error: retryable
+)
+
+const (
+	// maxResponse is the largest response body kept in the output; a
+	// larger one is left out, well under the host's 1 MiB output limit.
+	maxResponse = 256 << 10
+	// maxExcerpt is how much of a failed response's body the failure's
+	// details quote.
+	maxExcerpt = 512
+)
+
+// output is what deliver returns after a 2xx response.
+type output struct {
+	// Status is the response's status code.
+	Status int `json:"status"`
+	// Response is the response body: as JSON when it is a JSON document,
+	// else as a string; null when it was left out.
+	Response json.RawMessage `json:"response"`
+	// ResponseOmittedBytes is the size of a body larger than maxResponse,
+	// which Response leaves out.
+	ResponseOmittedBytes int `json:"response_omitted_bytes,omitempty"`
+}
+
+// deliver POSTs the input, as it is, to the configured url.
+func deliver(ctx *sdk.Context, input []byte) ([]byte, error) {
+	url, ok := ctx.Config("url")
+	if !ok || url == "" {
+		return nil, sdk.NonRetryable(codeMissingURL, "the plugin has no url to deliver to; grant one: weft plugin grant "+plugin(ctx)+" --config url=https://HOST/PATH --host HOST")
+	}
+	// The host stops the call (not_granted) when the token is not granted.
+	token := ctx.Secret("token")
+	if !headerSafe(token) {
+		// Never quote the token, not even in part.
+		return nil, sdk.NonRetryable(codeBadToken, "the secret token contains a control character (a line break, say), which a header cannot carry")
+	}
+	req := &sdk.Request{Method: "POST", URL: url, Header: sdk.Header{}, Body: input}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := ctx.Do(req)
+	if err != nil {
+		return nil, failed(err)
+	}
+	switch s := resp.StatusCode; {
+	case s >= 200 && s <= 299:
+		out := output{Status: s}
+		switch {
+		case len(resp.Body) > maxResponse:
+			out.ResponseOmittedBytes = len(resp.Body)
+		case json.Valid(resp.Body):
+			out.Response = resp.Body
+		default:
+			out.Response, _ = json.Marshal(string(resp.Body))
+		}
+		return json.Marshal(out)
+	case s == 429:
+		return nil, statusFailure(code429, true, resp)
+	case s >= 500:
+		return nil, statusFailure(code5xx, true, resp)
+	case s >= 400:
+		return nil, statusFailure(code4xx, false, resp)
+	default: // 1xx, or a 3xx the host did not follow (304, no Location)
+		return nil, statusFailure("http_"+strconv.Itoa(s/100)+"xx", false, resp)
+	}
+}
+
+// failed turns an error from Do into a failure: timeouts and unreachable
+// hosts may recover, a TLS failure or an answer that is not HTTP will not
+// without an operator.
+func failed(err error) error {
+	var herr *sdk.HTTPError
+	switch {
+	case errors.As(err, &herr):
+		retry := errors.Is(err, sdk.ErrHTTPTimeout) || errors.Is(err, sdk.ErrHTTPUnreachable)
+		e := &sdk.Error{Code: "http_" + herr.Reason, Message: err.Error(), Retryable: retry}
+		return e.WithDetails(map[string]string{"error": herr.Reason})
+	case errors.Is(err, sdk.ErrInvalidRequest):
+		// The token was checked above: what is left is the url. The
+		// SDK's message does not quote it.
+		return sdk.NonRetryable(codeBadURL, err.Error())
+	}
+	// The host broke a promise of the ABI; another attempt may not.
+	return sdk.Retryable("http_error", err.Error())
+}
+
+// statusFailure is the failure for a response that is not a 2xx: its
+// details hold the status, the start of the body and Retry-After.
+func statusFailure(code string, retryable bool, resp *sdk.Response) error {
+	details := map[string]any{"status": resp.StatusCode}
+	if len(resp.Body) > 0 {
+		b := resp.Body
+		if len(b) > maxExcerpt {
+			b = b[:maxExcerpt]
+		}
+		details["body"] = string(b)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		details["retry_after"] = ra
+	}
+	e := &sdk.Error{Code: code, Message: fmt.Sprintf("the webhook answered %d", resp.StatusCode), Retryable: retryable}
+	return e.WithDetails(details)
+}
+
+// headerSafe reports whether s can be sent in a header value: no control
+// characters but tab.
+func headerSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// plugin is the plugin's name, for a grant command in a message.
+func plugin(ctx *sdk.Context) string {
+	if p := ctx.Info().Plugin; p != "" {
+		return p
+	}
+	return "webhook"
+}
