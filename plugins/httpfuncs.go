@@ -58,8 +58,15 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	rawURL := cs.read(mod, abi.ImportHTTPRequest, uint32(stack[2]), uint32(stack[3]))
 	u, err := url.Parse(string(rawURL))
-	if err != nil || !u.IsAbs() || u.Host == "" {
+	switch {
+	case err != nil || !u.IsAbs() || u.Host == "":
 		cs.abort("%s: %s is not an absolute URL with a host", fn, excerpt(redactURL(rawURL)))
+	case u.Scheme != "http" && u.Scheme != "https":
+		cs.abort("%s: the URL's scheme is %q, not http or https", fn, excerpt([]byte(u.Scheme)))
+	case u.User != nil:
+		cs.abort("%s: the URL has user information; credentials go in a header", fn)
+	case !ascii(rawURL):
+		cs.abort("%s: the URL is not ASCII (percent-encode it; write an international name in punycode)", fn)
 	}
 	if hn := uint32(stack[5]); int64(hn) > int64(cfg.MaxHeaderBytes) {
 		cs.limit("%s: %d bytes of request headers, more than the limit of %d (plugins.http.max_header_bytes)", fn, hn, cfg.MaxHeaderBytes)
@@ -109,6 +116,10 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 		got, err = cs.readResponse(resp, cfg, &rec)
 	}
 	rec.Duration = time.Since(start)
+	if err == nil && (resp.StatusCode < 100 || resp.StatusCode > 599) {
+		// Go's client takes any three digits; the ABI promises a status.
+		got, err = nil, fmt.Errorf("the server answered with status %d, which is not an HTTP status", resp.StatusCode)
+	}
 	if err == nil {
 		rec.Status = resp.StatusCode
 		cs.requested(rec)
@@ -317,6 +328,9 @@ func parseHeaderLines(b []byte, maxLines int) (http.Header, error) {
 		var l []byte
 		l, b, _ = bytes.Cut(b, []byte{'\n'})
 		l = bytes.TrimSuffix(l, []byte{'\r'})
+		if len(l) == 0 {
+			continue
+		}
 		line++
 		if line > maxLines {
 			return nil, fmt.Errorf("%w: more than %d request header lines (plugins.http.max_headers)", ErrLimit, maxLines)
@@ -326,8 +340,9 @@ func parseHeaderLines(b []byte, maxLines int) (http.Header, error) {
 			return nil, fmt.Errorf("header line %d %s is not \"Name: value\"", line, excerpt(l))
 		}
 		value = bytes.Trim(value, " \t")
-		if bytes.ContainsAny(value, "\r\x00") {
-			return nil, fmt.Errorf("header line %d: the value of %s contains CR or NUL", line, name)
+		if i := bytes.IndexFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }); i >= 0 {
+			// Never the value: it may be a credential.
+			return nil, fmt.Errorf("header line %d: the value of %s has the control character %q at %d", line, name, value[i], i)
 		}
 		key := http.CanonicalHeaderKey(string(name))
 		if hostSetHeader(key) {
@@ -408,6 +423,15 @@ func describe(err error) string {
 		return ue.Err.Error()
 	}
 	return err.Error()
+}
+
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // redactURL drops a URL's query and user information, for messages.

@@ -39,9 +39,17 @@ func newOutbound(cfg HTTPConfig) *outbound {
 	o.private = o.transport(true)
 	o.client = &http.Client{
 		Transport: routeFunc(o.route),
-		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxRedirects {
 				return errTooManyRedirects
+			}
+			// Go keeps credentials on a redirect to the same name or a
+			// subdomain, on any port and scheme; Weft keeps them only on
+			// the same origin.
+			if first := via[0].URL; req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+				for _, h := range []string{"Authorization", "Cookie", "Www-Authenticate"} {
+					req.Header.Del(h)
+				}
 			}
 			return nil
 		},

@@ -118,7 +118,7 @@ func TestHTTPRoundTrip(t *testing.T) {
 
 	rs, err = p.do(context.Background(), loopback(), probeRequest{
 		Method: "POST", URL: srv.URL + "/hooks/in?token=s3cr3t", Body: `{"n":1}`,
-		Headers: "Content-Type: application/json\r\nX-Multi: 1\nX-Multi: 2",
+		Headers: "Content-Type: application/json\r\n\nX-Multi: 1\nX-Multi: 2\n",
 	}, func(c *plugins.Call) { c.Requested = func(r plugins.Request) { recs = append(recs, r) } })
 	if err != nil {
 		t.Fatal(err)
@@ -330,6 +330,26 @@ func TestHTTPNoResponse(t *testing.T) {
 	t.Cleanup(tlsSrv.Close)
 	_, tlsPort := hostPort(t, tlsSrv)
 
+	oddStatus, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { oddStatus.Close() })
+	go func() {
+		for {
+			c, err := oddStatus.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				_, _ = c.Read(buf)
+				fmt.Fprint(c, "HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n")
+			}()
+		}
+	}()
+
 	p := newHTTPProbe(t, plugins.Config{HTTP: plugins.HTTPConfig{Timeout: 300 * time.Millisecond}})
 	var logs []plugins.Record
 	var mu sync.Mutex
@@ -346,6 +366,7 @@ func TestHTTPNoResponse(t *testing.T) {
 		{"the request's own timeout", slow.URL, abi.HTTPTimeout},
 		{"not HTTP", "http://" + notHTTP.Addr().String(), abi.HTTPBadResponse},
 		{"an untrusted certificate", "https://127.0.0.1:" + tlsPort, abi.HTTPTLS},
+		{"a status that is not one", "http://" + oddStatus.Addr().String(), abi.HTTPBadResponse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, err := p.do(context.Background(), g, probeRequest{URL: tc.url + "/x?key=hidden"}, logTo)
@@ -359,7 +380,7 @@ func TestHTTPNoResponse(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(logs) != 4 {
+	if len(logs) != 5 {
 		t.Fatalf("%d log records, want one per failed request: %+v", len(logs), logs)
 	}
 	for _, r := range logs {
@@ -451,8 +472,11 @@ func TestHTTPLimits(t *testing.T) {
 		{"request headers", probeRequest{URL: srv.URL, Headers: strings.Repeat("X-A: 1\n", 11)}, "plugins.http.max_headers", plugins.ErrLimit},
 		{"requests per call", probeRequest{URL: srv.URL, Repeat: 4}, "plugins.http.max_requests", plugins.ErrLimit},
 		{"a header the host sets", probeRequest{URL: srv.URL, Headers: "Host: evil.example"}, "set by the host", plugins.ErrProtocol},
-		{"a header value with CR", probeRequest{URL: srv.URL, Headers: "X-A: 1\rX-B: 2"}, "CR", plugins.ErrProtocol},
+		{"a header value with CR", probeRequest{URL: srv.URL, Headers: "X-A: 1\rX-B: 2"}, "control character '\\r'", plugins.ErrProtocol},
+		{"a header value with another control character", probeRequest{URL: srv.URL, Headers: "X-A: 1\x01"}, "control character", plugins.ErrProtocol},
 		{"a bad method", probeRequest{Method: "GET /", URL: srv.URL}, "method", plugins.ErrProtocol},
+		{"user information", probeRequest{URL: strings.Replace(srv.URL, "//", "//u:secret=1@", 1)}, "user information", plugins.ErrProtocol},
+		{"another scheme", probeRequest{URL: "ftp://127.0.0.1/?secret=1"}, "not http or https", plugins.ErrProtocol},
 		{"a relative URL", probeRequest{URL: "/path?secret=1"}, "absolute URL", plugins.ErrProtocol},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -499,5 +523,42 @@ func TestSecrets(t *testing.T) {
 	_, _, err = run(nil, "token")
 	if !errors.Is(err, plugins.ErrNotGranted) {
 		t.Errorf("no grants at all: %v", err)
+	}
+}
+
+// Credentials follow a redirect only to the same origin: scheme, host and
+// port.
+func TestHTTPRedirectDropsCredentials(t *testing.T) {
+	t.Parallel()
+	auth := make(chan string, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth <- r.Header.Get("Authorization")
+	}))
+	t.Cleanup(target.Close)
+	var self string
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/same" {
+			auth <- r.Header.Get("Authorization")
+			return
+		}
+		to := target.URL
+		if r.URL.Query().Get("same") != "" {
+			to = self + "/same"
+		}
+		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(origin.Close)
+	self = origin.URL
+	p := newHTTPProbe(t, plugins.Config{})
+	for _, tc := range []struct {
+		query, want string
+	}{{"?same=1", "Bearer tok"}, {"", ""}} {
+		rs, err := p.do(context.Background(), loopback(), probeRequest{URL: origin.URL + "/" + tc.query, Headers: "Authorization: Bearer tok"})
+		if err != nil || rs[0].Status != 200 {
+			t.Fatalf("%+v, %v", rs, err)
+		}
+		if got := <-auth; got != tc.want {
+			t.Errorf("redirect %q: Authorization %q arrived, want %q", tc.query, got, tc.want)
+		}
 	}
 }
