@@ -46,7 +46,7 @@ func TestExamplesLoad(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
 	cat := &catalog{activities: map[string]map[string]bool{}, workflows: map[string]*definition.Definition{}}
-	for _, name := range []string{"kit", "text", "thumbnail"} {
+	for _, name := range []string{"kit", "text", "thumbnail", "webhook"} {
 		m, err := rt.Load(context.Background(), testplugins.Bytes(t, name))
 		if err != nil {
 			t.Fatalf("loading plugin %s: %v", name, err)
