@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -49,6 +50,9 @@ type Config struct {
 	// SeedDirs are loaded on a first start (empty store): *.wasm files as
 	// plugins, *.yaml, *.yml and *.json files as workflows.
 	SeedDirs []string `koanf:"seed_dirs"`
+	// GrantsFile is a YAML or JSON file mapping plugin names to grant
+	// documents, applied at every start. Empty applies none.
+	GrantsFile string `koanf:"grants_file"`
 
 	Log       LogConfig       `koanf:"log"`
 	HTTP      HTTPConfig      `koanf:"http"`
@@ -116,6 +120,23 @@ type PluginsConfig struct {
 	PoolWarm          int           `koanf:"pool_warm"`
 	CancelGrace       time.Duration `koanf:"cancel_grace"`
 	LoadTimeout       time.Duration `koanf:"load_timeout"`
+	// HTTP bounds the plugins' outbound HTTP requests.
+	HTTP PluginsHTTPConfig `koanf:"http"`
+}
+
+// PluginsHTTPConfig bounds the plugins' outbound HTTP requests
+// (plugins.HTTPConfig).
+type PluginsHTTPConfig struct {
+	MaxResponseBytes ByteSize      `koanf:"max_response_bytes"`
+	MaxRequestBytes  ByteSize      `koanf:"max_request_bytes"`
+	MaxHeaders       int           `koanf:"max_headers"`
+	MaxHeaderBytes   ByteSize      `koanf:"max_header_bytes"`
+	MaxRequests      int           `koanf:"max_requests"`
+	ConnectTimeout   time.Duration `koanf:"connect_timeout"`
+	Timeout          time.Duration `koanf:"timeout"`
+	// CAFile is a PEM file of root certificate authorities trusted beside
+	// the system's. Empty trusts the system's only.
+	CAFile string `koanf:"ca_file"`
 }
 
 // EngineConfig configures the workflow engine (engine.Config).
@@ -219,6 +240,15 @@ func defaultConfig() Config {
 			PoolWarm:          pl.PoolWarm,
 			CancelGrace:       pl.CancelGrace,
 			LoadTimeout:       pl.LoadTimeout,
+			HTTP: PluginsHTTPConfig{
+				MaxResponseBytes: ByteSize(pl.HTTP.MaxResponseBytes),
+				MaxRequestBytes:  ByteSize(pl.HTTP.MaxRequestBytes),
+				MaxHeaders:       pl.HTTP.MaxHeaders,
+				MaxHeaderBytes:   ByteSize(pl.HTTP.MaxHeaderBytes),
+				MaxRequests:      pl.HTTP.MaxRequests,
+				ConnectTimeout:   pl.HTTP.ConnectTimeout,
+				Timeout:          pl.HTTP.Timeout,
+			},
 		},
 		Engine: EngineConfig{
 			Workers:          eng.Workers,
@@ -346,6 +376,12 @@ type LoadedConfig struct {
 	// Source maps each key to where its value came from; keys absent here
 	// have their default.
 	Source map[string]string
+
+	// rootCAs are the system's roots and plugins.http.ca_file's; nil
+	// without a ca_file.
+	rootCAs *x509.CertPool
+	// grants are grants_file's documents by plugin name, checked.
+	grants map[string][]byte
 }
 
 // loadConfig merges defaults ← file ← environment ← flags with koanf,
@@ -765,6 +801,32 @@ func (c *LoadedConfig) validate() []Problem {
 	}
 	positive("plugins.cancel_grace", c.Plugins.CancelGrace)
 	positive("plugins.load_timeout", c.Plugins.LoadTimeout)
+	ph := c.Plugins.HTTP
+	positiveSize("plugins.http.max_response_bytes", ph.MaxResponseBytes, 1<<10, 1<<30)
+	positiveSize("plugins.http.max_request_bytes", ph.MaxRequestBytes, 1<<10, 1<<30)
+	if ph.MaxHeaders < 1 || ph.MaxHeaders > 10_000 {
+		bad("plugins.http.max_headers", "want between 1 and 10000, got %d", ph.MaxHeaders)
+	}
+	positiveSize("plugins.http.max_header_bytes", ph.MaxHeaderBytes, 1<<10, 16<<20)
+	if ph.MaxRequests < 1 || ph.MaxRequests > 1_000_000 {
+		bad("plugins.http.max_requests", "want between 1 and 1000000, got %d", ph.MaxRequests)
+	}
+	positive("plugins.http.connect_timeout", ph.ConnectTimeout)
+	positive("plugins.http.timeout", ph.Timeout)
+	if ph.CAFile != "" {
+		pool, err := loadRootCAs(ph.CAFile)
+		if err != nil {
+			bad("plugins.http.ca_file", "%v", err)
+		}
+		c.rootCAs = pool
+	}
+	if c.GrantsFile != "" {
+		grants, problems := readGrantsFile(c.GrantsFile)
+		for _, p := range problems {
+			bad("grants_file", "%s", p)
+		}
+		c.grants = grants
+	}
 
 	if c.Engine.Workers < 1 {
 		bad("engine.workers", "must be at least 1, got %d", c.Engine.Workers)
@@ -942,19 +1004,28 @@ func (h *hostFlags) sources(dir string, env []string) configSources {
 func (c *LoadedConfig) yamlNode() *yamlv3.Node {
 	root := &yamlv3.Node{Kind: yamlv3.MappingNode}
 	sections := map[string]*yamlv3.Node{"": root}
+	// section returns the mapping of a dotted section (plugins.http),
+	// made inside its parent's the first time.
+	var section func(path string) *yamlv3.Node
+	section = func(path string) *yamlv3.Node {
+		if m := sections[path]; m != nil {
+			return m
+		}
+		parent, name := root, path
+		if i := strings.LastIndexByte(path, '.'); i >= 0 {
+			parent, name = section(path[:i]), path[i+1:]
+		}
+		m := &yamlv3.Node{Kind: yamlv3.MappingNode}
+		parent.Content = append(parent.Content, scalar(name), m)
+		sections[path] = m
+		return m
+	}
 	rv := reflect.ValueOf(c.Config)
 	for _, key := range configKeys() {
 		parent := root
 		name := key.name
 		if i := strings.LastIndexByte(key.name, '.'); i >= 0 {
-			section := key.name[:i]
-			name = key.name[i+1:]
-			if sections[section] == nil {
-				m := &yamlv3.Node{Kind: yamlv3.MappingNode}
-				root.Content = append(root.Content, scalar(section), m)
-				sections[section] = m
-			}
-			parent = sections[section]
+			parent, name = section(key.name[:i]), key.name[i+1:]
 		}
 		k, v := scalar(name), valueNode(rv.FieldByIndex(key.index))
 		if src := c.Source[key.name]; src != "" {

@@ -147,6 +147,16 @@ func nodeConfig(cfg *LoadedConfig, reg prometheus.Registerer) node.Config {
 			PoolSize:          cfg.Plugins.PoolSize,
 			PoolWarm:          cfg.Plugins.PoolWarm,
 			CancelGrace:       cfg.Plugins.CancelGrace,
+			HTTP: plugins.HTTPConfig{
+				MaxResponseBytes: int(cfg.Plugins.HTTP.MaxResponseBytes),
+				MaxRequestBytes:  int(cfg.Plugins.HTTP.MaxRequestBytes),
+				MaxHeaders:       cfg.Plugins.HTTP.MaxHeaders,
+				MaxHeaderBytes:   int(cfg.Plugins.HTTP.MaxHeaderBytes),
+				MaxRequests:      cfg.Plugins.HTTP.MaxRequests,
+				ConnectTimeout:   cfg.Plugins.HTTP.ConnectTimeout,
+				Timeout:          cfg.Plugins.HTTP.Timeout,
+				RootCAs:          cfg.rootCAs,
+			},
 		},
 	}
 }
@@ -178,6 +188,11 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 	}()
 	if len(cfg.SeedDirs) > 0 {
 		if err := seed(ctx, n, cfg.SeedDirs, log); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.GrantsFile != "" {
+		if err := applyGrants(ctx, n, cfg.GrantsFile, cfg.grants, log); err != nil {
 			return nil, err
 		}
 	}
