@@ -491,6 +491,10 @@ func TestCLIAuth(t *testing.T) {
 		{name: "reader from env", env: []string{"WEFT_TOKEN=" + reader}, args: []string{"workflow", "ls"}, wantCode: exitOK},
 		{name: "reader may not write", args: []string{"workflow", "put", good, "--token", reader}, wantCode: exitAuth, wantStderr: "role may not"},
 		{name: "admin writes", args: []string{"workflow", "put", good, "--token", admin}, wantCode: exitOK},
+		{name: "reader may not grant", args: []string{"plugin", "grant", "kit", "--config", "a=b", "--token", reader}, wantCode: exitAuth, wantStderr: "role may not"},
+		{name: "reader may not revoke", args: []string{"plugin", "revoke", "kit", "--all", "--token", reader}, wantCode: exitAuth, wantStderr: "role may not"},
+		{name: "admin grants", args: []string{"plugin", "grant", "kit", "--config", "a=b", "--token", admin}, wantCode: exitOK},
+		{name: "reader shows the grants", args: []string{"plugin", "show", "kit", "--token", reader}, wantCode: exitOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

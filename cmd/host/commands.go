@@ -92,6 +92,7 @@ func (a *app) pluginShow(ctx context.Context, args []string) int {
 		}
 		tw.Flush()
 	}
+	writeNeeds(cmd, p)
 	return exitOK
 }
 

@@ -92,19 +92,6 @@ func pluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	return exitOK
 }
 
-type configFlag map[string]string
-
-func (c configFlag) String() string { return fmt.Sprint(map[string]string(c)) }
-
-func (c configFlag) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok {
-		return fmt.Errorf("want KEY=VALUE, got %q", s)
-	}
-	c[k] = v
-	return nil
-}
-
 func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("weft plugin call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -112,14 +99,23 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	attempt := fs.Int("attempt", 1, "the attempt number")
 	last := fs.String("last-heartbeat", "", "details of a previous attempt")
 	timeout := fs.Duration("timeout", 30*time.Second, "the call's deadline")
-	config := configFlag{}
-	fs.Var(config, "config", "KEY=VALUE (repeatable)")
+	var grants grantFlags
+	grants.add(fs)
 	if len(args) < 2 {
 		usage(stderr)
 		return exitUsage
 	}
 	file, activity := args[0], args[1]
 	if err := fs.Parse(args[2:]); err != nil {
+		return exitUsage
+	}
+	set := grants.set()
+	if err := set.Check(); err != nil {
+		fmt.Fprintf(stderr, "weft: -host, -config, -secret: %s\n", strings.TrimPrefix(err.Error(), grant.ErrInvalid.Error()+": "))
+		return exitUsage
+	}
+	if grants.private && len(grants.hosts) == 0 {
+		fmt.Fprintln(stderr, "weft: -private-networks applies to the -host rules; give at least one")
 		return exitUsage
 	}
 	in := []byte(*input)
@@ -149,7 +145,7 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		Input:         in,
 		Info:          abi.Info{InstanceID: "local", Workflow: "local", StepID: "local", Plugin: strings.TrimSuffix(filepath.Base(file), ".wasm"), Attempt: *attempt, IdempotencyKey: "local/" + activity, DeadlineUnixMilli: deadline.UnixMilli()},
 		LastHeartbeat: []byte(*last),
-		Grants:        &grant.Set{Config: config},
+		Grants:        set,
 		Heartbeat:     hb,
 	})
 	if details, _, beats := hb.Last(); beats > 0 {

@@ -7,6 +7,8 @@
 // or WEFT_SERVER, WEFT_TOKEN):
 //
 //	weft plugin push|ls|show|rm
+//	weft plugin grant NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]... [--secret NAME=REF]... [-f FILE.json|-]
+//	weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... [--all]
 //	weft workflow put|ls|show|rm
 //	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]]
 //	weft instance ls|show|history|cancel|rm|export|import
@@ -17,7 +19,8 @@
 // server:
 //
 //	weft plugin check FILE.wasm
-//	weft plugin call FILE.wasm ACTIVITY [-input JSON|@FILE] [-attempt N] [-timeout D] [-config k=v]...
+//	weft plugin call FILE.wasm ACTIVITY [-input JSON|@FILE] [-attempt N] [-timeout D]
+//	    [-config k=v]... [-secret NAME=REF]... [-host PATTERN]... [-private-networks]
 //
 // Exit codes: 0 ok; 1 failed (the run failed or was cancelled, the request
 // or the plugin was refused, the host cannot start); 2 usage; 3 server or
@@ -62,6 +65,8 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"plugin ls":        a.pluginList,
 		"plugin show":      a.pluginShow,
 		"plugin rm":        a.pluginRemove,
+		"plugin grant":     a.pluginGrant,
+		"plugin revoke":    a.pluginRevoke,
 		"workflow put":     a.workflowPut,
 		"workflow ls":      a.workflowList,
 		"workflow show":    a.workflowShow,
@@ -142,6 +147,11 @@ The client (flags of every client command: --server URL, --token TOKEN, -o table
 or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft plugin push FILE.wasm [--name NAME]
   weft plugin ls | show NAME | rm NAME
+  weft plugin grant NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]...
+                         [--secret NAME=REF]... | NAME -f FILE.json|-
+      add to what the plugin may reach and read (REF: env:VARIABLE or file:/path);
+      -f replaces everything granted with the file's grant document
+  weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... | NAME --all
   weft workflow put FILE.yaml...
   weft workflow ls | show NAME [--version N] | rm NAME
   weft run WORKFLOW [--input JSON|@FILE|@-] [--id ID] [--wait[=DURATION]]
@@ -160,6 +170,9 @@ A plugin, locally, without a server:
       -attempt N          the attempt number the plugin sees (default 1)
       -last-heartbeat JSON  details of a previous attempt
       -config KEY=VALUE   a configuration value (repeatable)
+      -secret NAME=REF    a secret, REF being env:VARIABLE or file:/path (repeatable)
+      -host PATTERN       a host its HTTP requests may reach (repeatable)
+      -private-networks   let the -host rules reach loopback and private addresses
       -timeout D          the call's deadline (default 30s)
 
 Exit codes: 0 ok, 1 failed or refused, 2 usage, 3 server or transport error,

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/plugins/grant"
+)
+
+// Grants: what an operator allows a plugin (plugins/grant). The CLI reads
+// and changes them through the API; `weft serve` applies grants_file at
+// start; `weft plugin call` builds them from its flags.
+
+// listFlag is a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// pairFlag is a repeatable KEY=VALUE flag; a later value for a key
+// replaces an earlier one.
+type pairFlag struct {
+	what  string // "KEY=VALUE", for messages
+	keys  []string
+	value map[string]string
+}
+
+func newPairFlag(what string) *pairFlag { return &pairFlag{what: what, value: map[string]string{}} }
+
+func (p *pairFlag) String() string {
+	if p == nil {
+		return ""
+	}
+	return strings.Join(p.keys, ",")
+}
+
+func (p *pairFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		// Not quoted back: the value may be a secret given by mistake.
+		return fmt.Errorf("want %s", p.what)
+	}
+	if _, seen := p.value[k]; !seen {
+		p.keys = append(p.keys, k)
+	}
+	p.value[k] = v
+	return nil
+}
+
+// grantFlags are the flags that name grant entries.
+type grantFlags struct {
+	hosts   listFlag
+	private bool
+	config  *pairFlag
+	secrets *pairFlag
+}
+
+func (f *grantFlags) add(fs *flag.FlagSet) {
+	f.config = newPairFlag("KEY=VALUE")
+	f.secrets = newPairFlag("NAME=REF, REF being env:VARIABLE or file:/path")
+	fs.Var(&f.hosts, "host", "a host `PATTERN` the plugin's requests may reach: [http://]host[:port], *.example.com, an IP (repeatable)")
+	fs.BoolVar(&f.private, "private-networks", false, "let the --host rules of this command reach loopback and private addresses")
+	fs.Var(f.config, "config", "a configuration value `KEY=VALUE` (repeatable)")
+	fs.Var(f.secrets, "secret", "a secret `NAME=REF`, REF being env:VARIABLE or file:/path: where each node finds the value (repeatable)")
+}
+
+// set builds the grant document of the flags alone.
+func (f *grantFlags) set() *grant.Set {
+	s := &grant.Set{}
+	for _, h := range f.hosts {
+		s.Hosts = append(s.Hosts, grant.Host{Pattern: h, PrivateNetworks: f.private})
+	}
+	if len(f.config.value) > 0 {
+		s.Config = maps.Clone(f.config.value)
+	}
+	if len(f.secrets.value) > 0 {
+		s.Secrets = maps.Clone(f.secrets.value)
+	}
+	return s
+}
+
+func (f *grantFlags) empty() bool {
+	return len(f.hosts) == 0 && len(f.config.keys) == 0 && len(f.secrets.keys) == 0
+}
+
+// merge adds the flags' entries to cur: a host rule with the same
+// pattern, a config value or secret of the same name is replaced.
+func (f *grantFlags) merge(cur grant.Set) grant.Set {
+	out := grant.Set{Hosts: slices.Clone(cur.Hosts), Config: maps.Clone(cur.Config), Secrets: maps.Clone(cur.Secrets)}
+	for _, h := range f.set().Hosts {
+		if i := slices.IndexFunc(out.Hosts, func(r grant.Host) bool { return r.Pattern == h.Pattern }); i >= 0 {
+			out.Hosts[i] = h
+		} else {
+			out.Hosts = append(out.Hosts, h)
+		}
+	}
+	for _, k := range f.config.keys {
+		if out.Config == nil {
+			out.Config = map[string]string{}
+		}
+		out.Config[k] = f.config.value[k]
+	}
+	for _, k := range f.secrets.keys {
+		if out.Secrets == nil {
+			out.Secrets = map[string]string{}
+		}
+		out.Secrets[k] = f.secrets.value[k]
+	}
+	return out
+}
+
+func (a *app) pluginGrant(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("plugin grant")
+	var f grantFlags
+	f.add(cmd.fs)
+	file := cmd.fs.String("f", "", "a grant document `FILE` (JSON) to PUT as it is, replacing everything granted; - reads stdin")
+	const what = "NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]... [--secret NAME=REF]... | NAME -f FILE.json|-"
+	pos, ok := cmd.parse(args, 1, 1, what)
+	if !ok {
+		return exitUsage
+	}
+	name := pos[0]
+	switch {
+	case *file != "" && !f.empty():
+		cmd.errorf("plugin grant: -f replaces everything granted; give the entries in the file or as flags, not both")
+		return exitUsage
+	case *file == "" && f.empty():
+		cmd.errorf("plugin grant: nothing to grant: give --host, --config or --secret, or -f FILE\nusage: weft plugin grant %s", what)
+		return exitUsage
+	case f.private && len(f.hosts) == 0:
+		cmd.errorf("plugin grant: --private-networks applies to the --host rules of the same command; give at least one")
+		return exitUsage
+	}
+	var (
+		g   *client.Grants
+		err error
+	)
+	if *file != "" {
+		var doc []byte
+		if *file == "-" {
+			doc, err = io.ReadAll(cmd.stdin)
+		} else {
+			doc, err = os.ReadFile(*file)
+		}
+		if err != nil {
+			cmd.errorf("plugin grant: -f: %v", err)
+			return exitUsage
+		}
+		g, err = cmd.c.PutGrantsDocument(ctx, name, doc)
+	} else {
+		cur, gerr := cmd.c.Grants(ctx, name)
+		if gerr != nil {
+			return cmd.fail(gerr)
+		}
+		g, err = cmd.c.PutGrants(ctx, name, f.merge(cur.Set))
+	}
+	if err != nil {
+		return cmd.fail(err)
+	}
+	cmd.printGrants(g)
+	return exitOK
+}
+
+func (a *app) pluginRevoke(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("plugin revoke")
+	var hosts, config, secrets listFlag
+	cmd.fs.Var(&hosts, "host", "a host rule's `PATTERN`, as granted (repeatable)")
+	cmd.fs.Var(&config, "config", "a configuration `KEY` (repeatable)")
+	cmd.fs.Var(&secrets, "secret", "a secret's `NAME` (repeatable)")
+	all := cmd.fs.Bool("all", false, "revoke everything granted to the plugin")
+	const what = "NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... | NAME --all"
+	pos, ok := cmd.parse(args, 1, 1, what)
+	if !ok {
+		return exitUsage
+	}
+	name := pos[0]
+	some := len(hosts)+len(config)+len(secrets) > 0
+	switch {
+	case *all && some:
+		cmd.errorf("plugin revoke: --all revokes everything; give it alone")
+		return exitUsage
+	case !*all && !some:
+		cmd.errorf("plugin revoke: nothing to revoke: give --host, --config or --secret, or --all\nusage: weft plugin revoke %s", what)
+		return exitUsage
+	}
+	if *all {
+		if err := cmd.c.DeleteGrants(ctx, name); err != nil {
+			return cmd.fail(err)
+		}
+		if cmd.output == "json" {
+			cmd.json(map[string]any{"revoked": name})
+		} else {
+			fmt.Fprintf(cmd.stdout, "plugin %s: everything revoked; it reaches no host and reads no configuration or secret\n", name)
+		}
+		return exitOK
+	}
+	cur, err := cmd.c.Grants(ctx, name)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	set := grant.Set{Hosts: slices.Clone(cur.Hosts), Config: maps.Clone(cur.Config), Secrets: maps.Clone(cur.Secrets)}
+	var absent []string
+	for _, h := range hosts {
+		i := slices.IndexFunc(set.Hosts, func(r grant.Host) bool { return r.Pattern == h })
+		if i < 0 {
+			absent = append(absent, "host "+h)
+			continue
+		}
+		set.Hosts = slices.Delete(set.Hosts, i, i+1)
+	}
+	for _, k := range config {
+		if _, ok := set.Config[k]; !ok {
+			absent = append(absent, "config "+k)
+		}
+		delete(set.Config, k)
+	}
+	for _, k := range secrets {
+		if _, ok := set.Secrets[k]; !ok {
+			absent = append(absent, "secret "+k)
+		}
+		delete(set.Secrets, k)
+	}
+	if len(absent) > 0 {
+		cmd.errorf("plugin %s: not granted, so not revoked: %s; nothing was changed (weft plugin show %s lists what is granted)", name, strings.Join(absent, ", "), name)
+		return exitFailed
+	}
+	g, err := cmd.c.PutGrants(ctx, name, set)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	cmd.printGrants(g)
+	return exitOK
+}
+
+// printGrants writes grants for scripts (-o json) or for people.
+func (cmd *clientCmd) printGrants(g *client.Grants) {
+	if cmd.output == "json" {
+		cmd.json(g)
+		return
+	}
+	if g.Empty() {
+		fmt.Fprintf(cmd.stdout, "plugin %s: nothing granted (revision %d)\n", g.Plugin, g.Revision)
+		return
+	}
+	fmt.Fprintf(cmd.stdout, "plugin %s: grants revision %d\n", g.Plugin, g.Revision)
+	tw := cmd.table()
+	writeGranted(tw, &g.Set, "  ")
+	tw.Flush()
+}
+
+// writeGranted writes one line per entry of s: kind, then what.
+func writeGranted(w io.Writer, s *grant.Set, indent string) {
+	for _, h := range s.Hosts {
+		fmt.Fprintf(w, "%shost\t%s\n", indent, h)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Config)) {
+		fmt.Fprintf(w, "%sconfig\t%s = %s\n", indent, k, s.Config[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Secrets)) {
+		fmt.Fprintf(w, "%ssecret\t%s = %s\n", indent, k, s.Secrets[k])
+	}
+}
+
+// writeNeeds writes what a plugin asks for against what is granted, and
+// the commands that grant what is missing.
+func writeNeeds(cmd *clientCmd, p *client.PluginDetail) {
+	w := cmd.stdout
+	needs, missing := p.Needs, p.Missing
+	tw := cmd.table()
+	if len(needs.Hosts)+len(needs.Config)+len(needs.Secrets) == 0 {
+		fmt.Fprintln(tw, "needs:\tnone (the manifest asks for no host, configuration or secret)")
+	} else {
+		fmt.Fprintln(tw, "needs (asked for by the manifest):")
+		mark := func(kind, name string, miss []string) {
+			state := "granted"
+			if slices.Contains(miss, name) {
+				state = "MISSING"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", kind, name, state)
+		}
+		for _, h := range needs.Hosts {
+			mark("host", h, missing.Hosts)
+		}
+		for _, k := range needs.Config {
+			mark("config", k, missing.Config)
+		}
+		for _, k := range needs.Secrets {
+			mark("secret", k, missing.Secrets)
+		}
+	}
+	if p.Granted.Empty() {
+		fmt.Fprintln(tw, "granted:\tnothing")
+	} else {
+		fmt.Fprintf(tw, "granted (revision %d):\n", p.Granted.Revision)
+		writeGranted(tw, &p.Granted.Set, "  ")
+	}
+	tw.Flush()
+	if len(missing.Hosts)+len(missing.Config)+len(missing.Secrets) == 0 {
+		return
+	}
+	// One command for what needs no private networks, one for what does:
+	// --private-networks applies to every --host of a command.
+	var public, private []string
+	for _, h := range missing.Hosts {
+		if privateHost(h) {
+			private = append(private, "--host "+h)
+		} else {
+			public = append(public, "--host "+h)
+		}
+	}
+	for _, k := range missing.Config {
+		public = append(public, "--config "+k+"=VALUE")
+	}
+	for _, k := range missing.Secrets {
+		public = append(public, "--secret "+k+"=env:VARIABLE")
+	}
+	fmt.Fprintln(w, "to grant what is missing:")
+	if len(public) > 0 {
+		fmt.Fprintf(w, "  weft plugin grant %s %s\n", p.Name, strings.Join(public, " "))
+	}
+	if len(private) > 0 {
+		fmt.Fprintf(w, "  weft plugin grant %s %s --private-networks\n", p.Name, strings.Join(private, " "))
+	}
+}
+
+// privateHost reports whether a host pattern names a loopback or private
+// address (an IP literal, or localhost), which only a rule with
+// private_networks reaches.
+func privateHost(pattern string) bool {
+	host := pattern
+	if _, rest, ok := strings.Cut(host, "://"); ok {
+		host = rest
+	}
+	if strings.HasPrefix(host, "[") {
+		if end := strings.IndexByte(host, ']'); end > 0 {
+			host = host[1:end]
+		}
+	} else if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && grant.CheckAddr(a, false) != nil && grant.CheckAddr(a, true) == nil
+}
