@@ -262,9 +262,11 @@ func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
 		ref, ok = refs[string(name)]
 	}
 	if !ok {
-		n := excerpt(name)
-		cs.fail(&GrantError{Plugin: cs.call.Info.Plugin, What: "secret", Name: n,
-			Grant: "weft plugin grant " + orName(cs.call.Info.Plugin) + " --secret " + n + "=env:VARIABLE"})
+		ge := &GrantError{Plugin: cs.call.Info.Plugin, What: "secret", Name: excerpt(name)}
+		if grant.ValidKey(string(name)) { // else no grant could name it
+			ge.Grant = "weft plugin grant " + orName(cs.call.Info.Plugin) + " --secret " + string(name) + "=env:VARIABLE"
+		}
+		cs.fail(ge)
 	}
 	v, err := resolveSecret(ref)
 	if err != nil {

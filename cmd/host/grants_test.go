@@ -199,6 +199,24 @@ func TestCLIGrants(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &in); r.code != exitOK || err != nil || compactJSON(in.Output, 0) != `{"auth":"ok"}` {
 		t.Fatalf("a run with grants: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
+	// The attempt's record names its request; neither it nor the metrics
+	// carry the secret.
+	if out := ok(t, "instance", "history", in.ID, "-o", "json"); !strings.Contains(out, `"requests"`) || !strings.Contains(out, `"path": "/hook"`) {
+		t.Errorf("the history does not record the request:\n%s", out)
+	}
+	resp, err := http.Get(ts.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed.Write(metrics) // searched for the secret below
+	if !strings.Contains(string(metrics), `weft_plugin_http_requests_total{code="200"`) {
+		t.Errorf("/metrics counts no request:\n%s", metrics)
+	}
 
 	// Revoke entries; one that is not granted changes nothing.
 	out = ok(t, "plugin", "revoke", "fetch", "--host", "api.example.com", "--config", "url")

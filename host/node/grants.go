@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/weftworks/weft/abi"
@@ -30,6 +31,13 @@ func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte) (*store
 	if err != nil {
 		return nil, fmt.Errorf("node: grants of plugin %s: %w", plugin, err)
 	}
+	var before uint64
+	switch old, err := n.store.GetGrants(ctx, plugin); {
+	case err == nil:
+		before = old.Revision
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("node: reading the grants of plugin %s: %w", plugin, err)
+	}
 	if _, err := n.store.PutGrants(ctx, plugin, canon); err != nil {
 		return nil, fmt.Errorf("node: storing the grants of plugin %s: %w", plugin, err)
 	}
@@ -37,9 +45,11 @@ func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte) (*store
 	if err != nil {
 		return nil, fmt.Errorf("node: reading the grants of plugin %s back: %w", plugin, err)
 	}
-	// What is granted, never a secret's value: there is none to log.
-	n.log.Info("plugin grants stored", "plugin", plugin, "revision", g.Revision,
-		"hosts", len(set.Hosts), "config", len(set.Config), "secrets", len(set.Secrets))
+	if g.Revision != before {
+		// What is granted, never a secret's value: there is none to log.
+		n.log.Info("plugin grants stored", "plugin", plugin, "revision", g.Revision,
+			"hosts", len(set.Hosts), "config", len(set.Config), "secrets", len(set.Secrets))
+	}
 	return g, nil
 }
 

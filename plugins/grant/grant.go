@@ -108,6 +108,10 @@ func (s *Set) Empty() bool {
 	return s == nil || len(s.Hosts) == 0 && len(s.Config) == 0 && len(s.Secrets) == 0
 }
 
+// ValidKey reports whether k may name a configuration value or a secret:
+// 1 to 256 bytes of printable ASCII without spaces or '='.
+func ValidKey(k string) bool { return checkKey(k) == nil }
+
 func checkKey(k string) error {
 	if k == "" || len(k) > maxKeyLen {
 		return fmt.Errorf("a key has 1 to %d bytes", maxKeyLen)
