@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -163,22 +165,13 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	case errors.Is(h.err, ErrLimit), errors.Is(err, ErrLimit):
 		rec.Error = "limit"
 		cs.requested(rec)
-		cs.fail(cmpOr(h.err, err))
+		cs.fail(cmp.Or(h.err, err))
 	}
 	code, reason := classifyHTTP(err, reqCtx)
 	rec.Error = reason
 	cs.requested(rec)
 	cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: no response (%s): %s", method, rec.Host, rec.Path, reason, describe(err))))
 	stack[0] = uint64(uint32(code))
-}
-
-func cmpOr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
 }
 
 // readResponse reads a response's head and body within the limits. A
@@ -358,13 +351,7 @@ func parseHeaderLines(b []byte, maxLines int) (http.Header, error) {
 // formatHeaderLines writes h as "Name: value\n" lines, sorted by name.
 func formatHeaderLines(h http.Header) []byte {
 	var b []byte
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range h {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
 		for _, v := range h[k] {
 			b = append(b, k...)
 			b = append(b, ": "...)
