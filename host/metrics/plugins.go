@@ -19,9 +19,9 @@ type Invoker interface {
 
 // Plugins returns inner decorated to time every call and count it by
 // outcome: ok, or the failure kind host/retry.Classify gives the error;
-// and to count and time the calls' outbound HTTP requests.
-// Calls are labelled with the plugin's name when TrackPlugin named its
-// version.
+// and to count and time the calls' outbound HTTP requests. Calls are
+// labelled with call.Info.Plugin, or when it is empty with the name
+// TrackPlugin gave the version.
 func Plugins(m *Metrics, inner Invoker) Invoker {
 	return &invoker{m: m, inner: inner}
 }
@@ -33,7 +33,13 @@ type invoker struct {
 
 // Invoke implements Invoker.
 func (i *invoker) Invoke(ctx context.Context, version string, call plugins.Call) ([]byte, error) {
-	name := i.m.pluginName(version)
+	// The call names its plugin; the version map is for callers that do
+	// not, and knows only the versions this node stored or loaded (another
+	// node of a cluster may have uploaded this one).
+	name := call.Info.Plugin
+	if name == "" {
+		name = i.m.pluginName(version)
+	}
 	inner := call.Requested
 	call.Requested = func(r plugins.Request) {
 		code := r.Error
