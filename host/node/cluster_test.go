@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/queue/redisqueue"
@@ -14,12 +15,16 @@ import (
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
-// clusterNode opens a node of a cluster on the Redis servers addrs.
+// clusterNode opens a node of a cluster on the Redis servers addrs. Its
+// lock TTL is short, for quick takeovers, and its heartbeat cycle a
+// quarter of it, so that a lock is renewed several times before it could
+// expire even on a loaded machine (with the default 2s cycle a 2s lock
+// expired between renewals, and another node ran the attempt again).
 func clusterNode(t *testing.T, id string, addrs ...string) *node.Node {
 	t.Helper()
 	n, _, _ := open(t, node.Config{
 		NodeID: id, DataDir: t.TempDir(), Store: node.StoreRedis, RedisAddrs: addrs,
-		Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Second},
+		Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Second, Heartbeat: heartbeat.Config{Cycle: 500 * time.Millisecond}},
 	})
 	return n
 }
@@ -191,7 +196,7 @@ steps:
 			}
 		}
 		if scheduled != 2 || completed != 1 {
-			t.Errorf("instance %s: %d activities scheduled and %d completions; want 2 and 1", id, scheduled, completed)
+			t.Errorf("instance %s: %d activities scheduled and %d completions; want 2 and 1\n%s", id, scheduled, completed, dump(evs))
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/internal/redistest"
@@ -41,9 +42,9 @@ func TestGrantsAcrossACluster(t *testing.T) {
 	srv := redistest.Start(t)
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	a, logsA, _ := open(t, node.Config{NodeID: "a", DataDir: t.TempDir(), Store: node.StoreRedis, RedisAddrs: []string{srv.Addr()},
-		Registerer: regA, Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Second}})
+		Registerer: regA, Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Second, Heartbeat: heartbeat.Config{Cycle: 500 * time.Millisecond}}})
 	b, logsB, _ := open(t, node.Config{NodeID: "b", DataDir: t.TempDir(), Store: node.StoreRedis, RedisAddrs: []string{srv.Addr()},
-		Registerer: regB, Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Second}})
+		Registerer: regB, Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Second, Heartbeat: heartbeat.Config{Cycle: 500 * time.Millisecond}}})
 	ctx := context.Background()
 	if err := a.Ready(ctx); err != nil {
 		t.Fatal(err)
