@@ -57,9 +57,10 @@ type callState struct {
 	stderr []byte
 	// http is the call's outbound HTTP.
 	http httpState
-	// secrets are the secret values the guest read in this call: the host
-	// masks them in what it logs for the guest.
-	secrets []string
+	// secrets are the secret values the guest read in this call, by name:
+	// resolved once per call (a sized read asks twice), and masked in what
+	// the host logs for the guest.
+	secrets map[string]string
 
 	// outOfMemory is set when the guest said so on stderr (Go's runtime,
 	// wasi-libc's abort) before trapping.

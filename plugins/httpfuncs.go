@@ -99,9 +99,11 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 		rec.Path = "/"
 	}
 
-	reqCtx, cancel := withDeadline(ctx, cfg.Timeout)
+	// Bounded by the attempt's deadline too: a deadline sooner than the
+	// timeout stays the deadline.
+	reqCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	h := &hops{cs: cs, grants: cs.call.Grants, n: &cs.http.hops}
+	h := &hops{cs: cs}
 	var rd io.Reader
 	if len(body) > 0 { // none: no "Content-Length: 0" on a GET
 		rd = bytes.NewReader(body)
@@ -222,23 +224,23 @@ func (cs *callState) requested(r Request) {
 }
 
 func hostHTTPResponseHeaders(ctx context.Context, mod api.Module, stack []uint64) {
-	cs := inInvoke(ctx, abi.ImportHTTPResponseHeaders)
-	stopIfDone(ctx, abi.HostModule+"."+abi.ImportHTTPResponseHeaders)
-	var v []byte
-	if cs.http.last != nil {
-		v = cs.http.last.header
-	}
-	cs.writeSized(mod, abi.ImportHTTPResponseHeaders, v, cs.http.last != nil, uint32(stack[0]), uint32(stack[1]), stack)
+	writeLast(ctx, mod, stack, abi.ImportHTTPResponseHeaders, func(r *response) []byte { return r.header })
 }
 
 func hostHTTPResponseBody(ctx context.Context, mod api.Module, stack []uint64) {
-	cs := inInvoke(ctx, abi.ImportHTTPResponseBody)
-	stopIfDone(ctx, abi.HostModule+"."+abi.ImportHTTPResponseBody)
+	writeLast(ctx, mod, stack, abi.ImportHTTPResponseBody, func(r *response) []byte { return r.body })
+}
+
+// writeLast writes part of the call's last response, as the sized host
+// function fn: -1 when there is none.
+func writeLast(ctx context.Context, mod api.Module, stack []uint64, fn string, part func(*response) []byte) {
+	cs := inInvoke(ctx, fn)
+	stopIfDone(ctx, abi.HostModule+"."+fn)
 	var v []byte
 	if cs.http.last != nil {
-		v = cs.http.last.body
+		v = part(cs.http.last)
 	}
-	cs.writeSized(mod, abi.ImportHTTPResponseBody, v, cs.http.last != nil, uint32(stack[0]), uint32(stack[1]), stack)
+	cs.writeSized(mod, fn, v, cs.http.last != nil, uint32(stack[0]), uint32(stack[1]), stack)
 }
 
 func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
@@ -251,7 +253,7 @@ func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
 		refs = cs.call.Grants.Secrets
 	}
 	ref, ok := "", false
-	if len(name) <= 256 { // keys are at most 256 bytes: no need to hash a longer name
+	if len(name) <= grant.MaxKeyLen { // no need to hash a longer name
 		ref, ok = refs[string(name)]
 	}
 	if !ok {
@@ -261,11 +263,17 @@ func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 		cs.fail(ge)
 	}
-	v, err := resolveSecret(ref)
-	if err != nil {
-		cs.fail(fmt.Errorf("%w: secret %q of plugin %s: %v", ErrSecret, name, orName(cs.call.Info.Plugin), err))
+	v, ok := cs.secrets[string(name)]
+	if !ok {
+		var err error
+		if v, err = resolveSecret(ref); err != nil {
+			cs.fail(fmt.Errorf("%w: secret %q of plugin %s: %v", ErrSecret, name, orName(cs.call.Info.Plugin), err))
+		}
+		if cs.secrets == nil {
+			cs.secrets = map[string]string{}
+		}
+		cs.secrets[string(name)] = v
 	}
-	cs.secrets = append(cs.secrets, v)
 	cs.writeSized(mod, abi.ImportSecret, []byte(v), true, uint32(stack[2]), uint32(stack[3]), stack)
 }
 

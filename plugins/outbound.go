@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -104,11 +103,7 @@ type hopsKey struct{}
 // hops is what route needs to know about the guest request a hop belongs
 // to.
 type hops struct {
-	cs     *callState
-	grants *grant.Set
-	// n counts the hops of the call's requests; more than MaxRequests stop
-	// it.
-	n *int
+	cs *callState
 	// err is why route refused a hop: a *GrantError or a limit. The
 	// client wraps it; this keeps it whole.
 	err error
@@ -118,12 +113,12 @@ type hops struct {
 // grants and hands it to the transport its rule allows.
 func (o *outbound) route(r *http.Request) (*http.Response, error) {
 	h := r.Context().Value(hopsKey{}).(*hops)
-	*h.n++
-	if *h.n > o.cfg.MaxRequests {
+	h.cs.http.hops++
+	if h.cs.http.hops > o.cfg.MaxRequests {
 		h.err = fmt.Errorf("%w: more than %d HTTP requests in one call, redirects included (plugins.http.max_requests)", ErrLimit, o.cfg.MaxRequests)
 		return nil, h.err
 	}
-	rule, err := h.grants.Allow(r.URL)
+	rule, err := h.cs.call.Grants.Allow(r.URL)
 	if err != nil {
 		h.err = h.cs.denied(err)
 		return nil, h.err
@@ -170,12 +165,4 @@ func orName(plugin string) string {
 		return "NAME"
 	}
 	return plugin
-}
-
-// withDeadline bounds ctx by d, unless ctx ends sooner anyway.
-func withDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, d)
 }

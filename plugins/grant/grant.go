@@ -25,7 +25,7 @@ const (
 	MaxKeys     = 256       // config values, and secrets, each
 	MaxValueLen = 64 << 10  // one config value
 	MaxDocument = 512 << 10 // the whole document
-	maxKeyLen   = 256
+	MaxKeyLen   = 256       // a config key or a secret's name
 )
 
 // ErrInvalid matches every error about a malformed grant.
@@ -109,12 +109,12 @@ func (s *Set) Empty() bool {
 }
 
 // ValidKey reports whether k may name a configuration value or a secret:
-// 1 to 256 bytes of printable ASCII without spaces or '='.
+// 1 to MaxKeyLen bytes of printable ASCII without spaces or '='.
 func ValidKey(k string) bool { return checkKey(k) == nil }
 
 func checkKey(k string) error {
-	if k == "" || len(k) > maxKeyLen {
-		return fmt.Errorf("a key has 1 to %d bytes", maxKeyLen)
+	if k == "" || len(k) > MaxKeyLen {
+		return fmt.Errorf("a key has 1 to %d bytes", MaxKeyLen)
 	}
 	for i := 0; i < len(k); i++ {
 		c := k[i]

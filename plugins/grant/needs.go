@@ -2,6 +2,7 @@ package grant
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 
 	"github.com/weftworks/weft/abi"
@@ -67,27 +68,18 @@ func Missing(n *abi.Needs, s *Set) abi.Needs {
 	return m
 }
 
-// covers reports whether a rule of s allows everything h names.
+// covers reports whether a rule of s allows everything h names: its host
+// glob, or any port when h's is "*".
 func (s *Set) covers(h *Host) bool {
 	if s == nil {
 		return false
 	}
+	_, err := netip.ParseAddr(h.host)
 	return slices.ContainsFunc(s.Hosts, func(r Host) bool {
 		if r.scheme == "" && r.parse() != nil { // built in code, not parsed
 			return false
 		}
-		if r.scheme != h.scheme || (r.port != 0 && r.port != h.port) {
-			return false
-		}
-		switch {
-		case r.host == "*":
-			return true
-		case h.host == "*":
-			return false
-		case len(r.host) > 1 && r.host[0] == '*':
-			return len(h.host) > len(r.host)-1 && h.host[len(h.host)-(len(r.host)-1):] == r.host[1:]
-		}
-		return r.host == h.host
+		return r.matches(h.scheme, h.host, h.port, err == nil)
 	})
 }
 
