@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -183,22 +181,14 @@ func grantFromYAML(n *yamlv3.Node, bad func(*yamlv3.Node, string, ...any)) *gran
 func applyGrants(ctx context.Context, n *node.Node, file string, grants map[string][]byte, log *slog.Logger) error {
 	var changed, unchanged []string
 	for _, name := range slices.Sorted(maps.Keys(grants)) {
-		var before uint64
-		prev, err := n.GetGrants(ctx, name)
-		switch {
-		case err == nil:
-			before = prev.Revision
-		case !errors.Is(err, store.ErrNotFound):
-			return fmt.Errorf("grants_file %s: plugin %s: %w", file, name, err)
-		}
-		g, err := n.PutGrants(ctx, name, grants[name])
+		_, ok, err := n.PutGrants(ctx, name, grants[name])
 		if err != nil {
 			return fmt.Errorf("grants_file %s: plugin %s: %w", file, name, err)
 		}
-		if g.Revision == before {
-			unchanged = append(unchanged, name)
-		} else {
+		if ok {
 			changed = append(changed, name)
+		} else {
+			unchanged = append(unchanged, name)
 		}
 	}
 	log.Info("grants_file applied", "file", file, "changed", strings.Join(changed, ","), "unchanged", strings.Join(unchanged, ","))

@@ -137,7 +137,7 @@ func (s *Server) putGrants(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	g, err := s.node.PutGrants(ctx, name, c.BodyRaw())
+	g, _, err := s.node.PutGrants(ctx, name, c.BodyRaw())
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,44 +14,42 @@ import (
 
 // PutGrants checks a grant document and stores it, in canonical form, as
 // everything granted to the plugin name, replacing what was granted
-// before. The plugin need not be uploaded yet. Every node uses the new
-// grants from the next activity call it starts.
+// before, and reports whether that changed anything (an equal document
+// keeps its revision). The plugin need not be uploaded yet. Every node
+// uses the new grants from the next activity call it starts.
 //
 // It fails with an error matching ErrInvalidName for a bad name and
 // grant.ErrInvalid for a bad document.
-func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte) (*store.Grants, error) {
+func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte) (g *store.Grants, changed bool, err error) {
 	if !abi.ValidName(plugin) {
-		return nil, fmt.Errorf("node: plugin name %q: %w: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter",
+		return nil, false, fmt.Errorf("node: plugin name %q: %w: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter",
 			plugin, ErrInvalidName, abi.MaxNameLen)
 	}
 	set, err := grant.Parse(doc)
 	if err != nil {
-		return nil, fmt.Errorf("node: grants of plugin %s: %w", plugin, err)
+		return nil, false, fmt.Errorf("node: grants of plugin %s: %w", plugin, err)
 	}
 	canon, err := json.Marshal(set)
 	if err != nil {
-		return nil, fmt.Errorf("node: grants of plugin %s: %w", plugin, err)
+		return nil, false, fmt.Errorf("node: grants of plugin %s: %w", plugin, err)
 	}
-	var before uint64
-	switch old, err := n.store.GetGrants(ctx, plugin); {
-	case err == nil:
-		before = old.Revision
-	case !errors.Is(err, store.ErrNotFound):
-		return nil, fmt.Errorf("node: reading the grants of plugin %s: %w", plugin, err)
+	old, err := n.store.GetGrants(ctx, plugin)
+	switch {
+	case err == nil && bytes.Equal(old.Document, canon):
+		return old, false, nil // the store would keep its revision too
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return nil, false, fmt.Errorf("node: reading the grants of plugin %s: %w", plugin, err)
 	}
 	if _, err := n.store.PutGrants(ctx, plugin, canon); err != nil {
-		return nil, fmt.Errorf("node: storing the grants of plugin %s: %w", plugin, err)
+		return nil, false, fmt.Errorf("node: storing the grants of plugin %s: %w", plugin, err)
 	}
-	g, err := n.store.GetGrants(ctx, plugin)
-	if err != nil {
-		return nil, fmt.Errorf("node: reading the grants of plugin %s back: %w", plugin, err)
+	if g, err = n.store.GetGrants(ctx, plugin); err != nil {
+		return nil, false, fmt.Errorf("node: reading the grants of plugin %s back: %w", plugin, err)
 	}
-	if g.Revision != before {
-		// What is granted, never a secret's value: there is none to log.
-		n.log.Info("plugin grants stored", "plugin", plugin, "revision", g.Revision,
-			"hosts", len(set.Hosts), "config", len(set.Config), "secrets", len(set.Secrets))
-	}
-	return g, nil
+	// What is granted, never a secret's value: there is none to log.
+	n.log.Info("plugin grants stored", "plugin", plugin, "revision", g.Revision,
+		"hosts", len(set.Hosts), "config", len(set.Config), "secrets", len(set.Secrets))
+	return g, true, nil
 }
 
 // GetGrants returns the grants of a plugin name, or an error matching
