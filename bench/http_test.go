@@ -42,12 +42,7 @@ type postFunc func(n int) (int, error)
 // through Extism's http_request with allowed_hosts. An op is one request;
 // plugins make httpBatch requests per call.
 func BenchmarkHTTP(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			http.Error(w, err.Error(), 500)
-		}
-	}))
-	b.Cleanup(srv.Close)
+	srv := hookServer(b)
 	for _, c := range []struct {
 		host  string
 		setup func(*testing.B, string) postFunc
@@ -79,10 +74,7 @@ func BenchmarkHTTP(b *testing.B) {
 // path an activity with a single request takes, with its latency's median
 // (p50-ns) beside the mean.
 func BenchmarkHTTPCall(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-	}))
-	b.Cleanup(srv.Close)
+	srv := hookServer(b)
 	for _, c := range []struct {
 		host  string
 		setup func(*testing.B, string) postFunc
@@ -110,6 +102,18 @@ func BenchmarkHTTPCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// hookServer is the receiving end: a loopback server that reads the body
+// and answers 200 with none.
+func hookServer(b *testing.B) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	}))
+	b.Cleanup(srv.Close)
+	return srv
 }
 
 func setupNetHTTP(b *testing.B, url string) postFunc {

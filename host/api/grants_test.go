@@ -30,21 +30,6 @@ type needsDoc struct {
 	Secrets []string `json:"secrets"`
 }
 
-// needsPlugin is a module whose manifest declares needs: one activity
-// ("go", which returns null) and the manifest given.
-func needsPlugin(t testing.TB, manifest string) []byte {
-	t.Helper()
-	return testplugins.WAT(t, fmt.Sprintf(`(module
-  (import "weft" "result" (func $result (param i32 i32)))
-  (memory (export "memory") 1)
-  (data (i32.const 16) "%s")
-  (func (export "weft_abi_version") (result i32) (i32.const 1))
-  (func (export "weft_alloc") (param i32) (result i32) (i32.const 8192))
-  (func (export "weft_manifest") (result i32) (call $result (i32.const 16) (i32.const %d)) (i32.const 0))
-  (func (export "weft_invoke") (param i32 i32 i32) (result i32) (i32.const 0)))`,
-		strings.ReplaceAll(manifest, `"`, `\"`), len(manifest)))
-}
-
 const hookManifest = `{"activities":[{"name":"go"}],"needs":{"hosts":["hooks.example.com","http://10.0.0.7:8080"],"config":["url","retries"],"secrets":["token"]}}`
 
 func (h *host) putGrants(token, doc string) response {
@@ -220,7 +205,7 @@ func TestGrantsAuth(t *testing.T) {
 func TestPluginShowsNeedsGrantedMissing(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	h.request("PUT", "/v1/plugins/hook", adminSecret, "application/wasm", needsPlugin(t, hookManifest)).want(t, http.StatusCreated)
+	h.request("PUT", "/v1/plugins/hook", adminSecret, "application/wasm", testplugins.Manifested(t, hookManifest)).want(t, http.StatusCreated)
 	type detail struct {
 		Name    string    `json:"name"`
 		Needs   needsDoc  `json:"needs"`
@@ -261,7 +246,7 @@ func TestGrantsNeverAnswerASecretValue(t *testing.T) {
 	const value = "s3cr3t-value-of-the-hook-token"
 	t.Setenv("WEFT_API_TEST_HOOK_TOKEN", value)
 	h := newHost(t)
-	h.request("PUT", "/v1/plugins/hook", adminSecret, "application/wasm", needsPlugin(t, hookManifest)).want(t, http.StatusCreated)
+	h.request("PUT", "/v1/plugins/hook", adminSecret, "application/wasm", testplugins.Manifested(t, hookManifest)).want(t, http.StatusCreated)
 	var answers []response
 	answers = append(answers,
 		h.putGrants(adminSecret, `{"secrets": {"token": "env:WEFT_API_TEST_HOOK_TOKEN"}}`).want(t, http.StatusOK),

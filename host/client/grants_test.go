@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/weftworks/weft/abi"
@@ -14,20 +12,6 @@ import (
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins/grant"
 )
-
-// needsPlugin is a module with one activity whose manifest is manifest.
-func needsPlugin(t testing.TB, manifest string) []byte {
-	t.Helper()
-	return testplugins.WAT(t, fmt.Sprintf(`(module
-  (import "weft" "result" (func $result (param i32 i32)))
-  (memory (export "memory") 1)
-  (data (i32.const 16) "%s")
-  (func (export "weft_abi_version") (result i32) (i32.const 1))
-  (func (export "weft_alloc") (param i32) (result i32) (i32.const 8192))
-  (func (export "weft_manifest") (result i32) (call $result (i32.const 16) (i32.const %d)) (i32.const 0))
-  (func (export "weft_invoke") (param i32 i32 i32) (result i32) (i32.const 0)))`,
-		strings.ReplaceAll(manifest, `"`, `\"`), len(manifest)))
-}
 
 // TestClientGrants: read, replace, show against the plugin's needs,
 // revoke; the errors a caller tests for.
@@ -37,7 +21,7 @@ func TestClientGrants(t *testing.T) {
 	ctx := context.Background()
 	admin, reader := newClient(t, url, adminToken), newClient(t, url, readerToken)
 	manifest := `{"activities":[{"name":"go"}],"needs":{"hosts":["hooks.example.com"],"config":["url"],"secrets":["token"]}}`
-	if _, _, err := admin.PutPlugin(ctx, "hook", needsPlugin(t, manifest)); err != nil {
+	if _, _, err := admin.PutPlugin(ctx, "hook", testplugins.Manifested(t, manifest)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -8,6 +8,7 @@ package testplugins
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -116,6 +117,21 @@ func Bytes(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Manifested returns a module whose weft_manifest answers manifest (a
+// JSON document without backslashes) and whose activities return null.
+func Manifested(t testing.TB, manifest string) []byte {
+	t.Helper()
+	return WAT(t, fmt.Sprintf(`(module
+  (import "weft" "result" (func $result (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "%s")
+  (func (export "weft_abi_version") (result i32) (i32.const 1))
+  (func (export "weft_alloc") (param i32) (result i32) (i32.const 8192))
+  (func (export "weft_manifest") (result i32) (call $result (i32.const 16) (i32.const %d)) (i32.const 0))
+  (func (export "weft_invoke") (param i32 i32 i32) (result i32) (i32.const 0)))`,
+		strings.ReplaceAll(manifest, `"`, `\"`), len(manifest)))
 }
 
 // WAT compiles WebAssembly text to a module with wat2wasm.
