@@ -40,6 +40,9 @@ type Context struct {
 	host     host
 	activity string
 	info     *Info
+	// header holds the header lines of the request being sent, reused:
+	// the host reads them during http_request and keeps no reference.
+	header []byte
 }
 
 // Info describes the activity call.
@@ -145,7 +148,7 @@ func (c *Context) Config(key string) (string, bool) { return c.host.config(key) 
 // details: the host keeps it out of its own records, but cannot see where a
 // plugin copies it.
 func (c *Context) Secret(name string) string {
-	b, _ := sized(func(buf []byte) int32 { return c.host.secret(name, buf) }, 64)
+	b, _ := sized(func(buf []byte) int32 { return c.host.secret(name, buf) })
 	return string(b)
 }
 

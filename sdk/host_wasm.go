@@ -120,19 +120,19 @@ func (wasmHost) heartbeat(details []byte) bool {
 func (wasmHost) cancelled() bool { return hostCancelled() != 0 }
 
 func (wasmHost) info() []byte {
-	b, _ := sized(func(buf []byte) int32 { return hostInfo(ptrOf(buf), uint32(len(buf))) }, 256)
+	b, _ := sized(func(buf []byte) int32 { return hostInfo(ptrOf(buf), uint32(len(buf))) })
 	return b
 }
 
 func (wasmHost) lastHeartbeat() ([]byte, bool) {
-	return sized(func(buf []byte) int32 { return hostLastHeartbeat(ptrOf(buf), uint32(len(buf))) }, 256)
+	return sized(func(buf []byte) int32 { return hostLastHeartbeat(ptrOf(buf), uint32(len(buf))) })
 }
 
 func (wasmHost) config(key string) (string, bool) {
 	k := []byte(key)
 	b, ok := sized(func(buf []byte) int32 {
 		return hostConfig(ptrOf(k), uint32(len(k)), ptrOf(buf), uint32(len(buf)))
-	}, 256)
+	})
 	return string(b), ok
 }
 

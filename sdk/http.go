@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/weftworks/weft/abi"
 )
@@ -172,13 +173,6 @@ var (
 // such a request; Do lets the plugin decide instead.
 var ErrInvalidRequest = errors.New("sdk: invalid HTTP request")
 
-// Initial buffer sizes for reading a response: most header blocks and many
-// bodies fit, and a larger one costs one more host call.
-const (
-	firstHeaderBuf = 1 << 10
-	firstBodyBuf   = 4 << 10
-)
-
 // Do sends req through the host and returns the whole response. It returns
 // an *HTTPError when no response arrived, and an error matching
 // ErrInvalidRequest, without sending anything, when the request cannot be
@@ -193,51 +187,64 @@ func (c *Context) Do(req *Request) (*Response, error) {
 	if req == nil {
 		return nil, fmt.Errorf("%w: nil request", ErrInvalidRequest)
 	}
-	method := req.Method
+	return c.send(req.Method, req.URL, req.Header, "", req.Body)
+}
+
+// Get sends a GET request to url.
+func (c *Context) Get(url string) (*Response, error) {
+	return c.send("GET", url, nil, "", nil)
+}
+
+// Post sends a POST request of body to url, with the Content-Type
+// contentType (none when it is empty).
+func (c *Context) Post(url, contentType string, body []byte) (*Response, error) {
+	return c.send("POST", url, nil, contentType, body)
+}
+
+// send is Do, with a Content-Type beside the header when contentType is
+// not empty: Post's, which then needs no Header of its own. A guest's
+// allocations cost it more than the host's whole crossing, so a request
+// allocates only what its response keeps: the header lines go out from a
+// buffer the Context reuses.
+func (c *Context) send(method, url string, header Header, contentType string, body []byte) (*Response, error) {
 	if method == "" {
 		method = "GET"
 	}
 	if !isToken(method) {
 		return nil, fmt.Errorf("%w: method %q is not an HTTP token", ErrInvalidRequest, method)
 	}
-	if err := checkURL(req.URL); err != nil {
+	if err := checkURL(url); err != nil {
 		return nil, err
 	}
-	headers, err := encodeHeader(req.Header)
+	lines, err := appendHeader(c.header[:0], header)
 	if err != nil {
 		return nil, err
 	}
-	status := c.host.httpRequest(method, req.URL, headers, req.Body)
+	if contentType != "" {
+		if i := badValueByte(contentType); i >= 0 {
+			return nil, fmt.Errorf("%w: the value of header Content-Type has the control byte %q at %d", ErrInvalidRequest, contentType[i], i)
+		}
+		lines = append(lines, "Content-Type: "...)
+		lines = append(lines, contentType...)
+		lines = append(lines, '\n')
+	}
+	c.header = lines
+	status := c.host.httpRequest(method, url, lines, body)
 	if status < 0 {
 		return nil, httpError(status)
 	}
 	if status < 100 || status > 599 {
 		return nil, fmt.Errorf("sdk: http_request returned %d, neither a status nor an error", status)
 	}
-	h, ok := sized(c.host.httpResponseHeaders, firstHeaderBuf)
+	h, ok := sized(c.host.httpResponseHeaders)
 	if !ok {
 		return nil, fmt.Errorf("sdk: http_request returned status %d, but the host has no response headers", status)
 	}
-	body, ok := sized(c.host.httpResponseBody, firstBodyBuf)
+	b, ok := sized(c.host.httpResponseBody)
 	if !ok {
 		return nil, fmt.Errorf("sdk: http_request returned status %d, but the host has no response body", status)
 	}
-	return &Response{StatusCode: int(status), Header: decodeHeader(h), Body: body}, nil
-}
-
-// Get sends a GET request to url.
-func (c *Context) Get(url string) (*Response, error) {
-	return c.Do(&Request{Method: "GET", URL: url})
-}
-
-// Post sends a POST request of body to url, with the Content-Type
-// contentType (none when it is empty).
-func (c *Context) Post(url, contentType string, body []byte) (*Response, error) {
-	req := &Request{Method: "POST", URL: url, Body: body}
-	if contentType != "" {
-		req.Header = Header{"Content-Type": {contentType}}
-	}
-	return c.Do(req)
+	return &Response{StatusCode: int(status), Header: decodeHeader(h), Body: b}, nil
 }
 
 // httpError returns the *HTTPError of a negative http_request result.
@@ -315,55 +322,51 @@ func hostOnly(name string) bool {
 	return len(name) >= 6 && strings.EqualFold(name[:6], "proxy-")
 }
 
-// encodeHeader encodes h as the ABI's header lines, "Name: value\n", names
-// sorted so that the same header always encodes the same way. It refuses
-// what the host would stop the call for.
-func encodeHeader(h Header) ([]byte, error) {
-	if len(h) == 0 {
-		return nil, nil
-	}
-	names := make([]string, 0, len(h))
+// appendHeader appends h to dst as the ABI's header lines,
+// "Name: value\n", names sorted so that the same header always encodes
+// the same way. It refuses what the host would stop the call for.
+func appendHeader(dst []byte, h Header) ([]byte, error) {
+	var sorted [16]string // most headers: no allocation to sort them
+	names := sorted[:0]
 	for name := range h {
 		names = append(names, name)
 	}
-	slices.Sort(names) // the same header always encodes the same way
-	size := 0
+	slices.Sort(names)
 	for _, name := range names {
-		vs := h[name]
 		if !isToken(name) {
 			return nil, fmt.Errorf("%w: header name %q is not an HTTP token", ErrInvalidRequest, name)
 		}
 		if hostOnly(name) {
 			return nil, fmt.Errorf("%w: the header %s is the host's to set", ErrInvalidRequest, name)
 		}
-		for _, v := range vs {
+		for _, v := range h[name] {
 			if i := badValueByte(v); i >= 0 {
 				// Never the value itself: it may be a credential.
 				return nil, fmt.Errorf("%w: the value of header %s has the control byte %q at %d", ErrInvalidRequest, name, v[i], i)
 			}
-			size += len(name) + len(v) + 3
+			dst = append(dst, name...)
+			dst = append(dst, ": "...)
+			dst = append(dst, v...)
+			dst = append(dst, '\n')
 		}
 	}
-	b := make([]byte, 0, size)
-	for _, name := range names {
-		for _, v := range h[name] {
-			b = append(b, name...)
-			b = append(b, ": "...)
-			b = append(b, v...)
-			b = append(b, '\n')
-		}
-	}
-	return b, nil
+	return dst, nil
 }
 
 // decodeHeader parses header lines, "Name: value\n" with an optional
 // "\r", into a Header. Names are canonicalised and values trimmed of
-// spaces and tabs; a line without a colon is skipped. Names and values
-// are substrings of one copy of b: the host sends canonical names, so a
-// header costs no allocation beyond its map entry.
+// spaces and tabs; a line without a colon is skipped. b becomes the
+// Header's: its names and values are substrings of it, and the values of
+// all names share one array, so that a header costs three allocations
+// whatever its size (the host sends canonical names).
 func decodeHeader(b []byte) Header {
-	s := string(b)
-	h := make(Header, strings.Count(s, "\n")+1)
+	if len(b) == 0 {
+		return Header{}
+	}
+	s := unsafe.String(&b[0], len(b)) // b is never written again
+	lines := strings.Count(s, "\n") + 1
+	h := make(Header, lines)
+	values := make([]string, 0, lines)
 	for len(s) > 0 {
 		line := s
 		if i := strings.IndexByte(s, '\n'); i >= 0 {
@@ -377,7 +380,13 @@ func decodeHeader(b []byte) Header {
 			continue
 		}
 		name := CanonicalHeaderKey(strings.TrimRight(line[:colon], " \t"))
-		h[name] = append(h[name], strings.Trim(line[colon+1:], " \t"))
+		v := strings.Trim(line[colon+1:], " \t")
+		if vs, ok := h[name]; ok {
+			h[name] = append(vs, v) // a full slice: append copies it
+			continue
+		}
+		values = append(values, v) // within its capacity: never moves
+		h[name] = values[len(values)-1 : len(values) : len(values)]
 	}
 	return h
 }
