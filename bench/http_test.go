@@ -173,7 +173,12 @@ func setupWeftHTTP(b *testing.B, url string) postFunc {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := &grant.Set{Hosts: []grant.Host{{Pattern: "http://127.0.0.1:*", PrivateNetworks: true}}}
+	// Parsed, as the engine's grants are: Allow then matches without
+	// parsing the rule again at every hop.
+	g, err := grant.Parse([]byte(`{"hosts":[{"pattern":"http://127.0.0.1:*","private_networks":true}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
 	return func(n int) (int, error) {
 		in, err := json.Marshal(map[string]any{"url": url, "body": string(httpBody), "n": n})
 		if err != nil {

@@ -192,11 +192,8 @@ func (cs *callState) readResponse(resp *http.Response, cfg HTTPConfig, rec *Requ
 		cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: the response body of %d bytes is over the limit of %d", rec.Method, rec.Host, rec.Path, resp.ContentLength, max)))
 		return nil, fmt.Errorf("%w: the response body from %s has %d bytes, more than the limit of %d (plugins.http.max_response_bytes)", ErrLimit, rec.Host, resp.ContentLength, max)
 	}
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength))
-	}
-	n, err := buf.ReadFrom(io.LimitReader(resp.Body, max+1))
+	body, err := readBody(resp, max)
+	n := int64(len(body))
 	rec.Received = n
 	if err != nil {
 		return nil, err
@@ -205,7 +202,36 @@ func (cs *callState) readResponse(resp *http.Response, cfg HTTPConfig, rec *Requ
 		cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: the response body is over the limit of %d bytes; the rest was not read", rec.Method, rec.Host, rec.Path, max)))
 		return nil, fmt.Errorf("%w: the response body from %s has more than %d bytes, the limit (plugins.http.max_response_bytes)", ErrLimit, rec.Host, max)
 	}
-	return &response{header: formatHeaderLines(resp.Header), body: buf.Bytes()}, nil
+	return &response{header: formatHeaderLines(resp.Header), body: body}, nil
+}
+
+// readBody reads resp's body up to one byte more than max, into a buffer
+// of exactly the announced length when there is one: no empty body costs a
+// bytes.Buffer's first 512 bytes.
+func readBody(resp *http.Response, max int64) ([]byte, error) {
+	r := io.LimitReader(resp.Body, max+1)
+	if n := resp.ContentLength; n >= 0 && n <= max {
+		b := make([]byte, n, n+1) // room to look one byte past the length
+		if _, err := io.ReadFull(r, b); err != nil {
+			return b, err
+		}
+		// Read on to the end of the body, which lets the transport reuse
+		// the connection. The transport never reads past the announced
+		// length, so this finds nothing more.
+		m, err := io.ReadFull(r, b[n:n+1])
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		b = b[:n+int64(m)]
+		rest, err := io.ReadAll(r)
+		return append(b, rest...), err
+	}
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
 }
 
 // fail stops the guest with err as the call's error.

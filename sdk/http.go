@@ -101,11 +101,23 @@ type Response struct {
 	// StatusCode is the status of the final response, after redirects:
 	// 100 to 599.
 	StatusCode int
-	// Header holds the response's header lines, with canonical names.
-	Header Header
 	// Body is the body as the server sent it: the host neither asks for
-	// nor undoes compression.
+	// nor undoes compression. It is empty, not nil, when there is none.
 	Body []byte
+
+	rawHeader []byte // the header lines as the host sent them
+	header    Header // decoded from rawHeader by Header
+}
+
+// Header returns the response's header lines, with canonical names. They
+// are decoded at the first call: a map costs a guest more than the
+// request's whole crossing of the host, and most callers look at the
+// status and the body only.
+func (r *Response) Header() Header {
+	if r.header == nil {
+		r.header = decodeHeader(r.rawHeader)
+	}
+	return r.header
 }
 
 // HTTPError says why a request got no response at all. A response with
@@ -236,15 +248,18 @@ func (c *Context) send(method, url string, header Header, contentType string, bo
 	if status < 100 || status > 599 {
 		return nil, fmt.Errorf("sdk: http_request returned %d, neither a status nor an error", status)
 	}
-	h, ok := sized(c.host.httpResponseHeaders)
-	if !ok {
-		return nil, fmt.Errorf("sdk: http_request returned status %d, but the host has no response headers", status)
+	// Both parts in one allocation: their lengths first, then each part
+	// into its end of one buffer.
+	hn, bn := c.host.httpResponseHeaders(nil), c.host.httpResponseBody(nil)
+	if hn < 0 || bn < 0 {
+		return nil, fmt.Errorf("sdk: http_request returned status %d, but the host has no response to read", status)
 	}
-	b, ok := sized(c.host.httpResponseBody)
-	if !ok {
-		return nil, fmt.Errorf("sdk: http_request returned status %d, but the host has no response body", status)
+	buf := make([]byte, int(hn)+int(bn))
+	if hn > 0 && c.host.httpResponseHeaders(buf[:hn]) != hn || bn > 0 && c.host.httpResponseBody(buf[hn:]) != bn {
+		return nil, fmt.Errorf("sdk: the host's response to http_request changed while it was read")
 	}
-	return &Response{StatusCode: int(status), Header: decodeHeader(h), Body: b}, nil
+	// Full slices: an append to the body does not write over the header.
+	return &Response{StatusCode: int(status), Body: buf[hn:len(buf):len(buf)], rawHeader: buf[:hn:hn]}, nil
 }
 
 // httpError returns the *HTTPError of a negative http_request result.
@@ -356,9 +371,10 @@ func appendHeader(dst []byte, h Header) ([]byte, error) {
 // decodeHeader parses header lines, "Name: value\n" with an optional
 // "\r", into a Header. Names are canonicalised and values trimmed of
 // spaces and tabs; a line without a colon is skipped. b becomes the
-// Header's: its names and values are substrings of it, and the values of
-// all names share one array, so that a header costs three allocations
-// whatever its size (the host sends canonical names).
+// Header's and is never written again: its names and values are
+// substrings of it, and the values of all names share one array, so that
+// a header costs two allocations whatever its size (the host sends
+// canonical names).
 func decodeHeader(b []byte) Header {
 	if len(b) == 0 {
 		return Header{}

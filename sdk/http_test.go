@@ -105,8 +105,8 @@ func TestDoSendsTheRequest(t *testing.T) {
 		"X-Odd":        {"spaced"},
 		"Last":         {"no newline"},
 	}
-	if !reflect.DeepEqual(resp.Header, wantHeader) {
-		t.Errorf("response header %q\nwant %q", resp.Header, wantHeader)
+	if !reflect.DeepEqual(resp.Header(), wantHeader) {
+		t.Errorf("response header %q\nwant %q", resp.Header(), wantHeader)
 	}
 }
 
@@ -253,8 +253,8 @@ func TestDoReadsInTwoCallsAtMost(t *testing.T) {
 			if string(resp.Body) != body || resp.Body == nil {
 				t.Errorf("body of %d bytes (nil: %v), want %d", len(resp.Body), resp.Body == nil, len(body))
 			}
-			if tt.header > 0 && len(resp.Header.Get("X")) != tt.header-4 {
-				t.Errorf("header value of %d bytes, want %d", len(resp.Header.Get("X")), tt.header-4)
+			if tt.header > 0 && len(resp.Header().Get("X")) != tt.header-4 {
+				t.Errorf("header value of %d bytes, want %d", len(resp.Header().Get("X")), tt.header-4)
 			}
 		})
 	}
@@ -359,7 +359,7 @@ func TestStatusesAreNotErrors(t *testing.T) {
 	for _, status := range []int32{100, 204, 304, 404, 429, 500, 599} {
 		h := &fakeHost{serve: func(fakeRequest) (int32, string, string) { return status, "Retry-After: 3\n", "why" }}
 		resp, err := (&Context{host: h}).Get("https://example.com/")
-		if err != nil || resp.StatusCode != int(status) || resp.Header.Get("retry-after") != "3" || string(resp.Body) != "why" {
+		if err != nil || resp.StatusCode != int(status) || resp.Header().Get("retry-after") != "3" || string(resp.Body) != "why" {
 			t.Errorf("%d: %+v, %v", status, resp, err)
 		}
 	}
@@ -375,8 +375,9 @@ func TestDoBrokenHost(t *testing.T) {
 		wants string
 	}{
 		{"status out of range", &brokenHost{status: 600}, "neither a status nor an error"},
-		{"no headers", &brokenHost{status: 200, header: -1}, "no response headers"},
-		{"no body", &brokenHost{status: 200, body: -1}, "no response body"},
+		{"no headers", &brokenHost{status: 200, header: -1}, "no response to read"},
+		{"no body", &brokenHost{status: 200, body: -1}, "no response to read"},
+		{"a body that grows", &brokenHost{status: 200, grow: true}, "changed while it was read"},
 	} {
 		tt.host.fakeHost.serve = func(fakeRequest) (int32, string, string) { return tt.host.status, "", "" }
 		_, err := (&Context{host: tt.host}).Get("https://example.com/")
@@ -387,11 +388,13 @@ func TestDoBrokenHost(t *testing.T) {
 }
 
 // brokenHost answers with status and returns header and body (when
-// negative) from the response functions.
+// negative) from the response functions; with grow, a body one byte longer
+// at each call.
 type brokenHost struct {
 	fakeHost
 	status       int32
 	header, body int32
+	grow         bool
 }
 
 func (h *brokenHost) httpResponseHeaders(buf []byte) int32 {
@@ -403,6 +406,10 @@ func (h *brokenHost) httpResponseHeaders(buf []byte) int32 {
 
 func (h *brokenHost) httpResponseBody(buf []byte) int32 {
 	if h.body < 0 {
+		return h.body
+	}
+	if h.grow {
+		h.body++
 		return h.body
 	}
 	return h.fakeHost.httpResponseBody(buf)

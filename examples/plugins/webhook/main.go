@@ -141,7 +141,7 @@ func statusFailure(code string, retryable bool, resp *sdk.Response) error {
 		}
 		details["body"] = string(b)
 	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
+	if ra := resp.Header().Get("Retry-After"); ra != "" {
 		details["retry_after"] = ra
 	}
 	e := &sdk.Error{Code: code, Message: fmt.Sprintf("the webhook answered %d", resp.StatusCode), Retryable: retryable}
