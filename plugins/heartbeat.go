@@ -57,6 +57,17 @@ func (h *Heartbeat) CancelRequested() bool {
 	return h.cancelled
 }
 
+// restart makes now the attempt's last sign of life, when the guest starts
+// running: the time its module took to load is not the guest's silence.
+// Heartbeats already recorded are kept.
+func (h *Heartbeat) restart(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if now.After(h.at) {
+		h.at = now
+	}
+}
+
 // beat records a heartbeat from the guest. details == nil keeps the earlier
 // details. It reports whether cancellation was requested.
 func (h *Heartbeat) beat(details []byte, now time.Time) (cancelled bool) {

@@ -36,8 +36,16 @@ type Call struct {
 	Requested func(Request)
 	// Heartbeat receives the guest's heartbeats and carries cancellation
 	// requests to it. With nil, heartbeats are checked and dropped, and only
-	// ctx can stop the call.
+	// ctx can stop the call. Its clock restarts when the guest starts
+	// running (see Timeout).
 	Heartbeat *Heartbeat
+	// Timeout, when above zero, is the call's start-to-close timeout,
+	// counted from when the guest starts running: the time spent loading
+	// the version (a first call may compile it) or waiting for an instance
+	// does not count, and the guest is stopped at the sooner of that and
+	// ctx's deadline. Info.DeadlineUnixMilli is then set to that sooner
+	// deadline.
+	Timeout time.Duration
 	// Log receives the guest's log records (log host function, stdout,
 	// stderr). Nil sends them to the runtime's logger.
 	Log func(Record)
@@ -102,6 +110,22 @@ func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte
 		return fail(err)
 	}
 
+	// The clocks of the attempt start now that the guest is about to
+	// run, not while its module compiled or an instance was made ready.
+	started := r.cfg.Now()
+	if call.Heartbeat != nil {
+		call.Heartbeat.restart(started)
+	}
+	if call.Timeout > 0 {
+		deadline := started.Add(call.Timeout)
+		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+			deadline = d
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+		call.Info.DeadlineUnixMilli = deadline.UnixMilli()
+	}
 	out, stderr, healthy, err := in.call(ctx, &call)
 	if healthy {
 		p.pool.put(in)
