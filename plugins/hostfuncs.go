@@ -103,16 +103,24 @@ func (cs *callState) limit(format string, args ...any) {
 	panic(err)
 }
 
+// inside reports whether the n bytes at ptr lie inside the guest's memory;
+// with n = 0, whether ptr is at most its size (abi/README.md §4).
+func inside(mod api.Module, ptr, n uint32) bool {
+	return uint64(ptr)+uint64(n) <= uint64(mod.Memory().Size())
+}
+
 // read returns the n bytes at ptr in guest memory (not a copy), aborting
-// the call when they are not all inside it.
+// the call when they are not all inside it. A pair of length 0 is checked
+// too: the ABI holds every pair to memory, so a guest's bad pointer shows
+// the first time it is passed, not only once there is something to read.
 func (cs *callState) read(mod api.Module, fn string, ptr, n uint32) []byte {
+	if !inside(mod, ptr, n) {
+		cs.abort("%s.%s: %d bytes at %d are outside memory (%d bytes)", abi.HostModule, fn, n, ptr, mod.Memory().Size())
+	}
 	if n == 0 {
 		return nil
 	}
-	b, ok := mod.Memory().Read(ptr, n)
-	if !ok {
-		cs.abort("%s.%s: %d bytes at %d are outside memory (%d bytes)", abi.HostModule, fn, n, ptr, mod.Memory().Size())
-	}
+	b, _ := mod.Memory().Read(ptr, n) // inside memory: cannot fail
 	return b
 }
 
@@ -265,15 +273,21 @@ func (cs *callState) config() map[string]string {
 
 // writeSized implements the "(buf, cap) -> len" convention: write v at buf
 // when it fits in capacity, and return its length (or NotFound).
+//
+// The buffer must lie inside memory whether or not anything is written
+// (abi/README.md §4): a guest passing a bad buffer would otherwise fail
+// only once a value happens to fit. cap 0 with buf at most the memory's
+// size (0 in particular) is the length-only probe the Go SDK makes.
 func (cs *callState) writeSized(mod api.Module, fn string, v []byte, found bool, buf, capacity uint32, stack []uint64) {
+	if !inside(mod, buf, capacity) {
+		cs.abort("%s.%s: buffer of %d bytes at %d is outside memory (%d bytes)", abi.HostModule, fn, capacity, buf, mod.Memory().Size())
+	}
 	if !found {
 		stack[0] = api.EncodeI32(abi.NotFound)
 		return
 	}
 	if uint32(len(v)) <= capacity && len(v) > 0 {
-		if !mod.Memory().Write(buf, v) {
-			cs.abort("%s.%s: buffer of %d bytes at %d is outside memory (%d bytes)", abi.HostModule, fn, capacity, buf, mod.Memory().Size())
-		}
+		mod.Memory().Write(buf, v) // inside memory: cannot fail
 	}
 	stack[0] = uint64(uint32(len(v)))
 }

@@ -1,0 +1,233 @@
+package plugins_test
+
+// The ABI conformance suite: each test enforces one section of
+// abi/README.md, the normative document, against the host, with plugins
+// written by hand in WAT so that nothing but the document stands between
+// them and the host. A test is named for the section it enforces.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/grant"
+)
+
+// guestManifest is the manifest of an abiGuest, at address 16.
+const guestManifest = `{"activities":[{"name":"run"}]}`
+
+// abiGuest is a plugin written by hand for one check. It imports every host
+// function of §4 under its own name ($result, $log, $heartbeat, $cancelled,
+// $info, $last_heartbeat, $config, $secret, $http_request,
+// $http_response_headers, $http_response_body), has one page of memory
+// (65,536 bytes) with the manifest at 16 and the UTF-8 "key" at 8, and
+// offers the activity "run". $ret passes a signed i32 to result as a JSON
+// number, using the bytes below 65000. Each field replaces the body of one
+// export; an empty field gives that export the behaviour of a plain plugin.
+type abiGuest struct {
+	imports  string // more imports
+	init     string // _initialize's body; empty: no _initialize
+	version  string // weft_abi_version's body
+	alloc    string // weft_alloc's body (param $n)
+	manifest string // weft_manifest's body
+	invoke   string // weft_invoke's body (params $p $a $n); default: output null
+	extra    string // more functions, data and exports
+}
+
+func (g abiGuest) String() string {
+	or := func(s, def string) string {
+		if s == "" {
+			return def
+		}
+		return s
+	}
+	init := ""
+	if g.init != "" {
+		init = `(func (export "_initialize") ` + g.init + `)`
+	}
+	return `(module
+  (import "weft" "result" (func $result (param i32 i32)))
+  (import "weft" "log" (func $log (param i32 i32 i32)))
+  (import "weft" "heartbeat" (func $heartbeat (param i32 i32) (result i32)))
+  (import "weft" "cancelled" (func $cancelled (result i32)))
+  (import "weft" "info" (func $info (param i32 i32) (result i32)))
+  (import "weft" "last_heartbeat" (func $last_heartbeat (param i32 i32) (result i32)))
+  (import "weft" "config" (func $config (param i32 i32 i32 i32) (result i32)))
+  (import "weft" "secret" (func $secret (param i32 i32 i32 i32) (result i32)))
+  (import "weft" "http_request" (func $http_request (param i32 i32 i32 i32 i32 i32 i32 i32) (result i32)))
+  (import "weft" "http_response_headers" (func $http_response_headers (param i32 i32) (result i32)))
+  (import "weft" "http_response_body" (func $http_response_body (param i32 i32) (result i32)))
+  ` + g.imports + `
+  (memory (export "memory") 1)
+  (data (i32.const 8) "key")
+  (data (i32.const 16) ` + watString(guestManifest) + `)
+  ` + init + `
+  (func (export "weft_abi_version") (result i32) ` + or(g.version, `(i32.const 1)`) + `)
+  (func (export "weft_alloc") (param $n i32) (result i32) ` + or(g.alloc, `(i32.const 4096)`) + `)
+  (func (export "weft_manifest") (result i32) ` + or(g.manifest, `(call $result (i32.const 16) (i32.const `+strconv.Itoa(len(guestManifest))+`)) (i32.const 0)`) + `)
+  (func (export "weft_invoke") (param $p i32) (param $a i32) (param $n i32) (result i32) ` + or(g.invoke, `(call $result (i32.const 0) (i32.const 0)) (i32.const 0)`) + `)
+  (func $ret (param $v i32)
+    (local $at i32) (local $u i32)
+    (local.set $at (i32.const 65000))
+    (local.set $u (local.get $v))
+    (if (i32.lt_s (local.get $v) (i32.const 0)) (then (local.set $u (i32.sub (i32.const 0) (local.get $v)))))
+    (loop $digit
+      (local.set $at (i32.sub (local.get $at) (i32.const 1)))
+      (i32.store8 (local.get $at) (i32.add (i32.const 48) (i32.rem_u (local.get $u) (i32.const 10))))
+      (local.set $u (i32.div_u (local.get $u) (i32.const 10)))
+      (br_if $digit (local.get $u)))
+    (if (i32.lt_s (local.get $v) (i32.const 0)) (then
+      (local.set $at (i32.sub (local.get $at) (i32.const 1)))
+      (i32.store8 (local.get $at) (i32.const 45))))
+    (call $result (local.get $at) (i32.sub (i32.const 65000) (local.get $at))))
+  ` + g.extra + `
+)`
+}
+
+// load loads g into rt and returns its version.
+func (g abiGuest) load(t *testing.T, rt *plugins.Runtime) string {
+	t.Helper()
+	m, err := rt.Load(context.Background(), testplugins.WAT(t, g.String()))
+	if err != nil {
+		t.Fatalf("loading the guest: %v", err)
+	}
+	return m.Version
+}
+
+// §4: every (buf, cap) pair of a sized function lies inside memory, whether
+// or not the host writes anything there; cap 0 with buf at most the
+// memory's size (0 in particular) asks for the length alone.
+func TestABISection4SizedBuffersLieInsideMemory(t *testing.T) {
+	t.Parallel()
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte("s3cr3t-value"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	call := plugins.Call{
+		Activity:      "run",
+		LastHeartbeat: []byte(`{"done":7}`),
+		Grants:        &grant.Set{Config: map[string]string{"key": "config-value"}, Secrets: map[string]string{"key": "file:" + secretFile}},
+	}
+	fns := []struct {
+		name string
+		call string // a call with the arguments $buf and $cap still to close
+		// length is what the call returns when it is valid.
+		length string
+	}{
+		{"info", `(call $info`, strconv.Itoa(len(mustJSON(t, abi.Info{Activity: "run"})))},
+		{"last_heartbeat", `(call $last_heartbeat`, "10"},
+		{"config", `(call $config (i32.const 8) (i32.const 3)`, "12"},
+		{"secret", `(call $secret (i32.const 8) (i32.const 3)`, "12"},
+		{"http_response_headers", `(call $http_response_headers`, "-1"}, // no response in this call
+		{"http_response_body", `(call $http_response_body`, "-1"},
+	}
+	cases := []struct {
+		name     string
+		buf, cap uint32
+		// outside is the error for a pair outside memory; empty when the
+		// pair is valid.
+		outside string
+	}{
+		{name: "length-only probe at 0", buf: 0, cap: 0},
+		{name: "length-only probe at the memory's end", buf: 65536, cap: 0},
+		{name: "a buffer that fits", buf: 16384, cap: 1024},
+		{name: "a buffer ending at the memory's end", buf: 65536 - 1024, cap: 1024},
+		{name: "cap 0 past the memory's end", buf: 65537, cap: 0, outside: "buffer of 0 bytes at 65537 is outside memory (65536 bytes)"},
+		{name: "a buffer that wraps around", buf: 0xFFFFFFF0, cap: 8, outside: "buffer of 8 bytes at 4294967280 is outside memory (65536 bytes)"},
+		{name: "a buffer far longer than memory", buf: 16384, cap: 0x7FFFFFFF, outside: "buffer of 2147483647 bytes at 16384 is outside memory (65536 bytes)"},
+	}
+	for _, fn := range fns {
+		t.Run(fn.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
+					g := abiGuest{invoke: `(call $ret ` + fn.call + ` (i32.const ` + strconv.FormatUint(uint64(c.buf), 10) + `) (i32.const ` + strconv.FormatUint(uint64(c.cap), 10) + `))) (i32.const 0)`}
+					v := g.load(t, rt)
+					out, err := rt.Invoke(context.Background(), v, call)
+					if c.outside != "" {
+						want := "weft." + fn.name + ": " + c.outside
+						if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), want) {
+							t.Fatalf("%s, %v; want an ABI violation saying %q", out, err, want)
+						}
+						if st := rt.Stats(v); st.Discarded != 1 {
+							t.Errorf("%d instances discarded, want the one that broke the ABI", st.Discarded)
+						}
+						return
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fn.length != "" && string(out) != fn.length {
+						t.Errorf("returned %s, want the length %s", out, fn.length)
+					}
+				})
+			}
+		})
+	}
+}
+
+// §4: every other pointer/length pair lies inside memory too, a pair of
+// length 0 included (its pointer at most the memory's size).
+func TestABISection4EmptyPairsLieInsideMemory(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		fn, call string
+	}{
+		{"result", `(call $result (i32.const 65537) (i32.const 0))`},
+		{"log", `(call $log (i32.const 1) (i32.const 65537) (i32.const 0))`},
+		{"heartbeat", `(drop (call $heartbeat (i32.const 65537) (i32.const 0)))`},
+		{"config", `(drop (call $config (i32.const 65537) (i32.const 0) (i32.const 0) (i32.const 0)))`},
+		{"secret", `(drop (call $secret (i32.const 65537) (i32.const 0) (i32.const 0) (i32.const 0)))`},
+		{"http_request", `(drop (call $http_request (i32.const 65537) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0)))`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fn, func(t *testing.T) {
+			t.Parallel()
+			rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
+			v := abiGuest{invoke: tt.call + ` (call $result (i32.const 0) (i32.const 0)) (i32.const 0)`}.load(t, rt)
+			_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run"})
+			want := "weft." + tt.fn + ": 0 bytes at 65537 are outside memory (65536 bytes)"
+			if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%v; want an ABI violation saying %q", err, want)
+			}
+			if st := rt.Stats(v); st.Discarded != 1 {
+				t.Errorf("%d instances discarded, want 1", st.Discarded)
+			}
+		})
+	}
+	// The same calls at the memory's end are valid: 0 is what the Go
+	// SDK passes for an empty slice, and the end is still inside.
+	for _, at := range []string{"0", "65536"} {
+		t.Run("empty pairs at "+at, func(t *testing.T) {
+			t.Parallel()
+			rt := testplugins.Runtime(t, plugins.Config{})
+			var body strings.Builder
+			for _, tt := range tests[:3] {
+				body.WriteString(strings.ReplaceAll(tt.call, "65537", at))
+			}
+			v := abiGuest{invoke: body.String() + `(call $result (i32.const ` + at + `) (i32.const 0)) (i32.const 0)`}.load(t, rt)
+			if out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run"}); err != nil || string(out) != "null" {
+				t.Fatalf("%s, %v; want null", out, err)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
