@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/grant"
@@ -230,4 +232,141 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// hostCalls are a call of each host function of §4, as a statement; the
+// ones that need data use "key" at 8 and abiGuestURL at 100.
+var hostCalls = []struct{ fn, call string }{
+	{"result", `(call $result (i32.const 0) (i32.const 0))`},
+	{"log", `(call $log (i32.const 1) (i32.const 8) (i32.const 3))`},
+	{"heartbeat", `(drop (call $heartbeat (i32.const 0) (i32.const 0)))`},
+	{"cancelled", `(drop (call $cancelled))`},
+	{"info", `(drop (call $info (i32.const 0) (i32.const 0)))`},
+	{"last_heartbeat", `(drop (call $last_heartbeat (i32.const 0) (i32.const 0)))`},
+	{"config", `(drop (call $config (i32.const 8) (i32.const 3) (i32.const 0) (i32.const 0)))`},
+	{"secret", `(drop (call $secret (i32.const 8) (i32.const 3) (i32.const 0) (i32.const 0)))`},
+	{"http_request", `(drop (call $http_request (i32.const 0) (i32.const 0) (i32.const 100) (i32.const 23) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0)))`},
+	{"http_response_headers", `(drop (call $http_response_headers (i32.const 0) (i32.const 0)))`},
+	{"http_response_body", `(drop (call $http_response_body (i32.const 0) (i32.const 0)))`},
+}
+
+// abiGuestURL is the URL hostCalls' http_request asks for: a host granted
+// to no plugin, so the request is refused before any is sent.
+const abiGuestURL = `(data (i32.const 100) "http://example.invalid/")`
+
+// §4: log may be called from every export, result from weft_invoke and
+// weft_manifest, every other host function from weft_invoke alone.
+// Elsewhere the call is an ABI violation: while a version loads, its
+// upload is refused; in weft_alloc, the activity call fails and the
+// instance is discarded.
+func TestABISection4WhereEachHostFunctionMayBeCalled(t *testing.T) {
+	t.Parallel()
+	allowed := func(fn, export string) bool {
+		switch fn {
+		case "log":
+			return true
+		case "result":
+			return export == "weft_manifest" || export == "weft_invoke"
+		}
+		return export == "weft_invoke"
+	}
+	manifest := `(call $result (i32.const 16) (i32.const ` + strconv.Itoa(len(guestManifest)) + `)) (i32.const 0)`
+	exports := []struct {
+		name  string
+		guest func(call string) abiGuest
+	}{
+		{"_initialize", func(call string) abiGuest { return abiGuest{init: call} }},
+		{"weft_abi_version", func(call string) abiGuest { return abiGuest{version: call + ` (i32.const 1)`} }},
+		{"weft_manifest", func(call string) abiGuest { return abiGuest{manifest: call + manifest} }},
+		{"weft_alloc", func(call string) abiGuest { return abiGuest{alloc: call + ` (i32.const 4096)`} }},
+		{"weft_invoke", func(call string) abiGuest {
+			return abiGuest{invoke: call + ` (call $result (i32.const 0) (i32.const 0)) (i32.const 0)`}
+		}},
+	}
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte("s3cr3t-value"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	call := plugins.Call{Activity: "run", Grants: &grant.Set{Secrets: map[string]string{"key": "file:" + secretFile}}}
+	rt := testplugins.Runtime(t, plugins.Config{Logger: discardLogger()})
+	for _, export := range exports {
+		for _, hc := range hostCalls {
+			t.Run(hc.fn+" from "+export.name, func(t *testing.T) {
+				t.Parallel()
+				g := export.guest(hc.call)
+				g.extra = abiGuestURL
+				m, err := rt.Load(context.Background(), testplugins.WAT(t, g.String()))
+				only := "only weft_invoke may call it"
+				if hc.fn == "result" {
+					only = "only weft_invoke and weft_manifest may call it"
+				}
+				violation := "weft." + hc.fn + " called from " + export.name + "; " + only
+				loading := export.name != "weft_alloc" && export.name != "weft_invoke"
+				if loading && !allowed(hc.fn, export.name) {
+					if !errors.Is(err, plugins.ErrInvalid) || !strings.Contains(err.Error(), violation) {
+						t.Fatalf("load: %v; want the upload refused saying %q", err, violation)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("load: %v", err)
+				}
+				_, err = rt.Invoke(context.Background(), m.Version, call)
+				if allowed(hc.fn, export.name) {
+					// http_request is refused for the host, which is no
+					// ABI violation.
+					if err != nil && (hc.fn != "http_request" || !errors.Is(err, plugins.ErrNotGranted)) {
+						t.Fatalf("call: %v", err)
+					}
+					return
+				}
+				if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), violation) {
+					t.Fatalf("call: %v; want an ABI violation saying %q", err, violation)
+				}
+				if st := rt.Stats(m.Version); st.Discarded != 1 {
+					t.Errorf("%d instances discarded, want 1", st.Discarded)
+				}
+			})
+		}
+	}
+}
+
+// §4: what log records during an activity call (weft_alloc, weft_invoke)
+// goes to the activity's log; what it records while a version loads
+// (_initialize, weft_abi_version, weft_manifest) goes to the host's log.
+func TestABISection4LogFromEveryExport(t *testing.T) {
+	t.Parallel()
+	logs := &logtest.Buffer{}
+	rt := testplugins.Runtime(t, plugins.Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	say := func(at int, s string) string {
+		return `(call $log (i32.const 1) (i32.const ` + strconv.Itoa(at) + `) (i32.const ` + strconv.Itoa(len(s)) + `))`
+	}
+	g := abiGuest{
+		init:     say(200, "from-init"),
+		version:  say(210, "from-version") + ` (i32.const 1)`,
+		manifest: say(230, "from-manifest") + ` (call $result (i32.const 16) (i32.const ` + strconv.Itoa(len(guestManifest)) + `)) (i32.const 0)`,
+		alloc:    say(250, "from-alloc") + ` (i32.const 4096)`,
+		invoke:   say(270, "from-invoke") + ` (call $result (i32.const 0) (i32.const 0)) (i32.const 0)`,
+		extra: `(data (i32.const 200) "from-init") (data (i32.const 210) "from-version") (data (i32.const 230) "from-manifest")
+		  (data (i32.const 250) "from-alloc") (data (i32.const 270) "from-invoke")`,
+	}
+	v := g.load(t, rt)
+	var got []string
+	if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run", Log: func(r plugins.Record) { got = append(got, r.Message) }}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "from-alloc from-invoke" {
+		t.Errorf("the activity's log has %q, want what weft_alloc and weft_invoke logged", got)
+	}
+	host := logs.String()
+	for _, want := range []string{"from-init", "from-version", "from-manifest"} {
+		if !strings.Contains(host, want) {
+			t.Errorf("the host's log lacks %q:\n%s", want, host)
+		}
+	}
+	for _, not := range []string{"from-alloc", "from-invoke"} {
+		if strings.Contains(host, not) {
+			t.Errorf("the host's log has the activity's %q:\n%s", not, host)
+		}
+	}
 }

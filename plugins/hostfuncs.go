@@ -19,9 +19,12 @@ type callState struct {
 	call *Call // nil during _initialize and weft_manifest
 	hb   *Heartbeat
 
-	// initialising and inManifest mark calls outside weft_invoke.
+	// export is the export the guest is in: weft_abi_version,
+	// weft_manifest, weft_alloc or weft_invoke; empty with initialising
+	// set for _initialize. Which host functions a guest may call depends
+	// on it (abi/README.md §4).
+	export       string
 	initialising bool
-	inManifest   bool
 
 	result    []byte
 	resultSet bool
@@ -124,15 +127,24 @@ func (cs *callState) read(mod api.Module, fn string, ptr, n uint32) []byte {
 	return b
 }
 
+// where names the export the guest is in, for errors.
+func (cs *callState) where() string {
+	if cs.export == "" && cs.initialising {
+		return abi.ExportInitialize
+	}
+	return cs.export
+}
+
 // inInvoke returns the call state for a host function only weft_invoke may
-// call, aborting the guest otherwise.
+// call, aborting the guest otherwise: weft_alloc runs during an activity
+// call too, but the ABI gives it nothing to ask the host for.
 func inInvoke(ctx context.Context, fn string) *callState {
 	cs := callOf(ctx)
-	if cs == nil || cs.call == nil {
-		if cs == nil {
-			panic(fmt.Errorf("%w: %s.%s called outside an export call", ErrProtocol, abi.HostModule, fn))
-		}
-		cs.abort("%s.%s called outside %s", abi.HostModule, fn, abi.ExportInvoke)
+	if cs == nil {
+		panic(fmt.Errorf("%w: %s.%s called outside an export call", ErrProtocol, abi.HostModule, fn))
+	}
+	if cs.call == nil || cs.export != abi.ExportInvoke {
+		cs.abort("%s.%s called from %s; only %s may call it", abi.HostModule, fn, cs.where(), abi.ExportInvoke)
 	}
 	return cs
 }
@@ -160,11 +172,11 @@ func (r *Runtime) instantiateHostModule(ctx context.Context) error {
 
 func hostResult(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := callOf(ctx)
-	if cs == nil || (cs.call == nil && !cs.inManifest) {
-		if cs == nil {
-			panic(fmt.Errorf("%w: %s.%s called outside an export call", ErrProtocol, abi.HostModule, abi.ImportResult))
-		}
-		cs.abort("%s.%s called outside %s and %s", abi.HostModule, abi.ImportResult, abi.ExportInvoke, abi.ExportManifest)
+	if cs == nil {
+		panic(fmt.Errorf("%w: %s.%s called outside an export call", ErrProtocol, abi.HostModule, abi.ImportResult))
+	}
+	if (cs.call == nil || cs.export != abi.ExportInvoke) && cs.export != abi.ExportManifest {
+		cs.abort("%s.%s called from %s; only %s and %s may call it", abi.HostModule, abi.ImportResult, cs.where(), abi.ExportInvoke, abi.ExportManifest)
 	}
 	stopIfDone(ctx, abi.HostModule+"."+abi.ImportResult)
 	ptr, n := uint32(stack[0]), uint32(stack[1])

@@ -199,6 +199,7 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bo
 	}
 	in.stack[0] = n
 	in.resetStack()
+	cs.export = abi.ExportAlloc
 	if err := in.alloc.CallWithStack(wctx, in.stack[:]); err != nil {
 		return nil, false, in.classify(ctx, callCtx, cs, abi.ExportAlloc, err)
 	}
@@ -213,6 +214,7 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bo
 	// 3. The call.
 	in.stack[0], in.stack[1], in.stack[2] = uint64(ptr), uint64(len(call.Activity)), uint64(len(input))
 	in.resetStack()
+	cs.export = abi.ExportInvoke
 	if err := in.invoke.CallWithStack(wctx, in.stack[:]); err != nil {
 		return nil, false, in.classify(ctx, callCtx, cs, abi.ExportInvoke, err)
 	}

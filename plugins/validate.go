@@ -146,7 +146,7 @@ func checkShape(cm wazero.CompiledModule, imports []instrument.Import) *Validati
 func (in *instance) describe(ctx context.Context, version string, size int) (*Module, error) {
 	in.stack[0] = 0
 	in.resetStack()
-	vcs := &callState{rt: in.pool.rt, initialising: true}
+	vcs := &callState{rt: in.pool.rt, export: abi.ExportABIVersion}
 	in.cur = vcs
 	err := in.abiVersion.CallWithStack(withCall(ctx, vcs), in.stack[:])
 	in.cur = nil
@@ -158,7 +158,7 @@ func (in *instance) describe(ctx context.Context, version string, size int) (*Mo
 		return nil, invalid("ABI version %d: this host implements version %d", v, abi.Version)
 	}
 
-	cs := &callState{rt: in.pool.rt, inManifest: true}
+	cs := &callState{rt: in.pool.rt, export: abi.ExportManifest}
 	in.cur = cs
 	in.resetStack()
 	err = in.manifest.CallWithStack(withCall(ctx, cs), in.stack[:])
