@@ -370,3 +370,41 @@ func TestABISection4LogFromEveryExport(t *testing.T) {
 		}
 	}
 }
+
+// §6: the manifest is one JSON document. Whitespace may follow it;
+// anything else is refused, and the refusal says what follows.
+func TestABISection6ManifestIsOneJSONDocument(t *testing.T) {
+	t.Parallel()
+	rt := testplugins.Runtime(t, plugins.Config{})
+	tests := []struct {
+		name, after string
+		// want is the refusal; empty when the manifest is accepted.
+		want string
+	}{
+		{name: "whitespace", after: " \n\t\r\n"},
+		{name: "NUL bytes", after: "\x00\x00\x00", want: `manifest: 3 bytes after the JSON document of abi/README.md §6, at offset 31: "\x00\x00\x00"`},
+		{name: "a second document", after: "\n{}", want: `manifest: 2 bytes after the JSON document of abi/README.md §6, at offset 32: "{}"`},
+		{name: "text", after: " trailing", want: `manifest: 8 bytes after the JSON document of abi/README.md §6, at offset 32: "trailing"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			doc := guestManifest + tt.after
+			g := abiGuest{
+				manifest: `(call $result (i32.const 1024) (i32.const ` + strconv.Itoa(len(doc)) + `)) (i32.const 0)`,
+				extra:    `(data (i32.const 1024) ` + watString(doc) + `)`,
+			}
+			_, err := rt.Load(context.Background(), testplugins.WAT(t, g.String()))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ve *plugins.ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0] != tt.want {
+				t.Fatalf("%v; want the one problem %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -199,6 +199,12 @@ func parseManifest(doc []byte) (*abi.Manifest, *ValidationError) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, invalid("manifest: not the JSON document of abi/README.md §6: %v", err)
 	}
+	// Decode stops after the first document; the manifest is one document,
+	// and bytes after it (a C guest passing its buffer's size, NULs
+	// included) are a bug the author should hear about.
+	if rest := bytes.TrimLeft(doc[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, invalid("manifest: %d bytes after the JSON document of abi/README.md §6, at offset %d: %s", len(rest), len(doc)-len(rest), excerpt(rest))
+	}
 	var problems []string
 	if len(m.Activities) == 0 {
 		problems = append(problems, "manifest: lists no activities")

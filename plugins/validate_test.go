@@ -184,6 +184,11 @@ func TestValidationRefusals(t *testing.T) {
 			want: []string{`manifest: not the JSON document.*unknown field "exports"`},
 		},
 		{
+			name: "manifest with bytes after the document",
+			wasm: wat(watModule{manifest: "{\"activities\":[{\"name\":\"echo\"}]}\x00\x00\x00"}),
+			want: []string{`manifest: 3 bytes after the JSON document of abi/README\.md §6, at offset 32: "\\x00\\x00\\x00"`},
+		},
+		{
 			name: "manifest without activities",
 			wasm: wat(watModule{manifest: `{"activities":[]}`}),
 			want: []string{`manifest: lists no activities`},
