@@ -408,3 +408,25 @@ func TestABISection6ManifestIsOneJSONDocument(t *testing.T) {
 		})
 	}
 }
+
+// §4: last_heartbeat gives the details the host hands the attempt (the
+// engine hands it the latest any earlier attempt recorded; see
+// host/runner), and -1 when there are none.
+func TestABISection4LastHeartbeat(t *testing.T) {
+	t.Parallel()
+	rt := testplugins.Runtime(t, plugins.Config{})
+	v := abiGuest{invoke: `(local $len i32)
+	  (local.set $len (call $last_heartbeat (i32.const 1024) (i32.const 4096)))
+	  (if (i32.lt_s (local.get $len) (i32.const 0)) (then (call $ret (local.get $len)) (return (i32.const 0))))
+	  (call $result (i32.const 1024) (local.get $len)) (i32.const 0)`}.load(t, rt)
+	for _, last := range []string{`{"done_ms":40}`, `[1,"two"]`, ``} {
+		out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run", LastHeartbeat: []byte(last)})
+		want := last
+		if last == "" {
+			want = "-1"
+		}
+		if err != nil || string(out) != want {
+			t.Errorf("with %q: %s, %v; want %s", last, out, err, want)
+		}
+	}
+}

@@ -24,8 +24,9 @@ type Call struct {
 	// Info is what the guest reads through the info host function. Its
 	// Activity field is filled from Activity when empty.
 	Info abi.Info
-	// LastHeartbeat is the details the previous attempt last recorded, or
-	// nil.
+	// LastHeartbeat is what the last_heartbeat host function returns: the
+	// latest details any earlier attempt of the step execution recorded
+	// (not only the previous attempt's), or nil when none did.
 	LastHeartbeat []byte
 	// Grants are what the operator granted the plugin: the hosts its HTTP
 	// requests may reach, the values the config host function returns and
