@@ -430,3 +430,93 @@ func TestABISection4LastHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// §7: an output that is not JSON is handed over as it is, for the consumer
+// to report (CheckOutput), and the instance is kept; a call that never
+// called result fails and its instance is discarded.
+func TestABISection7Output(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, invoke string
+		// out is the output; empty when the call fails with err.
+		out, err  string
+		discarded int64
+	}{
+		{name: "empty result is null", invoke: `(call $result (i32.const 0) (i32.const 0)) (i32.const 0)`, out: "null"},
+		{name: "output that is not JSON", invoke: `(call $result (i32.const 8) (i32.const 3)) (i32.const 0)`, out: "key"},
+		{name: "status 0 without result", invoke: `(i32.const 0)`, err: "weft_invoke returned status 0 without calling result", discarded: 1},
+		{name: "status 1 without result", invoke: `(i32.const 1)`, err: "weft_invoke reported a failure without calling result", discarded: 1},
+		{name: "status 2 without result", invoke: `(i32.const 2)`, err: "weft_invoke reported a failure without calling result", discarded: 1},
+		{name: "status 3", invoke: `(call $result (i32.const 0) (i32.const 0)) (i32.const 3)`, err: "weft_invoke returned status 3; want 0, 1 or 2", discarded: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
+			v := abiGuest{invoke: tt.invoke}.load(t, rt)
+			out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run"})
+			if tt.err == "" {
+				if err != nil || string(out) != tt.out {
+					t.Fatalf("%q, %v; want %q", out, err, tt.out)
+				}
+			} else if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("%q, %v; want an ABI violation saying %q", out, err, tt.err)
+			}
+			if st := rt.Stats(v); st.Discarded != tt.discarded {
+				t.Errorf("%d instances discarded, want %d", st.Discarded, tt.discarded)
+			}
+			if cerr := plugins.CheckOutput(out); tt.name == "output that is not JSON" && !errors.Is(cerr, plugins.ErrProtocol) {
+				t.Errorf("CheckOutput(%q): %v, want an ABI violation", out, cerr)
+			}
+		})
+	}
+}
+
+// §8: a failure document is decoded while the host holds the instance: one
+// that is not a JSON object with a code discards it, whatever the status;
+// retryable is false when absent.
+func TestABISection8Failures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, doc string
+		status    int
+		// err is the ABI violation; empty when the failure is the guest's.
+		err       string
+		retryable bool
+		discarded int64
+	}{
+		{name: "retryable absent", doc: `{"code":"card_declined"}`, status: 1},
+		{name: "retryable true", doc: `{"code":"busy","retryable":true}`, status: 1, retryable: true},
+		{name: "status 2 discards", doc: `{"code":"panic","message":"boom"}`, status: 2, discarded: 1},
+		{name: "not JSON", doc: `card declined`, status: 1, err: "failure is not the JSON document of abi/README.md §8", discarded: 1},
+		{name: "not an object", doc: `"card_declined"`, status: 1, err: "failure is not the JSON document of abi/README.md §8", discarded: 1},
+		{name: "code not a string", doc: `{"code":5}`, status: 1, err: "failure is not the JSON document of abi/README.md §8", discarded: 1},
+		{name: "no code", doc: `{"message":"declined"}`, status: 1, err: "failure has no code", discarded: 1},
+		{name: "empty code", doc: `{"code":""}`, status: 2, err: "failure has no code", discarded: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
+			v := abiGuest{
+				invoke: `(call $result (i32.const 1024) (i32.const ` + strconv.Itoa(len(tt.doc)) + `)) (i32.const ` + strconv.Itoa(tt.status) + `)`,
+				extra:  `(data (i32.const 1024) ` + watString(tt.doc) + `)`,
+			}.load(t, rt)
+			_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run"})
+			var ge *plugins.GuestError
+			switch {
+			case tt.err != "":
+				if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("%v; want an ABI violation saying %q", err, tt.err)
+				}
+			case !errors.As(err, &ge):
+				t.Fatalf("%v; want the guest's failure", err)
+			case ge.Retryable != tt.retryable:
+				t.Errorf("retryable %v, want %v", ge.Retryable, tt.retryable)
+			}
+			if st := rt.Stats(v); st.Discarded != tt.discarded {
+				t.Errorf("%d instances discarded, want %d", st.Discarded, tt.discarded)
+			}
+		})
+	}
+}

@@ -68,12 +68,13 @@ var nullJSON = []byte("null")
 // call's deadline is ctx's; when it passes the guest is stopped, even in a
 // loop without calls.
 //
-// The output is the bytes the guest passed to result (null when it passed
-// none), not parsed: the ABI says it is a JSON document, and every consumer
-// decodes it anyway, so checking it here would be a second pass over it
-// (on a 64 KiB output, ten times the cost of the call). A consumer that
-// finds it is not JSON reports the guest's ABI violation; CheckOutput does
-// that for a consumer that does not decode.
+// The output is the bytes the guest passed to result (null when they were
+// empty), not parsed: the ABI says it is a JSON document, and every
+// consumer decodes it anyway, so checking it here would be a second pass
+// over it (on a 64 KiB output, ten times the cost of the call). A consumer
+// that finds it is not JSON reports the guest's ABI violation; CheckOutput
+// does that for a consumer that does not decode. The instance has gone
+// back to the pool by then, and stays there (abi/README.md §7).
 //
 // # Errors
 //
