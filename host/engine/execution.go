@@ -73,9 +73,12 @@ type execution struct {
 // result is an activity attempt's end.
 type result struct {
 	token string
-	out   []byte
-	err   error
-	hb    *plugins.Heartbeat
+	// version and activity name the call, for an output that is not JSON
+	// (its error is made here, not by the runtime).
+	version, activity string
+	out               []byte
+	err               error
+	hb                *plugins.Heartbeat
 	// requests are the attempt's outbound HTTP requests, for its record.
 	requests []plugins.Request
 }
@@ -500,7 +503,9 @@ func (x *execution) event(r result, watched *attempt) runner.Event {
 	if r.err == nil {
 		var v any
 		if err := json.Unmarshal(r.out, &v); err != nil {
-			perr := plugins.CheckOutput(r.out)
+			// Named like every other call error: the runtime does not
+			// parse outputs (see plugins.Runtime.Invoke), so it is made here.
+			perr := &plugins.CallError{Version: r.version, Activity: r.activity, Err: plugins.CheckOutput(r.out)}
 			return runner.ActivityFailed{Token: r.token, Failure: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests}
 		}
 		return runner.ActivityCompleted{Token: r.token, Output: v, Requests: requests}
@@ -610,7 +615,7 @@ func (x *execution) invoke(inv runner.Invoke) {
 		var requests []plugins.Request
 		call.Requested = func(r plugins.Request) { requests = append(requests, r) }
 		out, err := x.e.plugins.Invoke(ctx, version, call)
-		x.results <- result{token: inv.Token, out: out, err: err, hb: hb, requests: requests}
+		x.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, err: err, hb: hb, requests: requests}
 	}()
 }
 
