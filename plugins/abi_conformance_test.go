@@ -520,3 +520,43 @@ func TestABISection8Failures(t *testing.T) {
 		})
 	}
 }
+
+// §3: what the host does when weft_alloc gives it no block for the request.
+func TestABISection3NoBlockForTheRequest(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, alloc string
+		input       []byte
+		sentinel    error
+		err         string
+		discarded   int64
+	}{
+		{
+			name: "weft_alloc returns 0", alloc: `(i32.const 0)`, input: []byte(`{"a":1}`),
+			sentinel: plugins.ErrLimit, err: "weft_alloc could not allocate 10 bytes for the request", discarded: 1,
+		},
+		{
+			name: "a block that runs past memory", alloc: `(i32.const 65530)`, input: []byte(`{"a":1}`),
+			sentinel: plugins.ErrProtocol, err: "weft_alloc returned 65530, and 10 bytes there are outside memory (65536 bytes)", discarded: 1,
+		},
+		{
+			// weft_alloc would trap: it is not called.
+			name: "a request larger than the memory limit", alloc: `unreachable`, input: []byte(`"` + strings.Repeat("x", 2<<16) + `"`),
+			sentinel: plugins.ErrLimit, err: "request of 131077 bytes cannot fit the guest's memory limit of 131072 bytes",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1, MemoryLimitPages: 2})
+			v := abiGuest{alloc: tt.alloc}.load(t, rt)
+			_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run", Input: tt.input})
+			if !errors.Is(err, tt.sentinel) || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("%v; want %v saying %q", err, tt.sentinel, tt.err)
+			}
+			if st := rt.Stats(v); st.Discarded != tt.discarded {
+				t.Errorf("%d instances discarded, want %d", st.Discarded, tt.discarded)
+			}
+		})
+	}
+}
