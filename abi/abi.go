@@ -122,9 +122,11 @@ const (
 // Failure is the document a guest passes to result with StatusError or
 // StatusPanic.
 type Failure struct {
-	Code      string `json:"code"`
-	Message   string `json:"message,omitempty"`
-	Retryable bool   `json:"retryable"`
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
+	// Retryable lets the step's retry policy try again; false when the
+	// document leaves it out.
+	Retryable bool `json:"retryable"`
 	// Details is any JSON value, or empty.
 	Details []byte `json:"-"`
 }

@@ -15,8 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/retry"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
@@ -556,6 +558,87 @@ func TestABISection3NoBlockForTheRequest(t *testing.T) {
 			}
 			if st := rt.Stats(v); st.Discarded != tt.discarded {
 				t.Errorf("%d instances discarded, want %d", st.Discarded, tt.discarded)
+			}
+		})
+	}
+}
+
+// §8: the failure code each way the host ends an attempt leads to, and
+// whether the retry policy retries it (heartbeat_timeout is the engine's,
+// tested there).
+func TestABISection8HostFailureCodes(t *testing.T) {
+	t.Parallel()
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte("s3cr3t-value"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readSecret := `(drop (call $secret (i32.const 8) (i32.const 3) (i32.const 0) (i32.const 0))) (call $result (i32.const 0) (i32.const 0)) (i32.const 0)`
+	spin := `(loop $spin (br $spin)) (i32.const 0)`
+	fail := func(doc string) abiGuest {
+		return abiGuest{
+			invoke: `(call $result (i32.const 1024) (i32.const ` + strconv.Itoa(len(doc)) + `)) (i32.const 1)`,
+			extra:  `(data (i32.const 1024) ` + watString(doc) + `)`,
+		}
+	}
+	tests := []struct {
+		name  string
+		guest abiGuest
+		// call changes the call; cancel, when set, requests cancellation
+		// before it starts.
+		call      func(*plugins.Call)
+		timeout   bool
+		cancel    bool
+		version   string // replaces the guest's version when set
+		code      string
+		retryable bool
+	}{
+		{name: "timeout", guest: abiGuest{invoke: spin}, timeout: true, code: "timeout", retryable: true},
+		{name: "trap", guest: abiGuest{invoke: `unreachable`}, code: "trap", retryable: true},
+		{name: "proc_exit", guest: abiGuest{
+			imports: `(import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))`,
+			invoke:  `(call $exit (i32.const 3)) (i32.const 0)`,
+		}, code: "trap", retryable: true},
+		{name: "limit", guest: abiGuest{alloc: `(i32.const 0)`}, code: "limit", retryable: true},
+		{name: "host: version not stored", guest: abiGuest{}, version: strings.Repeat("0", 64), code: "host", retryable: true},
+		{name: "host: secret unresolved on this node", guest: abiGuest{invoke: readSecret}, call: func(c *plugins.Call) {
+			c.Grants = &grant.Set{Secrets: map[string]string{"key": "file:" + secretFile + ".missing"}}
+		}, code: "host", retryable: true},
+		{name: "protocol", guest: abiGuest{invoke: `(call $result (i32.const 0) (i32.const 0)) (i32.const 7)`}, code: "protocol"},
+		{name: "unknown_activity", guest: abiGuest{}, call: func(c *plugins.Call) { c.Activity = "nope" }, code: "unknown_activity"},
+		{name: "not_granted", guest: abiGuest{invoke: readSecret}, code: "not_granted"},
+		{name: "cancelled after the grace period", guest: abiGuest{invoke: spin}, cancel: true, code: "cancelled"},
+		{name: "cancelled by the guest, retryable said", guest: fail(`{"code":"cancelled","retryable":true}`), code: "cancelled"},
+		{name: "a guest's code is its own", guest: fail(`{"code":"timeout"}`), code: "timeout"},
+	}
+	rt := testplugins.Runtime(t, plugins.Config{CancelGrace: 10 * time.Millisecond})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v := tt.guest.load(t, rt)
+			if tt.version != "" {
+				v = tt.version
+			}
+			call := plugins.Call{Activity: "run", Grants: &grant.Set{}}
+			if tt.call != nil {
+				tt.call(&call)
+			}
+			if tt.cancel {
+				call.Heartbeat = plugins.NewHeartbeat(time.Now())
+				call.Heartbeat.RequestCancel()
+			}
+			ctx := context.Background()
+			if tt.timeout {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+				defer cancel()
+			}
+			_, err := rt.Invoke(ctx, v, call)
+			if err == nil {
+				t.Fatal("the call succeeded")
+			}
+			f := retry.Classify(err)
+			if f.Code != tt.code || f.Retryable != tt.retryable {
+				t.Errorf("%v: code %q retryable %v, want %q %v", err, f.Code, f.Retryable, tt.code, tt.retryable)
 			}
 		})
 	}
