@@ -159,14 +159,17 @@ type Activity struct {
 
 // Info is the document the info host function writes.
 type Info struct {
-	InstanceID     string `json:"instance_id"`
-	Workflow       string `json:"workflow"`
-	StepID         string `json:"step_id"`
-	Plugin         string `json:"plugin"`
-	Activity       string `json:"activity"`
-	Attempt        int    `json:"attempt"`
+	InstanceID string `json:"instance_id"`
+	Workflow   string `json:"workflow"`
+	StepID     string `json:"step_id"`
+	Plugin     string `json:"plugin"`
+	Activity   string `json:"activity"`
+	Attempt    int    `json:"attempt"`
+	// IdempotencyKey is the same for every attempt of one step execution.
+	// It is opaque: compared, stored or passed on, never parsed.
 	IdempotencyKey string `json:"idempotency_key"`
-	// DeadlineUnixMilli is when the host stops the attempt; 0 when unbounded.
+	// DeadlineUnixMilli is when the host stops the attempt; 0 when nothing
+	// bounds it in time (never under weft serve).
 	DeadlineUnixMilli int64 `json:"deadline_unix_ms"`
 }
 

@@ -643,3 +643,43 @@ func TestABISection8HostFailureCodes(t *testing.T) {
 		})
 	}
 }
+
+// §9: deadline_unix_ms is when the host stops the attempt, and 0 only when
+// nothing will; the call's own deadline wins over a later one in Info.
+func TestABISection9Deadline(t *testing.T) {
+	t.Parallel()
+	rt := testplugins.Runtime(t, plugins.Config{})
+	v := abiGuest{invoke: `(call $result (i32.const 1024) (call $info (i32.const 1024) (i32.const 4096))) (i32.const 0)`}.load(t, rt)
+	soon := time.Now().Add(time.Hour)
+	tests := []struct {
+		name     string
+		deadline time.Time // of the context; zero for none
+		info     int64
+		want     int64
+	}{
+		{name: "no deadline", want: 0},
+		{name: "the context's", deadline: soon, want: soon.UnixMilli()},
+		{name: "the context's, sooner than Info's", deadline: soon, info: soon.Add(time.Hour).UnixMilli(), want: soon.UnixMilli()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if !tt.deadline.IsZero() {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, tt.deadline)
+				defer cancel()
+			}
+			out, err := rt.Invoke(ctx, v, plugins.Call{Activity: "run", Info: abi.Info{DeadlineUnixMilli: tt.info}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var info abi.Info
+			if err := json.Unmarshal(out, &info); err != nil {
+				t.Fatalf("info %q: %v", out, err)
+			}
+			if info.DeadlineUnixMilli != tt.want {
+				t.Errorf("deadline_unix_ms %d, want %d", info.DeadlineUnixMilli, tt.want)
+			}
+		})
+	}
+}

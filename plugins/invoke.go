@@ -22,7 +22,10 @@ type Call struct {
 	// Input is a JSON document; empty is sent as null.
 	Input []byte
 	// Info is what the guest reads through the info host function. Its
-	// Activity field is filled from Activity when empty.
+	// Activity field is filled from Activity when empty. Its
+	// DeadlineUnixMilli is replaced by when the guest will be stopped:
+	// always with a Timeout (see there); without one, by ctx's deadline
+	// when it has one and DeadlineUnixMilli is 0 or later.
 	Info abi.Info
 	// LastHeartbeat is what the last_heartbeat host function returns: the
 	// latest details any earlier attempt of the step execution recorded
@@ -127,6 +130,10 @@ func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 		call.Info.DeadlineUnixMilli = deadline.UnixMilli()
+	} else if d, ok := ctx.Deadline(); ok && (call.Info.DeadlineUnixMilli == 0 || d.UnixMilli() < call.Info.DeadlineUnixMilli) {
+		// The guest is stopped at ctx's deadline: it must not read a
+		// later one, nor 0, which says there is none (abi/README.md §9).
+		call.Info.DeadlineUnixMilli = d.UnixMilli()
 	}
 	out, stderr, healthy, err := in.call(ctx, &call)
 	if healthy {
