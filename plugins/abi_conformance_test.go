@@ -683,3 +683,37 @@ func TestABISection9Deadline(t *testing.T) {
 		})
 	}
 }
+
+// §4: with no log function of its own in the call (as under weft serve),
+// the activity's log is the host's logger: one record per line, at its
+// level, with the message "plugin: " and the text and attributes that find
+// the attempt.
+func TestABISection4TheActivitysLogIsTheHostsLog(t *testing.T) {
+	t.Parallel()
+	logs := &logtest.Buffer{}
+	rt := testplugins.Runtime(t, plugins.Config{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	v := abiGuest{invoke: `(call $log (i32.const 3) (i32.const 8) (i32.const 3)) (call $result (i32.const 0) (i32.const 0)) (i32.const 0)`}.load(t, rt)
+	info := abi.Info{InstanceID: "i-1", StepID: "charge", Plugin: "payments", Attempt: 2}
+	if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run", Info: info}); err != nil {
+		t.Fatal(err)
+	}
+	var got []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["msg"] == "plugin: key" {
+			got = append(got, rec)
+		}
+	}
+	want := map[string]any{"level": "ERROR", "msg": "plugin: key", "source": "log", "plugin": "payments", "activity": "run", "instance": "i-1", "step": "charge", "attempt": float64(2)}
+	if len(got) != 1 {
+		t.Fatalf("%d records of the guest's message, want 1:\n%s", len(got), logs.String())
+	}
+	for k, w := range want {
+		if got[0][k] != w {
+			t.Errorf("%s: %v, want %v (record %v)", k, got[0][k], w, got[0])
+		}
+	}
+}

@@ -365,7 +365,9 @@ func (cs *callState) deliver(rec Record) {
 	}
 	attrs := []any{"source", rec.Source}
 	if cs.call != nil {
-		attrs = append(attrs, "activity", cs.call.Activity, "instance", cs.call.Info.InstanceID, "step", cs.call.Info.StepID)
+		// Enough to find one attempt's records among a node's (abi/README.md §4).
+		info := &cs.call.Info
+		attrs = append(attrs, "plugin", info.Plugin, "activity", cs.call.Activity, "instance", info.InstanceID, "step", info.StepID, "attempt", info.Attempt)
 	}
 	cs.rt.log.Log(context.Background(), rec.Level, "plugin: "+rec.Message, attrs...)
 }
