@@ -717,3 +717,81 @@ func TestABISection4TheActivitysLogIsTheHostsLog(t *testing.T) {
 		}
 	}
 }
+
+// §2 and §5: a module with forbidden imports is refused before it is
+// instantiated (its _initialize never runs), in one ValidationError that
+// names every such import, whatever its kind and module.
+func TestABISection2EveryForbiddenImportIsNamed(t *testing.T) {
+	t.Parallel()
+	logs := &logtest.Buffer{}
+	rt := testplugins.Runtime(t, plugins.Config{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	allowed := `(import "weft" "result" (func $result (param i32 i32))) (import "weft" "log" (func $log (param i32 i32 i32)))`
+	initialise := `(data (i32.const 2000) "initialised") (func (export "_initialize") (call $log (i32.const 1) (i32.const 2000) (i32.const 11)))`
+	named := map[string]string{
+		"global":                    `import weft.g: importing a global is not allowed; plugins import only functions`,
+		"table":                     `import weft.t: importing a table is not allowed; plugins import only functions`,
+		"memory":                    `import env.mem: importing a memory is not allowed; export one named "memory"`,
+		"function of env":           `import env.foo: module "env" is not allowed; plugins import only from "weft" and "wasi_snapshot_preview1"`,
+		"function of weft":          `import weft.nope: the host module has no such function`,
+		"host function's type":      `import weft.heartbeat: type (i64)->(), want (i32,i32)->(i32)`,
+		"WASI function":             `import wasi_snapshot_preview1.sock_open: not a WASI preview 1 function the host provides (abi/README.md §5)`,
+		"function of wasi_unstable": `import wasi_unstable.fd_write: module "wasi_unstable" is not allowed; plugins import only from "weft" and "wasi_snapshot_preview1"`,
+	}
+	imports := map[string]string{
+		"global":                    `(import "weft" "g" (global i32))`,
+		"table":                     `(import "weft" "t" (table 1 funcref))`,
+		"function of env":           `(import "env" "foo" (func))`,
+		"function of weft":          `(import "weft" "nope" (func))`,
+		"host function's type":      `(import "weft" "heartbeat" (func (param i64)))`,
+		"WASI function":             `(import "wasi_snapshot_preview1" "sock_open" (func (param i32 i32 i32) (result i32)))`,
+		"function of wasi_unstable": `(import "wasi_unstable" "fd_write" (func (param i32 i32 i32 i32) (result i32)))`,
+	}
+	memory := `(import "env" "mem" (memory 1)) (export "memory" (memory 0))`
+	refused := func(t *testing.T, m watModule, want ...string) {
+		t.Helper()
+		_, err := rt.Load(context.Background(), testplugins.WAT(t, m.String()))
+		var ve *plugins.ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("%v; want a *ValidationError", err)
+		}
+		if len(ve.Problems) != len(want) {
+			t.Errorf("%d problems, want %d:\n%s", len(ve.Problems), len(want), strings.Join(ve.Problems, "\n"))
+		}
+		for _, w := range want {
+			found := false
+			for _, p := range ve.Problems {
+				found = found || p == w
+			}
+			if !found {
+				t.Errorf("no problem says %q:\n%s", w, strings.Join(ve.Problems, "\n"))
+			}
+		}
+	}
+	t.Run("all at once", func(t *testing.T) {
+		t.Parallel()
+		all := allowed
+		for _, imp := range imports {
+			all += " " + imp
+		}
+		want := make([]string, 0, len(named))
+		for _, w := range named {
+			want = append(want, w)
+		}
+		refused(t, watModule{imports: all, memory: memory, extra: initialise}, want...)
+	})
+	for kind, imp := range imports {
+		t.Run(kind+" alone", func(t *testing.T) {
+			t.Parallel()
+			refused(t, watModule{imports: allowed + " " + imp, extra: initialise}, named[kind])
+		})
+	}
+	t.Run("memory alone", func(t *testing.T) {
+		t.Parallel()
+		refused(t, watModule{imports: allowed, memory: memory, extra: initialise}, named["memory"])
+	})
+	t.Cleanup(func() {
+		if strings.Contains(logs.String(), "initialised") {
+			t.Errorf("a refused module was instantiated:\n%s", logs.String())
+		}
+	})
+}
