@@ -9,8 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/retry"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
@@ -577,28 +579,35 @@ func (x *execution) cancelChild(token string) {
 func childID(parent, token string) string { return parent + "." + token }
 
 // invoke starts an activity attempt.
+//
+// The attempt's clocks start when its guest starts running, not now:
+// loading the version (a node's first call of it may compile it, seconds
+// for a Go plugin) and waiting for an instance are not the attempt's time.
+// The runtime counts Call.Timeout, the start-to-close timeout, from then,
+// and restarts the heartbeat's clock then; until then the heartbeat
+// scheduler sees the attempt as alive (track). The context's deadline is
+// only the step's schedule-to-close deadline, which is absolute.
 func (x *execution) invoke(inv runner.Invoke) {
-	hb := plugins.NewHeartbeat(x.e.cfg.Now())
+	// The zero time marks a guest that has not started; the runtime sets
+	// the heartbeat's clock when it starts.
+	hb := plugins.NewHeartbeat(time.Time{})
 	x.inflight[inv.Token] = hb
 	x.attempts[inv.Token] = inv
-	// Every attempt is tracked: the scheduler times out those with a
-	// heartbeat timeout and persists the details of all of them.
-	x.e.heartbeat.watch(attemptItem(x.key, inv.Token), &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb, timeout: inv.HeartbeatTimeout})
+	x.track(inv, hb)
 	timeout := inv.Timeout
 	if timeout == 0 {
 		timeout = x.e.cfg.ActivityTimeout
 	}
-	deadline := x.e.cfg.Now().Add(timeout)
-	if !inv.Deadline.IsZero() && inv.Deadline.Before(deadline) {
-		deadline = inv.Deadline
-	}
 	in, err := json.Marshal(inv.Input)
 	version := x.inst.Plugins[inv.Plugin]
 	call := plugins.Call{
-		Activity: inv.Activity, Input: in, LastHeartbeat: inv.LastHeartbeat, Heartbeat: hb,
+		Activity: inv.Activity, Input: in, LastHeartbeat: inv.LastHeartbeat, Heartbeat: hb, Timeout: timeout,
+		// Info.DeadlineUnixMilli is set by the runtime when the guest
+		// starts: the sooner of the start-to-close and the context's
+		// deadline.
 		Info: abi.Info{
 			InstanceID: x.inst.ID, Workflow: x.inst.Workflow, StepID: inv.StepID, Plugin: inv.Plugin, Activity: inv.Activity,
-			Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey, DeadlineUnixMilli: deadline.UnixMilli(),
+			Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey,
 		},
 	}
 	go func() {
@@ -606,8 +615,12 @@ func (x *execution) invoke(inv runner.Invoke) {
 			x.results <- result{token: inv.Token, err: fmt.Errorf("encoding input: %w", err), hb: hb}
 			return
 		}
-		ctx, cancel := context.WithDeadline(x.ctx, deadline)
-		defer cancel()
+		ctx := x.ctx
+		if !inv.Deadline.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, inv.Deadline)
+			defer cancel()
+		}
 		if call.Grants, err = x.e.grants(ctx, inv.Plugin); err != nil {
 			x.results <- result{token: inv.Token, err: &plugins.CallError{Version: version, Activity: inv.Activity, Err: err}, hb: hb}
 			return
@@ -617,6 +630,53 @@ func (x *execution) invoke(inv runner.Invoke) {
 		out, err := x.e.plugins.Invoke(ctx, version, call)
 		x.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, err: err, hb: hb, requests: requests}
 	}()
+}
+
+// track has the heartbeat scheduler watch an attempt: every attempt, so
+// that the details of all of them are persisted, and those with a
+// heartbeat timeout are timed out when their guest goes silent.
+//
+// The scheduler must not take the time before the guest starts for
+// silence: hb reports the zero time until then. beats.watch hands the
+// scheduler hb itself, so the attempt is registered through it without a
+// heartbeat timeout, and then, in place and before anything could time it
+// out, given its timeout with a pulse that reports the attempt alive until
+// the guest starts.
+func (x *execution) track(inv runner.Invoke, hb *plugins.Heartbeat) {
+	id := attemptItem(x.key, inv.Token)
+	a := &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb}
+	x.e.heartbeat.watch(id, a)
+	if inv.HeartbeatTimeout <= 0 {
+		return
+	}
+	// Set after watch: only event reads it, on this goroutine.
+	a.timeout = inv.HeartbeatTimeout
+	warns, err := x.e.beats.Track(heartbeat.Item{
+		ID: id, Kind: heartbeat.Activity, HeartbeatTimeout: a.timeout, Pulse: startPulse{hb: hb, now: x.e.cfg.Now},
+	})
+	if err != nil {
+		x.e.log.Warn("tracking attempt", "attempt", id, "err", err)
+	}
+	for _, w := range warns {
+		x.e.log.Warn("heartbeat scheduler", "attempt", id, "warning", w.Message)
+	}
+}
+
+// startPulse is an attempt's heartbeat.Pulse: the guest's heartbeats once
+// it runs, and the present before, while the version loads or the call
+// waits for an instance.
+type startPulse struct {
+	hb  *plugins.Heartbeat
+	now func() time.Time
+}
+
+// Last implements heartbeat.Pulse.
+func (p startPulse) Last() (details []byte, at time.Time, beats uint64) {
+	details, at, beats = p.hb.Last()
+	if at.IsZero() {
+		at = p.now()
+	}
+	return details, at, beats
 }
 
 // commit writes the instance: a compare-and-set on its revision, fenced by
