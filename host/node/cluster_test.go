@@ -22,11 +22,16 @@ import (
 // expired between renewals, and another node ran the attempt again).
 func clusterNode(t *testing.T, id string, addrs ...string) *node.Node {
 	t.Helper()
-	n, _, _ := open(t, node.Config{
+	n, _, _ := open(t, clusterConfig(t, id, addrs...))
+	return n
+}
+
+// clusterConfig is the configuration of clusterNode.
+func clusterConfig(t *testing.T, id string, addrs ...string) node.Config {
+	return node.Config{
 		NodeID: id, DataDir: t.TempDir(), Store: node.StoreRedis, RedisAddrs: addrs,
 		Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Second, Heartbeat: heartbeat.Config{Cycle: 500 * time.Millisecond}},
-	})
-	return n
+	}
 }
 
 // A plugin uploaded and a definition saved on one node are usable on the

@@ -22,8 +22,10 @@
 // on every address given, a Redlock quorum when there are several. DataDir
 // then holds only the node's compilation cache. A plugin uploaded or a
 // definition saved on one node is usable on every node at once: versions
-// are immutable and read from the shared store, and each node compiles a
-// version the first time it runs it.
+// are immutable and read from the shared store. The node that stores a
+// version announces it on the bus, and every node compiles it in the
+// background then; a node that missed the announcement compiles it at its
+// next start or on its first call.
 package node
 
 import (
@@ -32,7 +34,9 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -140,15 +144,21 @@ type Node struct {
 	// pings check the lock backends in Ready.
 	pings   []func(context.Context) error
 	metrics *metrics.Metrics
+	// bg loads announced plugin versions until Close.
+	bg background
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // Open builds a node from cfg: it opens the store, the blob store and the
-// plugin runtime, loads the current version of every stored plugin so that
-// instances can run at once after a restart, and creates the engine. Run
-// starts the engine; Close releases everything.
+// plugin runtime, and creates the engine. Before it returns it loads, in
+// parallel, the current version of every stored plugin and every version
+// that an unfinished instance pins, so that instances run at once after a
+// restart: a node does not take work it would first have to compile for.
+// In cluster mode it also loads in the background, from Open until Close,
+// every version a node announces it stored. Run starts the engine; Close
+// releases everything.
 //
 // A stored plugin whose module cannot be loaded (its blob is missing or
 // corrupt) is logged as an error and does not stop Open: the instances that
@@ -195,6 +205,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 	if n.rt, err = plugins.New(ctx, pcfg, blobs); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	// Loads outlive Open's context; Close stops them.
+	n.bg.ctx, n.bg.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	n.bg.slots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 	var invoker engine.Plugins = n.rt
 	if cfg.Registerer != nil {
@@ -227,60 +240,35 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 			return nil, fmt.Errorf("node: metrics: %w", err)
 		}
 	}
-	if err := n.loadPlugins(ctx); err != nil {
+	// Listening first: a version stored while the stored ones are listed
+	// is then loaded either way.
+	if err := n.listen(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.preload(ctx); err != nil {
 		return nil, err
 	}
 	return n, nil
 }
 
-// loadPlugins loads the current version of every stored plugin and names
-// every stored version for the metrics.
-func (n *Node) loadPlugins(ctx context.Context) error {
-	loaded := 0
-	for cursor := ""; ; {
-		recs, next, err := n.store.ListPlugins(ctx, cursor, store.MaxListLimit)
-		if err != nil {
-			return fmt.Errorf("node: listing stored plugins: %w", err)
-		}
-		for _, rec := range recs {
-			if n.metrics != nil {
-				if p, err := n.store.GetPlugin(ctx, rec.Name); err == nil {
-					for _, v := range p.Versions {
-						n.metrics.TrackPlugin(v.Name, v.Version)
-					}
-				}
-				n.metrics.TrackPlugin(rec.Name, rec.Version)
-			}
-			if _, err := n.rt.Module(ctx, rec.Version); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				n.log.Error("stored plugin cannot be loaded; its activities will fail until it is uploaded again",
-					"plugin", rec.Name, "version", rec.Version, "err", err)
-				continue
-			}
-			loaded++
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
+// now is the engine's clock, for the node's logs.
+func (n *Node) now() time.Time {
+	if n.cfg.Engine.Now != nil {
+		return n.cfg.Engine.Now()
 	}
-	if loaded > 0 {
-		n.log.Info("loaded stored plugins", "count", loaded)
-	}
-	return nil
+	return time.Now()
 }
 
 // Run runs the engine until ctx ends and returns once its workers and
 // background loops stopped.
 func (n *Node) Run(ctx context.Context) error { return n.engine.Run(ctx) }
 
-// Close closes the plugin runtime (waiting for calls in flight) and the
-// store. Call it after Run returned. Calling it again returns the first
-// result.
+// Close stops the background loads, closes the plugin runtime (waiting for
+// calls in flight) and the store. Call it after Run returned. Calling it
+// again returns the first result.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.stopBackground()
 		var errs []error
 		if n.rt != nil {
 			errs = append(errs, n.rt.Close(context.Background()))
@@ -335,7 +323,10 @@ func (n *Node) Refresh(ctx context.Context, names []string) (*engine.RefreshResu
 
 // PutPlugin validates and compiles wasm, stores its bytes by content hash
 // and records it as the current version of the plugin name. created is
-// false when that content already was the current version.
+// false when that content already was the current version. In cluster mode
+// it then announces the version, and every node compiles it in the
+// background (a node that misses the announcement compiles it at its next
+// start or first call).
 //
 // # Errors
 //
@@ -363,6 +354,7 @@ func (n *Node) PutPlugin(ctx context.Context, name string, wasm []byte) (rec *st
 	if n.metrics != nil {
 		n.metrics.TrackPlugin(name, m.Version)
 	}
+	n.announce(ctx, name, m.Version)
 	p, err := n.store.GetPlugin(ctx, name)
 	if err != nil {
 		return nil, false, fmt.Errorf("node: reading plugin %s back: %w", name, err)

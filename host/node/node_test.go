@@ -30,10 +30,13 @@ func config(dataDir string) node.Config {
 }
 
 // open opens a node on dataDir and runs it until the test ends (or stop is
-// called); it returns the node and its log.
+// called); it returns the node and its log. Unless cfg sets one, the node
+// uses the compilation cache every test shares.
 func open(t *testing.T, cfg node.Config) (n *node.Node, logs *logtest.Buffer, stop func()) {
 	t.Helper()
-	cfg.Plugins = plugins.Config{CacheDir: testplugins.CacheDir(t)}
+	if cfg.Plugins.CacheDir == "" {
+		cfg.Plugins.CacheDir = testplugins.CacheDir(t)
+	}
 	logs = &logtest.Buffer{}
 	n, err := node.Open(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
