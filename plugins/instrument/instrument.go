@@ -56,6 +56,14 @@ const (
 // for ordinary code.
 const Fuel = 1 << 20
 
+// Version identifies what Rewrite outputs. Bump it with every change that
+// makes Rewrite give different bytes, a different Result or a different
+// error for some input and Options (a new check, another weight, a
+// constant such as Fuel, a renumbering fix): the host caches rewritten
+// modules under it, and would otherwise keep loading an older rewrite's
+// output.
+const Version = 1
+
 // weightDivisor: a check charges one unit per weightDivisor bytes guarded.
 const weightDivisor = 64
 
