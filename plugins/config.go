@@ -11,8 +11,11 @@ import (
 // Config configures a Runtime. The zero value is usable: WithDefaults fills
 // every unset field.
 type Config struct {
-	// CacheDir is where compiled machine code is cached so that a restart
-	// does not recompile. Empty keeps the cache in memory only. Defaults to "".
+	// CacheDir is where compiled machine code (wazero's cache) and the
+	// instrumentation's output (in weft-rewrite/) are cached, so that a
+	// restart neither recompiles nor rewrites a version loaded before.
+	// Empty keeps compiled code in memory only and rewrites every load.
+	// Defaults to "".
 	CacheDir string
 
 	// MaxModuleBytes is the largest module accepted. Defaults to 32 MiB.

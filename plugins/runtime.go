@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -72,6 +73,9 @@ type Runtime struct {
 	blobs Blobs
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
+	// rewrites caches the instrumentation's output beside cache; nil
+	// without a CacheDir.
+	rewrites *rewriteCache
 
 	// budget holds the guests' memories within MaxMemory; compiles holds
 	// a token per compilation in progress.
@@ -127,12 +131,14 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 	// instrument) stops guests instead.
 	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(cfg.MemoryLimitPages)
 	var cache wazero.CompilationCache
+	var rewrites *rewriteCache
 	if cfg.CacheDir != "" {
 		var err error
 		if cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
 			return nil, fmt.Errorf("plugins: compilation cache in %s: %w", cfg.CacheDir, err)
 		}
 		rc = rc.WithCompilationCache(cache)
+		rewrites = newRewriteCache(filepath.Join(cfg.CacheDir, rewriteCacheDir), instrumentOptions(cfg), cfg.Logger)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	if err := instantiateWASI(ctx, rt); err != nil {
@@ -140,7 +146,7 @@ func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 		return nil, fmt.Errorf("plugins: instantiating WASI: %w", err)
 	}
 	r := &Runtime{
-		cfg: cfg, log: cfg.Logger, blobs: blobs, rt: rt, cache: cache, loaded: map[string]*loading{},
+		cfg: cfg, log: cfg.Logger, blobs: blobs, rt: rt, cache: cache, rewrites: rewrites, loaded: map[string]*loading{},
 		budget:      &memoryBudget{log: cfg.Logger, limit: cfg.MaxMemory},
 		outbound:    newOutbound(cfg.HTTP),
 		compiles:    make(chan struct{}, cfg.MaxCompiles),
@@ -307,31 +313,19 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 	if err != nil {
 		return nil, err
 	}
-	if err := precheck(wasm, limits{functionBytes: r.cfg.MaxFunctionBytes, tableElements: r.cfg.MaxTableElements}); err != nil {
-		return nil, invalid("not a valid WebAssembly module: %v", err)
+	key := r.rewrites.key(version)
+	rewritten, cached := r.rewrites.get(version, key)
+	if !cached {
+		if err := precheck(wasm, limits{functionBytes: r.cfg.MaxFunctionBytes, tableElements: r.cfg.MaxTableElements}); err != nil {
+			return nil, invalid("not a valid WebAssembly module: %v", err)
+		}
+		if rewritten, err = instrument.Rewrite(wasm, instrumentOptions(r.cfg)); err != nil {
+			return nil, invalid("not a valid WebAssembly module: %v", err)
+		}
 	}
-	rewritten, err := instrument.Rewrite(wasm, instrumentOptions(r.cfg))
-	if err != nil {
-		return nil, invalid("not a valid WebAssembly module: %v", err)
-	}
-	// The compilation cache is keyed by the bytes compiled: a change to
-	// the instrumentation never reuses code compiled without it.
-	release, err := r.acquireCompile(ctx)
+	cm, err := r.compile(ctx, rewritten.Wasm)
 	if err != nil {
 		return nil, err
-	}
-	before := allocatedBytes()
-	cm, err := r.rt.CompileModule(ctx, rewritten.Wasm)
-	if allocatedBytes()-before >= freeAfterCompile {
-		// Compiling (not loading from the cache) took memory in proportion
-		// to the module, now garbage that the Go runtime would give back
-		// to the system only slowly (a 5.7 MB module left 115 MiB resident
-		// for 14 MiB in use).
-		debug.FreeOSMemory()
-	}
-	release()
-	if err != nil {
-		return nil, invalid("not a valid WebAssembly module: %v", err)
 	}
 	if verr := checkShape(cm, rewritten.Imports); verr != nil {
 		_ = cm.Close(ctx)
@@ -348,7 +342,13 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 		var module *Module
 		if module, err = inst.describe(lctx, version, len(wasm)); err == nil {
 			pl.put(inst)
-			return r.warm(ctx, pl, module)
+			p, err := r.warm(ctx, pl, module, cached)
+			if err == nil && !cached {
+				// Only a version that loaded is cached: an invalid module
+				// is refused in full at every upload.
+				r.rewrites.put(version, key, rewritten)
+			}
+			return p, err
 		}
 		inst.close(ctx)
 	}
@@ -369,8 +369,33 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 	return nil, invalid("%v", err)
 }
 
+// compile compiles a rewritten module, or finds its machine code in
+// wazero's cache.
+func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+	// The compilation cache is keyed by the bytes compiled: a change to
+	// the instrumentation never reuses code compiled without it.
+	release, err := r.acquireCompile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	before := allocatedBytes()
+	cm, err := r.rt.CompileModule(ctx, wasm)
+	if allocatedBytes()-before >= freeAfterCompile {
+		// Compiling (not loading from the cache) took memory in proportion
+		// to the module, now garbage that the Go runtime would give back
+		// to the system only slowly (a 5.7 MB module left 115 MiB resident
+		// for 14 MiB in use).
+		debug.FreeOSMemory()
+	}
+	if err != nil {
+		return nil, invalid("not a valid WebAssembly module: %v", err)
+	}
+	return cm, nil
+}
+
 // warm creates the instances PoolWarm asks for beyond the first.
-func (r *Runtime) warm(ctx context.Context, pl *pool, module *Module) (*plugin, error) {
+func (r *Runtime) warm(ctx context.Context, pl *pool, module *Module, cached bool) (*plugin, error) {
 	version := pl.version
 	for i := 1; i < r.cfg.PoolWarm; i++ {
 		inst, err := pl.create(ctx)
@@ -380,7 +405,7 @@ func (r *Runtime) warm(ctx context.Context, pl *pool, module *Module) (*plugin, 
 		}
 		pl.put(inst)
 	}
-	r.log.Debug("plugin loaded", "version", version, "size", module.Size, "activities", len(module.Activities))
+	r.log.Debug("plugin loaded", "version", version, "size", module.Size, "activities", len(module.Activities), "rewrite_cached", cached)
 	return &plugin{module: module, pool: pl}, nil
 }
 
