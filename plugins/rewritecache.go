@@ -47,7 +47,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // that changes the rewrite's output (instrument.Version and the Options),
 // and wazero's version. It is written only after the version loaded, by
 // the same Runtime, so a hit also means that wazero has cached the
-// version's machine code, unless its cache was removed since.
+// version's machine code, unless its cache was removed since, and a load
+// that finds its record takes no compile token (see Runtime.compile).
 //
 // A record is never trusted: its header names its key, the length of its
 // body and the body's CRC-32C, and one that does not match (torn,

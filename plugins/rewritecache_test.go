@@ -8,11 +8,13 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/weftworks/weft/plugins/instrument"
 )
@@ -283,4 +285,104 @@ func TestRewriteCacheUnwritableWarnsOnce(t *testing.T) {
 	if n := w.count(); n != 1 || !strings.Contains(w.msgs[0], "cannot write the rewrite cache") {
 		t.Fatalf("warnings %v, want one saying the cache cannot be written", w.msgs)
 	}
+}
+
+// memBlobs is a blob store in memory.
+type memBlobs struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (b *memBlobs) Put(_ context.Context, hash string, data []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.m[hash] = data
+	return nil
+}
+
+func (b *memBlobs) Get(_ context.Context, hash string) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if data, ok := b.m[hash]; ok {
+		return data, nil
+	}
+	return nil, ErrNotFound
+}
+
+func (b *memBlobs) Delete(_ context.Context, hash string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, hash)
+	return nil
+}
+
+// echoPlugin is the smallest valid plugin: its one activity, echo,
+// returns its input. The manifest at 1024 is 32 bytes long.
+const echoPlugin = `(module
+  (import "weft" "result" (func $result (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 1024) "{\"activities\":[{\"name\":\"echo\"}]}")
+  (func (export "weft_abi_version") (result i32) (i32.const 1))
+  (func (export "weft_alloc") (param i32) (result i32) (i32.const 4096))
+  (func (export "weft_manifest") (result i32)
+    (call $result (i32.const 1024) (i32.const 32)) (i32.const 0))
+  (func (export "weft_invoke") (param $p i32) (param $a i32) (param $n i32) (result i32)
+    (call $result (i32.add (local.get $p) (local.get $a)) (local.get $n)) (i32.const 0)))`
+
+// wat assembles a module with wabt's wat2wasm (internal/testplugins does
+// the same, but this package's own tests cannot import it).
+func wat(t *testing.T, text string) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "m.wat"), filepath.Join(dir, "m.wasm")
+	if err := os.WriteFile(in, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command("wat2wasm", "-o", out, in).CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm (Debian package wabt): %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A load whose rewrite is cached does not wait for a compile in progress:
+// a restarting host loads its versions in parallel.
+func TestCachedLoadTakesNoCompileToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := Config{CacheDir: t.TempDir(), MaxCompiles: 1, Logger: slog.New(slog.DiscardHandler)}
+	blobs := &memBlobs{m: map[string][]byte{}}
+	wasm := wat(t, echoPlugin)
+	first, err := New(ctx, cfg, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := first.Load(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	second, err := New(ctx, cfg, blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close(ctx)
+	second.compiles <- struct{}{} // the only token, as a compile in progress holds it
+	// The deadline only keeps a regression from hanging the test.
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := second.Module(lctx, m.Version); err != nil {
+		t.Fatalf("loading a cached version while another compiles: %v", err)
+	}
+	out, err := second.Invoke(ctx, m.Version, Call{Activity: "echo", Input: []byte(`"x"`)})
+	if err != nil || string(out) != `"x"` {
+		t.Fatalf("echo: %s, %v", out, err)
+	}
+	<-second.compiles
 }

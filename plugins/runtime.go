@@ -323,7 +323,7 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 			return nil, invalid("not a valid WebAssembly module: %v", err)
 		}
 	}
-	cm, err := r.compile(ctx, rewritten.Wasm)
+	cm, err := r.compile(ctx, rewritten.Wasm, cached)
 	if err != nil {
 		return nil, err
 	}
@@ -370,8 +370,22 @@ func (r *Runtime) load(ctx context.Context, version string, source func(context.
 }
 
 // compile compiles a rewritten module, or finds its machine code in
-// wazero's cache.
-func (r *Runtime) compile(ctx context.Context, wasm []byte) (wazero.CompiledModule, error) {
+// wazero's cache. A module whose rewrite was cached loaded before with
+// this cache directory and this wazero, so wazero reads its machine code
+// instead of compiling: it takes no compile token, which lets a restarting
+// host load its versions in parallel, and allocates too little to give
+// memory back for. (Should wazero's cache have been removed on its own,
+// those loads compile at once, unbounded by MaxCompiles, and once.)
+// wazero still decodes and validates every function body of a cached
+// module; its API has no way around that.
+func (r *Runtime) compile(ctx context.Context, wasm []byte, cached bool) (wazero.CompiledModule, error) {
+	if cached {
+		cm, err := r.rt.CompileModule(ctx, wasm)
+		if err != nil {
+			return nil, invalid("not a valid WebAssembly module: %v", err)
+		}
+		return cm, nil
+	}
 	// The compilation cache is keyed by the bytes compiled: a change to
 	// the instrumentation never reuses code compiled without it.
 	release, err := r.acquireCompile(ctx)
