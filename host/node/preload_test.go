@@ -97,24 +97,18 @@ func TestUploadIsCompiledOnEveryNode(t *testing.T) {
 func TestFirstInstanceAfterAnUploadSucceeds(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	// b and c are fresh: their compilation caches are empty, so each
-	// compiles the version (seconds; tens of seconds under the race
-	// detector). a, which uploads, uses the shared cache: how long it
-	// takes to compile does not matter here.
+	// b is fresh: its compilation cache is empty, so it compiles the
+	// version (seconds; tens of seconds under the race detector). a, which
+	// uploads, uses the shared cache: how long it takes to compile does
+	// not matter here.
 	a, _, stopA := open(t, clusterConfig(t, "a", srv.Addr()))
-	var runners []*node.Node
-	var regs []*prometheus.Registry
-	for _, id := range []string{"b", "c"} {
-		cfg := clusterConfig(t, id, srv.Addr())
-		cfg.Plugins.CacheDir = t.TempDir()
-		cfg.Registerer = prometheus.NewRegistry()
-		n, _, _ := open(t, cfg)
-		runners = append(runners, n)
-		regs = append(regs, cfg.Registerer.(*prometheus.Registry))
-	}
+	cfg := clusterConfig(t, "b", srv.Addr())
+	cfg.Plugins.CacheDir = t.TempDir()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	b, _, _ := open(t, cfg)
 	ctx := context.Background()
 	kit := testplugins.Bytes(t, "kit")
-	version := plugins.Hash(kit)
 	if _, _, err := a.PutPlugin(ctx, "kit", kit); err != nil {
 		t.Fatal(err)
 	}
@@ -136,35 +130,24 @@ output: "${ vars.work.done_ms }"
 	// the version after the upload (the uploader compiled it while
 	// storing it).
 	stopA()
-	inst, err := runners[0].Engine().Start(ctx, "first", nil, "")
+	inst, err := b.Engine().Start(ctx, "first", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded := 0
-	for _, reg := range regs {
-		if created(t, reg, "kit", version) >= 1 {
-			loaded++
-		}
-	}
-	t.Logf("%d of the 2 remaining nodes had loaded the version when the instance started", loaded)
+	t.Logf("b had the version loaded when the instance started: %v", created(t, reg, "kit", plugins.Hash(kit)) >= 1)
 
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	done, err := runners[0].Engine().WaitFinished(wctx, inst.ID)
+	done, err := b.Engine().WaitFinished(wctx, inst.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hist, err := runners[0].Store().History(ctx, inst.ID, 0, 100)
+	hist, err := b.Store().History(ctx, inst.ID, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if done.Status != store.StatusCompleted || string(done.Output) != "400" || count(hist, "activity_scheduled") != 1 {
 		t.Fatalf("instance %s, output %s, error %+v; want completed at its first attempt:\n%s", done.Status, done.Output, done.Error, dump(hist))
-	}
-	for _, ev := range hist {
-		if ev.Type == "activity_completed" && ev.Node != "b" && ev.Node != "c" {
-			t.Fatalf("the activity ran on %q, want b or c", ev.Node)
-		}
 	}
 }
 
