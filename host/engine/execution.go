@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/retry"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
@@ -634,32 +633,12 @@ func (x *execution) invoke(inv runner.Invoke) {
 
 // track has the heartbeat scheduler watch an attempt: every attempt, so
 // that the details of all of them are persisted, and those with a
-// heartbeat timeout are timed out when their guest goes silent.
-//
-// The scheduler must not take the time before the guest starts for
-// silence: hb reports the zero time until then. beats.watch hands the
-// scheduler hb itself, so the attempt is registered through it without a
-// heartbeat timeout, and then, in place and before anything could time it
-// out, given its timeout with a pulse that reports the attempt alive until
-// the guest starts.
+// heartbeat timeout are timed out when their guest goes silent. The
+// scheduler must not take the time before the guest starts for silence:
+// hb reports the zero time until then, and startPulse the present.
 func (x *execution) track(inv runner.Invoke, hb *plugins.Heartbeat) {
-	id := attemptItem(x.key, inv.Token)
-	a := &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb}
-	x.e.heartbeat.watch(id, a)
-	if inv.HeartbeatTimeout <= 0 {
-		return
-	}
-	// Set after watch: only event reads it, on this goroutine.
-	a.timeout = inv.HeartbeatTimeout
-	warns, err := x.e.beats.Track(heartbeat.Item{
-		ID: id, Kind: heartbeat.Activity, HeartbeatTimeout: a.timeout, Pulse: startPulse{hb: hb, now: x.e.cfg.Now},
-	})
-	if err != nil {
-		x.e.log.Warn("tracking attempt", "attempt", id, "err", err)
-	}
-	for _, w := range warns {
-		x.e.log.Warn("heartbeat scheduler", "attempt", id, "warning", w.Message)
-	}
+	a := &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb, timeout: inv.HeartbeatTimeout}
+	x.e.heartbeat.watch(attemptItem(x.key, inv.Token), a, startPulse{hb: hb, now: x.e.cfg.Now})
 }
 
 // startPulse is an attempt's heartbeat.Pulse: the guest's heartbeats once

@@ -307,10 +307,10 @@ func (b *beats) releaseLease(x *execution) {
 
 func attemptItem(instance, token string) string { return "attempt:" + instance + "/" + token }
 
-// watch tracks an attempt with a heartbeat timeout.
-func (b *beats) watch(id string, a *attempt) {
+// watch tracks an attempt, reading its signs of life from pulse.
+func (b *beats) watch(id string, a *attempt, pulse heartbeat.Pulse) {
 	b.attempts.Store(id, a)
-	warns, err := b.e.beats.Track(heartbeat.Item{ID: id, Kind: heartbeat.Activity, HeartbeatTimeout: a.timeout, Pulse: a.hb})
+	warns, err := b.e.beats.Track(heartbeat.Item{ID: id, Kind: heartbeat.Activity, HeartbeatTimeout: a.timeout, Pulse: pulse})
 	if err != nil {
 		b.e.log.Warn("tracking attempt", "attempt", id, "err", err)
 	}
