@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/retry"
 	"github.com/weftworks/weft/host/store"
-	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -94,11 +92,7 @@ type slowHost struct {
 func newSlowHost(t *testing.T, load time.Duration) *slowHost {
 	t.Helper()
 	ctx := context.Background()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openStore(t)
 	files, err := blobfile.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -126,10 +120,7 @@ func newSlowHost(t *testing.T, load time.Duration) *slowHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = e.Run(runCtx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runEngine(t, e)
 	return &slowHost{host: &host{t: t, e: e, store: st}, calls: rec}
 }
 

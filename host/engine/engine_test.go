@@ -46,11 +46,7 @@ func newHostWithAll(t testing.TB, cfg engine.Config, locks lock.Locker) *host {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openStore(t)
 	rt := testplugins.Runtime(t, plugins.Config{})
 	ctx := context.Background()
 	m, err := rt.Load(ctx, testplugins.Bytes(t, "kit"))
@@ -68,11 +64,28 @@ func newHostWithAll(t testing.TB, cfg engine.Config, locks lock.Locker) *host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = e.Run(runCtx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runEngine(t, e)
 	return &host{t: t, e: e, store: st}
+}
+
+// openStore opens a bbolt store in a file of the test's temporary
+// directory, closed when the test ends.
+func openStore(t testing.TB) *boltstore.Store {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// runEngine runs e until the test ends.
+func runEngine(t testing.TB, e *engine.Engine) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = e.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 func (h *host) save(source string) {

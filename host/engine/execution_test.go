@@ -3,14 +3,12 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
-	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -21,11 +19,7 @@ import (
 // every other call error does (abi/README.md §7).
 func TestOutputThatIsNotJSONIsAProtocolFailureNamingTheCall(t *testing.T) {
 	t.Parallel()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openStore(t)
 	rt := testplugins.Runtime(t, plugins.Config{})
 	ctx := context.Background()
 	m, err := rt.Load(ctx, testplugins.WAT(t, `(module
@@ -46,10 +40,7 @@ func TestOutputThatIsNotJSONIsAProtocolFailureNamingTheCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = e.Run(runCtx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runEngine(t, e)
 	if _, _, err := e.SaveDefinition(ctx, []byte(`
 name: garbage
 steps:

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
-	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -21,11 +19,7 @@ import (
 // gets its last details and resumes from them (issue 4's story).
 func TestHeartbeatTimeoutResumesFromLastDetails(t *testing.T) {
 	t.Parallel()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := openStore(t)
 	// A short grace: the stalled guest never looks at cancellation.
 	rt := testplugins.Runtime(t, plugins.Config{CancelGrace: 100 * time.Millisecond})
 	ctx := context.Background()
@@ -42,10 +36,7 @@ func TestHeartbeatTimeoutResumesFromLastDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { _ = e.Run(runCtx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	runEngine(t, e)
 
 	if _, _, err := e.SaveDefinition(ctx, []byte(`
 name: stalling
