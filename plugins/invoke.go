@@ -47,8 +47,8 @@ type Call struct {
 	// counted from when the guest starts running: the time spent loading
 	// the version (a first call may compile it) or waiting for an instance
 	// does not count, and the guest is stopped at the sooner of that and
-	// ctx's deadline. Info.DeadlineUnixMilli is then set to that sooner
-	// deadline.
+	// ctx's deadline. Info.DeadlineUnixMilli becomes the deadline the
+	// guest is stopped at, unless Info already holds a sooner one.
 	Timeout time.Duration
 	// Log receives the guest's log records (log host function, stdout,
 	// stderr). Nil sends them to the runtime's logger.
@@ -122,15 +122,12 @@ func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte
 		call.Heartbeat.restart(started)
 	}
 	if call.Timeout > 0 {
-		deadline := started.Add(call.Timeout)
-		if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-			deadline = d
-		}
+		// A sooner deadline of ctx stays the deadline.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
+		ctx, cancel = context.WithDeadline(ctx, started.Add(call.Timeout))
 		defer cancel()
-		call.Info.DeadlineUnixMilli = deadline.UnixMilli()
-	} else if d, ok := ctx.Deadline(); ok && (call.Info.DeadlineUnixMilli == 0 || d.UnixMilli() < call.Info.DeadlineUnixMilli) {
+	}
+	if d, ok := ctx.Deadline(); ok && (call.Info.DeadlineUnixMilli == 0 || d.UnixMilli() < call.Info.DeadlineUnixMilli) {
 		// The guest is stopped at ctx's deadline: it must not read a
 		// later one, nor 0, which says there is none (abi/README.md §9).
 		call.Info.DeadlineUnixMilli = d.UnixMilli()
