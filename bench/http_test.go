@@ -36,14 +36,15 @@ var httpBody = []byte(`{"event":"order.paid","order":"A-1042","amount":4200,"cur
 type postFunc func(n int) (int, error)
 
 // httpHosts are the contenders of the HTTP benchmarks: net/http, then
-// Weft, then Extism.
+// Weft through its SDK, then Extism, then Weft through the bare import.
 var httpHosts = []struct {
 	host  string
 	setup func(*testing.B, string) postFunc
 }{
 	{"net-http", setupNetHTTP},
-	{"weft", setupWeftHTTP},
+	{"weft", weftHTTP("post")},
 	{"extism", setupExtismHTTP},
+	{"weft-raw", weftHTTP("raw")},
 }
 
 // BenchmarkHTTP compares one outbound POST of a small body to a loopback
@@ -155,7 +156,13 @@ func httpPlugins(b *testing.B) {
 	}
 }
 
-func setupWeftHTTP(b *testing.B, url string) postFunc {
+// weftHTTP is the Weft contender whose requests the httpcall plugin's
+// activity makes.
+func weftHTTP(activity string) func(*testing.B, string) postFunc {
+	return func(b *testing.B, url string) postFunc { return setupWeftHTTP(b, url, activity) }
+}
+
+func setupWeftHTTP(b *testing.B, url, activity string) postFunc {
 	httpPlugins(b)
 	blobs, err := blobfile.New(b.TempDir())
 	if err != nil {
@@ -182,7 +189,7 @@ func setupWeftHTTP(b *testing.B, url string) postFunc {
 		if err != nil {
 			return 0, err
 		}
-		out, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: "post", Input: in, Grants: g})
+		out, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: activity, Input: in, Grants: g})
 		if err != nil {
 			return 0, err
 		}

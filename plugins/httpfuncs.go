@@ -70,6 +70,7 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	case !ascii(rawURL):
 		cs.abort("%s: the URL is not ASCII (percent-encode it; write an international name in punycode)", fn)
 	}
+	u.Host = strings.TrimSuffix(u.Host, ":") // an empty port, as NewRequest drops it
 	if hn := uint32(stack[5]); int64(hn) > int64(cfg.MaxHeaderBytes) {
 		cs.limit("%s: %d bytes of request headers, more than the limit of %d (plugins.http.max_header_bytes)", fn, hn, cfg.MaxHeaderBytes)
 	}
@@ -108,11 +109,14 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	if len(body) > 0 { // none: no "Content-Length: 0" on a GET
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(context.WithValue(reqCtx, hopsKey{}, h), method, u.String(), rd)
+	// The URL is the one parsed above, not its String parsed once more:
+	// an empty URL parses, and NewRequestWithContext still sets up the
+	// body (its length, and GetBody for a redirect).
+	req, err := http.NewRequestWithContext(context.WithValue(reqCtx, hopsKey{}, h), method, "", rd)
 	if err != nil {
 		cs.abort("%s: %v", fn, err)
 	}
-	req.Header = header
+	req.URL, req.Host, req.Header = u, u.Host, header
 	start := time.Now()
 	resp, err := o.client.Do(req)
 	var got *response

@@ -153,6 +153,11 @@ func TestDoRefusesWhatTheABIForbids(t *testing.T) {
 		{"no host", &Request{URL: "http:///path"}, "no host"},
 		{"port only", &Request{URL: "http://:80/"}, "no host"},
 		{"opaque", &Request{URL: "http:example.com"}, "no host"},
+		{"scheme alone", &Request{URL: "http"}, "no host"},
+		{"httpss", &Request{URL: "httpss://example.com/"}, "scheme"},
+		{"unclosed bracket", &Request{URL: "https://[::1/"}, "no host"},
+		{"empty brackets", &Request{URL: "http://[]:80/"}, "no host"},
+		{"user information after a port", &Request{URL: "http://a:1@b/"}, "user information"},
 		{"user information", &Request{URL: "https://user:pw@example.com/"}, "user information"},
 		{"unparsable with a secret", &Request{URL: "https://example.com:abc/hook?key=SECRET"}, "does not parse"},
 		{"space", &Request{URL: "https://example.com/a b"}, "percent-encode"},
@@ -207,6 +212,9 @@ func TestDoAllows(t *testing.T) {
 	for _, req := range []*Request{
 		{Method: "PATCH", URL: "http://127.0.0.1:8080/a?b=c#frag"},
 		{Method: "M-SEARCH", URL: "https://[fd12::7]:8443/"},
+		{URL: "HTTPS://Example.COM"},
+		{URL: "http://h?q=a:b@c"},
+		{URL: "https://[::1]"},
 		{URL: "https://xn--bcher-kva.example/", Header: Header{"User-Agent": {"mine/1"}, "Idempotency-Key": {"k"}, "X-Proxy": {"not a Proxy- header"}}},
 		{URL: "https://example.com/", Header: Header{"X-Tab": {"a\tb"}, "X-Utf8": {"héllo"}, "!#$%&'*+-.^_`|~": {"token chars"}}},
 	} {
