@@ -38,8 +38,9 @@ type callState struct {
 	configKeyMax    int
 	configKeyMaxSet bool
 
-	// ctx is the export call's context (withCall), for the stdout and
-	// stderr writers, which wazero calls without it.
+	// ctx is the export call's own context (begin), for the stdout
+	// and stderr writers, which wazero calls without one, and for what a
+	// host function starts that may outlive the call.
 	ctx context.Context
 
 	// The log limits: logRecords records of logBytes bytes were logged.
@@ -72,13 +73,36 @@ type callState struct {
 
 type callKey struct{}
 
-// withCall attaches cs to ctx, and ctx to cs; wazero hands the context of
-// the export call to the host functions that the guest calls during it, but
-// not to the stdout and stderr writers.
-func withCall(ctx context.Context, cs *callState) context.Context {
-	cs.ctx = ctx
-	return context.WithValue(ctx, callKey{}, cs)
+// callContext is the context of a call into the guest, which wazero hands
+// to the host functions the guest calls during it: the call's own context,
+// with its call state as a value. An instance reuses one from call to call
+// (a context.WithValue per call is an allocation), so nothing may keep it
+// past the call: a host function that starts something that may outlive
+// the call derives its context from callState.ctx instead.
+type callContext struct {
+	context.Context
+	cs *callState
 }
+
+// Value implements context.Context.
+func (c *callContext) Value(key any) any {
+	if key == (callKey{}) {
+		return c.cs
+	}
+	return c.Context.Value(key)
+}
+
+// begin makes cs the call into the guest in progress, and returns its
+// context: ctx with cs, which gets ctx for the stdout and stderr writers
+// (wazero calls them without a context).
+func (in *instance) begin(ctx context.Context, cs *callState) context.Context {
+	cs.ctx = ctx
+	in.cur = callContext{Context: ctx, cs: cs}
+	return &in.cur
+}
+
+// end ends the call into the guest in progress.
+func (in *instance) end() { in.cur = callContext{} }
 
 func callOf(ctx context.Context) *callState {
 	cs, _ := ctx.Value(callKey{}).(*callState)
@@ -427,7 +451,7 @@ type guestWriter struct {
 
 // Write implements io.Writer.
 func (w *guestWriter) Write(p []byte) (int, error) {
-	cs := w.in.cur
+	cs := w.in.cur.cs
 	if cs == nil {
 		// Between calls nothing runs in the guest; be safe anyway, and
 		// bounded.

@@ -101,8 +101,9 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 
 	// Bounded by the attempt's deadline too: a deadline sooner than the
-	// timeout stays the deadline.
-	reqCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	// timeout stays the deadline. From the call's own context: the
+	// transport's goroutines may look at it after the call.
+	reqCtx, cancel := context.WithTimeout(cs.ctx, cfg.Timeout)
 	defer cancel()
 	h := &hops{cs: cs}
 	var rd io.Reader

@@ -201,12 +201,15 @@ type instance struct {
 	budget api.MutableGlobal
 	// stack is the parameter/result stack reused by every call.
 	stack [3]uint64
-	// cur is the call in progress, read by the stdout/stderr writers.
-	cur    *callState
+	// cur is the call into the guest in progress (begin), whose state the
+	// stdout/stderr writers read.
+	cur    callContext
 	stdout *guestWriter
 	stderr *guestWriter
 	// cs is the state of the call in progress, reused from call to call.
 	cs callState
+	// invoked is the Call in progress, which cs.call points to.
+	invoked Call
 	// lastUsed is when the instance last went back to the idle pool.
 	lastUsed time.Time
 }
@@ -231,10 +234,9 @@ func (p *pool) instantiate(ctx context.Context) (*instance, error) {
 		return nil, err
 	}
 	init := &callState{rt: p.rt, initialising: true}
-	in.cur = init
 	// _initialize may log; what it writes sees the call's deadline.
-	mod, err := p.rt.rt.InstantiateModule(experimental.WithMemoryAllocator(withCall(ctx, init), adm), p.cm, mc)
-	in.cur = nil
+	mod, err := p.rt.rt.InstantiateModule(experimental.WithMemoryAllocator(in.begin(ctx, init), adm), p.cm, mc)
+	in.end()
 	init.flushLogs()
 	if err == nil && mod.IsClosed() {
 		// proc_exit from _initialize closes the module and wazero

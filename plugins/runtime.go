@@ -301,6 +301,11 @@ func (r *Runtime) plugin(ctx context.Context, version string, source func(contex
 	}
 	r.mu.Unlock()
 	select {
+	case <-l.ready: // loaded long ago, as a rule: cheaper alone than in the select below
+		return l.p, l.err
+	default:
+	}
+	select {
 	case <-l.ready:
 		return l.p, l.err
 	case <-ctx.Done():

@@ -147,9 +147,8 @@ func (in *instance) describe(ctx context.Context, version string, size int) (*Mo
 	in.stack[0] = 0
 	in.resetStack()
 	vcs := &callState{rt: in.pool.rt, export: abi.ExportABIVersion}
-	in.cur = vcs
-	err := in.abiVersion.CallWithStack(withCall(ctx, vcs), in.stack[:])
-	in.cur = nil
+	err := in.abiVersion.CallWithStack(in.begin(ctx, vcs), in.stack[:])
+	in.end()
 	vcs.flushLogs()
 	if err != nil {
 		return nil, callFailed(ctx, abi.ExportABIVersion, err)
@@ -159,10 +158,9 @@ func (in *instance) describe(ctx context.Context, version string, size int) (*Mo
 	}
 
 	cs := &callState{rt: in.pool.rt, export: abi.ExportManifest}
-	in.cur = cs
 	in.resetStack()
-	err = in.manifest.CallWithStack(withCall(ctx, cs), in.stack[:])
-	in.cur = nil
+	err = in.manifest.CallWithStack(in.begin(ctx, cs), in.stack[:])
+	in.end()
 	cs.flushLogs()
 	switch {
 	case err != nil:
