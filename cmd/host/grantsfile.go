@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	yamlv3 "gopkg.in/yaml.v3"
+	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/node"
