@@ -37,7 +37,7 @@ type Config struct {
 	// cache. Defaults to ./data.
 	DataDir string `koanf:"data_dir"`
 	// NodeID names this node in leases and history. Defaults to the host
-	// name.
+	// name and the process id, "vm-4242".
 	NodeID string `koanf:"node_id"`
 	// Store is embedded (bbolt under DataDir, local locks) or redis.
 	// Defaults to embedded.
@@ -207,10 +207,13 @@ func defaultConfig() Config {
 	eng := engine.Config{}.WithDefaults()
 	pl := plugins.Config{}.WithDefaults()
 	hb := heartbeat.Config{}.WithDefaults()
-	node, err := os.Hostname()
-	if err != nil || node == "" {
-		node = "weft"
+	// Unique per process, so that nodes started on one machine are told
+	// apart in leases and history; node_id gives a stable name.
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "weft"
 	}
+	node := fmt.Sprintf("%s-%d", host, os.Getpid())
 	return Config{
 		Listen:  "127.0.0.1:8080",
 		DataDir: "./data",
@@ -979,7 +982,7 @@ func newHostFlags(name string, stderr io.Writer) *hostFlags {
 	}{
 		{"listen", "listen", "the HTTP `ADDRESS` (default 127.0.0.1:8080)", false},
 		{"data-dir", "data_dir", "the data `DIR` (default ./data)", false},
-		{"node-id", "node_id", "this node's `ID` (default: the host name)", false},
+		{"node-id", "node_id", "this node's `ID` (default: the host name and the process id)", false},
 		{"store", "store", "embedded or redis (default embedded)", false},
 		{"redis-addr", "redis_addrs", "a Redis `HOST:PORT` (repeatable, or a comma list)", true},
 		{"workflows-dir", "workflows_dir", "the `DIR` that admin refresh reads definitions from", false},

@@ -374,3 +374,13 @@ func TestBodyBudgetFollowsTheLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultNodeIDIsUniquePerProcess: nodes started on one
+// machine without node_id record different names in leases and history.
+func TestDefaultNodeIDIsUniquePerProcess(t *testing.T) {
+	t.Parallel()
+	id := defaultConfig().NodeID
+	if !strings.HasSuffix(id, "-"+strconv.Itoa(os.Getpid())) || len(id) <= len(strconv.Itoa(os.Getpid()))+1 {
+		t.Errorf("default node id %q, want the host name, a hyphen and the process id %d", id, os.Getpid())
+	}
+}
