@@ -182,7 +182,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		for _, as := range s.Set {
 			v, err := as.Value.Eval(env)
 			if err != nil {
-				return a.failStep(f, "expression", "set "+as.Name+": "+err.Error())
+				return a.exprFailed(f, "set "+as.Name, err)
 			}
 			values[as.Name] = v
 		}
@@ -201,7 +201,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 	case definition.KindIf:
 		cond, err := s.If.Cond.EvalBool(env)
 		if err != nil {
-			return a.failStep(f, "expression", "if: "+err.Error())
+			return a.exprFailed(f, "if", err)
 		}
 		branch := "else"
 		if cond {
@@ -227,7 +227,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 	case definition.KindForeach:
 		items, err := s.Foreach.Items.EvalList(env)
 		if err != nil {
-			return a.failStep(f, "expression", "foreach: "+err.Error())
+			return a.exprFailed(f, "foreach", err)
 		}
 		run.Items = items
 		f.Run = run
@@ -238,7 +238,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 	case definition.KindActivity:
 		in, err := s.Activity.Input.Eval(env)
 		if err != nil {
-			return a.failStep(f, "expression", "input: "+err.Error())
+			return a.exprFailed(f, "input", err)
 		}
 		run.Input, run.Attempt, run.Scheduled = in, 1, a.c.Now
 		f.Run = run
@@ -247,7 +247,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 	case definition.KindWait:
 		key, err := s.Wait.Key.EvalString(env)
 		if err != nil {
-			return a.failStep(f, "expression", "wait key: "+err.Error())
+			return a.exprFailed(f, "wait key", err)
 		}
 		run.Pending, run.Token = PendingBookmark, a.next("b")
 		f.Run = run
@@ -268,7 +268,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 	case definition.KindWorkflow:
 		in, err := s.Workflow.Input.Eval(env)
 		if err != nil {
-			return a.failStep(f, "expression", "input: "+err.Error())
+			return a.exprFailed(f, "input", err)
 		}
 		run.Pending, run.Token, run.Input = PendingChild, a.next("c"), in
 		f.Run = run
@@ -344,6 +344,13 @@ func (a *apply) failStep(f *Frame, code, message string) bool {
 	a.stepFailed(f, code)
 	a.fail(&Failure{Code: code, Message: message, Step: stepPath(f)})
 	return false
+}
+
+// exprFailed fails the step under f on an expression of its field that
+// could not be evaluated, naming the step: the expression alone does not
+// say where it is.
+func (a *apply) exprFailed(f *Frame, field string, err error) bool {
+	return a.failStep(f, "expression", fmt.Sprintf("step %q, %s: %v", a.step(f).ID, field, err))
 }
 
 // stepFailed records that the step under f failed (the instance fails

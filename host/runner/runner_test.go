@@ -426,8 +426,8 @@ steps:
   - { id: use, activity: kit.echo, input: "${ vars.missing.id }" }
 `)
 	got := s.apply(0, runner.Start{})
-	if !strings.HasPrefix(got, "finish failed expression: input: ") || !strings.HasSuffix(got, "; persist") {
-		t.Fatalf("got %s, want the instance failed with code expression", got)
+	if !strings.HasPrefix(got, `finish failed expression: step "use", input: expression "${ vars.missing.id }"`) || !strings.HasSuffix(got, "; persist") {
+		t.Fatalf("got %s, want the instance failed with code expression, naming the step, its field and the expression", got)
 	}
 }
 
