@@ -197,6 +197,7 @@ func TestCLIAgainstHost(t *testing.T) {
 	good := writeFile(t, dir, "greet.yaml", "name: greet\nsteps:\n  - id: up\n    activity: kit.upper\n    input: { text: \"${ input.name }\" }\n    output: up\noutput: \"${ vars.up.text }\"\n")
 	bad := writeFile(t, dir, "bad.yaml", "name: bad\nsteps:\n  - id: a\n    activity: kit.upper\n  - id: a\n    delay: 1x\n")
 	unknown := writeFile(t, dir, "unknown.yaml", "name: unknown\nsteps:\n  - id: a\n    activity: kit.nope\n")
+	misspelt := writeFile(t, dir, "misspelt.yaml", "name: misspelt\nsteps:\n  - id: a\n    activity: kit.ecoh\n")
 	failing := writeFile(t, dir, "doomed.yaml", "name: doomed\nsteps:\n  - id: no\n    fail: { code: doomed, message: \"always\" }\n")
 	slow := writeFile(t, dir, "slow.yaml", "name: slow\nsteps:\n  - id: nap\n    delay: 1h\n")
 	kit := testplugins.Path(t, "kit")
@@ -250,6 +251,10 @@ func TestCLIAgainstHost(t *testing.T) {
 		r = ts.weft(t, nil, "workflow", "put", unknown)
 		if want := `steps[0].activity: plugin "kit" has no activity "nope" (line 4, column 15)`; r.code != exitFailed || !strings.Contains(r.stderr, want) {
 			t.Errorf("put unknown: exit %d, stderr lacks %q:\n%s", r.code, want, r.stderr)
+		}
+		r = ts.weft(t, nil, "workflow", "put", misspelt)
+		if want := `plugin "kit" has no activity "ecoh"; did you mean echo?`; r.code != exitFailed || !strings.Contains(r.stderr, want) {
+			t.Errorf("put misspelt: exit %d, stderr lacks %q:\n%s", r.code, want, r.stderr)
 		}
 		if out := ts.ok(t, "workflow", "show", "greet"); !strings.Contains(out, "# workflow greet, version 1") || !strings.Contains(out, "activity: kit.upper") {
 			t.Errorf("show: %s", out)

@@ -86,6 +86,9 @@ type Step struct {
 	Output string
 	// Persist overrides the workflow's persistence when the step completes.
 	Persist Persist
+	// kindReported: the step has no kind, and the parser reported the
+	// misspelt one, so validation does not report it again.
+	kindReported bool
 
 	Activity *Activity     // KindActivity
 	Wait     *Wait         // KindWait

@@ -20,6 +20,7 @@ func (c fakeCatalog) HasPlugin(p string) bool { _, ok := c.activities[p]; return
 func (c fakeCatalog) HasActivity(p, a string) bool {
 	return contains(c.activities[p], a)
 }
+func (c fakeCatalog) Activities(p string) []string { return c.activities[p] }
 func (c fakeCatalog) Workflow(name string) (*Definition, bool) {
 	d, ok := c.workflows[name]
 	return d, ok
@@ -222,7 +223,7 @@ steps:
 		"name", "persistence", "triggers[0].event",
 		"steps[0].activity", "steps[0].heartbeat_timeout", "steps[0].retry.backoff", "steps[0].retry.max_attempts",
 		"steps[1].id", "steps[1].wait.key",
-		"steps[2].concurrency", "steps[2].do[0].sleep", "steps[2].do[0]", "steps[2].do[1].input",
+		"steps[2].concurrency", "steps[2].do[0].sleep", "steps[2].do[1].input",
 	}
 	got := map[string]bool{}
 	for _, p := range ve.Problems {
@@ -368,11 +369,56 @@ func TestDuration(t *testing.T) {
 		{"-1d", 0, false},
 		{"99999999999d", 0, false},
 		{"30", 0, false},
+		{"2 seconds", 0, false}, // has a "d": once refused without the hint
+		{"1d12 hours", 0, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseDuration(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseDuration(%q) = %v, %v", tt.in, got, err)
 		}
+		if err != nil && !strings.Contains(err.Error(), "e.g. 500ms, 30s, 72h or 7d") {
+			t.Errorf("ParseDuration(%q): %v, without the hint", tt.in, err)
+		}
+	}
+}
+
+// TestMisspeltNamesGetOneProblemAndASuggestion: a misspelt step kind is
+// one problem with a suggestion, not three (the unknown field, the step
+// without a kind, the fields that need one); a misspelt field or activity
+// gets a suggestion too.
+func TestMisspeltNamesGetOneProblemAndASuggestion(t *testing.T) {
+	t.Parallel()
+	cat := specCatalog(t)
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"kind", "name: x\nsteps:\n  - id: a\n    activty: payments.charge\n    input: {a: 1}\n",
+			[]string{`steps[0].activty: unknown step kind or field "activty"; did you mean activity?`}},
+		{"field", "name: x\nsteps:\n  - id: a\n    activity: payments.charge\n    inptu: {a: 1}\n",
+			[]string{`steps[0].inptu: unknown field "inptu"; did you mean input?`}},
+		{"activity", "name: x\nsteps:\n  - id: a\n    activity: payments.chrage\n",
+			[]string{`steps[0].activity: plugin "payments" has no activity "chrage"; did you mean charge?`}},
+		{"nothing close", "name: x\nsteps:\n  - id: a\n    frobnicate: 1\n",
+			[]string{`steps[0].frobnicate: unknown step kind or field "frobnicate"; step kinds are activity`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load([]byte(tt.src), cat)
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Load: %v, want a *ValidationError", err)
+			}
+			if len(ve.Problems) != len(tt.want) {
+				t.Errorf("%d problems, want %d: %v", len(ve.Problems), len(tt.want), err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%v\nwant it to contain %s", err, w)
+				}
+			}
+		})
 	}
 }

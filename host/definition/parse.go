@@ -534,20 +534,37 @@ func (d *decoder) step(n *yaml.Node, path string, scope []string) *Step {
 	}
 	allowed := append([]string{}, commonFields...)
 	allowed = append(allowed, kindFields[s.Kind]...)
+	// A step without a kind but with an unknown field has, as a rule, a
+	// misspelt kind: that one problem is reported, not its consequences
+	// (no kind; fields that need one).
+	if len(found) == 0 {
+		for _, k := range order {
+			if !contains(allowed, k) && !isStepField(k) {
+				s.kindReported = true
+			}
+		}
+	}
 	for _, k := range order {
 		f := fs[k]
 		switch {
 		case contains(allowed, k) || contains(found, k):
 		case isStepField(k):
+			if s.kindReported {
+				continue
+			}
 			if s.Kind == "" {
 				d.problem(f.key, f.path, "field %q needs a step kind that takes it", k)
 			} else {
 				d.problem(f.key, f.path, "field %q does not apply to %s steps", k, s.Kind)
 			}
 		case len(found) == 0:
-			d.problem(f.key, f.path, "unknown step kind or field %q; step kinds are %s", k, kindNames())
+			if hint := didYouMean(k, kindStrings()); hint != "" {
+				d.problem(f.key, f.path, "unknown step kind or field %q%s", k, hint)
+			} else {
+				d.problem(f.key, f.path, "unknown step kind or field %q; step kinds are %s", k, kindNames())
+			}
 		default:
-			d.problem(f.key, f.path, "unknown field %q", k)
+			d.problem(f.key, f.path, "unknown field %q%s", k, didYouMean(k, allowed))
 		}
 	}
 	if f, ok := fs["id"]; ok {

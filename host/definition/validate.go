@@ -21,6 +21,12 @@ type Catalog interface {
 	Workflow(name string) (*Definition, bool)
 }
 
+// ActivityLister is what a Catalog may also offer: the activities of a
+// plugin's current version, so that a misspelt activity gets a suggestion.
+type ActivityLister interface {
+	Activities(plugin string) []string
+}
+
 // MaxEventLen is the longest event name.
 const MaxEventLen = 128
 
@@ -173,7 +179,9 @@ func (v *validator) step(path string, s *Step, scope []string) {
 	missing := func() { v.problem(path, "step kind %s has no %s settings", s.Kind, s.Kind) }
 	switch s.Kind {
 	case "":
-		v.problem(path, "step has no kind; want one of %s", kindNames())
+		if !s.kindReported {
+			v.problem(path, "step has no kind; want one of %s", kindNames())
+		}
 	case KindActivity:
 		if s.Activity == nil {
 			missing()
@@ -281,7 +289,11 @@ func (v *validator) activity(path string, a *Activity) {
 	case !v.catalog.HasPlugin(a.Plugin):
 		v.problem(kp, "unknown plugin %q", a.Plugin)
 	case !v.catalog.HasActivity(a.Plugin, a.Name):
-		v.problem(kp, "plugin %q has no activity %q", a.Plugin, a.Name)
+		hint := ""
+		if l, ok := v.catalog.(ActivityLister); ok {
+			hint = didYouMean(a.Name, l.Activities(a.Plugin))
+		}
+		v.problem(kp, "plugin %q has no activity %q%s", a.Plugin, a.Name, hint)
 	}
 	v.duration(path+".timeout", a.Timeout, false)
 	v.duration(path+".schedule_to_close", a.ScheduleToClose, false)

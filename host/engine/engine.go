@@ -697,6 +697,16 @@ func (c catalog) HasActivity(plugin, activity string) bool {
 	return false
 }
 
+// Activities lists the activities of the plugin's current version, for
+// the suggestion after a misspelt one.
+func (c catalog) Activities(plugin string) []string {
+	p, err := c.st.GetPlugin(c.ctx, plugin)
+	if err != nil {
+		return nil
+	}
+	return p.Current.Activities
+}
+
 func (c catalog) Workflow(name string) (*definition.Definition, bool) {
 	d, err := c.st.GetDefinition(c.ctx, name, 0)
 	if err != nil {
