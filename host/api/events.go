@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/store"
 )
@@ -24,6 +25,7 @@ type eventView struct {
 	Resumed []string `json:"resumed"`
 	Started []string `json:"started"`
 	Queued  bool     `json:"queued"`
+	Warning string   `json:"warning,omitempty"`
 }
 
 func (s *Server) sendEvent(c *fiber.Ctx) error {
@@ -37,8 +39,10 @@ func (s *Server) sendEvent(c *fiber.Ctx) error {
 	var errs []FieldError
 	if req.Name == "" {
 		errs = append(errs, FieldError{Path: "name", Message: "must not be empty"})
-	} else if err := store.CheckID("name", req.Name); err != nil {
-		errs = append(errs, FieldError{Path: "name", Message: clean(err)})
+	} else if err := definition.CheckEventName(req.Name); err != nil {
+		// The rule of the definitions: an event they cannot name would
+		// only wait for its TTL, then die.
+		errs = append(errs, FieldError{Path: "name", Message: err.Error()})
 	}
 	if req.ID != "" {
 		if err := store.CheckID("id", req.ID); err != nil {
@@ -58,7 +62,7 @@ func (s *Server) sendEvent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := eventView{ID: out.ID, Resumed: out.Resumed, Started: out.Started, Queued: out.Queued}
+	v := eventView{ID: out.ID, Resumed: out.Resumed, Started: out.Started, Queued: out.Queued, Warning: out.Warning}
 	if v.Resumed == nil {
 		v.Resumed = []string{}
 	}

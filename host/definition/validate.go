@@ -1,6 +1,7 @@
 package definition
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -101,17 +102,32 @@ func validate(def *Definition, catalog Catalog) []Problem {
 
 // event checks an event name and reports whether it is valid.
 func (v *validator) event(path, e string) bool {
-	switch {
-	case e == "":
+	if e == "" {
 		v.problem(path, "required")
-	case len(e) > MaxEventLen:
-		v.problem(path, "event name is %d bytes long; the limit is %d", len(e), MaxEventLen)
-	case strings.IndexFunc(e, func(r rune) bool { return !validEventRune(r) }) >= 0:
-		v.problem(path, "invalid event name %q: want letters, digits and . _ - : /", e)
-	default:
-		return true
+		return false
 	}
-	return false
+	if err := CheckEventName(e); err != nil {
+		v.problem(path, "%v", err)
+		return false
+	}
+	return true
+}
+
+// CheckEventName returns an error when name cannot name an event: empty,
+// longer than MaxEventLen, or with a character other than ASCII letters,
+// digits and . _ - : /. Definitions and the events sent to the host share
+// this rule, so that an event a definition could never name is refused
+// when it is sent.
+func CheckEventName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("event name is empty")
+	case len(name) > MaxEventLen:
+		return fmt.Errorf("event name is %d bytes long; the limit is %d", len(name), MaxEventLen)
+	case strings.IndexFunc(name, func(r rune) bool { return !validEventRune(r) }) >= 0:
+		return fmt.Errorf("invalid event name %q: want letters, digits and . _ - : /", name)
+	}
+	return nil
 }
 
 func validEventRune(r rune) bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/store"
 )
 
@@ -27,6 +28,10 @@ type Outcome struct {
 	// Queued is true when nothing waited for it and nothing started: it
 	// waits, until its TTL, for a bookmark to appear.
 	Queued bool `json:"queued"`
+	// Warning, when set, says that no saved workflow waits for or is
+	// triggered by the stimulus's name: a typo, as a rule, which would
+	// otherwise only show as a dead letter when the TTL ends.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Signal delivers a stimulus and returns once what it did is durable. A
@@ -51,7 +56,7 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 	// Triggers first, with ids derived from the stimulus: a retried signal
 	// starts the same instances, which the store's idempotent create
 	// absorbs.
-	started, err := e.trigger(ctx, s)
+	started, heard, err := e.trigger(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +69,9 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 	rec := store.Stimulus{ID: s.ID, Name: s.Name, Key: s.Key, Payload: payload, ExpiresAt: e.cfg.Now().Add(e.cfg.StimulusTTL)}
 	if len(bms) == 0 && len(started) == 0 {
 		out.Queued = true
+		if !heard {
+			out.Warning = fmt.Sprintf("no saved workflow waits for or is triggered by %q; the event is kept for %s in case an instance waits for it, then moved to the dead letters", s.Name, e.cfg.StimulusTTL)
+		}
 		rec.Outcome, _ = json.Marshal(out)
 		existing, err := e.store.EnqueueStimulus(ctx, rec)
 		if err != nil {
@@ -122,33 +130,42 @@ func outcomeOf(s *store.Stimulus) (*Outcome, error) {
 }
 
 // trigger starts an instance of every workflow whose trigger names the
-// stimulus, with its payload as input.
-func (e *Engine) trigger(ctx context.Context, s Stimulus) ([]string, error) {
-	started := []string{}
+// stimulus, with its payload as input. It also reports whether any saved
+// workflow names the stimulus at all, in a trigger or in a wait.
+func (e *Engine) trigger(ctx context.Context, s Stimulus) (started []string, heard bool, err error) {
+	started = []string{}
 	for cursor := ""; ; {
 		defs, next, err := e.store.ListDefinitions(ctx, cursor, 100)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, d := range defs {
 			prog, err := e.program(ctx, d.Name, d.Version)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			for _, t := range prog.Definition().Triggers {
+			def := prog.Definition()
+			for _, t := range def.Triggers {
 				if t.Event != s.Name {
 					continue
 				}
+				heard = true
 				inst, err := e.create(ctx, d.Name, s.Payload, "stim-"+s.ID+"-"+d.Name, nil)
 				if err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				started = append(started, inst.ID)
 				break
 			}
+			if !heard {
+				def.Walk(func(_ string, st *definition.Step) bool {
+					heard = st.Wait != nil && st.Wait.Event == s.Name
+					return !heard
+				})
+			}
 		}
 		if next == "" {
-			return started, nil
+			return started, heard, nil
 		}
 		cursor = next
 	}
