@@ -108,7 +108,15 @@ func (s *Server) deletePlugin(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := c.Params("name")
-	err := s.node.DeletePlugin(ctx, name)
+	force := false
+	switch f := c.Query("force"); f {
+	case "", "false":
+	case "true":
+		force = true
+	default:
+		return invalidField("force", "must be true or false, got %q", f)
+	}
+	err := s.node.DeletePlugin(ctx, name, force)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no plugin %q", name)
 	}
@@ -148,7 +156,8 @@ func (s *Server) putWorkflow(c *fiber.Ctx) error {
 	body := c.BodyRaw()
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	// Check everything first (every problem in one answer, SPEC §4), and
+	// Check everything first, so that the client gets every problem in one
+	// answer (docs/architecture.md, "Every problem in one answer"), and
 	// compare the names before anything is stored.
 	def, err := s.node.Engine().CheckDefinition(ctx, body)
 	if err != nil {

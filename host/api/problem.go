@@ -37,6 +37,8 @@ type Problem struct {
 	Errors []FieldError `json:"errors,omitempty"`
 	// Instances names instances involved (a plugin in use).
 	Instances []string `json:"instances,omitempty"`
+	// Workflows, for an in-use problem, names saved workflows that use it.
+	Workflows []string `json:"workflows,omitempty"`
 	// RequestID is the request's X-Request-Id, to find its log lines.
 	RequestID string `json:"request_id,omitempty"`
 }
@@ -111,7 +113,7 @@ func problemFor(err error) (p *Problem, internal bool) {
 		return p, false
 	case errors.As(err, &iue):
 		p := problemf(fiber.StatusConflict, "in-use", "%s", strings.TrimPrefix(err.Error(), "store: "))
-		p.Instances = iue.Instances
+		p.Instances, p.Workflows = iue.Instances, iue.Workflows
 		return p, false
 	case errors.Is(err, grant.ErrInvalid):
 		return unprocessable(clean(err), grantFieldError(err)), false

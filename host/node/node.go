@@ -41,6 +41,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/metrics"
 	"github.com/weftworks/weft/host/queue"
@@ -379,8 +380,9 @@ func (n *Node) ListPlugins(ctx context.Context, cursor string, limit int) ([]sto
 
 // DeletePlugin removes a plugin and its history from the catalogue and
 // unloads its versions. It fails with store.ErrNotFound when there is no
-// such plugin and with a *store.InUseError while a non-terminal instance
-// pins one of its versions.
+// such plugin, and with a *store.InUseError while a non-terminal instance
+// pins one of its versions or, unless force is set, while a saved
+// workflow calls one of its activities (it would fail at its next run).
 //
 // # Notes
 //
@@ -388,10 +390,19 @@ func (n *Node) ListPlugins(ctx context.Context, cursor string, limit int) ([]sto
 // hash, another plugin name may hold the same module, and an exported
 // instance imported later may pin the version again. An unloaded version
 // that is still used is loaded again from its blob on its next call.
-func (n *Node) DeletePlugin(ctx context.Context, name string) error {
+func (n *Node) DeletePlugin(ctx context.Context, name string, force bool) error {
 	p, err := n.store.GetPlugin(ctx, name)
 	if err != nil {
 		return err
+	}
+	if !force {
+		users, err := n.workflowsUsing(ctx, name)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			return &store.InUseError{Plugin: name, Workflows: users}
+		}
 	}
 	if err := n.store.DeletePlugin(ctx, name); err != nil {
 		return err
@@ -404,4 +415,37 @@ func (n *Node) DeletePlugin(ctx context.Context, name string) error {
 	}
 	n.log.Info("plugin deleted", "plugin", name, "versions", len(p.Versions))
 	return nil
+}
+
+// workflowsUsing returns the saved workflows (their current versions) with
+// a step that calls an activity of the plugin, at most
+// store.MaxInUseListed of them.
+func (n *Node) workflowsUsing(ctx context.Context, plugin string) ([]string, error) {
+	var users []string
+	for cursor := ""; ; {
+		defs, next, err := n.store.ListDefinitions(ctx, cursor, 100)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range defs {
+			def, err := definition.Parse(d.Source)
+			if err != nil {
+				continue // saved before a rule changed: it calls nothing that runs
+			}
+			uses := false
+			def.Walk(func(_ string, s *definition.Step) bool {
+				uses = s.Activity != nil && s.Activity.Plugin == plugin
+				return !uses
+			})
+			if uses {
+				if users = append(users, d.Name); len(users) == store.MaxInUseListed {
+					return users, nil
+				}
+			}
+		}
+		if next == "" {
+			return users, nil
+		}
+		cursor = next
+	}
 }

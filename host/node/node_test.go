@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -143,7 +144,11 @@ steps:
 		t.Fatalf("Wait = %+v, %v", got, err)
 	}
 	var iu *store.InUseError
-	if err := n.DeletePlugin(ctx, "kit"); !errors.As(err, &iu) || iu.Instances[0] != "hold-1" {
+	if err := n.DeletePlugin(ctx, "kit", false); !errors.As(err, &iu) || !slices.Equal(iu.Workflows, []string{"hold"}) || !strings.Contains(err.Error(), `in use by workflow(s) hold`) {
+		t.Fatalf("DeletePlugin of a plugin a saved workflow calls: %v", err)
+	}
+	// Forced past the workflows, not past the instances that pin it.
+	if err := n.DeletePlugin(ctx, "kit", true); !errors.As(err, &iu) || len(iu.Instances) == 0 || iu.Instances[0] != "hold-1" {
 		t.Fatalf("DeletePlugin while pinned: %v", err)
 	}
 	if err := n.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
@@ -152,10 +157,13 @@ steps:
 	if got, err := n.Engine().WaitFinished(wctx, inst.ID); err != nil || got.Status != store.StatusCancelled {
 		t.Fatalf("WaitFinished = %+v, %v", got, err)
 	}
-	if err := n.DeletePlugin(ctx, "kit"); err != nil {
+	if err := n.DeletePlugin(ctx, "kit", false); !errors.As(err, &iu) || len(iu.Workflows) != 1 {
+		t.Fatalf("DeletePlugin unforced, the instance ended, the workflow saved: %v", err)
+	}
+	if err := n.DeletePlugin(ctx, "kit", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.DeletePlugin(ctx, "kit"); !errors.Is(err, store.ErrNotFound) {
+	if err := n.DeletePlugin(ctx, "kit", false); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second DeletePlugin: %v", err)
 	}
 }

@@ -76,6 +76,9 @@ type InUseError struct {
 	// Instances lists some of the instances that pin it (at most
 	// MaxInUseListed), so that the answer can name them.
 	Instances []string
+	// Workflows lists some of the saved workflows that call it (at most
+	// MaxInUseListed), when those are why it is in use.
+	Workflows []string
 }
 
 // MaxInUseListed bounds InUseError.Instances.
@@ -83,6 +86,9 @@ const MaxInUseListed = 10
 
 // Error implements error.
 func (e *InUseError) Error() string {
+	if len(e.Workflows) > 0 {
+		return fmt.Sprintf("store: plugin %q in use by workflow(s) %s; delete or change them first, or force the deletion", e.Plugin, strings.Join(e.Workflows, ", "))
+	}
 	return fmt.Sprintf("store: plugin %q in use by instance(s) %s", e.Plugin, strings.Join(e.Instances, ", "))
 }
 
