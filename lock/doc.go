@@ -1,7 +1,8 @@
 // Package lock defines the distributed lock the engine takes around every
 // write of a workflow instance and around singleton background work, the
-// retry policy for reaching the lock's backend, and the lock keys of
-// SPEC §1.
+// retry policy for reaching the lock's backend, and the lock keys
+// ([InstanceKey], [RefreshKey]). Which operations take which lock, and why,
+// is in docs/architecture.md, "Locks and fencing".
 //
 // Two implementations provide a [Locker]: lock/local, in-process, for the
 // embedded mode, and (with the cluster mode) a Redis one built on redsync.
@@ -42,7 +43,7 @@
 // greater than the token of every earlier acquisition of the same key, by any
 // holder on any node. The engine stores the token with the instance and every
 // write is a compare-and-set that refuses a token smaller than the stored
-// one, so a holder that lost its lock cannot overwrite newer state (SPEC §6).
+// one, so a holder that lost its lock cannot overwrite newer state.
 //
 // Tokens are only comparable for the same key and are not consecutive. Every
 // implementation keeps them at least the acquisition time in Unix

@@ -76,7 +76,7 @@ type Lease interface {
 	// Release gives the lock up, so that the next acquirer gets it at once.
 	// It never fails from the caller's view: releasing a lease that expired
 	// or was already released does nothing, and a failure to reach the
-	// backend is logged, because the TTL ends the lease anyway (SPEC §1).
+	// backend is logged, because the TTL ends the lease anyway.
 	// Release does its work even when ctx is already done, since a lease is
 	// most often released on the way out of a cancelled operation;
 	// implementations bound the call by their own timeout.

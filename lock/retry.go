@@ -11,7 +11,9 @@ import (
 
 // RetryPolicy says how often and after which delays an operation that
 // failed with a transient error ([ErrTransient]) is tried again. The zero
-// value is SPEC §1's policy: WithDefaults fills every unset field.
+// value is the policy every lock backend uses by default (3 retries, 500ms
+// before the first, doubling, 20% jitter): WithDefaults fills every unset
+// field.
 //
 // The core is deterministic: [RetryPolicy.Delay] is a pure function of the
 // retry number and a random draw; [RetryPolicy.Do] is the thin loop that

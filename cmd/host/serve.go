@@ -58,7 +58,9 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// checkListen enforces SPEC §4's rule: without tokens, loopback only.
+// checkListen enforces the rule that a host without auth tokens, whose API
+// anyone who can reach it may use, listens on loopback only (README.md,
+// "Authentication").
 func checkListen(cfg *LoadedConfig) error {
 	if len(cfg.Auth.Tokens) > 0 || isLoopback(cfg.Listen) {
 		return nil

@@ -151,7 +151,8 @@ func TestDefinitionProblemsCarryPositions(t *testing.T) {
 }
 
 // TestDefinitionProblemsComeTogether: structural problems and references to
-// unknown activities are reported in one answer (SPEC §4: every problem).
+// unknown activities are reported in one answer (docs/architecture.md,
+// "Every problem in one answer").
 func TestDefinitionProblemsComeTogether(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)

@@ -1,4 +1,4 @@
-// Package api is Weft's HTTP API (SPEC §4) on Fiber: plugins, workflows,
+// Package api is Weft's HTTP API on Fiber: plugins, workflows,
 // instances, events and administration under /v1, health and readiness
 // probes, Prometheus metrics and the OpenAPI document.
 //

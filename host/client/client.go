@@ -1,4 +1,4 @@
-// Package client is a Go client for Weft's HTTP API (SPEC §4). The weft
+// Package client is a Go client for Weft's HTTP API (host/api). The weft
 // command-line client is built on it, and so are tests that drive a real
 // host over HTTP.
 //

@@ -71,7 +71,8 @@ const (
 	KindFail     Kind = "fail"
 )
 
-// Kinds lists every step kind, in the order the SPEC names them.
+// kinds lists every step kind, in the order problems list them ("step kinds
+// are activity, wait, …").
 var kinds = []Kind{KindActivity, KindWait, KindDelay, KindIf, KindForeach, KindParallel, KindWorkflow, KindSet, KindFail}
 
 // Step is one step of a workflow. Kind says which of the kind-specific

@@ -1,5 +1,5 @@
-// Package definition parses and validates workflow definitions (SPEC §3)
-// and compiles their expressions.
+// Package definition parses and validates workflow definitions and compiles
+// their expressions.
 //
 // Parse reads YAML or JSON (JSON is YAML) into a Definition, Validate checks
 // it against a Catalog of plugins and saved workflows, and Load does both and
@@ -28,7 +28,7 @@
 // expr's type checker knows the type and at evaluation otherwise; `foreach`
 // likewise must be a list.
 //
-// # Decisions where SPEC §3 is silent
+// # Decisions
 //
 //   - Names. Workflow names and step ids follow abi.ValidName: 1 to 64
 //     characters from [a-z0-9_-], starting with a letter; no dots, so names

@@ -544,7 +544,8 @@ func (e *Engine) work(ctx context.Context) {
 }
 
 // singleton runs work every interval on the one node that holds the
-// try-lock key; the others skip their turn (SPEC §1).
+// try-lock key; the others skip their turn (docs/cluster.md, "Singleton
+// work").
 func (e *Engine) singleton(ctx context.Context, key string, interval time.Duration, work func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -608,8 +609,9 @@ func (e *Engine) requeuePending(ctx context.Context) {
 
 // recover queues the instances whose lease expired: their node stopped
 // renewing it (it died, or lost the instance). Lease expiry, not "not
-// updated for a while", decides (SPEC §6); the instance lock then makes sure
-// a live instance is never run twice.
+// updated for a while", decides (docs/architecture.md, "Locks and
+// fencing"); the instance lock then makes sure a live instance is never run
+// twice.
 func (e *Engine) recover(ctx context.Context) {
 	ids, err := e.store.ExpiredLeases(ctx, e.cfg.Now(), 1000)
 	if err != nil && ctx.Err() == nil {

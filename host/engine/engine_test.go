@@ -390,7 +390,8 @@ func (r logRecorder) Handle(_ context.Context, rec slog.Record) error {
 
 // A node whose instance was taken over (a higher fencing token) cannot
 // overwrite the newer state: it stops, either because its lease renewal
-// fails first or because its commit is refused (SPEC §6).
+// fails first or because its commit is refused (docs/architecture.md,
+// "Locks and fencing").
 func TestFencedWriterCannotOverwrite(t *testing.T) {
 	t.Parallel()
 	rec := logRecorder{targets: []error{store.ErrFenced, engine.ErrLeaseLost}, seen: make(chan string, 1)}

@@ -453,7 +453,8 @@ type lateNote struct {
 // superseded is called when another node took the instance over (its lease
 // or lock was lost, or the store fenced a commit): the attempt ends this
 // execution could not commit — the completions that arrived and those it
-// stopped — are refused, never applied, and recorded (SPEC §1): as notes in
+// stopped — are refused, never applied (a result the instance no longer
+// waits for must not change it), and recorded: as notes in
 // the instance's inbox, which need no lock and which the holder's next run
 // writes to the history as late_completion_refused.
 func (x *execution) superseded(stopped []runner.Invoke, cause error) {

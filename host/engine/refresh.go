@@ -44,7 +44,8 @@ type RefreshedFile struct {
 // definitions so named are saved. It holds the lock
 // workflow-definitions-refresh:all, or :<sorted,comma-joined names>, taken
 // with zero wait: when another refresh of the same scope holds it, Refresh
-// returns AlreadyInProgress and does nothing (SPEC §1). A file that does not
+// returns AlreadyInProgress and does nothing (docs/cluster.md, "Singleton
+// work"). A file that does not
 // parse or validate is reported with its problems and does not stop the
 // others.
 func (e *Engine) Refresh(ctx context.Context, dir string, names []string) (*RefreshResult, error) {

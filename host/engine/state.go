@@ -24,8 +24,8 @@ type State struct {
 	Inbox     []store.Message  `json:"inbox"`
 }
 
-// Export returns an instance's full state. It takes no lock (SPEC §1): it
-// reads one committed state.
+// Export returns an instance's full state. Like every read, it takes no
+// lock: it reads one committed state, and never waits for a run.
 func (e *Engine) Export(ctx context.Context, id string) (*State, error) {
 	inst, err := e.store.GetInstance(ctx, id)
 	if err != nil {
@@ -92,8 +92,8 @@ func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) 
 }
 
 // Delete removes an instance with its history, bookmarks, timers and inbox,
-// under the instance lock (SPEC §1): a running instance is deleted when its
-// run ends, never under it.
+// under the instance lock, which every write of an instance holds: a
+// running instance is deleted when its run ends, never under it.
 func (e *Engine) Delete(ctx context.Context, id string) error {
 	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
 	lease, err := e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)

@@ -1,5 +1,5 @@
-// Package heartbeat is the node's heartbeat scheduler (SPEC §1,
-// "Heartbeats"): it keeps alive every running activity attempt, every
+// Package heartbeat is the node's heartbeat scheduler (docs/architecture.md,
+// "The engine"): it keeps alive every running activity attempt, every
 // instance lease and every long-held lock of this node, and notices the
 // guests that stopped heartbeating. There is one per node.
 //

@@ -1,6 +1,6 @@
 // Package queue is the ready queue: runnable work ("instance X has something
 // to do") that every node of a cluster pulls from, so that adding a node adds
-// capacity even when every request reaches one node (SPEC §6).
+// capacity even when every request reaches one node.
 //
 // # Decisions
 //

@@ -31,11 +31,12 @@
 //   - An activity's input is evaluated once per step execution; every
 //     attempt of it gets the same input and the same idempotency key,
 //     <instance id>/<step id>/<execution>.
-//   - Persistence (SPEC §1): an instance is persisted whenever an event
-//     leaves it suspended (nothing but timers, bookmarks or children to wait
-//     for) or finished; with the `activity` strategy also after every
-//     activity completes; a step with `persist: always` after it completes,
-//     and `persist: never` suppresses the per-activity persist of its step.
+//   - Persistence (docs/architecture.md, "When an instance is persisted"):
+//     an instance is persisted whenever an event leaves it suspended
+//     (nothing but timers, bookmarks or children to wait for) or finished;
+//     with the `activity` strategy also after every activity completes; a
+//     step with `persist: always` after it completes, and `persist: never`
+//     suppresses the per-activity persist of its step.
 package runner
 
 import (

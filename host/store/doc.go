@@ -22,12 +22,13 @@
 //     fails with [ErrFenced], even if its Rev matches, and that check comes
 //     first; an equal or higher Fence is accepted and stored. A writer that
 //     lost its lock (paused past its TTL) therefore cannot overwrite what
-//     the next holder wrote (SPEC §6).
+//     the next holder wrote (docs/architecture.md, "Locks and fencing").
 //
 // The engine uses it like this:
 //
 //   - Create (POST /workflows/{name}/instances): Commit with Rev 0 and Fence
-//     0 (creating needs no lock, SPEC §1). A client-supplied id that exists
+//     0 (creating needs no lock: only one create of an id can win at Rev
+//     0). A client-supplied id that exists
 //     gives ErrExists: read the stored instance and answer with it
 //     (idempotent create). The 201 may be sent when Commit returns.
 //   - Transition (run, resume, cancel): under the lock

@@ -10,7 +10,8 @@ import (
 // status.
 type Status string
 
-// The statuses of SPEC §4.
+// The six statuses of an instance, as the API shows them (README.md,
+// "Concepts").
 const (
 	StatusPending   Status = "pending"
 	StatusRunning   Status = "running"
@@ -92,7 +93,9 @@ type ParentRef struct {
 }
 
 // Lease records which node (and which boot of it) runs an instance, until
-// when. Recovery takes over instances whose lease expired (SPEC §6).
+// when. Recovery takes over instances whose lease expired, never ones
+// merely not updated for a while (docs/architecture.md, "Locks and
+// fencing").
 type Lease struct {
 	// Node and Boot identify the owner; Boot changes on every start of the
 	// node's process, so a restarted node does not mistake its previous
@@ -193,8 +196,8 @@ type Bookmark struct {
 // stimulus for one of its bookmarks, a child's end, a cancellation. It stays
 // in the instance's inbox until a Commit of that instance consumes it, so
 // that an event for a busy instance never blocks or fails its sender and is
-// never lost (SPEC §1: a child resuming its parent, a workflow signalling
-// itself).
+// never lost: the instance lock is not reentrant, so a child resuming its
+// parent, or a workflow signalling itself, must not wait for it.
 type Message struct {
 	InstanceID string `json:"instance_id"`
 	// ID is unique within the inbox: writing a message whose ID the inbox
@@ -238,7 +241,7 @@ type LeaseRenewal struct {
 
 // Heartbeat is the latest heartbeat of a running activity attempt: what
 // its guest last reported, persisted by the heartbeat scheduler so that the
-// next attempt gets it even when this node dies (SPEC §6).
+// next attempt gets it even when this node dies.
 type Heartbeat struct {
 	InstanceID string `json:"instance_id"`
 	// Token is the runner's token of the attempt; unique per attempt.

@@ -19,7 +19,7 @@ const (
 	StimulusDead StimulusState = "dead"
 )
 
-// Stimulus is an event sent to the host (SPEC §4 POST /events), queued
+// Stimulus is an event sent to the host (POST /v1/events), queued
 // when it arrives before the bookmark it is for.
 type Stimulus struct {
 	// ID makes the stimulus idempotent: a second EnqueueStimulus with the

@@ -101,7 +101,7 @@ type Store interface {
 	// the same test (held by Node and Boot, unexpired, not terminal), whether
 	// or not they are in r.IDs; the others are dropped. This is how the
 	// heartbeat scheduler persists the latest details of running attempts
-	// with its renewals, so that they survive the node (SPEC §6).
+	// with its renewals, so that they survive the node.
 	RenewLeases(ctx context.Context, r LeaseRenewal) (renewed []string, err error)
 
 	// Heartbeats returns the heartbeats RenewLeases stored for an

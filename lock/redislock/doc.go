@@ -56,7 +56,7 @@
 // resumes, both write. No lock with a TTL can prevent that. What prevents
 // the damage is the token: each write to the store carries its lease's
 // token and the store refuses a token below the one it has seen, so the
-// resumed holder's writes, carrying an older token, are refused (SPEC §6).
+// resumed holder's writes, carrying an older token, are refused.
 //
 // The token is taken after the mutex by one Lua script per server that,
 // only if the mutex still holds this acquisition's value, sets the counter

@@ -30,8 +30,9 @@ type Config struct {
 	Clients []redis.UniversalClient
 
 	// Retry says how transient errors (a server or a quorum unreachable)
-	// are retried by Acquire and TryAcquire. Defaults to SPEC §1's policy:
-	// 3 retries, 500ms initial delay, doubling, with jitter.
+	// are retried by Acquire and TryAcquire. Defaults to the policy of
+	// every lock backend (lock.RetryPolicy's zero value): 3 retries, 500ms
+	// initial delay, doubling, with jitter.
 	Retry lock.RetryPolicy
 
 	// Logger receives the locker's logs: releases that failed or found

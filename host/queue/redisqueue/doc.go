@@ -1,6 +1,6 @@
 // Package redisqueue is the ready queue of cluster mode: a [queue.Queue] on a
 // Redis stream read through one consumer group, shared by every node, so that
-// work submitted to one node runs on all of them (SPEC §6).
+// work submitted to one node runs on all of them.
 //
 //	q, err := redisqueue.New(redisqueue.Config{Client: rdb, Consumer: nodeID})
 //	if err != nil { ... }

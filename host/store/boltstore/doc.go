@@ -3,8 +3,9 @@
 //
 // # Why bbolt, not SQLite
 //
-// SPEC §2 allows modernc.org/sqlite in WAL mode or go.etcd.io/bbolt; both
-// build with CGO_ENABLED=0. We chose bbolt because:
+// The host is pure Go (it builds with CGO_ENABLED=0), which leaves two
+// embedded databases: modernc.org/sqlite in WAL mode, or go.etcd.io/bbolt.
+// We chose bbolt because:
 //
 //   - Group commit is built in: DB.Batch coalesces concurrent writers into
 //     one transaction and one fsync. Durable acknowledgements at thousands
@@ -30,7 +31,8 @@
 // Every write is a bbolt DB.Batch: writes that arrive together share one
 // read-write transaction and one fsync, and each call returns only after
 // that transaction is on disk, so a 201/202 sent after a write returns
-// means the data is durable (SPEC §6). A write refused by its own checks
+// means the data is durable, as those answers promise. A write refused by
+// its own checks
 // (ErrConflict, ErrFenced, ErrExists…) changes nothing and does not fail
 // the others of its batch.
 //

@@ -68,9 +68,9 @@
 //     loss can lose about the last one to two seconds.
 //   - Replication is asynchronous: a failover to a replica can lose writes
 //     the old primary acknowledged. Fencing still holds (a lost write is
-//     lost whole, never half applied), but SPEC §6's "201 means durably
-//     stored" holds for a failover only with WAIT, which this store does
-//     not issue.
+//     lost whole, never half applied), but the API's promise that a 201
+//     means durably stored holds for a failover only with WAIT, which this
+//     store does not issue.
 //
 // Redis logs a script's effects as one MULTI/EXEC block, and on load drops
 // a block truncated by a crash, so a restart never finds half a Commit.
