@@ -23,7 +23,8 @@ const localBodyBytes = "weft.body_bytes"
 // run), and bodies takes each request to one of two ends before any
 // route handler runs:
 //
-//   - it answers the request itself (415, 413, 401, 403, 503 or 400),
+//   - it answers the request itself (401 or 403 first, then 415, 413,
+//     503 or 400),
 //     with the body discarded unread into memory; or
 //   - it reads the whole body into memory, within the route's limit and
 //     under the host-wide budget, and sets it as the request's raw body,
@@ -43,6 +44,15 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 	limit := s.cfg.BodyLimit
 	if matched && rt.pluginBody && s.mayUpload(c) {
 		limit = s.cfg.PluginBodyLimit
+	}
+	// A request that its route refuses anyway is refused first, from its
+	// headers: a reader who uploads a plugin learns that it may not (403),
+	// not that its body is too large for a reader (413), and the body
+	// takes no memory or budget.
+	if matched {
+		if _, p := s.admit(c, rt.perm); p != nil {
+			return s.refuse(c, 2*limit, p)
+		}
 	}
 	if enc, ok := identityOnly(&req.Header); !ok {
 		return s.refuse(c, 2*limit, problemf(fiber.StatusUnsupportedMediaType, "unsupported-encoding", "Content-Encoding %q is not accepted: send the body uncompressed", enc))
@@ -64,13 +74,6 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 	}
 	if declared > limit {
 		return s.refuse(c, 2*limit, tooLarge(declared, limit))
-	}
-	// A request that its route refuses anyway is refused here, before its
-	// body takes memory or budget.
-	if matched {
-		if _, p := s.admit(c, rt.perm); p != nil {
-			return s.refuse(c, 2*limit, p)
-		}
 	}
 	need := declared
 	most := declared

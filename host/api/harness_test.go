@@ -94,6 +94,12 @@ func newHostWith(t testing.TB, o hostOptions) *host {
 	go func() { _ = n.Run(ctx); close(ran) }()
 
 	acfg := o.api
+	if acfg.RequestTimeout == 0 {
+		// An upload compiles its plugin within the request's time: under
+		// -race, on a loaded two-core machine, with the package's other
+		// tests compiling at once, that can pass the 30 s default.
+		acfg.RequestTimeout = 3 * time.Minute
+	}
 	acfg.Logger = log
 	acfg.Gatherer = reg
 	srv, err := api.New(acfg, n)

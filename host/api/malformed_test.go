@@ -36,7 +36,7 @@ func TestMalformedInput(t *testing.T) {
 	h.putWorkflow("approval", approvalFlow)
 	var done, waiting instance
 	h.do("POST", "/v1/workflows/greet/instances?wait=30s", map[string]any{"input": map[string]any{"name": "x"}, "id": "done-1"}).want(t, http.StatusCreated).json(t, &done)
-	h.do("POST", "/v1/workflows/approval/instances?wait=30s", map[string]any{"input": map[string]any{"id": "k"}, "id": "waiting-1"}).want(t, http.StatusCreated).json(t, &waiting)
+	h.do("POST", "/v1/workflows/approval/instances?wait=30s&until=suspended", map[string]any{"input": map[string]any{"id": "k"}, "id": "waiting-1"}).want(t, http.StatusCreated).json(t, &waiting)
 	if done.Status != "completed" || waiting.Status != "suspended" {
 		t.Fatalf("setup: %s, %s", done.Status, waiting.Status)
 	}
@@ -91,7 +91,7 @@ func TestMalformedInput(t *testing.T) {
 		{"wait too long", "POST", "/v1/workflows/greet/instances?wait=1h", jsonCT, []byte(`{}`), 400, "wait", "5m0s"},
 		{"bad instance id", "POST", "/v1/workflows/greet/instances", jsonCT, []byte(`{"id": "` + strings.Repeat("i", 300) + `"}`), 400, "id", "more than 256"},
 		{"cancel finished", "POST", "/v1/instances/done-1/cancel", "", nil, 409, "", "completed already"},
-		{"plugin in use", "DELETE", "/v1/plugins/kit", "", nil, 409, "", "waiting-1"},
+		{"plugin in use", "DELETE", "/v1/plugins/kit?force=true", "", nil, 409, "", "waiting-1"},
 		{"state format", "PUT", "/v1/instances/x/state", jsonCT, []byte(`{"format": 9, "instance": {"id": "x", "workflow": "greet", "status": "pending"}}`), 422, "format", "state format 1, got 9"},
 		{"state of a missing workflow", "PUT", "/v1/instances/x/state", jsonCT, []byte(`{"format": 1, "instance": {"id": "x", "workflow": "nope", "version": 1, "status": "pending"}}`), 422, "instance", "nope"},
 		{"refresh with junk", "POST", "/v1/admin/refresh", jsonCT, []byte(`{"workflows": [""]}`), 400, "workflows[0]", "must not be empty"},
@@ -255,10 +255,12 @@ func TestRequestGuards(t *testing.T) {
 	}
 }
 
-// TestBodyReadIsBoundedBeforeAuth: how much of a body the server reads is
-// decided from the headers, so a request without a token that may upload
-// plugins cannot make it read a plugin-sized body.
-func TestBodyReadIsBoundedBeforeAuth(t *testing.T) {
+// TestUploadIsAuthorisedBeforeItsBodyIsRead: whether a request may upload
+// a plugin is decided from its headers, before its body is read: a request
+// without a token, or with a reader's, is told so (401, 403), not that its
+// body is too large for it (413), and cannot make the server read a
+// plugin-sized body.
+func TestUploadIsAuthorisedBeforeItsBodyIsRead(t *testing.T) {
 	t.Parallel()
 	h := newHostWith(t, hostOptions{api: api.Config{Tokens: testTokens(), BodyLimit: 1 << 10, PluginBodyLimit: 64 << 10}})
 	junk := bytes.Repeat([]byte{0x42}, 3<<10) // over twice BodyLimit, under PluginBodyLimit
@@ -267,8 +269,8 @@ func TestBodyReadIsBoundedBeforeAuth(t *testing.T) {
 		token  string
 		status int
 	}{
-		{"no token", "", http.StatusRequestEntityTooLarge},
-		{"reader", readerSecret, http.StatusRequestEntityTooLarge},
+		{"no token", "", http.StatusUnauthorized},
+		{"reader", readerSecret, http.StatusForbidden},
 		{"admin", adminSecret, http.StatusUnprocessableEntity}, // read, then refused as junk
 	} {
 		t.Run(tc.name, func(t *testing.T) {
