@@ -305,9 +305,14 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 	if s.metrics != nil {
 		s.metrics.HTTPRequest(c.Method(), route, status, d)
 	}
-	level := slog.LevelInfo
-	if status >= 500 {
+	// Successes at debug: at info they buried the plugins' own log lines
+	// (and a waiting client's long polls) under one line per request.
+	level := slog.LevelDebug
+	switch {
+	case status >= 500:
 		level = slog.LevelError
+	case status >= 400:
+		level = slog.LevelInfo
 	}
 	log.Log(c.UserContext(), level, "http request",
 		"method", c.Method(), "path", c.Path(), "route", route, "status", status,
