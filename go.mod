@@ -48,6 +48,9 @@ require (
 	github.com/knadh/koanf/providers/confmap v1.0.1
 	github.com/knadh/koanf/providers/file v1.2.1
 	github.com/prometheus/common v0.72.0
+	github.com/weftworks/weft/sdk v0.0.0-00010101000000-000000000000
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/sys v0.48.0
 )
+
+replace github.com/weftworks/weft/sdk => ./sdk

@@ -2,13 +2,17 @@ module github.com/weftworks/weft/bench
 
 go 1.26.0
 
-replace github.com/weftworks/weft => ../
+replace (
+	github.com/weftworks/weft => ../
+	github.com/weftworks/weft/sdk => ../sdk
+)
 
 require (
 	github.com/extism/go-pdk v1.1.3
 	github.com/extism/go-sdk v1.7.1
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/weftworks/weft v0.0.0-00010101000000-000000000000
+	github.com/weftworks/weft/sdk v0.0.0-00010101000000-000000000000
 )
 
 require (

@@ -2,11 +2,7 @@
 
 package sdk
 
-import (
-	"unsafe"
-
-	"github.com/weftworks/weft/abi"
-)
+import "unsafe"
 
 // The imports and exports of the Weft ABI (abi/README.md). Pointers cross as
 // unsafe.Pointer into guest memory, lengths as uint32.
@@ -53,7 +49,7 @@ func hostHTTPResponseBody(buf unsafe.Pointer, n uint32) int32
 var request []byte
 
 //go:wasmexport weft_abi_version
-func exportABIVersion() uint32 { return abi.Version }
+func exportABIVersion() uint32 { return abiVersion }
 
 //go:wasmexport weft_alloc
 func exportAlloc(size uint32) uint32 {
@@ -70,7 +66,7 @@ func exportAlloc(size uint32) uint32 {
 //go:wasmexport weft_manifest
 func exportManifest() uint32 {
 	setResult(manifest())
-	return abi.StatusOK
+	return abiStatusOK
 }
 
 //go:wasmexport weft_invoke
@@ -78,7 +74,7 @@ func exportInvoke(ptr, activityLen, inputLen uint32) uint32 {
 	n := uint64(activityLen) + uint64(inputLen)
 	if len(request) == 0 || ptr != uint32(uintptr(unsafe.Pointer(&request[0]))) || n > uint64(len(request)) {
 		setResult(encodeFailure(&Error{Code: "abi", Message: "weft_invoke called with a block weft_alloc did not return"}))
-		return abi.StatusPanic
+		return abiStatusPanic
 	}
 	name := string(request[:activityLen])
 	status, result := dispatch(wasmHost{}, name, request[activityLen:n])

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
-
-	"github.com/weftworks/weft/abi"
 )
 
 // Outbound HTTP (abi/README.md §13). A plugin reaches only the hosts an
@@ -128,7 +126,8 @@ func (r *Response) Header() Header {
 // The host writes the details (the address, the handshake's complaint) to
 // the activity's log; the plugin sees only the reason.
 type HTTPError struct {
-	// Code is what http_request returned: an abi.HTTPError, below zero.
+	// Code is what http_request returned: below zero, one of the reasons
+	// of abi/README.md §13 (the sentinels below name those known).
 	Code int32
 	// Reason names Code in a few words without spaces: "timeout",
 	// "unreachable", "tls", "bad_response" (or "unknown"), fit to append
@@ -139,13 +138,13 @@ type HTTPError struct {
 // Error implements error.
 func (e *HTTPError) Error() string {
 	switch e.Code {
-	case abi.HTTPTimeout:
+	case abiHTTPTimeout:
 		return "http: timeout: the request's own timeout passed"
-	case abi.HTTPUnreachable:
+	case abiHTTPUnreachable:
 		return "http: unreachable: the name did not resolve, or the connection was refused or reset"
-	case abi.HTTPTLS:
+	case abiHTTPTLS:
 		return "http: tls: the TLS handshake failed"
-	case abi.HTTPBadResponse:
+	case abiHTTPBadResponse:
 		return "http: bad_response: the answer was not HTTP, or it redirected more than 10 times"
 	}
 	return "http: " + e.Reason + " (" + strconv.Itoa(int(e.Code)) + ")"
@@ -153,7 +152,7 @@ func (e *HTTPError) Error() string {
 
 // Timeout reports whether the request's own timeout passed. The attempt's
 // deadline never returns an error: the host stops the call.
-func (e *HTTPError) Timeout() bool { return e.Code == abi.HTTPTimeout }
+func (e *HTTPError) Timeout() bool { return e.Code == abiHTTPTimeout }
 
 // Is reports whether target is an *HTTPError with the same Code, so that
 // errors.Is(err, ErrHTTPTimeout) works on any error Do returned.
@@ -166,16 +165,16 @@ func (e *HTTPError) Is(target error) bool {
 var (
 	// ErrHTTPTimeout: the request's own timeout passed (the host's
 	// plugins.http.timeout or plugins.http.connect_timeout).
-	ErrHTTPTimeout error = &HTTPError{Code: abi.HTTPTimeout, Reason: "timeout"}
+	ErrHTTPTimeout error = &HTTPError{Code: abiHTTPTimeout, Reason: "timeout"}
 	// ErrHTTPUnreachable: the name did not resolve, or the connection was
 	// refused or reset.
-	ErrHTTPUnreachable error = &HTTPError{Code: abi.HTTPUnreachable, Reason: "unreachable"}
+	ErrHTTPUnreachable error = &HTTPError{Code: abiHTTPUnreachable, Reason: "unreachable"}
 	// ErrHTTPTLS: the TLS handshake failed, for example on a certificate
 	// the host does not trust.
-	ErrHTTPTLS error = &HTTPError{Code: abi.HTTPTLS, Reason: "tls"}
+	ErrHTTPTLS error = &HTTPError{Code: abiHTTPTLS, Reason: "tls"}
 	// ErrHTTPBadResponse: the answer was not HTTP, or there were more than
 	// 10 redirects.
-	ErrHTTPBadResponse error = &HTTPError{Code: abi.HTTPBadResponse, Reason: "bad_response"}
+	ErrHTTPBadResponse error = &HTTPError{Code: abiHTTPBadResponse, Reason: "bad_response"}
 )
 
 // ErrInvalidRequest matches the error Do returns, without calling the

@@ -18,26 +18,26 @@
 //
 //	func main() {}
 //
-// Build it with stock Go or TinyGo:
+// Build it with stock Go 1.24 or later:
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o greet.wasm .
-//	tinygo build -target=wasip1 -buildmode=c-shared -o greet.wasm .
 //
 // A handler reaches the host through its *Context: heartbeats, call info,
 // logs, and what an operator granted the plugin — configuration values
 // (Context.Config), secrets (Context.Secret) and outbound HTTP to granted
 // hosts (Context.Do). Needs declares those in the manifest.
 //
+// The module github.com/weftworks/weft/sdk depends on the standard library
+// only: a plugin that requires it does not require the host's module.
+//
 // The package avoids reflection outside the typed handlers' encoding/json so
-// that it stays TinyGo-compatible.
+// that it should build with TinyGo too; TinyGo builds are not verified.
 package sdk
 
 import (
 	"encoding/json"
 	"fmt"
 	"sort"
-
-	"github.com/weftworks/weft/abi"
 )
 
 // Handler is an activity working on raw JSON. The input slice is valid only
@@ -58,8 +58,9 @@ type activity struct {
 var registry = map[string]activity{}
 
 // Register adds an activity named name. Call it from an init function. It
-// panics when name is not a valid activity name (see abi.ValidName) or is
-// registered twice, which the host would otherwise report at upload.
+// panics when name is not a valid activity name (1 to 64 of [a-z0-9_-],
+// starting with a letter) or is registered twice, which the host would
+// otherwise report at upload.
 func Register(name string, h Handler) {
 	RegisterWithDescription(name, "", h)
 }
@@ -67,7 +68,7 @@ func Register(name string, h Handler) {
 // RegisterWithDescription is Register with a description that the host shows
 // in the plugin's manifest.
 func RegisterWithDescription(name, description string, h Handler) {
-	if !abi.ValidName(name) {
+	if !abiValidName(name) {
 		panic(fmt.Sprintf("sdk: invalid activity name %q: want 1-64 of [a-z0-9_-] starting with a letter", name))
 	}
 	if _, dup := registry[name]; dup {
@@ -87,7 +88,7 @@ func Typed[I, O any](fn func(ctx *Context, in I) (O, error)) Handler {
 		var in I
 		if len(input) > 0 {
 			if err := json.Unmarshal(input, &in); err != nil {
-				return nil, NonRetryable(abi.CodeBadInput, "decoding input: "+err.Error())
+				return nil, NonRetryable(abiCodeBadInput, "decoding input: "+err.Error())
 			}
 		}
 		out, err := fn(ctx, in)
@@ -102,9 +103,26 @@ func Typed[I, O any](fn func(ctx *Context, in I) (O, error)) Handler {
 	}
 }
 
+// Requirements is what a plugin declares with Needs: the hosts its HTTP
+// requests reach, the configuration keys and the secrets it reads.
+//
+// It is an alias of a struct type rather than a type of its own so that
+// the host module's abi.Needs, which has the same fields and tags, can be
+// passed to Needs too; plugins write sdk.Requirements{…} and need not
+// import the host's module.
+type Requirements = struct {
+	// Hosts are patterns in the form of a host grant:
+	// [scheme://]host[:port], host a name, *.suffix, or an IP literal.
+	Hosts []string `json:"hosts,omitempty"`
+	// Config lists configuration keys.
+	Config []string `json:"config,omitempty"`
+	// Secrets lists secret names.
+	Secrets []string `json:"secrets,omitempty"`
+}
+
 // needs is what the plugin declared with Needs. Like the registry, it is
 // written only during init.
-var needs abi.Needs
+var needs Requirements
 
 // Needs declares what the plugin asks an operator to grant it: the hosts
 // its HTTP requests reach (patterns such as "api.example.com",
@@ -116,7 +134,7 @@ var needs abi.Needs
 // name could never be granted (1 to 256 bytes of printable ASCII without
 // spaces or '=') or a host pattern is empty or has spaces, which the host
 // would otherwise report at upload.
-func Needs(n abi.Needs) {
+func Needs(n Requirements) {
 	for _, p := range n.Hosts {
 		if !validKey(p, true) {
 			panic(fmt.Sprintf("sdk: invalid host pattern %q: want 1-256 bytes of printable ASCII without spaces", p))
@@ -196,7 +214,7 @@ func manifest() []byte {
 
 // appendNeeds appends `,"needs":{…}` with the lists n holds, or nothing
 // when it holds none.
-func appendNeeds(b []byte, n *abi.Needs) []byte {
+func appendNeeds(b []byte, n *Requirements) []byte {
 	if len(n.Hosts)+len(n.Config)+len(n.Secrets) == 0 {
 		return b
 	}
@@ -230,23 +248,23 @@ func appendNeeds(b []byte, n *abi.Needs) []byte {
 // host. A panic in the handler becomes StatusPanic, so that the host discards
 // this instance: a Go program that panicked may hold broken state even after
 // recover.
-func dispatch(h host, name string, input []byte) (status abi.Status, result []byte) {
+func dispatch(h host, name string, input []byte) (status abiStatus, result []byte) {
 	a, ok := registry[name]
 	if !ok {
-		return abi.StatusError, encodeFailure(NonRetryable(abi.CodeUnknownActivity, "no activity named "+quote(name)).(*Error))
+		return abiStatusError, encodeFailure(NonRetryable(abiCodeUnknownActivity, "no activity named "+quote(name)).(*Error))
 	}
 	ctx := &Context{host: h, activity: name}
 	defer func() {
 		if r := recover(); r != nil {
-			status = abi.StatusPanic
-			result = encodeFailure(&Error{Code: abi.CodePanic, Message: fmt.Sprint(r), Retryable: true})
+			status = abiStatusPanic
+			result = encodeFailure(&Error{Code: abiCodePanic, Message: fmt.Sprint(r), Retryable: true})
 		}
 	}()
 	out, err := a.handler(ctx, input)
 	if err != nil {
-		return abi.StatusError, encodeFailure(asError(err))
+		return abiStatusError, encodeFailure(asError(err))
 	}
-	return abi.StatusOK, out
+	return abiStatusOK, out
 }
 
 func quote(s string) string { return string(appendJSONString(nil, s)) }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/weftworks/weft/abi"
 )
 
 // fakeHost records what an activity asks of the host.
@@ -24,7 +22,7 @@ type fakeHost struct {
 	// real host stops the call. secretCaps records each buffer's size.
 	secrets    map[string]string
 	secretCaps []int
-	// serve answers HTTP requests (a negative status is an abi.HTTPError);
+	// serve answers HTTP requests (a negative status is an abiHTTPError);
 	// reqs records them, and headerCaps and bodyCaps the size of each
 	// buffer the guest read the response into.
 	serve      func(fakeRequest) (status int32, header, body string)
@@ -79,7 +77,7 @@ func (h *fakeHost) httpRequest(method, url string, header, body []byte) int32 {
 func (h *fakeHost) httpResponseHeaders(buf []byte) int32 {
 	h.headerCaps = append(h.headerCaps, len(buf))
 	if h.resp == nil {
-		return abi.NotFound
+		return abiNotFound
 	}
 	return writeSized(buf, h.resp.header)
 }
@@ -87,7 +85,7 @@ func (h *fakeHost) httpResponseHeaders(buf []byte) int32 {
 func (h *fakeHost) httpResponseBody(buf []byte) int32 {
 	h.bodyCaps = append(h.bodyCaps, len(buf))
 	if h.resp == nil {
-		return abi.NotFound
+		return abiNotFound
 	}
 	return writeSized(buf, h.resp.body)
 }
@@ -109,8 +107,8 @@ type greetOut struct {
 }
 
 func init() {
-	Needs(abi.Needs{Hosts: []string{"api.example.com"}, Config: []string{"url"}, Secrets: []string{"token"}})
-	Needs(abi.Needs{Hosts: []string{"http://10.0.0.7:*"}, Config: []string{"url", "region"}}) // url once
+	Needs(Requirements{Hosts: []string{"api.example.com"}, Config: []string{"url"}, Secrets: []string{"token"}})
+	Needs(Requirements{Hosts: []string{"http://10.0.0.7:*"}, Config: []string{"url", "region"}}) // url once
 	Register("greet", Typed(func(ctx *Context, in greetIn) (greetOut, error) {
 		if in.Name == "" {
 			return greetOut{}, NonRetryable("no_name", "name is required")
@@ -150,27 +148,27 @@ func TestDispatch(t *testing.T) {
 		activity   string
 		input      string
 		host       fakeHost
-		wantStatus abi.Status
+		wantStatus abiStatus
 		want       string
 	}{
-		{name: "typed", activity: "greet", input: `{"name":"Ada"}`, wantStatus: abi.StatusOK, want: `{"greeting":"hello, Ada"}`},
-		{name: "typed error", activity: "greet", input: `{}`, wantStatus: abi.StatusError, want: `{"code":"no_name","message":"name is required","retryable":false}`},
-		{name: "typed bad input", activity: "greet", input: `[`, wantStatus: abi.StatusError, want: `{"code":"bad_input","message":"decoding input: unexpected end of JSON input","retryable":false}`},
-		{name: "raw", activity: "raw", input: `[1]`, wantStatus: abi.StatusOK, want: `[1]`},
-		{name: "unknown", activity: "nope\"", wantStatus: abi.StatusError, want: `{"code":"unknown_activity","message":"no activity named \"nope\\\"\"","retryable":false}`},
-		{name: "panic", activity: "boom", wantStatus: abi.StatusPanic, want: `{"code":"panic","message":"kaboom 42","retryable":true}`},
-		{name: "plain error is retryable", activity: "plain-error", wantStatus: abi.StatusError, want: `{"code":"error","message":"disk on fire","retryable":true}`},
-		{name: "wrapped error keeps code and details", activity: "wrapped", wantStatus: abi.StatusError, want: `{"code":"card_declined","message":"no","retryable":false,"details":{"tries":2}}`},
-		{name: "heartbeats", activity: "beat", wantStatus: abi.StatusOK, want: `"done"`},
-		{name: "cancelled", activity: "beat", host: fakeHost{cancel: true}, wantStatus: abi.StatusError, want: `{"code":"cancelled","message":"activity cancelled","retryable":false}`},
+		{name: "typed", activity: "greet", input: `{"name":"Ada"}`, wantStatus: abiStatusOK, want: `{"greeting":"hello, Ada"}`},
+		{name: "typed error", activity: "greet", input: `{}`, wantStatus: abiStatusError, want: `{"code":"no_name","message":"name is required","retryable":false}`},
+		{name: "typed bad input", activity: "greet", input: `[`, wantStatus: abiStatusError, want: `{"code":"bad_input","message":"decoding input: unexpected end of JSON input","retryable":false}`},
+		{name: "raw", activity: "raw", input: `[1]`, wantStatus: abiStatusOK, want: `[1]`},
+		{name: "unknown", activity: "nope\"", wantStatus: abiStatusError, want: `{"code":"unknown_activity","message":"no activity named \"nope\\\"\"","retryable":false}`},
+		{name: "panic", activity: "boom", wantStatus: abiStatusPanic, want: `{"code":"panic","message":"kaboom 42","retryable":true}`},
+		{name: "plain error is retryable", activity: "plain-error", wantStatus: abiStatusError, want: `{"code":"error","message":"disk on fire","retryable":true}`},
+		{name: "wrapped error keeps code and details", activity: "wrapped", wantStatus: abiStatusError, want: `{"code":"card_declined","message":"no","retryable":false,"details":{"tries":2}}`},
+		{name: "heartbeats", activity: "beat", wantStatus: abiStatusOK, want: `"done"`},
+		{name: "cancelled", activity: "beat", host: fakeHost{cancel: true}, wantStatus: abiStatusError, want: `{"code":"cancelled","message":"activity cancelled","retryable":false}`},
 		{
 			name: "info, last heartbeat, config", activity: "resume",
 			host:       fakeHost{infoDoc: []byte(`{"attempt":3,"idempotency_key":"k"}`), last: []byte(`{"i":2}`), cfg: map[string]string{"region": "eu"}},
-			wantStatus: abi.StatusOK, want: `{"activity":"resume","attempt":3,"found":true,"i":2,"key":"k","region":"eu"}`,
+			wantStatus: abiStatusOK, want: `{"activity":"resume","attempt":3,"found":true,"i":2,"key":"k","region":"eu"}`,
 		},
 		{
 			name: "no last heartbeat", activity: "resume", host: fakeHost{infoDoc: []byte(`{"attempt":1}`)},
-			wantStatus: abi.StatusOK, want: `{"activity":"resume","attempt":1,"found":false,"i":0,"key":"","region":""}`,
+			wantStatus: abiStatusOK, want: `{"activity":"resume","attempt":1,"found":false,"i":0,"key":"","region":""}`,
 		},
 	}
 	for _, tt := range tests {
@@ -213,9 +211,19 @@ func TestHeartbeatDetails(t *testing.T) {
 	}
 }
 
+// testManifest is the manifest document (abi/README.md), to decode what
+// the SDK encodes by hand.
+type testManifest struct {
+	Activities []struct {
+		Name        string `json:"name"`
+		Description string `json:"description,omitempty"`
+	} `json:"activities"`
+	Needs *Requirements `json:"needs,omitempty"`
+}
+
 func TestManifest(t *testing.T) {
 	t.Parallel()
-	var m abi.Manifest
+	var m testManifest
 	if err := json.Unmarshal(manifest(), &m); err != nil {
 		t.Fatalf("manifest %s: %v", manifest(), err)
 	}
@@ -238,19 +246,19 @@ func TestManifest(t *testing.T) {
 func TestAppendNeeds(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		needs abi.Needs
+		needs Requirements
 		want  string
 	}{
-		{abi.Needs{}, ``},
-		{abi.Needs{Hosts: []string{}}, ``},
-		{abi.Needs{Secrets: []string{"a\"b"}}, `,"needs":{"secrets":["a\"b"]}`},
-		{abi.Needs{Hosts: []string{"*.example.com"}, Secrets: []string{"k"}}, `,"needs":{"hosts":["*.example.com"],"secrets":["k"]}`},
+		{Requirements{}, ``},
+		{Requirements{Hosts: []string{}}, ``},
+		{Requirements{Secrets: []string{"a\"b"}}, `,"needs":{"secrets":["a\"b"]}`},
+		{Requirements{Hosts: []string{"*.example.com"}, Secrets: []string{"k"}}, `,"needs":{"hosts":["*.example.com"],"secrets":["k"]}`},
 	} {
 		got := string(appendNeeds(nil, &tt.needs))
 		if got != tt.want {
 			t.Errorf("%+v: %s, want %s", tt.needs, got, tt.want)
 		}
-		var back abi.Manifest
+		var back testManifest
 		if err := json.Unmarshal([]byte(`{"activities":[]`+got+`}`), &back); err != nil {
 			t.Errorf("%+v: %v", tt.needs, err)
 		}
@@ -259,7 +267,7 @@ func TestAppendNeeds(t *testing.T) {
 
 func TestNeedsRefusesBadNames(t *testing.T) {
 	t.Parallel()
-	for _, n := range []abi.Needs{
+	for _, n := range []Requirements{
 		{Config: []string{""}},
 		{Config: []string{"a=b"}},
 		{Secrets: []string{"has space"}},

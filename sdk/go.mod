@@ -1,0 +1,3 @@
+module github.com/weftworks/weft/sdk
+
+go 1.24
