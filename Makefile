@@ -7,7 +7,12 @@ WASM    := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared
 GO_PLUGINS := $(patsubst examples/plugins/%/main.go,%,$(wildcard examples/plugins/*/main.go))
 C_PLUGINS  := $(sort $(patsubst examples/plugins/%/,%,$(dir $(wildcard examples/plugins/*/*.c))))
 PLUGINS    := $(GO_PLUGINS:%=$(BIN)/plugins/%.wasm) $(C_PLUGINS:%=$(BIN)/plugins/%.wasm)
-SDK_SRC    := $(wildcard sdk/*.go abi/*.go) go.mod go.sum
+SDK_SRC    := $(wildcard sdk/*.go abi/*.go) sdk/go.mod go.mod go.sum
+# sdk/ is a module of its own (github.com/weftworks/weft/sdk, no
+# dependencies), as is bench/: `go test ./...` and `go vet ./...` at the root
+# do not reach them, so test, fuzz and lint run them in their directories.
+# The SDK's code for wasm (host_wasm.go) is vetted for wasip1 too.
+SDK_VET    := cd sdk && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
 
 .PHONY: all build plugins test deps bench fuzz run fmt lint clean
 all: build plugins
@@ -32,13 +37,17 @@ deps:
 test: deps plugins
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	$(SDK_VET)
 	$(GO) test -race -timeout 20m ./...
+	cd sdk && $(GO) test -race ./...
 
 bench: plugins
 	./bench/run.sh
 
 # Runs every fuzz target for FUZZTIME each (go test -fuzz takes one target
-# at a time). New failing inputs land in the package's testdata/fuzz.
+# at a time). New failing inputs land in the package's testdata/fuzz. A
+# package that is the root of a module of its own (./sdk) is fuzzed from
+# its directory.
 FUZZTIME ?= 30s
 FUZZ_TARGETS := \
 	./host/definition:FuzzParse \
@@ -54,7 +63,9 @@ FUZZ_TARGETS := \
 fuzz: deps plugins
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+		pkg=$${t%%:*}; dir=.; \
+		if [ -f "$$pkg/go.mod" ]; then dir=$$pkg; pkg=.; fi; \
+		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$$pkg"); \
 	done
 
 # On a first start (empty ./data) the host loads the example plugins and
@@ -70,8 +81,10 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting (make fmt)"; exit 1; }
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	$(SDK_VET)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	cd bench && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	cd sdk && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 clean:
 	rm -rf $(BIN)
