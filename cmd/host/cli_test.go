@@ -157,8 +157,10 @@ func examplePath(t *testing.T, parts ...string) string {
 func TestCLIRunsEveryExample(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	if !strings.Contains(ts.logs.String(), "first start: seeded the store") {
-		t.Fatalf("no seeding in the log:\n%s", ts.logs)
+	for _, want := range []string{"first start: seeding the store; each plugin is compiled once", `msg="seed: plugin loaded" plugin=kit`, "first start: seeded the store"} {
+		if !strings.Contains(ts.logs.String(), want) {
+			t.Fatalf("no %q in the log:\n%s", want, ts.logs)
+		}
 	}
 	tests := []struct {
 		workflow   string

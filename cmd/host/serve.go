@@ -408,9 +408,15 @@ func seed(ctx context.Context, n *node.Node, dirs []string, log *slog.Logger) er
 			}
 		}
 	}
+	if len(wasm)+len(defs) > 0 {
+		// Compiling the plugins takes seconds: say so before, not only
+		// after, or a first start looks hung.
+		log.Info("first start: seeding the store; each plugin is compiled once, which takes a few seconds", "plugins", len(wasm), "workflows", len(defs), "dirs", strings.Join(dirs, ","))
+	}
 	var plugNames, failed []string
 	for _, p := range wasm {
 		name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+		start := time.Now()
 		b, err := os.ReadFile(p)
 		if err == nil {
 			_, _, err = n.PutPlugin(ctx, name, b)
@@ -423,6 +429,7 @@ func seed(ctx context.Context, n *node.Node, dirs []string, log *slog.Logger) er
 			failed = append(failed, p)
 			continue
 		}
+		log.Info("seed: plugin loaded", "plugin", name, "file", p, "took", time.Since(start).Round(time.Millisecond))
 		plugNames = append(plugNames, name)
 	}
 	// A workflow may start another as a child, which must be saved first:
