@@ -23,12 +23,11 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/sdk"
 )
 
 func init() {
-	sdk.Needs(abi.Needs{Config: []string{"url"}, Secrets: []string{"token"}})
+	sdk.Needs(sdk.Requirements{Config: []string{"url"}, Secrets: []string{"token"}})
 	sdk.RegisterWithDescription("deliver",
 		"POSTs the input JSON document to the configured url with the bearer token; returns {status, response}. 5xx, 429, timeouts and unreachable hosts are retryable.",
 		deliver)
