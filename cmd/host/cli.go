@@ -38,7 +38,7 @@ type app struct {
 	// terminal reports whether stderr is a terminal (the --wait spinner is
 	// drawn only then).
 	terminal bool
-	// now is the clock of the spinner and of polling.
+	// now is the clock of the spinner and of the limit of --wait=DURATION.
 	now func() time.Time
 }
 

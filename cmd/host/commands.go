@@ -267,18 +267,13 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 		cmd.errorf("%v", err)
 		return exitUsage
 	}
-	first := time.Duration(0)
-	if wait.set {
-		first = maxServerWait
-		if wait.d > 0 {
-			first = min(wait.d, maxServerWait)
-		}
-	}
 	start := a.now()
 	stop := a.spinner(wait.set, pos[0], start)
-	inst, _, err := cmd.c.Start(ctx, pos[0], client.StartRequest{Input: in, ID: *id}, first)
-	if err == nil && wait.set {
-		inst, err = cmd.await(ctx, inst, start, wait.d)
+	var inst *client.Instance
+	if wait.set {
+		inst, err = cmd.startAndAwait(ctx, pos[0], client.StartRequest{Input: in, ID: *id}, start, wait.d)
+	} else {
+		inst, _, err = cmd.c.Start(ctx, pos[0], client.StartRequest{Input: in, ID: *id}, 0)
 	}
 	stop()
 	if err != nil {
@@ -299,33 +294,51 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	return exitPending
 }
 
-// maxServerWait is the longest ?wait= the client asks for in one request;
-// the server caps it too.
-const maxServerWait = 5 * time.Minute
+// earlyPause is how long the wait pauses before asking again after the
+// server answered before the instance ended and before the request's
+// wait ran out: the server is shutting down, or is an older one whose
+// wait answers at a suspension. Asking again at once would spin.
+const earlyPause = time.Second
 
-// await polls the instance until it ends or limit (0: none) has passed
-// since start. The server's wait answers when the instance suspends, and
-// a suspended instance may be waiting only for a timer, so the client
-// keeps polling.
-func (cmd *clientCmd) await(ctx context.Context, inst *client.Instance, start time.Time, limit time.Duration) (*client.Instance, error) {
-	poll := 100 * time.Millisecond
-	for !inst.Terminal() {
-		if limit > 0 && cmd.now().Sub(start) >= limit {
+// startAndAwait starts an instance and waits until it ends or limit (0:
+// none) has passed since start, on the server: the start and then each
+// GET /v1/instances/{id}?wait= is one long request of at most
+// client.MaxWait, repeated while the instance is under way. A delay or a
+// retry's backoff suspends an instance without ending it, and the
+// server's wait goes on through them.
+func (cmd *clientCmd) startAndAwait(ctx context.Context, workflow string, req client.StartRequest, start time.Time, limit time.Duration) (*client.Instance, error) {
+	// next is the wait of the next request: what is left of limit, at
+	// most the server's maximum.
+	next := func() time.Duration {
+		if limit == 0 {
+			return client.MaxWait
+		}
+		return min(limit-cmd.now().Sub(start), client.MaxWait)
+	}
+	asked, sent := next(), cmd.now()
+	inst, _, err := cmd.c.Start(ctx, workflow, req, asked)
+	for err == nil && !inst.Terminal() {
+		d := next()
+		if d <= 0 {
 			return inst, nil
 		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if early := asked - cmd.now().Sub(sent); early > 0 {
+			t := time.NewTimer(min(early, earlyPause, d))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
+			if d = next(); d <= 0 {
+				return inst, nil
+			}
 		}
-		poll = min(poll*2, time.Second)
-		next, err := cmd.c.Instance(ctx, inst.ID)
-		if err != nil {
-			return nil, err
-		}
-		inst = next
+		asked, sent = d, cmd.now()
+		inst, err = cmd.c.Await(ctx, inst.ID, d, client.UntilEnded)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return inst, nil
 }

@@ -168,9 +168,10 @@ func TestInstanceRoutes(t *testing.T) {
 	if b := sus.WaitingOn.Bookmarks[0]; b.Event != "order.approved" || b.Key != "o-1" || b.StepPath == "" {
 		t.Fatalf("bookmark = %+v", b)
 	}
-	// With wait on a workflow that suspends: answered when it suspends.
+	// With wait until suspended on a workflow that suspends: answered
+	// when it suspends.
 	var waited instance
-	h.do("POST", "/v1/workflows/approval/instances?wait=30s", map[string]any{"input": map[string]any{"id": "o-2"}}).want(t, http.StatusCreated).json(t, &waited)
+	h.do("POST", "/v1/workflows/approval/instances?wait=30s&until=suspended", map[string]any{"input": map[string]any{"id": "o-2"}}).want(t, http.StatusCreated).json(t, &waited)
 	if waited.Status != "suspended" {
 		t.Fatalf("wait on a suspending instance answered %s", waited.Status)
 	}

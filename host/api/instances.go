@@ -14,7 +14,7 @@ import (
 	"github.com/weftworks/weft/host/store"
 )
 
-// MaxWait bounds ?wait= on start.
+// MaxWait bounds ?wait= on starting an instance and on showing one.
 const MaxWait = 5 * time.Minute
 
 // instanceView is an instance as answered.
@@ -96,13 +96,9 @@ type startRequest struct {
 }
 
 func (s *Server) startInstance(c *fiber.Ctx) error {
-	var wait time.Duration
-	if w := c.Query("wait"); w != "" {
-		d, err := time.ParseDuration(w)
-		if err != nil || d < 0 || d > MaxWait {
-			return invalidField("wait", "must be a duration from 0s to %s, such as 10s, got %q", MaxWait, w)
-		}
-		wait = d
+	w, err := waitParams(c)
+	if err != nil {
+		return err
 	}
 	var req startRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -147,8 +143,13 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if wait > 0 {
-		inst = s.await(c, inst, wait)
+	if w.d > 0 {
+		var gone bool
+		if inst, gone, err = s.await(c, inst, w); err != nil {
+			return err
+		} else if gone {
+			return hungUp(c)
+		}
 		// The wait may have outlasted the request's context.
 		cancel()
 		ctx, cancel = requestContext(c, s.cfg.RequestTimeout)
@@ -161,40 +162,130 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	return created(c, !existed, v)
 }
 
-// await waits up to d for the instance to leave pending and running, or
-// for Shutdown to start, and returns the instance as it is then.
-func (s *Server) await(c *fiber.Ctx, inst *store.Instance, d time.Duration) *store.Instance {
-	ctx, cancel := context.WithTimeout(c.UserContext(), d)
+// waitFor is what ?wait= and ?until= ask for: how long to wait at most
+// (0: not at all), and whether a suspension ends the wait too.
+type waitFor struct {
+	d         time.Duration
+	suspended bool
+}
+
+// waitParams reads ?wait= (a duration up to MaxWait) and ?until= (ended,
+// the default, or suspended; only with wait, which it qualifies).
+func waitParams(c *fiber.Ctx) (waitFor, error) {
+	var w waitFor
+	raw := c.Query("wait")
+	if raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < 0 || d > MaxWait {
+			return w, invalidField("wait", "must be a duration from 0s to %s, such as 10s, got %q", MaxWait, raw)
+		}
+		w.d = d
+	}
+	switch u := c.Query("until"); u {
+	case "", untilEnded:
+	case untilSuspended:
+		w.suspended = true
+	default:
+		return w, invalidField("until", "must be %s or %s, got %q", untilEnded, untilSuspended, u)
+	}
+	if c.Query("until") != "" && raw == "" {
+		return w, invalidField("until", "says what a wait waits for and needs wait, such as ?wait=10s&until=suspended")
+	}
+	return w, nil
+}
+
+// The values of ?until=.
+const (
+	untilEnded     = "ended"
+	untilSuspended = "suspended"
+)
+
+// statusHungUp is the status logged (and counted) for a request whose
+// client hung up during its wait; nobody reads the answer. The number is
+// nginx's "client closed request".
+const statusHungUp = 499
+
+// hungUp ends a request whose client is gone, with nothing to send.
+func hungUp(c *fiber.Ctx) error {
+	return c.SendStatus(statusHungUp)
+}
+
+// await waits up to w.d for the instance to end (completed, failed or
+// cancelled), or with w.suspended to suspend or end, and returns it as it
+// is then. A suspended instance may be only sleeping through a delay or a
+// retry's backoff, so a wait for the outcome must not stop there.
+//
+// The wait also ends when Shutdown starts, so that the client gets an
+// answer at once instead of holding the shutdown, and when the client
+// hangs up (gone is true; there is no one to answer). The engine's wait
+// learns of the instance's changes from this node's executions and, in a
+// cluster, from the other nodes' notifications. An instance deleted during
+// the wait is a 404.
+func (s *Server) await(c *fiber.Ctx, inst *store.Instance, w waitFor) (now *store.Instance, gone bool, err error) {
+	ctx, cancel := context.WithTimeout(c.UserContext(), w.d)
 	defer cancel()
+	hangUp, unwatch := watchHangUp(c.Context().Conn())
+	defer unwatch()
 	go func() {
 		select {
 		case <-s.draining:
 			cancel()
+		case <-hangUp:
+			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	got, err := s.node.Engine().Wait(ctx, inst.ID)
+	eng := s.node.Engine()
+	wait := eng.WaitFinished
+	if w.suspended {
+		wait = eng.Wait
+	}
+	got, err := wait(ctx, inst.ID)
 	if err == nil {
-		return got
+		return got, false, nil
+	}
+	select {
+	case <-hangUp:
+		return inst, true, nil
+	default:
 	}
 	// The wait ended first: answer with the instance as it is now.
 	rctx, rcancel := requestContext(c, s.cfg.RequestTimeout)
 	defer rcancel()
-	if now, err := s.node.Store().GetInstance(rctx, inst.ID); err == nil {
-		return now
+	now, err = s.node.Store().GetInstance(rctx, inst.ID)
+	switch {
+	case err == nil:
+		return now, false, nil
+	case errors.Is(err, store.ErrNotFound):
+		return nil, false, notFoundf("instance %q was deleted during the wait", inst.ID)
+	case got != nil:
+		return got, false, nil
 	}
-	if got != nil {
-		return got
-	}
-	return inst
+	return inst, false, nil
 }
 
 func (s *Server) getInstance(c *fiber.Ctx) error {
+	w, err := waitParams(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	in, err := s.instance(ctx, c.Params("id"))
 	if err != nil {
 		return err
+	}
+	if w.d > 0 {
+		var gone bool
+		if in, gone, err = s.await(c, in, w); err != nil {
+			return err
+		} else if gone {
+			return hungUp(c)
+		}
+		// The wait may have outlasted the request's context.
+		cancel()
+		ctx, cancel = requestContext(c, s.cfg.RequestTimeout)
+		defer cancel()
 	}
 	v, err := s.detail(ctx, in)
 	if err != nil {

@@ -438,21 +438,41 @@ type StartRequest struct {
 	ID string `json:"id,omitempty"`
 }
 
+// MaxWait is the longest wait the server accepts in one request (its
+// ?wait=); ask again to wait longer.
+const MaxWait = 5 * time.Minute
+
+// Until says what a wait on an instance waits for.
+type Until string
+
+const (
+	// UntilEnded waits until the instance has completed, failed or been
+	// cancelled: through its delays and retry backoffs, during which it
+	// is suspended. The server's default.
+	UntilEnded Until = "ended"
+	// UntilSuspended waits until the instance suspends (waiting for an
+	// event or a timer) or ends.
+	UntilSuspended Until = "suspended"
+)
+
 // Start starts an instance of workflow. With wait > 0 the server answers
-// when the instance completes, fails or suspends, or when wait ends
-// (whichever is first; the server caps wait). created is false when
-// req.ID named an instance that already existed.
+// when the instance has ended (completed, failed or cancelled), or when
+// wait runs out with the instance as it is then (wait is at most
+// MaxWait). created is false when req.ID named an instance that already
+// existed.
 func (c *Client) Start(ctx context.Context, workflow string, req StartRequest, wait time.Duration) (inst *Instance, created bool, err error) {
+	return c.StartUntil(ctx, workflow, req, wait, "")
+}
+
+// StartUntil is Start with what the wait waits for; "" is the server's
+// default, UntilEnded. until is not sent without a wait.
+func (c *Client) StartUntil(ctx context.Context, workflow string, req StartRequest, wait time.Duration, until Until) (inst *Instance, created bool, err error) {
 	body, err := jsonBody(req)
 	if err != nil {
 		return nil, false, err
 	}
-	q := url.Values{}
-	if wait > 0 {
-		q.Set("wait", wait.String())
-	}
 	inst = &Instance{}
-	status, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/workflows/" + seg(workflow) + "/instances", query: q, body: body, ctype: "application/json"}, inst)
+	status, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/workflows/" + seg(workflow) + "/instances", query: waitQuery(wait, until), body: body, ctype: "application/json"}, inst)
 	if err != nil {
 		return nil, false, err
 	}
@@ -461,11 +481,32 @@ func (c *Client) Start(ctx context.Context, workflow string, req StartRequest, w
 
 // Instance returns an instance with what it waits on.
 func (c *Client) Instance(ctx context.Context, id string) (*Instance, error) {
+	return c.Await(ctx, id, 0, "")
+}
+
+// Await returns an instance with what it waits on once it has ended (or,
+// with UntilSuspended, suspended or ended), or when wait runs out, as it
+// is then: a long poll (GET /v1/instances/{id}?wait=). wait is at most
+// MaxWait; 0 answers at once, as Instance does. An instance that has
+// already ended is answered at once.
+func (c *Client) Await(ctx context.Context, id string, wait time.Duration, until Until) (*Instance, error) {
 	var in Instance
-	if err := c.getJSON(ctx, "/v1/instances/"+seg(id), nil, &in); err != nil {
+	if err := c.getJSON(ctx, "/v1/instances/"+seg(id), waitQuery(wait, until), &in); err != nil {
 		return nil, err
 	}
 	return &in, nil
+}
+
+// waitQuery is ?wait= and ?until=, or nothing without a wait.
+func waitQuery(wait time.Duration, until Until) url.Values {
+	q := url.Values{}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+		if until != "" {
+			q.Set("until", string(until))
+		}
+	}
+	return q
 }
 
 // InstanceFilter selects instances; empty fields select all.

@@ -115,9 +115,13 @@ func TestClient(t *testing.T) {
 		t.Fatalf("Workflows: %+v, %v", wp, err)
 	}
 
-	in, created, err := c.Start(ctx, "shout", client.StartRequest{Input: json.RawMessage(`{"text":"hey"}`), ID: "shout-1"}, 10*time.Second)
+	in, created, err := c.StartUntil(ctx, "shout", client.StartRequest{Input: json.RawMessage(`{"text":"hey"}`), ID: "shout-1"}, time.Minute, client.UntilSuspended)
 	if err != nil || !created || in.ID != "shout-1" || in.Status != client.StatusSuspended {
-		t.Fatalf("Start with wait: %+v, %v, %v", in, created, err)
+		t.Fatalf("Start with wait until suspended: %+v, %v, %v", in, created, err)
+	}
+	// A wait until it ends runs out: the instance as it is.
+	if in, err := c.Await(ctx, "shout-1", 100*time.Millisecond, ""); err != nil || in.Status != client.StatusSuspended {
+		t.Fatalf("Await that runs out: %+v, %v", in, err)
 	}
 	if in.WaitingOn == nil || len(in.WaitingOn.Bookmarks) != 1 || in.WaitingOn.Bookmarks[0].Key != "hey" {
 		t.Fatalf("waiting on %+v", in.WaitingOn)
@@ -126,15 +130,9 @@ func TestClient(t *testing.T) {
 	if err != nil || len(res.Resumed) != 1 || res.Resumed[0] != "shout-1" || res.ID != "ev-1" {
 		t.Fatalf("SendEvent: %+v, %v", res, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for in.Status != client.StatusCompleted {
-		if time.Now().After(deadline) {
-			t.Fatalf("instance is %s after 30s", in.Status)
-		}
-		time.Sleep(10 * time.Millisecond) // polling, with a deadline
-		if in, err = c.Instance(ctx, "shout-1"); err != nil {
-			t.Fatal(err)
-		}
+	// The server's wait answers when the instance ends.
+	if in, err = c.Await(ctx, "shout-1", time.Minute, client.UntilEnded); err != nil || in.Status != client.StatusCompleted {
+		t.Fatalf("Await: %+v, %v", in, err)
 	}
 	if string(in.Output) != `"HEY"` || !in.Terminal() {
 		t.Errorf("output %s", in.Output)
@@ -245,5 +243,15 @@ func TestNewRefusesBadServers(t *testing.T) {
 		if _, err := client.New(client.Config{Server: s}); err == nil {
 			t.Errorf("New(%q): no error", s)
 		}
+	}
+}
+
+// TestMaxWaitIsTheServers: the client's MaxWait is what the server
+// accepts, so that a caller waiting longer asks again rather than getting
+// a 400.
+func TestMaxWaitIsTheServers(t *testing.T) {
+	t.Parallel()
+	if client.MaxWait != api.MaxWait {
+		t.Fatalf("client.MaxWait = %s, api.MaxWait = %s", client.MaxWait, api.MaxWait)
 	}
 }
