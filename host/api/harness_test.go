@@ -116,7 +116,11 @@ func newHostWith(t testing.TB, o hostOptions) *host {
 	}
 	go func() { h.serveErr = srv.Serve(ln); close(h.served) }()
 	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// The client's idle connections first: the server's Shutdown
+		// waits for every open connection, and on a loaded machine
+		// closing keep-alive ones from its side took longer than 10 s.
+		h.client.CloseIdleConnections()
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer scancel()
 		if err := srv.Shutdown(sctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
