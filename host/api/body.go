@@ -39,19 +39,19 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 	c.Locals(localBodyBytes, 0)
 	req := c.Request()
 	rt, matched := s.routeFor(c.Method(), c.Path())
-	// The route's limit; a plugin's only for a token that may upload one,
-	// so that no other request makes the host read a plugin-sized body.
+	// A request with a body that its route refuses anyway is refused
+	// first, from its headers: a reader who uploads a plugin learns that
+	// it may not (403), not that its body is too large for a reader (413),
+	// and the body takes no memory or budget. Admitted to a plugin route,
+	// it may upload one, and gets a plugin's limit: no other request makes
+	// the host read a plugin-sized body.
 	limit := s.cfg.BodyLimit
-	if matched && rt.pluginBody && s.mayUpload(c) {
-		limit = s.cfg.PluginBodyLimit
-	}
-	// A request that its route refuses anyway is refused first, from its
-	// headers: a reader who uploads a plugin learns that it may not (403),
-	// not that its body is too large for a reader (413), and the body
-	// takes no memory or budget.
-	if matched {
+	if matched && (req.IsBodyStream() || len(req.Body()) > 0) {
 		if _, p := s.admit(c, rt.perm); p != nil {
 			return s.refuse(c, 2*limit, p)
+		}
+		if rt.pluginBody {
+			limit = s.cfg.PluginBodyLimit
 		}
 	}
 	if enc, ok := identityOnly(&req.Header); !ok {

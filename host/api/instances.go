@@ -143,23 +143,30 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	return s.answerInstance(c, inst, w, func(v instanceView) error { return created(c, !existed, v) })
+}
+
+// answerInstance answers with inst, after waiting for it as w asks (not at
+// all when w.d is 0). Its view is read within a request timeout of its
+// own: the wait may have outlasted the handler's.
+func (s *Server) answerInstance(c *fiber.Ctx, inst *store.Instance, w waitFor, answer func(instanceView) error) error {
 	if w.d > 0 {
-		var gone bool
-		if inst, gone, err = s.await(c, inst, w); err != nil {
+		now, gone, err := s.await(c, inst, w)
+		if err != nil {
 			return err
-		} else if gone {
+		}
+		if gone {
 			return hungUp(c)
 		}
-		// The wait may have outlasted the request's context.
-		cancel()
-		ctx, cancel = requestContext(c, s.cfg.RequestTimeout)
-		defer cancel()
+		inst = now
 	}
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
 	v, err := s.detail(ctx, inst)
 	if err != nil {
 		return err
 	}
-	return created(c, !existed, v)
+	return answer(v)
 }
 
 // waitFor is what ?wait= and ?until= ask for: how long to wait at most
@@ -275,23 +282,7 @@ func (s *Server) getInstance(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if w.d > 0 {
-		var gone bool
-		if in, gone, err = s.await(c, in, w); err != nil {
-			return err
-		} else if gone {
-			return hungUp(c)
-		}
-		// The wait may have outlasted the request's context.
-		cancel()
-		ctx, cancel = requestContext(c, s.cfg.RequestTimeout)
-		defer cancel()
-	}
-	v, err := s.detail(ctx, in)
-	if err != nil {
-		return err
-	}
-	return c.JSON(v)
+	return s.answerInstance(c, in, w, func(v instanceView) error { return c.JSON(v) })
 }
 
 // instance reads an instance, answering 404 when there is none.

@@ -225,13 +225,6 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	return s, nil
 }
 
-// mayUpload reports whether a request carries a token that may upload
-// plugins (any request, when auth is off).
-func (s *Server) mayUpload(c *fiber.Ctx) bool {
-	_, p := s.admit(c, permAdmin)
-	return p == nil
-}
-
 // App returns the Fiber application, for tests and embedding.
 func (s *Server) App() *fiber.App { return s.app }
 
