@@ -55,7 +55,7 @@ func (s *Server) putPlugin(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	rec, isNew, err := s.node.PutPlugin(ctx, c.Params("name"), c.BodyRaw())
+	rec, isNew, err := s.node.PutPlugin(ctx, param(c, "name"), c.BodyRaw())
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *Server) listPlugins(c *fiber.Ctx) error {
 func (s *Server) getPlugin(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	name := c.Params("name")
+	name := param(c, "name")
 	p, err := s.node.GetPlugin(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no plugin %q", name)
@@ -107,7 +107,7 @@ func (s *Server) getPlugin(c *fiber.Ctx) error {
 func (s *Server) deletePlugin(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	name := c.Params("name")
+	name := param(c, "name")
 	force := false
 	switch f := c.Query("force"); f {
 	case "", "false":
@@ -152,7 +152,7 @@ func (s *Server) putWorkflow(c *fiber.Ctx) error {
 	if err := requireType(c, false, definitionTypes...); err != nil {
 		return err
 	}
-	name := c.Params("name")
+	name := param(c, "name")
 	body := c.BodyRaw()
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
@@ -201,7 +201,7 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	name := c.Params("name")
+	name := param(c, "name")
 	d, err := s.node.Store().GetDefinition(ctx, name, version)
 	if errors.Is(err, store.ErrNotFound) {
 		if version > 0 {
@@ -218,7 +218,7 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 func (s *Server) deleteWorkflow(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	name := c.Params("name")
+	name := param(c, "name")
 	err := s.node.Store().DeleteDefinition(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no workflow %q", name)

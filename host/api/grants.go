@@ -81,7 +81,7 @@ func viewGrants(plugin string, g *store.Grants) (grantsView, *grant.Set, error) 
 // grantName is the :name of a grants route, checked: grants belong to a
 // plugin name, which need not be uploaded yet but must be one that could.
 func grantName(c *fiber.Ctx) (string, error) {
-	name := c.Params("name")
+	name := param(c, "name")
 	if !abi.ValidName(name) {
 		return "", invalidField("name", "plugin name %q: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter", name, abi.MaxNameLen)
 	}

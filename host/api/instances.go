@@ -111,7 +111,7 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	name := c.Params("name")
+	name := param(c, "name")
 	st := s.node.Store()
 	if _, err := st.GetDefinition(ctx, name, 0); errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no workflow %q", name)
@@ -278,7 +278,7 @@ func (s *Server) getInstance(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	in, err := s.instance(ctx, c.Params("id"))
+	in, err := s.instance(ctx, param(c, "id"))
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (s *Server) history(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	id := c.Params("id")
+	id := param(c, "id")
 	evs, err := s.node.Store().History(ctx, id, afterSeq, limit)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no instance %q", id)
@@ -360,7 +360,7 @@ func (s *Server) cancelInstance(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	id := c.Params("id")
+	id := param(c, "id")
 	in, err := s.instance(ctx, id)
 	if err != nil {
 		return err
@@ -384,7 +384,7 @@ func (s *Server) cancelInstance(c *fiber.Ctx) error {
 func (s *Server) deleteInstance(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	id := c.Params("id")
+	id := param(c, "id")
 	if _, err := s.instance(ctx, id); err != nil {
 		return err
 	}
@@ -401,7 +401,7 @@ func (s *Server) deleteInstance(c *fiber.Ctx) error {
 func (s *Server) exportState(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	id := c.Params("id")
+	id := param(c, "id")
 	st, err := s.node.Engine().Export(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no instance %q", id)
@@ -420,7 +420,7 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	if err := decodeJSON(c, &st); err != nil {
 		return err
 	}
-	id := c.Params("id")
+	id := param(c, "id")
 	var errs []FieldError
 	if st.Format != engine.StateFormat {
 		errs = append(errs, FieldError{Path: "format", Message: fmt.Sprintf("this host reads state format %d, got %d", engine.StateFormat, st.Format)})

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -67,11 +68,12 @@ func (s *Server) routeTable() []route {
 // routes registers the table. A GET route answers HEAD too (probes).
 // A request's body is checked before its route runs, by the bodies
 // middleware: its size against the route's limit, its Content-Encoding,
-// and the request's token.
+// and the request's token. Its path parameters are decoded before its
+// handler runs (pathParams).
 func (s *Server) routes() {
 	s.table = s.routeTable()
 	for _, r := range s.table {
-		handlers := []fiber.Handler{enter(r.path), s.guard, s.authorize(r.perm), r.handler}
+		handlers := []fiber.Handler{enter(r.path), s.guard, s.authorize(r.perm), pathParams, r.handler}
 		s.app.Add(r.method, r.path, handlers...)
 		if r.method == fiber.MethodGet {
 			s.app.Add(fiber.MethodHead, r.path, handlers...)
@@ -86,6 +88,51 @@ func enter(pattern string) fiber.Handler {
 		c.Locals(localRoute, pattern)
 		return c.Next()
 	}
+}
+
+// pathParams percent-decodes the route's path parameters for param. Fiber
+// matches the route on the path as sent and hands its parameters over as
+// sent, still escaped. They are decoded here, after the match, and not by
+// Fiber's UnescapePath, which decodes the whole path before matching: an
+// id's "/" sent as %2F would then split the path and match another route
+// (the instance "x/history" would read the history of "x"), and it reads
+// "+" as a space, which only a query means.
+//
+// A parameter that is not valid percent-encoding, or not UTF-8 once
+// decoded (what no JSON body can carry), is a 400 naming it; so is an id
+// that a start refuses (store.CheckID), with the same message.
+func pathParams(c *fiber.Ctx) error {
+	names := c.Route().Params
+	if len(names) == 0 {
+		return c.Next()
+	}
+	vals := make(map[string]string, len(names))
+	for _, name := range names {
+		raw := c.Params(name)
+		v, err := url.PathUnescape(raw)
+		if err != nil {
+			return invalidField(name, "malformed percent-encoding in the path: %q", raw)
+		}
+		if !utf8.ValidString(v) {
+			return invalidField(name, "not UTF-8 once percent-decoded: %q", raw)
+		}
+		if name == "id" {
+			if err := store.CheckID("id", v); err != nil {
+				return invalidField("id", "%s", clean(err))
+			}
+		}
+		vals[name] = v
+	}
+	c.Locals(localParams, vals)
+	return c.Next()
+}
+
+// param returns the request's path parameter name, percent-decoded by
+// pathParams. Handlers read their parameters with it, never with
+// c.Params, which answers them still escaped.
+func param(c *fiber.Ctx, name string) string {
+	vals, _ := c.Locals(localParams).(map[string]string)
+	return vals[name]
 }
 
 // guard protects a host without tokens, which listens on loopback only,

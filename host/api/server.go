@@ -273,6 +273,7 @@ const (
 	localRequestID = "weft.request_id"
 	localLogger    = "weft.logger"
 	localRoute     = "weft.route"
+	localParams    = "weft.params" // the decoded path parameters, by name
 )
 
 // requestScope gives the request its id and logger, answers errors as

@@ -255,3 +255,48 @@ func TestMaxWaitIsTheServers(t *testing.T) {
 		t.Fatalf("client.MaxWait = %s, api.MaxWait = %s", client.MaxWait, api.MaxWait)
 	}
 }
+
+// TestClientRoundTripsIDsThatNeedEscaping: every call that puts an id in
+// the path escapes it as one segment, and the server decodes it, so an
+// instance started with an id holding a space, a '/', a '%', a '+' or a
+// non-ASCII letter is read, listed, exported, imported and deleted by
+// that id.
+func TestClientRoundTripsIDsThatNeedEscaping(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, startHost(t), adminToken)
+	ctx := context.Background()
+	if _, _, err := c.PutWorkflow(ctx, "setter", []byte("name: setter\nsteps: [{id: s, set: {x: 1}}]\noutput: \"${ vars.x }\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a b", "orders/1001", "x/state", "50%+tax", "café?#"} {
+		in, created, err := c.Start(ctx, "setter", client.StartRequest{ID: id}, time.Minute)
+		if err != nil || !created || in.ID != id || in.Status != client.StatusCompleted {
+			t.Fatalf("Start with id %q: %+v, %v, %v", id, in, created, err)
+		}
+		if in, err := c.Instance(ctx, id); err != nil || in.ID != id || string(in.Output) != "1" {
+			t.Fatalf("Instance(%q): %+v, %v", id, in, err)
+		}
+		if in, err := c.Await(ctx, id, time.Minute, ""); err != nil || in.ID != id {
+			t.Fatalf("Await(%q): %+v, %v", id, in, err)
+		}
+		if h, err := c.History(ctx, id, client.ListOptions{}); err != nil || len(h.Items) == 0 {
+			t.Fatalf("History(%q): %+v, %v", id, h, err)
+		}
+		if _, err := c.Cancel(ctx, id, "late"); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), `"`+id+`"`) {
+			t.Fatalf("Cancel(%q) of a finished instance: %v, want a conflict naming it", id, err)
+		}
+		state, err := c.ExportState(ctx, id)
+		if err != nil {
+			t.Fatalf("ExportState(%q): %v", id, err)
+		}
+		if in, created, err := c.ImportState(ctx, id, state); err != nil || created || in.ID != id {
+			t.Fatalf("ImportState(%q): %+v, %v, %v", id, in, created, err)
+		}
+		if err := c.DeleteInstance(ctx, id); err != nil {
+			t.Fatalf("DeleteInstance(%q): %v", id, err)
+		}
+		if _, err := c.Instance(ctx, id); !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("Instance(%q) after delete: %v, want not found", id, err)
+		}
+	}
+}
