@@ -422,3 +422,77 @@ func TestMisspeltNamesGetOneProblemAndASuggestion(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateKeysAreRefused: a key twice in one map, at any depth and in
+// YAML or JSON, is one problem at the second key, naming it and where the
+// first is. yaml.v3 does not refuse it when decoding into a yaml.Node, and
+// encoding/json never does: before, the last one silently won.
+func TestDuplicateKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, src, path, msg string
+		line, column         int
+	}{
+		{"top level", "name: wf\nsteps: [{id: a, delay: 1s}]\nname: other\n", "name",
+			`duplicate key "name": it is already at line 1, column 1 of this map`, 3, 1},
+		{"step field", "name: wf\nsteps:\n  - id: a\n    activity: payments.charge\n    timeout: 10s\n    timeout: 1m\n", "steps[0].timeout",
+			`duplicate key "timeout": it is already at line 5, column 5 of this map`, 6, 5},
+		{"quoted and plain spelling", "name: wf\nsteps:\n  - id: a\n    'id': b\n    delay: 1s\n", "steps[0].id",
+			`duplicate key "id": it is already at line 3, column 5 of this map`, 4, 5},
+		{"inside a value", "name: wf\nsteps:\n  - id: a\n    activity: payments.charge\n    input: {amount: 1, amount: 2}\n", "steps[0].input.amount",
+			`duplicate key "amount": it is already at line 5, column 13 of this map`, 5, 24},
+		{"nested step", "name: wf\nsteps:\n  - id: a\n    if: ${ true }\n    then:\n      - {id: b, delay: 1s, delay: 2s}\n", "steps[0].then[0].delay",
+			`duplicate key "delay": it is already at line 6, column 17 of this map`, 6, 28},
+		{"retry policy", "name: wf\nsteps:\n  - id: a\n    activity: payments.charge\n    retry: {max_attempts: 2, max_attempts: 5}\n", "steps[0].retry.max_attempts",
+			`duplicate key "max_attempts"`, 5, 30},
+		{"set variable", "name: wf\nsteps:\n  - id: a\n    set: {x: 1, x: 2}\n", "steps[0].set.x",
+			`duplicate key "x": it is already at line 4, column 11 of this map`, 4, 17},
+		{"json", "{\"name\": \"wf\",\n \"steps\": [{\"id\": \"a\", \"delay\": \"1s\", \"delay\": \"2s\"}]}\n", "steps[0].delay",
+			`duplicate key "delay": it is already at line 2, column 24 of this map`, 2, 39},
+		{"json top level", `{"name": "wf", "steps": [{"id": "a", "delay": "1s"}], "name": "x"}`, "name",
+			`duplicate key "name": it is already at line 1, column 2 of this map`, 1, 55},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load([]byte(tt.src), specCatalog(t))
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Load = %v, want a *ValidationError", err)
+			}
+			if len(ve.Problems) != 1 {
+				t.Fatalf("got %d problems, want the duplicate only:\n%s", len(ve.Problems), strings.ReplaceAll(err.Error(), "; ", "\n"))
+			}
+			p := ve.Problems[0]
+			if p.Path != tt.path || !strings.Contains(p.Message, tt.msg) || p.Line != tt.line || p.Column != tt.column {
+				t.Errorf("problem %+v, want %s: %s… at line %d, column %d", p, tt.path, tt.msg, tt.line, tt.column)
+			}
+		})
+	}
+}
+
+// TestParseSavedToleratesDuplicateKeys: a version saved before duplicate
+// keys were refused still parses for the engine, the last key winning as
+// it did then, so that its instances keep running.
+func TestParseSavedToleratesDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	src := []byte("name: wf\nsteps:\n  - id: a\n    delay: 1s\n    persist: never\n    persist: always\n  - {id: b, set: {x: 1, x: 2}}\n")
+	if _, err := Parse(src); err == nil {
+		t.Fatal("Parse accepts duplicate keys")
+	}
+	def, err := ParseSaved(src)
+	if err != nil {
+		t.Fatalf("ParseSaved: %v", err)
+	}
+	if def.Steps[0].Persist != PersistAlways {
+		t.Errorf("persist %q, want the last one, always", def.Steps[0].Persist)
+	}
+	v, err := def.Steps[1].Set[0].Value.Eval(Env{})
+	if err != nil || v != 2 {
+		t.Errorf("x = %v, %v; want the last one, 2", v, err)
+	}
+	// What ParseSaved tolerates is only what was accepted before.
+	if _, err := ParseSaved([]byte("name: wf\nsteps: [{id: a, delay: 0s}]\n")); err == nil {
+		t.Error("ParseSaved accepts a zero delay")
+	}
+}

@@ -71,7 +71,9 @@
 //     expanded); merge keys (`<<`) are refused; map keys must be strings;
 //     NaN and infinities are refused because JSON cannot hold them. YAML
 //     syntax errors carry a line only (yaml.v3 does not report columns);
-//     JSON syntax errors carry a line and column.
+//     JSON syntax errors carry a line and column. A key twice in one map
+//     is refused (yaml.v3 allows it in the node tree, encoding/json
+//     always); ParseSaved lets the last one win, as earlier saves did.
 //   - A problem about the whole document has the path RootPath ("$").
 //
 // # Versioning

@@ -34,7 +34,21 @@ func Parse(data []byte) (*Definition, error) {
 // of both in one *ValidationError, in document order. A nil catalog skips the
 // checks that need one.
 func Load(data []byte, catalog Catalog) (*Definition, error) {
-	d := decoder{pos: map[string]pos{}}
+	return load(data, catalog, false)
+}
+
+// ParseSaved parses a definition that the host saved earlier, as Parse
+// does, except that it accepts what an earlier save accepted and Parse now
+// refuses: duplicate mapping keys, the last of which wins. The engine
+// reads stored versions with it, so that the instances of a version saved
+// before a rule was added keep running; anything new goes through Parse
+// or Load.
+func ParseSaved(data []byte) (*Definition, error) {
+	return load(data, nil, true)
+}
+
+func load(data []byte, catalog Catalog, saved bool) (*Definition, error) {
+	d := decoder{pos: map[string]pos{}, saved: saved}
 	def := d.document(data)
 	problems := d.problems
 	if def != nil {
@@ -67,6 +81,8 @@ type decoder struct {
 	pos      map[string]pos // where each path is, to locate problems
 	nodes    int            // nodes visited, against MaxNodes
 	tooBig   bool
+	// saved tolerates duplicate keys, letting the last win (ParseSaved).
+	saved bool
 }
 
 // finish locates the problems, drops duplicates and sorts them in document
@@ -237,8 +253,15 @@ type field struct {
 	path     string
 }
 
-// fields returns a mapping's fields in order, reporting non-string keys and
-// merge keys. It returns nil, ok=false when n is not a mapping.
+// fields returns a mapping's fields in order, reporting non-string keys,
+// merge keys and duplicate keys. It returns nil, ok=false when n is not a
+// mapping.
+//
+// yaml.v3 refuses a duplicate key when it decodes into a map or a struct,
+// not into the yaml.Node the parser reads, and encoding/json never does
+// (JSON text is read as YAML here too): the check is the parser's. The
+// first occurrence is kept and each later one is a problem at it, naming
+// the first.
 func (d *decoder) fields(n *yaml.Node, path, what string) (map[string]field, []string, bool) {
 	if n.Kind != yaml.MappingNode {
 		d.problem(n, path, "got %s, want %s", describe(n), what)
@@ -260,6 +283,10 @@ func (d *decoder) fields(n *yaml.Node, path, what string) (map[string]field, []s
 			continue
 		}
 		fp := joinKey(path, k.Value)
+		if first, dup := fs[k.Value]; dup && !d.saved {
+			d.problem(k, fp, "duplicate key %q: it is already at line %d, column %d of this map", k.Value, first.key.Line, first.key.Column)
+			continue
+		}
 		v := d.resolve(n.Content[i+1], fp)
 		if v == nil {
 			return nil, nil, false

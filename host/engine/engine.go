@@ -464,7 +464,9 @@ func (e *Engine) program(ctx context.Context, name string, version int) (*runner
 	if err != nil {
 		return nil, fmt.Errorf("engine: definition %s version %d: %w", name, version, err)
 	}
-	def, err := definition.Parse(d.Source)
+	// A stored version passed the rules of its save, which may have
+	// been fewer: ParseSaved keeps its instances running.
+	def, err := definition.ParseSaved(d.Source)
 	if err != nil {
 		return nil, fmt.Errorf("engine: definition %s version %d no longer parses: %w", name, version, err)
 	}
@@ -714,7 +716,7 @@ func (c catalog) Workflow(name string) (*definition.Definition, bool) {
 	if err != nil {
 		return nil, false
 	}
-	def, err := definition.Parse(d.Source)
+	def, err := definition.ParseSaved(d.Source)
 	return def, err == nil
 }
 

@@ -457,3 +457,23 @@ steps:
 		t.Fatalf("instance after the refused commit: rev %d vars %s lease %+v; want the takeover's (rev %d)", got.Rev, got.Vars, got.Lease, rev)
 	}
 }
+
+// TestVersionSavedWithDuplicateKeysStillRuns: a version stored before the
+// parser refused duplicate keys (written to the store here as an earlier
+// host saved it) still starts and runs, with the last key winning as it
+// did then; saving such a definition now is refused.
+func TestVersionSavedWithDuplicateKeysStillRuns(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	src := []byte("name: dup\nsteps:\n  - id: up\n    activity: kit.upper\n    input: { text: a }\n    input: { text: b }\n    output: up\noutput: \"${ vars.up.text }\"\n")
+	if _, _, err := h.e.SaveDefinition(context.Background(), src); !errors.Is(err, definition.ErrInvalid) || !strings.Contains(err.Error(), `duplicate key "input"`) {
+		t.Fatalf("SaveDefinition of a definition with a duplicate key: %v", err)
+	}
+	if _, _, err := h.store.PutDefinition(context.Background(), "dup", "saved-before", src); err != nil {
+		t.Fatal(err)
+	}
+	got := h.finish("dup", nil)
+	if got.Status != store.StatusCompleted || string(got.Output) != `"B"` {
+		t.Fatalf("instance %s is %s with output %s, error %+v; want completed with \"B\"", got.ID, got.Status, got.Output, got.Error)
+	}
+}
