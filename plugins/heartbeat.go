@@ -16,6 +16,7 @@ type Heartbeat struct {
 	beats     uint64
 	cancelled bool
 	onCancel  func()
+	onBeat    func(details []byte, n uint64)
 }
 
 // NewHeartbeat returns a Heartbeat for an attempt that started at start;
@@ -31,6 +32,18 @@ func (h *Heartbeat) Last() (details []byte, at time.Time, beats uint64) {
 		details = append([]byte(nil), h.details...)
 	}
 	return details, h.at, h.beats
+}
+
+// OnBeat arranges for f to run after each heartbeat the guest sends, with
+// the heartbeat's details (nil when it sent none; only valid during the
+// call) and how many heartbeats arrived, this one included. f runs on the
+// guest's goroutine before the heartbeat returns to it, so a cancellation
+// f requests is the heartbeat's answer: tools use it to cancel an attempt
+// at a given heartbeat. Set it before the call starts.
+func (h *Heartbeat) OnBeat(f func(details []byte, n uint64)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onBeat = f
 }
 
 // RequestCancel asks the attempt to stop. The guest sees it on its next
@@ -78,6 +91,13 @@ func (h *Heartbeat) beat(details []byte, now time.Time) (cancelled bool) {
 	}
 	h.at = now
 	h.beats++
+	f, n := h.onBeat, h.beats
+	if f == nil {
+		return h.cancelled
+	}
+	h.mu.Unlock()
+	f(details, n)
+	h.mu.Lock()
 	return h.cancelled
 }
 

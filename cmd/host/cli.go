@@ -65,6 +65,9 @@ type clientCmd struct {
 	token  string
 	output string
 	c      *client.Client
+	// help is set when the command line asked for help (-h, --help),
+	// which parse printed.
+	help bool
 }
 
 // newClientCmd returns a subcommand with --server, --token and -o.
@@ -91,6 +94,22 @@ func (a *app) newClientCmd(name string) *clientCmd {
 // limit), and makes the client. It returns the positional arguments, or
 // ok=false after printing what was wrong.
 func (cmd *clientCmd) parse(args []string, min, max int, what string) (pos []string, ok bool) {
+	cmd.fs.Usage = func() {
+		// On stdout when asked for, on stderr after a bad flag.
+		w := cmd.stderr
+		if cmd.help {
+			w = cmd.stdout
+		}
+		fmt.Fprintf(w, "usage: weft %s %s\n\nflags:\n", cmd.name, what)
+		cmd.fs.SetOutput(w)
+		cmd.fs.PrintDefaults()
+		cmd.fs.SetOutput(cmd.stderr)
+	}
+	cmd.help = asksForHelp(args)
+	if cmd.help {
+		cmd.fs.Usage()
+		return nil, false
+	}
 	pos, err := parseInterleaved(cmd.fs, args)
 	if err != nil {
 		return nil, false
@@ -114,6 +133,28 @@ func (cmd *clientCmd) parse(args []string, min, max int, what string) (pos []str
 	}
 	cmd.c = c
 	return pos, true
+}
+
+// usageExit is a command's exit code when parse returned ok=false: 0 after
+// the help it was asked for, 2 after a bad command line.
+func (cmd *clientCmd) usageExit() int {
+	if cmd.help {
+		return exitOK
+	}
+	return exitUsage
+}
+
+// asksForHelp reports whether args hold -h, -help or --help before a "--".
+func asksForHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 // parseInterleaved parses flags that may come after positional arguments

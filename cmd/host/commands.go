@@ -27,7 +27,7 @@ func (a *app) pluginPush(ctx context.Context, args []string) int {
 	name := cmd.fs.String("name", "", "the plugin's `NAME` (default: the file name without .wasm)")
 	pos, ok := cmd.parse(args, 1, 1, "FILE.wasm [--name NAME]")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	wasm, err := os.ReadFile(pos[0])
 	if err != nil {
@@ -57,7 +57,7 @@ func (a *app) pluginList(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("plugin ls")
 	opts := cmd.listFlags()
 	if _, ok := cmd.parse(args, 0, 0, "[--limit N] [--cursor C]"); !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	page, err := cmd.c.Plugins(ctx, *opts)
 	if err != nil {
@@ -72,7 +72,7 @@ func (a *app) pluginShow(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("plugin show")
 	pos, ok := cmd.parse(args, 1, 1, "NAME")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	p, err := cmd.c.Plugin(ctx, pos[0])
 	if err != nil {
@@ -100,7 +100,7 @@ func (a *app) pluginRemove(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("plugin rm")
 	pos, ok := cmd.parse(args, 1, 1, "NAME")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	if err := cmd.c.DeletePlugin(ctx, pos[0]); err != nil {
 		return cmd.fail(err)
@@ -129,7 +129,7 @@ func (a *app) workflowPut(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("workflow put")
 	pos, ok := cmd.parse(args, 1, -1, "FILE.yaml...")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	var saved []*client.Workflow
 	code := exitOK
@@ -164,7 +164,7 @@ func (a *app) workflowList(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("workflow ls")
 	opts := cmd.listFlags()
 	if _, ok := cmd.parse(args, 0, 0, "[--limit N] [--cursor C]"); !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	page, err := cmd.c.Workflows(ctx, *opts)
 	if err != nil {
@@ -180,7 +180,7 @@ func (a *app) workflowShow(ctx context.Context, args []string) int {
 	version := cmd.fs.Int("version", 0, "the version to show (default: the latest)")
 	pos, ok := cmd.parse(args, 1, 1, "NAME [--version N]")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	w, err := cmd.c.Workflow(ctx, pos[0], *version)
 	if err != nil {
@@ -202,7 +202,7 @@ func (a *app) workflowRemove(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("workflow rm")
 	pos, ok := cmd.parse(args, 1, 1, "NAME")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	if err := cmd.c.DeleteWorkflow(ctx, pos[0]); err != nil {
 		return cmd.fail(err)
@@ -251,7 +251,7 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	cmd.fs.Var(&wait, "wait", "wait until the instance ends; --wait=DURATION waits at most that long")
 	pos, ok := cmd.parse(args, 1, 2, "WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]]")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	// Accept "--wait 30s" as well as "--wait=30s".
 	if len(pos) == 2 {
@@ -413,7 +413,7 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	cmd.fs.IntVar(&f.Limit, "limit", 50, "the most instances to list")
 	cmd.fs.StringVar(&f.Cursor, "cursor", "", "the cursor of the page to list, from a previous listing")
 	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--limit N] [--cursor C]"); !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	page, err := cmd.c.Instances(ctx, f)
 	if err != nil {
@@ -428,7 +428,7 @@ func (a *app) instanceShow(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance show")
 	pos, ok := cmd.parse(args, 1, 1, "ID")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	in, err := cmd.c.Instance(ctx, pos[0])
 	if err != nil {
@@ -442,7 +442,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance history")
 	pos, ok := cmd.parse(args, 1, 1, "ID")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	// The whole history, page after page.
 	var events []client.Event
@@ -483,7 +483,7 @@ func (a *app) instanceCancel(ctx context.Context, args []string) int {
 	reason := cmd.fs.String("reason", "", "why, recorded with the instance")
 	pos, ok := cmd.parse(args, 1, 1, "ID [--reason TEXT]")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	in, err := cmd.c.Cancel(ctx, pos[0], *reason)
 	if err != nil {
@@ -501,7 +501,7 @@ func (a *app) instanceRemove(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance rm")
 	pos, ok := cmd.parse(args, 1, 1, "ID")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	if err := cmd.c.DeleteInstance(ctx, pos[0]); err != nil {
 		return cmd.fail(err)
@@ -519,7 +519,7 @@ func (a *app) instanceExport(ctx context.Context, args []string) int {
 	file := cmd.fs.String("file", "", "write the state to `FILE` instead of stdout")
 	pos, ok := cmd.parse(args, 1, 1, "ID [--file FILE]")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	state, err := cmd.c.ExportState(ctx, pos[0])
 	if err != nil {
@@ -543,7 +543,7 @@ func (a *app) instanceImport(ctx context.Context, args []string) int {
 	id := cmd.fs.String("id", "", "the instance `ID` (default: the one in the state)")
 	pos, ok := cmd.parse(args, 1, 1, "FILE|- [--id ID]")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	arg := "@" + pos[0]
 	state, err := a.readJSONArg("state", arg)
@@ -587,7 +587,7 @@ func (a *app) eventSend(ctx context.Context, args []string) int {
 	cmd.fs.StringVar(&ev.ID, "id", "", "an event `ID`, which makes sending it again harmless")
 	pos, ok := cmd.parse(args, 1, 1, "NAME [--key KEY] [--payload JSON|@FILE] [--id ID]")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	ev.Name = pos[0]
 	var err error
@@ -620,7 +620,7 @@ func (a *app) adminRefresh(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("admin refresh")
 	names, ok := cmd.parse(args, 0, -1, "[WORKFLOW...]")
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	res, err := cmd.c.Refresh(ctx, names...)
 	if err != nil {

@@ -129,7 +129,7 @@ func (a *app) pluginGrant(ctx context.Context, args []string) int {
 	const what = "NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]... [--secret NAME=REF]... | NAME -f FILE.json|-"
 	pos, ok := cmd.parse(args, 1, 1, what)
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	name := pos[0]
 	switch {
@@ -183,7 +183,7 @@ func (a *app) pluginRevoke(ctx context.Context, args []string) int {
 	const what = "NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... | NAME --all"
 	pos, ok := cmd.parse(args, 1, 1, what)
 	if !ok {
-		return exitUsage
+		return cmd.usageExit()
 	}
 	name := pos[0]
 	some := len(hosts)+len(config)+len(secrets) > 0

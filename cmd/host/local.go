@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/retry"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobfile"
 	"github.com/weftworks/weft/plugins/grant"
@@ -71,8 +73,12 @@ func loadFile(ctx context.Context, rt *plugins.Runtime, path string, stderr io.W
 }
 
 func pluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if asksForHelp(args) {
+		fmt.Fprint(stdout, "usage: weft plugin check FILE.wasm\n\nValidates a plugin against the ABI and lists its activities.\n")
+		return exitOK
+	}
 	if len(args) != 1 {
-		usage(stderr)
+		fmt.Fprintln(stderr, "usage: weft plugin check FILE.wasm")
 		return exitUsage
 	}
 	rt, cleanup, err := localRuntime(ctx, stderr)
@@ -92,21 +98,78 @@ func pluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	return exitOK
 }
 
+// callResult is what `weft plugin call -o json` prints: everything a test
+// of a plugin asserts on. sdk/plugintest decodes it; the two are one
+// contract, documented in the SDK's README.
+type callResult struct {
+	Activity string `json:"activity"`
+	// Output is the activity's result, absent when it failed.
+	Output json.RawMessage `json:"output,omitempty"`
+	// Failure is why it failed, as the engine classifies it, absent when
+	// it succeeded.
+	Failure *callFailure `json:"failure,omitempty"`
+	// Logs are the records the guest logged (log host function, stdout,
+	// stderr) and the host's notes on its HTTP requests, in order.
+	Logs []callLog `json:"logs"`
+	// Heartbeats are the details of each heartbeat the guest sent, in
+	// order; null for one sent without details.
+	Heartbeats []json.RawMessage `json:"heartbeats"`
+	// Requests are the guest's outbound HTTP requests, in order, as the
+	// engine records them in history (no query, no headers: they may hold
+	// secrets).
+	Requests []plugins.Request `json:"requests"`
+}
+
+type callFailure struct {
+	// Kind is "activity" when the guest reported the failure, and what the
+	// host saw otherwise: timeout, trap, limit, protocol, cancelled,
+	// unknown_activity, not_granted, host.
+	Kind      retry.Kind      `json:"kind"`
+	Code      string          `json:"code"`
+	Message   string          `json:"message,omitempty"`
+	Retryable bool            `json:"retryable"`
+	Details   json.RawMessage `json:"details,omitempty"`
+}
+
+type callLog struct {
+	Level   string `json:"level"`
+	Source  string `json:"source"`
+	Message string `json:"message"`
+}
+
 func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("weft plugin call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	input := fs.String("input", "", "the input document, or @FILE")
-	attempt := fs.Int("attempt", 1, "the attempt number")
-	last := fs.String("last-heartbeat", "", "details of a previous attempt")
-	timeout := fs.Duration("timeout", 30*time.Second, "the call's deadline")
+	input := fs.String("input", "", "the input `document` (JSON), or @FILE")
+	attempt := fs.Int("attempt", 1, "the attempt `number` the plugin sees")
+	last := fs.String("last-heartbeat", "", "the heartbeat `details` (JSON) of a previous attempt")
+	timeout := fs.Duration("timeout", 30*time.Second, "the call's `deadline`")
+	cancelAt := fs.Uint64("cancel-at-heartbeat", 0, "request cancellation when heartbeat `N` arrives (0: never)")
+	output := fs.String("o", "text", "output: text (the output document) or json (output, failure, logs, heartbeats, requests)")
 	var grants grantFlags
 	grants.add(fs)
-	if len(args) < 2 {
-		usage(stderr)
+	const synopsis = "usage: weft plugin call FILE.wasm ACTIVITY [flags]"
+	if asksForHelp(args) {
+		fmt.Fprintf(stdout, "%s\n\nRuns one activity call in the host's sandbox, without a server.\n\nflags:\n", synopsis)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return exitOK
+	}
+	if len(args) < 2 || strings.HasPrefix(args[0], "-") || strings.HasPrefix(args[1], "-") {
+		fmt.Fprintf(stderr, "%s (weft plugin call -h lists the flags)\n", synopsis)
 		return exitUsage
 	}
 	file, activity := args[0], args[1]
+	fs.Usage = func() { fmt.Fprintf(stderr, "%s (weft plugin call -h lists the flags)\n", synopsis) }
 	if err := fs.Parse(args[2:]); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "weft: plugin call: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *output != "text" && *output != "json" {
+		fmt.Fprintf(stderr, "weft: plugin call: -o must be text or json, got %q\n", *output)
 		return exitUsage
 	}
 	set := grants.set()
@@ -126,6 +189,14 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			return exitUsage
 		}
 	}
+	if len(in) > 0 && !json.Valid(in) {
+		fmt.Fprintln(stderr, "weft: -input: not a JSON document")
+		return exitUsage
+	}
+	if *last != "" && !json.Valid([]byte(*last)) {
+		fmt.Fprintln(stderr, "weft: -last-heartbeat: not a JSON document")
+		return exitUsage
+	}
 	rt, cleanup, err := localRuntime(ctx, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "weft: %v\n", err)
@@ -136,28 +207,71 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if m == nil {
 		return code
 	}
+
+	res := callResult{Activity: activity, Logs: []callLog{}, Heartbeats: []json.RawMessage{}, Requests: []plugins.Request{}}
 	callCtx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	deadline, _ := callCtx.Deadline()
 	hb := plugins.NewHeartbeat(time.Now())
-	out, err := rt.Invoke(callCtx, m.Version, plugins.Call{
+	// The guest's goroutine runs these callbacks, one at a time.
+	hb.OnBeat(func(details []byte, n uint64) {
+		d := json.RawMessage("null")
+		if details != nil {
+			d = append(json.RawMessage(nil), details...)
+		}
+		res.Heartbeats = append(res.Heartbeats, d)
+		if n == *cancelAt {
+			hb.RequestCancel()
+		}
+	})
+	call := plugins.Call{
 		Activity:      activity,
 		Input:         in,
 		Info:          abi.Info{InstanceID: "local", Workflow: "local", StepID: "local", Plugin: strings.TrimSuffix(filepath.Base(file), ".wasm"), Attempt: *attempt, IdempotencyKey: "local/" + activity, DeadlineUnixMilli: deadline.UnixMilli()},
 		LastHeartbeat: []byte(*last),
 		Grants:        set,
 		Heartbeat:     hb,
-	})
-	if details, _, beats := hb.Last(); beats > 0 {
-		fmt.Fprintf(stderr, "heartbeats: %d, last details: %s\n", beats, details)
 	}
+	if *output == "json" {
+		call.Log = func(r plugins.Record) {
+			res.Logs = append(res.Logs, callLog{Level: strings.ToLower(r.Level.String()), Source: r.Source, Message: r.Message})
+		}
+		call.Requested = func(r plugins.Request) { res.Requests = append(res.Requests, r) }
+	}
+	out, err := rt.Invoke(callCtx, m.Version, call)
 	if err == nil {
 		err = plugins.CheckOutput(out)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "weft: %v\n", err)
+		f := retry.Classify(err)
+		res.Failure = &callFailure{Kind: f.Kind, Code: f.Code, Retryable: f.Retryable, Message: err.Error()}
+		var ge *plugins.GuestError
+		if errors.As(err, &ge) {
+			res.Failure.Message, res.Failure.Details = ge.Message, ge.Details
+		}
+	} else {
+		res.Output = out
+	}
+
+	if *output == "json" {
+		b, err := json.Marshal(res)
+		if err != nil {
+			fmt.Fprintf(stderr, "weft: %v\n", err)
+			return exitInternal
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		if n := len(res.Heartbeats); n > 0 {
+			fmt.Fprintf(stderr, "heartbeats: %d, last details: %s\n", n, res.Heartbeats[n-1])
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "weft: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "%s\n", out)
+		}
+	}
+	if res.Failure != nil {
 		return exitFailed
 	}
-	fmt.Fprintf(stdout, "%s\n", out)
 	return exitOK
 }

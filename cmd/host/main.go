@@ -15,12 +15,14 @@
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
 //	weft admin refresh [WORKFLOW...]
 //
-// and two local commands run a plugin in the host's sandbox, without a
-// server:
+// and three local commands, without a server, write a plugin and run one
+// in the host's sandbox:
 //
+//	weft plugin new NAME [-dir DIR] [-module PATH] [-sdk DIR]
 //	weft plugin check FILE.wasm
 //	weft plugin call FILE.wasm ACTIVITY [-input JSON|@FILE] [-attempt N] [-timeout D]
 //	    [-config k=v]... [-secret NAME=REF]... [-host PATTERN]... [-private-networks]
+//	    [-last-heartbeat JSON] [-cancel-at-heartbeat N] [-o text|json]
 //
 // Exit codes: 0 ok; 1 failed (the run failed or was cancelled, the request
 // or the plugin was refused, the host cannot start); 2 usage; 3 server or
@@ -61,6 +63,7 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 	return map[string]func(context.Context, []string) int{
 		"plugin check":     func(ctx context.Context, args []string) int { return pluginCheck(ctx, args, a.stdout, a.stderr) },
 		"plugin call":      func(ctx context.Context, args []string) int { return pluginCall(ctx, args, a.stdout, a.stderr) },
+		"plugin new":       func(_ context.Context, args []string) int { return pluginNew(args, a.stdout, a.stderr) },
 		"plugin push":      a.pluginPush,
 		"plugin ls":        a.pluginList,
 		"plugin show":      a.pluginShow,
@@ -162,6 +165,8 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft admin refresh [WORKFLOW...]
 
 A plugin, locally, without a server:
+  weft plugin new NAME [-dir DIR] [-module PATH] [-sdk DIR]
+      write a Go plugin module: two activities, a test, a Makefile, a README
   weft plugin check FILE.wasm
       validate a plugin against the ABI and list its activities
   weft plugin call FILE.wasm ACTIVITY [flags]
@@ -174,6 +179,8 @@ A plugin, locally, without a server:
       -host PATTERN       a host its HTTP requests may reach (repeatable)
       -private-networks   let the -host rules reach loopback and private addresses
       -timeout D          the call's deadline (default 30s)
+      -cancel-at-heartbeat N  request cancellation when heartbeat N arrives
+      -o text|json        json: the output or failure, logs, heartbeats and requests
 
 Exit codes: 0 ok, 1 failed or refused, 2 usage, 3 server or transport error,
 4 not found, 5 unauthorized or forbidden, 6 --wait=DURATION ended first, 130 interrupted.
