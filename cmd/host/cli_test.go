@@ -193,7 +193,9 @@ func TestCLIRunsEveryExample(t *testing.T) {
 
 func TestCLIAgainstHost(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	// A short stimulus TTL, so that an event nothing waits for becomes a
+	// dead letter within the test.
+	ts := startServer(t, "--set", "engine.stimulus_ttl=1s")
 	dir := t.TempDir()
 	junk := writeFile(t, dir, "junk.wasm", "not wasm")
 	good := writeFile(t, dir, "greet.yaml", "name: greet\nsteps:\n  - id: up\n    activity: kit.upper\n    input: { text: \"${ input.name }\" }\n    output: up\noutput: \"${ vars.up.text }\"\n")
@@ -225,7 +227,14 @@ func TestCLIAgainstHost(t *testing.T) {
 		if detail.Name != "kit2" || len(detail.Versions) != 1 {
 			t.Errorf("plugin show kit2: %+v", detail)
 		}
-		ts.ok(t, "plugin", "rm", "kit2")
+		// A plugin a saved workflow calls is deleted only with --force.
+		used := writeFile(t, t.TempDir(), "uses-kit2.yaml", "name: uses-kit2\nsteps:\n  - id: a\n    activity: kit2.echo\n")
+		ts.ok(t, "workflow", "put", used)
+		if r := ts.weft(t, nil, "plugin", "rm", "kit2"); r.code != exitFailed || !strings.Contains(r.stderr, "uses-kit2") {
+			t.Errorf("rm of a plugin a workflow calls: exit %d, %s", r.code, r.stderr)
+		}
+		ts.ok(t, "plugin", "rm", "kit2", "--force")
+		ts.ok(t, "workflow", "rm", "uses-kit2")
 		if r := ts.weft(t, nil, "plugin", "show", "kit2"); r.code != exitNotFound || !strings.Contains(r.stderr, `no plugin "kit2"`) {
 			t.Errorf("show after rm: exit %d, %s", r.code, r.stderr)
 		}
@@ -359,13 +368,17 @@ func TestCLIAgainstHost(t *testing.T) {
 				t.Errorf("history lacks %q:\n%s", want, out)
 			}
 		}
-		var events []struct {
-			Seq  uint64
-			Type string
+		// The API's document: a page, here with every item.
+		var history struct {
+			Items []struct {
+				Seq  uint64
+				Type string
+			}
+			NextCursor *string `json:"next_cursor"`
 		}
-		ts.okJSON(t, &events, "instance", "history", "greet-ida")
-		if len(events) == 0 || events[len(events)-1].Type != "instance_completed" {
-			t.Errorf("history -o json: %+v", events)
+		ts.okJSON(t, &history, "instance", "history", "greet-ida")
+		if events := history.Items; len(events) == 0 || events[len(events)-1].Type != "instance_completed" || history.NextCursor == nil || *history.NextCursor != "" {
+			t.Errorf("history -o json: %+v", history)
 		}
 
 		// Export, delete, import: the instance is back as it was.
@@ -430,9 +443,33 @@ func TestCLIAgainstHost(t *testing.T) {
 		if len(sent.Started) != 1 || sent.Started[0] != id {
 			t.Errorf("resent event started %v", sent.Started)
 		}
-		// Nothing waits for this one: it is queued.
+		// Nothing waits for this one: it is queued, then dies at its TTL.
 		if out := ts.ok(t, "event", "send", "document.approved", "--key", "doc-none"); !strings.Contains(out, "queued") {
 			t.Errorf("unmatched event: %s", out)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var dead struct {
+				Items []struct{ Name, Key string }
+			}
+			ts.okJSON(t, &dead, "event", "dead")
+			if len(dead.Items) > 0 {
+				if d := dead.Items[0]; d.Name != "document.approved" || d.Key != "doc-none" {
+					t.Errorf("dead letters %+v, want document.approved doc-none", dead.Items)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no dead letter a minute after the event's TTL of 1s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if out := ts.ok(t, "event", "dead"); !strings.Contains(out, "document.approved") || !strings.Contains(out, "doc-none") {
+			t.Errorf("event dead: %s", out)
+		}
+		// A name no workflow knows: a warning, on stderr.
+		if r := ts.weft(t, nil, "event", "send", "document.aproved", "--key", "doc-1"); r.code != exitOK || !strings.Contains(r.stderr, "warning") {
+			t.Errorf("misspelt event: exit %d, stderr %s", r.code, r.stderr)
 		}
 		if r := ts.weft(t, nil, "event", "send", "x", "--payload", "{"); r.code != exitUsage {
 			t.Errorf("bad payload: exit %d", r.code)
@@ -466,12 +503,18 @@ func TestCLIAgainstHost(t *testing.T) {
 			{name: "bad server URL", args: []string{"plugin", "ls", "--server", "ftp://x"}, wantCode: exitUsage, wantStderr: "--server"},
 			{name: "unknown flag", args: []string{"plugin", "ls", "--frob"}, wantCode: exitUsage, wantStderr: "frob"},
 			{name: "extra argument", args: []string{"plugin", "show", "a", "b"}, wantCode: exitUsage, wantStderr: `unexpected argument "b"`},
+			{name: "help", args: []string{"run", "--help"}, wantCode: exitOK},
+			{name: "help of a local command", args: []string{"plugin", "call", "--help"}, wantCode: exitOK},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				r := ts.weft(t, tt.env, tt.args...)
 				if r.code != tt.wantCode || !strings.Contains(r.stderr, tt.wantStderr) {
 					t.Errorf("exit %d (want %d), stderr %s(want %q)", r.code, tt.wantCode, r.stderr, tt.wantStderr)
+				}
+				// Help is asked for: it goes to stdout.
+				if tt.wantCode == exitOK && !strings.Contains(r.stdout, "usage: weft "+tt.args[0]) {
+					t.Errorf("stdout %q, want the command's usage", r.stdout)
 				}
 			})
 		}

@@ -98,11 +98,12 @@ func (a *app) pluginShow(ctx context.Context, args []string) int {
 
 func (a *app) pluginRemove(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("plugin rm")
-	pos, ok := cmd.parse(args, 1, 1, "NAME")
+	force := cmd.fs.Bool("force", false, "delete it even though saved workflows call it (they fail at their next run until it is pushed again)")
+	pos, ok := cmd.parse(args, 1, 1, "NAME [--force]")
 	if !ok {
 		return cmd.usageExit()
 	}
-	if err := cmd.c.DeletePlugin(ctx, pos[0]); err != nil {
+	if err := cmd.c.DeletePlugin(ctx, pos[0], *force); err != nil {
 		return cmd.fail(err)
 	}
 	if cmd.output == "json" {
@@ -458,7 +459,8 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 		opts.Cursor = page.NextCursor
 	}
 	if cmd.output == "json" {
-		cmd.json(events)
+		// The API's document, with every page's items in one.
+		cmd.json(client.Page[client.Event]{Items: events})
 		return exitOK
 	}
 	tw := cmd.table()
@@ -611,9 +613,33 @@ func (a *app) eventSend(ctx context.Context, args []string) int {
 		fmt.Fprintf(cmd.stdout, "  started: %s\n", strings.Join(res.Started, ", "))
 	}
 	if res.Queued {
-		fmt.Fprintln(cmd.stdout, "  queued: nothing waits for it yet; it is kept for an instance that will")
+		fmt.Fprintln(cmd.stdout, "  queued: nothing waits for it yet; it is kept for an instance that will (weft event dead lists those that expire unclaimed)")
+	}
+	if res.Warning != "" {
+		fmt.Fprintf(cmd.stderr, "weft: warning: %s\n", res.Warning)
 	}
 	return exitOK
+}
+
+func (a *app) eventDead(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("event dead")
+	var opts client.ListOptions
+	cmd.fs.IntVar(&opts.Limit, "limit", 50, "the most dead letters to list")
+	cmd.fs.StringVar(&opts.Cursor, "cursor", "", "the cursor of the page to list, from a previous listing")
+	if _, ok := cmd.parse(args, 0, 0, "[--limit N] [--cursor C]"); !ok {
+		return cmd.usageExit()
+	}
+	page, err := cmd.c.DeadLetters(ctx, opts)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	return printPage(cmd, page, "ID\tNAME\tKEY\tSENT\tDIED\tPAYLOAD", func(d client.DeadLetter) string {
+		key := d.Key
+		if key == "" {
+			key = "-"
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", d.ID, d.Name, key, formatTime(d.CreatedAt), formatTime(d.SettledAt), compactJSON(d.Payload, 60))
+	})
 }
 
 func (a *app) adminRefresh(ctx context.Context, args []string) int {

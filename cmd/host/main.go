@@ -13,6 +13,7 @@
 //	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]]
 //	weft instance ls|show|history|cancel|rm|export|import
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
+//	weft event dead
 //	weft admin refresh [WORKFLOW...]
 //
 // and three local commands, without a server, write a plugin and run one
@@ -83,6 +84,7 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"instance export":  a.instanceExport,
 		"instance import":  a.instanceImport,
 		"event send":       a.eventSend,
+		"event dead":       a.eventDead,
 		"admin refresh":    a.adminRefresh,
 	}
 }
@@ -149,7 +151,7 @@ The host:
 The client (flags of every client command: --server URL, --token TOKEN, -o table|json;
 or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft plugin push FILE.wasm [--name NAME]
-  weft plugin ls | show NAME | rm NAME
+  weft plugin ls | show NAME | rm NAME [--force]
   weft plugin grant NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]...
                          [--secret NAME=REF]... | NAME -f FILE.json|-
       add to what the plugin may reach and read (REF: env:VARIABLE or file:/path);
@@ -162,6 +164,7 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft instance show ID | history ID | cancel ID [--reason R] | rm ID
   weft instance export ID [--file FILE] | import FILE|- [--id ID]
   weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
+  weft event dead                 the events that expired with nothing waiting for them
   weft admin refresh [WORKFLOW...]
 
 A plugin, locally, without a server:

@@ -262,9 +262,14 @@ func (c *Client) Plugin(ctx context.Context, name string) (*PluginDetail, error)
 }
 
 // DeletePlugin deletes a plugin; a *Problem with Status 409 while a
-// running instance pins it.
-func (c *Client) DeletePlugin(ctx context.Context, name string) error {
-	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/plugins/" + seg(name)}, nil)
+// non-terminal instance uses one of its versions, or, unless force, while
+// a saved workflow calls it (the problem names them).
+func (c *Client) DeletePlugin(ctx context.Context, name string, force bool) error {
+	var q url.Values
+	if force {
+		q = url.Values{"force": {"true"}}
+	}
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/plugins/" + seg(name), query: q}, nil)
 	return err
 }
 
@@ -619,6 +624,30 @@ type EventResult struct {
 	// Queued is true when nothing waited for the event and nothing
 	// started: it waits for a bookmark until its TTL.
 	Queued bool `json:"queued"`
+	// Warning, with Queued, says when no workflow waits for or is
+	// triggered by the event's name: a misspelt name, say.
+	Warning string `json:"warning,omitempty"`
+}
+
+// DeadLetter is a stimulus that found no waiting instance before its TTL.
+type DeadLetter struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Key       string          `json:"key,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	ExpiresAt time.Time       `json:"expires_at"`
+	// SettledAt is when it was dead-lettered.
+	SettledAt time.Time `json:"settled_at"`
+}
+
+// DeadLetters returns a page of dead stimuli, in the order they died.
+func (c *Client) DeadLetters(ctx context.Context, opts ListOptions) (*Page[DeadLetter], error) {
+	var p Page[DeadLetter]
+	if err := c.getJSON(ctx, "/v1/events/dead", pageQuery(opts), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // SendEvent sends a stimulus.
