@@ -230,7 +230,62 @@ func (n exprNode) eval(env map[string]any) (any, error) {
 	if err != nil {
 		return nil, &EvalError{Source: "${" + n.src + "}", Err: errors.New(exprMessage(err))}
 	}
+	if what, where := unencodable(x, ""); what != "" {
+		if where != "" {
+			what += " at " + where
+		}
+		return nil, &EvalError{Source: "${" + n.src + "}", Err: fmt.Errorf("yields %s, which JSON cannot hold (/ divides as floats: x/0 is ±Inf, 0/0 is NaN)", what)}
+	}
 	return x, nil
+}
+
+// unencodable returns what in x JSON cannot hold, and where in it (a path
+// such as a.b[1], empty for x itself), or "" when x is a JSON value.
+//
+// Everything an expression yields goes into JSON: an activity's input, a
+// variable, the output, the state the engine persists. A number that is
+// not finite (expr's / divides as floats, so 1/0 is +Inf) cannot be
+// encoded, and would fail there, the same way at every attempt, where
+// nothing names the expression; failing the expression does. Of several
+// such values in a map, the one under the least key is named, so that
+// the message does not depend on the map's order.
+func unencodable(x any, at string) (what, where string) {
+	switch x := x.(type) {
+	case nil, bool, string, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return "", ""
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return formatFloat(x), at
+		}
+		return "", ""
+	case float32:
+		return unencodable(float64(x), at)
+	case map[string]any:
+		var bad []string
+		for k, v := range x {
+			if w, _ := unencodable(v, ""); w != "" {
+				bad = append(bad, k)
+			}
+		}
+		if len(bad) == 0 {
+			return "", ""
+		}
+		slices.Sort(bad)
+		return unencodable(x[bad[0]], joinKey(at, bad[0]))
+	case []any:
+		for i, v := range x {
+			if w, wh := unencodable(v, joinIndex(at, i)); w != "" {
+				return w, wh
+			}
+		}
+		return "", ""
+	}
+	// Anything else expr may yield (a time, a duration, a typed slice):
+	// encodable or not as encoding/json says.
+	if _, err := encodeJSON(x); err != nil {
+		return fmt.Sprintf("a %T that does not encode (%v)", x, err), at
+	}
+	return "", ""
 }
 
 type templateNode struct {

@@ -3,6 +3,7 @@ package definition
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -113,5 +114,47 @@ steps:
 	bad, _ := NewValue("${ input.a.b }")
 	if _, err := bad.Eval(Env{Input: map[string]any{}}); !errors.Is(err, ErrEval) {
 		t.Errorf("runtime error = %v", err)
+	}
+}
+
+// TestNonFiniteResultsAreEvalErrors: expr's / divides as floats, so 1/0 is
+// +Inf and 0/0 NaN. JSON holds neither, and every result goes into JSON,
+// so an expression yielding one, at any depth or inside a template, fails
+// with an *EvalError naming the expression, the value and where it is.
+// Finite floats and other JSON values pass.
+func TestNonFiniteResultsAreEvalErrors(t *testing.T) {
+	t.Parallel()
+	env := Env{Input: map[string]any{"n": 1.0, "zero": 0}}
+	tests := []struct {
+		src  any
+		want string // in the error; "" for no error
+	}{
+		{"${ 1/0 }", `expression "${ 1/0 }": yields +Inf, which JSON cannot hold`},
+		{"${ -input.n / input.zero }", `yields -Inf,`},
+		{"${ 0/0 }", `yields NaN,`},
+		{"${ [1, 2/0] }", `yields +Inf at [1],`},
+		{"${ {b: 1/0, a: {c: [0/0]}} }", `yields NaN at a.c[0],`},
+		{map[string]any{"ok": 1, "bad": "${ 1/0 }"}, `expression "${ 1/0 }": yields +Inf,`},
+		{"ratio ${ 1/0 }", `expression "${ 1/0 }": yields +Inf,`},
+		{"${ 1/4 }", ""},
+		{"${ [1.5, {a: input.n / 2}] }", ""},
+		{"${ now() }", ""},
+	}
+	for _, tt := range tests {
+		v, err := NewValue(tt.src)
+		if err != nil {
+			t.Fatalf("NewValue(%v): %v", tt.src, err)
+		}
+		got, err := v.Eval(env)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("Eval(%v) = %v", tt.src, err)
+			}
+			continue
+		}
+		var ee *EvalError
+		if !errors.As(err, &ee) || !errors.Is(err, ErrEval) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Eval(%v) = %v, %v; want an *EvalError containing %q", tt.src, got, err, tt.want)
+		}
 	}
 }

@@ -477,3 +477,88 @@ func TestVersionSavedWithDuplicateKeysStillRuns(t *testing.T) {
 		t.Fatalf("instance %s is %s with output %s, error %+v; want completed with \"B\"", got.ID, got.Status, got.Output, got.Error)
 	}
 }
+
+// TestNonFiniteExpressionFailsTheStepAtOnce: an expression whose result
+// JSON cannot hold (expr's / divides as floats, so 1/0 is +Inf) fails its
+// step, and the instance, when it is evaluated: with the code
+// "expression" and a message naming the step, the field and the
+// expression. It is the definition's own error and would be the same at
+// every attempt, so no attempt runs and nothing is retried (the retry
+// policy here would suspend the instance for an hour). Before, the
+// activity's input reached the engine as +Inf, failed to encode, and was
+// retried as a host failure; a variable or an output holding one could
+// not be committed at all.
+func TestNonFiniteExpressionFailsTheStepAtOnce(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	tests := []struct {
+		name, def string
+		path      string
+		message   []string
+	}{
+		{"activity input", `
+name: div-input
+steps:
+  - id: div
+    activity: kit.echo
+    input: { ratio: "${ 1/0 }" }
+    retry: { max_attempts: 5, initial_interval: 1h }
+`, "steps[0]", []string{`step "div", input: expression "${ 1/0 }"`, "+Inf"}},
+		{"set", `
+name: div-set
+steps:
+  - { id: calc, set: { ratio: "${ [1, 0/0] }" } }
+`, "steps[0]", []string{`step "calc", set ratio: expression "${ [1, 0/0] }"`, "NaN at [1]"}},
+		{"child input", `
+name: div-child
+steps:
+  - { id: sub, workflow: div-set, input: "${ {a: {b: -1/0}} }" }
+`, "steps[0]", []string{`step "sub", input: expression "${ {a: {b: -1/0}} }"`, "-Inf at a.b"}},
+		{"output", `
+name: div-output
+steps:
+  - { id: one, set: { x: 1 } }
+output: "${ vars.x / 0 }"
+`, "", []string{`output: expression "${ vars.x / 0 }"`, "+Inf"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.save(tt.def)
+			name := strings.Fields(tt.def)[1]
+			inst, err := h.e.Start(context.Background(), name, nil, "")
+			if err != nil {
+				t.Fatalf("Start %s: %v", name, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// Wait answers at a suspension too: a retry's backoff would
+			// show as one.
+			got, err := h.e.Wait(ctx, inst.ID)
+			if err != nil {
+				t.Fatalf("Wait for instance %s: %v", inst.ID, err)
+			}
+			if got.Status != store.StatusFailed || got.Error == nil || got.Error.Code != "expression" {
+				t.Fatalf("instance %s is %s with error %+v; want failed with code expression", inst.ID, got.Status, got.Error)
+			}
+			for _, m := range tt.message {
+				if !strings.Contains(got.Error.Message, m) {
+					t.Errorf("instance %s: error message %q does not contain %q", inst.ID, got.Error.Message, m)
+				}
+			}
+			evs := h.history(inst.ID)
+			for _, typ := range []string{"activity_scheduled", "activity_failed", "retry_scheduled"} {
+				if n := count(evs, typ); n != 0 {
+					t.Errorf("instance %s: %d %s events: %v", inst.ID, n, typ, types(evs))
+				}
+			}
+			if count(evs, "instance_failed") != 1 {
+				t.Errorf("instance %s: history %v, want one instance_failed", inst.ID, types(evs))
+			}
+			if tt.path != "" {
+				if count(evs, "step_failed") != 1 || evs[len(evs)-1].StepPath != tt.path {
+					t.Errorf("instance %s: history %v, want one step_failed at %s", inst.ID, types(evs), tt.path)
+				}
+			}
+		})
+	}
+}

@@ -494,3 +494,19 @@ steps:
 	s.apply(2*time.Minute, runner.ActivityCompleted{Token: again["a"].Token})
 	s.expect(2*time.Minute, runner.ActivityCompleted{Token: again["b"].Token}, `finish completed null; persist`)
 }
+
+// TestNonFiniteInputFailsWithoutAnAttempt: an activity's input that JSON
+// cannot hold (1/0 is +Inf) fails the step when it starts, as any
+// expression error does: no attempt is invoked, so none can be retried.
+func TestNonFiniteInputFailsWithoutAnAttempt(t *testing.T) {
+	t.Parallel()
+	s := newScript(t, `
+name: expr
+steps:
+  - { id: div, activity: kit.echo, input: { ratio: "${ 1/0 }" }, retry: { max_attempts: 5 } }
+`)
+	got := s.apply(0, runner.Start{})
+	if strings.Contains(got, "invoke") || !strings.HasPrefix(got, `finish failed expression: step "div", input: expression "${ 1/0 }": yields +Inf`) {
+		t.Fatalf("got %s, want the instance failed with code expression, naming the step, its field and the expression, and nothing invoked", got)
+	}
+}
