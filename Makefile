@@ -3,10 +3,20 @@ GO      ?= go
 BIN     := bin
 WASM    := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared
 
-# Every directory under examples/plugins is a plugin: Go (main.go) or C (*.c).
-GO_PLUGINS := $(patsubst examples/plugins/%/main.go,%,$(wildcard examples/plugins/*/main.go))
-C_PLUGINS  := $(sort $(patsubst examples/plugins/%/,%,$(dir $(wildcard examples/plugins/*/*.c))))
-PLUGINS    := $(GO_PLUGINS:%=$(BIN)/plugins/%.wasm) $(C_PLUGINS:%=$(BIN)/plugins/%.wasm)
+# Every directory under examples/plugins is a plugin: Go (main.go), C (*.c)
+# or Rust (Cargo.toml).
+GO_PLUGINS   := $(patsubst examples/plugins/%/main.go,%,$(wildcard examples/plugins/*/main.go))
+C_PLUGINS    := $(sort $(patsubst examples/plugins/%/,%,$(dir $(wildcard examples/plugins/*/*.c))))
+RUST_PLUGINS := $(patsubst examples/plugins/%/Cargo.toml,%,$(wildcard examples/plugins/*/Cargo.toml))
+PLUGINS      := $(GO_PLUGINS:%=$(BIN)/plugins/%.wasm) $(C_PLUGINS:%=$(BIN)/plugins/%.wasm) $(RUST_PLUGINS:%=$(BIN)/plugins/%.wasm)
+# Rust builds with Debian's toolchain, whatever rustup puts first on PATH,
+# offline from the crates Debian packages (scripts/deps.sh installs both);
+# cargo's output goes to bin/cargo, not into the source tree.
+RUST_CARGO   ?= /usr/bin/cargo
+RUST_RUSTC   ?= /usr/bin/rustc
+RUST_RUSTDOC ?= /usr/bin/rustdoc
+RUST_ENV     := RUSTC=$(RUST_RUSTC) RUSTDOC=$(RUST_RUSTDOC) CARGO_TARGET_DIR=$(CURDIR)/$(BIN)/cargo
+RUST_SDK_SRC := $(wildcard sdk/rust/src/*.rs sdk/rust/src/*/*.rs) sdk/rust/Cargo.toml
 SDK_SRC    := $(wildcard sdk/*.go abi/*.go) sdk/go.mod go.mod go.sum
 # sdk/ is a module of its own (github.com/weftworks/weft/sdk, no
 # dependencies), as is bench/: `go test ./...` and `go vet ./...` at the root
@@ -31,6 +41,13 @@ $(C_PLUGINS:%=$(BIN)/plugins/%.wasm): $(BIN)/plugins/%.wasm: $$(wildcard example
 	@mkdir -p $(@D)
 	clang --target=wasm32-wasi -mexec-model=reactor -O2 -Wall -o $@.tmp $(filter %.c,$^) && mv $@.tmp $@
 
+# The crate is named as its directory; cargo writes the library of a crate
+# a-b as a_b.wasm.
+$(RUST_PLUGINS:%=$(BIN)/plugins/%.wasm): $(BIN)/plugins/%.wasm: $$(wildcard examples/plugins/$$*/src/*.rs examples/plugins/$$*/src/*/*.rs examples/plugins/$$*/Cargo.* examples/plugins/$$*/.cargo/config.toml) $(RUST_SDK_SRC) | deps
+	@mkdir -p $(@D)
+	cd examples/plugins/$* && $(RUST_ENV) $(RUST_CARGO) build --release --offline --locked --target wasm32-wasi --quiet
+	cp $(BIN)/cargo/wasm32-wasi/release/$(subst -,_,$*).wasm $@.tmp && mv $@.tmp $@
+
 deps:
 	@./scripts/deps.sh
 
@@ -40,6 +57,7 @@ test: deps plugins
 	$(SDK_VET)
 	$(GO) test -race -timeout 20m ./...
 	cd sdk && $(GO) test -race ./...
+	cd sdk/rust && $(RUST_ENV) $(RUST_CARGO) test --offline --locked --quiet
 
 bench: plugins
 	./bench/run.sh

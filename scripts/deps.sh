@@ -2,6 +2,8 @@
 # Installs the Debian packages that building the plugins and running the
 # tests need, when they are missing: wabt (wat2wasm) for the hand-written
 # WAT test modules, clang + lld + wasi-libc + compiler-rt for the C plugin,
+# rustc + cargo + the wasm32 standard library + serde_json's sources for the
+# Rust plugins (built offline, with Debian's toolchain in /usr/bin),
 # redis-server for the cluster tests. Without root (or password-less sudo)
 # it names the packages and fails.
 set -euo pipefail
@@ -12,6 +14,10 @@ command -v clang >/dev/null 2>&1 || need+=(clang)
 command -v wasm-ld >/dev/null 2>&1 || need+=(lld)
 [ -f /usr/include/wasm32-wasi/stdlib.h ] || need+=(wasi-libc)
 compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a' >/dev/null || need+=(libclang-rt-dev-wasm32)
+[ -x /usr/bin/rustc ] || need+=(rustc)
+[ -x /usr/bin/cargo ] || need+=(cargo)
+[ -d /usr/lib/rustlib/wasm32-wasi ] || need+=(libstd-rust-dev-wasm32)
+compgen -G '/usr/share/cargo/registry/serde_json-*' >/dev/null || need+=(librust-serde-json-dev)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -45,8 +45,10 @@ func Root(t testing.TB) string {
 var mu sync.Mutex // serialises builds within one test process
 
 // Path returns the path of the built example plugin examples/plugins/name:
-// a Go plugin built with stock Go, or a C plugin (a directory of .c files)
-// built with clang and wasi-libc.
+// a Go plugin built with stock Go, a C plugin (a directory of .c files)
+// built with clang and wasi-libc, or a Rust plugin (a directory with a
+// Cargo.toml) built with Debian's cargo and rustc, as `make plugins` builds
+// them.
 func Path(t testing.TB, name string) string {
 	t.Helper()
 	root := Root(t)
@@ -74,10 +76,21 @@ func build(t testing.TB, root, src, out string) string {
 	defer unlock()
 
 	isC := len(glob(t, src, ".c")) > 0
+	_, err := os.Stat(filepath.Join(src, "Cargo.toml"))
+	isRust := err == nil
 	var deps []string
-	if isC {
+	switch {
+	case isC:
 		deps = append(glob(t, src, ".c"), glob(t, src, ".h")...)
-	} else {
+	case isRust:
+		deps = append(glob(t, src, ".rs"), glob(t, filepath.Join(root, "sdk", "rust"), ".rs")...)
+		for _, f := range []string{"Cargo.toml", "Cargo.lock", filepath.Join(".cargo", "config.toml")} {
+			if _, err := os.Stat(filepath.Join(src, f)); err == nil {
+				deps = append(deps, filepath.Join(src, f))
+			}
+		}
+		deps = append(deps, filepath.Join(root, "sdk", "rust", "Cargo.toml"))
+	default:
 		deps = append(deps, glob(t, src, ".go")...)
 		deps = append(deps, glob(t, filepath.Join(root, "sdk"), ".go")...)
 		deps = append(deps, glob(t, filepath.Join(root, "abi"), ".go")...)
@@ -91,11 +104,16 @@ func build(t testing.TB, root, src, out string) string {
 	}
 	tmp := out + ".tmp"
 	var cmd *exec.Cmd
-	if isC {
+	switch {
+	case isC:
 		need(t, "clang", "clang, lld, wasi-libc and libclang-rt-dev-wasm32")
 		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-Wall", "-o", tmp}, glob(t, src, ".c")...)
 		cmd = exec.Command("clang", args...)
-	} else {
+	case isRust:
+		needRust(t)
+		cmd = exec.Command(rustCargo, "build", "--release", "--offline", "--locked", "--target", "wasm32-wasi", "--quiet")
+		cmd.Env = append(os.Environ(), "RUSTC="+rustRustc, "CARGO_TARGET_DIR="+filepath.Join(root, "bin", "cargo"))
+	default:
 		cmd = exec.Command("go", "build", "-buildmode=c-shared", "-o", tmp, ".")
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	}
@@ -103,10 +121,50 @@ func build(t testing.TB, root, src, out string) string {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testplugins: building %s: %v\n%s", name, err, b)
 	}
+	if isRust {
+		// cargo names the library of a crate a-b a_b.wasm; the crate is
+		// named as its directory.
+		built := filepath.Join(root, "bin", "cargo", "wasm32-wasi", "release", strings.ReplaceAll(name, "-", "_")+".wasm")
+		b, err := os.ReadFile(built)
+		if err != nil {
+			t.Fatalf("testplugins: building %s: cargo wrote no module: %v", name, err)
+		}
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := os.Rename(tmp, out); err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Debian's Rust toolchain, as the Makefile's RUST_CARGO and RUST_RUSTC
+// name it: rustup's rustc may come first on PATH, without the wasm32-wasi
+// target.
+const (
+	rustCargo = "/usr/bin/cargo"
+	rustRustc = "/usr/bin/rustc"
+)
+
+// needRust fails the test when a Debian package that building a Rust
+// plugin offline needs is missing.
+func needRust(t testing.TB) {
+	t.Helper()
+	var missing []string
+	for _, p := range []struct{ pattern, pkg string }{
+		{rustRustc, "rustc"},
+		{rustCargo, "cargo"},
+		{"/usr/lib/rustlib/wasm32-wasi", "libstd-rust-dev-wasm32"},
+		{"/usr/share/cargo/registry/serde_json-*", "librust-serde-json-dev"},
+	} {
+		if m, _ := filepath.Glob(p.pattern); len(m) == 0 {
+			missing = append(missing, p.pkg)
+		}
+	}
+	if len(missing) > 0 {
+		t.Fatalf("testplugins: Debian's Rust toolchain is incomplete: install the Debian packages %s (make deps does)", strings.Join(missing, ", "))
+	}
 }
 
 // Bytes returns the built example plugin examples/plugins/name.
@@ -167,7 +225,9 @@ func glob(t testing.TB, dir, ext string) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == "testdata" {
+		// target is where cargo builds when run by hand without
+		// CARGO_TARGET_DIR: its files are outputs, not sources.
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "target") {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && strings.HasSuffix(p, ext) && !strings.HasSuffix(p, "_test.go") {
