@@ -54,12 +54,22 @@ type timerView struct {
 }
 
 func viewInstance(in *store.Instance) instanceView {
-	return instanceView{
+	v := instanceView{
 		ID: in.ID, Workflow: in.Workflow, Version: in.Version, Status: in.Status,
 		Input: in.Input, Output: in.Output, Vars: in.Vars, Error: in.Error,
 		Plugins: in.Plugins, Parent: in.Parent, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt,
 	}
+	if in.Status == store.StatusCancelled && in.Error == nil {
+		// Cancelled before the engine kept the reason as the error (or
+		// imported so): the answer says so all the same, so that every
+		// instance that ended without completing has an error.
+		v.Error = &store.Failure{Code: cancelledCode, Message: "cancelled; the reason, if one was given, is in the instance's history"}
+	}
+	return v
 }
+
+// cancelledCode is the error code of a cancelled instance.
+const cancelledCode = "cancelled"
 
 // detail is viewInstance with waiting_on, read from the store. A finished
 // instance waits on nothing, whatever records it left.

@@ -378,7 +378,8 @@ const (
 	StatusCancelled = "cancelled"
 )
 
-// Instance is a workflow instance.
+// Instance is a workflow instance. Error is set when it failed or was
+// cancelled.
 type Instance struct {
 	ID       string `json:"id"`
 	Workflow string `json:"workflow"`
@@ -402,7 +403,8 @@ func (i *Instance) Terminal() bool {
 	return i.Status == StatusCompleted || i.Status == StatusFailed || i.Status == StatusCancelled
 }
 
-// Failure is why an instance failed.
+// Failure is why an instance did not complete: its failure, or, with the
+// Code "cancelled", the reason it was cancelled for as the Message.
 type Failure struct {
 	Code    string          `json:"code"`
 	Message string          `json:"message,omitempty"`

@@ -562,3 +562,53 @@ output: "${ vars.x / 0 }"
 		})
 	}
 }
+
+// TestCancelledChildSaysWhyToItsParent: a child cancelled on its own ends
+// with the error {cancelled, reason}; its parent's workflow step fails with
+// the code cancelled and a message naming the child and the reason.
+func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save("name: held\nsteps: [{id: review, wait: {event: held.go, key: fixed}}]\n")
+	h.save("name: holder\nsteps: [{id: sub, workflow: held}]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	parent, err := h.e.Start(ctx, "holder", nil, "holder-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child *store.Instance
+	for child == nil {
+		items, _, err := h.store.ListInstances(ctx, store.InstanceFilter{Workflow: "held", Status: store.StatusSuspended})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) > 0 {
+			child = &items[0]
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no suspended child of instance %s within 30s", parent.ID)
+		case <-time.After(5 * time.Millisecond): // polling with a deadline
+		}
+	}
+	if err := h.e.Cancel(ctx, child.ID, "no longer needed"); err != nil {
+		t.Fatalf("Cancel %s: %v", child.ID, err)
+	}
+	got, err := h.e.WaitFinished(ctx, child.ID)
+	if err != nil {
+		t.Fatalf("WaitFinished %s: %v", child.ID, err)
+	}
+	if got.Status != store.StatusCancelled || got.Error == nil || got.Error.Code != "cancelled" || got.Error.Message != "no longer needed" {
+		t.Fatalf("child %s is %s with error %+v, want cancelled with the reason", child.ID, got.Status, got.Error)
+	}
+	got, err = h.e.WaitFinished(ctx, parent.ID)
+	if err != nil {
+		t.Fatalf("WaitFinished %s: %v", parent.ID, err)
+	}
+	want := "child workflow failed: child " + child.ID + " cancelled: no longer needed"
+	if got.Status != store.StatusFailed || got.Error == nil || got.Error.Code != "cancelled" || got.Error.Message != want {
+		t.Fatalf("parent %s is %s with error %+v, want failed with code cancelled and message %q", parent.ID, got.Status, got.Error, want)
+	}
+}

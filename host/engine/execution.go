@@ -320,7 +320,12 @@ func (x *execution) pollInbox() (int, error) {
 				x.apply(runner.ChildCompleted{Token: m.Token, Output: out})
 			} else {
 				f := runner.Failure{Code: end.Status, Message: "child " + end.ID + " " + end.Status}
-				if end.Error != nil {
+				switch {
+				case end.Error != nil && end.Status == string(store.StatusCancelled):
+					// Who cancelled the child, and why, is news to the
+					// parent; a child's own failure speaks for itself.
+					f.Code, f.Message = end.Error.Code, f.Message+": "+end.Error.Message
+				case end.Error != nil:
 					f.Code, f.Message = end.Error.Code, end.Error.Message
 				}
 				x.apply(runner.ChildFailed{Token: m.Token, Failure: f})

@@ -396,11 +396,15 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 	}
 }
 
+// cancel ends the instance as cancelled. The state keeps why, as it keeps
+// a failure, so that the instance's error says so: an instance that ended
+// without completing always has one.
 func (a *apply) cancel(ev Cancel) {
 	a.cancelOutstanding(a.st.Root)
 	a.st.Status = StatusCancelled
+	a.st.Error = &Failure{Code: "cancelled", Message: ev.Reason}
 	a.record("instance_cancelled", "", 0, map[string]any{"reason": ev.Reason})
-	a.emit(Finish{Status: StatusCancelled, Error: &Failure{Code: "cancelled", Message: ev.Reason}})
+	a.emit(Finish{Status: StatusCancelled, Error: a.st.Error})
 }
 
 // cancelOutstanding cancels every outstanding operation under f.

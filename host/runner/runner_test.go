@@ -326,6 +326,11 @@ steps:
 `)
 	s.apply(0, runner.Start{})
 	s.expect(time.Second, runner.Cancel{Reason: "operator"}, `cancel-activity; remove-bookmark; cancel-timer; finish cancelled cancelled: operator; persist`)
+	// The state keeps why, as it keeps a failure: the engine writes it as
+	// the instance's error.
+	if e := s.st.Error; e == nil || e.Code != "cancelled" || e.Message != "operator" || e.Step != "" {
+		t.Fatalf("state error after a cancel = %+v, want code cancelled with the reason", e)
+	}
 	s.expect(2*time.Second, runner.ActivityCompleted{Token: s.token("invoke")}, ``)
 }
 

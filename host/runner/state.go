@@ -61,7 +61,8 @@ func (s Status) Finished() bool {
 	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
 }
 
-// Failure is why an instance failed.
+// Failure is why an instance failed, or was cancelled (the code "cancelled"
+// and the reason given).
 type Failure struct {
 	Code    string          `json:"code"`
 	Message string          `json:"message,omitempty"`
