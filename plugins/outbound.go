@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"syscall"
 	"time"
 
@@ -140,6 +141,10 @@ func (cs *callState) denied(err error) *GrantError {
 	case errors.As(err, &de):
 		ge.Name = fmt.Sprintf("%s://%s:%d", de.Scheme, bracket(de.Host), de.Port)
 		ge.Grant = "weft plugin grant " + orName(plugin) + " --host " + de.Target()
+		if private(de.Host) {
+			// The grant alone would be refused at the address check next.
+			ge.Grant += " --private-networks"
+		}
 	case errors.As(err, &ae):
 		ge.Name = ae.Addr.String()
 		ge.Reason = ae.Error()
@@ -151,6 +156,22 @@ func (cs *callState) denied(err error) *GrantError {
 		ge.Reason = err.Error()
 	}
 	return ge
+}
+
+// private reports whether a grant of host needs --private-networks, as far
+// as the name tells: an IP literal that only a private-networks rule may
+// reach, or localhost. A name that resolves to a private address is found
+// out at the address check of the next attempt, which says so.
+func private(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	var ae *grant.AddressError
+	return errors.As(grant.CheckAddr(a, false), &ae) && !ae.Never
 }
 
 func bracket(host string) string {

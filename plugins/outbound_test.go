@@ -234,7 +234,7 @@ func TestHTTPGrantMatrix(t *testing.T) {
 	}{
 		{"allowed host and port", []grant.Host{rule("http://127.0.0.1:"+aPort, true)}, a.URL, "a", ""},
 		{"any port", []grant.Host{rule("http://127.0.0.1:*", true)}, b.URL, "b", ""},
-		{"nothing granted", nil, a.URL, "", "--host http://127.0.0.1:" + aPort},
+		{"nothing granted", nil, a.URL, "", "--host http://127.0.0.1:" + aPort + " --private-networks"},
 		{"another port", []grant.Host{rule("http://127.0.0.1:"+aPort, true)}, b.URL, "", "127.0.0.1:" + bPort},
 		{"https only unless the rule says http", []grant.Host{rule("127.0.0.1:*", true)}, a.URL, "", "http://127.0.0.1:" + aPort},
 		{"a name, not the IP literal", []grant.Host{rule("http://localhost:*", true)}, a.URL, "", "127.0.0.1"},
@@ -281,6 +281,26 @@ func TestHTTPGrantMatrix(t *testing.T) {
 				break
 			}
 		})
+	}
+}
+
+// TestHTTPGrantSuggestion: the command a refusal suggests grants what
+// the request needs, --private-networks only for a private address.
+func TestHTTPGrantSuggestion(t *testing.T) {
+	t.Parallel()
+	p := newHTTPProbe(t, plugins.Config{})
+	for _, tc := range []struct{ url, want string }{
+		{"http://127.0.0.1:8080/", "weft plugin grant probe --host http://127.0.0.1:8080 --private-networks"},
+		{"http://localhost:8080/", "weft plugin grant probe --host http://localhost:8080 --private-networks"},
+		{"http://10.1.2.3/", "weft plugin grant probe --host http://10.1.2.3 --private-networks"},
+		{"https://192.0.2.1/", "weft plugin grant probe --host 192.0.2.1"},
+		{"https://api.example.com/", "weft plugin grant probe --host api.example.com"},
+	} {
+		_, err := p.do(context.Background(), &grant.Set{}, probeRequest{URL: tc.url})
+		var ge *plugins.GrantError
+		if !errors.As(err, &ge) || ge.Grant != tc.want {
+			t.Errorf("%s: %v; want the suggestion %q", tc.url, err, tc.want)
+		}
 	}
 }
 
