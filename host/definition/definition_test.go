@@ -496,3 +496,66 @@ func TestParseSavedToleratesDuplicateKeys(t *testing.T) {
 		t.Error("ParseSaved accepts a zero delay")
 	}
 }
+
+// hostCatalog is specCatalog on a host whose activity_timeout is timeout.
+type hostCatalog struct {
+	fakeCatalog
+	timeout time.Duration
+}
+
+func (c hostCatalog) DefaultActivityTimeout() time.Duration { return c.timeout }
+
+// TestHeartbeatTimeoutAgainstTheEffectiveTimeout: heartbeat_timeout may not
+// exceed the step's timeout, the explicit one or, without one, the host's
+// default (what the catalog says, DefaultActivityTimeout when it says
+// nothing). The problem names the step by its path and both values. A nil
+// catalog knows no host and checks only an explicit timeout.
+func TestHeartbeatTimeoutAgainstTheEffectiveTimeout(t *testing.T) {
+	t.Parallel()
+	step := func(fields string) string {
+		return withStep("id: poll\nactivity: payments.charge\n" + fields)
+	}
+	spec := specCatalog(t)
+	tests := []struct {
+		name, src string
+		cat       Catalog
+		want      string // the problem at steps[0].heartbeat_timeout; "" for none
+	}{
+		{"over the explicit timeout", step("timeout: 10s\nheartbeat_timeout: 1m"), spec,
+			"heartbeat_timeout 1m0s is larger than timeout 10s"},
+		{"over the default timeout", step("heartbeat_timeout: 15m"), spec,
+			"heartbeat_timeout 15m0s is larger than timeout 10m0s, the host's default for a step without one (engine.activity_timeout); set a timeout of at least 15m0s, or a shorter heartbeat_timeout"},
+		{"over the host's own default", step("heartbeat_timeout: 2m"), hostCatalog{spec, time.Minute},
+			"heartbeat_timeout 2m0s is larger than timeout 1m0s, the host's default"},
+		{"within the host's own default", step("heartbeat_timeout: 15m"), hostCatalog{spec, time.Hour}, ""},
+		{"equal to the default", step("heartbeat_timeout: 10m"), spec, ""},
+		{"an explicit timeout over the default", step("timeout: 1h\nheartbeat_timeout: 15m"), spec, ""},
+		{"nested", withStep("id: a\nif: ${ true }\nthen: [{id: poll, activity: payments.charge, heartbeat_timeout: 11m}]"), spec,
+			"heartbeat_timeout 11m0s is larger than timeout 10m0s, the host's default"},
+		{"no catalog", step("heartbeat_timeout: 15m"), nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load([]byte(tt.src), tt.cat)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Load = %v, want no problem", err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) != 1 {
+				t.Fatalf("Load = %v, want one problem", err)
+			}
+			p := ve.Problems[0]
+			path := "steps[0].heartbeat_timeout"
+			if tt.name == "nested" {
+				path = "steps[0].then[0].heartbeat_timeout"
+			}
+			if p.Path != path || !strings.HasPrefix(p.Message, tt.want) || p.Line == 0 {
+				t.Errorf("problem %+v, want at %s: %s…", p, path, tt.want)
+			}
+		})
+	}
+}

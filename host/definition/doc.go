@@ -46,7 +46,9 @@
 //     attempt, `schedule_to_close` bounds all attempts and the waits between
 //     them, `heartbeat_timeout` bounds the gap between heartbeats. When set,
 //     heartbeat_timeout ≤ timeout ≤ schedule_to_close. Unset ones are left to
-//     the engine's defaults.
+//     the engine's defaults; with a Catalog, a heartbeat_timeout is checked
+//     against the default timeout too (TimeoutDefaults), since one longer
+//     than the attempt could never fire.
 //   - Retry defaults (applied to every field a definition leaves out, and to
 //     activity steps without `retry`): 3 attempts, 1s initial interval,
 //     backoff 2, max interval 100 × the initial interval (Temporal's rule),

@@ -28,6 +28,19 @@ type ActivityLister interface {
 	Activities(plugin string) []string
 }
 
+// DefaultActivityTimeout is the start-to-close timeout of an activity step
+// that sets no timeout, unless the host sets another (the engine's
+// Config.ActivityTimeout, engine.activity_timeout).
+const DefaultActivityTimeout = 10 * time.Minute
+
+// TimeoutDefaults is what a Catalog may also offer: the host's timeout of
+// an activity step that sets none, which the step's heartbeat_timeout must
+// not exceed. A Catalog without it stands for a host with
+// DefaultActivityTimeout.
+type TimeoutDefaults interface {
+	DefaultActivityTimeout() time.Duration
+}
+
 // MaxEventLen is the longest event name.
 const MaxEventLen = 128
 
@@ -316,6 +329,21 @@ func (v *validator) activity(path string, a *Activity) {
 	v.duration(path+".heartbeat_timeout", a.HeartbeatTimeout, false)
 	if a.HeartbeatTimeout > 0 && a.Timeout > 0 && a.HeartbeatTimeout > a.Timeout {
 		v.problem(path+".heartbeat_timeout", "heartbeat_timeout %s is larger than timeout %s", a.HeartbeatTimeout, a.Timeout)
+	}
+	// Without a timeout the host's default bounds the attempt, and a
+	// heartbeat_timeout beyond it could never fire. The default is the
+	// host's: without a catalog there is no host to ask, and a stored
+	// version (reparsed without one) is not judged by a default changed
+	// since it was saved.
+	if a.HeartbeatTimeout > 0 && a.Timeout == 0 && v.catalog != nil {
+		def := DefaultActivityTimeout
+		if td, ok := v.catalog.(TimeoutDefaults); ok {
+			def = td.DefaultActivityTimeout()
+		}
+		if a.HeartbeatTimeout > def {
+			v.problem(path+".heartbeat_timeout", "heartbeat_timeout %s is larger than timeout %s, the host's default for a step without one (engine.activity_timeout); set a timeout of at least %s, or a shorter heartbeat_timeout",
+				a.HeartbeatTimeout, def, a.HeartbeatTimeout)
+		}
 	}
 	if a.Timeout > 0 && a.ScheduleToClose > 0 && a.Timeout > a.ScheduleToClose {
 		v.problem(path+".timeout", "timeout %s is larger than schedule_to_close %s", a.Timeout, a.ScheduleToClose)

@@ -139,7 +139,9 @@ type Config struct {
 	// AcquireTimeout bounds waiting for an instance's lock. Defaults to 10s.
 	AcquireTimeout time.Duration
 	// ActivityTimeout is the start-to-close timeout of an activity step
-	// that sets none. Defaults to 10m.
+	// that sets none. Defaults to definition.DefaultActivityTimeout (10m).
+	// A definition whose heartbeat_timeout exceeds it, on a step without
+	// a timeout, is refused when saved.
 	ActivityTimeout time.Duration
 	// TimerInterval is how often due timers are swept. Defaults to 50ms.
 	TimerInterval time.Duration
@@ -182,7 +184,7 @@ func (c Config) WithDefaults() Config {
 		c.AcquireTimeout = 10 * time.Second
 	}
 	if c.ActivityTimeout == 0 {
-		c.ActivityTimeout = 10 * time.Minute
+		c.ActivityTimeout = definition.DefaultActivityTimeout
 	}
 	if c.TimerInterval == 0 {
 		c.TimerInterval = 50 * time.Millisecond
@@ -265,7 +267,7 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 // of syntax, structure, expressions or references, in one
 // *definition.ValidationError.
 func (e *Engine) CheckDefinition(ctx context.Context, source []byte) (*definition.Definition, error) {
-	return definition.Load(source, catalog{ctx: ctx, st: e.store})
+	return definition.Load(source, catalog{ctx: ctx, st: e.store, timeout: e.cfg.ActivityTimeout})
 }
 
 // SaveDefinition validates source against the stored plugins and workflows
@@ -677,11 +679,16 @@ func (e *Engine) sweepStimuli(ctx context.Context) {
 	}
 }
 
-// catalog is the store seen as a definition.Catalog.
+// catalog is the store seen as a definition.Catalog, with the engine's
+// default activity timeout (a definition.TimeoutDefaults).
 type catalog struct {
-	ctx context.Context
-	st  store.Store
+	ctx     context.Context
+	st      store.Store
+	timeout time.Duration
 }
+
+// DefaultActivityTimeout implements definition.TimeoutDefaults.
+func (c catalog) DefaultActivityTimeout() time.Duration { return c.timeout }
 
 func (c catalog) HasPlugin(name string) bool {
 	_, err := c.st.GetPlugin(c.ctx, name)

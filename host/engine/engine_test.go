@@ -612,3 +612,26 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 		t.Fatalf("parent %s is %s with error %+v, want failed with code cancelled and message %q", parent.ID, got.Status, got.Error, want)
 	}
 }
+
+// TestHeartbeatTimeoutOverTheConfiguredDefaultIsRefused: saving checks a
+// heartbeat_timeout on a step without a timeout against the engine's own
+// ActivityTimeout, which bounds such a step's attempts, not against the
+// package's default.
+func TestHeartbeatTimeoutOverTheConfiguredDefaultIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHostWith(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, ActivityTimeout: 30 * time.Second})
+	def := func(hb string) []byte {
+		return []byte("name: beat\nsteps:\n  - id: poll\n    activity: kit.work\n    heartbeat_timeout: " + hb + "\n")
+	}
+	_, _, err := h.e.SaveDefinition(context.Background(), def("1m"))
+	var ve *definition.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 {
+		t.Fatalf("SaveDefinition with heartbeat_timeout 1m and a 30s default timeout: %v, want one problem", err)
+	}
+	if p := ve.Problems[0]; p.Path != "steps[0].heartbeat_timeout" || !strings.Contains(p.Message, "heartbeat_timeout 1m0s is larger than timeout 30s, the host's default") {
+		t.Fatalf("problem %+v", p)
+	}
+	if _, _, err := h.e.SaveDefinition(context.Background(), def("20s")); err != nil {
+		t.Fatalf("SaveDefinition with heartbeat_timeout 20s and a 30s default timeout: %v", err)
+	}
+}
