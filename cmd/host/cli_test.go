@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -399,6 +400,29 @@ func TestCLIAgainstHost(t *testing.T) {
 		// Cancel a suspended instance; a second cancel is refused.
 		ts.ok(t, "run", "slow", "--id", "slow-1")
 		ts.waitStatus(t, "slow-1", "suspended")
+		// A list says what a suspended instance waits on.
+		if out := ts.ok(t, "instance", "ls", "--workflow", "slow"); !strings.Contains(out, "WAITING ON") || !regexp.MustCompile(`slow-1 .* suspended .* delay \d`).MatchString(out) {
+			t.Errorf("instance ls does not show the delay slow-1 waits on:\n%s", out)
+		}
+		var suspended struct {
+			Items []struct {
+				ID        string
+				WaitingOn *struct {
+					Timers []struct{ Kind string }
+				} `json:"waiting_on"`
+			}
+		}
+		ts.okJSON(t, &suspended, "instance", "ls", "--workflow", "slow", "--status", "suspended")
+		found := false
+		for _, it := range suspended.Items {
+			if it.WaitingOn == nil || len(it.WaitingOn.Timers) != 1 || it.WaitingOn.Timers[0].Kind != "delay" {
+				t.Errorf("instance ls -o json: %s waits on %+v, want a delay timer", it.ID, it.WaitingOn)
+			}
+			found = found || it.ID == "slow-1"
+		}
+		if !found {
+			t.Errorf("instance ls -o json: %+v, want slow-1", suspended)
+		}
 		ts.ok(t, "instance", "cancel", "slow-1", "--reason", "test")
 		ts.waitStatus(t, "slow-1", "cancelled")
 		if r := ts.weft(t, nil, "instance", "cancel", "slow-1"); r.code != exitFailed || !strings.Contains(r.stderr, "cancelled already") {
@@ -429,6 +453,9 @@ func TestCLIAgainstHost(t *testing.T) {
 		}
 		if out := ts.ok(t, "instance", "show", id); !strings.Contains(out, `event document.approved with key "doc-7"`) {
 			t.Errorf("instance show: %s", out)
+		}
+		if out := ts.ok(t, "instance", "ls", "--workflow", "approval"); !strings.Contains(out, "event document.approved/doc-7") {
+			t.Errorf("instance ls: %s", out)
 		}
 		out := ts.ok(t, "event", "send", "document.approved", "--key", "doc-7", "--payload", `{"approved":true,"by":"grace"}`)
 		if !strings.Contains(out, "resumed: "+id) {

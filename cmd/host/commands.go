@@ -420,9 +420,37 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	return printPage(cmd, page, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tUPDATED", func(in client.Instance) string {
-		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s", in.ID, in.Workflow, in.Version, in.Status, formatTime(in.CreatedAt), formatTime(in.UpdatedAt))
+	return printPage(cmd, page, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tUPDATED\tWAITING ON", func(in client.Instance) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", in.ID, in.Workflow, in.Version, in.Status, formatTime(in.CreatedAt), formatTime(in.UpdatedAt), waitingSummary(in.WaitingOn))
 	})
+}
+
+// waitingSummary says in one cell what a suspended instance waits on:
+// "event document.approved/doc-42", "retry 10:32:05", several joined by
+// commas; "-" for nothing.
+func waitingSummary(wo *client.WaitingOn) string {
+	if wo == nil {
+		return "-"
+	}
+	var parts []string
+	for _, b := range wo.Bookmarks {
+		p := "event " + b.Event
+		if b.Key != "" {
+			p += "/" + b.Key
+		}
+		parts = append(parts, p)
+	}
+	for _, t := range wo.Timers {
+		kind := t.Kind
+		if kind == "" {
+			kind = "timer"
+		}
+		parts = append(parts, kind+" "+formatTime(t.Due))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (a *app) instanceShow(ctx context.Context, args []string) int {

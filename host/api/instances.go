@@ -31,7 +31,8 @@ type instanceView struct {
 	Parent    *store.ParentRef  `json:"parent,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
-	// WaitingOn is set when one instance is shown, not in lists.
+	// WaitingOn is set when one instance is shown, and in lists for a
+	// suspended instance.
 	WaitingOn *waitingOn `json:"waiting_on,omitempty"`
 }
 
@@ -321,6 +322,17 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 	}
 	views := make([]instanceView, 0, len(items))
 	for i := range items {
+		// What a suspended instance waits on is what a person listing
+		// instances asks next; two reads each, for a page of at most
+		// limit instances.
+		if items[i].Status == store.StatusSuspended {
+			v, err := s.detail(ctx, &items[i])
+			if err != nil {
+				return err
+			}
+			views = append(views, v)
+			continue
+		}
 		views = append(views, viewInstance(&items[i]))
 	}
 	return c.JSON(newPage(views, next))

@@ -394,7 +394,8 @@ type Instance struct {
 	Parent    *Parent           `json:"parent,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
-	// WaitingOn is set by Instance and Start, not by Instances.
+	// WaitingOn is set by Instance and Start, and by Instances for a
+	// suspended instance.
 	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`
 }
 

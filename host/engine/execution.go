@@ -538,7 +538,7 @@ func (x *execution) apply(ev runner.Event) {
 		case runner.Invoke:
 			x.invoke(a)
 		case runner.ArmTimer:
-			x.timers[a.Token] = store.Timer{InstanceID: x.inst.ID, ID: a.Token, Due: a.Due}
+			x.timers[a.Token] = store.Timer{InstanceID: x.inst.ID, ID: a.Token, Due: a.Due, Kind: string(a.Kind)}
 		case runner.CancelTimer:
 			delete(x.timers, a.Token)
 		case runner.CancelActivity:

@@ -123,7 +123,22 @@ type CancelActivity struct{ Token string }
 type ArmTimer struct {
 	Token string
 	Due   time.Time
+	Kind  TimerKind
 }
+
+// TimerKind says what a timer is for, so that what a suspended instance
+// waits on can be told to a person.
+type TimerKind string
+
+// Timer kinds.
+const (
+	// TimerDelay ends a delay step.
+	TimerDelay TimerKind = "delay"
+	// TimerRetry ends a retry's backoff.
+	TimerRetry TimerKind = "retry"
+	// TimerWaitTimeout ends a wait step that received nothing.
+	TimerWaitTimeout TimerKind = "wait_timeout"
+)
 
 // CancelTimer disarms a timer.
 type CancelTimer struct{ Token string }

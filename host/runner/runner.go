@@ -255,14 +255,14 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		a.record("bookmark_created", path, 0, map[string]any{"event": s.Wait.Event, "key": key})
 		if s.Wait.Timeout > 0 {
 			run.TimeoutToken = a.next("t")
-			a.emit(ArmTimer{Token: run.TimeoutToken, Due: a.c.Now.Add(s.Wait.Timeout)})
+			a.emit(ArmTimer{Token: run.TimeoutToken, Due: a.c.Now.Add(s.Wait.Timeout), Kind: TimerWaitTimeout})
 		}
 		return false
 	case definition.KindDelay:
 		run.Pending, run.Token = PendingDelay, a.next("t")
 		f.Run = run
 		due := a.c.Now.Add(s.Delay)
-		a.emit(ArmTimer{Token: run.Token, Due: due})
+		a.emit(ArmTimer{Token: run.Token, Due: due, Kind: TimerDelay})
 		a.record("timer_armed", path, 0, map[string]any{"due": due})
 		return false
 	case definition.KindWorkflow:
@@ -523,7 +523,7 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	}
 	r.Pending, r.Token = PendingRetry, a.next("t")
 	due := a.c.Now.Add(d.Delay)
-	a.emit(ArmTimer{Token: r.Token, Due: due})
+	a.emit(ArmTimer{Token: r.Token, Due: due, Kind: TimerRetry})
 	a.record("retry_scheduled", stepPath(f), r.Attempt+1, map[string]any{"due": due, "delay": d.Delay.String()})
 }
 
