@@ -176,7 +176,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 	n := &Node{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
-			_ = n.Close()
+			err = errors.Join(err, n.Close())
 		}
 	}()
 
@@ -190,9 +190,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 			return nil, err
 		}
 	default:
-		if n.store, err = boltstore.Open(filepath.Join(cfg.DataDir, "weft.db"), boltstore.Config{Logger: log}); err != nil {
+		// Through a variable of the concrete type: a nil *Store in the
+		// interface field would be a store that Close calls.
+		var st *boltstore.Store
+		if st, err = boltstore.Open(filepath.Join(cfg.DataDir, "weft.db"), boltstore.Config{Logger: log}); err != nil {
 			return nil, fmt.Errorf("node: opening the store: %w", err)
 		}
+		n.store = st
 		if blobs, err = blobfile.New(filepath.Join(cfg.DataDir, "blobs")); err != nil {
 			return nil, fmt.Errorf("node: opening the blob store: %w", err)
 		}

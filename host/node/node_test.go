@@ -67,6 +67,24 @@ steps:
 output: "${ vars.up.text }"
 `
 
+// TestOpenRefusesADataDirInUse: a second node on the same data dir is
+// refused with the store's message, not a panic in Open's clean-up.
+func TestOpenRefusesADataDirInUse(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	open(t, config(dir))
+	cfg := config(dir)
+	cfg.Plugins.CacheDir = testplugins.CacheDir(t)
+	n, err := node.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		n.Close()
+		t.Fatal("a second node opened a data dir in use")
+	}
+	if !strings.Contains(err.Error(), "file is locked by another process") {
+		t.Errorf("error %v, want the store's file is locked", err)
+	}
+}
+
 func TestOpenRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
