@@ -401,7 +401,11 @@ func (cmd *clientCmd) printInstance(in *client.Instance) {
 			fmt.Fprintf(w, "  event %s with key %q (%s)\n", b.Event, b.Key, b.StepPath)
 		}
 		for _, t := range wo.Timers {
-			fmt.Fprintf(w, "  timer %s due %s\n", t.ID, formatTime(t.Due))
+			kind := t.Kind
+			if kind == "" {
+				kind = "timer"
+			}
+			fmt.Fprintf(w, "  %s timer %s due %s\n", kind, t.ID, formatTime(t.Due))
 		}
 	}
 }
