@@ -179,7 +179,7 @@ func TestInstanceRoutes(t *testing.T) {
 	// List with filters and pagination.
 	var susp pageDoc[instance]
 	h.do("GET", "/v1/instances?status=suspended&limit=1", nil).want(t, http.StatusOK).json(t, &susp)
-	if len(susp.Items) != 1 || susp.Items[0].ID != started.ID || susp.NextCursor == nil || *susp.NextCursor == "" || susp.Items[0].WaitingOn != nil {
+	if len(susp.Items) != 1 || susp.Items[0].ID != started.ID || susp.NextCursor == nil || *susp.NextCursor == "" || susp.Items[0].WaitingOn == nil || len(susp.Items[0].WaitingOn.Bookmarks) != 1 {
 		t.Fatalf("suspended page 1 = %+v", susp)
 	}
 	var susp2 pageDoc[instance]

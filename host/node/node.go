@@ -432,7 +432,7 @@ func (n *Node) workflowsUsing(ctx context.Context, plugin string) ([]string, err
 			return nil, err
 		}
 		for _, d := range defs {
-			def, err := definition.Parse(d.Source)
+			def, err := definition.ParseSaved(d.Source)
 			if err != nil {
 				continue // saved before a rule changed: it calls nothing that runs
 			}
