@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,6 +153,25 @@ func TestInstanceRoutes(t *testing.T) {
 	if same.ID != "greet-1" || string(same.Input) != `{"name":"ada"}` {
 		t.Fatalf("idempotent start = %+v", same)
 	}
+	// Concurrent starts with one new id: one 201, the rest 200.
+	statuses := make(chan int, 6)
+	var starts sync.WaitGroup
+	for range cap(statuses) {
+		starts.Add(1)
+		go func() {
+			defer starts.Done()
+			statuses <- h.do("POST", "/v1/workflows/greet/instances", map[string]any{"input": map[string]any{"name": "cy"}, "id": "greet-race"}).status
+		}()
+	}
+	starts.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for st := range statuses {
+		count[st]++
+	}
+	if count[http.StatusCreated] != 1 || count[http.StatusOK] != cap(statuses)-1 {
+		t.Fatalf("concurrent starts with one id answered %v, want one 201 and the rest 200", count)
+	}
 	// The id of an instance of another workflow: 409.
 	h.do("POST", "/v1/workflows/approval/instances", map[string]any{"id": "greet-1"}).want(t, http.StatusConflict).problem(t)
 
@@ -189,7 +209,7 @@ func TestInstanceRoutes(t *testing.T) {
 	}
 	var greets pageDoc[instance]
 	h.do("GET", "/v1/instances?workflow=greet", nil).want(t, http.StatusOK).json(t, &greets)
-	if len(greets.Items) != 1 || greets.Items[0].ID != "greet-1" {
+	if len(greets.Items) != 2 || greets.Items[0].ID != "greet-1" || greets.Items[1].ID != "greet-race" {
 		t.Fatalf("greet instances = %+v", greets)
 	}
 

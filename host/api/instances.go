@@ -129,23 +129,16 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	} else if err != nil {
 		return err
 	}
-	existed := false
-	if req.ID != "" {
-		old, err := st.GetInstance(ctx, req.ID)
-		switch {
-		case err == nil && old.Workflow != name:
-			return conflictf("instance %q exists and belongs to workflow %q", req.ID, old.Workflow)
-		case err == nil:
-			existed = true
-		case !errors.Is(err, store.ErrNotFound):
-			return err
-		}
-	}
 	var input any
 	if len(req.Input) > 0 {
 		input = req.Input
 	}
-	inst, err := s.node.Engine().Start(ctx, name, input, req.ID)
+	// The engine decides, atomically, whether this start created the
+	// instance: of two concurrent starts with one id, one answers 201.
+	inst, isNew, err := s.node.Engine().Start(ctx, name, input, req.ID)
+	if errors.Is(err, engine.ErrIDInUse) {
+		return conflictf("%s", clean(err))
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		// The definition was there a moment ago: what is missing is a
 		// plugin it uses, or the definition was deleted since.
@@ -154,7 +147,7 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.answerInstance(c, inst, w, func(v instanceView) error { return created(c, !existed, v) })
+	return s.answerInstance(c, inst, w, func(v instanceView) error { return created(c, isNew, v) })
 }
 
 // answerInstance answers with inst, after waiting for it as w asks (not at

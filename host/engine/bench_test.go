@@ -46,7 +46,7 @@ output: "${ vars.c }"
 					defer wg.Done()
 					for next.Add(1) <= int64(b.N) {
 						t0 := time.Now()
-						inst, err := h.e.Start(ctx, "three", map[string]any{"n": 1}, "")
+						inst, _, err := h.e.Start(ctx, "three", map[string]any{"n": 1}, "")
 						if err != nil {
 							b.Error(err)
 							return
@@ -93,7 +93,7 @@ output: "${ vars.got }"
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		key := strconv.Itoa(i)
-		inst, err := h.e.Start(ctx, "waiter", map[string]any{"k": key}, "")
+		inst, _, err := h.e.Start(ctx, "waiter", map[string]any{"k": key}, "")
 		if err != nil {
 			b.Fatal(err)
 		}

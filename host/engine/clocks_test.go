@@ -237,7 +237,7 @@ steps:
   - { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 }, heartbeat_timeout: 200ms }
 `)
 	ctx := context.Background()
-	inst, err := h.e.Start(ctx, "long", nil, "")
+	inst, _, err := h.e.Start(ctx, "long", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

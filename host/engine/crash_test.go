@@ -134,7 +134,7 @@ steps:
 	st, e := h.st, h.e
 	if mode == "start" {
 		for i := 0; i < crashInstances; i++ {
-			if _, err := e.Start(ctx, "crashy", i, "crash-"+strconv.Itoa(i)); err != nil {
+			if _, _, err := e.Start(ctx, "crashy", i, "crash-"+strconv.Itoa(i)); err != nil {
 				return err
 			}
 		}

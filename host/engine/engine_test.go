@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,7 +99,7 @@ func (h *host) save(source string) {
 // finish starts an instance and waits until it is finished.
 func (h *host) finish(workflow string, input any) *store.Instance {
 	h.t.Helper()
-	inst, err := h.e.Start(context.Background(), workflow, input, "")
+	inst, _, err := h.e.Start(context.Background(), workflow, input, "")
 	if err != nil {
 		h.t.Fatalf("Start: %v", err)
 	}
@@ -289,13 +290,49 @@ name: once
 steps: [ { id: e, activity: kit.echo, input: 1 } ]
 `)
 	ctx := context.Background()
-	a, err := h.e.Start(ctx, "once", nil, "client-id-1")
+	a, _, err := h.e.Start(ctx, "once", nil, "client-id-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := h.e.Start(ctx, "once", nil, "client-id-1")
-	if err != nil || b.ID != a.ID || b.CreatedAt != a.CreatedAt {
-		t.Fatalf("second Start: %+v, %v; want the first instance", b, err)
+	b, created, err := h.e.Start(ctx, "once", nil, "client-id-1")
+	if err != nil || created || b.ID != a.ID || b.CreatedAt != a.CreatedAt {
+		t.Fatalf("second Start: %+v, created %t, %v; want the first instance, not created", b, created, err)
+	}
+
+	// Concurrent starts with one id: exactly one creates it.
+	const n = 8
+	var wg sync.WaitGroup
+	results := make(chan bool, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inst, created, err := h.e.Start(ctx, "once", nil, "client-id-2")
+			if err != nil || inst.ID != "client-id-2" {
+				t.Errorf("concurrent Start: %+v, %v", inst, err)
+			}
+			results <- created
+		}()
+	}
+	wg.Wait()
+	close(results)
+	creators := 0
+	for c := range results {
+		if c {
+			creators++
+		}
+	}
+	if creators != 1 {
+		t.Errorf("%d of %d concurrent Starts with one id created it, want 1", creators, n)
+	}
+
+	// The id of an instance of another workflow is refused.
+	h.save(`
+name: other
+steps: [ { id: e, activity: kit.echo, input: 1 } ]
+`)
+	if _, _, err := h.e.Start(ctx, "other", nil, "client-id-1"); !errors.Is(err, engine.ErrIDInUse) || !strings.Contains(err.Error(), `belongs to workflow "once"`) {
+		t.Errorf("Start of another workflow with a used id: %v, want ErrIDInUse naming the workflow", err)
 	}
 }
 
@@ -311,7 +348,7 @@ steps: [ { id: x, activity: nope.echo }, { id: x, activity: kit.missing } ]
 	if !errors.As(err, &ve) || len(ve.Problems) < 3 {
 		t.Fatalf("SaveDefinition: %v, want every problem (unknown plugin, duplicate id, unknown activity)", err)
 	}
-	if _, err := h.e.Start(ctx, "no-such-workflow", nil, ""); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := h.e.Start(ctx, "no-such-workflow", nil, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Start of an unknown workflow: %v, want ErrNotFound", err)
 	}
 }
@@ -345,7 +382,7 @@ steps:
   - { id: first, activity: kit.echo }
   - { id: nap, delay: 1h }
 `)
-	inst, err := h.e.Start(context.Background(), "slow", nil, "")
+	inst, _, err := h.e.Start(context.Background(), "slow", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +441,7 @@ steps:
   - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 50 } }
 `)
 	ctx := context.Background()
-	inst, err := h.e.Start(ctx, "long", nil, "")
+	inst, _, err := h.e.Start(ctx, "long", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +562,7 @@ output: "${ vars.x / 0 }"
 		t.Run(tt.name, func(t *testing.T) {
 			h.save(tt.def)
 			name := strings.Fields(tt.def)[1]
-			inst, err := h.e.Start(context.Background(), name, nil, "")
+			inst, _, err := h.e.Start(context.Background(), name, nil, "")
 			if err != nil {
 				t.Fatalf("Start %s: %v", name, err)
 			}
@@ -573,7 +610,7 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 	h.save("name: holder\nsteps: [{id: sub, workflow: held}]\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	parent, err := h.e.Start(ctx, "holder", nil, "holder-1")
+	parent, _, err := h.e.Start(ctx, "holder", nil, "holder-1")
 	if err != nil {
 		t.Fatal(err)
 	}

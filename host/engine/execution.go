@@ -706,7 +706,7 @@ func (x *execution) commit() error {
 	// tokens, so a parent replayed after a crash asks for the same ids and
 	// the store's idempotent create absorbs the repeat.
 	for _, c := range x.children {
-		if _, err := x.e.create(x.ctx, c.Workflow, c.Input, childID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
+		if _, _, err := x.e.create(x.ctx, c.Workflow, c.Input, childID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
 			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
 		}
 	}

@@ -48,7 +48,7 @@ steps:
 `)); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := e.Start(ctx, "garbage", nil, "")
+	inst, _, err := e.Start(ctx, "garbage", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ output: "${ vars.work }"
 `)); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := e.Start(ctx, "stalling", nil, "")
+	inst, _, err := e.Start(ctx, "stalling", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

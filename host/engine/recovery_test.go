@@ -90,7 +90,7 @@ func saveAndStart(t *testing.T, e *engine.Engine, source string) *store.Instance
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst, err := e.Start(ctx, d.Name, nil, "")
+	inst, _, err := e.Start(ctx, d.Name, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ output: "${ vars.e }"
 		t.Fatal(err)
 	}
 	// Started, but the node never runs: its in-process queue is lost.
-	inst, err := first.Start(ctx, "quick", nil, "")
+	inst, _, err := first.Start(ctx, "quick", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ output: "${ vars.work.done_ms }"
 		t.Fatal(err)
 	}
 	stopA := runA()
-	inst, err := a.Start(ctx, "long", nil, "")
+	inst, _, err := a.Start(ctx, "long", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ steps:
 	}
 	runA()
 	runB()
-	inst, err := a.Start(ctx, "longer", nil, "")
+	inst, _, err := a.Start(ctx, "longer", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ output: "${ vars.woke }"
 		t.Fatal(err)
 	}
 	stop := runBefore()
-	inst, err := before.Start(ctx, "napper", nil, "")
+	inst, _, err := before.Start(ctx, "napper", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ steps:
 		t.Fatal(err)
 	}
 	run()
-	inst, err := e.Start(ctx, "lengthy", nil, "")
+	inst, _, err := e.Start(ctx, "lengthy", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

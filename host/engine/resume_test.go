@@ -38,7 +38,7 @@ steps:
 	defer h.close()
 	st := h.st
 	if mode == "start" {
-		if _, err := h.e.Start(ctx, "longwork", nil, resumeID); err != nil {
+		if _, _, err := h.e.Start(ctx, "longwork", nil, resumeID); err != nil {
 			return err
 		}
 	}

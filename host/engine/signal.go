@@ -150,7 +150,7 @@ func (e *Engine) trigger(ctx context.Context, s Stimulus) (started []string, hea
 					continue
 				}
 				heard = true
-				inst, err := e.create(ctx, d.Name, s.Payload, "stim-"+s.ID+"-"+d.Name, nil)
+				inst, _, err := e.create(ctx, d.Name, s.Payload, "stim-"+s.ID+"-"+d.Name, nil)
 				if err != nil {
 					return nil, false, err
 				}

@@ -43,7 +43,7 @@ func TestStimulusResumesWait(t *testing.T) {
 	h := newHost(t)
 	h.save(approvalFlow)
 	ctx := context.Background()
-	inst, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-42"}, "")
+	inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-42"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestStimulusBeforeItsBookmarkIsQueuedThenDelivered(t *testing.T) {
 	if err != nil || !out.Queued || len(out.Resumed) != 0 {
 		t.Fatalf("Signal with no bookmark: %+v, %v; want queued", out, err)
 	}
-	inst, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-7"}, "")
+	inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-7"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 
 	t.Run("suspended", func(t *testing.T) {
 		t.Parallel()
-		inst, err := h.e.Start(ctx, "approval", map[string]any{"id": "c-1"}, "")
+		inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "c-1"}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 	})
 	t.Run("busy with a long activity", func(t *testing.T) {
 		t.Parallel()
-		inst, err := h.e.Start(ctx, "busy", nil, "")
+		inst, _, err := h.e.Start(ctx, "busy", nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}

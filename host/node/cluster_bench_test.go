@@ -77,7 +77,7 @@ func benchCluster(b *testing.B, n int) {
 	}
 	// Warm every node's plugin pool outside the measurement.
 	for _, nd := range nodes {
-		inst, err := nd.Engine().Start(ctx, "three", "warm", "")
+		inst, _, err := nd.Engine().Start(ctx, "three", "warm", "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func benchCluster(b *testing.B, n int) {
 	b.ResetTimer()
 	ids := make([]string, b.N)
 	for i := range b.N {
-		inst, err := nodes[i%n].Engine().Start(ctx, "three", "hi", "")
+		inst, _, err := nodes[i%n].Engine().Start(ctx, "three", "hi", "")
 		if err != nil {
 			b.Fatal(err)
 		}

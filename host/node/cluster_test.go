@@ -56,7 +56,7 @@ func TestTwoNodesShareOneRedis(t *testing.T) {
 	nodes := map[string]bool{}
 	for i := range 12 {
 		e := []*node.Node{a, b}[i%2].Engine()
-		inst, err := e.Start(ctx, "greet", "hi", "")
+		inst, _, err := e.Start(ctx, "greet", "hi", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 10 }, timeout
 `)); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := a.Engine().Start(ctx, "long", nil, "")
+	inst, _, err := a.Engine().Start(ctx, "long", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ steps:
 	defer q.Close()
 	var ids []string
 	for i := range 8 {
-		inst, err := []*node.Node{a, b}[i%2].Engine().Start(ctx, "longer", nil, "")
+		inst, _, err := []*node.Node{a, b}[i%2].Engine().Start(ctx, "longer", nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ steps:
 `)); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := a.Engine().Start(ctx, "long", nil, "")
+	inst, _, err := a.Engine().Start(ctx, "long", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

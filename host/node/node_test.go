@@ -152,7 +152,7 @@ steps:
 `)); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := n.Engine().Start(ctx, "hold", nil, "hold-1")
+	inst, _, err := n.Engine().Start(ctx, "hold", nil, "hold-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestRestart(t *testing.T) {
 	if !strings.Contains(logs.String(), "loaded stored plugins") || !strings.Contains(logs.String(), "count=1") {
 		t.Fatalf("log:\n%s", logs)
 	}
-	inst, err := second.Engine().Start(ctx, "greet", "ada", "")
+	inst, _, err := second.Engine().Start(ctx, "greet", "ada", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ output: "${ vars.call }"
 
 	run := func(on *node.Node) *store.Instance {
 		t.Helper()
-		inst, err := on.Engine().Start(ctx, "outbound", url, "")
+		inst, _, err := on.Engine().Start(ctx, "outbound", url, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,7 +130,7 @@ output: "${ vars.work.done_ms }"
 	// the version after the upload (the uploader compiled it while
 	// storing it).
 	stopA()
-	inst, err := b.Engine().Start(ctx, "first", nil, "")
+	inst, _, err := b.Engine().Start(ctx, "first", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 600000, beat_ms: 20 } } ]
 `)); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := first.Engine().Start(ctx, "long", nil, "")
+	inst, _, err := first.Engine().Start(ctx, "long", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
