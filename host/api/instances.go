@@ -64,13 +64,10 @@ func viewInstance(in *store.Instance) instanceView {
 		// Cancelled before the engine kept the reason as the error (or
 		// imported so): the answer says so all the same, so that every
 		// instance that ended without completing has an error.
-		v.Error = &store.Failure{Code: cancelledCode, Message: "cancelled; the reason, if one was given, is in the instance's history"}
+		v.Error = &store.Failure{Code: string(store.StatusCancelled), Message: "cancelled; the reason, if one was given, is in the instance's history"}
 	}
 	return v
 }
-
-// cancelledCode is the error code of a cancelled instance.
-const cancelledCode = "cancelled"
 
 // detail is viewInstance with waiting_on, read from the store. A finished
 // instance waits on nothing, whatever records it left.

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/plugins"
 )
@@ -79,7 +80,7 @@ type Failure struct {
 func Classify(err error) Failure {
 	var ge *plugins.GuestError
 	if errors.As(err, &ge) {
-		if ge.Code == "cancelled" {
+		if ge.Code == abi.CodeCancelled {
 			return Failure{Kind: KindCancelled, Code: ge.Code}
 		}
 		return Failure{Kind: KindActivity, Code: ge.Code, Retryable: ge.Retryable}

@@ -402,7 +402,7 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 func (a *apply) cancel(ev Cancel) {
 	a.cancelOutstanding(a.st.Root)
 	a.st.Status = StatusCancelled
-	a.st.Error = &Failure{Code: "cancelled", Message: ev.Reason}
+	a.st.Error = &Failure{Code: string(StatusCancelled), Message: ev.Reason}
 	a.record("instance_cancelled", "", 0, map[string]any{"reason": ev.Reason})
 	a.emit(Finish{Status: StatusCancelled, Error: a.st.Error})
 }
