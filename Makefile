@@ -63,12 +63,16 @@ bench: plugins
 	./bench/run.sh
 
 # Runs every fuzz target for FUZZTIME each (go test -fuzz takes one target
-# at a time). New failing inputs land in the package's testdata/fuzz. A
-# package that is the root of a module of its own (./sdk) is fuzzed from
-# its directory.
+# at a time), or for the time a target names after a second colon: the
+# HTTP API's end-to-end target (a real node on loopback, requests built
+# from the OpenAPI document) runs for FUZZ_API_TIME. New failing inputs
+# land in the package's testdata/fuzz. A package that is the root of a
+# module of its own (./sdk) is fuzzed from its directory.
 FUZZTIME ?= 30s
+FUZZ_API_TIME ?= 3m
 FUZZ_TARGETS := \
 	./host/definition:FuzzParse \
+	./host/api:FuzzAPI:$(FUZZ_API_TIME) \
 	./sdk:FuzzAppendJSONString \
 	./plugins:FuzzLoad \
 	./plugins:FuzzHostileGuest \
@@ -80,10 +84,11 @@ FUZZ_TARGETS := \
 	./examples/plugins/ckit/test:FuzzSameAsKit
 fuzz: deps plugins
 	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
-		pkg=$${t%%:*}; dir=.; \
+		pkg=$${t%%:*}; name=$${t#*:}; time=$(FUZZTIME); \
+		case $$name in *:*) time=$${name#*:}; name=$${name%%:*};; esac; \
+		echo "fuzz $$name in $$pkg for $$time"; dir=.; \
 		if [ -f "$$pkg/go.mod" ]; then dir=$$pkg; pkg=.; fi; \
-		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$$pkg"); \
+		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$time "$$pkg"); \
 	done
 
 # On a first start (empty ./data) the host loads the example plugins and

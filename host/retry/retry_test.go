@@ -117,22 +117,23 @@ func TestClassifyRealFailures(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{})
 	kit := testplugins.Load(t, rt, "kit")
-	call := func(ctx context.Context, activity, input string) error {
-		_, err := rt.Invoke(ctx, kit, plugins.Call{Activity: activity, Input: []byte(input)})
+	// The spin call's timeout counts from when its guest starts running
+	// (Call.Timeout), not from before the calls ahead of it, so that a slow
+	// machine cannot spend it before the guest runs.
+	call := func(activity, input string, timeout time.Duration) error {
+		_, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: activity, Input: []byte(input), Timeout: timeout})
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
 	tests := []struct {
 		name string
 		err  error
 		want retry.Kind
 		code string
 	}{
-		{"guest failure", call(context.Background(), "fail", `{"code":"card_declined"}`), retry.KindActivity, "card_declined"},
-		{"panic", call(context.Background(), "trap", `null`), retry.KindActivity, "panic"},
-		{"timeout", call(ctx, "spin", `null`), retry.KindTimeout, "timeout"},
-		{"unknown activity", call(context.Background(), "nope", `null`), retry.KindUnknownActivity, "unknown_activity"},
+		{"guest failure", call("fail", `{"code":"card_declined"}`, 0), retry.KindActivity, "card_declined"},
+		{"panic", call("trap", `null`, 0), retry.KindActivity, "panic"},
+		{"timeout", call("spin", `null`, 100*time.Millisecond), retry.KindTimeout, "timeout"},
+		{"unknown activity", call("nope", `null`, 0), retry.KindUnknownActivity, "unknown_activity"},
 	}
 	for _, tt := range tests {
 		if f := retry.Classify(tt.err); f.Kind != tt.want || f.Code != tt.code {
