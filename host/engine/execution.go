@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/lock"
@@ -517,7 +518,7 @@ func (x *execution) event(r result, watched *attempt) runner.Event {
 		}
 		return runner.ActivityCompleted{Token: r.token, Output: v, Requests: requests}
 	}
-	f := runner.ActivityFailed{Token: r.token, Failure: retry.Classify(r.err), Message: r.err.Error(), Requests: requests}
+	f := runner.ActivityFailed{Token: r.token, Failure: classify.Failure(r.err), Message: r.err.Error(), Requests: requests}
 	var ge *plugins.GuestError
 	if errors.As(r.err, &ge) {
 		f.Message, f.Details = ge.Message, ge.Details

@@ -14,7 +14,7 @@ import (
 	"github.com/weftworks/weft/host/metrics"
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/queue/memqueue"
-	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock"
@@ -128,8 +128,8 @@ func TestPlugins(t *testing.T) {
 		if (err == nil) != (tc.outcome == "ok") {
 			t.Fatalf("%s: err = %v", tc.activity, err)
 		}
-		if err != nil && string(retry.Classify(err).Kind) != tc.outcome {
-			t.Fatalf("%s: %v classifies as %s", tc.activity, err, retry.Classify(err).Kind)
+		if err != nil && string(classify.Failure(err).Kind) != tc.outcome {
+			t.Fatalf("%s: %v classifies as %s", tc.activity, err, classify.Failure(err).Kind)
 		}
 		if v := value(t, reg, "weft_activity_attempts_total", "plugin", "kit", "activity", tc.activity, "outcome", tc.outcome); v != 1 {
 			t.Fatalf("%s: attempts{outcome=%s} = %v", tc.activity, tc.outcome, v)
