@@ -1,9 +1,9 @@
 // Package definition parses and validates workflow definitions and compiles
 // their expressions.
 //
-// Parse reads YAML or JSON (JSON is YAML) into a Definition, Validate checks
-// it against a Catalog of plugins and saved workflows, and Load does both and
-// reports every problem of both at once, each with its path
+// Parse reads YAML or JSON (JSON is YAML) into a Definition and checks what
+// needs nothing else; Load also checks it against a Catalog of plugins and
+// saved workflows, and reports every problem of both at once, each with its path
 // (`steps[2].retry.backoff`, `steps[1].then[0].wait.key`) and, when parsed
 // from text, its line and column. The decoder walks the YAML node tree
 // itself instead of using a strict decoder, so that unknown fields, wrong

@@ -30,7 +30,7 @@ func Parse(data []byte) (*Definition, error) {
 	return Load(data, nil)
 }
 
-// Load is Parse followed by Validate against catalog, reporting the problems
+// Load is Parse followed by the checks against catalog, reporting the problems
 // of both in one *ValidationError, in document order. A nil catalog skips the
 // checks that need one.
 func Load(data []byte, catalog Catalog) (*Definition, error) {

@@ -100,7 +100,7 @@
 //     done. A write that has begun is not abandoned when ctx ends: it returns
 //     when it is durable or refused, which keeps "the call failed" meaning
 //     "nothing was written".
-
+//
 // # Inbox
 //
 // An instance's inbox holds Messages (stimuli for its bookmarks, children's
