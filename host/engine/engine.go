@@ -129,8 +129,8 @@ type Config struct {
 	// 2 × GOMAXPROCS.
 	Workers int
 	// LockTTL is the time to live of a running instance's lock and store
-	// lease. The lock is extended every third of it and the lease renewed
-	// by the heartbeat scheduler every cycle (2s by default), so it must
+	// lease. The heartbeat scheduler extends the lock and renews the lease
+	// once every cycle (2s by default), so it must
 	// cover several cycles; recovery takes a dead node's instances over
 	// once it has passed. Defaults to 8s: with the 1s recovery sweep, a
 	// dead node's work moves within about 9s, and a node must miss four

@@ -95,13 +95,13 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 	var err error
 	if onlyIfFree {
 		var ok bool
-		lease, ok, err = e.locks.TryAcquire(ctx, lock.InstanceKey(id), e.cfg.LockTTL)
+		lease, ok, err = e.locks.TryAcquire(ctx, InstanceLockKey(id), e.cfg.LockTTL)
 		if err == nil && !ok {
 			return nil
 		}
 	} else {
 		actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
-		lease, err = e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+		lease, err = e.locks.Acquire(actx, InstanceLockKey(id), e.cfg.LockTTL)
 		cancel()
 	}
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 )
 
@@ -54,7 +53,7 @@ func TestRefreshAlreadyInProgress(t *testing.T) {
 	locks := local.New(local.Config{})
 	h := newHostWithLocks(t, locks)
 	ctx := context.Background()
-	held, ok, err := locks.TryAcquire(ctx, lock.RefreshKey([]string{"b", "a"}), time.Minute)
+	held, ok, err := locks.TryAcquire(ctx, engine.RefreshLockKey([]string{"b", "a"}), time.Minute)
 	if err != nil || !ok {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/weftworks/weft/host/store"
-	"github.com/weftworks/weft/lock"
 )
 
 // StateFormat versions the document Export writes and Import reads.
@@ -58,7 +57,7 @@ func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) 
 		return nil, err
 	}
 	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
-	lease, err := e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+	lease, err := e.locks.Acquire(actx, InstanceLockKey(id), e.cfg.LockTTL)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("engine: locking instance %s: %w", id, err)
@@ -96,7 +95,7 @@ func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) 
 // running instance is deleted when its run ends, never under it.
 func (e *Engine) Delete(ctx context.Context, id string) error {
 	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
-	lease, err := e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+	lease, err := e.locks.Acquire(actx, InstanceLockKey(id), e.cfg.LockTTL)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("engine: locking instance %s: %w", id, err)

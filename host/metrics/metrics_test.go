@@ -174,16 +174,16 @@ func TestLocker(t *testing.T) {
 	m, reg := newMetrics(t)
 	l := metrics.Locker(m, local.New(local.Config{}))
 	ctx := context.Background()
-	lease, err := l.Acquire(ctx, lock.InstanceKey("a"), time.Minute)
+	lease, err := l.Acquire(ctx, "workflow-instance:a", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := l.TryAcquire(ctx, lock.InstanceKey("a"), time.Minute); ok || err != nil {
+	if _, ok, err := l.TryAcquire(ctx, "workflow-instance:a", time.Minute); ok || err != nil {
 		t.Fatalf("TryAcquire of a held key: %v, %v", ok, err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if _, err := l.Acquire(cctx, lock.InstanceKey("a"), time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := l.Acquire(cctx, "workflow-instance:a", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire of a held key: %v", err)
 	}
 	if err := lease.Extend(ctx, time.Minute); err != nil {
@@ -193,7 +193,7 @@ func TestLocker(t *testing.T) {
 	if err := lease.Extend(ctx, time.Minute); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Extend after Release: %v", err)
 	}
-	if _, ok, err := l.TryAcquire(ctx, lock.RefreshAllKey, time.Minute); !ok || err != nil {
+	if _, ok, err := l.TryAcquire(ctx, "workflow-definitions-refresh:all", time.Minute); !ok || err != nil {
 		t.Fatalf("TryAcquire: %v, %v", ok, err)
 	}
 	for _, c := range []struct {
@@ -228,7 +228,7 @@ func TestLockerBatch(t *testing.T) {
 	ctx := context.Background()
 	var leases []lock.Lease
 	for _, id := range []string{"a", "b", "c"} {
-		le, err := l.Acquire(ctx, lock.InstanceKey(id), time.Minute)
+		le, err := l.Acquire(ctx, "workflow-instance:"+id, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
