@@ -27,7 +27,7 @@ SDK_VET    := cd sdk && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./.
 # so CI) and lint fail otherwise.
 TIDY_CHECK := @for m in . bench sdk; do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy: $$m/go.mod is not tidy (run go mod tidy there)"; exit 1; }; done
 
-.PHONY: all build plugins test deps bench fuzz run fmt lint clean
+.PHONY: all build plugins test deps bench bench-http fuzz run fmt lint clean
 all: build plugins
 
 build:
@@ -65,6 +65,11 @@ test: deps plugins
 
 bench: plugins
 	./bench/run.sh
+
+# Throughput and latency over HTTP, from a separate load process, against
+# weft serve on the embedded store and on Redis (bench/http.sh).
+bench-http: deps build plugins
+	./bench/http.sh
 
 # Runs every fuzz target for FUZZTIME each (go test -fuzz takes one target
 # at a time), or for the time a target names after a second colon: the
