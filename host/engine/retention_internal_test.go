@@ -80,11 +80,8 @@ func TestRetentionSweepBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var due []string
 	for i := range 7 {
-		id := fmt.Sprintf("due-%d", i)
-		commit(id, store.StatusCompleted, now.Add(-time.Duration(7-i)*time.Minute))
-		due = append(due, id)
+		commit(fmt.Sprintf("due-%d", i), store.StatusCompleted, now.Add(-time.Duration(7-i)*time.Minute))
 	}
 	commit("not-yet", store.StatusFailed, now.Add(time.Minute))
 	commit("live", store.StatusRunning, time.Time{})
