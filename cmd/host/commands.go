@@ -385,6 +385,10 @@ func (cmd *clientCmd) printInstance(in *client.Instance) {
 	}
 	fmt.Fprintf(w, "created:   %s\n", formatTime(in.CreatedAt))
 	fmt.Fprintf(w, "updated:   %s\n", formatTime(in.UpdatedAt))
+	if !in.DeleteAfter.IsZero() {
+		// A finished instance is kept until then, and deleted after.
+		fmt.Fprintf(w, "retention: until %s\n", formatTime(in.DeleteAfter))
+	}
 	fmt.Fprintf(w, "input:     %s\n", indentJSON(in.Input, "           "))
 	if len(in.Output) > 0 && string(in.Output) != "null" {
 		fmt.Fprintf(w, "output:    %s\n", indentJSON(in.Output, "           "))

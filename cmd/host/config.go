@@ -21,6 +21,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
 
+	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/plugins"
@@ -149,6 +150,11 @@ type EngineConfig struct {
 	StimulusTTL      time.Duration `koanf:"stimulus_ttl"`
 	StimulusInterval time.Duration `koanf:"stimulus_interval"`
 	RecoveryInterval time.Duration `koanf:"recovery_interval"`
+	// Retention is how long a finished instance is kept when its workflow
+	// sets no retention; 0 keeps finished instances forever. Defaults to
+	// engine.DefaultRetention (7 days).
+	Retention         time.Duration `koanf:"retention"`
+	RetentionInterval time.Duration `koanf:"retention_interval"`
 }
 
 // HeartbeatConfig configures the heartbeat scheduler (heartbeat.Config).
@@ -262,6 +268,10 @@ func defaultConfig() Config {
 			StimulusTTL:      eng.StimulusTTL,
 			StimulusInterval: eng.StimulusInterval,
 			RecoveryInterval: eng.RecoveryInterval,
+			// The engine's zero value deletes nothing; a host keeps a
+			// week unless told otherwise, so that its store stops growing.
+			Retention:         engine.DefaultRetention,
+			RetentionInterval: eng.RetentionInterval,
 		},
 		Heartbeat: HeartbeatConfig{Tick: hb.Tick, Batch: hb.Batch, Cycle: hb.Cycle, MaxRetries: hb.MaxRetries},
 	}
@@ -843,6 +853,10 @@ func (c *LoadedConfig) validate() []Problem {
 	positive("engine.stimulus_ttl", c.Engine.StimulusTTL)
 	positive("engine.stimulus_interval", c.Engine.StimulusInterval)
 	positive("engine.recovery_interval", c.Engine.RecoveryInterval)
+	if c.Engine.Retention < 0 || c.Engine.Retention > definition.MaxRetention {
+		bad("engine.retention", "want between 0 (keep finished instances forever) and %s (100 years), got %s", formatDuration(definition.MaxRetention), c.Engine.Retention)
+	}
+	positive("engine.retention_interval", c.Engine.RetentionInterval)
 
 	positive("heartbeat.tick", c.Heartbeat.Tick)
 	if c.Heartbeat.Batch < 1 {

@@ -62,6 +62,8 @@ type hostOptions struct {
 	node node.Config
 	// debugLogs captures log lines of every level, not only Info and up.
 	debugLogs bool
+	// retention is the engine's Retention (0, the default: forever).
+	retention time.Duration
 }
 
 func newHost(t testing.TB) *host {
@@ -83,7 +85,7 @@ func newHostWith(t testing.TB, o hostOptions) *host {
 		ncfg.WorkflowsDir = t.TempDir()
 	}
 	ncfg.Plugins = plugins.Config{CacheDir: testplugins.CacheDir(t)}
-	ncfg.Engine = engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}
+	ncfg.Engine = engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, Retention: o.retention}
 	ncfg.Registerer = reg
 	n, err := node.Open(context.Background(), ncfg, log)
 	if err != nil {

@@ -394,6 +394,9 @@ type Instance struct {
 	Parent    *Parent           `json:"parent,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
+	// DeleteAfter is when a finished instance will be deleted; zero while
+	// it runs, and when it is kept forever.
+	DeleteAfter time.Time `json:"delete_after,omitzero"`
 	// WaitingOn is set by Instance and Start, and by Instances for a
 	// suspended instance.
 	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`

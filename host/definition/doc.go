@@ -76,6 +76,12 @@
 //     JSON syntax errors carry a line and column. A key twice in one map
 //     is refused (yaml.v3 allows it in the node tree, encoding/json
 //     always); ParseSaved lets the last one win, as earlier saves did.
+//   - `retention` (how long a finished instance is kept) is a duration of
+//     at most MaxRetention, or 0 for "forever"; a bare 0 is accepted, as
+//     it has no unit to guess. Absent, Retention is nil and the host's
+//     default applies, so "not set" and "forever" differ. It is in the
+//     canonical form only when present, so adding the field did not change
+//     the hash of the definitions saved before it existed.
 //   - A problem about the whole document has the path RootPath ("$").
 //
 // # Versioning

@@ -84,6 +84,14 @@ func validate(def *Definition, catalog Catalog) []Problem {
 	default:
 		v.problem("persistence", "unknown persistence %q; want lazy or activity", def.Persistence)
 	}
+	if r := def.Retention; r != nil {
+		switch {
+		case *r < 0:
+			v.problem("retention", "retention %s must not be negative; 0 keeps finished instances forever", *r)
+		case *r > MaxRetention:
+			v.problem("retention", "retention %s is longer than the limit of 100 years (%s); 0 keeps finished instances forever", *r, MaxRetention)
+		}
+	}
 	events := map[string]bool{}
 	for i, t := range def.Triggers {
 		p := joinIndex("triggers", i) + ".event"

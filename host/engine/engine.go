@@ -50,6 +50,13 @@
 // details are persisted with each renewal. The attempt that recovery starts
 // resumes from them (runner.Recover, store.Heartbeats).
 //
+// # Retention
+//
+// The commit that finishes an instance stamps it with when it may be
+// deleted (its workflow version's retention, or Config.Retention, after
+// the finish), and a singleton sweep deletes, under each instance's lock,
+// those whose time came (retention.go).
+//
 // # Cluster
 //
 // With a Bus, a message for an instance running on another node (a cancel,
@@ -96,7 +103,19 @@ type Observer interface {
 	// StepFinished says that a step of workflow ended, with outcome
 	// "completed" or "failed", d after it started.
 	StepFinished(workflow, step, outcome string, d time.Duration)
+	// InstancesDeleted says that n instances were deleted, for reason
+	// DeletedOnRequest or DeletedByRetention.
+	InstancesDeleted(reason string, n int)
 }
+
+// Why instances were deleted, as Observer.InstancesDeleted is told.
+const (
+	// DeletedOnRequest: Delete was called (DELETE /v1/instances/{id}).
+	DeletedOnRequest = "request"
+	// DeletedByRetention: the retention sweep deleted finished instances
+	// whose DeleteAfter had passed.
+	DeletedByRetention = "retention"
+)
 
 // Bus carries notifications between the nodes of a cluster (host/notify
 // implements it on Redis pub/sub). It is at most once: a lost notification
@@ -120,6 +139,7 @@ type nopObserver struct{}
 
 func (nopObserver) InstanceStatus(string, store.Status)                {}
 func (nopObserver) StepFinished(string, string, string, time.Duration) {}
+func (nopObserver) InstancesDeleted(string, int)                       {}
 
 // Config configures an Engine.
 type Config struct {
@@ -154,6 +174,23 @@ type Config struct {
 	// RecoveryInterval is how often instances whose lease expired are
 	// looked for. Defaults to 1s.
 	RecoveryInterval time.Duration
+	// Retention is how long a finished instance (completed, failed,
+	// cancelled) is kept, with its history, when its workflow's version
+	// sets no retention: the commit that finishes it stamps its
+	// DeleteAfter, and the retention sweep deletes it after that. 0 keeps
+	// finished instances forever, and is what the zero Config does, so
+	// that an engine deletes nothing unless told to; the host sets
+	// DefaultRetention (engine.retention). At most
+	// definition.MaxRetention.
+	Retention time.Duration
+	// RetentionInterval is how often the retention sweep looks for
+	// finished instances past their DeleteAfter. Defaults to 1m: deletion
+	// is housekeeping, and a minute late costs nothing.
+	RetentionInterval time.Duration
+	// RetentionBatch is how many instances the retention sweep asks the
+	// store for at a time; a turn asks again while batches come back full.
+	// Defaults to 500, at most store.MaxListLimit.
+	RetentionBatch int
 	// Heartbeat configures the heartbeat scheduler that times out attempts
 	// whose guest stopped heartbeating. Defaults to heartbeat's defaults.
 	Heartbeat heartbeat.Config
@@ -198,6 +235,12 @@ func (c Config) WithDefaults() Config {
 	if c.RecoveryInterval == 0 {
 		c.RecoveryInterval = time.Second
 	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = time.Minute
+	}
+	if c.RetentionBatch == 0 {
+		c.RetentionBatch = 500
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -216,11 +259,20 @@ func (c Config) validate() error {
 		return fmt.Errorf("engine: Workers must be at least 1, got %d", c.Workers)
 	case c.LockTTL < time.Second:
 		return fmt.Errorf("engine: LockTTL must be at least 1s, got %s", c.LockTTL)
-	case c.AcquireTimeout <= 0 || c.ActivityTimeout <= 0 || c.TimerInterval <= 0 || c.StimulusTTL <= 0 || c.StimulusInterval <= 0 || c.RecoveryInterval <= 0:
-		return errors.New("engine: AcquireTimeout, ActivityTimeout, TimerInterval, StimulusTTL, StimulusInterval and RecoveryInterval must be positive")
+	case c.AcquireTimeout <= 0 || c.ActivityTimeout <= 0 || c.TimerInterval <= 0 || c.StimulusTTL <= 0 || c.StimulusInterval <= 0 || c.RecoveryInterval <= 0 || c.RetentionInterval <= 0:
+		return errors.New("engine: AcquireTimeout, ActivityTimeout, TimerInterval, StimulusTTL, StimulusInterval, RecoveryInterval and RetentionInterval must be positive")
+	case c.Retention < 0 || c.Retention > definition.MaxRetention:
+		return fmt.Errorf("engine: Retention must be between 0 (keep forever) and %s, got %s", definition.MaxRetention, c.Retention)
+	case c.RetentionBatch < 1 || c.RetentionBatch > store.MaxListLimit:
+		return fmt.Errorf("engine: RetentionBatch must be between 1 and %d, got %d", store.MaxListLimit, c.RetentionBatch)
 	}
 	return nil
 }
+
+// DefaultRetention is the host's default Config.Retention
+// (engine.retention): a week, long enough to look into what went wrong
+// after a weekend, short enough that the store stops growing.
+const DefaultRetention = 7 * 24 * time.Hour
 
 // Engine runs workflow instances on one node.
 type Engine struct {
@@ -565,6 +617,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		{"weft-timers-sweep", e.cfg.TimerInterval, e.sweepTimers},
 		{"weft-recovery-sweep", e.cfg.RecoveryInterval, e.recover},
 		{"weft-stimuli-sweep", e.cfg.StimulusInterval, e.sweepStimuli},
+		{"weft-retention-sweep", e.cfg.RetentionInterval, e.sweepRetention},
 	} {
 		wg.Add(1)
 		go func() {
@@ -601,7 +654,7 @@ func (e *Engine) singleton(ctx context.Context, key string, interval time.Durati
 			return
 		case <-t.C:
 		}
-		lease, ok, err := e.locks.TryAcquire(ctx, key, max(time.Second, 4*interval))
+		lease, ok, err := e.locks.TryAcquire(ctx, key, singletonTTL(interval))
 		if err != nil || !ok {
 			continue
 		}
@@ -609,6 +662,10 @@ func (e *Engine) singleton(ctx context.Context, key string, interval time.Durati
 		lease.Release(context.WithoutCancel(ctx))
 	}
 }
+
+// singletonTTL is the lock TTL of singleton work run every interval: a
+// turn that takes longer may overlap the next node's.
+func singletonTTL(interval time.Duration) time.Duration { return max(time.Second, 4*interval) }
 
 // sweepTimers queues the instances whose timers are due.
 func (e *Engine) sweepTimers(ctx context.Context) {

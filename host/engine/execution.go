@@ -695,6 +695,11 @@ func (x *execution) commit() error {
 	if inst.Status == store.StatusRunning {
 		inst.Lease = store.Lease{Node: x.e.cfg.NodeID, Boot: x.e.boot, Expiry: x.e.cfg.Now().Add(x.e.cfg.LockTTL)}
 	}
+	if inst.Status.Terminal() && inst.DeleteAfter.IsZero() {
+		// Decided once, as it finishes (see retention.go); a commit
+		// retried after a failure keeps the first decision.
+		inst.DeleteAfter = x.e.deleteAfter(x.prog.Definition(), x.e.cfg.Now())
+	}
 	timers := make([]store.Timer, 0, len(x.timers))
 	for _, t := range x.timers {
 		timers = append(timers, t)

@@ -32,6 +32,8 @@ func (o *observed) StepFinished(workflow, step, outcome string, d time.Duration)
 	o.slow[step] = max(o.slow[step], d)
 }
 
+func (o *observed) InstancesDeleted(reason string, n int) {}
+
 func TestObserverSeesStatusesAndStepLatencies(t *testing.T) {
 	t.Parallel()
 	o := &observed{status: map[string][]store.Status{}, slow: map[string]time.Duration{}}

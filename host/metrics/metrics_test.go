@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/metrics"
 	"github.com/weftworks/weft/host/queue"
@@ -85,19 +86,25 @@ func TestNewTwiceOnOneRegistry(t *testing.T) {
 func TestObserver(t *testing.T) {
 	t.Parallel()
 	m, reg := newMetrics(t)
-	var obs interface {
-		InstanceStatus(workflow string, status store.Status)
-		StepFinished(workflow, step, outcome string, d time.Duration)
-	} = m
+	var obs engine.Observer = m
 	obs.InstanceStatus("greet", store.StatusRunning)
 	obs.InstanceStatus("greet", store.StatusCompleted)
 	obs.InstanceStatus("greet", store.StatusCompleted)
 	obs.StepFinished("greet", "up", "completed", 3*time.Millisecond)
+	obs.InstancesDeleted(engine.DeletedByRetention, 500)
+	obs.InstancesDeleted(engine.DeletedByRetention, 2)
+	obs.InstancesDeleted(engine.DeletedOnRequest, 1)
 	if v := value(t, reg, "weft_instance_transitions_total", "workflow", "greet", "status", "completed"); v != 2 {
 		t.Fatalf("completed transitions = %v", v)
 	}
 	if v := value(t, reg, "weft_step_duration_seconds", "workflow", "greet", "step", "up", "outcome", "completed"); v != 1 {
 		t.Fatalf("step samples = %v", v)
+	}
+	if v := value(t, reg, "weft_instances_deleted_total", "reason", "retention"); v != 502 {
+		t.Fatalf("instances deleted by retention = %v, want 502", v)
+	}
+	if v := value(t, reg, "weft_instances_deleted_total", "reason", "request"); v != 1 {
+		t.Fatalf("instances deleted on request = %v, want 1", v)
 	}
 }
 

@@ -65,6 +65,11 @@
 //     already be taking it. ExpiredLeases lists non-terminal instances
 //     (pending, running, suspended) whose lease is set and whose expiry is
 //     not after now; an empty lease is never listed.
+//   - Retention. The store deletes nothing by itself: it keeps a
+//     terminal instance's DeleteAfter, indexed, and ExpiredInstances lists
+//     those whose time came; the engine's retention sweep deletes them.
+//     DeleteAfter is refused on an instance that is not terminal, so a
+//     running instance can never be listed.
 //   - Stimuli. EnqueueStimulus requires an ID (the engine generates one when
 //     the client gives none) and an ExpiresAt (the TTL); the store sets
 //     CreatedAt and State. PendingStimuli and Commit treat a stimulus whose

@@ -76,6 +76,14 @@ type Instance struct {
 	Fence uint64 `json:"fence"`
 	// Lease says which node runs the instance; zero when none does.
 	Lease Lease `json:"lease"`
+	// DeleteAfter is when a finished instance may be deleted with
+	// everything it left (history, bookmarks, timers, inbox, heartbeats);
+	// zero keeps it until someone deletes it. The engine sets it in the
+	// commit that finishes the instance, so that a later change of the
+	// retention settings does not rewrite what was decided then. Only a
+	// terminal instance may have one (ErrInvalid otherwise), and the store
+	// indexes it for ExpiredInstances.
+	DeleteAfter time.Time `json:"delete_after,omitzero"`
 }
 
 // Failure is a coded error, as stored with a failed instance.

@@ -43,7 +43,8 @@ type Store interface {
 	ListInstances(ctx context.Context, f InstanceFilter) (items []Instance, next string, err error)
 
 	// DeleteInstance removes an instance with its state, history,
-	// bookmarks and timers. It returns ErrNotFound when there is no such
+	// bookmarks, timers, inbox, heartbeats and index entries (the one
+	// ExpiredInstances reads included). It returns ErrNotFound when there is no such
 	// instance and a *CommitError wrapping ErrFenced when fence is lower
 	// than the stored one.
 	DeleteInstance(ctx context.Context, id string, fence uint64) error
@@ -115,6 +116,13 @@ type Store interface {
 	// expiry first: the instances that recovery takes over, with a Commit
 	// that sets a new Lease.
 	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]string, error)
+
+	// ExpiredInstances returns up to limit ids of terminal instances whose
+	// DeleteAfter is set and not after now, ordered by (DeleteAfter, ID),
+	// earliest first: the instances the retention sweep deletes, with
+	// DeleteInstance under the instance's lock. An instance leaves the list
+	// when it is deleted or committed without a DeleteAfter.
+	ExpiredInstances(ctx context.Context, now time.Time, limit int) ([]string, error)
 
 	// EnqueueStimulus queues s (ID, Name and ExpiresAt are required; the
 	// store sets CreatedAt and State). If a stimulus with that ID is known

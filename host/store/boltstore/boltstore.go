@@ -107,8 +107,10 @@ func (c Config) validate() error {
 
 // schemaVersion is stored in the meta bucket; Open refuses other values.
 // Buckets added without changing what the others hold (the inbox, the
-// grants) keep the version: Open creates them in a file written before
-// they existed.
+// grants, the delete-after index) keep the version: Open creates them in a
+// file written before they existed. (Instances finished before the
+// delete-after index existed have no DeleteAfter, so an empty index is
+// what such a file implies.)
 const schemaVersion = "1"
 
 // Bucket names. See doc.go for the layout.
@@ -144,11 +146,12 @@ var (
 	bInboxWaitX = []byte("inbox_waiting_by_time")
 	bGrants     = []byte("grants")     // plugin name → grants
 	bGrantSeq   = []byte("grants_seq") // plugin name → highest revision ever
+	bExpiry     = []byte("instances_by_delete_after")
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
 		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX,
-		bGrants, bGrantSeq}
+		bGrants, bGrantSeq, bExpiry}
 )
 
 // Store is the embedded store: one bbolt file. It implements store.Store

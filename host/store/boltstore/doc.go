@@ -74,6 +74,7 @@
 //	instances_by_status           (status, created, id)
 //	instances_by_workflow_status  (workflow, status, created, id)
 //	leases_by_expiry              (expiry, id), non-terminal leased instances only
+//	instances_by_delete_after     (delete after, id), terminal instances with a DeleteAfter only
 //	plugin_pins                   (plugin, id) → version, non-terminal instances only
 //	stimuli                       id → stimulus (any state) + queue seq
 //	stimuli_queued                (name, key, seq) → id

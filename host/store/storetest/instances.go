@@ -354,6 +354,15 @@ func testInvalidCommits(t *testing.T, h *harness) {
 			in.Lease = store.Lease{Boot: "b", Expiry: Epoch}
 			return store.Commit{Instance: in}
 		}},
+		{"delete_after on a live instance", func() store.Commit {
+			in := valid()
+			in.DeleteAfter = Epoch
+			return store.Commit{Instance: in}
+		}},
+		{"delete_after beyond what an index orders", func() store.Commit {
+			in := finished("v", store.StatusCompleted, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC))
+			return store.Commit{Instance: in}
+		}},
 		{"event without type", func() store.Commit { return store.Commit{Instance: valid(), History: []store.Event{{}}} }},
 		{"bookmark of another instance", func() store.Commit {
 			return store.Commit{Instance: valid(), Bookmarks: []store.Bookmark{{InstanceID: "x", Event: "e"}}}

@@ -145,6 +145,7 @@ func testCancelledContext(t *testing.T, h *harness) {
 		}},
 		{"Heartbeats", func() error { _, err := h.s.Heartbeats(c, "i"); return err }},
 		{"ExpiredLeases", func() error { _, err := h.s.ExpiredLeases(c, Epoch, 1); return err }},
+		{"ExpiredInstances", func() error { _, err := h.s.ExpiredInstances(c, Epoch, 1); return err }},
 		{"EnqueueStimulus", func() error { _, err := h.s.EnqueueStimulus(c, stimulus("new", "e", "k", time.Hour)); return err }},
 		{"GetStimulus", func() error { _, err := h.s.GetStimulus(c, "s"); return err }},
 		{"PendingStimuli", func() error { _, err := h.s.PendingStimuli(c, "e", "k"); return err }},
