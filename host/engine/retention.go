@@ -8,7 +8,6 @@ import (
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/store"
-	"github.com/weftworks/weft/lock"
 )
 
 // Retention: the commit that finishes an instance stamps it with the time
@@ -88,7 +87,7 @@ func (e *Engine) sweepRetention(ctx context.Context) {
 // whether it deleted the instance; one whose lock is held (a delete
 // request, a worker settling its inbox) is left for the next turn.
 func (e *Engine) expire(ctx context.Context, id string, now time.Time) (bool, error) {
-	lease, ok, err := e.locks.TryAcquire(ctx, lock.InstanceKey(id), e.cfg.LockTTL)
+	lease, ok, err := e.locks.TryAcquire(ctx, InstanceLockKey(id), e.cfg.LockTTL)
 	if err != nil {
 		return false, fmt.Errorf("locking instance %s: %w", id, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
-	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 )
 
@@ -93,7 +92,7 @@ func TestRetentionSweepBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	busy, err := locks.Acquire(ctx, lock.InstanceKey("due-4"), time.Minute)
+	busy, err := locks.Acquire(ctx, InstanceLockKey("due-4"), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
