@@ -289,8 +289,8 @@ type Engine struct {
 	waiters  map[string][]chan struct{} // by instance id: Wait calls to wake
 	running  map[string]chan struct{}   // by instance id: executions on this node
 
-	beats      *heartbeat.Service
-	heartbeat  *beats
+	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
+	renewer    *renewer           // what the scheduler calls: renewals and its actions
 	grantCache grantCache
 }
 
@@ -305,12 +305,12 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 		boot: randomHex(8), programs: map[string]*runner.Program{}, waiters: map[string][]chan struct{}{},
 		running: map[string]chan struct{}{},
 	}
-	e.heartbeat = &beats{e: e}
-	svc, err := heartbeat.NewService(cfg.Heartbeat, e.heartbeat, e.heartbeat, heartbeat.Env{Logger: e.log})
+	e.renewer = &renewer{e: e}
+	svc, err := heartbeat.NewService(cfg.Heartbeat, e.renewer, e.renewer, heartbeat.Env{Logger: e.log})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.beats = svc
+	e.scheduler = svc
 	return e, nil
 }
 
@@ -575,7 +575,7 @@ func (e *Engine) program(ctx context.Context, name string, version int) (*runner
 
 // HeartbeatStats returns the heartbeat scheduler's metrics: tracked items,
 // capacity, renewals by outcome, cycle time, overruns, warnings.
-func (e *Engine) HeartbeatStats() heartbeat.Stats { return e.beats.Stats() }
+func (e *Engine) HeartbeatStats() heartbeat.Stats { return e.scheduler.Stats() }
 
 // Run runs the node's workers and the timer sweeper until ctx ends, then
 // waits for them.
@@ -589,7 +589,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = e.beats.Run(ctx)
+		_ = e.scheduler.Run(ctx)
 	}()
 	if e.cfg.Bus != nil {
 		stop, err := e.subscribe(ctx)
@@ -600,7 +600,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	// Leases and locks must outlive two renewal cycles (heartbeat
 	// package doc); the scheduler logs and exports what does not.
-	e.beats.Check(map[string]time.Duration{"lock_ttl": e.cfg.LockTTL})
+	e.scheduler.Check(map[string]time.Duration{"lock_ttl": e.cfg.LockTTL})
 	for i := 0; i < e.cfg.Workers; i++ {
 		wg.Add(1)
 		go func() {

@@ -211,16 +211,35 @@ type Message struct {
 	// ID is unique within the inbox: writing a message whose ID the inbox
 	// already holds writes nothing.
 	ID string `json:"id"`
-	// Kind is "stimulus", "child" or "cancel".
-	Kind string `json:"kind"`
+	Kind MessageKind `json:"kind"`
 	// Token is the runner's token the message answers (a bookmark's or a
-	// child step's); empty for "cancel".
+	// child step's); empty for a cancel or a note.
 	Token   string          `json:"token,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// Seq orders an inbox; CreatedAt is set by the store.
 	Seq       uint64    `json:"seq"`
 	CreatedAt time.Time `json:"created_at"`
 }
+
+// MessageKind says what a Message carries. The store keeps any kind; the
+// engine writes and applies these.
+type MessageKind string
+
+// The kinds of Message.
+const (
+	// MessageStimulus: a stimulus for a bookmark (Token); the payload is the
+	// stimulus's.
+	MessageStimulus MessageKind = "stimulus"
+	// MessageChild: a child instance's end, for the parent's child step
+	// (Token).
+	MessageChild MessageKind = "child"
+	// MessageCancel: a request to cancel the instance; the payload is the
+	// reason, a JSON string.
+	MessageCancel MessageKind = "cancel"
+	// MessageNote: a history record for the instance from another
+	// execution (an attempt's late result it refused), recorded as it is.
+	MessageNote MessageKind = "note"
+)
 
 // Timer is a durable timer of an instance (a delay step, a wait's timeout,
 // a retry's backoff…). It is removed only by a Commit of its instance that
