@@ -210,7 +210,7 @@ type Message struct {
 	InstanceID string `json:"instance_id"`
 	// ID is unique within the inbox: writing a message whose ID the inbox
 	// already holds writes nothing.
-	ID string `json:"id"`
+	ID   string      `json:"id"`
 	Kind MessageKind `json:"kind"`
 	// Token is the runner's token the message answers (a bookmark's or a
 	// child step's); empty for a cancel or a note.
