@@ -81,6 +81,7 @@ FUZZTIME ?= 30s
 FUZZ_API_TIME ?= 3m
 FUZZ_TARGETS := \
 	./host/definition:FuzzParse \
+	./host/store/tuple:FuzzTuple \
 	./host/api:FuzzAPI:$(FUZZ_API_TIME) \
 	./sdk:FuzzAppendJSONString \
 	./plugins:FuzzLoad \
