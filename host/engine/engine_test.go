@@ -30,20 +30,27 @@ type host struct {
 	store store.Store
 }
 
-func newHost(t testing.TB) *host {
-	return newHostWith(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond})
+// hostOption changes what newHost builds.
+type hostOption func(*engine.Config, *lock.Locker)
+
+// withConfig runs the engine with cfg instead of the default test
+// configuration (node n1, a 10ms timer sweep).
+func withConfig(cfg engine.Config) hostOption {
+	return func(c *engine.Config, _ *lock.Locker) { *c = cfg }
 }
 
-func newHostWithLocks(t testing.TB, locks lock.Locker) *host {
-	return newHostWithAll(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}, locks)
+// withLocks gives the engine locks instead of an in-process locker.
+func withLocks(locks lock.Locker) hostOption {
+	return func(_ *engine.Config, l *lock.Locker) { *l = locks }
 }
 
-func newHostWith(t testing.TB, cfg engine.Config) *host {
-	return newHostWithAll(t, cfg, local.New(local.Config{}))
-}
-
-func newHostWithAll(t testing.TB, cfg engine.Config, locks lock.Locker) *host {
+func newHost(t testing.TB, opts ...hostOption) *host {
 	t.Helper()
+	cfg := engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}
+	var locks lock.Locker = local.New(local.Config{})
+	for _, o := range opts {
+		o(&cfg, &locks)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -432,7 +439,7 @@ func (r logRecorder) Handle(_ context.Context, rec slog.Record) error {
 func TestFencedWriterCannotOverwrite(t *testing.T) {
 	t.Parallel()
 	rec := logRecorder{targets: []error{store.ErrFenced, engine.ErrLeaseLost}, seen: make(chan string, 1)}
-	h := newHostWith(t, engine.Config{NodeID: "slow-node", Logger: slog.New(rec)})
+	h := newHost(t, withConfig(engine.Config{NodeID: "slow-node", Logger: slog.New(rec)}))
 	h.save(`
 name: long
 persistence: activity
@@ -656,7 +663,7 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 // package's default.
 func TestHeartbeatTimeoutOverTheConfiguredDefaultIsRefused(t *testing.T) {
 	t.Parallel()
-	h := newHostWith(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, ActivityTimeout: 30 * time.Second})
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, ActivityTimeout: 30 * time.Second}))
 	def := func(hb string) []byte {
 		return []byte("name: beat\nsteps:\n  - id: poll\n    activity: kit.work\n    heartbeat_timeout: " + hb + "\n")
 	}

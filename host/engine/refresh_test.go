@@ -51,7 +51,7 @@ func TestRefreshFromDirectory(t *testing.T) {
 func TestRefreshAlreadyInProgress(t *testing.T) {
 	t.Parallel()
 	locks := local.New(local.Config{})
-	h := newHostWithLocks(t, locks)
+	h := newHost(t, withLocks(locks))
 	ctx := context.Background()
 	held, ok, err := locks.TryAcquire(ctx, engine.RefreshLockKey([]string{"b", "a"}), time.Minute)
 	if err != nil || !ok {

@@ -118,10 +118,10 @@ func TestRetentionDeletesFinishedInstancesPastTheirTime(t *testing.T) {
 	t.Parallel()
 	clock := &jumpClock{}
 	obs := deletions{ch: make(chan string, 10)}
-	h := newHostWith(t, engine.Config{
+	h := newHost(t, withConfig(engine.Config{
 		NodeID: "n1", Now: clock.Now, Observer: obs,
 		Retention: time.Hour, RetentionInterval: 5 * time.Millisecond,
-	})
+	}))
 	ids := finishAll(t, h, clock, map[string]time.Duration{
 		"plain": time.Hour, "short": time.Minute, "long": 30 * 24 * time.Hour,
 	})
@@ -159,7 +159,7 @@ func TestRetentionZeroKeepsForever(t *testing.T) {
 	t.Parallel()
 	clock := &jumpClock{}
 	obs := deletions{ch: make(chan string, 10)}
-	h := newHostWith(t, engine.Config{NodeID: "n1", Now: clock.Now, Observer: obs, RetentionInterval: 5 * time.Millisecond})
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", Now: clock.Now, Observer: obs, RetentionInterval: 5 * time.Millisecond}))
 	ids := finishAll(t, h, clock, map[string]time.Duration{"short": time.Minute, "long": 30 * 24 * time.Hour})
 	clock.Advance(31 * 24 * time.Hour)
 	obs.next(t)
@@ -172,7 +172,7 @@ func TestRetentionZeroKeepsForever(t *testing.T) {
 func TestDeleteIsObserved(t *testing.T) {
 	t.Parallel()
 	obs := deletions{ch: make(chan string, 10)}
-	h := newHostWith(t, engine.Config{NodeID: "n1", Observer: obs})
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", Observer: obs}))
 	h.save(retentionWorkflows["plain"])
 	inst := h.finish("plain", nil)
 	if err := h.e.Delete(context.Background(), inst.ID); err != nil {
@@ -205,7 +205,7 @@ func TestRetentionConfig(t *testing.T) {
 // instances forever) gets this host's retention from the import.
 func TestImportOfAFinishedInstance(t *testing.T) {
 	t.Parallel()
-	h := newHostWith(t, engine.Config{NodeID: "n1", Retention: time.Hour})
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", Retention: time.Hour}))
 	h.save(retentionWorkflows["plain"])
 	ctx := context.Background()
 	inst := h.finish("plain", nil)
