@@ -133,10 +133,12 @@ func (c Config) validate() error {
 
 // Node is one running host. Its methods are safe for concurrent use.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	bus    engine.Bus
-	store  store.Store
+	cfg   Config
+	log   *slog.Logger
+	bus   engine.Bus
+	store store.Store
+	// bolt is the store in embedded mode, nil in cluster mode.
+	bolt   *boltstore.Store
 	rt     *plugins.Runtime
 	queue  queue.Queue
 	engine *engine.Engine
@@ -196,7 +198,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 		if st, err = boltstore.Open(filepath.Join(cfg.DataDir, "weft.db"), boltstore.Config{Logger: log}); err != nil {
 			return nil, fmt.Errorf("node: opening the store: %w", err)
 		}
-		n.store = st
+		n.store, n.bolt = st, st
 		if blobs, err = blobfile.New(filepath.Join(cfg.DataDir, "blobs")); err != nil {
 			return nil, fmt.Errorf("node: opening the blob store: %w", err)
 		}
@@ -300,10 +302,17 @@ func (n *Node) Store() store.Store { return n.store }
 func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
 // Ready reports whether the node can serve: nil when the store answers a
-// read and, in cluster mode, a quorum of the lock servers answers.
+// read and, in cluster mode, a quorum of the lock servers answers. An
+// embedded store that a write found corrupt is not ready (it refuses
+// every write; boltstore.ErrBroken).
 func (n *Node) Ready(ctx context.Context) error {
 	if _, _, err := n.store.ListDefinitions(ctx, "", 1); err != nil {
 		return fmt.Errorf("node: store not ready: %w", err)
+	}
+	if n.bolt != nil {
+		if err := n.bolt.Err(); err != nil {
+			return fmt.Errorf("node: store not ready: %w", err)
+		}
 	}
 	var failed []error
 	for _, ping := range n.pings {
