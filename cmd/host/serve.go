@@ -209,6 +209,7 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 		BodyLimit:       int(cfg.HTTP.BodyLimit),
 		PluginBodyLimit: int(cfg.HTTP.PluginBodyLimit),
 		BodyBudget:      int(cfg.HTTP.BodyBudget),
+		WriteTimeout:    cfg.HTTP.WriteTimeout,
 		Logger:          log,
 		Gatherer:        reg,
 	}, n)
