@@ -67,6 +67,10 @@ var (
 	// ErrRefreshDisabled: Refresh was called on a node without
 	// Config.WorkflowsDir.
 	ErrRefreshDisabled = errors.New("definition refresh is disabled: no workflows_dir configured")
+	// ErrBackupUnsupported: Backup was called on a node whose store is
+	// Redis, which is backed up as Redis is (docs/cluster.md).
+	ErrBackupUnsupported = errors.New("backups are of the embedded store, and this node's store is redis: " +
+		"back up the Redis server instead, its AOF or RDB files (see docs/cluster.md, \"Backups\")")
 )
 
 // Config configures a node.
@@ -324,6 +328,20 @@ func (n *Node) Ready(ctx context.Context) error {
 		return fmt.Errorf("node: lock backend not ready: %w", errors.Join(failed...))
 	}
 	return nil
+}
+
+// Backup begins a backup of the embedded store as it is now (see
+// boltstore.Backup): write it and close it promptly. It fails with
+// ErrBackupUnsupported in cluster mode.
+func (n *Node) Backup(ctx context.Context) (*boltstore.Backup, error) {
+	if n.bolt == nil {
+		return nil, fmt.Errorf("node: %w", ErrBackupUnsupported)
+	}
+	b, err := n.bolt.Backup(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("node: backup: %w", err)
+	}
+	return b, nil
 }
 
 // Refresh reloads definitions from Config.WorkflowsDir (engine.Refresh):
