@@ -69,7 +69,12 @@
 //     returning (fasthttp's write deadline, for the whole response), or the
 //     connection is closed: a client that stops reading does not hold it.
 //     A ?wait= is not cut by it, whatever the two durations: it waits in
-//     its handler, before the deadline is set.
+//     its handler, before the deadline is set. A backup streams for as
+//     long as copying the store takes, so its stream moves the deadline on
+//     at every chunk: it must make progress every WriteTimeout instead.
+//   - A backup in progress when Shutdown starts is cut off rather than
+//     drained: it would hold the store open for as long as its client
+//     takes.
 //   - /healthz and /readyz need no token (probes carry none);
 //     /v1/openapi.json needs none either, as it holds nothing secret and a
 //     client generator must read it before it has a token. /metrics needs
@@ -125,8 +130,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// WriteTimeout bounds writing a response, from when its handler has
 	// returned: a client that stops reading is disconnected then. A ?wait=
-	// waits inside its handler, so it is not cut. Defaults to
-	// DefaultWriteTimeout.
+	// waits inside its handler, so it is not cut; a backup, which streams
+	// for as long as copying the store takes, must instead make progress
+	// every WriteTimeout. Defaults to DefaultWriteTimeout.
 	WriteTimeout time.Duration
 }
 
@@ -319,6 +325,11 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 		route = "unmatched"
 	}
 	d := time.Since(start)
+	// Body() would read a streamed answer (a backup) whole into memory.
+	bytesOut := c.Response().Header.ContentLength()
+	if !c.Response().IsBodyStream() {
+		bytesOut = len(c.Response().Body())
+	}
 	if s.metrics != nil {
 		s.metrics.HTTPRequest(c.Method(), route, status, d)
 	}
@@ -333,7 +344,7 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 	}
 	log.Log(c.UserContext(), level, "http request",
 		"method", c.Method(), "path", c.Path(), "route", route, "status", status,
-		"duration", d, "bytes_in", c.Locals(localBodyBytes), "bytes_out", len(c.Response().Body()),
+		"duration", d, "bytes_in", c.Locals(localBodyBytes), "bytes_out", bytesOut,
 		"remote", c.IP())
 	return nil
 }
