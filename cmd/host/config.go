@@ -85,8 +85,8 @@ type HTTPConfig struct {
 	// to four times the larger body limit.
 	BodyBudget ByteSize `koanf:"body_budget"`
 	// WriteTimeout bounds writing a response once it is ready
-	// (api.Config.WriteTimeout): a ?wait= is not cut by it. Defaults to
-	// 2m.
+	// (api.Config.WriteTimeout): a ?wait= is not cut by it, a backup
+	// must make progress within it. Defaults to 2m.
 	WriteTimeout time.Duration `koanf:"write_timeout"`
 }
 
