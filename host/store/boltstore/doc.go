@@ -29,13 +29,12 @@
 //
 // # Durability and group commit
 //
-// Every write is batched as bbolt's DB.Batch does: writes that arrive together share one
-// read-write transaction and one fsync, and each call returns only after
-// that transaction is on disk, so a 201/202 sent after a write returns
-// means the data is durable, as those answers promise. A write refused by
-// its own checks
-// (ErrConflict, ErrFenced, ErrExists…) changes nothing and does not fail
-// the others of its batch.
+// Every write is batched as bbolt's DB.Batch batches: writes that arrive
+// together share one read-write transaction and one fsync, and each call
+// returns only after that transaction is on disk, so a 201/202 sent after
+// a write returns means the data is durable, as those answers promise. A
+// write refused by its own checks (ErrConflict, ErrFenced, ErrExists…)
+// changes nothing and does not fail the others of its batch.
 //
 // MaxBatchDelay is how long the first write of a batch waits for others.
 // Measured on the reference machine (2 cores, fsync ≈ 156 µs; a bbolt
