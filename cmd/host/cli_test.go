@@ -516,6 +516,8 @@ func TestCLIAgainstHost(t *testing.T) {
 		}
 	})
 
+	t.Run("admin backup", func(t *testing.T) { testAdminBackup(t, ts) })
+
 	t.Run("transport and usage", func(t *testing.T) {
 		tests := []struct {
 			name       string
@@ -555,6 +557,7 @@ func TestCLIAuth(t *testing.T) {
 	writeFile(t, dir, "weft.yaml", "auth:\n  tokens:\n    - {name: ci, role: admin, token: "+admin+"}\n    - {name: ro, role: reader, token: "+reader+"}\n")
 	ts := startServer(t, "--config", filepath.Join(dir, "weft.yaml"))
 	good := writeFile(t, t.TempDir(), "tiny.yaml", "name: tiny\nsteps:\n  - id: s\n    set: { x: 1 }\n")
+	backups := t.TempDir()
 	tests := []struct {
 		name       string
 		env        []string
@@ -572,6 +575,7 @@ func TestCLIAuth(t *testing.T) {
 		{name: "reader may not revoke", args: []string{"plugin", "revoke", "kit", "--all", "--token", reader}, wantCode: exitAuth, wantStderr: "role may not"},
 		{name: "admin grants", args: []string{"plugin", "grant", "kit", "--config", "a=b", "--token", admin}, wantCode: exitOK},
 		{name: "reader shows the grants", args: []string{"plugin", "show", "kit", "--token", reader}, wantCode: exitOK},
+		{name: "reader may not back up", args: []string{"admin", "backup", filepath.Join(backups, "weft.db"), "--token", reader}, wantCode: exitAuth, wantStderr: "role may not"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -580,6 +584,9 @@ func TestCLIAuth(t *testing.T) {
 				t.Errorf("exit %d (want %d), stderr %s(want %q)", r.code, tt.wantCode, r.stderr, tt.wantStderr)
 			}
 		})
+	}
+	if entries, err := os.ReadDir(backups); err != nil || len(entries) != 0 {
+		t.Errorf("the refused backup left %v (%v)", entries, err)
 	}
 }
 
@@ -705,5 +712,14 @@ func TestCLICluster(t *testing.T) {
 		if !strings.Contains(out, "hello-0") || !strings.Contains(out, "hello-1") {
 			t.Errorf("instance ls: %s", out)
 		}
+	}
+	// A backup is of the embedded store: refused, saying what to do,
+	// and leaving no file.
+	dir := t.TempDir()
+	if r := a.weft(t, nil, "admin", "backup", filepath.Join(dir, "weft.db")); r.code != exitFailed || !strings.Contains(r.stderr, "back up the Redis server instead") {
+		t.Errorf("admin backup on redis: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("the refused backup left %v (%v)", entries, err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
 
+	"github.com/weftworks/weft/host/api"
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/heartbeat"
@@ -84,6 +85,10 @@ type HTTPConfig struct {
 	// BodyBudget caps the request bodies held in memory at once. Defaults
 	// to four times the larger body limit.
 	BodyBudget ByteSize `koanf:"body_budget"`
+	// WriteTimeout bounds writing a response once it is ready
+	// (api.Config.WriteTimeout): a ?wait= is not cut by it, a backup
+	// must make progress within it. Defaults to 2m.
+	WriteTimeout time.Duration `koanf:"write_timeout"`
 }
 
 // AuthConfig configures bearer tokens.
@@ -231,6 +236,7 @@ func defaultConfig() Config {
 			PluginBodyLimit: ByteSize(pl.MaxModuleBytes),
 			ShutdownTimeout: 30 * time.Second,
 			BodyBudget:      4 * ByteSize(pl.MaxModuleBytes),
+			WriteTimeout:    api.DefaultWriteTimeout,
 		},
 		Plugins: PluginsConfig{
 			MaxModuleBytes:    ByteSize(pl.MaxModuleBytes),
@@ -759,6 +765,7 @@ func (c *LoadedConfig) validate() []Problem {
 		}
 	}
 	positive("http.shutdown_timeout", c.HTTP.ShutdownTimeout)
+	positive("http.write_timeout", c.HTTP.WriteTimeout)
 
 	names := map[string]bool{}
 	secrets := map[string]bool{}

@@ -205,6 +205,7 @@ func TestConfigInvalid(t *testing.T) {
 		{name: "tiny stack", args: []string{"--set", "plugins.max_stack_bytes=1KiB"}, want: []string{"plugins.max_stack_bytes (from flag --set", "between 64KiB and 256MiB"}},
 		{name: "memory budget under one instance", env: []string{"WEFT_PLUGINS_MAX_MEMORY=128MiB"}, want: []string{"plugins.max_memory (from env WEFT_PLUGINS_MAX_MEMORY)", "below plugins.memory_limit (256MiB)"}},
 		{name: "idle timeout", file: "plugins: {idle_timeout: 0s}\n", want: []string{"plugins.idle_timeout (from file", "must be positive"}},
+		{name: "write timeout", env: []string{"WEFT_HTTP_WRITE_TIMEOUT=0s"}, want: []string{"http.write_timeout (from env WEFT_HTTP_WRITE_TIMEOUT)", "must be positive"}},
 		{name: "function bytes", args: []string{"--set", "plugins.max_function_bytes=10"}, want: []string{"plugins.max_function_bytes (from flag --set", "between 1KiB and 1GiB"}},
 		{name: "no compiles", env: []string{"WEFT_PLUGINS_MAX_COMPILES=0"}, want: []string{"plugins.max_compiles (from env WEFT_PLUGINS_MAX_COMPILES)", "at least 1"}},
 		{name: "body budget under the limit", args: []string{"--set", "http.body_budget=1MiB"}, want: []string{"http.body_budget (from flag --set", "below the larger body limit (32MiB)"}},

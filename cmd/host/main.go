@@ -15,6 +15,7 @@
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
 //	weft event dead
 //	weft admin refresh [WORKFLOW...]
+//	weft admin backup FILE|-
 //
 // and three local commands, without a server, write a plugin and run one
 // in the host's sandbox:
@@ -86,6 +87,7 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"event send":       a.eventSend,
 		"event dead":       a.eventDead,
 		"admin refresh":    a.adminRefresh,
+		"admin backup":     a.adminBackup,
 	}
 }
 
@@ -166,6 +168,7 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
   weft event dead                 the events that expired with nothing waiting for them
   weft admin refresh [WORKFLOW...]
+  weft admin backup FILE|-        a backup of the embedded store, taken while the host runs
 
 A plugin, locally, without a server:
   weft plugin new NAME [-dir DIR] [-module PATH] [-sdk DIR]

@@ -82,9 +82,9 @@ type request struct {
 	ctype  string
 }
 
-// do sends r and decodes a 2xx JSON answer into out (unless out is nil or
-// the answer has no body). It returns the status.
-func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
+// send sends r, accepting accept (and problems), and returns the answer
+// and the URL it went to.
+func (c *Client) send(ctx context.Context, r request, accept string) (*http.Response, string, error) {
 	target := c.base.String() + r.path
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()
@@ -95,12 +95,12 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
 	if err != nil {
-		return 0, &TransportError{Method: r.method, URL: target, Err: err}
+		return nil, target, &TransportError{Method: r.method, URL: target, Err: err}
 	}
 	if r.ctype != "" {
 		req.Header.Set("Content-Type", r.ctype)
 	}
-	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("Accept", accept+", application/problem+json")
 	req.Header.Set("User-Agent", c.ua)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -108,9 +108,19 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return nil, target, ctx.Err()
 		}
-		return 0, &TransportError{Method: r.method, URL: target, Err: err}
+		return nil, target, &TransportError{Method: r.method, URL: target, Err: err}
+	}
+	return resp, target, nil
+}
+
+// do sends r and decodes a 2xx JSON answer into out (unless out is nil or
+// the answer has no body). It returns the status.
+func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
+	resp, target, err := c.send(ctx, r, "application/json")
+	if err != nil {
+		return 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
@@ -711,4 +721,59 @@ func (c *Client) Refresh(ctx context.Context, workflows ...string) (*RefreshResu
 		return nil, err
 	}
 	return &res, nil
+}
+
+// Backup writes a backup of the host's embedded store to w (GET
+// /v1/admin/backup) and returns its size: the store as it was when the
+// request arrived, a bbolt file that the host opens as its data_dir's
+// weft.db once restored. A host whose store is Redis answers a *Problem
+// with Status 409 (back up Redis instead). An answer cut short (the host
+// failed or shut down, or dropped a stream that stalled) is a
+// *TransportError, and an error writing to w is returned wrapped: what w
+// got then is no backup.
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	r := request{method: http.MethodGet, path: "/v1/admin/backup"}
+	resp, target, err := c.send(ctx, r, "application/octet-stream")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("reading the answer: %w", err)}
+		}
+		return 0, newProblem(resp, data)
+	}
+	cw := &checkedWriter{w: w}
+	n, err := io.Copy(cw, resp.Body)
+	switch {
+	case cw.err != nil:
+		return n, fmt.Errorf("client: writing the backup: %w", cw.err)
+	case err != nil && ctx.Err() != nil:
+		return n, ctx.Err()
+	case err != nil:
+		return n, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the backup ended after %d of %d bytes: %w", n, resp.ContentLength, err)}
+	case resp.ContentLength >= 0 && n != resp.ContentLength:
+		return n, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the backup ended after %d of %d bytes", n, resp.ContentLength)}
+	}
+	return n, nil
+}
+
+// checkedWriter keeps the error of its writer, to tell it from the
+// reader's in io.Copy.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }
