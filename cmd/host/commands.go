@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/host/store"
 )
 
 // listFlags adds --limit and --cursor.
@@ -284,9 +285,9 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	switch {
 	case !wait.set:
 		return exitOK
-	case inst.Status == client.StatusCompleted:
+	case inst.Status == store.StatusCompleted:
 		return exitOK
-	case inst.Status == client.StatusFailed || inst.Status == client.StatusCancelled:
+	case inst.Status == store.StatusFailed || inst.Status == store.StatusCancelled:
 		return exitFailed
 	}
 	if cmd.output == "table" {
@@ -417,13 +418,15 @@ func (cmd *clientCmd) printInstance(in *client.Instance) {
 func (a *app) instanceList(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance ls")
 	var f client.InstanceFilter
+	var status string
 	cmd.fs.StringVar(&f.Workflow, "workflow", "", "only instances of this workflow")
-	cmd.fs.StringVar(&f.Status, "status", "", "only instances with this status (pending, running, suspended, completed, failed, cancelled)")
+	cmd.fs.StringVar(&status, "status", "", "only instances with this status (pending, running, suspended, completed, failed, cancelled)")
 	cmd.fs.IntVar(&f.Limit, "limit", 50, "the most instances to list")
 	cmd.fs.StringVar(&f.Cursor, "cursor", "", "the cursor of the page to list, from a previous listing")
 	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--limit N] [--cursor C]"); !ok {
 		return cmd.usageExit()
 	}
+	f.Status = store.Status(status)
 	page, err := cmd.c.Instances(ctx, f)
 	if err != nil {
 		return cmd.fail(err)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -378,28 +379,17 @@ func (c *Client) DeleteWorkflow(ctx context.Context, name string) error {
 	return err
 }
 
-// Statuses of an instance.
-const (
-	StatusPending   = "pending"
-	StatusRunning   = "running"
-	StatusSuspended = "suspended"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
-)
-
 // Instance is a workflow instance. Error is set when it failed or was
 // cancelled.
 type Instance struct {
-	ID       string `json:"id"`
-	Workflow string `json:"workflow"`
-	Version  int    `json:"version"`
-	// Status is one of the Status constants.
-	Status    string            `json:"status"`
+	ID        string            `json:"id"`
+	Workflow  string            `json:"workflow"`
+	Version   int               `json:"version"`
+	Status    store.Status      `json:"status"`
 	Input     json.RawMessage   `json:"input"`
 	Output    json.RawMessage   `json:"output"`
 	Vars      json.RawMessage   `json:"vars"`
-	Error     *Failure          `json:"error"`
+	Error     *store.Failure    `json:"error"`
 	Plugins   map[string]string `json:"plugins,omitempty"`
 	Parent    *Parent           `json:"parent,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
@@ -413,17 +403,7 @@ type Instance struct {
 }
 
 // Terminal reports whether the instance is completed, failed or cancelled.
-func (i *Instance) Terminal() bool {
-	return i.Status == StatusCompleted || i.Status == StatusFailed || i.Status == StatusCancelled
-}
-
-// Failure is why an instance did not complete: its failure, or, with the
-// Code "cancelled", the reason it was cancelled for as the Message.
-type Failure struct {
-	Code    string          `json:"code"`
-	Message string          `json:"message,omitempty"`
-	Details json.RawMessage `json:"details,omitempty"`
-}
+func (i *Instance) Terminal() bool { return i.Status.Terminal() }
 
 // Parent names the parent instance and step of a child workflow.
 type Parent struct {
@@ -533,7 +513,7 @@ func waitQuery(wait time.Duration, until Until) url.Values {
 // InstanceFilter selects instances; empty fields select all.
 type InstanceFilter struct {
 	Workflow string
-	Status   string
+	Status   store.Status
 	ListOptions
 }
 
@@ -544,7 +524,7 @@ func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instanc
 		q.Set("workflow", f.Workflow)
 	}
 	if f.Status != "" {
-		q.Set("status", f.Status)
+		q.Set("status", string(f.Status))
 	}
 	var p Page[Instance]
 	if err := c.getJSON(ctx, "/v1/instances", q, &p); err != nil {

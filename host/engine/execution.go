@@ -646,17 +646,18 @@ func (x *execution) commit() error {
 		return fmt.Errorf("instance %s: encoding state: %w", inst.ID, err)
 	}
 	inst.State = state
-	inst.Status = store.Status(x.st.Status)
+	inst.Status = x.st.Status
 	if inst.Vars, err = json.Marshal(x.st.Vars); err != nil {
 		return err
 	}
-	if x.st.Status == runner.StatusCompleted {
+	if x.st.Status == store.StatusCompleted {
 		if inst.Output, err = json.Marshal(x.st.Output); err != nil {
 			return err
 		}
 	}
 	if f := x.st.Error; f != nil {
-		inst.Error = &store.Failure{Code: f.Code, Message: f.Message, Details: f.Details}
+		failure := *f
+		inst.Error = &failure
 	}
 	inst.Lease = store.Lease{}
 	if inst.Status == store.StatusRunning {

@@ -77,7 +77,7 @@ func decodeMessage(m store.Message) (inboxEntry, error) {
 // childInput is the runner's input for a child's end.
 func childInput(m store.Message) runner.Event {
 	corrupt := func(err error) runner.Event {
-		return runner.ChildFailed{Token: m.Token, Failure: runner.Failure{Code: CodeCorruptMessage,
+		return runner.ChildFailed{Token: m.Token, Failure: store.Failure{Code: CodeCorruptMessage,
 			Message: fmt.Sprintf("the end of the child (inbox message %s) could not be read: %v", m.ID, err)}}
 	}
 	var end childEnd
@@ -94,7 +94,7 @@ func childInput(m store.Message) runner.Event {
 	if !store.Status(end.Status).Terminal() {
 		return corrupt(fmt.Errorf("child %q ended with status %q", end.ID, end.Status))
 	}
-	f := runner.Failure{Code: end.Status, Message: "child " + end.ID + " " + end.Status}
+	f := store.Failure{Code: end.Status, Message: "child " + end.ID + " " + end.Status}
 	switch {
 	case end.Error != nil && end.Status == string(store.StatusCancelled):
 		// Who cancelled the child, and why, is news to the parent; a

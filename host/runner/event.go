@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/store"
 )
 
 // Context is what Apply needs from outside: the instance's id, the time, and
@@ -62,7 +63,7 @@ type ChildCompleted struct {
 // ChildFailed is a child instance's failure (or cancellation).
 type ChildFailed struct {
 	Token   string
-	Failure Failure
+	Failure store.Failure
 }
 
 // Cancel cancels the instance.
@@ -185,9 +186,9 @@ type Record struct {
 
 // Finish ends the instance.
 type Finish struct {
-	Status Status
+	Status store.Status
 	Output any
-	Error  *Failure
+	Error  *store.Failure
 }
 
 func (Invoke) action()         {}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/store"
 )
 
 // Program is a definition prepared for execution. It is immutable and safe
@@ -61,7 +62,7 @@ func (p *Program) Apply(st *State, c Context, ev Event) []Action {
 	if st.Vars == nil {
 		st.Vars = map[string]any{}
 	}
-	if st.Status.Finished() {
+	if st.Status.Terminal() {
 		a.record("event_ignored", "", 0, map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)})
 		return a.out
 	}
@@ -110,7 +111,7 @@ func (a *apply) start(ev Start) {
 		return
 	}
 	a.st.Input = ev.Input
-	a.st.Status = StatusRunning
+	a.st.Status = store.StatusRunning
 	a.st.Root = &Frame{List: "steps", Path: "steps"}
 	a.record("instance_started", "", 0, nil)
 	a.advance(a.st.Root)
@@ -119,25 +120,25 @@ func (a *apply) start(ev Start) {
 // settle finishes an Apply: completes the instance when its root frame is
 // done, works out the status, and decides whether to persist.
 func (a *apply) settle() {
-	if !a.st.Status.Finished() && a.st.Root != nil && a.st.Root.Done {
+	if !a.st.Status.Terminal() && a.st.Root != nil && a.st.Root.Done {
 		out, err := a.p.def.Output.Eval(definition.Env{Input: a.st.Input, Vars: a.st.Vars})
 		if err != nil {
-			a.fail(&Failure{Code: "expression", Message: "output: " + err.Error()})
+			a.fail(&store.Failure{Code: "expression", Message: "output: " + err.Error()})
 		} else {
-			a.st.Status = StatusCompleted
+			a.st.Status = store.StatusCompleted
 			a.st.Output = out
 			a.record("instance_completed", "", 0, nil)
-			a.emit(Finish{Status: StatusCompleted, Output: out})
+			a.emit(Finish{Status: store.StatusCompleted, Output: out})
 		}
 	}
-	if !a.st.Status.Finished() && a.st.Root != nil {
-		a.st.Status = StatusSuspended
+	if !a.st.Status.Terminal() && a.st.Root != nil {
+		a.st.Status = store.StatusSuspended
 		if a.st.InFlight() {
-			a.st.Status = StatusRunning
+			a.st.Status = store.StatusRunning
 		}
 	}
 	// Suspended or finished after an event, or the strategy asks: persist.
-	if a.st.Status != StatusRunning || a.persist {
+	if a.st.Status != store.StatusRunning || a.persist {
 		a.emit(Persist{})
 	}
 }
@@ -148,7 +149,7 @@ func (a *apply) step(f *Frame) *definition.Step { return a.p.lists[f.List][f.Ind
 
 // advance runs frame f until it waits or is done.
 func (a *apply) advance(f *Frame) {
-	for !f.Done && !a.st.Status.Finished() {
+	for !f.Done && !a.st.Status.Terminal() {
 		steps := a.p.lists[f.List]
 		if f.Run == nil {
 			if f.Index >= len(steps) {
@@ -300,7 +301,7 @@ func (a *apply) advanceContainer(f *Frame, s *definition.Step) bool {
 	}
 	for _, c := range run.Children {
 		a.advance(c)
-		if a.st.Status.Finished() {
+		if a.st.Status.Terminal() {
 			return false
 		}
 	}
@@ -342,7 +343,7 @@ func (a *apply) complete(f *Frame, s *definition.Step, result any) {
 // failStep fails the step under f's cursor, and with it the instance.
 func (a *apply) failStep(f *Frame, code, message string) bool {
 	a.stepFailed(f, code)
-	a.fail(&Failure{Code: code, Message: message, Step: stepPath(f)})
+	a.fail(&store.Failure{Code: code, Message: message, Step: stepPath(f)})
 	return false
 }
 
@@ -368,12 +369,12 @@ func (a *apply) elapsed(f *Frame) time.Duration {
 }
 
 // fail ends the instance as failed, cancelling everything outstanding.
-func (a *apply) fail(failure *Failure) {
+func (a *apply) fail(failure *store.Failure) {
 	a.cancelOutstanding(a.st.Root)
-	a.st.Status = StatusFailed
+	a.st.Status = store.StatusFailed
 	a.st.Error = failure
 	a.record("instance_failed", failure.Step, 0, map[string]any{"code": failure.Code, "message": failure.Message})
-	a.emit(Finish{Status: StatusFailed, Error: failure})
+	a.emit(Finish{Status: store.StatusFailed, Error: failure})
 }
 
 // recover reschedules every activity in flight under f as its next attempt.
@@ -401,10 +402,10 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 // without completing always has one.
 func (a *apply) cancel(ev Cancel) {
 	a.cancelOutstanding(a.st.Root)
-	a.st.Status = StatusCancelled
-	a.st.Error = &Failure{Code: string(StatusCancelled), Message: ev.Reason}
+	a.st.Status = store.StatusCancelled
+	a.st.Error = &store.Failure{Code: string(store.StatusCancelled), Message: ev.Reason}
 	a.record("instance_cancelled", "", 0, map[string]any{"reason": ev.Reason})
-	a.emit(Finish{Status: StatusCancelled, Error: a.st.Error})
+	a.emit(Finish{Status: store.StatusCancelled, Error: a.st.Error})
 }
 
 // cancelOutstanding cancels every outstanding operation under f.
@@ -518,7 +519,7 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	if !d.Retry {
 		r.Pending, r.Token = "", "" // it has ended: nothing to cancel
 		a.stepFailed(f, ev.Failure.Code)
-		a.fail(&Failure{Code: ev.Failure.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
+		a.fail(&store.Failure{Code: ev.Failure.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
 		return
 	}
 	r.Pending, r.Token = PendingRetry, a.next("t")

@@ -14,6 +14,7 @@ import (
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/retry"
 	"github.com/weftworks/weft/host/runner"
+	"github.com/weftworks/weft/host/store"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -227,7 +228,7 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		ev = runner.ChildCompleted{Token: token(), Output: f.Output}
 	case "child-failed":
 		var f struct {
-			Failure runner.Failure `json:"failure"`
+			Failure store.Failure `json:"failure"`
 		}
 		fields(&f)
 		ev = runner.ChildFailed{Token: token(), Failure: f.Failure}

@@ -86,11 +86,16 @@ type Instance struct {
 	DeleteAfter time.Time `json:"delete_after,omitzero"`
 }
 
-// Failure is a coded error, as stored with a failed instance.
+// Failure is why an instance failed, or was cancelled (the code
+// "cancelled" and the reason given), as the runner decides it and the store
+// keeps it; a child step's failure carries its child's.
 type Failure struct {
 	Code    string          `json:"code"`
 	Message string          `json:"message,omitempty"`
 	Details json.RawMessage `json:"details,omitempty"`
+	// Step is the path of the step that failed (steps[1].then[0]), when a
+	// step did.
+	Step string `json:"step,omitempty"`
 }
 
 // ParentRef names the step of the parent instance that waits for a child
