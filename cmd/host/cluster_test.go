@@ -62,7 +62,7 @@ func deploy(t *testing.T, h *clusterHost, name, workflow string) {
 }
 
 // history returns an instance's whole history through a node.
-func history(t *testing.T, h *clusterHost, id string) []client.Event {
+func history(t *testing.T, h *clusterHost, id string) []store.HistoryEntry {
 	t.Helper()
 	page, err := h.c.History(context.Background(), id, client.ListOptions{Limit: 1000})
 	if err != nil {
@@ -84,7 +84,7 @@ func until(t *testing.T, limit time.Duration, what string, f func() bool) {
 }
 
 // runsOn returns the node that scheduled an instance's latest attempt.
-func runsOn(evs []client.Event) string {
+func runsOn(evs []store.HistoryEntry) string {
 	node := ""
 	for _, e := range evs {
 		if e.Type == "activity_scheduled" {
@@ -300,7 +300,7 @@ output: "${ vars.work }"
 	if fin.Status != store.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil || out.Attempt != 2 {
 		t.Fatalf("instance %s output %s; want attempt 2's result", fin.Status, fin.Output)
 	}
-	var late []client.Event
+	var late []store.HistoryEntry
 	until(t, 30*time.Second, "the refused late completion in the history", func() bool {
 		late = nil
 		for _, e := range history(t, other, inst.ID) {

@@ -485,7 +485,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 		return cmd.usageExit()
 	}
 	// The whole history, page after page.
-	var events []client.Event
+	var events []store.HistoryEntry
 	for opts := (client.ListOptions{Limit: 500}); ; {
 		page, err := cmd.c.History(ctx, pos[0], opts)
 		if err != nil {
@@ -499,7 +499,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 	}
 	if cmd.output == "json" {
 		// The API's document, with every page's items in one.
-		cmd.json(client.Page[client.Event]{Items: events})
+		cmd.json(client.Page[store.HistoryEntry]{Items: events})
 		return exitOK
 	}
 	tw := cmd.table()

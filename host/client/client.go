@@ -533,21 +533,10 @@ func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instanc
 	return &p, nil
 }
 
-// Event is one entry of an instance's history.
-type Event struct {
-	Seq      uint64          `json:"seq"`
-	Time     time.Time       `json:"time"`
-	Type     string          `json:"type"`
-	StepPath string          `json:"step_path,omitempty"`
-	Attempt  int             `json:"attempt,omitempty"`
-	Node     string          `json:"node,omitempty"`
-	Data     json.RawMessage `json:"data,omitempty"`
-}
-
 // History returns a page of an instance's history, in order; the cursor is
 // the sequence number of the last event of the previous page.
-func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Page[Event], error) {
-	var p Page[Event]
+func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Page[store.HistoryEntry], error) {
+	var p Page[store.HistoryEntry]
 	if err := c.getJSON(ctx, "/v1/instances/"+seg(id)+"/history", pageQuery(opts), &p); err != nil {
 		return nil, err
 	}

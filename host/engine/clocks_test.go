@@ -127,7 +127,7 @@ func newSlowHost(t *testing.T, load time.Duration) *slowHost {
 
 // failure returns the kind and code of an instance's activity_failed
 // events.
-func failures(t *testing.T, evs []store.Event) []string {
+func failures(t *testing.T, evs []store.HistoryEntry) []string {
 	t.Helper()
 	var out []string
 	for _, ev := range evs {

@@ -122,7 +122,7 @@ func (h *host) finish(workflow string, input any) *store.Instance {
 	return got
 }
 
-func (h *host) history(id string) []store.Event {
+func (h *host) history(id string) []store.HistoryEntry {
 	h.t.Helper()
 	evs, err := h.store.History(context.Background(), id, 0, 1000)
 	if err != nil {
@@ -131,7 +131,7 @@ func (h *host) history(id string) []store.Event {
 	return evs
 }
 
-func count(evs []store.Event, typ string) int {
+func count(evs []store.HistoryEntry, typ store.HistoryType) int {
 	n := 0
 	for _, e := range evs {
 		if e.Type == typ {
@@ -167,10 +167,10 @@ output: "${ vars.echoed.text }"
 	}
 }
 
-func types(evs []store.Event) []string {
+func types(evs []store.HistoryEntry) []string {
 	var s []string
 	for _, e := range evs {
-		s = append(s, e.Type)
+		s = append(s, string(e.Type))
 	}
 	return s
 }
@@ -590,7 +590,7 @@ output: "${ vars.x / 0 }"
 				}
 			}
 			evs := h.history(inst.ID)
-			for _, typ := range []string{"activity_scheduled", "activity_failed", "retry_scheduled"} {
+			for _, typ := range []store.HistoryType{store.HistoryActivityScheduled, store.HistoryActivityFailed, store.HistoryRetryScheduled} {
 				if n := count(evs, typ); n != 0 {
 					t.Errorf("instance %s: %d %s events: %v", inst.ID, n, typ, types(evs))
 				}

@@ -32,7 +32,7 @@ type execution struct {
 	st        *runner.State
 	timers    map[string]store.Timer
 	bookmarks map[string]store.Bookmark // by token
-	history   []store.Event
+	history   []store.HistoryEntry
 	dirty     bool
 	// consumed are inbox messages applied since the last commit; checked
 	// are bookmarks already matched against queued stimuli.
@@ -252,7 +252,7 @@ func (x *execution) run() error {
 		case r := <-x.results:
 			delete(x.inflight, r.token)
 			delete(x.attempts, r.token)
-			x.apply(x.event(r, x.e.renewer.forget(attemptItem(x.key, r.token))))
+			x.apply(x.input(r, x.e.renewer.forget(attemptItem(x.key, r.token))))
 		case done := <-x.persist:
 			if !x.leased {
 				x.err = x.commit()
@@ -433,14 +433,14 @@ func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lo
 func (x *execution) superseded(stopped []runner.Invoke, cause error) {
 	var notes []store.Message
 	note := func(outcome, path string, attempt int) {
-		data, _ := json.Marshal(lateNote{Type: "late_completion_refused", Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()})
+		data, _ := json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()})
 		notes = append(notes, store.Message{InstanceID: x.inst.ID, Kind: store.MessageNote, Payload: data,
 			ID: fmt.Sprintf("late:%s:%s:%s:%d:%s", x.e.cfg.NodeID, x.e.boot, path, attempt, outcome)})
 	}
 	for _, ev := range x.history {
 		switch ev.Type {
-		case "activity_completed", "activity_failed":
-			note(strings.TrimPrefix(ev.Type, "activity_"), ev.StepPath, ev.Attempt)
+		case store.HistoryActivityCompleted, store.HistoryActivityFailed:
+			note(strings.TrimPrefix(string(ev.Type), "activity_"), ev.StepPath, ev.Attempt)
 		}
 	}
 	for _, inv := range stopped {
@@ -459,8 +459,8 @@ func (x *execution) superseded(stopped []runner.Invoke, cause error) {
 	x.e.pushSoon(ctx, x.inst.ID, "note")
 }
 
-// event turns an attempt's end into the runner's event.
-func (x *execution) event(r result, watched *attempt) runner.Event {
+// input turns an attempt's end into the runner's input.
+func (x *execution) input(r result, watched *attempt) runner.Input {
 	if watched != nil && watched.timedOut.Load() {
 		// The scheduler saw the guest stop heartbeating and stopped it.
 		watched.mu.Lock()
@@ -497,7 +497,7 @@ func (x *execution) event(r result, watched *attempt) runner.Event {
 }
 
 // apply applies one event and performs the actions.
-func (x *execution) apply(ev runner.Event) {
+func (x *execution) apply(ev runner.Input) {
 	now := x.e.cfg.Now()
 	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq)}, ev)
 	x.dirty = true
@@ -523,15 +523,15 @@ func (x *execution) apply(ev runner.Event) {
 			x.cancelChild(a.Token)
 		case runner.Record:
 			switch a.Type {
-			case "step_completed", "step_failed":
+			case store.HistoryStepCompleted, store.HistoryStepFailed:
 				step, _ := a.Data["step"].(string)
-				x.e.cfg.Observer.StepFinished(x.inst.Workflow, step, strings.TrimPrefix(a.Type, "step_"), a.Elapsed)
+				x.e.cfg.Observer.StepFinished(x.inst.Workflow, step, strings.TrimPrefix(string(a.Type), "step_"), a.Elapsed)
 			}
 			data, _ := json.Marshal(a.Data)
 			if a.Data == nil {
 				data = nil
 			}
-			x.history = append(x.history, store.Event{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
+			x.history = append(x.history, store.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
 		case runner.Persist:
 			if x.err == nil {
 				x.err = x.commit()

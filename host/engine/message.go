@@ -28,19 +28,19 @@ type childEnd struct {
 // lateNote is the payload of a MessageNote: an attempt's end that a node
 // which lost the instance could not commit, for the history.
 type lateNote struct {
-	Type     string `json:"type"`
-	Outcome  string `json:"outcome"`
-	StepPath string `json:"step_path"`
-	Attempt  int    `json:"attempt"`
-	Node     string `json:"node"`
-	Reason   string `json:"reason"`
+	Type     store.HistoryType `json:"type"`
+	Outcome  string            `json:"outcome"`
+	StepPath string            `json:"step_path"`
+	Attempt  int               `json:"attempt"`
+	Node     string            `json:"node"`
+	Reason   string            `json:"reason"`
 }
 
 // inboxEntry is an inbox message as the execution applies it: an input for
 // the runner, or, for a note, a history record (without its time).
 type inboxEntry struct {
-	input runner.Event
-	note  *store.Event
+	input runner.Input
+	note  *store.HistoryEntry
 }
 
 // decodeMessage returns what m means to its instance. A child's end that
@@ -69,14 +69,14 @@ func decodeMessage(m store.Message) (inboxEntry, error) {
 		if err := json.Unmarshal(m.Payload, &n); err != nil {
 			return inboxEntry{}, fmt.Errorf("inbox message %s: the note: %w", m.ID, err)
 		}
-		return inboxEntry{note: &store.Event{Type: n.Type, StepPath: n.StepPath, Attempt: n.Attempt, Node: n.Node, Data: m.Payload}}, nil
+		return inboxEntry{note: &store.HistoryEntry{Type: n.Type, StepPath: n.StepPath, Attempt: n.Attempt, Node: n.Node, Data: m.Payload}}, nil
 	}
 	return inboxEntry{}, fmt.Errorf("inbox message %s: unknown kind %q", m.ID, m.Kind)
 }
 
 // childInput is the runner's input for a child's end.
-func childInput(m store.Message) runner.Event {
-	corrupt := func(err error) runner.Event {
+func childInput(m store.Message) runner.Input {
+	corrupt := func(err error) runner.Input {
 		return runner.ChildFailed{Token: m.Token, Failure: store.Failure{Code: CodeCorruptMessage,
 			Message: fmt.Sprintf("the end of the child (inbox message %s) could not be read: %v", m.ID, err)}}
 	}

@@ -21,8 +21,8 @@ func TestDecodeMessage(t *testing.T) {
 	tests := []struct {
 		name    string
 		m       store.Message
-		input   runner.Event
-		note    *store.Event
+		input   runner.Input
+		note    *store.HistoryEntry
 		wantErr string
 		// failCode and failMessage check a ChildFailed by its code and a
 		// part of its message.
@@ -41,7 +41,7 @@ func TestDecodeMessage(t *testing.T) {
 		{name: "cancel", m: msg(store.MessageCancel, `"by ops"`), input: runner.Cancel{Reason: "by ops"}},
 		{name: "cancel with a reason not a string", m: msg(store.MessageCancel, `42`), input: runner.Cancel{Reason: "42"}},
 		{name: "note", m: msg(store.MessageNote, `{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`),
-			note: &store.Event{Type: "late_completion_refused", StepPath: "a", Attempt: 2, Node: "n2", Data: json.RawMessage(`{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`)}},
+			note: &store.HistoryEntry{Type: "late_completion_refused", StepPath: "a", Attempt: 2, Node: "n2", Data: json.RawMessage(`{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`)}},
 		{name: "note not an object", m: msg(store.MessageNote, `[]`), wantErr: "inbox message m1: the note"},
 		{name: "unknown kind", m: msg("telegram", `{}`), wantErr: `unknown kind "telegram"`},
 	}

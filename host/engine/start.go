@@ -92,7 +92,7 @@ func (e *Engine) create(ctx context.Context, workflow string, input any, id stri
 		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: in,
 		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
 	}
-	_, err = e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.Event{{Type: "instance_created", Node: e.cfg.NodeID}}})
+	_, err = e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.HistoryEntry{{Type: store.HistoryInstanceCreated, Node: e.cfg.NodeID}}})
 	if errors.Is(err, store.ErrExists) {
 		// Another Start with the id created it between the check above
 		// and this commit.

@@ -89,7 +89,7 @@ func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) 
 	}
 	if _, err := e.store.Commit(ctx, store.Commit{
 		Instance: &inst, Fence: lease.Token(), Bookmarks: bookmarks, Timers: timers, Send: s.Inbox,
-		History: []store.Event{{Type: "instance_imported", Node: e.cfg.NodeID}},
+		History: []store.HistoryEntry{{Type: store.HistoryInstanceImported, Node: e.cfg.NodeID}},
 	}); err != nil {
 		return nil, fmt.Errorf("engine: importing instance %s: %w", id, err)
 	}

@@ -169,7 +169,7 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		d.Fatalf(t, "%s takes no token", name)
 	}
 	token := func() string { return s.token(t, d, ref) }
-	var ev runner.Event
+	var ev runner.Input
 	switch name {
 	case "start":
 		var f struct {
@@ -301,7 +301,7 @@ func (s *script) trace(acts []runner.Action, now time.Time) string {
 				out = append(out, fmt.Sprintf("finish %s %s", a.Status, o))
 			}
 		case runner.Record:
-			s.history = append(s.history, a.Type)
+			s.history = append(s.history, string(a.Type))
 			if a.Type == "event_refused" {
 				out = append(out, "refused")
 			}

@@ -1,5 +1,5 @@
 // Package runner executes workflow definitions as a deterministic state
-// machine: Apply takes an instance's State and one Event (start, activity
+// machine: Apply takes an instance's State and one Input (start, activity
 // result, timer fired, stimulus, child result, cancel) and returns the
 // Actions the shell must perform (invoke an activity, arm or cancel a timer,
 // create or remove a bookmark, start or cancel a child, persist, record
@@ -32,7 +32,7 @@
 //     attempt of it gets the same input and the same idempotency key,
 //     <instance id>/<step id>/<execution>.
 //   - Persistence (docs/architecture.md, "When an instance is persisted"):
-//     an instance is persisted whenever an event leaves it suspended
+//     an instance is persisted whenever an input leaves it suspended
 //     (nothing but timers, bookmarks or children to wait for) or finished;
 //     with the `activity` strategy also after every activity completes; a
 //     step with `persist: always` after it completes, and `persist: never`

@@ -142,7 +142,7 @@ type Commit struct {
 	Fence uint64
 	// History is appended in order, each event getting the next sequence
 	// number (the first event of an instance gets 1).
-	History []Event
+	History []HistoryEntry
 	// Bookmarks, when not nil, replaces the instance's whole bookmark set
 	// (an empty slice clears it); nil leaves it as it is.
 	Bookmarks []Bookmark
@@ -180,13 +180,13 @@ type InstanceFilter struct {
 	Cursor string
 }
 
-// Event is one entry of an instance's history.
-type Event struct {
+// HistoryEntry is one entry of an instance's history.
+type HistoryEntry struct {
 	// Seq is assigned by the store: 1, 2, 3… per instance.
 	Seq uint64 `json:"seq"`
 	// Time is when it happened; the store's clock when left zero.
 	Time     time.Time       `json:"time"`
-	Type     string          `json:"type"`
+	Type     HistoryType     `json:"type"`
 	StepPath string          `json:"step_path,omitempty"`
 	Attempt  int             `json:"attempt,omitempty"`
 	Node     string          `json:"node,omitempty"`

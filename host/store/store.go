@@ -51,7 +51,7 @@ type Store interface {
 
 	// History returns up to limit events of an instance with Seq greater
 	// than afterSeq, in order. ErrNotFound when there is no such instance.
-	History(ctx context.Context, id string, afterSeq uint64, limit int) ([]Event, error)
+	History(ctx context.Context, id string, afterSeq uint64, limit int) ([]HistoryEntry, error)
 
 	// Deliver writes msgs to their instances' inboxes and, when s is not
 	// nil, records s as delivered (State delivered, with s.Outcome) in the

@@ -25,7 +25,7 @@ func TestBackup(t *testing.T) {
 	create := func(id string) error {
 		in := &store.Instance{ID: id, Workflow: "w", Status: store.StatusPending,
 			Input: json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 500)))}
-		_, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []store.Event{{Type: "created"}}})
+		_, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}})
 		return err
 	}
 	for i := range 200 {

@@ -569,9 +569,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 }
 
 // History implements store.Store.
-func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.Event, error) {
+func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.HistoryEntry, error) {
 	limit = store.ClampLimit(limit)
-	var out []store.Event
+	var out []store.HistoryEntry
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
@@ -579,7 +579,7 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 		prefix := key(nil).str(id)
 		c := tx.Bucket(bHist).Cursor()
 		for k, v := c.Seek(prefix.u64(afterSeq + 1)); hasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
-			var e store.Event
+			var e store.HistoryEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("instance %q: corrupt event: %w", id, err)
 			}

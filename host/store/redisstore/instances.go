@@ -466,7 +466,7 @@ func (s *Store) ofInstance(ctx context.Context, op, id string, read func(p redis
 
 // History implements store.Store. An event's Seq is its place in the
 // instance's history list.
-func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.Event, error) {
+func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.HistoryEntry, error) {
 	limit = store.ClampLimit(limit)
 	var lr *redis.StringSliceCmd
 	if _, err := s.ofInstance(ctx, "history of instance", id, func(p redis.Pipeliner) {
@@ -474,9 +474,9 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 	}); err != nil {
 		return nil, err
 	}
-	var out []store.Event
+	var out []store.HistoryEntry
 	for i, raw := range lr.Val() {
-		var e store.Event
+		var e store.HistoryEntry
 		if err := json.Unmarshal([]byte(raw), &e); err != nil {
 			return nil, s.corrupt(fmt.Errorf("instance %q: corrupt event: %w", id, err))
 		}

@@ -17,8 +17,8 @@ type Context struct {
 	Rand       func() float64
 }
 
-// Event is an input to Apply.
-type Event interface{ event() }
+// Input is an input to Apply.
+type Input interface{ input() }
 
 // Start begins an instance.
 type Start struct{ Input any }
@@ -83,15 +83,15 @@ type Recover struct {
 	Heartbeats map[string]json.RawMessage
 }
 
-func (Start) event()             {}
-func (ActivityCompleted) event() {}
-func (ActivityFailed) event()    {}
-func (TimerFired) event()        {}
-func (StimulusDelivered) event() {}
-func (ChildCompleted) event()    {}
-func (ChildFailed) event()       {}
-func (Cancel) event()            {}
-func (Recover) event()           {}
+func (Start) input()             {}
+func (ActivityCompleted) input() {}
+func (ActivityFailed) input()    {}
+func (TimerFired) input()        {}
+func (StimulusDelivered) input() {}
+func (ChildCompleted) input()    {}
+func (ChildFailed) input()       {}
+func (Cancel) input()            {}
+func (Recover) input()           {}
 
 // Action is an output of Apply, for the shell to perform in order.
 type Action interface{ action() }
@@ -173,9 +173,9 @@ type CancelChild struct{ Token string }
 // says so).
 type Persist struct{}
 
-// Record appends an event to the instance's history.
+// Record appends an entry to the instance's history.
 type Record struct {
-	Type    string
+	Type    store.HistoryType
 	Path    string
 	Attempt int
 	Data    map[string]any
