@@ -20,9 +20,7 @@ require (
 	go.etcd.io/bbolt v1.5.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.5
-	golang.org/x/image v0.44.0
 	golang.org/x/sys v0.48.0
-	golang.org/x/text v0.42.0
 )
 
 require (
