@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -518,6 +520,19 @@ func TestCLIAgainstHost(t *testing.T) {
 
 	t.Run("admin backup", func(t *testing.T) { testAdminBackup(t, ts) })
 
+	t.Run("admin status", func(t *testing.T) {
+		if out := ts.ok(t, "admin", "status"); !strings.Contains(out, "alive and ready") {
+			t.Errorf("status: %s", out)
+		}
+		var st struct {
+			Alive, Ready bool
+		}
+		ts.okJSON(t, &st, "admin", "status", "-o", "json")
+		if !st.Alive || !st.Ready {
+			t.Errorf("status -o json: %+v", st)
+		}
+	})
+
 	t.Run("transport and usage", func(t *testing.T) {
 		tests := []struct {
 			name       string
@@ -721,5 +736,40 @@ func TestCLICluster(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
 		t.Errorf("the refused backup left %v (%v)", entries, err)
+	}
+}
+
+// TestAdminStatusNotReady: a host that answers /healthz but not /readyz
+// (a fake, to inject that one fault) makes weft admin status say why and
+// exit non-zero; one that does not answer at all is a failure too.
+func TestAdminStatusNotReady(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/healthz" {
+			fmt.Fprint(w, `{"status":"ok"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"type":"urn:weft:problem:not-ready","title":"Service Unavailable","status":503,"detail":"store: data/weft.db is broken"}`)
+	}))
+	defer srv.Close()
+	ts := &testServer{url: srv.URL}
+	r := ts.weft(t, nil, "admin", "status")
+	if r.code != exitFailed || !strings.Contains(r.stdout, "not ready: store: data/weft.db is broken") {
+		t.Errorf("not ready: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	r = ts.weft(t, nil, "admin", "status", "-o", "json")
+	var st struct {
+		Alive, Ready bool
+		Reason       string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != exitFailed || !st.Alive || st.Ready || st.Reason != "store: data/weft.db is broken" {
+		t.Errorf("not ready, json: exit %d, %q (%v)", r.code, r.stdout, err)
+	}
+	srv.Close()
+	if r := ts.weft(t, nil, "admin", "status"); r.code == exitOK || r.stderr == "" {
+		t.Errorf("no host: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

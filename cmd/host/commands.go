@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -679,6 +680,46 @@ func (a *app) eventDead(ctx context.Context, args []string) int {
 		}
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", d.ID, d.Name, key, formatTime(d.CreatedAt), formatTime(d.SettledAt), compactJSON(d.Payload, 60))
 	})
+}
+
+// adminStatus is `weft admin status`: whether the host answers
+// (/healthz) and can serve (/readyz: its store, and in a cluster Redis,
+// reachable and sound). It exits 0 only when the host is ready, so that a
+// script or a probe can wait on it.
+func (a *app) adminStatus(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("admin status")
+	if _, ok := cmd.parse(args, 0, 0, ""); !ok {
+		return cmd.usageExit()
+	}
+	if err := cmd.c.Health(ctx); err != nil {
+		return cmd.fail(err)
+	}
+	status := struct {
+		Alive  bool   `json:"alive"`
+		Ready  bool   `json:"ready"`
+		Reason string `json:"reason,omitempty"`
+	}{Alive: true, Ready: true}
+	if err := cmd.c.Ready(ctx); err != nil {
+		var p *client.Problem
+		if !errors.As(err, &p) {
+			return cmd.fail(err)
+		}
+		status.Ready, status.Reason = false, p.Detail
+	}
+	code := exitOK
+	if !status.Ready {
+		code = exitFailed
+	}
+	if cmd.output == "json" {
+		cmd.json(status)
+		return code
+	}
+	if status.Ready {
+		fmt.Fprintf(cmd.stdout, "%s is alive and ready\n", cmd.server)
+	} else {
+		fmt.Fprintf(cmd.stdout, "%s is alive but not ready: %s\n", cmd.server, status.Reason)
+	}
+	return code
 }
 
 func (a *app) adminRefresh(ctx context.Context, args []string) int {

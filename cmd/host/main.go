@@ -14,6 +14,7 @@
 //	weft instance ls|show|history|cancel|rm|export|import
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
 //	weft event dead
+//	weft admin status
 //	weft admin refresh [WORKFLOW...]
 //	weft admin backup FILE|-
 //
@@ -86,6 +87,7 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"instance import":  a.instanceImport,
 		"event send":       a.eventSend,
 		"event dead":       a.eventDead,
+		"admin status":     a.adminStatus,
 		"admin refresh":    a.adminRefresh,
 		"admin backup":     a.adminBackup,
 	}
@@ -167,6 +169,7 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft instance export ID [--file FILE] | import FILE|- [--id ID]
   weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
   weft event dead                 the events that expired with nothing waiting for them
+  weft admin status               whether the host is alive and ready (exit 0 only when ready)
   weft admin refresh [WORKFLOW...]
   weft admin backup FILE|-        a backup of the embedded store, taken while the host runs
 
