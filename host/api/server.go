@@ -254,8 +254,6 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	return s, nil
 }
 
-// App returns the Fiber application, for tests and embedding.
-func (s *Server) App() *fiber.App { return s.app }
 
 // Serve serves HTTP on ln until Shutdown, and closes ln. It returns nil
 // after Shutdown, also when Shutdown came first.
