@@ -254,7 +254,6 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	return s, nil
 }
 
-
 // Serve serves HTTP on ln until Shutdown, and closes ln. It returns nil
 // after Shutdown, also when Shutdown came first.
 func (s *Server) Serve(ln net.Listener) error {
