@@ -38,8 +38,11 @@ type execution struct {
 	consumed  []string
 	checked   map[string]bool
 	delivered string // a queued stimulus applied since the last commit
-	children  []runner.StartChild
-	wake      chan struct{}
+	// deliveredOutcome is that stimulus's answer when it was queued, kept
+	// through its delivery: a repeated send answers what the first did.
+	deliveredOutcome json.RawMessage
+	children         []runner.StartChild
+	wake             chan struct{}
 
 	results  chan result
 	inflight map[string]*plugins.Heartbeat
@@ -374,7 +377,7 @@ func (x *execution) pollQueued() (int, error) {
 		s := pending[0]
 		var payload any
 		_ = json.Unmarshal(s.Payload, &payload)
-		x.delivered = s.ID
+		x.delivered, x.deliveredOutcome = s.ID, queuedOutcome(s)
 		x.apply(runner.StimulusDelivered{Token: token, Payload: payload})
 		if x.delivered != "" { // not committed by a Persist action
 			if err := x.commit(); err != nil {
@@ -712,7 +715,7 @@ func (x *execution) commit() error {
 	}
 	c := store.Commit{
 		Instance: inst, Fence: x.lease.Token(), History: x.history, Timers: timers, Bookmarks: bookmarks,
-		Consumed: x.consumed, DeliveredStimulus: x.delivered,
+		Consumed: x.consumed, DeliveredStimulus: x.delivered, DeliveredOutcome: x.deliveredOutcome,
 	}
 	if inst.Status.Terminal() && inst.Parent != nil {
 		end, _ := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
@@ -742,7 +745,7 @@ func (x *execution) commit() error {
 		x.held.Store(false)
 		x.e.heartbeat.releaseLease(x)
 	}
-	x.history, x.consumed, x.delivered = nil, nil, ""
+	x.history, x.consumed, x.delivered, x.deliveredOutcome = nil, nil, "", nil
 	x.dirty = false
 	for _, ch := range x.children {
 		x.e.pushSoon(x.ctx, childID(inst.ID, ch.Token), "start")
