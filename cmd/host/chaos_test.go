@@ -85,10 +85,10 @@ func defaultChaosConfig() chaosConfig {
 		// TTL after the node's last renewal, and a cycle is left for the
 		// sweep to find it and another node to take it.
 		LockTTL: 4 * time.Second, Cycle: time.Second, Tick: 50 * time.Millisecond, Recovery: 500 * time.Millisecond,
-		// Workers stay below go-redis's default pool (10 per CPU): each
-		// idle worker holds a connection in a blocking read (see
-		// docs/reliability.md, "Findings").
-		Workers: 8, Pool: 8,
+		// Enough workers and guests for one node to carry the whole load
+		// (starts × the work step's mean length) while the other two are
+		// down or paused: a takeover queues behind the starts otherwise.
+		Workers: 32, Pool: 16,
 		KillEvery: [2]time.Duration{5 * time.Second, 8 * time.Second},
 		DownFor:   [2]time.Duration{500 * time.Millisecond, 2500 * time.Millisecond},
 		PauseAt:   0.3, PauseFor: 1500 * time.Millisecond,
@@ -828,33 +828,43 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 	return res
 }
 
-// causeOf returns the first fault that explains a takeover of an attempt
-// node scheduled: node's kill after the attempt was scheduled, node's
-// pause that began before the takeover and ended less than a TTL before
-// the attempt was scheduled (an execution that slept through its lease
-// wakes up and records a step before it finds the lease lost), or the
-// Redis kill after the attempt was scheduled.
+// causeOf returns the fault that explains a takeover of an attempt node
+// scheduled: the first kill of node or of Redis between the scheduling
+// and the takeover; failing that, a pause of node or a Redis outage that
+// began before the takeover and ended less than a TTL before the attempt
+// was scheduled (an execution that lost its lease then records a step
+// before it finds out).
 func causeOf(faults []fault, node string, scheduled, takenOver time.Time, ttl time.Duration) *fault {
 	for i, f := range faults {
 		if f.At.After(takenOver) {
 			break
 		}
+		if (f.Kind == "kill" && f.Node == node || f.Kind == "redis-kill") && !f.At.Before(scheduled) {
+			return &faults[i]
+		}
+	}
+	for i, f := range faults {
+		if f.At.After(takenOver) {
+			break
+		}
+		var ends func(fault) bool
 		switch {
-		case f.Kind == "kill" && f.Node == node, f.Kind == "redis-kill":
-			if !f.At.Before(scheduled) {
-				return &faults[i]
-			}
 		case f.Kind == "pause" && f.Node == node:
-			resumed := takenOver
-			for _, g := range faults[i:] {
-				if g.Kind == "resume" && g.Node == node {
-					resumed = g.At
-					break
-				}
+			ends = func(g fault) bool { return g.Kind == "resume" && g.Node == node }
+		case f.Kind == "redis-kill":
+			ends = func(g fault) bool { return g.Kind == "redis-up" }
+		default:
+			continue
+		}
+		ended := takenOver
+		for _, g := range faults[i:] {
+			if ends(g) {
+				ended = g.At
+				break
 			}
-			if resumed.Add(ttl).After(scheduled) {
-				return &faults[i]
-			}
+		}
+		if ended.Add(ttl).After(scheduled) {
+			return &faults[i]
 		}
 	}
 	return nil
@@ -1027,4 +1037,44 @@ func (res *chaosResult) report() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.At.Format("15:04:05.000"), f.At.Sub(res.t0).Round(time.Millisecond), f.Kind, f.Node)
 	}
 	return b.String()
+}
+
+// causeOf attributes a takeover to the fault that made the attempt's node
+// lose it, as the chaos report counts them.
+func TestChaosCauseOf(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	faults := []fault{
+		{at(1), "kill", "node1"}, {at(2), "restart", "node1"},
+		{at(10), "pause", "node2"}, {at(15), "resume", "node2"},
+		{at(20), "redis-kill", ""}, {at(21), "redis-up", ""},
+		{at(30), "kill", "node2"},
+	}
+	tests := []struct {
+		name                 string
+		node                 string
+		scheduled, takenOver float64
+		want                 string // "" for none
+	}{
+		{"killed after scheduling", "node1", 0.5, 5, "kill node1"},
+		{"killed before scheduling: another process", "node1", 3, 5, ""},
+		{"another node's kill", "node3", 0.5, 5, ""},
+		{"paused while running", "node2", 9, 14, "pause node2"},
+		{"recorded after waking up from the pause", "node2", 16, 17, "pause node2"},
+		{"long after the pause", "node2", 25, 26, ""},
+		{"a kill after the scheduling wins over an earlier pause", "node2", 16, 31, "redis-kill "},
+		{"Redis killed while running", "node3", 19, 24, "redis-kill "},
+		{"recorded during the Redis outage", "node3", 20.5, 24, "redis-kill "},
+		{"the node's kill after the outage", "node2", 26, 33, "kill node2"},
+	}
+	for _, tt := range tests {
+		got := ""
+		if f := causeOf(faults, tt.node, at(tt.scheduled), at(tt.takenOver), 4*time.Second); f != nil {
+			got = f.Kind + " " + f.Node
+		}
+		if got != tt.want {
+			t.Errorf("%s: cause %q, want %q", tt.name, got, tt.want)
+		}
+	}
 }
