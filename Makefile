@@ -29,7 +29,7 @@ SDK_VET    := cd sdk && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./.
 # so CI) and lint fail otherwise.
 TIDY_CHECK := @for m in . bench sdk examples; do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy: $$m/go.mod is not tidy (run go mod tidy there)"; exit 1; }; done
 
-.PHONY: all build plugins test deps bench bench-http fuzz run fmt lint clean
+.PHONY: all build plugins test deps bench bench-http fuzz run fmt lint clean chaos
 all: build plugins
 
 build:
@@ -74,6 +74,21 @@ bench: plugins
 # weft serve on the embedded store and on Redis (bench/http.sh).
 bench-http: deps build plugins
 	./bench/http.sh
+
+# The chaos harness at full scale (docs/reliability.md): three nodes on one
+# Redis, CHAOS_INSTANCES instances while nodes are killed, paused and
+# Redis is killed once. `make test` runs a short variant of the same test.
+# Prints the run's summary line; the report and the node logs are in the
+# directory it names, the whole test output in bin/chaos/chaos.log.
+CHAOS_INSTANCES ?= 10000
+CHAOS_RATE      ?= 0
+CHAOS_SEED      ?= 0
+chaos: plugins
+	@mkdir -p $(BIN)/chaos
+	@$(GO) test -run '^TestChaos$$' -count=1 -v -timeout 60m ./cmd/host \
+		-args -chaos.instances=$(CHAOS_INSTANCES) -chaos.rate=$(CHAOS_RATE) -chaos.seed=$(CHAOS_SEED) \
+		> $(BIN)/chaos/chaos.log 2>&1; status=$$?; \
+		grep -h '^chaos \(PASS\|FAIL\)' $(BIN)/chaos/chaos.log || tail -30 $(BIN)/chaos/chaos.log; exit $$status
 
 # Runs every fuzz target for FUZZTIME each (go test -fuzz takes one target
 # at a time), or for the time a target names after a second colon: the

@@ -39,8 +39,11 @@ type execution struct {
 	consumed  []string
 	checked   map[string]bool
 	delivered string // a queued stimulus applied since the last commit
-	children  []runner.StartChild
-	wake      chan struct{}
+	// deliveredOutcome is that stimulus's answer when it was queued, kept
+	// through its delivery: a repeated send answers what the first did.
+	deliveredOutcome json.RawMessage
+	children         []runner.StartChild
+	wake             chan struct{}
 
 	results  chan result
 	inflight map[string]*plugins.Heartbeat
@@ -347,7 +350,7 @@ func (x *execution) pollQueued() (int, error) {
 		if err != nil {
 			return n, fmt.Errorf("instance %s: the payload of queued stimulus %s: %w", x.inst.ID, s.ID, err)
 		}
-		x.delivered = s.ID
+		x.delivered, x.deliveredOutcome = s.ID, queuedOutcome(s)
 		x.apply(runner.StimulusDelivered{Token: token, Payload: payload})
 		if x.delivered != "" { // not committed by a Persist action
 			if err := x.commit(); err != nil {
@@ -686,7 +689,7 @@ func (x *execution) commit() error {
 	}
 	c := store.Commit{
 		Instance: inst, Fence: x.lease.Token(), History: x.history, Timers: timers, Bookmarks: bookmarks,
-		Consumed: x.consumed, DeliveredStimulus: x.delivered,
+		Consumed: x.consumed, DeliveredStimulus: x.delivered, DeliveredOutcome: x.deliveredOutcome,
 	}
 	if inst.Status.Terminal() && inst.Parent != nil {
 		end, _ := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
@@ -716,7 +719,7 @@ func (x *execution) commit() error {
 		x.held.Store(false)
 		x.e.renewer.releaseLease(x)
 	}
-	x.history, x.consumed, x.delivered = nil, nil, ""
+	x.history, x.consumed, x.delivered, x.deliveredOutcome = nil, nil, "", nil
 	x.dirty = false
 	for _, ch := range x.children {
 		x.e.pushSoon(x.ctx, childID(inst.ID, ch.Token), "start")

@@ -115,6 +115,18 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 	return out, nil
 }
 
+// queuedOutcome is what Signal answered for s when it queued it, to be
+// stored with its delivery: the store keeps no outcome for a queued
+// stimulus, and one delivered without an outcome would answer a repeated
+// send with an empty one instead of "queued".
+func queuedOutcome(s store.Stimulus) json.RawMessage {
+	if len(s.Outcome) > 0 {
+		return s.Outcome
+	}
+	out, _ := json.Marshal(Outcome{ID: s.ID, Resumed: []string{}, Started: []string{}, Queued: true})
+	return out
+}
+
 func outcomeOf(s *store.Stimulus) (*Outcome, error) {
 	var out Outcome
 	if len(s.Outcome) > 0 {
@@ -125,6 +137,13 @@ func outcomeOf(s *store.Stimulus) (*Outcome, error) {
 	out.ID = s.ID
 	if s.State == store.StimulusQueued {
 		out.Queued = true
+	}
+	// As the first answer had them: lists, never null.
+	if out.Resumed == nil {
+		out.Resumed = []string{}
+	}
+	if out.Started == nil {
+		out.Started = []string{}
 	}
 	return &out, nil
 }

@@ -83,6 +83,11 @@ func TestStimulusBeforeItsBookmarkIsQueuedThenDelivered(t *testing.T) {
 	if err != nil || !out.Queued || len(out.Resumed) != 0 {
 		t.Fatalf("Signal with no bookmark: %+v, %v; want queued", out, err)
 	}
+	// Sent again while queued, it answers the same, lists and all.
+	again, err := h.e.Signal(ctx, engine.Stimulus{ID: "early", Name: "order.approved", Key: "o-7", Payload: "ignored"})
+	if err != nil || !again.Queued || again.Resumed == nil || len(again.Resumed) != 0 || again.Started == nil {
+		t.Fatalf("repeated Signal while queued: %+v, %v; want the first answer, queued", again, err)
+	}
 	inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-7"}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +98,12 @@ func TestStimulusBeforeItsBookmarkIsQueuedThenDelivered(t *testing.T) {
 	}
 	if s, err := h.store.GetStimulus(ctx, "early"); err != nil || s.State != store.StimulusDelivered {
 		t.Fatalf("stimulus after delivery: %+v, %v", s, err)
+	}
+	// Sent again after its delivery, it answers what it did the first
+	// time (docs/http-api.md, "Idempotency"): it was queued.
+	again, err = h.e.Signal(ctx, engine.Stimulus{ID: "early", Name: "order.approved", Key: "o-7", Payload: "ignored"})
+	if err != nil || !again.Queued || len(again.Resumed) != 0 || again.Resumed == nil || again.Started == nil {
+		t.Fatalf("repeated Signal after the delivery: %+v, %v; want the first answer, queued", again, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -254,4 +255,41 @@ steps:
 		t.Errorf("node b finished the instance %s after a's shutdown; the 30s lease was not handed back", took)
 	}
 	t.Logf("node b finished the handed-back instance %s after a's shutdown", time.Since(start))
+}
+
+// A node with more workers than go-redis's default pool (ten connections
+// per CPU) still runs instances once it has idled. Each idle worker holds
+// a connection in a blocking read of the ready queue; with the default
+// pool they held them all, and every lock call, whose deadline is a
+// twentieth of the lock's TTL, timed out waiting for one: the node ran
+// nothing more, and its recovery sweep stopped too (the chaos harness
+// found it, docs/reliability.md).
+func TestManyWorkersDoNotStarveTheRedisPool(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	cfg := clusterConfig(t, "a", srv.Addr())
+	cfg.Engine.Workers = 10*runtime.GOMAXPROCS(0) + 8
+	n, _, _ := open(t, cfg)
+	ctx := context.Background()
+	if _, _, err := n.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.Engine().SaveDefinition(ctx, []byte(greet)); err != nil {
+		t.Fatal(err)
+	}
+	// Every worker is in a blocking read once the queue stayed empty for
+	// a read's window (at most a second).
+	time.Sleep(1500 * time.Millisecond) // idling is the condition under test
+	for i := range 3 {
+		inst, _, err := n.Engine().Start(ctx, "greet", "hi", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		done, err := n.Engine().WaitFinished(wctx, inst.ID)
+		cancel()
+		if err != nil || done.Status != store.StatusCompleted {
+			t.Fatalf("instance %d (%s) on a node with %d workers: %+v, %v", i, inst.ID, cfg.Engine.Workers, done, err)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,8 +28,14 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 	}
 	cfg := n.cfg
 	clients := make([]redis.UniversalClient, 0, len(cfg.RedisAddrs))
+	// Every idle worker holds a connection in a blocking read of the
+	// ready queue: the pool gets one per worker on top of go-redis's
+	// default (ten per CPU), or idle workers starve every other call,
+	// and the lock calls, whose deadlines are a twentieth of a lock's
+	// TTL, time out waiting for a connection for as long as they idle.
+	pool := 10*runtime.GOMAXPROCS(0) + cfg.Engine.WithDefaults().Workers
 	for _, addr := range cfg.RedisAddrs {
-		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: 2 * time.Second})
+		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: 2 * time.Second, PoolSize: pool})
 		clients = append(clients, c)
 		n.closers = append(n.closers, c.Close)
 		n.pings = append(n.pings, func(ctx context.Context) error {
