@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,30 +87,6 @@ steps:
 	if _, _, err := h.node.Engine().Start(ctx, "fz", map[string]any{"n": 1}, "fz-1"); err != nil {
 		tb.Fatal(err)
 	}
-}
-
-// try is request without failing the test on a transport error.
-func (h *host) try(method, path, token, contentType string, body []byte) (response, error) {
-	req, err := http.NewRequest(method, h.url+path, bytes.NewReader(body))
-	if err != nil {
-		return response{}, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	res, err := h.client.Do(req)
-	if err != nil {
-		return response{}, err
-	}
-	defer res.Body.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(res.Body); err != nil {
-		return response{}, err
-	}
-	return response{status: res.StatusCode, header: res.Header, body: b.Bytes()}, nil
 }
 
 // fuzzRequest turns the fuzzer's inputs into a request for op.
