@@ -1001,6 +1001,29 @@ func (res *chaosResult) report() string {
 	}
 	fmt.Fprintf(&b, "\n%d takeovers, %d of them resuming from heartbeat details; %d explained by no fault (a lease that lapsed on a live node)\n",
 		len(res.takeovers), details, len(unexplained))
+	var timed []takeover
+	for _, tk := range res.takeovers {
+		if tk.Cause != nil {
+			timed = append(timed, tk)
+		}
+	}
+	slices.SortFunc(timed, func(a, b takeover) int { return int(a.Latency - b.Latency) })
+	line := func(tk takeover) string {
+		return fmt.Sprintf("%s %s attempt %d: ran on %s from %s; %s %s at %s; taken over by %s at %s, after %s", tk.Instance, tk.Path, tk.Attempt,
+			tk.From, tk.Scheduled.Format("15:04:05.000"), tk.Cause.Kind, tk.Cause.Node, tk.Cause.At.Format("15:04:05.000"),
+			tk.By, tk.At.Format("15:04:05.000"), ms(tk.Latency))
+	}
+	if len(timed) > 0 {
+		b.WriteString("\nThe fastest and the slowest:\n\n```\n")
+		for _, tk := range timed[:min(3, len(timed))] {
+			b.WriteString(line(tk) + "\n")
+		}
+		b.WriteString("…\n")
+		for _, tk := range timed[max(3, len(timed)-10):] {
+			b.WriteString(line(tk) + "\n")
+		}
+		b.WriteString("```\n")
+	}
 	if len(unexplained) > 0 {
 		fmt.Fprintf(&b, "\n```\n%s\n```\n", strings.Join(unexplained[:min(len(unexplained), 20)], "\n"))
 	}
