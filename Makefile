@@ -17,14 +17,19 @@ RUST_RUSTC   ?= /usr/bin/rustc
 RUST_RUSTDOC ?= /usr/bin/rustdoc
 RUST_ENV     := RUSTC=$(RUST_RUSTC) RUSTDOC=$(RUST_RUSTDOC) CARGO_TARGET_DIR=$(CURDIR)/$(BIN)/cargo
 RUST_SDK_SRC := $(wildcard sdk/rust/src/*.rs sdk/rust/src/*/*.rs) sdk/rust/Cargo.toml
-SDK_SRC    := $(wildcard sdk/*.go abi/*.go) sdk/go.mod go.mod go.sum
+SDK_SRC    := $(wildcard sdk/*.go abi/*.go) sdk/go.mod go.mod go.sum examples/go.mod examples/go.sum
 # sdk/ is a module of its own (github.com/weftworks/weft/sdk, no
-# dependencies), as is bench/: `go test ./...` and `go vet ./...` at the root
-# do not reach them, so test, fuzz and lint run them in their directories.
+# dependencies), as are bench/ and examples/ (the example plugins and their
+# own dependencies, such as golang.org/x/image): `go test ./...` and
+# `go vet ./...` at the root do not reach them, so test, fuzz and lint run
+# them in their directories.
 # The SDK's code for wasm (host_wasm.go) is vetted for wasip1 too.
 SDK_VET    := cd sdk && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./...
+# Each module's go.mod and go.sum are what go mod tidy makes them: test (and
+# so CI) and lint fail otherwise.
+TIDY_CHECK := @for m in . bench sdk examples; do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy: $$m/go.mod is not tidy (run go mod tidy there)"; exit 1; }; done
 
-.PHONY: all build plugins test deps bench fuzz run fmt lint clean chaos
+.PHONY: all build plugins test deps bench bench-http fuzz run fmt lint clean chaos
 all: build plugins
 
 build:
@@ -52,15 +57,23 @@ deps:
 	@./scripts/deps.sh
 
 test: deps plugins
+	$(TIDY_CHECK)
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd examples && $(GO) vet ./...
 	$(SDK_VET)
 	$(GO) test -race -timeout 20m ./...
+	cd examples && $(GO) test -race -timeout 20m ./...
 	cd sdk && $(GO) test -race ./...
 	cd sdk/rust && $(RUST_ENV) $(RUST_CARGO) test --offline --locked --quiet
 
 bench: plugins
 	./bench/run.sh
+
+# Throughput and latency over HTTP, from a separate load process, against
+# weft serve on the embedded store and on Redis (bench/http.sh).
+bench-http: deps build plugins
+	./bench/http.sh
 
 # The chaos harness at full scale (docs/reliability.md): three nodes on one
 # Redis, CHAOS_INSTANCES instances while nodes are killed, paused and
@@ -78,12 +91,17 @@ chaos: plugins
 		grep -h '^chaos \(PASS\|FAIL\)' $(BIN)/chaos/chaos.log || tail -30 $(BIN)/chaos/chaos.log; exit $$status
 
 # Runs every fuzz target for FUZZTIME each (go test -fuzz takes one target
-# at a time). New failing inputs land in the package's testdata/fuzz. A
-# package that is the root of a module of its own (./sdk) is fuzzed from
-# its directory.
+# at a time), or for the time a target names after a second colon: the
+# HTTP API's end-to-end target (a real node on loopback, requests built
+# from the OpenAPI document) runs for FUZZ_API_TIME. New failing inputs
+# land in the package's testdata/fuzz. A package in a module of its own
+# (./sdk, ./examples/...) is fuzzed from that module's directory.
 FUZZTIME ?= 30s
+FUZZ_API_TIME ?= 3m
 FUZZ_TARGETS := \
 	./host/definition:FuzzParse \
+	./host/store/tuple:FuzzTuple \
+	./host/api:FuzzAPI:$(FUZZ_API_TIME) \
 	./sdk:FuzzAppendJSONString \
 	./plugins:FuzzLoad \
 	./plugins:FuzzHostileGuest \
@@ -95,10 +113,12 @@ FUZZ_TARGETS := \
 	./examples/plugins/ckit/test:FuzzSameAsKit
 fuzz: deps plugins
 	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
-		pkg=$${t%%:*}; dir=.; \
-		if [ -f "$$pkg/go.mod" ]; then dir=$$pkg; pkg=.; fi; \
-		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$$pkg"); \
+		pkg=$${t%%:*}; name=$${t#*:}; time=$(FUZZTIME); \
+		case $$name in *:*) time=$${name#*:}; name=$${name%%:*};; esac; \
+		echo "fuzz $$name in $$pkg for $$time"; dir=$$pkg; \
+		while [ ! -f "$$dir/go.mod" ]; do dir=$$(dirname "$$dir"); done; \
+		rel=$${pkg#$$dir}; rel=$${rel#/}; \
+		(cd "$$dir" && $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$time "./$$rel"); \
 	done
 
 # On a first start (empty ./data) the host loads the example plugins and
@@ -114,9 +134,12 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: the files above need formatting (make fmt)"; exit 1; }
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd examples && $(GO) vet ./...
 	$(SDK_VET)
+	$(TIDY_CHECK)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	cd bench && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	cd examples && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	cd sdk && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 clean:

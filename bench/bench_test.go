@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -83,6 +84,36 @@ func buildPlugin(dir, out string) ([]byte, error) {
 		return nil, err
 	}
 	return os.ReadFile(dst)
+}
+
+// The Rust toolchain the repository builds Rust plugins with (Makefile):
+// Debian's, whatever rustup puts first on PATH.
+const (
+	rustCargo = "/usr/bin/cargo"
+	rustRustc = "/usr/bin/rustc"
+)
+
+// errNoCargo is buildRustPlugin's error when Debian's cargo is missing.
+var errNoCargo = errors.New("bench: Debian's cargo (" + rustCargo + ") is not installed; make deps installs it")
+
+// buildRustPlugin builds the Rust plugin in dir, offline from Debian's
+// crates (its .cargo/config.toml), with its target directory in workDir,
+// and returns its bytes.
+func buildRustPlugin(dir string) ([]byte, error) {
+	if _, err := os.Stat(rustCargo); err != nil {
+		return nil, errNoCargo
+	}
+	target, err := filepath.Abs(filepath.Join(workDir, "cargo"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(rustCargo, "build", "--release", "--offline", "--locked", "--quiet")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "RUSTC="+rustRustc, "CARGO_TARGET_DIR="+target)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("bench: building %s: %v\n%s", dir, err, b)
+	}
+	return os.ReadFile(filepath.Join(target, "wasm32-wasi", "release", filepath.Base(dir)+".wasm"))
 }
 
 // memoryLimitPages is plugins.Config's default, given to every host here.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -36,13 +37,15 @@ var httpBody = []byte(`{"event":"order.paid","order":"A-1042","amount":4200,"cur
 type postFunc func(n int) (int, error)
 
 // httpHosts are the contenders of the HTTP benchmarks: net/http, then
-// Weft through its SDK, then Extism, then Weft through the bare import.
+// Weft through its Go SDK and through its Rust SDK, then Extism, then Weft
+// through the bare import.
 var httpHosts = []struct {
 	host  string
 	setup func(*testing.B, string) postFunc
 }{
 	{"net-http", setupNetHTTP},
 	{"weft", weftHTTP("post")},
+	{"weft-rust", setupWeftRustHTTP},
 	{"extism", setupExtismHTTP},
 	{"weft-raw", weftHTTP("raw")},
 }
@@ -80,7 +83,7 @@ func BenchmarkHTTP(b *testing.B) {
 // (p50-ns) beside the mean.
 func BenchmarkHTTPCall(b *testing.B) {
 	srv := hookServer(b)
-	for _, c := range httpHosts[:2] { // Extism's call is not the subject here
+	for _, c := range httpHosts[:3] { // Extism's call is not the subject here
 		b.Run("host="+c.host, func(b *testing.B) {
 			post := c.setup(b, srv.URL+"/hook")
 			lat := make([]time.Duration, 0, b.N)
@@ -143,6 +146,10 @@ var (
 	httpcallWasm   []byte
 	httpcallErr    error
 	extismHTTPWasm []byte
+
+	rusthttpOnce sync.Once
+	rusthttpWasm []byte
+	rusthttpErr  error
 )
 
 func httpPlugins(b *testing.B) {
@@ -159,11 +166,27 @@ func httpPlugins(b *testing.B) {
 // weftHTTP is the Weft contender whose requests the httpcall plugin's
 // activity makes.
 func weftHTTP(activity string) func(*testing.B, string) postFunc {
-	return func(b *testing.B, url string) postFunc { return setupWeftHTTP(b, url, activity) }
+	return func(b *testing.B, url string) postFunc {
+		httpPlugins(b)
+		return setupWeftHTTP(b, url, httpcallWasm, activity)
+	}
 }
 
-func setupWeftHTTP(b *testing.B, url, activity string) postFunc {
-	httpPlugins(b)
+// setupWeftRustHTTP is the Weft contender whose requests the rusthttp
+// plugin makes through the Rust SDK, as a Rust author's plugin would. It
+// needs Debian's Rust toolchain (make deps), and is skipped without it.
+func setupWeftRustHTTP(b *testing.B, url string) postFunc {
+	rusthttpOnce.Do(func() { rusthttpWasm, rusthttpErr = buildRustPlugin("rusthttp") })
+	if errors.Is(rusthttpErr, errNoCargo) {
+		b.Skip(rusthttpErr)
+	}
+	if rusthttpErr != nil {
+		b.Fatal(rusthttpErr)
+	}
+	return setupWeftHTTP(b, url, rusthttpWasm, "post")
+}
+
+func setupWeftHTTP(b *testing.B, url string, wasm []byte, activity string) postFunc {
 	blobs, err := blobfile.New(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -174,7 +197,7 @@ func setupWeftHTTP(b *testing.B, url, activity string) postFunc {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = rt.Close(ctx) })
-	m, err := rt.Load(ctx, httpcallWasm)
+	m, err := rt.Load(ctx, wasm)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,8 +1,9 @@
 // Package lock defines the distributed lock the engine takes around every
-// write of a workflow instance and around singleton background work, the
-// retry policy for reaching the lock's backend, and the lock keys
-// ([InstanceKey], [RefreshKey]). Which operations take which lock, and why,
-// is in docs/architecture.md, "Locks and fencing".
+// write of a workflow instance and around singleton background work, and
+// the retry policy for reaching the lock's backend. A key is any string;
+// the engine names its own (host/engine's InstanceLockKey and
+// RefreshLockKey). Which operations take which lock, and why, is in
+// docs/architecture.md, "Locks and fencing".
 //
 // Two implementations provide a [Locker]: lock/local, in-process, for the
 // embedded mode, and (with the cluster mode) a Redis one built on redsync.
@@ -13,7 +14,7 @@
 // [Locker.Acquire] waits for the current holder for as long as ctx allows:
 // until the holder releases, until the holder's lease expires, or until ctx
 // ends, in which case it returns ctx.Err(). The engine therefore bounds every
-// Acquire of [InstanceKey] with a deadline; an Acquire without one waits as
+// Acquire of an instance's key with a deadline; an Acquire without one waits as
 // long as the key is held. [Locker.TryAcquire] never waits for a holder: it
 // answers ok=false at once, which is what singleton workers (queue worker,
 // recovery, timers sweep, definition refresh) need to skip their turn.

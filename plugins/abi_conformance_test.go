@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
@@ -636,7 +636,7 @@ func TestABISection8HostFailureCodes(t *testing.T) {
 			if err == nil {
 				t.Fatal("the call succeeded")
 			}
-			f := retry.Classify(err)
+			f := classify.Failure(err)
 			if f.Code != tt.code || f.Retryable != tt.retryable {
 				t.Errorf("%v: code %q retryable %v, want %q %v", err, f.Code, f.Retryable, tt.code, tt.retryable)
 			}

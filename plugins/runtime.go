@@ -187,6 +187,21 @@ func Hash(wasm []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// IsHash reports whether h has the form of a Hash: 64 lower-case hex
+// digits. Blob stores refuse any other key, which could name a path or a
+// key outside their own.
+func IsHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if (h[i] < '0' || h[i] > '9') && (h[i] < 'a' || h[i] > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Load validates wasm, stores it in the blob store and makes it ready to
 // invoke. A module that fails validation returns a *ValidationError listing
 // every problem found, and nothing is stored. Loading a version that is

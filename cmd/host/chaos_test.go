@@ -593,7 +593,7 @@ type chaosResult struct {
 
 // chaosEv is a history event as checked, its data decoded.
 type chaosEv struct {
-	client.Event
+	store.HistoryEntry
 	data struct {
 		Token         string          `json:"token"`
 		Event         string          `json:"event"`
@@ -621,7 +621,7 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 	stats := &callStats{}
 	type read struct {
 		inst *client.Instance
-		hist []client.Event
+		hist []store.HistoryEntry
 		stim *store.Stimulus
 		left []store.Stimulus
 		err  error
@@ -686,20 +686,20 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 		}
 		evs := make([]chaosEv, len(rd.hist))
 		for j, e := range rd.hist {
-			evs[j].Event = e
+			evs[j].HistoryEntry = e
 			if len(e.Data) > 0 {
 				_ = json.Unmarshal(e.Data, &evs[j].data)
 			}
-			res.counts[e.Type]++
+			res.counts[string(e.Type)]++
 		}
 		excerpt := func() string { return historyExcerpt(evs) }
 
 		// The output.
 		var out chaosOutput
 		want := strings.ToUpper(p.ID + ":" + p.Word)
-		okOut := rd.inst.Status == client.StatusCompleted && json.Unmarshal(rd.inst.Output, &out) == nil &&
+		okOut := rd.inst.Status == store.StatusCompleted && json.Unmarshal(rd.inst.Output, &out) == nil &&
 			out.Key == p.ID && out.Text == want && out.Work.DoneMS == p.MS
-		if rd.inst.Status == client.StatusCompleted {
+		if rd.inst.Status == store.StatusCompleted {
 			res.completed++
 		}
 		vOutput.check(okOut, "%s: %s, output %s, error %+v; want key %s, text %s, done_ms %d\n%s",
@@ -710,9 +710,9 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 		for _, e := range evs {
 			switch e.Type {
 			case "activity_completed", "step_completed":
-				completions[e.Type+" "+e.StepPath]++
+				completions[string(e.Type)+" "+e.StepPath]++
 			case "instance_completed", "instance_failed", "instance_cancelled":
-				completions[e.Type]++
+				completions[string(e.Type)]++
 			}
 		}
 		okOnce := true

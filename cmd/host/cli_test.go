@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -516,6 +518,21 @@ func TestCLIAgainstHost(t *testing.T) {
 		}
 	})
 
+	t.Run("admin backup", func(t *testing.T) { testAdminBackup(t, ts) })
+
+	t.Run("admin status", func(t *testing.T) {
+		if out := ts.ok(t, "admin", "status"); !strings.Contains(out, "alive and ready") {
+			t.Errorf("status: %s", out)
+		}
+		var st struct {
+			Alive, Ready bool
+		}
+		ts.okJSON(t, &st, "admin", "status", "-o", "json")
+		if !st.Alive || !st.Ready {
+			t.Errorf("status -o json: %+v", st)
+		}
+	})
+
 	t.Run("transport and usage", func(t *testing.T) {
 		tests := []struct {
 			name       string
@@ -555,6 +572,7 @@ func TestCLIAuth(t *testing.T) {
 	writeFile(t, dir, "weft.yaml", "auth:\n  tokens:\n    - {name: ci, role: admin, token: "+admin+"}\n    - {name: ro, role: reader, token: "+reader+"}\n")
 	ts := startServer(t, "--config", filepath.Join(dir, "weft.yaml"))
 	good := writeFile(t, t.TempDir(), "tiny.yaml", "name: tiny\nsteps:\n  - id: s\n    set: { x: 1 }\n")
+	backups := t.TempDir()
 	tests := []struct {
 		name       string
 		env        []string
@@ -572,6 +590,7 @@ func TestCLIAuth(t *testing.T) {
 		{name: "reader may not revoke", args: []string{"plugin", "revoke", "kit", "--all", "--token", reader}, wantCode: exitAuth, wantStderr: "role may not"},
 		{name: "admin grants", args: []string{"plugin", "grant", "kit", "--config", "a=b", "--token", admin}, wantCode: exitOK},
 		{name: "reader shows the grants", args: []string{"plugin", "show", "kit", "--token", reader}, wantCode: exitOK},
+		{name: "reader may not back up", args: []string{"admin", "backup", filepath.Join(backups, "weft.db"), "--token", reader}, wantCode: exitAuth, wantStderr: "role may not"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -580,6 +599,9 @@ func TestCLIAuth(t *testing.T) {
 				t.Errorf("exit %d (want %d), stderr %s(want %q)", r.code, tt.wantCode, r.stderr, tt.wantStderr)
 			}
 		})
+	}
+	if entries, err := os.ReadDir(backups); err != nil || len(entries) != 0 {
+		t.Errorf("the refused backup left %v (%v)", entries, err)
 	}
 }
 
@@ -705,5 +727,49 @@ func TestCLICluster(t *testing.T) {
 		if !strings.Contains(out, "hello-0") || !strings.Contains(out, "hello-1") {
 			t.Errorf("instance ls: %s", out)
 		}
+	}
+	// A backup is of the embedded store: refused, saying what to do,
+	// and leaving no file.
+	dir := t.TempDir()
+	if r := a.weft(t, nil, "admin", "backup", filepath.Join(dir, "weft.db")); r.code != exitFailed || !strings.Contains(r.stderr, "back up the Redis server instead") {
+		t.Errorf("admin backup on redis: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("the refused backup left %v (%v)", entries, err)
+	}
+}
+
+// TestAdminStatusNotReady: a host that answers /healthz but not /readyz
+// (a fake, to inject that one fault) makes weft admin status say why and
+// exit non-zero; one that does not answer at all is a failure too.
+func TestAdminStatusNotReady(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/healthz" {
+			fmt.Fprint(w, `{"status":"ok"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"type":"urn:weft:problem:not-ready","title":"Service Unavailable","status":503,"detail":"store: data/weft.db is broken"}`)
+	}))
+	defer srv.Close()
+	ts := &testServer{url: srv.URL}
+	r := ts.weft(t, nil, "admin", "status")
+	if r.code != exitFailed || !strings.Contains(r.stdout, "not ready: store: data/weft.db is broken") {
+		t.Errorf("not ready: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
+	r = ts.weft(t, nil, "admin", "status", "-o", "json")
+	var st struct {
+		Alive, Ready bool
+		Reason       string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != exitFailed || !st.Alive || st.Ready || st.Reason != "store: data/weft.db is broken" {
+		t.Errorf("not ready, json: exit %d, %q (%v)", r.code, r.stdout, err)
+	}
+	srv.Close()
+	if r := ts.weft(t, nil, "admin", "status"); r.code == exitOK || r.stderr == "" {
+		t.Errorf("no host: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

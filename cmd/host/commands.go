@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/host/store"
 )
 
 // listFlags adds --limit and --cursor.
@@ -284,9 +286,9 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	switch {
 	case !wait.set:
 		return exitOK
-	case inst.Status == client.StatusCompleted:
+	case inst.Status == store.StatusCompleted:
 		return exitOK
-	case inst.Status == client.StatusFailed || inst.Status == client.StatusCancelled:
+	case inst.Status == store.StatusFailed || inst.Status == store.StatusCancelled:
 		return exitFailed
 	}
 	if cmd.output == "table" {
@@ -385,6 +387,10 @@ func (cmd *clientCmd) printInstance(in *client.Instance) {
 	}
 	fmt.Fprintf(w, "created:   %s\n", formatTime(in.CreatedAt))
 	fmt.Fprintf(w, "updated:   %s\n", formatTime(in.UpdatedAt))
+	if !in.DeleteAfter.IsZero() {
+		// A finished instance is kept until then, and deleted after.
+		fmt.Fprintf(w, "retention: until %s\n", formatTime(in.DeleteAfter))
+	}
 	fmt.Fprintf(w, "input:     %s\n", indentJSON(in.Input, "           "))
 	if len(in.Output) > 0 && string(in.Output) != "null" {
 		fmt.Fprintf(w, "output:    %s\n", indentJSON(in.Output, "           "))
@@ -413,13 +419,15 @@ func (cmd *clientCmd) printInstance(in *client.Instance) {
 func (a *app) instanceList(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance ls")
 	var f client.InstanceFilter
+	var status string
 	cmd.fs.StringVar(&f.Workflow, "workflow", "", "only instances of this workflow")
-	cmd.fs.StringVar(&f.Status, "status", "", "only instances with this status (pending, running, suspended, completed, failed, cancelled)")
+	cmd.fs.StringVar(&status, "status", "", "only instances with this status (pending, running, suspended, completed, failed, cancelled)")
 	cmd.fs.IntVar(&f.Limit, "limit", 50, "the most instances to list")
 	cmd.fs.StringVar(&f.Cursor, "cursor", "", "the cursor of the page to list, from a previous listing")
 	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--limit N] [--cursor C]"); !ok {
 		return cmd.usageExit()
 	}
+	f.Status = store.Status(status)
 	page, err := cmd.c.Instances(ctx, f)
 	if err != nil {
 		return cmd.fail(err)
@@ -478,7 +486,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 		return cmd.usageExit()
 	}
 	// The whole history, page after page.
-	var events []client.Event
+	var events []store.HistoryEntry
 	for opts := (client.ListOptions{Limit: 500}); ; {
 		page, err := cmd.c.History(ctx, pos[0], opts)
 		if err != nil {
@@ -492,7 +500,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 	}
 	if cmd.output == "json" {
 		// The API's document, with every page's items in one.
-		cmd.json(client.Page[client.Event]{Items: events})
+		cmd.json(client.Page[store.HistoryEntry]{Items: events})
 		return exitOK
 	}
 	tw := cmd.table()
@@ -672,6 +680,46 @@ func (a *app) eventDead(ctx context.Context, args []string) int {
 		}
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", d.ID, d.Name, key, formatTime(d.CreatedAt), formatTime(d.SettledAt), compactJSON(d.Payload, 60))
 	})
+}
+
+// adminStatus is `weft admin status`: whether the host answers
+// (/healthz) and can serve (/readyz: its store, and in a cluster Redis,
+// reachable and sound). It exits 0 only when the host is ready, so that a
+// script or a probe can wait on it.
+func (a *app) adminStatus(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("admin status")
+	if _, ok := cmd.parse(args, 0, 0, ""); !ok {
+		return cmd.usageExit()
+	}
+	if err := cmd.c.Health(ctx); err != nil {
+		return cmd.fail(err)
+	}
+	status := struct {
+		Alive  bool   `json:"alive"`
+		Ready  bool   `json:"ready"`
+		Reason string `json:"reason,omitempty"`
+	}{Alive: true, Ready: true}
+	if err := cmd.c.Ready(ctx); err != nil {
+		var p *client.Problem
+		if !errors.As(err, &p) {
+			return cmd.fail(err)
+		}
+		status.Ready, status.Reason = false, p.Detail
+	}
+	code := exitOK
+	if !status.Ready {
+		code = exitFailed
+	}
+	if cmd.output == "json" {
+		cmd.json(status)
+		return code
+	}
+	if status.Ready {
+		fmt.Fprintf(cmd.stdout, "%s is alive and ready\n", cmd.server)
+	} else {
+		fmt.Fprintf(cmd.stdout, "%s is alive but not ready: %s\n", cmd.server, status.Reason)
+	}
+	return code
 }
 
 func (a *app) adminRefresh(ctx context.Context, args []string) int {

@@ -21,6 +21,8 @@ import (
 	"github.com/knadh/koanf/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
 
+	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/plugins"
@@ -83,6 +85,10 @@ type HTTPConfig struct {
 	// BodyBudget caps the request bodies held in memory at once. Defaults
 	// to four times the larger body limit.
 	BodyBudget ByteSize `koanf:"body_budget"`
+	// WriteTimeout bounds writing a response once it is ready
+	// (api.Config.WriteTimeout): a ?wait= is not cut by it, a backup
+	// must make progress within it. Defaults to 2m.
+	WriteTimeout time.Duration `koanf:"write_timeout"`
 }
 
 // AuthConfig configures bearer tokens.
@@ -149,6 +155,11 @@ type EngineConfig struct {
 	StimulusTTL      time.Duration `koanf:"stimulus_ttl"`
 	StimulusInterval time.Duration `koanf:"stimulus_interval"`
 	RecoveryInterval time.Duration `koanf:"recovery_interval"`
+	// Retention is how long a finished instance is kept when its workflow
+	// sets no retention; 0 keeps finished instances forever. Defaults to
+	// engine.DefaultRetention (7 days).
+	Retention         time.Duration `koanf:"retention"`
+	RetentionInterval time.Duration `koanf:"retention_interval"`
 }
 
 // HeartbeatConfig configures the heartbeat scheduler (heartbeat.Config).
@@ -225,6 +236,7 @@ func defaultConfig() Config {
 			PluginBodyLimit: ByteSize(pl.MaxModuleBytes),
 			ShutdownTimeout: 30 * time.Second,
 			BodyBudget:      4 * ByteSize(pl.MaxModuleBytes),
+			WriteTimeout:    api.DefaultWriteTimeout,
 		},
 		Plugins: PluginsConfig{
 			MaxModuleBytes:    ByteSize(pl.MaxModuleBytes),
@@ -262,6 +274,10 @@ func defaultConfig() Config {
 			StimulusTTL:      eng.StimulusTTL,
 			StimulusInterval: eng.StimulusInterval,
 			RecoveryInterval: eng.RecoveryInterval,
+			// The engine's zero value deletes nothing; a host keeps a
+			// week unless told otherwise, so that its store stops growing.
+			Retention:         engine.DefaultRetention,
+			RetentionInterval: eng.RetentionInterval,
 		},
 		Heartbeat: HeartbeatConfig{Tick: hb.Tick, Batch: hb.Batch, Cycle: hb.Cycle, MaxRetries: hb.MaxRetries},
 	}
@@ -749,6 +765,7 @@ func (c *LoadedConfig) validate() []Problem {
 		}
 	}
 	positive("http.shutdown_timeout", c.HTTP.ShutdownTimeout)
+	positive("http.write_timeout", c.HTTP.WriteTimeout)
 
 	names := map[string]bool{}
 	secrets := map[string]bool{}
@@ -843,6 +860,10 @@ func (c *LoadedConfig) validate() []Problem {
 	positive("engine.stimulus_ttl", c.Engine.StimulusTTL)
 	positive("engine.stimulus_interval", c.Engine.StimulusInterval)
 	positive("engine.recovery_interval", c.Engine.RecoveryInterval)
+	if c.Engine.Retention < 0 || c.Engine.Retention > definition.MaxRetention {
+		bad("engine.retention", "want between 0 (keep finished instances forever) and %s (100 years), got %s", formatDuration(definition.MaxRetention), c.Engine.Retention)
+	}
+	positive("engine.retention_interval", c.Engine.RetentionInterval)
 
 	positive("heartbeat.tick", c.Heartbeat.Tick)
 	if c.Heartbeat.Batch < 1 {

@@ -205,6 +205,7 @@ func TestConfigInvalid(t *testing.T) {
 		{name: "tiny stack", args: []string{"--set", "plugins.max_stack_bytes=1KiB"}, want: []string{"plugins.max_stack_bytes (from flag --set", "between 64KiB and 256MiB"}},
 		{name: "memory budget under one instance", env: []string{"WEFT_PLUGINS_MAX_MEMORY=128MiB"}, want: []string{"plugins.max_memory (from env WEFT_PLUGINS_MAX_MEMORY)", "below plugins.memory_limit (256MiB)"}},
 		{name: "idle timeout", file: "plugins: {idle_timeout: 0s}\n", want: []string{"plugins.idle_timeout (from file", "must be positive"}},
+		{name: "write timeout", env: []string{"WEFT_HTTP_WRITE_TIMEOUT=0s"}, want: []string{"http.write_timeout (from env WEFT_HTTP_WRITE_TIMEOUT)", "must be positive"}},
 		{name: "function bytes", args: []string{"--set", "plugins.max_function_bytes=10"}, want: []string{"plugins.max_function_bytes (from flag --set", "between 1KiB and 1GiB"}},
 		{name: "no compiles", env: []string{"WEFT_PLUGINS_MAX_COMPILES=0"}, want: []string{"plugins.max_compiles (from env WEFT_PLUGINS_MAX_COMPILES)", "at least 1"}},
 		{name: "body budget under the limit", args: []string{"--set", "http.body_budget=1MiB"}, want: []string{"http.body_budget (from flag --set", "below the larger body limit (32MiB)"}},
@@ -217,6 +218,9 @@ func TestConfigInvalid(t *testing.T) {
 		},
 		{name: "token field", file: "auth:\n  tokens:\n    - {name: ci, role: admin, secret: x}\n", want: []string{"auth.tokens", "[0].secret: no such field"}},
 		{name: "broken yaml", file: "listen: [\n", want: []string{"config (from file"}},
+		{name: "negative retention", args: []string{"--set", "engine.retention=-1h"}, want: []string{"engine.retention (from flag --set engine.retention)", "want between 0 (keep finished instances forever) and 876000h (100 years), got -1h0m0s"}},
+		{name: "retention over 100 years", env: []string{"WEFT_ENGINE_RETENTION=900000h"}, want: []string{"engine.retention (from env WEFT_ENGINE_RETENTION)", "and 876000h (100 years)"}},
+		{name: "retention interval", file: "engine: {retention_interval: 0s}\n", want: []string{"engine.retention_interval (from file", "must be positive"}},
 		{name: "every problem at once", env: []string{"WEFT_ENGINE_WORKERS=0", "WEFT_LOG_FORMAT=xml"}, want: []string{"engine.workers", "log.format"}},
 	}
 	for _, tt := range tests {
@@ -303,6 +307,37 @@ func TestConfigPrintRoundTrip(t *testing.T) {
 	}
 	if strip(first.String()) != strip(second.String()) {
 		t.Errorf("printed, loaded and printed again differs:\n%s\n---\n%s", &first, &second)
+	}
+}
+
+// TestConfigRetention: a host keeps finished instances a week by
+// default, engine.retention=0 keeps them forever, and both reach the
+// engine and `weft config`.
+func TestConfigRetention(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args    []string
+		want    time.Duration
+		printed string
+	}{
+		{nil, 7 * 24 * time.Hour, "  retention: 168h\n"},
+		{[]string{"--set", "engine.retention=0"}, 0, "  retention: 0s # from flag --set engine.retention\n"},
+		{[]string{"--set", "engine.retention=720h"}, 720 * time.Hour, "  retention: 720h # from flag --set engine.retention\n"},
+	} {
+		c, err := loadConfig(parseHostFlags(t, tt.args...).sources(t.TempDir(), nil))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.args, err)
+		}
+		if got := nodeConfig(c, nil).Engine.Retention; got != tt.want {
+			t.Errorf("%q: the engine's retention is %s, want %s", tt.args, got, tt.want)
+		}
+		var out bytes.Buffer
+		if err := printConfig(&out, c); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tt.printed) || !strings.Contains(out.String(), "  retention_interval: 1m\n") {
+			t.Errorf("%q: weft config prints\n%s\nwithout %q and retention_interval: 1m", tt.args, &out, tt.printed)
+		}
 	}
 }
 

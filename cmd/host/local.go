@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobfile"
 	"github.com/weftworks/weft/plugins/grant"
@@ -243,7 +244,7 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		err = plugins.CheckOutput(out)
 	}
 	if err != nil {
-		f := retry.Classify(err)
+		f := classify.Failure(err)
 		res.Failure = &callFailure{Kind: f.Kind, Code: f.Code, Retryable: f.Retryable, Message: err.Error()}
 		var ge *plugins.GuestError
 		if errors.As(err, &ge) {

@@ -14,7 +14,9 @@
 //	weft instance ls|show|history|cancel|rm|export|import
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
 //	weft event dead
+//	weft admin status
 //	weft admin refresh [WORKFLOW...]
+//	weft admin backup FILE|-
 //
 // and three local commands, without a server, write a plugin and run one
 // in the host's sandbox:
@@ -85,7 +87,9 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"instance import":  a.instanceImport,
 		"event send":       a.eventSend,
 		"event dead":       a.eventDead,
+		"admin status":     a.adminStatus,
 		"admin refresh":    a.adminRefresh,
+		"admin backup":     a.adminBackup,
 	}
 }
 
@@ -165,7 +169,9 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft instance export ID [--file FILE] | import FILE|- [--id ID]
   weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
   weft event dead                 the events that expired with nothing waiting for them
+  weft admin status               whether the host is alive and ready (exit 0 only when ready)
   weft admin refresh [WORKFLOW...]
+  weft admin backup FILE|-        a backup of the embedded store, taken while the host runs
 
 A plugin, locally, without a server:
   weft plugin new NAME [-dir DIR] [-module PATH] [-sdk DIR]

@@ -41,6 +41,8 @@ type server struct {
 	node *node.Node
 	api  *api.Server
 	ln   net.Listener
+	// closeNode closes the node (node.Close; a test makes it hang).
+	closeNode func() error
 
 	stopRun context.CancelFunc
 	ran     chan error // node.Run's result
@@ -115,15 +117,17 @@ func nodeConfig(cfg *LoadedConfig, reg prometheus.Registerer) node.Config {
 		WorkflowsDir: cfg.WorkflowsDir,
 		Registerer:   reg,
 		Engine: engine.Config{
-			NodeID:           cfg.NodeID,
-			Workers:          cfg.Engine.Workers,
-			LockTTL:          cfg.Engine.LockTTL,
-			AcquireTimeout:   cfg.Engine.AcquireTimeout,
-			ActivityTimeout:  cfg.Engine.ActivityTimeout,
-			TimerInterval:    cfg.Engine.TimerInterval,
-			StimulusTTL:      cfg.Engine.StimulusTTL,
-			StimulusInterval: cfg.Engine.StimulusInterval,
-			RecoveryInterval: cfg.Engine.RecoveryInterval,
+			NodeID:            cfg.NodeID,
+			Workers:           cfg.Engine.Workers,
+			LockTTL:           cfg.Engine.LockTTL,
+			AcquireTimeout:    cfg.Engine.AcquireTimeout,
+			ActivityTimeout:   cfg.Engine.ActivityTimeout,
+			TimerInterval:     cfg.Engine.TimerInterval,
+			StimulusTTL:       cfg.Engine.StimulusTTL,
+			StimulusInterval:  cfg.Engine.StimulusInterval,
+			RecoveryInterval:  cfg.Engine.RecoveryInterval,
+			Retention:         cfg.Engine.Retention,
+			RetentionInterval: cfg.Engine.RetentionInterval,
 			Heartbeat: heartbeat.Config{
 				Tick:       cfg.Heartbeat.Tick,
 				Batch:      cfg.Heartbeat.Batch,
@@ -207,6 +211,7 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 		BodyLimit:       int(cfg.HTTP.BodyLimit),
 		PluginBodyLimit: int(cfg.HTTP.PluginBodyLimit),
 		BodyBudget:      int(cfg.HTTP.BodyBudget),
+		WriteTimeout:    cfg.HTTP.WriteTimeout,
 		Logger:          log,
 		Gatherer:        reg,
 	}, n)
@@ -221,7 +226,7 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 		_ = ln.Close()
 		return nil, err
 	}
-	return &server{cfg: cfg, log: log, node: n, api: srv, ln: ln}, nil
+	return &server{cfg: cfg, log: log, node: n, api: srv, ln: ln, closeNode: n.Close}, nil
 }
 
 // start runs the engine and serves HTTP.
@@ -247,7 +252,9 @@ func (s *server) addr() string { return s.ln.Addr().String() }
 // shutdown stops accepting connections and drains requests in flight,
 // then stops the engine (running attempts end at a persisted point, or
 // their instances are handed back through lease expiry) and closes the
-// store, all within ctx.
+// node, all within ctx: at ctx's end it returns an error saying what had
+// not finished, leaving that to the process's exit (the OS then releases
+// the store's file lock; nothing acknowledged depends on a close).
 func (s *server) shutdown(ctx context.Context) error {
 	start := time.Now()
 	var errs []error
@@ -275,8 +282,17 @@ func (s *server) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("the engine did not stop within the shutdown timeout: %w", ctx.Err()))
 		}
 	}
-	if err := s.node.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("closing the node: %w", err))
+	// Close waits for plugin calls in flight and the store's transaction,
+	// which a stuck call or store would make wait forever.
+	closed := make(chan error, 1)
+	go func() { closed <- s.closeNode() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			errs = append(errs, fmt.Errorf("closing the node: %w", err))
+		}
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("closing the node (plugin runtime, store) did not finish within the shutdown timeout: %w", ctx.Err()))
 	}
 	err := errors.Join(errs...)
 	if err == nil {

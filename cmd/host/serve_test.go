@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os/exec"
@@ -164,4 +167,53 @@ func TestServeSignals(t *testing.T) {
 			t.Errorf("exit %v, output:\n%s", err, out)
 		}
 	})
+}
+
+// TestShutdownBoundedWhenCloseHangs: a node whose Close never returns (a
+// stuck plugin call or store) does not hold the shutdown past its
+// timeout; shutdown says what did not finish.
+func TestShutdownBoundedWhenCloseHangs(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(parseHostFlags(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
+		"--set", "plugins.cache_dir="+testplugins.CacheDir(t)).sources(t.TempDir(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openServer(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	closeNode, entered, release, closed := s.closeNode, make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	s.closeNode = func() error {
+		close(entered)
+		<-release
+		err := closeNode()
+		closed <- err
+		return err
+	}
+	defer func() {
+		close(release)
+		if err := <-closed; err != nil {
+			t.Errorf("closing the node once released: %v", err)
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "closing the node") {
+			t.Errorf("shutdown = %v, want the node's close reported as not finished in time", err)
+		}
+		select {
+		case <-entered:
+		default:
+			t.Error("shutdown returned without closing the node")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("shutdown waited for a node close that never returns, far past its 200ms timeout")
+	}
 }

@@ -19,10 +19,40 @@ type operation struct {
 	// responses maps each documented status (or "default") to its
 	// response's $ref, "" for one given inline.
 	responses map[string]string
+	params    []parameter        // path and query parameters
+	bodies    map[string]*schema // the request body's media types and schemas
+}
+
+// parameter is a path or query parameter of an operation.
+type parameter struct {
+	Name string `json:"name"`
+	In   string `json:"in"`
+}
+
+// schema is the part of a JSON schema that FuzzAPI's body generator
+// follows.
+type schema struct {
+	Ref                  string             `json:"$ref"`
+	Type                 any                `json:"type"` // a name or a list of names
+	Enum                 []any              `json:"enum"`
+	Const                any                `json:"const"`
+	Properties           map[string]*schema `json:"properties"`
+	Required             []string           `json:"required"`
+	Items                *schema            `json:"items"`
+	OneOf                []*schema          `json:"oneOf"`
+	AllOf                []*schema          `json:"allOf"`
+	AdditionalProperties any                `json:"additionalProperties"`
 }
 
 // documented reads the operations of the served document's source.
 func documented(t testing.TB) []operation {
+	ops, _ := documentedWithSchemas(t)
+	return ops
+}
+
+// documentedWithSchemas is documented with the document's component
+// schemas, by name.
+func documentedWithSchemas(t testing.TB) ([]operation, map[string]*schema) {
 	t.Helper()
 	b, err := os.ReadFile("openapi.json")
 	if err != nil {
@@ -31,12 +61,20 @@ func documented(t testing.TB) []operation {
 	var doc struct {
 		OpenAPI string `json:"openapi"`
 		Paths   map[string]map[string]struct {
-			Role        string          `json:"x-weft-role"`
-			RequestBody json.RawMessage `json:"requestBody"`
-			Responses   map[string]struct {
+			Role        string      `json:"x-weft-role"`
+			Parameters  []parameter `json:"parameters"`
+			RequestBody *struct {
+				Content map[string]struct {
+					Schema *schema `json:"schema"`
+				} `json:"content"`
+			} `json:"requestBody"`
+			Responses map[string]struct {
 				Ref string `json:"$ref"`
 			} `json:"responses"`
 		} `json:"paths"`
+		Components struct {
+			Schemas map[string]*schema `json:"schemas"`
+		} `json:"components"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("openapi.json: %v", err)
@@ -50,15 +88,21 @@ func documented(t testing.TB) []operation {
 			if op.Role == "" {
 				t.Fatalf("%s %s has no x-weft-role", m, path)
 			}
-			o := operation{method: strings.ToUpper(m), path: path, role: op.Role, body: op.RequestBody != nil, responses: map[string]string{}}
+			o := operation{method: strings.ToUpper(m), path: path, role: op.Role, body: op.RequestBody != nil,
+				responses: map[string]string{}, params: op.Parameters, bodies: map[string]*schema{}}
 			for code, r := range op.Responses {
 				o.responses[code] = r.Ref
+			}
+			if op.RequestBody != nil {
+				for mt, c := range op.RequestBody.Content {
+					o.bodies[mt] = c.Schema
+				}
 			}
 			ops = append(ops, o)
 		}
 	}
 	sort.Slice(ops, func(i, j int) bool { return ops[i].path+ops[i].method < ops[j].path+ops[j].method })
-	return ops
+	return ops, doc.Components.Schemas
 }
 
 // concrete fills a path's parameters with ids that do not exist.

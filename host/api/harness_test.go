@@ -62,6 +62,8 @@ type hostOptions struct {
 	node node.Config
 	// debugLogs captures log lines of every level, not only Info and up.
 	debugLogs bool
+	// retention is the engine's Retention (0, the default: forever).
+	retention time.Duration
 }
 
 func newHost(t testing.TB) *host {
@@ -83,7 +85,7 @@ func newHostWith(t testing.TB, o hostOptions) *host {
 		ncfg.WorkflowsDir = t.TempDir()
 	}
 	ncfg.Plugins = plugins.Config{CacheDir: testplugins.CacheDir(t)}
-	ncfg.Engine = engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}
+	ncfg.Engine = engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, Retention: o.retention}
 	ncfg.Registerer = reg
 	n, err := node.Open(context.Background(), ncfg, log)
 	if err != nil {
@@ -173,9 +175,18 @@ func (r response) problem(t testing.TB) api.Problem {
 // answer.
 func (h *host) request(method, path, token, contentType string, body []byte) response {
 	h.t.Helper()
+	r, err := h.try(method, path, token, contentType, body)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// try is request without failing the test on a transport error.
+func (h *host) try(method, path, token, contentType string, body []byte) (response, error) {
 	req, err := http.NewRequest(method, h.url+path, bytes.NewReader(body))
 	if err != nil {
-		h.t.Fatal(err)
+		return response{}, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -185,14 +196,14 @@ func (h *host) request(method, path, token, contentType string, body []byte) res
 	}
 	res, err := h.client.Do(req)
 	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
+		return response{}, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		h.t.Fatal(err)
+		return response{}, err
 	}
-	return response{status: res.StatusCode, header: res.Header, body: b}
+	return response{status: res.StatusCode, header: res.Header, body: b}, nil
 }
 
 // do is request as admin with a JSON body when body is not nil.

@@ -31,6 +31,9 @@ type instanceView struct {
 	Parent    *store.ParentRef  `json:"parent,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
+	// DeleteAfter is when a finished instance will be deleted by the
+	// retention sweep; absent while it runs, and when it is kept forever.
+	DeleteAfter time.Time `json:"delete_after,omitzero"`
 	// WaitingOn is set when one instance is shown, and in lists for a
 	// suspended instance.
 	WaitingOn *waitingOn `json:"waiting_on,omitempty"`
@@ -59,6 +62,7 @@ func viewInstance(in *store.Instance) instanceView {
 		ID: in.ID, Workflow: in.Workflow, Version: in.Version, Status: in.Status,
 		Input: in.Input, Output: in.Output, Vars: in.Vars, Error: in.Error,
 		Plugins: in.Plugins, Parent: in.Parent, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt,
+		DeleteAfter: in.DeleteAfter,
 	}
 	if in.Status == store.StatusCancelled && in.Error == nil {
 		// Cancelled before the engine kept the reason as the error (or
@@ -447,6 +451,9 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	}
 	if !st.Instance.Status.Valid() {
 		errs = append(errs, FieldError{Path: "instance.status", Message: fmt.Sprintf("must be one of pending, running, suspended, completed, failed, cancelled, got %q", st.Instance.Status)})
+	}
+	if in := st.Instance; !in.DeleteAfter.IsZero() && in.Status.Valid() && !in.Status.Terminal() {
+		errs = append(errs, FieldError{Path: "instance.delete_after", Message: fmt.Sprintf("is set on a %s instance; only a finished one is deleted after a time", in.Status)})
 	}
 	if len(errs) > 0 {
 		return unprocessable("the state cannot be imported", errs...)

@@ -121,6 +121,8 @@ func problemFor(err error) (p *Problem, internal bool) {
 		return invalidField("name", "%s", strings.TrimPrefix(err.Error(), "node: ")), false
 	case errors.Is(err, node.ErrRefreshDisabled):
 		return problemf(fiber.StatusConflict, "refresh-disabled", "%s", err), false
+	case errors.Is(err, node.ErrBackupUnsupported):
+		return problemf(fiber.StatusConflict, "backup-unsupported", "%s", clean(err)), false
 	case errors.Is(err, store.ErrNotFound):
 		return problemf(fiber.StatusNotFound, "not-found", "%s", clean(err)), false
 	case errors.Is(err, store.ErrInvalid):

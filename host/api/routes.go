@@ -62,6 +62,7 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodGet, path: "/v1/events/dead", perm: permRead, handler: s.deadLetters},
 
 		{method: fiber.MethodPost, path: "/v1/admin/refresh", perm: permAdmin, handler: s.refresh},
+		{method: fiber.MethodGet, path: "/v1/admin/backup", perm: permAdmin, handler: s.backup},
 	}
 }
 

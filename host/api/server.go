@@ -65,6 +65,16 @@
 //     instance as it is now, then stops accepting and drains the requests
 //     in flight: a waiting client gets a complete answer at once instead of
 //     holding the shutdown for the rest of its wait.
+//   - A response must be written within WriteTimeout of its handler
+//     returning (fasthttp's write deadline, for the whole response), or the
+//     connection is closed: a client that stops reading does not hold it.
+//     A ?wait= is not cut by it, whatever the two durations: it waits in
+//     its handler, before the deadline is set. A backup streams for as
+//     long as copying the store takes, so its stream moves the deadline on
+//     at every chunk: it must make progress every WriteTimeout instead.
+//   - A backup in progress when Shutdown starts is cut off rather than
+//     drained: it would hold the store open for as long as its client
+//     takes.
 //   - /healthz and /readyz need no token (probes carry none);
 //     /v1/openapi.json needs none either, as it holds nothing secret and a
 //     client generator must read it before it has a token. /metrics needs
@@ -118,7 +128,18 @@ type Config struct {
 	// RequestTimeout bounds the store and engine work of a request (not
 	// a ?wait=, which has its own). Defaults to 30s.
 	RequestTimeout time.Duration
+	// WriteTimeout bounds writing a response, from when its handler has
+	// returned: a client that stops reading is disconnected then. A ?wait=
+	// waits inside its handler, so it is not cut; a backup, which streams
+	// for as long as copying the store takes, must instead make progress
+	// every WriteTimeout. Defaults to DefaultWriteTimeout.
+	WriteTimeout time.Duration
 }
+
+// DefaultWriteTimeout is Config.WriteTimeout's default. Answers are
+// small, an exported state with its history the largest: a client that has
+// not taken one in two minutes has stalled.
+const DefaultWriteTimeout = 2 * time.Minute
 
 // AuthEnabled reports whether requests need a bearer token: whether any
 // token is configured.
@@ -141,6 +162,9 @@ func (c Config) WithDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 30 * time.Second
 	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
 	return c
 }
 
@@ -154,6 +178,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("api: BodyBudget must be at least BodyLimit and PluginBodyLimit (%d), got %d", max(c.BodyLimit, c.PluginBodyLimit), c.BodyBudget)
 	case c.RequestTimeout < 0:
 		return fmt.Errorf("api: RequestTimeout must not be negative, got %s", c.RequestTimeout)
+	case c.WriteTimeout < 0:
+		return fmt.Errorf("api: WriteTimeout must not be negative, got %s", c.WriteTimeout)
 	}
 	return nil
 }
@@ -210,8 +236,11 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 		// files) before any handler ran, with no limit when streaming.
 		DisablePreParseMultipartForm: true,
 		ReadTimeout:                  2 * time.Minute,
-		IdleTimeout:                  time.Minute,
-		ErrorHandler:                 s.errorHandler,
+		// fasthttp sets the write deadline once the handler has returned,
+		// for the whole response: a ?wait= (in the handler) is not cut.
+		WriteTimeout: cfg.WriteTimeout,
+		IdleTimeout:  time.Minute,
+		ErrorHandler: s.errorHandler,
 	})
 	// fasthttp's parse errors quote the raw request, bearer token and
 	// all, unless told otherwise; fiberProblem and malformed answer none
@@ -224,9 +253,6 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	s.routes()
 	return s, nil
 }
-
-// App returns the Fiber application, for tests and embedding.
-func (s *Server) App() *fiber.App { return s.app }
 
 // Serve serves HTTP on ln until Shutdown, and closes ln. It returns nil
 // after Shutdown, also when Shutdown came first.
@@ -296,6 +322,11 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 		route = "unmatched"
 	}
 	d := time.Since(start)
+	// Body() would read a streamed answer (a backup) whole into memory.
+	bytesOut := c.Response().Header.ContentLength()
+	if !c.Response().IsBodyStream() {
+		bytesOut = len(c.Response().Body())
+	}
 	if s.metrics != nil {
 		s.metrics.HTTPRequest(c.Method(), route, status, d)
 	}
@@ -310,7 +341,7 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 	}
 	log.Log(c.UserContext(), level, "http request",
 		"method", c.Method(), "path", c.Path(), "route", route, "status", status,
-		"duration", d, "bytes_in", c.Locals(localBodyBytes), "bytes_out", len(c.Response().Body()),
+		"duration", d, "bytes_in", c.Locals(localBodyBytes), "bytes_out", bytesOut,
 		"remote", c.IP())
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -82,9 +83,9 @@ type request struct {
 	ctype  string
 }
 
-// do sends r and decodes a 2xx JSON answer into out (unless out is nil or
-// the answer has no body). It returns the status.
-func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
+// send sends r, accepting accept (and problems), and returns the answer
+// and the URL it went to.
+func (c *Client) send(ctx context.Context, r request, accept string) (*http.Response, string, error) {
 	target := c.base.String() + r.path
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()
@@ -95,12 +96,12 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
 	if err != nil {
-		return 0, &TransportError{Method: r.method, URL: target, Err: err}
+		return nil, target, &TransportError{Method: r.method, URL: target, Err: err}
 	}
 	if r.ctype != "" {
 		req.Header.Set("Content-Type", r.ctype)
 	}
-	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("Accept", accept+", application/problem+json")
 	req.Header.Set("User-Agent", c.ua)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -108,9 +109,19 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, ctx.Err()
+			return nil, target, ctx.Err()
 		}
-		return 0, &TransportError{Method: r.method, URL: target, Err: err}
+		return nil, target, &TransportError{Method: r.method, URL: target, Err: err}
+	}
+	return resp, target, nil
+}
+
+// do sends r and decodes a 2xx JSON answer into out (unless out is nil or
+// the answer has no body). It returns the status.
+func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
+	resp, target, err := c.send(ctx, r, "application/json")
+	if err != nil {
+		return 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
@@ -368,49 +379,31 @@ func (c *Client) DeleteWorkflow(ctx context.Context, name string) error {
 	return err
 }
 
-// Statuses of an instance.
-const (
-	StatusPending   = "pending"
-	StatusRunning   = "running"
-	StatusSuspended = "suspended"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
-)
-
 // Instance is a workflow instance. Error is set when it failed or was
 // cancelled.
 type Instance struct {
-	ID       string `json:"id"`
-	Workflow string `json:"workflow"`
-	Version  int    `json:"version"`
-	// Status is one of the Status constants.
-	Status    string            `json:"status"`
+	ID        string            `json:"id"`
+	Workflow  string            `json:"workflow"`
+	Version   int               `json:"version"`
+	Status    store.Status      `json:"status"`
 	Input     json.RawMessage   `json:"input"`
 	Output    json.RawMessage   `json:"output"`
 	Vars      json.RawMessage   `json:"vars"`
-	Error     *Failure          `json:"error"`
+	Error     *store.Failure    `json:"error"`
 	Plugins   map[string]string `json:"plugins,omitempty"`
 	Parent    *Parent           `json:"parent,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
+	// DeleteAfter is when a finished instance will be deleted; zero while
+	// it runs, and when it is kept forever.
+	DeleteAfter time.Time `json:"delete_after,omitzero"`
 	// WaitingOn is set by Instance and Start, and by Instances for a
 	// suspended instance.
 	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`
 }
 
 // Terminal reports whether the instance is completed, failed or cancelled.
-func (i *Instance) Terminal() bool {
-	return i.Status == StatusCompleted || i.Status == StatusFailed || i.Status == StatusCancelled
-}
-
-// Failure is why an instance did not complete: its failure, or, with the
-// Code "cancelled", the reason it was cancelled for as the Message.
-type Failure struct {
-	Code    string          `json:"code"`
-	Message string          `json:"message,omitempty"`
-	Details json.RawMessage `json:"details,omitempty"`
-}
+func (i *Instance) Terminal() bool { return i.Status.Terminal() }
 
 // Parent names the parent instance and step of a child workflow.
 type Parent struct {
@@ -520,7 +513,7 @@ func waitQuery(wait time.Duration, until Until) url.Values {
 // InstanceFilter selects instances; empty fields select all.
 type InstanceFilter struct {
 	Workflow string
-	Status   string
+	Status   store.Status
 	ListOptions
 }
 
@@ -531,7 +524,7 @@ func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instanc
 		q.Set("workflow", f.Workflow)
 	}
 	if f.Status != "" {
-		q.Set("status", f.Status)
+		q.Set("status", string(f.Status))
 	}
 	var p Page[Instance]
 	if err := c.getJSON(ctx, "/v1/instances", q, &p); err != nil {
@@ -540,21 +533,10 @@ func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instanc
 	return &p, nil
 }
 
-// Event is one entry of an instance's history.
-type Event struct {
-	Seq      uint64          `json:"seq"`
-	Time     time.Time       `json:"time"`
-	Type     string          `json:"type"`
-	StepPath string          `json:"step_path,omitempty"`
-	Attempt  int             `json:"attempt,omitempty"`
-	Node     string          `json:"node,omitempty"`
-	Data     json.RawMessage `json:"data,omitempty"`
-}
-
 // History returns a page of an instance's history, in order; the cursor is
 // the sequence number of the last event of the previous page.
-func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Page[Event], error) {
-	var p Page[Event]
+func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Page[store.HistoryEntry], error) {
+	var p Page[store.HistoryEntry]
 	if err := c.getJSON(ctx, "/v1/instances/"+seg(id)+"/history", pageQuery(opts), &p); err != nil {
 		return nil, err
 	}
@@ -708,4 +690,59 @@ func (c *Client) Refresh(ctx context.Context, workflows ...string) (*RefreshResu
 		return nil, err
 	}
 	return &res, nil
+}
+
+// Backup writes a backup of the host's embedded store to w (GET
+// /v1/admin/backup) and returns its size: the store as it was when the
+// request arrived, a bbolt file that the host opens as its data_dir's
+// weft.db once restored. A host whose store is Redis answers a *Problem
+// with Status 409 (back up Redis instead). An answer cut short (the host
+// failed or shut down, or dropped a stream that stalled) is a
+// *TransportError, and an error writing to w is returned wrapped: what w
+// got then is no backup.
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	r := request{method: http.MethodGet, path: "/v1/admin/backup"}
+	resp, target, err := c.send(ctx, r, "application/octet-stream")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			return 0, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("reading the answer: %w", err)}
+		}
+		return 0, newProblem(resp, data)
+	}
+	cw := &checkedWriter{w: w}
+	n, err := io.Copy(cw, resp.Body)
+	switch {
+	case cw.err != nil:
+		return n, fmt.Errorf("client: writing the backup: %w", cw.err)
+	case err != nil && ctx.Err() != nil:
+		return n, ctx.Err()
+	case err != nil:
+		return n, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the backup ended after %d of %d bytes: %w", n, resp.ContentLength, err)}
+	case resp.ContentLength >= 0 && n != resp.ContentLength:
+		return n, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the backup ended after %d of %d bytes", n, resp.ContentLength)}
+	}
+	return n, nil
+}
+
+// checkedWriter keeps the error of its writer, to tell it from the
+// reader's in io.Copy.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
 }

@@ -37,6 +37,11 @@ func (d *Definition) canonical() map[string]any {
 		m["triggers"] = ts
 	}
 	putValue(m, "output", d.Output)
+	// Only when set, so that the versions saved before the field existed
+	// keep their hash.
+	if d.Retention != nil {
+		m["retention"] = d.Retention.String()
+	}
 	return m
 }
 

@@ -22,7 +22,18 @@ type Definition struct {
 	// Output is the instance's result, evaluated when the last step
 	// completes. Zero when absent: the output is then null.
 	Output Value
+	// Retention is how long an instance is kept once it has finished
+	// (completed, failed or cancelled), with its history, before the host
+	// deletes it; 0 keeps it forever. Nil when the definition does not
+	// say: the host's default (engine.retention) applies. The engine reads
+	// it when an instance finishes, from the version the instance runs.
+	Retention *time.Duration
 }
+
+// MaxRetention bounds a retention: longer ones are refused (0, which
+// keeps instances forever, is the way to say "longer"), so that a finish
+// time plus a retention stays a time every store can index.
+const MaxRetention = 100 * 365 * 24 * time.Hour
 
 // Persistence is a workflow's persistence strategy.
 type Persistence string

@@ -59,7 +59,7 @@ func TestSpecExample(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			if err := Validate(def, specCatalog(t)); err != nil {
+			if err := validateDefinition(def, specCatalog(t)); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
 			if def.Name != "order-fulfilment" || def.Persistence != PersistenceLazy || len(def.Steps) != 7 {
@@ -285,7 +285,7 @@ func TestCycles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			err := Validate(tt.def, fakeCatalog{workflows: tt.catalog})
+			err := validateDefinition(tt.def, fakeCatalog{workflows: tt.catalog})
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("Validate = %v", err)
@@ -558,4 +558,18 @@ func TestHeartbeatTimeoutAgainstTheEffectiveTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// validateDefinition is validate's problems as Load reports them: a
+// *ValidationError, or nil.
+func validateDefinition(def *Definition, catalog Catalog) error {
+	ps := validate(def, catalog)
+	if len(ps) == 0 {
+		return nil
+	}
+	e := &ValidationError{Problems: ps}
+	if def != nil {
+		e.Name = def.Name
+	}
+	return e
 }

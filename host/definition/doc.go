@@ -1,9 +1,9 @@
 // Package definition parses and validates workflow definitions and compiles
 // their expressions.
 //
-// Parse reads YAML or JSON (JSON is YAML) into a Definition, Validate checks
-// it against a Catalog of plugins and saved workflows, and Load does both and
-// reports every problem of both at once, each with its path
+// Parse reads YAML or JSON (JSON is YAML) into a Definition and checks what
+// needs nothing else; Load also checks it against a Catalog of plugins and
+// saved workflows, and reports every problem of both at once, each with its path
 // (`steps[2].retry.backoff`, `steps[1].then[0].wait.key`) and, when parsed
 // from text, its line and column. The decoder walks the YAML node tree
 // itself instead of using a strict decoder, so that unknown fields, wrong
@@ -76,6 +76,12 @@
 //     JSON syntax errors carry a line and column. A key twice in one map
 //     is refused (yaml.v3 allows it in the node tree, encoding/json
 //     always); ParseSaved lets the last one win, as earlier saves did.
+//   - `retention` (how long a finished instance is kept) is a duration of
+//     at most MaxRetention, or 0 for "forever"; a bare 0 is accepted, as
+//     it has no unit to guess. Absent, Retention is nil and the host's
+//     default applies, so "not set" and "forever" differ. It is in the
+//     canonical form only when present, so adding the field did not change
+//     the hash of the definitions saved before it existed.
 //   - A problem about the whole document has the path RootPath ("$").
 //
 // # Versioning

@@ -19,8 +19,8 @@ var (
 	ErrEval = errors.New("expression failed")
 )
 
-// Problem is one reason a definition was refused. Parse, Load and Validate
-// report problems of the same shape so that an HTTP layer can return them as
+// Problem is one reason a definition was refused. Parse and Load report
+// problems of the same shape so that an HTTP layer can return them as
 // problem+json `errors: [{path, message}]`.
 type Problem struct {
 	// Path locates the problem in the document, e.g. `steps[2].retry.backoff`
@@ -29,8 +29,8 @@ type Problem struct {
 	// Message says what is wrong, e.g. `backoff 0.5 is less than 1`.
 	Message string `json:"message"`
 	// Line and Column are 1-based and locate the problem in the source text.
-	// They are zero when unknown (problems found by Validate on a definition
-	// that was not parsed by Load).
+	// They are zero when unknown (a problem of the definition as a whole, or
+	// of a field without a place in the text).
 	Line   int `json:"line,omitempty"`
 	Column int `json:"column,omitempty"`
 }

@@ -41,6 +41,6 @@ func FuzzParse(f *testing.F) {
 		if again.Hash() != def.Hash() {
 			t.Fatalf("canonical round trip changed the hash:\n%s\n%s", def.Canonical(), again.Canonical())
 		}
-		_ = Validate(def, nil)
+		_ = validateDefinition(def, nil)
 	})
 }

@@ -30,7 +30,7 @@ func Parse(data []byte) (*Definition, error) {
 	return Load(data, nil)
 }
 
-// Load is Parse followed by Validate against catalog, reporting the problems
+// Load is Parse followed by the checks against catalog, reporting the problems
 // of both in one *ValidationError, in document order. A nil catalog skips the
 // checks that need one.
 func Load(data []byte, catalog Catalog) (*Definition, error) {
@@ -462,7 +462,7 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 	if !ok {
 		return nil
 	}
-	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output")
+	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output", "retention")
 	def := &Definition{Persistence: PersistenceLazy}
 	if f, ok := fs["name"]; ok {
 		def.Name, _ = d.str(f)
@@ -498,6 +498,15 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 	}
 	if f, ok := fs["output"]; ok {
 		def.Output = d.value(f, nil, wantAny)
+	}
+	if f, ok := fs["retention"]; ok {
+		// A bare 0 is allowed, unlike other bare numbers: "keep forever"
+		// has no unit to guess.
+		if f.val.Kind == yaml.ScalarNode && f.val.ShortTag() == "!!int" && f.val.Value == "0" {
+			def.Retention = new(time.Duration)
+		} else if r, ok := d.duration(f); ok {
+			def.Retention = &r
+		}
 	}
 	return def
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/weftworks/weft/abi"
 )
 
-// Catalog is what Validate needs to know about the rest of the host: which
+// Catalog is what Load needs to know about the rest of the host: which
 // plugins and activities exist and which workflows are saved. The host's
 // plugin registry and definition store implement it.
 type Catalog interface {
@@ -44,29 +44,6 @@ type TimeoutDefaults interface {
 // MaxEventLen is the longest event name.
 const MaxEventLen = 128
 
-// Validate checks def as a whole and against catalog, and returns a
-// *ValidationError (matching ErrInvalid) listing every problem, or nil. It
-// checks names, step ids (unique across the definition, nested steps
-// included), that each step has exactly one kind, durations and their
-// relations, retry policies, concurrency, wait keys, variable names, that
-// plugins, activities and child workflows exist, and that child workflows
-// form no cycle. A nil catalog skips the checks that need one, except a
-// workflow that starts itself.
-//
-// When def is a new version of a workflow that catalog already holds, def
-// replaces it for the cycle check.
-func Validate(def *Definition, catalog Catalog) error {
-	ps := validate(def, catalog)
-	if len(ps) == 0 {
-		return nil
-	}
-	e := &ValidationError{Problems: ps}
-	if def != nil {
-		e.Name = def.Name
-	}
-	return e
-}
-
 type validator struct {
 	def      *Definition
 	catalog  Catalog
@@ -79,6 +56,17 @@ func (v *validator) problem(path, format string, args ...any) {
 	v.problems = append(v.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
+// validate checks def as a whole and against catalog, and returns every
+// problem, for Load to report with the parser's. It checks names, step ids
+// (unique across the definition, nested steps included), that each step
+// has exactly one kind, durations and their relations, retry policies,
+// concurrency, wait keys, variable names, that plugins, activities and
+// child workflows exist, and that child workflows form no cycle. A nil
+// catalog skips the checks that need one, except a workflow that starts
+// itself.
+//
+// When def is a new version of a workflow that catalog already holds, def
+// replaces it for the cycle check.
 func validate(def *Definition, catalog Catalog) []Problem {
 	if def == nil {
 		return []Problem{{Path: RootPath, Message: "no definition"}}
@@ -95,6 +83,14 @@ func validate(def *Definition, catalog Catalog) []Problem {
 	case "", PersistenceLazy, PersistenceActivity:
 	default:
 		v.problem("persistence", "unknown persistence %q; want lazy or activity", def.Persistence)
+	}
+	if r := def.Retention; r != nil {
+		switch {
+		case *r < 0:
+			v.problem("retention", "retention %s must not be negative; 0 keeps finished instances forever", *r)
+		case *r > MaxRetention:
+			v.problem("retention", "retention %s is longer than the limit of 100 years (%s); 0 keeps finished instances forever", *r, MaxRetention)
+		}
 	}
 	events := map[string]bool{}
 	for i, t := range def.Triggers {

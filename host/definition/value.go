@@ -76,20 +76,6 @@ type Value struct {
 	want want
 }
 
-// NewValue compiles src, a JSON-like Go value (nil, bool, int, float64,
-// string, []any, map[string]any) whose strings may hold `${ expr }`
-// expressions. locals names the loop variables in scope besides `input` and
-// `vars`. The error lists every expression that does not compile.
-func NewValue(src any, locals ...string) (Value, error) {
-	var c compiler
-	c.scope = locals
-	v := c.value(src, "value", wantAny)
-	if len(c.problems) > 0 {
-		return Value{}, &ValidationError{Problems: c.problems}
-	}
-	return v, nil
-}
-
 // IsZero reports whether the value is absent from the definition.
 func (v Value) IsZero() bool { return v.n == nil }
 

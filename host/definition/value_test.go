@@ -43,7 +43,7 @@ func TestValueTypes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			v, err := NewValue(tt.src, "item")
+			v, err := newValue(tt.src, "item")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestValueTypes(t *testing.T) {
 
 func TestValueEvalFresh(t *testing.T) {
 	t.Parallel()
-	v, err := NewValue(map[string]any{"a": []any{1}})
+	v, err := newValue(map[string]any{"a": []any{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +107,11 @@ steps:
 	if !errors.Is(err, ErrEval) {
 		t.Errorf("EvalList of a number = %v", err)
 	}
-	key, _ := NewValue("${ input.items }")
+	key, _ := newValue("${ input.items }")
 	if s, err := key.EvalString(env); err != nil || s != "[1,2]" {
 		t.Errorf("EvalString = %q, %v", s, err)
 	}
-	bad, _ := NewValue("${ input.a.b }")
+	bad, _ := newValue("${ input.a.b }")
 	if _, err := bad.Eval(Env{Input: map[string]any{}}); !errors.Is(err, ErrEval) {
 		t.Errorf("runtime error = %v", err)
 	}
@@ -141,9 +141,9 @@ func TestNonFiniteResultsAreEvalErrors(t *testing.T) {
 		{"${ now() }", ""},
 	}
 	for _, tt := range tests {
-		v, err := NewValue(tt.src)
+		v, err := newValue(tt.src)
 		if err != nil {
-			t.Fatalf("NewValue(%v): %v", tt.src, err)
+			t.Fatalf("newValue(%v): %v", tt.src, err)
 		}
 		got, err := v.Eval(env)
 		if tt.want == "" {
@@ -157,4 +157,18 @@ func TestNonFiniteResultsAreEvalErrors(t *testing.T) {
 			t.Errorf("Eval(%v) = %v, %v; want an *EvalError containing %q", tt.src, got, err, tt.want)
 		}
 	}
+}
+
+// newValue compiles src, a JSON-like Go value (nil, bool, int, float64,
+// string, []any, map[string]any) whose strings may hold `${ expr }`
+// expressions. locals names the loop variables in scope besides `input` and
+// `vars`. The error lists every expression that does not compile.
+func newValue(src any, locals ...string) (Value, error) {
+	var c compiler
+	c.scope = locals
+	v := c.value(src, "value", wantAny)
+	if len(c.problems) > 0 {
+		return Value{}, &ValidationError{Problems: c.problems}
+	}
+	return v, nil
 }

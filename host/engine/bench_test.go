@@ -21,7 +21,7 @@ func BenchmarkWorkflow(b *testing.B) {
 	for _, persistence := range []string{"lazy", "activity"} {
 		b.Run(persistence, func(b *testing.B) {
 			const inFlight = 50
-			h := newHostWith(b, engine.Config{NodeID: "bench", Workers: inFlight})
+			h := newHost(b, withConfig(engine.Config{NodeID: "bench", Workers: inFlight}))
 			h.save(`
 name: three
 persistence: ` + persistence + `
@@ -80,7 +80,7 @@ output: "${ vars.c }"
 // from Signal (its delivery durable) to the resumed instance's completion
 // being durable, for an instance suspended on a wait.
 func BenchmarkStimulusToCompletion(b *testing.B) {
-	h := newHostWith(b, engine.Config{NodeID: "bench"})
+	h := newHost(b, withConfig(engine.Config{NodeID: "bench"}))
 	h.save(`
 name: waiter
 steps:

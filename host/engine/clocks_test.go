@@ -12,6 +12,7 @@ import (
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
@@ -126,7 +127,7 @@ func newSlowHost(t *testing.T, load time.Duration) *slowHost {
 
 // failure returns the kind and code of an instance's activity_failed
 // events.
-func failures(t *testing.T, evs []store.Event) []string {
+func failures(t *testing.T, evs []store.HistoryEntry) []string {
 	t.Helper()
 	var out []string
 	for _, ev := range evs {
@@ -260,7 +261,7 @@ steps:
 	case <-wctx.Done():
 		t.Fatal("the cancelled attempt did not end within 30s")
 	}
-	if calls := h.calls.recorded(); len(calls) != 1 || retry.Classify(calls[0].err).Kind != retry.KindCancelled {
+	if calls := h.calls.recorded(); len(calls) != 1 || classify.Failure(calls[0].err).Kind != retry.KindCancelled {
 		t.Fatalf("calls %+v: want one, cancelled", calls)
 	}
 }

@@ -50,6 +50,13 @@
 // details are persisted with each renewal. The attempt that recovery starts
 // resumes from them (runner.Recover, store.Heartbeats).
 //
+// # Retention
+//
+// The commit that finishes an instance stamps it with when it may be
+// deleted (its workflow version's retention, or Config.Retention, after
+// the finish), and a singleton sweep deletes, under each instance's lock,
+// those whose time came (retention.go).
+//
 // # Cluster
 //
 // With a Bus, a message for an instance running on another node (a cancel,
@@ -59,10 +66,7 @@ package engine
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -96,7 +100,19 @@ type Observer interface {
 	// StepFinished says that a step of workflow ended, with outcome
 	// "completed" or "failed", d after it started.
 	StepFinished(workflow, step, outcome string, d time.Duration)
+	// InstancesDeleted says that n instances were deleted, for reason
+	// DeletedOnRequest or DeletedByRetention.
+	InstancesDeleted(reason string, n int)
 }
+
+// Why instances were deleted, as Observer.InstancesDeleted is told.
+const (
+	// DeletedOnRequest: Delete was called (DELETE /v1/instances/{id}).
+	DeletedOnRequest = "request"
+	// DeletedByRetention: the retention sweep deleted finished instances
+	// whose DeleteAfter had passed.
+	DeletedByRetention = "retention"
+)
 
 // Bus carries notifications between the nodes of a cluster (host/notify
 // implements it on Redis pub/sub). It is at most once: a lost notification
@@ -120,6 +136,7 @@ type nopObserver struct{}
 
 func (nopObserver) InstanceStatus(string, store.Status)                {}
 func (nopObserver) StepFinished(string, string, string, time.Duration) {}
+func (nopObserver) InstancesDeleted(string, int)                       {}
 
 // Config configures an Engine.
 type Config struct {
@@ -129,8 +146,8 @@ type Config struct {
 	// 2 × GOMAXPROCS.
 	Workers int
 	// LockTTL is the time to live of a running instance's lock and store
-	// lease. The lock is extended every third of it and the lease renewed
-	// by the heartbeat scheduler every cycle (2s by default), so it must
+	// lease. The heartbeat scheduler extends the lock and renews the lease
+	// once every cycle (2s by default), so it must
 	// cover several cycles; recovery takes a dead node's instances over
 	// once it has passed. Defaults to 8s: with the 1s recovery sweep, a
 	// dead node's work moves within about 9s, and a node must miss four
@@ -154,6 +171,23 @@ type Config struct {
 	// RecoveryInterval is how often instances whose lease expired are
 	// looked for. Defaults to 1s.
 	RecoveryInterval time.Duration
+	// Retention is how long a finished instance (completed, failed,
+	// cancelled) is kept, with its history, when its workflow's version
+	// sets no retention: the commit that finishes it stamps its
+	// DeleteAfter, and the retention sweep deletes it after that. 0 keeps
+	// finished instances forever, and is what the zero Config does, so
+	// that an engine deletes nothing unless told to; the host sets
+	// DefaultRetention (engine.retention). At most
+	// definition.MaxRetention.
+	Retention time.Duration
+	// RetentionInterval is how often the retention sweep looks for
+	// finished instances past their DeleteAfter. Defaults to 1m: deletion
+	// is housekeeping, and a minute late costs nothing.
+	RetentionInterval time.Duration
+	// RetentionBatch is how many instances the retention sweep asks the
+	// store for at a time; a turn asks again while batches come back full.
+	// Defaults to 500, at most store.MaxListLimit.
+	RetentionBatch int
 	// Heartbeat configures the heartbeat scheduler that times out attempts
 	// whose guest stopped heartbeating. Defaults to heartbeat's defaults.
 	Heartbeat heartbeat.Config
@@ -198,6 +232,12 @@ func (c Config) WithDefaults() Config {
 	if c.RecoveryInterval == 0 {
 		c.RecoveryInterval = time.Second
 	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = time.Minute
+	}
+	if c.RetentionBatch == 0 {
+		c.RetentionBatch = 500
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -216,11 +256,20 @@ func (c Config) validate() error {
 		return fmt.Errorf("engine: Workers must be at least 1, got %d", c.Workers)
 	case c.LockTTL < time.Second:
 		return fmt.Errorf("engine: LockTTL must be at least 1s, got %s", c.LockTTL)
-	case c.AcquireTimeout <= 0 || c.ActivityTimeout <= 0 || c.TimerInterval <= 0 || c.StimulusTTL <= 0 || c.StimulusInterval <= 0 || c.RecoveryInterval <= 0:
-		return errors.New("engine: AcquireTimeout, ActivityTimeout, TimerInterval, StimulusTTL, StimulusInterval and RecoveryInterval must be positive")
+	case c.AcquireTimeout <= 0 || c.ActivityTimeout <= 0 || c.TimerInterval <= 0 || c.StimulusTTL <= 0 || c.StimulusInterval <= 0 || c.RecoveryInterval <= 0 || c.RetentionInterval <= 0:
+		return errors.New("engine: AcquireTimeout, ActivityTimeout, TimerInterval, StimulusTTL, StimulusInterval, RecoveryInterval and RetentionInterval must be positive")
+	case c.Retention < 0 || c.Retention > definition.MaxRetention:
+		return fmt.Errorf("engine: Retention must be between 0 (keep forever) and %s, got %s", definition.MaxRetention, c.Retention)
+	case c.RetentionBatch < 1 || c.RetentionBatch > store.MaxListLimit:
+		return fmt.Errorf("engine: RetentionBatch must be between 1 and %d, got %d", store.MaxListLimit, c.RetentionBatch)
 	}
 	return nil
 }
+
+// DefaultRetention is the host's default Config.Retention
+// (engine.retention): a week, long enough to look into what went wrong
+// after a weekend, short enough that the store stops growing.
+const DefaultRetention = 7 * 24 * time.Hour
 
 // Engine runs workflow instances on one node.
 type Engine struct {
@@ -237,8 +286,8 @@ type Engine struct {
 	waiters  map[string][]chan struct{} // by instance id: Wait calls to wake
 	running  map[string]chan struct{}   // by instance id: executions on this node
 
-	beats      *heartbeat.Service
-	heartbeat  *beats
+	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
+	renewer    *renewer           // what the scheduler calls: renewals and its actions
 	grantCache grantCache
 }
 
@@ -253,277 +302,18 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 		boot: randomHex(8), programs: map[string]*runner.Program{}, waiters: map[string][]chan struct{}{},
 		running: map[string]chan struct{}{},
 	}
-	e.heartbeat = &beats{e: e}
-	svc, err := heartbeat.NewService(cfg.Heartbeat, e.heartbeat, e.heartbeat, heartbeat.Env{Logger: e.log})
+	e.renewer = &renewer{e: e}
+	svc, err := heartbeat.NewService(cfg.Heartbeat, e.renewer, e.renewer, heartbeat.Env{Logger: e.log})
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.beats = svc
+	e.scheduler = svc
 	return e, nil
-}
-
-// CheckDefinition parses and validates source against the stored plugins
-// and workflows, as SaveDefinition does, without saving it: every problem,
-// of syntax, structure, expressions or references, in one
-// *definition.ValidationError.
-func (e *Engine) CheckDefinition(ctx context.Context, source []byte) (*definition.Definition, error) {
-	return definition.Load(source, catalog{ctx: ctx, st: e.store, timeout: e.cfg.ActivityTimeout})
-}
-
-// SaveDefinition validates source against the stored plugins and workflows
-// and stores it as the definition's next version, unless it is the same as
-// the latest version (created=false). Validation problems come back as a
-// *definition.ValidationError listing every one.
-func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*store.Definition, bool, error) {
-	def, err := e.CheckDefinition(ctx, source)
-	if err != nil {
-		return nil, false, err
-	}
-	version, created, err := e.store.PutDefinition(ctx, def.Name, def.Hash(), source)
-	if err != nil {
-		return nil, false, fmt.Errorf("engine: saving definition %s: %w", def.Name, err)
-	}
-	d, err := e.store.GetDefinition(ctx, def.Name, version)
-	return d, created, err
-}
-
-// Start creates an instance of the latest version of workflow with input,
-// pinning the current version of every plugin it uses, and queues it. The
-// instance is durably stored when Start returns.
-//
-// A non-empty id makes the call idempotent: when an instance with that id
-// exists, of the same workflow, it is returned as it is, with created
-// false; of another workflow, the error matches ErrIDInUse. Of concurrent
-// Starts with one id, exactly one creates: the store's commit creates only
-// if absent.
-func (e *Engine) Start(ctx context.Context, workflow string, input any, id string) (inst *store.Instance, created bool, err error) {
-	inst, created, err = e.create(ctx, workflow, input, id, nil)
-	if err != nil {
-		return nil, false, err
-	}
-	// An existing instance is queued again unless it has ended: the Start
-	// that created it may have died before queueing it.
-	if created || !inst.Status.Terminal() {
-		e.push(ctx, inst.ID, "start")
-	}
-	return inst, created, nil
-}
-
-// push queues an instance, logging a failure: the sweeps find its work
-// again (due timers, inbox, lease expiry).
-func (e *Engine) push(ctx context.Context, id, reason string) {
-	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: reason}); err != nil && ctx.Err() == nil {
-		e.log.Warn("queueing instance", "instance", id, "err", err)
-	}
-}
-
-// create stores a new pending instance (idempotently by id, see Start)
-// without queueing it.
-func (e *Engine) create(ctx context.Context, workflow string, input any, id string, parent *store.ParentRef) (*store.Instance, bool, error) {
-	if id != "" {
-		// The common case of a retried start, answered without needing the
-		// definition or its plugins, which may have changed since.
-		if old, err := e.existing(ctx, workflow, id); old != nil || err != nil {
-			return old, false, err
-		}
-	}
-	d, err := e.store.GetDefinition(ctx, workflow, 0)
-	if err != nil {
-		return nil, false, fmt.Errorf("engine: workflow %s: %w", workflow, err)
-	}
-	prog, err := e.program(ctx, d.Name, d.Version)
-	if err != nil {
-		return nil, false, err
-	}
-	pins := map[string]string{}
-	var pinErr error
-	prog.Definition().Walk(func(_ string, s *definition.Step) bool {
-		if s.Kind != definition.KindActivity || pins[s.Activity.Plugin] != "" {
-			return true
-		}
-		p, err := e.store.GetPlugin(ctx, s.Activity.Plugin)
-		if err != nil {
-			pinErr = fmt.Errorf("engine: workflow %s uses plugin %s: %w", workflow, s.Activity.Plugin, err)
-			return false
-		}
-		pins[s.Activity.Plugin] = p.Current.Version
-		return true
-	})
-	if pinErr != nil {
-		return nil, false, pinErr
-	}
-	in, err := json.Marshal(input)
-	if err != nil {
-		return nil, false, fmt.Errorf("engine: input of %s: %w", workflow, err)
-	}
-	if id == "" {
-		id = newID(e.cfg.Now())
-	}
-	inst := &store.Instance{
-		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: in,
-		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
-	}
-	_, err = e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.Event{{Type: "instance_created", Node: e.cfg.NodeID}}})
-	if errors.Is(err, store.ErrExists) {
-		// Another Start with the id created it between the check above
-		// and this commit.
-		old, err := e.existing(ctx, workflow, id)
-		if old == nil && err == nil {
-			err = fmt.Errorf("engine: instance %s exists and then did not: %w", id, store.ErrNotFound)
-		}
-		return old, false, err
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
-	}
-	e.cfg.Observer.InstanceStatus(d.Name, store.StatusPending)
-	// Read back what the store made of it (times, revision) before a worker
-	// can change it.
-	inst, err = e.store.GetInstance(ctx, id)
-	return inst, err == nil, err
-}
-
-// existing returns the instance id when it exists and belongs to workflow,
-// nil when there is none, and an error matching ErrIDInUse when it belongs
-// to another workflow.
-func (e *Engine) existing(ctx context.Context, workflow, id string) (*store.Instance, error) {
-	old, err := e.store.GetInstance(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case old.Workflow != workflow:
-		return nil, fmt.Errorf("engine: %w: instance %q belongs to workflow %q", ErrIDInUse, id, old.Workflow)
-	}
-	return old, nil
-}
-
-// ErrIDInUse is returned by Start when the id it was given names an
-// instance of another workflow.
-var ErrIDInUse = errors.New("id in use")
-
-// Wait returns the instance once it is no longer pending or running
-// (suspended or finished), or when ctx ends. Instances run by this node wake
-// their waiters at once; others are polled.
-//
-// # Notes
-//
-// Instances run by other nodes wake the wait through the Bus when one is
-// configured; polling every 50ms is the fallback for a lost notification.
-func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
-	return e.waitFor(ctx, id, func(s store.Status) bool { return s != store.StatusPending && s != store.StatusRunning })
-}
-
-// WaitFinished is Wait until the instance completed, failed or was
-// cancelled.
-func (e *Engine) WaitFinished(ctx context.Context, id string) (*store.Instance, error) {
-	return e.waitFor(ctx, id, store.Status.Terminal)
-}
-
-func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status) bool) (*store.Instance, error) {
-	for {
-		ch := make(chan struct{}, 1)
-		e.mu.Lock()
-		e.waiters[id] = append(e.waiters[id], ch)
-		e.mu.Unlock()
-		inst, err := e.store.GetInstance(ctx, id)
-		if err != nil || done(inst.Status) {
-			e.unwait(id, ch)
-			return inst, err
-		}
-		select {
-		case <-ch:
-		case <-time.After(50 * time.Millisecond):
-			e.unwait(id, ch)
-		case <-ctx.Done():
-			e.unwait(id, ch)
-			return inst, ctx.Err()
-		}
-	}
-}
-
-func (e *Engine) unwait(id string, ch chan struct{}) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	list := e.waiters[id]
-	for i, c := range list {
-		if c == ch {
-			list = append(list[:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(e.waiters, id)
-	} else {
-		e.waiters[id] = list
-	}
-}
-
-// subscribe listens to the other nodes' notifications.
-func (e *Engine) subscribe(ctx context.Context) (stop func(), err error) {
-	inbox, err := e.cfg.Bus.Subscribe(ctx, topicInbox, func(id []byte) { e.wakeExecution(string(id)) })
-	if err != nil {
-		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicInbox, err)
-	}
-	changed, err := e.cfg.Bus.Subscribe(ctx, topicChanged, func(id []byte) { e.wake(string(id)) })
-	if err != nil {
-		inbox()
-		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicChanged, err)
-	}
-	return func() { inbox(); changed() }, nil
-}
-
-// publish tells the other nodes, when there are any.
-func (e *Engine) publish(ctx context.Context, topic, id string) {
-	if e.cfg.Bus == nil {
-		return
-	}
-	if err := e.cfg.Bus.Publish(context.WithoutCancel(ctx), topic, []byte(id)); err != nil {
-		e.log.Debug("publishing", "topic", topic, "instance", id, "err", err)
-	}
-}
-
-// wake wakes the Wait calls of an instance after a commit.
-func (e *Engine) wake(id string) {
-	e.mu.Lock()
-	list := e.waiters[id]
-	delete(e.waiters, id)
-	e.mu.Unlock()
-	for _, ch := range list {
-		ch <- struct{}{} // buffered, one send per channel
-	}
-}
-
-// program returns the compiled program of a definition version.
-func (e *Engine) program(ctx context.Context, name string, version int) (*runner.Program, error) {
-	k := fmt.Sprintf("%s@%d", name, version)
-	e.mu.Lock()
-	p := e.programs[k]
-	e.mu.Unlock()
-	if p != nil {
-		return p, nil
-	}
-	d, err := e.store.GetDefinition(ctx, name, version)
-	if err != nil {
-		return nil, fmt.Errorf("engine: definition %s version %d: %w", name, version, err)
-	}
-	// A stored version passed the rules of its save, which may have
-	// been fewer: ParseSaved keeps its instances running.
-	def, err := definition.ParseSaved(d.Source)
-	if err != nil {
-		return nil, fmt.Errorf("engine: definition %s version %d no longer parses: %w", name, version, err)
-	}
-	p = runner.Compile(def)
-	e.mu.Lock()
-	e.programs[k] = p
-	e.mu.Unlock()
-	return p, nil
 }
 
 // HeartbeatStats returns the heartbeat scheduler's metrics: tracked items,
 // capacity, renewals by outcome, cycle time, overruns, warnings.
-func (e *Engine) HeartbeatStats() heartbeat.Stats { return e.beats.Stats() }
+func (e *Engine) HeartbeatStats() heartbeat.Stats { return e.scheduler.Stats() }
 
 // Run runs the node's workers and the timer sweeper until ctx ends, then
 // waits for them.
@@ -537,7 +327,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = e.beats.Run(ctx)
+		_ = e.scheduler.Run(ctx)
 	}()
 	if e.cfg.Bus != nil {
 		stop, err := e.subscribe(ctx)
@@ -548,7 +338,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	// Leases and locks must outlive two renewal cycles (heartbeat
 	// package doc); the scheduler logs and exports what does not.
-	e.beats.Check(map[string]time.Duration{"lock_ttl": e.cfg.LockTTL})
+	e.scheduler.Check(map[string]time.Duration{"lock_ttl": e.cfg.LockTTL})
 	for i := 0; i < e.cfg.Workers; i++ {
 		wg.Add(1)
 		go func() {
@@ -565,6 +355,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		{"weft-timers-sweep", e.cfg.TimerInterval, e.sweepTimers},
 		{"weft-recovery-sweep", e.cfg.RecoveryInterval, e.recover},
 		{"weft-stimuli-sweep", e.cfg.StimulusInterval, e.sweepStimuli},
+		{"weft-retention-sweep", e.cfg.RetentionInterval, e.sweepRetention},
 	} {
 		wg.Add(1)
 		go func() {
@@ -587,203 +378,6 @@ func (e *Engine) work(ctx context.Context) {
 		}
 		_ = d.Ack(context.WithoutCancel(ctx))
 	}
-}
-
-// singleton runs work every interval on the one node that holds the
-// try-lock key; the others skip their turn (docs/cluster.md, "Singleton
-// work").
-func (e *Engine) singleton(ctx context.Context, key string, interval time.Duration, work func(context.Context)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		lease, ok, err := e.locks.TryAcquire(ctx, key, max(time.Second, 4*interval))
-		if err != nil || !ok {
-			continue
-		}
-		work(ctx)
-		lease.Release(context.WithoutCancel(ctx))
-	}
-}
-
-// sweepTimers queues the instances whose timers are due.
-func (e *Engine) sweepTimers(ctx context.Context) {
-	due, err := e.store.DueTimers(ctx, e.cfg.Now(), 1000)
-	if err != nil && ctx.Err() == nil {
-		e.log.Warn("sweeping timers", "err", err)
-	}
-	seen := map[string]bool{}
-	for _, tm := range due {
-		if !seen[tm.InstanceID] {
-			seen[tm.InstanceID] = true
-			_ = e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"})
-		}
-	}
-}
-
-// requeuePending queues the instances created but not yet run: the
-// in-process ready queue does not survive a restart. (Under lazy
-// persistence an instance stays pending in the store until it first
-// suspends or finishes, so this also resumes instances a crash interrupted.)
-func (e *Engine) requeuePending(ctx context.Context) {
-	n := 0
-	for cursor := ""; ; {
-		items, next, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Cursor: cursor, Limit: 1000})
-		if err != nil {
-			if ctx.Err() == nil {
-				e.log.Warn("listing pending instances", "err", err)
-			}
-			return
-		}
-		for _, in := range items {
-			e.push(ctx, in.ID, "recovery")
-			n++
-		}
-		if next == "" {
-			break
-		}
-		cursor = next
-	}
-	if n > 0 {
-		e.log.Info("queued pending instances at start-up", "count", n)
-	}
-}
-
-// recover queues the instances whose lease expired: their node stopped
-// renewing it (it died, or lost the instance). Lease expiry, not "not
-// updated for a while", decides (docs/architecture.md, "Locks and
-// fencing"); the instance lock then makes sure a live instance is never run
-// twice.
-func (e *Engine) recover(ctx context.Context) {
-	ids, err := e.store.ExpiredLeases(ctx, e.cfg.Now(), 1000)
-	if err != nil && ctx.Err() == nil {
-		e.log.Warn("finding expired leases", "err", err)
-	}
-	for _, id := range ids {
-		e.log.Info("recovering instance whose lease expired", "instance", id)
-		e.push(ctx, id, "recovery")
-	}
-	// Inboxes waiting longer than a lease's TTL lost their wake-up (the
-	// node that wrote the message died before queueing the instance, or
-	// its queue was in memory): queue them again. A worker takes such an
-	// item only when the instance's lock is free.
-	waiting, err := e.store.WaitingInboxes(ctx, e.cfg.Now().Add(-e.cfg.LockTTL), 1000)
-	if err != nil && ctx.Err() == nil {
-		e.log.Warn("finding waiting inboxes", "err", err)
-	}
-	for _, id := range waiting {
-		e.push(ctx, id, reasonInbox)
-	}
-	// Likewise instances created and never run (the node that created
-	// them died before queueing them, or a full queue refused the push of
-	// an execution): the oldest pending ones first, a lease's TTL old.
-	pending, _, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Limit: 1000})
-	if err != nil && ctx.Err() == nil {
-		e.log.Warn("listing pending instances", "err", err)
-	}
-	cutoff := e.cfg.Now().Add(-e.cfg.LockTTL)
-	for _, in := range pending {
-		if !in.CreatedAt.Before(cutoff) {
-			break // oldest first: the rest are younger
-		}
-		e.push(ctx, in.ID, reasonInbox)
-	}
-}
-
-// reasonInbox is the queue reason of an instance whose inbox waited too
-// long, or that stayed pending too long; see recover.
-const reasonInbox = "inbox"
-
-// pushSoon queues an instance from inside an execution, waiting at most a
-// moment for room: a worker that blocked on a full queue could wait for
-// itself. An item it could not queue is found by the recovery sweep.
-func (e *Engine) pushSoon(ctx context.Context, id, reason string) {
-	ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: reason}); err != nil {
-		e.log.Info("could not queue the instance now; the recovery sweep will", "instance", id, "err", err)
-	}
-}
-
-// sweepStimuli moves stimuli whose TTL ended without a bookmark to the dead
-// letters, and lets the store forget old delivered ones.
-func (e *Engine) sweepStimuli(ctx context.Context) {
-	dead, err := e.store.ExpireStimuli(ctx, e.cfg.Now(), 1000)
-	if err != nil && ctx.Err() == nil {
-		e.log.Warn("expiring stimuli", "err", err)
-	}
-	for _, s := range dead {
-		e.log.Info("stimulus found no bookmark before its TTL; moved to the dead letters", "stimulus", s.ID, "name", s.Name, "key", s.Key)
-	}
-}
-
-// catalog is the store seen as a definition.Catalog, with the engine's
-// default activity timeout (a definition.TimeoutDefaults).
-type catalog struct {
-	ctx     context.Context
-	st      store.Store
-	timeout time.Duration
-}
-
-// DefaultActivityTimeout implements definition.TimeoutDefaults.
-func (c catalog) DefaultActivityTimeout() time.Duration { return c.timeout }
-
-func (c catalog) HasPlugin(name string) bool {
-	_, err := c.st.GetPlugin(c.ctx, name)
-	return err == nil
-}
-
-func (c catalog) HasActivity(plugin, activity string) bool {
-	p, err := c.st.GetPlugin(c.ctx, plugin)
-	if err != nil {
-		return false
-	}
-	for _, a := range p.Current.Activities {
-		if a == activity {
-			return true
-		}
-	}
-	return false
-}
-
-// Activities lists the activities of the plugin's current version, for
-// the suggestion after a misspelt one.
-func (c catalog) Activities(plugin string) []string {
-	p, err := c.st.GetPlugin(c.ctx, plugin)
-	if err != nil {
-		return nil
-	}
-	return p.Current.Activities
-}
-
-func (c catalog) Workflow(name string) (*definition.Definition, bool) {
-	d, err := c.st.GetDefinition(c.ctx, name, 0)
-	if err != nil {
-		return nil, false
-	}
-	def, err := definition.ParseSaved(d.Source)
-	return def, err == nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// newID returns a time-ordered instance id: milliseconds, then randomness.
-func newID(now time.Time) string {
-	b := make([]byte, 6, 14)
-	ms := uint64(now.UnixMilli())
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
-	}
-	return hex.EncodeToString(b) + randomHex(8)
 }
 
 // seeded returns a random source for an instance's retry jitter, seeded

@@ -30,20 +30,27 @@ type host struct {
 	store store.Store
 }
 
-func newHost(t testing.TB) *host {
-	return newHostWith(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond})
+// hostOption changes what newHost builds.
+type hostOption func(*engine.Config, *lock.Locker)
+
+// withConfig runs the engine with cfg instead of the default test
+// configuration (node n1, a 10ms timer sweep).
+func withConfig(cfg engine.Config) hostOption {
+	return func(c *engine.Config, _ *lock.Locker) { *c = cfg }
 }
 
-func newHostWithLocks(t testing.TB, locks lock.Locker) *host {
-	return newHostWithAll(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}, locks)
+// withLocks gives the engine locks instead of an in-process locker.
+func withLocks(locks lock.Locker) hostOption {
+	return func(_ *engine.Config, l *lock.Locker) { *l = locks }
 }
 
-func newHostWith(t testing.TB, cfg engine.Config) *host {
-	return newHostWithAll(t, cfg, local.New(local.Config{}))
-}
-
-func newHostWithAll(t testing.TB, cfg engine.Config, locks lock.Locker) *host {
+func newHost(t testing.TB, opts ...hostOption) *host {
 	t.Helper()
+	cfg := engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}
+	var locks lock.Locker = local.New(local.Config{})
+	for _, o := range opts {
+		o(&cfg, &locks)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -115,7 +122,7 @@ func (h *host) finish(workflow string, input any) *store.Instance {
 	return got
 }
 
-func (h *host) history(id string) []store.Event {
+func (h *host) history(id string) []store.HistoryEntry {
 	h.t.Helper()
 	evs, err := h.store.History(context.Background(), id, 0, 1000)
 	if err != nil {
@@ -124,7 +131,7 @@ func (h *host) history(id string) []store.Event {
 	return evs
 }
 
-func count(evs []store.Event, typ string) int {
+func count(evs []store.HistoryEntry, typ store.HistoryType) int {
 	n := 0
 	for _, e := range evs {
 		if e.Type == typ {
@@ -160,10 +167,10 @@ output: "${ vars.echoed.text }"
 	}
 }
 
-func types(evs []store.Event) []string {
+func types(evs []store.HistoryEntry) []string {
 	var s []string
 	for _, e := range evs {
-		s = append(s, e.Type)
+		s = append(s, string(e.Type))
 	}
 	return s
 }
@@ -432,7 +439,7 @@ func (r logRecorder) Handle(_ context.Context, rec slog.Record) error {
 func TestFencedWriterCannotOverwrite(t *testing.T) {
 	t.Parallel()
 	rec := logRecorder{targets: []error{store.ErrFenced, engine.ErrLeaseLost}, seen: make(chan string, 1)}
-	h := newHostWith(t, engine.Config{NodeID: "slow-node", Logger: slog.New(rec)})
+	h := newHost(t, withConfig(engine.Config{NodeID: "slow-node", Logger: slog.New(rec)}))
 	h.save(`
 name: long
 persistence: activity
@@ -583,7 +590,7 @@ output: "${ vars.x / 0 }"
 				}
 			}
 			evs := h.history(inst.ID)
-			for _, typ := range []string{"activity_scheduled", "activity_failed", "retry_scheduled"} {
+			for _, typ := range []store.HistoryType{store.HistoryActivityScheduled, store.HistoryActivityFailed, store.HistoryRetryScheduled} {
 				if n := count(evs, typ); n != 0 {
 					t.Errorf("instance %s: %d %s events: %v", inst.ID, n, typ, types(evs))
 				}
@@ -656,7 +663,7 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 // package's default.
 func TestHeartbeatTimeoutOverTheConfiguredDefaultIsRefused(t *testing.T) {
 	t.Parallel()
-	h := newHostWith(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, ActivityTimeout: 30 * time.Second})
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, ActivityTimeout: 30 * time.Second}))
 	def := func(hb string) []byte {
 		return []byte("name: beat\nsteps:\n  - id: poll\n    activity: kit.work\n    heartbeat_timeout: " + hb + "\n")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/lock"
@@ -31,7 +32,7 @@ type execution struct {
 	st        *runner.State
 	timers    map[string]store.Timer
 	bookmarks map[string]store.Bookmark // by token
-	history   []store.Event
+	history   []store.HistoryEntry
 	dirty     bool
 	// consumed are inbox messages applied since the last commit; checked
 	// are bookmarks already matched against queued stimuli.
@@ -97,13 +98,13 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 	var err error
 	if onlyIfFree {
 		var ok bool
-		lease, ok, err = e.locks.TryAcquire(ctx, lock.InstanceKey(id), e.cfg.LockTTL)
+		lease, ok, err = e.locks.TryAcquire(ctx, InstanceLockKey(id), e.cfg.LockTTL)
 		if err == nil && !ok {
 			return nil
 		}
 	} else {
 		actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
-		lease, err = e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+		lease, err = e.locks.Acquire(actx, InstanceLockKey(id), e.cfg.LockTTL)
 		cancel()
 	}
 	if err != nil {
@@ -136,8 +137,8 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 	defer close(x.exited)
 	// The heartbeat scheduler extends the lock while the instance runs; a
 	// lock it finds lost stops the execution like a lost lease.
-	e.heartbeat.holdLock(x)
-	defer e.heartbeat.releaseLock(x)
+	e.renewer.holdLock(x)
+	defer e.renewer.releaseLock(x)
 	if len(inst.State) > 0 {
 		if err := json.Unmarshal(inst.State, x.st); err != nil {
 			return fmt.Errorf("instance %s: state does not decode: %w", id, err)
@@ -161,7 +162,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 	defer e.unregister(id, x.wake)
 	defer func() {
 		if x.leased {
-			e.heartbeat.releaseLease(x)
+			e.renewer.releaseLease(x)
 		}
 	}()
 	return x.run()
@@ -254,7 +255,7 @@ func (x *execution) run() error {
 		case r := <-x.results:
 			delete(x.inflight, r.token)
 			delete(x.attempts, r.token)
-			x.apply(x.event(r, x.e.heartbeat.forget(attemptItem(x.key, r.token))))
+			x.apply(x.input(r, x.e.renewer.forget(attemptItem(x.key, r.token))))
 		case done := <-x.persist:
 			if !x.leased {
 				x.err = x.commit()
@@ -306,54 +307,24 @@ func (x *execution) pollInbox() (int, error) {
 		if x.seen[m.ID] {
 			continue
 		}
+		entry, err := decodeMessage(m)
+		if err != nil {
+			return n, fmt.Errorf("instance %s: %w", x.inst.ID, err)
+		}
 		x.seen[m.ID] = true
 		x.consumed = append(x.consumed, m.ID)
 		n++
-		switch m.Kind {
-		case "stimulus":
-			var payload any
-			_ = json.Unmarshal(m.Payload, &payload)
-			x.apply(runner.StimulusDelivered{Token: m.Token, Payload: payload})
-		case "child":
-			var end childEnd
-			_ = json.Unmarshal(m.Payload, &end)
-			if end.Status == string(store.StatusCompleted) {
-				var out any
-				_ = json.Unmarshal(end.Output, &out)
-				x.apply(runner.ChildCompleted{Token: m.Token, Output: out})
-			} else {
-				f := runner.Failure{Code: end.Status, Message: "child " + end.ID + " " + end.Status}
-				switch {
-				case end.Error != nil && end.Status == string(store.StatusCancelled):
-					// Who cancelled the child, and why, is news to the
-					// parent; a child's own failure speaks for itself.
-					f.Code, f.Message = end.Error.Code, f.Message+": "+end.Error.Message
-				case end.Error != nil:
-					f.Code, f.Message = end.Error.Code, end.Error.Message
-				}
-				x.apply(runner.ChildFailed{Token: m.Token, Failure: f})
-			}
-		case "cancel":
-			var reason string
-			_ = json.Unmarshal(m.Payload, &reason)
-			x.apply(runner.Cancel{Reason: reason})
-		case "note":
+		if entry.note != nil {
 			// Recorded as it is; the runner's state does not change.
-			var n lateNote
-			_ = json.Unmarshal(m.Payload, &n)
-			x.history = append(x.history, store.Event{Time: x.e.cfg.Now(), Type: n.Type, StepPath: n.StepPath, Attempt: n.Attempt, Node: n.Node, Data: m.Payload})
+			ev := *entry.note
+			ev.Time = x.e.cfg.Now()
+			x.history = append(x.history, ev)
 			x.dirty = true
+			continue
 		}
+		x.apply(entry.input)
 	}
 	return n, nil
-}
-
-// childEnd is the payload of a "child" message.
-type childEnd struct {
-	ID     string          `json:"id"`
-	Status string          `json:"status"`
-	Output json.RawMessage `json:"output,omitempty"`
-	Error  *store.Failure  `json:"error,omitempty"`
 }
 
 // pollQueued delivers, to bookmarks not checked yet, the oldest queued
@@ -375,8 +346,10 @@ func (x *execution) pollQueued() (int, error) {
 			continue
 		}
 		s := pending[0]
-		var payload any
-		_ = json.Unmarshal(s.Payload, &payload)
+		payload, err := decodeAny(s.Payload)
+		if err != nil {
+			return n, fmt.Errorf("instance %s: the payload of queued stimulus %s: %w", x.inst.ID, s.ID, err)
+		}
 		x.delivered, x.deliveredOutcome = s.ID, queuedOutcome(s)
 		x.apply(runner.StimulusDelivered{Token: token, Payload: payload})
 		if x.delivered != "" { // not committed by a Persist action
@@ -412,7 +385,7 @@ func (x *execution) cancelAll() (completed []runner.Invoke) {
 	}
 	for range x.inflight {
 		r := <-x.results
-		x.e.heartbeat.forget(attemptItem(x.key, r.token))
+		x.e.renewer.forget(attemptItem(x.key, r.token))
 		if r.err == nil {
 			completed = append(completed, x.attempts[r.token])
 		}
@@ -434,28 +407,23 @@ func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lo
 	c := store.Commit{Instance: inst, Fence: lease.Token()}
 	for _, m := range msgs {
 		c.Consumed = append(c.Consumed, m.ID)
-		if m.Kind == "note" {
-			var n lateNote
-			_ = json.Unmarshal(m.Payload, &n)
-			c.History = append(c.History, store.Event{Time: e.cfg.Now(), Type: n.Type, StepPath: n.StepPath, Attempt: n.Attempt, Node: n.Node, Data: m.Payload})
+		if m.Kind != store.MessageNote {
+			continue
 		}
+		entry, err := decodeMessage(m)
+		if err != nil {
+			// The instance is finished: the note is consumed either way.
+			e.log.Warn("settling the inbox of a finished instance", "instance", inst.ID, "err", err)
+			continue
+		}
+		ev := *entry.note
+		ev.Time = e.cfg.Now()
+		c.History = append(c.History, ev)
 	}
 	if _, err := e.store.Commit(ctx, c); err != nil {
 		return fmt.Errorf("instance %s: settling the inbox of a finished instance: %w", inst.ID, err)
 	}
 	return nil
-}
-
-// lateNote is the payload of a "note" message: an attempt's end that a
-// superseded execution could not commit, for the instance's holder to
-// record in the history.
-type lateNote struct {
-	Type     string `json:"type"`
-	Outcome  string `json:"outcome"`
-	StepPath string `json:"step_path"`
-	Attempt  int    `json:"attempt"`
-	Node     string `json:"node"`
-	Reason   string `json:"reason"`
 }
 
 // superseded is called when another node took the instance over (its lease
@@ -468,14 +436,14 @@ type lateNote struct {
 func (x *execution) superseded(stopped []runner.Invoke, cause error) {
 	var notes []store.Message
 	note := func(outcome, path string, attempt int) {
-		data, _ := json.Marshal(lateNote{Type: "late_completion_refused", Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()})
-		notes = append(notes, store.Message{InstanceID: x.inst.ID, Kind: "note", Payload: data,
+		data, _ := json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()})
+		notes = append(notes, store.Message{InstanceID: x.inst.ID, Kind: store.MessageNote, Payload: data,
 			ID: fmt.Sprintf("late:%s:%s:%s:%d:%s", x.e.cfg.NodeID, x.e.boot, path, attempt, outcome)})
 	}
 	for _, ev := range x.history {
 		switch ev.Type {
-		case "activity_completed", "activity_failed":
-			note(strings.TrimPrefix(ev.Type, "activity_"), ev.StepPath, ev.Attempt)
+		case store.HistoryActivityCompleted, store.HistoryActivityFailed:
+			note(strings.TrimPrefix(string(ev.Type), "activity_"), ev.StepPath, ev.Attempt)
 		}
 	}
 	for _, inv := range stopped {
@@ -494,8 +462,8 @@ func (x *execution) superseded(stopped []runner.Invoke, cause error) {
 	x.e.pushSoon(ctx, x.inst.ID, "note")
 }
 
-// event turns an attempt's end into the runner's event.
-func (x *execution) event(r result, watched *attempt) runner.Event {
+// input turns an attempt's end into the runner's input.
+func (x *execution) input(r result, watched *attempt) runner.Input {
 	if watched != nil && watched.timedOut.Load() {
 		// The scheduler saw the guest stop heartbeating and stopped it.
 		watched.mu.Lock()
@@ -520,7 +488,7 @@ func (x *execution) event(r result, watched *attempt) runner.Event {
 		}
 		return runner.ActivityCompleted{Token: r.token, Output: v, Requests: requests}
 	}
-	f := runner.ActivityFailed{Token: r.token, Failure: retry.Classify(r.err), Message: r.err.Error(), Requests: requests}
+	f := runner.ActivityFailed{Token: r.token, Failure: classify.Failure(r.err), Message: r.err.Error(), Requests: requests}
 	var ge *plugins.GuestError
 	if errors.As(r.err, &ge) {
 		f.Message, f.Details = ge.Message, ge.Details
@@ -532,7 +500,7 @@ func (x *execution) event(r result, watched *attempt) runner.Event {
 }
 
 // apply applies one event and performs the actions.
-func (x *execution) apply(ev runner.Event) {
+func (x *execution) apply(ev runner.Input) {
 	now := x.e.cfg.Now()
 	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq)}, ev)
 	x.dirty = true
@@ -558,15 +526,15 @@ func (x *execution) apply(ev runner.Event) {
 			x.cancelChild(a.Token)
 		case runner.Record:
 			switch a.Type {
-			case "step_completed", "step_failed":
+			case store.HistoryStepCompleted, store.HistoryStepFailed:
 				step, _ := a.Data["step"].(string)
-				x.e.cfg.Observer.StepFinished(x.inst.Workflow, step, strings.TrimPrefix(a.Type, "step_"), a.Elapsed)
+				x.e.cfg.Observer.StepFinished(x.inst.Workflow, step, strings.TrimPrefix(string(a.Type), "step_"), a.Elapsed)
 			}
 			data, _ := json.Marshal(a.Data)
 			if a.Data == nil {
 				data = nil
 			}
-			x.history = append(x.history, store.Event{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
+			x.history = append(x.history, store.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
 		case runner.Persist:
 			if x.err == nil {
 				x.err = x.commit()
@@ -647,7 +615,7 @@ func (x *execution) invoke(inv runner.Invoke) {
 // hb reports the zero time until then, and startPulse the present.
 func (x *execution) track(inv runner.Invoke, hb *plugins.Heartbeat) {
 	a := &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb, timeout: inv.HeartbeatTimeout}
-	x.e.heartbeat.watch(attemptItem(x.key, inv.Token), a, startPulse{hb: hb, now: x.e.cfg.Now})
+	x.e.renewer.watch(attemptItem(x.key, inv.Token), a, startPulse{hb: hb, now: x.e.cfg.Now})
 }
 
 // startPulse is an attempt's heartbeat.Pulse: the guest's heartbeats once
@@ -681,21 +649,27 @@ func (x *execution) commit() error {
 		return fmt.Errorf("instance %s: encoding state: %w", inst.ID, err)
 	}
 	inst.State = state
-	inst.Status = store.Status(x.st.Status)
+	inst.Status = x.st.Status
 	if inst.Vars, err = json.Marshal(x.st.Vars); err != nil {
 		return err
 	}
-	if x.st.Status == runner.StatusCompleted {
+	if x.st.Status == store.StatusCompleted {
 		if inst.Output, err = json.Marshal(x.st.Output); err != nil {
 			return err
 		}
 	}
 	if f := x.st.Error; f != nil {
-		inst.Error = &store.Failure{Code: f.Code, Message: f.Message, Details: f.Details}
+		failure := *f
+		inst.Error = &failure
 	}
 	inst.Lease = store.Lease{}
 	if inst.Status == store.StatusRunning {
 		inst.Lease = store.Lease{Node: x.e.cfg.NodeID, Boot: x.e.boot, Expiry: x.e.cfg.Now().Add(x.e.cfg.LockTTL)}
+	}
+	if inst.Status.Terminal() && inst.DeleteAfter.IsZero() {
+		// Decided once, as it finishes (see retention.go); a commit
+		// retried after a failure keeps the first decision.
+		inst.DeleteAfter = x.e.deleteAfter(x.prog.Definition(), x.e.cfg.Now())
 	}
 	timers := make([]store.Timer, 0, len(x.timers))
 	for _, t := range x.timers {
@@ -719,7 +693,7 @@ func (x *execution) commit() error {
 	}
 	if inst.Status.Terminal() && inst.Parent != nil {
 		end, _ := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
-		c.Send = []store.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: "child", Token: inst.Parent.StepID, Payload: end}}
+		c.Send = []store.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: store.MessageChild, Token: inst.Parent.StepID, Payload: end}}
 	}
 	rev, err := x.e.store.Commit(x.ctx, c)
 	if err != nil {
@@ -736,14 +710,14 @@ func (x *execution) commit() error {
 		// heartbeat scheduler renews it, batched with the others.
 		x.leased = true
 		x.held.Store(true)
-		x.e.heartbeat.holdLease(x)
+		x.e.renewer.holdLease(x)
 	case inst.Status != store.StatusRunning && x.leased:
 		// The commit cleared the lease: stop renewing it, or the next
 		// renewal would find it gone and stop this execution for nothing
 		// should it run on (a message arriving before it finishes).
 		x.leased = false
 		x.held.Store(false)
-		x.e.heartbeat.releaseLease(x)
+		x.e.renewer.releaseLease(x)
 	}
 	x.history, x.consumed, x.delivered, x.deliveredOutcome = nil, nil, "", nil
 	x.dirty = false

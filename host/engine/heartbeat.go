@@ -32,13 +32,13 @@ type attempt struct {
 	details  []byte
 }
 
-// beats connects the engine to the heartbeat scheduler: it renews what the
+// renewer connects the engine to the heartbeat scheduler: it renews what the
 // scheduler asks it to and carries out its actions.
 //
 // Items are named after the execution (execution.key: the instance and its
 // lock's token), never the instance alone: an execution that lost its lock
 // and the one that took the instance over on the same node keep apart.
-type beats struct {
+type renewer struct {
 	e        *Engine
 	attempts sync.Map // item id → *attempt
 	runs     sync.Map // lease and lock item id → *execution
@@ -55,7 +55,7 @@ type beats struct {
 // the instance as running: an activity that outlives the first visit of
 // the scheduler (a cycle at most) becomes recoverable by any node, and its
 // details storable.
-func (b *beats) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbeat.Outcome {
+func (b *renewer) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbeat.Outcome {
 	out := make([]heartbeat.Outcome, len(batch))
 	e := b.e
 	r := store.LeaseRenewal{Node: e.cfg.NodeID, Boot: e.boot, Expiry: e.cfg.Now().Add(e.cfg.LockTTL)}
@@ -136,7 +136,7 @@ func (b *beats) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartbea
 // stores the details of the attempts beat (by batch index) in one store
 // call, and writes the outcomes: a lease the store did not renew was
 // superseded; a failed call is retried, details included.
-func (b *beats) renewLeases(ctx context.Context, r store.LeaseRenewal, batch []heartbeat.Renewal, leases []int, beat map[int]*attempt, out []heartbeat.Outcome) {
+func (b *renewer) renewLeases(ctx context.Context, r store.LeaseRenewal, batch []heartbeat.Renewal, leases []int, beat map[int]*attempt, out []heartbeat.Outcome) {
 	for i, a := range beat {
 		rn := batch[i]
 		r.Heartbeats = append(r.Heartbeats, store.Heartbeat{
@@ -172,7 +172,7 @@ func (b *beats) renewLeases(ctx context.Context, r store.LeaseRenewal, batch []h
 // writes their outcomes: a lock that is no longer held (lock.ErrLost) was
 // superseded, and its execution must stop writing; anything else is
 // retried.
-func (b *beats) extendLocks(ctx context.Context, batch []heartbeat.Renewal, idx []int, out []heartbeat.Outcome) {
+func (b *renewer) extendLocks(ctx context.Context, batch []heartbeat.Renewal, idx []int, out []heartbeat.Outcome) {
 	if len(idx) == 0 {
 		return
 	}
@@ -236,22 +236,22 @@ const (
 
 // holdLock has the scheduler extend an execution's instance lock;
 // releaseLock stops.
-func (b *beats) holdLock(x *execution) {
+func (b *renewer) holdLock(x *execution) {
 	id := lockPrefix + x.key
 	b.runs.Store(id, x)
-	if _, err := b.e.beats.Track(heartbeat.Item{ID: id, Kind: heartbeat.LockLease, TTL: b.e.cfg.LockTTL}); err != nil {
+	if _, err := b.e.scheduler.Track(heartbeat.Item{ID: id, Kind: heartbeat.LockLease, TTL: b.e.cfg.LockTTL}); err != nil {
 		b.e.log.Warn("tracking lock", "instance", x.inst.ID, "err", err)
 	}
 }
 
-func (b *beats) releaseLock(x *execution) {
-	b.e.beats.Untrack(lockPrefix + x.key)
+func (b *renewer) releaseLock(x *execution) {
+	b.e.scheduler.Untrack(lockPrefix + x.key)
 	b.runs.Delete(lockPrefix + x.key)
 }
 
 // HeartbeatTimeout implements heartbeat.Actions: the attempt is failed as a
 // heartbeat timeout with its last details, and its guest stopped.
-func (b *beats) HeartbeatTimeout(_ context.Context, it heartbeat.Item, details []byte, _ time.Time) {
+func (b *renewer) HeartbeatTimeout(_ context.Context, it heartbeat.Item, details []byte, _ time.Time) {
 	v, ok := b.attempts.Load(it.ID)
 	if !ok {
 		return
@@ -265,7 +265,7 @@ func (b *beats) HeartbeatTimeout(_ context.Context, it heartbeat.Item, details [
 }
 
 // CancelActivity implements heartbeat.Actions.
-func (b *beats) CancelActivity(_ context.Context, it heartbeat.Item, _ heartbeat.Outcome) {
+func (b *renewer) CancelActivity(_ context.Context, it heartbeat.Item, _ heartbeat.Outcome) {
 	if v, ok := b.attempts.Load(it.ID); ok {
 		v.(*attempt).hb.RequestCancel()
 	}
@@ -273,7 +273,7 @@ func (b *beats) CancelActivity(_ context.Context, it heartbeat.Item, _ heartbeat
 
 // LeaseLost implements heartbeat.Actions: the execution whose store lease
 // or lock was lost stops, leaving the instance to whoever holds it now.
-func (b *beats) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.Outcome) {
+func (b *renewer) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.Outcome) {
 	v, ok := b.runs.Load(it.ID)
 	if !ok {
 		return // it ended meanwhile
@@ -292,25 +292,25 @@ func (b *beats) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.Ou
 }
 
 // holdLease tracks a running instance's store lease; releaseLease stops.
-func (b *beats) holdLease(x *execution) {
+func (b *renewer) holdLease(x *execution) {
 	id := leasePrefix + x.key
 	b.runs.Store(id, x)
-	if _, err := b.e.beats.Track(heartbeat.Item{ID: id, Kind: heartbeat.InstanceLease, TTL: b.e.cfg.LockTTL}); err != nil {
+	if _, err := b.e.scheduler.Track(heartbeat.Item{ID: id, Kind: heartbeat.InstanceLease, TTL: b.e.cfg.LockTTL}); err != nil {
 		b.e.log.Warn("tracking lease", "instance", x.inst.ID, "err", err)
 	}
 }
 
-func (b *beats) releaseLease(x *execution) {
-	b.e.beats.Untrack(leasePrefix + x.key)
+func (b *renewer) releaseLease(x *execution) {
+	b.e.scheduler.Untrack(leasePrefix + x.key)
 	b.runs.Delete(leasePrefix + x.key)
 }
 
 func attemptItem(instance, token string) string { return "attempt:" + instance + "/" + token }
 
 // watch tracks an attempt, reading its signs of life from pulse.
-func (b *beats) watch(id string, a *attempt, pulse heartbeat.Pulse) {
+func (b *renewer) watch(id string, a *attempt, pulse heartbeat.Pulse) {
 	b.attempts.Store(id, a)
-	warns, err := b.e.beats.Track(heartbeat.Item{ID: id, Kind: heartbeat.Activity, HeartbeatTimeout: a.timeout, Pulse: pulse})
+	warns, err := b.e.scheduler.Track(heartbeat.Item{ID: id, Kind: heartbeat.Activity, HeartbeatTimeout: a.timeout, Pulse: pulse})
 	if err != nil {
 		b.e.log.Warn("tracking attempt", "attempt", id, "err", err)
 	}
@@ -320,11 +320,11 @@ func (b *beats) watch(id string, a *attempt, pulse heartbeat.Pulse) {
 }
 
 // forget stops tracking an attempt and returns it.
-func (b *beats) forget(id string) *attempt {
+func (b *renewer) forget(id string) *attempt {
 	v, ok := b.attempts.LoadAndDelete(id)
 	if !ok {
 		return nil
 	}
-	b.e.beats.Untrack(id)
+	b.e.scheduler.Untrack(id)
 	return v.(*attempt)
 }

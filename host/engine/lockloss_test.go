@@ -111,7 +111,7 @@ output: "${ vars.work }"
 		t.Fatalf("instance %s output %s error %+v; want attempt 2's result", fin.Status, fin.Output, fin.Error)
 	}
 	// The note reaches the history with the holder's next commit.
-	var late *store.Event
+	var late *store.HistoryEntry
 	deadline := time.Now().Add(30 * time.Second)
 	for late == nil {
 		evs, err := c.store.History(ctx, inst.ID, 0, 1000)

@@ -32,10 +32,12 @@ func (o *observed) StepFinished(workflow, step, outcome string, d time.Duration)
 	o.slow[step] = max(o.slow[step], d)
 }
 
+func (o *observed) InstancesDeleted(reason string, n int) {}
+
 func TestObserverSeesStatusesAndStepLatencies(t *testing.T) {
 	t.Parallel()
 	o := &observed{status: map[string][]store.Status{}, slow: map[string]time.Duration{}}
-	h := newHostWith(t, engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, Observer: o})
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, Observer: o}))
 	h.save(`
 name: good
 persistence: activity

@@ -193,7 +193,7 @@ output: "${ vars.work.done_ms }"
 	// A scheduled attempt 1 of "work" (persisted with the first step's
 	// commit) and died; B abandoned it and ran attempt 2, with the same
 	// idempotency key.
-	var work []store.Event
+	var work []store.HistoryEntry
 	abandonedByB := false
 	for _, e := range evs {
 		if e.Type == "activity_scheduled" && e.StepPath == "steps[1]" {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/definition"
-	"github.com/weftworks/weft/lock"
 )
 
 // Refresh results.
@@ -49,7 +48,7 @@ type RefreshedFile struct {
 // parse or validate is reported with its problems and does not stop the
 // others.
 func (e *Engine) Refresh(ctx context.Context, dir string, names []string) (*RefreshResult, error) {
-	lease, ok, err := e.locks.TryAcquire(ctx, lock.RefreshKey(names), time.Minute)
+	lease, ok, err := e.locks.TryAcquire(ctx, RefreshLockKey(names), time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("engine: refresh lock: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 )
 
@@ -52,9 +51,9 @@ func TestRefreshFromDirectory(t *testing.T) {
 func TestRefreshAlreadyInProgress(t *testing.T) {
 	t.Parallel()
 	locks := local.New(local.Config{})
-	h := newHostWithLocks(t, locks)
+	h := newHost(t, withLocks(locks))
 	ctx := context.Background()
-	held, ok, err := locks.TryAcquire(ctx, lock.RefreshKey([]string{"b", "a"}), time.Minute)
+	held, ok, err := locks.TryAcquire(ctx, engine.RefreshLockKey([]string{"b", "a"}), time.Minute)
 	if err != nil || !ok {
 		t.Fatal(err)
 	}

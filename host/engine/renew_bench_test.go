@@ -121,12 +121,12 @@ func benchRenewal(b *testing.B, backend, kind string) {
 		case "leases":
 			id := fmt.Sprintf("i%06d", i)
 			it = heartbeat.Item{ID: leasePrefix + id, Kind: heartbeat.InstanceLease, TTL: e.cfg.LockTTL}
-			e.heartbeat.runs.Store(it.ID, &execution{inst: &store.Instance{ID: id}, key: id})
+			e.renewer.runs.Store(it.ID, &execution{inst: &store.Instance{ID: id}, key: id})
 		case "attempts":
 			id, token := fmt.Sprintf("i%06d", i%instances), fmt.Sprintf("a%d", i)
 			p := &changingPulse{}
 			it = heartbeat.Item{ID: attemptItem(id, token), Kind: heartbeat.Activity, Pulse: p}
-			e.heartbeat.attempts.Store(it.ID, &attempt{x: held, instance: id, token: token, number: 1})
+			e.renewer.attempts.Store(it.ID, &attempt{x: held, instance: id, token: token, number: 1})
 		}
 		if _, err := s.Track(it); err != nil {
 			b.Fatal(err)
@@ -139,7 +139,7 @@ func benchRenewal(b *testing.B, backend, kind string) {
 	b.ResetTimer()
 	for b.Loop() {
 		r := s.Tick(now)
-		outs := e.heartbeat.Renew(ctx, r.Renew)
+		outs := e.renewer.Renew(ctx, r.Renew)
 		for i, o := range outs {
 			if o != heartbeat.OK {
 				b.Fatalf("renewal of %s: outcome %v", r.Renew[i].ID, o)

@@ -156,7 +156,7 @@ func TestKilledHostsAttemptResumesFromPersistedDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var abandoned *store.Event
+	var abandoned *store.HistoryEntry
 	for i, e := range evs {
 		if e.Type == "attempt_abandoned" {
 			abandoned = &evs[i]

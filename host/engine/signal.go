@@ -95,7 +95,7 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 	}
 	var msgs []store.Message
 	for _, b := range bms {
-		msgs = append(msgs, store.Message{InstanceID: b.InstanceID, ID: "stimulus:" + s.ID + ":" + b.Token, Kind: "stimulus", Token: b.Token, Payload: payload})
+		msgs = append(msgs, store.Message{InstanceID: b.InstanceID, ID: "stimulus:" + s.ID + ":" + b.Token, Kind: store.MessageStimulus, Token: b.Token, Payload: payload})
 		out.Resumed = append(out.Resumed, b.InstanceID)
 	}
 	rec.Outcome, _ = json.Marshal(out)
@@ -203,7 +203,7 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) error {
 		return nil
 	}
 	payload, _ := json.Marshal(reason)
-	if _, err := e.store.Deliver(ctx, nil, []store.Message{{InstanceID: id, ID: "cancel", Kind: "cancel", Payload: payload}}); err != nil {
+	if _, err := e.store.Deliver(ctx, nil, []store.Message{{InstanceID: id, ID: "cancel", Kind: store.MessageCancel, Payload: payload}}); err != nil {
 		return err
 	}
 	e.notify(ctx, id, "cancel")

@@ -216,7 +216,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 
 func TestUnclaimedStimulusGoesToDeadLetters(t *testing.T) {
 	t.Parallel()
-	h := newHostWith(t, engine.Config{NodeID: "n1", StimulusTTL: 50 * time.Millisecond, StimulusInterval: 10 * time.Millisecond})
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", StimulusTTL: 50 * time.Millisecond, StimulusInterval: 10 * time.Millisecond}))
 	ctx := context.Background()
 	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "lonely", Name: "nobody.waits", Key: "k"})
 	if err != nil || !out.Queued {

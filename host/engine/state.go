@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/weftworks/weft/host/store"
-	"github.com/weftworks/weft/lock"
 )
 
 // StateFormat versions the document Export writes and Import reads.
@@ -48,17 +47,21 @@ func (e *Engine) Export(ctx context.Context, id string) (*State, error) {
 // Import writes an exported state as the instance's state, creating the
 // instance or replacing the existing one, under the instance lock. The
 // instance keeps its id, definition version and pinned plugins, which must
-// exist here; it is queued to carry on.
+// exist here; it is queued to carry on. A finished instance keeps the
+// DeleteAfter it was exported with; one exported without (by a host that
+// kept finished instances forever) gets this host's, counted from the
+// import, as if it finished now.
 func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) {
 	if s.Format != StateFormat {
 		return nil, fmt.Errorf("engine: state format %d, this host reads %d", s.Format, StateFormat)
 	}
 	id := s.Instance.ID
-	if _, err := e.program(ctx, s.Instance.Workflow, s.Instance.Version); err != nil {
+	prog, err := e.program(ctx, s.Instance.Workflow, s.Instance.Version)
+	if err != nil {
 		return nil, err
 	}
 	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
-	lease, err := e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+	lease, err := e.locks.Acquire(actx, InstanceLockKey(id), e.cfg.LockTTL)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("engine: locking instance %s: %w", id, err)
@@ -69,6 +72,9 @@ func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) 
 	inst.State = s.Runner
 	inst.Lease = store.Lease{}
 	inst.Rev = 0
+	if inst.Status.Terminal() && inst.DeleteAfter.IsZero() {
+		inst.DeleteAfter = e.deleteAfter(prog.Definition(), e.cfg.Now())
+	}
 	if cur, err := e.store.GetInstance(ctx, id); err == nil {
 		inst.Rev = cur.Rev
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -83,7 +89,7 @@ func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) 
 	}
 	if _, err := e.store.Commit(ctx, store.Commit{
 		Instance: &inst, Fence: lease.Token(), Bookmarks: bookmarks, Timers: timers, Send: s.Inbox,
-		History: []store.Event{{Type: "instance_imported", Node: e.cfg.NodeID}},
+		History: []store.HistoryEntry{{Type: store.HistoryInstanceImported, Node: e.cfg.NodeID}},
 	}); err != nil {
 		return nil, fmt.Errorf("engine: importing instance %s: %w", id, err)
 	}
@@ -93,14 +99,19 @@ func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) 
 
 // Delete removes an instance with its history, bookmarks, timers and inbox,
 // under the instance lock, which every write of an instance holds: a
-// running instance is deleted when its run ends, never under it.
+// running instance is deleted when its run ends, never under it. (The
+// retention sweep deletes finished instances the same way.)
 func (e *Engine) Delete(ctx context.Context, id string) error {
 	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
-	lease, err := e.locks.Acquire(actx, lock.InstanceKey(id), e.cfg.LockTTL)
+	lease, err := e.locks.Acquire(actx, InstanceLockKey(id), e.cfg.LockTTL)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("engine: locking instance %s: %w", id, err)
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
-	return e.store.DeleteInstance(ctx, id, lease.Token())
+	if err := e.store.DeleteInstance(ctx, id, lease.Token()); err != nil {
+		return err
+	}
+	e.cfg.Observer.InstancesDeleted(DeletedOnRequest, 1)
+	return nil
 }

@@ -1,5 +1,6 @@
 // Package metrics is the host's Prometheus instrumentation: instance
-// transitions and step latency (*Metrics is an engine.Observer), activity
+// transitions, deletions and step latency (*Metrics is an
+// engine.Observer), activity
 // latency and attempts by outcome (a decorator around the engine's plugin
 // runner), plugin pool occupancy, heartbeat scheduler statistics, lock
 // acquisitions, queue depth and HTTP requests.
@@ -41,6 +42,7 @@ type Metrics struct {
 
 	transitions *prometheus.CounterVec
 	steps       *prometheus.HistogramVec
+	deleted     *prometheus.CounterVec
 
 	activity    *prometheus.HistogramVec
 	attempts    *prometheus.CounterVec
@@ -86,6 +88,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time from a step's start to its end, by workflow, step and outcome (completed, failed).",
 			Buckets: latencyBuckets,
 		}, []string{"workflow", "step", "outcome"}),
+		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "instances_deleted_total",
+			Help: "Instances deleted, by reason: request (DELETE /v1/instances/{id}) or retention (finished, past their delete_after).",
+		}, []string{"reason"}),
 		activity: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "activity_duration_seconds",
 			Help:    "Duration of activity attempts (one plugin call each), by plugin, activity and outcome.",
@@ -137,7 +143,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		plugins: map[string]string{},
 	}
 	for _, c := range []prometheus.Collector{
-		m.transitions, m.steps, m.activity, m.attempts, m.invocations, m.inFlight,
+		m.transitions, m.steps, m.deleted, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
 		m.outbound, m.outboundDuration,
 	} {
@@ -158,6 +164,12 @@ func (m *Metrics) InstanceStatus(workflow string, status store.Status) {
 // Observer. outcome is completed or failed.
 func (m *Metrics) StepFinished(workflow, step, outcome string, d time.Duration) {
 	m.steps.WithLabelValues(workflow, step, outcome).Observe(d.Seconds())
+}
+
+// InstancesDeleted counts n instances deleted for reason (request or
+// retention); it implements the engine's Observer.
+func (m *Metrics) InstancesDeleted(reason string, n int) {
+	m.deleted.WithLabelValues(reason).Add(float64(n))
 }
 
 // HTTPRequest records one answered HTTP request. route is the registered

@@ -10,11 +10,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/metrics"
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/queue/memqueue"
-	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock"
@@ -85,19 +86,25 @@ func TestNewTwiceOnOneRegistry(t *testing.T) {
 func TestObserver(t *testing.T) {
 	t.Parallel()
 	m, reg := newMetrics(t)
-	var obs interface {
-		InstanceStatus(workflow string, status store.Status)
-		StepFinished(workflow, step, outcome string, d time.Duration)
-	} = m
+	var obs engine.Observer = m
 	obs.InstanceStatus("greet", store.StatusRunning)
 	obs.InstanceStatus("greet", store.StatusCompleted)
 	obs.InstanceStatus("greet", store.StatusCompleted)
 	obs.StepFinished("greet", "up", "completed", 3*time.Millisecond)
+	obs.InstancesDeleted(engine.DeletedByRetention, 500)
+	obs.InstancesDeleted(engine.DeletedByRetention, 2)
+	obs.InstancesDeleted(engine.DeletedOnRequest, 1)
 	if v := value(t, reg, "weft_instance_transitions_total", "workflow", "greet", "status", "completed"); v != 2 {
 		t.Fatalf("completed transitions = %v", v)
 	}
 	if v := value(t, reg, "weft_step_duration_seconds", "workflow", "greet", "step", "up", "outcome", "completed"); v != 1 {
 		t.Fatalf("step samples = %v", v)
+	}
+	if v := value(t, reg, "weft_instances_deleted_total", "reason", "retention"); v != 502 {
+		t.Fatalf("instances deleted by retention = %v, want 502", v)
+	}
+	if v := value(t, reg, "weft_instances_deleted_total", "reason", "request"); v != 1 {
+		t.Fatalf("instances deleted on request = %v, want 1", v)
 	}
 }
 
@@ -128,8 +135,8 @@ func TestPlugins(t *testing.T) {
 		if (err == nil) != (tc.outcome == "ok") {
 			t.Fatalf("%s: err = %v", tc.activity, err)
 		}
-		if err != nil && string(retry.Classify(err).Kind) != tc.outcome {
-			t.Fatalf("%s: %v classifies as %s", tc.activity, err, retry.Classify(err).Kind)
+		if err != nil && string(classify.Failure(err).Kind) != tc.outcome {
+			t.Fatalf("%s: %v classifies as %s", tc.activity, err, classify.Failure(err).Kind)
 		}
 		if v := value(t, reg, "weft_activity_attempts_total", "plugin", "kit", "activity", tc.activity, "outcome", tc.outcome); v != 1 {
 			t.Fatalf("%s: attempts{outcome=%s} = %v", tc.activity, tc.outcome, v)
@@ -174,16 +181,16 @@ func TestLocker(t *testing.T) {
 	m, reg := newMetrics(t)
 	l := metrics.Locker(m, local.New(local.Config{}))
 	ctx := context.Background()
-	lease, err := l.Acquire(ctx, lock.InstanceKey("a"), time.Minute)
+	lease, err := l.Acquire(ctx, "workflow-instance:a", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := l.TryAcquire(ctx, lock.InstanceKey("a"), time.Minute); ok || err != nil {
+	if _, ok, err := l.TryAcquire(ctx, "workflow-instance:a", time.Minute); ok || err != nil {
 		t.Fatalf("TryAcquire of a held key: %v, %v", ok, err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
-	if _, err := l.Acquire(cctx, lock.InstanceKey("a"), time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := l.Acquire(cctx, "workflow-instance:a", time.Minute); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire of a held key: %v", err)
 	}
 	if err := lease.Extend(ctx, time.Minute); err != nil {
@@ -193,7 +200,7 @@ func TestLocker(t *testing.T) {
 	if err := lease.Extend(ctx, time.Minute); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Extend after Release: %v", err)
 	}
-	if _, ok, err := l.TryAcquire(ctx, lock.RefreshAllKey, time.Minute); !ok || err != nil {
+	if _, ok, err := l.TryAcquire(ctx, "workflow-definitions-refresh:all", time.Minute); !ok || err != nil {
 		t.Fatalf("TryAcquire: %v, %v", ok, err)
 	}
 	for _, c := range []struct {
@@ -228,7 +235,7 @@ func TestLockerBatch(t *testing.T) {
 	ctx := context.Background()
 	var leases []lock.Lease
 	for _, id := range []string{"a", "b", "c"} {
-		le, err := l.Acquire(ctx, lock.InstanceKey(id), time.Minute)
+		le, err := l.Acquire(ctx, "workflow-instance:"+id, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -18,7 +18,7 @@ type Invoker interface {
 }
 
 // Plugins returns inner decorated to time every call and count it by
-// outcome: ok, or the failure kind host/retry.Classify gives the error;
+// outcome: ok, or the failure kind host/retry/classify gives the error;
 // and to count and time the calls' outbound HTTP requests. Calls are
 // labelled with call.Info.Plugin, or when it is empty with the name
 // TrackPlugin gave the version.
@@ -61,7 +61,7 @@ func (i *invoker) Invoke(ctx context.Context, version string, call plugins.Call)
 	g.Dec()
 	outcome := "ok"
 	if err != nil {
-		outcome = string(retry.Classify(err).Kind)
+		outcome = string(classify.Failure(err).Kind)
 	}
 	i.m.attempts.WithLabelValues(name, call.Activity, outcome).Inc()
 	i.m.activity.WithLabelValues(name, call.Activity, outcome).Observe(d.Seconds())

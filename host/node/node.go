@@ -67,6 +67,10 @@ var (
 	// ErrRefreshDisabled: Refresh was called on a node without
 	// Config.WorkflowsDir.
 	ErrRefreshDisabled = errors.New("definition refresh is disabled: no workflows_dir configured")
+	// ErrBackupUnsupported: Backup was called on a node whose store is
+	// Redis, which is backed up as Redis is (docs/cluster.md).
+	ErrBackupUnsupported = errors.New("backups are of the embedded store, and this node's store is redis: " +
+		"back up the Redis server instead, its AOF or RDB files (see docs/cluster.md, \"Backups\")")
 )
 
 // Config configures a node.
@@ -133,10 +137,12 @@ func (c Config) validate() error {
 
 // Node is one running host. Its methods are safe for concurrent use.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	bus    engine.Bus
-	store  store.Store
+	cfg   Config
+	log   *slog.Logger
+	bus   engine.Bus
+	store store.Store
+	// bolt is the store in embedded mode, nil in cluster mode.
+	bolt   *boltstore.Store
 	rt     *plugins.Runtime
 	queue  queue.Queue
 	engine *engine.Engine
@@ -196,7 +202,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 		if st, err = boltstore.Open(filepath.Join(cfg.DataDir, "weft.db"), boltstore.Config{Logger: log}); err != nil {
 			return nil, fmt.Errorf("node: opening the store: %w", err)
 		}
-		n.store = st
+		n.store, n.bolt = st, st
 		if blobs, err = blobfile.New(filepath.Join(cfg.DataDir, "blobs")); err != nil {
 			return nil, fmt.Errorf("node: opening the blob store: %w", err)
 		}
@@ -300,10 +306,17 @@ func (n *Node) Store() store.Store { return n.store }
 func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
 // Ready reports whether the node can serve: nil when the store answers a
-// read and, in cluster mode, a quorum of the lock servers answers.
+// read and, in cluster mode, a quorum of the lock servers answers. An
+// embedded store that a write found corrupt is not ready (it refuses
+// every write; boltstore.ErrBroken).
 func (n *Node) Ready(ctx context.Context) error {
 	if _, _, err := n.store.ListDefinitions(ctx, "", 1); err != nil {
 		return fmt.Errorf("node: store not ready: %w", err)
+	}
+	if n.bolt != nil {
+		if err := n.bolt.Err(); err != nil {
+			return fmt.Errorf("node: store not ready: %w", err)
+		}
 	}
 	var failed []error
 	for _, ping := range n.pings {
@@ -315,6 +328,20 @@ func (n *Node) Ready(ctx context.Context) error {
 		return fmt.Errorf("node: lock backend not ready: %w", errors.Join(failed...))
 	}
 	return nil
+}
+
+// Backup begins a backup of the embedded store as it is now (see
+// boltstore.Backup): write it and close it promptly. It fails with
+// ErrBackupUnsupported in cluster mode.
+func (n *Node) Backup(ctx context.Context) (*boltstore.Backup, error) {
+	if n.bolt == nil {
+		return nil, fmt.Errorf("node: %w", ErrBackupUnsupported)
+	}
+	b, err := n.bolt.Backup(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("node: backup: %w", err)
+	}
+	return b, nil
 }
 
 // Refresh reloads definitions from Config.WorkflowsDir (engine.Refresh):

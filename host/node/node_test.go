@@ -2,7 +2,10 @@ package node_test
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,10 +16,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
@@ -270,5 +275,92 @@ func TestReadyAndRefresh(t *testing.T) {
 	res, err := m.Refresh(ctx, nil)
 	if err != nil || res.Status != engine.Refreshed || len(res.Files) != 1 || !res.Files[0].Created {
 		t.Fatalf("Refresh = %+v, %v", res, err)
+	}
+}
+
+// TestReadyReportsACorruptStore: once a write found the embedded store's
+// file corrupt, the node is not ready, and says why.
+func TestReadyReportsACorruptStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "weft.db")
+	s, err := boltstore.Open(path, boltstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		in := &store.Instance{ID: fmt.Sprintf("i-%03d", i), Workflow: "w", Status: store.StatusCompleted,
+			Input: json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 200)))}
+		if _, err := s.Commit(ctx, store.Commit{Instance: in}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corruptFirstLeaf(t, path, "instances")
+
+	cfg := config(dir)
+	cfg.Plugins.CacheDir = testplugins.CacheDir(t)
+	n, err := node.Open(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.Ready(ctx); err != nil {
+		t.Fatalf("Ready before any write: %v", err)
+	}
+	if err := n.Store().DeleteInstance(ctx, "i-000", 0); err == nil {
+		t.Fatal("a delete through a corrupt page succeeded")
+	}
+	err = n.Ready(ctx)
+	if !errors.Is(err, boltstore.ErrBroken) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Ready after the write failed: %v, want boltstore.ErrBroken naming %s", err, path)
+	}
+}
+
+// corruptFirstLeaf overwrites the page id in the header of the first leaf
+// of bucket, a branch, which bbolt checks (panicking) when it reads it.
+// A page header is id (8 bytes), flags (2), count (2) and overflow (4); a
+// branch element is pos (4), ksize (4) and the child's page id (8).
+func corruptFirstLeaf(t *testing.T, path, bucket string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(db.Info().PageSize)
+	var root uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket([]byte(bucket)).Root())
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var head [32]byte
+	if _, err := f.ReadAt(head[:], int64(root)*size); err != nil {
+		t.Fatal(err)
+	}
+	if flags := binary.LittleEndian.Uint16(head[8:]); flags != 0x01 {
+		t.Fatalf("bucket %s: its root, page %d, is not a branch (flags %#x)", bucket, root, flags)
+	}
+	leaf := binary.LittleEndian.Uint64(head[24:])
+	var id [8]byte
+	binary.LittleEndian.PutUint64(id[:], leaf+1000)
+	if _, err := f.WriteAt(id[:], int64(leaf)*size); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -167,7 +167,7 @@ output: "${ vars.call }"
 	}
 }
 
-func hasEvent(hist []store.Event, typ, data string) bool {
+func hasEvent(hist []store.HistoryEntry, typ store.HistoryType, data string) bool {
 	for _, ev := range hist {
 		if ev.Type == typ && strings.Contains(string(ev.Data), data) {
 			return true
@@ -176,7 +176,7 @@ func hasEvent(hist []store.Event, typ, data string) bool {
 	return false
 }
 
-func dump(hist []store.Event) string {
+func dump(hist []store.HistoryEntry) string {
 	var b strings.Builder
 	for _, ev := range hist {
 		fmt.Fprintf(&b, "%s %s %s\n", ev.Type, ev.StepPath, ev.Data)

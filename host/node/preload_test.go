@@ -214,7 +214,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 600000, beat_ms: 20 } } ]
 }
 
 // count returns how many events of a type hist has.
-func count(hist []store.Event, typ string) int {
+func count(hist []store.HistoryEntry, typ store.HistoryType) int {
 	n := 0
 	for _, ev := range hist {
 		if ev.Type == typ {

@@ -1,10 +1,8 @@
-// Package notify carries notifications between the nodes of a cluster: a
-// cancel or a stimulus for an instance reaches the node that runs it, and a
-// saved definition or plugin is announced to every node at once.
-//
-// Two buses have the same methods: [Redis], over Redis pub/sub, for cluster
-// mode, and [Local], in-process, for embedded mode. One conformance suite
-// runs on both.
+// Package notify carries notifications between the nodes of a cluster, over
+// Redis pub/sub ([Redis]): a message in an instance's inbox (a cancel, a
+// stimulus, a child's end) wakes the node that runs it, and an instance's
+// change wakes the ?wait= requests that other nodes hold for it. Embedded
+// mode has one node and needs no bus: the engine wakes its own waiters.
 //
 // # Delivery is at most once
 //
@@ -43,7 +41,7 @@ func checkTopic(op, topic string) error {
 	return nil
 }
 
-// subscribers is the registry both buses keep: the functions subscribed to
+// subscribers is the registry the bus keeps: the functions subscribed to
 // each topic. It is not safe for concurrent use; its owner locks.
 type subscribers struct {
 	next   uint64

@@ -80,7 +80,7 @@ func (in *inbox) snapshot() []string {
 	return append([]string(nil), in.got...)
 }
 
-// exercise is the conformance suite both buses pass; newBus returns buses
+// exercise is the conformance suite of a bus; newBus returns buses
 // that share their notifications (nodes of one cluster).
 func exercise(t *testing.T, newBus func(t *testing.T) bus) {
 	t.Run("publish reaches the topic's subscribers on every bus", func(t *testing.T) {
@@ -288,25 +288,6 @@ func exercise(t *testing.T, newBus func(t *testing.T) bus) {
 	})
 }
 
-func TestLocal(t *testing.T) {
-	t.Parallel()
-	// An embedded host is one node with one bus: the "nodes" of a subtest
-	// share it.
-	var mu sync.Mutex
-	buses := map[*testing.T]*notify.Local{}
-	exercise(t, func(t *testing.T) bus {
-		mu.Lock()
-		defer mu.Unlock()
-		if l := buses[t]; l != nil {
-			return l
-		}
-		l := notify.NewLocal()
-		buses[t] = l
-		t.Cleanup(func() { _ = l.Close() })
-		return l
-	})
-}
-
 func TestRedis(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
@@ -371,37 +352,6 @@ func TestNewRedisNeedsAClient(t *testing.T) {
 	t.Parallel()
 	if _, err := notify.NewRedis(notify.RedisConfig{}); err == nil || !strings.Contains(err.Error(), "RedisConfig.Client") {
 		t.Fatalf("NewRedis without a client: %v", err)
-	}
-}
-
-// A Local bus drops, and counts, what it cannot hold while its subscribers
-// are stuck, instead of blocking publishers.
-func TestLocalDropsWhenSubscribersAreStuck(t *testing.T) {
-	t.Parallel()
-	l := notify.NewLocal()
-	t.Cleanup(func() { _ = l.Close() })
-	ctx := timeout(t, 20*time.Second)
-	release := make(chan struct{})
-	first := make(chan struct{})
-	var once sync.Once
-	if _, err := l.Subscribe(ctx, "t", func([]byte) {
-		once.Do(func() { close(first) })
-		<-release
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Publish(ctx, "t", []byte("stuck")); err != nil {
-		t.Fatal(err)
-	}
-	<-first
-	for range 4096 + 10 {
-		if err := l.Publish(ctx, "t", nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(release)
-	if got := l.Dropped(); got != 10 {
-		t.Fatalf("Dropped = %d, want 10", got)
 	}
 }
 

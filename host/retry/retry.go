@@ -21,17 +21,18 @@
 //     unknown activities are not: the same plugin version fails the same
 //     way, and neither are requests for what is not granted. Cancellation
 //     is never retried.
+//
+// The package knows failure kinds, not the errors of the plugin runtime:
+// host/retry/classify turns those into Failures at the edge, so that this
+// package and the runner link neither wazero nor the runtime.
 package retry
 
 import (
-	"errors"
 	"math"
 	"slices"
 	"time"
 
-	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/definition"
-	"github.com/weftworks/weft/plugins"
 )
 
 // Kind classifies why an attempt failed.
@@ -72,37 +73,8 @@ type Failure struct {
 	// name otherwise.
 	Code string
 	// Retryable is what the guest said for KindActivity; for other kinds
-	// Classify sets it from the kind.
+	// classify.Failure (host/retry/classify) or Of sets it from the kind.
 	Retryable bool
-}
-
-// Classify turns an error from plugins.Runtime.Invoke into a Failure.
-func Classify(err error) Failure {
-	var ge *plugins.GuestError
-	if errors.As(err, &ge) {
-		if ge.Code == abi.CodeCancelled {
-			return Failure{Kind: KindCancelled, Code: ge.Code}
-		}
-		return Failure{Kind: KindActivity, Code: ge.Code, Retryable: ge.Retryable}
-	}
-	kind := KindHost
-	switch {
-	case errors.Is(err, plugins.ErrCancelled):
-		kind = KindCancelled
-	case errors.Is(err, plugins.ErrTimeout):
-		kind = KindTimeout
-	case errors.Is(err, plugins.ErrTrap):
-		kind = KindTrap
-	case errors.Is(err, plugins.ErrLimit):
-		kind = KindLimit
-	case errors.Is(err, plugins.ErrProtocol):
-		kind = KindProtocol
-	case errors.Is(err, plugins.ErrUnknownActivity):
-		kind = KindUnknownActivity
-	case errors.Is(err, plugins.ErrNotGranted):
-		kind = KindNotGranted
-	}
-	return Of(kind)
 }
 
 // Of returns the Failure of a kind other than KindActivity, with the

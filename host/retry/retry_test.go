@@ -1,16 +1,11 @@
 package retry_test
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/retry"
-	"github.com/weftworks/weft/internal/testplugins"
-	"github.com/weftworks/weft/plugins"
 )
 
 func policy(mod func(*definition.Retry)) definition.Retry {
@@ -84,59 +79,5 @@ func TestDelayDoesNotOverflow(t *testing.T) {
 	p := definition.Retry{MaxAttempts: 1000, InitialInterval: time.Hour, Backoff: 10}
 	if d := retry.Delay(p, 900, nil); d <= 0 {
 		t.Fatalf("delay %s after 900 retries: overflowed", d)
-	}
-}
-
-func TestClassifyWrappedSentinels(t *testing.T) {
-	t.Parallel()
-	wrap := func(err error) error { return &plugins.CallError{Activity: "a", Err: fmt.Errorf("%w: detail", err)} }
-	tests := []struct {
-		err  error
-		want retry.Failure
-	}{
-		{wrap(plugins.ErrTimeout), retry.Failure{Kind: retry.KindTimeout, Code: "timeout", Retryable: true}},
-		{wrap(plugins.ErrTrap), retry.Failure{Kind: retry.KindTrap, Code: "trap", Retryable: true}},
-		{wrap(plugins.ErrLimit), retry.Failure{Kind: retry.KindLimit, Code: "limit", Retryable: true}},
-		{wrap(plugins.ErrProtocol), retry.Failure{Kind: retry.KindProtocol, Code: "protocol"}},
-		{wrap(plugins.ErrUnknownActivity), retry.Failure{Kind: retry.KindUnknownActivity, Code: "unknown_activity"}},
-		{wrap(plugins.ErrCancelled), retry.Failure{Kind: retry.KindCancelled, Code: "cancelled"}},
-		{wrap(plugins.ErrNotFound), retry.Failure{Kind: retry.KindHost, Code: "host", Retryable: true}},
-		{&plugins.CallError{Err: &plugins.GuestError{Code: "busy", Retryable: true}}, retry.Failure{Kind: retry.KindActivity, Code: "busy", Retryable: true}},
-		{&plugins.CallError{Err: &plugins.GuestError{Code: "cancelled"}}, retry.Failure{Kind: retry.KindCancelled, Code: "cancelled"}},
-		{errors.New("something else"), retry.Failure{Kind: retry.KindHost, Code: "host", Retryable: true}},
-	}
-	for _, tt := range tests {
-		if got := retry.Classify(tt.err); got != tt.want {
-			t.Errorf("Classify(%v) = %+v, want %+v", tt.err, got, tt.want)
-		}
-	}
-}
-
-// The kinds come out right for real failures of a real plugin.
-func TestClassifyRealFailures(t *testing.T) {
-	t.Parallel()
-	rt := testplugins.Runtime(t, plugins.Config{})
-	kit := testplugins.Load(t, rt, "kit")
-	call := func(ctx context.Context, activity, input string) error {
-		_, err := rt.Invoke(ctx, kit, plugins.Call{Activity: activity, Input: []byte(input)})
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	tests := []struct {
-		name string
-		err  error
-		want retry.Kind
-		code string
-	}{
-		{"guest failure", call(context.Background(), "fail", `{"code":"card_declined"}`), retry.KindActivity, "card_declined"},
-		{"panic", call(context.Background(), "trap", `null`), retry.KindActivity, "panic"},
-		{"timeout", call(ctx, "spin", `null`), retry.KindTimeout, "timeout"},
-		{"unknown activity", call(context.Background(), "nope", `null`), retry.KindUnknownActivity, "unknown_activity"},
-	}
-	for _, tt := range tests {
-		if f := retry.Classify(tt.err); f.Kind != tt.want || f.Code != tt.code {
-			t.Errorf("%s: Classify(%v) = %+v, want kind %s code %s", tt.name, tt.err, f, tt.want, tt.code)
-		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/store"
 )
 
 // Program is a definition prepared for execution. It is immutable and safe
@@ -56,13 +57,13 @@ type apply struct {
 
 // Apply applies ev to st and returns the actions to perform, in order. A
 // finished instance ignores every event but records it.
-func (p *Program) Apply(st *State, c Context, ev Event) []Action {
+func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 	a := &apply{p: p, st: st, c: c}
 	if st.Vars == nil {
 		st.Vars = map[string]any{}
 	}
-	if st.Status.Finished() {
-		a.record("event_ignored", "", 0, map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)})
+	if st.Status.Terminal() {
+		a.record(store.HistoryEventIgnored, "", 0, map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)})
 		return a.out
 	}
 	switch ev := ev.(type) {
@@ -91,7 +92,7 @@ func (p *Program) Apply(st *State, c Context, ev Event) []Action {
 
 func (a *apply) emit(act Action) { a.out = append(a.out, act) }
 
-func (a *apply) record(typ, path string, attempt int, data map[string]any) {
+func (a *apply) record(typ store.HistoryType, path string, attempt int, data map[string]any) {
 	a.emit(Record{Type: typ, Path: path, Attempt: attempt, Data: data})
 }
 
@@ -106,38 +107,38 @@ func (a *apply) env(f *Frame) definition.Env {
 
 func (a *apply) start(ev Start) {
 	if a.st.Root != nil {
-		a.record("event_ignored", "", 0, map[string]any{"reason": "already started"})
+		a.record(store.HistoryEventIgnored, "", 0, map[string]any{"reason": "already started"})
 		return
 	}
 	a.st.Input = ev.Input
-	a.st.Status = StatusRunning
+	a.st.Status = store.StatusRunning
 	a.st.Root = &Frame{List: "steps", Path: "steps"}
-	a.record("instance_started", "", 0, nil)
+	a.record(store.HistoryInstanceStarted, "", 0, nil)
 	a.advance(a.st.Root)
 }
 
 // settle finishes an Apply: completes the instance when its root frame is
 // done, works out the status, and decides whether to persist.
 func (a *apply) settle() {
-	if !a.st.Status.Finished() && a.st.Root != nil && a.st.Root.Done {
+	if !a.st.Status.Terminal() && a.st.Root != nil && a.st.Root.Done {
 		out, err := a.p.def.Output.Eval(definition.Env{Input: a.st.Input, Vars: a.st.Vars})
 		if err != nil {
-			a.fail(&Failure{Code: "expression", Message: "output: " + err.Error()})
+			a.fail(&store.Failure{Code: "expression", Message: "output: " + err.Error()})
 		} else {
-			a.st.Status = StatusCompleted
+			a.st.Status = store.StatusCompleted
 			a.st.Output = out
-			a.record("instance_completed", "", 0, nil)
-			a.emit(Finish{Status: StatusCompleted, Output: out})
+			a.record(store.HistoryInstanceCompleted, "", 0, nil)
+			a.emit(Finish{Status: store.StatusCompleted, Output: out})
 		}
 	}
-	if !a.st.Status.Finished() && a.st.Root != nil {
-		a.st.Status = StatusSuspended
+	if !a.st.Status.Terminal() && a.st.Root != nil {
+		a.st.Status = store.StatusSuspended
 		if a.st.InFlight() {
-			a.st.Status = StatusRunning
+			a.st.Status = store.StatusRunning
 		}
 	}
-	// Suspended or finished after an event, or the strategy asks: persist.
-	if a.st.Status != StatusRunning || a.persist {
+	// Suspended or finished after an input, or the strategy asks: persist.
+	if a.st.Status != store.StatusRunning || a.persist {
 		a.emit(Persist{})
 	}
 }
@@ -148,7 +149,7 @@ func (a *apply) step(f *Frame) *definition.Step { return a.p.lists[f.List][f.Ind
 
 // advance runs frame f until it waits or is done.
 func (a *apply) advance(f *Frame) {
-	for !f.Done && !a.st.Status.Finished() {
+	for !f.Done && !a.st.Status.Terminal() {
 		steps := a.p.lists[f.List]
 		if f.Run == nil {
 			if f.Index >= len(steps) {
@@ -175,7 +176,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 	path := stepPath(f)
 	env := a.env(f)
 	run := &Run{Exec: a.next("e"), Started: a.c.Now}
-	a.record("step_started", path, 0, map[string]any{"step": s.ID, "kind": string(s.Kind)})
+	a.record(store.HistoryStepStarted, path, 0, map[string]any{"step": s.ID, "kind": string(s.Kind)})
 	switch s.Kind {
 	case definition.KindSet:
 		values := make(map[string]any, len(s.Set))
@@ -207,7 +208,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		if cond {
 			branch = "then"
 		}
-		a.record("branch_taken", path, 0, map[string]any{"branch": branch})
+		a.record(store.HistoryBranchTaken, path, 0, map[string]any{"branch": branch})
 		f.Run = run
 		if len(a.p.lists[f.List+"["+strconv.Itoa(f.Index)+"]."+branch]) == 0 {
 			a.complete(f, s, nil)
@@ -252,7 +253,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		run.Pending, run.Token = PendingBookmark, a.next("b")
 		f.Run = run
 		a.emit(CreateBookmark{Token: run.Token, StepID: s.ID, Path: path, Event: s.Wait.Event, Key: key})
-		a.record("bookmark_created", path, 0, map[string]any{"event": s.Wait.Event, "key": key})
+		a.record(store.HistoryBookmarkCreated, path, 0, map[string]any{"event": s.Wait.Event, "key": key})
 		if s.Wait.Timeout > 0 {
 			run.TimeoutToken = a.next("t")
 			a.emit(ArmTimer{Token: run.TimeoutToken, Due: a.c.Now.Add(s.Wait.Timeout), Kind: TimerWaitTimeout})
@@ -263,7 +264,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		f.Run = run
 		due := a.c.Now.Add(s.Delay)
 		a.emit(ArmTimer{Token: run.Token, Due: due, Kind: TimerDelay})
-		a.record("timer_armed", path, 0, map[string]any{"due": due})
+		a.record(store.HistoryTimerArmed, path, 0, map[string]any{"due": due})
 		return false
 	case definition.KindWorkflow:
 		in, err := s.Workflow.Input.Eval(env)
@@ -273,7 +274,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		run.Pending, run.Token, run.Input = PendingChild, a.next("c"), in
 		f.Run = run
 		a.emit(StartChild{Token: run.Token, StepID: s.ID, Workflow: s.Workflow.Name, Input: in})
-		a.record("child_started", path, 0, map[string]any{"workflow": s.Workflow.Name})
+		a.record(store.HistoryChildStarted, path, 0, map[string]any{"workflow": s.Workflow.Name})
 		return false
 	}
 	return a.failStep(f, "internal", fmt.Sprintf("step kind %q cannot run", s.Kind))
@@ -300,7 +301,7 @@ func (a *apply) advanceContainer(f *Frame, s *definition.Step) bool {
 	}
 	for _, c := range run.Children {
 		a.advance(c)
-		if a.st.Status.Finished() {
+		if a.st.Status.Terminal() {
 			return false
 		}
 	}
@@ -331,7 +332,7 @@ func (a *apply) complete(f *Frame, s *definition.Step, result any) {
 	if s.Output != "" && (s.Kind == definition.KindActivity || s.Kind == definition.KindWait || s.Kind == definition.KindWorkflow) {
 		a.st.Vars[s.Output] = result
 	}
-	a.emit(Record{Type: "step_completed", Path: stepPath(f), Data: map[string]any{"step": s.ID}, Elapsed: a.elapsed(f)})
+	a.emit(Record{Type: store.HistoryStepCompleted, Path: stepPath(f), Data: map[string]any{"step": s.ID}, Elapsed: a.elapsed(f)})
 	if s.Persist == definition.PersistAlways {
 		a.persist = true
 	}
@@ -342,7 +343,7 @@ func (a *apply) complete(f *Frame, s *definition.Step, result any) {
 // failStep fails the step under f's cursor, and with it the instance.
 func (a *apply) failStep(f *Frame, code, message string) bool {
 	a.stepFailed(f, code)
-	a.fail(&Failure{Code: code, Message: message, Step: stepPath(f)})
+	a.fail(&store.Failure{Code: code, Message: message, Step: stepPath(f)})
 	return false
 }
 
@@ -356,7 +357,7 @@ func (a *apply) exprFailed(f *Frame, field string, err error) bool {
 // stepFailed records that the step under f failed (the instance fails
 // with it).
 func (a *apply) stepFailed(f *Frame, code string) {
-	a.emit(Record{Type: "step_failed", Path: stepPath(f), Data: map[string]any{"step": a.step(f).ID, "code": code}, Elapsed: a.elapsed(f)})
+	a.emit(Record{Type: store.HistoryStepFailed, Path: stepPath(f), Data: map[string]any{"step": a.step(f).ID, "code": code}, Elapsed: a.elapsed(f)})
 }
 
 // elapsed is how long the step under f has run.
@@ -368,12 +369,12 @@ func (a *apply) elapsed(f *Frame) time.Duration {
 }
 
 // fail ends the instance as failed, cancelling everything outstanding.
-func (a *apply) fail(failure *Failure) {
+func (a *apply) fail(failure *store.Failure) {
 	a.cancelOutstanding(a.st.Root)
-	a.st.Status = StatusFailed
+	a.st.Status = store.StatusFailed
 	a.st.Error = failure
-	a.record("instance_failed", failure.Step, 0, map[string]any{"code": failure.Code, "message": failure.Message})
-	a.emit(Finish{Status: StatusFailed, Error: failure})
+	a.record(store.HistoryInstanceFailed, failure.Step, 0, map[string]any{"code": failure.Code, "message": failure.Message})
+	a.emit(Finish{Status: store.StatusFailed, Error: failure})
 }
 
 // recover reschedules every activity in flight under f as its next attempt.
@@ -387,7 +388,7 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 			r.LastHeartbeat = d
 			data["last_heartbeat"] = d
 		}
-		a.record("attempt_abandoned", stepPath(f), r.Attempt, data)
+		a.record(store.HistoryAttemptAbandoned, stepPath(f), r.Attempt, data)
 		r.Attempt++
 		a.invoke(f, a.step(f))
 	}
@@ -401,10 +402,10 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 // without completing always has one.
 func (a *apply) cancel(ev Cancel) {
 	a.cancelOutstanding(a.st.Root)
-	a.st.Status = StatusCancelled
-	a.st.Error = &Failure{Code: string(StatusCancelled), Message: ev.Reason}
-	a.record("instance_cancelled", "", 0, map[string]any{"reason": ev.Reason})
-	a.emit(Finish{Status: StatusCancelled, Error: a.st.Error})
+	a.st.Status = store.StatusCancelled
+	a.st.Error = &store.Failure{Code: string(store.StatusCancelled), Message: ev.Reason}
+	a.record(store.HistoryInstanceCancelled, "", 0, map[string]any{"reason": ev.Reason})
+	a.emit(Finish{Status: store.StatusCancelled, Error: a.st.Error})
 }
 
 // cancelOutstanding cancels every outstanding operation under f.
@@ -455,7 +456,7 @@ func (a *apply) waiting(token string, want Pending, event string) *Frame {
 	if ok && f.Run.Token == token && f.Run.Pending == want {
 		return f
 	}
-	a.record("event_refused", "", 0, map[string]any{"event": event, "token": token, "reason": "not outstanding (superseded, cancelled or unknown)"})
+	a.record(store.HistoryEventRefused, "", 0, map[string]any{"event": event, "token": token, "reason": "not outstanding (superseded, cancelled or unknown)"})
 	return nil
 }
 
@@ -474,7 +475,7 @@ func (a *apply) invoke(f *Frame, s *definition.Step) {
 		inv.Deadline = r.Scheduled.Add(s.Activity.ScheduleToClose)
 	}
 	a.emit(inv)
-	a.record("activity_scheduled", inv.Path, r.Attempt, map[string]any{"plugin": inv.Plugin, "activity": inv.Activity})
+	a.record(store.HistoryActivityScheduled, inv.Path, r.Attempt, map[string]any{"plugin": inv.Plugin, "activity": inv.Activity})
 }
 
 func (a *apply) activityCompleted(ev ActivityCompleted) {
@@ -487,7 +488,7 @@ func (a *apply) activityCompleted(ev ActivityCompleted) {
 	if len(ev.Requests) > 0 {
 		data = map[string]any{"requests": ev.Requests}
 	}
-	a.record("activity_completed", stepPath(f), f.Run.Attempt, data)
+	a.record(store.HistoryActivityCompleted, stepPath(f), f.Run.Attempt, data)
 	if a.p.def.Persistence == definition.PersistenceActivity && s.Persist != definition.PersistNever {
 		a.persist = true
 	}
@@ -511,26 +512,26 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	if len(ev.Requests) > 0 {
 		data["requests"] = ev.Requests
 	}
-	a.record("activity_failed", stepPath(f), r.Attempt, data)
+	a.record(store.HistoryActivityFailed, stepPath(f), r.Attempt, data)
 	d := retry.Decide(s.Activity.Retry, retry.Attempt{
 		Number: r.Attempt, Failed: a.c.Now, FirstScheduled: r.Scheduled, ScheduleToClose: s.Activity.ScheduleToClose,
 	}, ev.Failure, a.c.Rand)
 	if !d.Retry {
 		r.Pending, r.Token = "", "" // it has ended: nothing to cancel
 		a.stepFailed(f, ev.Failure.Code)
-		a.fail(&Failure{Code: ev.Failure.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
+		a.fail(&store.Failure{Code: ev.Failure.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
 		return
 	}
 	r.Pending, r.Token = PendingRetry, a.next("t")
 	due := a.c.Now.Add(d.Delay)
 	a.emit(ArmTimer{Token: r.Token, Due: due, Kind: TimerRetry})
-	a.record("retry_scheduled", stepPath(f), r.Attempt+1, map[string]any{"due": due, "delay": d.Delay.String()})
+	a.record(store.HistoryRetryScheduled, stepPath(f), r.Attempt+1, map[string]any{"due": due, "delay": d.Delay.String()})
 }
 
 func (a *apply) timerFired(ev TimerFired) {
 	f, ok := find(a.st.Root, ev.Token)
 	if !ok {
-		a.record("event_refused", "", 0, map[string]any{"event": "timer_fired", "token": ev.Token, "reason": "not outstanding"})
+		a.record(store.HistoryEventRefused, "", 0, map[string]any{"event": "timer_fired", "token": ev.Token, "reason": "not outstanding"})
 		return
 	}
 	s, r := a.step(f), f.Run
@@ -538,13 +539,13 @@ func (a *apply) timerFired(ev TimerFired) {
 	case r.TimeoutToken == ev.Token && r.Pending == PendingBookmark:
 		a.emit(RemoveBookmark{Token: r.Token})
 		r.Pending, r.Token, r.TimeoutToken = "", "", ""
-		a.record("wait_timed_out", stepPath(f), 0, nil)
+		a.record(store.HistoryWaitTimedOut, stepPath(f), 0, nil)
 		a.failStep(f, "timeout", fmt.Sprintf("no %s stimulus within %s", s.Wait.Event, s.Wait.Timeout))
 	case r.Pending == PendingRetry:
 		r.Attempt++
 		a.invoke(f, s)
 	case r.Pending == PendingDelay:
-		a.record("timer_fired", stepPath(f), 0, nil)
+		a.record(store.HistoryTimerFired, stepPath(f), 0, nil)
 		a.complete(f, s, nil)
 		a.resume(f)
 	}
@@ -561,7 +562,7 @@ func (a *apply) stimulusDelivered(ev StimulusDelivered) {
 	// The stimulus consumed the bookmark: a later one with the same event
 	// and key must not find it.
 	a.emit(RemoveBookmark{Token: ev.Token})
-	a.record("bookmark_resumed", stepPath(f), 0, nil)
+	a.record(store.HistoryBookmarkResumed, stepPath(f), 0, nil)
 	a.complete(f, a.step(f), ev.Payload)
 	a.resume(f)
 }
@@ -571,7 +572,7 @@ func (a *apply) childCompleted(ev ChildCompleted) {
 	if f == nil {
 		return
 	}
-	a.record("child_completed", stepPath(f), 0, nil)
+	a.record(store.HistoryChildCompleted, stepPath(f), 0, nil)
 	a.complete(f, a.step(f), ev.Output)
 	a.resume(f)
 }

@@ -3,45 +3,270 @@ package runner_test
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
+
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/retry"
 	"github.com/weftworks/weft/host/runner"
+	"github.com/weftworks/weft/host/store"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
-// script drives one instance: each call applies an event at a time offset
-// and returns a compact trace of the actions (history records left out).
+// TestScripts drives instances event by event through the files in
+// testdata and compares the exact action traces; testdata/README.md
+// describes the format. `go test ./host/runner -rewrite` writes what the
+// runner does now as the expected outputs.
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts in testdata (%v)", err)
+	}
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
+			t.Parallel()
+			datadriven.RunTest(t, path, new(script).run)
+		})
+	}
+}
+
+// script is one file's instance: define compiles a definition and starts
+// an instance of it; apply feeds it one event and prints the actions, one
+// per line, history records left out.
 type script struct {
-	t  *testing.T
 	p  *runner.Program
 	st *runner.State
-	// tokens remembers the last token per kind of action, for the test to
-	// answer: "invoke", "timer", "bookmark", "child".
-	tokens map[string]string
+	// issued lists the tokens the instance handed out, in order, for
+	// apply's token= to name them.
+	issued []issued
+	// history is every record's type, in order.
+	history []string
 }
 
-func newScript(t *testing.T, yaml string) *script {
-	t.Helper()
-	def, err := definition.Load([]byte(yaml), nil)
-	if err != nil {
-		t.Fatalf("definition: %v", err)
+// issued is a token handed out by an action: its kind ("invoke", "timer",
+// "bookmark", "child") and label (an invoke's or a child's input, a
+// bookmark's event/key; none for a timer).
+type issued struct{ kind, label, token string }
+
+func (s *script) run(t *testing.T, d *datadriven.TestData) string {
+	if d.Cmd != "define" && s.p == nil {
+		d.Fatalf(t, "%s before define", d.Cmd)
 	}
-	return &script{t: t, p: runner.Compile(def), st: &runner.State{}, tokens: map[string]string{}}
+	// Only apply takes arguments, and only it and define an input: a
+	// stray one would be silently ignored otherwise.
+	if d.Cmd != "apply" && len(d.CmdArgs) > 0 {
+		d.Fatalf(t, "%s takes no arguments", d.Cmd)
+	}
+	if d.Cmd != "apply" && d.Cmd != "define" && d.Input != "" {
+		d.Fatalf(t, "%s takes no input", d.Cmd)
+	}
+	switch d.Cmd {
+	case "define":
+		def, err := definition.Load([]byte(d.Input), nil)
+		if err != nil {
+			d.Fatalf(t, "definition: %v", err)
+		}
+		s.p = runner.Compile(def)
+		s.reset()
+		return "ok"
+	case "reset":
+		s.reset()
+		return "ok"
+	case "apply":
+		return s.apply(t, d)
+	case "status":
+		return string(s.st.Status)
+	case "error":
+		e := s.st.Error
+		if e == nil {
+			return "none"
+		}
+		out := fmt.Sprintf("code=%s message=%q step=%q", e.Code, e.Message, e.Step)
+		if e.Details != nil {
+			out += " details=" + string(e.Details)
+		}
+		return out
+	case "reload":
+		// The store keeps the state as JSON: what Apply does next must not
+		// depend on anything the round trip loses.
+		b, err := json.Marshal(s.st)
+		if err != nil {
+			d.Fatalf(t, "marshal state: %v", err)
+		}
+		var back runner.State
+		if err := json.Unmarshal(b, &back); err != nil {
+			d.Fatalf(t, "unmarshal state: %v", err)
+		}
+		s.st = &back
+		return "ok"
+	case "history":
+		if len(s.history) == 0 {
+			return "none"
+		}
+		return strings.Join(s.history, "\n")
+	}
+	d.Fatalf(t, "unknown directive %q", d.Cmd)
+	return ""
 }
 
-func (s *script) apply(after time.Duration, ev runner.Event) string {
-	s.t.Helper()
-	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0.Add(after), Rand: func() float64 { return 0.5 }}, ev)
+// reset starts a new instance of the defined program.
+func (s *script) reset() {
+	s.st, s.issued, s.history = &runner.State{}, nil, nil
+}
+
+// apply runs `apply at=D EVENT [token=REF]` with the event's fields as JSON
+// input, and returns the trace.
+func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
+	var (
+		at        time.Duration
+		name, ref string
+		hasAt     bool
+	)
+	for _, arg := range d.CmdArgs {
+		switch {
+		case arg.Key == "at":
+			arg.ExpectNumVals(t, 1)
+			arg.Scan(t, 0, &at)
+			hasAt = true
+		case arg.Key == "token":
+			ref = arg.SingleVal(t)
+		case len(arg.Vals) == 0 && name == "":
+			name = arg.Key
+		default:
+			d.Fatalf(t, "apply: unexpected argument %s", arg)
+		}
+	}
+	if !hasAt || name == "" {
+		d.Fatalf(t, "apply wants at=DURATION and an event")
+	}
+	// fields decodes the input into v, refusing fields v does not have so
+	// that a misspelt one is not silently zero.
+	fields := func(v any) {
+		if d.Input == "" {
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(d.Input))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			d.Fatalf(t, "%s fields: %v", name, err)
+		}
+		if dec.More() {
+			d.Fatalf(t, "%s fields: more than one JSON value", name)
+		}
+	}
+	// Only the events that answer an operation name its token.
+	switch answers := name != "start" && name != "cancel" && name != "recover"; {
+	case answers && ref == "":
+		d.Fatalf(t, "%s wants token=REF", name)
+	case !answers && ref != "":
+		d.Fatalf(t, "%s takes no token", name)
+	}
+	token := func() string { return s.token(t, d, ref) }
+	var ev runner.Input
+	switch name {
+	case "start":
+		var f struct {
+			Input any `json:"input"`
+		}
+		fields(&f)
+		ev = runner.Start{Input: f.Input}
+	case "activity-completed":
+		var f struct {
+			Output   any             `json:"output"`
+			Requests json.RawMessage `json:"requests"`
+		}
+		fields(&f)
+		ev = runner.ActivityCompleted{Token: token(), Output: f.Output, Requests: f.Requests}
+	case "activity-failed":
+		var f struct {
+			Failure struct {
+				Kind      retry.Kind `json:"kind"`
+				Code      string     `json:"code"`
+				Retryable bool       `json:"retryable"`
+			} `json:"failure"`
+			Message       string          `json:"message"`
+			Details       json.RawMessage `json:"details"`
+			LastHeartbeat json.RawMessage `json:"last_heartbeat"`
+			Requests      json.RawMessage `json:"requests"`
+		}
+		fields(&f)
+		if f.Failure.Kind == "" {
+			d.Fatalf(t, "activity-failed wants failure.kind")
+		}
+		// A guest's failure says its code and retryability; any other
+		// kind has them from retry.Of, as the engine's classification
+		// gives them.
+		failure := retry.Failure{Kind: f.Failure.Kind, Code: f.Failure.Code, Retryable: f.Failure.Retryable}
+		if f.Failure.Kind != retry.KindActivity {
+			if f.Failure.Code != "" || f.Failure.Retryable {
+				d.Fatalf(t, "a %q failure takes its code and retryability from retry.Of", f.Failure.Kind)
+			}
+			failure = retry.Of(f.Failure.Kind)
+		}
+		ev = runner.ActivityFailed{Token: token(), Failure: failure, Message: f.Message, Details: f.Details, LastHeartbeat: f.LastHeartbeat, Requests: f.Requests}
+	case "timer-fired":
+		fields(&struct{}{})
+		ev = runner.TimerFired{Token: token()}
+	case "stimulus-delivered":
+		var f struct {
+			Payload any `json:"payload"`
+		}
+		fields(&f)
+		ev = runner.StimulusDelivered{Token: token(), Payload: f.Payload}
+	case "child-completed":
+		var f struct {
+			Output any `json:"output"`
+		}
+		fields(&f)
+		ev = runner.ChildCompleted{Token: token(), Output: f.Output}
+	case "child-failed":
+		var f struct {
+			Failure store.Failure `json:"failure"`
+		}
+		fields(&f)
+		ev = runner.ChildFailed{Token: token(), Failure: f.Failure}
+	case "cancel":
+		var f struct {
+			Reason string `json:"reason"`
+		}
+		fields(&f)
+		ev = runner.Cancel{Reason: f.Reason}
+	case "recover":
+		// The keys are token references too: the tokens of the attempts
+		// that were lost.
+		var f struct {
+			Heartbeats map[string]json.RawMessage `json:"heartbeats"`
+		}
+		fields(&f)
+		hb := map[string]json.RawMessage{}
+		for r, details := range f.Heartbeats {
+			hb[s.token(t, d, r)] = details
+		}
+		ev = runner.Recover{Heartbeats: hb}
+	default:
+		d.Fatalf(t, "unknown event %q", name)
+	}
+	now := t0.Add(at)
+	// A fixed draw keeps retry delays the same from run to run.
+	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: now, Rand: func() float64 { return 0.5 }}, ev)
+	return s.trace(acts, now)
+}
+
+// trace prints the actions one per line, remembers the tokens they hand
+// out and the history they record; "ok" when it prints no line.
+func (s *script) trace(acts []runner.Action, now time.Time) string {
 	var out []string
 	for _, a := range acts {
 		switch a := a.(type) {
 		case runner.Invoke:
-			s.tokens["invoke"] = a.Token
+			s.issue("invoke", fmt.Sprint(a.Input), a.Token)
 			in, _ := json.Marshal(a.Input)
 			line := fmt.Sprintf("invoke %s.%s #%d %s key=%s", a.Plugin, a.Activity, a.Attempt, in, a.IdempotencyKey)
 			if a.LastHeartbeat != nil {
@@ -49,17 +274,17 @@ func (s *script) apply(after time.Duration, ev runner.Event) string {
 			}
 			out = append(out, line)
 		case runner.ArmTimer:
-			s.tokens["timer"] = a.Token
-			out = append(out, "timer +"+a.Due.Sub(t0.Add(after)).String())
+			s.issue("timer", "", a.Token)
+			out = append(out, "timer +"+a.Due.Sub(now).String())
 		case runner.CancelTimer:
 			out = append(out, "cancel-timer")
 		case runner.CreateBookmark:
-			s.tokens["bookmark"] = a.Token
+			s.issue("bookmark", a.Event+"/"+a.Key, a.Token)
 			out = append(out, "bookmark "+a.Event+"/"+a.Key)
 		case runner.RemoveBookmark:
 			out = append(out, "remove-bookmark")
 		case runner.StartChild:
-			s.tokens["child"] = a.Token
+			s.issue("child", fmt.Sprint(a.Input), a.Token)
 			in, _ := json.Marshal(a.Input)
 			out = append(out, "child "+a.Workflow+" "+string(in))
 		case runner.CancelActivity:
@@ -76,442 +301,56 @@ func (s *script) apply(after time.Duration, ev runner.Event) string {
 				out = append(out, fmt.Sprintf("finish %s %s", a.Status, o))
 			}
 		case runner.Record:
+			s.history = append(s.history, string(a.Type))
 			if a.Type == "event_refused" {
 				out = append(out, "refused")
 			}
 		}
 	}
-	return strings.Join(out, "; ")
+	if len(out) == 0 {
+		return "ok"
+	}
+	return strings.Join(out, "\n")
 }
 
-func (s *script) expect(after time.Duration, ev runner.Event, want string) {
-	s.t.Helper()
-	if got := s.apply(after, ev); got != want {
-		s.t.Fatalf("after %T:\n got: %s\nwant: %s", ev, got, want)
-	}
+func (s *script) issue(kind, label, token string) {
+	s.issued = append(s.issued, issued{kind: kind, label: label, token: token})
 }
 
-func (s *script) token(kind string) string { return s.tokens[kind] }
-
-func TestSequenceWithSetAndOutput(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: seq
-steps:
-  - id: prep
-    set: { greeting: "hello ${ input.name }" }
-  - id: shout
-    activity: kit.upper
-    input: { text: "${ vars.greeting }" }
-    output: shouted
-output: "${ vars.shouted.text }"
-`)
-	s.expect(0, runner.Start{Input: map[string]any{"name": "ada"}}, `invoke kit.upper #1 {"text":"hello ada"} key=i1/shout/e2`)
-	if s.st.Status != runner.StatusRunning {
-		t.Fatalf("status %s, want running", s.st.Status)
+// token resolves a reference to a token the instance handed out:
+//
+//	KIND[:LABEL][#N]   the N-th (from 1) token of that kind, and label if
+//	                   given; without #N the latest
+//	literal:TOKEN      TOKEN itself, for one the instance never handed out
+func (s *script) token(t *testing.T, d *datadriven.TestData, ref string) string {
+	if tok, ok := strings.CutPrefix(ref, "literal:"); ok {
+		return tok
 	}
-	s.expect(time.Second, runner.ActivityCompleted{Token: s.token("invoke"), Output: map[string]any{"text": "HELLO ADA"}}, `finish completed "HELLO ADA"; persist`)
-}
-
-func TestRetryThenSuccessKeepsKeyAndHandsOverHeartbeat(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: retrying
-steps:
-  - id: work
-    activity: kit.work
-    input: { ms: 100 }
-    retry: { max_attempts: 3, initial_interval: 500ms, backoff: 2 }
-`)
-	s.expect(0, runner.Start{}, `invoke kit.work #1 {"ms":100} key=i1/work/e1`)
-	first := s.token("invoke")
-	s.expect(time.Second, runner.ActivityFailed{Token: first, Failure: retry.Of(retry.KindHeartbeatTimeout), Message: "no heartbeat", LastHeartbeat: json.RawMessage(`{"done_ms":40}`)}, `timer +500ms; persist`)
-	if s.st.Status != runner.StatusSuspended {
-		t.Fatalf("status %s while waiting to retry, want suspended", s.st.Status)
-	}
-	// The first attempt's late completion is refused.
-	s.expect(1200*time.Millisecond, runner.ActivityCompleted{Token: first, Output: "late"}, `refused; persist`)
-	s.expect(1500*time.Millisecond, runner.TimerFired{Token: s.token("timer")}, `invoke kit.work #2 {"ms":100} key=i1/work/e1 last={"done_ms":40}`)
-	s.expect(2*time.Second, runner.ActivityCompleted{Token: s.token("invoke"), Output: 1}, `finish completed null; persist`)
-}
-
-func TestFailures(t *testing.T) {
-	t.Parallel()
-	const def = `
-name: failing
-steps:
-  - id: charge
-    activity: payments.charge
-    retry: { max_attempts: 2, initial_interval: 1s, non_retryable: [card_declined] }
-`
-	tests := []struct {
-		name    string
-		failure retry.Failure
-		want    string
-	}{
-		{"listed code", retry.Failure{Kind: retry.KindActivity, Code: "card_declined", Retryable: true}, `finish failed card_declined: boom; persist`},
-		{"plugin says not retryable", retry.Failure{Kind: retry.KindActivity, Code: "bad"}, `finish failed bad: boom; persist`},
-		{"retryable", retry.Failure{Kind: retry.KindActivity, Code: "busy", Retryable: true}, `timer +1s; persist`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			s := newScript(t, def)
-			s.apply(0, runner.Start{})
-			s.expect(time.Second, runner.ActivityFailed{Token: s.token("invoke"), Failure: tt.failure, Message: "boom"}, tt.want)
-		})
-	}
-	t.Run("attempts exhausted", func(t *testing.T) {
-		t.Parallel()
-		s := newScript(t, def)
-		s.apply(0, runner.Start{})
-		busy := retry.Failure{Kind: retry.KindActivity, Code: "busy", Retryable: true}
-		s.apply(time.Second, runner.ActivityFailed{Token: s.token("invoke"), Failure: busy})
-		s.apply(2*time.Second, runner.TimerFired{Token: s.token("timer")})
-		s.expect(3*time.Second, runner.ActivityFailed{Token: s.token("invoke"), Failure: busy, Message: "still busy"}, `finish failed busy: still busy; persist`)
-		if s.st.Error == nil || s.st.Error.Step != "steps[0]" {
-			t.Errorf("error %+v, want the failing step's path", s.st.Error)
+	sel, nth := ref, 0
+	if i := strings.LastIndexByte(ref, '#'); i >= 0 {
+		n, err := strconv.Atoi(ref[i+1:])
+		if err != nil || n < 1 {
+			d.Fatalf(t, "token %q: #N must count from 1", ref)
 		}
-	})
-	t.Run("fail step", func(t *testing.T) {
-		t.Parallel()
-		s := newScript(t, `
-name: f
-steps:
-  - id: nope
-    fail: { code: too_big, message: "total ${ input.total } is too big" }
-`)
-		s.expect(0, runner.Start{Input: map[string]any{"total": 5000}}, `finish failed too_big: total 5000 is too big; persist`)
-	})
-}
-
-func TestIfElse(t *testing.T) {
-	t.Parallel()
-	const def = `
-name: branching
-steps:
-  - id: check
-    if: "${ input.total > 1000 }"
-    then:
-      - { id: review, activity: kit.echo, input: big }
-    else:
-      - { id: small, set: { size: small } }
-  - { id: done, set: { finished: true } }
-output: "${ vars }"
-`
-	big := newScript(t, def)
-	big.expect(0, runner.Start{Input: map[string]any{"total": 5000}}, `invoke kit.echo #1 "big" key=i1/review/e2`)
-	big.expect(time.Second, runner.ActivityCompleted{Token: big.token("invoke")}, `finish completed {"finished":true}; persist`)
-
-	small := newScript(t, def)
-	small.expect(0, runner.Start{Input: map[string]any{"total": 10}}, `finish completed {"finished":true,"size":"small"}; persist`)
-}
-
-func TestForeachConcurrency(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: fan
-steps:
-  - id: each
-    foreach: "${ input.items }"
-    as: item
-    concurrency: 2
-    do:
-      - { id: ship, activity: shipping.ship, input: "${ item }" }
-`)
-	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0}, runner.Start{Input: map[string]any{"items": []any{"a", "b", "c"}}})
-	invokes := tokensOf(acts)
-	if len(invokes) != 2 {
-		t.Fatalf("%d invokes with concurrency 2, want 2", len(invokes))
+		sel, nth = ref[:i], n
 	}
-	// One finishes: the third iteration starts.
-	acts = s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0.Add(time.Second)}, runner.ActivityCompleted{Token: invokes["a"]})
-	third := tokensOf(acts)
-	if len(third) != 1 || third["c"] == "" {
-		t.Fatalf("after one completion: invokes %v, want c", third)
+	kind, label, byLabel := strings.Cut(sel, ":")
+	switch kind {
+	case "invoke", "timer", "bookmark", "child":
+	default:
+		d.Fatalf(t, "token %q: no kind invoke, timer, bookmark or child (literal:TOKEN for a made-up one)", ref)
 	}
-	s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0.Add(2 * time.Second)}, runner.ActivityCompleted{Token: invokes["b"]})
-	if s.st.Status != runner.StatusRunning {
-		t.Fatalf("status %s with c in flight", s.st.Status)
-	}
-	s.expect(3*time.Second, runner.ActivityCompleted{Token: third["c"]}, `finish completed null; persist`)
-}
-
-func TestForeachEmptyList(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: none
-steps:
-  - { id: each, foreach: "${ input.items }", as: item, do: [ { id: x, activity: kit.echo } ] }
-`)
-	s.expect(0, runner.Start{Input: map[string]any{"items": []any{}}}, `finish completed null; persist`)
-}
-
-// tokensOf maps each invoke's input (a string) to its token.
-func tokensOf(acts []runner.Action) map[string]string {
-	m := map[string]string{}
-	for _, a := range acts {
-		if inv, ok := a.(runner.Invoke); ok {
-			m[fmt.Sprint(inv.Input)] = inv.Token
+	var match []string
+	for _, is := range s.issued {
+		if is.kind == kind && (!byLabel || is.label == label) {
+			match = append(match, is.token)
 		}
 	}
-	return m
-}
-
-func TestParallel(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: par
-steps:
-  - id: notify
-    parallel:
-      - steps: [ { id: mail, activity: notify.email, input: mail, output: m } ]
-      - steps: [ { id: sms, activity: notify.sms, input: sms, output: s } ]
-output: "${ vars }"
-`)
-	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0}, runner.Start{})
-	tok := tokensOf(acts)
-	if len(tok) != 2 {
-		t.Fatalf("invokes %v, want both branches", tok)
+	switch {
+	case len(match) == 0 || nth > len(match):
+		d.Fatalf(t, "token %q: the instance handed out %d such", ref, len(match))
+	case nth == 0:
+		return match[len(match)-1]
 	}
-	s.expect(time.Second, runner.ActivityCompleted{Token: tok["sms"], Output: "sent"}, ``)
-	s.expect(2*time.Second, runner.ActivityCompleted{Token: tok["mail"], Output: "mailed"}, `finish completed {"m":"mailed","s":"sent"}; persist`)
-}
-
-func TestWaitAndStimulus(t *testing.T) {
-	t.Parallel()
-	const def = `
-name: approval
-steps:
-  - id: review
-    wait: { event: order.approved, key: "${ input.id }", timeout: 72h }
-    output: approval
-output: "${ vars.approval.by }"
-`
-	s := newScript(t, def)
-	s.expect(0, runner.Start{Input: map[string]any{"id": 42}}, `bookmark order.approved/42; timer +72h0m0s; persist`)
-	if s.st.Status != runner.StatusSuspended {
-		t.Fatalf("status %s, want suspended", s.st.Status)
-	}
-	s.expect(time.Hour, runner.StimulusDelivered{Token: s.token("bookmark"), Payload: map[string]any{"by": "ada"}}, `cancel-timer; remove-bookmark; finish completed "ada"; persist`)
-
-	timeout := newScript(t, def)
-	timeout.apply(0, runner.Start{Input: map[string]any{"id": 7}})
-	timeout.expect(72*time.Hour, runner.TimerFired{Token: timeout.token("timer")}, `remove-bookmark; finish failed timeout: no order.approved stimulus within 72h0m0s; persist`)
-}
-
-func TestDelayAndChild(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: parent
-steps:
-  - { id: cool, delay: 10s }
-  - { id: audit, workflow: audit-trail, input: "${ input }", output: audit }
-output: "${ vars.audit }"
-`)
-	s.expect(0, runner.Start{Input: "x"}, `timer +10s; persist`)
-	s.expect(10*time.Second, runner.TimerFired{Token: s.token("timer")}, `child audit-trail "x"; persist`)
-	s.expect(11*time.Second, runner.ChildCompleted{Token: s.token("child"), Output: "ok"}, `finish completed "ok"; persist`)
-}
-
-func TestCancelStopsEverything(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: busy
-steps:
-  - id: both
-    parallel:
-      - steps: [ { id: slow, activity: kit.work } ]
-      - steps: [ { id: later, wait: { event: go, key: k, timeout: 1h } } ]
-`)
-	s.apply(0, runner.Start{})
-	s.expect(time.Second, runner.Cancel{Reason: "operator"}, `cancel-activity; remove-bookmark; cancel-timer; finish cancelled cancelled: operator; persist`)
-	// The state keeps why, as it keeps a failure: the engine writes it as
-	// the instance's error.
-	if e := s.st.Error; e == nil || e.Code != "cancelled" || e.Message != "operator" || e.Step != "" {
-		t.Fatalf("state error after a cancel = %+v, want code cancelled with the reason", e)
-	}
-	s.expect(2*time.Second, runner.ActivityCompleted{Token: s.token("invoke")}, ``)
-}
-
-func TestPersistenceStrategies(t *testing.T) {
-	t.Parallel()
-	def := func(persistence, persist string) string {
-		return `
-name: p
-persistence: ` + persistence + `
-steps:
-  - { id: one, activity: kit.echo` + persist + ` }
-  - { id: two, activity: kit.echo }
-`
-	}
-	tests := []struct{ name, def, want string }{
-		{"lazy does not persist between activities", def("lazy", ""), `invoke kit.echo #1 null key=i1/two/e3`},
-		{"activity persists after each", def("activity", ""), `invoke kit.echo #1 null key=i1/two/e3; persist`},
-		{"persist: never overrides activity", def("activity", ", persist: never"), `invoke kit.echo #1 null key=i1/two/e3`},
-		{"persist: always overrides lazy", def("lazy", ", persist: always"), `invoke kit.echo #1 null key=i1/two/e3; persist`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			s := newScript(t, tt.def)
-			s.apply(0, runner.Start{})
-			s.expect(time.Second, runner.ActivityCompleted{Token: s.token("invoke")}, tt.want)
-		})
-	}
-}
-
-// State survives a JSON round trip mid-run, as it does through the store.
-func TestStateRoundTrip(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: rt
-steps:
-  - id: each
-    foreach: "${ input.items }"
-    as: item
-    concurrency: 2
-    do:
-      - { id: ship, activity: shipping.ship, input: "${ item }", output: last }
-      - { id: rest, delay: 1s }
-output: "${ vars.last }"
-`)
-	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0}, runner.Start{Input: map[string]any{"items": []any{"a", "b"}}})
-	tok := tokensOf(acts)
-	b, err := json.Marshal(s.st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back runner.State
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	s.st = &back
-	s.expect(time.Second, runner.ActivityCompleted{Token: tok["a"], Output: "A"}, `timer +1s`)
-	timerA := s.token("timer")
-	s.expect(time.Second, runner.ActivityCompleted{Token: tok["b"], Output: "B"}, `timer +1s; persist`)
-	s.apply(2*time.Second, runner.TimerFired{Token: timerA})
-	got := s.apply(2*time.Second, runner.TimerFired{Token: s.token("timer")})
-	if got != `finish completed "B"; persist` {
-		t.Fatalf("finish: %s", got)
-	}
-}
-
-func TestHistoryRecords(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: h
-steps:
-  - { id: one, activity: kit.echo, retry: { max_attempts: 2, initial_interval: 1s } }
-`)
-	var types []string
-	collect := func(acts []runner.Action) {
-		for _, a := range acts {
-			if r, ok := a.(runner.Record); ok {
-				types = append(types, r.Type)
-			}
-		}
-	}
-	c := runner.Context{InstanceID: "i1", Now: t0}
-	collect(s.p.Apply(s.st, c, runner.Start{}))
-	collect(s.p.Apply(s.st, c, runner.ActivityFailed{Token: s.st.Root.Run.Token, Failure: retry.Of(retry.KindTimeout)}))
-	collect(s.p.Apply(s.st, c, runner.TimerFired{Token: s.st.Root.Run.Token}))
-	collect(s.p.Apply(s.st, c, runner.ActivityCompleted{Token: s.st.Root.Run.Token}))
-	want := []string{"instance_started", "step_started", "activity_scheduled", "activity_failed", "retry_scheduled", "activity_scheduled", "activity_completed", "step_completed", "instance_completed"}
-	if strings.Join(types, ",") != strings.Join(want, ",") {
-		t.Errorf("history:\n got %v\nwant %v", types, want)
-	}
-}
-
-func TestRuntimeExpressionErrorFailsTheInstance(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: expr
-steps:
-  - { id: use, activity: kit.echo, input: "${ vars.missing.id }" }
-`)
-	got := s.apply(0, runner.Start{})
-	if !strings.HasPrefix(got, `finish failed expression: step "use", input: expression "${ vars.missing.id }"`) || !strings.HasSuffix(got, "; persist") {
-		t.Fatalf("got %s, want the instance failed with code expression, naming the step, its field and the expression", got)
-	}
-}
-
-func TestFailingBranchCancelsItsSibling(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: siblings
-steps:
-  - id: both
-    parallel:
-      - steps: [ { id: long, activity: kit.work, input: long } ]
-      - steps: [ { id: short, activity: kit.fail, input: short, retry: { max_attempts: 1 } } ]
-`)
-	tok := tokensOf(s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0}, runner.Start{}))
-	s.expect(time.Second, runner.ActivityFailed{Token: tok["short"], Failure: retry.Failure{Kind: retry.KindActivity, Code: "nope"}, Message: "no"},
-		`cancel-activity; finish failed nope: no; persist`)
-	// The cancelled sibling's late result changes nothing.
-	s.expect(2*time.Second, runner.ActivityCompleted{Token: tok["long"]}, ``)
-	if s.st.Error == nil || s.st.Error.Step != "steps[0].parallel[1][0]" {
-		t.Errorf("error %+v, want the short step's path", s.st.Error)
-	}
-}
-
-func TestRecoverReschedulesOrphanedAttempts(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: orphan
-steps:
-  - id: both
-    parallel:
-      - steps: [ { id: a, activity: kit.work, input: a } ]
-      - steps: [ { id: b, activity: kit.work, input: b } ]
-`)
-	first := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0}, runner.Start{})
-	tok := tokensOf(first)
-	keys := map[string]string{}
-	for _, a := range first {
-		if inv, ok := a.(runner.Invoke); ok {
-			keys[fmt.Sprint(inv.Input)] = inv.IdempotencyKey
-		}
-	}
-	// The execution running them died; a new one recovers, with the
-	// details a's attempt persisted before it was lost (b's had none).
-	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: t0.Add(time.Minute)}, runner.Recover{
-		Heartbeats: map[string]json.RawMessage{tok["a"]: json.RawMessage(`{"done_ms":40}`), "a999": json.RawMessage(`{"stale":true}`)},
-	})
-	again := map[string]runner.Invoke{}
-	for _, a := range acts {
-		if inv, ok := a.(runner.Invoke); ok {
-			again[fmt.Sprint(inv.Input)] = inv
-		}
-	}
-	if len(again) != 2 || again["a"].Attempt != 2 || again["b"].Attempt != 2 || again["a"].Token == tok["a"] {
-		t.Fatalf("after Recover: %+v; want both rescheduled as attempt 2 with new tokens", again)
-	}
-	if string(again["a"].LastHeartbeat) != `{"done_ms":40}` || again["b"].LastHeartbeat != nil {
-		t.Errorf("recovered attempts' last heartbeats: a=%s b=%s; want a's persisted details and none for b", again["a"].LastHeartbeat, again["b"].LastHeartbeat)
-	}
-	if again["a"].IdempotencyKey != keys["a"] || again["b"].IdempotencyKey != keys["b"] {
-		t.Errorf("idempotency keys %s, %s; want the first attempts' %v", again["a"].IdempotencyKey, again["b"].IdempotencyKey, keys)
-	}
-	// A late completion of the dead attempt is refused.
-	s.expect(2*time.Minute, runner.ActivityCompleted{Token: tok["a"]}, `refused`)
-	s.apply(2*time.Minute, runner.ActivityCompleted{Token: again["a"].Token})
-	s.expect(2*time.Minute, runner.ActivityCompleted{Token: again["b"].Token}, `finish completed null; persist`)
-}
-
-// TestNonFiniteInputFailsWithoutAnAttempt: an activity's input that JSON
-// cannot hold (1/0 is +Inf) fails the step when it starts, as any
-// expression error does: no attempt is invoked, so none can be retried.
-func TestNonFiniteInputFailsWithoutAnAttempt(t *testing.T) {
-	t.Parallel()
-	s := newScript(t, `
-name: expr
-steps:
-  - { id: div, activity: kit.echo, input: { ratio: "${ 1/0 }" }, retry: { max_attempts: 5 } }
-`)
-	got := s.apply(0, runner.Start{})
-	if strings.Contains(got, "invoke") || !strings.HasPrefix(got, `finish failed expression: step "div", input: expression "${ 1/0 }": yields +Inf`) {
-		t.Fatalf("got %s, want the instance failed with code expression, naming the step, its field and the expression, and nothing invoked", got)
-	}
+	return match[nth-1]
 }

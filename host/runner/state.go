@@ -1,5 +1,5 @@
 // Package runner executes workflow definitions as a deterministic state
-// machine: Apply takes an instance's State and one Event (start, activity
+// machine: Apply takes an instance's State and one Input (start, activity
 // result, timer fired, stimulus, child result, cancel) and returns the
 // Actions the shell must perform (invoke an activity, arm or cancel a timer,
 // create or remove a bookmark, start or cancel a child, persist, record
@@ -32,7 +32,7 @@
 //     attempt of it gets the same input and the same idempotency key,
 //     <instance id>/<step id>/<execution>.
 //   - Persistence (docs/architecture.md, "When an instance is persisted"):
-//     an instance is persisted whenever an event leaves it suspended
+//     an instance is persisted whenever an input leaves it suspended
 //     (nothing but timers, bookmarks or children to wait for) or finished;
 //     with the `activity` strategy also after every activity completes; a
 //     step with `persist: always` after it completes, and `persist: never`
@@ -42,46 +42,21 @@ package runner
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/weftworks/weft/host/store"
 )
-
-// Status is an instance's status as the runner sees it.
-type Status string
-
-// Statuses. Pending (created, not started) belongs to the store.
-const (
-	StatusRunning   Status = "running"
-	StatusSuspended Status = "suspended"
-	StatusCompleted Status = "completed"
-	StatusFailed    Status = "failed"
-	StatusCancelled Status = "cancelled"
-)
-
-// Finished reports whether s is terminal.
-func (s Status) Finished() bool {
-	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
-}
-
-// Failure is why an instance failed, or was cancelled (the code "cancelled"
-// and the reason given).
-type Failure struct {
-	Code    string          `json:"code"`
-	Message string          `json:"message,omitempty"`
-	Details json.RawMessage `json:"details,omitempty"`
-	// Step is the path of the step that failed.
-	Step string `json:"step,omitempty"`
-}
 
 // State is an instance's execution state. It is persisted with the instance
 // as JSON and must only be changed by Apply.
 type State struct {
-	Status Status         `json:"status"`
+	Status store.Status   `json:"status"`
 	Input  any            `json:"input"`
 	Vars   map[string]any `json:"vars"`
 	Root   *Frame         `json:"root,omitempty"`
 	// Seq numbers tokens and executions.
-	Seq    uint64   `json:"seq"`
-	Output any      `json:"output,omitempty"`
-	Error  *Failure `json:"error,omitempty"`
+	Seq    uint64         `json:"seq"`
+	Output any            `json:"output,omitempty"`
+	Error  *store.Failure `json:"error,omitempty"`
 }
 
 // Frame runs one list of steps.

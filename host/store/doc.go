@@ -65,6 +65,11 @@
 //     already be taking it. ExpiredLeases lists non-terminal instances
 //     (pending, running, suspended) whose lease is set and whose expiry is
 //     not after now; an empty lease is never listed.
+//   - Retention. The store deletes nothing by itself: it keeps a
+//     terminal instance's DeleteAfter, indexed, and ExpiredInstances lists
+//     those whose time came; the engine's retention sweep deletes them.
+//     DeleteAfter is refused on an instance that is not terminal, so a
+//     running instance can never be listed.
 //   - Stimuli. EnqueueStimulus requires an ID (the engine generates one when
 //     the client gives none) and an ExpiresAt (the TTL); the store sets
 //     CreatedAt and State. PendingStimuli and Commit treat a stimulus whose
@@ -100,7 +105,7 @@
 //     done. A write that has begun is not abandoned when ctx ends: it returns
 //     when it is durable or refused, which keeps "the call failed" meaning
 //     "nothing was written".
-
+//
 // # Inbox
 //
 // An instance's inbox holds Messages (stimuli for its bookmarks, children's

@@ -76,13 +76,26 @@ type Instance struct {
 	Fence uint64 `json:"fence"`
 	// Lease says which node runs the instance; zero when none does.
 	Lease Lease `json:"lease"`
+	// DeleteAfter is when a finished instance may be deleted with
+	// everything it left (history, bookmarks, timers, inbox, heartbeats);
+	// zero keeps it until someone deletes it. The engine sets it in the
+	// commit that finishes the instance, so that a later change of the
+	// retention settings does not rewrite what was decided then. Only a
+	// terminal instance may have one (ErrInvalid otherwise), and the store
+	// indexes it for ExpiredInstances.
+	DeleteAfter time.Time `json:"delete_after,omitzero"`
 }
 
-// Failure is a coded error, as stored with a failed instance.
+// Failure is why an instance failed, or was cancelled (the code
+// "cancelled" and the reason given), as the runner decides it and the store
+// keeps it; a child step's failure carries its child's.
 type Failure struct {
 	Code    string          `json:"code"`
 	Message string          `json:"message,omitempty"`
 	Details json.RawMessage `json:"details,omitempty"`
+	// Step is the path of the step that failed (steps[1].then[0]), when a
+	// step did.
+	Step string `json:"step,omitempty"`
 }
 
 // ParentRef names the step of the parent instance that waits for a child
@@ -129,7 +142,7 @@ type Commit struct {
 	Fence uint64
 	// History is appended in order, each event getting the next sequence
 	// number (the first event of an instance gets 1).
-	History []Event
+	History []HistoryEntry
 	// Bookmarks, when not nil, replaces the instance's whole bookmark set
 	// (an empty slice clears it); nil leaves it as it is.
 	Bookmarks []Bookmark
@@ -167,13 +180,13 @@ type InstanceFilter struct {
 	Cursor string
 }
 
-// Event is one entry of an instance's history.
-type Event struct {
+// HistoryEntry is one entry of an instance's history.
+type HistoryEntry struct {
 	// Seq is assigned by the store: 1, 2, 3… per instance.
 	Seq uint64 `json:"seq"`
 	// Time is when it happened; the store's clock when left zero.
 	Time     time.Time       `json:"time"`
-	Type     string          `json:"type"`
+	Type     HistoryType     `json:"type"`
 	StepPath string          `json:"step_path,omitempty"`
 	Attempt  int             `json:"attempt,omitempty"`
 	Node     string          `json:"node,omitempty"`
@@ -202,17 +215,36 @@ type Message struct {
 	InstanceID string `json:"instance_id"`
 	// ID is unique within the inbox: writing a message whose ID the inbox
 	// already holds writes nothing.
-	ID string `json:"id"`
-	// Kind is "stimulus", "child" or "cancel".
-	Kind string `json:"kind"`
+	ID   string      `json:"id"`
+	Kind MessageKind `json:"kind"`
 	// Token is the runner's token the message answers (a bookmark's or a
-	// child step's); empty for "cancel".
+	// child step's); empty for a cancel or a note.
 	Token   string          `json:"token,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// Seq orders an inbox; CreatedAt is set by the store.
 	Seq       uint64    `json:"seq"`
 	CreatedAt time.Time `json:"created_at"`
 }
+
+// MessageKind says what a Message carries. The store keeps any kind; the
+// engine writes and applies these.
+type MessageKind string
+
+// The kinds of Message.
+const (
+	// MessageStimulus: a stimulus for a bookmark (Token); the payload is the
+	// stimulus's.
+	MessageStimulus MessageKind = "stimulus"
+	// MessageChild: a child instance's end, for the parent's child step
+	// (Token).
+	MessageChild MessageKind = "child"
+	// MessageCancel: a request to cancel the instance; the payload is the
+	// reason, a JSON string.
+	MessageCancel MessageKind = "cancel"
+	// MessageNote: a history record for the instance from another
+	// execution (an attempt's late result it refused), recorded as it is.
+	MessageNote MessageKind = "note"
+)
 
 // Timer is a durable timer of an instance (a delay step, a wait's timeout,
 // a retry's backoff…). It is removed only by a Commit of its instance that

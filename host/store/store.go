@@ -43,14 +43,15 @@ type Store interface {
 	ListInstances(ctx context.Context, f InstanceFilter) (items []Instance, next string, err error)
 
 	// DeleteInstance removes an instance with its state, history,
-	// bookmarks and timers. It returns ErrNotFound when there is no such
+	// bookmarks, timers, inbox, heartbeats and index entries (the one
+	// ExpiredInstances reads included). It returns ErrNotFound when there is no such
 	// instance and a *CommitError wrapping ErrFenced when fence is lower
 	// than the stored one.
 	DeleteInstance(ctx context.Context, id string, fence uint64) error
 
 	// History returns up to limit events of an instance with Seq greater
 	// than afterSeq, in order. ErrNotFound when there is no such instance.
-	History(ctx context.Context, id string, afterSeq uint64, limit int) ([]Event, error)
+	History(ctx context.Context, id string, afterSeq uint64, limit int) ([]HistoryEntry, error)
 
 	// Deliver writes msgs to their instances' inboxes and, when s is not
 	// nil, records s as delivered (State delivered, with s.Outcome) in the
@@ -115,6 +116,13 @@ type Store interface {
 	// expiry first: the instances that recovery takes over, with a Commit
 	// that sets a new Lease.
 	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]string, error)
+
+	// ExpiredInstances returns up to limit ids of terminal instances whose
+	// DeleteAfter is set and not after now, ordered by (DeleteAfter, ID),
+	// earliest first: the instances the retention sweep deletes, with
+	// DeleteInstance under the instance's lock. An instance leaves the list
+	// when it is deleted or committed without a DeleteAfter.
+	ExpiredInstances(ctx context.Context, now time.Time, limit int) ([]string, error)
 
 	// EnqueueStimulus queues s (ID, Name and ExpiresAt are required; the
 	// store sets CreatedAt and State). If a stimulus with that ID is known

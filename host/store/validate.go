@@ -3,6 +3,8 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/plugins/grant"
@@ -50,6 +52,13 @@ func checkID(what, id string, maxLen int) error {
 	return nil
 }
 
+// The times an index can order: Unix nanoseconds in an int64, the key
+// encoding of both implementations.
+var (
+	minIndexTime = time.Unix(0, math.MinInt64)
+	maxIndexTime = time.Unix(0, math.MaxInt64)
+)
+
 func checkJSON(what string, v json.RawMessage) error {
 	if len(v) > 0 && !json.Valid(v) {
 		return Invalid("%s is not valid JSON", what)
@@ -95,6 +104,14 @@ func (c Commit) Validate() error {
 		return Invalid("instance %q: lease without a node", in.ID)
 	} else if l.Node != "" && l.Expiry.IsZero() {
 		return Invalid("instance %q: lease of node %q without an expiry", in.ID, l.Node)
+	}
+	if !in.DeleteAfter.IsZero() {
+		if !in.Status.Terminal() {
+			return Invalid("instance %q: delete_after is set on a %s instance; only a finished one may expire", in.ID, in.Status)
+		}
+		if in.DeleteAfter.Before(minIndexTime) || in.DeleteAfter.After(maxIndexTime) {
+			return Invalid("instance %q: delete_after %s is outside the years 1678 to 2262 that the store indexes", in.ID, in.DeleteAfter.UTC().Format(time.RFC3339))
+		}
 	}
 	for i, e := range c.History {
 		if e.Type == "" {

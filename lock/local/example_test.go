@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 )
 
@@ -17,7 +16,7 @@ func Example() {
 
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ls, err := l.Acquire(wctx, lock.InstanceKey("wf-42"), 30*time.Second)
+	ls, err := l.Acquire(wctx, "workflow-instance:wf-42", 30*time.Second)
 	if err != nil {
 		fmt.Println("not run:", err)
 		return
@@ -26,7 +25,7 @@ func Example() {
 	// ... write the instance with a compare-and-set on ls.Token() ...
 	ls.Release(ctx)
 
-	refresh := lock.RefreshKey([]string{"billing", "onboarding"})
+	refresh := "workflow-definitions-refresh:billing,onboarding"
 	first, _, _ := l.TryAcquire(ctx, refresh, time.Minute)
 	if _, ok, _ := l.TryAcquire(ctx, refresh, time.Minute); !ok {
 		fmt.Println("already_in_progress:", refresh)

@@ -54,7 +54,6 @@ func Exercise(t *testing.T, newLocker func(t *testing.T) lock.Locker) {
 		{"AcquireWaitEndsWithContext", testAcquireWaitEndsWithContext},
 		{"AcquireWokenByRelease", testAcquireWokenByRelease},
 		{"IndependentKeys", testIndependentKeys},
-		{"SpecKeys", testSpecKeys},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -523,24 +522,4 @@ func testIndependentKeys(t *testing.T, l lock.Locker) {
 	lb.Release(ctx(t))
 	mustTry(t, l, b, long, true).Release(ctx(t))
 	mustTry(t, l, a, long, false)
-}
-
-func testSpecKeys(t *testing.T, l lock.Locker) {
-	id := key(t, "instance")
-	tests := []struct {
-		name       string
-		held, same string
-	}{
-		{"Instance", lock.InstanceKey(id), lock.InstanceKey(id)},
-		{"RefreshNames", lock.RefreshKey([]string{id + "b", id + "a"}), lock.RefreshKey([]string{id + "a", id + "b"})},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			ls := mustTry(t, l, tt.held, long, true)
-			mustTry(t, l, tt.same, long, false)
-			ls.Release(ctx(t))
-			mustTry(t, l, tt.same, long, true).Release(ctx(t))
-		})
-	}
 }

@@ -4,7 +4,7 @@
 // cancellation, waiting for a held key, and a fencing token.
 //
 //	l, err := redislock.New(redislock.Config{Clients: []redis.UniversalClient{rdb}})
-//	ls, err := l.Acquire(ctx, lock.InstanceKey(id), 8*time.Second)
+//	ls, err := l.Acquire(ctx, "workflow-instance:"+id, 8*time.Second)
 //	// ... every store write carries ls.Token() ...
 //	ls.Release(ctx)
 //

@@ -129,8 +129,8 @@ func TestKeyLayout(t *testing.T) {
 		name, prefix, key string
 		mutex, fence      string
 	}{
-		{"Default", "", lock.InstanceKey("42"), "weft:lock:{workflow-instance:42}", "weft:lock:{workflow-instance:42}:fence"},
-		{"Prefix", "app1:", lock.RefreshAllKey, "app1:lock:{workflow-definitions-refresh:all}", "app1:lock:{workflow-definitions-refresh:all}:fence"},
+		{"Default", "", "workflow-instance:42", "weft:lock:{workflow-instance:42}", "weft:lock:{workflow-instance:42}:fence"},
+		{"Prefix", "app1:", "workflow-definitions-refresh:all", "app1:lock:{workflow-definitions-refresh:all}", "app1:lock:{workflow-definitions-refresh:all}:fence"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

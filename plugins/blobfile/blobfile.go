@@ -27,22 +27,10 @@ func New(dir string) (*Store, error) {
 }
 
 func (s *Store) path(hash string) (string, error) {
-	if !validHash(hash) {
+	if !plugins.IsHash(hash) {
 		return "", fmt.Errorf("blobfile: %q is not a sha256 hex digest", hash)
 	}
 	return filepath.Join(s.dir, "sha256", hash[:2], hash), nil
-}
-
-func validHash(h string) bool {
-	if len(h) != 64 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if (h[i] < '0' || h[i] > '9') && (h[i] < 'a' || h[i] > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Put implements plugins.Blobs. The file is written beside its final name,

@@ -1,6 +1,9 @@
 // Package instrument rewrites a plugin's WebAssembly module before it is
 // compiled, so that the host keeps control of the guest without help from
-// the compiler:
+// the compiler: it can stop the guest, and the guest's stack and tables are
+// bounded.
+//
+// The rewrite does three things:
 //
 //   - Interruption. Every function entry and every loop header subtracts a
 //     weight (a 64th of the bytes of code it guards) from a fuel counter (a

@@ -49,22 +49,10 @@ func New(client redis.UniversalClient, prefix string) *Blobs {
 // key returns the key of hash, or an error naming hash when it is not a
 // lower-case sha256 hex digest.
 func (b *Blobs) key(hash string) (string, error) {
-	if !validHash(hash) {
+	if !plugins.IsHash(hash) {
 		return "", fmt.Errorf("redisblobs: %q is not a sha256 hex digest", hash)
 	}
 	return b.prefix + ":sha256:" + hash, nil
-}
-
-func validHash(h string) bool {
-	if len(h) != 64 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if (h[i] < '0' || h[i] > '9') && (h[i] < 'a' || h[i] > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Put implements plugins.Blobs. It refuses data that does not hash to hash.

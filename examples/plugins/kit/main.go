@@ -20,6 +20,7 @@ func init() {
 	sdk.RegisterWithDescription("upper", `{"text": s} -> {"text": UPPER(s)}.`, sdk.Typed(upper))
 	sdk.RegisterWithDescription("fail", "Fails attempts 1..fail_attempts with the given error, then returns {attempt}.", sdk.Typed(fail))
 	sdk.RegisterWithDescription("work", "Works for ms, heartbeating every beat_ms; resumes from the last attempt's details.", sdk.Typed(work))
+	sdk.RegisterWithDescription("sleep", `Sleeps {"ms": n} milliseconds without using the CPU, as an activity waiting on a slow service does.`, sdk.Typed(sleep))
 	sdk.RegisterWithDescription("spin", "Loops forever and never heartbeats.", spin)
 	sdk.RegisterWithDescription("alloc", `Allocates and touches {"mb": n} MiB.`, sdk.Typed(alloc))
 	sdk.RegisterWithDescription("trap", "Panics.", trap)
@@ -115,6 +116,17 @@ func work(ctx *sdk.Context, in workIn) (workOut, error) {
 		return workOut{}, sdk.ErrCancelled
 	}
 	return workOut{DoneMS: done, ResumedFrom: resumed, Attempt: attempt}, nil
+}
+
+type sleepIn struct {
+	MS int64 `json:"ms"`
+}
+
+// sleep waits in the host's poll_oneoff, which a cancellation or the
+// attempt's deadline interrupts.
+func sleep(_ *sdk.Context, in sleepIn) (sleepIn, error) {
+	time.Sleep(time.Duration(in.MS) * time.Millisecond)
+	return in, nil
 }
 
 func spinFor(d time.Duration) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -25,8 +26,8 @@ type Config struct {
 
 	// Now is the clock for CreatedAt, UpdatedAt, stimulus times and the
 	// expiry checks of RenewLeases, PendingStimuli and Commit's delivered
-	// stimulus. It is called from bbolt's batch goroutines, so it must be
-	// safe for concurrent use. Defaults to time.Now.
+	// stimulus. It is called from concurrent writes and reads, so it must
+	// be safe for concurrent use. Defaults to time.Now.
 	Now func() time.Time
 
 	// MaxBatchDelay is how long a write waits for others to share its
@@ -107,8 +108,10 @@ func (c Config) validate() error {
 
 // schemaVersion is stored in the meta bucket; Open refuses other values.
 // Buckets added without changing what the others hold (the inbox, the
-// grants) keep the version: Open creates them in a file written before
-// they existed.
+// grants, the delete-after index) keep the version: Open creates them in a
+// file written before they existed. (Instances finished before the
+// delete-after index existed have no DeleteAfter, so an empty index is
+// what such a file implies.)
 const schemaVersion = "1"
 
 // Bucket names. See doc.go for the layout.
@@ -144,20 +147,37 @@ var (
 	bInboxWaitX = []byte("inbox_waiting_by_time")
 	bGrants     = []byte("grants")     // plugin name → grants
 	bGrantSeq   = []byte("grants_seq") // plugin name → highest revision ever
+	bExpiry     = []byte("instances_by_delete_after")
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
 		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX,
-		bGrants, bGrantSeq}
+		bGrants, bGrantSeq, bExpiry}
 )
+
+// ErrBroken is matched by the errors of writes to a store that a write
+// found corrupt: bbolt panicked on a page of the file, in the write or in
+// its commit. That write and every later one fail (Err says why); reads
+// go on where the pages they meet are sound. Nothing acknowledged is lost:
+// a failed commit writes no meta page. Restore the file from a backup, or
+// repair it offline (`bbolt check`, `bbolt compact`), and restart.
+var ErrBroken = errors.New("corrupt store file, writes refused")
 
 // Store is the embedded store: one bbolt file. It implements store.Store
 // and is safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
-	path string
-	cfg  Config
-	log  *slog.Logger
+	db    *bolt.DB
+	path  string
+	cfg   Config
+	log   *slog.Logger
+	batch batcher
+
+	mu     sync.Mutex
+	broken error // the first panic of a write, wrapping ErrBroken
+	// held: a panic left bbolt's writer lock held (it escaped the
+	// rollback that releases it), so that closing the file would wait
+	// for it forever.
+	held bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -201,14 +221,14 @@ func Open(path string, cfg Config) (_ *Store, err error) {
 		}
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	db.MaxBatchDelay = cfg.MaxBatchDelay
-	db.MaxBatchSize = cfg.MaxBatchSize
 	if err := initSchema(db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	cfg.Logger.Debug("store opened", "path", path)
-	return &Store{db: db, path: path, cfg: cfg, log: cfg.Logger}, nil
+	s := &Store{db: db, path: path, cfg: cfg, log: cfg.Logger}
+	s.batch = batcher{maxDelay: cfg.MaxBatchDelay, maxSize: cfg.MaxBatchSize, update: s.update}
+	return s, nil
 }
 
 func initSchema(db *bolt.DB) error {
@@ -241,9 +261,27 @@ func bucketNames(tx *bolt.Tx) []string {
 // Path returns the file the store is in.
 func (s *Store) Path() string { return s.path }
 
+// Err returns nil while the store takes writes, and once a write found
+// the file corrupt, the error (naming the file, matching ErrBroken) that
+// every write returns since.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.broken
+}
+
 // Close closes the file, after the transaction in progress. Calls after
-// Close return store.ErrClosed; closing twice does nothing.
+// Close return store.ErrClosed; closing twice does nothing. When a write's
+// panic left bbolt's writer lock held (see Err), Close returns an error
+// without closing: bbolt's Close would wait for that lock forever. The
+// file then stays open, and locked, until the process exits.
 func (s *Store) Close() error {
+	s.mu.Lock()
+	held, broken := s.held, s.broken
+	s.mu.Unlock()
+	if held {
+		return fmt.Errorf("boltstore: close %s: left open until the process exits, as a panic left bbolt's writer lock held: %w", s.path, broken)
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("boltstore: close %s: %w", s.path, err)
 	}
@@ -264,20 +302,21 @@ func (r refusal) Error() string { return r.err.Error() }
 func refuse(err error) error { return refusal{err} }
 
 // write runs fn in a batched, durable write transaction (group commit:
-// concurrent writes share one fsync). fn may run more than once (bbolt
-// reruns a batch without a write that failed), so it must only assign the
-// caller's results, never accumulate into them. A refusal from fn is
-// returned as its error without failing the batch; any other error rolls
-// the batch back, and bbolt then retries the others.
+// concurrent writes share one fsync; see batcher). fn may run more than
+// once (a batch is rerun without a write that failed), so it must only
+// assign the caller's results, never accumulate into them. A refusal from
+// fn is returned as its error without failing the batch; any other error
+// rolls the batch back, and the others are retried. A panic, in fn or in
+// bbolt's commit, breaks the store (see ErrBroken).
 func (s *Store) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.Err(); err != nil {
+		return err
+	}
 	var refused error
-	err := s.db.Batch(func(tx *bolt.Tx) error {
-		// A corrupt page can point outside the file's mapping: make that
-		// fault a panic, which Batch recovers, not a crash.
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	err := s.batch.run(func(tx *bolt.Tx) error {
 		refused = nil
 		err := fn(tx)
 		var r refusal
@@ -293,9 +332,50 @@ func (s *Store) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return refused
 }
 
+// update runs fn in one read-write transaction, on this goroutine. bbolt
+// panics on some corrupt pages, in fn or in the commit: update turns that
+// into an error naming the file, and breaks the store, which refuses every
+// write from then on. A store that is broken already refuses fn.
+func (s *Store) update(fn func(*bolt.Tx) error) (err error) {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	var tx *bolt.Tx
+	defer func() {
+		if r := recover(); r != nil {
+			// Update rolls back on the way out, which releases the writer
+			// lock, unless it panicked as well: then the transaction is
+			// still open.
+			err = s.breakDown(r, tx == nil || tx.DB() != nil)
+		}
+	}()
+	// A corrupt page can point outside the file's mapping: make that
+	// fault a panic, recovered above, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return s.db.Update(func(t *bolt.Tx) error {
+		tx = t
+		return fn(t)
+	})
+}
+
+// breakDown records the panic r of a write, and whether it left the writer
+// lock held, and returns its error.
+func (s *Store) breakDown(r any, held bool) error {
+	err := fmt.Errorf("boltstore: %s: %w: a write met a corrupt page: %v", s.path, ErrBroken, r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = s.held || held
+	if s.broken == nil {
+		s.broken = err
+		s.log.Error("store file corrupt: refusing every write from now on; restore it from a backup or repair it, and restart",
+			"path", s.path, "err", err, "stack", string(debug.Stack()))
+	}
+	return err
+}
+
 // read runs fn in a read transaction. bbolt panics on some corrupt pages;
-// read turns that into an error naming the file (writes get the same from
-// bbolt's Batch, which recovers panics of the functions it runs).
+// read turns that into an error naming the file (as update does for
+// writes).
 func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -320,6 +400,9 @@ func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error
 // wrap names the file in errors from bbolt and maps a closed database to
 // store.ErrClosed.
 func (s *Store) wrap(err error) error {
+	if errors.Is(err, ErrBroken) {
+		return err // named the file already
+	}
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return fmt.Errorf("boltstore: %s: %w", s.path, store.ErrClosed)
 	}

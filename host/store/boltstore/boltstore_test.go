@@ -308,7 +308,7 @@ func TestCorruptDataPages(t *testing.T) {
 			for i := range 200 {
 				in := &store.Instance{ID: fmt.Sprintf("instance-%04d", i), Workflow: "w", Status: store.StatusRunning,
 					Vars: json.RawMessage(fmt.Sprintf(`{"pad": %q}`, strings.Repeat("x", 500)))}
-				if _, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []store.Event{{Type: "created"}}}); err != nil {
+				if _, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -8,7 +8,8 @@
 // We chose bbolt because:
 //
 //   - Group commit is built in: DB.Batch coalesces concurrent writers into
-//     one transaction and one fsync. Durable acknowledgements at thousands
+//     one transaction and one fsync (the store runs the same batching on
+//     its own goroutines, see "Corrupt pages" below). Durable acknowledgements at thousands
 //     per second need exactly that (measured: about 17,800 durable 1 KiB
 //     writes/s from 50 writers, against about 400/s from one writer, since
 //     each commit costs fsyncs of about 156 µs). With SQLite we would write
@@ -28,13 +29,12 @@
 //
 // # Durability and group commit
 //
-// Every write is a bbolt DB.Batch: writes that arrive together share one
-// read-write transaction and one fsync, and each call returns only after
-// that transaction is on disk, so a 201/202 sent after a write returns
-// means the data is durable, as those answers promise. A write refused by
-// its own checks
-// (ErrConflict, ErrFenced, ErrExists…) changes nothing and does not fail
-// the others of its batch.
+// Every write is batched as bbolt's DB.Batch batches: writes that arrive
+// together share one read-write transaction and one fsync, and each call
+// returns only after that transaction is on disk, so a 201/202 sent after
+// a write returns means the data is durable, as those answers promise. A
+// write refused by its own checks (ErrConflict, ErrFenced, ErrExists…)
+// changes nothing and does not fail the others of its batch.
 //
 // MaxBatchDelay is how long the first write of a batch waits for others.
 // Measured on the reference machine (2 cores, fsync ≈ 156 µs; a bbolt
@@ -74,6 +74,7 @@
 //	instances_by_status           (status, created, id)
 //	instances_by_workflow_status  (workflow, status, created, id)
 //	leases_by_expiry              (expiry, id), non-terminal leased instances only
+//	instances_by_delete_after     (delete after, id), terminal instances with a DeleteAfter only
 //	plugin_pins                   (plugin, id) → version, non-terminal instances only
 //	stimuli                       id → stimulus (any state) + queue seq
 //	stimuli_queued                (name, key, seq) → id
@@ -111,4 +112,18 @@
 // and reads turn such a panic into an error naming the file. The freelist is
 // synced (NoFreelistSync is off): with it on, bbolt rebuilds the freelist
 // at Open in a goroutine that crashes the process on a corrupt page.
+//
+// # Corrupt pages
+//
+// A write meets a corrupt page in its own reads or in bbolt's commit (a
+// rebalance reading a sibling page, a freelist that frees a page twice).
+// bbolt's DB.Batch would commit on a goroutine of its own, where such a
+// panic kills the process, so the store batches writes itself, with
+// Batch's rules (batch.go), and commits on the goroutine of the batch's
+// first writer, under recover. The panic fails the batch with an error
+// naming the file and breaks the store: every later write fails at once
+// (ErrBroken, Store.Err; the node's readiness reports it), while reads go
+// on where their pages are sound. A failed commit writes no meta page, so
+// nothing acknowledged is lost. The way out is offline: restore the file
+// from a backup (Store.Backup) or repair it, and restart.
 package boltstore

@@ -28,7 +28,7 @@ func Example() {
 	// Create: Rev 0, no lock, so Fence 0. A second create of the id is
 	// refused with ErrExists: answer with the stored instance.
 	in := &store.Instance{ID: "order-1", Workflow: "order", Version: 1, Status: store.StatusPending}
-	rev, _ := st.Commit(ctx, store.Commit{Instance: in, History: []store.Event{{Type: "created"}}})
+	rev, _ := st.Commit(ctx, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}})
 	_, err = st.Commit(ctx, store.Commit{Instance: in})
 	fmt.Println("created at rev", rev, "then:", errors.Is(err, store.ErrExists))
 
@@ -36,7 +36,7 @@ func Example() {
 	in.Rev = rev
 	in.Status = store.StatusRunning
 	in.Lease = store.Lease{Node: "node-a", Boot: "boot-1", Expiry: now.Add(30 * time.Second)}
-	rev, _ = st.Commit(ctx, store.Commit{Instance: in, Fence: 100, History: []store.Event{{Type: "step_started", StepPath: "charge"}}})
+	rev, _ = st.Commit(ctx, store.Commit{Instance: in, Fence: 100, History: []store.HistoryEntry{{Type: "step_started", StepPath: "charge"}}})
 	fmt.Println("running at rev", rev)
 
 	// node-a dies. After the expiry recovery finds the instance, takes the

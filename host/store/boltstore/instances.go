@@ -104,8 +104,9 @@ type indexEntry struct {
 }
 
 // instIndexes lists the index entries of r: the four list indexes, the
-// lease index while it holds a lease and is not terminal, and a pin per
-// plugin while it is not terminal. nil for a nil r.
+// delete-after index once it is terminal with a DeleteAfter, the lease
+// index while it holds a lease and is not terminal, and a pin per plugin
+// while it is not terminal. nil for a nil r.
 func instIndexes(r *store.Instance) []indexEntry {
 	if r == nil {
 		return nil
@@ -119,6 +120,9 @@ func instIndexes(r *store.Instance) []indexEntry {
 		{bIxWfStatus, key(nil).str(r.Workflow).str(st).append(suffix), nil},
 	}
 	if r.Status.Terminal() {
+		if !r.DeleteAfter.IsZero() {
+			es = append(es, indexEntry{bExpiry, key(nil).time(r.DeleteAfter).str(r.ID), nil})
+		}
 		return es
 	}
 	if !r.Lease.IsZero() {
@@ -190,6 +194,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	in.State = nil
 	in.Plugins = cloneMap(in.Plugins)
 	in.Lease.Expiry = in.Lease.Expiry.UTC()
+	in.DeleteAfter = in.DeleteAfter.UTC()
 	if !in.CreatedAt.IsZero() {
 		in.CreatedAt = in.CreatedAt.UTC()
 	}
@@ -564,9 +569,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 }
 
 // History implements store.Store.
-func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.Event, error) {
+func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.HistoryEntry, error) {
 	limit = store.ClampLimit(limit)
-	var out []store.Event
+	var out []store.HistoryEntry
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
@@ -574,7 +579,7 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 		prefix := key(nil).str(id)
 		c := tx.Bucket(bHist).Cursor()
 		for k, v := c.Seek(prefix.u64(afterSeq + 1)); hasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
-			var e store.Event
+			var e store.HistoryEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("instance %q: corrupt event: %w", id, err)
 			}
@@ -816,6 +821,25 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 			id, _, ok := readStr(k[8:])
 			if !ok {
 				return fmt.Errorf("corrupt lease key %x", k)
+			}
+			out = append(out, id)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ExpiredInstances implements store.Store.
+func (s *Store) ExpiredInstances(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	limit = store.ClampLimit(limit)
+	end := key(nil).time(now)
+	var out []string
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bExpiry).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) <= 0; k, _ = c.Next() {
+			id, _, ok := readStr(k[8:])
+			if !ok {
+				return fmt.Errorf("corrupt delete-after key %x", k)
 			}
 			out = append(out, id)
 		}

@@ -84,7 +84,7 @@ func fixture(t *testing.T, s store.Store) *store.Instance {
 		Plugins: map[string]string{"pay": "v1"},
 		Lease:   store.Lease{Node: "n1", Boot: "b1", Expiry: storetest.Epoch.Add(time.Minute)}}
 	_, err = s.Commit(ctx, store.Commit{Instance: in, Fence: 5,
-		History:   []store.Event{{Type: "created"}},
+		History:   []store.HistoryEntry{{Type: "created"}},
 		Bookmarks: []store.Bookmark{{StepPath: "wait", Event: "paid", Key: "o1"}},
 		Timers:    []store.Timer{{ID: "t", Due: storetest.Epoch.Add(time.Hour)}},
 	})
@@ -118,7 +118,7 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 		n.Rev, n.Status, n.State, n.Plugins = rev, store.StatusSuspended, []byte("changed"), plugins
 		return store.Commit{
 			Instance: &n, Fence: fence,
-			History:           []store.Event{{Type: "x"}},
+			History:           []store.HistoryEntry{{Type: "x"}},
 			Bookmarks:         []store.Bookmark{},
 			Timers:            []store.Timer{{ID: "t2", Due: storetest.Epoch}},
 			DeliveredStimulus: stim,
@@ -189,7 +189,7 @@ func TestScriptOutOfMemoryWritesNothing(t *testing.T) {
 	before := snapshot(t, c, "oom:")
 
 	in.Status = store.StatusSuspended
-	commit := store.Commit{Instance: in, Fence: 5, History: []store.Event{{Type: "suspended"}}, DeliveredStimulus: "queued",
+	commit := store.Commit{Instance: in, Fence: 5, History: []store.HistoryEntry{{Type: "suspended"}}, DeliveredStimulus: "queued",
 		Bookmarks: []store.Bookmark{}, Timers: []store.Timer{}, Consumed: []string{"m1"}}
 	ctx := context.Background()
 	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {

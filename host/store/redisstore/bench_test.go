@@ -100,14 +100,14 @@ func BenchmarkCommitRunParallel(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					in := &store.Instance{ID: fmt.Sprint("bench-", next.Add(1)), Workflow: "bench", Status: store.StatusPending, Vars: vars}
-					rev, err := s.Commit(ctx, store.Commit{Instance: in, History: []store.Event{{Type: "created"}}})
+					rev, err := s.Commit(ctx, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}})
 					if err != nil {
 						b.Error(err)
 						return
 					}
 					in.Rev, in.Status = rev, store.StatusRunning
 					in.Lease = store.Lease{Node: "n", Boot: "b", Expiry: time.Now().Add(time.Minute)}
-					if _, err := s.Commit(ctx, store.Commit{Instance: in, Fence: 1, History: []store.Event{{Type: "started"}}}); err != nil {
+					if _, err := s.Commit(ctx, store.Commit{Instance: in, Fence: 1, History: []store.HistoryEntry{{Type: "started"}}}); err != nil {
 						b.Error(err)
 						return
 					}

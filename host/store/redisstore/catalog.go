@@ -84,6 +84,23 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*s
 
 // ListDefinitions implements store.Store.
 func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) ([]store.Definition, string, error) {
+	return listByName(ctx, s, listDefinitionsScript, "definitions", cursor, limit, 3,
+		func(name string, f []any) (store.Definition, error) {
+			d, err := decodeDefinition(name, f[0], f[1])
+			if err != nil {
+				return store.Definition{}, err
+			}
+			return *d, nil
+		},
+		func(d store.Definition) string { return d.Name })
+}
+
+// listByName reads a page of a list ordered by name with script (ARGV:
+// min, count; it answers the name and width-1 fields of each entry), from
+// after cursor, decodes each entry with decode and returns the page and the
+// next cursor. what names the list in errors.
+func listByName[T any](ctx context.Context, s *Store, script *redis.Script, what, cursor string, limit, width int,
+	decode func(name string, fields []any) (T, error), nameOf func(T) string) ([]T, string, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, "", err
 	}
@@ -92,23 +109,23 @@ func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) (
 		return nil, "", err
 	}
 	limit = store.ClampLimit(limit)
-	res, err := s.run(ctx, listDefinitionsScript, s.args(min, limit+1)).Slice()
+	res, err := s.run(ctx, script, s.args(min, limit+1)).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, "", s.fail(ctx, "list definitions after", cursor, err)
+		return nil, "", s.fail(ctx, "list "+what+" after", cursor, err)
 	}
-	var out []store.Definition
+	var out []T
 	var next string
-	for i := 0; i+2 < len(res); i += 3 {
+	for i := 0; i+width-1 < len(res); i += width {
 		if len(out) == limit {
-			next = encodeCursor(out[len(out)-1].Name)
+			next = encodeCursor(nameOf(out[len(out)-1]))
 			break
 		}
 		name, _ := res[i].(string)
-		d, err := decodeDefinition(name, res[i+1], res[i+2])
+		v, err := decode(name, res[i+1:i+width])
 		if err != nil {
 			return nil, "", s.corrupt(err)
 		}
-		out = append(out, *d)
+		out = append(out, v)
 	}
 	return out, next, nil
 }
@@ -198,33 +215,9 @@ func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, erro
 
 // ListPlugins implements store.Store.
 func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
-	if err := s.begin(ctx); err != nil {
-		return nil, "", err
-	}
-	min, err := nameMin(cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	limit = store.ClampLimit(limit)
-	res, err := s.run(ctx, listPluginsScript, s.args(min, limit+1)).Slice()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, "", s.fail(ctx, "list plugins after", cursor, err)
-	}
-	var out []store.PluginRecord
-	var next string
-	for i := 0; i+1 < len(res); i += 2 {
-		if len(out) == limit {
-			next = encodeCursor(out[len(out)-1].Name)
-			break
-		}
-		name, _ := res[i].(string)
-		r, err := decodePlugin(name, res[i+1])
-		if err != nil {
-			return nil, "", s.corrupt(err)
-		}
-		out = append(out, r)
-	}
-	return out, next, nil
+	return listByName(ctx, s, listPluginsScript, "plugins", cursor, limit, 2,
+		func(name string, f []any) (store.PluginRecord, error) { return decodePlugin(name, f[0]) },
+		func(r store.PluginRecord) string { return r.Name })
 }
 
 // DeletePlugin implements store.Store: the pin check and the delete are

@@ -37,12 +37,12 @@
 // store lives in one slot, on one shard. That is what makes the scripts
 // legal on a cluster: a Commit touches the instance's keys and global
 // indexes (by creation time, workflow, status, lease expiry, due time,
-// bookmark event and key, stimulus queue, expiry and dead letters), and
-// Redis Cluster runs a script only on keys of one node, refusing MULTI
-// blocks and commands over several slots. Scripts build most key names
-// from the prefix: KEYS names one key of the store, which routes the call
-// to the node of the store's slot, so the undeclared keys are there too. A
-// test runs the conformance suite through a ClusterClient on a cluster
+// bookmark event and key, delete-after, stimulus queue, expiry and dead
+// letters), and Redis Cluster runs a script only on keys of one node,
+// refusing MULTI blocks and commands over several slots. Scripts build
+// most key names from the prefix: KEYS names one key of the store, which
+// routes the call to the node of the store's slot, so the undeclared keys
+// are there too. A test runs the conformance suite through a ClusterClient on a cluster
 // node and checks that every key it wrote hashes to its store's slot.
 //
 // The trade-off: a store does not spread over shards, so a cluster adds
@@ -119,6 +119,7 @@
 //	                      not in x:<id> (its member follows from the instance's
 //	                      ln, le and term), so that a renewal is ZREM, ZADD, HSET
 //	P u:<plugin>          instances pinning the plugin, non-terminal only: id
+//	P rx                  terminal instances with a DeleteAfter, by it: time + id
 //	P bk                  bookmarks: (event, key, instance, step) + bookmark
 //	P due                 timers: time + (instance, id) + timer
 //	P s:<id>              stimulus hash: doc, state, ex (expiry), set (settled),

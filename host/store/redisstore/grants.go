@@ -2,11 +2,8 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/store"
 )
@@ -75,33 +72,15 @@ func (s *Store) GetGrants(ctx context.Context, plugin string) (*store.Grants, er
 
 // ListGrants implements store.Store.
 func (s *Store) ListGrants(ctx context.Context, cursor string, limit int) ([]store.Grants, string, error) {
-	if err := s.begin(ctx); err != nil {
-		return nil, "", err
-	}
-	min, err := nameMin(cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	limit = store.ClampLimit(limit)
-	res, err := s.run(ctx, listGrantsScript, s.args(min, limit+1)).Slice()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, "", s.fail(ctx, "list grants after", cursor, err)
-	}
-	var out []store.Grants
-	var next string
-	for i := 0; i+3 < len(res); i += 4 {
-		if len(out) == limit {
-			next = encodeCursor(out[len(out)-1].Plugin)
-			break
-		}
-		name, _ := res[i].(string)
-		g, err := decodeGrants(name, res[i+1], res[i+2], res[i+3])
-		if err != nil {
-			return nil, "", s.corrupt(err)
-		}
-		out = append(out, *g)
-	}
-	return out, next, nil
+	return listByName(ctx, s, listGrantsScript, "grants", cursor, limit, 4,
+		func(name string, f []any) (store.Grants, error) {
+			g, err := decodeGrants(name, f[0], f[1], f[2])
+			if err != nil {
+				return store.Grants{}, err
+			}
+			return *g, nil
+		},
+		func(g store.Grants) string { return g.Plugin })
 }
 
 // DeleteGrants implements store.Store.

@@ -170,6 +170,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	in := *c.Instance
 	id := in.ID
 	now := s.now()
+	in.DeleteAfter = in.DeleteAfter.UTC()
 	doc, err := docOf(in)
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: instance %q: %w", id, err)
@@ -193,11 +194,15 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	if c.Timers != nil {
 		tmFlag = "1"
 	}
+	deleteAfter := ""
+	if !in.DeleteAfter.IsZero() {
+		deleteAfter = hexTime(in.DeleteAfter)
+	}
 	a := s.args(id, strconv.FormatUint(in.Rev, 10), strconv.FormatUint(c.Fence, 10), hexTime(now),
 		doc, in.State, string(in.Status), terminal, in.Workflow, hexTime(created),
 		in.Lease.Node, in.Lease.Boot, le,
 		c.DeliveredStimulus, []byte(compact(c.DeliveredOutcome)), hexTime(now.Add(s.cfg.DeliveredRetention)),
-		bmFlag, tmFlag)
+		bmFlag, tmFlag, deleteAfter)
 
 	names := make([]string, 0, len(in.Plugins))
 	for name := range in.Plugins {
@@ -461,7 +466,7 @@ func (s *Store) ofInstance(ctx context.Context, op, id string, read func(p redis
 
 // History implements store.Store. An event's Seq is its place in the
 // instance's history list.
-func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.Event, error) {
+func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.HistoryEntry, error) {
 	limit = store.ClampLimit(limit)
 	var lr *redis.StringSliceCmd
 	if _, err := s.ofInstance(ctx, "history of instance", id, func(p redis.Pipeliner) {
@@ -469,9 +474,9 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 	}); err != nil {
 		return nil, err
 	}
-	var out []store.Event
+	var out []store.HistoryEntry
 	for i, raw := range lr.Val() {
-		var e store.Event
+		var e store.HistoryEntry
 		if err := json.Unmarshal([]byte(raw), &e); err != nil {
 			return nil, s.corrupt(fmt.Errorf("instance %q: corrupt event: %w", id, err))
 		}
@@ -622,6 +627,25 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 	for _, m := range ms {
 		if len(m) < 17 {
 			return nil, s.corrupt(fmt.Errorf("corrupt lease member %q", m))
+		}
+		out = append(out, m[16:])
+	}
+	return out, nil
+}
+
+// ExpiredInstances implements store.Store.
+func (s *Store) ExpiredInstances(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	ms, err := s.c.ZRangeByLex(ctx, s.p+"rx", &redis.ZRangeBy{Min: "-", Max: upTo(now), Count: int64(store.ClampLimit(limit))}).Result()
+	if err != nil {
+		return nil, s.fail(ctx, "expired instances at", now.UTC().Format(time.RFC3339Nano), err)
+	}
+	var out []string
+	for _, m := range ms {
+		if len(m) < 17 {
+			return nil, s.corrupt(fmt.Errorf("corrupt delete-after member %q", m))
 		}
 		out = append(out, m[16:])
 	}

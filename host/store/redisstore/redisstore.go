@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/store/tuple"
 )
 
 // Config configures a Store. Client is required; Open fills every other
@@ -249,51 +250,17 @@ func parseHexTime(h string) (time.Time, error) {
 	return time.Unix(0, int64(u^(1<<63))).UTC(), nil
 }
 
-// tup appends the tuple encoding of strs to b: each string with 0x00
-// escaped as 0x00 0xFF and terminated by 0x00 0x01, so that byte order of
-// the encoding is the order of the tuples and no tuple is a prefix of
-// another's encoding by accident.
+// tup appends the encoding (host/store/tuple) of the tuple strs to b.
 func tup(b []byte, strs ...string) []byte {
 	for _, s := range strs {
-		for i := 0; i < len(s); i++ {
-			if s[i] == 0 {
-				b = append(b, 0, 0xFF)
-			} else {
-				b = append(b, s[i])
-			}
-		}
-		b = append(b, 0, 1)
+		b = tuple.AppendString(b, s)
 	}
 	return b
 }
 
 // untup decodes one tuple component at the front of b.
-func untup(b string) (s, rest string, ok bool) {
-	var out []byte
-	for i := 0; i+1 < len(b); i++ {
-		if b[i] != 0 {
-			continue
-		}
-		switch b[i+1] {
-		case 1:
-			out = append(out, b[:i]...)
-			return string(out), b[i+2:], true
-		case 0xFF:
-			out = append(out, b[:i+1]...)
-			b = b[i+2:]
-			i = -1
-		default:
-			return "", "", false
-		}
-	}
-	return "", "", false
-}
+func untup(b string) (s, rest string, ok bool) { return tuple.ReadString(b) }
 
 // prefixEnd returns the exclusive upper bound of the members that start
-// with the tuple encoding p: p ends with 0x00 0x01, and every member in
-// [p, p[:len-1]+0x02) starts with p.
-func prefixEnd(p []byte) string {
-	end := []byte(string(p))
-	end[len(end)-1] = 2
-	return string(end)
-}
+// with the tuple encoding p.
+func prefixEnd(p []byte) string { return string(tuple.PrefixEnd(p)) }

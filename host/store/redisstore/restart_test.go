@@ -45,7 +45,7 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 				// A create, then an update: each with one event.
 				for rev := uint64(0); rev < 2; rev++ {
 					in.Rev = rev
-					if _, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []store.Event{{Type: fmt.Sprint("rev", rev+1)}},
+					if _, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []store.HistoryEntry{{Type: store.HistoryType(fmt.Sprint("rev", rev+1))}},
 						Timers: []store.Timer{{ID: "t", Due: storetest.Epoch.Add(time.Duration(rev+1) * time.Minute)}}}); err != nil {
 						return // the server is gone
 					}

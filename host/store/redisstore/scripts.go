@@ -56,7 +56,8 @@ func script(body string) *redis.Script { return redis.NewScript(prelude + body) 
 // commitScript is Commit: every check, then every write. ARGV after the
 // prefix: id, rev, fence, now, doc, state, status, terminal, workflow,
 // created, lease node, boot, expiry, delivered stimulus, outcome, its
-// forget time, replace bookmarks, replace timers; then counted lists:
+// forget time, replace bookmarks, replace timers, delete after ("" for
+// none); then counted lists:
 // pins (name, version), history events, bookmark members, timer members,
 // consumed ids, sent messages (target, id, doc).
 var commitScript = script(`
@@ -65,6 +66,7 @@ local doc, state, status, terminal, wf, created = take(), take(), take(), take()
 local ln, lb, le = take(), take(), take()
 local sid, outcome, forget = take(), take(), take()
 local replaceBm, replaceTm = take() == "1", take() == "1"
+local deleteAfter = take()
 local pins = {}
 for i = 1, takeN() do pins[i] = {take(), take()} end
 local hist = {}
@@ -120,6 +122,8 @@ local new = {ipair(P .. "ix:all", member), ipair(P .. "ix:w:" .. wf, member),
   ipair(P .. "ix:s:" .. status, member), ipair(P .. "ix:ws:" .. status .. ":" .. wf, member)}
 if not terminal then
   for _, p in ipairs(pins) do new[#new + 1] = ipair(P .. "u:" .. p[1], id) end
+elseif deleteAfter ~= "" then
+  new[#new + 1] = ipair(P .. "rx", deleteAfter .. id)
 end
 local had = {}
 if exists then

@@ -32,7 +32,7 @@ func BenchCommits(b *testing.B, s store.Store, writers int) {
 				in := &store.Instance{
 					ID: fmt.Sprintf("bench-%d-%d", w, i), Workflow: "bench", Status: store.StatusPending, Vars: vars,
 				}
-				if _, err := s.Commit(ctx, store.Commit{Instance: in, History: []store.Event{{Type: "created"}}}); err != nil {
+				if _, err := s.Commit(ctx, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}}); err != nil {
 					b.Error(err)
 					return
 				}

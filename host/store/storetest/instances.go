@@ -122,7 +122,7 @@ func testCreateTwice(t *testing.T, h *harness) {
 	first := h.create(t, instance("x", "w"))
 	second := instance("x", "other")
 	second.Input = json.RawMessage(`{"second": true}`)
-	_, err := h.s.Commit(ctx(t), store.Commit{Instance: second, History: []store.Event{{Type: "created"}}})
+	_, err := h.s.Commit(ctx(t), store.Commit{Instance: second, History: []store.HistoryEntry{{Type: "created"}}})
 	wantErr(t, "second create", err, store.ErrExists)
 	var ce *store.CommitError
 	if !errors.As(err, &ce) || ce.InstanceID != "x" || ce.Rev != 1 {
@@ -265,7 +265,7 @@ func testRefusedCommitChangesNothing(t *testing.T, h *harness) {
 	in := instance("r", "w")
 	h.commit(t, store.Commit{
 		Instance: in, Fence: 5,
-		History:   []store.Event{{Type: "created"}},
+		History:   []store.HistoryEntry{{Type: "created"}},
 		Bookmarks: []store.Bookmark{{StepPath: "wait", Event: "e", Key: "k"}},
 		Timers:    []store.Timer{{ID: "t", Due: Epoch.Add(time.Minute)}},
 	})
@@ -281,7 +281,7 @@ func testRefusedCommitChangesNothing(t *testing.T, h *harness) {
 		n.Rev, n.Status, n.State = rev, store.StatusCompleted, []byte("changed")
 		return store.Commit{
 			Instance: n, Fence: fence,
-			History:           []store.Event{{Type: "x"}},
+			History:           []store.HistoryEntry{{Type: "x"}},
 			Bookmarks:         []store.Bookmark{},
 			Timers:            []store.Timer{},
 			DeliveredStimulus: stim,
@@ -354,7 +354,16 @@ func testInvalidCommits(t *testing.T, h *harness) {
 			in.Lease = store.Lease{Boot: "b", Expiry: Epoch}
 			return store.Commit{Instance: in}
 		}},
-		{"event without type", func() store.Commit { return store.Commit{Instance: valid(), History: []store.Event{{}}} }},
+		{"delete_after on a live instance", func() store.Commit {
+			in := valid()
+			in.DeleteAfter = Epoch
+			return store.Commit{Instance: in}
+		}},
+		{"delete_after beyond what an index orders", func() store.Commit {
+			in := finished("v", store.StatusCompleted, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC))
+			return store.Commit{Instance: in}
+		}},
+		{"event without type", func() store.Commit { return store.Commit{Instance: valid(), History: []store.HistoryEntry{{}}} }},
 		{"bookmark of another instance", func() store.Commit {
 			return store.Commit{Instance: valid(), Bookmarks: []store.Bookmark{{InstanceID: "x", Event: "e"}}}
 		}},
@@ -407,7 +416,7 @@ func testInvalidCommits(t *testing.T, h *harness) {
 func testHistory(t *testing.T, h *harness) {
 	in := instance("h", "w")
 	given := Epoch.Add(-time.Minute)
-	h.commit(t, store.Commit{Instance: in, History: []store.Event{
+	h.commit(t, store.Commit{Instance: in, History: []store.HistoryEntry{
 		{Type: "created", Data: json.RawMessage(`{"a": 1}`)},
 		{Type: "step_started", StepPath: "charge", Attempt: 1, Node: "n1", Time: given},
 	}})
@@ -415,7 +424,7 @@ func testHistory(t *testing.T, h *harness) {
 	in.Rev = 1
 	h.commit(t, store.Commit{Instance: in}) // no history
 	in.Rev = 2
-	h.commit(t, store.Commit{Instance: in, History: []store.Event{{Type: "a"}, {Type: "b"}, {Type: "c"}}})
+	h.commit(t, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "a"}, {Type: "b"}, {Type: "c"}}})
 
 	all, err := h.s.History(ctx(t), "h", 0, 0)
 	must(t, "History", err)
@@ -424,7 +433,7 @@ func testHistory(t *testing.T, h *harness) {
 		if e.Seq != uint64(i+1) {
 			t.Errorf("event %d has Seq %d", i, e.Seq)
 		}
-		types = append(types, e.Type)
+		types = append(types, string(e.Type))
 	}
 	wantStrings(t, "types", types, []string{"created", "step_started", "a", "b", "c"})
 	if len(all) == 5 {
@@ -452,7 +461,7 @@ func testHistory(t *testing.T, h *harness) {
 		must(t, "History", err)
 		var got []string
 		for _, e := range evs {
-			got = append(got, e.Type)
+			got = append(got, string(e.Type))
 		}
 		wantStrings(t, fmt.Sprintf("History(after %d, limit %d)", tt.after, tt.limit), got, tt.want)
 	}
@@ -850,7 +859,7 @@ func testDeleteInstance(t *testing.T, h *harness) {
 	in.State = []byte("s")
 	h.commit(t, store.Commit{
 		Instance: in, Fence: 3,
-		History:   []store.Event{{Type: "created"}},
+		History:   []store.HistoryEntry{{Type: "created"}},
 		Bookmarks: []store.Bookmark{{StepPath: "w", Event: "e", Key: "k"}},
 		Timers:    []store.Timer{{ID: "t", Due: Epoch}},
 	})
@@ -884,7 +893,7 @@ func testDeleteInstance(t *testing.T, h *harness) {
 	wantErr(t, "DeleteInstance again", h.s.DeleteInstance(ctx(t), "d", 3), store.ErrNotFound)
 
 	// The id can be used again, from scratch.
-	rev := h.commit(t, store.Commit{Instance: instance("d", "w"), History: []store.Event{{Type: "again"}}})
+	rev := h.commit(t, store.Commit{Instance: instance("d", "w"), History: []store.HistoryEntry{{Type: "again"}}})
 	if rev != 1 {
 		t.Errorf("rev of the re-created instance = %d, want 1", rev)
 	}
@@ -920,7 +929,7 @@ func testCommitHammer(t *testing.T, h *harness) {
 					in.Vars = json.RawMessage(fmt.Sprint(n + 1))
 					rev, err := h.s.Commit(ctx(t), store.Commit{
 						Instance: in,
-						History:  []store.Event{{Type: "inc", Node: fmt.Sprint(g), Data: in.Vars}},
+						History:  []store.HistoryEntry{{Type: "inc", Node: fmt.Sprint(g), Data: in.Vars}},
 					})
 					if errors.Is(err, store.ErrConflict) {
 						continue
@@ -1056,14 +1065,14 @@ func testHeartbeats(t *testing.T, h *harness) {
 // write in one command keeps them all, in order, numbered on.
 func testLongHistory(t *testing.T, h *harness) {
 	in := instance("long", "w")
-	evs := make([]store.Event, 1234)
+	evs := make([]store.HistoryEntry, 1234)
 	for i := range evs {
-		evs[i] = store.Event{Type: fmt.Sprintf("e%d", i)}
+		evs[i] = store.HistoryEntry{Type: store.HistoryType(fmt.Sprintf("e%d", i))}
 	}
 	h.commit(t, store.Commit{Instance: in, History: evs})
 	in.Rev = 1
-	h.commit(t, store.Commit{Instance: in, History: []store.Event{{Type: "last"}}})
-	var got []store.Event
+	h.commit(t, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "last"}}})
+	var got []store.HistoryEntry
 	for after := uint64(0); ; {
 		page, err := h.s.History(ctx(t), "long", after, 1000)
 		must(t, "History", err)
@@ -1077,7 +1086,7 @@ func testLongHistory(t *testing.T, h *harness) {
 		t.Fatalf("%d events, want %d", len(got), len(evs)+1)
 	}
 	for i, e := range got {
-		want := "last"
+		want := store.HistoryType("last")
 		if i < len(evs) {
 			want = evs[i].Type
 		}

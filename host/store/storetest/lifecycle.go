@@ -23,7 +23,7 @@ func testDurability(t *testing.T, h *harness) {
 	in.Vars = json.RawMessage(`{"a": 1}`)
 	h.commit(t, store.Commit{
 		Instance: in, Fence: 4,
-		History:   []store.Event{{Type: "created"}, {Type: "step_started", StepPath: "charge"}},
+		History:   []store.HistoryEntry{{Type: "created"}, {Type: "step_started", StepPath: "charge"}},
 		Bookmarks: []store.Bookmark{{StepPath: "wait", Event: "approved", Key: "o1"}},
 		Timers:    []store.Timer{{ID: "t1", Due: Epoch.Add(time.Hour), Kind: "delay"}},
 	})
@@ -83,7 +83,7 @@ func testDurability(t *testing.T, h *harness) {
 	wantStrings(t, "pending after reopen", stimulusIDs(pending), []string{"q1", "q2"})
 	h.deliver(t, nil, message("i", "m3"), message("i", "m1"))
 	wantStrings(t, "inbox written after reopen", h.inbox(t, "i"), []string{"m1", "m2", "m3"})
-	rev := h.commit(t, store.Commit{Instance: got, Fence: 4, History: []store.Event{{Type: "resumed"}}, DeliveredStimulus: "q1", Consumed: []string{"m2"}})
+	rev := h.commit(t, store.Commit{Instance: got, Fence: 4, History: []store.HistoryEntry{{Type: "resumed"}}, DeliveredStimulus: "q1", Consumed: []string{"m2"}})
 	if rev != 2 {
 		t.Errorf("rev after reopen = %d, want 2", rev)
 	}
@@ -145,6 +145,7 @@ func testCancelledContext(t *testing.T, h *harness) {
 		}},
 		{"Heartbeats", func() error { _, err := h.s.Heartbeats(c, "i"); return err }},
 		{"ExpiredLeases", func() error { _, err := h.s.ExpiredLeases(c, Epoch, 1); return err }},
+		{"ExpiredInstances", func() error { _, err := h.s.ExpiredInstances(c, Epoch, 1); return err }},
 		{"EnqueueStimulus", func() error { _, err := h.s.EnqueueStimulus(c, stimulus("new", "e", "k", time.Hour)); return err }},
 		{"GetStimulus", func() error { _, err := h.s.GetStimulus(c, "s"); return err }},
 		{"PendingStimuli", func() error { _, err := h.s.PendingStimuli(c, "e", "k"); return err }},

@@ -64,6 +64,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"RenewLeases", testRenewLeases},
 		{"Heartbeats", testHeartbeats},
 		{"ExpiredLeases", testExpiredLeases},
+		{"ExpiredInstances", testExpiredInstances},
 		{"LeaseRenewalSurvivesOwnerCommit", testLeaseRenewalSurvivesOwnerCommit},
 		{"StimulusIdempotency", testStimulusIdempotency},
 		{"PendingStimuli", testPendingStimuli},

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/store"
 )
 
 // Context is what Apply needs from outside: the instance's id, the time, and
@@ -16,8 +17,8 @@ type Context struct {
 	Rand       func() float64
 }
 
-// Event is an input to Apply.
-type Event interface{ event() }
+// Input is an input to Apply.
+type Input interface{ input() }
 
 // Start begins an instance.
 type Start struct{ Input any }
@@ -62,7 +63,7 @@ type ChildCompleted struct {
 // ChildFailed is a child instance's failure (or cancellation).
 type ChildFailed struct {
 	Token   string
-	Failure Failure
+	Failure store.Failure
 }
 
 // Cancel cancels the instance.
@@ -82,15 +83,15 @@ type Recover struct {
 	Heartbeats map[string]json.RawMessage
 }
 
-func (Start) event()             {}
-func (ActivityCompleted) event() {}
-func (ActivityFailed) event()    {}
-func (TimerFired) event()        {}
-func (StimulusDelivered) event() {}
-func (ChildCompleted) event()    {}
-func (ChildFailed) event()       {}
-func (Cancel) event()            {}
-func (Recover) event()           {}
+func (Start) input()             {}
+func (ActivityCompleted) input() {}
+func (ActivityFailed) input()    {}
+func (TimerFired) input()        {}
+func (StimulusDelivered) input() {}
+func (ChildCompleted) input()    {}
+func (ChildFailed) input()       {}
+func (Cancel) input()            {}
+func (Recover) input()           {}
 
 // Action is an output of Apply, for the shell to perform in order.
 type Action interface{ action() }
@@ -172,9 +173,9 @@ type CancelChild struct{ Token string }
 // says so).
 type Persist struct{}
 
-// Record appends an event to the instance's history.
+// Record appends an entry to the instance's history.
 type Record struct {
-	Type    string
+	Type    store.HistoryType
 	Path    string
 	Attempt int
 	Data    map[string]any
@@ -185,9 +186,9 @@ type Record struct {
 
 // Finish ends the instance.
 type Finish struct {
-	Status Status
+	Status store.Status
 	Output any
-	Error  *Failure
+	Error  *store.Failure
 }
 
 func (Invoke) action()         {}

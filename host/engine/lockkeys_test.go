@@ -1,13 +1,13 @@
-package lock_test
+package engine_test
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/weftworks/weft/lock"
+	"github.com/weftworks/weft/host/engine"
 )
 
-func TestInstanceKey(t *testing.T) {
+func TestInstanceLockKey(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ id, want string }{
 		{"wf-1", "workflow-instance:wf-1"},
@@ -15,13 +15,13 @@ func TestInstanceKey(t *testing.T) {
 		{"", "workflow-instance:"},
 	}
 	for _, tt := range tests {
-		if got := lock.InstanceKey(tt.id); got != tt.want {
-			t.Errorf("InstanceKey(%q) = %q, want %q", tt.id, got, tt.want)
+		if got := engine.InstanceLockKey(tt.id); got != tt.want {
+			t.Errorf("InstanceLockKey(%q) = %q, want %q", tt.id, got, tt.want)
 		}
 	}
 }
 
-func TestRefreshKey(t *testing.T) {
+func TestRefreshLockKey(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
@@ -39,15 +39,15 @@ func TestRefreshKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			in := slices.Clone(tt.names)
-			if got := lock.RefreshKey(tt.names); got != tt.want {
-				t.Errorf("RefreshKey(%q) = %q, want %q", tt.names, got, tt.want)
+			if got := engine.RefreshLockKey(tt.names); got != tt.want {
+				t.Errorf("RefreshLockKey(%q) = %q, want %q", tt.names, got, tt.want)
 			}
 			if !slices.Equal(in, tt.names) {
-				t.Errorf("RefreshKey modified its argument: %q, was %q", tt.names, in)
+				t.Errorf("RefreshLockKey modified its argument: %q, was %q", tt.names, in)
 			}
 		})
 	}
-	if lock.RefreshKey(nil) != lock.RefreshAllKey {
-		t.Errorf("RefreshAllKey = %q, RefreshKey(nil) = %q", lock.RefreshAllKey, lock.RefreshKey(nil))
+	if engine.RefreshLockKey(nil) != engine.RefreshAllLockKey {
+		t.Errorf("RefreshAllLockKey = %q, RefreshLockKey(nil) = %q", engine.RefreshAllLockKey, engine.RefreshLockKey(nil))
 	}
 }

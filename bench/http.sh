@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Measures Weft as users drive it: over HTTP, from a separate process
+# (bench/load), against a `weft serve` on the embedded store and against
+# one on Redis. Each round starts a fresh host on a fresh data dir and runs
+# every scenario once; the summary gives each figure's median over the
+# rounds, with its range. BENCHMARKS.md ("Throughput over HTTP") records
+# the figures.
+#
+#	bench/http.sh                  # or: make bench-http
+#	ROUNDS=5 bench/http.sh         # more rounds (default 3)
+#	N=500 WARMUP=50 bench/http.sh  # a quick check that it all works
+#	STORES=embedded bench/http.sh  # only the embedded store
+#
+# Scenarios (seq3: three kit.echo steps; sleep3: three kit.sleep steps of
+# 100 ms each):
+#   seq3, 50 in flight (closed loop)       the throughput figure
+#   seq3, 1 in flight                      the latency of one workflow
+#   seq3, open loop at RATE/s (wrk2-style) latency under a steady arrival rate
+#   sleep3, 200 in flight                  concurrency: activities that wait
+# Needs Go, redis-server (make deps) and the example plugins (make plugins).
+set -euo pipefail
+
+bench=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$bench")
+out=$bench/work/results
+rounds=${ROUNDS:-3}
+n=${N:-2000}
+warmup=${WARMUP:-200}
+rate=${RATE:-500}
+stores=${STORES:-"embedded redis"}
+mkdir -p "$out"
+results=$out/http.jsonl
+: >"$results"
+
+echo "== building"
+(cd "$root" && make --no-print-directory build plugins >/dev/null)
+(cd "$bench" && go build -o work/load ./load)
+weft=$root/bin/weft
+load=$bench/work/load
+
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "go: $(go version)"
+	echo "nproc: $(nproc)"
+	lscpu | grep -E '^(Model name|CPU\(s\)):' || true
+	echo "rounds: $rounds, n: $n, warmup: $warmup, rate: $rate/s, stores: $stores"
+	echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$out/http-machine.txt"
+
+work=$(mktemp -d)
+host_pid=
+redis_pid=
+cleanup() {
+	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
+	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# free_port prints a free loopback port.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# await_ready waits for the host's /readyz, for up to a minute.
+await_ready() {
+	for _ in $(seq 600); do
+		if curl -fs "http://127.0.0.1:$1/readyz" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "the host on port $1 did not become ready; its log:" >&2
+	cat "$work/host.log" >&2
+	return 1
+}
+
+# start_host STORE starts a weft serve on a fresh data dir (and, for redis,
+# a fresh redis-server with AOF, appendfsync everysec).
+start_host() {
+	local store=$1 port
+	rm -rf "$work/data" "$work/redis"
+	mkdir -p "$work/data" "$work/redis"
+	port=$(free_port)
+	local args=(serve --listen "127.0.0.1:$port" --data-dir "$work/data")
+	if [ "$store" = redis ]; then
+		redis_port=$(free_port)
+		redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work/redis" --appendonly yes \
+			--appendfsync everysec --save '' --daemonize no >"$work/redis.log" 2>&1 &
+		redis_pid=$!
+		for _ in $(seq 100); do
+			redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		args+=(--store redis --redis-addr "127.0.0.1:$redis_port")
+	fi
+	"$weft" "${args[@]}" >"$work/host.log" 2>&1 &
+	host_pid=$!
+	await_ready "$port"
+	server=http://127.0.0.1:$port
+}
+
+stop_host() {
+	kill "$host_pid" && wait "$host_pid" || true
+	host_pid=
+	if [ -n "$redis_pid" ]; then
+		kill "$redis_pid" && wait "$redis_pid" || true
+		redis_pid=
+	fi
+}
+
+for round in $(seq "$rounds"); do
+	for store in $stores; do
+		echo "== round $round/$rounds: $store"
+		start_host "$store"
+		common=(-server "$server" -json "$results" -warmup "$warmup")
+		redis=()
+		if [ "$store" = redis ]; then
+			redis=(-redis "127.0.0.1:$redis_port")
+		fi
+		"$load" "${common[@]}" "${redis[@]}" -setup -plugin "$root/bin/plugins/kit.wasm" \
+			-label "$store: seq3, 50 in flight" -workflow seq3 -n "$n" -concurrency 50
+		"$load" "${common[@]}" "${redis[@]}" -label "$store: seq3, 1 in flight" -workflow seq3 \
+			-n $((n / 4)) -warmup $((warmup / 4)) -concurrency 1
+		"$load" "${common[@]}" "${redis[@]}" -label "$store: seq3, open loop $rate/s" -workflow seq3 -n "$n" -rate "$rate"
+		"$load" "${common[@]}" "${redis[@]}" -label "$store: sleep3 (3 × 100 ms), 200 in flight" -workflow sleep3 \
+			-n $((n / 5)) -warmup $((warmup / 5)) -concurrency 200
+		stop_host
+	done
+	echo "loadavg after round $round: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/http-machine.txt"
+done
+
+echo
+echo "== medians of $rounds rounds (range in parentheses); raw results in $results"
+"$load" -summarize "$results" | tee "$out/http-summary.md"

@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/weftworks/weft/host/runner"
+	"github.com/weftworks/weft/host/store"
+)
+
+// TestDecodeMessage: each kind of inbox message becomes the runner input or
+// history record it stands for, and one that does not decode is a failure
+// with a code or an error, never an empty failure.
+func TestDecodeMessage(t *testing.T) {
+	t.Parallel()
+	msg := func(kind store.MessageKind, payload string) store.Message {
+		return store.Message{ID: "m1", Kind: kind, Token: "t1", Payload: json.RawMessage(payload)}
+	}
+	tests := []struct {
+		name    string
+		m       store.Message
+		input   runner.Input
+		note    *store.HistoryEntry
+		wantErr string
+		// failCode and failMessage check a ChildFailed by its code and a
+		// part of its message.
+		failCode, failMessage string
+	}{
+		{name: "stimulus", m: msg(store.MessageStimulus, `{"ok":true}`), input: runner.StimulusDelivered{Token: "t1", Payload: map[string]any{"ok": true}}},
+		{name: "stimulus without a payload", m: msg(store.MessageStimulus, ``), input: runner.StimulusDelivered{Token: "t1"}},
+		{name: "stimulus not JSON", m: msg(store.MessageStimulus, `{`), wantErr: "inbox message m1: the stimulus payload"},
+		{name: "child completed", m: msg(store.MessageChild, `{"id":"c1","status":"completed","output":[1]}`), input: runner.ChildCompleted{Token: "t1", Output: []any{1.0}}},
+		{name: "child failed", m: msg(store.MessageChild, `{"id":"c1","status":"failed","error":{"code":"declined","message":"card declined"}}`), failCode: "declined", failMessage: "card declined"},
+		{name: "child failed without an error", m: msg(store.MessageChild, `{"id":"c1","status":"failed"}`), failCode: "failed", failMessage: "child c1 failed"},
+		{name: "child cancelled", m: msg(store.MessageChild, `{"id":"c1","status":"cancelled","error":{"code":"cancelled","message":"by ops"}}`), failCode: "cancelled", failMessage: "child c1 cancelled: by ops"},
+		{name: "child end not an object", m: msg(store.MessageChild, `"done"`), failCode: CodeCorruptMessage, failMessage: "inbox message m1"},
+		{name: "child output not JSON", m: msg(store.MessageChild, `{"id":"c1","status":"completed","output":{"a":}}`), failCode: CodeCorruptMessage},
+		{name: "child end without a status", m: msg(store.MessageChild, `{"id":"c1"}`), failCode: CodeCorruptMessage, failMessage: `status ""`},
+		{name: "cancel", m: msg(store.MessageCancel, `"by ops"`), input: runner.Cancel{Reason: "by ops"}},
+		{name: "cancel with a reason not a string", m: msg(store.MessageCancel, `42`), input: runner.Cancel{Reason: "42"}},
+		{name: "note", m: msg(store.MessageNote, `{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`),
+			note: &store.HistoryEntry{Type: "late_completion_refused", StepPath: "a", Attempt: 2, Node: "n2", Data: json.RawMessage(`{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`)}},
+		{name: "note not an object", m: msg(store.MessageNote, `[]`), wantErr: "inbox message m1: the note"},
+		{name: "unknown kind", m: msg("telegram", `{}`), wantErr: `unknown kind "telegram"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := decodeMessage(tt.m)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.failCode != "" {
+				f, ok := got.input.(runner.ChildFailed)
+				if !ok || f.Token != "t1" || f.Failure.Code != tt.failCode || !strings.Contains(f.Failure.Message, tt.failMessage) {
+					t.Fatalf("input = %#v, want ChildFailed with code %q and a message containing %q", got.input, tt.failCode, tt.failMessage)
+				}
+				return
+			}
+			if !reflect.DeepEqual(got.input, tt.input) || !reflect.DeepEqual(got.note, tt.note) {
+				t.Fatalf("decodeMessage = %#v, %#v; want %#v, %#v", got.input, got.note, tt.input, tt.note)
+			}
+		})
+	}
+}

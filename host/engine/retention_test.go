@@ -1,0 +1,235 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/store"
+)
+
+// jumpClock is the real clock plus an offset that a test moves forward:
+// time passes as usual (leases, locks), and a test can jump past a
+// retention.
+type jumpClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *jumpClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *jumpClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// deletions is an engine.Observer that passes on what is deleted.
+type deletions struct {
+	ch chan string // reason, once per instance
+}
+
+func (deletions) InstanceStatus(string, store.Status)                {}
+func (deletions) StepFinished(string, string, string, time.Duration) {}
+func (d deletions) InstancesDeleted(reason string, n int) {
+	for range n {
+		d.ch <- reason
+	}
+}
+
+// next waits for the next deletion and returns its reason.
+func (d deletions) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case r := <-d.ch:
+		return r
+	case <-time.After(30 * time.Second):
+		t.Fatal("no instance deleted within 30s")
+		return ""
+	}
+}
+
+// retentionWorkflows are one workflow per way of setting a retention.
+var retentionWorkflows = map[string]string{
+	"plain":   "name: plain\nsteps: [{id: a, set: {x: 1}}]",
+	"short":   "name: short\nretention: 1m\nsteps: [{id: a, set: {x: 1}}]",
+	"long":    "name: long\nretention: 30d\nsteps: [{id: a, activity: kit.fail, input: {code: nope}, retry: {max_attempts: 1}}]",
+	"forever": "name: forever\nretention: 0\nsteps: [{id: a, set: {x: 1}}]",
+}
+
+// finishAll saves the retention workflows, finishes an instance of each,
+// and checks that each was stamped with its finish time plus want[name]
+// (0: not stamped, kept forever).
+func finishAll(t *testing.T, h *host, clock *jumpClock, want map[string]time.Duration) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	for name, src := range retentionWorkflows {
+		h.save(src)
+		before := clock.Now()
+		inst := h.finish(name, nil)
+		after := clock.Now()
+		ids[name] = inst.ID
+		r := want[name]
+		switch {
+		case r == 0 && !inst.DeleteAfter.IsZero():
+			t.Errorf("%s: delete_after %s, want none (kept forever)", name, inst.DeleteAfter)
+		case r != 0 && (inst.DeleteAfter.Before(before.Add(r)) || inst.DeleteAfter.After(after.Add(r))):
+			t.Errorf("%s: delete_after %s, want its finish time plus %s, between %s and %s", name, inst.DeleteAfter, r, before.Add(r), after.Add(r))
+		}
+	}
+	return ids
+}
+
+// wantKept fails unless each named instance is still stored; wantGone
+// unless each is gone, with its history.
+func wantKept(t *testing.T, h *host, ids map[string]string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := h.store.GetInstance(context.Background(), ids[name]); err != nil {
+			t.Errorf("%s: %v, want it kept", name, err)
+		}
+	}
+}
+
+func wantGone(t *testing.T, h *host, ids map[string]string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := h.store.GetInstance(context.Background(), ids[name]); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: GetInstance = %v, want ErrNotFound", name, err)
+		}
+		if _, err := h.store.History(context.Background(), ids[name], 0, 10); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: History = %v, want ErrNotFound", name, err)
+		}
+	}
+}
+
+// TestRetentionDeletesFinishedInstancesPastTheirTime: a finished instance
+// is deleted once its workflow's retention, or the engine's, has passed
+// since it finished, and not before; a workflow's retention overrides the
+// engine's, both ways, and 0 keeps instances forever.
+func TestRetentionDeletesFinishedInstancesPastTheirTime(t *testing.T) {
+	t.Parallel()
+	clock := &jumpClock{}
+	obs := deletions{ch: make(chan string, 10)}
+	h := newHost(t, withConfig(engine.Config{
+		NodeID: "n1", Now: clock.Now, Observer: obs,
+		Retention: time.Hour, RetentionInterval: 5 * time.Millisecond,
+	}))
+	ids := finishAll(t, h, clock, map[string]time.Duration{
+		"plain": time.Hour, "short": time.Minute, "long": 30 * 24 * time.Hour,
+	})
+
+	clock.Advance(2 * time.Minute)
+	if r := obs.next(t); r != engine.DeletedByRetention {
+		t.Errorf("deleted for %q, want %q", r, engine.DeletedByRetention)
+	}
+	wantGone(t, h, ids, "short")
+	wantKept(t, h, ids, "plain", "long", "forever")
+
+	clock.Advance(time.Hour)
+	obs.next(t)
+	wantGone(t, h, ids, "plain")
+	wantKept(t, h, ids, "long", "forever")
+
+	clock.Advance(30 * 24 * time.Hour)
+	obs.next(t)
+	wantGone(t, h, ids, "long")
+	// Each sweep deleted what was due: forever, never stamped, was never
+	// due.
+	clock.Advance(200 * 365 * 24 * time.Hour)
+	h.save("name: later\nretention: 1s\nsteps: [{id: a, set: {x: 1}}]")
+	later := h.finish("later", nil)
+	clock.Advance(time.Minute)
+	obs.next(t)
+	wantGone(t, h, map[string]string{"later": later.ID}, "later")
+	wantKept(t, h, ids, "forever")
+}
+
+// TestRetentionZeroKeepsForever: with the engine's retention 0 (the zero
+// Config's), finished instances are kept unless their workflow sets a
+// retention.
+func TestRetentionZeroKeepsForever(t *testing.T) {
+	t.Parallel()
+	clock := &jumpClock{}
+	obs := deletions{ch: make(chan string, 10)}
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", Now: clock.Now, Observer: obs, RetentionInterval: 5 * time.Millisecond}))
+	ids := finishAll(t, h, clock, map[string]time.Duration{"short": time.Minute, "long": 30 * 24 * time.Hour})
+	clock.Advance(31 * 24 * time.Hour)
+	obs.next(t)
+	obs.next(t)
+	wantGone(t, h, ids, "short", "long")
+	wantKept(t, h, ids, "plain", "forever")
+}
+
+// TestDeleteIsObserved: a deletion on request is counted as such.
+func TestDeleteIsObserved(t *testing.T) {
+	t.Parallel()
+	obs := deletions{ch: make(chan string, 10)}
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", Observer: obs}))
+	h.save(retentionWorkflows["plain"])
+	inst := h.finish("plain", nil)
+	if err := h.e.Delete(context.Background(), inst.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := obs.next(t); r != engine.DeletedOnRequest {
+		t.Errorf("deleted for %q, want %q", r, engine.DeletedOnRequest)
+	}
+}
+
+// TestRetentionConfig: a negative retention, one over the definition's
+// limit, and a batch the store cannot answer in one page are refused.
+func TestRetentionConfig(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []engine.Config{
+		{Retention: -time.Second},
+		{Retention: 101 * 365 * 24 * time.Hour},
+		{RetentionBatch: store.MaxListLimit + 1},
+		{RetentionBatch: -1},
+		{RetentionInterval: -time.Second},
+	} {
+		if _, err := engine.New(cfg, nil, nil, nil, nil); err == nil {
+			t.Errorf("New(%+v) accepted it", cfg)
+		}
+	}
+}
+
+// TestImportOfAFinishedInstance: a finished instance imported with a
+// delete_after keeps it; one exported without (by a host that kept
+// instances forever) gets this host's retention from the import.
+func TestImportOfAFinishedInstance(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", Retention: time.Hour}))
+	h.save(retentionWorkflows["plain"])
+	ctx := context.Background()
+	inst := h.finish("plain", nil)
+	exported, err := h.e.Export(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := inst.DeleteAfter.Add(time.Minute)
+	exported.Instance.DeleteAfter = kept
+	got, err := h.e.Import(ctx, exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.DeleteAfter.Equal(kept) {
+		t.Errorf("imported with delete_after %s, kept %s, want it kept", kept, got.DeleteAfter)
+	}
+
+	exported.Instance.DeleteAfter = time.Time{}
+	before := time.Now()
+	got, err = h.e.Import(ctx, exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.DeleteAfter.Before(before.Add(time.Hour)) || got.DeleteAfter.After(time.Now().Add(time.Hour)) {
+		t.Errorf("imported without delete_after, got %s, want the import's time plus 1h", got.DeleteAfter)
+	}
+}

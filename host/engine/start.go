@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/host/queue"
+	"github.com/weftworks/weft/host/store"
+)
+
+// Starting instances: create-if-absent in the store, then the ready queue.
+
+// Start creates an instance of the latest version of workflow with input,
+// pinning the current version of every plugin it uses, and queues it. The
+// instance is durably stored when Start returns.
+//
+// A non-empty id makes the call idempotent: when an instance with that id
+// exists, of the same workflow, it is returned as it is, with created
+// false; of another workflow, the error matches ErrIDInUse. Of concurrent
+// Starts with one id, exactly one creates: the store's commit creates only
+// if absent.
+func (e *Engine) Start(ctx context.Context, workflow string, input any, id string) (inst *store.Instance, created bool, err error) {
+	inst, created, err = e.create(ctx, workflow, input, id, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	// An existing instance is queued again unless it has ended: the Start
+	// that created it may have died before queueing it.
+	if created || !inst.Status.Terminal() {
+		e.push(ctx, inst.ID, "start")
+	}
+	return inst, created, nil
+}
+
+// push queues an instance, logging a failure: the sweeps find its work
+// again (due timers, inbox, lease expiry).
+func (e *Engine) push(ctx context.Context, id, reason string) {
+	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: reason}); err != nil && ctx.Err() == nil {
+		e.log.Warn("queueing instance", "instance", id, "err", err)
+	}
+}
+
+// create stores a new pending instance (idempotently by id, see Start)
+// without queueing it.
+func (e *Engine) create(ctx context.Context, workflow string, input any, id string, parent *store.ParentRef) (*store.Instance, bool, error) {
+	if id != "" {
+		// The common case of a retried start, answered without needing the
+		// definition or its plugins, which may have changed since.
+		if old, err := e.existing(ctx, workflow, id); old != nil || err != nil {
+			return old, false, err
+		}
+	}
+	d, err := e.store.GetDefinition(ctx, workflow, 0)
+	if err != nil {
+		return nil, false, fmt.Errorf("engine: workflow %s: %w", workflow, err)
+	}
+	prog, err := e.program(ctx, d.Name, d.Version)
+	if err != nil {
+		return nil, false, err
+	}
+	pins := map[string]string{}
+	var pinErr error
+	prog.Definition().Walk(func(_ string, s *definition.Step) bool {
+		if s.Kind != definition.KindActivity || pins[s.Activity.Plugin] != "" {
+			return true
+		}
+		p, err := e.store.GetPlugin(ctx, s.Activity.Plugin)
+		if err != nil {
+			pinErr = fmt.Errorf("engine: workflow %s uses plugin %s: %w", workflow, s.Activity.Plugin, err)
+			return false
+		}
+		pins[s.Activity.Plugin] = p.Current.Version
+		return true
+	})
+	if pinErr != nil {
+		return nil, false, pinErr
+	}
+	in, err := json.Marshal(input)
+	if err != nil {
+		return nil, false, fmt.Errorf("engine: input of %s: %w", workflow, err)
+	}
+	if id == "" {
+		id = newID(e.cfg.Now())
+	}
+	inst := &store.Instance{
+		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: in,
+		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
+	}
+	_, err = e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.HistoryEntry{{Type: store.HistoryInstanceCreated, Node: e.cfg.NodeID}}})
+	if errors.Is(err, store.ErrExists) {
+		// Another Start with the id created it between the check above
+		// and this commit.
+		old, err := e.existing(ctx, workflow, id)
+		if old == nil && err == nil {
+			err = fmt.Errorf("engine: instance %s exists and then did not: %w", id, store.ErrNotFound)
+		}
+		return old, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
+	}
+	e.cfg.Observer.InstanceStatus(d.Name, store.StatusPending)
+	// Read back what the store made of it (times, revision) before a worker
+	// can change it.
+	inst, err = e.store.GetInstance(ctx, id)
+	return inst, err == nil, err
+}
+
+// existing returns the instance id when it exists and belongs to workflow,
+// nil when there is none, and an error matching ErrIDInUse when it belongs
+// to another workflow.
+func (e *Engine) existing(ctx context.Context, workflow, id string) (*store.Instance, error) {
+	old, err := e.store.GetInstance(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case old.Workflow != workflow:
+		return nil, fmt.Errorf("engine: %w: instance %q belongs to workflow %q", ErrIDInUse, id, old.Workflow)
+	}
+	return old, nil
+}
+
+// ErrIDInUse is returned by Start when the id it was given names an
+// instance of another workflow.
+var ErrIDInUse = errors.New("id in use")
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newID returns a time-ordered instance id: milliseconds, then randomness.
+func newID(now time.Time) string {
+	b := make([]byte, 6, 14)
+	ms := uint64(now.UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	return hex.EncodeToString(b) + randomHex(8)
+}

@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/weftworks/weft/host/queue"
+	"github.com/weftworks/weft/host/store"
+)
+
+// The singleton sweeps: due timers, recovery of expired leases and lost wake-ups, expired stimuli; and the requeue of pending instances at start.
+
+// singleton runs work every interval on the one node that holds the
+// try-lock key; the others skip their turn (docs/cluster.md, "Singleton
+// work").
+func (e *Engine) singleton(ctx context.Context, key string, interval time.Duration, work func(context.Context)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		lease, ok, err := e.locks.TryAcquire(ctx, key, singletonTTL(interval))
+		if err != nil || !ok {
+			continue
+		}
+		work(ctx)
+		lease.Release(context.WithoutCancel(ctx))
+	}
+}
+
+// singletonTTL is the lock TTL of singleton work run every interval: a
+// turn that takes longer may overlap the next node's.
+func singletonTTL(interval time.Duration) time.Duration { return max(time.Second, 4*interval) }
+
+// sweepTimers queues the instances whose timers are due.
+func (e *Engine) sweepTimers(ctx context.Context) {
+	due, err := e.store.DueTimers(ctx, e.cfg.Now(), 1000)
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("sweeping timers", "err", err)
+	}
+	seen := map[string]bool{}
+	for _, tm := range due {
+		if !seen[tm.InstanceID] {
+			seen[tm.InstanceID] = true
+			_ = e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"})
+		}
+	}
+}
+
+// requeuePending queues the instances created but not yet run: the
+// in-process ready queue does not survive a restart. (Under lazy
+// persistence an instance stays pending in the store until it first
+// suspends or finishes, so this also resumes instances a crash interrupted.)
+func (e *Engine) requeuePending(ctx context.Context) {
+	n := 0
+	for cursor := ""; ; {
+		items, next, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Cursor: cursor, Limit: 1000})
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("listing pending instances", "err", err)
+			}
+			return
+		}
+		for _, in := range items {
+			e.push(ctx, in.ID, "recovery")
+			n++
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if n > 0 {
+		e.log.Info("queued pending instances at start-up", "count", n)
+	}
+}
+
+// recover queues the instances whose lease expired: their node stopped
+// renewing it (it died, or lost the instance). Lease expiry, not "not
+// updated for a while", decides (docs/architecture.md, "Locks and
+// fencing"); the instance lock then makes sure a live instance is never run
+// twice.
+func (e *Engine) recover(ctx context.Context) {
+	ids, err := e.store.ExpiredLeases(ctx, e.cfg.Now(), 1000)
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("finding expired leases", "err", err)
+	}
+	for _, id := range ids {
+		e.log.Info("recovering instance whose lease expired", "instance", id)
+		e.push(ctx, id, "recovery")
+	}
+	// Inboxes waiting longer than a lease's TTL lost their wake-up (the
+	// node that wrote the message died before queueing the instance, or
+	// its queue was in memory): queue them again. A worker takes such an
+	// item only when the instance's lock is free.
+	waiting, err := e.store.WaitingInboxes(ctx, e.cfg.Now().Add(-e.cfg.LockTTL), 1000)
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("finding waiting inboxes", "err", err)
+	}
+	for _, id := range waiting {
+		e.push(ctx, id, reasonInbox)
+	}
+	// Likewise instances created and never run (the node that created
+	// them died before queueing them, or a full queue refused the push of
+	// an execution): the oldest pending ones first, a lease's TTL old.
+	pending, _, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Limit: 1000})
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("listing pending instances", "err", err)
+	}
+	cutoff := e.cfg.Now().Add(-e.cfg.LockTTL)
+	for _, in := range pending {
+		if !in.CreatedAt.Before(cutoff) {
+			break // oldest first: the rest are younger
+		}
+		e.push(ctx, in.ID, reasonInbox)
+	}
+}
+
+// reasonInbox is the queue reason of an instance whose inbox waited too
+// long, or that stayed pending too long; see recover.
+const reasonInbox = "inbox"
+
+// pushSoon queues an instance from inside an execution, waiting at most a
+// moment for room: a worker that blocked on a full queue could wait for
+// itself. An item it could not queue is found by the recovery sweep.
+func (e *Engine) pushSoon(ctx context.Context, id, reason string) {
+	ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: reason}); err != nil {
+		e.log.Info("could not queue the instance now; the recovery sweep will", "instance", id, "err", err)
+	}
+}
+
+// sweepStimuli moves stimuli whose TTL ended without a bookmark to the dead
+// letters, and lets the store forget old delivered ones.
+func (e *Engine) sweepStimuli(ctx context.Context) {
+	dead, err := e.store.ExpireStimuli(ctx, e.cfg.Now(), 1000)
+	if err != nil && ctx.Err() == nil {
+		e.log.Warn("expiring stimuli", "err", err)
+	}
+	for _, s := range dead {
+		e.log.Info("stimulus found no bookmark before its TTL; moved to the dead letters", "stimulus", s.ID, "name", s.Name, "key", s.Key)
+	}
+}

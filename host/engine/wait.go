@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+// Waiting for an instance: local waiters, woken by this node's commits and, in a cluster, by the bus.
+
+// Wait returns the instance once it is no longer pending or running
+// (suspended or finished), or when ctx ends. Instances run by this node wake
+// their waiters at once; others are polled.
+//
+// # Notes
+//
+// Instances run by other nodes wake the wait through the Bus when one is
+// configured; polling every 50ms is the fallback for a lost notification.
+func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
+	return e.waitFor(ctx, id, func(s store.Status) bool { return s != store.StatusPending && s != store.StatusRunning })
+}
+
+// WaitFinished is Wait until the instance completed, failed or was
+// cancelled.
+func (e *Engine) WaitFinished(ctx context.Context, id string) (*store.Instance, error) {
+	return e.waitFor(ctx, id, store.Status.Terminal)
+}
+
+func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status) bool) (*store.Instance, error) {
+	for {
+		ch := make(chan struct{}, 1)
+		e.mu.Lock()
+		e.waiters[id] = append(e.waiters[id], ch)
+		e.mu.Unlock()
+		inst, err := e.store.GetInstance(ctx, id)
+		if err != nil || done(inst.Status) {
+			e.unwait(id, ch)
+			return inst, err
+		}
+		select {
+		case <-ch:
+		case <-time.After(50 * time.Millisecond):
+			e.unwait(id, ch)
+		case <-ctx.Done():
+			e.unwait(id, ch)
+			return inst, ctx.Err()
+		}
+	}
+}
+
+func (e *Engine) unwait(id string, ch chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	list := e.waiters[id]
+	for i, c := range list {
+		if c == ch {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(e.waiters, id)
+	} else {
+		e.waiters[id] = list
+	}
+}
+
+// subscribe listens to the other nodes' notifications.
+func (e *Engine) subscribe(ctx context.Context) (stop func(), err error) {
+	inbox, err := e.cfg.Bus.Subscribe(ctx, topicInbox, func(id []byte) { e.wakeExecution(string(id)) })
+	if err != nil {
+		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicInbox, err)
+	}
+	changed, err := e.cfg.Bus.Subscribe(ctx, topicChanged, func(id []byte) { e.wake(string(id)) })
+	if err != nil {
+		inbox()
+		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicChanged, err)
+	}
+	return func() { inbox(); changed() }, nil
+}
+
+// publish tells the other nodes, when there are any.
+func (e *Engine) publish(ctx context.Context, topic, id string) {
+	if e.cfg.Bus == nil {
+		return
+	}
+	if err := e.cfg.Bus.Publish(context.WithoutCancel(ctx), topic, []byte(id)); err != nil {
+		e.log.Debug("publishing", "topic", topic, "instance", id, "err", err)
+	}
+}
+
+// wake wakes the Wait calls of an instance after a commit.
+func (e *Engine) wake(id string) {
+	e.mu.Lock()
+	list := e.waiters[id]
+	delete(e.waiters, id)
+	e.mu.Unlock()
+	for _, ch := range list {
+		ch <- struct{}{} // buffered, one send per channel
+	}
+}

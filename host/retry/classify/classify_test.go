@@ -1,0 +1,69 @@
+package classify_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/retry"
+	"github.com/weftworks/weft/host/retry/classify"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/plugins"
+)
+
+func TestWrappedSentinels(t *testing.T) {
+	t.Parallel()
+	wrap := func(err error) error { return &plugins.CallError{Activity: "a", Err: fmt.Errorf("%w: detail", err)} }
+	tests := []struct {
+		err  error
+		want retry.Failure
+	}{
+		{wrap(plugins.ErrTimeout), retry.Failure{Kind: retry.KindTimeout, Code: "timeout", Retryable: true}},
+		{wrap(plugins.ErrTrap), retry.Failure{Kind: retry.KindTrap, Code: "trap", Retryable: true}},
+		{wrap(plugins.ErrLimit), retry.Failure{Kind: retry.KindLimit, Code: "limit", Retryable: true}},
+		{wrap(plugins.ErrProtocol), retry.Failure{Kind: retry.KindProtocol, Code: "protocol"}},
+		{wrap(plugins.ErrUnknownActivity), retry.Failure{Kind: retry.KindUnknownActivity, Code: "unknown_activity"}},
+		{wrap(plugins.ErrCancelled), retry.Failure{Kind: retry.KindCancelled, Code: "cancelled"}},
+		{wrap(plugins.ErrNotFound), retry.Failure{Kind: retry.KindHost, Code: "host", Retryable: true}},
+		{&plugins.CallError{Err: &plugins.GuestError{Code: "busy", Retryable: true}}, retry.Failure{Kind: retry.KindActivity, Code: "busy", Retryable: true}},
+		{&plugins.CallError{Err: &plugins.GuestError{Code: "cancelled"}}, retry.Failure{Kind: retry.KindCancelled, Code: "cancelled"}},
+		{errors.New("something else"), retry.Failure{Kind: retry.KindHost, Code: "host", Retryable: true}},
+	}
+	for _, tt := range tests {
+		if got := classify.Failure(tt.err); got != tt.want {
+			t.Errorf("Failure(%v) = %+v, want %+v", tt.err, got, tt.want)
+		}
+	}
+}
+
+// The kinds come out right for real failures of a real plugin.
+func TestRealFailures(t *testing.T) {
+	t.Parallel()
+	rt := testplugins.Runtime(t, plugins.Config{})
+	kit := testplugins.Load(t, rt, "kit")
+	// The spin call's timeout counts from when its guest starts running
+	// (Call.Timeout), not from before the calls ahead of it, so that a slow
+	// machine cannot spend it before the guest runs.
+	call := func(activity, input string, timeout time.Duration) error {
+		_, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: activity, Input: []byte(input), Timeout: timeout})
+		return err
+	}
+	tests := []struct {
+		name string
+		err  error
+		want retry.Kind
+		code string
+	}{
+		{"guest failure", call("fail", `{"code":"card_declined"}`, 0), retry.KindActivity, "card_declined"},
+		{"panic", call("trap", `null`, 0), retry.KindActivity, "panic"},
+		{"timeout", call("spin", `null`, 100*time.Millisecond), retry.KindTimeout, "timeout"},
+		{"unknown activity", call("nope", `null`, 0), retry.KindUnknownActivity, "unknown_activity"},
+	}
+	for _, tt := range tests {
+		if f := classify.Failure(tt.err); f.Kind != tt.want || f.Code != tt.code {
+			t.Errorf("%s: Failure(%v) = %+v, want kind %s code %s", tt.name, tt.err, f, tt.want, tt.code)
+		}
+	}
+}
