@@ -13,6 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -386,4 +389,87 @@ func (r *rig) postMortem(t *testing.T) {
 		return
 	}
 	t.Logf("post mortem: goroutine dumps at the end of the node logs, Redis's data in %s", dst)
+}
+
+// cpuPressure samples the kernel's CPU pressure (/proc/pressure/cpu, the
+// "some" line: the time during which at least one runnable task waited for
+// a CPU) while a run goes on. A timing bound such as the takeover's holds
+// only for a host that gets the CPU; on a machine that other work
+// saturates, a late takeover says nothing about the host, and the harness
+// needs to tell the two apart.
+type cpuPressure struct {
+	mu      sync.Mutex
+	samples []pressureSample
+}
+
+type pressureSample struct {
+	at    time.Time
+	stall time.Duration // cumulative "some" stall time
+}
+
+// sampleCPUPressure samples every 100ms until ctx ends; it returns nil
+// when the kernel has no pressure information.
+func sampleCPUPressure(ctx context.Context) *cpuPressure {
+	if _, err := readCPUStall(); err != nil {
+		return nil
+	}
+	p := &cpuPressure{}
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if stall, err := readCPUStall(); err == nil {
+				p.mu.Lock()
+				p.samples = append(p.samples, pressureSample{time.Now(), stall})
+				p.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+func readCPUStall() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "some ")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Fields(rest) {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				us, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("/proc/pressure/cpu: %q: %w", line, err)
+				}
+				return time.Duration(us) * time.Microsecond, nil
+			}
+		}
+	}
+	return 0, errors.New("/proc/pressure/cpu has no \"some ... total=\" line")
+}
+
+// share returns the share of [from, to] during which some task waited for
+// a CPU, from the samples around it; -1 when there are none.
+func (p *cpuPressure) share(from, to time.Time) float64 {
+	if p == nil {
+		return -1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// The last sample at or before from, the first at or after to.
+	i := sort.Search(len(p.samples), func(i int) bool { return p.samples[i].at.After(from) }) - 1
+	j := sort.Search(len(p.samples), func(i int) bool { return !p.samples[i].at.Before(to) })
+	if i < 0 || j >= len(p.samples) || j <= i {
+		return -1
+	}
+	a, b := p.samples[i], p.samples[j]
+	return float64(b.stall-a.stall) / float64(b.at.Sub(a.at))
 }

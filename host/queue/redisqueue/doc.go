@@ -39,7 +39,10 @@
 //     by a compare-and-delete on the entry ID, so that an old entry never
 //     removes a newer one of the same instance. Ack repeats that
 //     compare-and-delete, which heals the hash if the node died between its
-//     read and its bookkeeping.
+//     read and its bookkeeping; until then, a Push that finds the
+//     instance's entry already pending in the group queues a new entry
+//     rather than coalescing into one that only the visibility timeout
+//     would hand out again.
 //
 // # Delivery
 //

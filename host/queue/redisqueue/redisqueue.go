@@ -175,7 +175,7 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 			return queue.ErrClosed
 		}
 		n, err := pushScript.Run(ctx, q.client, []string{q.stream, q.queued},
-			item.InstanceID, item.Reason, q.capacity).Int()
+			item.InstanceID, item.Reason, q.capacity, group).Int()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -609,3 +609,59 @@ func TestNodeDeathLosesNothing(t *testing.T) {
 		t.Errorf("pending entries at the end: %+v, %v", pending, err)
 	}
 }
+
+// A consumer that read an entry and died before its bookkeeping leaves the
+// entry in the queued hash. A later push for that instance (the recovery
+// sweep queueing an instance whose node died) must queue it anew, not
+// coalesce into the entry nobody can pop before the visibility timeout.
+// The chaos harness found takeovers delayed by up to that timeout.
+func TestPushAfterALostBookkeepingQueuesAgain(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	p := prefix(t)
+	q := newQueue(t, s, redisqueue.Config{Consumer: "alive", Prefix: p, VisibilityTimeout: time.Minute})
+	ctx := timeout(t, 20*time.Second)
+	// Before any read: the group does not exist yet, and a repeated push
+	// coalesces.
+	for range 2 {
+		if err := q.Push(ctx, queue.Item{InstanceID: "x", Reason: "start"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := q.Depth(ctx); err != nil || n != 1 {
+		t.Fatalf("Depth after two pushes = %d, %v; want 1", n, err)
+	}
+	// The raw read a Queue does first, without the bookkeeping after it.
+	c := s.Client(t)
+	if err := c.XGroupCreateMkStream(ctx, "{"+p+"}:ready", "workers", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "workers", Consumer: "dead", Streams: []string{"{" + p + "}:ready", ">"}, Count: 1, Block: -1}).Result()
+	if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
+		t.Fatalf("XREADGROUP: %v, %v", res, err)
+	}
+	if err := q.Push(ctx, queue.Item{InstanceID: "x", Reason: "recovery"}); err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	d, err := q.Pop(pctx)
+	if err != nil {
+		t.Fatalf("Pop after a push for an instance whose entry a dead consumer read: %v; want the new item at once, not after the visibility timeout", err)
+	}
+	if d.Item().InstanceID != "x" || d.Item().Reason != "recovery" {
+		t.Fatalf("Pop = %+v, want x's recovery item", d.Item())
+	}
+	if err := d.Ack(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A push while x's new entry waits unread coalesces again.
+	for range 2 {
+		if err := q.Push(ctx, queue.Item{InstanceID: "x", Reason: "again"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := q.Depth(ctx); err != nil || n != 1 {
+		t.Fatalf("Depth after two more pushes = %d, %v; want 1", n, err)
+	}
+}

@@ -9,9 +9,23 @@ import "github.com/redis/go-redis/v9"
 // pushScript adds an entry unless the instance is queued (0) or the queue is
 // full (-1); it returns 1 when it added one.
 //
-// KEYS: stream, queued. ARGV: instance, reason, capacity.
+// An instance whose entry is in the queued hash but already pending in the
+// group was read by a consumer that has not done (or, dead, never will do)
+// its bookkeeping: only the visibility timeout would hand that entry to
+// anyone, so the push queues a new one instead of coalescing. A consumer
+// that is alive and about to do its bookkeeping then finds the hash
+// changed and leaves it; the instance is delivered twice, which the
+// instance lock makes harmless. Before the first read there is no group,
+// and nothing is pending.
+//
+// KEYS: stream, queued. ARGV: instance, reason, capacity, group.
 var pushScript = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+local cur = redis.call('HGET', KEYS[2], ARGV[1])
+if cur then
+	local p = redis.pcall('XPENDING', KEYS[1], ARGV[4], cur, cur, 1)
+	if type(p) ~= 'table' or p.err or #p == 0 then return 0 end
+	redis.call('HDEL', KEYS[2], ARGV[1])
+end
 if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
 local id = redis.call('XADD', KEYS[1], '*', 'instance', ARGV[1], 'reason', ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], id)
