@@ -31,26 +31,40 @@ type host struct {
 }
 
 // hostOption changes what newHost builds.
-type hostOption func(*engine.Config, *lock.Locker)
+type hostOption func(*hostParts)
+
+// hostParts is what the options change.
+type hostParts struct {
+	cfg   engine.Config
+	locks lock.Locker
+	// wrap, when set, is the store the engine uses around the real one:
+	// a fault to inject.
+	wrap func(store.Store) store.Store
+}
+
+// withStore has the engine use wrap(the real store).
+func withStore(wrap func(store.Store) store.Store) hostOption {
+	return func(p *hostParts) { p.wrap = wrap }
+}
 
 // withConfig runs the engine with cfg instead of the default test
 // configuration (node n1, a 10ms timer sweep).
 func withConfig(cfg engine.Config) hostOption {
-	return func(c *engine.Config, _ *lock.Locker) { *c = cfg }
+	return func(p *hostParts) { p.cfg = cfg }
 }
 
 // withLocks gives the engine locks instead of an in-process locker.
 func withLocks(locks lock.Locker) hostOption {
-	return func(_ *engine.Config, l *lock.Locker) { *l = locks }
+	return func(p *hostParts) { p.locks = locks }
 }
 
 func newHost(t testing.TB, opts ...hostOption) *host {
 	t.Helper()
-	cfg := engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}
-	var locks lock.Locker = local.New(local.Config{})
+	parts := hostParts{cfg: engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}, locks: local.New(local.Config{})}
 	for _, o := range opts {
-		o(&cfg, &locks)
+		o(&parts)
 	}
+	cfg, locks := parts.cfg, parts.locks
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -68,7 +82,11 @@ func newHost(t testing.TB, opts ...hostOption) *host {
 	if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: acts}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(cfg, st, locks, memqueue.New(1000), rt)
+	var engineStore store.Store = st
+	if parts.wrap != nil {
+		engineStore = parts.wrap(st)
+	}
+	e, err := engine.New(cfg, engineStore, locks, memqueue.New(1000), rt)
 	if err != nil {
 		t.Fatal(err)
 	}
