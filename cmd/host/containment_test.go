@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -26,6 +27,10 @@ var hostileGuests = []struct {
 	extra, init, body string
 	// fails is whether the activity fails (and with what code).
 	fails string
+	// timeout is the step's, 2s when zero. A guest that must fail by
+	// another cause than its deadline gets a long one, so that a loaded
+	// machine's slowness cannot turn its failure into a timeout.
+	timeout time.Duration
 }{
 	{name: "recursion", fails: "timeout",
 		extra: `(func $f (param $n i32) (if (local.get $n) (then (call $f (i32.sub (local.get $n) (i32.const 1))) (call $f (i32.sub (local.get $n) (i32.const 1))))))`,
@@ -37,7 +42,7 @@ var hostileGuests = []struct {
 	{name: "tablegrow",
 		init: `(drop (table.grow 0 (ref.null func) (i32.const 0xFFFFFFFE)))`,
 		body: `(drop (table.grow 0 (ref.null func) (i32.const 0xFFFFFFFE))) (call $result (i32.const 1) (i32.const 12)) (i32.const 0)`},
-	{name: "bigmem", fails: "trap",
+	{name: "bigmem", fails: "trap", timeout: time.Minute,
 		body: `(drop (memory.grow (i32.const 4000))) (memory.fill (i32.const 0) (i32.const 0xAB) (i32.mul (memory.size) (i32.const 65536))) (unreachable)`},
 	// An hour's sleep in poll_oneoff (a relative monotonic clock
 	// subscription at 8192).
@@ -107,6 +112,13 @@ func probe(url string) *prober {
 	return p
 }
 
+// count is how many probes have answered.
+func (p *prober) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.latencies)
+}
+
 // finish stops probing and returns the latencies, sorted.
 func (p *prober) finish(t *testing.T) []time.Duration {
 	close(p.stop)
@@ -167,13 +179,19 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 		if _, _, err := c.PutPlugin(ctx, g.name, testplugins.Guest{Extra: g.extra, Init: g.init, Body: g.body}.Module(t)); err != nil {
 			t.Fatalf("upload %s: %v", g.name, err)
 		}
-		wf := fmt.Sprintf("name: h-%s\nsteps: [ { id: s, activity: %s.go, timeout: 2s, retry: { max_attempts: 1 } } ]\n", g.name, g.name)
+		timeout := cmp.Or(g.timeout, 2*time.Second)
+		wf := fmt.Sprintf("name: h-%s\nsteps: [ { id: s, activity: %s.go, timeout: %s, retry: { max_attempts: 1 } } ]\n", g.name, g.name, timeout)
 		if _, _, err := c.PutWorkflow(ctx, "h-"+g.name, []byte(wf)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	baseline := rss(t, p.cmd.Process.Pid)
 
+	// The probes' latency before the attack, on this machine as loaded as
+	// it is now: the attack may not make it much worse.
+	base := probe("http://" + p.addr)
+	until(t, time.Minute, "50 baseline probes", func() bool { return base.count() >= 50 })
+	before := base.finish(t)
 	pr := probe("http://" + p.addr)
 	// A manifest that never returns is refused at upload, promptly, as
 	// invalid: not a 503 that invites a retry.
@@ -202,8 +220,12 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 	wg.Wait()
 	lat := pr.finish(t)
 	t.Logf("/healthz during the attack: %d answers, median %s, p99 %s, max %s", len(lat), percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 1))
-	if p99, max := percentile(lat, 0.99), percentile(lat, 1); p99 > 100*time.Millisecond || max > 2*time.Second {
-		t.Errorf("/healthz took %s (p99) and %s (max) during the attack; want p99 within 100ms", p99, max)
+	// Within 100ms at p99 on a quiet machine; on a loaded one, within 100ms
+	// plus four times what the probes took there before the attack.
+	bound := 100*time.Millisecond + 4*percentile(before, 0.99)
+	t.Logf("/healthz before the attack: %d answers, median %s, p99 %s; bound during it %s", len(before), percentile(before, 0.5), percentile(before, 0.99), bound)
+	if p99, max := percentile(lat, 0.99), percentile(lat, 1); p99 > bound || max > 2*time.Second+4*percentile(before, 1) {
+		t.Errorf("/healthz took %s (p99) and %s (max) during the attack; want p99 within %s", p99, max, bound)
 	}
 	// What the guests took goes back: a discarded instance's memory is
 	// unmapped at once.
