@@ -373,10 +373,46 @@ func (e *Engine) work(ctx context.Context) {
 		if err != nil {
 			return // ctx ended
 		}
-		if err := e.process(ctx, d.Item().InstanceID, d.Item().Reason == reasonInbox); err != nil && ctx.Err() == nil {
-			e.log.Warn("running instance", "instance", d.Item().InstanceID, "err", err)
+		id := d.Item().InstanceID
+		if err := e.process(ctx, id, d.Item().Reason == reasonInbox); err != nil && ctx.Err() == nil {
+			e.log.Warn("running instance", "instance", id, "err", err)
+			if runAgain(err) {
+				go e.runAgain(ctx, id)
+			}
 		}
 		_ = d.Ack(context.WithoutCancel(ctx))
+	}
+}
+
+// runAgain reports whether a run that failed with err must be queued again:
+// unless another node holds the instance now (the store fenced or refused
+// its commit, or its lease or lock was lost), nothing else may wake it. A
+// suspended instance has no lease for recovery to find, and a stimulus
+// queued for its new bookmark waits for a run that reads it.
+func runAgain(err error) bool {
+	return !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrConflict) &&
+		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, store.ErrNotFound)
+}
+
+// runAgain queues the instance id again after a run failed, after
+// RecoveryInterval and then doubling up to LockTTL while the queue itself
+// cannot be reached, until ctx ends.
+func (e *Engine) runAgain(ctx context.Context, id string) {
+	delay := e.cfg.RecoveryInterval
+	for {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: "retry"})
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		e.log.Info("could not queue a failed run again; retrying", "instance", id, "in", delay, "err", err)
+		delay = min(2*delay, e.cfg.LockTTL)
 	}
 }
 

@@ -285,3 +285,49 @@ output: "${ vars.got }"
 		t.Fatalf("instance %s: %s, output %s", inst.ID, inst.Status, inst.Output)
 	}
 }
+
+// failingPending fails, once, the read of the queued stimuli that a run
+// makes after it suspended: the store is unreachable at that moment (a
+// Redis that is loading its data after a restart).
+type failingPending struct {
+	store.Store
+	failed *atomic.Bool
+}
+
+func (s failingPending) PendingStimuli(ctx context.Context, name, key string) ([]store.Stimulus, error) {
+	if s.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("store unreachable")
+	}
+	return s.Store.PendingStimuli(ctx, name, key)
+}
+
+// TestFailedRunIsRunAgain: a run that fails on the store after its
+// instance suspended (here: reading the queued stimuli for its new
+// bookmark) is queued again, so the stimulus queued before the bookmark
+// existed is delivered. Found by the chaos harness: without it the
+// instance stayed suspended with its stimulus queued.
+func TestFailedRunIsRunAgain(t *testing.T) {
+	t.Parallel()
+	var failed atomic.Bool
+	h := newHost(t, withStore(func(st store.Store) store.Store { return failingPending{Store: st, failed: &failed} }),
+		withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, RecoveryInterval: 20 * time.Millisecond}))
+	h.save(`
+name: early2
+persistence: activity
+steps:
+  - { id: a, activity: kit.echo, input: 1 }
+  - { id: w, wait: { event: go2, key: k, timeout: 1h }, output: got }
+output: "${ vars.got }"
+`)
+	ctx := context.Background()
+	if out, err := h.e.Signal(ctx, engine.Stimulus{ID: "early-go2", Name: "go2", Key: "k", Payload: "yes"}); err != nil || !out.Queued {
+		t.Fatalf("Signal: %+v, %v", out, err)
+	}
+	inst := h.finish("early2", nil)
+	if !failed.Load() {
+		t.Fatal("the read never failed: the test tests nothing")
+	}
+	if inst.Status != store.StatusCompleted || string(inst.Output) != `"yes"` {
+		t.Fatalf("instance %s: %s, output %s", inst.ID, inst.Status, inst.Output)
+	}
+}
