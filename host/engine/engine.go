@@ -289,6 +289,10 @@ type Engine struct {
 	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
 	renewer    *renewer           // what the scheduler calls: renewals and its actions
 	grantCache grantCache
+
+	// pairCursor is where the recovery sweep's next look at the queued
+	// stimuli starts (see pairQueued); only the sweep's goroutine uses it.
+	pairCursor string
 }
 
 // New returns an Engine.

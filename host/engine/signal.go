@@ -89,7 +89,7 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 			return nil, err
 		}
 		for _, b := range late {
-			e.push(ctx, b.InstanceID, "stimulus")
+			e.push(ctx, b.InstanceID, reasonStimulus)
 		}
 		return out, nil
 	}
@@ -107,7 +107,7 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 		return outcomeOf(existing)
 	}
 	for _, id := range out.Resumed {
-		e.notify(ctx, id, "stimulus")
+		e.notify(ctx, id, reasonStimulus)
 	}
 	for _, id := range out.Started {
 		e.push(ctx, id, "start")

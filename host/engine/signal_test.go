@@ -331,3 +331,33 @@ output: "${ vars.got }"
 		t.Fatalf("instance %s: %s, output %s", inst.ID, inst.Status, inst.Output)
 	}
 }
+
+// TestQueuedStimulusFindsABookmarkSetAfterIt: a stimulus queued while
+// nothing waits, whose wake-up of the bookmark set after it was lost (the
+// execution checked the queue before committing its bookmark, and its node
+// died, or the stimulus was queued in between), is paired with the
+// bookmark by the recovery sweep instead of waiting for its TTL to die.
+func TestQueuedStimulusFindsABookmarkSetAfterIt(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, RecoveryInterval: 20 * time.Millisecond, LockTTL: time.Second}))
+	h.save(approvalFlow)
+	ctx := context.Background()
+	inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-9"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus(inst.ID, store.StatusSuspended)
+	// Queued behind the engine's back, as Signal queues a stimulus when
+	// its lookups found no bookmark: no instance is woken.
+	existing, err := h.store.EnqueueStimulus(ctx, store.Stimulus{ID: "late", Name: "order.approved", Key: "o-9", Payload: []byte(`{"by":"lin"}`), ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil || existing != nil {
+		t.Fatalf("EnqueueStimulus: %+v, %v", existing, err)
+	}
+	done := h.waitStatus(inst.ID, store.StatusCompleted)
+	if string(done.Output) != `"lin"` {
+		t.Fatalf("output %s, want the queued stimulus's payload", done.Output)
+	}
+	if s, err := h.store.GetStimulus(ctx, "late"); err != nil || s.State != store.StimulusDelivered || s.DeliveredTo != inst.ID {
+		t.Fatalf("stimulus after the sweep: %+v, %v; want delivered to %s", s, err, inst.ID)
+	}
+}

@@ -117,11 +117,58 @@ func (e *Engine) recover(ctx context.Context) {
 		}
 		e.push(ctx, in.ID, reasonInbox)
 	}
+	e.pairQueued(ctx)
+}
+
+// pairQueued queues the instances that have a bookmark a queued stimulus
+// matches. Signal and an execution each check for the other after writing
+// (Signal looks for bookmarks again after queueing; an execution looks
+// for queued stimuli when it sets a bookmark), but an execution checks
+// before it commits the bookmark, and its node may die after the commit:
+// a stimulus queued in between, or a bookmark committed by a node that
+// died, would wait for its TTL and die. Stimuli younger than a lease's
+// TTL are left to that path. One page per turn, going on where the last
+// turn stopped, bounds the work of a turn however many stimuli wait.
+func (e *Engine) pairQueued(ctx context.Context) {
+	page, next, err := e.store.QueuedStimuli(ctx, e.pairCursor, 1000)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("listing queued stimuli", "err", err)
+		}
+		e.pairCursor = ""
+		return
+	}
+	e.pairCursor = next
+	now := e.cfg.Now()
+	cutoff := now.Add(-e.cfg.LockTTL)
+	type pair struct{ name, key string }
+	seen := map[pair]bool{}
+	for _, s := range page {
+		p := pair{s.Name, s.Key}
+		if seen[p] || !s.CreatedAt.Before(cutoff) || !s.ExpiresAt.After(now) {
+			continue
+		}
+		seen[p] = true
+		bms, err := e.store.FindBookmarks(ctx, s.Name, s.Key)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("finding the bookmarks of a queued stimulus", "stimulus", s.ID, "err", err)
+			}
+			return
+		}
+		for _, b := range bms {
+			e.log.Info("a queued stimulus matches a bookmark set after it; queueing the instance", "stimulus", s.ID, "instance", b.InstanceID)
+			e.push(ctx, b.InstanceID, reasonStimulus)
+		}
+	}
 }
 
 // reasonInbox is the queue reason of an instance whose inbox waited too
 // long, or that stayed pending too long; see recover.
 const reasonInbox = "inbox"
+
+// reasonStimulus is the queue reason of an instance woken by a stimulus.
+const reasonStimulus = "stimulus"
 
 // pushSoon queues an instance from inside an execution, waiting at most a
 // moment for room: a worker that blocked on a full queue could wait for

@@ -139,6 +139,12 @@ type Store interface {
 	// have not expired by the store's clock, oldest first.
 	PendingStimuli(ctx context.Context, name, key string) ([]Stimulus, error)
 
+	// QueuedStimuli returns a page of the queued stimuli, expired or not,
+	// ordered by (ExpiresAt, ID), and the cursor of the next page ("" after
+	// the last page). The recovery sweep reads it to pair stimuli with
+	// bookmarks that missed them.
+	QueuedStimuli(ctx context.Context, cursor string, limit int) (items []Stimulus, next string, err error)
+
 	// ExpireStimuli moves up to limit queued stimuli whose ExpiresAt is not
 	// after now to the dead letters and returns them (earliest expiry
 	// first). It also forgets up to limit delivered and dead stimuli whose

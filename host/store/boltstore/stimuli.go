@@ -250,6 +250,17 @@ func (s *Store) forget(tx *bolt.Tx, end []byte, limit int) error {
 
 // DeadLetters implements store.Store.
 func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+	return s.stimulusPage(ctx, bStimDead, "dead letters", cursor, limit)
+}
+
+// QueuedStimuli implements store.Store.
+func (s *Store) QueuedStimuli(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+	return s.stimulusPage(ctx, bStimExp, "the stimulus expiry index", cursor, limit)
+}
+
+// stimulusPage reads a page of the stimuli an index of (time, id) keys
+// names, in key order.
+func (s *Store) stimulusPage(ctx context.Context, bucket []byte, index, cursor string, limit int) ([]store.Stimulus, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
@@ -264,7 +275,8 @@ func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]st
 	var out []store.Stimulus
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bStimDead).Cursor()
+		out, next = nil, ""
+		c := tx.Bucket(bucket).Cursor()
 		k, _ := c.First()
 		if after != nil {
 			if k, _ = c.Seek(after); bytes.Equal(k, after) {
@@ -277,16 +289,19 @@ func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]st
 				next = encodeCursor(last)
 				return nil
 			}
+			if len(k) < 8 {
+				return fmt.Errorf("corrupt key %x in %s", k, index)
+			}
 			id, _, ok := readStr(k[8:])
 			if !ok {
-				return fmt.Errorf("corrupt dead letter key %x", k)
+				return fmt.Errorf("corrupt key %x in %s", k, index)
 			}
 			r, err := getStim(tx, id)
 			if err != nil {
 				return err
 			}
 			if r == nil {
-				return fmt.Errorf("dead letters name missing stimulus %q", id)
+				return fmt.Errorf("%s names missing stimulus %q", index, id)
 			}
 			out = append(out, r.Stimulus)
 			last = bytes.Clone(k)

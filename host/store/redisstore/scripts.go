@@ -337,12 +337,13 @@ end
 return dead
 `)
 
-// deadScript reads a page of dead letters. ARGV: min, count. It returns
-// member, fields per stimulus.
-var deadScript = script(`
-local min, n = take(), takeN()
+// stimulusPageScript reads a page of a stimulus index of (time, id)
+// members: "sd" (dead letters) or "sx" (queued, by expiry). ARGV: index
+// key (without prefix), min, count. It returns member, fields per stimulus.
+var stimulusPageScript = script(`
+local index, min, n = take(), take(), takeN()
 local out = {}
-for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. "sd", min, "+", "LIMIT", 0, n)) do
+for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. index, min, "+", "LIMIT", 0, n)) do
   out[#out + 1] = m
   out[#out + 1] = redis.call("HGETALL", P .. "s:" .. string.sub(m, 17))
 end

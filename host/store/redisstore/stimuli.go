@@ -225,6 +225,17 @@ func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]
 
 // DeadLetters implements store.Store.
 func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+	return s.stimulusPage(ctx, "sd", "dead letters after", cursor, limit)
+}
+
+// QueuedStimuli implements store.Store.
+func (s *Store) QueuedStimuli(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+	return s.stimulusPage(ctx, "sx", "queued stimuli after", cursor, limit)
+}
+
+// stimulusPage reads a page of the stimuli the (time, id) index names,
+// in member order; op names the read in errors.
+func (s *Store) stimulusPage(ctx context.Context, index, op, cursor string, limit int) ([]store.Stimulus, string, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, "", err
 	}
@@ -237,9 +248,9 @@ func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]st
 		min = "(" + after
 	}
 	limit = store.ClampLimit(limit)
-	res, err := s.run(ctx, deadScript, s.args(min, limit+1)).Slice()
+	res, err := s.run(ctx, stimulusPageScript, s.args(index, min, limit+1)).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, "", s.fail(ctx, "dead letters after", cursor, err)
+		return nil, "", s.fail(ctx, op, cursor, err)
 	}
 	var out []store.Stimulus
 	var next string

@@ -250,3 +250,57 @@ func testForgetSettledStimuli(t *testing.T, h *harness) {
 	// Forgetting a stimulus leaves the messages it delivered.
 	wantStrings(t, "inbox", h.inbox(t, "i"), []string{"m"})
 }
+
+func testQueuedStimuli(t *testing.T, h *harness) {
+	h.enqueue(t, stimulus("q3", "e", "k", 3*time.Second))
+	h.enqueue(t, stimulus("q1", "f", "", time.Second))
+	h.enqueue(t, stimulus("q2b", "e", "other", 2*time.Second))
+	h.enqueue(t, stimulus("q2a", "e", "k", 2*time.Second))
+	h.enqueue(t, stimulus("delivered", "e", "k", time.Second))
+	h.enqueue(t, stimulus("dies", "e", "k", time.Millisecond))
+	h.commit(t, store.Commit{Instance: instance("i", "w"), DeliveredStimulus: "delivered"})
+	_, err := h.s.ExpireStimuli(ctx(t), Epoch.Add(time.Millisecond), 10)
+	must(t, "ExpireStimuli", err)
+
+	queued := func(limit int) []string {
+		t.Helper()
+		var ids []string
+		cursor := ""
+		for range 10 {
+			page, next, err := h.s.QueuedStimuli(ctx(t), cursor, limit)
+			must(t, "QueuedStimuli", err)
+			if len(page) > limit {
+				t.Fatalf("QueuedStimuli returned %d stimuli, limit %d", len(page), limit)
+			}
+			for _, s := range page {
+				if s.State != store.StimulusQueued {
+					t.Errorf("queued %s in state %s", s.ID, s.State)
+				}
+			}
+			ids = append(ids, stimulusIDs(page)...)
+			if cursor = next; cursor == "" {
+				return ids
+			}
+		}
+		t.Fatal("QueuedStimuli: more than 10 pages")
+		return nil
+	}
+	// By expiry, then id; neither the delivered nor the dead one.
+	want := []string{"q1", "q2a", "q2b", "q3"}
+	wantStrings(t, "one page", queued(10), want)
+	wantStrings(t, "pages of 1", queued(1), want)
+	wantStrings(t, "pages of 3", queued(3), want)
+
+	// An expired stimulus not swept yet is still queued, and listed.
+	h.clock.Advance(time.Minute)
+	wantStrings(t, "expired, not swept", queued(10), want)
+	page, _, err := h.s.QueuedStimuli(ctx(t), "", 1)
+	must(t, "QueuedStimuli", err)
+	if len(page) != 1 || page[0].Name != "f" || page[0].Key != "" || !page[0].ExpiresAt.Equal(Epoch.Add(time.Second)) {
+		t.Errorf("first queued = %+v", page)
+	}
+	wantJSON(t, "payload", page[0].Payload, json.RawMessage(`{"from":"q1"}`))
+
+	_, _, err = h.s.QueuedStimuli(ctx(t), "!!bad!!", 2)
+	wantErr(t, "QueuedStimuli with a bad cursor", err, store.ErrInvalid)
+}

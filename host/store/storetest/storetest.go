@@ -70,6 +70,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"PendingStimuli", testPendingStimuli},
 		{"DeliverStimulus", testDeliverStimulus},
 		{"ExpireStimuli", testExpireStimuli},
+		{"QueuedStimuli", testQueuedStimuli},
 		{"ForgetSettledStimuli", testForgetSettledStimuli},
 		{"Deliver", testDeliver},
 		{"DeliverWithoutStimulus", testDeliverWithoutStimulus},
