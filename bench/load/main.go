@@ -4,7 +4,8 @@
 // instance has finished, and reports completed workflows per second, the
 // latency's median, p90 and p99, and the host's CPU time per workflow
 // (from the host's process_cpu_seconds_total, and redis-server's
-// used_cpu_user + used_cpu_sys when -redis is given).
+// used_cpu_user + used_cpu_sys, and its commands per workflow, when
+// -redis is given).
 //
 // Two loops:
 //
@@ -28,7 +29,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -36,7 +36,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -46,6 +45,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // workflows are the scenarios' definitions that -setup saves.
@@ -80,22 +81,26 @@ type config struct {
 
 // result is one run, as -json writes it.
 type result struct {
-	Label       string  `json:"label"`
-	Workflow    string  `json:"workflow"`
-	Loop        string  `json:"loop"` // closed-N or open-R/s
-	N           int     `json:"n"`
-	Completed   int     `json:"completed"`
-	Errors      int     `json:"errors"`
-	Seconds     float64 `json:"seconds"`
-	PerSecond   float64 `json:"per_second"`
-	P50ms       float64 `json:"p50_ms"`
-	P90ms       float64 `json:"p90_ms"`
-	P99ms       float64 `json:"p99_ms"`
-	HostCPUms   float64 `json:"host_cpu_ms_per_workflow"`            // -1 when the host does not export it
-	RedisCPUms  float64 `json:"redis_cpu_ms_per_workflow,omitempty"` // with -redis
-	LoadCPUms   float64 `json:"load_cpu_ms_per_workflow"`            // this process
-	FirstError  string  `json:"first_error,omitempty"`
-	GeneratedAt string  `json:"generated_at"`
+	Label      string  `json:"label"`
+	Workflow   string  `json:"workflow"`
+	Loop       string  `json:"loop"` // closed-N or open-R/s
+	N          int     `json:"n"`
+	Completed  int     `json:"completed"`
+	Errors     int     `json:"errors"`
+	Seconds    float64 `json:"seconds"`
+	PerSecond  float64 `json:"per_second"`
+	P50ms      float64 `json:"p50_ms"`
+	P90ms      float64 `json:"p90_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	HostCPUms  float64 `json:"host_cpu_ms_per_workflow"`            // -1 when the host does not export it
+	RedisCPUms float64 `json:"redis_cpu_ms_per_workflow,omitempty"` // with -redis
+	// RedisCommands is redis-server's commands per completed workflow
+	// and RedisCalls the same by command (INFO commandstats); with -redis.
+	RedisCommands float64            `json:"redis_commands_per_workflow,omitempty"`
+	RedisCalls    map[string]float64 `json:"redis_calls_per_workflow,omitempty"`
+	LoadCPUms     float64            `json:"load_cpu_ms_per_workflow"` // this process
+	FirstError    string             `json:"first_error,omitempty"`
+	GeneratedAt   string             `json:"generated_at"`
 }
 
 func main() {
@@ -155,7 +160,7 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	hostBefore, hostErr := cl.processCPU(ctx)
-	redisBefore, err := redisCPU(c.redis)
+	redisBefore, err := readRedis(ctx, c.redis)
 	if err != nil {
 		return err
 	}
@@ -175,7 +180,7 @@ func run(ctx context.Context, c config) error {
 	elapsed := time.Since(t0)
 	selfAfter := selfCPU()
 	hostAfter, hostErr2 := cl.processCPU(ctx)
-	redisAfter, err := redisCPU(c.redis)
+	redisAfter, err := readRedis(ctx, c.redis)
 	if err != nil {
 		return err
 	}
@@ -209,15 +214,23 @@ func run(ctx context.Context, c config) error {
 	if hostErr == nil && hostErr2 == nil {
 		r.HostCPUms = per(hostAfter - hostBefore)
 	}
-	if c.redis != "" {
-		r.RedisCPUms = per(redisAfter - redisBefore)
+	if c.redis != "" && r.Completed > 0 {
+		r.RedisCPUms = per(redisAfter.cpu - redisBefore.cpu)
+		// The commands of the measured run, a few INFO calls aside.
+		r.RedisCommands = float64(redisAfter.commands-redisBefore.commands) / float64(r.Completed)
+		r.RedisCalls = map[string]float64{}
+		for name, n := range redisAfter.calls {
+			if d := n - redisBefore.calls[name]; d > 0 {
+				r.RedisCalls[name] = float64(d) / float64(r.Completed)
+			}
+		}
 	}
 	r.LoadCPUms = per(selfAfter - selfBefore)
 
 	fmt.Printf("%s: %d completed, %d errors in %.2fs: %.0f workflows/s, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, host CPU %.3f ms/workflow",
 		r.Label, r.Completed, r.Errors, r.Seconds, r.PerSecond, r.P50ms, r.P90ms, r.P99ms, r.HostCPUms)
 	if c.redis != "" {
-		fmt.Printf(", redis CPU %.3f ms/workflow", r.RedisCPUms)
+		fmt.Printf(", redis CPU %.3f ms/workflow, %.1f redis commands/workflow", r.RedisCPUms, r.RedisCommands)
 	}
 	fmt.Printf(" (load generator %.3f ms/workflow)\n", r.LoadCPUms)
 	if r.FirstError != "" {
@@ -392,48 +405,54 @@ func (c *client) processCPU(ctx context.Context) (time.Duration, error) {
 	return 0, errors.New("the host exports no process_cpu_seconds_total")
 }
 
-// redisCPU reads redis-server's CPU time (user + system) with INFO cpu,
-// over a plain RESP exchange; 0 without an address.
-func redisCPU(addr string) (time.Duration, error) {
+// redisStats is what redis-server says it has done so far.
+type redisStats struct {
+	cpu      time.Duration // used_cpu_user + used_cpu_sys
+	commands int64         // total_commands_processed
+	// calls counts the calls of each command (INFO commandstats), by name.
+	calls map[string]int64
+}
+
+// readRedis reads redis-server's CPU time and command counts with INFO;
+// the zero value without an address.
+func readRedis(ctx context.Context, addr string) (redisStats, error) {
+	st := redisStats{calls: map[string]int64{}}
 	if addr == "" {
-		return 0, nil
+		return st, nil
 	}
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "cpu", "stats", "commandstats").Result()
 	if err != nil {
-		return 0, fmt.Errorf("redis %s: %w", addr, err)
+		return st, fmt.Errorf("redis %s: INFO: %w", addr, err)
 	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-		return 0, err
-	}
-	if _, err := conn.Write([]byte("*2\r\n$4\r\nINFO\r\n$3\r\ncpu\r\n")); err != nil {
-		return 0, fmt.Errorf("redis %s: %w", addr, err)
-	}
-	r := bufio.NewReader(conn)
-	head, err := r.ReadString('\n')
-	if err != nil || !strings.HasPrefix(head, "$") {
-		return 0, fmt.Errorf("redis %s: INFO cpu answered %q: %v", addr, head, err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
-	if err != nil {
-		return 0, fmt.Errorf("redis %s: INFO cpu answered %q", addr, head)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return 0, fmt.Errorf("redis %s: %w", addr, err)
-	}
-	var total float64
-	for _, line := range strings.Split(string(body), "\r\n") {
+	for _, line := range strings.Split(info, "\r\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+		if !ok {
+			continue
+		}
+		switch {
+		case k == "used_cpu_user" || k == "used_cpu_sys":
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				return 0, fmt.Errorf("redis %s: %s: %w", addr, line, err)
+				return st, fmt.Errorf("redis %s: %s: %w", addr, line, err)
 			}
-			total += f
+			st.cpu += time.Duration(f * float64(time.Second))
+		case k == "total_commands_processed":
+			if st.commands, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return st, fmt.Errorf("redis %s: %s: %w", addr, line, err)
+			}
+		case strings.HasPrefix(k, "cmdstat_"):
+			// cmdstat_evalsha:calls=12,usec=…
+			calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+			n, err := strconv.ParseInt(calls, 10, 64)
+			if err != nil {
+				return st, fmt.Errorf("redis %s: %s: %w", addr, line, err)
+			}
+			st.calls[strings.TrimPrefix(k, "cmdstat_")] = n
 		}
 	}
-	return time.Duration(total * float64(time.Second)), nil
+	return st, nil
 }
 
 // selfCPU is this process's CPU time, user and system.
@@ -473,8 +492,8 @@ func summarizeFile(path string, w io.Writer) error {
 		}
 		byLabel[r.Label] = append(byLabel[r.Label], r)
 	}
-	fmt.Fprintln(w, "| scenario | runs | workflows/s | p50 ms | p90 ms | p99 ms | host CPU ms/wf | redis CPU ms/wf | errors |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| scenario | runs | workflows/s | p50 ms | p90 ms | p99 ms | host CPU ms/wf | redis CPU ms/wf | redis commands/wf | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, label := range order {
 		rs := byLabel[label]
 		col := func(f func(result) float64, prec int) string {
@@ -497,17 +516,18 @@ func summarizeFile(path string, w io.Writer) error {
 		for _, r := range rs {
 			errs += r.Errors
 		}
-		redis := "–"
+		redis, commands := "–", "–"
 		if rs[0].RedisCPUms > 0 {
 			redis = col(func(r result) float64 { return r.RedisCPUms }, 3)
+			commands = col(func(r result) float64 { return r.RedisCommands }, 1)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %d |\n", label, len(rs),
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d |\n", label, len(rs),
 			col(func(r result) float64 { return r.PerSecond }, 0),
 			col(func(r result) float64 { return r.P50ms }, 1),
 			col(func(r result) float64 { return r.P90ms }, 1),
 			col(func(r result) float64 { return r.P99ms }, 1),
 			col(func(r result) float64 { return r.HostCPUms }, 3),
-			redis, errs)
+			redis, commands, errs)
 	}
 	return nil
 }
