@@ -586,7 +586,7 @@ func wholeNumber(raw any) (int64, bool) {
 	case int64:
 		return x, true
 	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<62 {
+		if x == math.Trunc(x) && x >= -1<<63 && x < 1<<63 { // fits an int64
 			return int64(x), true
 		}
 	}
