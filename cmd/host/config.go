@@ -6,17 +6,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/basicflag"
 	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -295,6 +300,7 @@ var (
 	byteSizeType = reflect.TypeFor[ByteSize]()
 	stringsType  = reflect.TypeFor[[]string]()
 	tokensType   = reflect.TypeFor[[]TokenConfig]()
+	tokenType    = reflect.TypeFor[TokenConfig]()
 )
 
 // configKeys lists Config's leaves in declaration order.
@@ -343,6 +349,7 @@ type Problem struct {
 	Message string
 }
 
+// String is the problem as a line of the error: key, source, message.
 func (p Problem) String() string {
 	if p.Source == "" || p.Source == "default" {
 		return fmt.Sprintf("%s: %s", p.Key, p.Message)
@@ -359,6 +366,7 @@ type ConfigError struct {
 	Problems []Problem
 }
 
+// Error lists the problems, one a line.
 func (e *ConfigError) Error() string {
 	var b strings.Builder
 	b.WriteString("invalid configuration:")
@@ -372,8 +380,7 @@ func (e *ConfigError) Error() string {
 // Is reports whether target is ErrInvalidConfig.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
-// configSources are the layers of a configuration, lowest first. Flags is
-// a map from key to value (a string, or []string for lists).
+// configSources are the layers of a configuration, lowest first.
 type configSources struct {
 	// File is the --config file; empty means weft.yaml in Dir when present.
 	File string
@@ -381,10 +388,8 @@ type configSources struct {
 	Dir string
 	// Env is the environment, as os.Environ returns it.
 	Env []string
-	// Flags holds the values given on the command line, by key.
-	Flags map[string]any
-	// FlagNames maps a key to the flag that set it, for messages.
-	FlagNames map[string]string
+	// Flags is the parsed command line; nil reads no flags.
+	Flags *hostFlags
 }
 
 // LoadedConfig is a valid configuration and where each value came from.
@@ -403,18 +408,33 @@ type LoadedConfig struct {
 	grants map[string][]byte
 }
 
+// noSuchSetting is the message for a key that names no setting.
+const noSuchSetting = "no such setting (see the configuration reference in README.md)"
+
 // loadConfig merges defaults ← file ← environment ← flags with koanf,
-// decodes and validates the result, and returns every problem at once as a
-// *ConfigError.
+// decodes the result over the defaults with koanf's Unmarshal, validates
+// it, and returns every problem at once as a *ConfigError.
 func loadConfig(src configSources) (*LoadedConfig, error) {
-	keys := configKeys()
-	known := map[string]configKey{}
-	for _, k := range keys {
-		known[k.name] = k
-	}
 	out := &LoadedConfig{Config: defaultConfig(), Source: map[string]string{}}
 	var problems []Problem
 	k := koanf.New(".")
+	// load reads one provider into a koanf of its own and merges that over
+	// the layers before it. koanf keeps values, not where they came from:
+	// the keys each provider set are recorded in out.Source, for messages
+	// and for `weft config`.
+	load := func(layer string, p koanf.Provider, parser koanf.Parser, source func(key string) string) {
+		l := koanf.New(".")
+		err := l.Load(p, parser)
+		if err == nil {
+			for _, key := range l.Keys() {
+				out.Source[key] = source(key)
+			}
+			err = k.Merge(l)
+		}
+		if err != nil {
+			problems = append(problems, Problem{Key: "config", Source: layer, Message: err.Error()})
+		}
+	}
 
 	// The file. An explicit --config must exist; weft.yaml is optional.
 	path := src.File
@@ -426,58 +446,45 @@ func loadConfig(src configSources) (*LoadedConfig, error) {
 	}
 	if path != "" {
 		out.File = path
-		fk := koanf.New(".")
-		if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
-			problems = append(problems, Problem{Key: "config", Source: "file " + path, Message: err.Error()})
-		} else {
-			problems = append(problems, layer(k, fk, known, "file "+path, out.Source)...)
-		}
+		fileSource := "file " + path
+		load(fileSource, file.Provider(path), yaml.Parser(), func(string) string { return fileSource })
 	}
 
-	// The environment: only the variables that name a key; a WEFT_*
-	// variable that names none is a typo worth stopping for.
+	// The environment. koanf cannot tell which underscores of
+	// WEFT_ENGINE_LOCK_TTL were dots, so each variable is looked up by
+	// name; a WEFT_* variable that names no key is a typo worth stopping
+	// for.
 	byEnv := map[string]string{}
-	for _, key := range keys {
+	for _, key := range configKeys() {
 		byEnv[envName(key.name)] = key.name
 	}
-	envMap := map[string]any{}
-	envSrc := map[string]string{}
-	for _, kv := range src.Env {
-		name, val, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "WEFT_") || clientEnv[name] {
-			continue
-		}
-		key, ok := byEnv[name]
-		if !ok {
-			problems = append(problems, Problem{Key: name, Source: "env", Message: "no such setting (see the configuration reference in README.md)"})
-			continue
-		}
-		envMap[key] = val
-		envSrc[key] = "env " + name
-	}
-	ek := koanf.New(".")
-	_ = ek.Load(confmap.Provider(envMap, "."), nil)
-	problems = append(problems, layerWith(k, ek, known, envSrc, out.Source)...)
+	load("env", env.Provider(".", env.Opt{
+		Prefix:      "WEFT_",
+		EnvironFunc: func() []string { return src.Env },
+		TransformFunc: func(name, value string) (string, any) {
+			key, ok := byEnv[name]
+			if !ok && !clientEnv[name] {
+				problems = append(problems, Problem{Key: name, Source: "env", Message: noSuchSetting})
+			}
+			return key, value // koanf skips a variable without a key
+		},
+	}), nil, func(key string) string { return "env " + envName(key) })
 
-	// The flags.
-	flagSrc := map[string]string{}
-	for key := range src.Flags {
-		flagSrc[key] = "flag " + src.FlagNames[key]
+	// The flags: the named ones, then --set.
+	if h := src.Flags; h != nil {
+		load("flags", h.provider(), nil, func(key string) string { return "flag --" + h.flags[key] })
+		load("flags", confmap.Provider(h.set, "."), nil, func(key string) string { return "flag --set " + key })
 	}
-	fl := koanf.New(".")
-	_ = fl.Load(confmap.Provider(src.Flags, "."), nil)
-	problems = append(problems, layerWith(k, fl, known, flagSrc, out.Source)...)
 
-	// Decode what the layers set over the defaults.
-	root := reflect.ValueOf(&out.Config).Elem()
-	for _, key := range keys {
-		if !k.Exists(key.name) {
-			continue
-		}
-		if err := decodeValue(root.FieldByIndex(key.index), k.Get(key.name)); err != nil {
-			problems = append(problems, Problem{Key: key.name, Source: out.Source[key.name], Message: err.Error()})
-		}
-	}
+	// Decode what the layers set over the defaults. ErrorUnused makes a
+	// key that names no setting an error, as a typo must be.
+	err := k.UnmarshalWithConf("", &out.Config, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: &mapstructure.DecoderConfig{
+		DecodeHook:  mapstructure.DecodeHookFuncValue(decodeSetting),
+		ErrorUnused: true,
+		// Keys are as written in the reference: Listen is a typo.
+		MatchName: func(key, field string) bool { return key == field },
+	}})
+	problems = append(problems, decodeProblems(err, out.Source)...)
 	// Unless chosen, the body budget follows the body limits.
 	if out.Source["http.body_budget"] == "" {
 		out.HTTP.BodyBudget = 4 * max(out.HTTP.BodyLimit, out.HTTP.PluginBodyLimit)
@@ -491,137 +498,108 @@ func loadConfig(src configSources) (*LoadedConfig, error) {
 	return out, nil
 }
 
-// layer merges one file's keys into k after checking that each is known.
-func layer(k, l *koanf.Koanf, known map[string]configKey, source string, sources map[string]string) []Problem {
-	src := map[string]string{}
-	for _, key := range l.Keys() {
-		src[key] = source
+// decodeSetting is the decode hook of koanf's Unmarshal: it turns the raw
+// values of a YAML file (string, int, float64, bool, []any,
+// map[string]any) and of the environment and flags (string) into
+// Config's types, with an error saying what was wanted; mapstructure
+// adds the setting's name.
+func decodeSetting(from, to reflect.Value) (any, error) {
+	raw := from.Interface()
+	if from.Type() == to.Type() {
+		return raw, nil
 	}
-	return layerWith(k, l, known, src, sources)
-}
-
-func layerWith(k, l *koanf.Koanf, known map[string]configKey, src, sources map[string]string) []Problem {
-	var problems []Problem
-	keys := l.Keys()
-	sort.Strings(keys)
-	for _, key := range keys {
-		if _, ok := known[key]; ok {
-			sources[key] = src[key]
-			continue
-		}
-		msg := "no such setting (see the configuration reference in README.md)"
-		for name := range known {
-			if strings.HasPrefix(name, key+".") {
-				msg = "is a section: want a mapping of its settings"
-				break
-			}
-		}
-		problems = append(problems, Problem{Key: key, Source: src[key], Message: msg})
-	}
-	if len(problems) == 0 {
-		_ = k.Merge(l)
-	}
-	return problems
-}
-
-// decodeValue sets v from a raw value of a YAML file (string, int, float64,
-// bool, []any, map[string]any) or of the environment or a flag (string,
-// []string), with an error saying what was wanted.
-func decodeValue(v reflect.Value, raw any) error {
-	if raw == nil {
-		return nil // "key:" with no value in YAML keeps the default
-	}
-	switch v.Type() {
+	switch to.Type() {
 	case durationType:
 		s, ok := raw.(string)
 		if !ok {
-			return fmt.Errorf("want a duration such as 500ms, 10s or 2m, got %v", raw)
+			return nil, fmt.Errorf("want a duration such as 500ms, 10s or 2m, got %v", raw)
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
-			return fmt.Errorf("want a duration such as 500ms, 10s or 2m, got %q", s)
+			return nil, fmt.Errorf("want a duration such as 500ms, 10s or 2m, got %q", s)
 		}
-		v.SetInt(int64(d))
+		return d, nil
 	case byteSizeType:
-		switch x := raw.(type) {
-		case int:
-			v.SetInt(int64(x))
-		case int64:
-			v.SetInt(x)
-		case float64:
-			if x != float64(int64(x)) {
-				return fmt.Errorf("want a whole number of bytes, got %v", x)
-			}
-			v.SetInt(int64(x))
-		case string:
-			b, err := parseByteSize(x)
-			if err != nil {
-				return err
-			}
-			v.SetInt(int64(b))
-		default:
-			return fmt.Errorf("want a size such as 1048576, 512KiB or 32MiB, got %v", raw)
+		if s, ok := raw.(string); ok {
+			return parseByteSize(s)
 		}
+		if n, ok := wholeNumber(raw); ok {
+			return ByteSize(n), nil
+		}
+		return nil, fmt.Errorf("want a size such as 1048576, 512KiB or 32MiB, got %v", raw)
 	case stringsType:
-		list, err := decodeStrings(raw)
-		if err != nil {
-			return err
-		}
-		v.Set(reflect.ValueOf(list))
+		return decodeStrings(raw)
 	case tokensType:
-		tokens, err := decodeTokens(raw)
-		if err != nil {
-			return err
+		if s, ok := raw.(string); ok {
+			return decodeTokens(s)
 		}
-		v.Set(reflect.ValueOf(tokens))
-	default:
-		switch v.Kind() {
-		case reflect.String:
-			switch x := raw.(type) {
-			case string:
-				v.SetString(x)
-			case int, int64, float64, bool:
-				v.SetString(fmt.Sprint(x))
-			default:
-				return fmt.Errorf("want a string, got %v", raw)
-			}
-		case reflect.Int:
-			switch x := raw.(type) {
-			case int:
-				v.SetInt(int64(x))
-			case int64:
-				v.SetInt(x)
-			case float64:
-				if x != float64(int64(x)) {
-					return fmt.Errorf("want a whole number, got %v", x)
-				}
-				v.SetInt(int64(x))
-			case string:
-				n, err := strconv.Atoi(strings.TrimSpace(x))
-				if err != nil {
-					return fmt.Errorf("want a whole number, got %q", x)
-				}
-				v.SetInt(int64(n))
-			default:
-				return fmt.Errorf("want a whole number, got %v", raw)
-			}
-		default:
-			return fmt.Errorf("unsupported setting type %s", v.Type())
+		if from.Kind() != reflect.Slice {
+			return nil, fmt.Errorf("want a list of {name, role, token}, got %v", raw)
 		}
+		return raw, nil // mapstructure decodes each mapping
+	case tokenType:
+		m, ok := raw.(map[string]any)
+		if !ok {
+			return nil, errors.New("want a mapping {name, role, token}")
+		}
+		// A secret is written as a string: a YAML number would be
+		// read as another one.
+		for _, field := range slices.Sorted(maps.Keys(m)) {
+			if _, ok := m[field].(string); !ok && m[field] != nil {
+				return nil, fmt.Errorf("%s: want a string (quote it), got %v", field, m[field])
+			}
+		}
+		return raw, nil
 	}
-	return nil
+	switch to.Kind() {
+	case reflect.Struct:
+		if from.Kind() != reflect.Map {
+			return nil, errors.New("is a section: want a mapping of its settings")
+		}
+	case reflect.String:
+		switch raw.(type) {
+		case int, int64, uint64, float64, bool:
+			return fmt.Sprint(raw), nil
+		}
+		return nil, fmt.Errorf("want a string, got %v", raw)
+	case reflect.Int:
+		if s, ok := raw.(string); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return nil, fmt.Errorf("want a whole number, got %q", s)
+			}
+			return n, nil
+		}
+		if n, ok := wholeNumber(raw); ok {
+			return int(n), nil
+		}
+		return nil, fmt.Errorf("want a whole number, got %v", raw)
+	}
+	return raw, nil
 }
 
-// decodeStrings accepts a YAML list or a comma-separated string.
+// wholeNumber returns a YAML number that is whole.
+func wholeNumber(raw any) (int64, bool) {
+	switch x := raw.(type) {
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case float64:
+		if x == math.Trunc(x) && x >= -1<<63 && x < 1<<63 { // fits an int64
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
+// decodeStrings accepts a YAML list of strings or a comma-separated
+// string, as the environment and flags write a list.
 func decodeStrings(raw any) ([]string, error) {
 	var list []string
 	switch x := raw.(type) {
 	case string:
 		list = strings.Split(x, ",")
-	case []string:
-		for _, s := range x {
-			list = append(list, strings.Split(s, ",")...)
-		}
 	case []any:
 		for i, e := range x {
 			s, ok := e.(string)
@@ -642,53 +620,105 @@ func decodeStrings(raw any) ([]string, error) {
 	return out, nil
 }
 
-// decodeTokens accepts a YAML list of {name, role, token} mappings or, from
-// the environment, "name:role:token" entries separated by commas (the token
-// may itself contain colons, as "sha256:<hex>" does).
-func decodeTokens(raw any) ([]TokenConfig, error) {
+// decodeTokens reads the environment's and flags' form of auth.tokens:
+// "name:role:token" entries separated by commas (the token may itself
+// contain colons, as "sha256:<hex>" does).
+func decodeTokens(s string) ([]TokenConfig, error) {
 	var out []TokenConfig
-	switch x := raw.(type) {
-	case string:
-		for i, entry := range strings.Split(x, ",") {
-			entry = strings.TrimSpace(entry)
-			if entry == "" {
-				continue
-			}
-			parts := strings.SplitN(entry, ":", 3)
-			if len(parts) != 3 {
-				return nil, fmt.Errorf("entry %d: want name:role:token", i+1)
-			}
-			out = append(out, TokenConfig{Name: parts[0], Role: parts[1], Token: parts[2]})
+	for i, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
 		}
-	case []any:
-		for i, e := range x {
-			m, ok := e.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("[%d]: want a mapping {name, role, token}", i)
-			}
-			var t TokenConfig
-			for field, val := range m {
-				s, ok := val.(string)
-				if !ok {
-					return nil, fmt.Errorf("[%d].%s: want a string", i, field)
-				}
-				switch field {
-				case "name":
-					t.Name = s
-				case "role":
-					t.Role = s
-				case "token":
-					t.Token = s
-				default:
-					return nil, fmt.Errorf("[%d].%s: no such field (want name, role, token)", i, field)
-				}
-			}
-			out = append(out, t)
+		parts := strings.SplitN(entry, ":", 3)
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("entry %d: want name:role:token", i+1)
 		}
-	default:
-		return nil, fmt.Errorf("want a list of {name, role, token}, got %v", raw)
+		out = append(out, TokenConfig{Name: parts[0], Role: parts[1], Token: parts[2]})
 	}
 	return out, nil
+}
+
+// decodeProblems turns the errors of koanf's Unmarshal, which
+// mapstructure names by key (engine.lock_ttl, auth.tokens[1]), into
+// problems that also say where the value came from.
+func decodeProblems(err error, source map[string]string) []Problem {
+	// mapstructure joins the errors of a struct's fields and wraps the
+	// whole in a line of its own.
+	de, ok := err.(*mapstructure.DecodeError)
+	if !ok {
+		switch e := err.(type) {
+		case nil:
+			return nil
+		case interface{ Unwrap() []error }:
+			var ps []Problem
+			for _, e := range e.Unwrap() {
+				ps = append(ps, decodeProblems(e, source)...)
+			}
+			return ps
+		case interface{ Unwrap() error }:
+			return decodeProblems(e.Unwrap(), source)
+		}
+		return []Problem{{Key: "config", Message: err.Error()}}
+	}
+	name, msg := de.Name(), de.Unwrap().Error()
+	// ErrorUnused's error lists the section's unknown keys; each is a
+	// problem of its own, with its own source. The message is
+	// mapstructure's: should it change, the error is reported as it is.
+	unknown, ok := strings.CutPrefix(msg, "has invalid keys: ")
+	if !ok {
+		return []Problem{keyProblem(name, msg, source)}
+	}
+	var ps []Problem
+	for _, key := range strings.Split(unknown, ", ") {
+		if name != "" {
+			key = name + "." + key
+		}
+		if strings.Contains(key, "[") {
+			ps = append(ps, keyProblem(key, "no such field (want name, role, token)", source))
+			continue
+		}
+		// An unknown section: each key the layers set under it.
+		var under []string
+		for k := range source {
+			if strings.HasPrefix(k, key+".") {
+				under = append(under, k)
+			}
+		}
+		if len(under) == 0 {
+			under = []string{key}
+		}
+		slices.Sort(under)
+		for _, k := range under {
+			ps = append(ps, keyProblem(k, noSuchSetting, source))
+		}
+	}
+	return ps
+}
+
+// keyProblem is a problem of a dotted key. An element of a list
+// (auth.tokens[1].role) came from wherever the list did, and is named
+// after it.
+func keyProblem(key, msg string, source map[string]string) Problem {
+	if root, rest, ok := strings.Cut(key, "["); ok {
+		return Problem{Key: root, Source: keySource(root, source), Message: "[" + rest + ": " + msg}
+	}
+	return Problem{Key: key, Source: keySource(key, source), Message: msg}
+}
+
+// keySource is where key's value came from. koanf records the leaves of
+// a mapping, so a mapping written where a value was wanted (listen:
+// {a: 1}) came from where its first leaf did.
+func keySource(key string, source map[string]string) string {
+	if s, ok := source[key]; ok {
+		return s
+	}
+	for _, k := range slices.Sorted(maps.Keys(source)) {
+		if strings.HasPrefix(k, key+".") {
+			return source[k]
+		}
+	}
+	return ""
 }
 
 // validate checks every value and returns all the problems, each naming
@@ -944,33 +974,10 @@ func maskToken(t string) string {
 type hostFlags struct {
 	fs     *flag.FlagSet
 	config string
-	values map[string]any
-	names  map[string]string
-}
-
-// keyFlag sets one key; list keys accumulate, so the flag may repeat.
-type keyFlag struct {
-	h    *hostFlags
-	key  string
-	name string
-	list bool
-}
-
-func (f keyFlag) String() string { return "" }
-
-func (f keyFlag) Set(s string) error {
-	f.h.set(f.key, "--"+f.name, s, f.list)
-	return nil
-}
-
-func (h *hostFlags) set(key, flagName, value string, list bool) {
-	h.names[key] = flagName
-	if !list {
-		h.values[key] = value
-		return
-	}
-	prev, _ := h.values[key].([]string)
-	h.values[key] = append(prev, value)
+	// keys maps a named flag to its key; flags maps a key back.
+	keys, flags map[string]string
+	// set holds the --set values by key.
+	set map[string]any
 }
 
 // setFlag is --set KEY=VALUE.
@@ -978,23 +985,24 @@ type setFlag struct{ h *hostFlags }
 
 func (f setFlag) String() string { return "" }
 
+// Set records one KEY=VALUE; a list key's values accumulate, joined with
+// commas as the environment writes a list.
 func (f setFlag) Set(s string) error {
 	key, value, ok := strings.Cut(s, "=")
 	if !ok || key == "" {
 		return fmt.Errorf("want KEY=VALUE, got %q", s)
 	}
-	list := false
-	for _, k := range configKeys() {
-		if k.name == key {
-			list = k.typ == stringsType
-		}
+	if prev, ok := f.h.set[key].(string); ok && slices.ContainsFunc(configKeys(), func(k configKey) bool {
+		return k.name == key && k.typ == stringsType
+	}) {
+		value = prev + "," + value
 	}
-	f.h.set(key, "--set "+key, value, list)
+	f.h.set[key] = value
 	return nil
 }
 
 func newHostFlags(name string, stderr io.Writer) *hostFlags {
-	h := &hostFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), values: map[string]any{}, names: map[string]string{}}
+	h := &hostFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), keys: map[string]string{}, flags: map[string]string{}, set: map[string]any{}}
 	h.fs.SetOutput(stderr)
 	h.fs.StringVar(&h.config, "config", "", "the configuration `FILE` (default: weft.yaml in the working directory, when present)")
 	for _, f := range []struct {
@@ -1011,15 +1019,40 @@ func newHostFlags(name string, stderr io.Writer) *hostFlags {
 		{"log-level", "log.level", "debug, info, warn or error (default info)", false},
 		{"log-format", "log.format", "text or json (default text)", false},
 	} {
-		h.fs.Var(keyFlag{h: h, key: f.key, name: f.name, list: f.list}, f.name, f.usage)
+		h.keys[f.name], h.flags[f.key] = f.key, f.name
+		if f.list {
+			// koanf reads the values joined with commas, as the
+			// environment writes a list.
+			h.fs.Var(new(listFlag), f.name, f.usage)
+		} else {
+			h.fs.String(f.name, "", f.usage)
+		}
 	}
 	h.fs.Var(setFlag{h}, "set", "set any configuration `KEY=VALUE` (repeatable), e.g. --set engine.workers=8")
 	return h
 }
 
+// provider is koanf's provider of the named flags given on the command
+// line, by key.
+func (h *hostFlags) provider() koanf.Provider {
+	return basicflag.ProviderWithValue(h.fs, ".", func(name, value string) (string, any) {
+		return h.keys[name], value // --config and --set have no key: skipped
+	}, givenOnly{})
+}
+
+// givenOnly makes basicflag read only the flags given on the command
+// line: it reads a flag left at its default when the key is absent from
+// this map, and here every key is present. The defaults are
+// defaultConfig's, and a flag's default must not be reported as its
+// source.
+type givenOnly struct{}
+
+// Exists reports every key as set.
+func (givenOnly) Exists(string) bool { return true }
+
 // sources returns the configuration layers for these flags.
 func (h *hostFlags) sources(dir string, env []string) configSources {
-	return configSources{File: h.config, Dir: dir, Env: env, Flags: h.values, FlagNames: h.names}
+	return configSources{File: h.config, Dir: dir, Env: env, Flags: h}
 }
 
 // yamlNode renders the configuration as YAML in declaration order, with

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,6 +129,29 @@ redis_addrs: [file:1]
 			},
 		},
 		{
+			name: "--set over a named flag, wherever it is", args: []string{"--set", "listen=127.0.0.1:7005", "--listen", "127.0.0.1:7004"},
+			check:  func(c *LoadedConfig) (any, any) { return c.Listen, "127.0.0.1:7005" },
+			source: "listen", wantSrc: "flag --set listen",
+		},
+		{
+			name: "--set list values accumulate", args: []string{"--set", "redis_addrs=a:1", "--set", "redis_addrs=b:2,c:3", "--store", "redis"},
+			check:  func(c *LoadedConfig) (any, any) { return strings.Join(c.RedisAddrs, " "), "a:1 b:2 c:3" },
+			source: "redis_addrs", wantSrc: "flag --set redis_addrs",
+		},
+		{
+			name: "named list flag", args: []string{"--seed", ".", "--seed", ".."},
+			check:  func(c *LoadedConfig) (any, any) { return strings.Join(c.SeedDirs, " "), ". .." },
+			source: "seed_dirs", wantSrc: "flag --seed",
+		},
+		{
+			name: "a key without a value keeps its default", file: "listen:\nengine:\n",
+			check: func(c *LoadedConfig) (any, any) { return c.Listen, "127.0.0.1:8080" },
+		},
+		{
+			name: "a YAML number for a string", file: "node_id: 42\n",
+			check: func(c *LoadedConfig) (any, any) { return c.NodeID, "42" },
+		},
+		{
 			name: "client variables are not the server's", env: []string{"WEFT_SERVER=http://x", "WEFT_TOKEN=t"},
 			check: func(c *LoadedConfig) (any, any) { return c.Listen, "127.0.0.1:8080" },
 		},
@@ -221,6 +245,17 @@ func TestConfigInvalid(t *testing.T) {
 		{name: "negative retention", args: []string{"--set", "engine.retention=-1h"}, want: []string{"engine.retention (from flag --set engine.retention)", "want between 0 (keep finished instances forever) and 876000h (100 years), got -1h0m0s"}},
 		{name: "retention over 100 years", env: []string{"WEFT_ENGINE_RETENTION=900000h"}, want: []string{"engine.retention (from env WEFT_ENGINE_RETENTION)", "and 876000h (100 years)"}},
 		{name: "retention interval", file: "engine: {retention_interval: 0s}\n", want: []string{"engine.retention_interval (from file", "must be positive"}},
+		{name: "bad duration from --set", args: []string{"--set", "heartbeat.cycle=soon"}, want: []string{"heartbeat.cycle (from flag --set heartbeat.cycle)", `want a duration such as 500ms, 10s or 2m, got "soon"`}},
+		{name: "bad size from --set", args: []string{"--set", "http.body_limit=lots"}, want: []string{"http.body_limit (from flag --set http.body_limit)", `got "lots"`}},
+		{name: "bad address from a named list flag", args: []string{"--store", "redis", "--redis-addr", "a:1,localhost"}, want: []string{"redis_addrs (from flag --redis-addr): [1]: want HOST:PORT"}},
+		{name: "bad tokens from env", env: []string{"WEFT_AUTH_TOKENS=ci:admin"}, want: []string{"auth.tokens (from env WEFT_AUTH_TOKENS): entry 1: want name:role:token"}},
+		{name: "unknown variable, exactly", env: []string{"WEFT_LISTEN_ADDR=x"}, want: []string{"WEFT_LISTEN_ADDR (from env): no such setting"}},
+		{name: "not a whole number", file: "engine: {workers: 1.5}\n", want: []string{"engine.workers (from file", "want a whole number, got 1.5"}},
+		{name: "unknown key beside a bad value", file: "engine:\n  wrokers: 3\n  lock_ttl: 8\n", want: []string{"engine.wrokers (from file", "no such setting", "engine.lock_ttl (from file", "duration"}},
+		{name: "unknown section", file: "egnine:\n  workers: 3\n", want: []string{"egnine.workers (from file", "no such setting"}},
+		{name: "keys are case-sensitive", file: "Listen: 127.0.0.1:1\n", want: []string{"Listen (from file", "no such setting"}},
+		{name: "mapping for a value", file: "listen: {host: x}\n", want: []string{"listen (from file", "want a string"}},
+		{name: "number for a token", file: "auth:\n  tokens:\n    - {name: ci, role: admin, token: 1234567890123456789}\n", want: []string{"auth.tokens (from file", "[0]: token: want a string"}},
 		{name: "every problem at once", env: []string{"WEFT_ENGINE_WORKERS=0", "WEFT_LOG_FORMAT=xml"}, want: []string{"engine.workers", "log.format"}},
 	}
 	for _, tt := range tests {
@@ -338,6 +373,28 @@ func TestConfigRetention(t *testing.T) {
 		if !strings.Contains(out.String(), tt.printed) || !strings.Contains(out.String(), "  retention_interval: 1m\n") {
 			t.Errorf("%q: weft config prints\n%s\nwithout %q and retention_interval: 1m", tt.args, &out, tt.printed)
 		}
+	}
+}
+
+// TestConfigSourceIsWhatWasGiven: flags and variables not given are no
+// value's source, so that defaults are printed as defaults.
+func TestConfigSourceIsWhatWasGiven(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(parseHostFlags(t).sources(t.TempDir(), []string{"HOME=/x", "WEFT_SERVER=http://x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Source) != 0 {
+		t.Errorf("sources %v with no file, variable or flag", c.Source)
+	}
+	file := writeFile(t, t.TempDir(), "w.yaml", "engine: {workers: 3}\n")
+	c, err = loadConfig(parseHostFlags(t, "--listen", "127.0.0.1:1", "--config", file).sources(t.TempDir(), []string{"WEFT_LOG_LEVEL=debug"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"listen": "flag --listen", "engine.workers": "file " + file, "log.level": "env WEFT_LOG_LEVEL"}
+	if !maps.Equal(c.Source, want) {
+		t.Errorf("sources %v, want %v", c.Source, want)
 	}
 }
 
