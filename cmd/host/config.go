@@ -512,11 +512,12 @@ func decodeSetting(from, to reflect.Value) (any, error) {
 	case durationType:
 		s, ok := raw.(string)
 		if !ok {
-			return nil, fmt.Errorf("want a duration such as 500ms, 10s or 2m, got %v", raw)
+			return nil, fmt.Errorf("want a duration such as 500ms, 10s, 2m or 7d, got %v", raw)
 		}
-		d, err := time.ParseDuration(strings.TrimSpace(s))
+		// Days as workflow definitions write them: retention: 7d.
+		d, err := definition.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
-			return nil, fmt.Errorf("want a duration such as 500ms, 10s or 2m, got %q", s)
+			return nil, fmt.Errorf("want a duration such as 500ms, 10s, 2m or 7d, got %q", s)
 		}
 		return d, nil
 	case byteSizeType:

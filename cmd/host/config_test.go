@@ -245,7 +245,7 @@ func TestConfigInvalid(t *testing.T) {
 		{name: "negative retention", args: []string{"--set", "engine.retention=-1h"}, want: []string{"engine.retention (from flag --set engine.retention)", "want between 0 (keep finished instances forever) and 876000h (100 years), got -1h0m0s"}},
 		{name: "retention over 100 years", env: []string{"WEFT_ENGINE_RETENTION=900000h"}, want: []string{"engine.retention (from env WEFT_ENGINE_RETENTION)", "and 876000h (100 years)"}},
 		{name: "retention interval", file: "engine: {retention_interval: 0s}\n", want: []string{"engine.retention_interval (from file", "must be positive"}},
-		{name: "bad duration from --set", args: []string{"--set", "heartbeat.cycle=soon"}, want: []string{"heartbeat.cycle (from flag --set heartbeat.cycle)", `want a duration such as 500ms, 10s or 2m, got "soon"`}},
+		{name: "bad duration from --set", args: []string{"--set", "heartbeat.cycle=soon"}, want: []string{"heartbeat.cycle (from flag --set heartbeat.cycle)", `want a duration such as 500ms, 10s, 2m or 7d, got "soon"`}},
 		{name: "bad size from --set", args: []string{"--set", "http.body_limit=lots"}, want: []string{"http.body_limit (from flag --set http.body_limit)", `got "lots"`}},
 		{name: "bad address from a named list flag", args: []string{"--store", "redis", "--redis-addr", "a:1,localhost"}, want: []string{"redis_addrs (from flag --redis-addr): [1]: want HOST:PORT"}},
 		{name: "bad tokens from env", env: []string{"WEFT_AUTH_TOKENS=ci:admin"}, want: []string{"auth.tokens (from env WEFT_AUTH_TOKENS): entry 1: want name:role:token"}},
@@ -358,6 +358,8 @@ func TestConfigRetention(t *testing.T) {
 		{nil, 7 * 24 * time.Hour, "  retention: 168h\n"},
 		{[]string{"--set", "engine.retention=0"}, 0, "  retention: 0s # from flag --set engine.retention\n"},
 		{[]string{"--set", "engine.retention=720h"}, 720 * time.Hour, "  retention: 720h # from flag --set engine.retention\n"},
+		// Days, as a workflow's retention writes them.
+		{[]string{"--set", "engine.retention=30d"}, 720 * time.Hour, "  retention: 720h # from flag --set engine.retention\n"},
 	} {
 		c, err := loadConfig(parseHostFlags(t, tt.args...).sources(t.TempDir(), nil))
 		if err != nil {
