@@ -525,7 +525,7 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 		details := watched.details
 		watched.mu.Unlock()
 		return runner.ActivityFailed{
-			Token: r.token, Failure: retry.Of(retry.KindHeartbeatTimeout), LastHeartbeat: details,
+			Token: r.token, Cause: retry.Of(retry.KindHeartbeatTimeout), LastHeartbeat: details,
 			Message: fmt.Sprintf("no heartbeat within %s", watched.timeout),
 		}
 	}
@@ -539,11 +539,11 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 			// Named like every other call error: the runtime does not
 			// parse outputs (see plugins.Runtime.Invoke), so it is made here.
 			perr := &plugins.CallError{Version: r.version, Activity: r.activity, Err: plugins.CheckOutput(r.out)}
-			return runner.ActivityFailed{Token: r.token, Failure: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests}
+			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests}
 		}
 		return runner.ActivityCompleted{Token: r.token, Output: v, Requests: requests}
 	}
-	f := runner.ActivityFailed{Token: r.token, Failure: classify.Failure(r.err), Message: r.err.Error(), Requests: requests}
+	f := runner.ActivityFailed{Token: r.token, Cause: classify.Cause(r.err), Message: r.err.Error(), Requests: requests}
 	var ge *plugins.GuestError
 	if errors.As(r.err, &ge) {
 		f.Message, f.Details = ge.Message, ge.Details

@@ -34,8 +34,10 @@ type ActivityCompleted struct {
 
 // ActivityFailed is an attempt's failure.
 type ActivityFailed struct {
-	Token   string
-	Failure retry.Failure
+	Token string
+	// Cause is what the retry policy decides on; the code, Message and
+	// Details become the instance's failure when the step is not retried.
+	Cause   retry.Cause
 	Message string
 	Details json.RawMessage
 	// LastHeartbeat is the details the attempt last reported; they are
