@@ -698,19 +698,14 @@ func (x *execution) commit() error {
 		// instance now decides; this execution writes nothing more.
 		return fmt.Errorf("%w: instance %s", ErrLeaseLost, inst.ID)
 	}
-	state, err := json.Marshal(x.st)
+	enc, err := x.st.Encode()
 	if err != nil {
-		return fmt.Errorf("instance %s: encoding state: %w", inst.ID, err)
+		return fmt.Errorf("instance %s: %w", inst.ID, err)
 	}
-	inst.State = state
+	inst.State, inst.Vars = enc.State, enc.Vars
 	inst.Status = x.st.Status
-	if inst.Vars, err = json.Marshal(x.st.Vars); err != nil {
-		return err
-	}
 	if x.st.Status == store.StatusCompleted {
-		if inst.Output, err = json.Marshal(x.st.Output); err != nil {
-			return err
-		}
+		inst.Output = enc.Output
 	}
 	if f := x.st.Error; f != nil {
 		failure := *f
