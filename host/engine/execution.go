@@ -254,13 +254,8 @@ func (x *execution) run() error {
 		}
 	}
 	if x.inst.Status == store.StatusPending {
-		var input any
-		if len(x.inst.Input) > 0 {
-			if err := json.Unmarshal(x.inst.Input, &input); err != nil {
-				return fmt.Errorf("instance %s: input does not decode: %w", x.inst.ID, err)
-			}
-		}
-		x.apply(runner.Start{Input: input})
+		// As stored: the state keeps these bytes as its input's JSON.
+		x.apply(runner.Start{Input: x.inst.Input})
 	}
 	// Due timers, earliest first.
 	now := x.e.cfg.Now()
@@ -732,7 +727,11 @@ func (x *execution) commit() error {
 	// tokens, so a parent replayed after a crash asks for the same ids and
 	// the store's idempotent create absorbs the repeat.
 	for _, c := range x.next.children {
-		if _, _, err := x.e.create(x.ctx, c.Workflow, c.Input, childID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
+		in, err := json.Marshal(c.Input)
+		if err != nil {
+			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, childID(inst.ID, c.Token), err)
+		}
+		if _, _, err := x.e.create(x.ctx, c.Workflow, in, childID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
 			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
 		}
 	}

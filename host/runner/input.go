@@ -20,8 +20,10 @@ type Context struct {
 // Input is an input to Apply.
 type Input interface{ input() }
 
-// Start begins an instance.
-type Start struct{ Input any }
+// Start begins an instance. Input is its input as JSON, as the instance
+// stores it (nil for none); the state keeps it, and the caller must not
+// change it afterwards.
+type Start struct{ Input json.RawMessage }
 
 // ActivityCompleted is an attempt's output.
 type ActivityCompleted struct {

@@ -110,10 +110,19 @@ func (a *apply) start(ev Start) {
 		a.record(store.HistoryEventIgnored, "", 0, map[string]any{"reason": "already started"})
 		return
 	}
-	a.st.Input = ev.Input
 	a.st.Status = store.StatusRunning
-	a.st.Root = &Frame{List: "steps", Path: "steps"}
 	a.record(store.HistoryInstanceStarted, "", 0, nil)
+	if len(ev.Input) > 0 {
+		var in any
+		if err := json.Unmarshal(ev.Input, &in); err != nil {
+			// Valid JSON that Go cannot hold (a number beyond float64):
+			// no expression could read it.
+			a.fail(&store.Failure{Code: "input", Message: "input does not decode: " + err.Error()})
+			return
+		}
+		a.st.Input, a.st.input = in, ev.Input
+	}
+	a.st.Root = &Frame{List: "steps", Path: "steps"}
 	a.advance(a.st.Root)
 }
 

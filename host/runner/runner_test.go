@@ -173,7 +173,7 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 	switch name {
 	case "start":
 		var f struct {
-			Input any `json:"input"`
+			Input json.RawMessage `json:"input"`
 		}
 		fields(&f)
 		ev = runner.Start{Input: f.Input}

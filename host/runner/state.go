@@ -52,8 +52,9 @@ import (
 // json.Marshal and json.Unmarshal also read and write.
 type State struct {
 	Status store.Status
-	// Input is the instance's input; input is the same as JSON, as the
-	// document held it, so that it is copied rather than encoded again.
+	// Input is the instance's input; input is the same as JSON, as Start
+	// gave it or the document held it, so that it is encoded once, when
+	// the instance is created, and copied from then on.
 	Input any
 	input json.RawMessage
 	Vars  map[string]any
