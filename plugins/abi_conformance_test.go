@@ -636,7 +636,7 @@ func TestABISection8HostFailureCodes(t *testing.T) {
 			if err == nil {
 				t.Fatal("the call succeeded")
 			}
-			f := classify.Failure(err)
+			f := classify.Cause(err)
 			if f.Code != tt.code || f.Retryable != tt.retryable {
 				t.Errorf("%v: code %q retryable %v, want %q %v", err, f.Code, f.Retryable, tt.code, tt.retryable)
 			}

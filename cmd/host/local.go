@@ -244,7 +244,7 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		err = plugins.CheckOutput(out)
 	}
 	if err != nil {
-		f := classify.Failure(err)
+		f := classify.Cause(err)
 		res.Failure = &callFailure{Kind: f.Kind, Code: f.Code, Retryable: f.Retryable, Message: err.Error()}
 		var ge *plugins.GuestError
 		if errors.As(err, &ge) {

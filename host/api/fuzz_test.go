@@ -84,7 +84,7 @@ steps:
 `)); err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := h.node.Engine().Start(ctx, "fz", map[string]any{"n": 1}, "fz-1"); err != nil {
+	if _, _, err := h.node.Engine().Start(ctx, "fz", json.RawMessage(`{"n": 1}`), "fz-1"); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -130,13 +130,9 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	} else if err != nil {
 		return err
 	}
-	var input any
-	if len(req.Input) > 0 {
-		input = req.Input
-	}
 	// The engine decides, atomically, whether this start created the
 	// instance: of two concurrent starts with one id, one answers 201.
-	inst, isNew, err := s.node.Engine().Start(ctx, name, input, req.ID)
+	inst, isNew, err := s.node.Engine().Start(ctx, name, req.Input, req.ID)
 	if errors.Is(err, engine.ErrIDInUse) {
 		return conflictf("%s", clean(err))
 	}

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strconv"
 	"sync"
@@ -46,7 +47,7 @@ output: "${ vars.c }"
 					defer wg.Done()
 					for next.Add(1) <= int64(b.N) {
 						t0 := time.Now()
-						inst, _, err := h.e.Start(ctx, "three", map[string]any{"n": 1}, "")
+						inst, _, err := h.e.Start(ctx, "three", json.RawMessage(`{"n": 1}`), "")
 						if err != nil {
 							b.Error(err)
 							return
@@ -93,7 +94,7 @@ output: "${ vars.got }"
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		key := strconv.Itoa(i)
-		inst, _, err := h.e.Start(ctx, "waiter", map[string]any{"k": key}, "")
+		inst, _, err := h.e.Start(ctx, "waiter", json.RawMessage(`{"k": "`+key+`"}`), "")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -261,7 +261,7 @@ steps:
 	case <-wctx.Done():
 		t.Fatal("the cancelled attempt did not end within 30s")
 	}
-	if calls := h.calls.recorded(); len(calls) != 1 || classify.Failure(calls[0].err).Kind != retry.KindCancelled {
+	if calls := h.calls.recorded(); len(calls) != 1 || classify.Cause(calls[0].err).Kind != retry.KindCancelled {
 		t.Fatalf("calls %+v: want one, cancelled", calls)
 	}
 }

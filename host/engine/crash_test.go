@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -134,7 +135,7 @@ steps:
 	st, e := h.st, h.e
 	if mode == "start" {
 		for i := 0; i < crashInstances; i++ {
-			if _, _, err := e.Start(ctx, "crashy", i, "crash-"+strconv.Itoa(i)); err != nil {
+			if _, _, err := e.Start(ctx, "crashy", json.RawMessage(strconv.Itoa(i)), "crash-"+strconv.Itoa(i)); err != nil {
 				return err
 			}
 		}

@@ -124,7 +124,11 @@ func (h *host) save(source string) {
 // finish starts an instance and waits until it is finished.
 func (h *host) finish(workflow string, input any) *store.Instance {
 	h.t.Helper()
-	inst, _, err := h.e.Start(context.Background(), workflow, input, "")
+	in, err := json.Marshal(input)
+	if err != nil {
+		h.t.Fatalf("encoding the input: %v", err)
+	}
+	inst, _, err := h.e.Start(context.Background(), workflow, in, "")
 	if err != nil {
 		h.t.Fatalf("Start: %v", err)
 	}
@@ -304,6 +308,51 @@ steps:
 	// after each of the three activities (the last together with completion).
 	if revs["lazy"] != 2 || revs["activity"] != 4 {
 		t.Errorf("revisions: lazy %d, activity %d; want 2 and 4", revs["lazy"], revs["activity"])
+	}
+}
+
+// TestStartTakesTheInputAsJSON: the input is stored as the caller gave it
+// (the store compacts it), null when there is none; and one that is JSON
+// but that no expression could read fails the instance with the code input,
+// where it used to leave the instance pending for ever.
+func TestStartTakesTheInputAsJSON(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: echo
+steps:
+  - { id: a, activity: kit.echo, input: "${ input }", output: a }
+output: "${ vars.a }"
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		input, stored string
+		status        store.Status
+		output, code  string
+	}{
+		{input: `{ "n": [1, 2.5] }`, stored: `{"n":[1,2.5]}`, status: store.StatusCompleted, output: `{"n":[1,2.5]}`},
+		{input: ``, stored: `null`, status: store.StatusCompleted, output: `null`},
+		{input: `{"n": 1e400}`, stored: `{"n":1e400}`, status: store.StatusFailed, code: "input"},
+	} {
+		inst, _, err := h.e.Start(ctx, "echo", json.RawMessage(tt.input), "")
+		if err != nil {
+			t.Fatalf("Start(%s): %v", tt.input, err)
+		}
+		if string(inst.Input) != tt.stored {
+			t.Errorf("Start(%s) stored %s, want %s", tt.input, inst.Input, tt.stored)
+		}
+		got, err := h.e.WaitFinished(ctx, inst.ID)
+		if err != nil {
+			t.Fatalf("instance %s of input %s: %v", inst.ID, tt.input, err)
+		}
+		var code string
+		if got.Error != nil {
+			code = got.Error.Code
+		}
+		if got.Status != tt.status || string(got.Output) != tt.output || code != tt.code {
+			t.Errorf("input %s: instance %s output %s error %+v; want %s, output %s, code %q", tt.input, got.Status, got.Output, got.Error, tt.status, tt.output, tt.code)
+		}
 	}
 }
 

@@ -21,56 +21,109 @@ import (
 )
 
 // execution is one run of an instance under its lock: from taking the lock
-// until the instance is suspended or finished.
+// until the instance is suspended or finished. One goroutine, the run loop,
+// applies inputs to the runner's state and commits what they changed; the
+// attempts it starts and the heartbeat scheduler reach it through channels
+// and atomics only.
 type execution struct {
-	e         *Engine
-	ctx       context.Context
-	lease     lock.Lease
-	inst      *store.Instance
-	status    store.Status // as last committed
-	prog      *runner.Program
+	e   *Engine
+	ctx context.Context
+	// lease is the instance's lock; its token fences every commit.
+	lease lock.Lease
+	prog  *runner.Program
+
+	// The instance as last committed: inst is what the store holds (the
+	// next commit compares its Rev), status what the observer was told.
+	inst   *store.Instance
+	status store.Status
+
+	// The instance as the runner has it now, not yet committed: its state,
+	// and the timers and bookmarks it waits on, which every commit writes
+	// whole.
 	st        *runner.State
 	timers    map[string]store.Timer
 	bookmarks map[string]store.Bookmark // by token
-	history   []store.HistoryEntry
-	dirty     bool
-	// consumed are inbox messages applied since the last commit; checked
-	// are bookmarks already matched against queued stimuli.
-	consumed  []string
-	checked   map[string]bool
-	delivered string // a queued stimulus applied since the last commit
-	// deliveredOutcome is that stimulus's answer when it was queued, kept
-	// through its delivery: a repeated send answers what the first did.
-	deliveredOutcome json.RawMessage
-	children         []runner.StartChild
-	wake             chan struct{}
 
-	results  chan result
-	inflight map[string]*plugins.Heartbeat
-	// attempts names each attempt in flight, by token, for the notes of
-	// a superseded execution.
-	attempts map[string]runner.Invoke
-	seen     map[string]bool // inbox messages applied in this run
+	// next is what the next commit writes besides them.
+	next nextCommit
+
+	// What this run has read, so that nothing is applied twice: seen are
+	// the inbox messages applied, checked the bookmarks already matched
+	// against queued stimuli. wake is signalled when there may be more to
+	// read (a message written on this node), or when the scheduler found
+	// the lease or lock lost.
+	seen    map[string]bool
+	checked map[string]bool
+	wake    chan struct{}
+
+	// inflight are the activity attempts started and not yet ended.
+	inflight inFlight
+
+	// sched is what the heartbeat scheduler shares with this execution: it
+	// renews the lock and the lease from its own goroutine.
+	sched scheduling
+
 	// err is the first failed commit: a fenced or refused writer must stop.
 	err error
-	// leased is true once the heartbeat scheduler renews the lease; held
-	// mirrors it for the scheduler's goroutine.
+}
+
+// nextCommit is what an execution writes at its next commit besides the
+// state, timers and bookmarks: the changes made since the last one, which
+// the commit clears.
+type nextCommit struct {
+	// dirty is set when anything changed since the last commit.
+	dirty   bool
+	history []store.HistoryEntry
+	// consumed are inbox messages applied since the last commit.
+	consumed []string
+	// delivered is a queued stimulus applied since the last commit, and
+	// deliveredOutcome its answer when it was queued, kept through its
+	// delivery: a repeated send answers what the first did.
+	delivered        string
+	deliveredOutcome json.RawMessage
+	// children are the child instances the runner started since the last
+	// commit; the commit creates them before it writes the parent.
+	children []runner.StartChild
+}
+
+// inFlight are an execution's activity attempts that have not ended. Each
+// runs on its own goroutine and sends its end on results, which only the
+// run loop reads.
+type inFlight struct {
+	results  chan result
+	attempts map[string]flight // by token
+}
+
+// flight is one attempt in flight.
+type flight struct {
+	// hb is the attempt's heartbeat, through which it is cancelled.
+	hb *plugins.Heartbeat
+	// inv names the attempt, for the notes of a superseded execution.
+	inv runner.Invoke
+}
+
+// scheduling is an execution's side of the heartbeat scheduler, which
+// extends its lock, renews its lease and watches its attempts from another
+// goroutine: what the scheduler touches is atomic or a channel.
+type scheduling struct {
+	// key names the execution in the scheduler's items: the instance and
+	// the lock's token, so that two executions of one instance on one node
+	// (the first lost its lock) never share an item.
+	key string
+	// leased is true once the scheduler renews the store lease (the run
+	// loop's view); held mirrors it for the scheduler's goroutine.
 	leased bool
 	held   atomic.Bool
-	// key names this execution in the heartbeat scheduler's items: the
-	// instance and the lock's token, so that two executions of one
-	// instance on one node (the first lost its lock) never share an item.
-	key string
-	// lost is set by the scheduler when this execution's lease or lock
-	// was lost: it must stop, and write nothing more.
+	// lost is set by the scheduler when the lease or lock was lost: the
+	// execution must stop, and write nothing more.
 	lost atomic.Bool
 	// lockUntil is when the lock ends (Unix ns, by the engine's clock)
 	// unless extended: set when it is taken and at each extension.
 	lockUntil atomic.Int64
-	// persist carries the heartbeat scheduler's requests to commit a
-	// running instance that has no lease yet (lazy persistence), so that
-	// its long attempt becomes recoverable and its details can be stored;
-	// exited is closed when the execution stops reading it.
+	// persist carries the scheduler's requests to commit a running
+	// instance that has no lease yet (lazy persistence), so that its long
+	// attempt becomes recoverable and its details can be stored; exited is
+	// closed when the execution stops reading it.
 	persist chan chan error
 	exited  chan struct{}
 }
@@ -127,14 +180,18 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 		return err
 	}
 	x := &execution{
-		e: e, ctx: ctx, lease: lease, inst: inst, prog: prog, st: &runner.State{},
-		timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{}, checked: map[string]bool{},
-		results: make(chan result), inflight: map[string]*plugins.Heartbeat{}, attempts: map[string]runner.Invoke{}, wake: make(chan struct{}, 1), seen: map[string]bool{},
-		persist: make(chan chan error), exited: make(chan struct{}), status: inst.Status,
-		key: id + "#" + strconv.FormatUint(lease.Token(), 10),
+		e: e, ctx: ctx, lease: lease, prog: prog,
+		inst: inst, status: inst.Status,
+		st: &runner.State{}, timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{},
+		seen: map[string]bool{}, checked: map[string]bool{}, wake: make(chan struct{}, 1),
+		inflight: inFlight{results: make(chan result), attempts: map[string]flight{}},
+		sched: scheduling{
+			key:     id + "#" + strconv.FormatUint(lease.Token(), 10),
+			persist: make(chan chan error), exited: make(chan struct{}),
+		},
 	}
-	x.lockUntil.Store(acquired.Add(e.cfg.LockTTL).UnixNano())
-	defer close(x.exited)
+	x.sched.lockUntil.Store(acquired.Add(e.cfg.LockTTL).UnixNano())
+	defer close(x.sched.exited)
 	// The heartbeat scheduler extends the lock while the instance runs; a
 	// lock it finds lost stops the execution like a lost lease.
 	e.renewer.holdLock(x)
@@ -161,7 +218,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 	e.register(id, x.wake)
 	defer e.unregister(id, x.wake)
 	defer func() {
-		if x.leased {
+		if x.sched.leased {
 			e.renewer.releaseLease(x)
 		}
 	}()
@@ -192,18 +249,13 @@ func (x *execution) run() error {
 		// token, so the execution this one replaces (paused, not dead)
 		// can no longer write, and the lease stops recovery from queueing
 		// the instance again.
-		if x.err == nil && x.dirty {
+		if x.err == nil && x.next.dirty {
 			x.err = x.commit()
 		}
 	}
 	if x.inst.Status == store.StatusPending {
-		var input any
-		if len(x.inst.Input) > 0 {
-			if err := json.Unmarshal(x.inst.Input, &input); err != nil {
-				return fmt.Errorf("instance %s: input does not decode: %w", x.inst.ID, err)
-			}
-		}
-		x.apply(runner.Start{Input: input})
+		// As stored: the state keeps these bytes as its input's JSON.
+		x.apply(runner.Start{Input: x.inst.Input})
 	}
 	// Due timers, earliest first.
 	now := x.e.cfg.Now()
@@ -217,7 +269,7 @@ func (x *execution) run() error {
 	for _, t := range due {
 		if _, still := x.timers[t.ID]; still {
 			delete(x.timers, t.ID)
-			x.dirty = true
+			x.next.dirty = true
 			x.apply(runner.TimerFired{Token: t.ID})
 		}
 	}
@@ -232,7 +284,7 @@ func (x *execution) run() error {
 		// attempt is in flight.
 		var n int
 		var err error
-		if poll || len(x.inflight) == 0 {
+		if poll || len(x.inflight.attempts) == 0 {
 			n, err = x.pollInbox()
 			poll = false
 		}
@@ -245,25 +297,24 @@ func (x *execution) run() error {
 			x.err = err
 			break
 		}
-		if n == 0 && len(x.inflight) == 0 {
+		if n == 0 && len(x.inflight.attempts) == 0 {
 			break
 		}
-		if len(x.inflight) == 0 {
+		if len(x.inflight.attempts) == 0 {
 			continue
 		}
 		select {
-		case r := <-x.results:
-			delete(x.inflight, r.token)
-			delete(x.attempts, r.token)
-			x.apply(x.input(r, x.e.renewer.forget(attemptItem(x.key, r.token))))
-		case done := <-x.persist:
-			if !x.leased {
+		case r := <-x.inflight.results:
+			delete(x.inflight.attempts, r.token)
+			x.apply(x.input(r, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
+		case done := <-x.sched.persist:
+			if !x.sched.leased {
 				x.err = x.commit()
 			}
 			done <- x.err
 		case <-x.wake:
 			poll = true
-			if x.lost.Load() {
+			if x.sched.lost.Load() {
 				err := fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
 				x.superseded(x.cancelAll(), err)
 				return err
@@ -289,7 +340,7 @@ func (x *execution) run() error {
 		}
 		return x.err
 	}
-	if x.dirty {
+	if x.next.dirty {
 		return x.commit()
 	}
 	return nil
@@ -312,14 +363,14 @@ func (x *execution) pollInbox() (int, error) {
 			return n, fmt.Errorf("instance %s: %w", x.inst.ID, err)
 		}
 		x.seen[m.ID] = true
-		x.consumed = append(x.consumed, m.ID)
+		x.next.consumed = append(x.next.consumed, m.ID)
 		n++
 		if entry.note != nil {
 			// Recorded as it is; the runner's state does not change.
 			ev := *entry.note
 			ev.Time = x.e.cfg.Now()
-			x.history = append(x.history, ev)
-			x.dirty = true
+			x.next.history = append(x.next.history, ev)
+			x.next.dirty = true
 			continue
 		}
 		x.apply(entry.input)
@@ -350,9 +401,9 @@ func (x *execution) pollQueued() (int, error) {
 		if err != nil {
 			return n, fmt.Errorf("instance %s: the payload of queued stimulus %s: %w", x.inst.ID, s.ID, err)
 		}
-		x.delivered, x.deliveredOutcome = s.ID, queuedOutcome(s)
+		x.next.delivered, x.next.deliveredOutcome = s.ID, queuedOutcome(s)
 		x.apply(runner.StimulusDelivered{Token: token, Payload: payload})
-		if x.delivered != "" { // not committed by a Persist action
+		if x.next.delivered != "" { // not committed by a Persist action
 			if err := x.commit(); err != nil {
 				return n, err
 			}
@@ -367,7 +418,7 @@ func (x *execution) pollQueued() (int, error) {
 // instead of after the lease's TTL: a node shutting down hands its work
 // back. (The lock is released as the execution returns.)
 func (x *execution) handBack() {
-	if !x.leased {
+	if !x.sched.leased {
 		return
 	}
 	ctx := context.WithoutCancel(x.ctx)
@@ -380,18 +431,17 @@ func (x *execution) handBack() {
 // cancelAll stops the attempts in flight and returns those that completed
 // anyway (before they saw the cancellation).
 func (x *execution) cancelAll() (completed []runner.Invoke) {
-	for _, hb := range x.inflight {
-		hb.RequestCancel()
+	for _, f := range x.inflight.attempts {
+		f.hb.RequestCancel()
 	}
-	for range x.inflight {
-		r := <-x.results
-		x.e.renewer.forget(attemptItem(x.key, r.token))
+	for range x.inflight.attempts {
+		r := <-x.inflight.results
+		x.e.renewer.forget(attemptItem(x.sched.key, r.token))
 		if r.err == nil {
-			completed = append(completed, x.attempts[r.token])
+			completed = append(completed, x.inflight.attempts[r.token].inv)
 		}
 	}
-	clear(x.inflight)
-	clear(x.attempts)
+	clear(x.inflight.attempts)
 	return completed
 }
 
@@ -440,7 +490,7 @@ func (x *execution) superseded(stopped []runner.Invoke, cause error) {
 		notes = append(notes, store.Message{InstanceID: x.inst.ID, Kind: store.MessageNote, Payload: data,
 			ID: fmt.Sprintf("late:%s:%s:%s:%d:%s", x.e.cfg.NodeID, x.e.boot, path, attempt, outcome)})
 	}
-	for _, ev := range x.history {
+	for _, ev := range x.next.history {
 		switch ev.Type {
 		case store.HistoryActivityCompleted, store.HistoryActivityFailed:
 			note(strings.TrimPrefix(string(ev.Type), "activity_"), ev.StepPath, ev.Attempt)
@@ -470,7 +520,7 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 		details := watched.details
 		watched.mu.Unlock()
 		return runner.ActivityFailed{
-			Token: r.token, Failure: retry.Of(retry.KindHeartbeatTimeout), LastHeartbeat: details,
+			Token: r.token, Cause: retry.Of(retry.KindHeartbeatTimeout), LastHeartbeat: details,
 			Message: fmt.Sprintf("no heartbeat within %s", watched.timeout),
 		}
 	}
@@ -484,11 +534,11 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 			// Named like every other call error: the runtime does not
 			// parse outputs (see plugins.Runtime.Invoke), so it is made here.
 			perr := &plugins.CallError{Version: r.version, Activity: r.activity, Err: plugins.CheckOutput(r.out)}
-			return runner.ActivityFailed{Token: r.token, Failure: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests}
+			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests}
 		}
 		return runner.ActivityCompleted{Token: r.token, Output: v, Requests: requests}
 	}
-	f := runner.ActivityFailed{Token: r.token, Failure: classify.Failure(r.err), Message: r.err.Error(), Requests: requests}
+	f := runner.ActivityFailed{Token: r.token, Cause: classify.Cause(r.err), Message: r.err.Error(), Requests: requests}
 	var ge *plugins.GuestError
 	if errors.As(r.err, &ge) {
 		f.Message, f.Details = ge.Message, ge.Details
@@ -503,7 +553,7 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 func (x *execution) apply(ev runner.Input) {
 	now := x.e.cfg.Now()
 	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq)}, ev)
-	x.dirty = true
+	x.next.dirty = true
 	for _, a := range acts {
 		switch a := a.(type) {
 		case runner.Invoke:
@@ -513,15 +563,15 @@ func (x *execution) apply(ev runner.Input) {
 		case runner.CancelTimer:
 			delete(x.timers, a.Token)
 		case runner.CancelActivity:
-			if hb := x.inflight[a.Token]; hb != nil {
-				hb.RequestCancel()
+			if f, ok := x.inflight.attempts[a.Token]; ok {
+				f.hb.RequestCancel()
 			}
 		case runner.CreateBookmark:
 			x.bookmarks[a.Token] = store.Bookmark{InstanceID: x.inst.ID, StepPath: a.Path, Event: a.Event, Key: a.Key, Token: a.Token}
 		case runner.RemoveBookmark:
 			delete(x.bookmarks, a.Token)
 		case runner.StartChild:
-			x.children = append(x.children, a)
+			x.next.children = append(x.next.children, a)
 		case runner.CancelChild:
 			x.cancelChild(a.Token)
 		case runner.Record:
@@ -534,7 +584,7 @@ func (x *execution) apply(ev runner.Input) {
 			if a.Data == nil {
 				data = nil
 			}
-			x.history = append(x.history, store.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
+			x.next.history = append(x.next.history, store.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
 		case runner.Persist:
 			if x.err == nil {
 				x.err = x.commit()
@@ -567,8 +617,7 @@ func (x *execution) invoke(inv runner.Invoke) {
 	// The zero time marks a guest that has not started; the runtime sets
 	// the heartbeat's clock when it starts.
 	hb := plugins.NewHeartbeat(time.Time{})
-	x.inflight[inv.Token] = hb
-	x.attempts[inv.Token] = inv
+	x.inflight.attempts[inv.Token] = flight{hb: hb, inv: inv}
 	x.track(inv, hb)
 	timeout := inv.Timeout
 	if timeout == 0 {
@@ -588,7 +637,7 @@ func (x *execution) invoke(inv runner.Invoke) {
 	}
 	go func() {
 		if err != nil {
-			x.results <- result{token: inv.Token, err: fmt.Errorf("encoding input: %w", err), hb: hb}
+			x.inflight.results <- result{token: inv.Token, err: fmt.Errorf("encoding input: %w", err), hb: hb}
 			return
 		}
 		ctx := x.ctx
@@ -598,13 +647,13 @@ func (x *execution) invoke(inv runner.Invoke) {
 			defer cancel()
 		}
 		if call.Grants, err = x.e.grants(ctx, inv.Plugin); err != nil {
-			x.results <- result{token: inv.Token, err: &plugins.CallError{Version: version, Activity: inv.Activity, Err: err}, hb: hb}
+			x.inflight.results <- result{token: inv.Token, err: &plugins.CallError{Version: version, Activity: inv.Activity, Err: err}, hb: hb}
 			return
 		}
 		var requests []plugins.Request
 		call.Requested = func(r plugins.Request) { requests = append(requests, r) }
 		out, err := x.e.plugins.Invoke(ctx, version, call)
-		x.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, err: err, hb: hb, requests: requests}
+		x.inflight.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, err: err, hb: hb, requests: requests}
 	}()
 }
 
@@ -615,7 +664,7 @@ func (x *execution) invoke(inv runner.Invoke) {
 // hb reports the zero time until then, and startPulse the present.
 func (x *execution) track(inv runner.Invoke, hb *plugins.Heartbeat) {
 	a := &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb, timeout: inv.HeartbeatTimeout}
-	x.e.renewer.watch(attemptItem(x.key, inv.Token), a, startPulse{hb: hb, now: x.e.cfg.Now})
+	x.e.renewer.watch(attemptItem(x.sched.key, inv.Token), a, startPulse{hb: hb, now: x.e.cfg.Now})
 }
 
 // startPulse is an attempt's heartbeat.Pulse: the guest's heartbeats once
@@ -639,24 +688,19 @@ func (p startPulse) Last() (details []byte, at time.Time, beats uint64) {
 // the lock's token, with the history, timers and status of the state.
 func (x *execution) commit() error {
 	inst := x.inst
-	if x.lost.Load() {
+	if x.sched.lost.Load() {
 		// The scheduler found the lease or lock lost: whoever holds the
 		// instance now decides; this execution writes nothing more.
 		return fmt.Errorf("%w: instance %s", ErrLeaseLost, inst.ID)
 	}
-	state, err := json.Marshal(x.st)
+	enc, err := x.st.Encode()
 	if err != nil {
-		return fmt.Errorf("instance %s: encoding state: %w", inst.ID, err)
+		return fmt.Errorf("instance %s: %w", inst.ID, err)
 	}
-	inst.State = state
+	inst.State, inst.Vars = enc.State, enc.Vars
 	inst.Status = x.st.Status
-	if inst.Vars, err = json.Marshal(x.st.Vars); err != nil {
-		return err
-	}
 	if x.st.Status == store.StatusCompleted {
-		if inst.Output, err = json.Marshal(x.st.Output); err != nil {
-			return err
-		}
+		inst.Output = enc.Output
 	}
 	if f := x.st.Error; f != nil {
 		failure := *f
@@ -682,14 +726,18 @@ func (x *execution) commit() error {
 	// Children first: their ids come from the runner's deterministic
 	// tokens, so a parent replayed after a crash asks for the same ids and
 	// the store's idempotent create absorbs the repeat.
-	for _, c := range x.children {
-		if _, _, err := x.e.create(x.ctx, c.Workflow, c.Input, childID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
+	for _, c := range x.next.children {
+		in, err := json.Marshal(c.Input)
+		if err != nil {
+			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, childID(inst.ID, c.Token), err)
+		}
+		if _, _, err := x.e.create(x.ctx, c.Workflow, in, childID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
 			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
 		}
 	}
 	c := store.Commit{
-		Instance: inst, Fence: x.lease.Token(), History: x.history, Timers: timers, Bookmarks: bookmarks,
-		Consumed: x.consumed, DeliveredStimulus: x.delivered, DeliveredOutcome: x.deliveredOutcome,
+		Instance: inst, Fence: x.lease.Token(), History: x.next.history, Timers: timers, Bookmarks: bookmarks,
+		Consumed: x.next.consumed, DeliveredStimulus: x.next.delivered, DeliveredOutcome: x.next.deliveredOutcome,
 	}
 	if inst.Status.Terminal() && inst.Parent != nil {
 		end, _ := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
@@ -705,26 +753,25 @@ func (x *execution) commit() error {
 		x.e.cfg.Observer.InstanceStatus(inst.Workflow, inst.Status)
 	}
 	switch {
-	case inst.Status == store.StatusRunning && !x.leased:
+	case inst.Status == store.StatusRunning && !x.sched.leased:
 		// The store's lease tells recovery this instance is alive; the
 		// heartbeat scheduler renews it, batched with the others.
-		x.leased = true
-		x.held.Store(true)
+		x.sched.leased = true
+		x.sched.held.Store(true)
 		x.e.renewer.holdLease(x)
-	case inst.Status != store.StatusRunning && x.leased:
+	case inst.Status != store.StatusRunning && x.sched.leased:
 		// The commit cleared the lease: stop renewing it, or the next
 		// renewal would find it gone and stop this execution for nothing
 		// should it run on (a message arriving before it finishes).
-		x.leased = false
-		x.held.Store(false)
+		x.sched.leased = false
+		x.sched.held.Store(false)
 		x.e.renewer.releaseLease(x)
 	}
-	x.history, x.consumed, x.delivered, x.deliveredOutcome = nil, nil, "", nil
-	x.dirty = false
-	for _, ch := range x.children {
+	children := x.next.children
+	x.next = nextCommit{}
+	for _, ch := range children {
 		x.e.pushSoon(x.ctx, childID(inst.ID, ch.Token), "start")
 	}
-	x.children = nil
 	if len(c.Send) > 0 {
 		x.e.pushSoon(x.ctx, inst.Parent.InstanceID, "child")
 	}

@@ -83,7 +83,7 @@ func (b *renewer) Renew(ctx context.Context, batch []heartbeat.Renewal) []heartb
 			}
 			a := v.(*attempt)
 			out[i] = heartbeat.OK
-			if !a.x.held.Load() {
+			if !a.x.sched.held.Load() {
 				unleased[a.x] = append(unleased[a.x], i)
 				continue
 			}
@@ -198,8 +198,8 @@ func (b *renewer) extendLocks(ctx context.Context, batch []heartbeat.Renewal, id
 		switch err := errs[j]; {
 		case err == nil:
 			out[i] = heartbeat.OK
-			x.lockUntil.Store(start.Add(b.e.cfg.LockTTL).UnixNano())
-		case errors.Is(err, lock.ErrLost), now.UnixNano() >= x.lockUntil.Load():
+			x.sched.lockUntil.Store(start.Add(b.e.cfg.LockTTL).UnixNano())
+		case errors.Is(err, lock.ErrLost), now.UnixNano() >= x.sched.lockUntil.Load():
 			// Lost, or over by this node's clock while the backend could
 			// not be reached: another node may hold it now, so the
 			// execution must stop either way.
@@ -215,8 +215,8 @@ func (b *renewer) extendLocks(ctx context.Context, batch []heartbeat.Renewal, id
 func (x *execution) persistNow(ctx context.Context) error {
 	done := make(chan error, 1)
 	select {
-	case x.persist <- done:
-	case <-x.exited:
+	case x.sched.persist <- done:
+	case <-x.sched.exited:
 		return fmt.Errorf("instance %s: execution ended", x.inst.ID)
 	case <-ctx.Done():
 		return ctx.Err()
@@ -237,7 +237,7 @@ const (
 // holdLock has the scheduler extend an execution's instance lock;
 // releaseLock stops.
 func (b *renewer) holdLock(x *execution) {
-	id := lockPrefix + x.key
+	id := lockPrefix + x.sched.key
 	b.runs.Store(id, x)
 	if _, err := b.e.scheduler.Track(heartbeat.Item{ID: id, Kind: heartbeat.LockLease, TTL: b.e.cfg.LockTTL}); err != nil {
 		b.e.log.Warn("tracking lock", "instance", x.inst.ID, "err", err)
@@ -245,8 +245,8 @@ func (b *renewer) holdLock(x *execution) {
 }
 
 func (b *renewer) releaseLock(x *execution) {
-	b.e.scheduler.Untrack(lockPrefix + x.key)
-	b.runs.Delete(lockPrefix + x.key)
+	b.e.scheduler.Untrack(lockPrefix + x.sched.key)
+	b.runs.Delete(lockPrefix + x.sched.key)
 }
 
 // HeartbeatTimeout implements heartbeat.Actions: the attempt is failed as a
@@ -283,7 +283,7 @@ func (b *renewer) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.
 	if it.Kind == heartbeat.LockLease {
 		what = "instance lock lost"
 	}
-	x.lost.Store(true)
+	x.sched.lost.Store(true)
 	b.e.log.Warn(what, "instance", x.inst.ID, "token", x.lease.Token(), "outcome", why)
 	select {
 	case x.wake <- struct{}{}:
@@ -293,7 +293,7 @@ func (b *renewer) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.
 
 // holdLease tracks a running instance's store lease; releaseLease stops.
 func (b *renewer) holdLease(x *execution) {
-	id := leasePrefix + x.key
+	id := leasePrefix + x.sched.key
 	b.runs.Store(id, x)
 	if _, err := b.e.scheduler.Track(heartbeat.Item{ID: id, Kind: heartbeat.InstanceLease, TTL: b.e.cfg.LockTTL}); err != nil {
 		b.e.log.Warn("tracking lease", "instance", x.inst.ID, "err", err)
@@ -301,8 +301,8 @@ func (b *renewer) holdLease(x *execution) {
 }
 
 func (b *renewer) releaseLease(x *execution) {
-	b.e.scheduler.Untrack(leasePrefix + x.key)
-	b.runs.Delete(leasePrefix + x.key)
+	b.e.scheduler.Untrack(leasePrefix + x.sched.key)
+	b.runs.Delete(leasePrefix + x.sched.key)
 }
 
 func attemptItem(instance, token string) string { return "attempt:" + instance + "/" + token }

@@ -114,14 +114,14 @@ func benchRenewal(b *testing.B, backend, kind string) {
 		b.Fatal(err)
 	}
 	held := &execution{}
-	held.held.Store(true)
+	held.sched.held.Store(true)
 	for i := range tracked {
 		var it heartbeat.Item
 		switch kind {
 		case "leases":
 			id := fmt.Sprintf("i%06d", i)
 			it = heartbeat.Item{ID: leasePrefix + id, Kind: heartbeat.InstanceLease, TTL: e.cfg.LockTTL}
-			e.renewer.runs.Store(it.ID, &execution{inst: &store.Instance{ID: id}, key: id})
+			e.renewer.runs.Store(it.ID, &execution{inst: &store.Instance{ID: id}, sched: scheduling{key: id}})
 		case "attempts":
 			id, token := fmt.Sprintf("i%06d", i%instances), fmt.Sprintf("a%d", i)
 			p := &changingPulse{}

@@ -56,7 +56,7 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 	// Triggers first, with ids derived from the stimulus: a retried signal
 	// starts the same instances, which the store's idempotent create
 	// absorbs.
-	started, heard, err := e.trigger(ctx, s)
+	started, heard, err := e.trigger(ctx, s, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -149,9 +149,9 @@ func outcomeOf(s *store.Stimulus) (*Outcome, error) {
 }
 
 // trigger starts an instance of every workflow whose trigger names the
-// stimulus, with its payload as input. It also reports whether any saved
-// workflow names the stimulus at all, in a trigger or in a wait.
-func (e *Engine) trigger(ctx context.Context, s Stimulus) (started []string, heard bool, err error) {
+// stimulus, with its payload (as JSON) as input. It also reports whether
+// any saved workflow names the stimulus at all, in a trigger or in a wait.
+func (e *Engine) trigger(ctx context.Context, s Stimulus, payload json.RawMessage) (started []string, heard bool, err error) {
 	started = []string{}
 	for cursor := ""; ; {
 		defs, next, err := e.store.ListDefinitions(ctx, cursor, 100)
@@ -169,7 +169,7 @@ func (e *Engine) trigger(ctx context.Context, s Stimulus) (started []string, hea
 					continue
 				}
 				heard = true
-				inst, _, err := e.create(ctx, d.Name, s.Payload, "stim-"+s.ID+"-"+d.Name, nil)
+				inst, _, err := e.create(ctx, d.Name, payload, "stim-"+s.ID+"-"+d.Name, nil)
 				if err != nil {
 					return nil, false, err
 				}

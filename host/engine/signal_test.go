@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -45,7 +46,7 @@ func TestStimulusResumesWait(t *testing.T) {
 	h := newHost(t)
 	h.save(approvalFlow)
 	ctx := context.Background()
-	inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-42"}, "")
+	inst, _, err := h.e.Start(ctx, "approval", json.RawMessage(`{"id": "o-42"}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestStimulusBeforeItsBookmarkIsQueuedThenDelivered(t *testing.T) {
 	if err != nil || !again.Queued || again.Resumed == nil || len(again.Resumed) != 0 || again.Started == nil {
 		t.Fatalf("repeated Signal while queued: %+v, %v; want the first answer, queued", again, err)
 	}
-	inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-7"}, "")
+	inst, _, err := h.e.Start(ctx, "approval", json.RawMessage(`{"id": "o-7"}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 
 	t.Run("suspended", func(t *testing.T) {
 		t.Parallel()
-		inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "c-1"}, "")
+		inst, _, err := h.e.Start(ctx, "approval", json.RawMessage(`{"id": "c-1"}`), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -342,7 +343,7 @@ func TestQueuedStimulusFindsABookmarkSetAfterIt(t *testing.T) {
 	h := newHost(t, withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, RecoveryInterval: 20 * time.Millisecond, LockTTL: time.Second}))
 	h.save(approvalFlow)
 	ctx := context.Background()
-	inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "o-9"}, "")
+	inst, _, err := h.e.Start(ctx, "approval", json.RawMessage(`{"id": "o-9"}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,12 +20,17 @@ import (
 // pinning the current version of every plugin it uses, and queues it. The
 // instance is durably stored when Start returns.
 //
+// The input is JSON, stored as it is given (the store refuses it when it is
+// not valid JSON, with ErrInvalid); nil is null. A caller that has the
+// input's bytes, as the HTTP API does, hands them over without decoding
+// them.
+//
 // A non-empty id makes the call idempotent: when an instance with that id
 // exists, of the same workflow, it is returned as it is, with created
 // false; of another workflow, the error matches ErrIDInUse. Of concurrent
 // Starts with one id, exactly one creates: the store's commit creates only
 // if absent.
-func (e *Engine) Start(ctx context.Context, workflow string, input any, id string) (inst *store.Instance, created bool, err error) {
+func (e *Engine) Start(ctx context.Context, workflow string, input json.RawMessage, id string) (inst *store.Instance, created bool, err error) {
 	inst, created, err = e.create(ctx, workflow, input, id, nil)
 	if err != nil {
 		return nil, false, err
@@ -48,7 +53,7 @@ func (e *Engine) push(ctx context.Context, id, reason string) {
 
 // create stores a new pending instance (idempotently by id, see Start)
 // without queueing it.
-func (e *Engine) create(ctx context.Context, workflow string, input any, id string, parent *store.ParentRef) (*store.Instance, bool, error) {
+func (e *Engine) create(ctx context.Context, workflow string, input json.RawMessage, id string, parent *store.ParentRef) (*store.Instance, bool, error) {
 	if id != "" {
 		// The common case of a retried start, answered without needing the
 		// definition or its plugins, which may have changed since.
@@ -81,15 +86,14 @@ func (e *Engine) create(ctx context.Context, workflow string, input any, id stri
 	if pinErr != nil {
 		return nil, false, pinErr
 	}
-	in, err := json.Marshal(input)
-	if err != nil {
-		return nil, false, fmt.Errorf("engine: input of %s: %w", workflow, err)
+	if len(input) == 0 {
+		input = json.RawMessage("null")
 	}
 	if id == "" {
 		id = newID(e.cfg.Now())
 	}
 	inst := &store.Instance{
-		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: in,
+		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: input,
 		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
 	}
 	_, err = e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.HistoryEntry{{Type: store.HistoryInstanceCreated, Node: e.cfg.NodeID}}})

@@ -15,7 +15,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	h := newHost(t)
 	h.save(approvalFlow)
 	ctx := context.Background()
-	inst, _, err := h.e.Start(ctx, "approval", map[string]any{"id": "x-1"}, "")
+	inst, _, err := h.e.Start(ctx, "approval", json.RawMessage(`{"id": "x-1"}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,8 +135,8 @@ func TestPlugins(t *testing.T) {
 		if (err == nil) != (tc.outcome == "ok") {
 			t.Fatalf("%s: err = %v", tc.activity, err)
 		}
-		if err != nil && string(classify.Failure(err).Kind) != tc.outcome {
-			t.Fatalf("%s: %v classifies as %s", tc.activity, err, classify.Failure(err).Kind)
+		if err != nil && string(classify.Cause(err).Kind) != tc.outcome {
+			t.Fatalf("%s: %v classifies as %s", tc.activity, err, classify.Cause(err).Kind)
 		}
 		if v := value(t, reg, "weft_activity_attempts_total", "plugin", "kit", "activity", tc.activity, "outcome", tc.outcome); v != 1 {
 			t.Fatalf("%s: attempts{outcome=%s} = %v", tc.activity, tc.outcome, v)

@@ -61,7 +61,7 @@ func (i *invoker) Invoke(ctx context.Context, version string, call plugins.Call)
 	g.Dec()
 	outcome := "ok"
 	if err != nil {
-		outcome = string(classify.Failure(err).Kind)
+		outcome = string(classify.Cause(err).Kind)
 	}
 	i.m.attempts.WithLabelValues(name, call.Activity, outcome).Inc()
 	i.m.activity.WithLabelValues(name, call.Activity, outcome).Observe(d.Seconds())

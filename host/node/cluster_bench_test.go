@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -77,7 +78,7 @@ func benchCluster(b *testing.B, n int) {
 	}
 	// Warm every node's plugin pool outside the measurement.
 	for _, nd := range nodes {
-		inst, _, err := nd.Engine().Start(ctx, "three", "warm", "")
+		inst, _, err := nd.Engine().Start(ctx, "three", json.RawMessage(`"warm"`), "")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func benchCluster(b *testing.B, n int) {
 	b.ResetTimer()
 	ids := make([]string, b.N)
 	for i := range b.N {
-		inst, _, err := nodes[i%n].Engine().Start(ctx, "three", "hi", "")
+		inst, _, err := nodes[i%n].Engine().Start(ctx, "three", json.RawMessage(`"hi"`), "")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestTwoNodesShareOneRedis(t *testing.T) {
 	nodes := map[string]bool{}
 	for i := range 12 {
 		e := []*node.Node{a, b}[i%2].Engine()
-		inst, _, err := e.Start(ctx, "greet", "hi", "")
+		inst, _, err := e.Start(ctx, "greet", json.RawMessage(`"hi"`), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +282,7 @@ func TestManyWorkersDoNotStarveTheRedisPool(t *testing.T) {
 	// a read's window (at most a second).
 	time.Sleep(1500 * time.Millisecond) // idling is the condition under test
 	for i := range 3 {
-		inst, _, err := n.Engine().Start(ctx, "greet", "hi", "")
+		inst, _, err := n.Engine().Start(ctx, "greet", json.RawMessage(`"hi"`), "")
 		if err != nil {
 			t.Fatal(err)
 		}

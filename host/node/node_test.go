@@ -212,7 +212,7 @@ func TestRestart(t *testing.T) {
 	if !strings.Contains(logs.String(), "loaded stored plugins") || !strings.Contains(logs.String(), "count=1") {
 		t.Fatalf("log:\n%s", logs)
 	}
-	inst, _, err := second.Engine().Start(ctx, "greet", "ada", "")
+	inst, _, err := second.Engine().Start(ctx, "greet", json.RawMessage(`"ada"`), "")
 	if err != nil {
 		t.Fatal(err)
 	}

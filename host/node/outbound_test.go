@@ -71,7 +71,10 @@ output: "${ vars.call }"
 `)); err != nil {
 		t.Fatal(err)
 	}
-	url := remote.URL + "/in?sig=" + outboundSecret
+	url, err := json.Marshal(remote.URL + "/in?sig=" + outboundSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	run := func(on *node.Node) *store.Instance {
 		t.Helper()

@@ -6,7 +6,7 @@
 //
 // # Decisions
 //
-//   - A failure is retried only when it is retryable (see Failure), its code
+//   - A failure is retried only when it is retryable (see Cause), its code
 //     is not in the policy's NonRetryable list, attempts remain
 //     (MaxAttempts counts the first attempt), and the next attempt would
 //     start before the step's schedule-to-close deadline, if it has one.
@@ -23,7 +23,7 @@
 //     is never retried.
 //
 // The package knows failure kinds, not the errors of the plugin runtime:
-// host/retry/classify turns those into Failures at the edge, so that this
+// host/retry/classify turns those into Causes at the edge, so that this
 // package and the runner link neither wazero nor the runtime.
 package retry
 
@@ -66,25 +66,28 @@ const (
 	KindHost Kind = "host"
 )
 
-// Failure is a failed attempt as the policy sees it.
-type Failure struct {
+// Cause is why an attempt failed, as the policy sees it: what Decide
+// decides on. It is neither the instance's failure (store.Failure, which is
+// kept and shown) nor the plugin's wire form (abi.Failure): it classifies,
+// and holds no message.
+type Cause struct {
 	Kind Kind
 	// Code is the guest's failure code for KindActivity, and the kind's
 	// name otherwise.
 	Code string
 	// Retryable is what the guest said for KindActivity; for other kinds
-	// classify.Failure (host/retry/classify) or Of sets it from the kind.
+	// classify.Cause (host/retry/classify) or Of sets it from the kind.
 	Retryable bool
 }
 
-// Of returns the Failure of a kind other than KindActivity, with the
+// Of returns the Cause of a kind other than KindActivity, with the
 // retryability the package's rules give it.
-func Of(kind Kind) Failure {
+func Of(kind Kind) Cause {
 	switch kind {
 	case KindProtocol, KindUnknownActivity, KindCancelled, KindNotGranted:
-		return Failure{Kind: kind, Code: string(kind)}
+		return Cause{Kind: kind, Code: string(kind)}
 	}
-	return Failure{Kind: kind, Code: string(kind), Retryable: true}
+	return Cause{Kind: kind, Code: string(kind), Retryable: true}
 }
 
 // Decision is what to do after a failed attempt.
@@ -118,14 +121,15 @@ type Attempt struct {
 	ScheduleToClose time.Duration
 }
 
-// Decide returns what to do after attempt a failed with f under policy p.
+// Decide returns what to do after attempt a failed for cause c under
+// policy p.
 // rnd returns a float in [0, 1) and is called only when p.Jitter is set; pass
 // a source seeded per instance and step to keep the decision replayable.
-func Decide(p definition.Retry, a Attempt, f Failure, rnd func() float64) Decision {
+func Decide(p definition.Retry, a Attempt, c Cause, rnd func() float64) Decision {
 	switch {
-	case !f.Retryable:
+	case !c.Retryable:
 		return Decision{Reason: ReasonNotRetryable}
-	case slices.Contains(p.NonRetryable, f.Code):
+	case slices.Contains(p.NonRetryable, c.Code):
 		return Decision{Reason: ReasonNonRetryableCode}
 	case a.Number >= p.MaxAttempts:
 		return Decision{Reason: ReasonExhausted}

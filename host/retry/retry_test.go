@@ -19,12 +19,12 @@ func policy(mod func(*definition.Retry)) definition.Retry {
 func TestDecide(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	busy := retry.Failure{Kind: retry.KindActivity, Code: "busy", Retryable: true}
+	busy := retry.Cause{Kind: retry.KindActivity, Code: "busy", Retryable: true}
 	tests := []struct {
 		name string
 		p    definition.Retry
 		a    retry.Attempt
-		f    retry.Failure
+		f    retry.Cause
 		want retry.Decision
 	}{
 		{name: "first retry waits the initial interval", p: policy(nil), a: retry.Attempt{Number: 1, Failed: t0}, f: busy, want: retry.Decision{Retry: true, Delay: 500 * time.Millisecond}},
@@ -32,7 +32,7 @@ func TestDecide(t *testing.T) {
 		{name: "capped at max interval", p: policy(nil), a: retry.Attempt{Number: 4, Failed: t0}, f: busy, want: retry.Decision{Retry: true, Delay: 3 * time.Second}},
 		{name: "attempts exhausted", p: policy(nil), a: retry.Attempt{Number: 5, Failed: t0}, f: busy, want: retry.Decision{Reason: retry.ReasonExhausted}},
 		{name: "max_attempts 1 never retries", p: policy(func(p *definition.Retry) { p.MaxAttempts = 1 }), a: retry.Attempt{Number: 1, Failed: t0}, f: busy, want: retry.Decision{Reason: retry.ReasonExhausted}},
-		{name: "guest says not retryable", p: policy(nil), a: retry.Attempt{Number: 1, Failed: t0}, f: retry.Failure{Kind: retry.KindActivity, Code: "card_declined"}, want: retry.Decision{Reason: retry.ReasonNotRetryable}},
+		{name: "guest says not retryable", p: policy(nil), a: retry.Attempt{Number: 1, Failed: t0}, f: retry.Cause{Kind: retry.KindActivity, Code: "card_declined"}, want: retry.Decision{Reason: retry.ReasonNotRetryable}},
 		{name: "definition lists the code", p: policy(func(p *definition.Retry) { p.NonRetryable = []string{"card_declined", "busy"} }), a: retry.Attempt{Number: 1, Failed: t0}, f: busy, want: retry.Decision{Reason: retry.ReasonNonRetryableCode}},
 		{name: "timeout is retried", p: policy(nil), a: retry.Attempt{Number: 1, Failed: t0}, f: retry.Of(retry.KindTimeout), want: retry.Decision{Retry: true, Delay: 500 * time.Millisecond}},
 		{name: "heartbeat timeout is retried", p: policy(nil), a: retry.Attempt{Number: 2, Failed: t0}, f: retry.Of(retry.KindHeartbeatTimeout), want: retry.Decision{Retry: true, Delay: time.Second}},

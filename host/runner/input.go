@@ -20,8 +20,10 @@ type Context struct {
 // Input is an input to Apply.
 type Input interface{ input() }
 
-// Start begins an instance.
-type Start struct{ Input any }
+// Start begins an instance. Input is its input as JSON, as the instance
+// stores it (nil for none); the state keeps it, and the caller must not
+// change it afterwards.
+type Start struct{ Input json.RawMessage }
 
 // ActivityCompleted is an attempt's output.
 type ActivityCompleted struct {
@@ -34,8 +36,10 @@ type ActivityCompleted struct {
 
 // ActivityFailed is an attempt's failure.
 type ActivityFailed struct {
-	Token   string
-	Failure retry.Failure
+	Token string
+	// Cause is what the retry policy decides on; the code, Message and
+	// Details become the instance's failure when the step is not retried.
+	Cause   retry.Cause
 	Message string
 	Details json.RawMessage
 	// LastHeartbeat is the details the attempt last reported; they are

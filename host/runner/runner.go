@@ -110,10 +110,19 @@ func (a *apply) start(ev Start) {
 		a.record(store.HistoryEventIgnored, "", 0, map[string]any{"reason": "already started"})
 		return
 	}
-	a.st.Input = ev.Input
 	a.st.Status = store.StatusRunning
-	a.st.Root = &Frame{List: "steps", Path: "steps"}
 	a.record(store.HistoryInstanceStarted, "", 0, nil)
+	if len(ev.Input) > 0 {
+		var in any
+		if err := json.Unmarshal(ev.Input, &in); err != nil {
+			// Valid JSON that Go cannot hold (a number beyond float64):
+			// no expression could read it.
+			a.fail(&store.Failure{Code: "input", Message: "input does not decode: " + err.Error()})
+			return
+		}
+		a.st.Input, a.st.input = in, ev.Input
+	}
+	a.st.Root = &Frame{List: "steps", Path: "steps"}
 	a.advance(a.st.Root)
 }
 
@@ -505,7 +514,7 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	if ev.LastHeartbeat != nil {
 		r.LastHeartbeat = ev.LastHeartbeat
 	}
-	data := map[string]any{"code": ev.Failure.Code, "kind": string(ev.Failure.Kind), "message": ev.Message}
+	data := map[string]any{"code": ev.Cause.Code, "kind": string(ev.Cause.Kind), "message": ev.Message}
 	if len(r.LastHeartbeat) > 0 {
 		data["last_heartbeat"] = r.LastHeartbeat
 	}
@@ -515,11 +524,11 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	a.record(store.HistoryActivityFailed, stepPath(f), r.Attempt, data)
 	d := retry.Decide(s.Activity.Retry, retry.Attempt{
 		Number: r.Attempt, Failed: a.c.Now, FirstScheduled: r.Scheduled, ScheduleToClose: s.Activity.ScheduleToClose,
-	}, ev.Failure, a.c.Rand)
+	}, ev.Cause, a.c.Rand)
 	if !d.Retry {
 		r.Pending, r.Token = "", "" // it has ended: nothing to cancel
-		a.stepFailed(f, ev.Failure.Code)
-		a.fail(&store.Failure{Code: ev.Failure.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
+		a.stepFailed(f, ev.Cause.Code)
+		a.fail(&store.Failure{Code: ev.Cause.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
 		return
 	}
 	r.Pending, r.Token = PendingRetry, a.next("t")

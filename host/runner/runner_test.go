@@ -173,7 +173,7 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 	switch name {
 	case "start":
 		var f struct {
-			Input any `json:"input"`
+			Input json.RawMessage `json:"input"`
 		}
 		fields(&f)
 		ev = runner.Start{Input: f.Input}
@@ -203,14 +203,14 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		// A guest's failure says its code and retryability; any other
 		// kind has them from retry.Of, as the engine's classification
 		// gives them.
-		failure := retry.Failure{Kind: f.Failure.Kind, Code: f.Failure.Code, Retryable: f.Failure.Retryable}
+		cause := retry.Cause{Kind: f.Failure.Kind, Code: f.Failure.Code, Retryable: f.Failure.Retryable}
 		if f.Failure.Kind != retry.KindActivity {
 			if f.Failure.Code != "" || f.Failure.Retryable {
 				d.Fatalf(t, "a %q failure takes its code and retryability from retry.Of", f.Failure.Kind)
 			}
-			failure = retry.Of(f.Failure.Kind)
+			cause = retry.Of(f.Failure.Kind)
 		}
-		ev = runner.ActivityFailed{Token: token(), Failure: failure, Message: f.Message, Details: f.Details, LastHeartbeat: f.LastHeartbeat, Requests: f.Requests}
+		ev = runner.ActivityFailed{Token: token(), Cause: cause, Message: f.Message, Details: f.Details, LastHeartbeat: f.LastHeartbeat, Requests: f.Requests}
 	case "timer-fired":
 		fields(&struct{}{})
 		ev = runner.TimerFired{Token: token()}

@@ -41,22 +41,105 @@ package runner
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/weftworks/weft/host/store"
 )
 
-// State is an instance's execution state. It is persisted with the instance
-// as JSON and must only be changed by Apply.
+// State is an instance's execution state. It must only be changed by Apply.
+// It is persisted with the instance as one JSON document (see Encode), which
+// json.Marshal and json.Unmarshal also read and write.
 type State struct {
-	Status store.Status   `json:"status"`
-	Input  any            `json:"input"`
-	Vars   map[string]any `json:"vars"`
-	Root   *Frame         `json:"root,omitempty"`
+	Status store.Status
+	// Input is the instance's input; input is the same as JSON, as Start
+	// gave it or the document held it, so that it is encoded once, when
+	// the instance is created, and copied from then on.
+	Input any
+	input json.RawMessage
+	Vars  map[string]any
+	Root  *Frame
 	// Seq numbers tokens and executions.
-	Seq    uint64         `json:"seq"`
-	Output any            `json:"output,omitempty"`
-	Error  *store.Failure `json:"error,omitempty"`
+	Seq    uint64
+	Output any
+	Error  *store.Failure
+}
+
+// document is the persisted form of a State. Input, Vars and Output are
+// JSON already: Encode encodes each once, for the document and for the
+// instance's own fields.
+type document struct {
+	Status store.Status    `json:"status"`
+	Input  json.RawMessage `json:"input"`
+	Vars   json.RawMessage `json:"vars"`
+	Root   *Frame          `json:"root,omitempty"`
+	Seq    uint64          `json:"seq"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  *store.Failure  `json:"error,omitempty"`
+}
+
+// Encoded is a State as persisted: the document, and the parts of it that an
+// instance also stores on their own (store.Instance's Vars and Output).
+type Encoded struct {
+	State  []byte
+	Vars   json.RawMessage
+	Output json.RawMessage // null while the state has none
+}
+
+// Encode returns s as persisted. The parts it shares with the instance are
+// encoded once, and the input not at all when Apply has it as JSON.
+func (s *State) Encode() (Encoded, error) {
+	var enc Encoded
+	var err error
+	if enc.Vars, err = json.Marshal(s.Vars); err != nil {
+		return Encoded{}, fmt.Errorf("encoding vars: %w", err)
+	}
+	if enc.Output, err = json.Marshal(s.Output); err != nil {
+		return Encoded{}, fmt.Errorf("encoding output: %w", err)
+	}
+	doc := document{Status: s.Status, Vars: enc.Vars, Root: s.Root, Seq: s.Seq, Error: s.Error}
+	if s.Output != nil {
+		doc.Output = enc.Output
+	}
+	doc.Input = s.input
+	if doc.Input == nil { // none, or set by hand rather than by Apply
+		if doc.Input, err = json.Marshal(s.Input); err != nil {
+			return Encoded{}, fmt.Errorf("encoding input: %w", err)
+		}
+	}
+	if enc.State, err = json.Marshal(doc); err != nil {
+		return Encoded{}, fmt.Errorf("encoding state: %w", err)
+	}
+	return enc, nil
+}
+
+// MarshalJSON returns the document Encode makes.
+func (s State) MarshalJSON() ([]byte, error) {
+	enc, err := s.Encode()
+	return enc.State, err
+}
+
+// UnmarshalJSON reads a document Encode made, keeping the input as JSON.
+func (s *State) UnmarshalJSON(data []byte) error {
+	var doc document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return err
+	}
+	st := State{Status: doc.Status, input: doc.Input, Root: doc.Root, Seq: doc.Seq, Error: doc.Error}
+	for _, part := range []struct {
+		name string
+		raw  json.RawMessage
+		into any
+	}{{"input", doc.Input, &st.Input}, {"vars", doc.Vars, &st.Vars}, {"output", doc.Output, &st.Output}} {
+		if len(part.raw) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(part.raw, part.into); err != nil {
+			return fmt.Errorf("state's %s: %w", part.name, err)
+		}
+	}
+	*s = st
+	return nil
 }
 
 // Frame runs one list of steps.

@@ -1,5 +1,5 @@
 // Package classify turns the errors of the plugin runtime
-// (plugins.Runtime.Invoke) into the retry policy's Failures. It is the edge
+// (plugins.Runtime.Invoke) into the retry policy's Causes. It is the edge
 // between the runtime and the deterministic core: host/retry and
 // host/runner know failure kinds, not the runtime's errors, so that they
 // link neither wazero nor the runtime (TestCoreImportsNoIO).
@@ -13,18 +13,18 @@ import (
 	"github.com/weftworks/weft/plugins"
 )
 
-// Failure returns the retry.Failure of an error from
+// Cause returns the retry.Cause of an error from
 // plugins.Runtime.Invoke: the guest's own failure (its code and
 // retryability) for a *plugins.GuestError, the kind of the runtime's
 // sentinel the error wraps otherwise, and retry.KindHost for any other
 // error.
-func Failure(err error) retry.Failure {
+func Cause(err error) retry.Cause {
 	var ge *plugins.GuestError
 	if errors.As(err, &ge) {
 		if ge.Code == abi.CodeCancelled {
-			return retry.Failure{Kind: retry.KindCancelled, Code: ge.Code}
+			return retry.Cause{Kind: retry.KindCancelled, Code: ge.Code}
 		}
-		return retry.Failure{Kind: retry.KindActivity, Code: ge.Code, Retryable: ge.Retryable}
+		return retry.Cause{Kind: retry.KindActivity, Code: ge.Code, Retryable: ge.Retryable}
 	}
 	kind := retry.KindHost
 	switch {

@@ -18,21 +18,21 @@ func TestWrappedSentinels(t *testing.T) {
 	wrap := func(err error) error { return &plugins.CallError{Activity: "a", Err: fmt.Errorf("%w: detail", err)} }
 	tests := []struct {
 		err  error
-		want retry.Failure
+		want retry.Cause
 	}{
-		{wrap(plugins.ErrTimeout), retry.Failure{Kind: retry.KindTimeout, Code: "timeout", Retryable: true}},
-		{wrap(plugins.ErrTrap), retry.Failure{Kind: retry.KindTrap, Code: "trap", Retryable: true}},
-		{wrap(plugins.ErrLimit), retry.Failure{Kind: retry.KindLimit, Code: "limit", Retryable: true}},
-		{wrap(plugins.ErrProtocol), retry.Failure{Kind: retry.KindProtocol, Code: "protocol"}},
-		{wrap(plugins.ErrUnknownActivity), retry.Failure{Kind: retry.KindUnknownActivity, Code: "unknown_activity"}},
-		{wrap(plugins.ErrCancelled), retry.Failure{Kind: retry.KindCancelled, Code: "cancelled"}},
-		{wrap(plugins.ErrNotFound), retry.Failure{Kind: retry.KindHost, Code: "host", Retryable: true}},
-		{&plugins.CallError{Err: &plugins.GuestError{Code: "busy", Retryable: true}}, retry.Failure{Kind: retry.KindActivity, Code: "busy", Retryable: true}},
-		{&plugins.CallError{Err: &plugins.GuestError{Code: "cancelled"}}, retry.Failure{Kind: retry.KindCancelled, Code: "cancelled"}},
-		{errors.New("something else"), retry.Failure{Kind: retry.KindHost, Code: "host", Retryable: true}},
+		{wrap(plugins.ErrTimeout), retry.Cause{Kind: retry.KindTimeout, Code: "timeout", Retryable: true}},
+		{wrap(plugins.ErrTrap), retry.Cause{Kind: retry.KindTrap, Code: "trap", Retryable: true}},
+		{wrap(plugins.ErrLimit), retry.Cause{Kind: retry.KindLimit, Code: "limit", Retryable: true}},
+		{wrap(plugins.ErrProtocol), retry.Cause{Kind: retry.KindProtocol, Code: "protocol"}},
+		{wrap(plugins.ErrUnknownActivity), retry.Cause{Kind: retry.KindUnknownActivity, Code: "unknown_activity"}},
+		{wrap(plugins.ErrCancelled), retry.Cause{Kind: retry.KindCancelled, Code: "cancelled"}},
+		{wrap(plugins.ErrNotFound), retry.Cause{Kind: retry.KindHost, Code: "host", Retryable: true}},
+		{&plugins.CallError{Err: &plugins.GuestError{Code: "busy", Retryable: true}}, retry.Cause{Kind: retry.KindActivity, Code: "busy", Retryable: true}},
+		{&plugins.CallError{Err: &plugins.GuestError{Code: "cancelled"}}, retry.Cause{Kind: retry.KindCancelled, Code: "cancelled"}},
+		{errors.New("something else"), retry.Cause{Kind: retry.KindHost, Code: "host", Retryable: true}},
 	}
 	for _, tt := range tests {
-		if got := classify.Failure(tt.err); got != tt.want {
+		if got := classify.Cause(tt.err); got != tt.want {
 			t.Errorf("Failure(%v) = %+v, want %+v", tt.err, got, tt.want)
 		}
 	}
@@ -62,7 +62,7 @@ func TestRealFailures(t *testing.T) {
 		{"unknown activity", call("nope", `null`, 0), retry.KindUnknownActivity, "unknown_activity"},
 	}
 	for _, tt := range tests {
-		if f := classify.Failure(tt.err); f.Kind != tt.want || f.Code != tt.code {
+		if f := classify.Cause(tt.err); f.Kind != tt.want || f.Code != tt.code {
 			t.Errorf("%s: Failure(%v) = %+v, want kind %s code %s", tt.name, tt.err, f, tt.want, tt.code)
 		}
 	}
