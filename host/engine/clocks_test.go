@@ -151,15 +151,15 @@ func failures(t *testing.T, evs []store.HistoryEntry) []string {
 // machine can starve a guest for hundreds of milliseconds.)
 func TestAttemptClocksStartWhenTheGuestRuns(t *testing.T) {
 	t.Parallel()
-	h := newSlowHost(t, 2*time.Second)
+	h := newSlowHost(t, 6*time.Second)
 	h.save(`
 name: loaded
 steps:
   - id: work
     activity: kit.work
     input: { ms: 300, beat_ms: 50 }
-    timeout: 1500ms
-    heartbeat_timeout: 1s
+    timeout: 5s
+    heartbeat_timeout: 4s
     retry: { max_attempts: 1 }
     output: work
 output: "${ vars.work.done_ms }"
@@ -169,8 +169,8 @@ output: "${ vars.work.done_ms }"
 		t.Fatalf("instance %s output %s error %+v, failures %v", inst.Status, inst.Output, inst.Error, failures(t, h.history(inst.ID)))
 	}
 	calls := h.calls.recorded()
-	if len(calls) != 1 || calls[0].timeout != 1500*time.Millisecond || !calls[0].deadline.IsZero() {
-		t.Fatalf("calls %+v: want one, with Timeout 1.5s and no context deadline", calls)
+	if len(calls) != 1 || calls[0].timeout != 5*time.Second || !calls[0].deadline.IsZero() {
+		t.Fatalf("calls %+v: want one, with Timeout 5s and no context deadline", calls)
 	}
 }
 
@@ -235,7 +235,7 @@ func TestAttemptCancelledWhileItsVersionLoads(t *testing.T) {
 	h.save(`
 name: long
 steps:
-  - { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 }, heartbeat_timeout: 200ms }
+  - { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 }, heartbeat_timeout: 2s }
 `)
 	ctx := context.Background()
 	inst, _, err := h.e.Start(ctx, "long", nil, "")

@@ -43,9 +43,9 @@ name: stalling
 steps:
   - id: work
     activity: kit.work
-    input: { ms: 1500, beat_ms: 20, stall_at_ms: 200 }
+    input: { ms: 5000, beat_ms: 20, stall_at_ms: 200 }
     timeout: 10s
-    heartbeat_timeout: 300ms
+    heartbeat_timeout: 2s
     retry: { max_attempts: 3, initial_interval: 10ms }
     output: work
 output: "${ vars.work }"
@@ -72,7 +72,7 @@ output: "${ vars.work }"
 	}
 	// Attempt 1 beat every 20ms until done_ms reached 200, then stalled:
 	// its last details say somewhere in (100, 200].
-	if out.Attempt != 2 || out.ResumedFrom <= 100 || out.ResumedFrom > 200 || out.DoneMS != 1500 {
+	if out.Attempt != 2 || out.ResumedFrom <= 100 || out.ResumedFrom > 200 || out.DoneMS != 5000 {
 		t.Fatalf("output %+v: want attempt 2 resuming from the stalled attempt's last reported done_ms (100, 200]", out)
 	}
 	evs, err := st.History(ctx, inst.ID, 0, 100)

@@ -186,7 +186,9 @@ func TestStalledRenewalsStopTheExecutionAndSpareItsSuccessor(t *testing.T) {
 	c := newCluster(t)
 	stalled := &atomic.Bool{}
 	e, err := engine.New(engine.Config{
-		NodeID: "a", LockTTL: time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
+		// The lock must lapse while the work runs (6 s), and not before
+		// the stall: a renewal late by 2 s on a loaded machine is rare.
+		NodeID: "a", LockTTL: 2 * time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
 		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
 		Logger:    slog.New(slog.DiscardHandler),
 	}, stallingStore{Store: c.store, stalled: stalled}, stallingLocker{Locker: local.New(local.Config{}), stalled: stalled}, memqueue.New(100), c.rt)
@@ -200,7 +202,7 @@ func TestStalledRenewalsStopTheExecutionAndSpareItsSuccessor(t *testing.T) {
 	inst := saveAndStart(t, e, `
 name: long
 steps:
-  - { id: work, activity: kit.work, input: { ms: 3000, beat_ms: 20 }, output: work }
+  - { id: work, activity: kit.work, input: { ms: 6000, beat_ms: 20 }, output: work }
 output: "${ vars.work }"
 `)
 	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })

@@ -61,10 +61,16 @@ func (c *cluster) nodeAt(name string, skew time.Duration) (e *engine.Engine, run
 	return c.nodeWith(name, local.New(local.Config{}), skew)
 }
 
+// lockTTL is the lock and lease TTL of the cluster tests' nodes: short,
+// so that a takeover is quick, and long enough that a node renewing every
+// 200 ms on a loaded machine (a race build, fsyncs queued behind another
+// test run) never loses a lease it holds.
+const lockTTL = 5 * time.Second
+
 func (c *cluster) nodeWith(name string, locks lock.Locker, skew time.Duration) (e *engine.Engine, run func() (stop func())) {
 	c.t.Helper()
 	e, err := engine.New(engine.Config{
-		NodeID: name, LockTTL: time.Second, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
+		NodeID: name, LockTTL: lockTTL, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
 		Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
 		Now:       func() time.Time { return time.Now().Add(skew) },
 	}, c.store, locks, memqueue.New(100), c.rt)
@@ -322,7 +328,7 @@ steps:
 			if first.IsZero() {
 				first = got.Lease.Expiry
 			} else if got.Lease.Expiry.After(first.Add(500 * time.Millisecond)) {
-				break // renewed well past the first expiry: the 1s TTL alone would have ended
+				break // renewed: the expiry moved past the first one
 			}
 			if expired, _ := c.store.ExpiredLeases(ctx, time.Now(), 10); len(expired) > 0 {
 				t.Fatalf("lease of a running instance expired: %v", expired)
