@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/internal/procstat"
 )
 
@@ -276,8 +277,8 @@ func scrapeMetrics(ctx context.Context, hc *http.Client, addr string) (map[strin
 	return out, sc.Err()
 }
 
-// windowedKeys counts the delivered events' records and the fence
-// counters (SCAN, which the host never uses but a test may) and estimates
+// windowedKeys counts the delivered events' records and the instance
+// locks' fence counters (SCAN, which the host never uses but a test may) and estimates
 // their memory from a sample of each.
 func windowedKeys(ctx context.Context, rdb *redis.Client) (events, fences, mem float64, err error) {
 	const sample = 50
@@ -291,7 +292,9 @@ func windowedKeys(ctx context.Context, rdb *redis.Client) (events, fences, mem f
 			if len(evSample) < sample {
 				evSample = append(evSample, k)
 			}
-		case strings.HasPrefix(k, "weft:lock:") && strings.HasSuffix(k, ":fence"):
+		// The instance locks' counters; the singleton sweeps' few are
+		// ordinary keys, checked for growth with the rest.
+		case strings.HasPrefix(k, "weft:lock:{"+engine.InstanceLockKey("")) && strings.HasSuffix(k, ":fence"):
 			fences++
 			if len(fenceSample) < sample {
 				fenceSample = append(fenceSample, k)
