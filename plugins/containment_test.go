@@ -93,7 +93,7 @@ func containGuest(t *testing.T, rt *plugins.Runtime, pages int, body string, act
 // how late it may stop them on a loaded two-core machine under -race.
 const (
 	callDeadline = 2 * time.Second
-	margin       = time.Second
+	margin       = 5 * time.Second
 )
 
 // invokeBounded runs call with a deadline of callDeadline and returns its

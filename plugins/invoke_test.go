@@ -148,26 +148,38 @@ func TestTrapDiscardsInstance(t *testing.T) {
 // parallel tests only start after the sequential ones. It keeps the best of
 // three tries, because a loaded machine can delay any goroutine: the test is
 // about what the mechanism achieves, not about the scheduler's worst case.
+// For the same reason a try may be late by 250ms plus four times what the
+// machine delayed the deadline itself, as a goroutine waiting on the same
+// context saw it: a guest left spinning never returns, and one stopped by
+// anything but its deadline (a later timeout, a grace) is far later.
 func TestSpinningGuestStoppedAtDeadline(t *testing.T) {
 	for _, plugin := range sameABI {
 		t.Run(plugin, func(t *testing.T) {
 			rt := testplugins.Runtime(t, plugins.Config{})
 			v := testplugins.Load(t, rt, plugin)
 			const timeout = 200 * time.Millisecond
-			best := time.Hour
-			for try := 0; try < 3 && best > 50*time.Millisecond; try++ {
+			var tries []string
+			for try := 0; try < 3; try++ {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				start := time.Now()
+				seen := make(chan time.Duration, 1)
+				go func() { <-ctx.Done(); seen <- time.Since(start) - timeout }()
 				_, err := rt.Invoke(ctx, v, plugins.Call{Activity: "spin"})
 				late := time.Since(start) - timeout
 				cancel()
+				overshoot := max(<-seen, 0)
 				if !errors.Is(err, plugins.ErrTimeout) {
 					t.Fatalf("error %v, want ErrTimeout", err)
 				}
-				best = min(best, late)
+				allowed := 250*time.Millisecond + 4*overshoot
+				if late <= allowed {
+					tries = nil
+					break
+				}
+				tries = append(tries, fmt.Sprintf("%s (allowed %s: the deadline itself came %s late)", late, allowed, overshoot))
 			}
-			if best > 50*time.Millisecond {
-				t.Errorf("guest stopped %s after its deadline at best, want within 50ms", best)
+			if tries != nil {
+				t.Errorf("guest stopped late after its deadline in every try: %s", strings.Join(tries, ", "))
 			}
 			// The pool still serves.
 			if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil {
@@ -237,7 +249,9 @@ func TestCancelledGuestStoppedAfterGrace(t *testing.T) {
 	if !errors.Is(err, plugins.ErrCancelled) {
 		t.Fatalf("error %v, want ErrCancelled", err)
 	}
-	if d := time.Since(start); d > time.Second {
+	// About the grace; a loaded machine delays it, a guest never stopped
+	// never returns.
+	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("stopped after %s, want about the 100ms grace", d)
 	}
 }

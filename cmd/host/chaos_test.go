@@ -69,9 +69,28 @@ type chaosConfig struct {
 	PauseFor  time.Duration    // beyond the lock TTL
 	RedisAt   float64          // fraction of the start phase
 	RedisDown time.Duration
-	// Deadline bounds one instance, from its start to its end.
+	// Deadline bounds one instance, from its start to its end, as the
+	// driver waits for it; the checks wait longer still for an instance
+	// not ended by then (endWait), rather than read it while it runs.
 	Deadline time.Duration
+	// BoundTakeovers makes a takeover later than the lock TTL and one
+	// heartbeat cycle a violation, unless the CPU was saturated
+	// (starvedShare). Only the full run (`make chaos`) sets it. The short
+	// variant lists late takeovers in its report and summary without
+	// failing: it runs under `make test`, beside the other packages and
+	// maybe another `make test`, the CPU oversubscribed three or four
+	// times in bursts, and whether a takeover makes 5s there says more
+	// about the neighbours than about the host. Excusing late takeovers
+	// from a lower pressure (20 %, or unknown) instead would still fail on
+	// a burst that the pressure averaged over the takeover's few seconds
+	// hides. The short variant's other invariants still fail it: an
+	// instance that nobody takes over does not complete.
+	BoundTakeovers bool
 }
+
+// endWait bounds the wait, after the driver, for the instances it did not
+// see end within their Deadline.
+const endWait = 5 * time.Minute
 
 func defaultChaosConfig() chaosConfig {
 	return chaosConfig{
@@ -93,7 +112,9 @@ func defaultChaosConfig() chaosConfig {
 		DownFor:   [2]time.Duration{500 * time.Millisecond, 2500 * time.Millisecond},
 		PauseAt:   0.3, PauseFor: 1500 * time.Millisecond,
 		RedisAt: 0.6, RedisDown: time.Second,
-		Deadline: 90 * time.Second,
+		// Short runs on a loaded machine took up to 37s from start to
+		// end: the deadline is far above it.
+		Deadline: 5 * time.Minute,
 	}
 }
 
@@ -188,6 +209,7 @@ func TestChaos(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	long := cfg.Instances > defaultChaosConfig().Instances
+	cfg.BoundTakeovers = long
 	dir := runDir(t, "chaos", seed)
 	t.Logf("chaos: seed %d (-chaos.seed=%d repeats the plan and the faults), %d instances at %.1f/s; logs and report in %s", seed, seed, cfg.Instances, cfg.Rate, dir)
 
@@ -218,6 +240,7 @@ func TestChaos(t *testing.T) {
 	<-driven
 	elapsed := time.Since(t0)
 	healRig(t, r, &faults)
+	awaitEnds(t, r, cfg, plan, outs)
 
 	res := checkChaos(t, r, cfg, plan, outs, faults, pressure)
 	res.seed, res.t0, res.elapsed, res.faults, res.retries = seed, t0, elapsed, faults, stats.snapshot()
@@ -543,6 +566,62 @@ func healRig(t *testing.T, r *rig, faults *[]fault) {
 	r.waitUp(t, 2*time.Minute)
 }
 
+// awaitEnds waits, up to endWait in all, for every instance the driver
+// did not see end (a slow machine can make one outlive its Deadline), so
+// that the checks read it ended rather than while it runs. An instance that
+// does not end is left as it is, for the checks to report.
+func awaitEnds(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []outcome) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), endWait)
+	defer cancel()
+	stats := &callStats{}
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for w := range 8 {
+		rng := rand.New(rand.NewPCG(uint64(w), 11))
+		wg.Go(func() {
+			for i := range work {
+				o := &outs[i]
+				for ctx.Err() == nil {
+					var inst *client.Instance
+					_, err := r.call(ctx, rng, stats, 30*time.Second, func(ctx context.Context, c *client.Client) (err error) {
+						inst, err = c.Await(ctx, plan[i].ID, 20*time.Second, client.UntilEnded)
+						return err
+					})
+					if err != nil {
+						break // not there (never started) or out of time: the checks say so
+					}
+					if inst.Terminal() {
+						o.Final = inst
+						if !o.Started.IsZero() {
+							o.Ended = time.Now()
+						}
+						break
+					}
+				}
+			}
+		})
+	}
+	var late []int
+	for i := range plan {
+		if outs[i].Final == nil || !outs[i].Final.Terminal() {
+			late = append(late, i)
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+	if len(late) > 0 {
+		ended := 0
+		for _, i := range late {
+			if outs[i].Final != nil && outs[i].Final.Terminal() {
+				ended++
+			}
+		}
+		t.Logf("chaos: %d instance(s) not seen ending within their deadline of %s; %d of them ended since", len(late), cfg.Deadline, ended)
+	}
+}
+
 // verdict is one invariant's tally.
 type verdict struct {
 	name            string
@@ -590,6 +669,7 @@ type chaosResult struct {
 	verdicts             []*verdict
 	takeovers            []takeover
 	starved              []takeover // late, while the CPU was saturated
+	unbounded            []takeover // late otherwise, in a run that does not bound them
 	durations            []time.Duration
 	attempts             map[int]int // the work step's completing attempt → instances
 	counts               map[string]int
@@ -618,6 +698,9 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 	vAnswer := &verdict{name: "an event sent again answers what it did the first time"}
 	vResume := &verdict{name: "a takeover's attempt resumes from the details last recorded"}
 	vFast := &verdict{name: fmt.Sprintf("a killed or paused node's instances are taken over within lock TTL + heartbeat cycle (%s), the CPU not saturated", cfg.LockTTL+cfg.Cycle)}
+	if !cfg.BoundTakeovers {
+		vFast.name += "; the short variant reports later ones without failing"
+	}
 	res.verdicts = []*verdict{vOutput, vOnce, vWait, vEvent, vAnswer, vResume, vFast}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
@@ -793,6 +876,10 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 						// The bound holds for a host that gets the CPU:
 						// counted apart, not as the host's failure.
 						res.starved = append(res.starved, tk)
+					case late && !cfg.BoundTakeovers:
+						// The short variant: reported, not bounded
+						// (chaosConfig.BoundTakeovers).
+						res.unbounded = append(res.unbounded, tk)
 					default:
 						vFast.check(!late, "%s: %s of %s at %s taken over by %s after %s (CPU contended %s of that time)\n%s",
 							p.ID, tk.Cause.Kind, s.node, tk.Cause.At.Format(time.RFC3339Nano), e.Node, tk.Latency.Round(time.Millisecond), share(tk.Stall), excerpt())
@@ -968,12 +1055,16 @@ func (res *chaosResult) summary(path string) string {
 			unexplained++
 		}
 	}
+	unbounded := ""
+	if !res.cfg.BoundTakeovers {
+		unbounded = fmt.Sprintf(", %d late otherwise (reported, not bounded, in the short variant)", len(res.unbounded))
+	}
 	return fmt.Sprintf("chaos %s: seed %d, %d/%d instances completed in %s; violations %s (output/completion/wait/event/answer/details/takeover-time); "+
-		"%d takeovers (%d after a kill or pause: min %s median %s p99 %s max %s, bound %s, %d late while the CPU was saturated; %d after the Redis kill; %d unexplained); "+
+		"%d takeovers (%d after a kill or pause: min %s median %s p99 %s max %s, bound %s, %d late while the CPU was saturated%s; %d after the Redis kill; %d unexplained); "+
 		"faults: %d kills, %d pause, %d Redis kill; report %s",
 		verdict, res.seed, res.completed, res.instances, res.elapsed.Round(time.Second), strings.Join(viol, "/"),
 		len(res.takeovers), len(res.latencies("kill", "pause")), ms(lo), ms(med), ms(p99), ms(hi), res.cfg.LockTTL+res.cfg.Cycle,
-		len(res.starved), len(res.latencies("redis-kill")), unexplained,
+		len(res.starved), unbounded, len(res.latencies("redis-kill")), unexplained,
 		res.faultCount("kill"), res.faultCount("pause"), res.faultCount("redis-kill"), path)
 }
 
@@ -1042,6 +1133,13 @@ func (res *chaosResult) report() string {
 	if len(res.starved) > 0 {
 		fmt.Fprintf(&b, "\n%d takeovers came later than the bound while the CPU was saturated (some task waited for a CPU %.0f%% of the time or more, /proc/pressure/cpu); they are not counted against the host:\n\n```\n", len(res.starved), 100*starvedShare)
 		for _, tk := range res.starved[:min(20, len(res.starved))] {
+			b.WriteString(line(tk) + "\n")
+		}
+		b.WriteString("```\n")
+	}
+	if len(res.unbounded) > 0 {
+		fmt.Fprintf(&b, "\n%d takeovers came later than the bound while the CPU was not saturated (or its pressure unknown); the short variant reports them without failing (`make chaos` bounds them):\n\n```\n", len(res.unbounded))
+		for _, tk := range res.unbounded[:min(20, len(res.unbounded))] {
 			b.WriteString(line(tk) + "\n")
 		}
 		b.WriteString("```\n")

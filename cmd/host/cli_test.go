@@ -315,6 +315,11 @@ func TestCLIAgainstHost(t *testing.T) {
 		if !strings.Contains(stderr.String(), "\r⠋ slow 0.") || !strings.Contains(stderr.String(), "\r\033[K") {
 			t.Errorf("no spinner on the terminal: %q", &stderr)
 		}
+		// The short waits that must find an instance suspended wait on
+		// one that is: a fresh one may still be on its way to its delay
+		// when a short wait ends on a loaded machine.
+		ts.ok(t, "run", "slow", "--id", "slow-asleep")
+		ts.waitStatus(t, "slow-asleep", "suspended")
 
 		tests := []struct {
 			name       string
@@ -325,8 +330,8 @@ func TestCLIAgainstHost(t *testing.T) {
 		}{
 			{name: "no spinner without a terminal", args: []string{"run", "slow", "--wait=200ms"}, wantCode: exitPending, wantStderr: "weft: the wait ended"},
 			{name: "failed run", args: []string{"run", "doomed", "--wait"}, wantCode: exitFailed, wantStdout: "error:     doomed: always"},
-			{name: "wait ends first", args: []string{"run", "slow", "--wait=300ms"}, wantCode: exitPending, wantStdout: "timer", wantStderr: "the wait ended with the instance suspended"},
-			{name: "wait duration as its own argument", args: []string{"run", "slow", "--wait", "200ms", "-o", "json"}, wantCode: exitPending, wantStdout: `"status": "suspended"`},
+			{name: "wait ends first", args: []string{"run", "slow", "--id", "slow-asleep", "--wait=300ms"}, wantCode: exitPending, wantStdout: "timer", wantStderr: "the wait ended with the instance suspended"},
+			{name: "wait duration as its own argument", args: []string{"run", "slow", "--id", "slow-asleep", "--wait", "200ms", "-o", "json"}, wantCode: exitPending, wantStdout: `"status": "suspended"`},
 			{name: "unknown workflow", args: []string{"run", "nope"}, wantCode: exitNotFound, wantStderr: `no workflow "nope"`},
 			{name: "bad input", args: []string{"run", "greet", "--input", "{bad"}, wantCode: exitUsage, wantStderr: "--input: the value is not valid JSON"},
 			{name: "missing input file", args: []string{"run", "greet", "--input", "@/nonexistent.json"}, wantCode: exitUsage, wantStderr: "no such file"},

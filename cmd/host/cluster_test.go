@@ -19,8 +19,11 @@ import (
 
 // The cluster tests run real `weft serve --store redis` processes against a
 // real redis-server and drive them over HTTP, as users do. The settings
-// shrink the failover times: lock and lease TTL 2s, a renewal cycle of
-// 250ms, a recovery sweep every 200ms.
+// shrink the failover times: lock and lease TTL 6s, a renewal cycle of
+// 250ms, a recovery sweep every 200ms. The TTL is long enough that a live
+// node on a loaded machine (beside another `make test`) does not let its
+// lease lapse, which would run an attempt again on another node and fail
+// the tests that count attempts.
 
 // clusterHost is one node of a test cluster.
 type clusterHost struct {
@@ -38,7 +41,7 @@ func startCluster(t *testing.T, bin string, srv *redistest.Server, n int) []*clu
 		id := fmt.Sprintf("node%d", i+1)
 		p := startProcess(t, bin, "--store", "redis", "--redis-addr", srv.Addr(), "--node-id", id,
 			"--data-dir", t.TempDir(), "--set", "plugins.cache_dir="+cache,
-			"--set", "engine.lock_ttl=2s", "--set", "engine.recovery_interval=200ms",
+			"--set", "engine.lock_ttl=6s", "--set", "engine.recovery_interval=200ms",
 			"--set", "heartbeat.tick=25ms", "--set", "heartbeat.cycle=250ms")
 		c, err := client.New(client.Config{Server: "http://" + p.addr})
 		if err != nil {

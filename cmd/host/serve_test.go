@@ -194,12 +194,17 @@ func TestShutdownBoundedWhenCloseHangs(t *testing.T) {
 	}
 	defer func() {
 		close(release)
+		select {
+		case <-entered:
+		default:
+			return // never called (the test failed): nothing to wait for
+		}
 		if err := <-closed; err != nil {
 			t.Errorf("closing the node once released: %v", err)
 		}
 	}()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- s.shutdown(ctx) }()
@@ -208,12 +213,14 @@ func TestShutdownBoundedWhenCloseHangs(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "closing the node") {
 			t.Errorf("shutdown = %v, want the node's close reported as not finished in time", err)
 		}
+		// The close runs on a goroutine of its own, which a loaded
+		// machine may start after the timeout.
 		select {
 		case <-entered:
-		default:
-			t.Error("shutdown returned without closing the node")
+		case <-time.After(30 * time.Second):
+			t.Fatal("shutdown returned without closing the node")
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("shutdown waited for a node close that never returns, far past its 200ms timeout")
+		t.Fatal("shutdown waited for a node close that never returns, far past its 2s timeout")
 	}
 }

@@ -45,13 +45,15 @@ func TestRunWaitWaitsOnTheServer(t *testing.T) {
 		t.Errorf("run flaky --wait: %+v, want completed on the third attempt", in)
 	}
 
+	// Long enough for a loaded machine to bring the new instance to its
+	// delay before the wait ends.
 	start := time.Now()
-	r := ts.weft(t, nil, "run", "sleeper", "--id", "sleeper-1", "--wait=1500ms")
+	r := ts.weft(t, nil, "run", "sleeper", "--id", "sleeper-1", "--wait=5s")
 	if r.code != exitPending || !strings.Contains(r.stdout, "status:    suspended") || !strings.Contains(r.stderr, "the wait ended with the instance suspended") {
-		t.Errorf("run sleeper --wait=1500ms: exit %d (want %d)\nstdout: %s\nstderr: %s", r.code, exitPending, r.stdout, r.stderr)
+		t.Errorf("run sleeper --wait=5s: exit %d (want %d)\nstdout: %s\nstderr: %s", r.code, exitPending, r.stdout, r.stderr)
 	}
-	if d := time.Since(start); d < 1500*time.Millisecond {
-		t.Errorf("run --wait=1500ms returned after %s", d)
+	if d := time.Since(start); d < 5*time.Second {
+		t.Errorf("run --wait=5s returned after %s", d)
 	}
 	if shows, starts := requests(t, ts); shows != 0 || starts != 3 {
 		t.Errorf("after three runs, %d starts and %d shows of an instance, want 3 and 0", starts, shows)

@@ -413,24 +413,26 @@ func contains(xs []string, x string) bool {
 
 // TestWaitOutlastsTheRequestTimeout: a ?wait= longer than the request
 // timeout, which ends before the instance does, still answers 201 with the
-// instance as it is (read with a fresh context, not the expired one).
+// instance as it is (read with a fresh context, not the expired one). The
+// request timeout leaves a loaded machine time for the start itself (a
+// stored instance, fsync'd), the wait is twice it, the work far longer.
 func TestWaitOutlastsTheRequestTimeout(t *testing.T) {
 	t.Parallel()
-	h := newHostWith(t, hostOptions{api: api.Config{Tokens: testTokens(), RequestTimeout: time.Second}})
+	h := newHostWith(t, hostOptions{api: api.Config{Tokens: testTokens(), RequestTimeout: 3 * time.Second}})
 	// The plugin and the workflow go in through the node, not over HTTP:
 	// compiling the kit under -race on a slow machine takes longer than the
-	// 1s request timeout this test is about.
+	// 3s request timeout this test is about.
 	ctx := context.Background()
 	if _, _, err := h.node.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := h.node.Engine().SaveDefinition(ctx, []byte(`
 name: slow
-steps: [ { id: w, activity: kit.work, input: { ms: 5000 }, output: w } ]
+steps: [ { id: w, activity: kit.work, input: { ms: 60000 }, output: w } ]
 `)); err != nil {
 		t.Fatal(err)
 	}
-	r := h.request("POST", "/v1/workflows/slow/instances?wait=2s", adminSecret, "application/json", []byte(`{}`))
+	r := h.request("POST", "/v1/workflows/slow/instances?wait=6s", adminSecret, "application/json", []byte(`{}`))
 	if r.status != http.StatusCreated || !strings.Contains(string(r.body), `"status":"`) || strings.Contains(string(r.body), `"status":"completed"`) {
 		t.Fatalf("status %d: %s; want 201 with the instance still under way", r.status, r.body)
 	}

@@ -350,7 +350,7 @@ func TestBodyBudget(t *testing.T) {
 	const limit = 64 << 10
 	h := newHostWith(t, hostOptions{api: api.Config{
 		Tokens: testTokens(), BodyLimit: 4 << 10, PluginBodyLimit: limit, BodyBudget: limit,
-		RequestTimeout: 500 * time.Millisecond,
+		RequestTimeout: 3 * time.Second,
 	}})
 	junk := bytes.Repeat([]byte{0x42}, limit)
 

@@ -27,9 +27,12 @@ import (
 // (deleting the plugin, cancelling the instance, ...), and the seeds put
 // back what the interesting requests need.
 func FuzzAPI(f *testing.F) {
-	// A short request timeout bounds what a fuzzed ?wait= holds (a wait
-	// answers at the request's end with the instance as it is).
-	h := newHostWith(f, hostOptions{api: api.Config{Tokens: testTokens(), RequestTimeout: time.Second}})
+	// The request timeout bounds what a fuzzed ?wait= holds (a wait
+	// answers at the request's end with the instance as it is); it is
+	// still long enough for any other request on a loaded machine under
+	// the race detector (a 503 for a request that ran out of time would
+	// fail the target).
+	h := newHostWith(f, hostOptions{api: api.Config{Tokens: testTokens(), RequestTimeout: 10 * time.Second}})
 	ops, schemas := documentedWithSchemas(f)
 	h.fuzzFixtures(f)
 

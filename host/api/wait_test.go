@@ -88,14 +88,16 @@ func TestWaitEndsWithTheInstance(t *testing.T) {
 	})
 	t.Run("the wait ends first", func(t *testing.T) {
 		t.Parallel()
+		// The wait is long enough for a loaded machine to bring the
+		// instance to its delay.
 		start := time.Now()
 		var in instance
-		h.do("POST", "/v1/workflows/sleeper/instances?wait=1s", map[string]any{"id": "sleeper-late"}).want(t, http.StatusCreated).json(t, &in)
+		h.do("POST", "/v1/workflows/sleeper/instances?wait=5s", map[string]any{"id": "sleeper-late"}).want(t, http.StatusCreated).json(t, &in)
 		if in.Status != "suspended" || in.WaitingOn == nil || len(in.WaitingOn.Timers) != 1 {
 			t.Fatalf("instance = %+v; want 201 with the instance suspended, as it is", in)
 		}
-		if d := time.Since(start); d < time.Second {
-			t.Fatalf("answered after %s, before the wait of 1s ended", d)
+		if d := time.Since(start); d < 5*time.Second {
+			t.Fatalf("answered after %s, before the wait of 5s ended", d)
 		}
 		// Again with the same id: 200, the existing instance, after the wait.
 		h.do("POST", "/v1/workflows/sleeper/instances?wait=100ms", map[string]any{"id": "sleeper-late"}).want(t, http.StatusOK).json(t, &in)

@@ -19,9 +19,11 @@ import (
 
 // clusterNode opens a node of a cluster on the Redis servers addrs. Its
 // lock TTL is short, for quick takeovers, and its heartbeat cycle a
-// quarter of it, so that a lock is renewed several times before it could
+// twelfth of it, so that a lock is renewed many times before it could
 // expire even on a loaded machine (with the default 2s cycle a 2s lock
-// expired between renewals, and another node ran the attempt again).
+// expired between renewals, and another node ran the attempt again; with
+// a 500ms cycle a 2s lock still lapsed on a machine loaded beside another
+// `make test`).
 func clusterNode(t *testing.T, id string, addrs ...string) *node.Node {
 	t.Helper()
 	n, _, _ := open(t, clusterConfig(t, id, addrs...))
@@ -32,7 +34,7 @@ func clusterNode(t *testing.T, id string, addrs ...string) *node.Node {
 func clusterConfig(t *testing.T, id string, addrs ...string) node.Config {
 	return node.Config{
 		NodeID: id, DataDir: t.TempDir(), Store: node.StoreRedis, RedisAddrs: addrs,
-		Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Second, Heartbeat: heartbeat.Config{Cycle: 500 * time.Millisecond}},
+		Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 6 * time.Second, Heartbeat: heartbeat.Config{Cycle: 500 * time.Millisecond}},
 	}
 }
 
@@ -210,14 +212,15 @@ steps:
 
 // A node shutting down hands its running instances back: another node
 // takes them over at its next recovery sweep, long before the lease's TTL
-// (30s here) would have run out.
+// (two minutes here) would have run out: within a minute even on a loaded
+// machine.
 func TestShutdownHandsInstancesBack(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	open := func(id string) (*node.Node, func()) {
 		n, _, stop := open(t, node.Config{
 			NodeID: id, DataDir: t.TempDir(), Store: node.StoreRedis, RedisAddrs: []string{srv.Addr()},
-			Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 30 * time.Second, RecoveryInterval: 100 * time.Millisecond},
+			Engine: engine.Config{TimerInterval: 10 * time.Millisecond, LockTTL: 2 * time.Minute, RecoveryInterval: 100 * time.Millisecond},
 		})
 		return n, stop
 	}
@@ -246,14 +249,14 @@ steps:
 	b, _ := open("b")
 	start := time.Now()
 	stopA()
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	done, err := b.Engine().WaitFinished(wctx, inst.ID)
 	if err != nil || done.Status != store.StatusCompleted {
 		t.Fatalf("after a's shutdown: %+v, %v", done, err)
 	}
-	if took := time.Since(start); took > 15*time.Second {
-		t.Errorf("node b finished the instance %s after a's shutdown; the 30s lease was not handed back", took)
+	if took := time.Since(start); took > time.Minute {
+		t.Errorf("node b finished the instance %s after a's shutdown; the two-minute lease was not handed back", took)
 	}
 	t.Logf("node b finished the handed-back instance %s after a's shutdown", time.Since(start))
 }
@@ -269,6 +272,9 @@ func TestManyWorkersDoNotStarveTheRedisPool(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	cfg := clusterConfig(t, "a", srv.Addr())
+	// The TTL of the bug: a lock call's deadline is a twentieth of it, and
+	// a longer one could outlast a worker's blocking read.
+	cfg.Engine.LockTTL = 2 * time.Second
 	cfg.Engine.Workers = 10*runtime.GOMAXPROCS(0) + 8
 	n, _, _ := open(t, cfg)
 	ctx := context.Background()

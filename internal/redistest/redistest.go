@@ -163,8 +163,8 @@ func (s *Server) Options() *redis.Options {
 		ContextTimeoutEnabled: true,
 		DialerRetries:         1,
 		DialTimeout:           time.Second,
-		ReadTimeout:           2 * time.Second,
-		WriteTimeout:          2 * time.Second,
+		ReadTimeout:           5 * time.Second,
+		WriteTimeout:          5 * time.Second,
 	}
 }
 

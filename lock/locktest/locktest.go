@@ -24,8 +24,11 @@ import (
 const (
 	// long is a TTL no test outlives; leases that must not expire use it.
 	long = time.Minute
-	// short is a TTL meant to expire during a test.
-	short = 50 * time.Millisecond
+	// short is a TTL meant to expire during a test. Long enough for an
+	// acquisition to complete within it on a loaded machine (Redis refuses
+	// one that took longer than its ttl allows), short enough for the
+	// tests that wait for it to expire.
+	short = 500 * time.Millisecond
 	// patience bounds every wait for something that must happen.
 	patience = 10 * time.Second
 )

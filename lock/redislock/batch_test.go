@@ -27,7 +27,9 @@ func TestExtendLeasesInOneBatch(t *testing.T) {
 			if !ok {
 				t.Fatal("the redis Locker is not a lock.BatchExtender")
 			}
-			const ttl = 2 * time.Second
+			// Long enough that no lease expires, on a loaded machine,
+			// before the batch extends it.
+			const ttl = 10 * time.Second
 			var leases []lock.Lease
 			for i := range 5 {
 				ls, err := l.Acquire(ctx(t), fmt.Sprintf("k%d", i), ttl)
@@ -36,7 +38,7 @@ func TestExtendLeasesInOneBatch(t *testing.T) {
 				}
 				leases = append(leases, ls)
 			}
-			short, err := l.Acquire(ctx(t), "short", 100*time.Millisecond)
+			short, err := l.Acquire(ctx(t), "short", 300*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +65,7 @@ func TestExtendLeasesInOneBatch(t *testing.T) {
 
 			batch := append(append([]lock.Lease{}, leases...), short, foreign, released)
 			// Extend past the first ttl: the held leases survive it.
-			errs := be.ExtendLeases(ctx(t), batch, 10*time.Second)
+			errs := be.ExtendLeases(ctx(t), batch, 30*time.Second)
 			for i := range leases {
 				if errs[i] != nil {
 					t.Errorf("lease %s: %v", leases[i].Key(), errs[i])
@@ -73,8 +75,8 @@ func TestExtendLeasesInOneBatch(t *testing.T) {
 				t.Errorf("short, foreign, released: %v, %v, %v; want lost, nil, lost", errs[n], errs[n+1], errs[n+2])
 			}
 			for _, ls := range leases {
-				if until := time.Until(ls.Expiry()); until < 5*time.Second {
-					t.Errorf("lease %s expires in %s after the batch, want about 10s", ls.Key(), until)
+				if until := time.Until(ls.Expiry()); until < 20*time.Second {
+					t.Errorf("lease %s expires in %s after the batch, want about 30s", ls.Key(), until)
 				}
 				if _, ok, err := other.TryAcquire(ctx(t), ls.Key(), ttl); ok || err != nil {
 					t.Errorf("TryAcquire of extended %s: %v, %v", ls.Key(), ok, err)

@@ -116,7 +116,7 @@ func TestAcquireEndsPromptlyWithContext(t *testing.T) {
 				t.Fatalf("Acquire of a held key: lease %v, error %v; want %v", ls, err, tt.want)
 			}
 			<-c.Done() // already done: ctx.Err() is set only then
-			if late := ended.Sub(contextEnd(c)); late > 500*time.Millisecond {
+			if late := ended.Sub(contextEnd(c)); late > 2*time.Second {
 				t.Errorf("Acquire returned %s after its ctx ended", late)
 			}
 			// The waiter left nothing behind: the holder still holds, and
@@ -160,7 +160,7 @@ func TestExpiryHandsOver(t *testing.T) {
 			t.Parallel()
 			ss := cluster(t, sz.servers)
 			a, b := newLocker(t, ss, redislock.Config{}), newLocker(t, ss, redislock.Config{})
-			const ttl = 300 * time.Millisecond
+			const ttl = time.Second
 			start := time.Now()
 			old, err := a.Acquire(ctx(t), "k", ttl)
 			if err != nil {

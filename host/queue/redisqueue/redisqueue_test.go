@@ -289,15 +289,16 @@ func TestRedeliveryAfterVisibilityTimeout(t *testing.T) {
 }
 
 // A live consumer keeps its item however long it works on it: nobody else
-// gets it after the visibility timeout.
+// gets it after the visibility timeout. The timeout is long enough that a
+// loaded machine cannot delay the consumer's refresh (every vt/3) past it.
 func TestLiveConsumerKeepsItsItem(t *testing.T) {
 	t.Parallel()
-	const vt = 300 * time.Millisecond
+	const vt = 2 * time.Second
 	s := redistest.Start(t)
 	p := prefix(t)
 	a := newQueue(t, s, redisqueue.Config{Consumer: "a", Prefix: p, VisibilityTimeout: vt})
 	b := newQueue(t, s, redisqueue.Config{Consumer: "b", Prefix: p, VisibilityTimeout: vt})
-	ctx := timeout(t, 20*time.Second)
+	ctx := timeout(t, time.Minute)
 	if err := a.Push(ctx, queue.Item{InstanceID: "long", Reason: "start"}); err != nil {
 		t.Fatal(err)
 	}
@@ -374,10 +375,18 @@ func TestRedisRestartKeepsItems(t *testing.T) {
 
 // Pop returns promptly when its context is cancelled, and an item pushed
 // afterwards is not lost to the abandoned read.
+//
+// Promptly: before the blocking read it abandons would have ended (a read
+// window is a second), so a Pop that waited for its read would take about a
+// second after each cancel. A loaded machine can delay any goroutine that
+// long once; it keeps the quickest of the three tries, each of which must
+// still end within 5s.
 func TestPopCancel(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
 	q := newQueue(t, s, redisqueue.Config{Consumer: "n", Prefix: prefix(t)})
+	const prompt = 500 * time.Millisecond // half a read window
+	quickest := time.Hour
 	for range 3 {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancelled := make(chan time.Time, 1)
@@ -395,12 +404,13 @@ func TestPopCancel(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Pop: %v, want Canceled", err)
 			}
-			if d := time.Since(<-cancelled); d > 100*time.Millisecond {
-				t.Fatalf("Pop returned %s after cancel", d)
-			}
+			quickest = min(quickest, time.Since(<-cancelled))
 		case <-time.After(5 * time.Second):
 			t.Fatal("Pop did not return after cancel")
 		}
+	}
+	if quickest > prompt {
+		t.Errorf("Pop returned %s after cancel at best of three, want within %s", quickest, prompt)
 	}
 	ctx := timeout(t, 10*time.Second)
 	if err := q.Push(ctx, queue.Item{InstanceID: "after", Reason: "start"}); err != nil {
@@ -430,7 +440,7 @@ func TestBackpressureAcrossNodes(t *testing.T) {
 		t.Fatalf("Push into a full queue: %v, want DeadlineExceeded", err)
 	}
 	// A push for the queued instance coalesces even when full.
-	if err := a.Push(timeout(t, 100*time.Millisecond), queue.Item{InstanceID: "first", Reason: "resume"}); err != nil {
+	if err := a.Push(timeout(t, 5*time.Second), queue.Item{InstanceID: "first", Reason: "resume"}); err != nil {
 		t.Fatalf("coalescing Push into a full queue: %v", err)
 	}
 	done := make(chan error, 1)
@@ -537,7 +547,7 @@ func TestMalformedEntryDropped(t *testing.T) {
 // dead node included, each exactly once.
 func TestNodeDeathLosesNothing(t *testing.T) {
 	t.Parallel()
-	const vt, items, taken = 300 * time.Millisecond, 150, 5
+	const vt, items, taken = 2 * time.Second, 150, 5
 	s := redistest.Start(t)
 	p := prefix(t)
 	ctx := timeout(t, 60*time.Second)
