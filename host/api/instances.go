@@ -124,21 +124,16 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := param(c, "name")
-	st := s.node.Store()
-	if _, err := st.GetDefinition(ctx, name, 0); errors.Is(err, store.ErrNotFound) {
-		return notFoundf("no workflow %q", name)
-	} else if err != nil {
-		return err
-	}
 	// The engine decides, atomically, whether this start created the
 	// instance: of two concurrent starts with one id, one answers 201.
 	inst, isNew, err := s.node.Engine().Start(ctx, name, req.Input, req.ID)
-	if errors.Is(err, engine.ErrIDInUse) {
+	switch {
+	case errors.Is(err, engine.ErrNoSuchWorkflow):
+		return notFoundf("no workflow %q", name)
+	case errors.Is(err, engine.ErrIDInUse):
 		return conflictf("%s", clean(err))
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		// The definition was there a moment ago: what is missing is a
-		// plugin it uses, or the definition was deleted since.
+	case errors.Is(err, store.ErrNotFound):
+		// The workflow is saved: what is missing is a plugin it uses.
 		return conflictf("cannot start workflow %q: %s", name, clean(err))
 	}
 	if err != nil {

@@ -201,19 +201,24 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 			return fmt.Errorf("instance %s: state does not decode: %w", id, err)
 		}
 	}
-	timers, err := e.store.Timers(ctx, id)
-	if err != nil {
-		return err
-	}
-	for _, t := range timers {
-		x.timers[t.ID] = t
-	}
-	bms, err := e.store.Bookmarks(ctx, id)
-	if err != nil {
-		return err
-	}
-	for _, b := range bms {
-		x.bookmarks[b.Token] = b
+	// An instance at revision 1 is as Start created it, without timers or
+	// bookmarks: most executions are the first of their instance, and the
+	// two reads are two round trips to Redis.
+	if inst.Rev > 1 {
+		timers, err := e.store.Timers(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, t := range timers {
+			x.timers[t.ID] = t
+		}
+		bms, err := e.store.Bookmarks(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, b := range bms {
+			x.bookmarks[b.Token] = b
+		}
 	}
 	e.register(id, x.wake)
 	defer e.unregister(id, x.wake)

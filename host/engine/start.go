@@ -62,6 +62,9 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 		}
 	}
 	d, err := e.store.GetDefinition(ctx, workflow, 0)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, fmt.Errorf("engine: %w %q: %w", ErrNoSuchWorkflow, workflow, err)
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("engine: workflow %s: %w", workflow, err)
 	}
@@ -96,6 +99,8 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: input,
 		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
 	}
+	// No timers, no bookmarks: process relies on it to skip reading them
+	// for an instance at revision 1.
 	_, err = e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.HistoryEntry{{Type: store.HistoryInstanceCreated, Node: e.cfg.NodeID}}})
 	if errors.Is(err, store.ErrExists) {
 		// Another Start with the id created it between the check above
@@ -135,6 +140,11 @@ func (e *Engine) existing(ctx context.Context, workflow, id string) (*store.Inst
 // ErrIDInUse is returned by Start when the id it was given names an
 // instance of another workflow.
 var ErrIDInUse = errors.New("id in use")
+
+// ErrNoSuchWorkflow is returned by Start when no definition of the
+// workflow is saved. The error also matches store.ErrNotFound, as does
+// one for a plugin the workflow uses that is not uploaded.
+var ErrNoSuchWorkflow = errors.New("no such workflow")
 
 func randomHex(n int) string {
 	b := make([]byte, n)

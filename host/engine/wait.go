@@ -17,7 +17,9 @@ import (
 // # Notes
 //
 // Instances run by other nodes wake the wait through the Bus when one is
-// configured; polling every 50ms is the fallback for a lost notification.
+// configured; polling is the fallback for a lost notification, every 50ms
+// at first and less often the longer the wait, up to once a second, so
+// that many long waits do not read the store twenty times a second each.
 func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
 	return e.waitFor(ctx, id, func(s store.Status) bool { return s != store.StatusPending && s != store.StatusRunning })
 }
@@ -28,7 +30,14 @@ func (e *Engine) WaitFinished(ctx context.Context, id string) (*store.Instance, 
 	return e.waitFor(ctx, id, store.Status.Terminal)
 }
 
+// The bounds of Wait's fallback poll: see Wait.
+const (
+	firstPoll = 50 * time.Millisecond
+	maxPoll   = time.Second
+)
+
 func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status) bool) (*store.Instance, error) {
+	poll := firstPoll
 	for {
 		ch := make(chan struct{}, 1)
 		e.mu.Lock()
@@ -39,11 +48,15 @@ func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status)
 			e.unwait(id, ch)
 			return inst, err
 		}
+		t := time.NewTimer(poll)
 		select {
 		case <-ch:
-		case <-time.After(50 * time.Millisecond):
+			t.Stop()
+		case <-t.C:
+			poll = min(2*poll, maxPoll)
 			e.unwait(id, ch)
 		case <-ctx.Done():
+			t.Stop()
 			e.unwait(id, ch)
 			return inst, ctx.Err()
 		}
