@@ -123,7 +123,7 @@ func TestSoak(t *testing.T) {
 			done = true
 		case <-tick.C:
 		}
-		s := soakSample{At: time.Now(), Started: started.Load()}
+		s := soakSample{At: time.Now()}
 		for _, n := range r.nodes {
 			ns, err := sampleNode(ctx, r.hc, n)
 			if err != nil {
@@ -144,6 +144,9 @@ func TestSoak(t *testing.T) {
 		if s.Events, s.Fences, s.WindowedMem, err = windowedKeys(ctx, rdb); err != nil {
 			t.Fatalf("counting the windowed keys: %v", err)
 		}
+		// Read last: the instances started while the sample was taken
+		// have their fence counters counted too.
+		s.Started = started.Load()
 		samples = append(samples, s)
 	}
 	elapsed := time.Since(t0)
