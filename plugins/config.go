@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"time"
 )
 
@@ -80,7 +79,11 @@ type Config struct {
 	MaxCompiles int
 
 	// PoolSize is the most instances kept per plugin version, which bounds
-	// the concurrent calls of one version. Defaults to 2 × GOMAXPROCS.
+	// the concurrent calls of one version. A guest that waits (on an
+	// outbound request, a sleep) holds its instance, so the default is far
+	// above the CPUs, as many as the engine's default workers; instances
+	// are created on demand, MaxMemory caps their memories together and
+	// IdleTimeout closes those left unused. Defaults to 256.
 	PoolSize int
 
 	// PoolWarm is how many instances are created when a version is loaded.
@@ -145,7 +148,7 @@ func (c Config) WithDefaults() Config {
 		c.LoadTimeout = 5 * time.Second
 	}
 	if c.PoolSize == 0 {
-		c.PoolSize = 2 * runtime.GOMAXPROCS(0)
+		c.PoolSize = 256
 	}
 	if c.PoolWarm == 0 {
 		c.PoolWarm = 1

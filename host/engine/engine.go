@@ -72,7 +72,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	mrand "math/rand/v2"
-	"runtime"
 	"sync"
 	"time"
 
@@ -142,8 +141,12 @@ func (nopObserver) InstancesDeleted(string, int)                       {}
 type Config struct {
 	// NodeID names this node in leases and history. Defaults to a random id.
 	NodeID string
-	// Workers is how many instances this node runs at once. Defaults to
-	// 2 × GOMAXPROCS.
+	// Workers is how many instances this node runs at once. An instance
+	// that runs costs a goroutine while it waits on the store or on its
+	// activities, so the default is far above the CPUs: instances whose
+	// activities wait (on a remote service, a sleep) run side by side, and
+	// more commits share each fsync. The plugins' pool size bounds how
+	// many guest calls run at once. Defaults to 256.
 	Workers int
 	// LockTTL is the time to live of a running instance's lock and store
 	// lease. The heartbeat scheduler extends the lock and renews the lease
@@ -209,7 +212,7 @@ func (c Config) WithDefaults() Config {
 		c.NodeID = "node-" + randomHex(4)
 	}
 	if c.Workers == 0 {
-		c.Workers = 2 * runtime.GOMAXPROCS(0)
+		c.Workers = DefaultWorkers
 	}
 	if c.LockTTL == 0 {
 		c.LockTTL = 8 * time.Second
@@ -343,11 +346,33 @@ func (e *Engine) Run(ctx context.Context) error {
 	// Leases and locks must outlive two renewal cycles (heartbeat
 	// package doc); the scheduler logs and exports what does not.
 	e.scheduler.Check(map[string]time.Duration{"lock_ttl": e.cfg.LockTTL})
-	for i := 0; i < e.cfg.Workers; i++ {
+	// A few goroutines pop the ready queue, each once a worker is free,
+	// and hand what they pop to the workers: a Redis queue holds a
+	// connection in every blocking read, and idle workers must not hold
+	// one each. The workers are long-lived so that their stacks, grown
+	// once, stay grown.
+	slots := make(chan struct{}, e.cfg.Workers)
+	ready := make(chan queue.Delivery)
+	for range min(e.cfg.Workers, poppers) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.work(ctx)
+			e.pop(ctx, slots, ready)
+		}()
+	}
+	for range e.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case d := <-ready:
+					e.runDelivery(ctx, d)
+					<-slots
+				case <-ctx.Done():
+					return
+				}
+			}
 		}()
 	}
 	e.requeuePending(ctx)
@@ -371,20 +396,51 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-func (e *Engine) work(ctx context.Context) {
+// poppers is how many goroutines pop the ready queue at most: enough to
+// keep the workers fed from Redis at a round trip per pop.
+const poppers = 4
+
+// DefaultWorkers is Config.Workers' default.
+const DefaultWorkers = 256
+
+// pop pops instances while a worker is free (a slot is taken) and hands
+// each to a worker, which frees its slot when the run ends.
+func (e *Engine) pop(ctx context.Context, slots chan struct{}, ready chan<- queue.Delivery) {
 	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		d, err := e.queue.Pop(ctx)
 		if err != nil {
 			return // ctx ended
 		}
-		id := d.Item().InstanceID
-		if err := e.process(ctx, id, d.Item().Reason == reasonInbox); err != nil && ctx.Err() == nil {
-			e.log.Warn("running instance", "instance", id, "err", err)
-			if runAgain(err) {
-				go e.runAgain(ctx, id)
-			}
+		// A worker is free (every slot taken is a run handed over or
+		// going on, and there are as many workers as slots) unless they
+		// are stopping: the delivery, not acknowledged, is the queue's
+		// again.
+		select {
+		case ready <- d:
+		case <-ctx.Done():
+			return
 		}
-		_ = d.Ack(context.WithoutCancel(ctx))
+	}
+}
+
+// runDelivery runs the instance a queue delivery names, and acknowledges
+// the delivery.
+func (e *Engine) runDelivery(ctx context.Context, d queue.Delivery) {
+	id := d.Item().InstanceID
+	if err := e.process(ctx, id, d.Item().Reason == reasonInbox); err != nil && ctx.Err() == nil {
+		e.log.Warn("running instance", "instance", id, "err", err)
+		if runAgain(err) {
+			go e.runAgain(ctx, id)
+		}
+	}
+	if err := d.Ack(context.WithoutCancel(ctx)); err != nil {
+		// The queue delivers it again after its visibility timeout.
+		e.log.Warn("acknowledging a run of an instance", "instance", id, "err", err)
 	}
 }
 

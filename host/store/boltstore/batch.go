@@ -4,38 +4,47 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // batcher groups concurrent writes into one read-write transaction and one
-// fsync (group commit) with bolt.DB.Batch's rules: the first write of a
-// batch waits up to maxDelay for others, a batch of maxSize commits at
-// once, and a write whose function returns an error is taken out and run
-// alone while the others are retried without it.
+// fsync (group commit) without a delay: a write that finds no transaction
+// committing commits at once, alone; writes that arrive while one commits
+// join the next batch, which commits as soon as that one ends. A lone
+// writer pays only its own fsync, and under load a batch holds every write
+// that arrived during the previous commit, so batches grow with the load
+// and the fsync time. A batch holds maxSize writes at most (the next ones
+// start another), and a write whose function returns an error is taken out
+// and run alone while the others are retried without it, as bolt.DB.Batch
+// does.
 //
-// It stands in for DB.Batch for one reason: Batch commits on a goroutine
-// of its own (its timer's, or one it starts for a full batch), and reruns a
-// failed function on the caller's goroutine without recovering. bbolt
-// panics on corrupt pages, in the functions or in the commit (a rebalance
-// reading a sibling page, a freelist freeing a page twice); from those
-// goroutines the panic kills the process, as no recover of ours is on
-// them. Here every transaction runs on the goroutine of one of its writers
-// (a batch's first, its leader), under update's recover.
+// It stands in for DB.Batch for two reasons. Batch makes the first write of
+// a batch wait a fixed delay for others, which a lone writer pays on every
+// commit. And Batch commits on a goroutine of its own (its timer's, or one
+// it starts for a full batch), and reruns a failed function on the caller's
+// goroutine without recovering. bbolt panics on corrupt pages, in the
+// functions or in the commit (a rebalance reading a sibling page, a
+// freelist freeing a page twice); from those goroutines the panic kills the
+// process, as no recover of ours is on them. Here every transaction runs on
+// the goroutine of one of its writers (a batch's first, its leader), under
+// update's recover.
 type batcher struct {
-	maxDelay time.Duration
-	maxSize  int
+	maxSize int
 	// update runs one transaction under recover (Store.update).
 	update func(fn func(*bolt.Tx) error) error
 
-	mu   sync.Mutex
-	open *batch // the batch accepting writes; nil when none is
+	mu sync.Mutex
+	// busy is set while a batch commits; waiting are the batches queued
+	// behind it, oldest first. Only the last accepts writes, until full.
+	busy    bool
+	waiting []*batch
 }
 
 type batch struct {
 	calls []call
-	full  chan struct{} // closed when calls reached maxSize
+	// turn is closed when the batch may commit: the one before it ended.
+	turn chan struct{}
 }
 
 type call struct {
@@ -54,39 +63,53 @@ type result struct {
 // fn may run more than once.
 func (b *batcher) run(fn func(*bolt.Tx) error) error {
 	c := call{fn: fn, done: make(chan result, 1)}
+	var lead *batch
 	b.mu.Lock()
-	bt := b.open
-	lead := bt == nil
-	if lead {
-		bt = &batch{full: make(chan struct{})}
-		b.open = bt
-	}
-	bt.calls = append(bt.calls, c)
-	if len(bt.calls) >= b.maxSize {
-		b.open = nil
-		close(bt.full)
+	if !b.busy {
+		b.busy = true
+		lead = &batch{calls: []call{c}}
+	} else {
+		n := len(b.waiting)
+		if n == 0 || len(b.waiting[n-1].calls) >= b.maxSize {
+			lead = &batch{turn: make(chan struct{})}
+			b.waiting = append(b.waiting, lead)
+			n++
+		}
+		bt := b.waiting[n-1]
+		bt.calls = append(bt.calls, c)
 	}
 	b.mu.Unlock()
-	if lead {
-		t := time.NewTimer(b.maxDelay)
-		select {
-		case <-t.C:
-		case <-bt.full:
+	if lead != nil {
+		if lead.turn != nil {
+			<-lead.turn
 		}
-		t.Stop()
+		// Out of waiting since its turn came: no write joins it now.
 		b.mu.Lock()
-		if b.open == bt {
-			b.open = nil
-		}
-		calls := bt.calls // closed to appends from here on
+		calls := lead.calls
 		b.mu.Unlock()
 		b.commit(calls)
+		b.handOver()
 	}
 	r := <-c.done
 	if r.solo {
 		return b.update(fn)
 	}
 	return r.err
+}
+
+// handOver gives the turn to the oldest waiting batch, or ends the busy
+// spell when none waits.
+func (b *batcher) handOver() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.waiting) == 0 {
+		b.busy = false
+		return
+	}
+	next := b.waiting[0]
+	b.waiting[0] = nil
+	b.waiting = b.waiting[1:]
+	close(next.turn)
 }
 
 // commit runs calls in one transaction and tells each its result.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/host/store/storetest"
@@ -25,14 +24,12 @@ func BenchmarkCommitParallel(b *testing.B) {
 	storetest.BenchCommits(b, benchStore(b, boltstore.Config{}), 50)
 }
 
-// BenchmarkCommitBatchDelay shows what MaxBatchDelay trades: a lone
-// writer's latency against the throughput of many.
-func BenchmarkCommitBatchDelay(b *testing.B) {
-	for _, delay := range []time.Duration{200 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 10 * time.Millisecond} {
-		for _, writers := range []int{1, 50} {
-			b.Run(fmt.Sprintf("delay=%s/writers=%d", delay, writers), func(b *testing.B) {
-				storetest.BenchCommits(b, benchStore(b, boltstore.Config{MaxBatchDelay: delay}), writers)
-			})
-		}
+// BenchmarkCommitWriters shows what group commit does for 1 to 200
+// concurrent writers: a lone writer pays one commit, many share one.
+func BenchmarkCommitWriters(b *testing.B) {
+	for _, writers := range []int{1, 10, 50, 200} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			storetest.BenchCommits(b, benchStore(b, boltstore.Config{}), writers)
+		})
 	}
 }

@@ -30,13 +30,8 @@ type Config struct {
 	// be safe for concurrent use. Defaults to time.Now.
 	Now func() time.Time
 
-	// MaxBatchDelay is how long a write waits for others to share its
-	// transaction and fsync (group commit): the latency a lone writer pays
-	// on top of the fsync. Defaults to 1ms (see doc.go).
-	MaxBatchDelay time.Duration
-
-	// MaxBatchSize is how many writes share a transaction at most; a full
-	// batch commits without waiting for MaxBatchDelay. Defaults to 500.
+	// MaxBatchSize is how many writes share a transaction and fsync at
+	// most (group commit, see doc.go). Defaults to 500.
 	MaxBatchSize int
 
 	// OpenTimeout bounds how long Open waits for the file lock held by
@@ -56,7 +51,6 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultMaxBatchDelay       = time.Millisecond
 	DefaultMaxBatchSize        = 500
 	DefaultOpenTimeout         = 5 * time.Second
 	DefaultDeliveredRetention  = 24 * time.Hour
@@ -71,9 +65,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
-	}
-	if c.MaxBatchDelay == 0 {
-		c.MaxBatchDelay = DefaultMaxBatchDelay
 	}
 	if c.MaxBatchSize == 0 {
 		c.MaxBatchSize = DefaultMaxBatchSize
@@ -92,8 +83,6 @@ func (c Config) WithDefaults() Config {
 
 func (c Config) validate() error {
 	switch {
-	case c.MaxBatchDelay < 0:
-		return fmt.Errorf("boltstore: MaxBatchDelay must not be negative, got %s", c.MaxBatchDelay)
 	case c.MaxBatchSize < 0:
 		return fmt.Errorf("boltstore: MaxBatchSize must not be negative, got %d", c.MaxBatchSize)
 	case c.OpenTimeout < 0:
@@ -227,7 +216,7 @@ func Open(path string, cfg Config) (_ *Store, err error) {
 	}
 	cfg.Logger.Debug("store opened", "path", path)
 	s := &Store{db: db, path: path, cfg: cfg, log: cfg.Logger}
-	s.batch = batcher{maxDelay: cfg.MaxBatchDelay, maxSize: cfg.MaxBatchSize, update: s.update}
+	s.batch = batcher{maxSize: cfg.MaxBatchSize, update: s.update}
 	return s, nil
 }
 

@@ -24,7 +24,7 @@ import (
 // open opens a store at path with clock now, closed when t ends.
 func open(t *testing.T, path string, now func() time.Time) *boltstore.Store {
 	t.Helper()
-	s, err := boltstore.Open(path, boltstore.Config{Now: now, MaxBatchDelay: 200 * time.Microsecond})
+	s, err := boltstore.Open(path, boltstore.Config{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestOpenCreatesDirectory(t *testing.T) {
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	d := boltstore.Config{}.WithDefaults()
-	if d.Logger == nil || d.Now == nil || d.MaxBatchDelay != boltstore.DefaultMaxBatchDelay ||
+	if d.Logger == nil || d.Now == nil ||
 		d.MaxBatchSize != boltstore.DefaultMaxBatchSize || d.OpenTimeout != boltstore.DefaultOpenTimeout ||
 		d.DeliveredRetention != boltstore.DefaultDeliveredRetention || d.DeadLetterRetention != boltstore.DefaultDeadLetterRetention {
 		t.Errorf("defaults = %+v", d)
@@ -159,7 +159,6 @@ func TestConfig(t *testing.T) {
 		cfg  boltstore.Config
 		want string
 	}{
-		{"MaxBatchDelay", boltstore.Config{MaxBatchDelay: -1}, "MaxBatchDelay"},
 		{"MaxBatchSize", boltstore.Config{MaxBatchSize: -1}, "MaxBatchSize"},
 		{"OpenTimeout", boltstore.Config{OpenTimeout: -1}, "OpenTimeout"},
 		{"DeliveredRetention", boltstore.Config{DeliveredRetention: -1}, "DeliveredRetention"},

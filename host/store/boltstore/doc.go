@@ -29,29 +29,29 @@
 //
 // # Durability and group commit
 //
-// Every write is batched as bbolt's DB.Batch batches: writes that arrive
-// together share one read-write transaction and one fsync, and each call
+// Every write is batched: writes that arrive together share one read-write
+// transaction and one fsync, and each call
 // returns only after that transaction is on disk, so a 201/202 sent after
 // a write returns means the data is durable, as those answers promise. A
 // write refused by its own checks (ErrConflict, ErrFenced, ErrExists…)
 // changes nothing and does not fail the others of its batch.
 //
-// MaxBatchDelay is how long the first write of a batch waits for others.
-// Measured on the reference machine (2 cores, fsync ≈ 156 µs; a bbolt
-// commit is two fsyncs plus the page writes), creating instances with about
-// 1 KiB of vars and one history event:
+// Group commit needs no delay: a write that finds no transaction
+// committing commits at once, alone, and the writes that arrive while a
+// transaction commits wait for it and then share the next one. A lone
+// writer pays its own commit only, and under load each transaction carries
+// every write that arrived during the last fsync. Measured on a 2-core
+// machine (a bbolt commit is two fdatasyncs plus the page writes; the
+// fdatasyncs took 0.3–0.8 ms there), creating instances with about 1 KiB of
+// vars and one history event, commits per second:
 //
-//	delay   1 writer    50 writers
-//	200µs   ~650/s      ~5,500–6,300/s
-//	1ms     ~630/s      ~11,800–12,100/s
-//	2ms     ~375/s      ~9,000–9,800/s
-//	10ms     ~90/s      ~3,400–3,500/s
+//	writers          1      10      50     200
+//	no delay     1,288   3,333   6,344   7,283
+//	1 ms delay     445       —   3,703       —
 //
-// 1ms is the default: the best throughput measured with 50 writers, far
-// above the 2,000 instances/s we need, for about 1 ms of extra latency when
-// a writer is alone. A longer delay gains nothing because the writers are
-// blocked inside the batch being committed, not queuing for the next one.
-// `go test -bench . ./host/store/boltstore/` reproduces the table.
+// The second row is bbolt's DB.Batch scheme, whose first write of a batch
+// waits a fixed delay for others, as this store did before; `go test
+// -bench CommitWriters ./host/store/boltstore/` reproduces the first.
 //
 // # Layout
 //
