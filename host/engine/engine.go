@@ -285,9 +285,9 @@ type Engine struct {
 	boot    string
 
 	mu       sync.Mutex
-	programs map[string]*runner.Program // by "name@version"
-	waiters  map[string][]chan struct{} // by instance id: Wait calls to wake
-	running  map[string]chan struct{}   // by instance id: executions on this node
+	programs map[string]*runner.Program        // by "name@version"
+	waiters  map[string][]chan *store.Instance // by instance id: Wait calls to wake
+	running  map[string]chan struct{}          // by instance id: executions on this node
 
 	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
 	renewer    *renewer           // what the scheduler calls: renewals and its actions
@@ -306,7 +306,7 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 	}
 	e := &Engine{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
-		boot: randomHex(8), programs: map[string]*runner.Program{}, waiters: map[string][]chan struct{}{},
+		boot: randomHex(8), programs: map[string]*runner.Program{}, waiters: map[string][]chan *store.Instance{},
 		running: map[string]chan struct{}{},
 	}
 	e.renewer = &renewer{e: e}

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -354,6 +355,47 @@ output: "${ vars.a }"
 			t.Errorf("input %s: instance %s output %s error %+v; want %s, output %s, code %q", tt.input, got.Status, got.Output, got.Error, tt.status, tt.output, tt.code)
 		}
 	}
+}
+
+// TestStartAndWaitAnswerTheInstanceAsStored: Start and a Wait woken by
+// this node's commit answer without reading the instance back, so what
+// they answer must be what the store holds, times and revision included.
+func TestStartAndWaitAnswerTheInstanceAsStored(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: echo
+steps:
+  - { id: a, activity: kit.echo, input: "${ input }", output: a }
+output: "${ vars.a }"
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	same := func(what string, got *store.Instance) {
+		t.Helper()
+		want, err := h.store.GetInstance(ctx, got.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if !bytes.Equal(g, w) || !bytes.Equal(got.State, want.State) {
+			t.Errorf("%s answered\n%s\nthe store holds\n%s", what, g, w)
+		}
+	}
+	inst, _, err := h.e.Start(ctx, "echo", json.RawMessage(`{ "n": [1, 2.5] }`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("Start", inst)
+	got, err := h.e.WaitFinished(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.StatusCompleted {
+		t.Fatalf("instance %s, want completed", got.Status)
+	}
+	same("WaitFinished", got)
 }
 
 func TestStartIsIdempotentByID(t *testing.T) {

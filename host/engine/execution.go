@@ -743,6 +743,7 @@ func (x *execution) commit() error {
 	c := store.Commit{
 		Instance: inst, Fence: x.lease.Token(), History: x.next.history, Timers: timers, Bookmarks: bookmarks,
 		Consumed: x.next.consumed, DeliveredStimulus: x.next.delivered, DeliveredOutcome: x.next.deliveredOutcome,
+		At: x.e.cfg.Now().UTC(),
 	}
 	if inst.Status.Terminal() && inst.Parent != nil {
 		end, _ := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
@@ -752,7 +753,9 @@ func (x *execution) commit() error {
 	if err != nil {
 		return fmt.Errorf("committing instance %s: %w", inst.ID, err)
 	}
-	inst.Rev = rev
+	// The instance as stored (a running one's lease aside, which a renewal
+	// may have moved on).
+	inst.Rev, inst.Fence, inst.UpdatedAt = rev, c.Fence, c.At
 	if inst.Status != x.status {
 		x.status = inst.Status
 		x.e.cfg.Observer.InstanceStatus(inst.Workflow, inst.Status)
@@ -781,7 +784,9 @@ func (x *execution) commit() error {
 		x.e.pushSoon(x.ctx, inst.Parent.InstanceID, "child")
 	}
 	if inst.Status != store.StatusRunning {
-		x.e.wake(inst.ID)
+		// A copy: later commits change x.inst in place.
+		stored := *inst
+		x.e.wake(inst.ID, &stored)
 		x.e.publish(x.ctx, topicChanged, inst.ID)
 	}
 	return nil

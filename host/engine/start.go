@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -100,8 +101,10 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
 	}
 	// No timers, no bookmarks: process relies on it to skip reading them
-	// for an instance at revision 1.
-	_, err = e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.HistoryEntry{{Type: store.HistoryInstanceCreated, Node: e.cfg.NodeID}}})
+	// for an instance at revision 1. At makes the stored times known here,
+	// so the instance need not be read back.
+	at := e.cfg.Now().UTC()
+	rev, err := e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.HistoryEntry{{Type: store.HistoryInstanceCreated, Node: e.cfg.NodeID}}, At: at})
 	if errors.Is(err, store.ErrExists) {
 		// Another Start with the id created it between the check above
 		// and this commit.
@@ -115,10 +118,13 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 		return nil, false, fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
 	}
 	e.cfg.Observer.InstanceStatus(d.Name, store.StatusPending)
-	// Read back what the store made of it (times, revision) before a worker
-	// can change it.
-	inst, err = e.store.GetInstance(ctx, id)
-	return inst, err == nil, err
+	// The instance as the store holds it: it keeps JSON compacted.
+	inst.Rev, inst.CreatedAt, inst.UpdatedAt = rev, at, at
+	var compacted bytes.Buffer
+	if err := json.Compact(&compacted, input); err == nil {
+		inst.Input = compacted.Bytes()
+	}
+	return inst, true, nil
 }
 
 // existing returns the instance id when it exists and belongs to workflow,

@@ -39,7 +39,7 @@ const (
 func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status) bool) (*store.Instance, error) {
 	poll := firstPoll
 	for {
-		ch := make(chan struct{}, 1)
+		ch := make(chan *store.Instance, 1)
 		e.mu.Lock()
 		e.waiters[id] = append(e.waiters[id], ch)
 		e.mu.Unlock()
@@ -50,8 +50,13 @@ func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status)
 		}
 		t := time.NewTimer(poll)
 		select {
-		case <-ch:
+		case now := <-ch:
 			t.Stop()
+			// A commit on this node hands over the instance as it
+			// stored it; the bus only names it.
+			if now != nil && done(now.Status) {
+				return now, nil
+			}
 		case <-t.C:
 			poll = min(2*poll, maxPoll)
 			e.unwait(id, ch)
@@ -63,7 +68,7 @@ func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status)
 	}
 }
 
-func (e *Engine) unwait(id string, ch chan struct{}) {
+func (e *Engine) unwait(id string, ch chan *store.Instance) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	list := e.waiters[id]
@@ -86,7 +91,7 @@ func (e *Engine) subscribe(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicInbox, err)
 	}
-	changed, err := e.cfg.Bus.Subscribe(ctx, topicChanged, func(id []byte) { e.wake(string(id)) })
+	changed, err := e.cfg.Bus.Subscribe(ctx, topicChanged, func(id []byte) { e.wake(string(id), nil) })
 	if err != nil {
 		inbox()
 		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicChanged, err)
@@ -104,13 +109,15 @@ func (e *Engine) publish(ctx context.Context, topic, id string) {
 	}
 }
 
-// wake wakes the Wait calls of an instance after a commit.
-func (e *Engine) wake(id string) {
+// wake wakes the Wait calls of instance id after a commit, handing over
+// inst, the instance as committed, when it is known (nil: the waiters read
+// it). Every waiter gets inst itself: they only read it.
+func (e *Engine) wake(id string, inst *store.Instance) {
 	e.mu.Lock()
 	list := e.waiters[id]
 	delete(e.waiters, id)
 	e.mu.Unlock()
 	for _, ch := range list {
-		ch <- struct{}{} // buffered, one send per channel
+		ch <- inst // buffered, one send per channel
 	}
 }

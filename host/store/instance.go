@@ -66,7 +66,8 @@ type Instance struct {
 	// Persistence is the instance's persistence strategy (lazy, activity).
 	Persistence string `json:"persistence,omitempty"`
 	// CreatedAt is set by the store when the instance is created (kept when
-	// a create supplies it, as an import does); UpdatedAt on every Commit.
+	// a create supplies it, as an import does); UpdatedAt on every Commit
+	// (both to Commit.At when it is given).
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// Rev is the revision, the compare-and-set token: 1 after the create,
@@ -166,6 +167,11 @@ type Commit struct {
 	// that does not exist is dropped; one whose ID the target inbox holds
 	// is not written twice.
 	Send []Message
+	// At, when set, is the commit's time by the committer's clock: stored
+	// as UpdatedAt, and as CreatedAt by a create that gives none. A
+	// committer that sets it knows the instance as stored without reading
+	// it back. Zero: the store's clock.
+	At time.Time
 }
 
 // InstanceFilter selects instances for ListInstances.

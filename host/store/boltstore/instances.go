@@ -246,10 +246,14 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 			}
 		}
 
+		at := now
+		if !c.At.IsZero() {
+			at = c.At.UTC()
+		}
 		rec := instRecord{Instance: in}
 		rec.Rev = 1
 		rec.Fence = c.Fence
-		rec.UpdatedAt = now
+		rec.UpdatedAt = at
 		if old != nil {
 			rec.Rev = old.Rev + 1
 			rec.CreatedAt = old.CreatedAt
@@ -260,7 +264,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 				rec.Lease.Expiry = old.Lease.Expiry
 			}
 		} else if rec.CreatedAt.IsZero() {
-			rec.CreatedAt = now
+			rec.CreatedAt = at
 		}
 		if rec.Lease.IsZero() {
 			rec.Lease = store.Lease{}

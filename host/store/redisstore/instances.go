@@ -175,7 +175,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: instance %q: %w", id, err)
 	}
-	created := now
+	updated := now
+	if !c.At.IsZero() {
+		updated = c.At.UTC()
+	}
+	created := updated
 	if !in.CreatedAt.IsZero() {
 		created = in.CreatedAt
 	}
@@ -202,7 +206,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		doc, in.State, string(in.Status), terminal, in.Workflow, hexTime(created),
 		in.Lease.Node, in.Lease.Boot, le,
 		c.DeliveredStimulus, []byte(compact(c.DeliveredOutcome)), hexTime(now.Add(s.cfg.DeliveredRetention)),
-		bmFlag, tmFlag, deleteAfter)
+		bmFlag, tmFlag, deleteAfter, hexTime(updated))
 
 	names := make([]string, 0, len(in.Plugins))
 	for name := range in.Plugins {

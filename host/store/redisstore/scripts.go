@@ -57,7 +57,7 @@ func script(body string) *redis.Script { return redis.NewScript(prelude + body) 
 // prefix: id, rev, fence, now, doc, state, status, terminal, workflow,
 // created, lease node, boot, expiry, delivered stimulus, outcome, its
 // forget time, replace bookmarks, replace timers, delete after ("" for
-// none); then counted lists:
+// none), updated at; then counted lists:
 // pins (name, version), history events, bookmark members, timer members,
 // consumed ids, sent messages (target, id, doc).
 var commitScript = script(`
@@ -66,7 +66,7 @@ local doc, state, status, terminal, wf, created = take(), take(), take(), take()
 local ln, lb, le = take(), take(), take()
 local sid, outcome, forget = take(), take(), take()
 local replaceBm, replaceTm = take() == "1", take() == "1"
-local deleteAfter = take()
+local deleteAfter, ut = take(), take()
 local pins = {}
 for i = 1, takeN() do pins[i] = {take(), take()} end
 local hist = {}
@@ -112,7 +112,7 @@ if exists then
   if ln ~= "" and ln == old[3] and lb == old[4] and old[5] ~= "" and tlt(le, old[5]) then le = old[5] end
 end
 local revs = string.format("%d", rev)
-redis.call("HSET", ik, "doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", now,
+redis.call("HSET", ik, "doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", ut,
   "ln", ln, "lb", lb, "le", le, "st", status, "wf", wf, "term", terminal and "1" or "0")
 if state ~= "" then redis.call("HSET", ik, "state", state) elseif exists then redis.call("HDEL", ik, "state") end
 

@@ -1095,3 +1095,42 @@ func testLongHistory(t *testing.T, h *harness) {
 		}
 	}
 }
+
+// testCommitAt: a commit's At is stored as UpdatedAt, and as CreatedAt by a
+// create that gives none, whatever the store's clock says; a commit
+// without one uses the store's clock.
+func testCommitAt(t *testing.T, h *harness) {
+	at := Epoch.Add(-3 * time.Hour) // not the store's clock
+	in := instance("a", "w")
+	if _, err := h.s.Commit(ctx(t), store.Commit{Instance: in, At: at}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.get(t, "a")
+	if !got.CreatedAt.Equal(at) || !got.UpdatedAt.Equal(at) {
+		t.Errorf("create with At %s: CreatedAt %s, UpdatedAt %s, want both At", at, got.CreatedAt, got.UpdatedAt)
+	}
+	later := at.Add(time.Minute)
+	got.Status = store.StatusRunning
+	if _, err := h.s.Commit(ctx(t), store.Commit{Instance: got, At: later}); err != nil {
+		t.Fatal(err)
+	}
+	got = h.get(t, "a")
+	if !got.CreatedAt.Equal(at) || !got.UpdatedAt.Equal(later) {
+		t.Errorf("update with At %s: CreatedAt %s, UpdatedAt %s, want %s and At", later, got.CreatedAt, got.UpdatedAt, at)
+	}
+	if _, err := h.s.Commit(ctx(t), store.Commit{Instance: got}); err != nil {
+		t.Fatal(err)
+	}
+	if got = h.get(t, "a"); !got.UpdatedAt.Equal(h.clock.Now()) {
+		t.Errorf("update without At: UpdatedAt %s, want the store's clock %s", got.UpdatedAt, h.clock.Now())
+	}
+	imported := at.Add(-time.Hour)
+	in = instance("b", "w")
+	in.CreatedAt = imported
+	if _, err := h.s.Commit(ctx(t), store.Commit{Instance: in, At: at}); err != nil {
+		t.Fatal(err)
+	}
+	if got = h.get(t, "b"); !got.CreatedAt.Equal(imported) || !got.UpdatedAt.Equal(at) {
+		t.Errorf("create giving CreatedAt %s with At %s: CreatedAt %s, UpdatedAt %s", imported, at, got.CreatedAt, got.UpdatedAt)
+	}
+}

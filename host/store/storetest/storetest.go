@@ -53,6 +53,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"CreateTwice", testCreateTwice},
 		{"CreateRace", testCreateRace},
 		{"CompareAndSet", testCompareAndSet},
+		{"CommitAt", testCommitAt},
 		{"Fencing", testFencing},
 		{"RefusedCommitChangesNothing", testRefusedCommitChangesNothing},
 		{"InvalidCommits", testInvalidCommits},
