@@ -33,9 +33,13 @@ type execution struct {
 	prog  *runner.Program
 
 	// The instance as last committed: inst is what the store holds (the
-	// next commit compares its Rev), status what the observer was told.
-	inst   *store.Instance
-	status store.Status
+	// next commit compares its Rev), status what the observer was told,
+	// storedTimers and storedBookmarks whether it holds any: a commit
+	// leaves empty sets alone rather than clear them again.
+	inst            *store.Instance
+	status          store.Status
+	storedTimers    bool
+	storedBookmarks bool
 
 	// The instance as the runner has it now, not yet committed: its state,
 	// and the timers and bookmarks it waits on, which every commit writes
@@ -212,6 +216,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 		for _, t := range timers {
 			x.timers[t.ID] = t
 		}
+		x.storedTimers = len(timers) > 0
 		bms, err := e.store.Bookmarks(ctx, id)
 		if err != nil {
 			return err
@@ -219,6 +224,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 		for _, b := range bms {
 			x.bookmarks[b.Token] = b
 		}
+		x.storedBookmarks = len(bms) > 0
 	}
 	e.register(id, x.wake)
 	defer e.unregister(id, x.wake)
@@ -720,13 +726,21 @@ func (x *execution) commit() error {
 		// retried after a failure keeps the first decision.
 		inst.DeleteAfter = x.e.deleteAfter(x.prog.Definition(), x.e.cfg.Now())
 	}
-	timers := make([]store.Timer, 0, len(x.timers))
-	for _, t := range x.timers {
-		timers = append(timers, t)
+	// Each set is written whole, unless it is empty and so is the
+	// stored one (nil leaves it as it is).
+	var timers []store.Timer
+	if len(x.timers) > 0 || x.storedTimers {
+		timers = make([]store.Timer, 0, len(x.timers))
+		for _, t := range x.timers {
+			timers = append(timers, t)
+		}
 	}
-	bookmarks := make([]store.Bookmark, 0, len(x.bookmarks))
-	for _, b := range x.bookmarks {
-		bookmarks = append(bookmarks, b)
+	var bookmarks []store.Bookmark
+	if len(x.bookmarks) > 0 || x.storedBookmarks {
+		bookmarks = make([]store.Bookmark, 0, len(x.bookmarks))
+		for _, b := range x.bookmarks {
+			bookmarks = append(bookmarks, b)
+		}
 	}
 	// Children first: their ids come from the runner's deterministic
 	// tokens, so a parent replayed after a crash asks for the same ids and
@@ -756,6 +770,7 @@ func (x *execution) commit() error {
 	// The instance as stored (a running one's lease aside, which a renewal
 	// may have moved on).
 	inst.Rev, inst.Fence, inst.UpdatedAt = rev, c.Fence, c.At
+	x.storedTimers, x.storedBookmarks = len(x.timers) > 0, len(x.bookmarks) > 0
 	if inst.Status != x.status {
 		x.status = inst.Status
 		x.e.cfg.Observer.InstanceStatus(inst.Workflow, inst.Status)
