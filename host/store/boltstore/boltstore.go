@@ -160,6 +160,8 @@ type Store struct {
 	cfg   Config
 	log   *slog.Logger
 	batch batcher
+	// catalog keeps what GetDefinition and GetPlugin decoded.
+	catalog catalogCache
 
 	mu     sync.Mutex
 	broken error // the first panic of a write, wrapping ErrBroken

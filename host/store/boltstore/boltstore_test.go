@@ -345,3 +345,62 @@ func TestCorruptDataPages(t *testing.T) {
 		})
 	}
 }
+
+// TestCatalogReadsSeeEveryWrite: GetDefinition and GetPlugin answer from a
+// cache of what they decoded; every write of the catalog must show in the
+// next read, also while reads run concurrently with the writes.
+func TestCatalogReadsSeeEveryWrite(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "weft.db"), nil)
+	ctx := t.Context()
+	for i := 1; i <= 3; i++ {
+		if _, _, err := s.PutDefinition(ctx, "w", fmt.Sprint("h", i), []byte("name: w")); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := s.GetDefinition(ctx, "w", 0); err != nil || d.Version != i {
+			t.Fatalf("after saving version %d, the latest is %+v, %v", i, d, err)
+		}
+	}
+	if err := s.DeleteDefinition(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetDefinition(ctx, "w", 0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a deleted definition still reads: %v", err)
+	}
+
+	// Readers hammer GetPlugin while versions are uploaded one by one.
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.GetPlugin(ctx, "p"); err != nil && !errors.Is(err, store.ErrNotFound) {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 50 {
+		v := fmt.Sprintf("%064x", i+1)
+		if _, err := s.PutPlugin(ctx, store.PluginRecord{Name: "p", Version: v, Size: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := s.GetPlugin(ctx, "p"); err != nil || p.Current.Version != v {
+			t.Fatalf("after uploading %s, GetPlugin says %+v, %v", v, p, err)
+		}
+	}
+	close(stop)
+	readers.Wait()
+	if err := s.DeletePlugin(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetPlugin(ctx, "p"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a deleted plugin still reads: %v", err)
+	}
+}

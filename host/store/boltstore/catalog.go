@@ -52,6 +52,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 	}
 	var version int
 	var created bool
+	defer s.catalog.changed()
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		latestB, seqB := tx.Bucket(bDefLatest), tx.Bucket(bDefSeq)
 		latest := getU64(latestB, []byte(name))
@@ -93,6 +94,11 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*s
 	if version < 0 {
 		return nil, store.Invalid("definition %q: negative version %d", name, version)
 	}
+	gen := s.catalog.gen.Load()
+	id := defID{name, version}
+	if d, ok := s.catalog.definition(id, gen); ok {
+		return d, nil
+	}
 	var out *store.Definition
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		v := version
@@ -112,7 +118,11 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*s
 		out = d
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	s.catalog.putDefinition(id, gen, out)
+	return out, nil
 }
 
 // pageByName walks bucket b (keyed by raw names) after the name in cursor,
@@ -174,6 +184,7 @@ func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) (
 
 // DeleteDefinition implements store.Store.
 func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
+	defer s.catalog.changed()
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		latestB := tx.Bucket(bDefLatest)
 		if latestB.Get([]byte(name)) == nil {
@@ -218,6 +229,7 @@ func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, er
 	}
 	rec.Activities = slices.Clone(rec.Activities)
 	var created bool
+	defer s.catalog.changed()
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		created = false
 		p, err := getPlugin(tx, rec.Name)
@@ -248,6 +260,10 @@ func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, er
 
 // GetPlugin implements store.Store.
 func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, error) {
+	gen := s.catalog.gen.Load()
+	if p, ok := s.catalog.plugin(name, gen); ok {
+		return p, nil
+	}
 	var out *store.Plugin
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		p, err := getPlugin(tx, name)
@@ -260,7 +276,11 @@ func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, erro
 		out = p
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	s.catalog.putPlugin(name, gen, out)
+	return out, nil
 }
 
 // ListPlugins implements store.Store.
@@ -288,6 +308,7 @@ func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]st
 
 // DeletePlugin implements store.Store.
 func (s *Store) DeletePlugin(ctx context.Context, name string) error {
+	defer s.catalog.changed()
 	return s.write(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bPlugins).Get([]byte(name)) == nil {
 			return refuse(store.NotFound("plugin %q", name))

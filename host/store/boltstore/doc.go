@@ -90,6 +90,11 @@
 //	inbox                         (id, seq) → message
 //	inbox_ids                     (id, message id) → seq
 //
+// GetDefinition and GetPlugin, which every start calls, answer from a
+// cache of the records they decoded (catalogcache.go). The file is this
+// process's alone, so every change of the catalog is one of the store's
+// own writes, and each invalidates the whole cache once it has ended.
+//
 // # Inbox
 //
 // A message's Seq comes from one sequence of the whole store (the inbox
