@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/store"
 )
@@ -73,22 +72,13 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 	if err != nil {
 		return nil, false, err
 	}
-	pins := map[string]string{}
-	var pinErr error
-	prog.Definition().Walk(func(_ string, s *definition.Step) bool {
-		if s.Kind != definition.KindActivity || pins[s.Activity.Plugin] != "" {
-			return true
-		}
-		p, err := e.store.GetPlugin(ctx, s.Activity.Plugin)
+	pins := make(map[string]string, len(prog.Plugins()))
+	for _, name := range prog.Plugins() {
+		p, err := e.store.GetPlugin(ctx, name)
 		if err != nil {
-			pinErr = fmt.Errorf("engine: workflow %s uses plugin %s: %w", workflow, s.Activity.Plugin, err)
-			return false
+			return nil, false, fmt.Errorf("engine: workflow %s uses plugin %s: %w", workflow, name, err)
 		}
-		pins[s.Activity.Plugin] = p.Current.Version
-		return true
-	})
-	if pinErr != nil {
-		return nil, false, pinErr
+		pins[name] = p.Current.Version
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,14 +17,27 @@ import (
 type Program struct {
 	def   *definition.Definition
 	lists map[string][]*definition.Step
+	// plugins are the plugin names the activities use, in the order of
+	// their first use.
+	plugins []string
 }
 
 // Compile prepares def, which must have passed validation.
 func Compile(def *definition.Definition) *Program {
 	p := &Program{def: def, lists: map[string][]*definition.Step{}}
 	p.index("steps", def.Steps)
+	def.Walk(func(_ string, s *definition.Step) bool {
+		if s.Kind == definition.KindActivity && !slices.Contains(p.plugins, s.Activity.Plugin) {
+			p.plugins = append(p.plugins, s.Activity.Plugin)
+		}
+		return true
+	})
 	return p
 }
+
+// Plugins returns the names of the plugins the program's activities use,
+// in the order of their first use. The caller must not modify the slice.
+func (p *Program) Plugins() []string { return p.plugins }
 
 func (p *Program) index(list string, steps []*definition.Step) {
 	p.lists[list] = steps

@@ -354,3 +354,33 @@ func (s *script) token(t *testing.T, d *datadriven.TestData, ref string) string 
 	}
 	return match[nth-1]
 }
+
+// TestProgramPlugins: a program lists each plugin its activities use once,
+// in the order of first use, from every branch of the definition.
+func TestProgramPlugins(t *testing.T) {
+	def, err := definition.Load([]byte(`
+name: p
+steps:
+  - { id: a, activity: kit.echo }
+  - if: "${ input.x }"
+    id: choose
+    then: [{ id: b, activity: text.upper }]
+    else: [{ id: c, activity: kit.upper }]
+  - id: each
+    foreach: "${ input.items }"
+    as: item
+    do: [{ id: d, activity: tally.add }]
+  - id: both
+    parallel:
+      - steps: [{ id: e, activity: webhook.send }]
+      - steps: [{ id: f, activity: kit.echo }]
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runner.Compile(def).Plugins()
+	want := []string{"kit", "text", "tally", "webhook"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Plugins() = %v, want %v", got, want)
+	}
+}
