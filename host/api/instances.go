@@ -125,8 +125,18 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	defer cancel()
 	name := param(c, "name")
 	// The engine decides, atomically, whether this start created the
-	// instance: of two concurrent starts with one id, one answers 201.
-	inst, isNew, err := s.node.Engine().Start(ctx, name, req.Input, req.ID)
+	// instance: of two concurrent starts with one id, one answers 201. A
+	// wait watches from before the instance is queued.
+	var inst *store.Instance
+	var isNew bool
+	if w.d > 0 {
+		inst, isNew, w.watch, err = s.node.Engine().StartWatched(ctx, name, req.Input, req.ID)
+		if w.watch != nil {
+			defer w.watch.Stop()
+		}
+	} else {
+		inst, isNew, err = s.node.Engine().Start(ctx, name, req.Input, req.ID)
+	}
 	switch {
 	case errors.Is(err, engine.ErrNoSuchWorkflow):
 		return notFoundf("no workflow %q", name)
@@ -170,6 +180,9 @@ func (s *Server) answerInstance(c *fiber.Ctx, inst *store.Instance, w waitFor, a
 type waitFor struct {
 	d         time.Duration
 	suspended bool
+	// watch, when set, was registered before the instance was queued
+	// (a start's): the wait uses it instead of a first read.
+	watch *engine.Watch
 }
 
 // waitParams reads ?wait= (a duration up to MaxWait) and ?until= (ended,
@@ -239,11 +252,16 @@ func (s *Server) await(c *fiber.Ctx, inst *store.Instance, w waitFor) (now *stor
 		}
 	}()
 	eng := s.node.Engine()
-	wait := eng.WaitFinished
-	if w.suspended {
-		wait = eng.Wait
+	wait := func(ctx context.Context) (*store.Instance, error) { return eng.WaitFinished(ctx, inst.ID) }
+	switch {
+	case w.watch != nil && w.suspended:
+		wait = w.watch.Wait
+	case w.watch != nil:
+		wait = w.watch.WaitFinished
+	case w.suspended:
+		wait = func(ctx context.Context) (*store.Instance, error) { return eng.Wait(ctx, inst.ID) }
 	}
-	got, err := wait(ctx, inst.ID)
+	got, err := wait(ctx)
 	if err == nil {
 		return got, false, nil
 	}

@@ -398,6 +398,51 @@ output: "${ vars.a }"
 	same("WaitFinished", got)
 }
 
+// TestStartWatched: a Watch registered by StartWatched sees the instance
+// finish without a first read; one on an instance that has finished
+// answers at once; one never waited on can be stopped.
+func TestStartWatched(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: echo
+steps:
+  - { id: a, activity: kit.echo, input: "${ input }", output: a }
+output: "${ vars.a }"
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, id := range []string{"", "watched", "watched"} {
+		inst, _, w, err := h.e.StartWatched(ctx, "echo", json.RawMessage(`{"n":1}`), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.WaitFinished(ctx)
+		w.Stop()
+		if err != nil {
+			t.Fatalf("instance %s: %v", inst.ID, err)
+		}
+		if got.Status != store.StatusCompleted || string(got.Output) != `{"n":1}` {
+			t.Errorf("instance %s: %s, output %s", inst.ID, got.Status, got.Output)
+		}
+	}
+	// Stopped without a wait, and started again while it runs: the
+	// first Watch must not be woken for the second's commit.
+	_, _, w, err := h.e.StartWatched(ctx, "echo", json.RawMessage(`2`), "stopped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	_, _, w2, err := h.e.StartWatched(ctx, "echo", json.RawMessage(`2`), "stopped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	if got, err := w2.Wait(ctx); err != nil || got.Status != store.StatusCompleted {
+		t.Fatalf("second watch of the same instance: %+v, %v", got, err)
+	}
+}
+
 func TestStartIsIdempotentByID(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)

@@ -31,16 +31,42 @@ import (
 // Starts with one id, exactly one creates: the store's commit creates only
 // if absent.
 func (e *Engine) Start(ctx context.Context, workflow string, input json.RawMessage, id string) (inst *store.Instance, created bool, err error) {
-	inst, created, err = e.create(ctx, workflow, input, id, nil)
+	inst, created, _, err = e.start(ctx, workflow, input, id, false)
+	return inst, created, err
+}
+
+// StartWatched is Start, and returns a Watch of the instance, registered
+// before the instance is queued: waiting on it needs no first read of the
+// store, as no commit can come before it. The caller must Stop it.
+func (e *Engine) StartWatched(ctx context.Context, workflow string, input json.RawMessage, id string) (*store.Instance, bool, *Watch, error) {
+	return e.start(ctx, workflow, input, id, true)
+}
+
+func (e *Engine) start(ctx context.Context, workflow string, input json.RawMessage, id string, watched bool) (*store.Instance, bool, *Watch, error) {
+	var w *Watch
+	if watched && id != "" {
+		// Before create: an instance with this id may exist and change.
+		w = e.watch(id)
+	}
+	inst, created, err := e.create(ctx, workflow, input, id, nil)
 	if err != nil {
-		return nil, false, err
+		if w != nil {
+			w.Stop()
+		}
+		return nil, false, nil, err
+	}
+	if watched && w == nil {
+		w = e.watch(inst.ID) // a new id: nothing has queued it yet
+	}
+	if w != nil {
+		w.inst = inst
 	}
 	// An existing instance is queued again unless it has ended: the Start
 	// that created it may have died before queueing it.
 	if created || !inst.Status.Terminal() {
 		e.push(ctx, inst.ID, "start")
 	}
-	return inst, created, nil
+	return inst, created, w, nil
 }
 
 // push queues an instance, logging a failure: the sweeps find its work

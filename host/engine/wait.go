@@ -21,13 +21,58 @@ import (
 // at first and less often the longer the wait, up to once a second, so
 // that many long waits do not read the store twenty times a second each.
 func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
-	return e.waitFor(ctx, id, func(s store.Status) bool { return s != store.StatusPending && s != store.StatusRunning })
+	return e.waitFor(ctx, id, stopped, nil)
 }
 
 // WaitFinished is Wait until the instance completed, failed or was
 // cancelled.
 func (e *Engine) WaitFinished(ctx context.Context, id string) (*store.Instance, error) {
-	return e.waitFor(ctx, id, store.Status.Terminal)
+	return e.waitFor(ctx, id, store.Status.Terminal, nil)
+}
+
+// stopped is what Wait waits for: the instance neither pending nor running.
+func stopped(s store.Status) bool { return s != store.StatusPending && s != store.StatusRunning }
+
+// A Watch is a wait for one instance registered before the instance could
+// change (StartWatched): its first look needs no read of the store.
+type Watch struct {
+	e    *Engine
+	id   string
+	ch   chan *store.Instance
+	inst *store.Instance // as Start returned it
+	used bool
+}
+
+// watch registers a Watch of instance id.
+func (e *Engine) watch(id string) *Watch {
+	w := &Watch{e: e, id: id, ch: make(chan *store.Instance, 1)}
+	e.mu.Lock()
+	e.waiters[id] = append(e.waiters[id], w.ch)
+	e.mu.Unlock()
+	return w
+}
+
+// Wait is Engine.Wait from the Watch's registration on. A Watch waits
+// once.
+func (w *Watch) Wait(ctx context.Context) (*store.Instance, error) {
+	w.used = true
+	return w.e.waitFor(ctx, w.id, stopped, w)
+}
+
+// WaitFinished is Engine.WaitFinished from the Watch's registration on. A
+// Watch waits once.
+func (w *Watch) WaitFinished(ctx context.Context) (*store.Instance, error) {
+	w.used = true
+	return w.e.waitFor(ctx, w.id, store.Status.Terminal, w)
+}
+
+// Stop unregisters a Watch that was not waited on; after a wait it does
+// nothing.
+func (w *Watch) Stop() {
+	if !w.used {
+		w.used = true
+		w.e.unwait(w.id, w.ch)
+	}
 }
 
 // The bounds of Wait's fallback poll: see Wait.
@@ -36,17 +81,31 @@ const (
 	maxPoll   = time.Second
 )
 
-func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status) bool) (*store.Instance, error) {
+// waitFor waits until done is true of the instance's status. From a Watch
+// (first), its first look is at the instance the Watch was given.
+func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status) bool, first *Watch) (*store.Instance, error) {
 	poll := firstPoll
 	for {
-		ch := make(chan *store.Instance, 1)
-		e.mu.Lock()
-		e.waiters[id] = append(e.waiters[id], ch)
-		e.mu.Unlock()
-		inst, err := e.store.GetInstance(ctx, id)
-		if err != nil || done(inst.Status) {
-			e.unwait(id, ch)
-			return inst, err
+		var ch chan *store.Instance
+		var inst *store.Instance
+		if first != nil {
+			ch, inst = first.ch, first.inst
+			first = nil
+			if done(inst.Status) {
+				e.unwait(id, ch)
+				return inst, nil
+			}
+		} else {
+			ch = make(chan *store.Instance, 1)
+			e.mu.Lock()
+			e.waiters[id] = append(e.waiters[id], ch)
+			e.mu.Unlock()
+			var err error
+			inst, err = e.store.GetInstance(ctx, id)
+			if err != nil || done(inst.Status) {
+				e.unwait(id, ch)
+				return inst, err
+			}
 		}
 		t := time.NewTimer(poll)
 		select {
