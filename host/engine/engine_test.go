@@ -833,3 +833,49 @@ func TestHeartbeatTimeoutOverTheConfiguredDefaultIsRefused(t *testing.T) {
 		t.Fatalf("SaveDefinition with heartbeat_timeout 20s and a 30s default timeout: %v", err)
 	}
 }
+
+// sneakingStore writes a note into an instance's inbox, without waking
+// anyone, right after the execution's first read of that inbox: as a
+// message from a node whose notification was lost.
+type sneakingStore struct {
+	store.Store
+	once sync.Once
+}
+
+func (s *sneakingStore) Inbox(ctx context.Context, id string) ([]store.Message, error) {
+	msgs, err := s.Store.Inbox(ctx, id)
+	s.once.Do(func() {
+		note := `{"type":"late_completion_refused","outcome":"completed","step_path":"steps[9]","attempt":1,"node":"elsewhere","reason":"test"}`
+		if _, err := s.Store.Deliver(ctx, nil, []store.Message{{InstanceID: id, ID: "sneaked", Kind: store.MessageNote, Payload: json.RawMessage(note)}}); err != nil {
+			panic(err)
+		}
+	})
+	return msgs, err
+}
+
+// TestFinalCommitAppliesAMessageThatDidNotWakeTheRun: the run reads its
+// inbox first and does not read it again before its last commit, which
+// drains it: a message written meanwhile without a wake-up refuses that
+// commit, and is applied before the instance finishes.
+func TestFinalCommitAppliesAMessageThatDidNotWakeTheRun(t *testing.T) {
+	t.Parallel()
+	sneak := &sneakingStore{}
+	h := newHost(t, withStore(func(st store.Store) store.Store { sneak.Store = st; return sneak }))
+	h.save(`
+name: echo
+steps:
+  - { id: a, activity: kit.echo, input: "${ input }", output: a }
+output: "${ vars.a }"
+`)
+	inst := h.finish("echo", 1)
+	if inst.Status != store.StatusCompleted {
+		t.Fatalf("instance %s", inst.Status)
+	}
+	if n := count(h.history(inst.ID), store.HistoryLateCompletionRefused); n != 1 {
+		t.Errorf("the sneaked note is in the history %d times, want once: %v", n, types(h.history(inst.ID)))
+	}
+	msgs, err := h.store.Inbox(context.Background(), inst.ID)
+	if err != nil || len(msgs) != 0 {
+		t.Errorf("inbox after the end: %v, %v", msgs, err)
+	}
+}

@@ -69,6 +69,10 @@ type execution struct {
 
 	// err is the first failed commit: a fenced or refused writer must stop.
 	err error
+	// drained is set when the last commit checked that the inbox held no
+	// message it did not consume (Commit.Drains), so the run need not read
+	// it again before it ends.
+	drained bool
 }
 
 // nextCommit is what an execution writes at its next commit besides the
@@ -261,7 +265,7 @@ func (x *execution) run() error {
 		// can no longer write, and the lease stops recovery from queueing
 		// the instance again.
 		if x.err == nil && x.next.dirty {
-			x.err = x.commit()
+			x.err = x.commit(false)
 		}
 	}
 	if x.inst.Status == store.StatusPending {
@@ -286,75 +290,84 @@ func (x *execution) run() error {
 	}
 
 	// The inbox is read on the first pass, when the execution is woken (a
-	// message for it was written on this node), and before it finishes;
-	// not after every activity result.
+	// message for it was written on this node or sent through the bus),
+	// and when nothing is in flight, unless the last commit drained it;
+	// not after every activity result. A commit made with nothing in
+	// flight, which ends the run unless a message comes, checks the inbox
+	// itself (Commit.Drains): a message that arrived without waking the
+	// execution refuses it, and is read and applied before the next try.
 	poll := true
-	for x.err == nil {
-		// Messages (stimuli, children's ends, cancellation) and queued
-		// stimuli for new bookmarks, until nothing new arrives and no
-		// attempt is in flight.
-		var n int
-		var err error
-		if poll || len(x.inflight.attempts) == 0 {
-			n, err = x.pollInbox()
-			poll = false
-		}
-		if err == nil {
-			var m int
-			m, err = x.pollQueued()
-			n += m
-		}
-		if err != nil {
-			x.err = err
-			break
-		}
-		if n == 0 && len(x.inflight.attempts) == 0 {
-			break
-		}
-		if len(x.inflight.attempts) == 0 {
-			continue
-		}
-		select {
-		case r := <-x.inflight.results:
-			delete(x.inflight.attempts, r.token)
-			x.apply(x.input(r, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
-		case done := <-x.sched.persist:
-			if !x.sched.leased {
-				x.err = x.commit()
+	for {
+		for x.err == nil {
+			// Messages (stimuli, children's ends, cancellation) and queued
+			// stimuli for new bookmarks, until nothing new arrives and no
+			// attempt is in flight.
+			var n int
+			var err error
+			if poll || (len(x.inflight.attempts) == 0 && !x.drained) {
+				n, err = x.pollInbox()
+				poll = false
 			}
-			done <- x.err
-		case <-x.wake:
-			poll = true
-			if x.sched.lost.Load() {
-				err := fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
-				x.superseded(x.cancelAll(), err)
-				return err
+			if err == nil {
+				var m int
+				m, err = x.pollQueued()
+				n += m
 			}
-		case <-x.ctx.Done():
-			// Shutting down: stop the attempts and hand the instance back;
-			// it is resumed from its last persisted state (activities run
-			// at least once).
-			x.cancelAll()
-			x.handBack()
-			return x.ctx.Err()
+			if err != nil {
+				x.err = err
+				break
+			}
+			if n == 0 && len(x.inflight.attempts) == 0 {
+				break
+			}
+			if len(x.inflight.attempts) == 0 {
+				continue
+			}
+			select {
+			case r := <-x.inflight.results:
+				delete(x.inflight.attempts, r.token)
+				x.apply(x.input(r, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
+			case done := <-x.sched.persist:
+				if !x.sched.leased {
+					x.err = x.commit(false)
+				}
+				done <- x.err
+			case <-x.wake:
+				poll = true
+				if x.sched.lost.Load() {
+					err := fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
+					x.superseded(x.cancelAll(), err)
+					return err
+				}
+			case <-x.ctx.Done():
+				// Shutting down: stop the attempts and hand the instance back;
+				// it is resumed from its last persisted state (activities run
+				// at least once).
+				x.cancelAll()
+				x.handBack()
+				return x.ctx.Err()
+			}
 		}
-	}
-	if x.err != nil {
-		// Another node holds the instance now (ErrFenced), or it changed
-		// under us (ErrConflict): stop, and leave the work to the holder.
-		done := x.cancelAll()
-		switch {
-		case errors.Is(x.err, store.ErrFenced), errors.Is(x.err, store.ErrConflict), errors.Is(x.err, ErrLeaseLost):
-			x.superseded(done, x.err)
-		case x.ctx.Err() != nil:
-			x.handBack() // shutting down, seen first as a failed store call
+		if x.err != nil {
+			// Another node holds the instance now (ErrFenced), or it changed
+			// under us (ErrConflict): stop, and leave the work to the holder.
+			done := x.cancelAll()
+			switch {
+			case errors.Is(x.err, store.ErrFenced), errors.Is(x.err, store.ErrConflict), errors.Is(x.err, ErrLeaseLost):
+				x.superseded(done, x.err)
+			case x.ctx.Err() != nil:
+				x.handBack() // shutting down, seen first as a failed store call
+			}
+			return x.err
 		}
-		return x.err
+		if !x.next.dirty {
+			return nil
+		}
+		if err := x.commit(true); !errors.Is(err, store.ErrInboxNotEmpty) {
+			return err
+		}
+		poll = true
 	}
-	if x.next.dirty {
-		return x.commit()
-	}
-	return nil
 }
 
 // pollInbox applies the instance's inbox messages not applied yet and
@@ -415,7 +428,7 @@ func (x *execution) pollQueued() (int, error) {
 		x.next.delivered, x.next.deliveredOutcome = s.ID, queuedOutcome(s)
 		x.apply(runner.StimulusDelivered{Token: token, Payload: payload})
 		if x.next.delivered != "" { // not committed by a Persist action
-			if err := x.commit(); err != nil {
+			if err := x.commit(false); err != nil {
 				return n, err
 			}
 		}
@@ -598,7 +611,10 @@ func (x *execution) apply(ev runner.Input) {
 			x.next.history = append(x.next.history, store.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
 		case runner.Persist:
 			if x.err == nil {
-				x.err = x.commit()
+				x.err = x.commit(len(x.inflight.attempts) == 0)
+				if errors.Is(x.err, store.ErrInboxNotEmpty) {
+					x.err = nil // the run loop reads the inbox, as drained is false
+				}
 			}
 		case runner.Finish:
 		}
@@ -696,8 +712,10 @@ func (p startPulse) Last() (details []byte, at time.Time, beats uint64) {
 }
 
 // commit writes the instance: a compare-and-set on its revision, fenced by
-// the lock's token, with the history, timers and status of the state.
-func (x *execution) commit() error {
+// the lock's token, with the history, timers and status of the state. With
+// drains it is refused, with store.ErrInboxNotEmpty and nothing written,
+// when the inbox holds a message this run has not applied.
+func (x *execution) commit(drains bool) error {
 	inst := x.inst
 	if x.sched.lost.Load() {
 		// The scheduler found the lease or lock lost: whoever holds the
@@ -757,7 +775,7 @@ func (x *execution) commit() error {
 	c := store.Commit{
 		Instance: inst, Fence: x.lease.Token(), History: x.next.history, Timers: timers, Bookmarks: bookmarks,
 		Consumed: x.next.consumed, DeliveredStimulus: x.next.delivered, DeliveredOutcome: x.next.deliveredOutcome,
-		At: x.e.cfg.Now().UTC(),
+		At: x.e.cfg.Now().UTC(), Drains: drains,
 	}
 	if inst.Status.Terminal() && inst.Parent != nil {
 		end, _ := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
@@ -765,11 +783,16 @@ func (x *execution) commit() error {
 	}
 	rev, err := x.e.store.Commit(x.ctx, c)
 	if err != nil {
+		if errors.Is(err, store.ErrInboxNotEmpty) {
+			x.drained = false
+			return err // as it is: the run reads the inbox and tries again
+		}
 		return fmt.Errorf("committing instance %s: %w", inst.ID, err)
 	}
 	// The instance as stored (a running one's lease aside, which a renewal
 	// may have moved on).
 	inst.Rev, inst.Fence, inst.UpdatedAt = rev, c.Fence, c.At
+	x.drained = drains
 	x.storedTimers, x.storedBookmarks = len(x.timers) > 0, len(x.bookmarks) > 0
 	if inst.Status != x.status {
 		x.status = inst.Status

@@ -27,6 +27,10 @@ var (
 	// ErrNotQueued: a commit tried to consume a stimulus that is not
 	// queued: unknown, already delivered, expired or dead-lettered.
 	ErrNotQueued = errors.New("stimulus not queued")
+	// ErrInboxNotEmpty: a commit that drains the inbox (Commit.Drains)
+	// found messages in it that it does not consume: the writer has not
+	// read them yet.
+	ErrInboxNotEmpty = errors.New("inbox holds messages not consumed")
 	// ErrInvalid: an argument was refused before anything was read or
 	// written (empty id, unknown status, bad cursor, …). The message says
 	// which field.
@@ -37,7 +41,8 @@ var (
 
 // CommitError is returned by Store.Commit and Store.DeleteInstance when the
 // write is refused. It wraps exactly one of ErrConflict, ErrFenced,
-// ErrExists, ErrNotFound or ErrNotQueued and says what the store holds, so
+// ErrExists, ErrNotFound, ErrNotQueued or ErrInboxNotEmpty and says what
+// the store holds, so
 // that the caller can tell how far behind it is. A refused write changes
 // nothing.
 type CommitError struct {

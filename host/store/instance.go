@@ -162,6 +162,11 @@ type Commit struct {
 	// commit has applied: they are removed with it. An id not in the inbox
 	// is ignored (it was consumed already).
 	Consumed []string
+	// Drains, when set, makes the commit refused with ErrInboxNotEmpty
+	// when the inbox holds a message Consumed does not list: a writer
+	// that has applied every message it read learns, in the same round
+	// trip, whether another arrived since.
+	Drains bool
 	// Send writes messages to other instances' inboxes in the same
 	// transaction (a child's end to its parent). A message for an instance
 	// that does not exist is dropped; one whose ID the target inbox holds

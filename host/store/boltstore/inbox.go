@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -107,6 +108,20 @@ func (s *Store) WaitingInboxes(ctx context.Context, before time.Time, limit int)
 // consumeMessages removes the messages msgIDs from instance id's inbox;
 // ids it does not hold are ignored. The inbox's wait restarts at now, or
 // ends with its last message.
+// undrained reports whether instance id's inbox holds a message not among
+// consumed (Commit.Drains).
+func undrained(tx *bolt.Tx, id string, consumed []string) bool {
+	prefix := inboxPrefix(id)
+	c := tx.Bucket(bInboxIDs).Cursor()
+	for k, _ := c.Seek(prefix); hasPrefix(k, prefix); k, _ = c.Next() {
+		msgID, _, ok := readStr(k[len(prefix):])
+		if !ok || !slices.Contains(consumed, msgID) {
+			return true
+		}
+	}
+	return false
+}
+
 func consumeMessages(tx *bolt.Tx, id string, msgIDs []string, now time.Time) error {
 	inbox, ids := tx.Bucket(bInbox), tx.Bucket(bInboxIDs)
 	for _, msgID := range msgIDs {

@@ -231,6 +231,9 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrNotQueued, Stimulus: c.DeliveredStimulus})
 			}
 		}
+		if c.Drains && old != nil && undrained(tx, id, c.Consumed) {
+			return refuse(&store.CommitError{InstanceID: id, Err: store.ErrInboxNotEmpty, Rev: old.Rev, Fence: old.Fence})
+		}
 		if !in.Status.Terminal() {
 			for name, version := range in.Plugins {
 				if old != nil && !old.Status.Terminal() && old.Plugins[name] == version {

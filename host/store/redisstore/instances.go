@@ -198,6 +198,10 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	if c.Timers != nil {
 		tmFlag = "1"
 	}
+	drains := "0"
+	if c.Drains {
+		drains = "1"
+	}
 	deleteAfter := ""
 	if !in.DeleteAfter.IsZero() {
 		deleteAfter = hexTime(in.DeleteAfter)
@@ -206,7 +210,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		doc, in.State, string(in.Status), terminal, in.Workflow, hexTime(created),
 		in.Lease.Node, in.Lease.Boot, le,
 		c.DeliveredStimulus, []byte(compact(c.DeliveredOutcome)), hexTime(now.Add(s.cfg.DeliveredRetention)),
-		bmFlag, tmFlag, deleteAfter, hexTime(updated))
+		bmFlag, tmFlag, deleteAfter, hexTime(updated), drains)
 
 	names := make([]string, 0, len(in.Plugins))
 	for name := range in.Plugins {
@@ -288,6 +292,8 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		return 0, commitError(id, store.ErrConflict, rest)
 	case "notqueued":
 		return 0, &store.CommitError{InstanceID: id, Err: store.ErrNotQueued, Stimulus: c.DeliveredStimulus}
+	case "inbox":
+		return 0, commitError(id, store.ErrInboxNotEmpty, rest)
 	case "noplugin":
 		return 0, store.NotFound("instance %q pins plugin %q version %s", id, rest[0], rest[1])
 	}

@@ -57,7 +57,7 @@ func script(body string) *redis.Script { return redis.NewScript(prelude + body) 
 // prefix: id, rev, fence, now, doc, state, status, terminal, workflow,
 // created, lease node, boot, expiry, delivered stimulus, outcome, its
 // forget time, replace bookmarks, replace timers, delete after ("" for
-// none), updated at; then counted lists:
+// none), updated at, drains; then counted lists:
 // pins (name, version), history events, bookmark members, timer members,
 // consumed ids, sent messages (target, id, doc).
 var commitScript = script(`
@@ -66,7 +66,7 @@ local doc, state, status, terminal, wf, created = take(), take(), take(), take()
 local ln, lb, le = take(), take(), take()
 local sid, outcome, forget = take(), take(), take()
 local replaceBm, replaceTm = take() == "1", take() == "1"
-local deleteAfter, ut = take(), take()
+local deleteAfter, ut, drains = take(), take(), take() == "1"
 local pins = {}
 for i = 1, takeN() do pins[i] = {take(), take()} end
 local hist = {}
@@ -95,6 +95,16 @@ if sid ~= "" then
   sk = P .. "s:" .. sid
   stim = redis.call("HMGET", sk, "state", "ex", "qm")
   if stim[1] ~= "queued" or not tlt(now, stim[2]) then return {"notqueued"} end
+end
+if drains and exists then
+  -- Refused when the inbox holds a message the commit does not consume.
+  local mk, have, seen = P .. "m:" .. id, 0, {}
+  local n = redis.call("HLEN", mk)
+  for _, mid in ipairs(consumed) do
+    if n > have and not seen[mid] and redis.call("HEXISTS", mk, mid) == 1 then have = have + 1 end
+    seen[mid] = true
+  end
+  if n > have then return {"inbox", old[1], old[2]} end
 end
 if not terminal then
   for _, p in ipairs(pins) do

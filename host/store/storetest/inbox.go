@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -426,4 +427,40 @@ func testWaitingInboxes(t *testing.T, h *harness) {
 	must(t, "DeleteInstance", h.s.DeleteInstance(ctx(t), "b", 0))
 	wantStrings(t, "b deleted", waiting(later.Add(time.Hour)), []string{"c"})
 	wantStrings(t, "limit", waiting(later.Add(time.Hour))[:1], []string{"c"})
+}
+
+// testCommitDrains: a commit that drains the inbox is refused, changing
+// nothing, while the inbox holds a message it does not consume; consuming
+// every message, or an empty inbox, lets it through.
+func testCommitDrains(t *testing.T, h *harness) {
+	in := instance("i", "w")
+	h.commit(t, store.Commit{Instance: in, Fence: 2})
+	in.Rev = 1
+	in.Status = store.StatusRunning
+	h.commit(t, store.Commit{Instance: in, Fence: 2, Drains: true}) // empty inbox
+	in.Rev = 2
+	h.deliver(t, nil, message("i", "m1"), message("i", "m2"))
+	in.Status = store.StatusCompleted
+	for _, consumed := range [][]string{nil, {"m1"}, {"m1", "m1", "unknown"}} {
+		_, err := h.s.Commit(ctx(t), store.Commit{Instance: in, Fence: 2, Drains: true, Consumed: consumed})
+		wantErr(t, fmt.Sprintf("drains, consuming %q", consumed), err, store.ErrInboxNotEmpty)
+		var ce *store.CommitError
+		if !errors.As(err, &ce) || ce.Rev != 2 {
+			t.Errorf("consuming %q: %v is not a *CommitError saying rev 2", consumed, err)
+		}
+		wantStrings(t, "inbox after a refused drain", h.inbox(t, "i"), []string{"m1", "m2"})
+		if got := h.get(t, "i"); got.Rev != 2 || got.Status != store.StatusRunning {
+			t.Errorf("a refused drain changed the instance: rev %d, %s", got.Rev, got.Status)
+		}
+	}
+	// Without Drains the same commit goes through.
+	in2 := *in
+	in2.Status = store.StatusRunning
+	h.commit(t, store.Commit{Instance: &in2, Fence: 2, Consumed: []string{"m1"}})
+	in.Rev = 3
+	h.commit(t, store.Commit{Instance: in, Fence: 2, Drains: true, Consumed: []string{"m2"}})
+	wantStrings(t, "inbox after the drain", h.inbox(t, "i"), nil)
+	if got := h.get(t, "i"); got.Status != store.StatusCompleted {
+		t.Errorf("after the drain the instance is %s", got.Status)
+	}
 }

@@ -78,6 +78,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"Inbox", testInbox},
 		{"WaitingInboxes", testWaitingInboxes},
 		{"CommitConsumed", testCommitConsumed},
+		{"CommitDrains", testCommitDrains},
 		{"CommitSend", testCommitSend},
 		{"DeleteInstanceClearsInbox", testDeleteInstanceClearsInbox},
 		{"BookmarkToken", testBookmarkToken},
