@@ -10,6 +10,7 @@
 #	ROUNDS=5 bench/http.sh         # more rounds (default 3)
 #	N=500 WARMUP=50 bench/http.sh  # a quick check that it all works
 #	STORES=embedded bench/http.sh  # only the embedded store
+#	STORES="embedded temporal" bench/http.sh  # Weft against Temporal's dev server
 #
 # Scenarios (seq3: three kit.echo steps; sleep3: three kit.sleep steps of
 # 100 ms each):
@@ -17,6 +18,11 @@
 #   seq3, 1 in flight                      the latency of one workflow
 #   seq3, open loop at RATE/s (wrk2-style) latency under a steady arrival rate
 #   sleep3, 200 in flight                  concurrency: activities that wait
+# With "temporal" among the stores, each round also runs seq3 (50 in flight
+# and 1 in flight, a tenth of N) on Temporal's dev server (SQLite file) with
+# a Go worker in the load process (bench/temporal), so that the ratio comes
+# from the same rounds on the same machine; its first run builds the
+# Temporal CLI from the Go module proxy (several minutes).
 # Needs Go, redis-server (make deps) and the example plugins (make plugins).
 set -euo pipefail
 
@@ -35,6 +41,11 @@ results=$out/http.jsonl
 echo "== building"
 (cd "$root" && make --no-print-directory build plugins >/dev/null)
 (cd "$bench" && go build -o work/load ./load)
+case " $stores " in
+*" temporal "*)
+	(cd "$bench/temporal" && go build -o ../work/bin/temporal github.com/temporalio/cli/cmd/temporal && go build -o ../work/temporal-load .)
+	;;
+esac
 weft=$root/bin/weft
 load=$bench/work/load
 
@@ -50,8 +61,10 @@ load=$bench/work/load
 work=$(mktemp -d)
 host_pid=
 redis_pid=
+temporal_pid=
 cleanup() {
 	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
+	[ -n "$temporal_pid" ] && kill "$temporal_pid" 2>/dev/null && wait "$temporal_pid" 2>/dev/null
 	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
 	rm -rf "$work"
 }
@@ -109,9 +122,36 @@ stop_host() {
 	fi
 }
 
+# run_temporal runs the seq3 scenarios on a fresh Temporal dev server.
+run_temporal() {
+	local port
+	rm -rf "$work/temporal"
+	mkdir -p "$work/temporal"
+	port=$(free_port)
+	"$bench/work/bin/temporal" server start-dev --headless --ip 127.0.0.1 --port "$port" \
+		--http-port "$(free_port)" --metrics-port "$(free_port)" \
+		--db-filename "$work/temporal/temporal.db" --log-level error >"$work/temporal.log" 2>&1 &
+	temporal_pid=$!
+	for _ in $(seq 600); do
+		if "$bench/work/bin/temporal" operator cluster health --address "127.0.0.1:$port" 2>/dev/null | grep -q SERVING; then
+			break
+		fi
+		sleep 0.1
+	done
+	local tl=("$bench/work/temporal-load" -address "127.0.0.1:$port" -server-pid "$temporal_pid" -json "$results")
+	"${tl[@]}" -label "temporal: seq3, 50 in flight" -n $((n / 10)) -warmup $((warmup / 4)) -concurrency 50
+	"${tl[@]}" -label "temporal: seq3, 1 in flight" -n $((n / 40)) -warmup $((warmup / 20)) -concurrency 1
+	kill "$temporal_pid" && wait "$temporal_pid" || true
+	temporal_pid=
+}
+
 for round in $(seq "$rounds"); do
 	for store in $stores; do
 		echo "== round $round/$rounds: $store"
+		if [ "$store" = temporal ]; then
+			run_temporal
+			continue
+		fi
 		start_host "$store"
 		common=(-server "$server" -json "$results" -warmup "$warmup")
 		redis=()
