@@ -125,7 +125,15 @@ func run(address string, serverPID, n, warmup, concurrency int, label, jsonOut s
 		}
 		return nil
 	}
-	loop := func(count int) (lat []time.Duration, errs int, first error, took time.Duration) {
+	// outcome is what a loop of count workflows gave.
+	type outcome struct {
+		lat   []time.Duration
+		errs  int
+		first error
+		took  time.Duration
+	}
+	loop := func(count int) outcome {
+		var o outcome
 		var mu sync.Mutex
 		var next atomic.Int64
 		var wg sync.WaitGroup
@@ -140,23 +148,24 @@ func run(address string, serverPID, n, warmup, concurrency int, label, jsonOut s
 					cancel()
 					mu.Lock()
 					if err != nil {
-						errs++
-						if first == nil {
-							first = err
+						o.errs++
+						if o.first == nil {
+							o.first = err
 						}
 					} else {
-						lat = append(lat, d)
+						o.lat = append(o.lat, d)
 					}
 					mu.Unlock()
 				}
 			})
 		}
 		wg.Wait()
-		return lat, errs, first, time.Since(start)
+		o.took = time.Since(start)
+		return o
 	}
 	if warmup > 0 {
-		if _, errs, first, _ := loop(warmup); errs == warmup {
-			return fmt.Errorf("every warm-up workflow failed, the first with: %w", first)
+		if o := loop(warmup); o.errs == warmup {
+			return fmt.Errorf("every warm-up workflow failed, the first with: %w", o.first)
 		}
 	}
 	server0, err := procCPU(serverPID)
@@ -167,7 +176,8 @@ func run(address string, serverPID, n, warmup, concurrency int, label, jsonOut s
 	if err != nil {
 		return err
 	}
-	lat, errs, first, took := loop(n)
+	o := loop(n)
+	lat, errs, first, took := o.lat, o.errs, o.first, o.took
 	server1, err := procCPU(serverPID)
 	if err != nil {
 		return err
