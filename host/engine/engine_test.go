@@ -312,6 +312,14 @@ steps:
 	}
 }
 
+// echoWorkflow is one kit.echo step whose output is the workflow's.
+const echoWorkflow = `
+name: echo
+steps:
+  - { id: a, activity: kit.echo, input: "${ input }", output: a }
+output: "${ vars.a }"
+`
+
 // TestStartTakesTheInputAsJSON: the input is stored as the caller gave it
 // (the store compacts it), null when there is none; and one that is JSON
 // but that no expression could read fails the instance with the code input,
@@ -319,12 +327,7 @@ steps:
 func TestStartTakesTheInputAsJSON(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	h.save(`
-name: echo
-steps:
-  - { id: a, activity: kit.echo, input: "${ input }", output: a }
-output: "${ vars.a }"
-`)
+	h.save(echoWorkflow)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, tt := range []struct {
@@ -363,12 +366,7 @@ output: "${ vars.a }"
 func TestStartAndWaitAnswerTheInstanceAsStored(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	h.save(`
-name: echo
-steps:
-  - { id: a, activity: kit.echo, input: "${ input }", output: a }
-output: "${ vars.a }"
-`)
+	h.save(echoWorkflow)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	same := func(what string, got *store.Instance) {
@@ -404,12 +402,7 @@ output: "${ vars.a }"
 func TestStartWatched(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	h.save(`
-name: echo
-steps:
-  - { id: a, activity: kit.echo, input: "${ input }", output: a }
-output: "${ vars.a }"
-`)
+	h.save(echoWorkflow)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, id := range []string{"", "watched", "watched"} {
@@ -861,12 +854,7 @@ func TestFinalCommitAppliesAMessageThatDidNotWakeTheRun(t *testing.T) {
 	t.Parallel()
 	sneak := &sneakingStore{}
 	h := newHost(t, withStore(func(st store.Store) store.Store { sneak.Store = st; return sneak }))
-	h.save(`
-name: echo
-steps:
-  - { id: a, activity: kit.echo, input: "${ input }", output: a }
-output: "${ vars.a }"
-`)
+	h.save(echoWorkflow)
 	inst := h.finish("echo", 1)
 	if inst.Status != store.StatusCompleted {
 		t.Fatalf("instance %s", inst.Status)
