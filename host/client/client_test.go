@@ -162,11 +162,16 @@ func TestClient(t *testing.T) {
 		t.Fatalf("ImportState: %+v, %v, %v", back, created, err)
 	}
 
-	if _, _, err := c.Start(ctx, "shout", client.StartRequest{ID: "shout-2"}, 0); err != nil {
+	// Suspended on its event, so that the cancel finds it alive however
+	// fast it ran.
+	if _, _, err := c.StartUntil(ctx, "shout", client.StartRequest{Input: json.RawMessage(`{"text":"two"}`), ID: "shout-2"}, time.Minute, client.UntilSuspended); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Cancel(ctx, "shout-2", "test"); err != nil {
 		t.Fatal(err)
+	}
+	if in, err := c.Await(ctx, "shout-2", time.Minute, client.UntilEnded); err != nil || in.Status != store.StatusCancelled {
+		t.Fatalf("Await the cancelled instance: %+v, %v", in, err)
 	}
 	if r, err := c.Refresh(ctx); err != nil || r.Status != client.RefreshDone {
 		t.Fatalf("Refresh: %+v, %v", r, err)
