@@ -346,33 +346,17 @@ func (e *Engine) Run(ctx context.Context) error {
 	// Leases and locks must outlive two renewal cycles (heartbeat
 	// package doc); the scheduler logs and exports what does not.
 	e.scheduler.Check(map[string]time.Duration{"lock_ttl": e.cfg.LockTTL})
-	// A few goroutines pop the ready queue, each once a worker is free,
-	// and hand what they pop to the workers: a Redis queue holds a
-	// connection in every blocking read, and idle workers must not hold
-	// one each. The workers are long-lived so that their stacks, grown
-	// once, stay grown.
-	slots := make(chan struct{}, e.cfg.Workers)
-	ready := make(chan queue.Delivery)
-	for range min(e.cfg.Workers, poppers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e.pop(ctx, slots, ready)
-		}()
-	}
+	// Idle workers take turns to pop the ready queue, a few at a time: a
+	// Redis queue holds a connection in every blocking read, and idle
+	// workers must not hold one each. A worker runs what it popped itself,
+	// with no hand-off, and lives as long as the engine, so that its
+	// stack, grown once, stays grown.
+	popping := make(chan struct{}, min(e.cfg.Workers, poppers))
 	for range e.cfg.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case d := <-ready:
-					e.runDelivery(ctx, d)
-					<-slots
-				case <-ctx.Done():
-					return
-				}
-			}
+			e.work(ctx, popping)
 		}()
 	}
 	e.requeuePending(ctx)
@@ -396,35 +380,28 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-// poppers is how many goroutines pop the ready queue at most: enough to
-// keep the workers fed from Redis at a round trip per pop.
+// poppers is how many workers pop the ready queue at once at most: enough
+// to keep the others fed from Redis at a round trip per pop.
 const poppers = 4
 
 // DefaultWorkers is Config.Workers' default.
 const DefaultWorkers = 256
 
-// pop pops instances while a worker is free (a slot is taken) and hands
-// each to a worker, which frees its slot when the run ends.
-func (e *Engine) pop(ctx context.Context, slots chan struct{}, ready chan<- queue.Delivery) {
+// work pops an instance, once it has a turn among the poppers, runs it,
+// and again, until ctx ends.
+func (e *Engine) work(ctx context.Context, popping chan struct{}) {
 	for {
 		select {
-		case slots <- struct{}{}:
+		case popping <- struct{}{}:
 		case <-ctx.Done():
 			return
 		}
 		d, err := e.queue.Pop(ctx)
+		<-popping
 		if err != nil {
 			return // ctx ended
 		}
-		// A worker is free (every slot taken is a run handed over or
-		// going on, and there are as many workers as slots) unless they
-		// are stopping: the delivery, not acknowledged, is the queue's
-		// again.
-		select {
-		case ready <- d:
-		case <-ctx.Done():
-			return
-		}
+		e.runDelivery(ctx, d)
 	}
 }
 
