@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -298,55 +300,8 @@ func (x *execution) run() error {
 	// execution refuses it, and is read and applied before the next try.
 	poll := true
 	for {
-		for x.err == nil {
-			// Messages (stimuli, children's ends, cancellation) and queued
-			// stimuli for new bookmarks, until nothing new arrives and no
-			// attempt is in flight.
-			var n int
-			var err error
-			if poll || (len(x.inflight.attempts) == 0 && !x.drained) {
-				n, err = x.pollInbox()
-				poll = false
-			}
-			if err == nil {
-				var m int
-				m, err = x.pollQueued()
-				n += m
-			}
-			if err != nil {
-				x.err = err
-				break
-			}
-			if n == 0 && len(x.inflight.attempts) == 0 {
-				break
-			}
-			if len(x.inflight.attempts) == 0 {
-				continue
-			}
-			select {
-			case r := <-x.inflight.results:
-				delete(x.inflight.attempts, r.token)
-				x.apply(x.input(r, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
-			case done := <-x.sched.persist:
-				if !x.sched.leased {
-					x.err = x.commit(false)
-				}
-				done <- x.err
-			case <-x.wake:
-				poll = true
-				if x.sched.lost.Load() {
-					err := fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
-					x.superseded(x.cancelAll(), err)
-					return err
-				}
-			case <-x.ctx.Done():
-				// Shutting down: stop the attempts and hand the instance back;
-				// it is resumed from its last persisted state (activities run
-				// at least once).
-				x.cancelAll()
-				x.handBack()
-				return x.ctx.Err()
-			}
+		if stop, err := x.settle(poll); stop {
+			return err
 		}
 		if x.err != nil {
 			// Another node holds the instance now (ErrFenced), or it changed
@@ -368,6 +323,65 @@ func (x *execution) run() error {
 		}
 		poll = true
 	}
+}
+
+// settle applies messages, queued stimuli and attempts' ends until nothing
+// new arrives and no attempt is in flight, or a commit fails (x.err). With
+// poll it reads the inbox first. It says stop, with the error run returns,
+// when the execution must end at once: its lease or lock was lost, or the
+// node is shutting down.
+func (x *execution) settle(poll bool) (bool, error) {
+	for x.err == nil {
+		// Messages (stimuli, children's ends, cancellation) and queued
+		// stimuli for new bookmarks, until nothing new arrives and no
+		// attempt is in flight.
+		var n int
+		var err error
+		if poll || (len(x.inflight.attempts) == 0 && !x.drained) {
+			n, err = x.pollInbox()
+			poll = false
+		}
+		if err == nil {
+			var m int
+			m, err = x.pollQueued()
+			n += m
+		}
+		if err != nil {
+			x.err = err
+			break
+		}
+		if n == 0 && len(x.inflight.attempts) == 0 {
+			break
+		}
+		if len(x.inflight.attempts) == 0 {
+			continue
+		}
+		select {
+		case r := <-x.inflight.results:
+			delete(x.inflight.attempts, r.token)
+			x.apply(x.input(r, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
+		case done := <-x.sched.persist:
+			if !x.sched.leased {
+				x.err = x.commit(false)
+			}
+			done <- x.err
+		case <-x.wake:
+			poll = true
+			if x.sched.lost.Load() {
+				err := fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
+				x.superseded(x.cancelAll(), err)
+				return true, err
+			}
+		case <-x.ctx.Done():
+			// Shutting down: stop the attempts and hand the instance back;
+			// it is resumed from its last persisted state (activities run
+			// at least once).
+			x.cancelAll()
+			x.handBack()
+			return true, x.ctx.Err()
+		}
+	}
+	return false, nil
 }
 
 // pollInbox applies the instance's inbox messages not applied yet and
@@ -748,17 +762,11 @@ func (x *execution) commit(drains bool) error {
 	// stored one (nil leaves it as it is).
 	var timers []store.Timer
 	if len(x.timers) > 0 || x.storedTimers {
-		timers = make([]store.Timer, 0, len(x.timers))
-		for _, t := range x.timers {
-			timers = append(timers, t)
-		}
+		timers = slices.AppendSeq(make([]store.Timer, 0, len(x.timers)), maps.Values(x.timers))
 	}
 	var bookmarks []store.Bookmark
 	if len(x.bookmarks) > 0 || x.storedBookmarks {
-		bookmarks = make([]store.Bookmark, 0, len(x.bookmarks))
-		for _, b := range x.bookmarks {
-			bookmarks = append(bookmarks, b)
-		}
+		bookmarks = slices.AppendSeq(make([]store.Bookmark, 0, len(x.bookmarks)), maps.Values(x.bookmarks))
 	}
 	// Children first: their ids come from the runner's deterministic
 	// tokens, so a parent replayed after a crash asks for the same ids and

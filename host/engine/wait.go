@@ -45,11 +45,17 @@ type Watch struct {
 
 // watch registers a Watch of instance id.
 func (e *Engine) watch(id string) *Watch {
-	w := &Watch{e: e, id: id, ch: make(chan *store.Instance, 1)}
+	return &Watch{e: e, id: id, ch: e.addWaiter(id)}
+}
+
+// addWaiter registers a channel that the next wake of instance id sends
+// to.
+func (e *Engine) addWaiter(id string) chan *store.Instance {
+	ch := make(chan *store.Instance, 1)
 	e.mu.Lock()
-	e.waiters[id] = append(e.waiters[id], w.ch)
+	e.waiters[id] = append(e.waiters[id], ch)
 	e.mu.Unlock()
-	return w
+	return ch
 }
 
 // Wait is Engine.Wait from the Watch's registration on. A Watch waits
@@ -96,10 +102,7 @@ func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status)
 				return inst, nil
 			}
 		} else {
-			ch = make(chan *store.Instance, 1)
-			e.mu.Lock()
-			e.waiters[id] = append(e.waiters[id], ch)
-			e.mu.Unlock()
+			ch = e.addWaiter(id)
 			var err error
 			inst, err = e.store.GetInstance(ctx, id)
 			if err != nil || done(inst.Status) {

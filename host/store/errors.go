@@ -42,9 +42,8 @@ var (
 // CommitError is returned by Store.Commit and Store.DeleteInstance when the
 // write is refused. It wraps exactly one of ErrConflict, ErrFenced,
 // ErrExists, ErrNotFound, ErrNotQueued or ErrInboxNotEmpty and says what
-// the store holds, so
-// that the caller can tell how far behind it is. A refused write changes
-// nothing.
+// the store holds, so that the caller can tell how far behind it is. A
+// refused write changes nothing.
 type CommitError struct {
 	// InstanceID is the instance written.
 	InstanceID string

@@ -105,9 +105,6 @@ func (s *Store) WaitingInboxes(ctx context.Context, before time.Time, limit int)
 	return out, err
 }
 
-// consumeMessages removes the messages msgIDs from instance id's inbox;
-// ids it does not hold are ignored. The inbox's wait restarts at now, or
-// ends with its last message.
 // undrained reports whether instance id's inbox holds a message not among
 // consumed (Commit.Drains).
 func undrained(tx *bolt.Tx, id string, consumed []string) bool {
@@ -122,6 +119,9 @@ func undrained(tx *bolt.Tx, id string, consumed []string) bool {
 	return false
 }
 
+// consumeMessages removes the messages msgIDs from instance id's inbox;
+// ids it does not hold are ignored. The inbox's wait restarts at now, or
+// ends with its last message.
 func consumeMessages(tx *bolt.Tx, id string, msgIDs []string, now time.Time) error {
 	inbox, ids := tx.Bucket(bInbox), tx.Bucket(bInboxIDs)
 	for _, msgID := range msgIDs {
