@@ -41,6 +41,10 @@
 //     the stimulus leaves the queue in the same transaction as the bookmark
 //     set that no longer holds its bookmark. A stimulus is consumed by one
 //     Commit; [ErrNotQueued] says another consumer (or expiry) came first.
+//   - End of a run: the Commit made when nothing more is in flight sets
+//     Drains, so that a message written to the inbox since the writer last
+//     read it refuses the commit ([ErrInboxNotEmpty], nothing written):
+//     read the inbox, apply it, and commit again.
 //   - Lease takeover (recovery): ExpiredLeases names instances whose owner
 //     stopped renewing. Take the instance lock, GetInstance, check that the
 //     lease is still expired, and Commit with Lease set to this node, this
