@@ -74,7 +74,10 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 	wg.Wait()
 	srv.Restart(t)
 
-	s = open(t, c, "restart:", clock.Now)
+	// A new client, as a restarted process has: the writers' failed dials
+	// left the old one's pool answering its last dial error until its
+	// once-a-second probe reconnects.
+	s = open(t, srv.Client(t), "restart:", clock.Now)
 	ctx := t.Context()
 	got, err := s.GetInstance(ctx, "i")
 	if err != nil || got.Rev != before.Rev || string(got.State) != "state" || got.Fence != 5 {
