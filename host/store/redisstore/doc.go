@@ -101,12 +101,18 @@
 // order is time order, and exact); strings inside members are
 // tuple-encoded (0x00 escaped as 0x00 0xFF, each string ended by
 // 0x00 0x01), so byte order is tuple order and event "a" with key "bc"
-// never meets event "ab" with key "c". Every index is a sorted set with
-// score 0 read with ZRANGEBYLEX; nothing uses KEYS or SCAN.
+// never meets event "ab" with key "c". Every index but the leases' is a
+// sorted set with score 0 read with ZRANGEBYLEX; nothing uses KEYS or SCAN.
+// The leases' index has the expiry as score so that a renewal updates a
+// member in place: ExpiredLeases compares the exact expiry (from P l) of
+// the members whose score is the rounded-up now.
 //
-//	P schema              "1"
+//	P schema              "2" (Open migrates a store of schema 1, whose leases were
+//	                      fields of the instance hashes and indexed in P lx)
 //	P i:<id>              hash: doc (JSON without the store's fields), state, rev, fence,
-//	                      ct, ut (times), ln, lb, le (lease), st (status), wf, term
+//	                      ct, ut (times), st (status), wf, term
+//	P l                   leases, one hash for all instances: id → expiry (time),
+//	                      "1" if terminal else "0", len(boot) ":" boot node
 //	P h:<id>              list of history events; an event's Seq is its place
 //	P b:<id>, P t:<id>    sets of the instance's members of bk and due
 //	P m:<id>              inbox hash: message id → "<seq>|<message>"
@@ -115,9 +121,10 @@
 //	                      Commit or a delete removes exactly the entries it made
 //	P ix:all, ix:w:<wf>, ix:s:<status>, ix:ws:<status>:<wf>
 //	                      instances by (created, id): member time + id
-//	P lx                  leases by expiry, non-terminal instances: time + id;
-//	                      not in x:<id> (its member follows from the instance's
-//	                      ln, le and term), so that a renewal is ZREM, ZADD, HSET
+//	P lz                  leases of non-terminal instances: member id, score the
+//	                      expiry in Unix microseconds rounded up (exact to 2^53);
+//	                      not in x:<id>, so that renewing a batch of leases is one
+//	                      HMGET, ZADD and HSET per 2,000 ids
 //	P u:<plugin>          instances pinning the plugin, non-terminal only: id
 //	P rx                  terminal instances with a DeleteAfter, by it: time + id
 //	P bk                  bookmarks: (event, key, instance, step) + bookmark

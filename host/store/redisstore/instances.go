@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -313,10 +314,12 @@ func compact(v json.RawMessage) json.RawMessage {
 }
 
 // instanceFields are the fields of an instance hash that make an
-// Instance, in the order listInstancesScript returns them.
-var instanceFields = []string{"doc", "rev", "fence", "ct", "ut", "ln", "lb", "le"}
+// Instance, in the order getInstanceScript and listInstancesScript return
+// them; the lease (from the l hash) follows them.
+var instanceFields = []string{"doc", "rev", "fence", "ct", "ut"}
 
-// decodeInstance builds an instance from the values of instanceFields.
+// decodeInstance builds an instance from the values of instanceFields and
+// the lease.
 func decodeInstance(id string, vals []any) (*store.Instance, error) {
 	str := func(i int) string {
 		if i < len(vals) {
@@ -338,13 +341,40 @@ func decodeInstance(id string, vals []any) (*store.Instance, error) {
 	if in.UpdatedAt, err = parseHexTime(str(4)); err != nil {
 		return nil, fmt.Errorf("instance %q: updated: %w", id, err)
 	}
-	if node := str(5); node != "" {
-		in.Lease = store.Lease{Node: node, Boot: str(6)}
-		if in.Lease.Expiry, err = parseHexTime(str(7)); err != nil {
-			return nil, fmt.Errorf("instance %q: lease expiry: %w", id, err)
+	if v := str(len(instanceFields)); v != "" {
+		if in.Lease, err = parseLease(v); err != nil {
+			return nil, fmt.Errorf("instance %q: %w", id, err)
 		}
 	}
 	return &in, nil
+}
+
+// parseLease decodes a value of the l hash: the expiry (16 hex digits),
+// the terminal flag, the boot's length, ":", the boot and the node (the
+// scripts' lease function).
+func parseLease(v string) (store.Lease, error) {
+	bad := fmt.Errorf("corrupt lease %q", v)
+	if len(v) < 19 {
+		return store.Lease{}, bad
+	}
+	exp, err := parseHexTime(v[:16])
+	if err != nil {
+		return store.Lease{}, bad
+	}
+	rest := v[17:]
+	i := strings.IndexByte(rest, ':')
+	if i < 1 {
+		return store.Lease{}, bad
+	}
+	n, err := strconv.Atoi(rest[:i])
+	if err != nil || n < 0 || n > len(rest)-i-1 {
+		return store.Lease{}, bad
+	}
+	l := store.Lease{Boot: rest[i+1 : i+1+n], Node: rest[i+1+n:], Expiry: exp}
+	if l.Node == "" {
+		return store.Lease{}, bad
+	}
+	return l, nil
 }
 
 // GetInstance implements store.Store.
@@ -352,9 +382,12 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, er
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	vals, err := s.c.HMGet(ctx, s.p+"i:"+id, slices.Concat(instanceFields, []string{"state"})...).Result()
+	vals, err := s.run(ctx, getInstanceScript, s.args(id)).Slice()
 	if err != nil {
 		return nil, s.fail(ctx, "get instance", id, err)
+	}
+	if len(vals) != len(instanceFields)+2 {
+		return nil, fmt.Errorf("redisstore: get instance %q on %s: unexpected answer %v", id, s.addr, vals)
 	}
 	if vals[0] == nil {
 		return nil, store.NotFound("instance %q", id)
@@ -363,7 +396,7 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, er
 	if err != nil {
 		return nil, s.corrupt(err)
 	}
-	if st, ok := vals[len(instanceFields)].(string); ok && st != "" {
+	if st, ok := vals[len(instanceFields)+1].(string); ok && st != "" {
 		in.State = []byte(st)
 	}
 	return in, nil
@@ -594,14 +627,21 @@ func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string
 		}
 		a = a.add(h.InstanceID, h.Token, raw)
 	}
-	res, err := s.run(writeCtx(ctx), renewScript, a).StringSlice()
+	// The script answers the places in r.IDs (from 1) of the leases it did
+	// not renew: usually none.
+	lost, err := s.run(writeCtx(ctx), renewScript, a).Int64Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "renew leases of node", r.Node, err)
 	}
-	if len(res) == 0 {
-		return nil, nil
+	var renewed []string
+	for i, id := range r.IDs {
+		if len(lost) > 0 && lost[0] == int64(i+1) {
+			lost = lost[1:]
+			continue
+		}
+		renewed = append(renewed, id)
 	}
-	return res, nil
+	return renewed, nil
 }
 
 // Heartbeats implements store.Store.
@@ -629,18 +669,14 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	ms, err := s.c.ZRangeByLex(ctx, s.p+"lx", &redis.ZRangeBy{Min: "-", Max: upTo(now), Count: int64(store.ClampLimit(limit))}).Result()
-	if err != nil {
+	ids, err := s.run(ctx, expiredLeasesScript, s.args(hexTime(now), store.ClampLimit(limit))).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "expired leases at", now.UTC().Format(time.RFC3339Nano), err)
 	}
-	var out []string
-	for _, m := range ms {
-		if len(m) < 17 {
-			return nil, s.corrupt(fmt.Errorf("corrupt lease member %q", m))
-		}
-		out = append(out, m[16:])
+	if len(ids) == 0 {
+		return nil, nil
 	}
-	return out, nil
+	return ids, nil
 }
 
 // ExpiredInstances implements store.Store.

@@ -93,8 +93,15 @@ func (c Config) validate() error {
 	return nil
 }
 
-// schemaVersion is stored under the schema key; Open refuses other values.
-const schemaVersion = "1"
+// schemaVersion is stored under the schema key; Open migrates a store of
+// schema 1 and refuses other values.
+//
+// Schema 2 moved the leases out of the instance hashes into the l hash,
+// so that a renewal reads and writes one hash for a whole batch.
+const schemaVersion = "2"
+
+// migrateBatch is how many instances one call of migrateScript moves.
+const migrateBatch = 1000
 
 // Store is the Redis store. It implements store.Store and is safe for
 // concurrent use.
@@ -142,11 +149,37 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: open %s: reading %s: %w", s.addr, key, err)
 	}
+	if v == "1" {
+		if err := s.migrate(ctx); err != nil {
+			return nil, fmt.Errorf("redisstore: open %s: migrating schema 1 to %s: %w", s.addr, schemaVersion, err)
+		}
+		v = schemaVersion
+	}
 	if v != schemaVersion {
 		return nil, fmt.Errorf("redisstore: open %s: key %s holds schema version %q, this build reads %q", s.addr, key, v, schemaVersion)
 	}
 	s.log.Debug("store opened", "addr", s.addr, "prefix", cfg.Prefix)
 	return s, nil
+}
+
+// migrate moves a schema-1 store to schema 2, a batch of instances per
+// script call, then marks it. Each call is idempotent, so that nodes that
+// open the store at once, or an Open that fails halfway and is run again,
+// migrate it once.
+func (s *Store) migrate(ctx context.Context) error {
+	s.log.Info("redisstore: migrating the store to schema "+schemaVersion, "addr", s.addr, "prefix", s.cfg.Prefix)
+	after := "-"
+	for {
+		last, err := s.run(writeCtx(ctx), migrateScript, s.args(after, migrateBatch)).Text()
+		if err != nil {
+			return fmt.Errorf("instances after %q: %w", after, err)
+		}
+		if last == "" {
+			break
+		}
+		after = "(" + last
+	}
+	return s.run(writeCtx(ctx), markSchemaScript, s.args("1", schemaVersion)).Err()
 }
 
 // checkAOF logs a warning when the server does not keep an append-only

@@ -32,6 +32,28 @@ local function unpair(s)
   local n = tonumber(string.sub(s, 1, i - 1))
   return string.sub(s, i + 1, i + n), string.sub(s, i + n + 1)
 end
+-- A lease as kept in the l hash: its expiry (16 hex digits), "1" if the
+-- instance is terminal else "0", then owner(node, boot).
+local function owner(node, boot) return #boot .. ":" .. boot .. node end
+-- usec is hex time x in whole microseconds, rounded up (math.ceil) or
+-- down (math.floor), as a decimal string: the scores of the lease index.
+-- The microseconds are exact within 285 years of 1970 (2^53), and a score
+-- is never a number that Lua would print in exponent form.
+local function usec(x, round)
+  local hi = tonumber(string.sub(x, 1, 8), 16) - 2147483648
+  -- nanoseconds = hi * 2^32 + lo, and 2^32 = 4294967 * 1000 + 296
+  local c = hi * 296 + tonumber(string.sub(x, 9, 16), 16)
+  return string.format("%.0f", hi * 4294967 + round(c / 1000))
+end
+local function lease(le, term, node, boot) return le .. (term and "1" or "0") .. owner(node, boot) end
+-- unlease returns node, boot, expiry and terminal of a lease value, or
+-- "", "", "", false for none.
+local function unlease(v)
+  if not v then return "", "", "", false end
+  local i = string.find(v, ":", 18, true)
+  local n = tonumber(string.sub(v, 18, i - 1))
+  return string.sub(v, i + n + 1), string.sub(v, i + 1, i + n), string.sub(v, 1, 16), string.sub(v, 17, 17) == "1"
+end
 -- writeMessage puts a message into an existing instance's inbox unless it
 -- holds the id; it reports whether it wrote. An inbox that was empty starts
 -- waiting at now (the instance's "ws" field and the mw index).
@@ -81,8 +103,9 @@ local sends = {}
 for i = 1, takeN() do sends[i] = {take(), take(), take()} end
 
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "ln", "lb", "le", "ct", "term")
+local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term")
 local exists = old[1] ~= false
+local oln, olb, ole = unlease(redis.call("HGET", P .. "l", id))
 if grev == "0" then
   if exists then return {"exists", old[1], old[2]} end
 else
@@ -117,13 +140,18 @@ local rev = 1
 local ct = created
 if exists then
   rev = tonumber(old[1]) + 1
-  ct = old[6]
+  ct = old[3]
   -- The owner's commit never shortens a renewal made after it read.
-  if ln ~= "" and ln == old[3] and lb == old[4] and old[5] ~= "" and tlt(le, old[5]) then le = old[5] end
+  if ln ~= "" and ln == oln and lb == olb and ole ~= "" and tlt(le, ole) then le = ole end
 end
 local revs = string.format("%d", rev)
 redis.call("HSET", ik, "doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", ut,
-  "ln", ln, "lb", lb, "le", le, "st", status, "wf", wf, "term", terminal and "1" or "0")
+  "st", status, "wf", wf, "term", terminal and "1" or "0")
+if ln ~= "" then
+  redis.call("HSET", P .. "l", id, lease(le, terminal, ln, lb))
+elseif oln ~= "" then
+  redis.call("HDEL", P .. "l", id)
+end
 if state ~= "" then redis.call("HSET", ik, "state", state) elseif exists then redis.call("HDEL", ik, "state") end
 
 local xk = P .. "x:" .. id
@@ -158,10 +186,13 @@ for _, x in ipairs(new) do
   end
 end
 if #added > 0 then redis.call("SADD", xk, unpack(added)) end
--- The lease index is kept out of x:<id>, so that a renewal is three writes:
--- its member follows from the hash's ln, le and term.
-if exists and old[3] and old[3] ~= "" and old[7] ~= "1" then redis.call("ZREM", P .. "lx", old[5] .. id) end
-if not terminal and ln ~= "" then redis.call("ZADD", P .. "lx", 0, le .. id) end
+-- The lease index is kept out of x:<id>, so that a renewal of a batch is
+-- a few writes: its member follows from the lease and the term.
+if not terminal and ln ~= "" then
+  redis.call("ZADD", P .. "lz", usec(le, math.ceil), id)
+elseif exists and oln ~= "" and old[4] ~= "1" then
+  redis.call("ZREM", P .. "lz", id)
+end
 
 local hk = P .. "h:" .. id
 -- One RPUSH per 500 events rather than one per event (unpack's limit).
@@ -214,11 +245,12 @@ return {"ok", revs}
 var deleteScript = script(`
 local id, fence = take(), take()
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "le", "ws")
+local old = redis.call("HMGET", ik, "rev", "fence", "ws")
 if old[1] == false then return {"notfound"} end
 if tonumber(fence) < tonumber(old[2]) then return {"fenced", old[1], old[2]} end
-if old[3] and old[3] ~= "" then redis.call("ZREM", P .. "lx", old[3] .. id) end
-if old[4] and old[4] ~= "" then redis.call("ZREM", P .. "mw", old[4] .. id) end
+redis.call("ZREM", P .. "lz", id)
+redis.call("HDEL", P .. "l", id)
+if old[3] and old[3] ~= "" then redis.call("ZREM", P .. "mw", old[3] .. id) end
 local xk = P .. "x:" .. id
 for _, x in ipairs(redis.call("SMEMBERS", xk)) do
   local k, m = unpair(x)
@@ -238,37 +270,69 @@ local ids = {}
 for i = 1, takeN() do ids[i] = take() end
 local beats = {}
 for i = 1, takeN() do beats[i] = {take(), take(), take()} end
-local function held(id)
-  local f = redis.call("HMGET", P .. "i:" .. id, "term", "ln", "lb", "le")
-  if f[2] == false or f[1] == "1" or f[2] == "" or f[2] ~= node or f[3] ~= boot then return nil end
-  if not tlt(now, f[4]) then return nil end
-  return f[4]
+-- held reports whether lease value v is held by node and boot on a live
+-- instance, and unexpired (checked only when some lease in the index may
+-- have expired by now: usually none has, and the check then costs nothing).
+local tail = "0" .. owner(node, boot)
+local mayExpire = #redis.call("ZRANGEBYSCORE", P .. "lz", "-inf", usec(now, math.ceil), "LIMIT", 0, 1) > 0
+local function held(v)
+  if not v or #v ~= 16 + #tail or string.find(v, tail, 17, true) ~= 17 then return false end
+  return not mayExpire or tlt(now, string.sub(v, 1, 16))
 end
 -- Heartbeats first: they see the leases as they were before this renewal.
 for _, b in ipairs(beats) do
-  if held(b[1]) then redis.call("HSET", P .. "e:" .. b[1], b[2], b[3]) end
+  if held(redis.call("HGET", P .. "l", b[1])) then redis.call("HSET", P .. "e:" .. b[1], b[2], b[3]) end
 end
-local renewed = {}
-for _, id in ipairs(ids) do
-  local le = held(id)
-  if le then
-    redis.call("ZREM", P .. "lx", le .. id)
-    redis.call("ZADD", P .. "lx", 0, exp .. id)
-    redis.call("HSET", P .. "i:" .. id, "le", exp)
-    renewed[#renewed + 1] = id
+-- Every read and write is one command per chunk of ids, not one per id,
+-- and the index's members are the ids: a renewal makes no string.
+local lost = {}
+if #ids > 0 then
+  local nv, score = exp .. tail, usec(exp, math.ceil)
+  -- Chunks of 2,000: unpack's limit is 7,999 values.
+  for i = 1, #ids, 2000 do
+    local got = redis.call("HMGET", P .. "l", unpack(ids, i, math.min(i + 1999, #ids)))
+    local scores, vals = {}, {}
+    for j = 1, #got do
+      local id = ids[i + j - 1]
+      if held(got[j]) then
+        scores[#scores + 1] = score
+        scores[#scores + 1] = id
+        vals[#vals + 1] = id
+        vals[#vals + 1] = nv
+      else
+        lost[#lost + 1] = i + j - 1
+      end
+    end
+    if #vals > 0 then
+      redis.call("ZADD", P .. "lz", unpack(scores))
+      redis.call("HSET", P .. "l", unpack(vals))
+    end
   end
 end
-return renewed
+return lost
+`)
+
+// getInstanceScript is GetInstance. ARGV: id. It returns the values of
+// instanceFields, then the lease and the state.
+var getInstanceScript = script(`
+local id = take()
+local f = redis.call("HMGET", P .. "i:" .. id, "doc", "rev", "fence", "ct", "ut", "state")
+local st = table.remove(f)
+f[#f + 1] = redis.call("HGET", P .. "l", id)
+f[#f + 1] = st
+return f
 `)
 
 // listInstancesScript reads a page of an instance index. ARGV: index key
-// (without prefix), min, count. It returns member, then the fields of
-// readFields, per instance.
+// (without prefix), min, count. It returns member, then the values of
+// instanceFields and the lease, per instance.
 var listInstancesScript = script(`
 local key, min, n = take(), take(), takeN()
 local out = {}
 for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. key, min, "+", "LIMIT", 0, n)) do
-  local f = redis.call("HMGET", P .. "i:" .. string.sub(m, 17), "doc", "rev", "fence", "ct", "ut", "ln", "lb", "le")
+  local id = string.sub(m, 17)
+  local f = redis.call("HMGET", P .. "i:" .. id, "doc", "rev", "fence", "ct", "ut")
+  f[#f + 1] = redis.call("HGET", P .. "l", id)
   out[#out + 1] = m
   out[#out + 1] = f
 end
@@ -502,4 +566,59 @@ if redis.call("EXISTS", P .. "g:" .. name) == 0 then return {"notfound"} end
 redis.call("DEL", P .. "g:" .. name)
 redis.call("ZREM", P .. "gn", name)
 return {"ok"}
+`)
+
+// migrateScript moves the leases of a page of instances (ix:all) from
+// their hashes (schema 1: fields ln, lb, le) to the l hash and the lz
+// index (schema 2); after the last page it deletes schema 1's lx index.
+// ARGV: exclusive start ("-" for the first page), count. It returns the
+// page's last member, or "" when there are no more.
+var migrateScript = script(`
+local min, n = take(), takeN()
+local ms = redis.call("ZRANGEBYLEX", P .. "ix:all", min, "+", "LIMIT", 0, n)
+for _, m in ipairs(ms) do
+  local id = string.sub(m, 17)
+  local ik = P .. "i:" .. id
+  local f = redis.call("HMGET", ik, "ln", "lb", "le", "term")
+  if f[1] and f[1] ~= "" then
+    local le = f[3]
+    if not le or #le ~= 16 then le = "0000000000000000" end
+    redis.call("HSET", P .. "l", id, lease(le, f[4] == "1", f[1], f[2] or ""))
+    if f[4] ~= "1" then redis.call("ZADD", P .. "lz", usec(le, math.ceil), id) end
+  end
+  redis.call("HDEL", ik, "ln", "lb", "le")
+end
+if #ms < n then
+  redis.call("DEL", P .. "lx")
+  return ""
+end
+return ms[#ms]
+`)
+
+// markSchemaScript sets the schema key to ARGV[3] if it holds ARGV[2].
+var markSchemaScript = script(`
+local from, to = take(), take()
+if redis.call("GET", P .. "schema") == from then redis.call("SET", P .. "schema", to) end
+return "ok"
+`)
+
+// expiredLeasesScript is ExpiredLeases. ARGV: now, count. The index's
+// scores are expiries rounded up to the microsecond: an instance whose
+// score is now's, rounded up, is expired only if its exact expiry is not
+// after now.
+var expiredLeasesScript = script(`
+local now, n = take(), takeN()
+local top = usec(now, math.ceil)
+local ms = redis.call("ZRANGEBYSCORE", P .. "lz", "-inf", top, "WITHSCORES", "LIMIT", 0, n)
+local out = {}
+for i = 1, #ms, 2 do
+  local id = ms[i]
+  if ms[i + 1] ~= top then
+    out[#out + 1] = id
+  else
+    local _, _, le = unlease(redis.call("HGET", P .. "l", id))
+    if le ~= "" and not tlt(now, le) then out[#out + 1] = id end
+  end
+end
+return out
 `)
