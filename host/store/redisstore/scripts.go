@@ -105,7 +105,8 @@ for i = 1, takeN() do sends[i] = {take(), take(), take()} end
 local ik = P .. "i:" .. id
 local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term")
 local exists = old[1] ~= false
-local oln, olb, ole = unlease(redis.call("HGET", P .. "l", id))
+local oln, olb, ole = "", "", ""
+if exists then oln, olb, ole = unlease(redis.call("HGET", P .. "l", id)) end
 if grev == "0" then
   if exists then return {"exists", old[1], old[2]} end
 else
