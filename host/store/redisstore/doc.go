@@ -110,7 +110,9 @@
 //	P schema              "2" (Open migrates a store of schema 1, whose leases were
 //	                      fields of the instance hashes and indexed in P lx)
 //	P i:<id>              hash: doc (JSON without the store's fields), state, rev, fence,
-//	                      ct, ut (times), st (status), wf, term
+//	                      ct, ut (times), st (status), wf, term, lh ("1" if P l
+//	                      holds its lease: readers of the many instances without
+//	                      one read nothing else)
 //	P l                   leases, one hash for all instances: id → expiry (time),
 //	                      "1" if terminal else "0", len(boot) ":" boot node
 //	P h:<id>              list of history events; an event's Seq is its place

@@ -377,20 +377,32 @@ func parseLease(v string) (store.Lease, error) {
 	return l, nil
 }
 
-// GetInstance implements store.Store.
+// GetInstance implements store.Store. An instance without a lease (field
+// lh) is one HMGET; one with a lease is read again, with its lease, by a
+// script, so that the two are read at one moment.
 func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	vals, err := s.run(ctx, getInstanceScript, s.args(id)).Slice()
+	vals, err := s.c.HMGet(ctx, s.p+"i:"+id, slices.Concat(instanceFields, []string{"lh", "state"})...).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "get instance", id, err)
 	}
-	if len(vals) != len(instanceFields)+2 {
-		return nil, fmt.Errorf("redisstore: get instance %q on %s: unexpected answer %v", id, s.addr, vals)
-	}
 	if vals[0] == nil {
 		return nil, store.NotFound("instance %q", id)
+	}
+	if vals[len(instanceFields)] == "1" {
+		if vals, err = s.run(ctx, getInstanceScript, s.args(id)).Slice(); err != nil {
+			return nil, s.fail(ctx, "get instance", id, err)
+		}
+		if len(vals) != len(instanceFields)+2 {
+			return nil, fmt.Errorf("redisstore: get instance %q on %s: unexpected answer %v", id, s.addr, vals)
+		}
+		if vals[0] == nil {
+			return nil, store.NotFound("instance %q", id)
+		}
+	} else {
+		vals[len(instanceFields)] = nil // no lease
 	}
 	in, err := decodeInstance(id, vals)
 	if err != nil {

@@ -103,10 +103,10 @@ local sends = {}
 for i = 1, takeN() do sends[i] = {take(), take(), take()} end
 
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term")
+local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term", "lh")
 local exists = old[1] ~= false
 local oln, olb, ole = "", "", ""
-if exists then oln, olb, ole = unlease(redis.call("HGET", P .. "l", id)) end
+if old[5] == "1" then oln, olb, ole = unlease(redis.call("HGET", P .. "l", id)) end
 if grev == "0" then
   if exists then return {"exists", old[1], old[2]} end
 else
@@ -147,7 +147,7 @@ if exists then
 end
 local revs = string.format("%d", rev)
 redis.call("HSET", ik, "doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", ut,
-  "st", status, "wf", wf, "term", terminal and "1" or "0")
+  "st", status, "wf", wf, "term", terminal and "1" or "0", "lh", ln ~= "" and "1" or "0")
 if ln ~= "" then
   redis.call("HSET", P .. "l", id, lease(le, terminal, ln, lb))
 elseif oln ~= "" then
@@ -313,8 +313,8 @@ end
 return lost
 `)
 
-// getInstanceScript is GetInstance. ARGV: id. It returns the values of
-// instanceFields, then the lease and the state.
+// getInstanceScript is GetInstance of an instance with a lease. ARGV: id.
+// It returns the values of instanceFields, then the lease and the state.
 var getInstanceScript = script(`
 local id = take()
 local f = redis.call("HMGET", P .. "i:" .. id, "doc", "rev", "fence", "ct", "ut", "state")
@@ -332,8 +332,8 @@ local key, min, n = take(), take(), takeN()
 local out = {}
 for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. key, min, "+", "LIMIT", 0, n)) do
   local id = string.sub(m, 17)
-  local f = redis.call("HMGET", P .. "i:" .. id, "doc", "rev", "fence", "ct", "ut")
-  f[#f + 1] = redis.call("HGET", P .. "l", id)
+  local f = redis.call("HMGET", P .. "i:" .. id, "doc", "rev", "fence", "ct", "ut", "lh")
+  if table.remove(f) == "1" then f[#f + 1] = redis.call("HGET", P .. "l", id) end
   out[#out + 1] = m
   out[#out + 1] = f
 end
@@ -585,6 +585,7 @@ for _, m in ipairs(ms) do
     local le = f[3]
     if not le or #le ~= 16 then le = "0000000000000000" end
     redis.call("HSET", P .. "l", id, lease(le, f[4] == "1", f[1], f[2] or ""))
+    redis.call("HSET", ik, "lh", "1")
     if f[4] ~= "1" then redis.call("ZADD", P .. "lz", usec(le, math.ceil), id) end
   end
   redis.call("HDEL", ik, "ln", "lb", "le")
