@@ -835,21 +835,26 @@ type sneakingStore struct {
 	once sync.Once
 }
 
-func (s *sneakingStore) Inbox(ctx context.Context, id string) ([]store.Message, error) {
-	msgs, err := s.Store.Inbox(ctx, id)
+// GetInstance writes a message into the inbox of the first pending
+// instance it reads, after reading it, and wakes nobody.
+func (s *sneakingStore) GetInstance(ctx context.Context, id string) (*store.Instance, error) {
+	in, err := s.Store.GetInstance(ctx, id)
+	if err != nil || in.Status != store.StatusPending {
+		return in, err
+	}
 	s.once.Do(func() {
 		note := `{"type":"late_completion_refused","outcome":"completed","step_path":"steps[9]","attempt":1,"node":"elsewhere","reason":"test"}`
 		if _, err := s.Store.Deliver(ctx, nil, []store.Message{{InstanceID: id, ID: "sneaked", Kind: store.MessageNote, Payload: json.RawMessage(note)}}); err != nil {
 			panic(err)
 		}
 	})
-	return msgs, err
+	return in, err
 }
 
-// TestFinalCommitAppliesAMessageThatDidNotWakeTheRun: the run reads its
-// inbox first and does not read it again before its last commit, which
-// drains it: a message written meanwhile without a wake-up refuses that
-// commit, and is applied before the instance finishes.
+// TestFinalCommitAppliesAMessageThatDidNotWakeTheRun: a run that finds the
+// inbox empty (InboxWaiting) does not read it before its last commit,
+// which drains it: a message written meanwhile without a wake-up refuses
+// that commit, and is applied before the instance finishes.
 func TestFinalCommitAppliesAMessageThatDidNotWakeTheRun(t *testing.T) {
 	t.Parallel()
 	sneak := &sneakingStore{}

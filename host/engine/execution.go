@@ -178,6 +178,11 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 	acquired := e.cfg.Now()
 	defer lease.Release(context.WithoutCancel(ctx))
 
+	// Registered before the read: a message that the read does not see
+	// (inst.InboxWaiting) wakes the execution.
+	wake := make(chan struct{}, 1)
+	e.register(id, wake)
+	defer e.unregister(id, wake)
 	inst, err := e.store.GetInstance(ctx, id)
 	if err != nil {
 		return err
@@ -193,7 +198,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 		e: e, ctx: ctx, lease: lease, prog: prog,
 		inst: inst, status: inst.Status,
 		st: &runner.State{}, timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{},
-		seen: map[string]bool{}, checked: map[string]bool{}, wake: make(chan struct{}, 1),
+		seen: map[string]bool{}, checked: map[string]bool{}, wake: wake,
 		inflight: inFlight{results: make(chan result), attempts: map[string]flight{}},
 		sched: scheduling{
 			key:     id + "#" + strconv.FormatUint(lease.Token(), 10),
@@ -232,8 +237,6 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 		}
 		x.storedBookmarks = len(bms) > 0
 	}
-	e.register(id, x.wake)
-	defer e.unregister(id, x.wake)
 	defer func() {
 		if x.sched.leased {
 			e.renewer.releaseLease(x)
@@ -291,14 +294,15 @@ func (x *execution) run() error {
 		}
 	}
 
-	// The inbox is read on the first pass, when the execution is woken (a
-	// message for it was written on this node or sent through the bus),
-	// and when nothing is in flight, unless the last commit drained it;
-	// not after every activity result. A commit made with nothing in
-	// flight, which ends the run unless a message comes, checks the inbox
-	// itself (Commit.Drains): a message that arrived without waking the
-	// execution refuses it, and is read and applied before the next try.
-	poll := true
+	// The inbox is read on the first pass if it held a message when the
+	// instance was read, when the execution is woken (a message for it was
+	// written on this node or sent through the bus), and when nothing is
+	// in flight, unless the last commit drained it; not after every
+	// activity result. A commit made with nothing in flight, which ends
+	// the run unless a message comes, checks the inbox itself
+	// (Commit.Drains): a message that arrived without waking the execution
+	// refuses it, and is read and applied before the next try.
+	poll := x.inst.InboxWaiting
 	for {
 		if stop, err := x.settle(poll); stop {
 			return err

@@ -85,6 +85,12 @@ type Instance struct {
 	// terminal instance may have one (ErrInvalid otherwise), and the store
 	// indexes it for ExpiredInstances.
 	DeleteAfter time.Time `json:"delete_after,omitzero"`
+	// InboxWaiting is whether the instance's inbox held a message when
+	// GetInstance read it, so that a run that finds it empty need not read
+	// it (a message that comes later wakes the run, and a commit with
+	// Commit.Drains refuses to end a run that has not seen it). Other
+	// reads leave it false; a Commit ignores it.
+	InboxWaiting bool `json:"-"`
 }
 
 // Failure is why an instance failed, or was cancelled (the code

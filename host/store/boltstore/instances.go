@@ -457,6 +457,7 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, er
 		if st := tx.Bucket(bState).Get([]byte(id)); st != nil {
 			out.State = bytes.Clone(st)
 		}
+		out.InboxWaiting = undrained(tx, id, nil)
 		return nil
 	})
 	return out, err

@@ -384,33 +384,38 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, er
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	vals, err := s.c.HMGet(ctx, s.p+"i:"+id, slices.Concat(instanceFields, []string{"lh", "state"})...).Result()
+	// instanceFields, then lh (the lease: see getInstanceScript), state
+	// and ws.
+	n := len(instanceFields)
+	vals, err := s.c.HMGet(ctx, s.p+"i:"+id, slices.Concat(instanceFields, []string{"lh", "state", "ws"})...).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "get instance", id, err)
 	}
 	if vals[0] == nil {
 		return nil, store.NotFound("instance %q", id)
 	}
-	if vals[len(instanceFields)] == "1" {
+	if vals[n] == "1" {
 		if vals, err = s.run(ctx, getInstanceScript, s.args(id)).Slice(); err != nil {
 			return nil, s.fail(ctx, "get instance", id, err)
 		}
-		if len(vals) != len(instanceFields)+2 {
+		if len(vals) != n+3 {
 			return nil, fmt.Errorf("redisstore: get instance %q on %s: unexpected answer %v", id, s.addr, vals)
 		}
 		if vals[0] == nil {
 			return nil, store.NotFound("instance %q", id)
 		}
 	} else {
-		vals[len(instanceFields)] = nil // no lease
+		vals[n] = nil // no lease
 	}
 	in, err := decodeInstance(id, vals)
 	if err != nil {
 		return nil, s.corrupt(err)
 	}
-	if st, ok := vals[len(instanceFields)+1].(string); ok && st != "" {
+	if st, ok := vals[n+1].(string); ok && st != "" {
 		in.State = []byte(st)
 	}
+	ws, _ := vals[n+2].(string)
+	in.InboxWaiting = ws != ""
 	return in, nil
 }
 

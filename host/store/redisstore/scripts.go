@@ -314,13 +314,12 @@ return lost
 `)
 
 // getInstanceScript is GetInstance of an instance with a lease. ARGV: id.
-// It returns the values of instanceFields, then the lease and the state.
+// It returns the values of instanceFields, then the lease, the state and
+// ws (the inbox's wait).
 var getInstanceScript = script(`
 local id = take()
-local f = redis.call("HMGET", P .. "i:" .. id, "doc", "rev", "fence", "ct", "ut", "state")
-local st = table.remove(f)
-f[#f + 1] = redis.call("HGET", P .. "l", id)
-f[#f + 1] = st
+local f = redis.call("HMGET", P .. "i:" .. id, "doc", "rev", "fence", "ct", "ut", "lh", "state", "ws")
+f[6] = redis.call("HGET", P .. "l", id)
 return f
 `)
 

@@ -464,3 +464,38 @@ func testCommitDrains(t *testing.T, h *harness) {
 		t.Errorf("after the drain the instance is %s", got.Status)
 	}
 }
+
+// testInboxWaiting: GetInstance says whether the inbox holds a message,
+// with a lease and without; other reads and commits do not carry it.
+func testInboxWaiting(t *testing.T, h *harness) {
+	waiting := func(what, id string, want bool) {
+		t.Helper()
+		if got := h.get(t, id).InboxWaiting; got != want {
+			t.Errorf("%s: InboxWaiting = %v, want %v", what, got, want)
+		}
+	}
+	in := h.create(t, instance("i", "w"))
+	leased := h.create(t, leased("l", "n1", "b1", Epoch.Add(time.Hour)))
+	waiting("new", "i", false)
+	waiting("new, leased", "l", false)
+	h.deliver(t, nil, message("i", "m1"), message("i", "m2"), message("l", "m3"))
+	waiting("two messages", "i", true)
+	waiting("a message, leased", "l", true)
+	items, _, err := h.s.ListInstances(ctx(t), store.InstanceFilter{})
+	must(t, "ListInstances", err)
+	for _, it := range items {
+		if it.InboxWaiting {
+			t.Errorf("ListInstances: %s says InboxWaiting", it.ID)
+		}
+	}
+	in = h.get(t, "i")
+	h.commit(t, store.Commit{Instance: in, Consumed: []string{"m1"}})
+	waiting("one consumed", "i", true)
+	in = h.get(t, "i")
+	h.commit(t, store.Commit{Instance: in, Consumed: []string{"m2"}})
+	waiting("all consumed", "i", false)
+	leased = h.get(t, "l")
+	h.commit(t, store.Commit{Instance: leased, Consumed: []string{"m3"}})
+	waiting("all consumed, leased", "l", false)
+}
+

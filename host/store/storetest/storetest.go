@@ -79,6 +79,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"WaitingInboxes", testWaitingInboxes},
 		{"CommitConsumed", testCommitConsumed},
 		{"CommitDrains", testCommitDrains},
+		{"InboxWaiting", testInboxWaiting},
 		{"CommitSend", testCommitSend},
 		{"DeleteInstanceClearsInbox", testDeleteInstanceClearsInbox},
 		{"BookmarkToken", testBookmarkToken},
