@@ -41,6 +41,10 @@
 //     the stimulus leaves the queue in the same transaction as the bookmark
 //     set that no longer holds its bookmark. A stimulus is consumed by one
 //     Commit; [ErrNotQueued] says another consumer (or expiry) came first.
+//   - Start of a run: GetInstance sets InboxWaiting when the inbox holds a
+//     message; a run that finds it false need not read the inbox, as long
+//     as it is woken by messages written after that read and ends with a
+//     draining Commit (below).
 //   - End of a run: the Commit made when nothing more is in flight sets
 //     Drains, so that a message written to the inbox since the writer last
 //     read it refuses the commit ([ErrInboxNotEmpty], nothing written):
