@@ -181,19 +181,20 @@ func TestOpenMigratesSchema1(t *testing.T) {
 
 // TestExpiredLeasesToTheNanosecond: the lease index keeps microseconds,
 // yet a lease is expired exactly when its expiry is not after now, before
-// 1970 too; and a renewal refuses a lease that expired a nanosecond ago.
+// 1970 too (and within its last microsecond); and a renewal refuses a lease that expired a nanosecond ago.
 func TestExpiredLeasesToTheNanosecond(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	expiries := []time.Time{
 		time.Unix(0, -1500).UTC(),
+		time.Unix(0, -500).UTC(),
 		time.Unix(0, 500).UTC(),
 		time.Date(2026, 11, 25, 1, 2, 3, 123456789, time.UTC),
 		time.Date(2026, 11, 25, 1, 2, 3, 123457000, time.UTC),
 	}
-	ids := []string{"a", "b", "c", "d"}
-	s := openAt(t, c, "", expiries[2])
+	ids := []string{"a", "a2", "b", "c", "d"}
+	s := openAt(t, c, "", expiries[3])
 	for i, e := range expiries {
 		create(t, s, leasedInstance(ids[i], store.StatusRunning, store.Lease{Node: "n", Boot: "b", Expiry: e}))
 	}
@@ -211,9 +212,9 @@ func TestExpiredLeasesToTheNanosecond(t *testing.T) {
 			}
 		}
 	}
-	// The store's clock is expiries[2]: c expired this very nanosecond, d
+	// The store's clock is expiries[3]: c expired this very nanosecond, d
 	// expires 211 ns later.
-	renewed, err := s.RenewLeases(t.Context(), store.LeaseRenewal{Node: "n", Boot: "b", IDs: []string{"c", "d"}, Expiry: expiries[3].Add(time.Hour)})
+	renewed, err := s.RenewLeases(t.Context(), store.LeaseRenewal{Node: "n", Boot: "b", IDs: []string{"c", "d"}, Expiry: expiries[4].Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -614,7 +614,7 @@ local ms = redis.call("ZRANGEBYSCORE", P .. "lz", "-inf", top, "WITHSCORES", "LI
 local out = {}
 for i = 1, #ms, 2 do
   local id = ms[i]
-  if ms[i + 1] ~= top then
+  if tonumber(ms[i + 1]) < tonumber(top) then
     out[#out + 1] = id
   else
     local _, _, le = unlease(redis.call("HGET", P .. "l", id))
