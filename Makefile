@@ -115,6 +115,7 @@ FUZZ_API_TIME ?= 3m
 FUZZ_TARGETS := \
 	./host/definition:FuzzParse \
 	./host/store/tuple:FuzzTuple \
+	./host/store/redisstore:FuzzParseLease \
 	./host/api:FuzzAPI:$(FUZZ_API_TIME) \
 	./sdk:FuzzAppendJSONString \
 	./plugins:FuzzLoad \
