@@ -91,8 +91,9 @@
 // fsyncs once per event-loop turn for all the clients served in it, a
 // group commit like boltstore's; the CPU of the shared machine is the
 // limit. Every Commit is one script (one round trip); INFO commandstats
-// counts 9 Redis commands for a create and 14 for an update that moves
-// the instance between status indexes and sets its lease.
+// counts 8 Redis commands for a create and 11 for an update that moves
+// the instance between status indexes and sets its lease (9 and 14 before
+// schema 2).
 //
 // # Layout
 //
@@ -108,24 +109,27 @@
 // the members whose score is the rounded-up now.
 //
 //	P schema              "2" (Open migrates a store of schema 1, whose leases were
-//	                      fields of the instance hashes and indexed in P lx)
+//	                      fields of the instance hashes and indexed in P lx, and
+//	                      whose index memberships were listed in a set P x:<id>)
 //	P i:<id>              hash: doc (JSON without the store's fields), state, rev, fence,
 //	                      ct, ut (times), st (status), wf, term, lh ("1" if P l
 //	                      holds its lease: readers of the many instances without
-//	                      one read nothing else)
+//	                      one read nothing else), pn (pinned plugins: each name's
+//	                      length, ":" and the name), da (delete-after time)
 //	P l                   leases, one hash for all instances: id → expiry (time),
 //	                      "1" if terminal else "0", len(boot) ":" boot node
 //	P h:<id>              list of history events; an event's Seq is its place
 //	P b:<id>, P t:<id>    sets of the instance's members of bk and due
 //	P m:<id>              inbox hash: message id → "<seq>|<message>"
 //	P e:<id>              heartbeats hash: token → heartbeat
-//	P x:<id>              set of the instance's (index key, member) pairs, so that a
-//	                      Commit or a delete removes exactly the entries it made
 //	P ix:all, ix:w:<wf>, ix:s:<status>, ix:ws:<status>:<wf>
-//	                      instances by (created, id): member time + id
+//	                      instances by (created, id): member time + id; an
+//	                      instance's memberships here and in u: and rx follow
+//	                      from its hash (ct, wf, st, term, pn, da), so a Commit
+//	                      or a delete removes exactly the entries it made
 //	P lz                  leases of non-terminal instances: member id, score the
-//	                      expiry in Unix microseconds rounded up (exact to 2^53);
-//	                      not in x:<id>, so that renewing a batch of leases is one
+//	                      expiry in Unix microseconds rounded up (exact to 2^53),
+//	                      so that renewing a batch of leases is one
 //	                      HMGET, ZADD and HSET per 2,000 ids
 //	P u:<plugin>          instances pinning the plugin, non-terminal only: id
 //	P rx                  terminal instances with a DeleteAfter, by it: time + id

@@ -1,12 +1,10 @@
 package redisstore_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -94,88 +92,6 @@ func TestRenewLeasesInChunks(t *testing.T) {
 	}
 	if len(expired) != 22 || expired[0] != "i0007" {
 		t.Errorf("expired at the old expiry: %v, want the 22 leases of the other boot", expired)
-	}
-}
-
-// TestOpenMigratesSchema1: a store written with the leases in the instance
-// hashes (schema 1) is migrated by Open; its leases read, renew and expire
-// as before, and a second Open finds nothing to do.
-func TestOpenMigratesSchema1(t *testing.T) {
-	t.Parallel()
-	srv := redistest.Start(t)
-	c := srv.Client(t)
-	ctx := context.Background()
-	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	s := openAt(t, c, "old:", now)
-	live := store.Lease{Node: "n1", Boot: "b1", Expiry: now.Add(time.Hour)}
-	create(t, s, leasedInstance("live", store.StatusRunning, live))
-	create(t, s, leasedInstance("done", store.StatusCompleted, live))
-	create(t, s, leasedInstance("free", store.StatusPending, store.Lease{}))
-	for i := range 2500 { // more than a migration batch
-		create(t, s, leasedInstance(fmt.Sprintf("x%04d", i), store.StatusRunning, live))
-	}
-
-	// Back to schema 1: the lease as fields ln, lb, le of the instance.
-	const p = "{old:}"
-	leases, err := c.HGetAll(ctx, p+"l").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(leases) != 2502 {
-		t.Fatalf("%d leases in the l hash, want 2502", len(leases))
-	}
-	for id, v := range leases {
-		i := strings.IndexByte(v[17:], ':')
-		n, _ := strconv.Atoi(v[17 : 17+i])
-		boot := v[17+i+1 : 17+i+1+n]
-		if err := c.HSet(ctx, p+"i:"+id, "ln", v[17+i+1+n:], "lb", boot, "le", v[:16]).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := c.Del(ctx, p+"l").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Set(ctx, p+"schema", "1", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-
-	for range 2 {
-		s = openAt(t, c, "old:", now)
-		if v := c.Get(ctx, p+"schema").Val(); v != "2" {
-			t.Fatalf("schema %q after Open, want 2", v)
-		}
-		if n := c.HLen(ctx, p+"l").Val(); n != 2502 {
-			t.Errorf("%d leases after Open, want 2502", n)
-		}
-		for id, want := range map[string]store.Lease{"live": live, "done": live, "free": {}, "x2499": live} {
-			in, err := s.GetInstance(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if in.Lease != want {
-				t.Errorf("%s: lease %+v after migration, want %+v", id, in.Lease, want)
-			}
-			if f := c.HMGet(ctx, p+"i:"+id, "ln", "lb", "le").Val(); f[0] != nil || f[1] != nil || f[2] != nil {
-				t.Errorf("%s: schema-1 lease fields left in the hash: %v", id, f)
-			}
-		}
-	}
-	renewed, err := s.RenewLeases(ctx, store.LeaseRenewal{Node: "n1", Boot: "b1", IDs: []string{"live", "done", "free"}, Expiry: now.Add(2 * time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(renewed) != 1 || renewed[0] != "live" {
-		t.Errorf("renewed %v after migration, want [live]", renewed)
-	}
-	expired, err := s.ExpiredLeases(ctx, now.Add(90*time.Minute), 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(expired) != 10 || expired[0] != "x0000" {
-		t.Errorf("expired leases after migration: %v, want x0000 to x0009", expired)
-	}
-	if later, err := s.ExpiredLeases(ctx, now.Add(3*time.Hour), 1); err != nil || len(later) != 1 || later[0] != "x0000" {
-		t.Errorf("ExpiredLeases 3 h later = %v, %v", later, err)
 	}
 }
 

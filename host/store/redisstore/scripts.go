@@ -25,12 +25,44 @@ local function tlt(x, y)
   if xh ~= yh then return xh < yh end
   return tonumber(string.sub(x, 9, 16), 16) < tonumber(string.sub(y, 9, 16), 16)
 end
--- An index membership (sorted-set key, member), as kept in x:<id>.
+-- An index membership (sorted-set key, member) as one string.
 local function ipair(k, m) return #k .. ":" .. k .. m end
 local function unpair(s)
   local i = string.find(s, ":", 1, true)
   local n = tonumber(string.sub(s, 1, i - 1))
   return string.sub(s, i + 1, i + n), string.sub(s, i + n + 1)
+end
+-- The names of the plugins an instance pins, as kept in its hash's pn
+-- field: each name's length, ":" and the name.
+local function joinNames(names)
+  local t = {}
+  for i, n in ipairs(names) do t[i] = #n .. ":" .. n end
+  return table.concat(t)
+end
+local function splitNames(s)
+  local out, i = {}, 1
+  while s and i <= #s do
+    local j = string.find(s, ":", i, true)
+    local n = tonumber(string.sub(s, i, j - 1))
+    out[#out + 1] = string.sub(s, j + 1, j + n)
+    i = j + n + 1
+  end
+  return out
+end
+-- indexed returns an instance's index memberships (ipair strings), which
+-- follow from its hash's fields: created time, workflow, status, terminal,
+-- pinned plugins and delete-after time. A commit or a delete removes
+-- exactly these, so nothing else records them.
+local function indexed(id, ct, wf, st, term, pn, da)
+  local m = ct .. id
+  local out = {ipair(P .. "ix:all", m), ipair(P .. "ix:w:" .. wf, m),
+    ipair(P .. "ix:s:" .. st, m), ipair(P .. "ix:ws:" .. st .. ":" .. wf, m)}
+  if not term then
+    for _, n in ipairs(splitNames(pn)) do out[#out + 1] = ipair(P .. "u:" .. n, id) end
+  elseif da and da ~= "" then
+    out[#out + 1] = ipair(P .. "rx", da .. id)
+  end
+  return out
 end
 -- A lease as kept in the l hash: its expiry (16 hex digits), "1" if the
 -- instance is terminal else "0", then owner(node, boot).
@@ -103,7 +135,7 @@ local sends = {}
 for i = 1, takeN() do sends[i] = {take(), take(), take()} end
 
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term", "lh")
+local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term", "lh", "st", "wf", "pn", "da")
 local exists = old[1] ~= false
 local oln, olb, ole = "", "", ""
 if old[5] == "1" then oln, olb, ole = unlease(redis.call("HGET", P .. "l", id)) end
@@ -146,8 +178,12 @@ if exists then
   if ln ~= "" and ln == oln and lb == olb and ole ~= "" and tlt(le, ole) then le = ole end
 end
 local revs = string.format("%d", rev)
+local names = {}
+for i, p in ipairs(pins) do names[i] = p[1] end
+local pn = joinNames(names)
 redis.call("HSET", ik, "doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", ut,
-  "st", status, "wf", wf, "term", terminal and "1" or "0", "lh", ln ~= "" and "1" or "0")
+  "st", status, "wf", wf, "term", terminal and "1" or "0", "lh", ln ~= "" and "1" or "0",
+  "pn", pn, "da", deleteAfter)
 if ln ~= "" then
   redis.call("HSET", P .. "l", id, lease(le, terminal, ln, lb))
 elseif oln ~= "" then
@@ -155,40 +191,27 @@ elseif oln ~= "" then
 end
 if state ~= "" then redis.call("HSET", ik, "state", state) elseif exists then redis.call("HDEL", ik, "state") end
 
-local xk = P .. "x:" .. id
-local member = ct .. id
-local new = {ipair(P .. "ix:all", member), ipair(P .. "ix:w:" .. wf, member),
-  ipair(P .. "ix:s:" .. status, member), ipair(P .. "ix:ws:" .. status .. ":" .. wf, member)}
-if not terminal then
-  for _, p in ipairs(pins) do new[#new + 1] = ipair(P .. "u:" .. p[1], id) end
-elseif deleteAfter ~= "" then
-  new[#new + 1] = ipair(P .. "rx", deleteAfter .. id)
-end
+local new = indexed(id, ct, wf, status, terminal, pn, deleteAfter)
 local had = {}
 if exists then
   local keep = {}
   for _, x in ipairs(new) do keep[x] = true end
-  for _, x in ipairs(redis.call("SMEMBERS", xk)) do
+  for _, x in ipairs(indexed(id, ct, old[7], old[6], old[4] == "1", old[8], old[9])) do
     if keep[x] then
       had[x] = true
     else
       local k, m = unpair(x)
       redis.call("ZREM", k, m)
-      redis.call("SREM", xk, x)
     end
   end
 end
-local added = {}
 for _, x in ipairs(new) do
   if not had[x] then
     local k, m = unpair(x)
     redis.call("ZADD", k, 0, m)
-    added[#added + 1] = x
   end
 end
-if #added > 0 then redis.call("SADD", xk, unpack(added)) end
--- The lease index is kept out of x:<id>, so that a renewal of a batch is
--- a few writes: its member follows from the lease and the term.
+-- The lease index follows from the lease and the term.
 if not terminal and ln ~= "" then
   redis.call("ZADD", P .. "lz", usec(le, math.ceil), id)
 elseif exists and oln ~= "" and old[4] ~= "1" then
@@ -246,20 +269,19 @@ return {"ok", revs}
 var deleteScript = script(`
 local id, fence = take(), take()
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "ws")
+local old = redis.call("HMGET", ik, "rev", "fence", "ws", "ct", "wf", "st", "term", "pn", "da")
 if old[1] == false then return {"notfound"} end
 if tonumber(fence) < tonumber(old[2]) then return {"fenced", old[1], old[2]} end
 redis.call("ZREM", P .. "lz", id)
 redis.call("HDEL", P .. "l", id)
 if old[3] and old[3] ~= "" then redis.call("ZREM", P .. "mw", old[3] .. id) end
-local xk = P .. "x:" .. id
-for _, x in ipairs(redis.call("SMEMBERS", xk)) do
+for _, x in ipairs(indexed(id, old[4], old[5], old[6], old[7] == "1", old[8], old[9])) do
   local k, m = unpair(x)
   redis.call("ZREM", k, m)
 end
 for _, m in ipairs(redis.call("SMEMBERS", P .. "b:" .. id)) do redis.call("ZREM", P .. "bk", m) end
 for _, m in ipairs(redis.call("SMEMBERS", P .. "t:" .. id)) do redis.call("ZREM", P .. "due", m) end
-redis.call("DEL", ik, xk, P .. "b:" .. id, P .. "t:" .. id, P .. "h:" .. id, P .. "m:" .. id, P .. "e:" .. id)
+redis.call("DEL", ik, P .. "b:" .. id, P .. "t:" .. id, P .. "h:" .. id, P .. "m:" .. id, P .. "e:" .. id)
 return {"ok"}
 `)
 
@@ -568,9 +590,11 @@ redis.call("ZREM", P .. "gn", name)
 return {"ok"}
 `)
 
-// migrateScript moves the leases of a page of instances (ix:all) from
-// their hashes (schema 1: fields ln, lb, le) to the l hash and the lz
-// index (schema 2); after the last page it deletes schema 1's lx index.
+// migrateScript moves a page of instances (ix:all) from schema 1 to 2: the
+// leases from their hashes (fields ln, lb, le) to the l hash and the lz
+// index, and the pinned plugins and delete-after time from the set x:<id>
+// to the hash's pn and da fields. After the last page it deletes schema
+// 1's lx index.
 // ARGV: exclusive start ("-" for the first page), count. It returns the
 // page's last member, or "" when there are no more.
 var migrateScript = script(`
@@ -588,6 +612,23 @@ for _, m in ipairs(ms) do
     if f[4] ~= "1" then redis.call("ZADD", P .. "lz", usec(le, math.ceil), id) end
   end
   redis.call("HDEL", ik, "ln", "lb", "le")
+  -- The plugins and delete-after time the set x:<id> recorded as index
+  -- memberships become fields.
+  local xk = P .. "x:" .. id
+  local names, da = {}, ""
+  for _, x in ipairs(redis.call("SMEMBERS", xk)) do
+    local k, mem = unpair(x)
+    if string.sub(k, 1, #P + 2) == P .. "u:" then
+      names[#names + 1] = string.sub(k, #P + 3)
+    elseif k == P .. "rx" then
+      da = string.sub(mem, 1, 16)
+    end
+  end
+  if redis.call("EXISTS", xk) == 1 then
+    table.sort(names)
+    redis.call("HSET", ik, "pn", joinNames(names), "da", da)
+    redis.call("DEL", xk)
+  end
 end
 if #ms < n then
   redis.call("DEL", P .. "lx")
