@@ -498,4 +498,3 @@ func testInboxWaiting(t *testing.T, h *harness) {
 	h.commit(t, store.Commit{Instance: leased, Consumed: []string{"m3"}})
 	waiting("all consumed, leased", "l", false)
 }
-
