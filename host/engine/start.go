@@ -100,11 +100,11 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 	}
 	pins := make(map[string]string, len(prog.Plugins()))
 	for _, name := range prog.Plugins() {
-		p, err := e.store.GetPlugin(ctx, name)
+		p, err := e.store.CurrentPlugin(ctx, name)
 		if err != nil {
 			return nil, false, fmt.Errorf("engine: workflow %s uses plugin %s: %w", workflow, name, err)
 		}
-		pins[name] = p.Current.Version
+		pins[name] = p.Version
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")

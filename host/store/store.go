@@ -183,6 +183,10 @@ type Store interface {
 	// ErrNotFound.
 	GetPlugin(ctx context.Context, name string) (*Plugin, error)
 
+	// CurrentPlugin returns a plugin's current version, or ErrNotFound: what
+	// a start pins, read without the plugin's history.
+	CurrentPlugin(ctx context.Context, name string) (*PluginRecord, error)
+
 	// ListPlugins returns a page of current plugin versions ordered by name,
 	// and the next cursor.
 	ListPlugins(ctx context.Context, cursor string, limit int) (items []PluginRecord, next string, err error)

@@ -283,6 +283,17 @@ func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, erro
 	return out, nil
 }
 
+// CurrentPlugin implements store.Store, from the catalog cache as
+// GetPlugin.
+func (s *Store) CurrentPlugin(ctx context.Context, name string) (*store.PluginRecord, error) {
+	p, err := s.GetPlugin(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	cur := p.Current
+	return &cur, nil
+}
+
 // ListPlugins implements store.Store.
 func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
 	limit = store.ClampLimit(limit)

@@ -213,6 +213,26 @@ func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, erro
 	return p, nil
 }
 
+// CurrentPlugin implements store.Store: one version read, however many
+// the plugin has.
+func (s *Store) CurrentPlugin(ctx context.Context, name string) (*store.PluginRecord, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	res, err := s.run(ctx, currentPluginScript, s.args(name)).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail(ctx, "get current plugin", name, err)
+	}
+	if len(res) == 0 {
+		return nil, store.NotFound("plugin %q", name)
+	}
+	r, err := decodePlugin(name, res[0])
+	if err != nil {
+		return nil, s.corrupt(err)
+	}
+	return &r, nil
+}
+
 // ListPlugins implements store.Store.
 func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
 	return listByName(ctx, s, listPluginsScript, "plugins", cursor, limit, 2,

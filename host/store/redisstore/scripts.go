@@ -523,6 +523,15 @@ end
 return out
 `)
 
+// currentPluginScript is CurrentPlugin. ARGV: name. It returns the
+// current version's record, or nothing.
+var currentPluginScript = script(`
+local name = take()
+local v = redis.call("ZREVRANGE", P .. "o:" .. name, 0, 0)[1]
+if not v then return {} end
+return {redis.call("HGET", P .. "p:" .. name, v)}
+`)
+
 // listPluginsScript reads a page of current plugin versions. ARGV: min,
 // count. It returns name, record per plugin.
 var listPluginsScript = script(`

@@ -140,9 +140,16 @@ func testPlugins(t *testing.T, h *harness) {
 		if st.wantCreated {
 			wantTime(t, st.name+": CreatedAt", p.Current.CreatedAt, now)
 		}
+		cur, err := h.s.CurrentPlugin(ctx(t), "pay")
+		must(t, "CurrentPlugin", err)
+		if cur.Version != p.Current.Version || cur.Size != 100 || len(cur.Activities) != 2 || !cur.CreatedAt.Equal(p.Current.CreatedAt) {
+			t.Errorf("%s: CurrentPlugin = %+v, GetPlugin's current %+v", st.name, cur, p.Current)
+		}
 	}
 	_, err := h.s.GetPlugin(ctx(t), "nope")
 	wantErr(t, "GetPlugin missing", err, store.ErrNotFound)
+	_, err = h.s.CurrentPlugin(ctx(t), "nope")
+	wantErr(t, "CurrentPlugin missing", err, store.ErrNotFound)
 	_, err = h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "x"})
 	wantErr(t, "PutPlugin without a version", err, store.ErrInvalid)
 
