@@ -474,8 +474,8 @@ func testInboxWaiting(t *testing.T, h *harness) {
 			t.Errorf("%s: InboxWaiting = %v, want %v", what, got, want)
 		}
 	}
-	in := h.create(t, instance("i", "w"))
-	leased := h.create(t, leased("l", "n1", "b1", Epoch.Add(time.Hour)))
+	h.create(t, instance("i", "w"))
+	h.create(t, leased("l", "n1", "b1", Epoch.Add(time.Hour)))
 	waiting("new", "i", false)
 	waiting("new, leased", "l", false)
 	h.deliver(t, nil, message("i", "m1"), message("i", "m2"), message("l", "m3"))
@@ -488,13 +488,13 @@ func testInboxWaiting(t *testing.T, h *harness) {
 			t.Errorf("ListInstances: %s says InboxWaiting", it.ID)
 		}
 	}
-	in = h.get(t, "i")
+	in := h.get(t, "i")
 	h.commit(t, store.Commit{Instance: in, Consumed: []string{"m1"}})
 	waiting("one consumed", "i", true)
 	in = h.get(t, "i")
 	h.commit(t, store.Commit{Instance: in, Consumed: []string{"m2"}})
 	waiting("all consumed", "i", false)
-	leased = h.get(t, "l")
-	h.commit(t, store.Commit{Instance: leased, Consumed: []string{"m3"}})
+	l := h.get(t, "l")
+	h.commit(t, store.Commit{Instance: l, Consumed: []string{"m3"}})
 	waiting("all consumed, leased", "l", false)
 }
