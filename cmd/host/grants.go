@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -160,17 +161,41 @@ func (a *app) pluginGrant(ctx context.Context, args []string) int {
 		}
 		g, err = cmd.c.PutGrantsDocument(ctx, name, doc)
 	} else {
-		cur, gerr := cmd.c.Grants(ctx, name)
-		if gerr != nil {
-			return cmd.fail(gerr)
-		}
-		g, err = cmd.c.PutGrants(ctx, name, f.merge(cur.Set))
+		g, err = editGrants(ctx, cmd.c, name, func(cur grant.Set) (grant.Set, error) { return f.merge(cur), nil })
 	}
 	if err != nil {
 		return cmd.fail(err)
 	}
 	cmd.printGrants(g)
 	return exitOK
+}
+
+// errNotGranted: a revoke names something not granted.
+var errNotGranted = errors.New("not granted")
+
+// editAttempts is how many times editGrants reads and writes before it
+// gives up on grants that others keep changing.
+const editAttempts = 5
+
+// editGrants applies edit to the grants of plugin name as read, and writes
+// the result only if nobody changed them since (PutGrantsAt); if somebody
+// did, it reads them again and applies edit again, so that two edits at
+// once (a grant and a revoke, say) both take effect.
+func editGrants(ctx context.Context, c *client.Client, name string, edit func(grant.Set) (grant.Set, error)) (*client.Grants, error) {
+	for i := 1; ; i++ {
+		cur, err := c.Grants(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		set, err := edit(cur.Set)
+		if err != nil {
+			return nil, err
+		}
+		g, err := c.PutGrantsAt(ctx, name, set, cur.Revision)
+		if !errors.Is(err, client.ErrStale) || i == editAttempts {
+			return g, err
+		}
+	}
 }
 
 func (a *app) pluginRevoke(ctx context.Context, args []string) int {
@@ -206,37 +231,39 @@ func (a *app) pluginRevoke(ctx context.Context, args []string) int {
 		}
 		return exitOK
 	}
-	cur, err := cmd.c.Grants(ctx, name)
-	if err != nil {
-		return cmd.fail(err)
-	}
-	set := grant.Set{Hosts: slices.Clone(cur.Hosts), Config: maps.Clone(cur.Config), Secrets: maps.Clone(cur.Secrets)}
 	var absent []string
-	for _, h := range hosts {
-		i := slices.IndexFunc(set.Hosts, func(r grant.Host) bool { return r.Pattern == h })
-		if i < 0 {
-			absent = append(absent, "host "+h)
-			continue
+	g, err := editGrants(ctx, cmd.c, name, func(cur grant.Set) (grant.Set, error) {
+		set := grant.Set{Hosts: slices.Clone(cur.Hosts), Config: maps.Clone(cur.Config), Secrets: maps.Clone(cur.Secrets)}
+		absent = nil
+		for _, h := range hosts {
+			i := slices.IndexFunc(set.Hosts, func(r grant.Host) bool { return r.Pattern == h })
+			if i < 0 {
+				absent = append(absent, "host "+h)
+				continue
+			}
+			set.Hosts = slices.Delete(set.Hosts, i, i+1)
 		}
-		set.Hosts = slices.Delete(set.Hosts, i, i+1)
-	}
-	for _, k := range config {
-		if _, ok := set.Config[k]; !ok {
-			absent = append(absent, "config "+k)
+		for _, k := range config {
+			if _, ok := set.Config[k]; !ok {
+				absent = append(absent, "config "+k)
+			}
+			delete(set.Config, k)
 		}
-		delete(set.Config, k)
-	}
-	for _, k := range secrets {
-		if _, ok := set.Secrets[k]; !ok {
-			absent = append(absent, "secret "+k)
+		for _, k := range secrets {
+			if _, ok := set.Secrets[k]; !ok {
+				absent = append(absent, "secret "+k)
+			}
+			delete(set.Secrets, k)
 		}
-		delete(set.Secrets, k)
-	}
-	if len(absent) > 0 {
+		if len(absent) > 0 {
+			return grant.Set{}, errNotGranted
+		}
+		return set, nil
+	})
+	if errors.Is(err, errNotGranted) {
 		cmd.errorf("plugin %s: not granted, so not revoked: %s; nothing was changed (weft plugin show %s lists what is granted)", name, strings.Join(absent, ", "), name)
 		return exitFailed
 	}
-	g, err := cmd.c.PutGrants(ctx, name, set)
 	if err != nil {
 		return cmd.fail(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 // fetchManifest asks for what the fetch plugin uses.
@@ -333,5 +335,39 @@ func TestReadmeGrantsExample(t *testing.T) {
 		if err := f.set().Check(); err != nil {
 			t.Errorf("README: %s: %v", line, err)
 		}
+	}
+}
+
+// TestEditGrantsRedoesAnEditOverAChangeMadeMeanwhile: a revoke and a grant
+// made at once both take effect. The grant lands between the revoke's
+// read and its write; the revoke's write, made for the revision it read,
+// is refused, and the revoke is redone on what the grant left.
+func TestEditGrantsRedoesAnEditOverAChangeMadeMeanwhile(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	c, err := client.New(client.Config{Server: ts.url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutGrants(ctx, "hook", grant.Set{Config: map[string]string{"a": "1", "old": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	g, err := editGrants(ctx, c, "hook", func(cur grant.Set) (grant.Set, error) {
+		reads++
+		if reads == 1 { // another writer, between this read and its write
+			if _, err := c.PutGrants(ctx, "hook", grant.Set{Config: map[string]string{"a": "1", "old": "x", "b": "2"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		set := grant.Set{Config: maps.Clone(cur.Config)}
+		delete(set.Config, "old")
+		return set, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads != 2 || g.Revision != 3 || !maps.Equal(g.Config, map[string]string{"a": "1", "b": "2"}) {
+		t.Fatalf("after %d reads: %+v; want the revoke and the grant both, at revision 3", reads, g)
 	}
 }

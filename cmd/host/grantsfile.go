@@ -15,6 +15,7 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -181,7 +182,7 @@ func grantFromYAML(n *yamlv3.Node, bad func(*yamlv3.Node, string, ...any)) *gran
 func applyGrants(ctx context.Context, n *node.Node, file string, grants map[string][]byte, log *slog.Logger) error {
 	var changed, unchanged []string
 	for _, name := range slices.Sorted(maps.Keys(grants)) {
-		_, ok, err := n.PutGrants(ctx, name, grants[name])
+		_, ok, err := n.PutGrants(ctx, name, grants[name], store.AnyRevision)
 		if err != nil {
 			return fmt.Errorf("grants_file %s: plugin %s: %w", file, name, err)
 		}

@@ -112,7 +112,27 @@ func (s *Server) getGrants(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	c.Set(fiber.HeaderETag, revisionTag(v.Revision))
 	return c.JSON(v)
+}
+
+// revisionTag is the ETag of grants at revision rev: the revision, quoted.
+func revisionTag(rev uint64) string { return `"` + strconv.FormatUint(rev, 10) + `"` }
+
+// ifMatchRevision reads the If-Match header of a grants write: the ETag a
+// read answered ("3"), so that the write is refused (412) if the grants
+// changed since. Without the header any revision is replaced.
+func ifMatchRevision(c *fiber.Ctx) (uint64, error) {
+	h := strings.TrimSpace(c.Get(fiber.HeaderIfMatch))
+	if h == "" {
+		return store.AnyRevision, nil
+	}
+	tag := strings.TrimSuffix(strings.TrimPrefix(h, `"`), `"`)
+	rev, err := strconv.ParseUint(tag, 10, 64)
+	if err != nil || len(tag)+2 != len(h) || rev == store.AnyRevision {
+		return 0, invalidField("If-Match", `want the ETag of a grants read, a revision in quotes such as "3", got %q`, h)
+	}
+	return rev, nil
 }
 
 func (s *Server) putGrants(c *fiber.Ctx) error {
@@ -135,9 +155,13 @@ func (s *Server) putGrants(c *fiber.Ctx) error {
 	if ps := grantProblems(&doc); len(ps) > 0 {
 		return unprocessable(fmt.Sprintf("the grants of plugin %s have %d problem(s)", name, len(ps)), ps...)
 	}
+	ifRev, err := ifMatchRevision(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	g, _, err := s.node.PutGrants(ctx, name, c.BodyRaw())
+	g, _, err := s.node.PutGrants(ctx, name, c.BodyRaw(), ifRev)
 	if err != nil {
 		return err
 	}
@@ -145,6 +169,7 @@ func (s *Server) putGrants(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	c.Set(fiber.HeaderETag, revisionTag(v.Revision))
 	return c.JSON(v)
 }
 

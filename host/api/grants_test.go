@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -270,5 +271,63 @@ func TestGrantsNeverAnswerASecretValue(t *testing.T) {
 	}
 	if strings.Contains(h.logs.String(), value) {
 		t.Errorf("the log shows the secret's value:\n%s", h.logs)
+	}
+}
+
+// TestGrantsIfMatch: a read answers the revision as its ETag; a write with
+// If-Match is refused (412, nothing changed) unless that revision is the
+// stored one, 0 when nothing is granted; a malformed If-Match is a 400.
+func TestGrantsIfMatch(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	put := func(ifMatch, doc string) response {
+		t.Helper()
+		req, err := http.NewRequest("PUT", h.url+"/v1/plugins/hook/grants", strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+adminSecret)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("If-Match", ifMatch)
+		res, err := h.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return response{status: res.StatusCode, header: res.Header, body: b}
+	}
+	etag := func() string {
+		t.Helper()
+		return h.do("GET", "/v1/plugins/hook/grants", nil).want(t, http.StatusOK).header.Get("ETag")
+	}
+	if got := etag(); got != `"0"` {
+		t.Fatalf("ETag of nothing granted = %q, want \"0\"", got)
+	}
+	p := put(`"1"`, `{"config":{"a":"1"}}`).want(t, http.StatusPreconditionFailed).problem(t)
+	if !strings.Contains(p.Type, "precondition-failed") || !strings.Contains(p.Detail, "revision 0, not 1") {
+		t.Errorf("412: %+v", p)
+	}
+	var g grantsDoc
+	r := put(`"0"`, `{"config":{"a":"1"}}`).want(t, http.StatusOK)
+	r.json(t, &g)
+	if g.Revision != 1 || r.header.Get("ETag") != `"1"` || etag() != `"1"` {
+		t.Fatalf("PUT for revision 0: %+v, ETag %q", g, r.header.Get("ETag"))
+	}
+	// Another writer's change in between: the stale edit is refused.
+	put(`"1"`, `{"config":{"a":"1","b":"2"}}`).want(t, http.StatusOK)
+	put(`"1"`, `{}`).want(t, http.StatusPreconditionFailed)
+	h.do("GET", "/v1/plugins/hook/grants", nil).want(t, http.StatusOK).json(t, &g)
+	if g.Revision != 2 || len(g.Config) != 2 {
+		t.Fatalf("after a refused write: %+v", g)
+	}
+	for _, bad := range []string{`2`, `W/"2"`, `"two"`, `*`, `"2`, `"18446744073709551615"`} {
+		p := put(bad, `{}`).want(t, http.StatusBadRequest).problem(t)
+		if len(p.Errors) != 1 || p.Errors[0].Path != "If-Match" {
+			t.Errorf("If-Match %s: %+v", bad, p)
+		}
 	}
 }

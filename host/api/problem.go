@@ -93,6 +93,7 @@ func problemFor(err error) (p *Problem, internal bool) {
 		dve  *definition.ValidationError
 		pve  *plugins.ValidationError
 		iue  *store.InUseError
+		gce  *store.GrantsConflictError
 	)
 	switch {
 	case errors.As(err, &prob):
@@ -127,6 +128,9 @@ func problemFor(err error) (p *Problem, internal bool) {
 		return problemf(fiber.StatusNotFound, "not-found", "%s", clean(err)), false
 	case errors.Is(err, store.ErrInvalid):
 		return problemf(fiber.StatusBadRequest, "invalid-request", "%s", clean(err)), false
+	case errors.As(err, &gce):
+		return problemf(fiber.StatusPreconditionFailed, "precondition-failed",
+			"the grants of plugin %s are at revision %d, not %d (If-Match): read them again and redo the change", gce.Plugin, gce.Stored, gce.Want), false
 	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrFenced):
 		return problemf(fiber.StatusConflict, "conflict", "%s", clean(err)), false
 	case errors.Is(err, lock.ErrTransient), errors.Is(err, store.ErrClosed), errors.Is(err, plugins.ErrClosed), errors.As(err, new(*plugins.BudgetError)):

@@ -81,6 +81,8 @@ type request struct {
 	query  url.Values
 	body   []byte
 	ctype  string
+	// ifMatch is the If-Match header, when set.
+	ifMatch string
 }
 
 // send sends r, accepting accept (and problems), and returns the answer
@@ -100,6 +102,9 @@ func (c *Client) send(ctx context.Context, r request, accept string) (*http.Resp
 	}
 	if r.ctype != "" {
 		req.Header.Set("Content-Type", r.ctype)
+	}
+	if r.ifMatch != "" {
+		req.Header.Set("If-Match", r.ifMatch)
 	}
 	req.Header.Set("Accept", accept+", application/problem+json")
 	req.Header.Set("User-Agent", c.ua)
@@ -307,11 +312,28 @@ func (c *Client) PutGrants(ctx context.Context, name string, set grant.Set) (*Gr
 	return c.PutGrantsDocument(ctx, name, body)
 }
 
+// PutGrantsAt is PutGrants for an edit of the grants read at revision
+// (Grants.Revision; 0 when nothing was granted): the server refuses it
+// with a *Problem matching ErrStale if the grants changed since, so that
+// an edit never undoes another made meanwhile. Read again and redo it.
+func (c *Client) PutGrantsAt(ctx context.Context, name string, set grant.Set, revision uint64) (*Grants, error) {
+	body, err := jsonBody(set)
+	if err != nil {
+		return nil, err
+	}
+	return c.putGrants(ctx, name, body, `"`+strconv.FormatUint(revision, 10)+`"`)
+}
+
 // PutGrantsDocument is PutGrants with the grant document as JSON, sent as
 // it is: the server refuses unknown fields (400) and invalid entries (422).
 func (c *Client) PutGrantsDocument(ctx context.Context, name string, doc json.RawMessage) (*Grants, error) {
+	return c.putGrants(ctx, name, doc, "")
+}
+
+func (c *Client) putGrants(ctx context.Context, name string, doc json.RawMessage, ifMatch string) (*Grants, error) {
 	var g Grants
-	if _, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/plugins/" + seg(name) + "/grants", body: doc, ctype: "application/json"}, &g); err != nil {
+	r := request{method: http.MethodPut, path: "/v1/plugins/" + seg(name) + "/grants", body: doc, ctype: "application/json", ifMatch: ifMatch}
+	if _, err := c.do(ctx, r, &g); err != nil {
 		return nil, err
 	}
 	return &g, nil

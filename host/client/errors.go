@@ -21,6 +21,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict: 409, e.g. a plugin in use or an instance already ended.
 	ErrConflict = errors.New("conflict")
+	// ErrStale: 412, a write made for a revision that is no longer the
+	// stored one (PutGrantsAt): read again and redo the change.
+	ErrStale = errors.New("stale revision")
 	// ErrUnavailable: 503, the host cannot serve now.
 	ErrUnavailable = errors.New("unavailable")
 )
@@ -89,6 +92,8 @@ func (p *Problem) Is(target error) bool {
 		return target == ErrNotFound
 	case http.StatusConflict:
 		return target == ErrConflict
+	case http.StatusPreconditionFailed:
+		return target == ErrStale
 	case http.StatusServiceUnavailable:
 		return target == ErrUnavailable
 	}

@@ -74,6 +74,14 @@ func TestClientGrants(t *testing.T) {
 	if g, err := admin.PutGrantsDocument(ctx, "hook", json.RawMessage(`{"config": {"url": "u2"}}`)); err != nil || g.Revision != 2 || len(g.Hosts) != 0 {
 		t.Errorf("PutGrantsDocument: %+v, %v", g, err)
 	}
+	// An edit of what was read at revision 1 is stale now; one of
+	// revision 2 goes through.
+	if _, err := admin.PutGrantsAt(ctx, "hook", grant.Set{}, 1); !errors.Is(err, client.ErrStale) || !errors.As(err, &p) || p.Status != 412 {
+		t.Errorf("PutGrantsAt a stale revision: %v, want ErrStale", err)
+	}
+	if g, err := admin.PutGrantsAt(ctx, "hook", grant.Set{Config: map[string]string{"url": "u3"}}, 2); err != nil || g.Revision != 3 {
+		t.Errorf("PutGrantsAt the stored revision: %+v, %v", g, err)
+	}
 
 	if err := admin.DeleteGrants(ctx, "hook"); err != nil {
 		t.Fatal(err)

@@ -18,9 +18,14 @@ import (
 // keeps its revision). The plugin need not be uploaded yet. Every node
 // uses the new grants from the next activity call it starts.
 //
+// Unless ifRevision is store.AnyRevision, it stores the document only if
+// the grants are still at that revision (0: nothing granted), and fails
+// with a *store.GrantsConflictError otherwise: an edit of what was read
+// never undoes a change made since, such as a revoke.
+//
 // It fails with an error matching ErrInvalidName for a bad name and
 // grant.ErrInvalid for a bad document.
-func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte) (g *store.Grants, changed bool, err error) {
+func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevision uint64) (g *store.Grants, changed bool, err error) {
 	if !abi.ValidName(plugin) {
 		return nil, false, fmt.Errorf("node: plugin name %q: %w: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter",
 			plugin, ErrInvalidName, abi.MaxNameLen)
@@ -35,12 +40,12 @@ func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte) (g *sto
 	}
 	old, err := n.store.GetGrants(ctx, plugin)
 	switch {
-	case err == nil && bytes.Equal(old.Document, canon):
+	case err == nil && bytes.Equal(old.Document, canon) && (ifRevision == store.AnyRevision || ifRevision == old.Revision):
 		return old, false, nil // the store would keep its revision too
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return nil, false, fmt.Errorf("node: reading the grants of plugin %s: %w", plugin, err)
 	}
-	if _, err := n.store.PutGrants(ctx, plugin, canon); err != nil {
+	if _, err := n.store.PutGrants(ctx, plugin, canon, ifRevision); err != nil {
 		return nil, false, fmt.Errorf("node: storing the grants of plugin %s: %w", plugin, err)
 	}
 	if g, err = n.store.GetGrants(ctx, plugin); err != nil {

@@ -108,7 +108,7 @@ output: "${ vars.call }"
 	// Granted through a; run through b (and whichever node picks it up).
 	doc := `{"hosts":[{"pattern":"http://127.0.0.1:*","private_networks":true}],
 		"config":{"greeting":"hej"},"secrets":{"token":"env:WEFT_NODE_TEST_TOKEN"}}`
-	if _, _, err := a.PutGrants(ctx, "probe", []byte(doc)); err != nil {
+	if _, _, err := a.PutGrants(ctx, "probe", []byte(doc), store.AnyRevision); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {

@@ -99,6 +99,25 @@ func (e *InUseError) Error() string {
 // Is makes an *InUseError match ErrInUse.
 func (e *InUseError) Is(target error) bool { return target == ErrInUse }
 
+// AnyRevision is PutGrants's ifRevision for a write whatever is stored.
+const AnyRevision = ^uint64(0)
+
+// GrantsConflictError is PutGrants refusing a write made for another
+// revision than the stored one. It matches ErrConflict.
+type GrantsConflictError struct {
+	Plugin string
+	// Want is the revision the write was for, Stored the one stored (0:
+	// nothing granted).
+	Want, Stored uint64
+}
+
+func (e *GrantsConflictError) Error() string {
+	return fmt.Sprintf("store: grants of plugin %s: revision %d is stored, not %d: %v", e.Plugin, e.Stored, e.Want, ErrConflict)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *GrantsConflictError) Is(target error) bool { return target == ErrConflict }
+
 // Invalid returns an error matching ErrInvalid with the formatted message.
 // Implementations use it for argument errors.
 func Invalid(format string, args ...any) error {

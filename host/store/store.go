@@ -203,7 +203,13 @@ type Store interface {
 	// revision. A doc equal to the stored one changes nothing and returns
 	// the stored revision. doc must have 1 to grant.MaxDocument bytes
 	// (ErrInvalid otherwise); the store does not look inside it.
-	PutGrants(ctx context.Context, plugin string, doc []byte) (revision uint64, err error)
+	//
+	// Unless ifRevision is AnyRevision, the write is a compare-and-set: it
+	// is refused, with a *GrantsConflictError matching ErrConflict, when
+	// the stored revision is another (0: nothing granted), so that an edit
+	// of the grants read at that revision never overwrites a change made
+	// since.
+	PutGrants(ctx context.Context, plugin string, doc []byte, ifRevision uint64) (revision uint64, err error)
 
 	// GetGrants returns the grants of a plugin name, or ErrNotFound.
 	GetGrants(ctx context.Context, plugin string) (*Grants, error)

@@ -31,7 +31,7 @@ func decodeGrants(plugin string, raw []byte) (*store.Grants, error) {
 // PutGrants implements store.Store. The revision comes from bGrantSeq,
 // which keeps the highest revision of each name after DeleteGrants, so
 // that revisions are never reused.
-func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte) (uint64, error) {
+func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevision uint64) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -47,11 +47,16 @@ func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte) (uint6
 		}
 		var stored uint64
 		if g != nil {
+			stored = g.Revision
+		}
+		if ifRevision != store.AnyRevision && ifRevision != stored {
+			return &store.GrantsConflictError{Plugin: plugin, Want: ifRevision, Stored: stored}
+		}
+		if g != nil {
 			if bytes.Equal(g.Document, doc) {
 				revision = g.Revision
 				return nil
 			}
-			stored = g.Revision
 		}
 		seqB := tx.Bucket(bGrantSeq)
 		next := max(getU64(seqB, []byte(plugin)), stored) + 1

@@ -30,20 +30,33 @@ func decodeGrants(plugin string, doc, rev, at any) (*store.Grants, error) {
 
 // PutGrants implements store.Store: the comparison with the stored
 // document and the new revision are one script.
-func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte) (uint64, error) {
+func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevision uint64) (uint64, error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, err
 	}
 	if err := store.ValidateGrants(plugin, doc); err != nil {
 		return 0, err
 	}
-	res, err := s.run(writeCtx(ctx), putGrantsScript, s.args(plugin, doc, hexTime(s.now()))).Text()
+	want := ""
+	if ifRevision != store.AnyRevision {
+		want = strconv.FormatUint(ifRevision, 10)
+	}
+	res, err := s.run(writeCtx(ctx), putGrantsScript, s.args(plugin, doc, hexTime(s.now()), want)).StringSlice()
 	if err != nil {
 		return 0, s.fail(ctx, "put grants of plugin", plugin, err)
 	}
-	rev, err := strconv.ParseUint(res, 10, 64)
-	if err != nil || rev == 0 {
-		return 0, s.corrupt(fmt.Errorf("grants of plugin %q: corrupt revision %q", plugin, res))
+	if len(res) != 2 {
+		return 0, fmt.Errorf("redisstore: put grants of plugin %q on %s: unexpected answer %v", plugin, s.addr, res)
+	}
+	rev, err := strconv.ParseUint(res[1], 10, 64)
+	if err != nil {
+		return 0, s.corrupt(fmt.Errorf("grants of plugin %q: corrupt revision %q", plugin, res[1]))
+	}
+	if res[0] == "conflict" {
+		return 0, &store.GrantsConflictError{Plugin: plugin, Want: ifRevision, Stored: rev}
+	}
+	if rev == 0 {
+		return 0, s.corrupt(fmt.Errorf("grants of plugin %q: corrupt revision %q", plugin, res[1]))
 	}
 	return rev, nil
 }

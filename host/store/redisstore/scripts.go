@@ -559,19 +559,21 @@ return {"ok"}
 
 // putGrantsScript is PutGrants: g:<name> holds doc, rev and at (hex
 // time); gseq keeps each name's highest revision after DeleteGrants, so
-// that revisions are never reused. ARGV: name, doc, now. It returns the
-// revision stored.
+// that revisions are never reused. ARGV: name, doc, now, the revision the
+// write is for ("" for any). It returns {"ok", the revision stored} or
+// {"conflict", the revision stored}.
 var putGrantsScript = script(`
-local name, doc, now = take(), take(), take()
+local name, doc, now, want = take(), take(), take(), take()
 local gk = P .. "g:" .. name
 local cur = redis.call("HMGET", gk, "doc", "rev")
-if cur[1] == doc then return cur[2] end
+if want ~= "" and want ~= (cur[2] or "0") then return {"conflict", cur[2] or "0"} end
+if cur[1] == doc then return {"ok", cur[2]} end
 local seq = tonumber(redis.call("HGET", P .. "gseq", name) or "0")
 local rev = string.format("%d", math.max(seq, tonumber(cur[2] or "0")) + 1)
 redis.call("HSET", gk, "doc", doc, "rev", rev, "at", now)
 redis.call("HSET", P .. "gseq", name, rev)
 redis.call("ZADD", P .. "gn", 0, name)
-return rev
+return {"ok", rev}
 `)
 
 // listGrantsScript reads a page of grants. ARGV: min, count. It returns

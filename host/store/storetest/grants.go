@@ -23,6 +23,7 @@ var grantsTests = []struct {
 	run  func(t *testing.T, h *harness)
 }{
 	{"Grants", testGrants},
+	{"GrantsIfRevision", testGrantsIfRevision},
 	{"GrantsInvalid", testGrantsInvalid},
 	{"ListGrants", testListGrants},
 	{"GrantsOutliveThePlugin", testGrantsOutliveThePlugin},
@@ -49,7 +50,7 @@ func wantGrants(t *testing.T, what string, g *store.Grants, plugin, doc string, 
 
 func (h *harness) putGrants(t *testing.T, plugin, doc string) uint64 {
 	t.Helper()
-	rev, err := h.s.PutGrants(ctx(t), plugin, []byte(doc))
+	rev, err := h.s.PutGrants(ctx(t), plugin, []byte(doc), store.AnyRevision)
 	if err != nil {
 		t.Fatalf("PutGrants(%q, %q): %v", plugin, doc, err)
 	}
@@ -100,7 +101,7 @@ func testGrants(t *testing.T, h *harness) {
 	// copy.
 	raw := []byte("not JSON \x00\xff\xfe at all")
 	h.clock.Advance(time.Second)
-	rev, err := h.s.PutGrants(ctx(t), "raw", raw)
+	rev, err := h.s.PutGrants(ctx(t), "raw", raw, store.AnyRevision)
 	must(t, "PutGrants of arbitrary bytes", err)
 	want := string(raw)
 	raw[0] = 'N'
@@ -133,6 +134,46 @@ func testGrants(t *testing.T, h *harness) {
 	}
 }
 
+// testGrantsIfRevision: a write for a revision is refused, changing
+// nothing, unless that revision is stored (0: nothing granted, also after
+// a delete); a refused write names the stored revision.
+func testGrantsIfRevision(t *testing.T, h *harness) {
+	const a, b = `{"config":{"a":"1"}}`, `{"config":{"b":"2"}}`
+	put := func(doc string, want uint64) (uint64, error) {
+		return h.s.PutGrants(ctx(t), "pay", []byte(doc), want)
+	}
+	conflict := func(what string, err error, stored uint64) {
+		t.Helper()
+		wantErr(t, what, err, store.ErrConflict)
+		var ce *store.GrantsConflictError
+		if !errors.As(err, &ce) || ce.Plugin != "pay" || ce.Stored != stored {
+			t.Errorf("%s: %v is not a *GrantsConflictError saying revision %d of pay", what, err, stored)
+		}
+	}
+	_, err := put(a, 1)
+	conflict("for revision 1 of nothing", err, 0)
+	rev, err := put(a, 0)
+	must(t, "PutGrants for revision 0 of nothing", err)
+	_, err = put(b, 0)
+	conflict("for revision 0 of revision 1", err, rev)
+	_, err = put(a, rev+1)
+	conflict("for a later revision, equal document", err, rev)
+	wantGrants(t, "after refused writes", h.getGrants(t, "pay"), "pay", a, rev, h.clock.Now())
+	rev2, err := put(b, rev)
+	must(t, "PutGrants for the stored revision", err)
+	if rev2 != rev+1 {
+		t.Errorf("revision %d after a write for %d", rev2, rev)
+	}
+	must(t, "DeleteGrants", h.s.DeleteGrants(ctx(t), "pay"))
+	_, err = put(a, rev2)
+	conflict("for the deleted revision", err, 0)
+	rev3, err := put(a, 0)
+	must(t, "PutGrants for revision 0 after a delete", err)
+	if rev3 <= rev2 {
+		t.Errorf("revision %d after a delete of %d: reused", rev3, rev2)
+	}
+}
+
 // testGrantsInvalid: a name abi.ValidName refuses and an empty or too long
 // document are refused with ErrInvalid, and write nothing. GetGrants and
 // DeleteGrants refuse such a name with ErrInvalid too.
@@ -140,7 +181,7 @@ func testGrantsInvalid(t *testing.T, h *harness) {
 	doc := []byte(`{}`)
 	longest := strings.Repeat("a", abi.MaxNameLen)
 	for _, name := range []string{"", "Pay", "1pay", "-pay", "pay.charge", "pay charge", "pay/x", "päy", longest + "a", strings.Repeat("x", 10000)} {
-		_, err := h.s.PutGrants(ctx(t), name, doc)
+		_, err := h.s.PutGrants(ctx(t), name, doc, store.AnyRevision)
 		wantErr(t, fmt.Sprintf("PutGrants(%.20q)", name), err, store.ErrInvalid)
 		_, err = h.s.GetGrants(ctx(t), name)
 		wantErr(t, fmt.Sprintf("GetGrants(%.20q)", name), err, store.ErrInvalid)
@@ -154,7 +195,7 @@ func testGrantsInvalid(t *testing.T, h *harness) {
 		{"empty", []byte{}},
 		{"one byte too long", bytes.Repeat([]byte(" "), grant.MaxDocument+1)},
 	} {
-		_, err := h.s.PutGrants(ctx(t), "pay", d.doc)
+		_, err := h.s.PutGrants(ctx(t), "pay", d.doc, store.AnyRevision)
 		wantErr(t, "PutGrants of a document "+d.what, err, store.ErrInvalid)
 	}
 	items, _, err := h.s.ListGrants(ctx(t), "", 0)
@@ -285,7 +326,7 @@ func testGrantsRace(t *testing.T, h *harness) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				rev, err := h.s.PutGrants(ctx(t), "pay", fmt.Appendf(nil, `{"writer":%d,"n":%d}`, w, i))
+				rev, err := h.s.PutGrants(ctx(t), "pay", fmt.Appendf(nil, `{"writer":%d,"n":%d}`, w, i), store.AnyRevision)
 				if err != nil {
 					t.Errorf("writer %d: PutGrants %d: %v", w, i, err)
 					return
@@ -325,7 +366,7 @@ func testGrantsRace(t *testing.T, h *harness) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rev, err := h.s.PutGrants(ctx(t), "mail", []byte(`{"config":{"from":"x"}}`))
+			rev, err := h.s.PutGrants(ctx(t), "mail", []byte(`{"config":{"from":"x"}}`), store.AnyRevision)
 			if err != nil {
 				t.Errorf("writer %d: PutGrants of one document: %v", w, err)
 			}
@@ -376,8 +417,8 @@ func testGrantsCancelledContext(t *testing.T, h *harness) {
 		name string
 		call func() error
 	}{
-		{"PutGrants", func() error { _, err := h.s.PutGrants(c, "pay", []byte("b")); return err }},
-		{"PutGrants of a new name", func() error { _, err := h.s.PutGrants(c, "mail", []byte("b")); return err }},
+		{"PutGrants", func() error { _, err := h.s.PutGrants(c, "pay", []byte("b"), store.AnyRevision); return err }},
+		{"PutGrants of a new name", func() error { _, err := h.s.PutGrants(c, "mail", []byte("b"), store.AnyRevision); return err }},
 		{"GetGrants", func() error { _, err := h.s.GetGrants(c, "pay"); return err }},
 		{"ListGrants", func() error { _, _, err := h.s.ListGrants(c, "", 1); return err }},
 		{"DeleteGrants", func() error { return h.s.DeleteGrants(c, "pay") }},
@@ -396,7 +437,7 @@ func testGrantsCancelledContext(t *testing.T, h *harness) {
 func testGrantsClosed(t *testing.T, h *harness) {
 	h.putGrants(t, "pay", "a")
 	must(t, "Close", h.s.Close())
-	_, err := h.s.PutGrants(ctx(t), "pay", []byte("b"))
+	_, err := h.s.PutGrants(ctx(t), "pay", []byte("b"), store.AnyRevision)
 	wantErr(t, "PutGrants after Close", err, store.ErrClosed)
 	_, err = h.s.GetGrants(ctx(t), "pay")
 	wantErr(t, "GetGrants after Close", err, store.ErrClosed)
