@@ -558,6 +558,19 @@ func timerIDs(ts []store.Timer) []string {
 	return out
 }
 
+// testFarFuture: a timer due beyond what int64 nanoseconds hold (after
+// 2262) is far in the future, not in the past; it is due only then.
+func testFarFuture(t *testing.T, h *harness) {
+	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	h.commit(t, store.Commit{Instance: instance("a", "w"), Timers: []store.Timer{{ID: "far", Due: far}, {ID: "soon", Due: Epoch.Add(time.Second)}}})
+	ts, err := h.s.DueTimers(ctx(t), Epoch.Add(time.Hour), 10)
+	must(t, "DueTimers", err)
+	wantStrings(t, "due within the hour", timerIDs(ts), []string{"a/soon"})
+	ts, err = h.s.DueTimers(ctx(t), far, 10)
+	must(t, "DueTimers in the year 3000", err)
+	wantStrings(t, "due in the year 3000", timerIDs(ts), []string{"a/soon", "a/far"})
+}
+
 func testTimers(t *testing.T, h *harness) {
 	a, b := instance("a", "w"), instance("b", "w")
 	h.commit(t, store.Commit{Instance: a, Timers: []store.Timer{

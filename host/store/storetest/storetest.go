@@ -62,6 +62,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"Bookmarks", testBookmarks},
 		{"BookmarkKeysDoNotCollide", testBookmarkKeysDoNotCollide},
 		{"Timers", testTimers},
+		{"FarFuture", testFarFuture},
 		{"RenewLeases", testRenewLeases},
 		{"Heartbeats", testHeartbeats},
 		{"ExpiredLeases", testExpiredLeases},

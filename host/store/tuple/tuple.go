@@ -51,9 +51,22 @@ func ReadString[B ~string | ~[]byte](b B) (s string, rest B, ok bool) {
 	return "", rest, false
 }
 
+// Times outside int64 nanoseconds, which AppendTime clamps to.
+var (
+	minTime = time.Unix(0, -1<<63)
+	maxTime = time.Unix(0, 1<<63-1)
+)
+
 // AppendTime appends the encoding of t to b. Times outside int64
-// nanoseconds (before 1678, after 2262) wrap: callers clamp them first.
+// nanoseconds (before 1678, after 2262) are clamped, so that a timer due
+// in the year 3000 sorts last, not before every other.
 func AppendTime(b []byte, t time.Time) []byte {
+	switch {
+	case t.Before(minTime):
+		t = minTime
+	case t.After(maxTime):
+		t = maxTime
+	}
 	return binary.BigEndian.AppendUint64(b, uint64(t.UnixNano())^(1<<63))
 }
 

@@ -56,3 +56,26 @@ func FuzzTuple(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendTimeClamps: times beyond what int64 nanoseconds hold sort
+// after (or before) every other instead of wrapping, and read back as the
+// bound.
+func TestAppendTimeClamps(t *testing.T) {
+	last := time.Unix(0, 1<<63-1)
+	first := time.Unix(0, -1<<63)
+	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	early := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	if bytes.Compare(tuple.AppendTime(nil, far), tuple.AppendTime(nil, now)) <= 0 {
+		t.Errorf("the year 3000 does not sort after 2026")
+	}
+	if bytes.Compare(tuple.AppendTime(nil, early), tuple.AppendTime(nil, now)) >= 0 {
+		t.Errorf("the year 1000 does not sort before 2026")
+	}
+	for in, want := range map[time.Time]time.Time{far: last, early: first, last: last, first: first} {
+		got, _, ok := tuple.ReadTime(tuple.AppendTime(nil, in))
+		if !ok || !got.Equal(want) {
+			t.Errorf("%s reads back as %s, want %s", in, got, want)
+		}
+	}
+}
