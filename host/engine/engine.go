@@ -288,6 +288,7 @@ type Engine struct {
 	programs map[string]*runner.Program        // by "name@version"
 	waiters  map[string][]chan *store.Instance // by instance id: Wait calls to wake
 	running  map[string]chan struct{}          // by instance id: executions on this node
+	failing  map[string]int                    // by instance id: runs failed in a row on this node
 
 	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
 	renewer    *renewer           // what the scheduler calls: renewals and its actions
@@ -307,7 +308,7 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 	e := &Engine{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
 		boot: randomHex(8), programs: map[string]*runner.Program{}, waiters: map[string][]chan *store.Instance{},
-		running: map[string]chan struct{}{},
+		running: map[string]chan struct{}{}, failing: map[string]int{},
 	}
 	e.renewer = &renewer{e: e}
 	svc, err := heartbeat.NewService(cfg.Heartbeat, e.renewer, e.renewer, heartbeat.Env{Logger: e.log})
@@ -409,11 +410,18 @@ func (e *Engine) work(ctx context.Context, popping chan struct{}) {
 // the delivery.
 func (e *Engine) runDelivery(ctx context.Context, d queue.Delivery) {
 	id := d.Item().InstanceID
-	if err := e.process(ctx, id, d.Item().Reason == reasonInbox); err != nil && ctx.Err() == nil {
+	err := e.process(ctx, id, d.Item().Reason == reasonInbox)
+	switch {
+	case err == nil:
+		e.ranWell(id)
+	case ctx.Err() != nil:
+	case runAgain(err):
+		n, delay := e.ranBadly(id)
+		e.log.Warn("running instance", "instance", id, "err", err, "failed_runs", n, "next_run_in", delay)
+		go e.runAgain(ctx, id, delay)
+	default:
+		e.ranWell(id) // another node has it, or it is gone
 		e.log.Warn("running instance", "instance", id, "err", err)
-		if runAgain(err) {
-			go e.runAgain(ctx, id)
-		}
 	}
 	if err := d.Ack(context.WithoutCancel(ctx)); err != nil {
 		// The queue delivers it again after its visibility timeout.
@@ -431,11 +439,39 @@ func runAgain(err error) bool {
 		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, store.ErrNotFound)
 }
 
-// runAgain queues the instance id again after a run failed, after
-// RecoveryInterval and then doubling up to LockTTL while the queue itself
-// cannot be reached, until ctx ends.
-func (e *Engine) runAgain(ctx context.Context, id string) {
+// maxRunAgainDelay bounds the wait before an instance whose runs keep
+// failing on this node is run again.
+const maxRunAgainDelay = 5 * time.Minute
+
+// ranBadly counts a failed run of instance id and returns how many failed
+// in a row on this node, and how long to wait before the next:
+// RecoveryInterval, doubling with each failure up to maxRunAgainDelay, so
+// that an instance that cannot run (its store record unreadable, say)
+// neither loads the node nor floods its log, and runs again by itself
+// once the cause is gone.
+func (e *Engine) ranBadly(id string) (int, time.Duration) {
+	e.mu.Lock()
+	e.failing[id]++
+	n := e.failing[id]
+	e.mu.Unlock()
 	delay := e.cfg.RecoveryInterval
+	for i := 1; i < n && delay < maxRunAgainDelay; i++ {
+		delay *= 2
+	}
+	return n, min(delay, maxRunAgainDelay)
+}
+
+// ranWell forgets the failed runs of instance id.
+func (e *Engine) ranWell(id string) {
+	e.mu.Lock()
+	delete(e.failing, id)
+	e.mu.Unlock()
+}
+
+// runAgain queues the instance id again after a run failed, after delay
+// and then doubling up to LockTTL while the queue itself cannot be
+// reached, until ctx ends.
+func (e *Engine) runAgain(ctx context.Context, id string, delay time.Duration) {
 	for {
 		t := time.NewTimer(delay)
 		select {

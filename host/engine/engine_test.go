@@ -872,3 +872,67 @@ func TestFinalCommitAppliesAMessageThatDidNotWakeTheRun(t *testing.T) {
 		t.Errorf("inbox after the end: %v, %v", msgs, err)
 	}
 }
+
+// flakyReads fails the engine's first reads of instances, recording when
+// each read came.
+type flakyReads struct {
+	store.Store
+	mu    sync.Mutex
+	fails int
+	at    []time.Time
+}
+
+func (s *flakyReads) GetInstance(ctx context.Context, id string) (*store.Instance, error) {
+	s.mu.Lock()
+	s.at = append(s.at, time.Now())
+	fail := s.fails > 0
+	s.fails--
+	s.mu.Unlock()
+	if fail {
+		return nil, errors.New("disk on fire")
+	}
+	return s.Store.GetInstance(ctx, id)
+}
+
+// TestFailingRunsBackOff: an instance whose runs keep failing is run again
+// after RecoveryInterval, then twice as long after each further failure,
+// and finishes once its runs stop failing.
+func TestFailingRunsBackOff(t *testing.T) {
+	t.Parallel()
+	const interval = 20 * time.Millisecond
+	flaky := &flakyReads{fails: 4}
+	h := newHost(t,
+		withStore(func(st store.Store) store.Store { flaky.Store = st; return flaky }),
+		withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, RecoveryInterval: interval}))
+	h.save(echoWorkflow)
+	inst, _, err := h.e.Start(context.Background(), "echo", json.RawMessage(`1`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := h.store.GetInstance(context.Background(), inst.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == store.StatusCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("instance %s is %s after 30 s", inst.ID, got.Status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	flaky.mu.Lock()
+	defer flaky.mu.Unlock()
+	if len(flaky.at) < 5 {
+		t.Fatalf("%d runs, want 4 failed and 1 more", len(flaky.at))
+	}
+	// The timers fire no earlier than asked; a slow machine only adds.
+	for i := 1; i <= 4; i++ {
+		want := interval << (i - 1)
+		if gap := flaky.at[i].Sub(flaky.at[i-1]); gap < want {
+			t.Errorf("run %d came %s after run %d, want at least %s", i+1, gap, i, want)
+		}
+	}
+}
