@@ -17,6 +17,12 @@ type Heartbeat struct {
 	cancelled bool
 	onCancel  func()
 	onBeat    func(details []byte, n uint64)
+	// waiting counts the host calls in flight that wait on the world (an
+	// outbound HTTP request), and clock is the runtime's: while one is in
+	// flight the guest cannot beat, yet waits on the host rather than
+	// hangs, so Last reports the clock's now.
+	waiting int
+	clock   func() time.Time
 }
 
 // NewHeartbeat returns a Heartbeat for an attempt that started at start;
@@ -31,7 +37,30 @@ func (h *Heartbeat) Last() (details []byte, at time.Time, beats uint64) {
 	if h.details != nil {
 		details = append([]byte(nil), h.details...)
 	}
-	return details, h.at, h.beats
+	at = h.at
+	if h.waiting > 0 {
+		at = h.clock()
+	}
+	return details, at, h.beats
+}
+
+// hostWait marks a host call that waits on the world (by clock) as begun,
+// and returns the function that ends it: until then the attempt counts as
+// alive, and its end is a sign of life.
+func (h *Heartbeat) hostWait(clock func() time.Time) (end func()) {
+	h.mu.Lock()
+	h.waiting++
+	h.clock = clock
+	h.mu.Unlock()
+	return func() {
+		now := clock()
+		h.mu.Lock()
+		h.waiting--
+		if now.After(h.at) {
+			h.at = now
+		}
+		h.mu.Unlock()
+	}
 }
 
 // OnBeat arranges for f to run after each heartbeat the guest sends, with

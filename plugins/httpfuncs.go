@@ -100,6 +100,13 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 		rec.Path = "/"
 	}
 
+	// The guest cannot heartbeat while it waits for the answer; it is not
+	// hung either, so the attempt counts as alive until the call returns
+	// (a request is bounded by plugins.http.timeout).
+	if cs.hb != nil {
+		defer cs.hb.hostWait(cs.rt.cfg.Now)()
+	}
+
 	// Bounded by the attempt's deadline too: a deadline sooner than the
 	// timeout stays the deadline. From the call's own context: the
 	// transport's goroutines may look at it after the call.

@@ -596,3 +596,46 @@ func TestHTTPRedirectDropsCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPWaitIsASignOfLife: a guest waiting for an answer cannot
+// heartbeat, yet is not hung: while the request is in flight the attempt's
+// last sign of life is now, and the call's end is one.
+func TestHTTPWaitIsASignOfLife(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(d); return now }
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	p := newHTTPProbe(t, plugins.Config{Now: clock})
+	hb := plugins.NewHeartbeat(time.Time{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL}, func(c *plugins.Call) { c.Heartbeat = hb })
+		done <- err
+	}()
+	select {
+	case <-entered:
+	case err := <-done:
+		t.Fatalf("the call ended before its request arrived: %v", err)
+	}
+	waiting := advance(time.Hour)
+	if _, at, beats := hb.Last(); !at.Equal(waiting) || beats != 0 {
+		t.Errorf("while the request waits: last sign of life %s (%d beats), want now, %s", at, beats, waiting)
+	}
+	ended := advance(time.Minute)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	advance(time.Hour)
+	if _, at, _ := hb.Last(); !at.Equal(ended) {
+		t.Errorf("after the call: last sign of life %s, want its end, %s", at, ended)
+	}
+}
