@@ -133,7 +133,8 @@ func problemFor(err error) (p *Problem, internal bool) {
 			"the grants of plugin %s are at revision %d, not %d (If-Match): read them again and redo the change", gce.Plugin, gce.Stored, gce.Want), false
 	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrFenced):
 		return problemf(fiber.StatusConflict, "conflict", "%s", clean(err)), false
-	case errors.Is(err, lock.ErrTransient), errors.Is(err, store.ErrClosed), errors.Is(err, plugins.ErrClosed), errors.As(err, new(*plugins.BudgetError)):
+	case errors.Is(err, lock.ErrTransient), errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable),
+		errors.Is(err, plugins.ErrClosed), errors.As(err, new(*plugins.BudgetError)):
 		return problemf(fiber.StatusServiceUnavailable, "unavailable", "the host cannot serve this now: %s", clean(err)), false
 	case errors.Is(err, context.DeadlineExceeded):
 		return problemf(fiber.StatusServiceUnavailable, "busy", "the host did not finish in time (an instance lock may be held by a long step): %s", clean(err)), false

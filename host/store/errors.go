@@ -37,6 +37,11 @@ var (
 	ErrInvalid = errors.New("invalid argument")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrUnavailable: the store's server could not be reached, or said it
+	// cannot serve now (Redis down, restarting, loading its data, out of
+	// connections). The call may be retried later; a write whose answer was
+	// lost may have taken effect, as the store's doc says.
+	ErrUnavailable = errors.New("store unavailable")
 )
 
 // CommitError is returned by Store.Commit and Store.DeleteInstance when the

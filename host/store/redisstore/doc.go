@@ -166,5 +166,8 @@
 // ErrConflict: re-read, and find the write there), EnqueueStimulus and
 // Deliver answer with their own stimulus record, the puts answer
 // created=false and the deletes ErrNotFound. A Redis error is returned
-// wrapped, naming the operation, the id and the address.
+// wrapped, naming the operation, the id and the address; one that says the
+// server cannot be reached or cannot serve now (a network error, no free
+// connection, LOADING, READONLY, MASTERDOWN and the like) also matches
+// store.ErrUnavailable, which the API answers as 503.
 package redisstore

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/internal/redistest"
 )
 
 // encodeLease is the scripts' lease function, in Go, for the fuzz target.
@@ -40,4 +41,20 @@ func FuzzParseLease(f *testing.F) {
 			t.Fatalf("lease %+v decodes to %+v, %v", l, got, err)
 		}
 	})
+}
+
+// TestUnavailable: a refused connection is the server's unavailability; a
+// command the server refuses is not.
+func TestUnavailable(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	refused := c.Do(t.Context(), "NOSUCHCOMMAND").Err()
+	if refused == nil || unavailable(refused) {
+		t.Errorf("unavailable(%v) = true for a command the server refused", refused)
+	}
+	srv.Stop(t)
+	down := c.Get(t.Context(), "k").Err()
+	if down == nil || !unavailable(down) {
+		t.Errorf("unavailable(%v) = false with the server stopped", down)
+	}
 }

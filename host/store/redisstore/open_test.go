@@ -131,6 +131,9 @@ func TestErrors(t *testing.T) {
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClosed) {
 			t.Errorf("%s with Redis stopped: %v classified as a store answer", tt.name, err)
 		}
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s with Redis stopped: %v does not match ErrUnavailable", tt.name, err)
+		}
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())

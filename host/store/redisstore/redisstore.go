@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -247,7 +250,23 @@ func (s *Store) fail(ctx context.Context, op, what string, err error) error {
 	if errors.Is(err, redis.ErrClosed) {
 		return fmt.Errorf("redisstore: %s %q on %s: %w", op, what, s.addr, store.ErrClosed)
 	}
+	if unavailable(err) {
+		return fmt.Errorf("redisstore: %s %q on %s: %w: %w", op, what, s.addr, store.ErrUnavailable, err)
+	}
 	return fmt.Errorf("redisstore: %s %q on %s: %w", op, what, s.addr, err)
+}
+
+// unavailable reports whether err says the server cannot be reached or
+// cannot serve now, rather than that the call was wrong: a network error
+// (a refused or lost connection, a timeout), no free connection in the
+// pool, or a server loading its data, read-only, or out of clients.
+func unavailable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
+		redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
+		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMaxClientsError(err)
 }
 
 // now is the configured clock in UTC, without its monotonic reading.

@@ -1,0 +1,29 @@
+package api
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+// TestStoreErrorsAsProblems: a store that cannot be reached is a 503 the
+// client may retry, not an internal error; a stale grants edit is a 412.
+func TestStoreErrorsAsProblems(t *testing.T) {
+	for _, tt := range []struct {
+		err    error
+		status int
+		slug   string
+	}{
+		{fmt.Errorf("redisstore: get instance %q on 127.0.0.1:1: %w: dial tcp: connection refused", "i", store.ErrUnavailable), fiber.StatusServiceUnavailable, "unavailable"},
+		{&store.GrantsConflictError{Plugin: "pay", Want: 1, Stored: 2}, fiber.StatusPreconditionFailed, "precondition-failed"},
+		{fmt.Errorf("boom"), fiber.StatusInternalServerError, "internal"},
+	} {
+		p, _ := problemFor(tt.err)
+		if p.Status != tt.status || p.Type != problemTypePrefix+tt.slug {
+			t.Errorf("problemFor(%v) = %d %s, want %d %s", tt.err, p.Status, p.Type, tt.status, tt.slug)
+		}
+	}
+}
