@@ -94,6 +94,15 @@ type HTTPConfig struct {
 	// (api.Config.WriteTimeout): a ?wait= is not cut by it, a backup
 	// must make progress within it. Defaults to 2m.
 	WriteTimeout time.Duration `koanf:"write_timeout"`
+	// ReadTimeout bounds reading a request (api.Config.ReadTimeout).
+	// Defaults to 2m.
+	ReadTimeout time.Duration `koanf:"read_timeout"`
+	// IdleTimeout bounds a keep-alive connection's wait for its next
+	// request (api.Config.IdleTimeout). Defaults to 1m.
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// RequestTimeout bounds the store and engine work of a request, not a
+	// ?wait= (api.Config.RequestTimeout). Defaults to 30s.
+	RequestTimeout time.Duration `koanf:"request_timeout"`
 }
 
 // AuthConfig configures bearer tokens.
@@ -242,6 +251,9 @@ func defaultConfig() Config {
 			ShutdownTimeout: 30 * time.Second,
 			BodyBudget:      4 * ByteSize(pl.MaxModuleBytes),
 			WriteTimeout:    api.DefaultWriteTimeout,
+			ReadTimeout:     api.DefaultReadTimeout,
+			IdleTimeout:     api.DefaultIdleTimeout,
+			RequestTimeout:  api.DefaultRequestTimeout,
 		},
 		Plugins: PluginsConfig{
 			MaxModuleBytes:    ByteSize(pl.MaxModuleBytes),
@@ -797,6 +809,9 @@ func (c *LoadedConfig) validate() []Problem {
 	}
 	positive("http.shutdown_timeout", c.HTTP.ShutdownTimeout)
 	positive("http.write_timeout", c.HTTP.WriteTimeout)
+	positive("http.read_timeout", c.HTTP.ReadTimeout)
+	positive("http.idle_timeout", c.HTTP.IdleTimeout)
+	positive("http.request_timeout", c.HTTP.RequestTimeout)
 
 	names := map[string]bool{}
 	secrets := map[string]bool{}

@@ -212,6 +212,9 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 		PluginBodyLimit: int(cfg.HTTP.PluginBodyLimit),
 		BodyBudget:      int(cfg.HTTP.BodyBudget),
 		WriteTimeout:    cfg.HTTP.WriteTimeout,
+		ReadTimeout:     cfg.HTTP.ReadTimeout,
+		IdleTimeout:     cfg.HTTP.IdleTimeout,
+		RequestTimeout:  cfg.HTTP.RequestTimeout,
 		Logger:          log,
 		Gatherer:        reg,
 	}, n)

@@ -134,12 +134,25 @@ type Config struct {
 	// for as long as copying the store takes, must instead make progress
 	// every WriteTimeout. Defaults to DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// ReadTimeout bounds reading a request, its headers and body (a plugin
+	// upload the largest). Defaults to DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// IdleTimeout bounds how long a keep-alive connection waits for its
+	// next request. Defaults to DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // DefaultWriteTimeout is Config.WriteTimeout's default. Answers are
 // small, an exported state with its history the largest: a client that has
 // not taken one in two minutes has stalled.
 const DefaultWriteTimeout = 2 * time.Minute
+
+// The defaults of Config.ReadTimeout, IdleTimeout and RequestTimeout.
+const (
+	DefaultReadTimeout    = 2 * time.Minute
+	DefaultIdleTimeout    = time.Minute
+	DefaultRequestTimeout = 30 * time.Second
+)
 
 // AuthEnabled reports whether requests need a bearer token: whether any
 // token is configured.
@@ -160,10 +173,16 @@ func (c Config) WithDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.RequestTimeout == 0 {
-		c.RequestTimeout = 30 * time.Second
+		c.RequestTimeout = DefaultRequestTimeout
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	return c
 }
@@ -180,6 +199,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("api: RequestTimeout must not be negative, got %s", c.RequestTimeout)
 	case c.WriteTimeout < 0:
 		return fmt.Errorf("api: WriteTimeout must not be negative, got %s", c.WriteTimeout)
+	case c.ReadTimeout < 0:
+		return fmt.Errorf("api: ReadTimeout must not be negative, got %s", c.ReadTimeout)
+	case c.IdleTimeout < 0:
+		return fmt.Errorf("api: IdleTimeout must not be negative, got %s", c.IdleTimeout)
 	}
 	return nil
 }
@@ -235,11 +258,11 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 		// fasthttp would otherwise read a multipart body (to temporary
 		// files) before any handler ran, with no limit when streaming.
 		DisablePreParseMultipartForm: true,
-		ReadTimeout:                  2 * time.Minute,
+		ReadTimeout:                  cfg.ReadTimeout,
 		// fasthttp sets the write deadline once the handler has returned,
 		// for the whole response: a ?wait= (in the handler) is not cut.
 		WriteTimeout: cfg.WriteTimeout,
-		IdleTimeout:  time.Minute,
+		IdleTimeout:  cfg.IdleTimeout,
 		ErrorHandler: s.errorHandler,
 	})
 	// fasthttp's parse errors quote the raw request, bearer token and
