@@ -33,6 +33,11 @@ func (s *Server) backup(c *fiber.Ctx) error {
 		c.Response().Header.SetContentLength(int(size))
 		return b.Close()
 	}
+	// Copied to a file beside the store first, so that a client reading
+	// slowly never holds the store's writers back (see boltstore.Backup).
+	if err := b.Spool(); err != nil {
+		return errors.Join(err, b.Close())
+	}
 	log := s.logger(c)
 	start := time.Now()
 	pr, pw := io.Pipe()

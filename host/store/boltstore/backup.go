@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
@@ -12,19 +14,23 @@ import (
 )
 
 // Backup is a copy of the store being taken: the store as it was when
-// Store.Backup began it, which later writes do not change. It holds a
-// bbolt read transaction until Close. Writes go on meanwhile, but for
-// two costs of bbolt's: the pages it sees are not reused, so the file
-// may grow, and a write that must enlarge the file's memory map (when
-// the file outgrows it; the map doubles up to 1 GiB, then grows by 1 GiB)
-// waits for it to close. So close it as soon as it is written.
+// Store.Backup began it, which later writes do not change. Until it is
+// spooled or closed it holds a bbolt read transaction, and writes go on
+// meanwhile but for two costs of bbolt's: the pages it sees are not
+// reused, so the file may grow, and a write that must enlarge the file's
+// memory map (when the file outgrows it; the map doubles up to 1 GiB, then
+// grows by 1 GiB) waits for it to end. Spool copies the store to a file
+// beside it and ends the transaction, so that a copy sent to a slow
+// reader never holds writes back.
 type Backup struct {
-	tx   *bolt.Tx
-	path string
+	tx    *bolt.Tx // nil once spooled or closed
+	path  string
+	size  int64
+	spool *os.File // the copy, once spooled
 }
 
 // Backup begins a backup of the store as it is now. Write it with WriteTo
-// and close it.
+// (after Spool, for a reader that may be slow) and close it.
 func (s *Store) Backup(ctx context.Context) (*Backup, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -33,28 +39,75 @@ func (s *Store) Backup(ctx context.Context) (*Backup, error) {
 	if err != nil {
 		return nil, s.wrap(err)
 	}
-	return &Backup{tx: tx, path: s.path}, nil
+	return &Backup{tx: tx, path: s.path, size: tx.Size()}, nil
 }
 
 // Size is the size of the copy in bytes: what WriteTo writes.
-func (b *Backup) Size() int64 { return b.tx.Size() }
+func (b *Backup) Size() int64 { return b.size }
+
+// Spool copies the backup to a temporary file in the store's directory
+// (which needs room for it) and ends its read transaction: WriteTo then
+// reads the file. An error names the store's file and leaves nothing
+// behind.
+func (b *Backup) Spool() error {
+	if b.tx == nil {
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(b.path), filepath.Base(b.path)+".backup-*")
+	if err != nil {
+		return fmt.Errorf("boltstore: backup of %s: %w", b.path, err)
+	}
+	n, err := b.tx.WriteTo(f)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("boltstore: backup of %s: spooling to %s after %d of %d bytes: %w", b.path, f.Name(), n, b.size, err),
+			f.Close(), os.Remove(f.Name()))
+	}
+	b.spool = f
+	return b.endTx()
+}
 
 // WriteTo writes the copy to w: a bbolt file that Open opens as the
 // store it was (restore it as the data directory's weft.db, the host
 // stopped). It returns the bytes written; an error names the store's
 // file.
 func (b *Backup) WriteTo(w io.Writer) (int64, error) {
-	n, err := b.tx.WriteTo(w)
+	var n int64
+	var err error
+	switch {
+	case b.spool != nil:
+		n, err = io.Copy(w, b.spool)
+	case b.tx != nil:
+		n, err = b.tx.WriteTo(w)
+	default:
+		err = berrors.ErrTxClosed
+	}
 	if err != nil {
-		return n, fmt.Errorf("boltstore: backup of %s: after %d of %d bytes: %w", b.path, n, b.Size(), err)
+		return n, fmt.Errorf("boltstore: backup of %s: after %d of %d bytes: %w", b.path, n, b.size, err)
 	}
 	return n, nil
 }
 
-// Close ends the backup, releasing what it holds. Closing twice does
-// nothing.
+// Close ends the backup, releasing what it holds (the transaction, or the
+// spooled copy, which it removes). Closing twice does nothing.
 func (b *Backup) Close() error {
-	if err := b.tx.Rollback(); err != nil && !errors.Is(err, berrors.ErrTxClosed) {
+	err := b.endTx()
+	if f := b.spool; f != nil {
+		b.spool = nil
+		err = errors.Join(err, f.Close(), os.Remove(f.Name()))
+	}
+	return err
+}
+
+func (b *Backup) endTx() error {
+	tx := b.tx
+	b.tx = nil
+	if tx == nil {
+		return nil
+	}
+	if err := tx.Rollback(); err != nil && !errors.Is(err, berrors.ErrTxClosed) {
 		return fmt.Errorf("boltstore: backup of %s: %w", b.path, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package boltstore_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -129,5 +131,83 @@ func TestCheckFile(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("CheckFile(%s) = %v, want an error naming it", path, err)
 		}
+	}
+}
+
+// TestSpooledBackupHoldsNoWrites: once spooled, a backup that nobody reads
+// yet does not hold back writes that grow the file past its memory map,
+// which wait for a backup's read transaction; it is still the store as it
+// was, and closing it removes the copy. Open removes a copy a crash left.
+func TestSpooledBackupHoldsNoWrites(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "weft.db")
+	s := open(t, path, nil)
+	big := json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 1<<20)))
+	create := func(id string) error {
+		_, err := s.Commit(t.Context(), store.Commit{Instance: &store.Instance{ID: id, Workflow: "w", Status: store.StatusPending, Input: big}})
+		return err
+	}
+	if err := create("before"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Backup(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Spool(); err != nil {
+		t.Fatal(err)
+	}
+	// 48 MiB more: the memory map (at least twice the file, doubling) must
+	// grow, which waits for every read transaction to end.
+	done := make(chan error, 1)
+	go func() {
+		for i := range 48 {
+			if err := create(fmt.Sprintf("during-%02d", i)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		_ = b.Close() // let the writes through, so that the store closes
+		t.Fatalf("writes were held back by a spooled backup (then: %v)", <-done)
+	}
+	var buf bytes.Buffer
+	if n, err := b.WriteTo(&buf); err != nil || n != b.Size() {
+		t.Fatalf("WriteTo: %d of %d bytes, %v", n, b.Size(), err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(path + ".backup-*"); len(left) != 0 {
+		t.Errorf("Close left %v", left)
+	}
+	copyPath := filepath.Join(dir, "copy.db")
+	if err := os.WriteFile(copyPath, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, copyPath, nil)
+	items, _, err := c.ListInstances(t.Context(), store.InstanceFilter{Limit: 100})
+	if err != nil || len(items) != 1 || items[0].ID != "before" {
+		t.Fatalf("the backup holds %v, %v; want only the instance written before it", items, err)
+	}
+
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stray := path + ".backup-1234"
+	if err := os.WriteFile(stray, []byte("half a copy"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open(t, path, nil)
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Errorf("Open left the crash's copy %s: %v", stray, err)
 	}
 }

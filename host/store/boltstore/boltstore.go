@@ -216,6 +216,15 @@ func Open(path string, cfg Config) (_ *Store, err error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
+	// Spooled backups a crash left behind (Backup.Spool); the file lock
+	// says no other process has this store open.
+	if spools, err := filepath.Glob(path + ".backup-*"); err == nil {
+		for _, f := range spools {
+			if err := os.Remove(f); err != nil {
+				cfg.Logger.Warn("boltstore: removing a backup copy left by a crash", "file", f, "err", err)
+			}
+		}
+	}
 	cfg.Logger.Debug("store opened", "path", path)
 	s := &Store{db: db, path: path, cfg: cfg, log: cfg.Logger}
 	s.batch = batcher{maxSize: cfg.MaxBatchSize, update: s.update}
