@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -218,10 +219,13 @@ func Open(path string, cfg Config) (_ *Store, err error) {
 	}
 	// Spooled backups a crash left behind (Backup.Spool); the file lock
 	// says no other process has this store open.
-	if spools, err := filepath.Glob(path + ".backup-*"); err == nil {
-		for _, f := range spools {
-			if err := os.Remove(f); err != nil {
-				cfg.Logger.Warn("boltstore: removing a backup copy left by a crash", "file", f, "err", err)
+	if entries, err := os.ReadDir(filepath.Dir(path)); err == nil {
+		spool := filepath.Base(path) + ".backup-"
+		for _, e := range entries {
+			if f := filepath.Join(filepath.Dir(path), e.Name()); strings.HasPrefix(e.Name(), spool) {
+				if err := os.Remove(f); err != nil {
+					cfg.Logger.Warn("boltstore: removing a backup copy left by a crash", "file", f, "err", err)
+				}
 			}
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -99,8 +98,10 @@ func (c Config) validate() error {
 // schemaVersion is stored under the schema key; Open migrates a store of
 // schema 1 and refuses other values.
 //
-// Schema 2 moved the leases out of the instance hashes into the l hash,
-// so that a renewal reads and writes one hash for a whole batch.
+// Schema 2 moved the leases out of the instance hashes into the l hash
+// and the lz index, so that a renewal reads and writes one hash for a
+// whole batch, and replaced the sets x:<id> of index memberships by the
+// fields they follow from (pn, da).
 const schemaVersion = "2"
 
 // migrateBatch is how many instances one call of migrateScript moves.
@@ -258,12 +259,12 @@ func (s *Store) fail(ctx context.Context, op, what string, err error) error {
 
 // unavailable reports whether err says the server cannot be reached or
 // cannot serve now, rather than that the call was wrong: a network error
-// (a refused or lost connection, a timeout), no free connection in the
-// pool, or a server loading its data, read-only, or out of clients.
+// (a refused or lost connection, a timeout: syscall errors are net.Errors
+// too), no free connection in the pool, or a server loading its data,
+// read-only, or out of clients.
 func unavailable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
 		redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
 		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMaxClientsError(err)
