@@ -73,6 +73,13 @@ type ChildFailed struct {
 // Cancel cancels the instance.
 type Cancel struct{ Reason string }
 
+// Retry continues a failed instance from where its failure stopped it:
+// the step that failed, and every step cancelled with it (a parallel's
+// other branches, a wait, a child), start again; an activity from attempt
+// 1 with a fresh schedule-to-close and its idempotency key unchanged. The
+// variables are as the failure left them. An instance that has not failed records the input as ignored.
+type Retry struct{ Reason string }
+
 // Recover tells the runner that no attempt of this instance is in flight
 // any more: the state was loaded by a new execution (after a crash, a
 // restart, or another node's lease expired). Every activity the state shows
@@ -95,6 +102,7 @@ func (StimulusDelivered) input() {}
 func (ChildCompleted) input()    {}
 func (ChildFailed) input()       {}
 func (Cancel) input()            {}
+func (Retry) input()             {}
 func (Recover) input()           {}
 
 // Action is an output of Apply, for the shell to perform in order.

@@ -76,6 +76,11 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 	if st.Vars == nil {
 		st.Vars = map[string]any{}
 	}
+	if r, ok := ev.(Retry); ok && st.Status == store.StatusFailed && st.Root != nil {
+		a.retry(r)
+		a.settle()
+		return a.out
+	}
 	if st.Status.Terminal() {
 		a.record(store.HistoryEventIgnored, "", 0, map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)})
 		return a.out
@@ -99,6 +104,8 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 		a.cancel(ev)
 	case Recover:
 		a.recover(a.st.Root, ev.Heartbeats)
+	case Retry:
+		a.record(store.HistoryEventIgnored, "", 0, map[string]any{"reason": "instance " + string(st.Status) + ", not failed", "event": "retry"})
 	}
 	a.settle()
 	return a.out
@@ -417,6 +424,51 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 	}
 	for _, c := range f.Run.Children {
 		a.recover(c, beats)
+	}
+}
+
+// retry un-fails the instance and restarts the steps its failure stopped.
+func (a *apply) retry(ev Retry) {
+	failed := a.st.Error
+	a.st.Status, a.st.Error = store.StatusRunning, nil
+	data := map[string]any{"reason": ev.Reason}
+	if failed != nil {
+		data["code"], data["step"] = failed.Code, failed.Step
+	}
+	a.record(store.HistoryInstanceRetried, "", 0, data)
+	a.restart(a.st.Root)
+	a.advance(a.st.Root)
+}
+
+// restart starts again every step under f that the failure stopped. An
+// activity keeps its execution, and so its idempotency key and the
+// details its last attempt reported: the attempts after a retry are more
+// attempts of the same call (a charge that went through before its
+// attempt failed is not made twice), numbered from 1 again, with a fresh
+// schedule-to-close. Another leaf (a wait, a delay, a child) whose
+// operation was cancelled loses its run, which advance begins anew. A
+// step that failed before it began (an expression, a fail step) has no
+// run, and begins anew as it is. Containers keep their runs (an if its
+// branch, a foreach its items and place) and restart inside.
+func (a *apply) restart(f *Frame) {
+	if f == nil || f.Done || f.Run == nil {
+		return
+	}
+	switch s := a.step(f); s.Kind {
+	case definition.KindActivity:
+		if f.Run.Pending == "" {
+			f.Run.Attempt, f.Run.Scheduled = 1, a.c.Now
+			a.invoke(f, s)
+		}
+		return
+	case definition.KindWait, definition.KindDelay, definition.KindWorkflow:
+		if f.Run.Pending == "" {
+			f.Run = nil
+		}
+		return
+	}
+	for _, c := range f.Run.Children {
+		a.restart(c)
 	}
 }
 

@@ -162,7 +162,7 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	// Only the events that answer an operation name its token.
-	switch answers := name != "start" && name != "cancel" && name != "recover"; {
+	switch answers := name != "start" && name != "cancel" && name != "recover" && name != "retry-instance"; {
 	case answers && ref == "":
 		d.Fatalf(t, "%s wants token=REF", name)
 	case !answers && ref != "":
@@ -238,6 +238,12 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		}
 		fields(&f)
 		ev = runner.Cancel{Reason: f.Reason}
+	case "retry-instance":
+		var f struct {
+			Reason string `json:"reason"`
+		}
+		fields(&f)
+		ev = runner.Retry{Reason: f.Reason}
 	case "recover":
 		// The keys are token references too: the tokens of the attempts
 		// that were lost.

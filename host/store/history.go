@@ -12,6 +12,9 @@ const (
 	HistoryInstanceCompleted HistoryType = "instance_completed"
 	HistoryInstanceFailed    HistoryType = "instance_failed"
 	HistoryInstanceCancelled HistoryType = "instance_cancelled"
+	// HistoryInstanceRetried: a failed instance was set to continue from
+	// the steps its failure stopped.
+	HistoryInstanceRetried HistoryType = "instance_retried"
 
 	HistoryStepStarted   HistoryType = "step_started"
 	HistoryStepCompleted HistoryType = "step_completed"

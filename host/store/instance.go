@@ -21,6 +21,11 @@ const (
 	StatusCancelled Status = "cancelled"
 )
 
+// Statuses returns the six statuses, in the order of an instance's life.
+func Statuses() []Status {
+	return []Status{StatusPending, StatusRunning, StatusSuspended, StatusCompleted, StatusFailed, StatusCancelled}
+}
+
 // Valid reports whether s is one of the six statuses.
 func (s Status) Valid() bool {
 	switch s {
@@ -191,6 +196,11 @@ type InstanceFilter struct {
 	Workflow string
 	// Status, when set, keeps instances with that status.
 	Status Status
+	// CreatedFrom, when not zero, keeps instances created at or after it;
+	// CreatedBefore, when not zero, those created before it.
+	CreatedFrom, CreatedBefore time.Time
+	// NewestFirst lists in the reverse order: the newest first.
+	NewestFirst bool
 	// Limit bounds the page: see ClampLimit.
 	Limit int
 	// Cursor is the NextCursor of the previous page, empty for the first.
@@ -258,6 +268,10 @@ const (
 	// MessageCancel: a request to cancel the instance; the payload is the
 	// reason, a JSON string.
 	MessageCancel MessageKind = "cancel"
+	// MessageRetry: a request to continue a failed instance from where its
+	// failure stopped it; the payload is the reason, a JSON string. The
+	// one message that runs a finished (failed) instance again.
+	MessageRetry MessageKind = "retry"
 	// MessageNote: a history record for the instance from another
 	// execution (an attempt's late result it refused), recorded as it is.
 	MessageNote MessageKind = "note"

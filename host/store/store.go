@@ -37,10 +37,15 @@ type Store interface {
 	GetInstance(ctx context.Context, id string) (*Instance, error)
 
 	// ListInstances returns a page of instances matching f, without their
-	// State, ordered by (CreatedAt, ID), oldest first, and the cursor of the
-	// next page ("" after the last page). Instances created after the
-	// listing started appear on later pages; none is listed twice.
+	// State, ordered by (CreatedAt, ID), oldest first unless f.NewestFirst,
+	// and the cursor of the next page ("" after the last page). Oldest
+	// first, instances created after the listing started appear on later
+	// pages; in either order none is listed twice.
 	ListInstances(ctx context.Context, f InstanceFilter) (items []Instance, next string, err error)
+
+	// CountInstances counts the instances in each status, of one workflow
+	// when workflow is not empty. Statuses without instances are absent.
+	CountInstances(ctx context.Context, workflow string) (map[Status]int, error)
 
 	// DeleteInstance removes an instance with its state, history,
 	// bookmarks, timers, inbox, heartbeats and index entries (the one

@@ -490,22 +490,41 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 	default:
 		bucket, prefix = bIxAll, key{}
 	}
+	// The page runs from lo (inclusive) up, or from hi (exclusive) down;
+	// the cursor is the last key suffix listed, which the next page starts
+	// after.
+	lo := append(bytes.Clone(prefix), key(nil).time(f.CreatedFrom)...)
+	if f.CreatedFrom.IsZero() {
+		lo = prefix
+	}
+	var hi []byte
+	if !f.CreatedBefore.IsZero() {
+		hi = append(bytes.Clone(prefix), key(nil).time(f.CreatedBefore)...)
+	}
+	if after != nil {
+		if f.NewestFirst {
+			hi = append(bytes.Clone(prefix), after...)
+		} else {
+			lo = append(append(bytes.Clone(prefix), after...), 0)
+		}
+	}
 	limit := store.ClampLimit(f.Limit)
 	var items []store.Instance
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucket).Cursor()
 		var k []byte
-		if after != nil {
-			start := append(bytes.Clone(prefix), after...)
-			k, _ = c.Seek(start)
-			if bytes.Equal(k, start) {
-				k, _ = c.Next()
-			}
+		step := c.Next
+		if f.NewestFirst {
+			step = c.Prev
+			k = seekBefore(c, hi, prefix)
 		} else {
-			k, _ = c.Seek(prefix)
+			k, _ = c.Seek(lo)
 		}
-		for ; hasPrefix(k, prefix); k, _ = c.Next() {
+		for ; hasPrefix(k, prefix); k, _ = step() {
+			if f.NewestFirst && bytes.Compare(k, lo) < 0 || !f.NewestFirst && hi != nil && bytes.Compare(k, hi) >= 0 {
+				return nil
+			}
 			if len(items) == limit {
 				next = encodeCursor(lastSuffix(items[len(items)-1]))
 				return nil
@@ -532,7 +551,66 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 	return items, next, nil
 }
 
+// CountInstances implements store.Store. It counts index keys: a read of
+// every instance's key in the status indexes, not of the instances.
+func (s *Store) CountInstances(ctx context.Context, workflow string) (map[store.Status]int, error) {
+	counts := map[store.Status]int{}
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		for _, st := range store.Statuses() {
+			bucket, prefix := bIxStatus, key(nil).str(string(st))
+			if workflow != "" {
+				bucket, prefix = bIxWfStatus, key(nil).str(workflow).str(string(st))
+			}
+			c := tx.Bucket(bucket).Cursor()
+			n := 0
+			for k, _ := c.Seek(prefix); hasPrefix(k, prefix); k, _ = c.Next() {
+				n++
+			}
+			if n > 0 {
+				counts[st] = n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return counts, nil
+}
+
 func lastSuffix(in store.Instance) []byte { return key(nil).time(in.CreatedAt).str(in.ID) }
+
+// seekBefore places c on the last key below hi (below the end of prefix's
+// keys when hi is nil) and returns it.
+func seekBefore(c *bolt.Cursor, hi, prefix []byte) []byte {
+	if hi == nil {
+		hi = prefixEnd(prefix)
+	}
+	var k []byte
+	if hi == nil {
+		k, _ = c.Last()
+		return k
+	}
+	if k, _ = c.Seek(hi); k == nil {
+		k, _ = c.Last()
+		return k
+	}
+	k, _ = c.Prev()
+	return k
+}
+
+// prefixEnd returns the smallest key above every key with prefix p, or
+// nil when there is none (p empty or all 0xff).
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
 
 // DeleteInstance implements store.Store.
 func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) error {

@@ -439,13 +439,29 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, "", store.Invalid("unknown status %q", f.Status)
 	}
-	min := "-"
+	// Members are the 16 hex digits of the creation time, then the id: a
+	// bare time bounds them by time alone.
+	min, max := "-", "+"
+	if !f.CreatedFrom.IsZero() {
+		min = "[" + hexTime(f.CreatedFrom)
+	}
+	if !f.CreatedBefore.IsZero() {
+		max = "(" + hexTime(f.CreatedBefore)
+	}
 	if f.Cursor != "" {
 		after, err := decodeCursor(f.Cursor, 17)
 		if err != nil {
 			return nil, "", err
 		}
-		min = "(" + after
+		if f.NewestFirst {
+			max = "(" + after
+		} else {
+			min = "(" + after
+		}
+	}
+	rev := "0"
+	if f.NewestFirst {
+		rev = "1"
 	}
 	var key string
 	switch {
@@ -459,7 +475,7 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 		key = "ix:all"
 	}
 	limit := store.ClampLimit(f.Limit)
-	res, err := s.run(ctx, listInstancesScript, s.args(key, min, limit+1)).Slice()
+	res, err := s.run(ctx, listInstancesScript, s.args(key, min, max, limit+1, rev)).Slice()
 	if err != nil {
 		return nil, "", s.fail(ctx, "list instances", key, err)
 	}
@@ -480,6 +496,36 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 		items = append(items, *in)
 	}
 	return items, next, nil
+}
+
+// CountInstances implements store.Store: the sizes of the status indexes,
+// in one round trip.
+func (s *Store) CountInstances(ctx context.Context, workflow string) (map[store.Status]int, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	sts := store.Statuses()
+	cmds := make([]*redis.IntCmd, len(sts))
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, st := range sts {
+			k := s.p + "ix:s:" + string(st)
+			if workflow != "" {
+				k = s.p + "ix:ws:" + string(st) + ":" + workflow
+			}
+			cmds[i] = p.ZCard(ctx, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "count instances", workflow, err)
+	}
+	counts := map[store.Status]int{}
+	for i, c := range cmds {
+		if n := c.Val(); n > 0 {
+			counts[sts[i]] = int(n)
+		}
+	}
+	return counts, nil
 }
 
 // DeleteInstance implements store.Store.

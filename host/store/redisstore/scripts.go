@@ -346,12 +346,18 @@ return f
 `)
 
 // listInstancesScript reads a page of an instance index. ARGV: index key
-// (without prefix), min, count. It returns member, then the values of
-// instanceFields and the lease, per instance.
+// (without prefix), min, max, count, "1" for the newest first. It returns
+// member, then the values of instanceFields and the lease, per instance.
 var listInstancesScript = script(`
-local key, min, n = take(), take(), takeN()
+local key, min, max, n, rev = take(), take(), take(), takeN(), take()
+local ms
+if rev == "1" then
+  ms = redis.call("ZREVRANGEBYLEX", P .. key, max, min, "LIMIT", 0, n)
+else
+  ms = redis.call("ZRANGEBYLEX", P .. key, min, max, "LIMIT", 0, n)
+end
 local out = {}
-for _, m in ipairs(redis.call("ZRANGEBYLEX", P .. key, min, "+", "LIMIT", 0, n)) do
+for _, m in ipairs(ms) do
   local id = string.sub(m, 17)
   local f = redis.call("HMGET", P .. "i:" .. id, "doc", "rev", "fence", "ct", "ut", "lh")
   if table.remove(f) == "1" then f[#f + 1] = redis.call("HGET", P .. "l", id) end

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -818,9 +819,39 @@ func testListInstances(t *testing.T, h *harness) {
 		{"both", store.InstanceFilter{Workflow: "orders", Status: store.StatusCompleted, Limit: 1}, []string{"m3"}},
 		{"no match", store.InstanceFilter{Workflow: "nope"}, nil},
 		{"workflow is not a prefix", store.InstanceFilter{Workflow: "order"}, nil},
+		{"newest first", store.InstanceFilter{NewestFirst: true}, []string{"c6", "y5", "b4", "m3", "a2", "z1"}},
+		{"newest first, pages of 1", store.InstanceFilter{NewestFirst: true, Limit: 1}, []string{"c6", "y5", "b4", "m3", "a2", "z1"}},
+		{"newest first, workflow", store.InstanceFilter{NewestFirst: true, Workflow: "orders", Limit: 3}, []string{"c6", "b4", "m3", "z1"}},
+		{"newest first, both", store.InstanceFilter{NewestFirst: true, Workflow: "orders", Status: store.StatusRunning, Limit: 1}, []string{"b4", "z1"}},
+		// a2 was created at Epoch+1s, y5 at Epoch+4s: From is inclusive,
+		// Before exclusive.
+		{"from", store.InstanceFilter{CreatedFrom: Epoch.Add(time.Second), Limit: 2}, []string{"a2", "m3", "b4", "y5", "c6"}},
+		{"before", store.InstanceFilter{CreatedBefore: Epoch.Add(4 * time.Second), Limit: 2}, []string{"z1", "a2", "m3", "b4"}},
+		{"range", store.InstanceFilter{CreatedFrom: Epoch.Add(time.Second), CreatedBefore: Epoch.Add(4 * time.Second), Limit: 2}, []string{"a2", "m3", "b4"}},
+		{"range, newest first", store.InstanceFilter{CreatedFrom: Epoch.Add(time.Second), CreatedBefore: Epoch.Add(4 * time.Second), NewestFirst: true, Limit: 2}, []string{"b4", "m3", "a2"}},
+		{"range, status", store.InstanceFilter{Status: store.StatusCompleted, CreatedFrom: Epoch.Add(2 * time.Second), NewestFirst: true}, []string{"m3"}},
+		{"a nanosecond's range", store.InstanceFilter{CreatedFrom: Epoch.Add(2 * time.Second), CreatedBefore: Epoch.Add(2*time.Second + 1)}, []string{"m3"}},
+		{"empty range", store.InstanceFilter{CreatedFrom: Epoch.Add(2*time.Second + 1), CreatedBefore: Epoch.Add(3 * time.Second)}, nil},
+		{"range after all", store.InstanceFilter{CreatedFrom: Epoch.Add(time.Hour), NewestFirst: true}, nil},
 	}
 	for _, tt := range tests {
 		wantStrings(t, tt.name, list(tt.f), tt.want)
+	}
+
+	counts := func(wf string) map[store.Status]int {
+		t.Helper()
+		c, err := h.s.CountInstances(ctx(t), wf)
+		must(t, "CountInstances", err)
+		return c
+	}
+	if got, want := counts(""), map[store.Status]int{store.StatusRunning: 3, store.StatusCompleted: 2, store.StatusFailed: 1}; !maps.Equal(got, want) {
+		t.Errorf("CountInstances() = %v, want %v", got, want)
+	}
+	if got, want := counts("billing"), map[store.Status]int{store.StatusRunning: 1, store.StatusCompleted: 1}; !maps.Equal(got, want) {
+		t.Errorf("CountInstances(billing) = %v, want %v", got, want)
+	}
+	if got := counts("order"); len(got) != 0 {
+		t.Errorf("CountInstances(order) = %v, want none (a workflow name is not a prefix)", got)
 	}
 
 	// A status change moves the instance between status lists.
@@ -830,6 +861,9 @@ func testListInstances(t *testing.T, h *harness) {
 	wantStrings(t, "running after change", list(store.InstanceFilter{Status: store.StatusRunning}), []string{"z1", "y5"})
 	wantStrings(t, "completed orders after change", list(store.InstanceFilter{Workflow: "orders", Status: store.StatusCompleted}), []string{"m3", "b4"})
 	wantStrings(t, "all after change", list(store.InstanceFilter{}), []string{"z1", "a2", "m3", "b4", "y5", "c6"})
+	if got, want := counts("orders"), map[store.Status]int{store.StatusRunning: 1, store.StatusCompleted: 2, store.StatusFailed: 1}; !maps.Equal(got, want) {
+		t.Errorf("CountInstances(orders) after change = %v, want %v", got, want)
+	}
 
 	for _, f := range []store.InstanceFilter{{Cursor: "!!not a cursor!!"}, {Status: "sleeping"}} {
 		_, _, err := h.s.ListInstances(ctx(t), f)
