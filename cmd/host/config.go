@@ -103,6 +103,13 @@ type HTTPConfig struct {
 	// RequestTimeout bounds the store and engine work of a request, not a
 	// ?wait= (api.Config.RequestTimeout). Defaults to 30s.
 	RequestTimeout time.Duration `koanf:"request_timeout"`
+	// MaxStreams bounds the event streams open at once
+	// (api.Config.MaxStreams). Defaults to 256.
+	MaxStreams int `koanf:"max_streams"`
+	// StreamPoll is how often an event stream looks at the store for
+	// changes other nodes made, and sends a keep-alive
+	// (api.Config.StreamPoll). Defaults to 5s.
+	StreamPoll time.Duration `koanf:"stream_poll"`
 }
 
 // AuthConfig configures bearer tokens.
@@ -254,6 +261,8 @@ func defaultConfig() Config {
 			ReadTimeout:     api.DefaultReadTimeout,
 			IdleTimeout:     api.DefaultIdleTimeout,
 			RequestTimeout:  api.DefaultRequestTimeout,
+			MaxStreams:      api.DefaultMaxStreams,
+			StreamPoll:      api.DefaultStreamPoll,
 		},
 		Plugins: PluginsConfig{
 			MaxModuleBytes:    ByteSize(pl.MaxModuleBytes),
@@ -812,6 +821,10 @@ func (c *LoadedConfig) validate() []Problem {
 	positive("http.read_timeout", c.HTTP.ReadTimeout)
 	positive("http.idle_timeout", c.HTTP.IdleTimeout)
 	positive("http.request_timeout", c.HTTP.RequestTimeout)
+	positive("http.stream_poll", c.HTTP.StreamPoll)
+	if c.HTTP.MaxStreams < 1 || c.HTTP.MaxStreams > 100_000 {
+		bad("http.max_streams", "must be 1 to 100000, got %d", c.HTTP.MaxStreams)
+	}
 
 	names := map[string]bool{}
 	secrets := map[string]bool{}

@@ -215,6 +215,8 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 		ReadTimeout:     cfg.HTTP.ReadTimeout,
 		IdleTimeout:     cfg.HTTP.IdleTimeout,
 		RequestTimeout:  cfg.HTTP.RequestTimeout,
+		MaxStreams:      cfg.HTTP.MaxStreams,
+		StreamPoll:      cfg.HTTP.StreamPoll,
 		Logger:          log,
 		Gatherer:        reg,
 	}, n)

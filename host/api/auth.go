@@ -146,9 +146,31 @@ func (s *Server) authorize(p perm) fiber.Handler {
 		}
 		if cred != nil {
 			c.Locals(localLogger, s.logger(c).With("token", cred.name))
+			c.Locals(localCred, cred)
 		}
 		return c.Next()
 	}
+}
+
+// whoamiView is GET /v1/whoami's answer.
+type whoamiView struct {
+	// Role is the token's role; admin when the host has no tokens.
+	Role Role `json:"role"`
+	// Authenticated is whether the request's token was checked: false
+	// when the host has no tokens.
+	Authenticated bool `json:"authenticated"`
+	// Token is the token's configured name, never its secret.
+	Token string `json:"token,omitempty"`
+}
+
+// whoami answers what the request's token may do, so that a client (the
+// console) offers only the actions its role allows.
+func (s *Server) whoami(c *fiber.Ctx) error {
+	cred, _ := c.Locals(localCred).(*credential)
+	if cred == nil {
+		return c.JSON(whoamiView{Role: RoleAdmin})
+	}
+	return c.JSON(whoamiView{Role: cred.role, Authenticated: true, Token: cred.name})
 }
 
 // admit decides whether a request may use a route that requires p: it

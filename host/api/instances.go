@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -313,13 +315,43 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	f := store.InstanceFilter{Workflow: c.Query("workflow"), Status: store.Status(c.Query("status")), Limit: limit, Cursor: c.Query("cursor")}
+	f := store.InstanceFilter{Workflow: c.Query("workflow"), Status: store.Status(c.Query("status")), Limit: limit, Cursor: c.Query("cursor"), NewestFirst: true}
 	if f.Status != "" && !f.Status.Valid() {
 		return invalidField("status", "must be one of pending, running, suspended, completed, failed, cancelled, got %q", f.Status)
 	}
+	switch o := c.Query("order"); o {
+	case "", "newest":
+	case "oldest":
+		f.NewestFirst = false
+	default:
+		return invalidField("order", "must be newest or oldest, got %q", o)
+	}
+	if f.CreatedFrom, err = timeParam(c, "created_after"); err != nil {
+		return err
+	}
+	if f.CreatedBefore, err = timeParam(c, "created_before"); err != nil {
+		return err
+	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	items, next, err := s.node.Store().ListInstances(ctx, f)
+	var items []store.Instance
+	var next string
+	id, event, key := c.Query("id"), c.Query("event"), c.Query("key")
+	switch {
+	case id != "" && (event != "" || key != "" || f.Cursor != ""):
+		return invalidField("id", "takes no event, key or cursor: it names one instance")
+	case id != "":
+		items, err = s.oneInstance(ctx, id, f)
+	case key != "" && event == "":
+		return invalidField("key", "needs event: a correlation key is the key of an event")
+	case event != "":
+		if f.Cursor != "" {
+			return invalidField("cursor", "lists by event and key are not paged")
+		}
+		items, err = s.waitingFor(ctx, event, key, f)
+	default:
+		items, next, err = s.node.Store().ListInstances(ctx, f)
+	}
 	if err != nil {
 		return err
 	}
@@ -339,6 +371,96 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 		views = append(views, viewInstance(&items[i]))
 	}
 	return c.JSON(newPage(views, next))
+}
+
+// timeParam reads an RFC 3339 time from the query; absent is zero.
+func timeParam(c *fiber.Ctx, name string) (time.Time, error) {
+	v := c.Query(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, invalidField(name, "must be an RFC 3339 time such as 2026-11-25T10:00:00Z, got %q", v)
+	}
+	return t, nil
+}
+
+// matches reports whether in passes f's workflow, status and time range.
+func matches(in *store.Instance, f store.InstanceFilter) bool {
+	return (f.Workflow == "" || in.Workflow == f.Workflow) &&
+		(f.Status == "" || in.Status == f.Status) &&
+		(f.CreatedFrom.IsZero() || !in.CreatedAt.Before(f.CreatedFrom)) &&
+		(f.CreatedBefore.IsZero() || in.CreatedAt.Before(f.CreatedBefore))
+}
+
+// oneInstance is the list ?id= answers: the instance, when it passes f.
+func (s *Server) oneInstance(ctx context.Context, id string, f store.InstanceFilter) ([]store.Instance, error) {
+	in, err := s.node.Store().GetInstance(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil || !matches(in, f) {
+		return nil, err
+	}
+	in.State = nil
+	return []store.Instance{*in}, nil
+}
+
+// waitingFor is the list ?event=&key= answers: the instances waiting for
+// that event with that key (an empty key is a key too), that pass f, in
+// f's order, at most f.Limit.
+func (s *Server) waitingFor(ctx context.Context, event, key string, f store.InstanceFilter) ([]store.Instance, error) {
+	bms, err := s.node.Store().FindBookmarks(ctx, event, key)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var items []store.Instance
+	for _, b := range bms {
+		if seen[b.InstanceID] {
+			continue
+		}
+		seen[b.InstanceID] = true
+		one, err := s.oneInstance(ctx, b.InstanceID, f)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, one...)
+	}
+	slices.SortFunc(items, func(a, b store.Instance) int {
+		c := a.CreatedAt.Compare(b.CreatedAt)
+		if c == 0 {
+			c = strings.Compare(a.ID, b.ID)
+		}
+		if f.NewestFirst {
+			return -c
+		}
+		return c
+	})
+	return items[:min(len(items), store.ClampLimit(f.Limit))], nil
+}
+
+// countInstances answers GET /v1/counts/instances.
+func (s *Server) countInstances(c *fiber.Ctx) error {
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	counts, err := s.node.Store().CountInstances(ctx, c.Query("workflow"))
+	if err != nil {
+		return err
+	}
+	v := countsView{ByStatus: map[store.Status]int{}}
+	for _, st := range store.Statuses() {
+		v.ByStatus[st] = counts[st]
+		v.Total += counts[st]
+	}
+	return c.JSON(v)
+}
+
+// countsView is GET /v1/counts/instances's answer.
+type countsView struct {
+	Total    int                  `json:"total"`
+	ByStatus map[store.Status]int `json:"by_status"`
 }
 
 func (s *Server) history(c *fiber.Ctx) error {
@@ -404,6 +526,132 @@ func (s *Server) cancelInstance(c *fiber.Ctx) error {
 		return err
 	}
 	return c.Status(fiber.StatusAccepted).JSON(v)
+}
+
+// retryRequest is the body of POST /v1/instances/{id}/retry.
+type retryRequest struct {
+	Reason string `json:"reason"`
+}
+
+// retryInstance makes a failed instance continue from the step that
+// failed. 202: like a cancel, the retry is applied when the instance next
+// runs.
+func (s *Server) retryInstance(c *fiber.Ctx) error {
+	var req retryRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Reason == "" {
+		req.Reason = "retried through the API"
+	}
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	id := param(c, "id")
+	if _, err := s.instance(ctx, id); err != nil {
+		return err
+	}
+	err := s.node.Engine().Retry(ctx, id, req.Reason)
+	switch {
+	case errors.Is(err, engine.ErrNotFailed):
+		return conflictf("instance %q cannot be retried: only a failed instance can (%s)", id, clean(err))
+	case errors.Is(err, store.ErrNotFound):
+		return conflictf("%s", clean(err))
+	case err != nil:
+		return err
+	}
+	in, err := s.instance(ctx, id)
+	if err != nil {
+		return err
+	}
+	v, err := s.detail(ctx, in)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(v)
+}
+
+// MaxBulk bounds the ids of one bulk request.
+const MaxBulk = 1000
+
+// bulkCancelRequest is the body of POST /v1/instances/cancel.
+type bulkCancelRequest struct {
+	IDs    []string `json:"ids"`
+	Reason string   `json:"reason"`
+}
+
+// The outcomes of a bulk request, per instance.
+const (
+	outcomeCancelled = "cancelled"
+	outcomeFinished  = "finished"
+	outcomeNotFound  = "not_found"
+	outcomeError     = "error"
+)
+
+// bulkItem is what a bulk request did to one instance.
+type bulkItem struct {
+	ID      string `json:"id"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// cancelInstances cancels each instance named, as POST
+// /v1/instances/{id}/cancel would, and answers what became of each: one
+// that fails does not stop the others.
+func (s *Server) cancelInstances(c *fiber.Ctx) error {
+	var req bulkCancelRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	switch {
+	case len(req.IDs) == 0:
+		return invalidField("ids", "must name at least one instance")
+	case len(req.IDs) > MaxBulk:
+		return invalidField("ids", "names %d instances; at most %d at once", len(req.IDs), MaxBulk)
+	}
+	for i, id := range req.IDs {
+		if err := store.CheckID(fmt.Sprintf("ids[%d]", i), id); err != nil {
+			return invalidField(fmt.Sprintf("ids[%d]", i), "%s", clean(err))
+		}
+	}
+	if req.Reason == "" {
+		req.Reason = "cancelled through the API"
+	}
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	items := make([]bulkItem, 0, len(req.IDs))
+	for _, id := range req.IDs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		items = append(items, s.cancelOne(ctx, c, id, req.Reason))
+	}
+	return c.JSON(newPage(items, ""))
+}
+
+// cancelOne cancels one instance of a bulk request. Its error is told as
+// the error handler would answer it alone: an internal one is logged
+// under the request's id, not shown.
+func (s *Server) cancelOne(ctx context.Context, c *fiber.Ctx, id, reason string) bulkItem {
+	failed := func(err error) bulkItem {
+		p, internal := problemFor(err)
+		if internal {
+			s.logger(c).Error("bulk cancel failed", "instance", id, "err", err)
+		}
+		return bulkItem{ID: id, Outcome: outcomeError, Detail: p.Detail}
+	}
+	in, err := s.node.Store().GetInstance(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return bulkItem{ID: id, Outcome: outcomeNotFound, Detail: fmt.Sprintf("no instance %q", id)}
+	case err != nil:
+		return failed(err)
+	case in.Status.Terminal():
+		return bulkItem{ID: id, Outcome: outcomeFinished, Detail: fmt.Sprintf("instance %q is %s already", id, in.Status)}
+	}
+	if err := s.node.Engine().Cancel(ctx, id, reason); err != nil {
+		return failed(err)
+	}
+	return bulkItem{ID: id, Outcome: outcomeCancelled}
 }
 
 func (s *Server) deleteInstance(c *fiber.Ctx) error {

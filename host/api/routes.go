@@ -50,11 +50,18 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodDelete, path: "/v1/workflows/:name", perm: permAdmin, handler: s.deleteWorkflow},
 		{method: fiber.MethodPost, path: "/v1/workflows/:name/instances", perm: permOperate, handler: s.startInstance},
 
+		{method: fiber.MethodGet, path: "/v1/whoami", perm: permRead, handler: s.whoami},
+		{method: fiber.MethodGet, path: "/v1/counts/instances", perm: permRead, handler: s.countInstances},
+		{method: fiber.MethodGet, path: "/v1/streams/instances", perm: permRead, handler: s.streamInstances},
+
 		{method: fiber.MethodGet, path: "/v1/instances", perm: permRead, handler: s.listInstances},
+		{method: fiber.MethodPost, path: "/v1/instances/cancel", perm: permOperate, handler: s.cancelInstances},
 		{method: fiber.MethodGet, path: "/v1/instances/:id", perm: permRead, handler: s.getInstance},
 		{method: fiber.MethodDelete, path: "/v1/instances/:id", perm: permOperate, handler: s.deleteInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/history", perm: permRead, handler: s.history},
 		{method: fiber.MethodPost, path: "/v1/instances/:id/cancel", perm: permOperate, handler: s.cancelInstance},
+		{method: fiber.MethodPost, path: "/v1/instances/:id/retry", perm: permOperate, handler: s.retryInstance},
+		{method: fiber.MethodGet, path: "/v1/instances/:id/stream", perm: permRead, handler: s.streamInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/state", perm: permRead, handler: s.exportState},
 		{method: fiber.MethodPut, path: "/v1/instances/:id/state", perm: permOperate, handler: s.importState},
 

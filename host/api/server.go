@@ -140,7 +140,22 @@ type Config struct {
 	// IdleTimeout bounds how long a keep-alive connection waits for its
 	// next request. Defaults to DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// StreamPoll is how often an event stream (GET /v1/streams/instances,
+	// GET /v1/instances/{id}/stream) reads the store again for changes
+	// this node was not told of (those another node of a cluster made
+	// while an instance ran) and sends a keep-alive. Defaults to
+	// DefaultStreamPoll.
+	StreamPoll time.Duration
+	// MaxStreams bounds the event streams open at once; one more is a
+	// 503. Defaults to DefaultMaxStreams.
+	MaxStreams int
 }
+
+// The defaults of Config.StreamPoll and MaxStreams.
+const (
+	DefaultStreamPoll = 5 * time.Second
+	DefaultMaxStreams = 256
+)
 
 // DefaultWriteTimeout is Config.WriteTimeout's default. Answers are
 // small, an exported state with its history the largest: a client that has
@@ -172,6 +187,12 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.StreamPoll == 0 {
+		c.StreamPoll = DefaultStreamPoll
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
@@ -201,6 +222,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("api: WriteTimeout must not be negative, got %s", c.WriteTimeout)
 	case c.ReadTimeout < 0:
 		return fmt.Errorf("api: ReadTimeout must not be negative, got %s", c.ReadTimeout)
+	case c.StreamPoll < 0:
+		return fmt.Errorf("api: StreamPoll must not be negative, got %s", c.StreamPoll)
+	case c.MaxStreams < 0:
+		return fmt.Errorf("api: MaxStreams must not be negative, got %d", c.MaxStreams)
 	case c.IdleTimeout < 0:
 		return fmt.Errorf("api: IdleTimeout must not be negative, got %s", c.IdleTimeout)
 	}
@@ -220,6 +245,8 @@ type Server struct {
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed when Shutdown starts
+
+	streams chan struct{} // a place per open event stream
 
 	mu       sync.Mutex
 	shutdown bool         // Shutdown was called
@@ -241,7 +268,7 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, node: n, metrics: n.Metrics(), auth: auth, budget: newBudget(int64(cfg.BodyBudget)), draining: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, node: n, metrics: n.Metrics(), auth: auth, budget: newBudget(int64(cfg.BodyBudget)), draining: make(chan struct{}), streams: make(chan struct{}, cfg.MaxStreams)}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "weft",
 		DisableStartupMessage: true,
@@ -322,6 +349,7 @@ const (
 	localRequestID = "weft.request_id"
 	localLogger    = "weft.logger"
 	localRoute     = "weft.route"
+	localCred      = "weft.credential"
 	localParams    = "weft.params" // the decoded path parameters, by name
 )
 

@@ -293,6 +293,7 @@ type Engine struct {
 	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
 	renewer    *renewer           // what the scheduler calls: renewals and its actions
 	grantCache grantCache
+	changes    changes // OnChange's functions
 
 	// pairCursor is where the recovery sweep's next look at the queued
 	// stimuli starts (see pairQueued); only the sweep's goroutine uses it.

@@ -188,7 +188,16 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 		return err
 	}
 	if inst.Status.Terminal() {
-		return e.settleInbox(ctx, inst, lease)
+		retry, err := e.retryWaiting(ctx, inst)
+		if err != nil {
+			return err
+		}
+		if !retry {
+			return e.settleInbox(ctx, inst, lease)
+		}
+		// A failed instance asked to retry runs: the execution applies the
+		// request from the inbox like any message.
+		inst.InboxWaiting = true
 	}
 	prog, err := e.program(ctx, inst.Workflow, inst.Version)
 	if err != nil {
@@ -515,6 +524,7 @@ func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lo
 	if _, err := e.store.Commit(ctx, c); err != nil {
 		return fmt.Errorf("instance %s: settling the inbox of a finished instance: %w", inst.ID, err)
 	}
+	e.changed(inst.ID)
 	return nil
 }
 
@@ -749,6 +759,7 @@ func (x *execution) commit(drains bool) error {
 	if x.st.Status == store.StatusCompleted {
 		inst.Output = enc.Output
 	}
+	inst.Error = nil // a retried instance has its failure no more
 	if f := x.st.Error; f != nil {
 		failure := *f
 		inst.Error = &failure
@@ -756,6 +767,9 @@ func (x *execution) commit(drains bool) error {
 	inst.Lease = store.Lease{}
 	if inst.Status == store.StatusRunning {
 		inst.Lease = store.Lease{Node: x.e.cfg.NodeID, Boot: x.e.boot, Expiry: x.e.cfg.Now().Add(x.e.cfg.LockTTL)}
+	}
+	if !inst.Status.Terminal() {
+		inst.DeleteAfter = time.Time{} // retried: it runs again
 	}
 	if inst.Status.Terminal() && inst.DeleteAfter.IsZero() {
 		// Decided once, as it finishes (see retention.go); a commit
@@ -839,5 +853,6 @@ func (x *execution) commit(drains bool) error {
 		x.e.wake(inst.ID, &stored)
 		x.e.publish(x.ctx, topicChanged, inst.ID)
 	}
+	x.e.changed(inst.ID)
 	return nil
 }

@@ -64,6 +64,12 @@ func decodeMessage(m store.Message) (inboxEntry, error) {
 			reason = string(m.Payload)
 		}
 		return inboxEntry{input: runner.Cancel{Reason: reason}}, nil
+	case store.MessageRetry:
+		var reason string
+		if err := json.Unmarshal(m.Payload, &reason); err != nil {
+			reason = string(m.Payload)
+		}
+		return inboxEntry{input: runner.Retry{Reason: reason}}, nil
 	case store.MessageNote:
 		var n lateNote
 		if err := json.Unmarshal(m.Payload, &n); err != nil {

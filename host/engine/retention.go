@@ -111,5 +111,6 @@ func (e *Engine) expire(ctx context.Context, id string, now time.Time) (bool, er
 	if err != nil {
 		return false, fmt.Errorf("deleting instance %s: %w", id, err)
 	}
+	e.changed(id)
 	return true, nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/store"
@@ -255,4 +257,59 @@ func (e *Engine) unregister(id string, wake chan struct{}) {
 // their TTL, in the order they died, and the next cursor.
 func (e *Engine) DeadLetters(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
 	return e.store.DeadLetters(ctx, cursor, limit)
+}
+
+// ErrNotFailed is returned by Retry for an instance that has not failed.
+var ErrNotFailed = errors.New("not failed")
+
+// Retry makes a failed instance continue from where its failure stopped
+// it (see runner.Retry): a message in its inbox, and the instance queued,
+// so that the next execution applies it; the history records it as
+// instance_retried. It returns ErrNotFound for no such instance, an error
+// matching ErrNotFailed for one that has not failed, and one matching
+// store.ErrNotFound when a plugin version it is pinned to was deleted
+// since it failed (the retry could not run it). Two retries of one
+// failure are one.
+func (e *Engine) Retry(ctx context.Context, id, reason string) error {
+	inst, err := e.store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if inst.Status != store.StatusFailed {
+		return fmt.Errorf("engine: instance %s is %s: %w", id, inst.Status, ErrNotFailed)
+	}
+	for name, version := range inst.Plugins {
+		p, err := e.store.GetPlugin(ctx, name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if p == nil || !slices.ContainsFunc(p.Versions, func(r store.PluginRecord) bool { return r.Version == version }) {
+			return fmt.Errorf("engine: instance %s cannot be retried: it runs plugin %s version %s, which was deleted: %w", id, name, version, store.ErrNotFound)
+		}
+	}
+	payload, err := json.Marshal(reason)
+	if err != nil {
+		return err
+	}
+	// One message per failure (the instance's revision names it): a retry
+	// sent twice is applied once.
+	msg := store.Message{InstanceID: id, ID: "retry:" + strconv.FormatUint(inst.Rev, 10), Kind: store.MessageRetry, Payload: payload}
+	if _, err := e.store.Deliver(ctx, nil, []store.Message{msg}); err != nil {
+		return err
+	}
+	e.push(ctx, id, "retry")
+	return nil
+}
+
+// retryWaiting reports whether a finished instance has a retry to apply:
+// it failed and its inbox holds a retry request.
+func (e *Engine) retryWaiting(ctx context.Context, inst *store.Instance) (bool, error) {
+	if inst.Status != store.StatusFailed || !inst.InboxWaiting {
+		return false, nil
+	}
+	msgs, err := e.store.Inbox(ctx, inst.ID)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(msgs, func(m store.Message) bool { return m.Kind == store.MessageRetry }), nil
 }

@@ -134,6 +134,7 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 		return nil, false, fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
 	}
 	e.cfg.Observer.InstanceStatus(d.Name, store.StatusPending)
+	e.changed(inst.ID)
 	// The instance as the store holds it: it keeps JSON compacted.
 	inst.Rev, inst.CreatedAt, inst.UpdatedAt = rev, at, at
 	var compacted bytes.Buffer

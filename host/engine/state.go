@@ -93,6 +93,7 @@ func (e *Engine) Import(ctx context.Context, s *State) (*store.Instance, error) 
 	}); err != nil {
 		return nil, fmt.Errorf("engine: importing instance %s: %w", id, err)
 	}
+	e.changed(id)
 	e.push(ctx, id, "import")
 	return e.store.GetInstance(ctx, id)
 }
@@ -112,6 +113,7 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	if err := e.store.DeleteInstance(ctx, id, lease.Token()); err != nil {
 		return err
 	}
+	e.changed(id)
 	e.cfg.Observer.InstancesDeleted(DeletedOnRequest, 1)
 	return nil
 }

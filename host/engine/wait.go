@@ -153,7 +153,10 @@ func (e *Engine) subscribe(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicInbox, err)
 	}
-	changed, err := e.cfg.Bus.Subscribe(ctx, topicChanged, func(id []byte) { e.wake(string(id), nil) })
+	changed, err := e.cfg.Bus.Subscribe(ctx, topicChanged, func(id []byte) {
+		e.wake(string(id), nil)
+		e.changed(string(id))
+	})
 	if err != nil {
 		inbox()
 		return nil, fmt.Errorf("engine: subscribing to %s: %w", topicChanged, err)
