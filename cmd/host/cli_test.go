@@ -435,6 +435,37 @@ func TestCLIAgainstHost(t *testing.T) {
 		if r := ts.weft(t, nil, "instance", "cancel", "slow-1"); r.code != exitFailed || !strings.Contains(r.stderr, "cancelled already") {
 			t.Errorf("second cancel: exit %d, %s", r.code, r.stderr)
 		}
+		if r := ts.weft(t, nil, "instance", "retry", "slow-1"); r.code != exitFailed || !strings.Contains(r.stderr, "only a failed instance") {
+			t.Errorf("retry of a cancelled instance: exit %d, %s", r.code, r.stderr)
+		}
+
+		// Several at once; one unknown fails the command, the others are
+		// cancelled all the same.
+		ts.ok(t, "run", "slow", "--id", "slow-2")
+		ts.ok(t, "run", "slow", "--id", "slow-3")
+		ts.waitStatus(t, "slow-3", "suspended")
+		r := ts.weft(t, nil, "instance", "cancel", "slow-2", "slow-1", "slow-3", "nope", "--reason", "batch")
+		want := "instance slow-2: cancelled\ninstance slow-1: finished\ninstance slow-3: cancelled\ninstance nope: not found: no instance \"nope\"\n"
+		if r.code != exitFailed || r.stdout != want {
+			t.Errorf("cancel of four: exit %d, stdout %q, want %d and %q", r.code, r.stdout, exitFailed, want)
+		}
+		ts.waitStatus(t, "slow-3", "cancelled")
+		if out := ts.ok(t, "instance", "count", "--workflow", "slow"); !regexp.MustCompile(`(?m)^cancelled +[3-9]$`).MatchString(out) || !regexp.MustCompile(`(?m)^total +\d+$`).MatchString(out) {
+			t.Errorf("instance count, want 3 cancelled at least and a total:\n%s", out)
+		}
+		// Newest first, unless --oldest; --after bounds the list.
+		if out := ts.ok(t, "instance", "ls", "--workflow", "slow"); strings.Index(out, "slow-3") > strings.Index(out, "slow-1") {
+			t.Errorf("instance ls lists slow-1 before slow-3, want the newest first:\n%s", out)
+		}
+		if out := ts.ok(t, "instance", "ls", "--workflow", "slow", "--oldest"); strings.Index(out, "slow-1") > strings.Index(out, "slow-3") {
+			t.Errorf("instance ls --oldest lists slow-3 before slow-1:\n%s", out)
+		}
+		if out := ts.ok(t, "instance", "ls", "--workflow", "slow", "--after", "2262-01-01T00:00:00Z"); strings.Contains(out, "slow-") {
+			t.Errorf("instance ls --after the future lists:\n%s", out)
+		}
+		if r := ts.weft(t, nil, "instance", "ls", "--after", "yesterday"); r.code != exitUsage || !strings.Contains(r.stderr, "--after") {
+			t.Errorf("instance ls --after yesterday: exit %d, %s", r.code, r.stderr)
+		}
 		if r := ts.weft(t, nil, "instance", "history", "nope"); r.code != exitNotFound {
 			t.Errorf("history of no instance: exit %d", r.code)
 		}
@@ -463,6 +494,9 @@ func TestCLIAgainstHost(t *testing.T) {
 		}
 		if out := ts.ok(t, "instance", "ls", "--workflow", "approval"); !strings.Contains(out, "event document.approved/doc-7") {
 			t.Errorf("instance ls: %s", out)
+		}
+		if out := ts.ok(t, "instance", "ls", "--event", "document.approved", "--key", "doc-7"); !strings.Contains(out, id) {
+			t.Errorf("instance ls --event --key: %s", out)
 		}
 		out := ts.ok(t, "event", "send", "document.approved", "--key", "doc-7", "--payload", `{"approved":true,"by":"grace"}`)
 		if !strings.Contains(out, "resumed: "+id) {

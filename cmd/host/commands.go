@@ -424,10 +424,25 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	cmd.fs.StringVar(&status, "status", "", "only instances with this status (pending, running, suspended, completed, failed, cancelled)")
 	cmd.fs.IntVar(&f.Limit, "limit", 50, "the most instances to list")
 	cmd.fs.StringVar(&f.Cursor, "cursor", "", "the cursor of the page to list, from a previous listing")
-	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--limit N] [--cursor C]"); !ok {
+	cmd.fs.BoolVar(&f.Oldest, "oldest", false, "list the oldest first (the newest come first)")
+	after := cmd.fs.String("after", "", "only instances created at or after this time: RFC 3339 (2026-11-25T10:00:00Z) or a duration ago (90m)")
+	before := cmd.fs.String("before", "", "only instances created before this time: RFC 3339 or a duration ago")
+	cmd.fs.StringVar(&f.ID, "id", "", "only the instance with this id")
+	cmd.fs.StringVar(&f.Event, "event", "", "only instances waiting for this event (with --key)")
+	cmd.fs.StringVar(&f.Key, "key", "", "the correlation key they wait with (needs --event)")
+	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--after T] [--before T] [--oldest] [--id ID | --event E --key K] [--limit N] [--cursor C]"); !ok {
 		return cmd.usageExit()
 	}
 	f.Status = store.Status(status)
+	var err error
+	if f.CreatedAfter, err = parseWhen(*after, time.Now()); err != nil {
+		cmd.errorf("instance ls: --after: %v", err)
+		return exitUsage
+	}
+	if f.CreatedBefore, err = parseWhen(*before, time.Now()); err != nil {
+		cmd.errorf("instance ls: --before: %v", err)
+		return exitUsage
+	}
 	page, err := cmd.c.Instances(ctx, f)
 	if err != nil {
 		return cmd.fail(err)
@@ -520,12 +535,31 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 	return exitOK
 }
 
+// parseWhen reads a time given as RFC 3339 or as a duration before now;
+// empty is the zero time.
+func parseWhen(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-11-25T10:00:00Z) nor a duration ago (90m)", s)
+	}
+	return now.Add(-d), nil
+}
+
 func (a *app) instanceCancel(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance cancel")
 	reason := cmd.fs.String("reason", "", "why, recorded with the instance")
-	pos, ok := cmd.parse(args, 1, 1, "ID [--reason TEXT]")
+	pos, ok := cmd.parse(args, 1, client.MaxBulk, "ID... [--reason TEXT]")
 	if !ok {
 		return cmd.usageExit()
+	}
+	if len(pos) > 1 {
+		return cmd.cancelMany(ctx, pos, *reason)
 	}
 	in, err := cmd.c.Cancel(ctx, pos[0], *reason)
 	if err != nil {
@@ -536,6 +570,86 @@ func (a *app) instanceCancel(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(cmd.stdout, "instance %s: cancellation requested (status %s)\n", in.ID, in.Status)
+	return exitOK
+}
+
+// cancelMany cancels several instances in one request and prints what
+// became of each; it fails when one could not be cancelled (an instance
+// finished already is not a failure).
+func (cmd *clientCmd) cancelMany(ctx context.Context, ids []string, reason string) int {
+	outs, err := cmd.c.CancelMany(ctx, ids, reason)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(outs)
+	}
+	code := exitOK
+	for _, o := range outs {
+		if cmd.output != "json" {
+			line := fmt.Sprintf("instance %s: %s", o.ID, strings.ReplaceAll(o.Outcome, "_", " "))
+			if o.Detail != "" && o.Outcome != "finished" {
+				line += ": " + o.Detail
+			}
+			fmt.Fprintln(cmd.stdout, line)
+		}
+		if o.Outcome == "not_found" || o.Outcome == "error" {
+			code = exitFailed
+		}
+	}
+	return code
+}
+
+func (a *app) instanceRetry(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance retry")
+	reason := cmd.fs.String("reason", "", "why, recorded in the instance's history")
+	pos, ok := cmd.parse(args, 1, 1, "ID [--reason TEXT]")
+	if !ok {
+		return cmd.usageExit()
+	}
+	in, err := cmd.c.Retry(ctx, pos[0], *reason)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(in)
+		return exitOK
+	}
+	fmt.Fprintf(cmd.stdout, "instance %s: retry requested; it continues from %s when it next runs\n", in.ID, failedStep(in))
+	return exitOK
+}
+
+// failedStep names the step a failed instance stopped at.
+func failedStep(in *client.Instance) string {
+	if in.Error != nil && in.Error.Step != "" {
+		return "step " + in.Error.Step
+	}
+	return "where it failed"
+}
+
+func (a *app) instanceCount(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance count")
+	wf := cmd.fs.String("workflow", "", "count only this workflow's instances")
+	if _, ok := cmd.parse(args, 0, 0, "[--workflow W]"); !ok {
+		return cmd.usageExit()
+	}
+	counts, err := cmd.c.Counts(ctx, *wf)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(counts)
+		return exitOK
+	}
+	tw := cmd.table()
+	fmt.Fprintln(tw, "STATUS\tINSTANCES")
+	for _, st := range store.Statuses() {
+		fmt.Fprintf(tw, "%s\t%d\n", st, counts.ByStatus[st])
+	}
+	fmt.Fprintf(tw, "total\t%d\n", counts.Total)
+	if err := tw.Flush(); err != nil {
+		return cmd.fail(err)
+	}
 	return exitOK
 }
 

@@ -82,6 +82,8 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"instance show":    a.instanceShow,
 		"instance history": a.instanceHistory,
 		"instance cancel":  a.instanceCancel,
+		"instance retry":   a.instanceRetry,
+		"instance count":   a.instanceCount,
 		"instance rm":      a.instanceRemove,
 		"instance export":  a.instanceExport,
 		"instance import":  a.instanceImport,

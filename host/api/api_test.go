@@ -196,19 +196,19 @@ func TestInstanceRoutes(t *testing.T) {
 		t.Fatalf("wait on a suspending instance answered %s", waited.Status)
 	}
 
-	// List with filters and pagination.
+	// List with filters and pagination, oldest first.
 	var susp pageDoc[instance]
-	h.do("GET", "/v1/instances?status=suspended&limit=1", nil).want(t, http.StatusOK).json(t, &susp)
+	h.do("GET", "/v1/instances?status=suspended&limit=1&order=oldest", nil).want(t, http.StatusOK).json(t, &susp)
 	if len(susp.Items) != 1 || susp.Items[0].ID != started.ID || susp.NextCursor == nil || *susp.NextCursor == "" || susp.Items[0].WaitingOn == nil || len(susp.Items[0].WaitingOn.Bookmarks) != 1 {
 		t.Fatalf("suspended page 1 = %+v", susp)
 	}
 	var susp2 pageDoc[instance]
-	h.do("GET", "/v1/instances?status=suspended&limit=1&cursor="+*susp.NextCursor, nil).want(t, http.StatusOK).json(t, &susp2)
+	h.do("GET", "/v1/instances?status=suspended&limit=1&order=oldest&cursor="+*susp.NextCursor, nil).want(t, http.StatusOK).json(t, &susp2)
 	if len(susp2.Items) != 1 || susp2.Items[0].ID != waited.ID {
 		t.Fatalf("suspended page 2 = %+v", susp2)
 	}
 	var greets pageDoc[instance]
-	h.do("GET", "/v1/instances?workflow=greet", nil).want(t, http.StatusOK).json(t, &greets)
+	h.do("GET", "/v1/instances?workflow=greet&order=oldest", nil).want(t, http.StatusOK).json(t, &greets)
 	if len(greets.Items) != 2 || greets.Items[0].ID != "greet-1" || greets.Items[1].ID != "greet-race" {
 		t.Fatalf("greet instances = %+v", greets)
 	}

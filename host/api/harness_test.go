@@ -199,6 +199,11 @@ func (h *host) try(method, path, token, contentType string, body []byte) (respon
 		return response{}, err
 	}
 	defer res.Body.Close()
+	if res.Header.Get("Content-Type") == "text/event-stream" {
+		// An event stream has no end to read to: its headers are the
+		// answer (openStream reads one).
+		return response{status: res.StatusCode, header: res.Header}, nil
+	}
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
 		return response{}, err

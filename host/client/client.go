@@ -536,17 +536,38 @@ func waitQuery(wait time.Duration, until Until) url.Values {
 type InstanceFilter struct {
 	Workflow string
 	Status   store.Status
+	// CreatedAfter and CreatedBefore, when not zero, keep instances
+	// created at or after, and before, them.
+	CreatedAfter, CreatedBefore time.Time
+	// Oldest lists the oldest first; the newest come first otherwise.
+	Oldest bool
+	// ID, when set, keeps the one instance with that id.
+	ID string
+	// Event, when set, keeps the instances waiting for that event with
+	// correlation key Key.
+	Event, Key string
 	ListOptions
 }
 
-// Instances lists a page of instances, oldest first.
+// Instances lists a page of instances, newest first unless f.Oldest.
 func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instance], error) {
 	q := pageQuery(f.ListOptions)
-	if f.Workflow != "" {
-		q.Set("workflow", f.Workflow)
+	for name, v := range map[string]string{"workflow": f.Workflow, "status": string(f.Status), "id": f.ID, "event": f.Event} {
+		if v != "" {
+			q.Set(name, v)
+		}
 	}
-	if f.Status != "" {
-		q.Set("status", string(f.Status))
+	if f.Event != "" {
+		q.Set("key", f.Key)
+	}
+	if !f.CreatedAfter.IsZero() {
+		q.Set("created_after", f.CreatedAfter.Format(time.RFC3339Nano))
+	}
+	if !f.CreatedBefore.IsZero() {
+		q.Set("created_before", f.CreatedBefore.Format(time.RFC3339Nano))
+	}
+	if f.Oldest {
+		q.Set("order", "oldest")
 	}
 	var p Page[Instance]
 	if err := c.getJSON(ctx, "/v1/instances", q, &p); err != nil {
@@ -568,6 +589,12 @@ func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Pag
 // Cancel cancels an instance and returns it as it is after the request; a
 // *Problem with Status 409 when it has already ended.
 func (c *Client) Cancel(ctx context.Context, id, reason string) (*Instance, error) {
+	return c.instanceAction(ctx, id, "cancel", reason)
+}
+
+// instanceAction POSTs to /v1/instances/{id}/{action} with the reason
+// (none when empty) and returns the instance answered.
+func (c *Client) instanceAction(ctx context.Context, id, action, reason string) (*Instance, error) {
 	var body []byte
 	if reason != "" {
 		var err error
@@ -575,7 +602,7 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*Instance, erro
 			return nil, err
 		}
 	}
-	r := request{method: http.MethodPost, path: "/v1/instances/" + seg(id) + "/cancel", body: body}
+	r := request{method: http.MethodPost, path: "/v1/instances/" + seg(id) + "/" + action, body: body}
 	if body != nil {
 		r.ctype = "application/json"
 	}
@@ -584,6 +611,58 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*Instance, erro
 		return nil, err
 	}
 	return &in, nil
+}
+
+// Counts are the counts of instances by status.
+type Counts struct {
+	Total    int                  `json:"total"`
+	ByStatus map[store.Status]int `json:"by_status"`
+}
+
+// Counts counts instances by status, of one workflow when workflow is not
+// empty.
+func (c *Client) Counts(ctx context.Context, workflow string) (*Counts, error) {
+	q := url.Values{}
+	if workflow != "" {
+		q.Set("workflow", workflow)
+	}
+	var out Counts
+	if err := c.getJSON(ctx, "/v1/counts/instances", q, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Retry asks a failed instance to continue from the step that failed and
+// returns it as it is after the request (still failed until it runs); a
+// *Problem with Status 409 when it has not failed.
+func (c *Client) Retry(ctx context.Context, id, reason string) (*Instance, error) {
+	return c.instanceAction(ctx, id, "retry", reason)
+}
+
+// MaxBulk bounds the ids of one bulk request (CancelMany).
+const MaxBulk = 1000
+
+// BulkOutcome is what a bulk request did to one instance: Outcome is
+// cancelled, finished, not_found or error.
+type BulkOutcome struct {
+	ID      string `json:"id"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// CancelMany cancels the instances named (at most 1000) and says what
+// became of each, in order.
+func (c *Client) CancelMany(ctx context.Context, ids []string, reason string) ([]BulkOutcome, error) {
+	body, err := jsonBody(map[string]any{"ids": ids, "reason": reason})
+	if err != nil {
+		return nil, err
+	}
+	var p Page[BulkOutcome]
+	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/instances/cancel", body: body, ctype: "application/json"}, &p); err != nil {
+		return nil, err
+	}
+	return p.Items, nil
 }
 
 // DeleteInstance deletes an instance with its history.
