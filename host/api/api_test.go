@@ -79,10 +79,11 @@ func TestPluginRoutes(t *testing.T) {
 }
 
 type workflowDoc struct {
-	Name    string  `json:"name"`
-	Version int     `json:"version"`
-	Hash    string  `json:"hash"`
-	Source  *string `json:"source"`
+	Name       string          `json:"name"`
+	Version    int             `json:"version"`
+	Hash       string          `json:"hash"`
+	Source     *string         `json:"source"`
+	Definition json.RawMessage `json:"definition"`
 }
 
 // TestWorkflowRoutes: save (201, 200 unchanged, 201 changed, JSON too),
@@ -116,6 +117,24 @@ func TestWorkflowRoutes(t *testing.T) {
 	h.do("GET", "/v1/workflows/greet?version=1", nil).want(t, http.StatusOK).json(t, &first)
 	if latest.Version != 2 || latest.Source == nil || *latest.Source != changed || first.Version != 1 || *first.Source != echoFlow {
 		t.Fatalf("latest = %+v, first = %+v", latest, first)
+	}
+	// The definition parsed: the source's steps, defaults filled in.
+	var def struct {
+		Name  string `json:"name"`
+		Steps []struct {
+			ID       string `json:"id"`
+			Activity string `json:"activity"`
+			Retry    struct {
+				MaxAttempts int `json:"max_attempts"`
+			} `json:"retry"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(first.Definition, &def); err != nil || def.Name != "greet" || len(def.Steps) != 1 ||
+		def.Steps[0].ID != "up" || def.Steps[0].Activity != "kit.upper" || def.Steps[0].Retry.MaxAttempts != 3 {
+		t.Fatalf("definition %s (%v): want greet's one step up, kit.upper, with the default retry", first.Definition, err)
+	}
+	if v1.Definition != nil {
+		t.Errorf("a save answered the definition %s; only a show does", v1.Definition)
 	}
 	h.do("GET", "/v1/workflows/greet?version=9", nil).want(t, http.StatusNotFound).problem(t)
 

@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
@@ -129,14 +131,18 @@ func (s *Server) deletePlugin(c *fiber.Ctx) error {
 // definitionTypes are the media types of workflow definitions.
 var definitionTypes = []string{"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", fiber.MIMEApplicationJSON}
 
-// workflowView is a definition version as answered; Source only when one
-// definition is shown.
+// workflowView is a definition version as answered; Source and
+// Definition only when one definition is shown.
 type workflowView struct {
 	Name      string    `json:"name"`
 	Version   int       `json:"version"`
 	Hash      string    `json:"hash"`
 	CreatedAt time.Time `json:"created_at"`
 	Source    *string   `json:"source,omitempty"`
+	// Definition is the source parsed, in its canonical JSON form
+	// (defaults filled in, expressions as written): what a client that
+	// draws or checks the steps reads, so that it needs no YAML parser.
+	Definition json.RawMessage `json:"definition,omitempty"`
 }
 
 func viewWorkflow(d *store.Definition, withSource bool) workflowView {
@@ -144,6 +150,11 @@ func viewWorkflow(d *store.Definition, withSource bool) workflowView {
 	if withSource {
 		src := string(d.Source)
 		v.Source = &src
+		// Saved, so it parsed when it was saved; ParseSaved reads what an
+		// earlier version of the host accepted.
+		if def, err := definition.ParseSaved(d.Source); err == nil {
+			v.Definition = def.Canonical()
+		}
 	}
 	return v
 }
