@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,10 @@ type Record struct {
 	// kept out. Nil on every other record.
 	Dropped *Dropped
 }
+
+// LevelName is rec's level as the host writes it where people read
+// records: debug, info, warn or error.
+func (rec Record) LevelName() string { return strings.ToLower(rec.Level.String()) }
 
 // Dropped is what a call's log limits (Config.MaxLogRecords and
 // MaxLogBytes) kept out of its log.
