@@ -54,6 +54,7 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodGet, path: "/v1/instances/:id", perm: permRead, handler: s.getInstance},
 		{method: fiber.MethodDelete, path: "/v1/instances/:id", perm: permOperate, handler: s.deleteInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/history", perm: permRead, handler: s.history},
+		{method: fiber.MethodGet, path: "/v1/instances/:id/logs", perm: permRead, handler: s.instanceLogs},
 		{method: fiber.MethodPost, path: "/v1/instances/:id/cancel", perm: permOperate, handler: s.cancelInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/state", perm: permRead, handler: s.exportState},
 		{method: fiber.MethodPut, path: "/v1/instances/:id/state", perm: permOperate, handler: s.importState},
