@@ -89,9 +89,6 @@ type AttemptLogs struct {
 	Dropped *LogsDropped `json:"logs_dropped,omitempty"`
 }
 
-// Empty reports whether l holds neither lines nor a drop.
-func (l AttemptLogs) Empty() bool { return len(l.Lines) == 0 && l.Dropped == nil }
-
 // AddTo sets data's logs and logs_dropped, the fields of l's JSON form, as
 // far as l has them.
 func (l AttemptLogs) AddTo(data map[string]any) {
