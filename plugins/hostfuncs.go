@@ -383,17 +383,14 @@ func (cs *callState) mask(s string) string {
 // deliver hands a record to the call's log function or the runtime's
 // logger.
 func (cs *callState) deliver(rec Record) {
-	if cs.call != nil && cs.call.Log != nil {
+	switch {
+	case cs.call == nil:
+		cs.rt.log.Log(context.Background(), rec.Level, "plugin: "+rec.Message, "source", rec.Source)
+	case cs.call.Log != nil:
 		cs.call.Log(rec)
-		return
+	default:
+		cs.call.LogTo(cs.rt.log, rec)
 	}
-	attrs := []any{"source", rec.Source}
-	if cs.call != nil {
-		// Enough to find one attempt's records among a node's (abi/README.md §4).
-		info := &cs.call.Info
-		attrs = append(attrs, "plugin", info.Plugin, "activity", cs.call.Activity, "instance", info.InstanceID, "step", info.StepID, "attempt", info.Attempt)
-	}
-	cs.rt.log.Log(context.Background(), rec.Level, "plugin: "+rec.Message, attrs...)
 }
 
 // flushLogs emits unterminated stdout/stderr lines and a note about what
@@ -420,7 +417,8 @@ func (cs *callState) flushLogs() {
 		note += " (stdout and stderr past the limit are counted in bytes, not lines)"
 	}
 	// The note itself always goes out, once.
-	cs.deliver(Record{Level: slog.LevelWarn, Source: "log", Message: note})
+	cs.deliver(Record{Level: slog.LevelWarn, Source: "log", Message: note,
+		Dropped: &Dropped{Records: cs.droppedRecords, Bytes: cs.droppedBytes, OnRecords: cs.fullOnRecords}})
 	cs.logFull, cs.droppedRecords, cs.droppedBytes, cs.droppedStdio = false, 0, 0, false
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -51,7 +52,9 @@ type Call struct {
 	// guest is stopped at, unless Info already holds a sooner one.
 	Timeout time.Duration
 	// Log receives the guest's log records (log host function, stdout,
-	// stderr). Nil sends them to the runtime's logger.
+	// stderr). Nil sends them to the runtime's logger; a function that
+	// keeps them passes them on with LogTo, so that the host's log still
+	// has every line.
 	Log func(Record)
 }
 
@@ -63,6 +66,32 @@ type Record struct {
 	// response, a body cut at its limit).
 	Source  string
 	Message string
+	// Dropped is set on the note that ends the records of a call whose
+	// log limits dropped some (it is also the note's message): what they
+	// kept out. Nil on every other record.
+	Dropped *Dropped
+}
+
+// LevelName is rec's level as the host writes it where people read
+// records: debug, info, warn or error.
+func (rec Record) LevelName() string { return strings.ToLower(rec.Level.String()) }
+
+// Dropped is what a call's log limits (Config.MaxLogRecords and
+// MaxLogBytes) kept out of its log.
+type Dropped struct {
+	Records, Bytes int
+	// OnRecords is true when the record limit was reached first, false
+	// for the byte limit.
+	OnRecords bool
+}
+
+// LogTo writes rec to log as the runtime writes the records of a call that
+// has no Log function: with the attributes that find the attempt among a
+// node's records (abi/README.md §4).
+func (c *Call) LogTo(log *slog.Logger, rec Record) {
+	info := &c.Info
+	log.Log(context.Background(), rec.Level, "plugin: "+rec.Message, "source", rec.Source,
+		"plugin", info.Plugin, "activity", c.Activity, "instance", info.InstanceID, "step", info.StepID, "attempt", info.Attempt)
 }
 
 var nullJSON = []byte("null")

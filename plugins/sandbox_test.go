@@ -193,6 +193,15 @@ func TestGuestLogsCapturedWithinVolumeLimit(t *testing.T) {
 		if last.Level != slog.LevelWarn || !strings.Contains(last.Message, "log volume limit of 4096 bytes reached") {
 			t.Errorf("last record %+v, want the dropped-bytes note", last)
 		}
+		// The note counts the drop for a caller that keeps the records.
+		if d := last.Dropped; d == nil || d.OnRecords || d.Records == 0 || d.Bytes < d.Records || total+d.Bytes < 100*3*100 {
+			t.Errorf("last record's Dropped = %+v, want the records and bytes over the byte limit", d)
+		}
+		for _, r := range rec.recs[:len(rec.recs)-1] {
+			if r.Dropped != nil {
+				t.Errorf("record %q has Dropped %+v; only the note does", r.Message, r.Dropped)
+			}
+		}
 	})
 }
 

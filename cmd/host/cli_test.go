@@ -812,3 +812,110 @@ func TestAdminStatusNotReady(t *testing.T) {
 		t.Errorf("no host: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestCLIInstanceLogs: weft instance logs prints each attempt's log lines,
+// oldest first, one a line: the time in the local zone with its offset,
+// the step and attempt, the level and the message (with its source when
+// not the log host function, further lines indented); --step and
+// --attempt select; -o json is the API's document. The host's default
+// history.attempt_data_limit records the attempts' input and output.
+func TestCLIInstanceLogs(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	flow := writeFile(t, t.TempDir(), "chatty.yaml", `name: chatty
+steps:
+  - id: talk
+    activity: kit.log
+    input: { lines: ["one", "warn:two\nand more"], stdout: "three\n", fail_attempts: 1 }
+    retry: { max_attempts: 2, initial_interval: 10ms }
+`)
+	ts.ok(t, "workflow", "put", flow)
+	var in instanceJSON
+	ts.okJSON(t, &in, "run", "chatty", "--wait", "--id", "talker")
+	if in.Status != "completed" {
+		t.Fatalf("run: %+v", in)
+	}
+
+	var doc struct {
+		Items []struct {
+			Seq      uint64    `json:"seq"`
+			Time     time.Time `json:"time"`
+			StepPath string    `json:"step_path"`
+			Attempt  int       `json:"attempt"`
+			Node     string    `json:"node"`
+			Level    string    `json:"level"`
+			Source   string    `json:"source"`
+			Message  string    `json:"message"`
+		} `json:"items"`
+		NextCursor *string `json:"next_cursor"`
+	}
+	ts.okJSON(t, &doc, "instance", "logs", "talker")
+	if len(doc.Items) != 6 || doc.NextCursor == nil || *doc.NextCursor != "" || doc.Items[0].Node != "test" || doc.Items[0].Seq == 0 {
+		t.Fatalf("instance logs -o json: %+v", doc)
+	}
+
+	out := ts.ok(t, "instance", "logs", "talker")
+	stamp := `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} [+-]\d\d:\d\d`
+	var want []string
+	for _, attempt := range []string{"1", "2"} {
+		want = append(want,
+			stamp+`  steps\[0\] #`+attempt+`  info   one \(attempt `+attempt+`\)`,
+			stamp+`  steps\[0\] #`+attempt+`  warn   two`,
+			`    and more \(attempt `+attempt+`\)`,
+			stamp+`  steps\[0\] #`+attempt+`  info   \[stdout\] three`,
+		)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("instance logs printed %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if !regexp.MustCompile("^" + w + "$").MatchString(lines[i]) {
+			t.Errorf("line %d is %q, want it to match %q", i+1, lines[i], w)
+		}
+	}
+	// The time printed is the line's, in this process's zone.
+	if first := doc.Items[0].Time.Local().Format(logTimeLayout); !strings.HasPrefix(lines[0], first+"  ") {
+		t.Errorf("first line %q, want it to start with its time %s", lines[0], first)
+	}
+
+	if out := ts.ok(t, "instance", "logs", "talker", "--step", "steps[0]", "--attempt", "2"); strings.Count(out, "#2 ") != 3 || strings.Contains(out, "#1 ") {
+		t.Errorf("--step steps[0] --attempt 2 printed:\n%s", out)
+	}
+	if out := ts.ok(t, "instance", "logs", "talker", "--step", "steps[9]"); out != "" {
+		t.Errorf("--step of a step without lines printed %q", out)
+	}
+	if r := ts.weft(t, nil, "instance", "logs", "nope"); r.code != exitNotFound || !strings.Contains(r.stderr, `"nope"`) {
+		t.Errorf("logs of an unknown instance: exit %d, stderr %s", r.code, r.stderr)
+	}
+	if r := ts.weft(t, nil, "instance", "logs", "talker", "--attempt", "-1"); r.code != exitUsage {
+		t.Errorf("--attempt -1: exit %d, stderr %s", r.code, r.stderr)
+	}
+
+	// The attempts' input and output are in the history, as the default
+	// configuration keeps them.
+	var hist struct {
+		Items []struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		} `json:"items"`
+	}
+	ts.okJSON(t, &hist, "instance", "history", "talker")
+	var scheduled, completed bool
+	for _, e := range hist.Items {
+		var data struct{ Input, Output json.RawMessage }
+		_ = json.Unmarshal(e.Data, &data)
+		var in, out bytes.Buffer
+		_ = json.Compact(&in, data.Input)
+		_ = json.Compact(&out, data.Output)
+		switch e.Type {
+		case "activity_scheduled":
+			scheduled = in.String() == `{"fail_attempts":1,"lines":["one","warn:two\nand more"],"stdout":"three\n"}`
+		case "activity_completed":
+			completed = out.String() == `{"attempt":2}`
+		}
+	}
+	if !scheduled || !completed {
+		t.Errorf("history without the attempts' input or output:\n%s", ts.ok(t, "instance", "history", "talker", "-o", "json"))
+	}
+}

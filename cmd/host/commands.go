@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -549,6 +550,64 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-11-25T10:00:00Z) nor a duration ago (90m)", s)
 	}
 	return now.Add(-d), nil
+}
+
+// logTimeLayout is how instance logs prints a line's time: in the local
+// zone, to the millisecond, with the zone's offset, so that lines read
+// beside other logs and from another zone are not misread.
+const logTimeLayout = "2006-01-02 15:04:05.000 -07:00"
+
+func (a *app) instanceLogs(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("instance logs")
+	var f client.LogFilter
+	cmd.fs.StringVar(&f.StepPath, "step", "", "only the lines of this step's attempts, by its `PATH` (steps[1].then[0], as the history shows it)")
+	cmd.fs.IntVar(&f.Attempt, "attempt", 0, "only the lines of attempt `N` (from 1)")
+	pos, ok := cmd.parse(args, 1, 1, "ID [--step PATH] [--attempt N]")
+	if !ok {
+		return cmd.usageExit()
+	}
+	if f.Attempt < 0 {
+		cmd.errorf("--attempt must be 1 or more, got %d", f.Attempt)
+		return exitUsage
+	}
+	// Every line, page after page; printed as each page comes, but for
+	// JSON, which is one document.
+	var lines []store.LogEntry
+	for f.Limit = 1000; ; {
+		page, err := cmd.c.Logs(ctx, pos[0], f)
+		if err != nil {
+			return cmd.fail(err)
+		}
+		if cmd.output == "json" {
+			lines = append(lines, page.Items...)
+		} else {
+			for _, l := range page.Items {
+				printLogLine(cmd.stdout, l)
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	if cmd.output == "json" {
+		// The API's document, with every page's items in one.
+		cmd.json(client.Page[store.LogEntry]{Items: lines})
+	}
+	return exitOK
+}
+
+// printLogLine prints one log line: its time, step and attempt, level and
+// message, which names its source when the guest did not log it through
+// the log host function ("[stdout] ..."); a message's further lines are
+// indented under it.
+func printLogLine(w io.Writer, l store.LogEntry) {
+	msg := l.Message
+	if l.Source != "log" {
+		msg = "[" + l.Source + "] " + msg
+	}
+	msg = strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n    ")
+	fmt.Fprintf(w, "%s  %s #%d  %-5s  %s\n", l.Time.Local().Format(logTimeLayout), l.StepPath, l.Attempt, l.Level, msg)
 }
 
 func (a *app) instanceCancel(ctx context.Context, args []string) int {

@@ -67,6 +67,7 @@ type Config struct {
 	Plugins   PluginsConfig   `koanf:"plugins"`
 	Engine    EngineConfig    `koanf:"engine"`
 	Heartbeat HeartbeatConfig `koanf:"heartbeat"`
+	History   HistoryConfig   `koanf:"history"`
 }
 
 // LogConfig configures the host's own log, on stderr.
@@ -191,6 +192,15 @@ type HeartbeatConfig struct {
 	MaxRetries int           `koanf:"max_retries"`
 }
 
+// HistoryConfig says what instances' histories keep.
+type HistoryConfig struct {
+	// AttemptDataLimit caps each activity attempt's input and output as
+	// its history entries keep them (engine.Config.AttemptDataLimit); a
+	// larger one is recorded by its size only. 0 records neither.
+	// Defaults to engine.DefaultAttemptDataLimit (16KiB).
+	AttemptDataLimit ByteSize `koanf:"attempt_data_limit"`
+}
+
 // ByteSize is a size in bytes, written as a number of bytes or with a unit:
 // 512KiB, 32MiB, 1GiB (also KB, MB, GB as powers of 1000).
 type ByteSize int64
@@ -306,6 +316,9 @@ func defaultConfig() Config {
 			RetentionInterval: eng.RetentionInterval,
 		},
 		Heartbeat: HeartbeatConfig{Tick: hb.Tick, Batch: hb.Batch, Cycle: hb.Cycle, MaxRetries: hb.MaxRetries},
+		// The engine's zero value records no attempt data; a host keeps
+		// documents of a readable size.
+		History: HistoryConfig{AttemptDataLimit: engine.DefaultAttemptDataLimit},
 	}
 }
 
@@ -943,6 +956,10 @@ func (c *LoadedConfig) validate() []Problem {
 		}
 		bad(key, "engine.lock_ttl (%s) must cover at least two heartbeat cycles (heartbeat.cycle %s)", c.Engine.LockTTL, c.Heartbeat.Cycle)
 	}
+	// Every attempt's entries may hold this twice over, and a history
+	// page holds up to 1000 entries: beyond 16MiB a page of them would not
+	// be readable in one answer.
+	positiveSize("history.attempt_data_limit", c.History.AttemptDataLimit, 0, 16<<20)
 	return ps
 }
 

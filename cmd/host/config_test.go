@@ -212,6 +212,7 @@ func TestConfigInvalid(t *testing.T) {
 		{name: "unknown variable", env: []string{"WEFT_ENGINE_WROKERS=3"}, want: []string{"WEFT_ENGINE_WROKERS", "no such setting"}},
 		{name: "unknown --set key", args: []string{"--set", "engine.wrokers=3"}, want: []string{"engine.wrokers (from flag --set engine.wrokers)"}},
 		{name: "bad store", args: []string{"--store", "postgres"}, want: []string{"store (from flag --store)", "embedded or redis"}},
+		{name: "attempt data limit too large", env: []string{"WEFT_HISTORY_ATTEMPT_DATA_LIMIT=1GiB"}, want: []string{"history.attempt_data_limit (from env WEFT_HISTORY_ATTEMPT_DATA_LIMIT)", "want between 0 and 16MiB, got 1GiB"}},
 		{name: "redis without addresses", args: []string{"--store", "redis"}, want: []string{"redis_addrs", "at least one address"}},
 		{name: "bad listen", env: []string{"WEFT_LISTEN=localhost"}, want: []string{"listen (from env WEFT_LISTEN)", "HOST:PORT"}},
 		{name: "bad port", args: []string{"--listen", "127.0.0.1:99999"}, want: []string{"listen (from flag --listen)", "port"}},

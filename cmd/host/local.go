@@ -235,7 +235,7 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if *output == "json" {
 		call.Log = func(r plugins.Record) {
-			res.Logs = append(res.Logs, callLog{Level: strings.ToLower(r.Level.String()), Source: r.Source, Message: r.Message})
+			res.Logs = append(res.Logs, callLog{Level: r.LevelName(), Source: r.Source, Message: r.Message})
 		}
 		call.Requested = func(r plugins.Request) { res.Requests = append(res.Requests, r) }
 	}

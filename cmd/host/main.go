@@ -11,7 +11,7 @@
 //	weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... [--all]
 //	weft workflow put|ls|show|rm
 //	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]]
-//	weft instance ls|show|history|cancel|rm|export|import
+//	weft instance ls|show|history|logs|cancel|rm|export|import
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
 //	weft event dead
 //	weft admin status
@@ -81,6 +81,7 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"instance ls":      a.instanceList,
 		"instance show":    a.instanceShow,
 		"instance history": a.instanceHistory,
+		"instance logs":    a.instanceLogs,
 		"instance cancel":  a.instanceCancel,
 		"instance retry":   a.instanceRetry,
 		"instance count":   a.instanceCount,
@@ -168,6 +169,8 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft run WORKFLOW [--input JSON|@FILE|@-] [--id ID] [--wait[=DURATION]]
   weft instance ls [--workflow W] [--status S]
   weft instance show ID | history ID | cancel ID [--reason R] | rm ID
+  weft instance logs ID [--step PATH] [--attempt N]
+                                  its activity attempts' log lines, oldest first
   weft instance export ID [--file FILE] | import FILE|- [--id ID]
   weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
   weft event dead                 the events that expired with nothing waiting for them

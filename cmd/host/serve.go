@@ -128,6 +128,7 @@ func nodeConfig(cfg *LoadedConfig, reg prometheus.Registerer) node.Config {
 			RecoveryInterval:  cfg.Engine.RecoveryInterval,
 			Retention:         cfg.Engine.Retention,
 			RetentionInterval: cfg.Engine.RetentionInterval,
+			AttemptDataLimit:  int(cfg.History.AttemptDataLimit),
 			Heartbeat: heartbeat.Config{
 				Tick:       cfg.Heartbeat.Tick,
 				Batch:      cfg.Heartbeat.Batch,

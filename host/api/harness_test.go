@@ -64,6 +64,9 @@ type hostOptions struct {
 	debugLogs bool
 	// retention is the engine's Retention (0, the default: forever).
 	retention time.Duration
+	// attemptDataLimit is the engine's AttemptDataLimit (0, the default:
+	// no attempt input or output in the history).
+	attemptDataLimit int
 }
 
 func newHost(t testing.TB) *host {
@@ -85,7 +88,7 @@ func newHostWith(t testing.TB, o hostOptions) *host {
 		ncfg.WorkflowsDir = t.TempDir()
 	}
 	ncfg.Plugins = plugins.Config{CacheDir: testplugins.CacheDir(t)}
-	ncfg.Engine = engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, Retention: o.retention}
+	ncfg.Engine = engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, Retention: o.retention, AttemptDataLimit: o.attemptDataLimit}
 	ncfg.Registerer = reg
 	n, err := node.Open(context.Background(), ncfg, log)
 	if err != nil {

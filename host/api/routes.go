@@ -59,6 +59,7 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodGet, path: "/v1/instances/:id", perm: permRead, handler: s.getInstance},
 		{method: fiber.MethodDelete, path: "/v1/instances/:id", perm: permOperate, handler: s.deleteInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/history", perm: permRead, handler: s.history},
+		{method: fiber.MethodGet, path: "/v1/instances/:id/logs", perm: permRead, handler: s.instanceLogs},
 		{method: fiber.MethodPost, path: "/v1/instances/:id/cancel", perm: permOperate, handler: s.cancelInstance},
 		{method: fiber.MethodPost, path: "/v1/instances/:id/retry", perm: permOperate, handler: s.retryInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/stream", perm: permRead, handler: s.streamInstance},

@@ -586,6 +586,34 @@ func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Pag
 	return &p, nil
 }
 
+// LogFilter selects the log lines Logs returns: those of one step's
+// attempts (its path, such as steps[1].then[0]) and of one attempt, when
+// set, and a page of them.
+type LogFilter struct {
+	StepPath string
+	// Attempt counts from 1; 0 selects every attempt.
+	Attempt int
+	ListOptions
+}
+
+// Logs returns a page of the log lines of an instance's activity attempts,
+// oldest first, as its history keeps them; the cursor is a history seq, or
+// a previous page's NextCursor.
+func (c *Client) Logs(ctx context.Context, id string, f LogFilter) (*Page[store.LogEntry], error) {
+	q := pageQuery(f.ListOptions)
+	if f.StepPath != "" {
+		q.Set("step_path", f.StepPath)
+	}
+	if f.Attempt != 0 {
+		q.Set("attempt", strconv.Itoa(f.Attempt))
+	}
+	var p Page[store.LogEntry]
+	if err := c.getJSON(ctx, "/v1/instances/"+seg(id)+"/logs", q, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
 // Cancel cancels an instance and returns it as it is after the request; a
 // *Problem with Status 409 when it has already ended.
 func (c *Client) Cancel(ctx context.Context, id, reason string) (*Instance, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -304,5 +305,52 @@ func TestClientRoundTripsIDsThatNeedEscaping(t *testing.T) {
 		if _, err := c.Instance(ctx, id); !errors.Is(err, client.ErrNotFound) {
 			t.Fatalf("Instance(%q) after delete: %v, want not found", id, err)
 		}
+	}
+}
+
+// TestClientLogs: Logs reads an instance's attempts' log lines, filtered
+// by step and attempt and page by page; an unknown instance is
+// ErrNotFound.
+func TestClientLogs(t *testing.T) {
+	t.Parallel()
+	url := startHost(t)
+	c := newClient(t, url, adminToken)
+	ctx := context.Background()
+	if _, _, err := c.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
+		t.Fatal(err)
+	}
+	src := []byte("name: talk\nsteps:\n  - id: t\n    activity: kit.log\n    input: { lines: [a, b], fail_attempts: 1 }\n    retry: { max_attempts: 2, initial_interval: 10ms }\n")
+	if _, _, err := c.PutWorkflow(ctx, "talk", src); err != nil {
+		t.Fatal(err)
+	}
+	if in, _, err := c.Start(ctx, "talk", client.StartRequest{ID: "talk-1"}, time.Minute); err != nil || in.Status != store.StatusCompleted {
+		t.Fatalf("Start: %+v, %v", in, err)
+	}
+	reader := newClient(t, url, readerToken)
+	var got []string
+	f := client.LogFilter{StepPath: "steps[0]", ListOptions: client.ListOptions{Limit: 3}}
+	for pages := 0; ; pages++ {
+		p, err := reader.Logs(ctx, "talk-1", f)
+		if err != nil || pages > 4 {
+			t.Fatalf("Logs page %d: %+v, %v", pages, p, err)
+		}
+		for _, l := range p.Items {
+			got = append(got, fmt.Sprintf("%d %s %s", l.Attempt, l.Level, l.Message))
+		}
+		if p.NextCursor == "" {
+			break
+		}
+		f.Cursor = p.NextCursor
+	}
+	want := "1 info a (attempt 1)|1 info b (attempt 1)|2 info a (attempt 2)|2 info b (attempt 2)"
+	if strings.Join(got, "|") != want {
+		t.Errorf("Logs: %s, want %s", strings.Join(got, "|"), want)
+	}
+	p, err := c.Logs(ctx, "talk-1", client.LogFilter{Attempt: 2})
+	if err != nil || len(p.Items) != 2 || p.Items[0].Attempt != 2 || p.Items[0].Node != "client-test" || p.Items[0].Source != "log" {
+		t.Fatalf("Logs of attempt 2: %+v, %v", p, err)
+	}
+	if _, err := c.Logs(ctx, "nope", client.LogFilter{}); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("Logs of an unknown instance: %v, want ErrNotFound", err)
 	}
 }

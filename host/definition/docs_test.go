@@ -52,7 +52,7 @@ func docBlocks(t *testing.T, text string) []docBlock {
 func docsCatalog(workflows map[string]*Definition) fakeCatalog {
 	return fakeCatalog{
 		activities: map[string][]string{
-			"kit":       {"echo", "upper", "fail", "work", "sleep", "spin", "alloc", "trap", "info"},
+			"kit":       {"echo", "upper", "fail", "work", "sleep", "spin", "alloc", "trap", "info", "log"},
 			"text":      {"slugify", "wordcount", "template"},
 			"thumbnail": {"info", "resize"},
 			"webhook":   {"deliver"},

@@ -191,6 +191,14 @@ type Config struct {
 	// store for at a time; a turn asks again while batches come back full.
 	// Defaults to 500, at most store.MaxListLimit.
 	RetentionBatch int
+	// AttemptDataLimit caps, in bytes of JSON, each activity attempt's
+	// input and output as its history entries keep them; a larger one is
+	// recorded by its size only (runner.Context.AttemptDataLimit). 0
+	// records neither, and is what the zero Config does; the host sets
+	// DefaultAttemptDataLimit (history.attempt_data_limit). An attempt's
+	// log lines are kept whatever it is: the plugin runtime's log limits
+	// bound them.
+	AttemptDataLimit int
 	// Heartbeat configures the heartbeat scheduler that times out attempts
 	// whose guest stopped heartbeating. Defaults to heartbeat's defaults.
 	Heartbeat heartbeat.Config
@@ -265,6 +273,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("engine: Retention must be between 0 (keep forever) and %s, got %s", definition.MaxRetention, c.Retention)
 	case c.RetentionBatch < 1 || c.RetentionBatch > store.MaxListLimit:
 		return fmt.Errorf("engine: RetentionBatch must be between 1 and %d, got %d", store.MaxListLimit, c.RetentionBatch)
+	case c.AttemptDataLimit < 0:
+		return fmt.Errorf("engine: AttemptDataLimit must not be negative, got %d", c.AttemptDataLimit)
 	}
 	return nil
 }
@@ -273,6 +283,12 @@ func (c Config) validate() error {
 // (engine.retention): a week, long enough to look into what went wrong
 // after a weekend, short enough that the store stops growing.
 const DefaultRetention = 7 * 24 * time.Hour
+
+// DefaultAttemptDataLimit is the host's default Config.AttemptDataLimit
+// (history.attempt_data_limit): 16 KiB keeps the documents a person reads
+// whole, while an attempt that moves megabytes does not copy them into
+// every history entry.
+const DefaultAttemptDataLimit = 16 << 10
 
 // Engine runs workflow instances on one node.
 type Engine struct {

@@ -41,6 +41,13 @@ type hostParts struct {
 	// wrap, when set, is the store the engine uses around the real one:
 	// a fault to inject.
 	wrap func(store.Store) store.Store
+	// plugins configures the plugin runtime.
+	plugins plugins.Config
+}
+
+// withPlugins runs the plugins with cfg.
+func withPlugins(cfg plugins.Config) hostOption {
+	return func(p *hostParts) { p.plugins = cfg }
 }
 
 // withStore has the engine use wrap(the real store).
@@ -70,7 +77,7 @@ func newHost(t testing.TB, opts ...hostOption) *host {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	st := openStore(t)
-	rt := testplugins.Runtime(t, plugins.Config{})
+	rt := testplugins.Runtime(t, parts.plugins)
 	ctx := context.Background()
 	m, err := rt.Load(ctx, testplugins.Bytes(t, "kit"))
 	if err != nil {

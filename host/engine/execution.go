@@ -147,8 +147,10 @@ type result struct {
 	out               []byte
 	err               error
 	hb                *plugins.Heartbeat
-	// requests are the attempt's outbound HTTP requests, for its record.
+	// requests are the attempt's outbound HTTP requests, and logs its log
+	// lines, for its record.
 	requests []plugins.Request
+	logs     store.AttemptLogs
 }
 
 // process runs instance id until it is suspended or finished.
@@ -479,9 +481,16 @@ func (x *execution) handBack() {
 	}
 }
 
+// stoppedAttempt is an attempt that completed after its execution was
+// told to stop, with its log lines.
+type stoppedAttempt struct {
+	inv  runner.Invoke
+	logs store.AttemptLogs
+}
+
 // cancelAll stops the attempts in flight and returns those that completed
 // anyway (before they saw the cancellation).
-func (x *execution) cancelAll() (completed []runner.Invoke) {
+func (x *execution) cancelAll() (completed []stoppedAttempt) {
 	for _, f := range x.inflight.attempts {
 		f.hb.RequestCancel()
 	}
@@ -489,7 +498,7 @@ func (x *execution) cancelAll() (completed []runner.Invoke) {
 		r := <-x.inflight.results
 		x.e.renewer.forget(attemptItem(x.sched.key, r.token))
 		if r.err == nil {
-			completed = append(completed, x.inflight.attempts[r.token].inv)
+			completed = append(completed, stoppedAttempt{inv: x.inflight.attempts[r.token].inv, logs: r.logs})
 		}
 	}
 	clear(x.inflight.attempts)
@@ -535,21 +544,24 @@ func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lo
 // waits for must not change it), and recorded: as notes in
 // the instance's inbox, which need no lock and which the holder's next run
 // writes to the history as late_completion_refused.
-func (x *execution) superseded(stopped []runner.Invoke, cause error) {
+func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 	var notes []store.Message
-	note := func(outcome, path string, attempt int) {
-		data, _ := json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()})
+	note := func(outcome, path string, attempt int, logs store.AttemptLogs) {
+		data, _ := json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error(), AttemptLogs: logs})
 		notes = append(notes, store.Message{InstanceID: x.inst.ID, Kind: store.MessageNote, Payload: data,
 			ID: fmt.Sprintf("late:%s:%s:%s:%d:%s", x.e.cfg.NodeID, x.e.boot, path, attempt, outcome)})
 	}
 	for _, ev := range x.next.history {
 		switch ev.Type {
 		case store.HistoryActivityCompleted, store.HistoryActivityFailed:
-			note(strings.TrimPrefix(string(ev.Type), "activity_"), ev.StepPath, ev.Attempt)
+			// The attempt ran and logged: its lines stay with its note.
+			var logs store.AttemptLogs
+			_ = json.Unmarshal(ev.Data, &logs) // encoded above from the same type
+			note(strings.TrimPrefix(string(ev.Type), "activity_"), ev.StepPath, ev.Attempt, logs)
 		}
 	}
-	for _, inv := range stopped {
-		note("completed", inv.Path, inv.Attempt)
+	for _, a := range stopped {
+		note("completed", a.inv.Path, a.inv.Attempt, a.logs)
 	}
 	if len(notes) == 0 {
 		return
@@ -573,7 +585,7 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 		watched.mu.Unlock()
 		return runner.ActivityFailed{
 			Token: r.token, Cause: retry.Of(retry.KindHeartbeatTimeout), LastHeartbeat: details,
-			Message: fmt.Sprintf("no heartbeat within %s", watched.timeout),
+			Message: fmt.Sprintf("no heartbeat within %s", watched.timeout), Logs: r.logs,
 		}
 	}
 	var requests json.RawMessage
@@ -586,11 +598,11 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 			// Named like every other call error: the runtime does not
 			// parse outputs (see plugins.Runtime.Invoke), so it is made here.
 			perr := &plugins.CallError{Version: r.version, Activity: r.activity, Err: plugins.CheckOutput(r.out)}
-			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests}
+			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests, Logs: r.logs}
 		}
-		return runner.ActivityCompleted{Token: r.token, Output: v, Requests: requests}
+		return runner.ActivityCompleted{Token: r.token, Output: v, OutputJSON: r.out, Requests: requests, Logs: r.logs}
 	}
-	f := runner.ActivityFailed{Token: r.token, Cause: classify.Cause(r.err), Message: r.err.Error(), Requests: requests}
+	f := runner.ActivityFailed{Token: r.token, Cause: classify.Cause(r.err), Message: r.err.Error(), Requests: requests, Logs: r.logs}
 	var ge *plugins.GuestError
 	if errors.As(r.err, &ge) {
 		f.Message, f.Details = ge.Message, ge.Details
@@ -604,7 +616,7 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 // apply applies one event and performs the actions.
 func (x *execution) apply(ev runner.Input) {
 	now := x.e.cfg.Now()
-	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq)}, ev)
+	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq), AttemptDataLimit: x.e.cfg.AttemptDataLimit}, ev)
 	x.next.dirty = true
 	for _, a := range acts {
 		switch a := a.(type) {
@@ -678,7 +690,12 @@ func (x *execution) invoke(inv runner.Invoke) {
 	if timeout == 0 {
 		timeout = x.e.cfg.ActivityTimeout
 	}
-	in, err := json.Marshal(inv.Input)
+	// The bytes the runner recorded, when it did: the history shows what
+	// the guest got.
+	in, err := []byte(inv.InputJSON), error(nil)
+	if in == nil {
+		in, err = json.Marshal(inv.Input)
+	}
 	version := x.inst.Plugins[inv.Plugin]
 	call := plugins.Call{
 		Activity: inv.Activity, Input: in, LastHeartbeat: inv.LastHeartbeat, Heartbeat: hb, Timeout: timeout,
@@ -705,11 +722,36 @@ func (x *execution) invoke(inv runner.Invoke) {
 			x.inflight.results <- result{token: inv.Token, err: &plugins.CallError{Version: version, Activity: inv.Activity, Err: err}, hb: hb}
 			return
 		}
+		// The guest's goroutine calls these, one at a time, before Invoke
+		// returns.
 		var requests []plugins.Request
 		call.Requested = func(r plugins.Request) { requests = append(requests, r) }
+		logs := x.keepLogs(&call)
 		out, err := x.e.plugins.Invoke(ctx, version, call)
-		x.inflight.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, err: err, hb: hb, requests: requests}
+		x.inflight.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, err: err, hb: hb, requests: requests, logs: *logs}
 	}()
+}
+
+// keepLogs has call keep its guest's log records, as the lines of the
+// attempt's history entry, and still pass them on to the node's log, where
+// they went before the history kept them. What the runtime's log limits
+// dropped is noted with them. The lines are the caller's once Invoke
+// returned.
+func (x *execution) keepLogs(call *plugins.Call) *store.AttemptLogs {
+	logs := &store.AttemptLogs{}
+	info := *call // for LogTo: the call's names, not its later changes
+	call.Log = func(rec plugins.Record) {
+		info.LogTo(x.e.log, rec)
+		if d := rec.Dropped; d != nil {
+			limit := store.LogLimitBytes
+			if d.OnRecords {
+				limit = store.LogLimitRecords
+			}
+			logs.Dropped = &store.LogsDropped{Records: d.Records, Bytes: d.Bytes, Limit: limit}
+		}
+		logs.Lines = append(logs.Lines, store.LogLine{Time: x.e.cfg.Now().UTC(), Level: rec.LevelName(), Source: rec.Source, Message: rec.Message})
+	}
+	return logs
 }
 
 // track has the heartbeat scheduler watch an attempt: every attempt, so

@@ -26,7 +26,12 @@ type childEnd struct {
 }
 
 // lateNote is the payload of a MessageNote: an attempt's end that a node
-// which lost the instance could not commit, for the history.
+// which lost the instance could not commit, for the history, where the
+// payload becomes the entry's data.
+//
+// Its fields only grow, each optional: a note written by an older node
+// (without logs) reads as one without lines, and an older node applying a
+// newer note keeps the fields it does not know in the entry's data.
 type lateNote struct {
 	Type     store.HistoryType `json:"type"`
 	Outcome  string            `json:"outcome"`
@@ -34,6 +39,9 @@ type lateNote struct {
 	Attempt  int               `json:"attempt"`
 	Node     string            `json:"node"`
 	Reason   string            `json:"reason"`
+	// The attempt's log lines (logs, logs_dropped): it ran, and what it
+	// logged is kept even though its end was refused.
+	store.AttemptLogs
 }
 
 // inboxEntry is an inbox message as the execution applies it: an input for

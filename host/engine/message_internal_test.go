@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
@@ -67,6 +68,48 @@ func TestDecodeMessage(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.input, tt.input) || !reflect.DeepEqual(got.note, tt.note) {
 				t.Fatalf("decodeMessage = %#v, %#v; want %#v, %#v", got.input, got.note, tt.input, tt.note)
+			}
+		})
+	}
+}
+
+// TestLateNoteLogs: a refused attempt's note carries its log lines into
+// the history entry it becomes, as data.logs and data.logs_dropped, where
+// the logs endpoint reads them; a note written before notes carried logs
+// reads as one without lines.
+func TestLateNoteLogs(t *testing.T) {
+	t.Parallel()
+	logs := store.AttemptLogs{
+		Lines:   []store.LogLine{{Time: time.Date(2026, 11, 24, 14, 15, 22, 0, time.UTC), Level: "info", Source: "stdout", Message: "charged"}},
+		Dropped: &store.LogsDropped{Records: 2, Bytes: 30, Limit: store.LogLimitBytes},
+	}
+	payload, err := json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: "completed", StepPath: "steps[0]", Attempt: 1, Node: "n2", Reason: "fenced", AttemptLogs: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		payload string
+		want    store.AttemptLogs
+	}{
+		{"with logs", string(payload), logs},
+		{"written before logs", `{"type":"late_completion_refused","outcome":"completed","step_path":"steps[0]","attempt":1,"node":"n2","reason":"fenced"}`, store.AttemptLogs{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := decodeMessage(store.Message{ID: "late:1", Kind: store.MessageNote, Payload: json.RawMessage(tt.payload)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.note == nil || got.note.StepPath != "steps[0]" || got.note.Attempt != 1 || got.note.Node != "n2" {
+				t.Fatalf("note = %+v, want the attempt's entry", got.note)
+			}
+			var back store.AttemptLogs
+			if err := json.Unmarshal(got.note.Data, &back); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(back, tt.want) {
+				t.Errorf("the entry's logs = %+v, want %+v", back, tt.want)
 			}
 		})
 	}

@@ -15,6 +15,12 @@ type Context struct {
 	InstanceID string
 	Now        time.Time
 	Rand       func() float64
+	// AttemptDataLimit caps, in bytes of JSON, an attempt's input and
+	// output as its history records keep them (activity_scheduled's
+	// input, activity_completed's output); a larger one is recorded by its
+	// size only (input_omitted_bytes, output_omitted_bytes), never cut.
+	// 0 records neither.
+	AttemptDataLimit int
 }
 
 // Input is an input to Apply.
@@ -29,9 +35,14 @@ type Start struct{ Input json.RawMessage }
 type ActivityCompleted struct {
 	Token  string
 	Output any
+	// OutputJSON is Output as the guest returned it, for the attempt's
+	// record (Context.AttemptDataLimit); nil has Output encoded for it.
+	OutputJSON json.RawMessage
 	// Requests lists the attempt's outbound HTTP requests (a JSON array),
 	// for its record; empty when it made none.
 	Requests json.RawMessage
+	// Logs are the attempt's log lines, for its record.
+	Logs store.AttemptLogs
 }
 
 // ActivityFailed is an attempt's failure.
@@ -45,8 +56,9 @@ type ActivityFailed struct {
 	// LastHeartbeat is the details the attempt last reported; they are
 	// handed to the next attempt.
 	LastHeartbeat json.RawMessage
-	// Requests is as in ActivityCompleted.
+	// Requests and Logs are as in ActivityCompleted.
 	Requests json.RawMessage
+	Logs     store.AttemptLogs
 }
 
 // TimerFired is a timer armed with ArmTimer coming due.
@@ -117,7 +129,12 @@ type Invoke struct {
 	Plugin   string
 	Activity string
 	Input    any
-	Attempt  int
+	// InputJSON is Input encoded, as the attempt's record keeps it: the
+	// shell sends these bytes, so that the history shows what the attempt
+	// got. Nil when Context.AttemptDataLimit is 0, or Input does not
+	// encode (the shell's own encoding then fails the attempt).
+	InputJSON json.RawMessage
+	Attempt   int
 	// IdempotencyKey is the same for every attempt of the step execution.
 	IdempotencyKey string
 	// Timeout is the step's start-to-close timeout, zero when unset;

@@ -549,8 +549,27 @@ func (a *apply) invoke(f *Frame, s *definition.Step) {
 	if s.Activity.ScheduleToClose > 0 {
 		inv.Deadline = r.Scheduled.Add(s.Activity.ScheduleToClose)
 	}
+	data := map[string]any{"plugin": inv.Plugin, "activity": inv.Activity}
+	if a.c.AttemptDataLimit > 0 {
+		// Encoded here, once, for the record and for the call.
+		if in, err := json.Marshal(r.Input); err == nil {
+			inv.InputJSON = in
+			a.attemptData(data, "input", in)
+		}
+	}
 	a.emit(inv)
-	a.record(store.HistoryActivityScheduled, inv.Path, r.Attempt, map[string]any{"plugin": inv.Plugin, "activity": inv.Activity})
+	a.record(store.HistoryActivityScheduled, inv.Path, r.Attempt, data)
+}
+
+// attemptData records an attempt's input or output, doc, in data under
+// name when it is within Context.AttemptDataLimit, and otherwise only its
+// size, under name + "_omitted_bytes": cut short, it would not be JSON.
+func (a *apply) attemptData(data map[string]any, name string, doc json.RawMessage) {
+	if len(doc) > a.c.AttemptDataLimit {
+		data[name+"_omitted_bytes"] = len(doc)
+		return
+	}
+	data[name] = doc
 }
 
 func (a *apply) activityCompleted(ev ActivityCompleted) {
@@ -559,9 +578,20 @@ func (a *apply) activityCompleted(ev ActivityCompleted) {
 		return
 	}
 	s := a.step(f)
-	var data map[string]any
+	data := map[string]any{}
 	if len(ev.Requests) > 0 {
-		data = map[string]any{"requests": ev.Requests}
+		data["requests"] = ev.Requests
+	}
+	if a.c.AttemptDataLimit > 0 {
+		out := ev.OutputJSON
+		if out == nil {
+			out, _ = json.Marshal(ev.Output) // decoded from JSON: it encodes
+		}
+		a.attemptData(data, "output", out)
+	}
+	ev.Logs.AddTo(data)
+	if len(data) == 0 {
+		data = nil
 	}
 	a.record(store.HistoryActivityCompleted, stepPath(f), f.Run.Attempt, data)
 	if a.p.def.Persistence == definition.PersistenceActivity && s.Persist != definition.PersistNever {
@@ -587,6 +617,7 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	if len(ev.Requests) > 0 {
 		data["requests"] = ev.Requests
 	}
+	ev.Logs.AddTo(data)
 	a.record(store.HistoryActivityFailed, stepPath(f), r.Attempt, data)
 	d := retry.Decide(s.Activity.Retry, retry.Attempt{
 		Number: r.Attempt, Failed: a.c.Now, FirstScheduled: r.Scheduled, ScheduleToClose: s.Activity.ScheduleToClose,

@@ -390,3 +390,124 @@ steps:
 		t.Errorf("Plugins() = %v, want %v", got, want)
 	}
 }
+
+// TestAttemptData: an attempt's input and output go into its records while
+// they are within Context.AttemptDataLimit, and only their sizes beyond it
+// (never a cut document); a limit of 0 records neither. Its log lines go
+// into the record of its end, completed or failed.
+func TestAttemptData(t *testing.T) {
+	t.Parallel()
+	def, err := definition.Load([]byte(`
+name: p
+steps:
+  - { id: a, activity: kit.echo, input: { text: "${ input.text }" }, retry: { max_attempts: 2, initial_interval: 1s } }
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := runner.Compile(def)
+	const input = `{"text":"hello"}` // 16 bytes, as the runner encodes the step's input
+	output := json.RawMessage(`{"text": "HELLO"}`)
+	logs := store.AttemptLogs{
+		Lines:   []store.LogLine{{Time: t0, Level: "info", Source: "log", Message: "working"}},
+		Dropped: &store.LogsDropped{Records: 3, Bytes: 40, Limit: store.LogLimitRecords},
+	}
+	tests := []struct {
+		name  string
+		limit int
+		// want are the attempt fields of activity_scheduled and
+		// activity_completed; absent ones must be absent.
+		wantIn, wantOut map[string]any
+	}{
+		{"off", 0, map[string]any{}, map[string]any{}},
+		{"within", 1 << 10, map[string]any{"input": json.RawMessage(input)}, map[string]any{"output": output}},
+		{"at the limit", len(input), map[string]any{"input": json.RawMessage(input)}, map[string]any{"output_omitted_bytes": len(output)}},
+		{"over", 8, map[string]any{"input_omitted_bytes": len(input)}, map[string]any{"output_omitted_bytes": len(output)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := &runner.State{}
+			c := runner.Context{InstanceID: "i1", Now: t0, Rand: func() float64 { return 0.5 }, AttemptDataLimit: tt.limit}
+			acts := p.Apply(st, c, runner.Start{Input: json.RawMessage(input)})
+			inv := only[runner.Invoke](t, acts)
+			if tt.limit > 0 && string(inv.InputJSON) != input {
+				t.Errorf("Invoke.InputJSON = %s, want %s: the bytes the record has are the bytes sent", inv.InputJSON, input)
+			}
+			checkFields(t, record(t, acts, store.HistoryActivityScheduled), tt.wantIn)
+
+			// The first attempt fails with logs, the second completes.
+			acts = p.Apply(st, c, runner.ActivityFailed{Token: inv.Token, Cause: retry.Of(retry.KindTimeout), Message: "slow", Logs: logs})
+			failed := record(t, acts, store.HistoryActivityFailed)
+			if fmt.Sprint(failed.Data["logs"]) != fmt.Sprint(logs.Lines) || failed.Data["logs_dropped"] != logs.Dropped {
+				t.Errorf("activity_failed data = %v, want the attempt's logs", failed.Data)
+			}
+			acts = p.Apply(st, c, runner.TimerFired{Token: only[runner.ArmTimer](t, acts).Token})
+			inv = only[runner.Invoke](t, acts)
+			checkFields(t, record(t, acts, store.HistoryActivityScheduled), tt.wantIn)
+			var out any
+			_ = json.Unmarshal(output, &out)
+			acts = p.Apply(st, c, runner.ActivityCompleted{Token: inv.Token, Output: out, OutputJSON: output, Logs: store.AttemptLogs{Lines: logs.Lines}})
+			completed := record(t, acts, store.HistoryActivityCompleted)
+			checkFields(t, completed, tt.wantOut)
+			if fmt.Sprint(completed.Data["logs"]) != fmt.Sprint(logs.Lines) || completed.Data["logs_dropped"] != nil {
+				t.Errorf("activity_completed data = %v, want the attempt's logs and no drop", completed.Data)
+			}
+			if st.Status != store.StatusCompleted {
+				t.Errorf("status %s, want completed", st.Status)
+			}
+		})
+	}
+	t.Run("output encoded when not given as JSON", func(t *testing.T) {
+		t.Parallel()
+		st := &runner.State{}
+		c := runner.Context{InstanceID: "i1", Now: t0, Rand: func() float64 { return 0.5 }, AttemptDataLimit: 100}
+		inv := only[runner.Invoke](t, p.Apply(st, c, runner.Start{Input: json.RawMessage(input)}))
+		acts := p.Apply(st, c, runner.ActivityCompleted{Token: inv.Token, Output: map[string]any{"n": 1.0}})
+		checkFields(t, record(t, acts, store.HistoryActivityCompleted), map[string]any{"output": json.RawMessage(`{"n":1}`)})
+	})
+}
+
+// only returns the one action of type T in acts.
+func only[T runner.Action](t *testing.T, acts []runner.Action) T {
+	t.Helper()
+	var found []T
+	for _, a := range acts {
+		if v, ok := a.(T); ok {
+			found = append(found, v)
+		}
+	}
+	if len(found) != 1 {
+		var zero T
+		t.Fatalf("%d actions of type %T in %v, want 1", len(found), zero, acts)
+	}
+	return found[0]
+}
+
+// record returns the one record of type typ in acts.
+func record(t *testing.T, acts []runner.Action, typ store.HistoryType) runner.Record {
+	t.Helper()
+	var found []runner.Record
+	for _, a := range acts {
+		if r, ok := a.(runner.Record); ok && r.Type == typ {
+			found = append(found, r)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d %s records in %v, want 1", len(found), typ, acts)
+	}
+	return found[0]
+}
+
+// checkFields checks a record's input and output fields against want, by
+// their JSON: a field want lacks must be absent.
+func checkFields(t *testing.T, r runner.Record, want map[string]any) {
+	t.Helper()
+	for _, k := range []string{"input", "input_omitted_bytes", "output", "output_omitted_bytes"} {
+		got, _ := json.Marshal(r.Data[k])
+		exp, _ := json.Marshal(want[k])
+		if string(got) != string(exp) {
+			t.Errorf("%s record: %s = %s, want %s", r.Type, k, got, exp)
+		}
+	}
+}

@@ -37,6 +37,11 @@
 //     with the `activity` strategy also after every activity completes; a
 //     step with `persist: always` after it completes, and `persist: never`
 //     suppresses the per-activity persist of its step.
+//   - An attempt's input is encoded by the runner, once, for its
+//     activity_scheduled record and for the call (Invoke.InputJSON), so
+//     that the history shows the bytes the guest got. Input and output
+//     are recorded whole or not at all (Context.AttemptDataLimit): a JSON
+//     document cut short is not one.
 package runner
 
 import (

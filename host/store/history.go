@@ -1,5 +1,7 @@
 package store
 
+import "time"
+
 // HistoryType says what a HistoryEntry records. The runner and the engine
 // write these; the API and the CLI show them as they are.
 type HistoryType string
@@ -49,3 +51,65 @@ const (
 	// finished.
 	HistoryEventIgnored HistoryType = "event_ignored"
 )
+
+// LogLine is one line an activity attempt's guest logged (through the log
+// host function, stdout or stderr), or a note the host added to them. The
+// engine keeps an attempt's lines in the data of the history entry that
+// ends it (see AttemptLogs).
+type LogLine struct {
+	Time time.Time `json:"time"`
+	// Level is debug, info, warn or error.
+	Level string `json:"level"`
+	// Source is log, stdout or stderr for what the guest wrote, http for
+	// the host's notes on its requests.
+	Source  string `json:"source"`
+	Message string `json:"message"`
+}
+
+// LogsDropped is what the plugin runtime's per-call log limits kept out of
+// an attempt's log lines.
+type LogsDropped struct {
+	Records int `json:"records"`
+	Bytes   int `json:"bytes"`
+	// Limit is the limit that was reached: LogLimitRecords or
+	// LogLimitBytes.
+	Limit string `json:"limit"`
+}
+
+// The log limits LogsDropped.Limit names (plugins.max_log_records and
+// plugins.max_log_bytes).
+const (
+	LogLimitRecords = "records"
+	LogLimitBytes   = "bytes"
+)
+
+// AttemptLogs is an attempt's log lines as the data of its
+// activity_completed, activity_failed or late_completion_refused history
+// entry holds them: data.logs and data.logs_dropped. The API's logs
+// endpoint reads them back with this type.
+type AttemptLogs struct {
+	Lines   []LogLine    `json:"logs,omitempty"`
+	Dropped *LogsDropped `json:"logs_dropped,omitempty"`
+}
+
+// AddTo sets data's logs and logs_dropped, the fields of l's JSON form, as
+// far as l has them.
+func (l AttemptLogs) AddTo(data map[string]any) {
+	if len(l.Lines) > 0 {
+		data["logs"] = l.Lines
+	}
+	if l.Dropped != nil {
+		data["logs_dropped"] = l.Dropped
+	}
+}
+
+// LogEntry is one log line of an instance's attempts as
+// GET /v1/instances/{id}/logs answers it: the line, and the history entry
+// it was recorded in (its seq, step path, attempt and node).
+type LogEntry struct {
+	Seq      uint64 `json:"seq"`
+	StepPath string `json:"step_path"`
+	Attempt  int    `json:"attempt"`
+	Node     string `json:"node"`
+	LogLine
+}

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ func init() {
 	sdk.RegisterWithDescription("alloc", `Allocates and touches {"mb": n} MiB.`, sdk.Typed(alloc))
 	sdk.RegisterWithDescription("trap", "Panics.", trap)
 	sdk.RegisterWithDescription("info", "Returns its call info.", sdk.Typed(info))
+	sdk.RegisterWithDescription("log", "Logs lines at levels, prints stdout, logs the secret it is given the name of; fails attempts 1..fail_attempts, then returns {attempt}.", sdk.Typed(logLines))
 }
 
 func main() {}
@@ -190,4 +192,44 @@ func info(ctx *sdk.Context, _ struct{}) (infoOut, error) {
 		IdempotencyKey:    i.IdempotencyKey,
 		DeadlineUnixMilli: i.DeadlineUnixMilli,
 	}, nil
+}
+
+type logIn struct {
+	// Lines are logged through the log host function, each "LEVEL:text"
+	// (debug, info, warn, error) or plain text at info, with the attempt's
+	// number after it.
+	Lines []string `json:"lines"`
+	// Stdout is printed to stdout as it is.
+	Stdout string `json:"stdout"`
+	// Secret names a granted secret whose value is logged: what a careless
+	// plugin does, and the host masks.
+	Secret       string `json:"secret"`
+	FailAttempts int    `json:"fail_attempts"`
+}
+
+// logLines makes an attempt's log, for the tests of what the host keeps of
+// it, and fails like fail (retryably) while the attempt is within
+// fail_attempts.
+func logLines(ctx *sdk.Context, in logIn) (attemptOut, error) {
+	attempt := ctx.Info().Attempt
+	levels := map[string]sdk.Level{"debug": sdk.LevelDebug, "info": sdk.LevelInfo, "warn": sdk.LevelWarn, "error": sdk.LevelError}
+	for _, l := range in.Lines {
+		level, msg := sdk.LevelInfo, l
+		if name, rest, ok := strings.Cut(l, ":"); ok {
+			if lv, known := levels[name]; known {
+				level, msg = lv, rest
+			}
+		}
+		ctx.Logf(level, "%s (attempt %d)", msg, attempt)
+	}
+	if in.Stdout != "" {
+		fmt.Print(in.Stdout)
+	}
+	if in.Secret != "" {
+		ctx.Logf(sdk.LevelWarn, "the secret is %s", ctx.Secret(in.Secret))
+	}
+	if attempt <= in.FailAttempts {
+		return attemptOut{}, sdk.Retryable("kit_failure", fmt.Sprintf("attempt %d fails", attempt))
+	}
+	return attemptOut{Attempt: attempt}, nil
 }

@@ -1,0 +1,146 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+// logsScanLimit bounds the history entries one logs request reads looking
+// for lines: a long history with few logged lines (or none that match the
+// filters) is answered in pages that may be short, with a cursor to go on,
+// rather than read whole within one request.
+const logsScanLimit = 10 * store.MaxListLimit
+
+// logsCursor is where a page of log lines starts: after the line skip of
+// the history entry seq, or after the whole entry when skip is 0. It is
+// written "SEQ", or "SEQ.SKIP" when a page ended inside an entry's lines,
+// so that a history seq is a cursor too.
+type logsCursor struct {
+	seq  uint64
+	skip int
+}
+
+func parseLogsCursor(s string) (logsCursor, error) {
+	if s == "" {
+		return logsCursor{}, nil
+	}
+	seq, skip, split := strings.Cut(s, ".")
+	var c logsCursor
+	var err error
+	if c.seq, err = strconv.ParseUint(seq, 10, 64); err != nil {
+		return c, err
+	}
+	if split {
+		if c.skip, err = strconv.Atoi(skip); err != nil || c.skip < 1 || c.seq == 0 {
+			return c, fmt.Errorf("bad line count %q", skip)
+		}
+	}
+	return c, nil
+}
+
+func (c logsCursor) String() string {
+	if c.skip == 0 {
+		return strconv.FormatUint(c.seq, 10)
+	}
+	return strconv.FormatUint(c.seq, 10) + "." + strconv.Itoa(c.skip)
+}
+
+// keepsLogs reports whether entries of type t may hold an attempt's log
+// lines: the end of an attempt, applied or refused.
+func keepsLogs(t store.HistoryType) bool {
+	switch t {
+	case store.HistoryActivityCompleted, store.HistoryActivityFailed, store.HistoryLateCompletionRefused:
+		return true
+	}
+	return false
+}
+
+// instanceLogs answers the log lines of an instance's attempts, read from
+// its history, oldest first: the lines of each entry that ends an attempt
+// (store.AttemptLogs), filtered by step_path and attempt.
+func (s *Server) instanceLogs(c *fiber.Ctx) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	raw := c.Query("after", c.Query("cursor"))
+	from, err := parseLogsCursor(raw)
+	if err != nil {
+		return invalidField("after", "must be a history sequence number or a next_cursor of this endpoint, got %q", raw)
+	}
+	stepPath := c.Query("step_path")
+	attempt := 0
+	if c.Query("attempt") != "" {
+		if attempt, err = intParam(c, "attempt", 0, 1, 1<<31-1); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	id := param(c, "id")
+	items := make([]store.LogEntry, 0, min(limit, 64))
+	// A cursor inside an entry reads that entry again, for its other lines.
+	after, skip := from.seq, 0
+	if from.skip > 0 {
+		after, skip = from.seq-1, from.skip
+	}
+	for scanned := 0; scanned < logsScanLimit; {
+		evs, err := s.node.Store().History(ctx, id, after, store.MaxListLimit)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFoundf("no instance %q", id)
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if len(items) == limit {
+				// Full with the lines of the entries up to after.
+				return c.JSON(newPage(items, logsCursor{seq: after}.String()))
+			}
+			after = e.Seq
+			scanned++
+			if !keepsLogs(e.Type) || (stepPath != "" && e.StepPath != stepPath) || (attempt != 0 && e.Attempt != attempt) || len(e.Data) == 0 {
+				skip = 0
+				continue
+			}
+			var logs store.AttemptLogs
+			if err := json.Unmarshal(e.Data, &logs); err != nil {
+				return fmt.Errorf("instance %s: the data of history entry %d: %w", id, e.Seq, err)
+			}
+			lines := logs.Lines
+			if e.Seq == from.seq && skip > 0 {
+				lines = lines[min(skip, len(lines)):]
+			}
+			given := len(logs.Lines) - len(lines)
+			skip = 0
+			for _, l := range lines {
+				if len(items) == limit {
+					// Full inside this entry (given is at least 1): the
+					// next page starts at its next line.
+					return c.JSON(newPage(items, logsCursor{seq: e.Seq, skip: given}.String()))
+				}
+				items = append(items, store.LogEntry{Seq: e.Seq, StepPath: e.StepPath, Attempt: e.Attempt, Node: e.Node, LogLine: l})
+				given++
+			}
+		}
+		if len(evs) < store.MaxListLimit {
+			// The end of the history: a full page still says where the
+			// next would start, as the history endpoint does.
+			next := ""
+			if len(items) == limit {
+				next = logsCursor{seq: after}.String()
+			}
+			return c.JSON(newPage(items, next))
+		}
+	}
+	// Scanned as far as one request may: the page may be short, and goes on
+	// from the last entry read.
+	return c.JSON(newPage(items, logsCursor{seq: after}.String()))
+}
