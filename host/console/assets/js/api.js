@@ -24,7 +24,7 @@ export function setToken(t) {
 // ApiError is a refused request: the problem's fields, or what could be
 // said when the answer was not a problem.
 export class ApiError extends Error {
-  constructor(status, problem, path) {
+  constructor(status, problem, path, method = 'GET') {
     const detail = problem.detail || problem.title || `HTTP ${status}`;
     super(detail);
     this.name = 'ApiError';
@@ -35,6 +35,7 @@ export class ApiError extends Error {
     this.requestId = problem.request_id || '';
     this.problem = problem;
     this.path = path;
+    this.method = method;
   }
 }
 
@@ -79,7 +80,7 @@ function headers(extra) {
 }
 
 // problemOf reads a refused answer into an ApiError.
-async function problemOf(res, path) {
+async function problemOf(res, path, method = 'GET') {
   let problem = {};
   const text = await res.text().catch(() => '');
   try {
@@ -88,7 +89,7 @@ async function problemOf(res, path) {
     problem = {detail: text.trim() ? `HTTP ${res.status}: ${text.trim().slice(0, 300)}` : `HTTP ${res.status} ${res.statusText}`};
   }
   if (typeof problem !== 'object' || problem === null) problem = {detail: String(problem)};
-  return new ApiError(res.status, problem, path);
+  return new ApiError(res.status, problem, path, method);
 }
 
 // request sends one request. opts: query, json (a body sent as JSON),
@@ -114,14 +115,14 @@ export async function request(method, path, opts = {}) {
       });
     } catch (e) {
       if (e.name === 'AbortError') throw e;
-      throw new ApiError(0, {detail: `cannot reach the host: ${e.message}`}, path);
+      throw new ApiError(0, {detail: `cannot reach the host: ${e.message}`}, path, method);
     }
     if (res.status === 401) {
-      const err = await problemOf(res, path);
+      const err = await problemOf(res, path, method);
       await obtainToken(err);
       continue;
     }
-    if (!res.ok) throw await problemOf(res, path);
+    if (!res.ok) throw await problemOf(res, path, method);
     if (opts.blob) return res.blob();
     if (res.status === 204) return null;
     const text = await res.text();
@@ -158,8 +159,9 @@ export async function history(id) {
 
 // stream reads a server-sent event stream at path for as long as it is
 // not closed: onEvent(type, data) for each event whose data is JSON,
-// onState(state, error) as it connects ('open'), fails ('error', with the
-// ApiError) or waits to reconnect ('retry'). When the stream ends, it
+// onState(state, error, delay) as it connects ('open'), fails ('error',
+// with the ApiError) or waits delay ms to reconnect ('retry', with the
+// error that ended the last try, if one did). When the stream ends, it
 // reconnects with a doubling backoff (1s to 30s, back to 1s once an event
 // arrived) unless reconnect() says no. It answers {close()}.
 export function stream(path, {query, onEvent, onState = () => {}, reconnect = () => true}) {
@@ -235,14 +237,16 @@ export function stream(path, {query, onEvent, onState = () => {}, reconnect = ()
 
   (async () => {
     while (!closed) {
+      let failed = null;
       try {
         await once();
       } catch (e) {
         if (closed || e.name === 'AbortError') return;
-        onState('error', e instanceof ApiError ? e : new ApiError(0, {detail: `the live stream failed: ${e.message}`}, path));
+        failed = e instanceof ApiError ? e : new ApiError(0, {detail: `the live stream failed: ${e.message}`}, path);
+        onState('error', failed);
       }
       if (closed || !reconnect()) return;
-      onState('retry');
+      onState('retry', failed, backoff);
       await sleep(backoff);
       backoff = Math.min(backoff * 2, 30000);
     }

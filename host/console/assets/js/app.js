@@ -31,6 +31,8 @@ const routes = [
 const main = document.getElementById('main');
 let cleanup = null;
 let current = '';
+// sessionError is why the role is unknown; it stays above every page.
+let sessionError = null;
 
 // parseHash splits "#/instances/x?status=failed" into path and query.
 function parseHash() {
@@ -57,6 +59,7 @@ async function render(force = false) {
     cleanup = null;
   }
   clearBanner();
+  if (sessionError) showBanner(sessionError);
   let found = null;
   for (const [re, nav, page] of routes) {
     const m = path.match(re);
@@ -142,14 +145,17 @@ async function refreshSession() {
     const w = await api.get('/v1/whoami');
     session.role = w.role || null;
     session.authenticated = Boolean(w.authenticated);
+    sessionError = null;
     replace(who, h('span', {class: `badge role-${session.role}`}, session.role),
       session.authenticated ? '' : h('span', {class: 'muted'}, ' (no tokens on this host)'));
   } catch (e) {
     session.role = null;
     session.authenticated = false;
     replace(who, h('span', {class: 'badge'}, 'role unknown'));
+    sessionError = null;
     if (e.status !== 401) {
-      e.detail = `cannot tell what this token may do (GET /v1/whoami), so no actions are offered: ${e.detail}`;
+      e.detail = `cannot tell what this token may do, so no actions are offered: ${e.detail}`;
+      sessionError = e;
       showBanner(e);
     }
   }

@@ -242,7 +242,8 @@ export function render(model, {onSelect, selected} = {}) {
       }),
       r.marks.map(mark))));
   return h('div', {class: 'timeline', 'data-test': 'timeline'},
-    h('div', {class: 'tl-row tl-axis'}, h('div', {class: 'tl-label muted'}, `from ${fmtTime(new Date(t0).toISOString())}`),
+    h('p', {class: 'muted tl-origin'}, `Times from ${fmtTime(new Date(t0).toISOString())}; each row is a step, each bar an attempt.`),
+    h('div', {class: 'tl-row tl-axis'}, h('div', {class: 'tl-label muted'}, 'time'),
       h('div', {class: 'tl-track'}, ticks, model.instanceMarks.map(mark))),
     rows.length ? rows : h('p', {class: 'muted'}, 'No steps have run yet.'),
     h('ul', {class: 'tl-legend muted', 'aria-label': 'Legend'},

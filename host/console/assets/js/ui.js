@@ -19,13 +19,16 @@ export function can(role) {
 // detail, each item of its errors with path and line, and its request id
 // (what the host's log is searched by).
 export function errorBox(err, attrs = {}) {
+  if (err && err.name === 'AbortError') return h('span');
   const items = (err && err.errors) || [];
   return h('div', {class: 'error-box', role: 'alert', 'data-test': 'error', ...attrs},
     h('p', {class: 'error-detail'}, err && err.status ? `${err.status}: ` : '', err ? (err.detail || err.message || String(err)) : 'unknown error'),
     items.length ? h('ul', {class: 'error-list'}, items.map((e) => h('li', {},
       e.path ? h('code', {}, e.path) : null, e.path ? ': ' : '', e.message || '',
       e.line ? h('span', {class: 'muted'}, ` (line ${e.line}${e.column ? `, column ${e.column}` : ''})`) : null))) : null,
-    err && err.requestId ? h('p', {class: 'muted small-text'}, 'request id ', h('code', {}, err.requestId)) : null);
+    err && (err.path || err.requestId) ? h('p', {class: 'muted small-text'},
+      err.path ? [h('code', {}, `${err.method || 'GET'} ${err.path}`), err.requestId ? ', ' : ''] : '',
+      err.requestId ? ['request id ', h('code', {}, err.requestId)] : '') : null);
 }
 
 // showBanner shows an error above the page until dismissed or replaced.
@@ -117,4 +120,19 @@ export function field(label, control, hint) {
   const id = control.id || `f${++fieldSeq}`;
   control.id = id;
   return h('div', {class: 'field'}, h('label', {for: id}, label), control, hint ? h('p', {class: 'hint muted'}, hint) : null);
+}
+
+// liveState is the onState of a page's stream, drawn into el: live, or
+// why not and when it tries again. A failure is shown, not swallowed.
+export function liveState(el) {
+  return (state, err, delay) => {
+    el.dataset.state = state;
+    if (state === 'open') replace(el, h('span', {class: 'dot'}), 'live');
+    else if (state === 'error') replace(el, h('span', {class: 'error-inline'}, `live updates unavailable: ${err.detail}`));
+    else if (state === 'retry') {
+      replace(el, err ? h('span', {class: 'error-inline', title: `${err.method || 'GET'} ${err.path}`},
+        `live updates unavailable (${err.status ? `${err.status} ` : ''}${err.detail}); retrying in ${Math.round(delay / 1000)}s`)
+        : `reconnecting in ${Math.round(delay / 1000)}s…`);
+    }
+  };
 }

@@ -6,7 +6,7 @@
 
 import * as api from '../api.js';
 import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, throttle, fmtDuration, fmtTime, download, pretty} from '../format.js';
-import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField} from '../ui.js';
+import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState} from '../ui.js';
 import * as timeline from '../timeline.js';
 
 export async function render({main, params}) {
@@ -236,7 +236,8 @@ export async function render({main, params}) {
   }
 
   function drawLogs() {
-    replace(logBox, h('details', {class: 'card'}, h('summary', {}, logs ? `Log lines (${logs.length})` : 'Log lines'),
+    replace(logBox, h('details', {class: 'card', 'data-test': 'logs'}, h('summary', {}, logs ? `Log lines (${logs.length})`
+      : logsError ? h('span', {}, 'Log lines ', h('span', {class: 'error-inline'}, `(unavailable: ${logsError.status ? `${logsError.status} ` : ''}${logsError.detail})`)) : 'Log lines'),
       logsError ? errorBox(logsError, {'data-test': 'logs-error'}) : logs ? logLines(logs) : 'loading…'));
   }
 
@@ -295,11 +296,7 @@ export async function render({main, params}) {
       update();
       refresh();
     },
-    onState: (state, err) => {
-      if (state === 'open') replace(live, h('span', {class: 'dot'}), 'live');
-      else if (state === 'retry') replace(live, 'reconnecting…');
-      else if (state === 'error') replace(live, h('span', {class: 'error-inline'}, `live updates unavailable: ${err.detail}`));
-    },
+    onState: liveState(live),
     reconnect: () => {
       if (TERMINAL.has(inst.status)) {
         replace(live, h('span', {class: 'muted'}, `finished ${fmtTime(inst.updated_at)}`));

@@ -5,7 +5,7 @@
 
 import * as api from '../api.js';
 import {h, replace, timeEl, statusBadge, STATUSES, TERMINAL, links, toRFC3339, toLocalInput, throttle} from '../format.js';
-import {can, errorBox, field, notify} from '../ui.js';
+import {can, errorBox, field, notify, liveState} from '../ui.js';
 
 const PAGE = 50;
 
@@ -190,12 +190,7 @@ export async function render({main, query}) {
     onEvent: (type) => {
       if (type === 'instance') refresh();
     },
-    onState: (state, err) => {
-      live.dataset.state = state;
-      if (state === 'open') replace(live, h('span', {class: 'dot'}), 'live');
-      else if (state === 'retry') replace(live, 'reconnecting…');
-      else if (state === 'error') replace(live, h('span', {class: 'error-inline'}, `live updates unavailable: ${err.detail}`));
-    },
+    onState: liveState(live),
   });
 
   replace(main,
