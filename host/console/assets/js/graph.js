@@ -232,7 +232,8 @@ export function render(def, opts = {}) {
   const startH = 22;
   const trigH = triggers.length ? 30 : 0;
   const margin = 16;
-  const w = Math.max(body.w, triggers.length * 160) + 2 * margin;
+  // Room for the labels beside the start and end circles too.
+  const w = Math.max(body.w, triggers.length * 160, 240) + 2 * margin;
   const h = margin + trigH + startH + GAP + body.h + GAP + startH + margin;
   const root = svg('svg', {xmlns: 'http://www.w3.org/2000/svg', class: 'graph', width: w, height: h, viewBox: `0 0 ${w} ${h}`,
     role: 'img', 'aria-label': `Steps of workflow ${def.name || ''}`, 'data-test': 'workflow-graph'},

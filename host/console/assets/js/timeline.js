@@ -214,7 +214,9 @@ export function render(model, {onSelect, selected} = {}) {
     el.style.width = `${Math.max(0, Math.min(100, ((Math.max(b, a) - a) / span) * 100))}%`;
     return el;
   };
-  const step = TICKS.find((s) => span / s <= 6) || TICKS[TICKS.length - 1];
+  // Fewer ticks on a narrow screen, so their labels do not overlap.
+  const most = typeof matchMedia === 'function' && matchMedia('(max-width: 700px)').matches ? 3 : 6;
+  const step = TICKS.find((s) => span / s <= most) || TICKS[TICKS.length - 1];
   const ticks = [];
   for (let x = 0; x <= span; x += step) {
     const tick = h('span', {class: 'tl-tick'}, `+${fmtDuration(x)}`);

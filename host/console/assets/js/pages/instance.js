@@ -8,6 +8,7 @@ import * as api from '../api.js';
 import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, throttle, fmtDuration, fmtTime, download, pretty} from '../format.js';
 import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState} from '../ui.js';
 import * as timeline from '../timeline.js';
+import {graphOf} from './workflow.js';
 
 export async function render({main, params}) {
   const id = params[0];
@@ -37,6 +38,8 @@ export async function render({main, params}) {
   const logBox = h('div');
   const raw = h('pre', {class: 'json', 'data-test': 'raw-json'});
   const children = h('div', {'data-test': 'children'});
+  const steps = h('details', {class: 'card', 'data-test': 'instance-graph'}, h('summary', {}, 'Steps, coloured by how far it got'));
+  let source = null; // the source of the instance's workflow version, once read
 
   // --- drawing ---
   function drawHead() {
@@ -76,6 +79,7 @@ export async function render({main, params}) {
         inst = await api.post(`${base}/cancel`, body);
         notify('Cancellation requested; it applies when the instance next runs.');
         update();
+        settle('3s');
         return null;
       }));
     }
@@ -84,7 +88,7 @@ export async function render({main, params}) {
         inst = await api.request('POST', `${base}/retry`);
         notify('Retry started.');
         update();
-        reload();
+        settle('');
         return null;
       }));
     }
@@ -124,7 +128,8 @@ export async function render({main, params}) {
       const v = parseJSONField(payload.value, 'the payload');
       if (v !== undefined) body.payload = v;
       const res = await api.post('/v1/events', body);
-      notify(`Event sent: resumed ${res.resumed.length}, started ${res.started.length}${res.queued ? ', queued' : ''}.`);
+      notify(`Event sent: resumed ${(res.resumed || []).length}, started ${(res.started || []).length}${res.queued ? ', queued' : ''}.`);
+      settle('3s');
       return h('p', {class: 'muted', 'data-test': 'event-result'}, `event ${res.id}: resumed ${(res.resumed || []).join(', ') || 'none'}; started ${(res.started || []).join(', ') || 'none'}${res.queued ? '; queued' : ''}`, res.warning ? h('span', {class: 'warn'}, ` — ${res.warning}`) : '');
     });
   }
@@ -235,10 +240,51 @@ export async function render({main, params}) {
           h('td', {}, e.attempt || ''), h('td', {}, e.node || ''), h('td', {}, e.data ? h('code', {class: 'data'}, JSON.stringify(e.data)) : ''))))))));
   }
 
+  // drawSteps draws the graph of the instance's workflow version with each
+  // step coloured by what the history says of it.
+  function drawSteps() {
+    if (!steps.open) return;
+    if (source === null) {
+      source = '';
+      api.get(`/v1/workflows/${api.p(inst.workflow)}`, {version: inst.version}).then((wf) => {
+        source = wf.source || '';
+        drawSteps();
+      }, (e) => {
+        source = null;
+        replace(steps, steps.firstChild, errorBox(e));
+      });
+      return;
+    }
+    if (!source) return;
+    const status = new Map();
+    for (const e of hist) {
+      const id = e.data && e.data.step;
+      if (!id) continue;
+      if (e.type === 'step_started') status.set(id, 'running');
+      else if (e.type === 'step_completed') status.set(id, 'completed');
+      else if (e.type === 'step_failed') status.set(id, 'failed');
+    }
+    replace(steps, steps.firstChild, graphOf(source, {status}));
+  }
+  steps.addEventListener('toggle', drawSteps);
+
   function drawLogs() {
     replace(logBox, h('details', {class: 'card', 'data-test': 'logs'}, h('summary', {}, logs ? `Log lines (${logs.length})`
       : logsError ? h('span', {}, 'Log lines ', h('span', {class: 'error-inline'}, `(unavailable: ${logsError.status ? `${logsError.status} ` : ''}${logsError.detail})`)) : 'Log lines'),
       logsError ? errorBox(logsError, {'data-test': 'logs-error'}) : logs ? logLines(logs) : 'loading…'));
+  }
+
+  // settle re-reads the instance after an action, waiting a little for
+  // it to take effect (a cancel or an event applies when the instance
+  // next runs), so the page does not depend on the stream to show it.
+  async function settle(wait) {
+    try {
+      inst = await api.get(base, wait ? {wait} : {});
+      update();
+      await reload();
+    } catch (e) {
+      replace(actions.appendChild(h('div')), errorBox(e));
+    }
   }
 
   function update() {
@@ -279,9 +325,10 @@ export async function render({main, params}) {
     drawTimeline();
     drawHistory();
     drawLogs();
+    drawSteps();
   }
 
-  replace(main, head, summary, actions, waiting, tl, logBox, data, histBox,
+  replace(main, head, summary, actions, waiting, tl, logBox, steps, data, histBox,
     h('details', {class: 'card'}, h('summary', {}, 'Raw JSON'), raw));
   update();
   await reload();
