@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cockroachdb/datadriven v1.0.3
+	github.com/evanw/esbuild v0.28.2
 	github.com/expr-lang/expr v1.17.8
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/go-viper/mapstructure/v2 v2.4.0

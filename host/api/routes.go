@@ -24,7 +24,10 @@ type route struct {
 	perm         perm
 	// pluginBody routes take PluginBodyLimit instead of BodyLimit.
 	pluginBody bool
-	handler    fiber.Handler
+	// notAPI routes serve the console's files, not the API: the OpenAPI
+	// document leaves them out.
+	notAPI  bool
+	handler fiber.Handler
 }
 
 // routeTable lists every route the server registers; the OpenAPI test
@@ -71,6 +74,9 @@ func (s *Server) routeTable() []route {
 
 		{method: fiber.MethodPost, path: "/v1/admin/refresh", perm: permAdmin, handler: s.refresh},
 		{method: fiber.MethodGet, path: "/v1/admin/backup", perm: permAdmin, handler: s.backup},
+
+		{method: fiber.MethodGet, path: "/", perm: permPublic, notAPI: true, handler: s.consoleIndex},
+		{method: fiber.MethodGet, path: "/assets/*", perm: permPublic, notAPI: true, handler: s.consoleAsset},
 	}
 }
 
@@ -193,10 +199,13 @@ func (s *Server) allowed(path string) string {
 }
 
 // matchPattern matches a path against a Fiber pattern of literal and :param
-// segments.
+// segments, and a final * that matches the rest.
 func matchPattern(pattern, path string) bool {
 	ps := strings.Split(strings.Trim(pattern, "/"), "/")
 	xs := strings.Split(strings.Trim(path, "/"), "/")
+	if n := len(ps) - 1; ps[n] == "*" && len(xs) > n {
+		ps, xs = ps[:n], xs[:n]
+	}
 	if len(ps) != len(xs) {
 		return false
 	}

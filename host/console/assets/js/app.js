@@ -1,0 +1,190 @@
+// The console's entry point: the hash router, the token dialog, the
+// session's role (GET /v1/whoami) and the keyboard shortcuts.
+//
+// Routes live in the URL's fragment (#/instances/<id>), so the host
+// serves one page at / and every view is a link that can be shared or
+// reloaded; the fragment is never sent to the server.
+
+import * as api from './api.js';
+import {h, replace, zoneOffset, zoneName} from './format.js';
+import {session, showBanner, clearBanner} from './ui.js';
+import * as instances from './pages/instances.js';
+import * as instance from './pages/instance.js';
+import * as workflows from './pages/workflows.js';
+import * as workflow from './pages/workflow.js';
+import * as plugins from './pages/plugins.js';
+import * as plugin from './pages/plugin.js';
+import * as events from './pages/events.js';
+
+// Each route: a pattern over the path after "#/", the nav section it
+// belongs to, and the page module whose render(ctx) draws it.
+const routes = [
+  [/^instances$/, 'instances', instances],
+  [/^instances\/([^/]+)$/, 'instances', instance],
+  [/^workflows$/, 'workflows', workflows],
+  [/^workflows\/([^/]+)$/, 'workflows', workflow],
+  [/^plugins$/, 'plugins', plugins],
+  [/^plugins\/([^/]+)$/, 'plugins', plugin],
+  [/^events$/, 'events', events],
+];
+
+const main = document.getElementById('main');
+let cleanup = null;
+let current = '';
+// sessionError is why the role is unknown; it stays above every page.
+let sessionError = null;
+
+// parseHash splits "#/instances/x?status=failed" into path and query.
+function parseHash() {
+  const raw = location.hash.replace(/^#\/?/, '');
+  const i = raw.indexOf('?');
+  return {path: i < 0 ? raw : raw.slice(0, i), query: new URLSearchParams(i < 0 ? '' : raw.slice(i + 1))};
+}
+
+async function render(force = false) {
+  const {path, query} = parseHash();
+  if (!path) {
+    location.replace('#/instances');
+    return;
+  }
+  const key = location.hash;
+  if (!force && key === current) return;
+  current = key;
+  if (cleanup) {
+    try {
+      cleanup();
+    } catch {
+      // a page's cleanup must not keep the next one from drawing
+    }
+    cleanup = null;
+  }
+  clearBanner();
+  if (sessionError) showBanner(sessionError);
+  let found = null;
+  for (const [re, nav, page] of routes) {
+    const m = path.match(re);
+    if (m) {
+      found = {nav, page, params: m.slice(1).map(decodeURIComponent)};
+      break;
+    }
+  }
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    if (found && a.dataset.nav === found.nav) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  main.replaceChildren();
+  if (!found) {
+    replace(main, h('h1', {}, 'Not found'), h('p', {}, 'No page at ', h('code', {}, location.hash), '. ', h('a', {href: '#/instances'}, 'Instances')));
+    return;
+  }
+  try {
+    const c = await found.page.render({main, params: found.params, query});
+    if (key === current) cleanup = typeof c === 'function' ? c : null;
+    else if (typeof c === 'function') c(); // the person moved on meanwhile
+  } catch (e) {
+    showBanner(e);
+  }
+}
+
+// --- the token dialog ---
+
+const dialog = document.getElementById('token-dialog');
+const form = document.getElementById('token-form');
+const input = document.getElementById('token-input');
+
+// askToken shows the dialog for a 401 and answers the token entered, or
+// rejects when the person cancels (the request then shows its 401).
+function askToken(err) {
+  return new Promise((resolve, reject) => {
+    replace(document.getElementById('token-reason'),
+      api.token() ? `The host refused the token: ${err.detail}` : `This host needs a bearer token: ${err.detail}`);
+    input.value = '';
+    const done = (ok) => {
+      form.removeEventListener('submit', onSubmit);
+      dialog.removeEventListener('cancel', onCancel);
+      document.getElementById('token-cancel').removeEventListener('click', onCancel);
+      if (dialog.open) dialog.close();
+      if (ok) {
+        resolve(api.token());
+        // A new token may have another role: once the console is up,
+        // ask again and redraw the page with the actions it allows.
+        if (started) refreshSession().then(() => render(true));
+      } else {
+        reject(err);
+      }
+    };
+    const onSubmit = (ev) => {
+      ev.preventDefault();
+      const t = input.value.trim();
+      if (!t) return;
+      api.setToken(t);
+      done(true);
+    };
+    const onCancel = (ev) => {
+      ev.preventDefault();
+      done(false);
+    };
+    form.addEventListener('submit', onSubmit);
+    dialog.addEventListener('cancel', onCancel);
+    document.getElementById('token-cancel').addEventListener('click', onCancel);
+    if (!dialog.open) dialog.showModal();
+    input.focus();
+  });
+}
+
+api.onUnauthorized(askToken);
+
+// --- the session ---
+
+// refreshSession asks the host what the token may do. Until it answers,
+// and when it cannot, no action is offered: showing a button the token
+// may not use would only lead to a 403.
+async function refreshSession() {
+  const who = document.getElementById('who');
+  try {
+    const w = await api.get('/v1/whoami');
+    session.role = w.role || null;
+    session.authenticated = Boolean(w.authenticated);
+    sessionError = null;
+    replace(who, h('span', {class: `badge role-${session.role}`}, session.role),
+      session.authenticated ? '' : h('span', {class: 'muted'}, ' (no tokens on this host)'));
+  } catch (e) {
+    session.role = null;
+    session.authenticated = false;
+    replace(who, h('span', {class: 'badge'}, 'role unknown'));
+    sessionError = null;
+    if (e.status !== 401) {
+      e.detail = `cannot tell what this token may do, so no actions are offered: ${e.detail}`;
+      sessionError = e;
+      showBanner(e);
+    }
+  }
+  document.getElementById('forget').hidden = !api.token();
+}
+
+document.getElementById('forget').addEventListener('click', () => {
+  api.setToken('');
+  refreshSession().then(() => render(true));
+});
+
+// --- keyboard: "/" focuses the page's search box ---
+
+document.addEventListener('keydown', (ev) => {
+  if (ev.key !== '/' || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const t = ev.target;
+  if (t instanceof HTMLElement && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+  const search = main.querySelector('[data-search]');
+  if (search) {
+    ev.preventDefault();
+    search.focus();
+    if (search.select) search.select();
+  }
+});
+
+replace(document.getElementById('zone'), `times in ${zoneOffset()}${zoneName() ? ` (${zoneName()})` : ''}`);
+window.addEventListener('hashchange', () => render());
+let started = false;
+refreshSession().then(() => {
+  started = true;
+  render();
+});

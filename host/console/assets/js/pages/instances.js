@@ -1,0 +1,212 @@
+// The instances page: newest first, filtered by workflow, status, time
+// range and a search (an id prefix or a waited-on correlation key), with
+// counts by status as chips, live updates from the instances stream,
+// paging by next_cursor and a bulk cancel of the selected rows.
+
+import * as api from '../api.js';
+import {h, replace, timeEl, statusBadge, STATUSES, TERMINAL, links, toRFC3339, toLocalInput, throttle} from '../format.js';
+import {can, errorBox, field, notify, liveState} from '../ui.js';
+
+const PAGE = 50;
+
+// waitingSummary says in a few words what a suspended instance waits on.
+export function waitingSummary(w) {
+  if (!w) return '';
+  const parts = [];
+  for (const b of w.bookmarks || []) parts.push(h('span', {class: 'wait'}, 'event ', h('code', {}, b.event), b.key ? [' key ', h('code', {}, b.key)] : ''));
+  for (const t of w.timers || []) parts.push(h('span', {class: 'wait'}, `${t.kind || 'timer'} due `, timeEl(t.due)));
+  return parts;
+}
+
+export async function render({main, query}) {
+  const f = {
+    workflow: query.get('workflow') || '',
+    status: query.get('status') || '',
+    created_after: query.get('created_after') || '',
+    created_before: query.get('created_before') || '',
+    q: query.get('q') || '',
+    order: query.get('order') || 'newest',
+  };
+  const go = (changes) => {
+    location.hash = links.instances({...f, ...changes, order: (changes.order ?? f.order) === 'newest' ? '' : (changes.order ?? f.order)});
+  };
+
+  // --- filters ---
+  const wfInput = h('input', {type: 'text', name: 'workflow', value: f.workflow, list: 'wf-names', autocomplete: 'off', 'data-test': 'filter-workflow'});
+  const wfList = h('datalist', {id: 'wf-names'});
+  api.all('/v1/workflows', {}, 1000).then((ws) => replace(wfList, ws.map((w) => h('option', {value: w.name})))).catch(() => {});
+  const stSelect = h('select', {name: 'status', 'data-test': 'filter-status'},
+    h('option', {value: ''}, 'any'), STATUSES.map((s) => h('option', {value: s, selected: s === f.status}, s)));
+  const after = h('input', {type: 'datetime-local', name: 'created_after', value: toLocalInput(f.created_after), 'data-test': 'filter-created-after'});
+  const before = h('input', {type: 'datetime-local', name: 'created_before', value: toLocalInput(f.created_before), 'data-test': 'filter-created-before'});
+  const search = h('input', {type: 'search', name: 'q', value: f.q, placeholder: 'id prefix or correlation key', 'data-search': true, 'data-test': 'filter-q', 'aria-keyshortcuts': '/'});
+  const order = h('select', {name: 'order', 'data-test': 'filter-order'},
+    h('option', {value: 'newest', selected: f.order === 'newest'}, 'newest first'),
+    h('option', {value: 'oldest', selected: f.order === 'oldest'}, 'oldest first'));
+  const filterForm = h('form', {class: 'filters', role: 'search', 'data-test': 'instance-filters'},
+    field('Search (/)', search), field('Workflow', wfInput), wfList, field('Status', stSelect),
+    field('Created after', after), field('Created before', before), field('Order', order),
+    h('div', {class: 'buttons'},
+      h('button', {type: 'submit', class: 'primary', 'data-test': 'filter-apply'}, 'Apply'),
+      h('button', {type: 'button', 'data-test': 'filter-reset', onclick: () => {
+        location.hash = '#/instances';
+      }}, 'Reset')));
+  filterForm.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    go({workflow: wfInput.value.trim(), status: stSelect.value, created_after: toRFC3339(after.value),
+      created_before: toRFC3339(before.value), q: search.value.trim(), order: order.value});
+  });
+
+  // --- counts ---
+  const chips = h('div', {class: 'chips', role: 'group', 'aria-label': 'Instances by status', 'data-test': 'status-chips'});
+  async function loadCounts() {
+    try {
+      const c = await api.get('/v1/counts/instances', {workflow: f.workflow});
+      const chip = (status, label, n) => h('button', {
+        type: 'button', class: `chip${status ? ` st-${status}` : ''}`, 'aria-pressed': String(f.status === status),
+        'data-test': `chip-${status || 'all'}`, 'data-count': n,
+        onclick: () => go({status}),
+      }, label, ' ', h('span', {class: 'count'}, String(n)));
+      replace(chips, chip('', 'all', c.total ?? 0), STATUSES.map((s) => chip(s, s, (c.by_status || {})[s] ?? 0)));
+    } catch (e) {
+      replace(chips, errorBox(e, {'data-test': 'counts-error'}));
+    }
+  }
+
+  // --- the table ---
+  const selected = new Set();
+  let items = [];
+  let next = '';
+  const tbody = h('tbody', {'data-test': 'instance-rows'});
+  const listError = h('div');
+  const more = h('button', {type: 'button', 'data-test': 'load-more', hidden: true, onclick: () => loadMore()}, 'Load more');
+  const operator = can('operator');
+  const selectAll = h('input', {type: 'checkbox', 'aria-label': 'Select every instance shown', 'data-test': 'select-all', onchange: () => {
+    for (const it of items) {
+      if (selectAll.checked && !TERMINAL.has(it.status)) selected.add(it.id);
+      else selected.delete(it.id);
+    }
+    drawRows();
+  }});
+  const listQuery = () => ({workflow: f.workflow, status: f.status, created_after: f.created_after,
+    created_before: f.created_before, q: f.q, order: f.order === 'newest' ? '' : f.order});
+
+  function drawRows() {
+    if (!items.length) {
+      replace(tbody, h('tr', {}, h('td', {colspan: operator ? 7 : 6, class: 'muted'}, 'No instances match.')));
+    } else {
+      replace(tbody, items.map((it) => h('tr', {'data-test': 'instance-row', 'data-id': it.id, 'data-status': it.status},
+        operator ? h('td', {}, h('input', {type: 'checkbox', 'aria-label': `Select ${it.id}`, 'data-test': 'select-instance',
+          checked: selected.has(it.id), onchange: (ev) => {
+            if (ev.target.checked) selected.add(it.id);
+            else selected.delete(it.id);
+            drawBulk();
+          }})) : null,
+        h('td', {class: 'id'}, h('a', {href: links.instance(it.id), 'data-test': 'instance-link'}, it.id)),
+        h('td', {}, h('a', {href: links.workflow(it.workflow, it.version)}, it.workflow), h('span', {class: 'muted'}, ` v${it.version}`)),
+        h('td', {}, statusBadge(it.status)),
+        h('td', {}, timeEl(it.created_at)),
+        h('td', {}, timeEl(it.updated_at)),
+        h('td', {class: 'waiting'}, it.status === 'suspended' ? waitingSummary(it.waiting_on) : (it.error ? h('span', {class: 'muted'}, it.error.code) : '')))));
+    }
+    more.hidden = !next;
+    drawBulk();
+  }
+
+  async function load() {
+    try {
+      const limit = Math.min(1000, Math.max(PAGE, items.length));
+      const page = await api.get('/v1/instances', {...listQuery(), limit});
+      items = page.items || [];
+      next = page.next_cursor || '';
+      for (const id of [...selected]) if (!items.some((it) => it.id === id)) selected.delete(id);
+      listError.replaceChildren();
+    } catch (e) {
+      replace(listError, errorBox(e, {'data-test': 'list-error'}));
+    }
+    drawRows();
+  }
+
+  async function loadMore() {
+    more.disabled = true;
+    try {
+      const page = await api.get('/v1/instances', {...listQuery(), limit: PAGE, cursor: next});
+      const seen = new Set(items.map((it) => it.id));
+      items.push(...(page.items || []).filter((it) => !seen.has(it.id)));
+      next = page.next_cursor || '';
+      drawRows();
+    } catch (e) {
+      replace(listError, errorBox(e));
+    } finally {
+      more.disabled = false;
+    }
+  }
+
+  // --- bulk cancel ---
+  const bulkCount = h('span', {'data-test': 'selected-count'});
+  const reason = h('input', {type: 'text', name: 'reason', placeholder: 'reason (optional)', 'data-test': 'bulk-reason'});
+  const bulkResult = h('div', {'data-test': 'bulk-result'});
+  const bulkButton = h('button', {type: 'submit', class: 'danger', 'data-test': 'bulk-cancel'}, 'Cancel selected');
+  const bulk = h('form', {class: 'bulk', 'data-test': 'bulk-bar', hidden: true}, bulkCount, field('Reason', reason), bulkButton,
+    h('button', {type: 'button', 'data-test': 'clear-selection', onclick: () => {
+      selected.clear();
+      selectAll.checked = false;
+      drawRows();
+    }}, 'Clear selection'), bulkResult);
+  bulk.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const ids = [...selected];
+    if (!ids.length || !confirm(`Cancel ${ids.length} instance(s)?`)) return;
+    bulkButton.disabled = true;
+    try {
+      const res = await api.post('/v1/instances/cancel', {ids, reason: reason.value.trim()});
+      const outs = res.items || [];
+      replace(bulkResult, h('ul', {class: 'outcomes'}, outs.map((o) => h('li', {'data-test': 'cancel-outcome', 'data-id': o.id, 'data-outcome': o.outcome},
+        h('a', {href: links.instance(o.id)}, o.id), ': ', h('strong', {}, o.outcome), o.detail ? ` — ${o.detail}` : ''))));
+      const n = outs.filter((o) => o.outcome === 'cancelled').length;
+      notify(`${n} of ${ids.length} instance(s) cancelled`);
+      selected.clear();
+      selectAll.checked = false;
+      refresh();
+    } catch (e) {
+      replace(bulkResult, errorBox(e));
+    } finally {
+      bulkButton.disabled = false;
+    }
+  });
+  function drawBulk() {
+    bulk.hidden = !operator || selected.size === 0;
+    replace(bulkCount, `${selected.size} selected`);
+  }
+
+  // --- live updates ---
+  const live = h('span', {class: 'live', 'data-test': 'live-state', 'aria-live': 'polite'}, 'connecting…');
+  const refresh = throttle(() => {
+    load();
+    loadCounts();
+  }, 1000);
+  const sub = api.stream('/v1/streams/instances', {
+    query: {workflow: f.workflow},
+    onEvent: (type) => {
+      if (type === 'instance') refresh();
+    },
+    onState: liveState(live),
+  });
+
+  replace(main,
+    h('div', {class: 'page-head'}, h('h1', {}, 'Instances'), live,
+      h('button', {type: 'button', 'data-test': 'refresh', onclick: () => refresh()}, 'Refresh')),
+    filterForm, chips, bulk, listError,
+    h('div', {class: 'table-wrap'}, h('table', {class: 'list', 'data-test': 'instances-table'},
+      h('thead', {}, h('tr', {},
+        operator ? h('th', {scope: 'col'}, selectAll) : null,
+        h('th', {scope: 'col'}, 'id'), h('th', {scope: 'col'}, 'workflow'), h('th', {scope: 'col'}, 'status'),
+        h('th', {scope: 'col'}, 'created'), h('th', {scope: 'col'}, 'updated'), h('th', {scope: 'col'}, 'waiting on / error'))),
+      tbody)),
+    h('div', {class: 'buttons'}, more));
+  await Promise.all([load(), loadCounts()]);
+  return () => {
+    sub.close();
+    refresh.cancel();
+  };
+}

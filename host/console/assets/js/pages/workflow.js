@@ -1,0 +1,138 @@
+// A workflow: its versions, its source, the graph of its steps, a form
+// to start an instance, and (for admins) an editor that saves a new
+// version and, when the host refuses it, marks each problem on its line.
+
+import * as api from '../api.js';
+import {h, replace, timeEl, links, shortHash} from '../format.js';
+import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField} from '../ui.js';
+import {parse} from '../yaml.js';
+import * as graph from '../graph.js';
+
+// sourceView shows a definition's text with line numbers; errors (a
+// problem's errors, with line and column) are marked on their lines,
+// each message under its line, and those without a line listed first.
+export function sourceView(text, errors = []) {
+  const byLine = new Map();
+  const loose = [];
+  for (const e of errors) {
+    if (e.line) {
+      if (!byLine.has(e.line)) byLine.set(e.line, []);
+      byLine.get(e.line).push(e);
+    } else {
+      loose.push(e);
+    }
+  }
+  const lines = text.split(/\r\n|\r|\n/);
+  if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
+  return h('div', {class: 'source-wrap'},
+    loose.length ? h('ul', {class: 'error-list', 'data-test': 'source-errors-unplaced'}, loose.map((e) => h('li', {}, e.path ? [h('code', {}, e.path), ': '] : '', e.message))) : null,
+    h('div', {class: 'source', role: 'region', 'aria-label': 'Source', tabindex: 0, 'data-test': 'workflow-source'},
+      lines.map((l, i) => {
+        const errs = byLine.get(i + 1);
+        return [
+          h('div', {class: `src-line${errs ? ' has-error' : ''}`, 'data-line': i + 1, 'data-test': errs ? 'source-error-line' : null},
+            h('span', {class: 'ln', 'aria-hidden': 'true'}, String(i + 1)), h('code', {}, l || ' ')),
+          errs ? errs.map((e) => h('div', {class: 'src-error', role: 'note', 'data-line': i + 1},
+            h('span', {class: 'ln', 'aria-hidden': 'true'}, ''), h('span', {},
+              e.column ? h('span', {class: 'caret', 'aria-hidden': 'true'}, `${' '.repeat(Math.max(0, e.column - 1))}^ `) : '',
+              `line ${e.line}${e.column ? `, column ${e.column}` : ''}: `, e.path ? [h('code', {}, e.path), ' '] : '', e.message))) : null,
+        ];
+      })));
+}
+
+// contentTypeOf tells JSON from YAML for a PUT.
+export function contentTypeOf(text) {
+  const t = text.trim();
+  return t.startsWith('{') ? 'application/json' : 'application/yaml';
+}
+
+// graphOf parses a source and draws it, or says why it cannot.
+export function graphOf(source, opts) {
+  try {
+    const def = parse(source);
+    if (!def || typeof def !== 'object') throw new Error('the source is not a mapping');
+    return h('div', {class: 'graph-wrap'}, graph.render(def, opts));
+  } catch (e) {
+    return h('div', {class: 'error-box', 'data-test': 'graph-error'}, h('p', {}, `The graph cannot be drawn: ${e.message}`));
+  }
+}
+
+// saveForm edits text and PUTs it as the next version of a workflow;
+// name() answers the name to save under.
+export function saveForm(name, initial, onSaved) {
+  const ta = h('textarea', {class: 'code', rows: Math.min(30, Math.max(8, initial.split('\n').length + 2)), spellcheck: 'false', 'data-test': 'source-editor'}, initial);
+  ta.value = initial;
+  return actionForm({'data-test': 'save-workflow'}, field('Definition (YAML or JSON)', ta), 'Save as a new version', async () => {
+    const n = typeof name === 'function' ? name(ta.value) : name;
+    if (!n) throw new Error('the definition needs a name');
+    try {
+      const res = await api.request('PUT', `/v1/workflows/${api.p(n)}`, {body: ta.value, contentType: contentTypeOf(ta.value)});
+      notify(`Saved ${res.name} version ${res.version}.`);
+      onSaved(res);
+      return null;
+    } catch (e) {
+      if (e.errors && e.errors.some((x) => x.line)) {
+        return h('div', {}, errorBox(e), sourceView(ta.value, e.errors));
+      }
+      throw e;
+    }
+  });
+}
+
+export async function render({main, params, query}) {
+  const name = params[0];
+  const version = query.get('version') || '';
+  let wf;
+  try {
+    wf = await api.get(`/v1/workflows/${api.p(name)}`, {version});
+  } catch (e) {
+    replace(main, h('h1', {}, 'Workflow ', h('code', {}, name)), errorBox(e));
+    return;
+  }
+  // The latest version, to list the others: versions count up from 1
+  // (a deleted workflow's numbers are not reused, so the lowest may 404).
+  let latest = wf.version;
+  if (version) {
+    try {
+      latest = (await api.get(`/v1/workflows/${api.p(name)}`)).version;
+    } catch {
+      // the versions list is a convenience; the page shows what it has
+    }
+  }
+  const versions = [];
+  for (let v = latest; v >= 1 && versions.length < 50; v--) versions.push(v);
+
+  const source = wf.source || '';
+  const startInput = h('textarea', {class: 'code', rows: 6, spellcheck: 'false', 'data-test': 'start-input'}, '{}');
+  startInput.value = '{}';
+  const startID = h('input', {type: 'text', placeholder: 'made by the host', 'data-test': 'start-id'});
+
+  replace(main,
+    h('div', {class: 'page-head'}, h('h1', {}, 'Workflow ', h('code', {'data-test': 'workflow-name'}, wf.name)),
+      h('a', {href: links.instances({workflow: wf.name})}, 'Its instances')),
+    section(null, {}, kv([
+      ['version', [String(wf.version), wf.version !== latest ? h('span', {class: 'muted'}, ` (latest is ${latest})`) : '']],
+      ['hash', shortHash(wf.hash)],
+      ['saved', timeEl(wf.created_at)],
+      ['versions', h('ul', {class: 'inline', 'data-test': 'workflow-versions'}, versions.map((v) => h('li', {},
+        v === wf.version ? h('strong', {'aria-current': 'page'}, `v${v}`) : h('a', {href: links.workflow(wf.name, v)}, `v${v}`))))],
+    ])),
+    can('operator') ? section('Start an instance', {'data-test': 'start-section'},
+      h('p', {class: 'muted'}, `Starts the latest version (${latest}).`),
+      actionForm({'data-test': 'start-instance'}, [field('Input (JSON)', startInput), field('Instance id (optional)', startID, 'A start with an id used before answers that instance instead of starting another.')],
+        'Start', async () => {
+          const body = {};
+          const input = parseJSONField(startInput.value, 'the input');
+          if (input !== undefined) body.input = input;
+          if (startID.value.trim()) body.id = startID.value.trim();
+          const inst = await api.post(`/v1/workflows/${api.p(wf.name)}/instances`, body);
+          location.hash = links.instance(inst.id);
+          return null;
+        })) : null,
+    section('Steps', {'data-test': 'graph-section'}, graphOf(source)),
+    section('Source', {}, sourceView(source)),
+    can('admin') ? h('details', {class: 'card', 'data-test': 'edit-section'}, h('summary', {}, 'Edit and save a new version'),
+      saveForm(wf.name, source, (res) => {
+        location.hash = links.workflow(res.name, res.version);
+      })) : null);
+}

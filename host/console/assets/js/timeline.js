@@ -1,0 +1,257 @@
+// The timeline of an instance: its history turned into rows, one per
+// step path, with the step's span, each activity attempt as a bar on a
+// shared time axis, the waits between attempts (retry backoff), timers,
+// event waits and children as spans, and the events worth a glance
+// (abandoned attempts, refused late completions, refused events) as
+// marks.
+//
+// Bars are HTML buttons positioned with el.style (allowed by the CSP,
+// unlike style attributes), so they are focusable, take Enter, and the
+// layout follows the page's width.
+
+import {h, fmtDuration, fmtTime, TERMINAL} from './format.js';
+
+const ms = (iso) => (iso ? new Date(iso).getTime() : NaN);
+
+// timeoutLike tells an attempt that failed by a timeout (start-to-close,
+// schedule-to-close or a heartbeat) from other failures.
+function timeoutLike(f) {
+  const s = `${f.code || ''} ${f.kind || ''}`.toLowerCase();
+  return s.includes('timeout') || s.includes('heartbeat');
+}
+
+// buildModel reads the history (oldest first) into rows and attempts.
+// now closes what is still open in an unfinished instance.
+export function buildModel(history, instance, now = Date.now()) {
+  const rows = new Map();
+  const attempts = new Map();
+  const instanceMarks = [];
+  const row = (path) => {
+    if (!rows.has(path)) rows.set(path, {path, step: '', kind: '', start: NaN, end: NaN, outcome: '', attempts: [], spans: [], marks: []});
+    return rows.get(path);
+  };
+  const open = new Map(); // spans awaiting their end, by kind and path
+  let t0 = ms(instance && instance.created_at);
+  let tEnd = NaN;
+  for (const e of history) {
+    const t = ms(e.time);
+    const d = e.data || {};
+    if (!(t0 <= t)) t0 = Number.isNaN(t0) ? t : Math.min(t0, t);
+    const path = e.step_path || '';
+    const key = `${path}#${e.attempt || 0}`;
+    switch (e.type) {
+      case 'instance_created': case 'instance_imported': case 'instance_started':
+        instanceMarks.push({t, kind: e.type, label: e.type.replace('instance_', '')});
+        break;
+      case 'instance_completed': case 'instance_failed': case 'instance_cancelled':
+        tEnd = t;
+        instanceMarks.push({t, kind: e.type, label: e.type.replace('instance_', ''), detail: d.message || d.reason || ''});
+        break;
+      case 'step_started': {
+        const r = row(path);
+        r.step = d.step || r.step;
+        r.kind = d.kind || r.kind;
+        if (Number.isNaN(r.start)) r.start = t;
+        break;
+      }
+      case 'step_completed': case 'step_failed': {
+        const r = row(path);
+        r.step = d.step || r.step;
+        r.end = t;
+        r.outcome = e.type === 'step_completed' ? 'completed' : 'failed';
+        if (d.code) r.code = d.code;
+        break;
+      }
+      case 'activity_scheduled': {
+        const r = row(path);
+        if (!r.kind) r.kind = 'activity';
+        const a = {key, path, n: e.attempt || 0, start: t, end: NaN, node: e.node || '', plugin: d.plugin || '', activity: d.activity || '',
+          input: d.input, hasInput: 'input' in d, outcome: '', events: [e]};
+        if (Number.isNaN(r.start)) r.start = t;
+        r.attempts.push(a);
+        attempts.set(key, a);
+        break;
+      }
+      case 'activity_completed': case 'activity_failed': {
+        const a = attempts.get(key);
+        if (!a) break;
+        a.events.push(e);
+        a.end = t;
+        a.endNode = e.node || '';
+        a.outcome = e.type === 'activity_completed' ? 'completed' : 'failed';
+        if ('output' in d) {
+          a.output = d.output;
+          a.hasOutput = true;
+        }
+        if (d.logs) a.historyLogs = d.logs;
+        if (d.requests) a.requests = d.requests;
+        if (a.outcome === 'failed') {
+          a.failure = {code: d.code, kind: d.kind, message: d.message, details: d.details};
+          a.timeout = timeoutLike(d);
+        }
+        break;
+      }
+      case 'retry_scheduled': {
+        const due = ms(d.due);
+        row(path).spans.push({kind: 'retry', start: t, end: Number.isNaN(due) ? t : due, label: `retry in ${d.delay || fmtDuration(due - t)}`});
+        break;
+      }
+      case 'attempt_abandoned': {
+        const a = attempts.get(key);
+        row(path).marks.push({t, kind: 'abandoned', label: 'attempt abandoned', detail: d.reason || ''});
+        if (a) {
+          a.events.push(e);
+          a.abandoned = d;
+          if (Number.isNaN(a.end)) {
+            a.end = t;
+            a.outcome = 'abandoned';
+          }
+        }
+        break;
+      }
+      case 'late_completion_refused': {
+        const a = attempts.get(key);
+        row(path).marks.push({t, kind: 'late', label: `late ${d.outcome || 'completion'} refused`, detail: `${d.node || ''} ${d.reason || ''}`.trim()});
+        if (a) {
+          a.events.push(e);
+          a.late = d;
+        }
+        break;
+      }
+      case 'timer_armed': {
+        const s = {kind: 'timer', start: t, end: ms(d.due), label: `timer due ${fmtTime(d.due)}`, open: true};
+        row(path).spans.push(s);
+        open.set(`timer ${path}`, s);
+        break;
+      }
+      case 'timer_fired': {
+        const s = open.get(`timer ${path}`);
+        if (s) {
+          s.end = t;
+          s.open = false;
+        }
+        break;
+      }
+      case 'bookmark_created': {
+        const r = row(path);
+        if (!r.kind) r.kind = 'wait';
+        const s = {kind: 'wait', start: t, end: NaN, label: `waits for ${d.event || 'an event'}${d.key ? ` key ${d.key}` : ''}`, open: true};
+        r.spans.push(s);
+        open.set(`wait ${path}`, s);
+        break;
+      }
+      case 'bookmark_resumed': case 'wait_timed_out': {
+        const s = open.get(`wait ${path}`);
+        if (s) {
+          s.end = t;
+          s.open = false;
+          s.outcome = e.type === 'wait_timed_out' ? 'timed out' : 'resumed';
+        }
+        if (e.type === 'wait_timed_out') row(path).marks.push({t, kind: 'timeout', label: 'wait timed out'});
+        break;
+      }
+      case 'child_started': {
+        const s = {kind: 'child', start: t, end: NaN, label: `child ${d.workflow || ''}`, workflow: d.workflow, child: d.instance || d.id || d.child || '', open: true};
+        row(path).spans.push(s);
+        open.set(`child ${path}`, s);
+        break;
+      }
+      case 'child_completed': {
+        const s = open.get(`child ${path}`);
+        if (s) {
+          s.end = t;
+          s.open = false;
+        }
+        break;
+      }
+      case 'branch_taken':
+        row(path).marks.push({t, kind: 'branch', label: `took ${d.branch}`});
+        break;
+      case 'event_refused': case 'event_ignored':
+        (path ? row(path).marks : instanceMarks).push({t, kind: 'refused', label: e.type.replace('_', ' '), detail: `${d.event || ''} ${d.reason || ''}`.trim()});
+        break;
+      default:
+        break;
+    }
+  }
+  // What is still open ends now in a live instance, at its last update
+  // in a finished one.
+  const finished = instance && TERMINAL.has(instance.status);
+  const last = Math.max(...history.map((e) => ms(e.time)).filter((x) => !Number.isNaN(x)), t0 || 0);
+  const close = finished ? (Number.isNaN(tEnd) ? Math.max(last, ms(instance.updated_at) || 0) : tEnd) : Math.max(now, last);
+  for (const r of rows.values()) {
+    if (Number.isNaN(r.end)) {
+      r.end = close;
+      r.running = !finished;
+    }
+    for (const a of r.attempts) {
+      if (Number.isNaN(a.end)) {
+        a.end = close;
+        a.running = !finished;
+        if (finished) a.outcome = a.outcome || 'unknown';
+      }
+    }
+    for (const s of r.spans) {
+      if (Number.isNaN(s.end) || (s.open && s.end > close)) s.end = s.open ? close : s.end;
+    }
+  }
+  const t1 = Math.max(close, ...[...rows.values()].flatMap((r) => r.spans.map((s) => s.end)).filter((x) => !Number.isNaN(x)));
+  if (Number.isNaN(t0)) t0 = close;
+  return {rows: [...rows.values()], attempts, instanceMarks, t0, t1: Math.max(t1, t0 + 1), finished};
+}
+
+const TICKS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 10e3, 15e3, 30e3, 60e3, 120e3, 300e3, 600e3, 900e3, 1800e3,
+  3600e3, 7200e3, 10800e3, 21600e3, 43200e3, 86400e3, 172800e3, 604800e3];
+
+// render draws the model; onSelect(attempt) is called when a bar is
+// chosen. The returned element is the whole timeline.
+export function render(model, {onSelect, selected} = {}) {
+  const {t0, t1} = model;
+  const span = t1 - t0;
+  const pct = (t) => `${Math.max(0, Math.min(100, ((t - t0) / span) * 100))}%`;
+  const place = (el, a, b) => {
+    el.style.left = pct(a);
+    el.style.width = `${Math.max(0, Math.min(100, ((Math.max(b, a) - a) / span) * 100))}%`;
+    return el;
+  };
+  // Fewer ticks on a narrow screen, so their labels do not overlap.
+  const most = typeof matchMedia === 'function' && matchMedia('(max-width: 700px)').matches ? 3 : 6;
+  const step = TICKS.find((s) => span / s <= most) || TICKS[TICKS.length - 1];
+  const ticks = [];
+  for (let x = 0; x <= span; x += step) {
+    const tick = h('span', {class: 'tl-tick'}, `+${fmtDuration(x)}`);
+    tick.style.left = pct(t0 + x);
+    ticks.push(tick);
+  }
+  const mark = (m) => {
+    const el = h('span', {class: `tl-mark mk-${m.kind}`, title: `${m.label}${m.detail ? `: ${m.detail}` : ''} at ${fmtTime(new Date(m.t).toISOString())}`,
+      'data-mark': m.kind, role: 'img', 'aria-label': m.label});
+    el.style.left = pct(m.t);
+    return el;
+  };
+  const rows = model.rows.map((r) => h('div', {class: 'tl-row', 'data-step-path': r.path},
+    h('div', {class: 'tl-label', title: r.path}, h('span', {class: 'tl-step'}, r.step || r.path), ' ', h('span', {class: 'muted tl-path'}, r.path),
+      r.kind ? h('span', {class: 'muted tl-kind'}, ` ${r.kind}`) : null),
+    h('div', {class: 'tl-track'},
+      Number.isNaN(r.start) ? null : place(h('span', {class: `tl-stepbar ${r.outcome || (r.running ? 'running' : '')}`, title: `step ${r.step || r.path}: ${r.outcome || 'running'}`}), r.start, r.end),
+      r.spans.map((s) => place(h('span', {class: `tl-span sp-${s.kind}`, title: `${s.label}${s.outcome ? ` (${s.outcome})` : ''}`, 'data-span': s.kind}), s.start, s.end)),
+      r.attempts.map((a) => {
+        const b = place(h('button', {type: 'button', class: `tl-bar ${a.outcome || 'running'}${a.timeout ? ' timeout' : ''}${a.abandoned ? ' abandoned' : ''}${a.late ? ' late' : ''}`,
+          'data-attempt': a.key, 'aria-pressed': String(selected === a.key),
+          title: `${a.path} attempt ${a.n}${a.node ? ` on ${a.node}` : ''}: ${a.outcome || 'running'}, ${fmtDuration(a.end - a.start)}`,
+          onclick: () => onSelect && onSelect(a)}, h('span', {class: 'tl-bar-text'}, `#${a.n}${a.node ? ` ${a.node}` : ''}`)), a.start, a.end);
+        return b;
+      }),
+      r.marks.map(mark))));
+  return h('div', {class: 'timeline', 'data-test': 'timeline'},
+    h('p', {class: 'muted tl-origin'}, `Times from ${fmtTime(new Date(t0).toISOString())}; each row is a step, each bar an attempt.`),
+    h('div', {class: 'tl-row tl-axis'}, h('div', {class: 'tl-label muted'}, 'time'),
+      h('div', {class: 'tl-track'}, ticks, model.instanceMarks.map(mark))),
+    rows.length ? rows : h('p', {class: 'muted'}, 'No steps have run yet.'),
+    h('ul', {class: 'tl-legend muted', 'aria-label': 'Legend'},
+      h('li', {}, h('span', {class: 'sw completed'}), 'attempt completed'), h('li', {}, h('span', {class: 'sw failed'}), 'failed'),
+      h('li', {}, h('span', {class: 'sw timeout'}), 'timed out'), h('li', {}, h('span', {class: 'sw running'}), 'running'),
+      h('li', {}, h('span', {class: 'sw abandoned'}), 'abandoned'), h('li', {}, h('span', {class: 'sw sp-retry'}), 'retry wait'),
+      h('li', {}, h('span', {class: 'sw sp-timer'}), 'timer'), h('li', {}, h('span', {class: 'sw sp-wait'}), 'event wait'),
+      h('li', {}, h('span', {class: 'sw sp-child'}), 'child')));
+}
