@@ -86,6 +86,22 @@ func (s *Server) deadLetters(c *fiber.Ctx) error {
 	return c.JSON(newPage(items, next))
 }
 
+// queuedStimuli answers GET /v1/events/queued: the stimuli waiting for an
+// instance to wait for them, soonest to expire first.
+func (s *Server) queuedStimuli(c *fiber.Ctx) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	items, next, err := s.node.Store().QueuedStimuli(ctx, c.Query("cursor"), limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(newPage(items, next))
+}
+
 // refreshRequest is the optional body of POST /v1/admin/refresh.
 type refreshRequest struct {
 	Workflows []string `json:"workflows"`

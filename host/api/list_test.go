@@ -120,3 +120,29 @@ func TestWhoami(t *testing.T) {
 		t.Errorf("whoami without tokens = %+v, want an unauthenticated admin", got)
 	}
 }
+
+// TestQueuedStimuli: an event nothing waits for is listed as queued until
+// an instance takes it.
+func TestQueuedStimuli(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	var out struct {
+		Queued bool `json:"queued"`
+	}
+	h.do("POST", "/v1/events", map[string]any{"name": "hold.released", "key": "fixed", "id": "early"}).want(t, http.StatusAccepted).json(t, &out)
+	if !out.Queued {
+		t.Fatal("an event nothing waits for was not queued")
+	}
+	var page pageDoc[struct{ ID, Name, Key, State string }]
+	h.request("GET", "/v1/events/queued", readerSecret, "", nil).want(t, http.StatusOK).json(t, &page)
+	if len(page.Items) != 1 || page.Items[0].ID != "early" || page.Items[0].State != "queued" || page.Items[0].Key != "fixed" {
+		t.Fatalf("queued = %+v, want the event early", page.Items)
+	}
+	h.putWorkflow("hold", holdFlow)
+	h.do("POST", "/v1/workflows/hold/instances", map[string]any{"id": "taker"}).want(t, http.StatusCreated)
+	h.awaitStatus("taker", "completed")
+	h.request("GET", "/v1/events/queued", readerSecret, "", nil).want(t, http.StatusOK).json(t, &page)
+	if len(page.Items) != 0 {
+		t.Fatalf("queued after an instance took it = %+v, want none", page.Items)
+	}
+}

@@ -71,6 +71,7 @@ func (s *Server) routeTable() []route {
 
 		{method: fiber.MethodPost, path: "/v1/events", perm: permOperate, handler: s.sendEvent},
 		{method: fiber.MethodGet, path: "/v1/events/dead", perm: permRead, handler: s.deadLetters},
+		{method: fiber.MethodGet, path: "/v1/events/queued", perm: permRead, handler: s.queuedStimuli},
 
 		{method: fiber.MethodPost, path: "/v1/admin/refresh", perm: permAdmin, handler: s.refresh},
 		{method: fiber.MethodGet, path: "/v1/admin/backup", perm: permAdmin, handler: s.backup},

@@ -663,13 +663,10 @@ func (x *execution) apply(ev runner.Input) {
 
 // cancelChild cancels a child instance.
 func (x *execution) cancelChild(token string) {
-	if err := x.e.Cancel(x.ctx, childID(x.inst.ID, token), "parent "+x.inst.ID+" ended"); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := x.e.Cancel(x.ctx, runner.ChildID(x.inst.ID, token), "parent "+x.inst.ID+" ended"); err != nil && !errors.Is(err, store.ErrNotFound) {
 		x.e.log.Warn("cancelling child", "instance", x.inst.ID, "err", err)
 	}
 }
-
-// childID names the child a parent starts for a step token.
-func childID(parent, token string) string { return parent + "." + token }
 
 // invoke starts an activity attempt.
 //
@@ -834,9 +831,9 @@ func (x *execution) commit(drains bool) error {
 	for _, c := range x.next.children {
 		in, err := json.Marshal(c.Input)
 		if err != nil {
-			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, childID(inst.ID, c.Token), err)
+			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, runner.ChildID(inst.ID, c.Token), err)
 		}
-		if _, _, err := x.e.create(x.ctx, c.Workflow, in, childID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
+		if _, _, err := x.e.create(x.ctx, c.Workflow, in, runner.ChildID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
 			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
 		}
 	}
@@ -884,7 +881,7 @@ func (x *execution) commit(drains bool) error {
 	children := x.next.children
 	x.next = nextCommit{}
 	for _, ch := range children {
-		x.e.pushSoon(x.ctx, childID(inst.ID, ch.Token), "start")
+		x.e.pushSoon(x.ctx, runner.ChildID(inst.ID, ch.Token), "start")
 	}
 	if len(c.Send) > 0 {
 		x.e.pushSoon(x.ctx, inst.Parent.InstanceID, "child")

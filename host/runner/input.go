@@ -85,6 +85,12 @@ type ChildFailed struct {
 // Cancel cancels the instance.
 type Cancel struct{ Reason string }
 
+// ChildID is the id of the child instance a parent's child step starts
+// with token: deterministic, so that a parent replayed after a crash asks
+// for the same child, and the store's idempotent create absorbs the
+// repeat.
+func ChildID(parent, token string) string { return parent + "." + token }
+
 // Retry continues a failed instance from where its failure stopped it:
 // the step that failed, and every step cancelled with it (a parallel's
 // other branches, a wait, a child), start again; an activity from attempt

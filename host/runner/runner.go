@@ -304,7 +304,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		run.Pending, run.Token, run.Input = PendingChild, a.next("c"), in
 		f.Run = run
 		a.emit(StartChild{Token: run.Token, StepID: s.ID, Workflow: s.Workflow.Name, Input: in})
-		a.record(store.HistoryChildStarted, path, 0, map[string]any{"workflow": s.Workflow.Name})
+		a.record(store.HistoryChildStarted, path, 0, map[string]any{"workflow": s.Workflow.Name, "instance": ChildID(a.c.InstanceID, run.Token)})
 		return false
 	}
 	return a.failStep(f, "internal", fmt.Sprintf("step kind %q cannot run", s.Kind))
