@@ -4,7 +4,8 @@
 # WAT test modules, clang + lld + wasi-libc + compiler-rt for the C plugin,
 # rustc + cargo + the wasm32 standard library + serde_json's sources for the
 # Rust plugins (built offline, with Debian's toolchain in /usr/bin),
-# redis-server for the cluster tests. Without root (or password-less sudo)
+# redis-server for the cluster tests, chromium for the console's browser
+# tests. Without root (or password-less sudo)
 # it names the packages and fails.
 set -euo pipefail
 
@@ -19,6 +20,7 @@ compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a' 
 [ -d /usr/lib/rustlib/wasm32-wasi ] || need+=(libstd-rust-dev-wasm32)
 compgen -G '/usr/share/cargo/registry/serde_json-*' >/dev/null || need+=(librust-serde-json-dev)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 [ ${#need[@]} -eq 0 ] && exit 0
 
