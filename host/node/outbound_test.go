@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -110,6 +111,27 @@ output: "${ vars.call }"
 		"config":{"greeting":"hej"},"secrets":{"token":"env:WEFT_NODE_TEST_TOKEN"}}`
 	if _, _, err := a.PutGrants(ctx, "probe", []byte(doc), store.AnyRevision); err != nil {
 		t.Fatal(err)
+	}
+	// The instance that failed for want of them, retried through a, runs
+	// on (in Redis, from failed back to running and its plugin pinned
+	// again) and completes.
+	failed := done.ID
+	if err := a.Engine().Retry(ctx, failed, "granted"); err != nil {
+		t.Fatal(err)
+	}
+	<-got
+	retried := waitFor(t, func() (*store.Instance, bool) {
+		in, err := b.Store().GetInstance(ctx, failed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in, in.Status == store.StatusCompleted
+	})
+	if retried.Error != nil || !retried.DeleteAfter.IsZero() {
+		t.Errorf("retried instance: error %+v, delete_after %s; want neither", retried.Error, retried.DeleteAfter)
+	}
+	if err := b.Engine().Retry(ctx, failed, "again"); !errors.Is(err, engine.ErrNotFailed) {
+		t.Errorf("a retry of a completed instance: %v, want ErrNotFailed", err)
 	}
 	for range 2 {
 		done = run(b)
