@@ -39,7 +39,7 @@ export async function render({main, params}) {
   const raw = h('pre', {class: 'json', 'data-test': 'raw-json'});
   const children = h('div', {'data-test': 'children'});
   const steps = h('details', {class: 'card', 'data-test': 'instance-graph'}, h('summary', {}, 'Steps, coloured by how far it got'));
-  let source = null; // the source of the instance's workflow version, once read
+  let def = null; // the instance's workflow version as the host parsed it, once read
 
   // --- drawing ---
   function drawHead() {
@@ -244,18 +244,18 @@ export async function render({main, params}) {
   // step coloured by what the history says of it.
   function drawSteps() {
     if (!steps.open) return;
-    if (source === null) {
-      source = '';
+    if (def === null) {
+      def = false;
       api.get(`/v1/workflows/${api.p(inst.workflow)}`, {version: inst.version}).then((wf) => {
-        source = wf.source || '';
+        def = wf;
         drawSteps();
       }, (e) => {
-        source = null;
+        def = null;
         replace(steps, steps.firstChild, errorBox(e));
       });
       return;
     }
-    if (!source) return;
+    if (!def) return;
     const status = new Map();
     for (const e of hist) {
       const id = e.data && e.data.step;
@@ -264,7 +264,7 @@ export async function render({main, params}) {
       else if (e.type === 'step_completed') status.set(id, 'completed');
       else if (e.type === 'step_failed') status.set(id, 'failed');
     }
-    replace(steps, steps.firstChild, graphOf(source, {status}));
+    replace(steps, steps.firstChild, graphOf(def, {status}));
   }
   steps.addEventListener('toggle', drawSteps);
 
