@@ -163,7 +163,10 @@ export async function history(id) {
 // with the ApiError) or waits delay ms to reconnect ('retry', with the
 // error that ended the last try, if one did). When the stream ends, it
 // reconnects with a doubling backoff (1s to 30s, back to 1s once an event
-// arrived) unless reconnect() says no. It answers {close()}.
+// arrived) unless reconnect(error) says no; error is the ApiError that
+// ended the last try, or null when the host ended the stream (a list
+// stream at a shutdown, an instance's stream once it finished). It
+// answers {close()}.
 export function stream(path, {query, onEvent, onState = () => {}, reconnect = () => true}) {
   const ctl = new AbortController();
   let closed = false;
@@ -245,7 +248,7 @@ export function stream(path, {query, onEvent, onState = () => {}, reconnect = ()
         failed = e instanceof ApiError ? e : new ApiError(0, {detail: `the live stream failed: ${e.message}`}, path);
         onState('error', failed);
       }
-      if (closed || !reconnect()) return;
+      if (closed || !reconnect(failed)) return;
       onState('retry', failed, backoff);
       await sleep(backoff);
       backoff = Math.min(backoff * 2, 30000);

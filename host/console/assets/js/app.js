@@ -146,11 +146,14 @@ async function refreshSession() {
     session.role = w.role || null;
     session.authenticated = Boolean(w.authenticated);
     sessionError = null;
-    replace(who, h('span', {class: `badge role-${session.role}`}, session.role),
-      session.authenticated ? '' : h('span', {class: 'muted'}, ' (no tokens on this host)'));
+    session.token = w.token || '';
+    replace(who, h('span', {class: `badge role-${session.role}`, 'data-role': session.role}, session.role),
+      session.authenticated ? (session.token ? h('span', {class: 'muted', 'data-test': 'token-name'}, ` token ${session.token}`) : '')
+        : h('span', {class: 'muted'}, ' (no tokens on this host)'));
   } catch (e) {
     session.role = null;
     session.authenticated = false;
+    session.token = '';
     replace(who, h('span', {class: 'badge'}, 'role unknown'));
     sessionError = null;
     if (e.status !== 401) {

@@ -22,6 +22,13 @@ function timeoutLike(f) {
 
 // buildModel reads the history (oldest first) into rows and attempts.
 // now closes what is still open in an unfinished instance.
+//
+// An attempt is known by its step path and number, "steps[0]#2" (attr,
+// the bar's data-attempt). A retry of the failed instance
+// (instance_retried) starts the failed activity again from attempt 1, so
+// each retry begins a new round: an attempt's key, which the model's
+// attempts map and the selection go by, is attr in round 0 and
+// "attr@round" after, and its bar carries data-round.
 export function buildModel(history, instance, now = Date.now()) {
   const rows = new Map();
   const attempts = new Map();
@@ -33,25 +40,38 @@ export function buildModel(history, instance, now = Date.now()) {
   const open = new Map(); // spans awaiting their end, by kind and path
   let t0 = ms(instance && instance.created_at);
   let tEnd = NaN;
+  let round = 0;
   for (const e of history) {
     const t = ms(e.time);
     const d = e.data || {};
     if (!(t0 <= t)) t0 = Number.isNaN(t0) ? t : Math.min(t0, t);
     const path = e.step_path || '';
-    const key = `${path}#${e.attempt || 0}`;
+    const attr = `${path}#${e.attempt || 0}`;
+    const key = round ? `${attr}@${round}` : attr;
     switch (e.type) {
       case 'instance_created': case 'instance_imported': case 'instance_started':
         instanceMarks.push({t, kind: e.type, label: e.type.replace('instance_', '')});
         break;
       case 'instance_completed': case 'instance_failed': case 'instance_cancelled':
         tEnd = t;
-        instanceMarks.push({t, kind: e.type, label: e.type.replace('instance_', ''), detail: d.message || d.reason || ''});
+        instanceMarks.push({t, kind: e.type, label: e.type.replace('instance_', ''), detail: d.message || d.reason || d.code || ''});
+        break;
+      case 'instance_retried':
+        tEnd = NaN;
+        round++;
+        instanceMarks.push({t, kind: e.type, label: 'retried', detail: `${d.reason || ''}${d.code ? ` (after ${d.code}${d.step ? ` at ${d.step}` : ''})` : ''}`.trim()});
         break;
       case 'step_started': {
         const r = row(path);
         r.step = d.step || r.step;
         r.kind = d.kind || r.kind;
         if (Number.isNaN(r.start)) r.start = t;
+        if (r.outcome) {
+          // started again, by a retry or a loop: open until it ends again
+          r.end = NaN;
+          r.outcome = '';
+          delete r.code;
+        }
         break;
       }
       case 'step_completed': case 'step_failed': {
@@ -65,8 +85,8 @@ export function buildModel(history, instance, now = Date.now()) {
       case 'activity_scheduled': {
         const r = row(path);
         if (!r.kind) r.kind = 'activity';
-        const a = {key, path, n: e.attempt || 0, start: t, end: NaN, node: e.node || '', plugin: d.plugin || '', activity: d.activity || '',
-          input: d.input, hasInput: 'input' in d, outcome: '', events: [e]};
+        const a = {key, attr, round, path, n: e.attempt || 0, start: t, end: NaN, node: e.node || '', plugin: d.plugin || '', activity: d.activity || '',
+          input: d.input, hasInput: 'input' in d, inputOmitted: d.input_omitted_bytes, outcome: '', events: [e], seqs: new Set([e.seq])};
         if (Number.isNaN(r.start)) r.start = t;
         r.attempts.push(a);
         attempts.set(key, a);
@@ -76,6 +96,7 @@ export function buildModel(history, instance, now = Date.now()) {
         const a = attempts.get(key);
         if (!a) break;
         a.events.push(e);
+        a.seqs.add(e.seq);
         a.end = t;
         a.endNode = e.node || '';
         a.outcome = e.type === 'activity_completed' ? 'completed' : 'failed';
@@ -83,7 +104,9 @@ export function buildModel(history, instance, now = Date.now()) {
           a.output = d.output;
           a.hasOutput = true;
         }
+        if (d.output_omitted_bytes !== undefined) a.outputOmitted = d.output_omitted_bytes;
         if (d.logs) a.historyLogs = d.logs;
+        if (d.logs_dropped) a.logsDropped = d.logs_dropped;
         if (d.requests) a.requests = d.requests;
         if (a.outcome === 'failed') {
           a.failure = {code: d.code, kind: d.kind, message: d.message, details: d.details};
@@ -114,7 +137,10 @@ export function buildModel(history, instance, now = Date.now()) {
         row(path).marks.push({t, kind: 'late', label: `late ${d.outcome || 'completion'} refused`, detail: `${d.node || ''} ${d.reason || ''}`.trim()});
         if (a) {
           a.events.push(e);
+          a.seqs.add(e.seq);
           a.late = d;
+          if (!a.historyLogs && d.logs) a.historyLogs = d.logs;
+          if (!a.logsDropped && d.logs_dropped) a.logsDropped = d.logs_dropped;
         }
         break;
       }
@@ -151,7 +177,7 @@ export function buildModel(history, instance, now = Date.now()) {
         break;
       }
       case 'child_started': {
-        const s = {kind: 'child', start: t, end: NaN, label: `child ${d.workflow || ''}`, workflow: d.workflow, child: d.instance || d.id || d.child || '', open: true};
+        const s = {kind: 'child', start: t, end: NaN, label: `child ${d.workflow || ''}${d.instance ? ` ${d.instance}` : ''}`, workflow: d.workflow, child: d.instance || '', open: true};
         row(path).spans.push(s);
         open.set(`child ${path}`, s);
         break;
@@ -237,7 +263,7 @@ export function render(model, {onSelect, selected} = {}) {
       r.spans.map((s) => place(h('span', {class: `tl-span sp-${s.kind}`, title: `${s.label}${s.outcome ? ` (${s.outcome})` : ''}`, 'data-span': s.kind}), s.start, s.end)),
       r.attempts.map((a) => {
         const b = place(h('button', {type: 'button', class: `tl-bar ${a.outcome || 'running'}${a.timeout ? ' timeout' : ''}${a.abandoned ? ' abandoned' : ''}${a.late ? ' late' : ''}`,
-          'data-attempt': a.key, 'aria-pressed': String(selected === a.key),
+          'data-attempt': a.attr, 'data-round': a.round || null, 'aria-pressed': String(selected === a.key),
           title: `${a.path} attempt ${a.n}${a.node ? ` on ${a.node}` : ''}: ${a.outcome || 'running'}, ${fmtDuration(a.end - a.start)}`,
           onclick: () => onSelect && onSelect(a)}, h('span', {class: 'tl-bar-text'}, `#${a.n}${a.node ? ` ${a.node}` : ''}`)), a.start, a.end);
         return b;

@@ -4,8 +4,9 @@
 import {h, replace} from './format.js';
 
 // session is what GET /v1/whoami said of the token: role is null until
-// it answered (or when it could not), and then no action is offered.
-export const session = {role: null, authenticated: false};
+// it answered (or when it could not), and then no action is offered;
+// token is the token's configured name (never its secret).
+export const session = {role: null, authenticated: false, token: ''};
 
 const rank = {reader: 1, operator: 2, admin: 3};
 

@@ -5,7 +5,7 @@
 // export). It follows the instance's stream while it runs.
 
 import * as api from '../api.js';
-import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, throttle, fmtDuration, fmtTime, download, pretty} from '../format.js';
+import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, throttle, fmtDuration, fmtTime, fmtBytes, download, pretty} from '../format.js';
 import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState} from '../ui.js';
 import * as timeline from '../timeline.js';
 import {graphOf} from './workflow.js';
@@ -25,6 +25,9 @@ export async function render({main, params}) {
   let logs = null; // null: not (yet) read; else the lines
   let logsError = null;
   let selectedKey = '';
+  // retrying is set by a retry while the instance is still failed as the
+  // retry's answer showed it: {at, updated} (when, and its updated_at).
+  let retrying = null;
 
   const live = h('span', {class: 'live', 'data-test': 'live-state', 'aria-live': 'polite'});
   const head = h('div', {class: 'page-head'});
@@ -39,7 +42,7 @@ export async function render({main, params}) {
   const raw = h('pre', {class: 'json', 'data-test': 'raw-json'});
   const children = h('div', {'data-test': 'children'});
   const steps = h('details', {class: 'card', 'data-test': 'instance-graph'}, h('summary', {}, 'Steps, coloured by how far it got'));
-  let source = null; // the source of the instance's workflow version, once read
+  let def = null; // the instance's workflow version as the host parsed it, once read
 
   // --- drawing ---
   function drawHead() {
@@ -84,11 +87,16 @@ export async function render({main, params}) {
       }));
     }
     if (can('operator') && inst.status === 'failed') {
-      list.push(actionForm({'data-test': 'retry'}, [], 'Retry', async () => {
-        inst = await api.request('POST', `${base}/retry`);
-        notify('Retry started.');
+      const retryReason = h('input', {type: 'text', name: 'reason', placeholder: 'retried through the API', 'data-test': 'retry-reason'});
+      list.push(actionForm({'data-test': 'retry'}, field('Reason', retryReason), 'Retry', async () => {
+        const body = retryReason.value.trim() ? {reason: retryReason.value.trim()} : {};
+        // 202 with the instance, still failed: the retry applies when it
+        // next runs. Follow its stream again until it has left failed.
+        inst = await api.post(`${base}/retry`, body);
+        notify('Retry requested; it applies when the instance next runs.');
+        retrying = {at: Date.now(), updated: inst.updated_at};
         update();
-        settle('');
+        follow();
         return null;
       }));
     }
@@ -163,27 +171,36 @@ export async function render({main, params}) {
   function logLines(lines) {
     if (!lines.length) return h('p', {class: 'muted'}, 'No log lines.');
     return h('div', {class: 'table-wrap'}, h('table', {class: 'list logs', 'data-test': 'log-lines'},
-      h('thead', {}, h('tr', {}, ['time', 'step', 'attempt', 'node', 'level', 'message'].map((c) => h('th', {scope: 'col'}, c)))),
+      h('thead', {}, h('tr', {}, ['time', 'step', 'attempt', 'node', 'level', 'source', 'message'].map((c) => h('th', {scope: 'col'}, c)))),
       h('tbody', {}, lines.map((l) => h('tr', {class: `lv-${String(l.level || '').toLowerCase()}`},
         h('td', {}, l.time ? timeEl(l.time) : ''), h('td', {}, h('code', {}, l.step_path || '')), h('td', {}, l.attempt ?? ''),
-        h('td', {}, l.node || ''), h('td', {}, l.level || ''), h('td', {class: 'msg'}, l.message ?? (typeof l === 'string' ? l : pretty(l))))))));
+        h('td', {}, l.node || ''), h('td', {}, l.level || ''), h('td', {}, l.source || ''),
+        h('td', {class: 'msg'}, l.message ?? (typeof l === 'string' ? l : pretty(l))))))));
   }
 
-  // historyLogs reads the logs field of an attempt's end, whatever its
-  // form: strings, or objects with message, level and time.
+  // historyLogs reads the logs of an attempt's end in the history
+  // ({time, level, source, message} each), for when the logs endpoint
+  // could not be read: as its lines, with the attempt's step, number and
+  // node.
   function historyLogs(a) {
     const raw = a.historyLogs;
     if (!Array.isArray(raw)) return [];
-    return raw.map((l) => (typeof l === 'string' ? {message: l, step_path: a.path, attempt: a.n}
-      : {...l, step_path: l.step_path || a.path, attempt: l.attempt ?? a.n, message: l.message ?? l.msg ?? pretty(l)}));
+    return raw.map((l) => ({...l, step_path: a.path, attempt: a.n, node: a.endNode || a.node}));
   }
 
   function attemptDetail(a) {
-    const fromEndpoint = logs ? logs.filter((l) => l.step_path === a.path && Number(l.attempt) === a.n) : [];
+    // The logs endpoint names the history entry that keeps each line
+    // (seq): the attempt's end, or its refused late completion. Matching
+    // by seq keeps apart the attempts of the same number before and
+    // after a retry.
+    const fromEndpoint = logs ? logs.filter((l) => a.seqs.has(l.seq)) : [];
     const lines = fromEndpoint.length ? fromEndpoint : historyLogs(a);
-    const notRecorded = (what) => h('p', {class: 'muted'}, `${what} is not in this instance's history (hosts before it was recorded, or none).`);
-    return h('div', {class: 'attempt', 'data-test': 'attempt', 'data-attempt': a.key},
-      h('h3', {}, `${a.path} attempt ${a.n}`),
+    const notRecorded = (what, omitted) => h('p', {class: 'muted', 'data-test': omitted !== undefined ? 'omitted' : null}, omitted !== undefined
+      ? `${what} was ${fmtBytes(omitted)} of JSON, more than the host records (history.attempt_data_limit).`
+      : `${what} is not in this instance's history (the host did not record it, or it had none).`);
+    const dropped = a.logsDropped;
+    return h('div', {class: 'attempt', 'data-test': 'attempt', 'data-attempt': a.attr, 'data-round': a.round || null},
+      h('h3', {}, `${a.path} attempt ${a.n}`, a.round ? h('span', {class: 'muted'}, ` (after retry ${a.round})`) : ''),
       kv([
         ['activity', a.plugin ? [h('a', {href: links.plugin(a.plugin)}, a.plugin), `.${a.activity}`] : a.activity],
         ['node', a.node || '—'],
@@ -193,38 +210,49 @@ export async function render({main, params}) {
         ['took', fmtDuration(a.end - a.start)],
         ['outcome', h('span', {class: `badge st-${a.outcome === 'completed' ? 'completed' : a.outcome === 'failed' ? 'failed' : 'running'}`}, a.outcome || 'running')],
       ]),
-      h('h4', {}, 'Input'), a.hasInput ? jsonBlock(a.input) : notRecorded('The input'),
-      a.outcome === 'completed' ? [h('h4', {}, 'Output'), a.hasOutput ? jsonBlock(a.output) : notRecorded('The output')] : null,
+      h('h4', {}, 'Input'), a.hasInput ? jsonBlock(a.input) : notRecorded('The input', a.inputOmitted),
+      a.outcome === 'completed' ? [h('h4', {}, 'Output'), a.hasOutput ? jsonBlock(a.output) : notRecorded('The output', a.outputOmitted)] : null,
       a.failure ? [h('h4', {}, 'Failure'), kv([['code', h('code', {}, a.failure.code || '')], ['kind', a.failure.kind || ''], ['message', a.failure.message || '']]),
         a.failure.details !== undefined ? jsonBlock(a.failure.details) : null] : null,
       a.requests ? [h('h4', {}, 'Outbound requests'), jsonBlock(a.requests)] : null,
       a.abandoned ? [h('h4', {}, 'Abandoned'), jsonBlock(a.abandoned)] : null,
       a.late ? [h('h4', {}, 'Late completion refused'), jsonBlock(a.late)] : null,
       h('h4', {}, 'Log lines'),
+      dropped ? h('p', {class: 'warn', 'data-test': 'logs-dropped'}, `The plugin runtime dropped ${dropped.records || 0} line(s), ${fmtBytes(dropped.bytes || 0)}, `
+        + `past its ${dropped.limit === 'bytes' ? 'plugins.max_log_bytes' : dropped.limit === 'records' ? 'plugins.max_log_records' : 'per-call'} limit.`) : null,
       logsError && !lines.length ? errorBox(logsError) : logLines(lines));
   }
 
-  // Children: the child_started entries say a child began; its id is the
-  // parent's id, a dot and a token, so the children are the instances
-  // whose id starts with "<id>." and whose parent is this instance.
-  let childrenLoaded = false;
+  // Children: each child_started entry names the child's id (instance)
+  // and workflow. The statuses of the first CHILD_STATUSES are read once
+  // each and again when the history grows; a child since deleted says so.
+  const CHILD_STATUSES = 50;
+  const childStatus = new Map(); // id -> status, 'deleted', or an Error
+  let childSig = '';
   function drawChildren() {
     const started = hist.filter((e) => e.type === 'child_started');
     if (!started.length) {
       replace(children, h('span', {class: 'muted'}, 'none'));
       return;
     }
-    if (childrenLoaded) return;
-    childrenLoaded = true;
-    replace(children, 'loading…');
-    api.get('/v1/instances', {q: `${inst.id}.`, limit: 1000}).then((page) => {
-      const kids = (page.items || []).filter((c) => c.parent && c.parent.instance_id === inst.id);
-      replace(children, kids.length ? h('ul', {class: 'inline'}, kids.map((c) => h('li', {}, h('a', {href: links.instance(c.id), 'data-test': 'child-link'}, c.id), ' ', statusBadge(c.status))))
-        : h('span', {class: 'muted'}, `${started.length} started (${started.map((e) => (e.data || {}).workflow).join(', ')}); none found by id`));
-    }, (e) => {
-      childrenLoaded = false;
-      replace(children, errorBox(e));
-    });
+    const draw = () => replace(children, h('ul', {class: 'plain', 'data-test': 'children-list'}, started.map((e) => {
+      const d = e.data || {};
+      const st = childStatus.get(d.instance);
+      return h('li', {},
+        d.instance ? h('a', {href: links.instance(d.instance), 'data-test': 'child-link', 'data-id': d.instance}, d.instance)
+          : h('span', {class: 'muted'}, '(id not recorded by the host that started it)'),
+        ' ', st === undefined ? '' : st instanceof Error ? h('span', {class: 'error-inline'}, st.message)
+          : st === 'deleted' ? h('span', {class: 'muted'}, 'deleted') : statusBadge(st),
+        h('span', {class: 'muted'}, ` ${d.workflow || ''} at ${e.step_path || '?'}`));
+    })));
+    draw();
+    const ids = [...new Set(started.map((e) => (e.data || {}).instance).filter(Boolean))].slice(0, CHILD_STATUSES)
+      .filter((cid) => !TERMINAL.has(childStatus.get(cid)) && childStatus.get(cid) !== 'deleted');
+    const sig = `${hist.length}`;
+    if (sig === childSig) return;
+    childSig = sig;
+    Promise.all(ids.map((cid) => api.get(`/v1/instances/${api.p(cid)}`).then((c) => childStatus.set(cid, c.status),
+      (e) => childStatus.set(cid, e.status === 404 ? 'deleted' : e)))).then(draw);
   }
 
   function drawHistory() {
@@ -244,18 +272,18 @@ export async function render({main, params}) {
   // step coloured by what the history says of it.
   function drawSteps() {
     if (!steps.open) return;
-    if (source === null) {
-      source = '';
+    if (def === null) {
+      def = false;
       api.get(`/v1/workflows/${api.p(inst.workflow)}`, {version: inst.version}).then((wf) => {
-        source = wf.source || '';
+        def = wf;
         drawSteps();
       }, (e) => {
-        source = null;
+        def = null;
         replace(steps, steps.firstChild, errorBox(e));
       });
       return;
     }
-    if (!source) return;
+    if (!def) return;
     const status = new Map();
     for (const e of hist) {
       const id = e.data && e.data.step;
@@ -264,7 +292,7 @@ export async function render({main, params}) {
       else if (e.type === 'step_completed') status.set(id, 'completed');
       else if (e.type === 'step_failed') status.set(id, 'failed');
     }
-    replace(steps, steps.firstChild, graphOf(source, {status}));
+    replace(steps, steps.firstChild, graphOf(def, {status}));
   }
   steps.addEventListener('toggle', drawSteps);
 
@@ -333,27 +361,61 @@ export async function render({main, params}) {
   update();
   await reload();
 
-  // Follow the instance while it can change; its stream ends once it has
-  // finished, and then there is nothing to reconnect for.
+  // Follow the instance while it can change. Its stream sends the
+  // instance at once and after each change, and ends once it has
+  // finished (nothing to reconnect for then) or after "deleted". A
+  // stream that ends otherwise (a shutdown, a network error) is opened
+  // again. After a retry the instance stays failed until it next runs,
+  // and its stream ends at once while it is: it is opened again, for up
+  // to RETRY_FOLLOW, until the instance has run again (left failed, or
+  // failed anew with another updated_at).
+  const RETRY_FOLLOW = 60000;
   const refresh = throttle(reload, 1000);
-  const sub = api.stream(`${base}/stream`, {
-    onEvent: (type, v) => {
-      if (type !== 'instance' || typeof v !== 'object') return;
-      inst = v;
-      update();
-      refresh();
-    },
-    onState: liveState(live),
-    reconnect: () => {
-      if (TERMINAL.has(inst.status)) {
-        replace(live, h('span', {class: 'muted'}, `finished ${fmtTime(inst.updated_at)}`));
-        return false;
-      }
-      return true;
-    },
-  });
+  let sub = null;
+  let gone = false;
+  const showState = liveState(live);
+  function follow() {
+    if (sub || gone) return;
+    sub = api.stream(`${base}/stream`, {
+      onEvent: (type, v) => {
+        if (type === 'deleted') {
+          gone = true;
+          replace(live, h('span', {class: 'error-inline', 'data-test': 'instance-deleted'}, 'this instance was deleted'));
+          notify(`Instance ${inst.id} was deleted.`);
+          return;
+        }
+        if (type !== 'instance' || !v || typeof v !== 'object') return;
+        // It ran since the retry (and may have failed again).
+        if (retrying && (v.status !== 'failed' || v.updated_at !== retrying.updated)) retrying = null;
+        inst = v;
+        update();
+        refresh();
+      },
+      onState: (state, err, delay) => {
+        if (!gone) showState(state, err, delay);
+      },
+      reconnect: (err) => {
+        if (gone) return false;
+        if (err && err.status === 404) {
+          gone = true;
+          replace(live, h('span', {class: 'error-inline', 'data-test': 'instance-deleted'}, 'this instance no longer exists'));
+          return false;
+        }
+        if (retrying && Date.now() - retrying.at > RETRY_FOLLOW) retrying = null;
+        if (TERMINAL.has(inst.status) && !retrying) {
+          replace(live, h('span', {class: 'muted', 'data-test': 'finished'}, `finished ${fmtTime(inst.updated_at)}`));
+          sub = null;
+          refresh();
+          return false;
+        }
+        return true;
+      },
+    });
+  }
+  follow();
   return () => {
-    sub.close();
+    gone = true;
+    if (sub) sub.close();
     refresh.cancel();
   };
 }

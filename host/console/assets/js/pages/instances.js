@@ -1,7 +1,8 @@
-// The instances page: newest first, filtered by workflow, status, time
-// range and a search (an id prefix or a waited-on correlation key), with
-// counts by status as chips, live updates from the instances stream,
-// paging by next_cursor and a bulk cancel of the selected rows.
+// The instances page: newest first, filtered by workflow, status and
+// time range, or found by exact id, or by the event and correlation key
+// they wait for (GET /v1/instances: id, event, key), with counts by
+// status as chips, live updates from the instances stream, paging by
+// next_cursor and a bulk cancel of the selected rows.
 
 import * as api from '../api.js';
 import {h, replace, timeEl, statusBadge, STATUSES, TERMINAL, links, toRFC3339, toLocalInput, throttle} from '../format.js';
@@ -24,7 +25,9 @@ export async function render({main, query}) {
     status: query.get('status') || '',
     created_after: query.get('created_after') || '',
     created_before: query.get('created_before') || '',
-    q: query.get('q') || '',
+    id: query.get('id') || '',
+    event: query.get('event') || '',
+    key: query.get('key') || '',
     order: query.get('order') || 'newest',
   };
   const go = (changes) => {
@@ -39,12 +42,21 @@ export async function render({main, query}) {
     h('option', {value: ''}, 'any'), STATUSES.map((s) => h('option', {value: s, selected: s === f.status}, s)));
   const after = h('input', {type: 'datetime-local', name: 'created_after', value: toLocalInput(f.created_after), 'data-test': 'filter-created-after'});
   const before = h('input', {type: 'datetime-local', name: 'created_before', value: toLocalInput(f.created_before), 'data-test': 'filter-created-before'});
-  const search = h('input', {type: 'search', name: 'q', value: f.q, placeholder: 'id prefix or correlation key', 'data-search': true, 'data-test': 'filter-q', 'aria-keyshortcuts': '/'});
+  // The searches: one instance by its exact id (not paged), or the
+  // instances waiting for an event with a correlation key (not paged,
+  // at most the page size; an event without a key finds the waits that
+  // name no key). The host refuses a key without its event, or an id
+  // with either, and the list shows why.
+  const search = h('input', {type: 'search', name: 'id', value: f.id, placeholder: 'exact instance id', autocomplete: 'off', spellcheck: 'false',
+    'data-search': true, 'data-test': 'filter-id', 'aria-keyshortcuts': '/'});
+  const evInput = h('input', {type: 'text', name: 'event', value: f.event, placeholder: 'document.approved', autocomplete: 'off', spellcheck: 'false', 'data-test': 'filter-event'});
+  const keyInput = h('input', {type: 'text', name: 'key', value: f.key, placeholder: 'doc-42', autocomplete: 'off', spellcheck: 'false', 'data-test': 'filter-key'});
   const order = h('select', {name: 'order', 'data-test': 'filter-order'},
     h('option', {value: 'newest', selected: f.order === 'newest'}, 'newest first'),
     h('option', {value: 'oldest', selected: f.order === 'oldest'}, 'oldest first'));
   const filterForm = h('form', {class: 'filters', role: 'search', 'data-test': 'instance-filters'},
-    field('Search (/)', search), field('Workflow', wfInput), wfList, field('Status', stSelect),
+    field('Id (/)', search), field('Waiting for event', evInput), field('with key', keyInput),
+    field('Workflow', wfInput), wfList, field('Status', stSelect),
     field('Created after', after), field('Created before', before), field('Order', order),
     h('div', {class: 'buttons'},
       h('button', {type: 'submit', class: 'primary', 'data-test': 'filter-apply'}, 'Apply'),
@@ -54,7 +66,8 @@ export async function render({main, query}) {
   filterForm.addEventListener('submit', (ev) => {
     ev.preventDefault();
     go({workflow: wfInput.value.trim(), status: stSelect.value, created_after: toRFC3339(after.value),
-      created_before: toRFC3339(before.value), q: search.value.trim(), order: order.value});
+      created_before: toRFC3339(before.value), id: search.value.trim(), event: evInput.value.trim(),
+      key: keyInput.value.trim(), order: order.value});
   });
 
   // --- counts ---
@@ -89,7 +102,7 @@ export async function render({main, query}) {
     drawRows();
   }});
   const listQuery = () => ({workflow: f.workflow, status: f.status, created_after: f.created_after,
-    created_before: f.created_before, q: f.q, order: f.order === 'newest' ? '' : f.order});
+    created_before: f.created_before, id: f.id, event: f.event, key: f.key, order: f.order === 'newest' ? '' : f.order});
 
   function drawRows() {
     if (!items.length) {
@@ -152,7 +165,7 @@ export async function render({main, query}) {
       selected.clear();
       selectAll.checked = false;
       drawRows();
-    }}, 'Clear selection'), bulkResult);
+    }}, 'Clear selection'));
   bulk.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const ids = [...selected];
@@ -180,23 +193,50 @@ export async function render({main, query}) {
   }
 
   // --- live updates ---
+  // The list stream tells of each instance that changed ("instance"), of
+  // each deleted ("deleted", {id}), and asks for the list to be read
+  // again when more changed than it tells one by one ("resync"). The
+  // page reads the list and the counts again for each (at most once a
+  // second), rather than place a changed instance itself: whether it
+  // still passes the filters and where it sorts is the host's to say.
+  // Changes made while the stream was down are missed, so the list is
+  // read again after every reconnection too; the stream reconnects
+  // whenever it ends.
   const live = h('span', {class: 'live', 'data-test': 'live-state', 'aria-live': 'polite'}, 'connecting…');
   const refresh = throttle(() => {
     load();
     loadCounts();
   }, 1000);
+  const showState = liveState(live);
+  let opened = false;
   const sub = api.stream('/v1/streams/instances', {
     query: {workflow: f.workflow},
-    onEvent: (type) => {
-      if (type === 'instance') refresh();
+    onEvent: (type, v) => {
+      if (type === 'deleted') {
+        const id = v && v.id;
+        if (items.some((it) => it.id === id)) {
+          items = items.filter((it) => it.id !== id);
+          selected.delete(id);
+          drawRows();
+        }
+        refresh();
+      } else if (type === 'instance' || type === 'resync') {
+        refresh();
+      }
     },
-    onState: liveState(live),
+    onState: (state, err, delay) => {
+      if (state === 'open') {
+        if (opened) refresh();
+        opened = true;
+      }
+      showState(state, err, delay);
+    },
   });
 
   replace(main,
     h('div', {class: 'page-head'}, h('h1', {}, 'Instances'), live,
       h('button', {type: 'button', 'data-test': 'refresh', onclick: () => refresh()}, 'Refresh')),
-    filterForm, chips, bulk, listError,
+    filterForm, chips, bulk, bulkResult, listError,
     h('div', {class: 'table-wrap'}, h('table', {class: 'list', 'data-test': 'instances-table'},
       h('thead', {}, h('tr', {},
         operator ? h('th', {scope: 'col'}, selectAll) : null,

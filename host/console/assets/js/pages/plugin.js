@@ -6,7 +6,6 @@
 import * as api from '../api.js';
 import {h, replace, timeEl, links, fmtBytes, statusBadge} from '../format.js';
 import {errorBox, section, kv, slot} from '../ui.js';
-import {parse} from '../yaml.js';
 
 // INSTANCE_SCAN bounds how many instances are read to find the users of
 // a version: the API has no filter by plugin, so the page reads the
@@ -94,7 +93,8 @@ export async function render({main, params}) {
         const rows = (await pool(wfs, 6, async (w) => {
           try {
             const full = await api.get(`/v1/workflows/${api.p(w.name)}`);
-            const acts = activitiesIn(parse(full.source || ''), pl.name);
+            if (!full.definition) return {w, error: new Error('the host answered no parsed definition for it')};
+            const acts = activitiesIn(full.definition, pl.name);
             return acts.length ? {w, acts} : null;
           } catch (e) {
             return {w, error: e};

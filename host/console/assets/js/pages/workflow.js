@@ -5,7 +5,6 @@
 import * as api from '../api.js';
 import {h, replace, timeEl, links, shortHash} from '../format.js';
 import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField} from '../ui.js';
-import {parse} from '../yaml.js';
 import * as graph from '../graph.js';
 
 // sourceView shows a definition's text with line numbers; errors (a
@@ -46,15 +45,38 @@ export function contentTypeOf(text) {
   return t.startsWith('{') ? 'application/json' : 'application/yaml';
 }
 
-// graphOf parses a source and draws it, or says why it cannot.
-export function graphOf(source, opts) {
+// graphOf draws a workflow as GET /v1/workflows/{name} answers it, from
+// its definition (the source as the host parsed it, canonical JSON), or
+// says why it cannot: the host leaves definition out when it cannot
+// parse a saved source any more.
+export function graphOf(wf, opts) {
+  const def = wf && wf.definition;
+  if (!def || typeof def !== 'object' || !Array.isArray(def.steps)) {
+    return h('div', {class: 'error-box', 'data-test': 'graph-error'},
+      h('p', {}, 'The graph cannot be drawn: the host answered no parsed definition for this version.'));
+  }
   try {
-    const def = parse(source);
-    if (!def || typeof def !== 'object') throw new Error('the source is not a mapping');
     return h('div', {class: 'graph-wrap'}, graph.render(def, opts));
   } catch (e) {
     return h('div', {class: 'error-box', 'data-test': 'graph-error'}, h('p', {}, `The graph cannot be drawn: ${e.message}`));
   }
+}
+
+// nameOf reads the name of a definition about to be saved, to PUT it
+// under: a JSON document's "name", or a YAML document's top-level
+// "name:" line. It need not be exact: the host checks that the name in
+// the URL is the definition's own (422 otherwise), and parses the rest.
+export function nameOf(text) {
+  if (contentTypeOf(text) === 'application/json') {
+    try {
+      const v = JSON.parse(text);
+      return v && typeof v.name === 'string' ? v.name : '';
+    } catch {
+      return ''; // the host says what is wrong with it
+    }
+  }
+  const m = text.match(/^name[ \t]*:[ \t]*(?:"([^"]*)"|'([^']*)'|([^\s#"'][^#\r\n]*?))[ \t]*(?:#.*)?$/m);
+  return m ? (m[1] ?? m[2] ?? m[3] ?? '').trim() : '';
 }
 
 // saveForm edits text and PUTs it as the next version of a workflow;
@@ -129,7 +151,7 @@ export async function render({main, params, query}) {
           location.hash = links.instance(inst.id);
           return null;
         })) : null,
-    section('Steps', {'data-test': 'graph-section'}, graphOf(source)),
+    section('Steps', {'data-test': 'graph-section'}, graphOf(wf)),
     section('Source', {}, sourceView(source)),
     can('admin') ? h('details', {class: 'card', 'data-test': 'edit-section'}, h('summary', {}, 'Edit and save a new version'),
       saveForm(wf.name, source, (res) => {

@@ -4,8 +4,7 @@
 import * as api from '../api.js';
 import {h, replace, timeEl, links, shortHash} from '../format.js';
 import {can, errorBox} from '../ui.js';
-import {parse} from '../yaml.js';
-import {saveForm} from './workflow.js';
+import {saveForm, nameOf} from './workflow.js';
 
 export async function render({main}) {
   let list;
@@ -25,15 +24,8 @@ export async function render({main}) {
         h('td', {}, timeEl(w.created_at)), h('td', {}, h('a', {href: links.instances({workflow: w.name})}, 'instances'))))
         : h('tr', {}, h('td', {colspan: 5, class: 'muted'}, 'No workflows saved yet.'))))),
     can('admin') ? h('details', {class: 'card', 'data-test': 'new-workflow'}, h('summary', {}, 'Save a new workflow'),
-      saveForm((text) => {
-        // The name is the definition's own; the host checks they agree.
-        try {
-          return (parse(text) || {}).name || '';
-        } catch {
-          const m = text.match(/^name:\s*["']?([a-z][a-z0-9_-]*)/m);
-          return m ? m[1] : '';
-        }
-      }, example, (res) => {
+      // The name is the definition's own; the host checks they agree.
+      saveForm(nameOf, example, (res) => {
         location.hash = links.workflow(res.name, res.version);
       })) : null);
 }
