@@ -203,19 +203,29 @@ func tryEval[T any](tb *tab, expr string) (T, error) {
 // its network answers.
 func waitFor[T any](tb *tab, what, expr string, ok func(T) bool) T {
 	tb.t.Helper()
+	v, err := poll(tb, expr, ok)
+	if err != nil {
+		tb.t.Fatalf("waited %v for %s: %v", waitLimit, what, err)
+	}
+	return v
+}
+
+// poll is waitFor answering an error, not failing the test, when the time
+// runs out.
+func poll[T any](tb *tab, expr string, ok func(T) bool) (T, error) {
 	deadline := time.Now().Add(waitLimit)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		v, err := tryEval[T](tb, expr)
 		if err == nil && ok(v) {
-			return v
+			return v, nil
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
-				tb.t.Fatalf("waited %v for %s: last evaluation of %s failed: %v", waitLimit, what, expr, err)
+				return v, fmt.Errorf("the last evaluation of %s failed: %w", expr, err)
 			}
-			tb.t.Fatalf("waited %v for %s: %s is %+v", waitLimit, what, expr, v)
+			return v, fmt.Errorf("%s is %+v", expr, v)
 		}
 		<-tick.C // polling under the deadline above
 	}
@@ -268,17 +278,29 @@ func (tb *tab) click(sel string) {
 	tb.do(chromedp.Click(chromedp.CSS(sel)))
 }
 
-// screenshot captures the viewport as a PNG named name.png: into a
-// temporary directory, or with -screenshots into docs/console for the
-// README. It checks the image is a PNG of the viewport's size.
+// screenshot captures the viewport, scrolled to the top, as a PNG named
+// name.png: into a temporary directory, or with -screenshots into
+// docs/console for the README. It checks the image is a PNG of the
+// viewport's size.
 func (tb *tab) screenshot(name string) {
 	tb.t.Helper()
+	tb.screenshotAt(name, "")
+}
+
+// screenshotAt is screenshot with the page scrolled to show the element
+// sel matches at the top (none: the top of the page).
+func (tb *tab) screenshotAt(name, sel string) {
+	tb.t.Helper()
+	scroll := "window.scrollTo(0, 0)"
+	if sel != "" {
+		scroll = q(sel) + ".scrollIntoView({block: 'start'})"
+	}
+	tb.do(
+		// Nothing focused or hovered: the pictures show the page at rest.
+		chromedp.Evaluate[chromedp.Void]("document.activeElement?.blur(); "+scroll),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 0, 0))
 	ctx, cancel := context.WithTimeout(tb.ctx, waitLimit)
 	defer cancel()
-	// Nothing focused or hovered: the pictures show the page at rest.
-	_ = chromedp.Do(ctx,
-		chromedp.Evaluate[chromedp.Void]("document.activeElement?.blur(); window.scrollTo(0, 0)"),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, 0, 0))
 	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		tb.t.Fatalf("screenshot %s: %v", name, err)
