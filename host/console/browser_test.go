@@ -7,6 +7,7 @@ package console_test
 // error. The tests also take the screenshots the README shows (-screenshots).
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -404,7 +405,8 @@ func activityPlugins(steps []*definition.Step, into map[string]bool) {
 // saved with the example plugins it calls, is drawn on its page as an SVG
 // with one <g data-step="<id>"> per step of its definition, nested steps
 // included, and no error. The page of a plugin lists the workflows that
-// call it; the events page shows its dead letters' table.
+// call it and the instances pinned to its version; the events page shows
+// its dead letters' table.
 func TestBrowserGraphOfEveryExample(t *testing.T) {
 	h := newHost(t)
 	for _, p := range []string{"kit", "text", "thumbnail", "webhook"} {
@@ -481,8 +483,18 @@ func TestBrowserGraphOfEveryExample(t *testing.T) {
 		}
 	}
 
+	// An instance that pinned the text plugin, for its page to list.
+	input, err := os.ReadFile(filepath.Join(testplugins.Root(t), "examples", "workflows", "inputs", "hello.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := h.start("hello", "hello-1", json.RawMessage(input), "ended"); in.Status != "completed" {
+		t.Fatalf("hello-1 is %s, want completed: %s", in.Status, in.Error)
+	}
 	tb.goTo("/plugins/text")
 	waitTrue(tb, "the text plugin's page", q("[data-test=plugin-name]")+"?.textContent === 'text'")
+	waitFor(tb, "the instances pinned to text's version", q("[data-test=version-instances]")+"?.textContent ?? ''",
+		func(s string) bool { return strings.Contains(s, "hello-1") })
 	users := waitFor(tb, "the workflows that call text", `[...document.querySelectorAll('[data-test=plugin-workflows] li > a')].map((a) => a.textContent)`,
 		func(got []string) bool { return len(got) > 0 })
 	slices.Sort(users)
