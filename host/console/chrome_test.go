@@ -323,3 +323,38 @@ func (tb *tab) screenshotAt(name, sel string) {
 		tb.t.Fatal(err)
 	}
 }
+
+// TestBrowserHarnessSeesJavaScriptErrors: what fails the other browser
+// tests on a JavaScript error does see one: an exception nothing catches,
+// an unhandled promise rejection and a console.error call in the page are
+// each recorded.
+func TestBrowserHarnessSeesJavaScriptErrors(t *testing.T) {
+	h := newHost(t)
+	tb := openTab(t, h.url)
+	tb.open("/events", readerSecret, "reader")
+	tb.do(chromedp.Evaluate[chromedp.Void](`setTimeout(() => { throw new Error('thrown-by-test'); }, 0);
+		Promise.reject(new Error('rejected-by-test'));
+		console.error('logged-by-test')`))
+	deadline := time.Now().Add(waitLimit)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		tb.mu.Lock()
+		seen := strings.Join(tb.jsErrs, "\n")
+		done := strings.Contains(seen, "thrown-by-test") && strings.Contains(seen, "rejected-by-test") && strings.Contains(seen, "logged-by-test")
+		if done {
+			tb.jsErrs = nil // expected: not a failure of this test
+		}
+		tb.mu.Unlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the harness recorded %q; want the exception, the rejection and the console.error", waitLimit, seen)
+		}
+		// A round trip to the page, so its events have arrived, and
+		// polling under the deadline above.
+		eval[int](tb, "1")
+		<-tick.C
+	}
+}
