@@ -1,0 +1,511 @@
+package console_test
+
+// The console in a real browser: headless chromium, driven with chromedp,
+// on a real host (node, API, example plugins) on loopback. Each test opens
+// the console with a token entered in its dialog, as a person would, and
+// checks what the pages show and do; the page must log no JavaScript
+// error. The tests also take the screenshots the README shows (-screenshots).
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/internal/testplugins"
+)
+
+// greetFlow completes at once.
+const greetFlow = `
+name: greet
+steps:
+  - { id: up, activity: kit.upper, input: { text: "${ input.text }" }, output: up }
+output: "${ vars.up.text }"
+`
+
+// holdFlow waits for the event go with the instance's key, then echoes its
+// payload.
+const holdFlow = `
+name: hold
+steps:
+  - id: wait-for-go
+    wait: { event: go, key: "${ input.k }", timeout: 1h }
+    output: got
+  - { id: echo, activity: kit.echo, input: "${ vars.got }", output: echoed }
+output: "${ vars.echoed }"
+`
+
+// rowsJS lists the instance list's rows as "id=status", sorted.
+const rowsJS = `[...document.querySelectorAll('[data-test=instance-row]')].map((r) => r.dataset.id + '=' + r.dataset.status).sort().join(' ')`
+
+// chipsJS reads the counts chips: status (or "all") to count.
+const chipsJS = `Object.fromEntries([...document.querySelectorAll('[data-test=status-chips] [data-count]')].map((c) => [c.dataset.test.replace(/^chip-/, ''), Number(c.dataset.count)]))`
+
+// waitRows waits until the instance list shows exactly want ("id=status",
+// sorted, space-separated).
+func waitRows(tb *tab, what, want string) {
+	tb.t.Helper()
+	waitFor(tb, what+": rows "+want, rowsJS, func(s string) bool { return s == want })
+}
+
+// waitChips waits until the counts chips say what want says (the chips
+// not named in want are not checked).
+func waitChips(tb *tab, want map[string]int) {
+	tb.t.Helper()
+	waitFor(tb, fmt.Sprintf("the counts chips to show %v", want), chipsJS, func(got map[string]int) bool {
+		for k, n := range want {
+			if c, ok := got[k]; !ok || c != n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestBrowserInstanceListLive: the instance list, opened with an
+// operator's token entered in the console's dialog, follows the instances
+// stream: an instance started through the API appears without a reload,
+// suspended, and turns completed once the event it waits for is sent; the
+// counts chips count the instances by status; the status filter and the
+// workflow filter show only the matching rows, and the chips count only
+// the filtered workflow's instances.
+func TestBrowserInstanceListLive(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("greet", greetFlow)
+	h.putWorkflow("hold", holdFlow)
+	for _, id := range []string{"greet-1", "greet-2"} {
+		if in := h.start("greet", id, map[string]any{"text": "hi"}, "ended"); in.Status != "completed" {
+			t.Fatalf("%s is %s, want completed", id, in.Status)
+		}
+	}
+
+	tb := openTab(t, h.url)
+	tb.open("/instances", operatorSecret, "operator")
+	waitRows(tb, "the list", "greet-1=completed greet-2=completed")
+	waitChips(tb, map[string]int{"all": 2, "completed": 2, "suspended": 0})
+	// What follows must come from the stream, not from loading the list.
+	waitTrue(tb, "the live stream to open", q("[data-test=live-state]")+"?.dataset.state === 'open'")
+	eval[bool](tb, "window.weftTestNoReload = true")
+
+	h.start("hold", "hold-1", map[string]any{"k": "k1"}, "")
+	waitRows(tb, "an instance started through the API", "greet-1=completed greet-2=completed hold-1=suspended")
+	waitChips(tb, map[string]int{"all": 3, "completed": 2, "suspended": 1})
+
+	h.do("POST", "/v1/events", map[string]any{"name": "go", "key": "k1", "payload": map[string]any{"ok": true}}).want(t, http.StatusAccepted)
+	waitRows(tb, "the released instance", "greet-1=completed greet-2=completed hold-1=completed")
+	waitChips(tb, map[string]int{"all": 3, "completed": 3, "suspended": 0})
+
+	h.start("hold", "hold-2", map[string]any{"k": "k2"}, "")
+	waitRows(tb, "another instance", "greet-1=completed greet-2=completed hold-1=completed hold-2=suspended")
+	waitChips(tb, map[string]int{"all": 4, "completed": 3, "suspended": 1})
+	if !eval[bool](tb, "window.weftTestNoReload === true") {
+		t.Fatal("the page was reloaded; the list must follow the stream")
+	}
+	tb.screenshot("instances")
+
+	// The status filter.
+	tb.do(chromedp.SetValue(chromedp.CSS("[data-test=filter-status]"), "suspended"))
+	tb.click("[data-test=filter-apply]")
+	waitRows(tb, "the status filter", "hold-2=suspended")
+	if hash := eval[string](tb, "location.hash"); !strings.Contains(hash, "status=suspended") {
+		t.Errorf("filtered by status, the route is %q; want it to carry status=suspended", hash)
+	}
+	waitTrue(tb, "the suspended chip to be pressed", q("[data-test=chip-suspended]")+"?.getAttribute('aria-pressed') === 'true'")
+
+	// The workflow filter, from the whole list again.
+	tb.click("[data-test=filter-reset]")
+	waitRows(tb, "the reset list", "greet-1=completed greet-2=completed hold-1=completed hold-2=suspended")
+	tb.do(chromedp.SendKeys(chromedp.CSS("[data-test=filter-workflow]"), "greet"))
+	tb.click("[data-test=filter-apply]")
+	waitRows(tb, "the workflow filter", "greet-1=completed greet-2=completed")
+	waitChips(tb, map[string]int{"all": 2, "completed": 2, "suspended": 0})
+
+	// A filtered list still follows the stream, for its workflow only.
+	h.start("greet", "greet-3", map[string]any{"text": "yo"}, "ended")
+	h.start("hold", "hold-3", map[string]any{"k": "k3"}, "suspended")
+	waitRows(tb, "the filtered list after two more starts", "greet-1=completed greet-2=completed greet-3=completed")
+	waitChips(tb, map[string]int{"all": 3, "completed": 3})
+}
+
+// flakyFlow's step fails its first attempt with a retryable error; the
+// retry policy runs a second, which completes.
+const flakyFlow = `
+name: flaky
+steps:
+  - id: call
+    activity: kit.fail
+    input: { code: unavailable, message: the service is warming up, retryable: true, fail_attempts: 1 }
+    retry: { max_attempts: 3, initial_interval: 200ms }
+    output: call
+output: "${ vars.call.attempt }"
+`
+
+// historyEntry is the part of a history entry the tests read.
+type historyEntry struct {
+	Type     string `json:"type"`
+	StepPath string `json:"step_path"`
+	Attempt  int    `json:"attempt"`
+}
+
+// attemptKeys answers "<step_path>#<attempt>" for each attempt in the
+// instance's history, in order: what the timeline's bars are keyed by.
+func (h *host) attemptKeys(id string) []string {
+	h.t.Helper()
+	var page struct {
+		Items []historyEntry `json:"items"`
+	}
+	h.do("GET", "/v1/instances/"+id+"/history?limit=1000", nil).want(h.t, http.StatusOK).json(h.t, &page)
+	var keys []string
+	for _, e := range page.Items {
+		if e.Type == "activity_scheduled" {
+			keys = append(keys, fmt.Sprintf("%s#%d", e.StepPath, e.Attempt))
+		}
+	}
+	return keys
+}
+
+// statusJS is the status the instance page's heading shows.
+const statusJS = `document.querySelector('.page-head [data-status]')?.dataset.status ?? ''`
+
+// waitStatus waits until the instance page shows status.
+func waitStatus(tb *tab, status string) {
+	tb.t.Helper()
+	waitFor(tb, "the instance page to show "+status, statusJS, func(s string) bool { return s == status })
+}
+
+// TestBrowserTimelineShowsRetriedAttempt: an instance whose step failed
+// its first attempt and completed on the retry shows, on its page, one
+// timeline bar per attempt (data-attempt "<step_path>#1" and "#2"), the
+// first marked failed and the second completed; choosing the first bar
+// shows that attempt's failure.
+func TestBrowserTimelineShowsRetriedAttempt(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("flaky", flakyFlow)
+	if in := h.start("flaky", "flaky-1", map[string]any{}, "ended"); in.Status != "completed" || string(in.Output) != "2" {
+		t.Fatalf("flaky-1 is %s with output %s, want completed on attempt 2", in.Status, in.Output)
+	}
+	keys := h.attemptKeys("flaky-1")
+	if len(keys) != 2 || !strings.HasSuffix(keys[0], "#1") || !strings.HasSuffix(keys[1], "#2") {
+		t.Fatalf("the history has attempts %v, want one step's attempts 1 and 2", keys)
+	}
+
+	tb := openTab(t, h.url)
+	tb.open("/instances/flaky-1", adminSecret, "admin")
+	waitStatus(tb, "completed")
+	bars := `[...document.querySelectorAll('[data-test=timeline] [data-attempt]')].map((b) => b.dataset.attempt)`
+	waitFor(tb, "the timeline's bars "+strings.Join(keys, ", "), bars, func(got []string) bool { return slices.Equal(got, keys) })
+	class := func(key string) string {
+		return eval[string](tb, q(`[data-test=timeline] [data-attempt="`+key+`"]`)+".className")
+	}
+	if c := class(keys[0]); !strings.Contains(c, "failed") || strings.Contains(c, "completed") {
+		t.Errorf("attempt 1's bar has classes %q, want it marked failed", c)
+	}
+	if c := class(keys[1]); !strings.Contains(c, "completed") || strings.Contains(c, "failed") {
+		t.Errorf("attempt 2's bar has classes %q, want it marked completed", c)
+	}
+
+	tb.click(`[data-test=timeline] [data-attempt="` + keys[0] + `"]`)
+	detail := q(`[data-test=attempt-detail] [data-test=attempt]`)
+	waitFor(tb, "attempt 1's detail", detail+"?.dataset.attempt ?? ''", func(s string) bool { return s == keys[0] })
+	if text := eval[string](tb, detail+".textContent"); !strings.Contains(text, "unavailable") || !strings.Contains(text, "the service is warming up") {
+		t.Errorf("attempt 1's detail does not show its failure (code unavailable, its message): %q", text)
+	}
+	waitTrue(tb, "the chosen bar to be pressed", q(`[data-test=timeline] [data-attempt="`+keys[0]+`"]`)+".getAttribute('aria-pressed') === 'true'")
+	tb.screenshotAt("instance", "[data-test=timeline-section]")
+}
+
+// deliverFlow delivers its input with the webhook plugin, once: without
+// grants the plugin can reach nothing, and the instance fails.
+const deliverFlow = `
+name: deliver
+steps:
+  - { id: send, activity: webhook.deliver, input: "${ input }", output: sent, retry: { max_attempts: 1 } }
+output: "${ vars.sent.status }"
+`
+
+// TestBrowserCancelAndRetry: with an operator's token, the instance page's
+// cancel button (after its reason and its confirmation) cancels a
+// suspended instance, which the page then shows cancelled, with the
+// reason given; and the retry button retries an instance that failed
+// because its plugin was not granted the host it calls, once it has
+// been: the page shows it completed, and the receiver got the delivery.
+func TestBrowserCancelAndRetry(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.pushPlugin("webhook")
+	h.putWorkflow("hold", holdFlow)
+	h.putWorkflow("deliver", deliverFlow)
+	h.start("hold", "hold-1", map[string]any{"k": "k1"}, "suspended")
+	if in := h.start("deliver", "deliver-1", map[string]any{"n": 1}, "ended"); in.Status != "failed" {
+		t.Fatalf("without grants deliver-1 is %s, want failed", in.Status)
+	}
+
+	tb := openTab(t, h.url)
+	tb.open("/instances/hold-1", operatorSecret, "operator")
+	waitStatus(tb, "suspended")
+	tb.do(chromedp.SendKeys(chromedp.CSS("[data-test=cancel-reason]"), "no longer needed"))
+	tb.click("[data-test=cancel-submit]")
+	waitStatus(tb, "cancelled")
+	if d := tb.dialogsSeen(); len(d) != 1 || !strings.Contains(d[0], "Cancel instance hold-1?") {
+		t.Errorf("dialogs %q, want one confirmation of the cancel", d)
+	}
+	waitTrue(tb, "the cancel button to go", q("[data-test=cancel]")+" === null")
+	if in := h.get("hold-1"); in.Status != "cancelled" || !strings.Contains(string(in.Error), "no longer needed") {
+		t.Errorf("hold-1 is %s with error %s; want cancelled with the reason given", in.Status, in.Error)
+	}
+
+	var mu sync.Mutex
+	var got []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+		// A receiver that takes its time, as real ones do: the retried
+		// instance is still running when the retry's answer arrives.
+		select {
+		case <-time.After(2 * time.Second):
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	t.Cleanup(hook.Close)
+
+	tb.goTo("/instances/deliver-1")
+	waitStatus(tb, "failed")
+	waitTrue(tb, "the failure to be shown", q("[data-test=instance-failure]")+" !== null")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	grants := fmt.Sprintf(`{"hosts": [{"pattern": %q, "private_networks": true}], "config": {"url": %q}, "secrets": {"token": %q}}`,
+		hook.URL, hook.URL+"/in", "file:"+tokenFile)
+	h.request("PUT", "/v1/plugins/webhook/grants", adminSecret, "application/json", []byte(grants)).want(t, http.StatusOK)
+	tb.click("[data-test=retry-submit]")
+	h.awaitStatus("deliver-1", "completed")
+	// The page shows what became of the retried instance by itself, as
+	// it does after a cancel.
+	if _, err := poll(tb, statusJS, func(s string) bool { return s == "completed" }); err != nil {
+		t.Errorf("the retried instance completed, but its page does not show it without a reload: %v", err)
+		// What it shows once the person comes back to it.
+		tb.goTo("/instances")
+		waitTrue(tb, "the list", q("[data-test=instance-row]")+" !== null")
+		tb.goTo("/instances/deliver-1")
+		waitStatus(tb, "completed")
+	}
+	waitTrue(tb, "the retry button to go", q("[data-test=retry]")+" === null")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != `{"n":1}` {
+		t.Errorf("the hook received %q, want one delivery of {\"n\":1}", got)
+	}
+}
+
+// TestBrowserReaderHasNoActions: with a reader's token, the page of a
+// suspended instance offers no cancel, retry or send-event button (only
+// what a reader may do, the export), nor does the list offer to select
+// instances for a bulk cancel; and a cancel forged from the page with the
+// reader's token, as the console keeps it, is refused with 403.
+func TestBrowserReaderHasNoActions(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("hold", holdFlow)
+	h.start("hold", "hold-1", map[string]any{"k": "k1"}, "suspended")
+
+	tb := openTab(t, h.url)
+	tb.open("/instances/hold-1", readerSecret, "reader")
+	waitStatus(tb, "suspended")
+	// The actions and the waits are drawn: the export and the bookmark.
+	waitTrue(tb, "the page's actions and waits", q("[data-test=export]")+" !== null && "+q("[data-test=bookmark]")+" !== null")
+	for _, sel := range []string{"cancel", "cancel-submit", "retry", "retry-submit", "send-event", "send-event-submit"} {
+		if eval[bool](tb, q("[data-test="+sel+"]")+" !== null") {
+			t.Errorf("a reader is offered [data-test=%s]", sel)
+		}
+	}
+
+	type answer struct {
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}
+	res := eval[answer](tb, `(async () => {
+		const res = await fetch('/v1/instances/hold-1/cancel', {method: 'POST',
+			headers: {Authorization: 'Bearer ' + sessionStorage.getItem('weft.token'), 'Content-Type': 'application/json'},
+			body: JSON.stringify({reason: 'forged'})});
+		const p = await res.json();
+		return {status: res.status, detail: p.detail};
+	})()`)
+	if res.Status != http.StatusForbidden || !strings.Contains(res.Detail, "reader") {
+		t.Errorf("a reader's cancel from the page answered %d %q, want 403 naming the role", res.Status, res.Detail)
+	}
+	if in := h.get("hold-1"); in.Status != "suspended" {
+		t.Errorf("hold-1 is %s after the forged cancel, want suspended", in.Status)
+	}
+
+	tb.goTo("/instances")
+	waitRows(tb, "the list", "hold-1=suspended")
+	if n := eval[int](tb, `document.querySelectorAll('[data-test=select-instance], [data-test=select-all]').length`); n != 0 {
+		t.Errorf("a reader is offered %d checkboxes to select instances for a bulk cancel", n)
+	}
+}
+
+// stepIDs answers the ids of a definition's steps, nested ones included
+// (then and else, a foreach's do, each parallel branch).
+func stepIDs(steps []*definition.Step) []string {
+	var ids []string
+	for _, s := range steps {
+		ids = append(ids, s.ID)
+		if s.If != nil {
+			ids = append(ids, stepIDs(s.If.Then)...)
+			ids = append(ids, stepIDs(s.If.Else)...)
+		}
+		if s.Foreach != nil {
+			ids = append(ids, stepIDs(s.Foreach.Do)...)
+		}
+		for _, b := range s.Parallel {
+			ids = append(ids, stepIDs(b.Steps)...)
+		}
+	}
+	return ids
+}
+
+// activityPlugins answers the plugins a definition's steps call.
+func activityPlugins(steps []*definition.Step, into map[string]bool) {
+	for _, s := range steps {
+		if s.Activity != nil {
+			into[s.Activity.Plugin] = true
+		}
+		if s.If != nil {
+			activityPlugins(s.If.Then, into)
+			activityPlugins(s.If.Else, into)
+		}
+		if s.Foreach != nil {
+			activityPlugins(s.Foreach.Do, into)
+		}
+		for _, b := range s.Parallel {
+			activityPlugins(b.Steps, into)
+		}
+	}
+}
+
+// TestBrowserGraphOfEveryExample: every workflow in examples/workflows,
+// saved with the example plugins it calls, is drawn on its page as an SVG
+// with one <g data-step="<id>"> per step of its definition, nested steps
+// included, and no error. The page of a plugin lists the workflows that
+// call it and the instances pinned to its version; the events page shows
+// its dead letters' table.
+func TestBrowserGraphOfEveryExample(t *testing.T) {
+	h := newHost(t)
+	for _, p := range []string{"kit", "text", "thumbnail", "webhook"} {
+		h.pushPlugin(p)
+	}
+	files, err := filepath.Glob(filepath.Join(testplugins.Root(t), "examples", "workflows", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example workflows (%v)", err)
+	}
+	type example struct {
+		name   string
+		source []byte
+		ids    []string
+	}
+	var examples []example
+	textUsers := []string{}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := definition.Parse(src)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		examples = append(examples, example{name: def.Name, source: src, ids: stepIDs(def.Steps)})
+		uses := map[string]bool{}
+		activityPlugins(def.Steps, uses)
+		if uses["text"] {
+			textUsers = append(textUsers, def.Name)
+		}
+	}
+	// A workflow that starts another as a child is saved after it: save
+	// in rounds until every one is, or a round saves none.
+	saved := map[string]bool{}
+	for len(saved) < len(examples) {
+		before := len(saved)
+		var refused []string
+		for _, e := range examples {
+			if saved[e.name] {
+				continue
+			}
+			r := h.request("PUT", "/v1/workflows/"+e.name, adminSecret, "application/yaml", e.source)
+			if r.status == http.StatusCreated {
+				saved[e.name] = true
+			} else {
+				refused = append(refused, fmt.Sprintf("%s: %d %s", e.name, r.status, r.body))
+			}
+		}
+		if len(saved) == before {
+			t.Fatalf("the host refuses example workflows:\n%s", strings.Join(refused, "\n"))
+		}
+	}
+
+	tb := openTab(t, h.url)
+	tb.open("/workflows", adminSecret, "admin")
+	for _, e := range examples {
+		tb.goTo("/workflows/" + e.name)
+		waitTrue(tb, "the graph of "+e.name, q("[data-test=workflow-name]")+"?.textContent === "+js(e.name)+
+			" && ("+q("[data-test=workflow-graph]")+" !== null || "+q("[data-test=graph-error]")+" !== null)")
+		if msg := eval[string](tb, q("[data-test=graph-error]")+"?.textContent ?? ''"); msg != "" {
+			t.Errorf("%s: the page cannot draw the graph: %s", e.name, msg)
+			continue
+		}
+		got := eval[[]string](tb, `[...`+q("[data-test=workflow-graph]")+`.querySelectorAll('g[data-step]')].map((g) => g.dataset.step)`)
+		want := slices.Clone(e.ids)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the graph draws steps %v, want one <g data-step> for each of %v", e.name, got, want)
+		}
+		if e.name == "onboarding" {
+			tb.screenshotAt("workflow", "[data-test=graph-section]")
+		}
+	}
+
+	// An instance that pinned the text plugin, for its page to list.
+	input, err := os.ReadFile(filepath.Join(testplugins.Root(t), "examples", "workflows", "inputs", "hello.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := h.start("hello", "hello-1", json.RawMessage(input), "ended"); in.Status != "completed" {
+		t.Fatalf("hello-1 is %s, want completed: %s", in.Status, in.Error)
+	}
+	tb.goTo("/plugins/text")
+	waitTrue(tb, "the text plugin's page", q("[data-test=plugin-name]")+"?.textContent === 'text'")
+	waitFor(tb, "the instances pinned to text's version", q("[data-test=version-instances]")+"?.textContent ?? ''",
+		func(s string) bool { return strings.Contains(s, "hello-1") })
+	users := waitFor(tb, "the workflows that call text", `[...document.querySelectorAll('[data-test=plugin-workflows] li > a')].map((a) => a.textContent)`,
+		func(got []string) bool { return len(got) > 0 })
+	slices.Sort(users)
+	slices.Sort(textUsers)
+	if !slices.Equal(users, textUsers) {
+		t.Errorf("the text plugin's page lists workflows %v, want those that call it, %v", users, textUsers)
+	}
+	waitTrue(tb, "the plugin's grants", q("[data-test=plugin-grants]")+" !== null")
+	tb.screenshot("plugin")
+
+	tb.goTo("/events")
+	waitTrue(tb, "the dead letters", q("[data-test=dead-rows] tr")+" !== null && "+q("[data-test=send-event-section]")+" !== null")
+	tb.screenshot("events")
+}
