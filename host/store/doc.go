@@ -88,8 +88,10 @@
 //     after it died. ExpireStimuli forgets the records whose time came, so
 //     one periodic call sweeps both.
 //   - Lists. Pages hold ClampLimit(limit) items: 100 by default, at most
-//     1000. Instances are ordered by (CreatedAt, ID), oldest first, so that
-//     instances created while a client pages never shift earlier pages.
+//     1000. Instances are ordered by (CreatedAt, ID), oldest first or newest
+//     first, and a cursor is the last key listed, so that instances created
+//     while a client pages never shift pages already read (newest first,
+//     they are not listed at all: they come before the first page).
 //     Cursors are opaque and specific to an implementation. ListInstances
 //     omits State; everything else is included.
 //   - Definitions. Versions are never reused: after DeleteDefinition, the
