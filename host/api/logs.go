@@ -53,10 +53,13 @@ func (c logsCursor) String() string {
 }
 
 // keepsLogs reports whether entries of type t may hold an attempt's log
-// lines: the end of an attempt, applied or refused.
+// lines: the end of an attempt, applied, refused (another node took the
+// instance over, or the instance no longer waited for it) or ignored (the
+// instance had finished).
 func keepsLogs(t store.HistoryType) bool {
 	switch t {
-	case store.HistoryActivityCompleted, store.HistoryActivityFailed, store.HistoryLateCompletionRefused:
+	case store.HistoryActivityCompleted, store.HistoryActivityFailed, store.HistoryLateCompletionRefused,
+		store.HistoryEventRefused, store.HistoryEventIgnored:
 		return true
 	}
 	return false

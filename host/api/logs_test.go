@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -201,4 +202,52 @@ func query(q string) string {
 		v.Add(k, val)
 	}
 	return v.Encode()
+}
+
+// raceFlow runs an attempt that logs beside one that fails the instance:
+// whichever ends first, the logging attempt's lines are kept (applied,
+// or ignored after the failure, where it ran).
+const raceFlow = `
+name: race
+steps:
+  - id: both
+    parallel:
+      - steps: [ { id: talk, activity: kit.log, input: { lines: ["info:said before the end"] } } ]
+      - steps: [ { id: bad, activity: kit.fail, input: { fail_attempts: 9, code: boom, message: no }, retry: { max_attempts: 1 } } ]
+`
+
+// TestLogsOfAnAttemptTheInstanceNoLongerWaitedFor: the lines of an attempt
+// whose end came after its instance failed are served with the others, at
+// its step and attempt.
+func TestLogsOfAnAttemptTheInstanceNoLongerWaitedFor(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.pushKit()
+	h.putWorkflow("race", raceFlow)
+	for i := range 5 {
+		id := fmt.Sprintf("race-%d", i)
+		h.do("POST", "/v1/workflows/race/instances?wait=60s", map[string]any{"id": id}).want(t, http.StatusCreated)
+		h.awaitStatus(id, "failed")
+		// The logging attempt may end after the instance finished: wait
+		// for its end in the history, applied or ignored.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var logs pageDoc[struct {
+				StepPath string `json:"step_path"`
+				Attempt  int    `json:"attempt"`
+				Message  string `json:"message"`
+			}]
+			h.do("GET", "/v1/instances/"+id+"/logs", nil).want(t, http.StatusOK).json(t, &logs)
+			if len(logs.Items) == 1 {
+				if l := logs.Items[0]; l.StepPath != "steps[0].parallel[0][0]" || l.Attempt != 1 || !strings.HasPrefix(l.Message, "said before the end") {
+					t.Fatalf("%s: line %+v, want the talk step's attempt 1", id, l)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: logs %+v after a minute, want the talk step's line", id, logs.Items)
+			}
+			time.Sleep(10 * time.Millisecond) // polling with a deadline
+		}
+	}
 }

@@ -373,8 +373,9 @@ func (x *execution) settle(poll bool) (bool, error) {
 		}
 		select {
 		case r := <-x.inflight.results:
+			inv := x.inflight.attempts[r.token].inv
 			delete(x.inflight.attempts, r.token)
-			x.apply(x.input(r, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
+			x.apply(x.input(r, inv, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
 		case done := <-x.sched.persist:
 			if !x.sched.leased {
 				x.err = x.commit(false)
@@ -576,8 +577,8 @@ func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 	x.e.pushSoon(ctx, x.inst.ID, "note")
 }
 
-// input turns an attempt's end into the runner's input.
-func (x *execution) input(r result, watched *attempt) runner.Input {
+// input turns the end of attempt inv into the runner's input.
+func (x *execution) input(r result, inv runner.Invoke, watched *attempt) runner.Input {
 	if watched != nil && watched.timedOut.Load() {
 		// The scheduler saw the guest stop heartbeating and stopped it.
 		watched.mu.Lock()
@@ -585,7 +586,7 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 		watched.mu.Unlock()
 		return runner.ActivityFailed{
 			Token: r.token, Cause: retry.Of(retry.KindHeartbeatTimeout), LastHeartbeat: details,
-			Message: fmt.Sprintf("no heartbeat within %s", watched.timeout), Logs: r.logs,
+			Message: fmt.Sprintf("no heartbeat within %s", watched.timeout), Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt,
 		}
 	}
 	var requests json.RawMessage
@@ -598,11 +599,11 @@ func (x *execution) input(r result, watched *attempt) runner.Input {
 			// Named like every other call error: the runtime does not
 			// parse outputs (see plugins.Runtime.Invoke), so it is made here.
 			perr := &plugins.CallError{Version: r.version, Activity: r.activity, Err: plugins.CheckOutput(r.out)}
-			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests, Logs: r.logs}
+			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 		}
-		return runner.ActivityCompleted{Token: r.token, Output: v, OutputJSON: r.out, Requests: requests, Logs: r.logs}
+		return runner.ActivityCompleted{Token: r.token, Output: v, OutputJSON: r.out, Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 	}
-	f := runner.ActivityFailed{Token: r.token, Cause: classify.Cause(r.err), Message: r.err.Error(), Requests: requests, Logs: r.logs}
+	f := runner.ActivityFailed{Token: r.token, Cause: classify.Cause(r.err), Message: r.err.Error(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 	var ge *plugins.GuestError
 	if errors.As(r.err, &ge) {
 		f.Message, f.Details = ge.Message, ge.Details

@@ -43,6 +43,12 @@ type ActivityCompleted struct {
 	Requests json.RawMessage
 	// Logs are the attempt's log lines, for its record.
 	Logs store.AttemptLogs
+	// Path and Attempt are where the attempt ran, as its Invoke said: an
+	// end the instance no longer waits for (it was cancelled, failed
+	// elsewhere or finished meanwhile) is recorded there as refused or
+	// ignored, with its logs, which would be lost otherwise.
+	Path    string
+	Attempt int
 }
 
 // ActivityFailed is an attempt's failure.
@@ -56,9 +62,11 @@ type ActivityFailed struct {
 	// LastHeartbeat is the details the attempt last reported; they are
 	// handed to the next attempt.
 	LastHeartbeat json.RawMessage
-	// Requests and Logs are as in ActivityCompleted.
+	// Requests, Logs, Path and Attempt are as in ActivityCompleted.
 	Requests json.RawMessage
 	Logs     store.AttemptLogs
+	Path     string
+	Attempt  int
 }
 
 // TimerFired is a timer armed with ArmTimer coming due.

@@ -82,7 +82,9 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 		return a.out
 	}
 	if st.Status.Terminal() {
-		a.record(store.HistoryEventIgnored, "", 0, map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)})
+		data := map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)}
+		path, attempt := a.attemptEnd(ev, data)
+		a.record(store.HistoryEventIgnored, path, attempt, data)
 		return a.out
 	}
 	switch ev := ev.(type) {
@@ -526,12 +528,15 @@ func find(f *Frame, token string) (*Frame, bool) {
 
 // waiting returns the frame waiting on token for want, or records the event
 // as refused.
-func (a *apply) waiting(token string, want Pending, event string) *Frame {
+func (a *apply) waiting(token string, want Pending, event string, ev Input) *Frame {
 	f, ok := find(a.st.Root, token)
 	if ok && f.Run.Token == token && f.Run.Pending == want {
 		return f
 	}
-	a.record(store.HistoryEventRefused, "", 0, map[string]any{"event": event, "token": token, "reason": "not outstanding (superseded, cancelled or unknown)"})
+	// An attempt's end is recorded where it ran, with its logs.
+	data := map[string]any{"event": event, "token": token, "reason": "not outstanding (superseded, cancelled or unknown)"}
+	path, attempt := a.attemptEnd(ev, data)
+	a.record(store.HistoryEventRefused, path, attempt, data)
 	return nil
 }
 
@@ -572,8 +577,22 @@ func (a *apply) attemptData(data map[string]any, name string, doc json.RawMessag
 	data[name] = doc
 }
 
+// attemptEnd adds the logs of an attempt's end that is not applied to
+// data and returns where it ran; nothing for another input.
+func (a *apply) attemptEnd(ev Input, data map[string]any) (path string, attempt int) {
+	switch ev := ev.(type) {
+	case ActivityCompleted:
+		ev.Logs.AddTo(data)
+		return ev.Path, ev.Attempt
+	case ActivityFailed:
+		ev.Logs.AddTo(data)
+		return ev.Path, ev.Attempt
+	}
+	return "", 0
+}
+
 func (a *apply) activityCompleted(ev ActivityCompleted) {
-	f := a.waiting(ev.Token, PendingActivity, "activity_completed")
+	f := a.waiting(ev.Token, PendingActivity, "activity_completed", ev)
 	if f == nil {
 		return
 	}
@@ -602,7 +621,7 @@ func (a *apply) activityCompleted(ev ActivityCompleted) {
 }
 
 func (a *apply) activityFailed(ev ActivityFailed) {
-	f := a.waiting(ev.Token, PendingActivity, "activity_failed")
+	f := a.waiting(ev.Token, PendingActivity, "activity_failed", ev)
 	if f == nil {
 		return
 	}
@@ -658,7 +677,7 @@ func (a *apply) timerFired(ev TimerFired) {
 }
 
 func (a *apply) stimulusDelivered(ev StimulusDelivered) {
-	f := a.waiting(ev.Token, PendingBookmark, "stimulus_delivered")
+	f := a.waiting(ev.Token, PendingBookmark, "stimulus_delivered", ev)
 	if f == nil {
 		return
 	}
@@ -674,7 +693,7 @@ func (a *apply) stimulusDelivered(ev StimulusDelivered) {
 }
 
 func (a *apply) childCompleted(ev ChildCompleted) {
-	f := a.waiting(ev.Token, PendingChild, "child_completed")
+	f := a.waiting(ev.Token, PendingChild, "child_completed", ev)
 	if f == nil {
 		return
 	}
@@ -684,7 +703,7 @@ func (a *apply) childCompleted(ev ChildCompleted) {
 }
 
 func (a *apply) childFailed(ev ChildFailed) {
-	f := a.waiting(ev.Token, PendingChild, "child_failed")
+	f := a.waiting(ev.Token, PendingChild, "child_failed", ev)
 	if f == nil {
 		return
 	}

@@ -511,3 +511,50 @@ func checkFields(t *testing.T, r runner.Record, want map[string]any) {
 		}
 	}
 }
+
+// TestUnappliedEndKeepsItsLogs: an attempt's end the instance no longer
+// waits for is recorded where the attempt ran, with its logs: refused
+// while the instance runs (an unknown or superseded token), ignored once
+// it has finished (a sibling branch failed it).
+func TestUnappliedEndKeepsItsLogs(t *testing.T) {
+	t.Parallel()
+	def, err := definition.Load([]byte(`
+name: p
+steps:
+  - id: both
+    parallel:
+      - steps: [ { id: slow, activity: kit.work, input: 1 } ]
+      - steps: [ { id: bad, activity: kit.fail, input: 2, retry: { max_attempts: 1 } } ]
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := runner.Compile(def)
+	st := &runner.State{}
+	c := runner.Context{InstanceID: "i1", Now: t0, Rand: func() float64 { return 0.5 }}
+	var slow, bad runner.Invoke
+	for _, a := range p.Apply(st, c, runner.Start{}) {
+		if inv, ok := a.(runner.Invoke); ok && inv.Activity == "work" {
+			slow = inv
+		} else if ok {
+			bad = inv
+		}
+	}
+	logs := store.AttemptLogs{Lines: []store.LogLine{{Time: t0, Level: "info", Source: "log", Message: "half done"}}}
+	check := func(r runner.Record, path string) {
+		t.Helper()
+		if r.Path != path || r.Attempt != 1 || fmt.Sprint(r.Data["logs"]) != fmt.Sprint(logs.Lines) {
+			t.Errorf("%s record at %q attempt %d, data %v; want at %q attempt 1 with the logs", r.Type, r.Path, r.Attempt, r.Data, path)
+		}
+	}
+
+	acts := p.Apply(st, c, runner.ActivityCompleted{Token: "a-unknown", Output: 1, Logs: logs, Path: slow.Path, Attempt: 1})
+	check(record(t, acts, store.HistoryEventRefused), slow.Path)
+
+	p.Apply(st, c, runner.ActivityFailed{Token: bad.Token, Cause: retry.Cause{Kind: retry.KindActivity, Code: "no"}, Message: "no"})
+	if st.Status != store.StatusFailed {
+		t.Fatalf("status %s, want failed", st.Status)
+	}
+	acts = p.Apply(st, c, runner.ActivityCompleted{Token: slow.Token, Output: 1, Logs: logs, Path: slow.Path, Attempt: slow.Attempt})
+	check(record(t, acts, store.HistoryEventIgnored), slow.Path)
+}
