@@ -380,6 +380,35 @@ func (cs *callState) mask(s string) string {
 	return s
 }
 
+// withheldOutput stands for an output that masking its secrets left
+// without a JSON document (a secret written as a JSON number, say).
+const withheldOutput = `"[withheld: the output held a secret the activity read]"`
+
+// maskJSON is mask for a JSON document: each secret is replaced as written
+// and as JSON escapes it in a string. The document is returned as it is
+// when it holds no secret.
+func (cs *callState) maskJSON(doc []byte) []byte {
+	out, changed := doc, false
+	for _, v := range cs.secrets {
+		if len(v) < 4 {
+			continue
+		}
+		forms := [][]byte{[]byte(v)}
+		if q, err := json.Marshal(v); err == nil && string(q[1:len(q)-1]) != v {
+			forms = append(forms, q[1:len(q)-1])
+		}
+		for _, f := range forms {
+			if bytes.Contains(out, f) {
+				out, changed = bytes.ReplaceAll(out, f, []byte("[secret]")), true
+			}
+		}
+	}
+	if changed && !json.Valid(out) {
+		return []byte(withheldOutput)
+	}
+	return out
+}
+
 // deliver hands a record to the call's log function or the runtime's
 // logger.
 func (cs *callState) deliver(rec Record) {

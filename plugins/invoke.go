@@ -56,6 +56,13 @@ type Call struct {
 	// keeps them passes them on with LogTo, so that the host's log still
 	// has every line.
 	Log func(Record)
+	// Recorded, when not nil, receives the output of a call that
+	// succeeded as it may be recorded (in a history, a log): the values of
+	// the secrets the guest read replaced by "[secret]", as in its log
+	// records. It is the output itself when the guest read no secret or
+	// returned none; a JSON string saying it was withheld when masking
+	// left no JSON document. The output Invoke returns is the guest's.
+	Recorded func(output []byte)
 }
 
 // Record is one line a guest logged.
@@ -286,6 +293,9 @@ func (cs *callState) outcome(status abi.Status) (out []byte, healthy bool, err e
 		}
 		// Not parsed here: every caller decodes the output anyway, and a
 		// second pass would cost more than the call (see Invoke).
+		if cs.call != nil && cs.call.Recorded != nil {
+			cs.call.Recorded(cs.maskJSON(cs.result))
+		}
 		return cs.result, true, nil
 	case abi.StatusError, abi.StatusPanic:
 		ge, perr := decodeFailure(cs.result, cs.resultSet)

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -637,5 +639,48 @@ func TestHTTPWaitIsASignOfLife(t *testing.T) {
 	advance(time.Hour)
 	if _, at, _ := hb.Last(); !at.Equal(ended) {
 		t.Errorf("after the call: last sign of life %s, want its end, %s", at, ended)
+	}
+}
+
+// TestRecordedOutputMasksSecrets: an output that carries a secret the
+// guest read is handed to Call.Recorded with the value masked, written
+// plainly or escaped in a JSON string; one that masking would leave
+// without a JSON document is withheld; the output returned is the
+// guest's.
+func TestRecordedOutputMasksSecrets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]string{"plain": "hunter2-value", "quoted": `pa"ss\word`, "digits": "12345678"}
+	secrets := map[string]string{}
+	for name, v := range files {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		secrets[name] = "file:" + f
+	}
+	p := newHTTPProbe(t, plugins.Config{})
+	for _, tc := range []struct {
+		name string
+		raw  bool
+		want string
+	}{
+		{"plain", false, `{"value":"[secret]"}`},
+		{"quoted", false, `{"value":"[secret]"}`},
+		{"digits", true, `"[withheld: the output held a secret the activity read]"`},
+	} {
+		in, _ := json.Marshal(map[string]any{"name": tc.name, "raw": tc.raw})
+		var recorded []byte
+		out, err := p.rt.Invoke(context.Background(), p.version, plugins.Call{Activity: "reveal", Input: in, Grants: &grant.Set{Secrets: secrets},
+			Info: abi.Info{Plugin: "probe"}, Recorded: func(o []byte) { recorded = o }})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if string(recorded) != tc.want {
+			t.Errorf("%s: recorded %s, want %s", tc.name, recorded, tc.want)
+		}
+		if !strings.Contains(string(out), "value") || strings.Contains(string(out), "[secret]") {
+			t.Errorf("%s: returned %s, want the guest's output unmasked", tc.name, out)
+		}
 	}
 }

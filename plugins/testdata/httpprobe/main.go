@@ -6,6 +6,7 @@
 package main
 
 import (
+	"encoding/json"
 	"unsafe"
 
 	"github.com/weftworks/weft/sdk"
@@ -82,6 +83,19 @@ func init() {
 		// A careless plugin: the host must keep the value out of the log.
 		ctx.Log(sdk.LevelInfo, "the secret is "+v)
 		return len(v), nil
+	}))
+	// reveal returns a secret's value in its output, as a string, or
+	// written as it is (a number, when it is digits): what the host must
+	// keep out of the attempt's record.
+	sdk.Register("reveal", sdk.Typed(func(ctx *sdk.Context, in struct {
+		Name string `json:"name"`
+		Raw  bool   `json:"raw"`
+	}) (json.RawMessage, error) {
+		v, _ := sized(func(buf unsafe.Pointer, n uint32) int32 { return secret(ptr(in.Name), uint32(len(in.Name)), buf, n) })
+		if in.Raw {
+			return json.RawMessage(`{"value":` + v + `}`), nil
+		}
+		return json.Marshal(map[string]string{"value": v})
 	}))
 }
 
