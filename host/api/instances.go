@@ -554,6 +554,8 @@ func (s *Server) retryInstance(c *fiber.Ctx) error {
 	switch {
 	case errors.Is(err, engine.ErrNotFailed):
 		return conflictf("instance %q cannot be retried: only a failed instance can (%s)", id, clean(err))
+	case errors.Is(err, engine.ErrNotRetryable):
+		return conflictf("instance %q cannot be retried: it failed before its first step or after its last, and would fail the same way (%s)", id, clean(err))
 	case errors.Is(err, store.ErrNotFound):
 		return conflictf("%s", clean(err))
 	case err != nil:
@@ -620,8 +622,11 @@ func (s *Server) cancelInstances(c *fiber.Ctx) error {
 	defer cancel()
 	items := make([]bulkItem, 0, len(req.IDs))
 	for _, id := range req.IDs {
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			// Out of time: what was done is answered, and the rest is said
+			// not to have been tried, so the client can send it again.
+			items = append(items, bulkItem{ID: id, Outcome: outcomeError, Detail: "not tried: the request ran out of time (http.request_timeout)"})
+			continue
 		}
 		items = append(items, s.cancelOne(ctx, c, id, req.Reason))
 	}
@@ -648,7 +653,9 @@ func (s *Server) cancelOne(ctx context.Context, c *fiber.Ctx, id, reason string)
 	case in.Status.Terminal():
 		return bulkItem{ID: id, Outcome: outcomeFinished, Detail: fmt.Sprintf("instance %q is %s already", id, in.Status)}
 	}
-	if err := s.node.Engine().Cancel(ctx, id, reason); err != nil {
+	if err := s.node.Engine().Cancel(ctx, id, reason); errors.Is(err, store.ErrNotFound) {
+		return bulkItem{ID: id, Outcome: outcomeNotFound, Detail: fmt.Sprintf("no instance %q", id)}
+	} else if err != nil {
 		return failed(err)
 	}
 	return bulkItem{ID: id, Outcome: outcomeCancelled}

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -68,6 +70,12 @@ func TestRetryContinuesAFailedInstance(t *testing.T) {
 		hook.URL, hook.URL+"/in", "file:"+tokenFile)
 	h.request("PUT", "/v1/plugins/webhook/grants", adminSecret, "application/json", []byte(grants)).want(t, http.StatusOK)
 
+	// A retry of an earlier failure (sent before a retry that ran, say)
+	// sits in the inbox: it is recorded as ignored, not applied.
+	stale := store.Message{InstanceID: "d-1", ID: "retry:stale", Kind: store.MessageRetry, Payload: json.RawMessage(`{"reason":"old","seq":99999}`)}
+	if _, err := h.node.Store().Deliver(context.Background(), nil, []store.Message{stale}); err != nil {
+		t.Fatal(err)
+	}
 	h.request("POST", "/v1/instances/d-1/retry", operatorSecret, "application/json", []byte(`{"reason": "granted the hook"}`)).
 		want(t, http.StatusAccepted)
 	// Until the retry has run, the instance is still failed: a wait would
@@ -106,6 +114,9 @@ func TestRetryContinuesAFailedInstance(t *testing.T) {
 	if i < 0 || j < i || k < j || strings.Count(strings.Join(types, " "), "activity_scheduled") != 2 {
 		t.Fatalf("history %v: want instance_failed, instance_retried, then instance_completed, and two attempts", types)
 	}
+	if !slices.Contains(types, "event_ignored") {
+		t.Errorf("history %v: want the stale retry recorded as ignored", types)
+	}
 	var rd struct{ Reason, Code, Step string }
 	if err := json.Unmarshal(retried, &rd); err != nil || rd.Reason != "granted the hook" || rd.Step != "steps[0]" || rd.Code == "" {
 		t.Errorf("instance_retried data %s: want the reason, the failure's code and step", retried)
@@ -115,6 +126,23 @@ func TestRetryContinuesAFailedInstance(t *testing.T) {
 	p := h.do("POST", "/v1/instances/d-1/retry", nil).want(t, http.StatusConflict).problem(t)
 	if !strings.Contains(p.Detail, "only a failed instance") {
 		t.Errorf("detail %q", p.Detail)
+	}
+
+	// Failed before its first step (an input Go cannot hold): run again, it
+	// would fail the same way.
+	h.request("POST", "/v1/workflows/deliver/instances?wait=60s", adminSecret, "application/json", []byte(`{"id": "d-2", "input": 1e999}`)).want(t, http.StatusCreated)
+	h.awaitStatus("d-2", "failed")
+	if p := h.do("POST", "/v1/instances/d-2/retry", nil).want(t, http.StatusConflict).problem(t); !strings.Contains(p.Detail, "before its first step") {
+		t.Errorf("retry of an instance whose input did not decode: %q", p.Detail)
+	}
+
+	// Its workflow deleted since it failed: nothing could run it.
+	h.request("DELETE", "/v1/plugins/webhook/grants", adminSecret, "", nil).want(t, http.StatusNoContent)
+	h.do("POST", "/v1/workflows/deliver/instances?wait=60s", map[string]any{"id": "d-3", "input": 1}).want(t, http.StatusCreated)
+	h.awaitStatus("d-3", "failed")
+	h.do("DELETE", "/v1/workflows/deliver", nil).want(t, http.StatusNoContent)
+	if p := h.do("POST", "/v1/instances/d-3/retry", nil).want(t, http.StatusConflict).problem(t); !strings.Contains(p.Detail, "was deleted") {
+		t.Errorf("retry of an instance whose workflow was deleted: %q", p.Detail)
 	}
 }
 

@@ -54,8 +54,9 @@ func newChangeSet() *changeSet {
 // add notes id; it never blocks (the engine calls it while committing).
 func (cs *changeSet) add(id string) {
 	cs.mu.Lock()
+	_, known := cs.ids[id]
 	switch {
-	case cs.over:
+	case cs.over, known:
 	case len(cs.ids) >= streamBatch:
 		cs.over = true
 		clear(cs.ids)
@@ -144,8 +145,16 @@ func (s *Server) startStream(c *fiber.Ctx, follow func(w *sseWriter)) error {
 		return err
 	}
 	w := &sseWriter{conn: c.Context().Conn(), timeout: s.cfg.WriteTimeout}
+	log := s.logger(c)
 	c.Context().SetBodyStreamWriter(func(bw *bufio.Writer) {
 		defer release()
+		// fasthttp runs this on a goroutine of its own, beyond the recover
+		// middleware: a panic here would end the process.
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("event stream panicked", "panic", r)
+			}
+		}()
 		w.w = bw
 		follow(w)
 	})

@@ -27,6 +27,13 @@ func TestChangeSetGathersThenGivesUp(t *testing.T) {
 	if ids, over := cs.take(); len(ids) != 0 || over {
 		t.Fatalf("second take = %v, %v; want nothing", ids, over)
 	}
+	for i := range streamBatch {
+		cs.add(fmt.Sprint(i))
+	}
+	cs.add("0") // known: no news
+	if ids, over := cs.take(); len(ids) != streamBatch || over {
+		t.Fatalf("take after %d ids and a repeat = %d ids, over %v; want %d, not over", streamBatch, len(ids), over, streamBatch)
+	}
 	for i := range streamBatch + 1 {
 		cs.add(fmt.Sprint(i))
 	}

@@ -192,12 +192,15 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 		return err
 	}
 	if inst.Status.Terminal() {
-		retry, err := e.retryWaiting(ctx, inst)
+		// One read of the inbox decides: a retry delivered after it is
+		// not consumed by the settling below, which takes only what it
+		// read, and its push runs the instance again.
+		msgs, err := e.store.Inbox(ctx, id)
 		if err != nil {
 			return err
 		}
-		if !retry {
-			return e.settleInbox(ctx, inst, lease)
+		if !retryIn(inst, msgs) {
+			return e.settleInbox(ctx, inst, lease, msgs)
 		}
 		// A failed instance asked to retry runs: the execution applies the
 		// request from the inbox like any message.
@@ -421,6 +424,15 @@ func (x *execution) pollInbox() (int, error) {
 		x.seen[m.ID] = true
 		x.next.consumed = append(x.next.consumed, m.ID)
 		n++
+		if m.Kind == store.MessageRetry && (x.st.Status != store.StatusFailed || retrySeq(m) != x.st.Seq) {
+			// A retry of a failure that is not the instance's now (it was
+			// retried already, ran again, maybe failed again): recorded,
+			// not applied.
+			x.next.history = append(x.next.history, store.HistoryEntry{Type: store.HistoryEventIgnored, Time: x.e.cfg.Now(),
+				Data: json.RawMessage(fmt.Sprintf(`{"event":"retry","reason":"it retries an earlier failure; the instance is %s"}`, x.st.Status))})
+			x.next.dirty = true
+			continue
+		}
 		if entry.note != nil {
 			// Recorded as it is; the runner's state does not change.
 			ev := *entry.note
@@ -508,14 +520,13 @@ func (x *execution) cancelAll() (completed []stoppedAttempt) {
 	return completed
 }
 
-// settleInbox empties a finished instance's inbox: notes of refused late
+// settleInbox empties a finished instance's inbox of msgs: notes of refused late
 // completions (which may arrive after the holder finished) go to its
 // history; messages nothing will apply any more (a child's end after the
 // parent was cancelled) are dropped.
-func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lock.Lease) error {
-	msgs, err := e.store.Inbox(ctx, inst.ID)
-	if err != nil || len(msgs) == 0 {
-		return err
+func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lock.Lease, msgs []store.Message) error {
+	if len(msgs) == 0 {
+		return nil
 	}
 	c := store.Commit{Instance: inst, Fence: lease.Token()}
 	for _, m := range msgs {

@@ -73,11 +73,11 @@ func decodeMessage(m store.Message) (inboxEntry, error) {
 		}
 		return inboxEntry{input: runner.Cancel{Reason: reason}}, nil
 	case store.MessageRetry:
-		var reason string
-		if err := json.Unmarshal(m.Payload, &reason); err != nil {
-			reason = string(m.Payload)
+		var r retryRequest
+		if err := json.Unmarshal(m.Payload, &r); err != nil {
+			r.Reason = string(m.Payload)
 		}
-		return inboxEntry{input: runner.Retry{Reason: reason}}, nil
+		return inboxEntry{input: runner.Retry{Reason: r.Reason}}, nil
 	case store.MessageNote:
 		var n lateNote
 		if err := json.Unmarshal(m.Payload, &n); err != nil {

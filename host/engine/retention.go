@@ -104,6 +104,11 @@ func (e *Engine) expire(ctx context.Context, id string, now time.Time) (bool, er
 	case !inst.Status.Terminal() || inst.DeleteAfter.IsZero() || inst.DeleteAfter.After(now):
 		return false, nil
 	}
+	// A failed instance someone asked to retry is kept: the retry, once
+	// applied, makes it run again.
+	if retry, err := e.retryWaiting(ctx, inst); err != nil || retry {
+		return false, err
+	}
 	err = e.store.DeleteInstance(ctx, id, lease.Token())
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil

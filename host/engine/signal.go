@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
 )
 
@@ -262,6 +263,22 @@ func (e *Engine) DeadLetters(ctx context.Context, cursor string, limit int) ([]s
 // ErrNotFailed is returned by Retry for an instance that has not failed.
 var ErrNotFailed = errors.New("not failed")
 
+// ErrNotRetryable is returned by Retry for an instance that failed before
+// its first step or after its last (its input did not decode, its output
+// expression failed): run again, it would fail the same way.
+var ErrNotRetryable = errors.New("not retryable")
+
+// retryRequest is the payload of a retry message: the reason, and which
+// failure it retries, so that a retry that arrives after the instance ran
+// again, and failed again, does not retry the new failure unasked. A
+// failure is named by the runner state's Seq when it failed: a retry
+// always hands out a token, so the next failure has another (and a commit
+// that only settles the inbox changes the revision, not the state).
+type retryRequest struct {
+	Reason string `json:"reason"`
+	Seq    uint64 `json:"seq"`
+}
+
 // Retry makes a failed instance continue from where its failure stopped
 // it (see runner.Retry): a message in its inbox, and the instance queued,
 // so that the next execution applies it; the history records it as
@@ -278,6 +295,18 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 	if inst.Status != store.StatusFailed {
 		return fmt.Errorf("engine: instance %s is %s: %w", id, inst.Status, ErrNotFailed)
 	}
+	if inst.Error == nil || inst.Error.Step == "" {
+		code := ""
+		if inst.Error != nil {
+			code = inst.Error.Code
+		}
+		return fmt.Errorf("engine: instance %s failed outside its steps (%s): %w", id, code, ErrNotRetryable)
+	}
+	if _, err := e.store.GetDefinition(ctx, inst.Workflow, inst.Version); errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("engine: instance %s cannot be retried: its workflow %s version %d was deleted: %w", id, inst.Workflow, inst.Version, err)
+	} else if err != nil {
+		return err
+	}
 	for name, version := range inst.Plugins {
 		p, err := e.store.GetPlugin(ctx, name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -287,13 +316,16 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 			return fmt.Errorf("engine: instance %s cannot be retried: it runs plugin %s version %s, which was deleted: %w", id, name, version, store.ErrNotFound)
 		}
 	}
-	payload, err := json.Marshal(reason)
+	seq, err := stateSeq(inst)
 	if err != nil {
 		return err
 	}
-	// One message per failure (the instance's revision names it): a retry
-	// sent twice is applied once.
-	msg := store.Message{InstanceID: id, ID: "retry:" + strconv.FormatUint(inst.Rev, 10), Kind: store.MessageRetry, Payload: payload}
+	payload, err := json.Marshal(retryRequest{Reason: reason, Seq: seq})
+	if err != nil {
+		return err
+	}
+	// One message per failure: a retry sent twice is applied once.
+	msg := store.Message{InstanceID: id, ID: "retry:" + strconv.FormatUint(seq, 10), Kind: store.MessageRetry, Payload: payload}
 	if _, err := e.store.Deliver(ctx, nil, []store.Message{msg}); err != nil {
 		return err
 	}
@@ -301,8 +333,41 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 	return nil
 }
 
-// retryWaiting reports whether a finished instance has a retry to apply:
-// it failed and its inbox holds a retry request.
+// retryIn reports whether msgs hold a retry of inst's failure.
+func retryIn(inst *store.Instance, msgs []store.Message) bool {
+	if inst.Status != store.StatusFailed {
+		return false
+	}
+	seq, err := stateSeq(inst)
+	if err != nil {
+		return false // the execution would fail on it too; settle instead
+	}
+	return slices.ContainsFunc(msgs, func(m store.Message) bool {
+		return m.Kind == store.MessageRetry && retrySeq(m) == seq
+	})
+}
+
+// stateSeq is the Seq of inst's runner state.
+func stateSeq(inst *store.Instance) (uint64, error) {
+	var st runner.State
+	if err := json.Unmarshal(inst.State, &st); err != nil {
+		return 0, fmt.Errorf("engine: instance %s: state does not decode: %w", inst.ID, err)
+	}
+	return st.Seq, nil
+}
+
+// retrySeq is the failure a retry message retries (see retryRequest); 0
+// for a payload that does not say.
+func retrySeq(m store.Message) uint64 {
+	var r retryRequest
+	if json.Unmarshal(m.Payload, &r) != nil {
+		return 0
+	}
+	return r.Seq
+}
+
+// retryWaiting reports whether a finished instance has a retry of its
+// failure to apply.
 func (e *Engine) retryWaiting(ctx context.Context, inst *store.Instance) (bool, error) {
 	if inst.Status != store.StatusFailed || !inst.InboxWaiting {
 		return false, nil
@@ -311,5 +376,5 @@ func (e *Engine) retryWaiting(ctx context.Context, inst *store.Instance) (bool, 
 	if err != nil {
 		return false, err
 	}
-	return slices.ContainsFunc(msgs, func(m store.Message) bool { return m.Kind == store.MessageRetry }), nil
+	return retryIn(inst, msgs), nil
 }
