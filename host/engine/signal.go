@@ -335,15 +335,16 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 
 // retryIn reports whether msgs hold a retry of inst's failure.
 func retryIn(inst *store.Instance, msgs []store.Message) bool {
-	if inst.Status != store.StatusFailed {
-		return false
+	isRetry := func(m store.Message) bool { return m.Kind == store.MessageRetry }
+	if inst.Status != store.StatusFailed || !slices.ContainsFunc(msgs, isRetry) {
+		return false // the state is decoded only when a retry is there
 	}
 	seq, err := stateSeq(inst)
 	if err != nil {
 		return false // the execution would fail on it too; settle instead
 	}
 	return slices.ContainsFunc(msgs, func(m store.Message) bool {
-		return m.Kind == store.MessageRetry && retrySeq(m) == seq
+		return isRetry(m) && retrySeq(m) == seq
 	})
 }
 
