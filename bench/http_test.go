@@ -48,6 +48,7 @@ var httpHosts = []struct {
 	{"weft-rust", setupWeftRustHTTP},
 	{"extism", setupExtismHTTP},
 	{"weft-raw", weftHTTP("raw")},
+
 }
 
 // BenchmarkHTTP compares one outbound POST of a small body to a loopback
@@ -252,5 +253,67 @@ func setupExtismHTTP(b *testing.B, url string) postFunc {
 			return 0, err
 		}
 		return strconv.Atoi(string(out))
+	}
+}
+
+// BenchmarkHTTPInterleaved runs the contenders of BenchmarkHTTP in turn, a
+// batch of httpBatch requests each, for b.N rounds, and reports each one's
+// wall and CPU time per request and its ratio to net/http's. On a shared
+// machine the speed drifts by tens of percent within seconds; contenders
+// measured one after the other see different machines, and their ratios
+// swing with the drift (BenchmarkHTTP's per-round ratios spread 1.0–1.5×
+// for one contender). Interleaved, every contender sees the same drift,
+// and the ratio is what is left. The order rotates every round, so that
+// no contender always follows the same one.
+//
+//	go test -run '^$' -bench HTTPInterleaved -benchtime 400x
+func BenchmarkHTTPInterleaved(b *testing.B) {
+	srv := hookServer(b)
+	type contender struct {
+		name      string
+		post      postFunc
+		wall, cpu time.Duration
+		n         int
+	}
+	var cs []*contender
+	for _, c := range httpHosts {
+		if c.host == "extism" {
+			continue // 3-4x: not what this benchmark tells apart
+		}
+		post := c.setup(b, srv.URL+"/hook")
+		if ok, err := post(httpBatch); err != nil || ok != httpBatch {
+			b.Fatalf("%s: check: %d of %d answered 200, %v", c.host, ok, httpBatch, err)
+		}
+		cs = append(cs, &contender{name: c.host, post: post})
+	}
+	if len(cs) == 0 || cs[0].name != "net-http" {
+		b.Fatal("no net/http contender to compare with")
+	}
+	b.ResetTimer()
+	for round := 0; round < b.N; round++ {
+		for i := range cs {
+			c := cs[(round+i)%len(cs)]
+			cpu0, _ := processCPU()
+			start := time.Now()
+			if ok, err := c.post(httpBatch); err != nil || ok != httpBatch {
+				b.Fatalf("%s: %d of %d answered 200, %v", c.name, ok, httpBatch, err)
+			}
+			c.wall += time.Since(start)
+			cpu1, _ := processCPU()
+			c.cpu += cpu1 - cpu0
+			c.n += httpBatch
+		}
+	}
+	b.StopTimer()
+	base := cs[0]
+	for _, c := range cs {
+		wall := float64(c.wall) / float64(c.n)
+		cpu := float64(c.cpu) / float64(c.n)
+		b.ReportMetric(wall, c.name+"-ns/req")
+		b.ReportMetric(cpu, c.name+"-cpu-ns/req")
+		if c != base {
+			b.ReportMetric(float64(c.wall)/float64(base.wall), c.name+"-x")
+			b.ReportMetric(float64(c.cpu)/float64(base.cpu), c.name+"-cpu-x")
+		}
 	}
 }
