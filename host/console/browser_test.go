@@ -509,3 +509,64 @@ func TestBrowserGraphOfEveryExample(t *testing.T) {
 	waitTrue(tb, "the dead letters", q("[data-test=dead-rows] tr")+" !== null && "+q("[data-test=send-event-section]")+" !== null")
 	tb.screenshot("events")
 }
+
+// beatFlow's work heartbeats its progress ({done_ms}) every 20ms, and on
+// its first attempt stops at 200ms without returning: the host fails
+// that attempt by its heartbeat_timeout, with the last details, and the
+// retry resumes from them.
+const beatFlow = `
+name: beat
+steps:
+  - id: work
+    activity: kit.work
+    input: { ms: 3000, beat_ms: 20, stall_at_ms: 200 }
+    timeout: 30s
+    heartbeat_timeout: 1s
+    retry: { max_attempts: 3, initial_interval: 10ms }
+    output: work
+output: "${ vars.work }"
+`
+
+// TestBrowserAttemptShowsLastHeartbeat: an attempt that heartbeated with
+// details and then timed out by its heartbeat_timeout has its bar marked
+// as a heartbeat timeout, and its detail panel shows the timeout and the
+// details it last reported.
+func TestBrowserAttemptShowsLastHeartbeat(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("beat", beatFlow)
+	if in := h.start("beat", "beat-1", map[string]any{}, "ended"); in.Status != "completed" {
+		t.Fatalf("beat-1 is %s (%s), want completed after a retry", in.Status, in.Error)
+	}
+	keys := h.attemptKeys("beat-1")
+	if len(keys) < 2 {
+		t.Fatalf("the history has attempts %v, want the stalled one and its retry", keys)
+	}
+
+	tb := openTab(t, h.url)
+	tb.open("/instances/beat-1", readerSecret, "reader")
+	waitStatus(tb, "completed")
+	bar := q(`[data-test=timeline] [data-attempt="` + keys[0] + `"]`)
+	waitTrue(tb, "attempt 1's bar", bar+" !== null")
+	if !eval[bool](tb, bar+".dataset.heartbeatTimeout === 'true' && "+bar+".classList.contains('timeout')") {
+		t.Errorf("attempt 1's bar (classes %q) is not marked as a heartbeat timeout", eval[string](tb, bar+".className"))
+	}
+	tb.click(`[data-test=timeline] [data-attempt="` + keys[0] + `"]`)
+	detail := q(`[data-test=attempt-detail] [data-test=attempt]`)
+	waitFor(tb, "attempt 1's detail", detail+"?.dataset.attempt ?? ''", func(s string) bool { return s == keys[0] })
+	waitTrue(tb, "the heartbeat timeout badge", q(`[data-test=attempt-detail] [data-test=heartbeat-timeout]`)+" !== null")
+	var beat struct {
+		DoneMS *int64 `json:"done_ms"`
+	}
+	text := eval[string](tb, q(`[data-test=attempt-detail] [data-test=last-heartbeat]`)+"?.textContent ?? ''")
+	if err := json.Unmarshal([]byte(text), &beat); err != nil || beat.DoneMS == nil || *beat.DoneMS > 200 {
+		t.Errorf("attempt 1's last heartbeat shows %q, want the details it last reported, {done_ms} up to 200 (%v)", text, err)
+	}
+
+	// The completed retry reported none of its own when it ended.
+	tb.click(`[data-test=timeline] [data-attempt="` + keys[len(keys)-1] + `"]`)
+	waitFor(tb, "the last attempt's detail", detail+"?.dataset.attempt ?? ''", func(s string) bool { return s == keys[len(keys)-1] })
+	if eval[bool](tb, q(`[data-test=attempt-detail] [data-test=heartbeat-timeout]`)+" !== null") {
+		t.Error("the completed attempt is marked as a heartbeat timeout")
+	}
+}

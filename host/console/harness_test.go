@@ -17,6 +17,7 @@ import (
 
 	"github.com/weftworks/weft/host/api"
 	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
@@ -61,7 +62,10 @@ func newHost(t testing.TB) *host {
 		Plugins:      plugins.Config{CacheDir: testplugins.CacheDir(t)},
 		// Attempts carry their input and output, so the timeline's
 		// detail shows them.
-		Engine:     engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, AttemptDataLimit: 4096},
+		// Heartbeats checked often, so a heartbeat_timeout of a second
+		// is noticed in about one.
+		Engine: engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, AttemptDataLimit: 4096,
+			Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 100 * time.Millisecond}},
 		Registerer: reg,
 	}, log)
 	if err != nil {

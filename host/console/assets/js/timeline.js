@@ -111,7 +111,11 @@ export function buildModel(history, instance, now = Date.now()) {
         if (a.outcome === 'failed') {
           a.failure = {code: d.code, kind: d.kind, message: d.message, details: d.details};
           a.timeout = timeoutLike(d);
+          a.heartbeatTimeout = d.kind === 'heartbeat_timeout';
         }
+        // The host records no entry per heartbeat (they cost no I/O):
+        // the last details an attempt reported come with its end.
+        if ('last_heartbeat' in d) a.lastHeartbeat = d.last_heartbeat;
         break;
       }
       case 'retry_scheduled': {
@@ -125,6 +129,7 @@ export function buildModel(history, instance, now = Date.now()) {
         if (a) {
           a.events.push(e);
           a.abandoned = d;
+          if ('last_heartbeat' in d) a.lastHeartbeat = d.last_heartbeat;
           if (Number.isNaN(a.end)) {
             a.end = t;
             a.outcome = 'abandoned';
@@ -264,8 +269,9 @@ export function render(model, {onSelect, selected} = {}) {
       r.attempts.map((a) => {
         const b = place(h('button', {type: 'button', class: `tl-bar ${a.outcome || 'running'}${a.timeout ? ' timeout' : ''}${a.abandoned ? ' abandoned' : ''}${a.late ? ' late' : ''}`,
           'data-attempt': a.attr, 'data-round': a.round || null, 'aria-pressed': String(selected === a.key),
-          title: `${a.path} attempt ${a.n}${a.node ? ` on ${a.node}` : ''}: ${a.outcome || 'running'}, ${fmtDuration(a.end - a.start)}`,
-          onclick: () => onSelect && onSelect(a)}, h('span', {class: 'tl-bar-text'}, `#${a.n}${a.node ? ` ${a.node}` : ''}`)), a.start, a.end);
+          title: `${a.path} attempt ${a.n}${a.node ? ` on ${a.node}` : ''}: ${a.heartbeatTimeout ? 'heartbeat timed out' : a.outcome || 'running'}, ${fmtDuration(a.end - a.start)}`,
+          'data-heartbeat-timeout': a.heartbeatTimeout ? 'true' : null,
+          onclick: () => onSelect && onSelect(a)}, h('span', {class: 'tl-bar-text'}, `#${a.n}${a.node ? ` ${a.node}` : ''}${a.heartbeatTimeout ? ' heartbeat timeout' : ''}`)), a.start, a.end);
         return b;
       }),
       r.marks.map(mark))));

@@ -208,12 +208,20 @@ export async function render({main, params}) {
         ['started', timeEl(new Date(a.start).toISOString())],
         ['ended', a.running ? h('span', {class: 'muted'}, 'running') : timeEl(new Date(a.end).toISOString())],
         ['took', fmtDuration(a.end - a.start)],
-        ['outcome', h('span', {class: `badge st-${a.outcome === 'completed' ? 'completed' : a.outcome === 'failed' ? 'failed' : 'running'}`}, a.outcome || 'running')],
+        ['outcome', [h('span', {class: `badge st-${a.outcome === 'completed' ? 'completed' : a.outcome === 'failed' ? 'failed' : 'running'}`}, a.outcome || 'running'),
+          a.heartbeatTimeout ? [' ', h('span', {class: 'badge st-failed hb-timeout', 'data-test': 'heartbeat-timeout'}, 'heartbeat timeout')] : null]],
       ]),
+      a.heartbeatTimeout ? h('p', {class: 'warn'}, 'The attempt stopped reporting heartbeats for longer than its step\'s heartbeat_timeout, so the host gave up on it.') : null,
       h('h4', {}, 'Input'), a.hasInput ? jsonBlock(a.input) : notRecorded('The input', a.inputOmitted),
       a.outcome === 'completed' ? [h('h4', {}, 'Output'), a.hasOutput ? jsonBlock(a.output) : notRecorded('The output', a.outputOmitted)] : null,
       a.failure ? [h('h4', {}, 'Failure'), kv([['code', h('code', {}, a.failure.code || '')], ['kind', a.failure.kind || ''], ['message', a.failure.message || '']]),
         a.failure.details !== undefined ? jsonBlock(a.failure.details) : null] : null,
+      'lastHeartbeat' in a ? [h('h4', {}, 'Last heartbeat'),
+        // Heartbeats are kept in memory, not written to the history, so
+        // only the last details (not when they came) are recorded.
+        h('p', {class: 'muted small-text'}, 'The details the attempt last reported with a heartbeat, recorded when it ended; the next attempt resumes from them. '
+          + 'The host keeps no history entry per heartbeat, nor its time.'),
+        jsonBlock(a.lastHeartbeat, {'data-test': 'last-heartbeat'})] : null,
       a.requests ? [h('h4', {}, 'Outbound requests'), jsonBlock(a.requests)] : null,
       a.abandoned ? [h('h4', {}, 'Abandoned'), jsonBlock(a.abandoned)] : null,
       a.late ? [h('h4', {}, 'Late completion refused'), jsonBlock(a.late)] : null,
