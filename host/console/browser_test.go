@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/internal/testplugins"
@@ -568,5 +569,101 @@ func TestBrowserAttemptShowsLastHeartbeat(t *testing.T) {
 	waitFor(tb, "the last attempt's detail", detail+"?.dataset.attempt ?? ''", func(s string) bool { return s == keys[len(keys)-1] })
 	if eval[bool](tb, q(`[data-test=attempt-detail] [data-test=heartbeat-timeout]`)+" !== null") {
 		t.Error("the completed attempt is marked as a heartbeat timeout")
+	}
+}
+
+// focusJS describes the focused element: "h1:<text>", "main", or its
+// tag and data-test.
+const focusJS = `(() => { const a = document.activeElement; if (!a) return ''; if (a.tagName === 'H1') return 'h1:' + a.textContent;
+	if (a.id === 'main') return 'main'; return a.tagName.toLowerCase() + (a.dataset.test ? '[' + a.dataset.test + ']' : ''); })()`
+
+// press sends keys, one keystroke each, to the focused element.
+func (tb *tab) press(keys string) {
+	tb.t.Helper()
+	tb.do(chromedp.KeyEvent(keys))
+}
+
+// TestBrowserKeyboard: after each route change the focus is on the new
+// page's heading; "g" then i, w, p or e goes to a section; "/" focuses
+// the search box; none of them fires while typing in a field; "?" shows
+// the list of shortcuts, which Escape closes; the skip link, focused,
+// is shown and moves the focus to main.
+func TestBrowserKeyboard(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("greet", greetFlow)
+	h.start("greet", "greet-1", map[string]any{"text": "hi"}, "ended")
+
+	tb := openTab(t, h.url)
+	tb.open("/instances", adminSecret, "admin")
+	waitRows(tb, "the list", "greet-1=completed")
+	waitFor(tb, "the focus on the heading", focusJS, func(s string) bool { return s == "h1:Instances" })
+
+	for _, c := range []struct{ key, hash, heading string }{
+		{"w", "#/workflows", "h1:Workflows"},
+		{"p", "#/plugins", "h1:Plugins"},
+		{"e", "#/events", "h1:Events"},
+		{"i", "#/instances", "h1:Instances"},
+	} {
+		tb.press("g" + c.key)
+		waitFor(tb, "g "+c.key+" to go to "+c.hash, "location.hash", func(s string) bool { return s == c.hash })
+		waitFor(tb, "the focus on "+c.heading, focusJS, func(s string) bool { return s == c.heading })
+	}
+	// A link followed moves the focus to its page's heading too.
+	waitRows(tb, "the list again", "greet-1=completed")
+	tb.click(`[data-test=instance-row][data-id=greet-1] [data-test=instance-link]`)
+	waitFor(tb, "the focus on the instance's heading", focusJS, func(s string) bool { return s == "h1:Instance greet-1" })
+	waitStatus(tb, "completed")
+	if f := eval[string](tb, focusJS); f != "h1:Instance greet-1" {
+		t.Errorf("once the instance page has drawn, the focus is on %q, want its heading still", f)
+	}
+
+	tb.press("gi")
+	waitFor(tb, "the instance list", focusJS, func(s string) bool { return s == "h1:Instances" })
+	tb.press("/")
+	waitFor(tb, "/ to focus the search box", focusJS, func(s string) bool { return s == "input[filter-id]" })
+	// chromedp sends the "/" keystroke's character as an event of its
+	// own, after the keydown moved the focus, which the page cannot
+	// cancel (a browser's own keystroke it can): empty the box first.
+	tb.do(chromedp.Evaluate[chromedp.Void](q("[data-test=filter-id]") + ".value = ''"))
+	// Typed into the field, the keys are text, not shortcuts.
+	tb.press("gw?")
+	if v := eval[string](tb, q("[data-test=filter-id]")+".value"); v != "gw?" {
+		t.Errorf("the search box holds %q, want the keys typed into it", v)
+	}
+	if hash := eval[string](tb, "location.hash"); hash != "#/instances" {
+		t.Errorf("typing g w in the search box went to %q", hash)
+	}
+	if eval[bool](tb, q("[data-test=keys-dialog]")+".open") {
+		t.Error("typing ? in the search box opened the shortcuts")
+	}
+
+	// "?" from the page.
+	tb.do(chromedp.Evaluate[chromedp.Void]("document.activeElement.blur()"))
+	tb.press("?")
+	waitTrue(tb, "the shortcuts dialog", q("[data-test=keys-dialog]")+".open")
+	if text := eval[string](tb, q("[data-test=keys-dialog]")+".textContent"); !strings.Contains(text, "Workflows") || !strings.Contains(text, "Search") {
+		t.Errorf("the shortcuts dialog says %q, want the shortcuts listed", text)
+	}
+	// Over the dialog, shortcuts do nothing.
+	tb.press("gw")
+	if hash := eval[string](tb, "location.hash"); hash != "#/instances" {
+		t.Errorf("g w over the shortcuts dialog went to %q", hash)
+	}
+	tb.press(kb.Escape)
+	waitTrue(tb, "the shortcuts dialog to close", "!"+q("[data-test=keys-dialog]")+".open")
+
+	// The skip link, first in the page, shows when focused.
+	tb.do(chromedp.Evaluate[chromedp.Void](q("[data-test=skip-link]") + ".focus()"))
+	if top := eval[float64](tb, q("[data-test=skip-link]")+".getBoundingClientRect().top"); top < 0 {
+		t.Errorf("the focused skip link is off screen (top %v)", top)
+	}
+	if first := eval[string](tb, `[...document.querySelectorAll('a[href], button, input, select, textarea')][0].dataset.test`); first != "skip-link" {
+		t.Errorf("the first focusable element is %q, want the skip link", first)
+	}
+	tb.press(kb.Enter)
+	waitFor(tb, "the skip link to focus main", focusJS, func(s string) bool { return s == "main" })
+	if hash := eval[string](tb, "location.hash"); hash != "#/instances" {
+		t.Errorf("the skip link changed the route to %q", hash)
 	}
 }

@@ -65,7 +65,7 @@ func newHost(t testing.TB) *host {
 		// Heartbeats checked often, so a heartbeat_timeout of a second
 		// is noticed in about one.
 		Engine: engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, AttemptDataLimit: 4096,
-			Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 100 * time.Millisecond}},
+			Heartbeat: heartbeat.Config{Tick: 20 * time.Millisecond, Cycle: 200 * time.Millisecond}},
 		Registerer: reg,
 	}, log)
 	if err != nil {

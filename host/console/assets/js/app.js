@@ -75,6 +75,7 @@ async function render(force = false) {
   main.replaceChildren();
   if (!found) {
     replace(main, h('h1', {}, 'Not found'), h('p', {}, 'No page at ', h('code', {}, location.hash), '. ', h('a', {href: '#/instances'}, 'Instances')));
+    focusPage();
     return;
   }
   try {
@@ -84,6 +85,20 @@ async function render(force = false) {
   } catch (e) {
     showBanner(e);
   }
+  if (key === current) focusPage();
+}
+
+// focusPage moves the focus to the new page's heading (or main), as a
+// page load would, so a screen reader announces it and Tab goes on from
+// the top of the page. Not when the person has meanwhile moved into the
+// page, nor from an open dialog.
+function focusPage() {
+  const at = document.activeElement;
+  if (document.querySelector('dialog[open]') || (at && at !== main && main.contains(at))) return;
+  const heading = main.querySelector('h1');
+  const target = heading || main;
+  if (heading && !heading.hasAttribute('tabindex')) heading.tabIndex = -1;
+  target.focus({preventScroll: true});
 }
 
 // --- the token dialog ---
@@ -170,18 +185,50 @@ document.getElementById('forget').addEventListener('click', () => {
   refreshSession().then(() => render(true));
 });
 
-// --- keyboard: "/" focuses the page's search box ---
+// --- keyboard ---
+//
+// "/" focuses the page's search box, "g" then a letter goes to a section,
+// "?" shows the list (the keys dialog in index.html). None fires while
+// typing in a field, with Ctrl, Alt or Meta held, or over a dialog.
+
+const GO = {i: '#/instances', w: '#/workflows', p: '#/plugins', e: '#/events'};
+const keysDialog = document.getElementById('keys-dialog');
+let pendingG = 0; // when "g" was pressed, for the letter that follows
+
+function typing(t) {
+  return t instanceof HTMLElement && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName));
+}
 
 document.addEventListener('keydown', (ev) => {
-  if (ev.key !== '/' || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-  const t = ev.target;
-  if (t instanceof HTMLElement && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
-  const search = main.querySelector('[data-search]');
-  if (search) {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.isComposing || typing(ev.target) || document.querySelector('dialog[open]')) return;
+  const g = pendingG && Date.now() - pendingG < 1500;
+  pendingG = 0;
+  if (g && GO[ev.key]) {
     ev.preventDefault();
-    search.focus();
-    if (search.select) search.select();
+    location.hash = GO[ev.key];
+    return;
   }
+  if (ev.key === 'g') {
+    pendingG = Date.now();
+  } else if (ev.key === '?') {
+    ev.preventDefault();
+    keysDialog.showModal();
+  } else if (ev.key === '/') {
+    const search = main.querySelector('[data-search]');
+    if (search) {
+      ev.preventDefault();
+      search.focus();
+      if (search.select) search.select();
+    }
+  }
+});
+
+document.getElementById('keys-close').addEventListener('click', () => keysDialog.close());
+
+// The skip link's "#main" is not a route: it moves the focus instead.
+document.getElementById('skip-link').addEventListener('click', (ev) => {
+  ev.preventDefault();
+  main.focus();
 });
 
 replace(document.getElementById('zone'), `times in ${zoneOffset()}${zoneName() ? ` (${zoneName()})` : ''}`);

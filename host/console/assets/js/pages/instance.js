@@ -45,8 +45,13 @@ export async function render({main, params}) {
   let def = null; // the instance's workflow version as the host parsed it, once read
 
   // --- drawing ---
+  // The heading is drawn once and kept: the console moves the focus to
+  // it, and a live update must not take the focus away.
+  const title = h('h1', {}, 'Instance ', h('code', {class: 'id', 'data-test': 'instance-id'}, inst.id));
+  const badge = h('span');
+  replace(head, title, badge, live);
   function drawHead() {
-    replace(head, h('h1', {}, 'Instance ', h('code', {class: 'id', 'data-test': 'instance-id'}, inst.id)), statusBadge(inst.status), live);
+    replace(badge, statusBadge(inst.status));
   }
 
   function drawSummary() {
