@@ -667,3 +667,78 @@ func TestBrowserKeyboard(t *testing.T) {
 		t.Errorf("the skip link changed the route to %q", hash)
 	}
 }
+
+// overflowJS answers how many CSS pixels the page is wider than its
+// viewport (0 when nothing overflows horizontally), and the widest
+// elements to blame when it is.
+const overflowJS = `(() => {
+	const over = document.documentElement.scrollWidth - window.innerWidth;
+	const wide = over <= 0 ? [] : [...document.querySelectorAll('body *')]
+		.filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5 && !e.closest('.table-wrap, pre, .graph-wrap, .source'))
+		.slice(0, 5).map((e) => e.tagName.toLowerCase() + (e.className ? '.' + String(e.className).replace(/ /g, '.') : '') + (e.dataset.test ? '[' + e.dataset.test + ']' : ''));
+	return {over, wide};
+})()`
+
+type overflow struct {
+	Over float64  `json:"over"`
+	Wide []string `json:"wide"`
+}
+
+// checkPhoneFits fails the test when the page at a phone's width can be
+// scrolled sideways, or when a section of the nav is not on screen.
+func checkPhoneFits(tb *tab, what string) {
+	tb.t.Helper()
+	if o := eval[overflow](tb, overflowJS); o.Over > 0 {
+		tb.t.Errorf("%s: the page is %vpx wider than the phone's screen; past its right edge: %v", what, o.Over, o.Wide)
+	}
+	type box struct{ Left, Right, Top, Bottom, Width, Height float64 }
+	links := eval[[]box](tb, `[...document.querySelectorAll('header nav a')].map((a) => { const r = a.getBoundingClientRect();
+		return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height}; })`)
+	if len(links) != 4 {
+		tb.t.Fatalf("%s: the nav has %d links, want 4", what, len(links))
+	}
+	w := float64(tb.w)
+	for i, b := range links {
+		// Large enough to tap (WCAG's minimum target is 24px).
+		if b.Left < 0 || b.Right > w || b.Top < 0 || b.Width < 24 || b.Height < 24 {
+			tb.t.Errorf("%s: nav link %d is at %+v, not wholly on a %dpx wide screen or too small to tap", what, i, b, tb.w)
+		}
+	}
+}
+
+// TestBrowserPhone: at a phone's size (390x844), the instance list and
+// an instance's page (a retried attempt, a wait with its event form)
+// fit the screen's width, and the nav is on screen and works.
+func TestBrowserPhone(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("flaky", flakyFlow)
+	h.putWorkflow("hold", holdFlow)
+	h.start("flaky", "flaky-with-a-rather-long-instance-id-1", map[string]any{}, "ended")
+	h.start("hold", "hold-1", map[string]any{"k": "order-2026-11-28-000042"}, "suspended")
+
+	tb := openTab(t, h.url)
+	tb.viewport(390, 844)
+	tb.open("/instances", operatorSecret, "operator")
+	waitRows(tb, "the list", "flaky-with-a-rather-long-instance-id-1=completed hold-1=suspended")
+	checkPhoneFits(tb, "the instance list")
+	tb.screenshot("phone")
+
+	tb.goTo("/instances/flaky-with-a-rather-long-instance-id-1")
+	waitStatus(tb, "completed")
+	waitTrue(tb, "the timeline", q("[data-test=timeline] [data-attempt]")+" !== null")
+	tb.click(`[data-test=timeline] [data-attempt]`)
+	waitTrue(tb, "an attempt's detail", q("[data-test=attempt-detail] [data-test=attempt]")+" !== null")
+	checkPhoneFits(tb, "a completed instance's page")
+
+	tb.goTo("/instances/hold-1")
+	waitStatus(tb, "suspended")
+	waitTrue(tb, "the event form", q("[data-test=send-event]")+" !== null")
+	checkPhoneFits(tb, "a suspended instance's page")
+
+	// The nav works by touch.
+	tb.click("[data-test=nav-workflows]")
+	waitFor(tb, "the workflows page", "location.hash", func(s string) bool { return s == "#/workflows" })
+	waitTrue(tb, "the workflows", q("main h1")+"?.textContent === 'Workflows'")
+	checkPhoneFits(tb, "the workflows page")
+}

@@ -28,7 +28,8 @@ import (
 // directory: go test ./host/console -run TestBrowser -screenshots
 var screenshots = flag.Bool("screenshots", false, "write the browser tests' screenshots to docs/console/*.png instead of a temporary directory")
 
-// The browser's viewport, and so the size of every screenshot.
+// The browser's viewport, and so the size of the screenshots, unless a
+// test sizes it otherwise (tab.viewport).
 const viewW, viewH = 1280, 800
 
 // waitLimit bounds every wait on the page: generous, for a loaded
@@ -56,6 +57,7 @@ type tab struct {
 	t    *testing.T
 	ctx  context.Context
 	base string // the host's URL
+	w, h int64  // the viewport's size
 
 	mu      sync.Mutex
 	jsErrs  []string
@@ -123,10 +125,18 @@ func openTab(t *testing.T, base string) *tab {
 			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
 		}
 	}()
-	tb.do(chromedp.EmulateViewport(viewW, viewH))
+	tb.viewport(viewW, viewH)
 	// Registered after the browser's cleanup, so it runs before it.
 	t.Cleanup(tb.checkErrors)
 	return tb
+}
+
+// viewport sizes the page's viewport, as a phone's or a desktop's
+// window, and so the screenshots taken after.
+func (tb *tab) viewport(w, h int64) {
+	tb.t.Helper()
+	tb.do(chromedp.EmulateViewport(w, h))
+	tb.w, tb.h = w, h
 }
 
 func exceptionText(d *runtime.ExceptionDetails) string {
@@ -309,8 +319,8 @@ func (tb *tab) screenshotAt(name, sel string) {
 	if err != nil {
 		tb.t.Fatalf("screenshot %s is not a PNG: %v", name, err)
 	}
-	if cfg.Width != viewW || cfg.Height != viewH {
-		tb.t.Errorf("screenshot %s is %dx%d, want %dx%d", name, cfg.Width, cfg.Height, viewW, viewH)
+	if int64(cfg.Width) != tb.w || int64(cfg.Height) != tb.h {
+		tb.t.Errorf("screenshot %s is %dx%d, want %dx%d", name, cfg.Width, cfg.Height, tb.w, tb.h)
 	}
 	dir := tb.t.TempDir()
 	if *screenshots {

@@ -250,7 +250,9 @@ export function render(model, {onSelect, selected} = {}) {
   const step = TICKS.find((s) => span / s <= most) || TICKS[TICKS.length - 1];
   const ticks = [];
   for (let x = 0; x <= span; x += step) {
-    const tick = h('span', {class: 'tl-tick'}, `+${fmtDuration(x)}`);
+    // A tick near the right edge has its label on its left, so the
+    // label does not stick out of the page on a narrow screen.
+    const tick = h('span', {class: `tl-tick${x / span > 0.8 ? ' tl-tick-end' : ''}`}, `+${fmtDuration(x)}`);
     tick.style.left = pct(t0 + x);
     ticks.push(tick);
   }
