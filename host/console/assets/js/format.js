@@ -126,12 +126,14 @@ export function toRFC3339(local) {
     `${sign}${pad(Math.floor(Math.abs(off) / 60))}:${pad(Math.abs(off) % 60)}`;
 }
 
-// toLocalInput is toRFC3339's inverse, for filling a datetime-local input.
+// toLocalInput is toRFC3339's inverse, for filling a datetime-local input:
+// with the seconds when there are any, so that applying the filters again
+// does not move a bound to the start of its minute.
 export function toLocalInput(iso) {
   if (!iso) return '';
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return '';
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}${d.getSeconds() ? `:${pad(d.getSeconds())}` : ''}`;
 }
 
 // --- values ---

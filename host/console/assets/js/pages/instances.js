@@ -40,8 +40,8 @@ export async function render({main, query}) {
   api.all('/v1/workflows', {}, 1000).then((ws) => replace(wfList, ws.map((w) => h('option', {value: w.name})))).catch(() => {});
   const stSelect = h('select', {name: 'status', 'data-test': 'filter-status'},
     h('option', {value: ''}, 'any'), STATUSES.map((s) => h('option', {value: s, selected: s === f.status}, s)));
-  const after = h('input', {type: 'datetime-local', name: 'created_after', value: toLocalInput(f.created_after), 'data-test': 'filter-created-after'});
-  const before = h('input', {type: 'datetime-local', name: 'created_before', value: toLocalInput(f.created_before), 'data-test': 'filter-created-before'});
+  const after = h('input', {type: 'datetime-local', step: 1, name: 'created_after', value: toLocalInput(f.created_after), 'data-test': 'filter-created-after'});
+  const before = h('input', {type: 'datetime-local', step: 1, name: 'created_before', value: toLocalInput(f.created_before), 'data-test': 'filter-created-before'});
   // The searches: one instance by its exact id (not paged), or the
   // instances waiting for an event with a correlation key (not paged,
   // at most the page size; an event without a key finds the waits that
