@@ -7,6 +7,7 @@ package console_test
 // error. The tests also take the screenshots the README shows (-screenshots).
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -741,4 +743,203 @@ func TestBrowserPhone(t *testing.T) {
 	waitFor(tb, "the workflows page", "location.hash", func(s string) bool { return s == "#/workflows" })
 	waitTrue(tb, "the workflows", q("main h1")+"?.textContent === 'Workflows'")
 	checkPhoneFits(tb, "the workflows page")
+}
+
+// localInputJS is the value a datetime-local input shows for the RFC 3339
+// time iso, in the browser's zone, to the second.
+func localInputJS(iso string) string {
+	return `(() => { const d = new Date(` + js(iso) + `); const p = (n) => String(n).padStart(2, '0');
+		return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds()); })()`
+}
+
+// applyFilters resets the list's filters, sets the fields given (by
+// data-test, to a JavaScript expression's value) and applies them.
+func applyFilters(tb *tab, fields map[string]string) {
+	tb.t.Helper()
+	tb.goTo("/instances")
+	waitTrue(tb, "the unfiltered list", "location.hash === '#/instances' && "+q("[data-test=instance-row]")+" !== null && "+
+		`[...document.querySelectorAll('[data-test=instance-filters] input, [data-test=instance-filters] select')].every((e) => e.value === '' || e.value === 'newest')`)
+	for sel, v := range fields {
+		tb.do(chromedp.Evaluate[chromedp.Void](q("[data-test="+sel+"]") + ".value = " + v))
+	}
+	tb.click("[data-test=filter-apply]")
+}
+
+// TestBrowserInstanceListSearches: the instance list's created-after and
+// created-before fields (to the second) show only the instances created
+// in the range, and keep their bounds when the filters are applied
+// again; the id search finds one instance by its exact id; the search
+// by waiting event and key finds the instance waiting for them; and a
+// bulk cancel of two rows selected cancels both, with the reason given.
+func TestBrowserInstanceListSearches(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("greet", greetFlow)
+	h.putWorkflow("hold", holdFlow)
+	h.start("greet", "greet-1", map[string]any{"text": "hi"}, "ended")
+	var first struct {
+		CreatedAt time.Time `json:"created_at"`
+	}
+	h.do("GET", "/v1/instances/greet-1", nil).want(t, http.StatusOK).json(t, &first)
+	// The range's bound: the second after greet-1's, which the others
+	// are created in or after.
+	bound := first.CreatedAt.Truncate(time.Second).Add(time.Second)
+	for time.Now().Before(bound) {
+		time.Sleep(10 * time.Millisecond) // the clock, not the host, is waited for
+	}
+	h.start("greet", "greet-2", map[string]any{"text": "yo"}, "ended")
+	h.start("hold", "hold-1", map[string]any{"k": "k1"}, "suspended")
+	h.start("hold", "hold-2", map[string]any{"k": "k2"}, "suspended")
+	all := "greet-1=completed greet-2=completed hold-1=suspended hold-2=suspended"
+
+	tb := openTab(t, h.url)
+	tb.open("/instances", operatorSecret, "operator")
+	waitRows(tb, "the list", all)
+
+	boundISO := bound.UTC().Format(time.RFC3339)
+	applyFilters(tb, map[string]string{"filter-created-after": localInputJS(boundISO)})
+	waitRows(tb, "created after "+boundISO, "greet-2=completed hold-1=suspended hold-2=suspended")
+	// Applied again with another filter, the bound is where it was.
+	tb.do(chromedp.SetValue(chromedp.CSS("[data-test=filter-status]"), "completed"))
+	tb.click("[data-test=filter-apply]")
+	waitRows(tb, "created after "+boundISO+" and completed", "greet-2=completed")
+	if got, want := eval[string](tb, q("[data-test=filter-created-after]")+".value"), eval[string](tb, localInputJS(boundISO)); got != want {
+		t.Errorf("after applying the filters again, created after shows %q, want %q", got, want)
+	}
+
+	applyFilters(tb, map[string]string{"filter-created-before": localInputJS(boundISO)})
+	waitRows(tb, "created before "+boundISO, "greet-1=completed")
+
+	applyFilters(tb, map[string]string{"filter-id": js("hold-2")})
+	waitRows(tb, "the id search", "hold-2=suspended")
+	applyFilters(tb, map[string]string{"filter-id": js("hold")})
+	waitTrue(tb, "no instance with a partial id", q("[data-test=instance-rows]")+"?.textContent.includes('No instances match')")
+
+	applyFilters(tb, map[string]string{"filter-event": js("go"), "filter-key": js("k1")})
+	waitRows(tb, "the search by event and key", "hold-1=suspended")
+	if hash := eval[string](tb, "location.hash"); !strings.Contains(hash, "event=go") || !strings.Contains(hash, "key=k1") {
+		t.Errorf("searched by event and key, the route is %q", hash)
+	}
+
+	// Bulk cancel of the two suspended instances.
+	tb.goTo("/instances")
+	waitRows(tb, "the whole list", all)
+	for _, id := range []string{"hold-1", "hold-2"} {
+		tb.click(`[data-test=instance-row][data-id="` + id + `"] [data-test=select-instance]`)
+	}
+	waitFor(tb, "the bulk bar", q("[data-test=bulk-bar]")+"?.hidden === false ? "+q("[data-test=selected-count]")+".textContent : ''",
+		func(s string) bool { return s == "2 selected" })
+	tb.do(chromedp.SendKeys(chromedp.CSS("[data-test=bulk-reason]"), "batch closed"))
+	tb.click("[data-test=bulk-cancel]")
+	outcomes := `[...document.querySelectorAll('[data-test=cancel-outcome]')].map((o) => o.dataset.id + '=' + o.dataset.outcome).sort().join(' ')`
+	waitFor(tb, "the bulk cancel's outcomes", outcomes, func(s string) bool { return s == "hold-1=cancelled hold-2=cancelled" })
+	if d := tb.dialogsSeen(); len(d) != 1 || !strings.Contains(d[0], "Cancel 2 instance(s)?") {
+		t.Errorf("dialogs %q, want one confirmation of the bulk cancel", d)
+	}
+	for _, id := range []string{"hold-1", "hold-2"} {
+		if in := h.awaitStatus(id, "cancelled"); !strings.Contains(string(in.Error), "batch closed") {
+			t.Errorf("%s was cancelled with %s, want the reason given", id, in.Error)
+		}
+	}
+	waitRows(tb, "the cancelled rows", "greet-1=completed greet-2=completed hold-1=cancelled hold-2=cancelled")
+	waitTrue(tb, "the bulk bar to go", q("[data-test=bulk-bar]")+".hidden")
+}
+
+// approveFlow logs two lines, then waits for the event approved with the
+// instance's key, for an hour at most (a timer), and echoes its payload.
+const approveFlow = `
+name: approve
+steps:
+  - { id: note, activity: kit.log, input: { lines: ["info:asked for approval", "warn:no reviewer yet"] }, output: note }
+  - id: wait
+    wait: { event: approved, key: "${ input.k }", timeout: 1h }
+    output: got
+  - { id: echo, activity: kit.echo, input: "${ vars.got }", output: echoed }
+output: "${ vars.echoed }"
+`
+
+// TestBrowserInstancePageActions: the page of a suspended instance shows
+// the due time of its wait's timer, and, for an attempt, the node it ran
+// on and its log lines; its export downloads the instance's state; and
+// the event its wait expects, sent from the page with a payload,
+// completes it with that payload.
+func TestBrowserInstancePageActions(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("approve", approveFlow)
+	started := time.Now()
+	h.start("approve", "approve-1", map[string]any{"k": "doc-42"}, "suspended")
+	keys := h.attemptKeys("approve-1")
+	if len(keys) != 1 {
+		t.Fatalf("the history has attempts %v, want the log step's one", keys)
+	}
+
+	tb := openTab(t, h.url)
+	downloads := t.TempDir()
+	ctx, cancel := context.WithTimeout(tb.ctx, waitLimit)
+	defer cancel()
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		t.Fatal(err)
+	}
+	tb.open("/instances/approve-1", operatorSecret, "operator")
+	waitStatus(tb, "suspended")
+
+	// The timer of the wait's timeout, due an hour after it began.
+	due := waitFor(tb, "the wait's timer", q("[data-test=timer] time")+"?.getAttribute('datetime') ?? ''", func(s string) bool { return s != "" })
+	if d, err := time.Parse(time.RFC3339Nano, due); err != nil || d.Before(started.Add(time.Hour-time.Minute)) || d.After(time.Now().Add(time.Hour+time.Minute)) {
+		t.Errorf("the timer is shown due %q (%v), want an hour after the wait began", due, err)
+	}
+	if text := eval[string](tb, q("[data-test=timer]")+".textContent"); !strings.Contains(text, "in ") {
+		t.Errorf("the timer's row says %q, want how long until it is due", text)
+	}
+
+	// The log step's attempt: its node and its log lines.
+	tb.click(`[data-test=timeline] [data-attempt="` + keys[0] + `"]`)
+	detail := q(`[data-test=attempt-detail] [data-test=attempt]`)
+	waitFor(tb, "the attempt's detail", detail+"?.dataset.attempt ?? ''", func(s string) bool { return s == keys[0] })
+	if node := eval[string](tb, q("[data-test=attempt-detail] [data-test=attempt-node]")+"?.textContent ?? ''"); node != "n1" {
+		t.Errorf("the attempt's detail names node %q, want n1", node)
+	}
+	lines := `[...document.querySelectorAll('[data-test=attempt-detail] [data-test=log-lines] tbody tr')].map((r) => r.textContent)`
+	got := waitFor(tb, "the attempt's log lines", lines, func(l []string) bool { return len(l) >= 2 })
+	joined := strings.Join(got, "\n")
+	for _, want := range []string{"asked for approval (attempt 1)", "no reviewer yet (attempt 1)", "n1", "WARN"} {
+		if !strings.Contains(strings.ToUpper(joined), strings.ToUpper(want)) {
+			t.Errorf("the attempt's log lines %q do not show %q", got, want)
+		}
+	}
+
+	// The export downloads the state.
+	tb.click("[data-test=export]")
+	file := filepath.Join(downloads, "approve-1.state.json")
+	var state []byte
+	deadline := time.Now().Add(waitLimit)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(file); err == nil && json.Valid(b) {
+			state = b
+			break
+		}
+		if time.Now().After(deadline) {
+			names, _ := os.ReadDir(downloads)
+			t.Fatalf("after %v no %s was downloaded (the directory holds %v)", waitLimit, file, names)
+		}
+		<-tick.C // polling under the deadline above
+	}
+	if !strings.Contains(string(state), `"approve-1"`) || !strings.Contains(string(state), `"doc-42"`) {
+		t.Errorf("the exported state does not hold the instance: %.300s", state)
+	}
+
+	// The event the wait expects, sent from the page.
+	waitTrue(tb, "the event form", q("[data-test=bookmark] [data-test=event-payload]")+" !== null")
+	tb.do(chromedp.SendKeys(chromedp.CSS("[data-test=bookmark] [data-test=event-payload]"), `{"approved": true, "by": "ops"}`))
+	tb.click("[data-test=send-event-submit]")
+	waitStatus(tb, "completed")
+	if in := h.get("approve-1"); in.Status != "completed" || string(in.Output) != `{"approved":true,"by":"ops"}` {
+		t.Errorf("approve-1 is %s with output %s, want completed with the payload sent", in.Status, in.Output)
+	}
+	waitFor(tb, "the output shown", q("[data-test=instance-output]")+"?.textContent ?? ''", func(s string) bool { return strings.Contains(s, `"by": "ops"`) })
+	waitTrue(tb, "the wait to go", q("[data-test=bookmark]")+" === null")
 }

@@ -75,7 +75,7 @@ export async function render({main, params}) {
   let actionsSig = '';
   function drawActions() {
     const w = inst.waiting_on || {bookmarks: [], timers: []};
-    const sig = JSON.stringify([inst.status, w.bookmarks, can('operator')]);
+    const sig = JSON.stringify([inst.status, w.bookmarks, w.timers, can('operator')]);
     if (sig === actionsSig) return;
     actionsSig = sig;
     const list = [];
@@ -208,7 +208,7 @@ export async function render({main, params}) {
       h('h3', {}, `${a.path} attempt ${a.n}`, a.round ? h('span', {class: 'muted'}, ` (after retry ${a.round})`) : ''),
       kv([
         ['activity', a.plugin ? [h('a', {href: links.plugin(a.plugin)}, a.plugin), `.${a.activity}`] : a.activity],
-        ['node', a.node || '—'],
+        ['node', h('span', {'data-test': 'attempt-node'}, a.node || '—')],
         a.endNode && a.endNode !== a.node ? ['ended on', a.endNode] : null,
         ['started', timeEl(new Date(a.start).toISOString())],
         ['ended', a.running ? h('span', {class: 'muted'}, 'running') : timeEl(new Date(a.end).toISOString())],
