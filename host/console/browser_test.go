@@ -943,3 +943,60 @@ func TestBrowserInstancePageActions(t *testing.T) {
 	waitFor(tb, "the output shown", q("[data-test=instance-output]")+"?.textContent ?? ''", func(s string) bool { return strings.Contains(s, `"by": "ops"`) })
 	waitTrue(tb, "the wait to go", q("[data-test=bookmark]")+" === null")
 }
+
+// parentFlow waits for a child instance of kidFlow, which echoes its input.
+const parentFlow = `
+name: parent
+steps:
+  - id: audit
+    workflow: kid
+    input: { order: "${ input.order }" }
+    output: audit
+output: "${ vars.audit }"
+`
+
+const kidFlow = `
+name: kid
+steps:
+  - id: echo
+    activity: kit.echo
+    input: "${ input }"
+    output: echoed
+output: "${ vars.echoed }"
+`
+
+// TestBrowserParentAndChildLinks: a parent's page links the child its
+// child step started, and the child's page links back to its parent and
+// the step that started it.
+func TestBrowserParentAndChildLinks(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("kid", kidFlow)
+	h.putWorkflow("parent", parentFlow)
+	if in := h.start("parent", "parent-1", map[string]any{"order": "A-1"}, "ended"); in.Status != "completed" {
+		t.Fatalf("parent-1 is %s (%s), want completed", in.Status, in.Error)
+	}
+
+	tb := openTab(t, h.url)
+	tb.open("/instances/parent-1", readerSecret, "reader")
+	waitStatus(tb, "completed")
+	ids := `[...document.querySelectorAll('[data-test=children] [data-test=child-link]')].map((a) => a.dataset.id)`
+	kids := waitFor(tb, "the child's link", ids, func(l []string) bool { return len(l) > 0 })
+	if len(kids) != 1 || kids[0] == "" {
+		t.Fatalf("the parent's page links children %q, want the one its step started", kids)
+	}
+	if got := h.get(kids[0]); got.Workflow != "kid" || got.Status != "completed" {
+		t.Fatalf("the linked child %s is %s of %q, want a completed kid", kids[0], got.Status, got.Workflow)
+	}
+
+	tb.click(`[data-test=children] [data-test=child-link]`)
+	waitFor(tb, "the child's page", "location.hash", func(p string) bool { return p == "#/instances/"+kids[0] })
+	waitStatus(tb, "completed")
+	parent := waitFor(tb, "the link to the parent", q("[data-test=parent-link]")+"?.textContent ?? ''", func(s string) bool { return s != "" })
+	if parent != "parent-1" {
+		t.Errorf("the child's page links parent %q, want parent-1", parent)
+	}
+	if step := eval[string](tb, q("[data-test=parent-link]")+".parentElement.textContent"); !strings.Contains(step, "audit") {
+		t.Errorf("the child's parent row says %q, want the step audit named", step)
+	}
+}

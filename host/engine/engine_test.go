@@ -775,21 +775,9 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var child *store.Instance
-	for child == nil {
-		items, _, err := h.store.ListInstances(ctx, store.InstanceFilter{Workflow: "held", Status: store.StatusSuspended})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(items) > 0 {
-			child = &items[0]
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no suspended child of instance %s within 30s", parent.ID)
-		case <-time.After(5 * time.Millisecond): // polling with a deadline
-		}
+	child := suspendedChild(ctx, t, h, parent.ID)
+	if child.Parent == nil || child.Parent.InstanceID != parent.ID || child.Parent.StepID != "sub" || child.Parent.Token == "" {
+		t.Fatalf("child %s has parent %+v, want instance %s, step sub and the wait's token", child.ID, child.Parent, parent.ID)
 	}
 	if err := h.e.Cancel(ctx, child.ID, "no longer needed"); err != nil {
 		t.Fatalf("Cancel %s: %v", child.ID, err)
@@ -808,6 +796,63 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 	want := "child workflow failed: child " + child.ID + " cancelled: no longer needed"
 	if got.Status != store.StatusFailed || got.Error == nil || got.Error.Code != "cancelled" || got.Error.Message != want {
 		t.Fatalf("parent %s is %s with error %+v, want failed with code cancelled and message %q", parent.ID, got.Status, got.Error, want)
+	}
+}
+
+// suspendedChild waits, up to ctx's deadline, for the child of workflow
+// held that instance parent started to suspend, and returns it.
+func suspendedChild(ctx context.Context, t *testing.T, h *host, parent string) *store.Instance {
+	t.Helper()
+	for {
+		items, _, err := h.store.ListInstances(ctx, store.InstanceFilter{Workflow: "held", Status: store.StatusSuspended})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range items {
+			if items[i].Parent != nil && items[i].Parent.InstanceID == parent {
+				return &items[i]
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no suspended child of instance %s: %v", parent, ctx.Err())
+		case <-time.After(5 * time.Millisecond): // polling with a deadline
+		}
+	}
+}
+
+// TestChildStoredWithTheOldParentRefReachesItsParent: a child stored
+// before ParentRef kept the wait's token apart held it in StepID; its end
+// still reaches the parent's wait.
+func TestChildStoredWithTheOldParentRefReachesItsParent(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save("name: held\nsteps: [{id: review, wait: {event: held.go, key: fixed}}]\n")
+	h.save("name: holder\nsteps: [{id: sub, workflow: held}]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	parent, _, err := h.e.Start(ctx, "holder", nil, "holder-old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := suspendedChild(ctx, t, h, parent.ID)
+	st, err := h.e.Export(ctx, child.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Instance.Parent = &store.ParentRef{InstanceID: parent.ID, StepID: child.Parent.Token}
+	if _, err := h.e.Import(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.Cancel(ctx, child.ID, "old record"); err != nil {
+		t.Fatalf("Cancel %s: %v", child.ID, err)
+	}
+	got, err := h.e.WaitFinished(ctx, parent.ID)
+	if err != nil {
+		t.Fatalf("WaitFinished %s: %v", parent.ID, err)
+	}
+	if got.Status != store.StatusFailed || got.Error == nil || got.Error.Code != "cancelled" {
+		t.Fatalf("parent %s is %s with error %+v, want failed by its cancelled child", parent.ID, got.Status, got.Error)
 	}
 }
 

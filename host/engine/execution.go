@@ -849,7 +849,7 @@ func (x *execution) commit(drains bool) error {
 		if err != nil {
 			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, runner.ChildID(inst.ID, c.Token), err)
 		}
-		if _, _, err := x.e.create(x.ctx, c.Workflow, in, runner.ChildID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.Token}); err != nil {
+		if _, _, err := x.e.create(x.ctx, c.Workflow, in, runner.ChildID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.StepID, Token: c.Token}); err != nil {
 			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
 		}
 	}
@@ -860,7 +860,7 @@ func (x *execution) commit(drains bool) error {
 	}
 	if inst.Status.Terminal() && inst.Parent != nil {
 		end, _ := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
-		c.Send = []store.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: store.MessageChild, Token: inst.Parent.StepID, Payload: end}}
+		c.Send = []store.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: store.MessageChild, Token: inst.Parent.WaitToken(), Payload: end}}
 	}
 	rev, err := x.e.store.Commit(x.ctx, c)
 	if err != nil {

@@ -114,7 +114,21 @@ type Failure struct {
 // workflow.
 type ParentRef struct {
 	InstanceID string `json:"instance_id"`
-	StepID     string `json:"step_id"`
+	// StepID is the id of the parent's step that started the child.
+	StepID string `json:"step_id"`
+	// Token is the parent runner's name for the wait, which the child's
+	// end is sent to. Children stored before it was kept have it in
+	// StepID: see WaitToken.
+	Token string `json:"token,omitempty"`
+}
+
+// WaitToken is the parent runner's name for the wait the child's end is
+// sent to.
+func (p *ParentRef) WaitToken() string {
+	if p.Token != "" {
+		return p.Token
+	}
+	return p.StepID
 }
 
 // Lease records which node (and which boot of it) runs an instance, until

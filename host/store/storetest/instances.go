@@ -33,7 +33,7 @@ func testCreateAndGet(t *testing.T, h *harness) {
 				Error:       &store.Failure{Code: "card_declined", Message: "no", Details: json.RawMessage(`{"try": 2}`)},
 				State:       []byte{0, 1, 2, 0xFF},
 				Plugins:     map[string]string{"payments": "h1"},
-				Parent:      &store.ParentRef{InstanceID: "p", StepID: "audit"},
+				Parent:      &store.ParentRef{InstanceID: "p", StepID: "audit", Token: "c2"},
 				Persistence: "activity",
 				Lease:       store.Lease{Node: "n1", Boot: "b1", Expiry: Epoch.Add(time.Minute)},
 			},
