@@ -48,7 +48,6 @@ var httpHosts = []struct {
 	{"weft-rust", setupWeftRustHTTP},
 	{"extism", setupExtismHTTP},
 	{"weft-raw", weftHTTP("raw")},
-
 }
 
 // BenchmarkHTTP compares one outbound POST of a small body to a loopback
