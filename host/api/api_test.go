@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +85,7 @@ type workflowDoc struct {
 	Hash       string          `json:"hash"`
 	Source     *string         `json:"source"`
 	Definition json.RawMessage `json:"definition"`
+	Versions   []int           `json:"versions"`
 }
 
 // TestWorkflowRoutes: save (201, 200 unchanged, 201 changed, JSON too),
@@ -144,9 +146,28 @@ func TestWorkflowRoutes(t *testing.T) {
 		t.Fatalf("list = %+v", list)
 	}
 
+	if !slices.Equal(latest.Versions, []int{2, 1}) || !slices.Equal(first.Versions, []int{2, 1}) {
+		t.Fatalf("versions listed %v (latest) and %v (version 1), want [2 1]", latest.Versions, first.Versions)
+	}
+
 	h.do("DELETE", "/v1/workflows/greet", nil).want(t, http.StatusNoContent)
 	h.do("GET", "/v1/workflows/greet", nil).want(t, http.StatusNotFound).problem(t)
 	h.do("DELETE", "/v1/workflows/greet", nil).want(t, http.StatusNotFound).problem(t)
+
+	// Saved again after the deletion: versions 3, 4, 5, and only those
+	// listed (1 and 2 are gone).
+	for i, src := range []string{echoFlow, changed, strings.Replace(echoFlow, "kit.upper", "kit.work", 1)} {
+		var v workflowDoc
+		h.request("PUT", "/v1/workflows/greet", adminSecret, "application/yaml", []byte(src)).want(t, http.StatusCreated).json(t, &v)
+		if v.Version != 3+i {
+			t.Fatalf("saved again as version %d, want %d", v.Version, 3+i)
+		}
+	}
+	var again workflowDoc
+	h.do("GET", "/v1/workflows/greet?version=3", nil).want(t, http.StatusOK).json(t, &again)
+	if !slices.Equal(again.Versions, []int{5, 4, 3}) {
+		t.Fatalf("versions listed %v after the deletion, want [5 4 3]", again.Versions)
+	}
 }
 
 // TestInstanceRoutes: start (with and without wait, idempotent by id), show

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -143,6 +144,9 @@ type workflowView struct {
 	// (defaults filled in, expressions as written): what a client that
 	// draws or checks the steps reads, so that it needs no YAML parser.
 	Definition json.RawMessage `json:"definition,omitempty"`
+	// Versions lists the versions kept, the latest first, when one
+	// definition is shown.
+	Versions []int `json:"versions,omitempty"`
 }
 
 func viewWorkflow(d *store.Definition, withSource bool) workflowView {
@@ -223,7 +227,43 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(viewWorkflow(d, true))
+	v := viewWorkflow(d, true)
+	if v.Versions, err = s.workflowVersions(ctx, name); err != nil {
+		return err
+	}
+	return c.JSON(v)
+}
+
+// workflowVersions lists the versions of a definition kept, the latest
+// first. A store deletes a definition's versions all together and adds
+// each new one after the latest, so the versions kept run without a gap
+// from the oldest to the latest (after a deletion, a name saved again
+// starts after its last version): the oldest is found by a binary search,
+// a few reads whatever the number of versions.
+func (s *Server) workflowVersions(ctx context.Context, name string) ([]int, error) {
+	latest, err := s.node.Store().GetDefinition(ctx, name, 0)
+	if err != nil {
+		return nil, err
+	}
+	var searchErr error
+	oldest := sort.Search(latest.Version, func(i int) bool {
+		if searchErr != nil {
+			return true
+		}
+		_, err := s.node.Store().GetDefinition(ctx, name, i+1)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			searchErr = err
+		}
+		return err == nil
+	}) + 1
+	if searchErr != nil {
+		return nil, searchErr
+	}
+	versions := make([]int, 0, latest.Version-oldest+1)
+	for v := latest.Version; v >= oldest; v-- {
+		versions = append(versions, v)
+	}
+	return versions, nil
 }
 
 func (s *Server) deleteWorkflow(c *fiber.Ctx) error {

@@ -30,7 +30,7 @@ type instanceView struct {
 	Vars      json.RawMessage   `json:"vars"`
 	Error     *store.Failure    `json:"error"`
 	Plugins   map[string]string `json:"plugins,omitempty"`
-	Parent    *store.ParentRef  `json:"parent,omitempty"`
+	Parent    *parentView       `json:"parent,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
 	// DeleteAfter is when a finished instance will be deleted by the
@@ -39,6 +39,20 @@ type instanceView struct {
 	// WaitingOn is set when one instance is shown, and in lists for a
 	// suspended instance.
 	WaitingOn *waitingOn `json:"waiting_on,omitempty"`
+}
+
+// parentView names the parent of a child instance: the runner's token for
+// the wait is the engine's, not the API's.
+type parentView struct {
+	InstanceID string `json:"instance_id"`
+	StepID     string `json:"step_id"`
+}
+
+func viewParent(p *store.ParentRef) *parentView {
+	if p == nil {
+		return nil
+	}
+	return &parentView{InstanceID: p.InstanceID, StepID: p.StepID}
 }
 
 // waitingOn is what a suspended instance waits for.
@@ -63,7 +77,7 @@ func viewInstance(in *store.Instance) instanceView {
 	v := instanceView{
 		ID: in.ID, Workflow: in.Workflow, Version: in.Version, Status: in.Status,
 		Input: in.Input, Output: in.Output, Vars: in.Vars, Error: in.Error,
-		Plugins: in.Plugins, Parent: in.Parent, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt,
+		Plugins: in.Plugins, Parent: viewParent(in.Parent), CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt,
 		DeleteAfter: in.DeleteAfter,
 	}
 	if in.Status == store.StatusCancelled && in.Error == nil {
@@ -342,13 +356,18 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 		return invalidField("id", "takes no event, key or cursor: it names one instance")
 	case id != "":
 		items, err = s.oneInstance(ctx, id, f)
-	case key != "" && event == "":
-		return invalidField("key", "needs event: a correlation key is the key of an event")
-	case event != "":
+	case event != "" || key != "":
 		if f.Cursor != "" {
 			return invalidField("cursor", "lists by event and key are not paged")
 		}
-		items, err = s.waitingFor(ctx, event, key, f)
+		events := []string{event}
+		if event == "" {
+			// A key alone: under every event a saved workflow waits for.
+			if events, err = s.node.Engine().WaitedEvents(ctx); err != nil {
+				return err
+			}
+		}
+		items, err = s.waitingFor(ctx, events, key, f)
 	default:
 		items, next, err = s.node.Store().ListInstances(ctx, f)
 	}
@@ -410,10 +429,14 @@ func (s *Server) oneInstance(ctx context.Context, id string, f store.InstanceFil
 // waitingFor is the list ?event=&key= answers: the instances waiting for
 // that event with that key (an empty key is a key too), that pass f, in
 // f's order, at most f.Limit.
-func (s *Server) waitingFor(ctx context.Context, event, key string, f store.InstanceFilter) ([]store.Instance, error) {
-	bms, err := s.node.Store().FindBookmarks(ctx, event, key)
-	if err != nil {
-		return nil, err
+func (s *Server) waitingFor(ctx context.Context, events []string, key string, f store.InstanceFilter) ([]store.Instance, error) {
+	var bms []store.Bookmark
+	for _, event := range events {
+		found, err := s.node.Store().FindBookmarks(ctx, event, key)
+		if err != nil {
+			return nil, err
+		}
+		bms = append(bms, found...)
 	}
 	seen := map[string]bool{}
 	var items []store.Instance

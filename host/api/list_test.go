@@ -13,7 +13,8 @@ import (
 // TestListInstancesNewestFirstInRangeAndFound: the list is newest first
 // unless asked for the oldest; created_after (inclusive) and
 // created_before (exclusive) bound it; ?id= finds one instance and
-// ?event=&key= those waiting on a correlation key; the counts by status
+// ?event=&key= those waiting on a correlation key (?key= alone, under any
+// event a saved workflow waits for); the counts by status
 // follow. Bad parameters are 400s naming themselves.
 func TestListInstancesNewestFirstInRangeAndFound(t *testing.T) {
 	t.Parallel()
@@ -28,6 +29,9 @@ func TestListInstancesNewestFirstInRangeAndFound(t *testing.T) {
 		made = append(made, in)
 	}
 	h.do("POST", "/v1/workflows/greet/instances?wait=30s", map[string]any{"id": "g-1", "input": map[string]any{"name": "x"}}).want(t, http.StatusCreated)
+	// Another event, the same key.
+	h.putWorkflow("other", "name: other\nsteps: [{id: w, wait: {event: other.go, key: fixed}}]\n")
+	h.do("POST", "/v1/workflows/other/instances?wait=30s&until=suspended", map[string]any{"id": "o-1"}).want(t, http.StatusCreated)
 
 	ids := func(query string) []string {
 		t.Helper()
@@ -44,8 +48,8 @@ func TestListInstancesNewestFirstInRangeAndFound(t *testing.T) {
 		query string
 		want  []string
 	}{
-		{"", []string{"g-1", "l-3", "l-2", "l-1"}},
-		{"order=oldest", []string{"l-1", "l-2", "l-3", "g-1"}},
+		{"", []string{"o-1", "g-1", "l-3", "l-2", "l-1"}},
+		{"order=oldest", []string{"l-1", "l-2", "l-3", "g-1", "o-1"}},
 		{"workflow=hold&limit=2", []string{"l-3", "l-2"}},
 		{"workflow=hold&created_after=" + at(made[1]), []string{"l-3", "l-2"}},
 		{"workflow=hold&created_before=" + at(made[1]), []string{"l-1"}},
@@ -56,6 +60,9 @@ func TestListInstancesNewestFirstInRangeAndFound(t *testing.T) {
 		{"event=hold.released&key=fixed", []string{"l-3", "l-2", "l-1"}},
 		{"event=hold.released&key=fixed&order=oldest&limit=2", []string{"l-1", "l-2"}},
 		{"event=hold.released&key=other", nil},
+		{"key=fixed", []string{"o-1", "l-3", "l-2", "l-1"}},
+		{"key=fixed&workflow=other", []string{"o-1"}},
+		{"key=other", nil},
 	} {
 		if got := ids(tt.query); !slices.Equal(got, tt.want) {
 			t.Errorf("GET /v1/instances?%s = %v, want %v", tt.query, got, tt.want)
@@ -65,7 +72,7 @@ func TestListInstancesNewestFirstInRangeAndFound(t *testing.T) {
 		"order=sideways":                      "order",
 		"created_after=yesterday":             "created_after",
 		"created_before=2026-13-01T00:00:00Z": "created_before",
-		"key=fixed":                           "key",
+		"key=fixed&cursor=abc":                "cursor",
 		"id=l-1&event=hold.released&key=x":    "id",
 	} {
 		p := h.do("GET", "/v1/instances?"+query, nil).want(t, http.StatusBadRequest).problem(t)
@@ -85,8 +92,8 @@ func TestListInstancesNewestFirstInRangeAndFound(t *testing.T) {
 	h.do("POST", "/v1/instances/l-1/cancel", nil).want(t, http.StatusAccepted)
 	h.awaitStatus("l-1", "cancelled")
 	h.request("GET", "/v1/counts/instances", readerSecret, "", nil).want(t, http.StatusOK).json(t, &counts)
-	if counts.Total != 4 || counts.ByStatus["suspended"] != 2 || counts.ByStatus["cancelled"] != 1 || counts.ByStatus["completed"] != 1 {
-		t.Errorf("counts = %+v, want 2 suspended, 1 cancelled, 1 completed", counts)
+	if counts.Total != 5 || counts.ByStatus["suspended"] != 3 || counts.ByStatus["cancelled"] != 1 || counts.ByStatus["completed"] != 1 {
+		t.Errorf("counts = %+v, want 3 suspended, 1 cancelled, 1 completed", counts)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -188,6 +189,35 @@ func (e *Engine) trigger(ctx context.Context, s Stimulus, payload json.RawMessag
 		}
 		if next == "" {
 			return started, heard, nil
+		}
+		cursor = next
+	}
+}
+
+// WaitedEvents returns the event names the saved workflows' latest
+// versions wait for, sorted: where a correlation key without its event can
+// be looked for.
+func (e *Engine) WaitedEvents(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	for cursor := ""; ; {
+		defs, next, err := e.store.ListDefinitions(ctx, cursor, 100)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range defs {
+			prog, err := e.program(ctx, d.Name, d.Version)
+			if err != nil {
+				return nil, err
+			}
+			prog.Definition().Walk(func(_ string, st *definition.Step) bool {
+				if st.Wait != nil {
+					seen[st.Wait.Event] = true
+				}
+				return true
+			})
+		}
+		if next == "" {
+			return slices.Sorted(maps.Keys(seen)), nil
 		}
 		cursor = next
 	}

@@ -111,18 +111,11 @@ export async function render({main, params, query}) {
     replace(main, h('h1', {}, 'Workflow ', h('code', {}, name)), errorBox(e));
     return;
   }
-  // The latest version, to list the others: versions count up from 1
-  // (a deleted workflow's numbers are not reused, so the lowest may 404).
-  let latest = wf.version;
-  if (version) {
-    try {
-      latest = (await api.get(`/v1/workflows/${api.p(name)}`)).version;
-    } catch {
-      // the versions list is a convenience; the page shows what it has
-    }
-  }
-  const versions = [];
-  for (let v = latest; v >= 1 && versions.length < 50; v--) versions.push(v);
+  // The host lists the versions kept, latest first.
+  const versions = wf.versions && wf.versions.length ? wf.versions : [wf.version];
+  const latest = versions[0];
+  const shown = versions.slice(0, 50);
+  if (!shown.includes(wf.version)) shown.push(wf.version);
 
   const source = wf.source || '';
   const startInput = h('textarea', {class: 'code', rows: 6, spellcheck: 'false', 'data-test': 'start-input'}, '{}');
@@ -136,7 +129,7 @@ export async function render({main, params, query}) {
       ['version', [String(wf.version), wf.version !== latest ? h('span', {class: 'muted'}, ` (latest is ${latest})`) : '']],
       ['hash', shortHash(wf.hash)],
       ['saved', timeEl(wf.created_at)],
-      ['versions', h('ul', {class: 'inline', 'data-test': 'workflow-versions'}, versions.map((v) => h('li', {},
+      ['versions', h('ul', {class: 'inline', 'data-test': 'workflow-versions'}, shown.map((v) => h('li', {},
         v === wf.version ? h('strong', {'aria-current': 'page'}, `v${v}`) : h('a', {href: links.workflow(wf.name, v)}, `v${v}`))))],
     ])),
     can('operator') ? section('Start an instance', {'data-test': 'start-section'},
