@@ -1,0 +1,62 @@
+package console_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// versionsJS lists the workflow page's versions, as shown ("v3").
+const versionsJS = `[...document.querySelectorAll('[data-test=workflow-versions] li')].map((li) => li.textContent.trim())`
+
+// TestBrowserWorkflowVersionsAndSourceErrors: the workflow page lists the
+// versions the host keeps, not every number below the latest (a name saved
+// again after a deletion starts after its last version); and a definition
+// saved from the page with a problem is refused with the problem marked on
+// its line.
+func TestBrowserWorkflowVersionsAndSourceErrors(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("greet", greetFlow)
+	h.putWorkflow("greet", strings.Replace(greetFlow, "kit.upper", "kit.echo", 1))
+	h.request("DELETE", "/v1/workflows/greet", adminSecret, "", nil).want(t, http.StatusNoContent)
+	h.putWorkflow("greet", greetFlow) // version 3
+	h.putWorkflow("greet", strings.Replace(greetFlow, "kit.upper", "kit.echo", 1))
+
+	tb := openTab(t, h.url)
+	tb.open("/workflows/greet", adminSecret, "admin")
+	got := waitFor(tb, "the versions", versionsJS, func(v []string) bool { return len(v) > 0 })
+	if strings.Join(got, " ") != "v4 v3" {
+		t.Fatalf("the page lists versions %q, want v4 v3 (1 and 2 were deleted)", got)
+	}
+
+	// Line 4 names an activity kit does not have.
+	bad := "name: greet\nsteps:\n  - id: up\n    activity: kit.nosuch\n"
+	tb.click("[data-test=edit-section] summary")
+	tb.do(chromedp.Evaluate[chromedp.Void](q("[data-test=source-editor]") + ".value = " + js(bad)))
+	tb.click("[data-test=save-workflow-submit]")
+	lines := `[...document.querySelectorAll('[data-test=save-workflow] [data-test=source-error-line]')].map((l) => l.dataset.line)`
+	marked := waitFor(tb, "the marked line", lines, func(l []string) bool { return len(l) > 0 })
+	if strings.Join(marked, " ") != "4" {
+		t.Errorf("lines %q are marked, want line 4 with the unknown activity", marked)
+	}
+	note := eval[string](tb, q("[data-test=save-workflow] .src-error")+"?.textContent ?? ''")
+	if !strings.Contains(note, "nosuch") {
+		t.Errorf("the note under line 4 says %q, want the unknown activity named", note)
+	}
+	if v := h.getWorkflowVersion("greet"); v != 4 {
+		t.Errorf("after the refused save the latest version is %d, want 4", v)
+	}
+}
+
+// getWorkflowVersion answers the latest version of a workflow.
+func (h *host) getWorkflowVersion(name string) int {
+	h.t.Helper()
+	var wf struct {
+		Version int `json:"version"`
+	}
+	h.do("GET", "/v1/workflows/"+name, nil).want(h.t, http.StatusOK).json(h.t, &wf)
+	return wf.Version
+}
