@@ -352,8 +352,10 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 	var next string
 	id, event, key := c.Query("id"), c.Query("event"), c.Query("key")
 	switch {
-	case id != "" && (event != "" || key != "" || f.Cursor != ""):
-		return invalidField("id", "takes no event, key or cursor: it names one instance")
+	case id != "" && (event != "" || key != "" || f.Cursor != "" || c.Query("plugin") != ""):
+		return invalidField("id", "takes no event, key, plugin or cursor: it names one instance")
+	case (event != "" || key != "") && c.Query("plugin") != "":
+		return invalidField("plugin", "takes no event or key")
 	case id != "":
 		items, err = s.oneInstance(ctx, id, f)
 	case event != "" || key != "":
@@ -368,6 +370,10 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 			}
 		}
 		items, err = s.waitingFor(ctx, events, key, f)
+	case c.Query("plugin") != "":
+		items, next, err = s.pinning(ctx, c.Query("plugin"), c.Query("plugin_version"), f)
+	case c.Query("plugin_version") != "":
+		return invalidField("plugin_version", "needs plugin: a version is a plugin's")
 	default:
 		items, next, err = s.node.Store().ListInstances(ctx, f)
 	}

@@ -7,10 +7,8 @@ import * as api from '../api.js';
 import {h, replace, timeEl, links, fmtBytes, statusBadge} from '../format.js';
 import {errorBox, section, kv, slot} from '../ui.js';
 
-// INSTANCE_SCAN bounds how many instances are read to find the users of
-// a version: the API has no filter by plugin, so the page reads the
-// newest ones and says how many it read.
-const INSTANCE_SCAN = 1000;
+// SHOWN is how many instances pinned to a version the page lists.
+const SHOWN = 20;
 
 // activitiesIn walks a definition's steps (nested ones too) and answers
 // the activity names it calls of the plugin.
@@ -106,20 +104,20 @@ export async function render({main, params}) {
           r.error ? [': ', errorBox(r.error)] : [': ', r.acts.map((a) => h('code', {}, `${pl.name}.${a}`)).flatMap((x, i) => (i ? [', ', x] : [x]))])));
       })));
 
-  // Instances by pinned version, among the newest ones.
-  try {
-    const page = await api.get('/v1/instances', {limit: INSTANCE_SCAN});
-    const items = page.items || [];
-    const note = `among the ${items.length} newest instances${page.next_cursor ? ' (there are more)' : ''}`;
-    for (const v of versions) {
-      const mine = items.filter((it) => it.plugins && it.plugins[pl.name] === v.version);
-      replace(usedBy.get(v.version), mine.length
-        ? h('div', {}, h('p', {class: 'muted'}, `${mine.length} ${note}`), h('ul', {class: 'plain'}, mine.slice(0, 20).map((it) => h('li', {},
+  // The instances pinned to each version, newest first: the host reads
+  // its instances for those that pin it, and says when there are more.
+  await Promise.all(versions.map(async (v) => {
+    const el = usedBy.get(v.version);
+    try {
+      const page = await api.get('/v1/instances', {plugin: pl.name, plugin_version: v.version, limit: SHOWN});
+      const items = page.items || [];
+      replace(el, items.length
+        ? h('div', {}, h('ul', {class: 'plain'}, items.map((it) => h('li', {},
           h('a', {href: links.instance(it.id)}, it.id), ' ', statusBadge(it.status), h('span', {class: 'muted'}, ` ${it.workflow} v${it.version}`)))),
-        mine.length > 20 ? h('p', {class: 'muted'}, `and ${mine.length - 20} more`) : null)
-        : h('span', {class: 'muted'}, `none ${note}`));
+        page.next_cursor ? h('p', {class: 'muted'}, `the newest ${items.length}; there may be more`) : null)
+        : h('span', {class: 'muted'}, page.next_cursor ? 'none among the newest instances read; there may be older ones' : 'none'));
+    } catch (e) {
+      replace(el, errorBox(e));
     }
-  } catch (e) {
-    for (const el of usedBy.values()) replace(el, errorBox(e));
-  }
+  }));
 }
