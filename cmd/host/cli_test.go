@@ -498,6 +498,18 @@ func TestCLIAgainstHost(t *testing.T) {
 		if out := ts.ok(t, "instance", "ls", "--event", "document.approved", "--key", "doc-7"); !strings.Contains(out, id) {
 			t.Errorf("instance ls --event --key: %s", out)
 		}
+		if out := ts.ok(t, "instance", "ls", "--key", "doc-7"); !strings.Contains(out, id) {
+			t.Errorf("instance ls --key: %s", out)
+		}
+		if out := ts.ok(t, "instance", "ls", "--plugin", "text"); !strings.Contains(out, id) {
+			t.Errorf("instance ls --plugin text: %s", out)
+		}
+		if out := ts.ok(t, "instance", "ls", "--plugin", "thumbnail"); strings.Contains(out, id) {
+			t.Errorf("instance ls --plugin thumbnail lists the approval that pins text only: %s", out)
+		}
+		if out := ts.ok(t, "instance", "ls", "--plugin", "text", "--plugin-version", "0000"); strings.Contains(out, id) {
+			t.Errorf("instance ls --plugin text --plugin-version 0000: %s", out)
+		}
 		out := ts.ok(t, "event", "send", "document.approved", "--key", "doc-7", "--payload", `{"approved":true,"by":"grace"}`)
 		if !strings.Contains(out, "resumed: "+id) {
 			t.Errorf("event send: %s", out)

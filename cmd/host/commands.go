@@ -430,8 +430,10 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	before := cmd.fs.String("before", "", "only instances created before this time: RFC 3339 or a duration ago")
 	cmd.fs.StringVar(&f.ID, "id", "", "only the instance with this id")
 	cmd.fs.StringVar(&f.Event, "event", "", "only instances waiting for this event (with --key)")
-	cmd.fs.StringVar(&f.Key, "key", "", "the correlation key they wait with (needs --event)")
-	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--after T] [--before T] [--oldest] [--id ID | --event E --key K] [--limit N] [--cursor C]"); !ok {
+	cmd.fs.StringVar(&f.Key, "key", "", "the correlation key they wait with (alone: under any event the saved workflows wait for)")
+	cmd.fs.StringVar(&f.Plugin, "plugin", "", "only instances that pin this plugin")
+	cmd.fs.StringVar(&f.PluginVersion, "plugin-version", "", "with --plugin: only those that pin this version (its hash)")
+	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--after T] [--before T] [--oldest] [--id ID | --event E --key K | --key K] [--plugin P [--plugin-version V]] [--limit N] [--cursor C]"); !ok {
 		return cmd.usageExit()
 	}
 	f.Status = store.Status(status)

@@ -544,20 +544,25 @@ type InstanceFilter struct {
 	// ID, when set, keeps the one instance with that id.
 	ID string
 	// Event, when set, keeps the instances waiting for that event with
-	// correlation key Key.
+	// correlation key Key; Key alone, those waiting with it under any
+	// event the saved workflows wait for.
 	Event, Key string
+	// Plugin, when set, keeps the instances that pin the plugin, at
+	// PluginVersion when it is set too.
+	Plugin, PluginVersion string
 	ListOptions
 }
 
 // Instances lists a page of instances, newest first unless f.Oldest.
 func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instance], error) {
 	q := pageQuery(f.ListOptions)
-	for name, v := range map[string]string{"workflow": f.Workflow, "status": string(f.Status), "id": f.ID, "event": f.Event} {
+	for name, v := range map[string]string{"workflow": f.Workflow, "status": string(f.Status), "id": f.ID, "event": f.Event,
+		"plugin": f.Plugin, "plugin_version": f.PluginVersion} {
 		if v != "" {
 			q.Set(name, v)
 		}
 	}
-	if f.Event != "" {
+	if f.Event != "" || f.Key != "" {
 		q.Set("key", f.Key)
 	}
 	if !f.CreatedAfter.IsZero() {

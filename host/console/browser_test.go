@@ -769,8 +769,9 @@ func applyFilters(tb *tab, fields map[string]string) {
 // created-before fields (to the second) show only the instances created
 // in the range, and keep their bounds when the filters are applied
 // again; the id search finds one instance by its exact id; the search
-// by waiting event and key finds the instance waiting for them; and a
-// bulk cancel of two rows selected cancels both, with the reason given.
+// by waiting event and key finds the instance waiting for them, and so
+// does the key alone; and a bulk cancel of two rows selected cancels
+// both, with the reason given.
 func TestBrowserInstanceListSearches(t *testing.T) {
 	h := newHost(t)
 	h.pushPlugin("kit")
@@ -820,6 +821,9 @@ func TestBrowserInstanceListSearches(t *testing.T) {
 	if hash := eval[string](tb, "location.hash"); !strings.Contains(hash, "event=go") || !strings.Contains(hash, "key=k1") {
 		t.Errorf("searched by event and key, the route is %q", hash)
 	}
+	// The key alone: under any event a saved workflow waits for.
+	applyFilters(tb, map[string]string{"filter-key": js("k1")})
+	waitRows(tb, "the search by key alone", "hold-1=suspended")
 
 	// Bulk cancel of the two suspended instances.
 	tb.goTo("/instances")

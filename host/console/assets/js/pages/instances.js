@@ -45,8 +45,9 @@ export async function render({main, query}) {
   // The searches: one instance by its exact id (not paged), or the
   // instances waiting for an event with a correlation key (not paged,
   // at most the page size; an event without a key finds the waits that
-  // name no key). The host refuses a key without its event, or an id
-  // with either, and the list shows why.
+  // name no key; a key alone is looked for under every event the saved
+  // workflows wait for). The host refuses an id with either, and the list
+  // shows why.
   const search = h('input', {type: 'search', name: 'id', value: f.id, placeholder: 'exact instance id', autocomplete: 'off', spellcheck: 'false',
     'data-search': true, 'data-test': 'filter-id', 'aria-keyshortcuts': '/'});
   const evInput = h('input', {type: 'text', name: 'event', value: f.event, placeholder: 'document.approved', autocomplete: 'off', spellcheck: 'false', 'data-test': 'filter-event'});
@@ -55,7 +56,7 @@ export async function render({main, query}) {
     h('option', {value: 'newest', selected: f.order === 'newest'}, 'newest first'),
     h('option', {value: 'oldest', selected: f.order === 'oldest'}, 'oldest first'));
   const filterForm = h('form', {class: 'filters', role: 'search', 'data-test': 'instance-filters'},
-    field('Id (/)', search), field('Waiting for event', evInput), field('with key', keyInput),
+    field('Id (/)', search), field('Waiting for event', evInput), field('Correlation key', keyInput),
     field('Workflow', wfInput), wfList, field('Status', stSelect),
     field('Created after', after), field('Created before', before), field('Order', order),
     h('div', {class: 'buttons'},
