@@ -767,15 +767,9 @@ output: "${ vars.x / 0 }"
 func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	h.save("name: held\nsteps: [{id: review, wait: {event: held.go, key: fixed}}]\n")
-	h.save("name: holder\nsteps: [{id: sub, workflow: held}]\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	parent, _, err := h.e.Start(ctx, "holder", nil, "holder-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := suspendedChild(ctx, t, h, parent.ID)
+	parent, child := startHolder(ctx, t, h, "holder-1")
 	if child.Parent == nil || child.Parent.InstanceID != parent.ID || child.Parent.StepID != "sub" || child.Parent.Token == "" {
 		t.Fatalf("child %s has parent %+v, want instance %s, step sub and the wait's token", child.ID, child.Parent, parent.ID)
 	}
@@ -797,6 +791,19 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 	if got.Status != store.StatusFailed || got.Error == nil || got.Error.Code != "cancelled" || got.Error.Message != want {
 		t.Fatalf("parent %s is %s with error %+v, want failed with code cancelled and message %q", parent.ID, got.Status, got.Error, want)
 	}
+}
+
+// startHolder saves holder, whose step sub starts a child of held, which
+// waits; it starts holder as id and answers it and its child, suspended.
+func startHolder(ctx context.Context, t *testing.T, h *host, id string) (parent *store.Instance, child *store.Instance) {
+	t.Helper()
+	h.save("name: held\nsteps: [{id: review, wait: {event: held.go, key: fixed}}]\n")
+	h.save("name: holder\nsteps: [{id: sub, workflow: held}]\n")
+	parent, _, err := h.e.Start(ctx, "holder", nil, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parent, suspendedChild(ctx, t, h, parent.ID)
 }
 
 // suspendedChild waits, up to ctx's deadline, for the child of workflow
@@ -827,15 +834,9 @@ func suspendedChild(ctx context.Context, t *testing.T, h *host, parent string) *
 func TestChildStoredWithTheOldParentRefReachesItsParent(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	h.save("name: held\nsteps: [{id: review, wait: {event: held.go, key: fixed}}]\n")
-	h.save("name: holder\nsteps: [{id: sub, workflow: held}]\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	parent, _, err := h.e.Start(ctx, "holder", nil, "holder-old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := suspendedChild(ctx, t, h, parent.ID)
+	parent, child := startHolder(ctx, t, h, "holder-old")
 	st, err := h.e.Export(ctx, child.ID)
 	if err != nil {
 		t.Fatal(err)
