@@ -228,23 +228,26 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 		return err
 	}
 	v := viewWorkflow(d, true)
-	if v.Versions, err = s.workflowVersions(ctx, name); err != nil {
+	latest := d
+	if version > 0 {
+		if latest, err = s.node.Store().GetDefinition(ctx, name, 0); err != nil {
+			return err
+		}
+	}
+	if v.Versions, err = s.workflowVersions(ctx, latest); err != nil {
 		return err
 	}
 	return c.JSON(v)
 }
 
-// workflowVersions lists the versions of a definition kept, the latest
-// first. A store deletes a definition's versions all together and adds
+// workflowVersions lists the versions kept of the definition whose latest
+// version is latest, the latest first. A store deletes a definition's versions all together and adds
 // each new one after the latest, so the versions kept run without a gap
 // from the oldest to the latest (after a deletion, a name saved again
 // starts after its last version): the oldest is found by a binary search,
 // a few reads whatever the number of versions.
-func (s *Server) workflowVersions(ctx context.Context, name string) ([]int, error) {
-	latest, err := s.node.Store().GetDefinition(ctx, name, 0)
-	if err != nil {
-		return nil, err
-	}
+func (s *Server) workflowVersions(ctx context.Context, latest *store.Definition) ([]int, error) {
+	name := latest.Name
 	var searchErr error
 	oldest := sort.Search(latest.Version, func(i int) bool {
 		if searchErr != nil {
