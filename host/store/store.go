@@ -174,6 +174,12 @@ type Store interface {
 	// each, ordered by name, and the next cursor.
 	ListDefinitions(ctx context.Context, cursor string, limit int) (items []Definition, next string, err error)
 
+	// ListDefinitionVersions returns the versions kept of a definition,
+	// the latest first, without their Source, or ErrNotFound when there
+	// is none: what a client lists to link to each, since a deletion
+	// leaves a gap in the numbers.
+	ListDefinitionVersions(ctx context.Context, name string) ([]Definition, error)
+
 	// DeleteDefinition removes every version of a definition, or returns
 	// ErrNotFound. Instances are not checked: they keep their version
 	// number, which a later definition of the same name never reuses.

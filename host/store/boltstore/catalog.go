@@ -182,6 +182,34 @@ func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) (
 	return out, next, nil
 }
 
+// ListDefinitionVersions implements store.Store.
+func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]store.Definition, error) {
+	var out []store.Definition
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bDefLatest).Get([]byte(name)) == nil {
+			return store.NotFound("definition %q", name)
+		}
+		prefix := key(nil).str(name)
+		defs := tx.Bucket(bDefs)
+		c := defs.Cursor()
+		// Keys end in the version, big-endian: walking back from the end
+		// of the name's keys lists the latest first.
+		for k := seekBefore(c, nil, prefix); hasPrefix(k, prefix); k, _ = c.Prev() {
+			var d store.Definition
+			if err := json.Unmarshal(defs.Get(k), &d); err != nil {
+				return fmt.Errorf("definition %q: corrupt record under key %x: %w", name, k, err)
+			}
+			d.Source = nil
+			out = append(out, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DeleteDefinition implements store.Store.
 func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
 	defer s.catalog.changed()

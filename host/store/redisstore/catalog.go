@@ -95,6 +95,32 @@ func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) (
 		func(d store.Definition) string { return d.Name })
 }
 
+// ListDefinitionVersions implements store.Store.
+func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]store.Definition, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	res, err := s.run(ctx, listDefinitionVersionsScript, s.args(name)).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail(ctx, "list versions of definition", name, err)
+	}
+	if len(res) == 0 {
+		return nil, store.NotFound("definition %q", name)
+	}
+	out := make([]store.Definition, 0, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		d, err := decodeDefinition(name, res[i], res[i+1])
+		if err != nil {
+			return nil, s.corrupt(err)
+		}
+		d.Source = nil
+		out = append(out, *d)
+	}
+	// A hash has no order.
+	slices.SortFunc(out, func(a, b store.Definition) int { return b.Version - a.Version })
+	return out, nil
+}
+
 // listByName reads a page of a list ordered by name with script (ARGV:
 // min, count; it answers the name and width-1 fields of each entry), from
 // after cursor, decodes each entry with decode and returns the page and the

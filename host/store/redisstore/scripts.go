@@ -494,6 +494,21 @@ end
 return out
 `)
 
+// listDefinitionVersionsScript reads every version kept of a definition.
+// ARGV: name. It returns version, doc per version, in no order, or {}.
+var listDefinitionVersionsScript = script(`
+local name = take()
+local out = {}
+local all = redis.call("HGETALL", P .. "d:" .. name)
+for i = 1, #all, 2 do
+  if string.sub(all[i], 1, 2) == "v:" then
+    out[#out + 1] = string.sub(all[i], 3)
+    out[#out + 1] = all[i + 1]
+  end
+end
+return out
+`)
+
 // deleteDefinitionScript is DeleteDefinition; dseq keeps the last
 // version so that versions are never reused. ARGV: name.
 var deleteDefinitionScript = script(`

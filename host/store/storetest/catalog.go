@@ -76,6 +76,66 @@ func testDefinitions(t *testing.T, h *harness) {
 	}
 }
 
+// testListDefinitionVersions: the versions kept, latest first, without
+// their source; after a deletion only those saved since, whose numbers go
+// on from the last; a name that is a prefix of another lists its own.
+func testListDefinitionVersions(t *testing.T, h *harness) {
+	type ver struct {
+		v    int
+		hash string
+	}
+	want := func(what, name string, wants ...ver) {
+		t.Helper()
+		got, err := h.s.ListDefinitionVersions(ctx(t), name)
+		must(t, what, err)
+		if len(got) != len(wants) {
+			t.Fatalf("%s: ListDefinitionVersions(%q) = %+v, want %d versions", what, name, got, len(wants))
+		}
+		for i, w := range wants {
+			g := got[i]
+			if g.Name != name || g.Version != w.v || g.Hash != w.hash || g.Source != nil {
+				t.Errorf("%s: version %d listed as %+v, want version %d, hash %s, no source", what, i, g, w.v, w.hash)
+			}
+			d, err := h.s.GetDefinition(ctx(t), name, w.v)
+			must(t, what, err)
+			wantTime(t, fmt.Sprintf("%s: CreatedAt of version %d", what, w.v), g.CreatedAt, d.CreatedAt)
+		}
+	}
+	_, err := h.s.ListDefinitionVersions(ctx(t), "order")
+	wantErr(t, "ListDefinitionVersions of a missing name", err, store.ErrNotFound)
+	put := func(name, hash string) {
+		t.Helper()
+		h.clock.Advance(time.Second)
+		_, _, err := h.s.PutDefinition(ctx(t), name, hash, []byte("source "+hash))
+		must(t, "PutDefinition", err)
+	}
+	put("order", "h1")
+	put("order", "h2")
+	put("order", "h2") // unchanged: no version
+	put("orderly", "x1")
+	want("two versions", "order", ver{2, "h2"}, ver{1, "h1"})
+	want("another name", "orderly", ver{1, "x1"})
+
+	must(t, "DeleteDefinition", h.s.DeleteDefinition(ctx(t), "order"))
+	_, err = h.s.ListDefinitionVersions(ctx(t), "order")
+	wantErr(t, "ListDefinitionVersions after delete", err, store.ErrNotFound)
+	put("order", "h1")
+	put("order", "h3")
+	want("saved again", "order", ver{4, "h3"}, ver{3, "h1"})
+
+	// More than nine, so that an order by text (10 before 9) shows.
+	for i := range 9 {
+		put("orderly", fmt.Sprint("x", i+2))
+	}
+	got, err := h.s.ListDefinitionVersions(ctx(t), "orderly")
+	must(t, "ListDefinitionVersions of ten", err)
+	for i, d := range got {
+		if d.Version != 10-i {
+			t.Fatalf("ten versions listed in the order %+v, want 10 down to 1", got)
+		}
+	}
+}
+
 func testListDefinitions(t *testing.T, h *harness) {
 	for _, name := range []string{"c", "a", "b", "ab", "d"} {
 		_, _, err := h.s.PutDefinition(ctx(t), name, "h1", []byte(name))

@@ -86,6 +86,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"BookmarkToken", testBookmarkToken},
 		{"Definitions", testDefinitions},
 		{"ListDefinitions", testListDefinitions},
+		{"ListDefinitionVersions", testListDefinitionVersions},
 		{"Plugins", testPlugins},
 		{"PinnedPluginCannotBeDeleted", testPinnedPluginCannotBeDeleted},
 		{"ListInstances", testListInstances},
