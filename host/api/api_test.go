@@ -85,7 +85,20 @@ type workflowDoc struct {
 	Hash       string          `json:"hash"`
 	Source     *string         `json:"source"`
 	Definition json.RawMessage `json:"definition"`
-	Versions   []int           `json:"versions"`
+	CreatedAt  time.Time       `json:"created_at"`
+	Versions   []struct {
+		Version   int       `json:"version"`
+		CreatedAt time.Time `json:"created_at"`
+	} `json:"versions"`
+}
+
+// numbers answers the versions listed, in their order.
+func (w workflowDoc) numbers() []int {
+	var ns []int
+	for _, v := range w.Versions {
+		ns = append(ns, v.Version)
+	}
+	return ns
 }
 
 // TestWorkflowRoutes: save (201, 200 unchanged, 201 changed, JSON too),
@@ -146,8 +159,11 @@ func TestWorkflowRoutes(t *testing.T) {
 		t.Fatalf("list = %+v", list)
 	}
 
-	if !slices.Equal(latest.Versions, []int{2, 1}) || !slices.Equal(first.Versions, []int{2, 1}) {
+	if !slices.Equal(latest.numbers(), []int{2, 1}) || !slices.Equal(first.numbers(), []int{2, 1}) {
 		t.Fatalf("versions listed %v (latest) and %v (version 1), want [2 1]", latest.Versions, first.Versions)
+	}
+	if at := latest.Versions[1].CreatedAt; !at.Equal(first.CreatedAt) {
+		t.Errorf("version 1 listed as saved at %v, shown as saved at %v", at, first.CreatedAt)
 	}
 
 	h.do("DELETE", "/v1/workflows/greet", nil).want(t, http.StatusNoContent)
@@ -165,7 +181,7 @@ func TestWorkflowRoutes(t *testing.T) {
 	}
 	var again workflowDoc
 	h.do("GET", "/v1/workflows/greet?version=3", nil).want(t, http.StatusOK).json(t, &again)
-	if !slices.Equal(again.Versions, []int{5, 4, 3}) {
+	if !slices.Equal(again.numbers(), []int{5, 4, 3}) {
 		t.Fatalf("versions listed %v after the deletion, want [5 4 3]", again.Versions)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -145,8 +144,15 @@ type workflowView struct {
 	// draws or checks the steps reads, so that it needs no YAML parser.
 	Definition json.RawMessage `json:"definition,omitempty"`
 	// Versions lists the versions kept, the latest first, when one
-	// definition is shown.
-	Versions []int `json:"versions,omitempty"`
+	// definition is shown: a deletion leaves a gap in the numbers, so a
+	// client cannot count them down from the latest.
+	Versions []versionView `json:"versions,omitempty"`
+}
+
+// versionView is one version kept of a workflow, as listed with another.
+type versionView struct {
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 func viewWorkflow(d *store.Definition, withSource bool) workflowView {
@@ -228,45 +234,19 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 		return err
 	}
 	v := viewWorkflow(d, true)
-	latest := d
-	if version > 0 {
-		if latest, err = s.node.Store().GetDefinition(ctx, name, 0); err != nil {
-			return err
-		}
+	kept, err := s.node.Store().ListDefinitionVersions(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		// Deleted since the read above.
+		return notFoundf("no workflow %q", name)
 	}
-	if v.Versions, err = s.workflowVersions(ctx, latest); err != nil {
+	if err != nil {
 		return err
 	}
+	v.Versions = make([]versionView, len(kept))
+	for i, k := range kept {
+		v.Versions[i] = versionView{Version: k.Version, CreatedAt: k.CreatedAt}
+	}
 	return c.JSON(v)
-}
-
-// workflowVersions lists the versions kept of the definition whose latest
-// version is latest, the latest first. A store deletes a definition's versions all together and adds
-// each new one after the latest, so the versions kept run without a gap
-// from the oldest to the latest (after a deletion, a name saved again
-// starts after its last version): the oldest is found by a binary search,
-// a few reads whatever the number of versions.
-func (s *Server) workflowVersions(ctx context.Context, latest *store.Definition) ([]int, error) {
-	name := latest.Name
-	var searchErr error
-	oldest := sort.Search(latest.Version, func(i int) bool {
-		if searchErr != nil {
-			return true
-		}
-		_, err := s.node.Store().GetDefinition(ctx, name, i+1)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			searchErr = err
-		}
-		return err == nil
-	}) + 1
-	if searchErr != nil {
-		return nil, searchErr
-	}
-	versions := make([]int, 0, latest.Version-oldest+1)
-	for v := latest.Version; v >= oldest; v-- {
-		versions = append(versions, v)
-	}
-	return versions, nil
 }
 
 func (s *Server) deleteWorkflow(c *fiber.Ctx) error {

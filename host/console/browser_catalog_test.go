@@ -31,6 +31,16 @@ func TestBrowserWorkflowVersionsAndSourceErrors(t *testing.T) {
 	if strings.Join(got, " ") != "v4 v3" {
 		t.Fatalf("the page lists versions %q, want v4 v3 (1 and 2 were deleted)", got)
 	}
+	// The other version links to its own page, which has it.
+	tb.click(`[data-test=workflow-versions] a`)
+	waitFor(tb, "version 3's page", `document.querySelector('[data-test=workflow-versions] [aria-current=page]')?.textContent ?? ''`,
+		func(s string) bool { return s == "v3" })
+	if got := eval[[]string](tb, versionsJS); strings.Join(got, " ") != "v4 v3" {
+		t.Errorf("version 3's page lists versions %q, want v4 v3", got)
+	}
+	tb.goTo("/workflows/greet")
+	waitFor(tb, "the latest version's page", `document.querySelector('[data-test=workflow-versions] [aria-current=page]')?.textContent ?? ''`,
+		func(s string) bool { return s == "v4" })
 
 	// Line 4 names an activity kit does not have.
 	bad := "name: greet\nsteps:\n  - id: up\n    activity: kit.nosuch\n"

@@ -111,11 +111,13 @@ export async function render({main, params, query}) {
     replace(main, h('h1', {}, 'Workflow ', h('code', {}, name)), errorBox(e));
     return;
   }
-  // The host lists the versions kept, latest first.
-  const versions = wf.versions && wf.versions.length ? wf.versions : [wf.version];
-  const latest = versions[0];
+  // The host lists the versions kept, latest first, with when each was
+  // saved: a deletion leaves a gap in the numbers, so they are not
+  // counted down from the latest.
+  const versions = wf.versions && wf.versions.length ? wf.versions : [{version: wf.version, created_at: wf.created_at}];
+  const latest = versions[0].version;
   const shown = versions.slice(0, 50);
-  if (!shown.includes(wf.version)) shown.push(wf.version);
+  if (!shown.some((v) => v.version === wf.version)) shown.push({version: wf.version, created_at: wf.created_at});
 
   const source = wf.source || '';
   const startInput = h('textarea', {class: 'code', rows: 6, spellcheck: 'false', 'data-test': 'start-input'}, '{}');
@@ -129,8 +131,8 @@ export async function render({main, params, query}) {
       ['version', [String(wf.version), wf.version !== latest ? h('span', {class: 'muted'}, ` (latest is ${latest})`) : '']],
       ['hash', shortHash(wf.hash)],
       ['saved', timeEl(wf.created_at)],
-      ['versions', h('ul', {class: 'inline', 'data-test': 'workflow-versions'}, shown.map((v) => h('li', {},
-        v === wf.version ? h('strong', {'aria-current': 'page'}, `v${v}`) : h('a', {href: links.workflow(wf.name, v)}, `v${v}`))))],
+      ['versions', h('ul', {class: 'inline', 'data-test': 'workflow-versions'}, shown.map((v) => h('li', {title: `saved ${v.created_at}`},
+        v.version === wf.version ? h('strong', {'aria-current': 'page'}, `v${v.version}`) : h('a', {href: links.workflow(wf.name, v.version)}, `v${v.version}`))))],
     ])),
     can('operator') ? section('Start an instance', {'data-test': 'start-section'},
       h('p', {class: 'muted'}, `Starts the latest version (${latest}).`),
