@@ -153,3 +153,30 @@ func TestQueuedStimuli(t *testing.T) {
 		t.Fatalf("queued after an instance took it = %+v, want none", page.Items)
 	}
 }
+
+// TestListByKeyAloneFindsOlderVersions: ?key= alone finds an instance
+// waiting on an event that only an older version of its workflow waits
+// for; an instance waiting twice with the key is listed once; newest
+// first.
+func TestListByKeyAloneFindsOlderVersions(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.putWorkflow("renamed", "name: renamed\nsteps: [{id: w, wait: {event: old.go, key: k}}]\n")
+	h.do("POST", "/v1/workflows/renamed/instances?wait=30s&until=suspended", map[string]any{"id": "r-1"}).want(t, http.StatusCreated)
+	// Version 2 waits for another event; r-1 still waits for old.go.
+	h.putWorkflow("renamed", "name: renamed\nsteps: [{id: w, wait: {event: new.go, key: k}}]\n")
+	h.do("POST", "/v1/workflows/renamed/instances?wait=30s&until=suspended", map[string]any{"id": "r-2"}).want(t, http.StatusCreated)
+	// Two waits on the same key in one workflow: its instance is listed once.
+	h.putWorkflow("both", "name: both\nsteps: [{id: p, parallel: [{steps: [{id: a, wait: {event: both.a, key: k}}]}, {steps: [{id: b, wait: {event: both.b, key: k}}]}]}]\n")
+	h.do("POST", "/v1/workflows/both/instances?wait=30s&until=suspended", map[string]any{"id": "b-1"}).want(t, http.StatusCreated)
+
+	var page pageDoc[instance]
+	h.do("GET", "/v1/instances?key=k", nil).want(t, http.StatusOK).json(t, &page)
+	var got []string
+	for _, in := range page.Items {
+		got = append(got, in.ID)
+	}
+	if !slices.Equal(got, []string{"b-1", "r-2", "r-1"}) {
+		t.Errorf("GET /v1/instances?key=k = %v, want b-1, r-2, r-1 (r-1 waits for version 1's old.go)", got)
+	}
+}

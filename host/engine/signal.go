@@ -194,9 +194,10 @@ func (e *Engine) trigger(ctx context.Context, s Stimulus, payload json.RawMessag
 	}
 }
 
-// WaitedEvents returns the event names the saved workflows' latest
-// versions wait for, sorted: where a correlation key without its event can
-// be looked for.
+// WaitedEvents returns the event names the saved workflows wait for, in
+// every version kept, sorted: where a correlation key without its event can
+// be looked for. Older versions count: an instance started on one waits on
+// its events, which a later version may have renamed.
 func (e *Engine) WaitedEvents(ctx context.Context) ([]string, error) {
 	seen := map[string]bool{}
 	for cursor := ""; ; {
@@ -205,16 +206,29 @@ func (e *Engine) WaitedEvents(ctx context.Context) ([]string, error) {
 			return nil, err
 		}
 		for _, d := range defs {
-			prog, err := e.program(ctx, d.Name, d.Version)
-			if err != nil {
-				return nil, err
+			versions, err := e.store.ListDefinitionVersions(ctx, d.Name)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // deleted since listed
 			}
-			prog.Definition().Walk(func(_ string, st *definition.Step) bool {
-				if st.Wait != nil {
-					seen[st.Wait.Event] = true
+			if err != nil {
+				return nil, fmt.Errorf("engine: versions of definition %s: %w", d.Name, err)
+			}
+			for _, v := range versions {
+				// Compiled programs are cached: a second look reads nothing.
+				prog, err := e.program(ctx, d.Name, v.Version)
+				if errors.Is(err, store.ErrNotFound) {
+					continue
 				}
-				return true
-			})
+				if err != nil {
+					return nil, err
+				}
+				prog.Definition().Walk(func(_ string, st *definition.Step) bool {
+					if st.Wait != nil {
+						seen[st.Wait.Event] = true
+					}
+					return true
+				})
+			}
 		}
 		if next == "" {
 			return slices.Sorted(maps.Keys(seen)), nil
