@@ -1,7 +1,9 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,4 +71,36 @@ func (h *host) getWorkflowVersion(name string) int {
 	}
 	h.do("GET", "/v1/workflows/"+name, nil).want(h.t, http.StatusOK).json(h.t, &wf)
 	return wf.Version
+}
+
+// pinnedJS lists the ids the plugin page lists as pinned to its version.
+const pinnedJS = `[...document.querySelectorAll('[data-test=version-instances] [data-test=pinned-instances] li')].map((li) => li.dataset.id)`
+
+// TestBrowserPluginPinnedInstancesPaged: the plugin page lists the
+// instances pinned to its version a page at a time, newest first, and its
+// button lists the rest, each once.
+func TestBrowserPluginPinnedInstancesPaged(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("greet", greetFlow)
+	// One more than the page shows (20).
+	var want []string
+	for i := range 21 {
+		id := fmt.Sprintf("pin-%02d", i)
+		h.start("greet", id, map[string]any{"text": "x"}, "")
+		want = append([]string{id}, want...) // newest first
+	}
+
+	tb := openTab(t, h.url)
+	tb.open("/plugins/kit", adminSecret, "admin")
+	got := waitFor(tb, "the first page of pinned instances", pinnedJS, func(v []string) bool { return len(v) > 0 })
+	if !slices.Equal(got, want[:20]) {
+		t.Fatalf("the first page lists %v, want the newest 20, %v", got, want[:20])
+	}
+	tb.click("[data-test=pinned-more]")
+	got = waitFor(tb, "the rest", pinnedJS, func(v []string) bool { return len(v) > 20 })
+	if !slices.Equal(got, want) {
+		t.Errorf("after more the page lists %v, want %v", got, want)
+	}
+	waitTrue(tb, "the button to go at the end", q("[data-test=pinned-more]")+".hidden")
 }

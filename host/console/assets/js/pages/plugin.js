@@ -105,19 +105,46 @@ export async function render({main, params}) {
       })));
 
   // The instances pinned to each version, newest first: the host reads
-  // its instances for those that pin it, and says when there are more.
-  await Promise.all(versions.map(async (v) => {
-    const el = usedBy.get(v.version);
+  // its instances for those that pin it (a bounded number a page), and a
+  // button goes on from its cursor.
+  await Promise.all(versions.map((v) => pinnedList(usedBy.get(v.version), pl.name, v.version).load()));
+}
+
+// pinnedList fills el with the instances pinned to version of plugin, a
+// page at a time. A page may hold fewer than asked, even none, and still
+// have a cursor: the host stops reading after a bounded number of
+// instances, so the button says "look further" rather than "more".
+function pinnedList(el, plugin, version) {
+  const rows = h('ul', {class: 'plain', 'data-test': 'pinned-instances'});
+  const note = h('p', {class: 'muted'});
+  const more = h('button', {type: 'button', hidden: true, 'data-test': 'pinned-more'}, 'more');
+  const listError = h('div', {});
+  let cursor = '';
+  let count = 0;
+  async function load() {
+    more.disabled = true;
     try {
-      const page = await api.get('/v1/instances', {plugin: pl.name, plugin_version: v.version, limit: SHOWN});
-      const items = page.items || [];
-      replace(el, items.length
-        ? h('div', {}, h('ul', {class: 'plain'}, items.map((it) => h('li', {},
-          h('a', {href: links.instance(it.id)}, it.id), ' ', statusBadge(it.status), h('span', {class: 'muted'}, ` ${it.workflow} v${it.version}`)))),
-        page.next_cursor ? h('p', {class: 'muted'}, `the newest ${items.length}; there may be more`) : null)
-        : h('span', {class: 'muted'}, page.next_cursor ? 'none among the newest instances read; there may be older ones' : 'none'));
+      const page = await api.get('/v1/instances', {plugin, plugin_version: version, limit: SHOWN, cursor});
+      for (const it of page.items || []) {
+        count++;
+        rows.append(h('li', {'data-id': it.id},
+          h('a', {href: links.instance(it.id)}, it.id), ' ', statusBadge(it.status), h('span', {class: 'muted'}, ` ${it.workflow} v${it.version}`)));
+      }
+      cursor = page.next_cursor || '';
+      more.hidden = !cursor;
+      more.textContent = (page.items || []).length ? 'more' : 'look further';
+      note.textContent = cursor
+        ? (count ? `${count} listed, newest first; there may be more` : 'none among the newest instances read; there may be older ones')
+        : (count ? '' : 'none');
+      listError.replaceChildren();
+      if (el.firstChild !== rows) replace(el, rows, note, listError, h('div', {class: 'buttons'}, more));
     } catch (e) {
-      replace(el, errorBox(e));
+      replace(listError, errorBox(e));
+      if (!el.contains(listError)) replace(el, listError);
+    } finally {
+      more.disabled = false;
     }
-  }));
+  }
+  more.addEventListener('click', load);
+  return {load};
 }
