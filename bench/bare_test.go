@@ -78,7 +78,11 @@ var instrumentOptions = instrument.Options{
 	MaxTables:        16,
 }
 
-func newBare(b *testing.B, wasm []byte, how stopping) callFunc {
+func newBare(b *testing.B, wasm []byte, how stopping) callFunc { return newBareWith(b, wasm, how, nil) }
+
+// newBareWith is newBare whose host module has h's HTTP functions too
+// (none when h is nil).
+func newBareWith(b *testing.B, wasm []byte, how stopping, h *bareHTTP) callFunc {
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, runtimeConfig(how == stopClose))
 	b.Cleanup(func() { _ = rt.Close(ctx) })
@@ -86,7 +90,7 @@ func newBare(b *testing.B, wasm []byte, how stopping) callFunc {
 		b.Fatal(err)
 	}
 	bb := &bare{}
-	if err := bb.instantiateHostModule(ctx, rt); err != nil {
+	if err := bb.instantiateHostModule(ctx, rt, h); err != nil {
 		b.Fatal(err)
 	}
 	if how == stopInstrument {
@@ -126,8 +130,9 @@ func newBare(b *testing.B, wasm []byte, how stopping) callFunc {
 }
 
 // instantiateHostModule provides the weft host module: result copies the
-// output out of guest memory, and the other functions do nothing.
-func (bb *bare) instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
+// output out of guest memory, h's HTTP functions (when h is not nil) make
+// requests, and the other functions do nothing.
+func (bb *bare) instantiateHostModule(ctx context.Context, rt wazero.Runtime, h *bareHTTP) error {
 	i32 := api.ValueTypeI32
 	hb := rt.NewHostModuleBuilder(abi.HostModule)
 	fn := func(name string, f api.GoModuleFunc, params, results []api.ValueType) {
@@ -149,6 +154,9 @@ func (bb *bare) instantiateHostModule(ctx context.Context, rt wazero.Runtime) er
 	fn(abi.ImportInfo, no, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	fn(abi.ImportLastHeartbeat, notFound, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	fn(abi.ImportConfig, notFound, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32})
+	if h != nil {
+		h.export(fn)
+	}
 	_, err := hb.Instantiate(ctx)
 	return err
 }

@@ -116,6 +116,38 @@ func buildRustPlugin(dir string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(target, "wasm32-wasi", "release", filepath.Base(dir)+".wasm"))
 }
 
+// errNoClang is buildCPlugin's error when clang is missing.
+var errNoClang = errors.New("bench: clang is not installed; make deps installs it with wasi-libc")
+
+// buildCPlugin builds the C plugin in dir (its .c files, with the C
+// header of examples/plugins/ckit) as a WASI reactor in workDir, and
+// returns its bytes.
+func buildCPlugin(dir string) ([]byte, error) {
+	clang, err := exec.LookPath("clang")
+	if err != nil {
+		return nil, errNoClang
+	}
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, err
+	}
+	dst, err := filepath.Abs(filepath.Join(workDir, filepath.Base(dir)+".wasm"))
+	if err != nil {
+		return nil, err
+	}
+	srcs, err := filepath.Glob(filepath.Join(dir, "*.c"))
+	if err != nil || len(srcs) == 0 {
+		return nil, fmt.Errorf("bench: no C sources in %s (%v)", dir, err)
+	}
+	args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-Wall", "-I", filepath.Join("..", "examples", "plugins", "ckit"), "-o", dst + ".tmp"}, srcs...)
+	if b, err := exec.Command(clang, args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("bench: building %s: %v\n%s", dir, err, b)
+	}
+	if err := os.Rename(dst+".tmp", dst); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(dst)
+}
+
 // memoryLimitPages is plugins.Config's default, given to every host here.
 const memoryLimitPages = 4096
 

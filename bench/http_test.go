@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,7 +39,9 @@ type postFunc func(n int) (int, error)
 
 // httpHosts are the contenders of the HTTP benchmarks: net/http, then
 // Weft through its Go SDK and through its Rust SDK, then Extism, then Weft
-// through the bare import.
+// through the bare import from Go and from C, then the Go SDK's, the bare
+// import's from Go and from C on a bare wazero host that forwards the
+// import to net/http (bareHTTP).
 var httpHosts = []struct {
 	host  string
 	setup func(*testing.B, string) postFunc
@@ -48,14 +51,28 @@ var httpHosts = []struct {
 	{"weft-rust", setupWeftRustHTTP},
 	{"extism", setupExtismHTTP},
 	{"weft-raw", weftHTTP("raw")},
+	{"weft-c", setupWeftCHTTP},
+	{"bare-go", func(b *testing.B, url string) postFunc {
+		httpPlugins(b)
+		return setupBareHTTP(b, url, httpcallWasm, "post", jsonPostInput)
+	}},
+	{"bare-raw", func(b *testing.B, url string) postFunc {
+		httpPlugins(b)
+		return setupBareHTTP(b, url, httpcallWasm, "raw", jsonPostInput)
+	}},
+	{"bare-c", func(b *testing.B, url string) postFunc {
+		return setupBareHTTP(b, url, cPlugin(b, "chttp"), "post", cPostInput)
+	}},
 }
 
 // BenchmarkHTTP compares one outbound POST of a small body to a loopback
 // server: made by Go's net/http directly (what a native Go worker does), by
 // a Weft plugin through http_request, with every hop checked against its
 // grants and every address after resolution, and by an Extism plugin
-// through Extism's http_request with allowed_hosts. An op is one request;
-// plugins make httpBatch requests per call.
+// through Extism's http_request with allowed_hosts; and, to tell the
+// host's cost from the guest's, the Weft plugins' guests on a bare wazero
+// host that forwards the import to net/http. An op is one request; plugins
+// make httpBatch requests per call.
 func BenchmarkHTTP(b *testing.B) {
 	srv := hookServer(b)
 	for _, c := range httpHosts {
@@ -83,7 +100,10 @@ func BenchmarkHTTP(b *testing.B) {
 // (p50-ns) beside the mean.
 func BenchmarkHTTPCall(b *testing.B) {
 	srv := hookServer(b)
-	for _, c := range httpHosts[:3] { // Extism's call is not the subject here
+	for _, c := range httpHosts {
+		if c.host == "extism" || strings.HasPrefix(c.host, "bare-") || c.host == "weft-raw" {
+			continue // Extism's call, and the contenders that take a host or a guest apart, are not the subject here
+		}
 		b.Run("host="+c.host, func(b *testing.B) {
 			post := c.setup(b, srv.URL+"/hook")
 			lat := make([]time.Duration, 0, b.N)
@@ -150,6 +170,10 @@ var (
 	rusthttpOnce sync.Once
 	rusthttpWasm []byte
 	rusthttpErr  error
+
+	chttpOnce sync.Once
+	chttpWasm []byte
+	chttpErr  error
 )
 
 func httpPlugins(b *testing.B) {
@@ -168,7 +192,7 @@ func httpPlugins(b *testing.B) {
 func weftHTTP(activity string) func(*testing.B, string) postFunc {
 	return func(b *testing.B, url string) postFunc {
 		httpPlugins(b)
-		return setupWeftHTTP(b, url, httpcallWasm, activity)
+		return setupWeftHTTP(b, url, httpcallWasm, activity, jsonPostInput)
 	}
 }
 
@@ -183,10 +207,43 @@ func setupWeftRustHTTP(b *testing.B, url string) postFunc {
 	if rusthttpErr != nil {
 		b.Fatal(rusthttpErr)
 	}
-	return setupWeftHTTP(b, url, rusthttpWasm, "post")
+	return setupWeftHTTP(b, url, rusthttpWasm, "post", jsonPostInput)
 }
 
-func setupWeftHTTP(b *testing.B, url string, wasm []byte, activity string) postFunc {
+// setupWeftCHTTP is the Weft contender whose requests the chttp plugin
+// makes through the bare import from C: a guest with no runtime, so what it
+// adds to net/http is the host's. It needs clang (make deps), and is
+// skipped without it.
+func setupWeftCHTTP(b *testing.B, url string) postFunc {
+	return setupWeftHTTP(b, url, cPlugin(b, "chttp"), "post", cPostInput)
+}
+
+// cPlugin builds the C plugin in dir once, and skips b without clang.
+func cPlugin(b *testing.B, dir string) []byte {
+	chttpOnce.Do(func() { chttpWasm, chttpErr = buildCPlugin(dir) })
+	if errors.Is(chttpErr, errNoClang) {
+		b.Skip(chttpErr)
+	}
+	if chttpErr != nil {
+		b.Fatal(chttpErr)
+	}
+	return chttpWasm
+}
+
+// cPostInput is the input of chttp's post: n, the URL and the body, a line
+// each.
+func cPostInput(url string, n int) ([]byte, error) {
+	return fmt.Appendf(nil, "%d\n%s\n%s", n, url, httpBody), nil
+}
+
+// jsonPostInput is the input of the Go and Rust contenders' activities.
+func jsonPostInput(url string, n int) ([]byte, error) {
+	return json.Marshal(map[string]any{"url": url, "body": string(httpBody), "n": n})
+}
+
+// setupWeftHTTP runs activity of the plugin wasm with the input encode
+// makes of the URL and the number of requests.
+func setupWeftHTTP(b *testing.B, url string, wasm []byte, activity string, encode func(url string, n int) ([]byte, error)) postFunc {
 	blobs, err := blobfile.New(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -208,7 +265,7 @@ func setupWeftHTTP(b *testing.B, url string, wasm []byte, activity string) postF
 		b.Fatal(err)
 	}
 	return func(n int) (int, error) {
-		in, err := json.Marshal(map[string]any{"url": url, "body": string(httpBody), "n": n})
+		in, err := encode(url, n)
 		if err != nil {
 			return 0, err
 		}
