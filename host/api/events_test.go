@@ -40,4 +40,23 @@ output: "${ vars.by }"
 	if !out.Queued || out.Warning != "" {
 		t.Fatalf("event a workflow waits for: %+v", out)
 	}
+
+	// Version 2 renames the event; an instance started on version 1 still
+	// waits for the old name, which is no typo.
+	h.putWorkflow("approval", `
+name: approval
+steps:
+  - { id: w, wait: { event: order.accepted, key: "${ input.id }" }, output: by }
+output: "${ vars.by }"
+`)
+	out.Warning = ""
+	h.do("POST", "/v1/events", map[string]any{"name": "order.approved", "key": "o-2"}).want(t, http.StatusAccepted).json(t, &out)
+	if !out.Queued || out.Warning != "" {
+		t.Fatalf("event an older version waits for: %+v", out)
+	}
+	h.do("DELETE", "/v1/workflows/approval", nil).want(t, http.StatusNoContent)
+	h.do("POST", "/v1/events", map[string]any{"name": "order.approved", "key": "o-3"}).want(t, http.StatusAccepted).json(t, &out)
+	if !strings.Contains(out.Warning, `no saved workflow waits for or is triggered by "order.approved"`) {
+		t.Fatalf("event only a deleted workflow waited for: %+v", out)
+	}
 }

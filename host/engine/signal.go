@@ -74,6 +74,15 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 	if len(bms) == 0 && len(started) == 0 {
 		out.Queued = true
 		if !heard {
+			// The latest versions do not name it; an older version kept
+			// may still have instances waiting for it.
+			waited, err := e.WaitedEvents(ctx)
+			if err != nil {
+				return nil, err
+			}
+			_, heard = slices.BinarySearch(waited, s.Name)
+		}
+		if !heard {
 			out.Warning = fmt.Sprintf("no saved workflow waits for or is triggered by %q; the event is kept for %s in case an instance waits for it, then moved to the dead letters", s.Name, e.cfg.StimulusTTL)
 		}
 		rec.Outcome, _ = json.Marshal(out)
@@ -154,7 +163,8 @@ func outcomeOf(s *store.Stimulus) (*Outcome, error) {
 
 // trigger starts an instance of every workflow whose trigger names the
 // stimulus, with its payload (as JSON) as input. It also reports whether
-// any saved workflow names the stimulus at all, in a trigger or in a wait.
+// the latest version of any saved workflow names the stimulus at all, in a
+// trigger or in a wait.
 func (e *Engine) trigger(ctx context.Context, s Stimulus, payload json.RawMessage) (started []string, heard bool, err error) {
 	started = []string{}
 	for cursor := ""; ; {
