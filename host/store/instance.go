@@ -346,7 +346,7 @@ func (r LeaseRenewal) Validate() error {
 		case h.Token == "":
 			return Invalid("heartbeat %d of instance %q: token must not be empty", i, h.InstanceID)
 		}
-		if err := checkJSON(fmt.Sprintf("heartbeat %d of instance %q: details", i, h.InstanceID), h.Details); err != nil {
+		if err := checkJSON(h.Details, func() string { return fmt.Sprintf("heartbeat %d of instance %q: details", i, h.InstanceID) }); err != nil {
 			return err
 		}
 	}

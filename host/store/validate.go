@@ -43,11 +43,18 @@ func ClampLimit(n int) int {
 func CheckID(what, id string) error { return checkID(what, id, MaxIDLen) }
 
 func checkID(what, id string, maxLen int) error {
+	return checkIDOf(id, maxLen, func() string { return what })
+}
+
+// checkIDOf is checkID naming the field with what(), called only when id
+// is refused: a commit checks dozens of fields, and formatting each name
+// first cost more than the checks.
+func checkIDOf(id string, maxLen int, what func() string) error {
 	if id == "" {
-		return Invalid("%s must not be empty", what)
+		return Invalid("%s must not be empty", what())
 	}
 	if len(id) > maxLen {
-		return Invalid("%s is %d bytes, more than %d", what, len(id), maxLen)
+		return Invalid("%s is %d bytes, more than %d", what(), len(id), maxLen)
 	}
 	return nil
 }
@@ -59,9 +66,11 @@ var (
 	maxIndexTime = time.Unix(0, math.MaxInt64)
 )
 
-func checkJSON(what string, v json.RawMessage) error {
+// checkJSON reports v when it is not JSON, naming it with what(), called
+// only then (see checkIDOf).
+func checkJSON(v json.RawMessage, what func() string) error {
 	if len(v) > 0 && !json.Valid(v) {
-		return Invalid("%s is not valid JSON", what)
+		return Invalid("%s is not valid JSON", what())
 	}
 	return nil
 }
@@ -86,12 +95,12 @@ func (c Commit) Validate() error {
 		what string
 		v    json.RawMessage
 	}{{"input", in.Input}, {"output", in.Output}, {"vars", in.Vars}} {
-		if err := checkJSON(fmt.Sprintf("instance %q: %s", in.ID, f.what), f.v); err != nil {
+		if err := checkJSON(f.v, func() string { return fmt.Sprintf("instance %q: %s", in.ID, f.what) }); err != nil {
 			return err
 		}
 	}
 	if in.Error != nil {
-		if err := checkJSON(fmt.Sprintf("instance %q: error.details", in.ID), in.Error.Details); err != nil {
+		if err := checkJSON(in.Error.Details, func() string { return fmt.Sprintf("instance %q: error.details", in.ID) }); err != nil {
 			return err
 		}
 	}
@@ -117,7 +126,7 @@ func (c Commit) Validate() error {
 		if e.Type == "" {
 			return Invalid("instance %q: history[%d].type must not be empty", in.ID, i)
 		}
-		if err := checkJSON(fmt.Sprintf("instance %q: history[%d].data", in.ID, i), e.Data); err != nil {
+		if err := checkJSON(e.Data, func() string { return fmt.Sprintf("instance %q: history[%d].data", in.ID, i) }); err != nil {
 			return err
 		}
 	}
@@ -134,7 +143,7 @@ func (c Commit) Validate() error {
 		if t.InstanceID != "" && t.InstanceID != in.ID {
 			return Invalid("instance %q: timers[%d] is for instance %q", in.ID, i, t.InstanceID)
 		}
-		if err := CheckID(fmt.Sprintf("instance %q: timers[%d].id", in.ID, i), t.ID); err != nil {
+		if err := checkIDOf(t.ID, MaxIDLen, func() string { return fmt.Sprintf("instance %q: timers[%d].id", in.ID, i) }); err != nil {
 			return err
 		}
 		if seen[t.ID] {
@@ -144,18 +153,18 @@ func (c Commit) Validate() error {
 		if t.Due.IsZero() {
 			return Invalid("instance %q: timers[%d].due must be set", in.ID, i)
 		}
-		if err := checkJSON(fmt.Sprintf("instance %q: timers[%d].data", in.ID, i), t.Data); err != nil {
+		if err := checkJSON(t.Data, func() string { return fmt.Sprintf("instance %q: timers[%d].data", in.ID, i) }); err != nil {
 			return err
 		}
 	}
 	if c.DeliveredStimulus == "" && len(c.DeliveredOutcome) > 0 {
 		return Invalid("instance %q: delivered outcome without a delivered stimulus", in.ID)
 	}
-	if err := checkJSON(fmt.Sprintf("instance %q: delivered outcome", in.ID), c.DeliveredOutcome); err != nil {
+	if err := checkJSON(c.DeliveredOutcome, func() string { return fmt.Sprintf("instance %q: delivered outcome", in.ID) }); err != nil {
 		return err
 	}
 	for i, id := range c.Consumed {
-		if err := checkID(fmt.Sprintf("instance %q: consumed[%d]", in.ID, i), id, MaxMessageIDLen); err != nil {
+		if err := checkIDOf(id, MaxMessageIDLen, func() string { return fmt.Sprintf("instance %q: consumed[%d]", in.ID, i) }); err != nil {
 			return err
 		}
 	}
@@ -183,7 +192,7 @@ func (m Message) validate(what string) error {
 	if m.Kind == "" {
 		return Invalid("%s %q: kind must not be empty", what, m.ID)
 	}
-	return checkJSON(fmt.Sprintf("%s %q: payload", what, m.ID), m.Payload)
+	return checkJSON(m.Payload, func() string { return fmt.Sprintf("%s %q: payload", what, m.ID) })
 }
 
 // ValidateDeliver reports what is malformed in the arguments of
@@ -195,7 +204,7 @@ func ValidateDeliver(s *Stimulus, msgs []Message) error {
 		if err := s.Validate(); err != nil {
 			return err
 		}
-		if err := checkJSON(fmt.Sprintf("stimulus %q: outcome", s.ID), s.Outcome); err != nil {
+		if err := checkJSON(s.Outcome, func() string { return fmt.Sprintf("stimulus %q: outcome", s.ID) }); err != nil {
 			return err
 		}
 	}
@@ -219,7 +228,7 @@ func (s Stimulus) Validate() error {
 	if s.ExpiresAt.IsZero() {
 		return Invalid("stimulus %q: expires_at must be set", s.ID)
 	}
-	return checkJSON(fmt.Sprintf("stimulus %q: payload", s.ID), s.Payload)
+	return checkJSON(s.Payload, func() string { return fmt.Sprintf("stimulus %q: payload", s.ID) })
 }
 
 // Validate reports what is malformed in a plugin record to store; the
