@@ -39,7 +39,7 @@ func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*store.Defi
 
 // program returns the compiled program of a definition version.
 func (e *Engine) program(ctx context.Context, name string, version int) (*runner.Program, error) {
-	k := fmt.Sprintf("%s@%d", name, version)
+	k := programKey{name, version}
 	e.mu.Lock()
 	p := e.programs[k]
 	e.mu.Unlock()
@@ -61,6 +61,13 @@ func (e *Engine) program(ctx context.Context, name string, version int) (*runner
 	e.programs[k] = p
 	e.mu.Unlock()
 	return p, nil
+}
+
+// programKey names a compiled definition: a struct, so that a lookup, made
+// by every start and every run, formats nothing.
+type programKey struct {
+	name    string
+	version int
 }
 
 // catalog is the store seen as a definition.Catalog, with the engine's

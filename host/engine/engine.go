@@ -301,7 +301,7 @@ type Engine struct {
 	boot    string
 
 	mu       sync.Mutex
-	programs map[string]*runner.Program        // by "name@version"
+	programs map[programKey]*runner.Program    // compiled definitions
 	waiters  map[string][]chan *store.Instance // by instance id: Wait calls to wake
 	running  map[string]chan struct{}          // by instance id: executions on this node
 	failing  map[string]int                    // by instance id: runs failed in a row on this node
@@ -324,7 +324,7 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 	}
 	e := &Engine{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
-		boot: randomHex(8), programs: map[string]*runner.Program{}, waiters: map[string][]chan *store.Instance{},
+		boot: randomHex(8), programs: map[programKey]*runner.Program{}, waiters: map[string][]chan *store.Instance{},
 		running: map[string]chan struct{}{}, failing: map[string]int{},
 	}
 	e.renewer = &renewer{e: e}
