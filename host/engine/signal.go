@@ -75,12 +75,16 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 		out.Queued = true
 		if !heard {
 			// The latest versions do not name it; an older version kept
-			// may still have instances waiting for it.
+			// may still have instances waiting for it. The warning is
+			// advice: a failure to look leaves it out rather than fail
+			// the event.
 			waited, err := e.WaitedEvents(ctx)
 			if err != nil {
-				return nil, err
+				e.log.Warn("looking for the workflows that wait for an event", "event", s.Name, "err", err)
+				heard = true
+			} else {
+				_, heard = slices.BinarySearch(waited, s.Name)
 			}
-			_, heard = slices.BinarySearch(waited, s.Name)
 		}
 		if !heard {
 			out.Warning = fmt.Sprintf("no saved workflow waits for or is triggered by %q; the event is kept for %s in case an instance waits for it, then moved to the dead letters", s.Name, e.cfg.StimulusTTL)
