@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,13 @@ func startServer(t *testing.T, extra ...string) *testServer {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := s.shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
+			// Where it hangs: the stacks of this process's goroutines
+			// (the host runs in it).
+			var stacks strings.Builder
+			if perr := pprof.Lookup("goroutine").WriteTo(&stacks, 2); perr != nil {
+				stacks.WriteString(perr.Error())
+			}
+			t.Errorf("shutdown: %v\ngoroutines:\n%s", err, &stacks)
 		}
 		if t.Failed() {
 			t.Logf("host log:\n%s", ts.logs)
