@@ -272,39 +272,49 @@ func (s *server) shutdown(ctx context.Context) error {
 	// now is only the closed listener.
 	_ = s.ln.Close()
 	if s.served != nil {
-		select {
-		case <-s.served:
-		case <-ctx.Done():
-		}
+		awaitResult(ctx, s.served)
 	}
 	if s.stopRun != nil {
 		s.stopRun()
-		select {
-		case err := <-s.ran:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				errs = append(errs, fmt.Errorf("engine: %w", err))
-			}
-		case <-ctx.Done():
+		if ok, err := awaitResult(ctx, s.ran); !ok {
 			errs = append(errs, fmt.Errorf("the engine did not stop within the shutdown timeout: %w", ctx.Err()))
+		} else if err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, fmt.Errorf("engine: %w", err))
 		}
 	}
 	// Close waits for plugin calls in flight and the store's transaction,
 	// which a stuck call or store would make wait forever.
 	closed := make(chan error, 1)
 	go func() { closed <- s.closeNode() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			errs = append(errs, fmt.Errorf("closing the node: %w", err))
-		}
-	case <-ctx.Done():
+	if ok, err := awaitResult(ctx, closed); !ok {
 		errs = append(errs, fmt.Errorf("closing the node (plugin runtime, store) did not finish within the shutdown timeout: %w", ctx.Err()))
+	} else if err != nil {
+		errs = append(errs, fmt.Errorf("closing the node: %w", err))
 	}
 	err := errors.Join(errs...)
 	if err == nil {
 		s.log.Info("weft stopped", "took", time.Since(start).Round(time.Millisecond))
 	}
 	return err
+}
+
+// awaitResult returns true and what ch gives, or false when ctx ends
+// first. A result already given wins over an ended ctx: when draining the
+// requests used up the shutdown timeout, a part that stopped at once is
+// not reported as stuck (select alone picks between ready cases at
+// random).
+func awaitResult(ctx context.Context, ch <-chan error) (bool, error) {
+	select {
+	case err := <-ch:
+		return true, err
+	default:
+	}
+	select {
+	case err := <-ch:
+		return true, err
+	case <-ctx.Done():
+		return false, nil
+	}
 }
 
 // serveCmd is `weft serve`. The first SIGINT or SIGTERM shuts the host

@@ -224,3 +224,22 @@ func TestShutdownBoundedWhenCloseHangs(t *testing.T) {
 		t.Fatal("shutdown waited for a node close that never returns, far past its 2s timeout")
 	}
 }
+
+// TestAwaitResultPrefersAResultGiven: a part of the shutdown that has
+// stopped is not reported as stuck because the shutdown's time ran out
+// before it was asked; one that has not stopped is.
+func TestAwaitResultPrefersAResultGiven(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 { // select alone would pick ctx.Done about half the time
+		ch := make(chan error, 1)
+		ch <- errors.New("stopped badly")
+		if ok, err := awaitResult(ctx, ch); !ok || err == nil || err.Error() != "stopped badly" {
+			t.Fatalf("a result given, ctx ended: awaitResult = %v, %v; want true and the result", ok, err)
+		}
+	}
+	if ok, err := awaitResult(ctx, make(chan error)); ok || err != nil {
+		t.Errorf("no result, ctx ended: awaitResult = %v, %v; want false", ok, err)
+	}
+}
