@@ -285,7 +285,20 @@ func (tb *tab) goTo(route string) {
 // click clicks the first element sel matches, once it is visible.
 func (tb *tab) click(sel string) {
 	tb.t.Helper()
-	tb.do(chromedp.Click(chromedp.CSS(sel)))
+	ctx, cancel := context.WithTimeout(tb.ctx, waitLimit)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		// The page redraws parts of itself as it polls the host: a node
+		// replaced between being found and being clicked is found again.
+		// (Chrome's words: "Could not find node with given id".)
+		if !strings.Contains(err.Error(), "node with given id") || ctx.Err() != nil {
+			tb.t.Fatalf("in the browser: clicking %s: %v", sel, err)
+		}
+	}
 }
 
 // screenshot captures the viewport, scrolled to the top, as a PNG named
