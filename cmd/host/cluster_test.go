@@ -32,17 +32,17 @@ type clusterHost struct {
 	c  *client.Client
 }
 
-// cluster starts n nodes on one Redis.
-func startCluster(t *testing.T, bin string, srv *redistest.Server, n int) []*clusterHost {
+// cluster starts n nodes on one Redis, each with the extra arguments.
+func startCluster(t *testing.T, bin string, srv *redistest.Server, n int, extra ...string) []*clusterHost {
 	t.Helper()
 	cache := testplugins.CacheDir(t)
 	var hosts []*clusterHost
 	for i := range n {
 		id := fmt.Sprintf("node%d", i+1)
-		p := startProcess(t, bin, "--store", "redis", "--redis-addr", srv.Addr(), "--node-id", id,
-			"--data-dir", t.TempDir(), "--set", "plugins.cache_dir="+cache,
+		p := startProcess(t, bin, append([]string{"--store", "redis", "--redis-addr", srv.Addr(), "--node-id", id,
+			"--data-dir", t.TempDir(), "--set", "plugins.cache_dir=" + cache,
 			"--set", "engine.lock_ttl=6s", "--set", "engine.recovery_interval=200ms",
-			"--set", "heartbeat.tick=25ms", "--set", "heartbeat.cycle=250ms")
+			"--set", "heartbeat.tick=25ms", "--set", "heartbeat.cycle=250ms"}, extra...)...)
 		c, err := client.New(client.Config{Server: "http://" + p.addr})
 		if err != nil {
 			t.Fatal(err)
@@ -143,7 +143,9 @@ func TestClusterKilledNodeHandsOverItsInstances(t *testing.T) {
 	t.Parallel()
 	bin := clusterBinary(t)
 	srv := redistest.Start(t)
-	hosts := startCluster(t, bin, srv, 3)
+	// Every start reaches one node: without eager starts, the shared queue
+	// spreads them over the three.
+	hosts := startCluster(t, bin, srv, 3, "--set", "engine.eager_starts=false")
 	st := openRedisStore(t, srv)
 	deploy(t, hosts[0], "long", `
 name: long

@@ -169,7 +169,10 @@ type PluginsHTTPConfig struct {
 
 // EngineConfig configures the workflow engine (engine.Config).
 type EngineConfig struct {
-	Workers          int           `koanf:"workers"`
+	Workers int `koanf:"workers"`
+	// EagerStarts runs a start on the node that took it when one of its
+	// workers is idle (engine.Config.EagerStarts). Defaults to true.
+	EagerStarts      bool          `koanf:"eager_starts"`
 	LockTTL          time.Duration `koanf:"lock_ttl"`
 	AcquireTimeout   time.Duration `koanf:"acquire_timeout"`
 	ActivityTimeout  time.Duration `koanf:"activity_timeout"`
@@ -302,7 +305,10 @@ func defaultConfig() Config {
 			},
 		},
 		Engine: EngineConfig{
-			Workers:          eng.Workers,
+			Workers: eng.Workers,
+			// The engine's zero value queues every start; a host runs them
+			// where they arrive while it has an idle worker.
+			EagerStarts:      true,
 			LockTTL:          eng.LockTTL,
 			AcquireTimeout:   eng.AcquireTimeout,
 			ActivityTimeout:  eng.ActivityTimeout,
@@ -609,6 +615,16 @@ func decodeSetting(from, to reflect.Value) (any, error) {
 			return int(n), nil
 		}
 		return nil, fmt.Errorf("want a whole number, got %v", raw)
+	case reflect.Bool:
+		if s, ok := raw.(string); ok {
+			switch strings.ToLower(strings.TrimSpace(s)) {
+			case "true":
+				return true, nil
+			case "false":
+				return false, nil
+			}
+		}
+		return nil, fmt.Errorf("want true or false, got %v", raw)
 	}
 	return raw, nil
 }
@@ -1179,6 +1195,9 @@ func valueNode(v reflect.Value) *yamlv3.Node {
 	}
 	if v.Kind() == reflect.Int {
 		return &yamlv3.Node{Kind: yamlv3.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(v.Int(), 10)}
+	}
+	if v.Kind() == reflect.Bool {
+		return &yamlv3.Node{Kind: yamlv3.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v.Bool())}
 	}
 	return scalar(v.String())
 }

@@ -100,6 +100,17 @@ redis_addrs: [file:1]
 			check: func(c *LoadedConfig) (any, any) { return strings.Join(c.RedisAddrs, " "), "x:1 y:2" },
 		},
 		{
+			name: "eager starts by default", check: func(c *LoadedConfig) (any, any) { return c.Engine.EagerStarts, true },
+		},
+		{
+			name: "eager starts off in the file", file: "engine: {eager_starts: false}\n",
+			check: func(c *LoadedConfig) (any, any) { return c.Engine.EagerStarts, false },
+		},
+		{
+			name: "eager starts off by --set", args: []string{"--set", "engine.eager_starts=false"},
+			check: func(c *LoadedConfig) (any, any) { return c.Engine.EagerStarts, false },
+		},
+		{
 			name: "sizes with units", env: []string{"WEFT_HTTP_BODY_LIMIT=512KiB", "WEFT_PLUGINS_MEMORY_LIMIT=64MiB"},
 			check: func(c *LoadedConfig) (any, any) {
 				return [2]ByteSize{c.HTTP.BodyLimit, c.Plugins.MemoryLimit}, [2]ByteSize{512 << 10, 64 << 20}
@@ -218,6 +229,8 @@ func TestConfigInvalid(t *testing.T) {
 		{name: "bad port", args: []string{"--listen", "127.0.0.1:99999"}, want: []string{"listen (from flag --listen)", "port"}},
 		{name: "workers", file: "engine: {workers: 0}\n", want: []string{"engine.workers", "at least 1"}},
 		{name: "not a number", env: []string{"WEFT_ENGINE_WORKERS=many"}, want: []string{"engine.workers (from env WEFT_ENGINE_WORKERS)", "whole number"}},
+		{name: "not a bool", env: []string{"WEFT_ENGINE_EAGER_STARTS=yes"}, want: []string{"engine.eager_starts (from env WEFT_ENGINE_EAGER_STARTS)", "want true or false"}},
+		{name: "not a bool in the file", file: "engine: {eager_starts: 1}\n", want: []string{"engine.eager_starts (from file", "want true or false"}},
 		{name: "lock ttl under two cycles", env: []string{"WEFT_HEARTBEAT_CYCLE=5s"}, want: []string{"heartbeat.cycle (from env WEFT_HEARTBEAT_CYCLE)", "two heartbeat cycles"}},
 		{name: "cycle under tick", args: []string{"--set", "heartbeat.tick=3s", "--set", "heartbeat.cycle=2s"}, want: []string{"heartbeat.cycle", "at least heartbeat.tick"}},
 		{name: "memory not in pages", args: []string{"--set", "plugins.memory_limit=100KiB"}, want: []string{"plugins.memory_limit", "64KiB"}},

@@ -119,6 +119,7 @@ func nodeConfig(cfg *LoadedConfig, reg prometheus.Registerer) node.Config {
 		Engine: engine.Config{
 			NodeID:            cfg.NodeID,
 			Workers:           cfg.Engine.Workers,
+			EagerStarts:       cfg.Engine.EagerStarts,
 			LockTTL:           cfg.Engine.LockTTL,
 			AcquireTimeout:    cfg.Engine.AcquireTimeout,
 			ActivityTimeout:   cfg.Engine.ActivityTimeout,

@@ -148,6 +148,20 @@ type Config struct {
 	// more commits share each fsync. The plugins' pool size bounds how
 	// many guest calls run at once. Defaults to 256.
 	Workers int
+	// EagerStarts runs a started instance on this node, handing it to
+	// an idle worker, instead of pushing it on the ready queue for any
+	// node to pop; only when no worker is idle does the start go through
+	// the queue. In a cluster that saves the queue's round trips (push,
+	// pop, acknowledge) on every start, as Temporal's eager workflow start
+	// does; it also means that starts run where they arrive, so a cluster
+	// whose requests all reach one node should turn it off for the queue
+	// to spread them. Everything else (resumed, signalled, retried and
+	// recovered instances) goes through the queue whatever it is. An
+	// eager start is recovered like any other: if this node dies running
+	// it, the recovery sweep finds it pending (or its lease expired).
+	// The zero Config queues every start; the host turns it on
+	// (engine.eager_starts).
+	EagerStarts bool
 	// LockTTL is the time to live of a running instance's lock and store
 	// lease. The heartbeat scheduler extends the lock and renews the lease
 	// once every cycle (2s by default), so it must
@@ -304,6 +318,7 @@ type Engine struct {
 	programs map[programKey]*runner.Program    // compiled definitions
 	waiters  map[string][]chan *store.Instance // by instance id: Wait calls to wake
 	running  map[string]chan struct{}          // by instance id: executions on this node
+	eager    chan string                       // starts handed to an idle worker (Config.EagerStarts)
 	failing  map[string]int                    // by instance id: runs failed in a row on this node
 
 	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
@@ -326,6 +341,9 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
 		boot: randomHex(8), programs: map[programKey]*runner.Program{}, waiters: map[string][]chan *store.Instance{},
 		running: map[string]chan struct{}{}, failing: map[string]int{},
+	}
+	if cfg.EagerStarts {
+		e.eager = make(chan string) // unbuffered: a send succeeds only into an idle worker
 	}
 	e.renewer = &renewer{e: e}
 	svc, err := heartbeat.NewService(cfg.Heartbeat, e.renewer, e.renewer, heartbeat.Env{Logger: e.log})
@@ -406,11 +424,15 @@ const poppers = 4
 const DefaultWorkers = 256
 
 // work pops an instance, once it has a turn among the poppers, runs it,
-// and again, until ctx ends.
+// and again, until ctx ends. While it waits for its turn it takes the
+// starts handed to it (Config.EagerStarts).
 func (e *Engine) work(ctx context.Context, popping chan struct{}) {
 	for {
 		select {
 		case popping <- struct{}{}:
+		case id := <-e.eager: // nil without EagerStarts: never ready
+			e.run(ctx, id, false)
+			continue
 		case <-ctx.Done():
 			return
 		}
@@ -427,7 +449,17 @@ func (e *Engine) work(ctx context.Context, popping chan struct{}) {
 // the delivery.
 func (e *Engine) runDelivery(ctx context.Context, d queue.Delivery) {
 	id := d.Item().InstanceID
-	err := e.process(ctx, id, d.Item().Reason == reasonInbox)
+	e.run(ctx, id, d.Item().Reason == reasonInbox)
+	if err := d.Ack(context.WithoutCancel(ctx)); err != nil {
+		// The queue delivers it again after its visibility timeout.
+		e.log.Warn("acknowledging a run of an instance", "instance", id, "err", err)
+	}
+}
+
+// run runs instance id (inbox: because a message reached its inbox) and
+// deals with a failed run.
+func (e *Engine) run(ctx context.Context, id string, inbox bool) {
+	err := e.process(ctx, id, inbox)
 	switch {
 	case err == nil:
 		e.ranWell(id)
@@ -439,10 +471,6 @@ func (e *Engine) runDelivery(ctx context.Context, d queue.Delivery) {
 	default:
 		e.ranWell(id) // another node has it, or it is gone
 		e.log.Warn("running instance", "instance", id, "err", err)
-	}
-	if err := d.Ack(context.WithoutCancel(ctx)); err != nil {
-		// The queue delivers it again after its visibility timeout.
-		e.log.Warn("acknowledging a run of an instance", "instance", id, "err", err)
 	}
 }
 

@@ -64,9 +64,20 @@ func (e *Engine) start(ctx context.Context, workflow string, input json.RawMessa
 	// An existing instance is queued again unless it has ended: the Start
 	// that created it may have died before queueing it.
 	if created || !inst.Status.Terminal() {
-		e.push(ctx, inst.ID, "start")
+		e.dispatch(ctx, inst.ID)
 	}
 	return inst, created, w, nil
+}
+
+// dispatch hands a started instance to an idle worker of this node
+// (Config.EagerStarts), or else queues it.
+func (e *Engine) dispatch(ctx context.Context, id string) {
+	select {
+	case e.eager <- id: // nil without EagerStarts: never ready
+		return
+	default:
+	}
+	e.push(ctx, id, "start")
 }
 
 // push queues an instance, logging a failure: the sweeps find its work

@@ -1,6 +1,8 @@
 // Package queue is the ready queue: runnable work ("instance X has something
 // to do") that every node of a cluster pulls from, so that adding a node adds
-// capacity even when every request reaches one node.
+// capacity even when every request reaches one node (with the engine's
+// EagerStarts off: with it on, a start runs on the node that took it while
+// that node has an idle worker).
 //
 // # Decisions
 //
