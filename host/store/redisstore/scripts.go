@@ -135,7 +135,7 @@ local sends = {}
 for i = 1, takeN() do sends[i] = {take(), take(), take()} end
 
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term", "lh", "st", "wf", "pn", "da")
+local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term", "lh", "st", "wf", "pn", "da", "ws")
 local exists = old[1] ~= false
 local oln, olb, ole = "", "", ""
 if old[5] == "1" then oln, olb, ole = unlease(redis.call("HGET", P .. "l", id)) end
@@ -152,7 +152,9 @@ if sid ~= "" then
   stim = redis.call("HMGET", sk, "state", "ex", "qm")
   if stim[1] ~= "queued" or not tlt(now, stim[2]) then return {"notqueued"} end
 end
-if drains and exists then
+-- An inbox holds messages exactly while its instance's ws field is set
+-- (writeMessage sets it, the commit that consumes the last one clears it).
+if drains and exists and old[10] and old[10] ~= "" then
   -- Refused when the inbox holds a message the commit does not consume.
   local mk, have, seen = P .. "m:" .. id, 0, {}
   local n = redis.call("HLEN", mk)
@@ -181,15 +183,20 @@ local revs = string.format("%d", rev)
 local names = {}
 for i, p in ipairs(pins) do names[i] = p[1] end
 local pn = joinNames(names)
-redis.call("HSET", ik, "doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", ut,
+local fields = {"doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", ut,
   "st", status, "wf", wf, "term", terminal and "1" or "0", "lh", ln ~= "" and "1" or "0",
-  "pn", pn, "da", deleteAfter)
+  "pn", pn, "da", deleteAfter}
+if state ~= "" then
+  fields[#fields + 1] = "state"
+  fields[#fields + 1] = state
+end
+redis.call("HSET", ik, unpack(fields))
 if ln ~= "" then
   redis.call("HSET", P .. "l", id, lease(le, terminal, ln, lb))
 elseif oln ~= "" then
   redis.call("HDEL", P .. "l", id)
 end
-if state ~= "" then redis.call("HSET", ik, "state", state) elseif exists then redis.call("HDEL", ik, "state") end
+if state == "" and exists then redis.call("HDEL", ik, "state") end
 
 local new = indexed(id, ct, wf, status, terminal, pn, deleteAfter)
 local had = {}
@@ -251,7 +258,7 @@ local mk = P .. "m:" .. id
 for _, mid in ipairs(consumed) do redis.call("HDEL", mk, mid) end
 if #consumed > 0 then
   -- The inbox's wait restarts now, or ends with its last message.
-  local ws = redis.call("HGET", ik, "ws")
+  local ws = old[10]
   if ws and ws ~= "" then redis.call("ZREM", P .. "mw", ws .. id) end
   if redis.call("HLEN", mk) > 0 then
     redis.call("HSET", ik, "ws", now)
