@@ -43,7 +43,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 	if err != nil {
 		return 0, false, fmt.Errorf("redisstore: definition %q: %w", name, err)
 	}
-	res, err := s.run(writeCtx(ctx), putDefinitionScript, s.args(name, hash, doc)).StringSlice()
+	res, err := s.run(writeCtx(ctx), putDefinitionScript, s.args(name, hash, doc, newGeneration())).StringSlice()
 	if err != nil {
 		return 0, false, s.fail(ctx, "put definition", name, err)
 	}
@@ -57,7 +57,8 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 	return v, res[1] == "1", nil
 }
 
-// GetDefinition implements store.Store.
+// GetDefinition implements store.Store: from the catalog cache while the
+// catalog's generation is the one the cached definition was read in.
 func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*store.Definition, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
@@ -65,11 +66,19 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*s
 	if version < 0 {
 		return nil, store.Invalid("definition %q: negative version %d", name, version)
 	}
+	gen, err := s.generation(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, "get definition", name, err)
+	}
+	id := defID{name, version}
+	if d, ok := s.catalog.definition(id, gen); ok {
+		return d, nil
+	}
 	res, err := s.run(ctx, getDefinitionScript, s.args(name, version)).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "get definition", name, err)
 	}
-	if len(res) != 2 {
+	if len(res) != 3 {
 		if version == 0 {
 			return nil, store.NotFound("definition %q", name)
 		}
@@ -78,6 +87,9 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*s
 	d, err := decodeDefinition(name, res[0], res[1])
 	if err != nil {
 		return nil, s.corrupt(err)
+	}
+	if gen, ok := res[2].(string); ok {
+		s.catalog.putDefinition(id, gen, d)
 	}
 	return d, nil
 }
@@ -173,7 +185,7 @@ func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	res, err := s.run(writeCtx(ctx), deleteDefinitionScript, s.args(name)).Result()
+	res, err := s.run(writeCtx(ctx), deleteDefinitionScript, s.args(name, newGeneration())).Result()
 	if err != nil {
 		return s.fail(ctx, "delete definition", name, err)
 	}
@@ -199,7 +211,7 @@ func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, er
 	if err != nil {
 		return false, fmt.Errorf("redisstore: plugin %q: %w", rec.Name, err)
 	}
-	n, err := s.run(writeCtx(ctx), putPluginScript, s.args(rec.Name, rec.Version, doc)).Int()
+	n, err := s.run(writeCtx(ctx), putPluginScript, s.args(rec.Name, rec.Version, doc, newGeneration())).Int()
 	if err != nil {
 		return false, s.fail(ctx, "put plugin", rec.Name, err)
 	}
@@ -245,16 +257,26 @@ func (s *Store) CurrentPlugin(ctx context.Context, name string) (*store.PluginRe
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
+	gen, err := s.generation(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, "get current plugin", name, err)
+	}
+	if r, ok := s.catalog.plugin(name, gen); ok {
+		return r, nil
+	}
 	res, err := s.run(ctx, currentPluginScript, s.args(name)).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "get current plugin", name, err)
 	}
-	if len(res) == 0 {
+	if len(res) != 2 {
 		return nil, store.NotFound("plugin %q", name)
 	}
 	r, err := decodePlugin(name, res[0])
 	if err != nil {
 		return nil, s.corrupt(err)
+	}
+	if gen, ok := res[1].(string); ok {
+		s.catalog.putPlugin(name, gen, &r)
 	}
 	return &r, nil
 }
@@ -272,7 +294,7 @@ func (s *Store) DeletePlugin(ctx context.Context, name string) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	res, err := s.run(writeCtx(ctx), deletePluginScript, s.args(name, store.MaxInUseListed)).Result()
+	res, err := s.run(writeCtx(ctx), deletePluginScript, s.args(name, store.MaxInUseListed, newGeneration())).Result()
 	if err != nil {
 		return s.fail(ctx, "delete plugin", name, err)
 	}

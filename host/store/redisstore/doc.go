@@ -146,6 +146,17 @@
 //	P pn                  plugin names
 //	P g:<name>            grants of a plugin name: hash doc, rev, at (time)
 //	P gseq, P gn          highest grants revision ever per name; names with grants
+//	P cg                  the catalog's generation: a random token that every
+//	                      change of definitions or plugins sets with the change
+//
+// # Catalog cache
+//
+// GetDefinition and CurrentPlugin, which every start calls, answer from a
+// cache of what they read, tagged with the generation (cg) they read it
+// in, after one GET of cg: an entry is used only while the generation is
+// still its own, so a change made through any node is seen by the next
+// read on every node. A start reads two small keys instead of running two
+// scripts of two reads each (catalogcache.go).
 //
 // Lists page with ZRANGEBYLEX from an exclusive start: cursors are the
 // base64 of the last member (or name) returned, opaque to clients.

@@ -116,6 +116,8 @@ type Store struct {
 	p      string // key prefix with its hash tag: "{" + Prefix + "}"
 	addr   string // for error messages
 	closed atomic.Bool
+
+	catalog catalogCache // latest definitions and current plugins, by generation
 }
 
 var _ store.Store = (*Store)(nil)

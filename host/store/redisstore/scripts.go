@@ -459,7 +459,11 @@ end
 return out
 `)
 
-// putDefinitionScript is PutDefinition. ARGV: name, hash, doc.
+// The scripts that change the catalog take a new catalog generation as
+// their last ARGV and set cg to it with the change (catalogcache.go); the
+// reads the cache fills answer the generation they read in.
+
+// putDefinitionScript is PutDefinition. ARGV: name, hash, doc, generation.
 var putDefinitionScript = script(`
 local name, hash, doc = take(), take(), take()
 local dk = P .. "d:" .. name
@@ -471,11 +475,12 @@ redis.call("HSET", dk, "v:" .. v, doc, "h:" .. v, hash)
 redis.call("HSET", P .. "dl", name, v)
 redis.call("HSET", P .. "dseq", name, v)
 redis.call("ZADD", P .. "dn", 0, name)
+redis.call("SET", P .. "cg", ARGV[#ARGV])
 return {v, "1"}
 `)
 
 // getDefinitionScript reads a version (0: the latest). ARGV: name,
-// version. It returns {version, doc} or {}.
+// version. It returns {version, doc, generation} or {}.
 var getDefinitionScript = script(`
 local name, v = take(), take()
 if v == "0" then
@@ -484,7 +489,7 @@ if v == "0" then
 end
 local doc = redis.call("HGET", P .. "d:" .. name, "v:" .. v)
 if not doc then return {} end
-return {v, doc}
+return {v, doc, redis.call("GET", P .. "cg") or ""}
 `)
 
 // listDefinitionsScript reads a page of latest definitions. ARGV: min,
@@ -517,19 +522,20 @@ return out
 `)
 
 // deleteDefinitionScript is DeleteDefinition; dseq keeps the last
-// version so that versions are never reused. ARGV: name.
+// version so that versions are never reused. ARGV: name, generation.
 var deleteDefinitionScript = script(`
 local name = take()
 if redis.call("HEXISTS", P .. "dl", name) == 0 then return {"notfound"} end
 redis.call("DEL", P .. "d:" .. name)
 redis.call("HDEL", P .. "dl", name)
 redis.call("ZREM", P .. "dn", name)
+redis.call("SET", P .. "cg", ARGV[#ARGV])
 return {"ok"}
 `)
 
 // putPluginScript is PutPlugin: p:<name> maps versions to records, and
 // o:<name> orders them by when each became current (a store-wide
-// counter). ARGV: name, version, record.
+// counter). ARGV: name, version, record, generation.
 var putPluginScript = script(`
 local name, version, doc = take(), take(), take()
 local ok = P .. "o:" .. name
@@ -538,6 +544,7 @@ if cur[1] == version then return 0 end
 redis.call("HSET", P .. "p:" .. name, version, doc)
 redis.call("ZADD", ok, redis.call("INCR", P .. "pseq"), version)
 redis.call("ZADD", P .. "pn", 0, name)
+redis.call("SET", P .. "cg", ARGV[#ARGV])
 return 1
 `)
 
@@ -552,12 +559,12 @@ return out
 `)
 
 // currentPluginScript is CurrentPlugin. ARGV: name. It returns the
-// current version's record, or nothing.
+// current version's record and the generation, or nothing.
 var currentPluginScript = script(`
 local name = take()
 local v = redis.call("ZREVRANGE", P .. "o:" .. name, 0, 0)[1]
 if not v then return {} end
-return {redis.call("HGET", P .. "p:" .. name, v)}
+return {redis.call("HGET", P .. "p:" .. name, v), redis.call("GET", P .. "cg") or ""}
 `)
 
 // listPluginsScript reads a page of current plugin versions. ARGV: min,
@@ -574,7 +581,7 @@ return out
 `)
 
 // deletePluginScript is DeletePlugin: the pin check and the delete in one
-// step. ARGV: name, how many users to name.
+// step. ARGV: name, how many users to name, generation.
 var deletePluginScript = script(`
 local name, n = take(), takeN()
 if redis.call("EXISTS", P .. "p:" .. name) == 0 then return {"notfound"} end
@@ -582,6 +589,7 @@ local users = redis.call("ZRANGE", P .. "u:" .. name, 0, n - 1)
 if #users > 0 then return {"inuse", users} end
 redis.call("DEL", P .. "p:" .. name, P .. "o:" .. name)
 redis.call("ZREM", P .. "pn", name)
+redis.call("SET", P .. "cg", ARGV[#ARGV])
 return {"ok"}
 `)
 

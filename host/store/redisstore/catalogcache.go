@@ -1,0 +1,105 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weftworks/weft/host/store"
+)
+
+// catalogCache keeps the decoded definitions and current plugin records
+// that every start reads (the latest definition, the current version of
+// each plugin it uses), and which change seldom, so that a start reads one
+// small key instead of running two scripts.
+//
+// Every script that changes the catalog (PutDefinition, DeleteDefinition,
+// PutPlugin, DeletePlugin) sets the store's catalog generation, the key
+// cg, to a new random token, in the same step as the change. A read
+// script answers the generation it read in, so an entry is tagged with the
+// generation its value belongs to. A lookup reads cg first (GET) and uses
+// an entry only when its tag is that generation: then no change has been
+// made since the entry was read, on this node or any other. The tokens are
+// random rather than counted so that a generation lost with its change (a
+// Redis restart with appendfsync everysec) is never handed out again for
+// another change.
+type catalogCache struct {
+	mu      sync.Mutex
+	defs    map[defID]cachedDef
+	plugins map[string]cachedPlugin
+}
+
+// defID names a definition lookup: version 0 is the latest.
+type defID struct {
+	name    string
+	version int
+}
+
+type cachedDef struct {
+	gen string
+	d   store.Definition
+}
+
+type cachedPlugin struct {
+	gen string
+	r   store.PluginRecord
+}
+
+// newGeneration returns a catalog generation token for a change.
+func newGeneration() string { return rand.Text() }
+
+// generation reads the store's catalog generation: "" when no change was
+// ever made.
+func (s *Store) generation(ctx context.Context) (string, error) {
+	g, err := s.c.Get(ctx, s.p+"cg").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return g, err
+}
+
+// definition returns a copy of the cached definition, if valid at gen.
+func (c *catalogCache) definition(id defID, gen string) (*store.Definition, bool) {
+	c.mu.Lock()
+	e, ok := c.defs[id]
+	c.mu.Unlock()
+	if !ok || e.gen != gen {
+		return nil, false
+	}
+	d := e.d
+	return &d, true
+}
+
+func (c *catalogCache) putDefinition(id defID, gen string, d *store.Definition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.defs == nil {
+		c.defs = map[defID]cachedDef{}
+	}
+	c.defs[id] = cachedDef{gen: gen, d: *d}
+}
+
+// plugin returns a copy of the cached current record of plugin name, if
+// valid at gen.
+func (c *catalogCache) plugin(name, gen string) (*store.PluginRecord, bool) {
+	c.mu.Lock()
+	e, ok := c.plugins[name]
+	c.mu.Unlock()
+	if !ok || e.gen != gen {
+		return nil, false
+	}
+	r := e.r
+	return &r, true
+}
+
+func (c *catalogCache) putPlugin(name, gen string, r *store.PluginRecord) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plugins == nil {
+		c.plugins = map[string]cachedPlugin{}
+	}
+	c.plugins[name] = cachedPlugin{gen: gen, r: *r}
+}

@@ -1,0 +1,128 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/internal/redistest"
+)
+
+// scriptsRun is how many scripts the server has run (EVALSHA and EVAL).
+func scriptsRun(t *testing.T, c redis.UniversalClient) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.SplitSeq(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(line[strings.Index(line, ":")+1:], "calls="), ",")
+		v, err := strconv.Atoi(calls)
+		if err != nil {
+			t.Fatalf("commandstats line %q: %v", line, err)
+		}
+		n += v
+	}
+	return n
+}
+
+// Two stores on one server, as two nodes: each caches the latest
+// definitions and current plugins it read, and sees every change the
+// other makes at its next read.
+func TestCatalogCacheFollowsOtherNodesChanges(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	a := open(t, c, "cache:", time.Now)
+	b := open(t, srv.Client(t), "cache:", time.Now)
+	ctx := context.Background()
+
+	if _, _, err := a.PutDefinition(ctx, "wf", "h1", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: strings.Repeat("1", 64), Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	definition := func(s interface {
+		GetDefinition(context.Context, string, int) (*store.Definition, error)
+	}, version int) string {
+		t.Helper()
+		d, err := s.GetDefinition(ctx, "wf", version)
+		if errors.Is(err, store.ErrNotFound) {
+			return "none"
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.Itoa(d.Version) + ":" + string(d.Source)
+	}
+	plugin := func(s interface {
+		CurrentPlugin(context.Context, string) (*store.PluginRecord, error)
+	}) string {
+		t.Helper()
+		r, err := s.CurrentPlugin(ctx, "kit")
+		if errors.Is(err, store.ErrNotFound) {
+			return "none"
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Version[:1]
+	}
+
+	// Read twice: the second read runs no script.
+	if got := definition(a, 0); got != "1:one" {
+		t.Fatalf("latest definition %s, want 1:one", got)
+	}
+	if got := plugin(a); got != "1" {
+		t.Fatalf("current plugin %s, want 1", got)
+	}
+	before := scriptsRun(t, c)
+	if got, gotP := definition(a, 0), plugin(a); got != "1:one" || gotP != "1" {
+		t.Fatalf("cached reads: %s, %s", got, gotP)
+	}
+	if n := scriptsRun(t, c) - before; n != 0 {
+		t.Errorf("cached reads ran %d scripts, want none", n)
+	}
+
+	// Every change through b is seen by a's next read.
+	steps := []struct {
+		what        string
+		change      func() error
+		def, plugin string
+	}{
+		{"a new version", func() error { _, _, err := b.PutDefinition(ctx, "wf", "h2", []byte("two")); return err }, "2:two", "1"},
+		{"a new plugin version", func() error {
+			_, err := b.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: strings.Repeat("2", 64), Size: 1})
+			return err
+		}, "2:two", "2"},
+		{"the plugin deleted", func() error { return b.DeletePlugin(ctx, "kit") }, "2:two", "none"},
+		{"the definition deleted", func() error { return b.DeleteDefinition(ctx, "wf") }, "none", "none"},
+		{"saved again", func() error { _, _, err := b.PutDefinition(ctx, "wf", "h3", []byte("three")); return err }, "3:three", "none"},
+	}
+	for _, st := range steps {
+		if err := st.change(); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		if got := definition(a, 0); got != st.def {
+			t.Errorf("after %s: latest definition %s, want %s", st.what, got, st.def)
+		}
+		if got := plugin(a); got != st.plugin {
+			t.Errorf("after %s: current plugin %s, want %s", st.what, got, st.plugin)
+		}
+	}
+	// A version by number, deleted with its definition.
+	if got := definition(a, 2); got != "none" {
+		t.Errorf("version 2 after the delete: %s, want none", got)
+	}
+}
