@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 // callState is what the host functions know about the call in progress.
@@ -65,6 +66,11 @@ type callState struct {
 	// resolved once per call (a sized read asks twice), and masked in what
 	// the host logs for the guest.
 	secrets map[string]string
+
+	// grants are the call's grants: Call.Grants, or once grantsRead,
+	// what Call.LoadGrants returned (needGrants).
+	grants     *grant.Set
+	grantsRead bool
 
 	// outOfMemory is set when the guest said so on stderr (Go's runtime,
 	// wasi-libc's abort) before trapping.
@@ -285,6 +291,7 @@ func hostConfig(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportConfig)
 	stopIfDone(ctx, abi.HostModule+"."+abi.ImportConfig)
 	key := cs.read(mod, abi.ImportConfig, uint32(stack[0]), uint32(stack[1]))
+	cs.needGrants()
 	if !cs.configKeyMaxSet {
 		for k := range cs.config() {
 			cs.configKeyMax = max(cs.configKeyMax, len(k))
@@ -301,10 +308,23 @@ func hostConfig(ctx context.Context, mod api.Module, stack []uint64) {
 
 // config returns the call's configuration values.
 func (cs *callState) config() map[string]string {
-	if cs.call.Grants == nil {
+	if cs.grants == nil {
 		return nil
 	}
-	return cs.call.Grants.Config
+	return cs.grants.Config
+}
+
+// needGrants reads the call's grants with Call.LoadGrants, the first time
+// a host function needs them; an error stops the guest with it.
+func (cs *callState) needGrants() {
+	if cs.grantsRead || cs.call.LoadGrants == nil {
+		return
+	}
+	g, err := cs.call.LoadGrants(cs.ctx)
+	if err != nil {
+		cs.fail(err)
+	}
+	cs.grants, cs.grantsRead = g, true
 }
 
 // writeSized implements the "(buf, cap) -> len" convention: write v at buf

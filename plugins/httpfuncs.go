@@ -106,6 +106,7 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	if cs.hb != nil {
 		defer cs.hb.hostWait(cs.rt.cfg.Now)()
 	}
+	cs.needGrants() // for route, which checks each hop against them
 
 	// Bounded by the attempt's deadline too: a deadline sooner than the
 	// timeout stays the deadline. From the call's own context: the
@@ -286,9 +287,10 @@ func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportSecret)
 	stopIfDone(ctx, fn)
 	name := cs.read(mod, abi.ImportSecret, uint32(stack[0]), uint32(stack[1]))
+	cs.needGrants()
 	var refs map[string]string
-	if cs.call.Grants != nil {
-		refs = cs.call.Grants.Secrets
+	if cs.grants != nil {
+		refs = cs.grants.Secrets
 	}
 	ref, ok := "", false
 	if len(name) <= grant.MaxKeyLen { // no need to hash a longer name

@@ -36,6 +36,12 @@ type Call struct {
 	// requests may reach, the values the config host function returns and
 	// the secrets the secret host function resolves. Nil grants nothing.
 	Grants *grant.Set
+	// LoadGrants, when not nil, reads the grants in place of Grants: the
+	// runtime calls it once, when the guest first needs them (its first
+	// HTTP request, config or secret lookup), so that a call that needs
+	// none reads none. An error from it stops the guest, and the call
+	// fails with that error.
+	LoadGrants func(context.Context) (*grant.Set, error)
 	// Requested, when not nil, is told of each HTTP request the guest made,
 	// when it ended; see Request.
 	Requested func(Request)
@@ -206,7 +212,7 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bo
 	// The instance's call state is reused; the result buffer is not, since
 	// it becomes the caller's output.
 	cs := &in.cs
-	*cs = callState{rt: rt, call: call, hb: call.Heartbeat, stderr: cs.stderr[:0]}
+	*cs = callState{rt: rt, call: call, hb: call.Heartbeat, stderr: cs.stderr[:0], grants: call.Grants}
 	input := call.Input
 	if len(input) == 0 {
 		input = nullJSON

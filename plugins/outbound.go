@@ -119,7 +119,7 @@ func (o *outbound) route(r *http.Request) (*http.Response, error) {
 		h.err = fmt.Errorf("%w: more than %d HTTP requests in one call, redirects included (plugins.http.max_requests)", ErrLimit, o.cfg.MaxRequests)
 		return nil, h.err
 	}
-	rule, err := h.cs.call.Grants.Allow(r.URL)
+	rule, err := h.cs.grants.Allow(r.URL) // hostHTTPRequest read them (needGrants)
 	if err != nil {
 		h.err = h.cs.denied(err)
 		return nil, h.err

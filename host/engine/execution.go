@@ -20,6 +20,7 @@ import (
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/grant"
 )
 
 // execution is one run of an instance under its lock: from taking the lock
@@ -729,10 +730,9 @@ func (x *execution) invoke(inv runner.Invoke) {
 			ctx, cancel = context.WithDeadline(ctx, inv.Deadline)
 			defer cancel()
 		}
-		if call.Grants, err = x.e.grants(ctx, inv.Plugin); err != nil {
-			x.inflight.results <- result{token: inv.Token, err: &plugins.CallError{Version: version, Activity: inv.Activity, Err: err}, hb: hb}
-			return
-		}
+		// Read when the guest first needs them (an HTTP request, a config
+		// or secret lookup): an attempt that needs none reads none.
+		call.LoadGrants = func(ctx context.Context) (*grant.Set, error) { return x.e.grants(ctx, inv.Plugin) }
 		// The guest's goroutine calls these, one at a time, before Invoke
 		// returns.
 		var requests []plugins.Request

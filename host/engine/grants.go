@@ -11,8 +11,10 @@ import (
 )
 
 // grantCache keeps the parsed grants of each plugin name by revision. The
-// store is read at every attempt, so that a grant changed through any node
-// applies to the next attempt on every node; only the parse is saved.
+// store is read at every attempt that needs the grants (when its guest
+// first does: plugins.Call.LoadGrants), so that a grant changed through
+// any node applies to the next attempt on every node; only the parse is
+// saved.
 type grantCache struct {
 	mu     sync.Mutex
 	parsed map[string]parsedGrants
