@@ -115,7 +115,11 @@
 //	                      ct, ut (times), st (status), wf, term, lh ("1" if P l
 //	                      holds its lease: readers of the many instances without
 //	                      one read nothing else), pn (pinned plugins: each name's
-//	                      length, ":" and the name), da (delete-after time)
+//	                      length, ":" and the name), da (delete-after time), ws
+//	                      (when its inbox started waiting: set exactly while the
+//	                      inbox holds a message), hb ("1" once P e:<id> was
+//	                      written, so that only then does the commit that ends
+//	                      the instance delete it)
 //	P l                   leases, one hash for all instances: id → expiry (time),
 //	                      "1" if terminal else "0", len(boot) ":" boot node
 //	P h:<id>              list of history events; an event's Seq is its place

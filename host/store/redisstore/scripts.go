@@ -135,7 +135,7 @@ local sends = {}
 for i = 1, takeN() do sends[i] = {take(), take(), take()} end
 
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term", "lh", "st", "wf", "pn", "da", "ws")
+local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term", "lh", "st", "wf", "pn", "da", "ws", "hb")
 local exists = old[1] ~= false
 local oln, olb, ole = "", "", ""
 if old[5] == "1" then oln, olb, ole = unlease(redis.call("HGET", P .. "l", id)) end
@@ -267,7 +267,7 @@ if #consumed > 0 then
     redis.call("HDEL", ik, "ws")
   end
 end
-if terminal then redis.call("DEL", P .. "e:" .. id) end
+if terminal and old[11] == "1" then redis.call("DEL", P .. "e:" .. id) end
 for _, m in ipairs(sends) do writeMessage(m[1], m[2], m[3], now) end
 return {"ok", revs}
 `)
@@ -311,7 +311,11 @@ local function held(v)
 end
 -- Heartbeats first: they see the leases as they were before this renewal.
 for _, b in ipairs(beats) do
-  if held(redis.call("HGET", P .. "l", b[1])) then redis.call("HSET", P .. "e:" .. b[1], b[2], b[3]) end
+  if held(redis.call("HGET", P .. "l", b[1])) then
+    redis.call("HSET", P .. "e:" .. b[1], b[2], b[3])
+    -- So that the commit that ends the instance deletes e: only if it exists.
+    redis.call("HSET", P .. "i:" .. b[1], "hb", "1")
+  end
 end
 -- Every read and write is one command per chunk of ids, not one per id,
 -- and the index's members are the ids: a renewal makes no string.
