@@ -20,7 +20,7 @@ import (
 // commandCalls sums INFO commandstats: scripts (EVALSHA and EVAL, the
 // round trips the store makes) and every command, the ones scripts run
 // included. INFO itself is not counted.
-func commandCalls(b *testing.B, c *redis.Client) (scripts, all int64) {
+func commandCalls(b testing.TB, c redis.UniversalClient) (scripts, all int64) {
 	b.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {

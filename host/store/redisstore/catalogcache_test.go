@@ -8,33 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/internal/redistest"
 )
-
-// scriptsRun is how many scripts the server has run (EVALSHA and EVAL).
-func scriptsRun(t *testing.T, c redis.UniversalClient) int {
-	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for line := range strings.SplitSeq(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(line[strings.Index(line, ":")+1:], "calls="), ",")
-		v, err := strconv.Atoi(calls)
-		if err != nil {
-			t.Fatalf("commandstats line %q: %v", line, err)
-		}
-		n += v
-	}
-	return n
-}
 
 // Two stores on one server, as two nodes: each caches the latest
 // definitions and current plugins it read, and sees every change the
@@ -87,12 +64,12 @@ func TestCatalogCacheFollowsOtherNodesChanges(t *testing.T) {
 	if got := plugin(a); got != "1" {
 		t.Fatalf("current plugin %s, want 1", got)
 	}
-	before := scriptsRun(t, c)
+	before, _ := commandCalls(t, c)
 	if got, gotP := definition(a, 0), plugin(a); got != "1:one" || gotP != "1" {
 		t.Fatalf("cached reads: %s, %s", got, gotP)
 	}
-	if n := scriptsRun(t, c) - before; n != 0 {
-		t.Errorf("cached reads ran %d scripts, want none", n)
+	if n, _ := commandCalls(t, c); n != before {
+		t.Errorf("cached reads ran %d scripts, want none", n-before)
 	}
 
 	// Every change through b is seen by a's next read.
