@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/internal/redistest"
 )
