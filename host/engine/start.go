@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/queue"
+	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
 )
 
@@ -98,40 +99,18 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 			return old, false, err
 		}
 	}
-	d, err := e.store.GetDefinition(ctx, workflow, 0)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, fmt.Errorf("engine: %w %q: %w", ErrNoSuchWorkflow, workflow, err)
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("engine: workflow %s: %w", workflow, err)
-	}
-	prog, err := e.program(ctx, d.Name, d.Version)
-	if err != nil {
-		return nil, false, err
-	}
-	pins := make(map[string]string, len(prog.Plugins()))
-	for _, name := range prog.Plugins() {
-		p, err := e.store.CurrentPlugin(ctx, name)
-		if err != nil {
-			return nil, false, fmt.Errorf("engine: workflow %s uses plugin %s: %w", workflow, name, err)
-		}
-		pins[name] = p.Version
-	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
 	if id == "" {
 		id = newID(e.cfg.Now())
 	}
-	inst := &store.Instance{
-		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: input,
-		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
+	// The catalog as the store last read it, at no cost; if it changed
+	// since, the commit says so and the start reads it again.
+	inst, rev, at, err := e.createFrom(ctx, workflow, input, id, parent, true)
+	if errors.Is(err, store.ErrCatalogChanged) {
+		inst, rev, at, err = e.createFrom(ctx, workflow, input, id, parent, false)
 	}
-	// No timers, no bookmarks: process relies on it to skip reading them
-	// for an instance at revision 1. At makes the stored times known here,
-	// so the instance need not be read back.
-	at := e.cfg.Now().UTC()
-	rev, err := e.store.Commit(ctx, store.Commit{Instance: inst, History: []store.HistoryEntry{{Type: store.HistoryInstanceCreated, Node: e.cfg.NodeID}}, At: at})
 	if errors.Is(err, store.ErrExists) {
 		// Another Start with the id created it between the check above
 		// and this commit.
@@ -142,9 +121,9 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 		return old, false, err
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
+		return nil, false, err
 	}
-	e.cfg.Observer.InstanceStatus(d.Name, store.StatusPending)
+	e.cfg.Observer.InstanceStatus(inst.Workflow, store.StatusPending)
 	e.changed(inst.ID)
 	// The instance as the store holds it: it keeps JSON compacted.
 	inst.Rev, inst.CreatedAt, inst.UpdatedAt = rev, at, at
@@ -153,6 +132,59 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 		inst.Input = compacted.Bytes()
 	}
 	return inst, true, nil
+}
+
+// createFrom reads the latest definition of workflow and the current
+// version of each plugin it uses (store.ResolveStart: cached, from what
+// the store read before, unchecked) and commits the instance created from
+// them, which the store refuses with ErrCatalogChanged when a cached
+// catalog has changed since. It returns the instance committed, its
+// revision and time.
+func (e *Engine) createFrom(ctx context.Context, workflow string, input json.RawMessage, id string, parent *store.ParentRef, cached bool) (*store.Instance, uint64, time.Time, error) {
+	var prog *runner.Program
+	var progErr error
+	uses := func(d *store.Definition) ([]string, error) {
+		prog, progErr = e.program(ctx, d.Name, d.Version)
+		if progErr != nil {
+			return nil, progErr
+		}
+		return prog.Plugins(), nil
+	}
+	cat, err := e.store.ResolveStart(ctx, workflow, uses, cached)
+	if err != nil {
+		var pe *store.PluginError
+		switch {
+		case progErr != nil && errors.Is(err, progErr): // the definition's own error
+		case errors.As(err, &pe):
+			err = fmt.Errorf("engine: workflow %s uses plugin %s: %w", workflow, pe.Plugin, pe.Err)
+		case errors.Is(err, store.ErrNotFound):
+			err = fmt.Errorf("engine: %w %q: %w", ErrNoSuchWorkflow, workflow, err)
+		default:
+			err = fmt.Errorf("engine: workflow %s: %w", workflow, err)
+		}
+		return nil, 0, time.Time{}, err
+	}
+	pins := make(map[string]string, len(cat.Plugins))
+	for name, p := range cat.Plugins {
+		pins[name] = p.Version
+	}
+	d := cat.Definition
+	inst := &store.Instance{
+		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: input,
+		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
+	}
+	// No timers, no bookmarks: process relies on it to skip reading them
+	// for an instance at revision 1. At makes the stored times known here,
+	// so the instance need not be read back.
+	at := e.cfg.Now().UTC()
+	rev, err := e.store.Commit(ctx, store.Commit{
+		Instance: inst, History: []store.HistoryEntry{{Type: store.HistoryInstanceCreated, Node: e.cfg.NodeID}},
+		Catalog: cat.Generation, At: at,
+	})
+	if err != nil && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrCatalogChanged) {
+		err = fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
+	}
+	return inst, rev, at, err
 }
 
 // existing returns the instance id when it exists and belongs to workflow,

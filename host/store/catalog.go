@@ -34,6 +34,20 @@ type PluginRecord struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// StartCatalog is what a start reads of the catalog (Store.ResolveStart).
+type StartCatalog struct {
+	// Definition is the latest version of the workflow.
+	Definition *Definition
+	// Plugins holds the current version of each plugin the definition
+	// uses, by name.
+	Plugins map[string]*PluginRecord
+	// Generation, when not empty, says that the answer came from the
+	// store's cache without a check that it is still current: a create
+	// made from it carries it (Commit.Catalog), and is refused if the
+	// catalog changed since. Empty: the answer was current at the call.
+	Generation string
+}
+
 // Plugin is a plugin's current version and its history.
 type Plugin struct {
 	// Current is the version new instances use.

@@ -31,6 +31,9 @@ var (
 	// found messages in it that it does not consume: the writer has not
 	// read them yet.
 	ErrInboxNotEmpty = errors.New("inbox holds messages not consumed")
+	// ErrCatalogChanged: a create read its definition and plugins from a
+	// catalog that has changed since (Commit.Catalog): read them again.
+	ErrCatalogChanged = errors.New("catalog changed since it was read")
 	// ErrInvalid: an argument was refused before anything was read or
 	// written (empty id, unknown status, bad cursor, …). The message says
 	// which field.
@@ -44,9 +47,23 @@ var (
 	ErrUnavailable = errors.New("store unavailable")
 )
 
+// PluginError is Store.ResolveStart's error for a plugin it could not
+// read; it wraps the reason (ErrNotFound when the plugin is not stored).
+type PluginError struct {
+	Plugin string
+	Err    error
+}
+
+// Error implements error.
+func (e *PluginError) Error() string { return "plugin " + e.Plugin + ": " + e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *PluginError) Unwrap() error { return e.Err }
+
 // CommitError is returned by Store.Commit and Store.DeleteInstance when the
 // write is refused. It wraps exactly one of ErrConflict, ErrFenced,
-// ErrExists, ErrNotFound, ErrNotQueued or ErrInboxNotEmpty and says what
+// ErrExists, ErrNotFound, ErrNotQueued, ErrInboxNotEmpty or
+// ErrCatalogChanged and says what
 // the store holds, so that the caller can tell how far behind it is. A
 // refused write changes nothing.
 type CommitError struct {

@@ -197,6 +197,13 @@ type Commit struct {
 	// that does not exist is dropped; one whose ID the target inbox holds
 	// is not written twice.
 	Send []Message
+	// Catalog, when not empty, is the StartCatalog.Generation a create read
+	// its definition and plugins from: the commit is refused with
+	// ErrCatalogChanged, and writes nothing, when the catalog changed since
+	// (a definition saved or deleted, a plugin uploaded or deleted), or
+	// when the store did not hand out that generation. Only a create may
+	// carry it.
+	Catalog string
 	// At, when set, is the commit's time by the committer's clock: stored
 	// as UpdatedAt, and as CreatedAt by a create that gives none. A
 	// committer that sets it knows the instance as stored without reading

@@ -198,6 +198,18 @@ type Store interface {
 	// a start pins, read without the plugin's history.
 	CurrentPlugin(ctx context.Context, name string) (*PluginRecord, error)
 
+	// ResolveStart reads what a start of workflow needs: its latest
+	// definition (ErrNotFound when there is none, before uses is called)
+	// and the current version of each plugin uses names for it (an error
+	// reading one, ErrNotFound when it is not stored, is a *PluginError
+	// naming it). An error from uses is
+	// returned as it is; uses may be called more than once. With cached,
+	// the store may answer from what it read before, without a round trip
+	// and without checking that it is still current, and says so with
+	// StartCatalog.Generation (see there); without, the answer is current
+	// at the call.
+	ResolveStart(ctx context.Context, workflow string, uses func(*Definition) ([]string, error), cached bool) (*StartCatalog, error)
+
 	// ListPlugins returns a page of current plugin versions ordered by name,
 	// and the next cursor.
 	ListPlugins(ctx context.Context, cursor string, limit int) (items []PluginRecord, next string, err error)

@@ -91,6 +91,9 @@ func (c Commit) Validate() error {
 	if !in.Status.Valid() {
 		return Invalid("instance %q: unknown status %q", in.ID, in.Status)
 	}
+	if c.Catalog != "" && in.Rev != 0 {
+		return Invalid("instance %q: only a create carries a catalog generation, not a commit at revision %d", in.ID, in.Rev)
+	}
 	for _, f := range []struct {
 		what string
 		v    json.RawMessage

@@ -211,6 +211,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 			if old != nil {
 				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrExists, Rev: old.Rev, Fence: old.Fence})
 			}
+			if c.Catalog != "" {
+				// ResolveStart hands out no generation: its answers are
+				// current, from a cache this process's writes invalidate.
+				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrCatalogChanged})
+			}
 		} else {
 			switch {
 			case old == nil:

@@ -281,6 +281,53 @@ func (s *Store) CurrentPlugin(ctx context.Context, name string) (*store.PluginRe
 	return &r, nil
 }
 
+// ResolveStart implements store.Store: with cached, from the catalog
+// cache without a round trip when it holds the definition and each plugin
+// it uses from one generation (catalogcache.go); otherwise with
+// GetDefinition and CurrentPlugin, and an empty Generation.
+func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*store.Definition) ([]string, error), cached bool) (*store.StartCatalog, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if cached {
+		// A generation of "" is a store no catalog change has set cg in
+		// (Open sets it): nothing a commit could check.
+		if d, gen, ok := s.catalog.unchecked(defID{workflow, 0}); ok && gen != "" {
+			names, err := uses(d)
+			if err != nil {
+				return nil, err
+			}
+			sc := &store.StartCatalog{Definition: d, Plugins: make(map[string]*store.PluginRecord, len(names)), Generation: gen}
+			for _, name := range names {
+				r, ok := s.catalog.plugin(name, gen)
+				if !ok {
+					sc = nil
+					break
+				}
+				sc.Plugins[name] = r
+			}
+			if sc != nil {
+				return sc, nil
+			}
+		}
+	}
+	d, err := s.GetDefinition(ctx, workflow, 0)
+	if err != nil {
+		return nil, err
+	}
+	names, err := uses(d)
+	if err != nil {
+		return nil, err
+	}
+	sc := &store.StartCatalog{Definition: d, Plugins: make(map[string]*store.PluginRecord, len(names))}
+	for _, name := range names {
+		if sc.Plugins[name], err = s.CurrentPlugin(ctx, name); err != nil {
+			return nil, &store.PluginError{Plugin: name, Err: err}
+		}
+	}
+	return sc, nil
+}
+
 // ListPlugins implements store.Store.
 func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
 	return listByName(ctx, s, listPluginsScript, "plugins", cursor, limit, 2,

@@ -13,19 +13,29 @@ import (
 
 // catalogCache keeps the decoded definitions and current plugin records
 // that every start reads (the latest definition, the current version of
-// each plugin it uses), and which change seldom, so that a start reads one
-// small key instead of running two scripts.
+// each plugin it uses), and which change seldom.
 //
 // Every script that changes the catalog (PutDefinition, DeleteDefinition,
 // PutPlugin, DeletePlugin) sets the store's catalog generation, the key
 // cg, to a new random token, in the same step as the change. A read
 // script answers the generation it read in, so an entry is tagged with the
-// generation its value belongs to. A lookup reads cg first (GET) and uses
-// an entry only when its tag is that generation: then no change has been
-// made since the entry was read, on this node or any other. The tokens are
-// random rather than counted so that a generation lost with its change (a
-// Redis restart with appendfsync everysec) is never handed out again for
-// another change.
+// generation its value belongs to. The tokens are random rather than
+// counted so that a generation lost with its change (a Redis restart with
+// appendfsync everysec) is never handed out again for another change.
+//
+// The cache is used two ways:
+//
+//   - GetDefinition and CurrentPlugin read cg first (GET) and use an entry
+//     only when its tag is that generation: then no change has been made
+//     since the entry was read, on this node or any other.
+//   - ResolveStart, for a start, uses the entries without a round trip
+//     when the definition and every plugin it uses are cached with one
+//     tag, and answers that tag as the StartCatalog's Generation. The
+//     create commits with it (Commit.Catalog), and the commit script
+//     compares it with cg, in the same step as the create: the start is as
+//     if it had read the catalog then. When they differ the commit is
+//     refused (ErrCatalogChanged) and the start reads the catalog again,
+//     checked.
 type catalogCache struct {
 	mu      sync.Mutex
 	defs    map[defID]cachedDef
@@ -59,6 +69,19 @@ func (s *Store) generation(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	return g, err
+}
+
+// unchecked returns a copy of the cached definition and the generation it
+// was read in, whatever the catalog's generation is now.
+func (c *catalogCache) unchecked(id defID) (*store.Definition, string, bool) {
+	c.mu.Lock()
+	e, ok := c.defs[id]
+	c.mu.Unlock()
+	if !ok {
+		return nil, "", false
+	}
+	d := e.d
+	return &d, e.gen, true
 }
 
 // definition returns a copy of the cached definition, if valid at gen.

@@ -71,6 +71,24 @@ func TestCatalogCacheFollowsOtherNodesChanges(t *testing.T) {
 		t.Errorf("cached reads ran %d scripts, want none", n-before)
 	}
 
+	// A start's cached read makes no round trip at all, and hands out the
+	// generation its create is checked against.
+	uses := func(*store.Definition) ([]string, error) { return []string{"kit"}, nil }
+	if _, err := a.ResolveStart(ctx, "wf", uses, true); err != nil {
+		t.Fatal(err)
+	}
+	_, allBefore := commandCalls(t, c)
+	sc, err := a.ResolveStart(ctx, "wf", uses, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, all := commandCalls(t, c); all != allBefore {
+		t.Errorf("a cached ResolveStart ran %d commands, want none", all-allBefore)
+	}
+	if sc.Generation == "" || sc.Definition.Version != 1 || sc.Plugins["kit"].Version[:1] != "1" {
+		t.Errorf("cached ResolveStart: %+v, want version 1, kit 1 and a generation", sc)
+	}
+
 	// Every change through b is seen by a's next read.
 	steps := []struct {
 		what        string

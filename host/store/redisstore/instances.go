@@ -211,7 +211,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		doc, in.State, string(in.Status), terminal, in.Workflow, hexTime(created),
 		in.Lease.Node, in.Lease.Boot, le,
 		c.DeliveredStimulus, []byte(compact(c.DeliveredOutcome)), hexTime(now.Add(s.cfg.DeliveredRetention)),
-		bmFlag, tmFlag, deleteAfter, hexTime(updated), drains)
+		bmFlag, tmFlag, deleteAfter, hexTime(updated), drains, c.Catalog)
 
 	names := make([]string, 0, len(in.Plugins))
 	for name := range in.Plugins {
@@ -295,6 +295,8 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		return 0, &store.CommitError{InstanceID: id, Err: store.ErrNotQueued, Stimulus: c.DeliveredStimulus}
 	case "inbox":
 		return 0, commitError(id, store.ErrInboxNotEmpty, rest)
+	case "catalog":
+		return 0, commitError(id, store.ErrCatalogChanged, nil)
 	case "noplugin":
 		return 0, store.NotFound("instance %q pins plugin %q version %s", id, rest[0], rest[1])
 	}

@@ -164,6 +164,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if v != schemaVersion {
 		return nil, fmt.Errorf("redisstore: open %s: key %s holds schema version %q, this build reads %q", s.addr, key, v, schemaVersion)
 	}
+	// A catalog generation for a store no catalog change has set one in
+	// (catalogcache.go).
+	if err := s.c.SetNX(ctx, s.p+"cg", newGeneration(), 0).Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: open %s: writing %scg: %w", s.addr, s.p, err)
+	}
 	s.log.Debug("store opened", "addr", s.addr, "prefix", cfg.Prefix)
 	return s, nil
 }

@@ -111,7 +111,8 @@ func script(body string) *redis.Script { return redis.NewScript(prelude + body) 
 // prefix: id, rev, fence, now, doc, state, status, terminal, workflow,
 // created, lease node, boot, expiry, delivered stimulus, outcome, its
 // forget time, replace bookmarks, replace timers, delete after ("" for
-// none), updated at, drains; then counted lists:
+// none), updated at, drains, catalog generation ("" for none); then
+// counted lists:
 // pins (name, version), history events, bookmark members, timer members,
 // consumed ids, sent messages (target, id, doc).
 var commitScript = script(`
@@ -120,7 +121,7 @@ local doc, state, status, terminal, wf, created = take(), take(), take(), take()
 local ln, lb, le = take(), take(), take()
 local sid, outcome, forget = take(), take(), take()
 local replaceBm, replaceTm = take() == "1", take() == "1"
-local deleteAfter, ut, drains = take(), take(), take() == "1"
+local deleteAfter, ut, drains, catalog = take(), take(), take() == "1", take()
 local pins = {}
 for i = 1, takeN() do pins[i] = {take(), take()} end
 local hist = {}
@@ -146,6 +147,8 @@ else
   if tonumber(fence) < tonumber(old[2]) then return {"fenced", old[1], old[2]} end
   if grev ~= old[1] then return {"conflict", old[1], old[2]} end
 end
+-- A create from cached catalog reads: the catalog must be as it was read.
+if catalog ~= "" and (redis.call("GET", P .. "cg") or "") ~= catalog then return {"catalog"} end
 local sk, stim
 if sid ~= "" then
   sk = P .. "s:" .. sid
@@ -164,7 +167,8 @@ if drains and exists and old[10] and old[10] ~= "" then
   end
   if n > have then return {"inbox", old[1], old[2]} end
 end
-if not terminal then
+-- The pins of a create checked against the catalog's generation exist.
+if not terminal and catalog == "" then
   for _, p in ipairs(pins) do
     if redis.call("HEXISTS", P .. "p:" .. p[1], p[2]) == 0 then return {"noplugin", p[1], p[2]} end
   end

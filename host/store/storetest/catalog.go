@@ -294,3 +294,97 @@ func testPinnedPluginCannotBeDeleted(t *testing.T, h *harness) {
 	h.commit(t, store.Commit{Instance: j})
 	wantErr(t, "DeletePlugin mail", h.s.DeletePlugin(ctx(t), "mail"), store.ErrInUse)
 }
+
+// testResolveStart: ResolveStart reads a start's definition and plugins;
+// a create carrying a Generation it handed out is refused once the
+// catalog changed, and writes nothing; an empty Generation is never
+// refused for that.
+func testResolveStart(t *testing.T, h *harness) {
+	uses := func(names ...string) func(*store.Definition) ([]string, error) {
+		return func(*store.Definition) ([]string, error) { return names, nil }
+	}
+	_, err := h.s.ResolveStart(ctx(t), "wf", func(*store.Definition) ([]string, error) {
+		t.Error("uses called for a workflow with no definition")
+		return nil, nil
+	}, true)
+	wantErr(t, "ResolveStart of no workflow", err, store.ErrNotFound)
+
+	_, _, err = h.s.PutDefinition(ctx(t), "wf", "h1", []byte("one"))
+	must(t, "PutDefinition", err)
+	_, err = h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: "v1"})
+	must(t, "PutPlugin", err)
+
+	_, err = h.s.ResolveStart(ctx(t), "wf", uses("pay", "mail"), true)
+	var pe *store.PluginError
+	if !errors.As(err, &pe) || pe.Plugin != "mail" || !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ResolveStart with a plugin not stored: %v, want a *PluginError naming mail, matching ErrNotFound", err)
+	}
+	boom := errors.New("the definition does not compile")
+	if _, err := h.s.ResolveStart(ctx(t), "wf", func(*store.Definition) ([]string, error) { return nil, boom }, true); !errors.Is(err, boom) {
+		t.Fatalf("ResolveStart with uses failing: %v, want its error", err)
+	}
+
+	resolve := func(cached bool) *store.StartCatalog {
+		t.Helper()
+		sc, err := h.s.ResolveStart(ctx(t), "wf", uses("pay"), cached)
+		must(t, "ResolveStart", err)
+		return sc
+	}
+	check := func(what string, sc *store.StartCatalog, version int, plugin string) {
+		t.Helper()
+		if sc.Definition == nil || sc.Definition.Name != "wf" || sc.Definition.Version != version || len(sc.Plugins) != 1 || sc.Plugins["pay"] == nil || sc.Plugins["pay"].Version != plugin {
+			t.Fatalf("%s: %+v, want wf version %d with pay %s", what, sc, version, plugin)
+		}
+	}
+	check("current", resolve(false), 1, "v1")
+	resolve(true) // the cache is filled
+	cached := resolve(true)
+	check("cached", cached, 1, "v1")
+
+	create := func(id string, sc *store.StartCatalog) error {
+		in := instance(id, "wf")
+		in.Version = sc.Definition.Version
+		in.Plugins = map[string]string{"pay": sc.Plugins["pay"].Version}
+		_, err := h.s.Commit(ctx(t), store.Commit{Instance: in, Catalog: sc.Generation})
+		return err
+	}
+	must(t, "a create from the catalog as read", create("a", cached))
+
+	// Each change refuses a create from what was read before it.
+	changes := []struct {
+		what   string
+		change func() error
+	}{
+		{"a plugin version", func() error { _, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: "v2"}); return err }},
+		{"a definition version", func() error { _, _, err := h.s.PutDefinition(ctx(t), "wf", "h2", []byte("two")); return err }},
+		{"another plugin deleted", func() error {
+			if _, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "mail", Version: "m1"}); err != nil {
+				return err
+			}
+			return h.s.DeletePlugin(ctx(t), "mail")
+		}},
+	}
+	for i, c := range changes {
+		before := resolve(true)
+		must(t, c.what, c.change())
+		id := fmt.Sprintf("stale%d", i)
+		err := create(id, before)
+		if before.Generation == "" {
+			must(t, "a create from a current answer after "+c.what, err)
+			continue
+		}
+		wantErr(t, "a create from before "+c.what, err, store.ErrCatalogChanged)
+		_, err = h.s.GetInstance(ctx(t), id)
+		wantErr(t, "the refused create", err, store.ErrNotFound)
+		after := resolve(false)
+		must(t, "a create from the catalog read again", create(id, after))
+	}
+	check("after the changes", resolve(false), 2, "v2")
+
+	// A generation the store did not hand out; only a create carries one.
+	err = create("bogus", &store.StartCatalog{Definition: &store.Definition{Name: "wf", Version: 2}, Plugins: map[string]*store.PluginRecord{"pay": {Version: "v2"}}, Generation: "bogus"})
+	wantErr(t, "a create with a generation never handed out", err, store.ErrCatalogChanged)
+	in := h.get(t, "a")
+	_, err = h.s.Commit(ctx(t), store.Commit{Instance: in, Catalog: "x"})
+	wantErr(t, "an update with a generation", err, store.ErrInvalid)
+}

@@ -89,6 +89,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"ListDefinitionVersions", testListDefinitionVersions},
 		{"Plugins", testPlugins},
 		{"PinnedPluginCannotBeDeleted", testPinnedPluginCannotBeDeleted},
+		{"ResolveStart", testResolveStart},
 		{"ListInstances", testListInstances},
 		{"ListInstancesStableCursor", testListInstancesStableCursor},
 		{"DeleteInstance", testDeleteInstance},
