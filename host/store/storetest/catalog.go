@@ -355,7 +355,10 @@ func testResolveStart(t *testing.T, h *harness) {
 		what   string
 		change func() error
 	}{
-		{"a plugin version", func() error { _, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: "v2"}); return err }},
+		{"a plugin version", func() error {
+			_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: "v2"})
+			return err
+		}},
 		{"a definition version", func() error { _, _, err := h.s.PutDefinition(ctx(t), "wf", "h2", []byte("two")); return err }},
 		{"another plugin deleted", func() error {
 			if _, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "mail", Version: "m1"}); err != nil {
