@@ -169,11 +169,14 @@ func (l *acquireSignal) Acquire(ctx context.Context, key string, ttl time.Durati
 
 // An eager start whose node dies while it runs, before anything of the
 // run was stored (lazy persistence), was never on any queue: another
-// node's recovery sweep finds it pending and runs it.
+// node's recovery sweep finds it pending and runs it. (That node runs
+// already, so it is its sweep, not its start-up, that finds it.)
 func TestEagerStartOfADeadNodeIsRecovered(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	locks := &acquireSignal{Locker: local.New(local.Config{}), acquired: make(chan struct{})}
+	b, qb, _ := c.eagerNode(engine.Config{NodeID: "node-b", EagerStarts: true}, local.New(local.Config{}))
+	c.warmUp(b, qb)
 	a, qa, stopA := c.eagerNode(engine.Config{NodeID: "node-a", EagerStarts: true}, locks)
 	c.warmUp(a, qa)
 	locks.armed.Store(true)
@@ -201,7 +204,6 @@ output: "${ vars.work.done_ms }"
 	if got, err := c.store.GetInstance(context.Background(), inst.ID); err != nil || got.Status != store.StatusPending {
 		t.Fatalf("instance after node A died: %+v, %v; want it pending", got, err)
 	}
-	b, _, _ := c.eagerNode(engine.Config{NodeID: "node-b", EagerStarts: true}, local.New(local.Config{}))
 	done := c.waitFinished(b, inst.ID)
 	if done.Status != store.StatusCompleted || string(done.Output) != "1500" {
 		t.Fatalf("instance %s output %s error %+v", done.Status, done.Output, done.Error)

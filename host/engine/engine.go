@@ -327,8 +327,10 @@ type Engine struct {
 	changes    changes // OnChange's functions
 
 	// pairCursor is where the recovery sweep's next look at the queued
-	// stimuli starts (see pairQueued); only the sweep's goroutine uses it.
-	pairCursor string
+	// stimuli starts (see pairQueued), pendingCursor its next look at the
+	// pending instances (recover); only the sweep's goroutine uses them.
+	pairCursor    string
+	pendingCursor string
 }
 
 // New returns an Engine.
@@ -431,6 +433,14 @@ func (e *Engine) work(ctx context.Context, popping chan struct{}) {
 		select {
 		case popping <- struct{}{}:
 		case id := <-e.eager: // nil without EagerStarts: never ready
+			if ctx.Err() != nil {
+				// Taken as the engine stops: whoever runs next takes it
+				// from the queue (or, in memory, from the store at start).
+				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+				e.push(pctx, id, "start")
+				cancel()
+				return
+			}
 			e.run(ctx, id, false)
 			continue
 		case <-ctx.Done():

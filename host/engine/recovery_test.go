@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -405,5 +406,56 @@ output: "${ vars.e }"
 		if ev.Type == "instance_started" && ev.Node != "live" {
 			t.Errorf("started by %s, want the live node", ev.Node)
 		}
+	}
+}
+
+// The recovery sweep looks at the pending instances a page at a time and
+// goes on where it stopped: a never-run instance behind a full page of
+// older pending ones that live nodes run (lazy instances stay pending
+// while they run; here their locks are held) is found, a few turns later.
+func TestNeverRunInstanceBehindAFullPageIsRecovered(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	ctx := context.Background()
+	locks := local.New(local.Config{})
+	// Its clock runs ahead, so that every instance here is a lease's TTL
+	// old to it at once.
+	live, run := c.nodeWith("live", locks, 2*lockTTL)
+	if _, _, err := live.SaveDefinition(ctx, []byte(quick)); err != nil {
+		t.Fatal(err)
+	}
+	run()
+	kit, err := c.store.CurrentPlugin(ctx, "kit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := map[string]string{"kit": kit.Version}
+	const held = 1000 // the sweep's page
+	errs := make(chan error, held)
+	for i := range held {
+		go func() {
+			id := fmt.Sprintf("held-%04d", i)
+			in := &store.Instance{ID: id, Workflow: "quick", Version: 1, Status: store.StatusPending, Input: json.RawMessage("1"), Plugins: pins}
+			if _, err := c.store.Commit(ctx, store.Commit{Instance: in, At: time.Now().Add(-time.Minute)}); err != nil {
+				errs <- err
+				return
+			}
+			_, err := locks.Acquire(ctx, engine.InstanceLockKey(id), time.Hour)
+			errs <- err
+		}()
+	}
+	for range held {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Created by a node that died before running it, after the others.
+	orphan := &store.Instance{ID: "orphan", Workflow: "quick", Version: 1, Status: store.StatusPending, Input: json.RawMessage("1"), Plugins: pins}
+	if _, err := c.store.Commit(ctx, store.Commit{Instance: orphan}); err != nil {
+		t.Fatal(err)
+	}
+	done := c.waitFinished(live, "orphan")
+	if done.Status != store.StatusCompleted || string(done.Output) != "1" {
+		t.Fatalf("orphan %s output %s", done.Status, done.Output)
 	}
 }

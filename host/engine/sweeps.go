@@ -104,18 +104,26 @@ func (e *Engine) recover(ctx context.Context) {
 		e.push(ctx, id, reasonInbox)
 	}
 	// Likewise instances created and never run (the node that created
-	// them died before queueing them, or a full queue refused the push of
-	// an execution): the oldest pending ones first, a lease's TTL old.
-	pending, _, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Limit: 1000})
+	// them died before queueing them or before running an eager start, or
+	// a full queue refused the push of an execution): the oldest pending
+	// ones first, a lease's TTL old, a page per turn, going on where the
+	// last turn stopped, so that one found behind many older ones (lazy
+	// instances stay pending while they run) waits a few turns at most.
+	pending, next, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Cursor: e.pendingCursor, Limit: 1000})
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn("listing pending instances", "err", err)
 	}
 	cutoff := e.cfg.Now().Add(-e.cfg.LockTTL)
+	e.pendingCursor = next
 	for _, in := range pending {
 		if !in.CreatedAt.Before(cutoff) {
-			break // oldest first: the rest are younger
+			e.pendingCursor = "" // oldest first: the rest are younger
+			break
 		}
 		e.push(ctx, in.ID, reasonInbox)
+	}
+	if err != nil {
+		e.pendingCursor = ""
 	}
 	e.pairQueued(ctx)
 }
