@@ -320,6 +320,10 @@ func (cs *callState) needGrants() {
 	if cs.grantsRead || cs.call.LoadGrants == nil {
 		return
 	}
+	// The guest waits on the store, not hung: as for an HTTP request.
+	if cs.hb != nil {
+		defer cs.hb.hostWait(cs.rt.cfg.Now)()
+	}
 	g, err := cs.call.LoadGrants(cs.ctx)
 	if err != nil {
 		cs.fail(err)
