@@ -70,6 +70,7 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*s
 	if err != nil {
 		return nil, s.fail(ctx, "get definition", name, err)
 	}
+	s.catalog.saw(gen)
 	id := defID{name, version}
 	if d, ok := s.catalog.definition(id, gen); ok {
 		return d, nil
@@ -261,6 +262,7 @@ func (s *Store) CurrentPlugin(ctx context.Context, name string) (*store.PluginRe
 	if err != nil {
 		return nil, s.fail(ctx, "get current plugin", name, err)
 	}
+	s.catalog.saw(gen)
 	if r, ok := s.catalog.plugin(name, gen); ok {
 		return r, nil
 	}

@@ -38,8 +38,23 @@ import (
 //     checked.
 type catalogCache struct {
 	mu      sync.Mutex
+	seen    string // the generation of the last checked lookup
 	defs    map[defID]cachedDef
 	plugins map[string]cachedPlugin
+}
+
+// saw notes that the catalog's generation is gen now: when it is not the
+// one seen last, every entry tagged otherwise is stale, and all are
+// dropped, so that entries of deleted names and old versions do not
+// accumulate.
+func (c *catalogCache) saw(gen string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.seen {
+		clear(c.defs)
+		clear(c.plugins)
+		c.seen = gen
+	}
 }
 
 // defID names a definition lookup: version 0 is the latest.

@@ -117,9 +117,10 @@
 //	                      one read nothing else), pn (pinned plugins: each name's
 //	                      length, ":" and the name), da (delete-after time), ws
 //	                      (when its inbox started waiting: set exactly while the
-//	                      inbox holds a message), hb ("1" once P e:<id> was
-//	                      written, so that only then does the commit that ends
-//	                      the instance delete it)
+//	                      inbox holds a message), hb ("1" once an attempt's
+//	                      first heartbeat went into P e:<id>: the commit that
+//	                      ends the instance deletes e: only when hb or lh is set;
+//	                      lh covers the heartbeats of builds before hb)
 //	P l                   leases, one hash for all instances: id → expiry (time),
 //	                      "1" if terminal else "0", len(boot) ":" boot node
 //	P h:<id>              list of history events; an event's Seq is its place

@@ -271,7 +271,9 @@ if #consumed > 0 then
     redis.call("HDEL", ik, "ws")
   end
 end
-if terminal and old[11] == "1" then redis.call("DEL", P .. "e:" .. id) end
+-- Heartbeats are stored only under a lease: an instance that never had
+-- one (lh) nor marked them (hb; older builds did not) has none.
+if terminal and (old[11] == "1" or old[5] == "1") then redis.call("DEL", P .. "e:" .. id) end
 for _, m in ipairs(sends) do writeMessage(m[1], m[2], m[3], now) end
 return {"ok", revs}
 `)
@@ -315,9 +317,9 @@ local function held(v)
 end
 -- Heartbeats first: they see the leases as they were before this renewal.
 for _, b in ipairs(beats) do
-  if held(redis.call("HGET", P .. "l", b[1])) then
-    redis.call("HSET", P .. "e:" .. b[1], b[2], b[3])
-    -- So that the commit that ends the instance deletes e: only if it exists.
+  -- A new attempt's first heartbeat marks the instance (hb), so that the
+  -- commit that ends it deletes e: only when there is one.
+  if held(redis.call("HGET", P .. "l", b[1])) and redis.call("HSET", P .. "e:" .. b[1], b[2], b[3]) == 1 then
     redis.call("HSET", P .. "i:" .. b[1], "hb", "1")
   end
 end
