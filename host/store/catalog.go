@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"time"
 
 	"github.com/weftworks/weft/abi"
@@ -46,6 +47,30 @@ type StartCatalog struct {
 	// made from it carries it (Commit.Catalog), and is refused if the
 	// catalog changed since. Empty: the answer was current at the call.
 	Generation string
+}
+
+// ResolveCurrent answers Store.ResolveStart with reads current at the call
+// (Generation ""): s's GetDefinition, then its CurrentPlugin for each
+// plugin uses names.
+func ResolveCurrent(ctx context.Context, s interface {
+	GetDefinition(ctx context.Context, name string, version int) (*Definition, error)
+	CurrentPlugin(ctx context.Context, name string) (*PluginRecord, error)
+}, workflow string, uses func(*Definition) ([]string, error)) (*StartCatalog, error) {
+	d, err := s.GetDefinition(ctx, workflow, 0)
+	if err != nil {
+		return nil, err
+	}
+	names, err := uses(d)
+	if err != nil {
+		return nil, err
+	}
+	sc := &StartCatalog{Definition: d, Plugins: make(map[string]*PluginRecord, len(names))}
+	for _, name := range names {
+		if sc.Plugins[name], err = s.CurrentPlugin(ctx, name); err != nil {
+			return nil, &PluginError{Plugin: name, Err: err}
+		}
+	}
+	return sc, nil
 }
 
 // Plugin is a plugin's current version and its history.

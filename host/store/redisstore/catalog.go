@@ -313,21 +313,7 @@ func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*st
 			}
 		}
 	}
-	d, err := s.GetDefinition(ctx, workflow, 0)
-	if err != nil {
-		return nil, err
-	}
-	names, err := uses(d)
-	if err != nil {
-		return nil, err
-	}
-	sc := &store.StartCatalog{Definition: d, Plugins: make(map[string]*store.PluginRecord, len(names))}
-	for _, name := range names {
-		if sc.Plugins[name], err = s.CurrentPlugin(ctx, name); err != nil {
-			return nil, &store.PluginError{Plugin: name, Err: err}
-		}
-	}
-	return sc, nil
+	return store.ResolveCurrent(ctx, s, workflow, uses)
 }
 
 // ListPlugins implements store.Store.
