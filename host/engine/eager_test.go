@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,5 +217,27 @@ output: "${ vars.work.done_ms }"
 		if ev.Type == "instance_started" && ev.Node != "node-b" {
 			t.Errorf("started by %s, want node-b", ev.Node)
 		}
+	}
+}
+
+// A start's errors say what is missing: the workflow (ErrNoSuchWorkflow),
+// or a plugin it uses (store.ErrNotFound, naming it, not ErrNoSuchWorkflow).
+func TestStartSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	e, _, _ := c.eagerNode(engine.Config{NodeID: "n1"}, local.New(local.Config{}))
+	_, _, err := e.Start(context.Background(), "nope", nil, "")
+	if !errors.Is(err, engine.ErrNoSuchWorkflow) || !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("no such workflow: %v", err)
+	}
+	if _, _, err := e.SaveDefinition(context.Background(), []byte(quick)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.store.DeletePlugin(context.Background(), "kit"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = e.Start(context.Background(), "quick", nil, "")
+	if errors.Is(err, engine.ErrNoSuchWorkflow) || !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "workflow quick uses plugin kit") {
+		t.Errorf("a plugin not uploaded: %v", err)
 	}
 }
