@@ -248,6 +248,8 @@ type Server struct {
 
 	streams chan struct{} // a place per open event stream
 
+	silent silentConns // connections that have sent nothing yet
+
 	mu       sync.Mutex
 	shutdown bool         // Shutdown was called
 	ln       net.Listener // the listener Serve was given
@@ -315,7 +317,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln = ln
 	s.mu.Unlock()
-	err := s.app.Listener(ln)
+	err := s.app.Listener(silentListener{Listener: ln, silent: &s.silent})
 	s.mu.Lock()
 	down := s.shutdown
 	s.mu.Unlock()
@@ -326,8 +328,9 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown makes requests waiting on ?wait= answer at once with the
-// instance's current state, stops accepting connections and waits for the
-// requests in flight until ctx ends.
+// instance's current state, stops accepting connections, closes the ones
+// that are idle or have sent nothing yet, and waits for the requests in
+// flight until ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.drainOnce.Do(func() { close(s.draining) })
 	s.mu.Lock()
@@ -337,7 +340,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if ln == nil {
 		return nil // Serve was not called; when it is, it returns at once
 	}
-	err := s.app.ShutdownWithContext(ctx)
+	// fasthttp waits for connections it counts as active, which include
+	// new ones that never send a request (conns.go): close those until it
+	// has closed the listener and the last of them is gone.
+	done := make(chan error, 1)
+	go func() { done <- s.app.ShutdownWithContext(ctx) }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+wait:
+	for {
+		s.silent.closeAll()
+		select {
+		case err = <-done:
+			break wait
+		case <-tick.C:
+		}
+	}
 	// Serve may have been between taking ln and handing it to the
 	// server, which Fiber's shutdown does not see: closing ln ends it.
 	_ = ln.Close()
