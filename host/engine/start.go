@@ -62,8 +62,8 @@ func (e *Engine) start(ctx context.Context, workflow string, input json.RawMessa
 	if w != nil {
 		w.inst = inst
 	}
-	// An existing instance is queued again unless it has ended: the Start
-	// that created it may have died before queueing it.
+	// An existing instance is run again unless it has ended: the Start
+	// that created it may have died before running or queueing it.
 	if created || !inst.Status.Terminal() {
 		e.dispatch(ctx, inst.ID)
 	}

@@ -202,8 +202,8 @@ type Store interface {
 	// definition (ErrNotFound when there is none, before uses is called)
 	// and the current version of each plugin uses names for it (an error
 	// reading one, ErrNotFound when it is not stored, is a *PluginError
-	// naming it). An error from uses is
-	// returned as it is; uses may be called more than once. With cached,
+	// naming it). An error from uses is returned as it is; uses may be
+	// called more than once. With cached,
 	// the store may answer from what it read before, without a round trip
 	// and without checking that it is still current, and says so with
 	// StartCatalog.Generation (see there); without, the answer is current
