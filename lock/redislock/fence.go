@@ -25,21 +25,30 @@ import (
 //	ARGV[4]  the counter's idle expiry in milliseconds
 //
 // It returns false (go-redis: redis.Nil) when the mutex is not ours, and
-// otherwise the counter's new value. Tokens are at least the server's
-// clock in Unix microseconds, which stay exact in Lua's doubles; %d formats
-// them without an exponent.
+// otherwise the counter's new value: in round 1 the largest of the old
+// value plus one, the floor and the server's clock in Unix microseconds
+// (which stay exact in Lua's doubles; %d formats them without an
+// exponent), in round 2 the larger of the old value and the floor. The
+// candidate without the old value is written with SET ... GET, which
+// answers the old value in the same command; only when that was not
+// below the candidate (tokens within one microsecond, a clock set back,
+// a raise to a lower floor) is the counter written again. Redis 6.2 and
+// later have SET's GET option.
 var fenceScript = redis.NewScript(`
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then return false end
-local t = tonumber(redis.call("GET", KEYS[2]) or "0")
-if ARGV[3] == "1" then
-	t = t + 1
+local t = tonumber(ARGV[2])
+local advance = ARGV[3] == "1"
+if advance then
 	local now = redis.call("TIME")
 	local us = tonumber(now[1]) * 1000000 + tonumber(now[2])
 	if us > t then t = us end
 end
-local floor = tonumber(ARGV[2])
-if floor > t then t = floor end
-redis.call("SET", KEYS[2], string.format("%d", t), "PX", ARGV[4])
+local old = tonumber(redis.call("SET", KEYS[2], string.format("%d", t), "PX", ARGV[4], "GET") or "0")
+if advance then old = old + 1 end
+if old > t then
+	t = old
+	redis.call("SET", KEYS[2], string.format("%d", t), "PX", ARGV[4])
+end
 return t
 `)
 
