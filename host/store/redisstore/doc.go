@@ -91,9 +91,9 @@
 // fsyncs once per event-loop turn for all the clients served in it, a
 // group commit like boltstore's; the CPU of the shared machine is the
 // limit. Every Commit is one script (one round trip); INFO commandstats
-// counts 8 Redis commands for a create and 11 for an update that moves
-// the instance between status indexes and sets its lease (9 and 14 before
-// schema 2).
+// counts 6 Redis commands for a create and 11 for an update that moves
+// the instance between status indexes and sets its lease (8 and 11 in
+// schema 2, 9 and 14 in schema 1).
 //
 // # Layout
 //
@@ -108,9 +108,11 @@
 // member in place: ExpiredLeases compares the exact expiry (from P l) of
 // the members whose score is the rounded-up now.
 //
-//	P schema              "2" (Open migrates a store of schema 1, whose leases were
+//	P schema              "3" (Open migrates a store of schema 1, whose leases were
 //	                      fields of the instance hashes and indexed in P lx, and
-//	                      whose index memberships were listed in a set P x:<id>)
+//	                      whose index memberships were listed in a set P x:<id>,
+//	                      and of schema 2, which also indexed every instance in
+//	                      P ix:all and each workflow's in P ix:w:<wf>)
 //	P i:<id>              hash: doc (JSON without the store's fields), state, rev, fence,
 //	                      ct, ut (times), st (status), wf, term, lh ("1" if P l
 //	                      holds its lease: readers of the many instances without
@@ -127,11 +129,15 @@
 //	P b:<id>, P t:<id>    sets of the instance's members of bk and due
 //	P m:<id>              inbox hash: message id → "<seq>|<message>"
 //	P e:<id>              heartbeats hash: token → heartbeat
-//	P ix:all, ix:w:<wf>, ix:s:<status>, ix:ws:<status>:<wf>
+//	P ix:s:<status>, ix:ws:<status>:<wf>
 //	                      instances by (created, id): member time + id; an
 //	                      instance's memberships here and in u: and rx follow
 //	                      from its hash (ct, wf, st, term, pn, da), so a Commit
-//	                      or a delete removes exactly the entries it made
+//	                      or a delete removes exactly the entries it made. A
+//	                      listing without a status merges the six status
+//	                      indexes (of all workflows or of one): an instance is
+//	                      in exactly one, and a create writes two entries, not
+//	                      one more per filter a listing may use
 //	P lz                  leases of non-terminal instances: member id, score the
 //	                      expiry in Unix microseconds rounded up (exact to 2^53),
 //	                      so that renewing a batch of leases is one

@@ -433,6 +433,15 @@ func decodeCursor(c string, minLen int) (string, error) {
 	return string(b), nil
 }
 
+// statusIndex is the key (without prefix) of the index of the instances
+// in status st, of workflow wf or of any ("").
+func statusIndex(st store.Status, wf string) string {
+	if wf != "" {
+		return "ix:ws:" + string(st) + ":" + wf
+	}
+	return "ix:s:" + string(st)
+}
+
 // ListInstances implements store.Store.
 func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]store.Instance, string, error) {
 	if err := s.begin(ctx); err != nil {
@@ -465,21 +474,20 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 	if f.NewestFirst {
 		rev = "1"
 	}
-	var key string
-	switch {
-	case f.Workflow != "" && f.Status != "":
-		key = "ix:ws:" + string(f.Status) + ":" + f.Workflow
-	case f.Workflow != "":
-		key = "ix:w:" + f.Workflow
-	case f.Status != "":
-		key = "ix:s:" + string(f.Status)
-	default:
-		key = "ix:all"
+	// Without a status, the listing merges the six status indexes.
+	sts := []store.Status{f.Status}
+	if f.Status == "" {
+		sts = store.Statuses()
+	}
+	keys := make([]any, len(sts))
+	for i, st := range sts {
+		keys[i] = statusIndex(st, f.Workflow)
 	}
 	limit := store.ClampLimit(f.Limit)
-	res, err := s.run(ctx, listInstancesScript, s.args(key, min, max, limit+1, rev)).Slice()
+	a := s.args(len(keys)).add(keys...).add(min, max, limit+1, rev)
+	res, err := s.run(ctx, listInstancesScript, a).Slice()
 	if err != nil {
-		return nil, "", s.fail(ctx, "list instances", key, err)
+		return nil, "", s.fail(ctx, "list instances", fmt.Sprintf("workflow %q, status %q", f.Workflow, f.Status), err)
 	}
 	var items []store.Instance
 	var next string
@@ -510,11 +518,7 @@ func (s *Store) CountInstances(ctx context.Context, workflow string) (map[store.
 	cmds := make([]*redis.IntCmd, len(sts))
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, st := range sts {
-			k := s.p + "ix:s:" + string(st)
-			if workflow != "" {
-				k = s.p + "ix:ws:" + string(st) + ":" + workflow
-			}
-			cmds[i] = p.ZCard(ctx, k)
+			cmds[i] = p.ZCard(ctx, s.p+statusIndex(st, workflow))
 		}
 		return nil
 	})

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/internal/redistest"
 )
@@ -58,6 +60,9 @@ func TestOpenMigratesSchema1(t *testing.T) {
 	if err := c.Del(ctx, p+"l").Err(); err != nil {
 		t.Fatal(err)
 	}
+	// The indexes of all instances and of each workflow's, which schema 3
+	// dropped.
+	addUnionIndexes(t, c, p)
 	// And the index memberships in a set x:<id> of (key, member) pairs,
 	// where schema 2 keeps the pinned plugins and delete-after time.
 	pair := func(k, m string) string { return strconv.Itoa(len(p+k)) + ":" + p + k + m }
@@ -85,8 +90,8 @@ func TestOpenMigratesSchema1(t *testing.T) {
 
 	for range 2 {
 		s = openAt(t, c, "old:", now)
-		if v := c.Get(ctx, p+"schema").Val(); v != "2" {
-			t.Fatalf("schema %q after Open, want 2", v)
+		if v := c.Get(ctx, p+"schema").Val(); v != "3" {
+			t.Fatalf("schema %q after Open, want 3", v)
 		}
 		if n := c.HLen(ctx, p+"l").Val(); n != 2502 {
 			t.Errorf("%d leases after Open, want 2502", n)
@@ -104,8 +109,8 @@ func TestOpenMigratesSchema1(t *testing.T) {
 			}
 		}
 	}
-	if n := c.Exists(ctx, p+"x:live", p+"x:done", p+"x:free", p+"lx").Val(); n != 0 {
-		t.Errorf("%d schema-1 keys left after the migration", n)
+	if n := c.Exists(ctx, p+"x:live", p+"x:done", p+"x:free", p+"lx", p+"ix:all", p+"ix:w:w").Val(); n != 0 {
+		t.Errorf("%d schema-1 or schema-2 keys left after the migration", n)
 	}
 	// The pin and the delete-after time, as the migration left them.
 	if err := s.DeletePlugin(ctx, "pay"); !errors.Is(err, store.ErrInUse) {
@@ -147,5 +152,81 @@ func TestOpenMigratesSchema1(t *testing.T) {
 	}
 	if later, err := s.ExpiredLeases(ctx, now.Add(3*time.Hour), 1); err != nil || len(later) != 1 || later[0] != "x0000" {
 		t.Errorf("ExpiredLeases 3 h later = %v, %v", later, err)
+	}
+}
+
+// addUnionIndexes writes the indexes of all instances and of each
+// workflow's, as schemas 1 and 2 kept them, from the status indexes.
+func addUnionIndexes(t *testing.T, c *redis.Client, p string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, st := range store.Statuses() {
+		for _, m := range c.ZRange(ctx, p+"ix:s:"+string(st), 0, -1).Val() {
+			wf := c.HGet(ctx, p+"i:"+m[16:], "wf").Val()
+			for _, k := range []string{"ix:all", "ix:w:" + wf} {
+				if err := c.ZAdd(ctx, p+k, redis.Z{Member: m}).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// TestOpenMigratesSchema2: Open deletes a schema-2 store's indexes of all
+// instances and of each workflow's, over more than one batch, and the
+// listings that read them read the same from the status indexes.
+func TestOpenMigratesSchema2(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	now := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	s := openAt(t, c, "two:", now)
+	sts := store.Statuses()
+	for i := range 1500 { // more than a migration batch
+		in := leasedInstance(fmt.Sprintf("i%04d", i), sts[i%len(sts)], store.Lease{})
+		in.Workflow = fmt.Sprintf("wf%d", i%3)
+		create(t, s, in)
+	}
+	const p = "{two:}"
+	addUnionIndexes(t, c, p)
+	if n := c.ZCard(ctx, p+"ix:all").Val(); n != 1500 {
+		t.Fatalf("%d instances in ix:all, want 1500", n)
+	}
+	if err := c.Set(ctx, p+"schema", "2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		s = openAt(t, c, "two:", now)
+		if v := c.Get(ctx, p+"schema").Val(); v != "3" {
+			t.Fatalf("schema %q after Open, want 3", v)
+		}
+		if n := c.Exists(ctx, p+"ix:all", p+"ix:w:wf0", p+"ix:w:wf1", p+"ix:w:wf2").Val(); n != 0 {
+			t.Errorf("%d schema-2 indexes left after the migration", n)
+		}
+	}
+	for _, f := range []store.InstanceFilter{{}, {Workflow: "wf1"}, {NewestFirst: true}} {
+		var ids []string
+		for cursor := ""; ; {
+			f.Cursor, f.Limit = cursor, 500
+			items, next, err := s.ListInstances(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range items {
+				ids = append(ids, in.ID)
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		want := 1500
+		if f.Workflow != "" {
+			want = 500
+		}
+		if len(ids) != want {
+			t.Errorf("ListInstances(%+v) listed %d instances after the migration, want %d", f, len(ids), want)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func TestOpenErrors(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	if err := c.Set(context.Background(), "{newer:}schema", "3", 0).Err(); err != nil {
+	if err := c.Set(context.Background(), "{newer:}schema", "4", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	dead := deadAddr(t)
@@ -50,7 +50,7 @@ func TestOpenErrors(t *testing.T) {
 		{"hash tag in the prefix", redisstore.Config{Client: c, Prefix: "a{b}:"}, []string{"Prefix", "a{b}:"}},
 		{"negative retention", redisstore.Config{Client: c, DeliveredRetention: -time.Second}, []string{"DeliveredRetention"}},
 		{"nothing listens", redisstore.Config{Client: deadClient}, []string{dead, "ping"}},
-		{"newer schema", redisstore.Config{Client: c, Prefix: "newer:"}, []string{srv.Addr(), "{newer:}schema", `schema version "3"`}},
+		{"newer schema", redisstore.Config{Client: c, Prefix: "newer:"}, []string{srv.Addr(), "{newer:}schema", `schema version "4"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

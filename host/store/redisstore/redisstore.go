@@ -96,13 +96,15 @@ func (c Config) validate() error {
 }
 
 // schemaVersion is stored under the schema key; Open migrates a store of
-// schema 1 and refuses other values.
+// schema 1 or 2 and refuses other values.
 //
 // Schema 2 moved the leases out of the instance hashes into the l hash
 // and the lz index, so that a renewal reads and writes one hash for a
 // whole batch, and replaced the sets x:<id> of index memberships by the
-// fields they follow from (pn, da).
-const schemaVersion = "2"
+// fields they follow from (pn, da). Schema 3 dropped the indexes of all
+// instances and of each workflow's (ix:all, ix:w:<wf>), which are unions
+// of the status indexes: a create writes two index entries fewer.
+const schemaVersion = "3"
 
 // migrateBatch is how many instances one call of migrateScript moves.
 const migrateBatch = 1000
@@ -132,6 +134,13 @@ var _ store.Store = (*Store)(nil)
 // that does not answer, or keys under the prefix written by another schema
 // version.
 //
+// # Upgrades
+//
+// Open migrates a store of an older schema (doc.go's layout names each)
+// before it returns. Nodes of the older build must be stopped first: they
+// check the schema only when they open the store, and would go on writing
+// the older layout.
+//
 // # Notes
 //
 // The store assumes AOF (appendonly yes). When CONFIG GET says it is off,
@@ -155,9 +164,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: open %s: reading %s: %w", s.addr, key, err)
 	}
-	if v == "1" {
-		if err := s.migrate(ctx); err != nil {
-			return nil, fmt.Errorf("redisstore: open %s: migrating schema 1 to %s: %w", s.addr, schemaVersion, err)
+	if v == "1" || v == "2" {
+		if err := s.migrate(ctx, v); err != nil {
+			return nil, fmt.Errorf("redisstore: open %s: migrating schema %s to %s: %w", s.addr, v, schemaVersion, err)
 		}
 		v = schemaVersion
 	}
@@ -173,24 +182,36 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// migrate moves a schema-1 store to schema 2, a batch of instances per
-// script call, then marks it. Each call is idempotent, so that nodes that
-// open the store at once, or an Open that fails halfway and is run again,
-// migrate it once.
-func (s *Store) migrate(ctx context.Context) error {
-	s.log.Info("redisstore: migrating the store to schema "+schemaVersion, "addr", s.addr, "prefix", s.cfg.Prefix)
-	after := "-"
-	for {
-		last, err := s.run(writeCtx(ctx), migrateScript, s.args(after, migrateBatch)).Text()
-		if err != nil {
-			return fmt.Errorf("instances after %q: %w", after, err)
+// migrate moves a store of schema from (1 or 2) to schemaVersion, a batch
+// of instances per script call and schema, marking each schema reached.
+// Each call is idempotent, so that nodes that open the store at once, or
+// an Open that fails halfway and is run again, migrate it once.
+func (s *Store) migrate(ctx context.Context, from string) error {
+	s.log.Info("redisstore: migrating the store to schema "+schemaVersion, "addr", s.addr, "prefix", s.cfg.Prefix, "from", from)
+	steps := []struct {
+		from, to string
+		page     *redis.Script
+	}{{"1", "2", migrateScript}, {"2", "3", unionsScript}}
+	for _, st := range steps {
+		if st.from < from {
+			continue
 		}
-		if last == "" {
-			break
+		after := "-"
+		for {
+			last, err := s.run(writeCtx(ctx), st.page, s.args(after, migrateBatch)).Text()
+			if err != nil {
+				return fmt.Errorf("schema %s to %s: instances after %q: %w", st.from, st.to, after, err)
+			}
+			if last == "" {
+				break
+			}
+			after = "(" + last
 		}
-		after = "(" + last
+		if err := s.run(writeCtx(ctx), markSchemaScript, s.args(st.from, st.to)).Err(); err != nil {
+			return fmt.Errorf("schema %s to %s: marking: %w", st.from, st.to, err)
+		}
 	}
-	return s.run(writeCtx(ctx), markSchemaScript, s.args("1", schemaVersion)).Err()
+	return nil
 }
 
 // checkAOF logs a warning when the server does not keep an append-only

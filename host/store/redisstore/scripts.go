@@ -52,11 +52,12 @@ end
 -- indexed returns an instance's index memberships (ipair strings), which
 -- follow from its hash's fields: created time, workflow, status, terminal,
 -- pinned plugins and delete-after time. A commit or a delete removes
--- exactly these, so nothing else records them.
+-- exactly these, so nothing else records them. There is no index of all
+-- instances nor of a workflow's: those are the unions of the status
+-- indexes, which a listing merges (listInstancesScript).
 local function indexed(id, ct, wf, st, term, pn, da)
   local m = ct .. id
-  local out = {ipair(P .. "ix:all", m), ipair(P .. "ix:w:" .. wf, m),
-    ipair(P .. "ix:s:" .. st, m), ipair(P .. "ix:ws:" .. st .. ":" .. wf, m)}
+  local out = {ipair(P .. "ix:s:" .. st, m), ipair(P .. "ix:ws:" .. st .. ":" .. wf, m)}
   if not term then
     for _, n in ipairs(splitNames(pn)) do out[#out + 1] = ipair(P .. "u:" .. n, id) end
   elseif da and da ~= "" then
@@ -362,23 +363,51 @@ f[6] = redis.call("HGET", P .. "l", id)
 return f
 `)
 
-// listInstancesScript reads a page of an instance index. ARGV: index key
-// (without prefix), min, max, count, "1" for the newest first. It returns
-// member, then the values of instanceFields and the lease, per instance.
+// listInstancesScript reads a page of the union of instance indexes (one,
+// or the six status indexes an instance is in exactly one of), merging
+// their pages in byte order (Lua's < on strings follows the server's
+// locale). ARGV after the prefix: index count, the index keys (without
+// prefix), min, max, count, "1" for the newest first. It returns member,
+// then the values of instanceFields and the lease, per instance.
 var listInstancesScript = script(`
-local key, min, max, n, rev = take(), take(), take(), takeN(), take()
-local ms
-if rev == "1" then
-  ms = redis.call("ZREVRANGEBYLEX", P .. key, max, min, "LIMIT", 0, n)
-else
-  ms = redis.call("ZRANGEBYLEX", P .. key, min, max, "LIMIT", 0, n)
+local keys = {}
+for i = 1, takeN() do keys[i] = P .. take() end
+local min, max, n, rev = take(), take(), takeN(), take() == "1"
+-- mlt reports whether member x sorts before y in byte order: the 16 hex
+-- digits of the created time, then the id.
+local function mlt(x, y)
+  local tx, ty = string.sub(x, 1, 16), string.sub(y, 1, 16)
+  if tx ~= ty then return tlt(tx, ty) end
+  for i = 17, math.min(#x, #y) do
+    local bx, by = string.byte(x, i), string.byte(y, i)
+    if bx ~= by then return bx < by end
+  end
+  return #x < #y
+end
+local pages, at = {}, {}
+for i, k in ipairs(keys) do
+  if rev then
+    pages[i] = redis.call("ZREVRANGEBYLEX", k, max, min, "LIMIT", 0, n)
+  else
+    pages[i] = redis.call("ZRANGEBYLEX", k, min, max, "LIMIT", 0, n)
+  end
+  at[i] = 1
 end
 local out = {}
-for _, m in ipairs(ms) do
-  local id = string.sub(m, 17)
+for _ = 1, n do
+  -- The first head in the listing's order (members differ, so the
+  -- newest first is "not before").
+  local best, bm
+  for i = 1, #keys do
+    local m = pages[i][at[i]]
+    if m and (not bm or mlt(m, bm) ~= rev) then best, bm = i, m end
+  end
+  if not best then break end
+  at[best] = at[best] + 1
+  local id = string.sub(bm, 17)
   local f = redis.call("HMGET", P .. "i:" .. id, "doc", "rev", "fence", "ct", "ut", "lh")
   if table.remove(f) == "1" then f[#f + 1] = redis.call("HGET", P .. "l", id) end
-  out[#out + 1] = m
+  out[#out + 1] = bm
   out[#out + 1] = f
 end
 return out
@@ -689,6 +718,30 @@ for _, m in ipairs(ms) do
 end
 if #ms < n then
   redis.call("DEL", P .. "lx")
+  return ""
+end
+return ms[#ms]
+`)
+
+// unionsScript moves a page of instances of a schema-2 store to schema 3:
+// it deletes the by-workflow index of each one's workflow (schema 3 merges
+// the status indexes instead), and after the last page the index of all
+// instances it pages through.
+// ARGV: exclusive start ("-" for the first page), count. It returns the
+// page's last member, or "" when there are no more.
+var unionsScript = script(`
+local min, n = take(), takeN()
+local ms = redis.call("ZRANGEBYLEX", P .. "ix:all", min, "+", "LIMIT", 0, n)
+local seen = {}
+for _, m in ipairs(ms) do
+  local wf = redis.call("HGET", P .. "i:" .. string.sub(m, 17), "wf")
+  if wf and not seen[wf] then
+    seen[wf] = true
+    redis.call("UNLINK", P .. "ix:w:" .. wf)
+  end
+end
+if #ms < n then
+  redis.call("UNLINK", P .. "ix:all")
   return ""
 end
 return ms[#ms]

@@ -871,6 +871,39 @@ func testListInstances(t *testing.T, h *harness) {
 	}
 }
 
+// testListInstancesSameTime: instances created at the same time, in
+// different statuses, list in the byte order of their ids, which differs
+// from a dictionary's (upper case before "_" before lower case), pages of
+// one included.
+func testListInstancesSameTime(t *testing.T, h *harness) {
+	sts := []store.Status{store.StatusCompleted, store.StatusRunning, store.StatusPending, store.StatusFailed}
+	for i, id := range []string{"a0", "_c", "Z9", "B1"} {
+		in := instance(id, "w")
+		in.Status = sts[i]
+		h.create(t, in)
+	}
+	want := []string{"B1", "Z9", "_c", "a0"}
+	for _, f := range []store.InstanceFilter{{}, {Limit: 1}, {Workflow: "w", Limit: 1}, {NewestFirst: true}, {NewestFirst: true, Limit: 1}} {
+		var ids []string
+		for {
+			items, next, err := h.s.ListInstances(ctx(t), f)
+			must(t, "ListInstances", err)
+			for _, in := range items {
+				ids = append(ids, in.ID)
+			}
+			if next == "" || len(ids) > len(want) {
+				break
+			}
+			f.Cursor = next
+		}
+		w := slices.Clone(want)
+		if f.NewestFirst {
+			slices.Reverse(w)
+		}
+		wantStrings(t, fmt.Sprintf("ListInstances(%+v)", f), ids, w)
+	}
+}
+
 // testListInstancesStableCursor: instances created while a listing is
 // paged through come after it; none is listed twice or skipped.
 func testListInstancesStableCursor(t *testing.T, h *harness) {

@@ -92,6 +92,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"ResolveStart", testResolveStart},
 		{"ListInstances", testListInstances},
 		{"ListInstancesStableCursor", testListInstancesStableCursor},
+		{"ListInstancesSameTime", testListInstancesSameTime},
 		{"DeleteInstance", testDeleteInstance},
 		{"CommitHammer", testCommitHammer},
 		{"Durability", testDurability},
