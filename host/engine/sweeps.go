@@ -45,7 +45,11 @@ func (e *Engine) sweepTimers(ctx context.Context) {
 	for _, tm := range due {
 		if !seen[tm.InstanceID] {
 			seen[tm.InstanceID] = true
-			_ = e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"})
+			// A timer stays due until its instance runs: the next sweep
+			// pushes it again.
+			if err := e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"}); err != nil && ctx.Err() == nil {
+				e.log.Warn("queuing an instance whose timer is due", "instance", tm.InstanceID, "err", err)
+			}
 		}
 	}
 }
