@@ -30,10 +30,12 @@ import (
 // (which stay exact in Lua's doubles; %d formats them without an
 // exponent), in round 2 the larger of the old value and the floor. The
 // candidate without the old value is written with SET ... GET, which
-// answers the old value in the same command; only when that was not
-// below the candidate (tokens within one microsecond, a clock set back,
-// a raise to a lower floor) is the counter written again. Redis 6.2 and
-// later have SET's GET option.
+// answers the old value in the same command; only when the old value
+// plus one (round 1), or the old value (round 2), is above the candidate
+// (tokens within one microsecond, a clock set back, a raise to a lower
+// floor) is the counter written again. A counter that is not a number,
+// which this script never writes, counts as 0. Redis 6.2 and later have
+// SET's GET option.
 var fenceScript = redis.NewScript(`
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then return false end
 local t = tonumber(ARGV[2])
@@ -43,7 +45,7 @@ if advance then
 	local us = tonumber(now[1]) * 1000000 + tonumber(now[2])
 	if us > t then t = us end
 end
-local old = tonumber(redis.call("SET", KEYS[2], string.format("%d", t), "PX", ARGV[4], "GET") or "0")
+local old = tonumber(redis.call("SET", KEYS[2], string.format("%d", t), "PX", ARGV[4], "GET") or "0") or 0
 if advance then old = old + 1 end
 if old > t then
 	t = old

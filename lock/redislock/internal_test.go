@@ -81,6 +81,33 @@ func TestFenceNeedsTheMutex(t *testing.T) {
 	}
 }
 
+// TestFenceReplacesACounterThatIsNoNumber: a fence counter someone else
+// wrote as text counts as 0: the token is the server's clock, and the
+// counter holds it after.
+func TestFenceReplacesACounterThatIsNoNumber(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	l, cs := newTestLocker(t, 1)
+	name := l.mutexKey("k")
+	if err := cs[0].Set(ctx, name, "ours", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs[0].Set(ctx, name+":fence", "not a number", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := uint64(time.Now().Add(-time.Hour).UnixMicro())
+	token, err := l.fence(ctx, name, "ours", time.Minute)
+	if err != nil {
+		t.Fatalf("fence: %v", err)
+	}
+	if token < before {
+		t.Errorf("token %d, want the server's clock in microseconds (about %d)", token, before)
+	}
+	if got, err := cs[0].Get(ctx, name+":fence").Uint64(); err != nil || got != token {
+		t.Errorf("counter %d, %v after the fence; want %d", got, err, token)
+	}
+}
+
 func TestNodeTimeout(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ ttl, want time.Duration }{

@@ -487,7 +487,7 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 	a := s.args(len(keys)).add(keys...).add(min, max, limit+1, rev)
 	res, err := s.run(ctx, listInstancesScript, a).Slice()
 	if err != nil {
-		return nil, "", s.fail(ctx, "list instances", fmt.Sprintf("workflow %q, status %q", f.Workflow, f.Status), err)
+		return nil, "", s.fail(ctx, "list instances", "workflow="+f.Workflow+" status="+string(f.Status), err)
 	}
 	var items []store.Instance
 	var next string

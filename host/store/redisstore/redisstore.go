@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -106,7 +107,8 @@ func (c Config) validate() error {
 // of the status indexes: a create writes two index entries fewer.
 const schemaVersion = "3"
 
-// migrateBatch is how many instances one call of migrateScript moves.
+// migrateBatch is how many instances one call of a migration script
+// (migrateScript, unionsScript) moves.
 const migrateBatch = 1000
 
 // Store is the Redis store. It implements store.Store and is safe for
@@ -188,14 +190,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // an Open that fails halfway and is run again, migrate it once.
 func (s *Store) migrate(ctx context.Context, from string) error {
 	s.log.Info("redisstore: migrating the store to schema "+schemaVersion, "addr", s.addr, "prefix", s.cfg.Prefix, "from", from)
-	steps := []struct {
+	type step struct {
 		from, to string
 		page     *redis.Script
-	}{{"1", "2", migrateScript}, {"2", "3", unionsScript}}
-	for _, st := range steps {
-		if st.from < from {
-			continue
-		}
+	}
+	steps := []step{{"1", "2", migrateScript}, {"2", "3", unionsScript}}
+	i := slices.IndexFunc(steps, func(st step) bool { return st.from == from })
+	if i < 0 {
+		return fmt.Errorf("no migration from schema %q", from)
+	}
+	for _, st := range steps[i:] {
 		after := "-"
 		for {
 			last, err := s.run(writeCtx(ctx), st.page, s.args(after, migrateBatch)).Text()
