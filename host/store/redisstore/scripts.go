@@ -373,12 +373,10 @@ var listInstancesScript = script(`
 local keys = {}
 for i = 1, takeN() do keys[i] = P .. take() end
 local min, max, n, rev = take(), take(), takeN(), take() == "1"
--- mlt reports whether member x sorts before y in byte order: the 16 hex
--- digits of the created time, then the id.
+-- mlt reports whether member x sorts before y in byte order, the order
+-- of ZRANGEBYLEX.
 local function mlt(x, y)
-  local tx, ty = string.sub(x, 1, 16), string.sub(y, 1, 16)
-  if tx ~= ty then return tlt(tx, ty) end
-  for i = 17, math.min(#x, #y) do
+  for i = 1, math.min(#x, #y) do
     local bx, by = string.byte(x, i), string.byte(y, i)
     if bx ~= by then return bx < by end
   end
