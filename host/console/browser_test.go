@@ -1006,3 +1006,48 @@ func TestBrowserParentAndChildLinks(t *testing.T) {
 		t.Errorf("the child's parent row says %q, want the step audit named", step)
 	}
 }
+
+// backoffFlow fails its step and waits an hour before the next attempt.
+const backoffFlow = `
+name: backoff
+steps:
+  - id: call
+    activity: kit.fail
+    input: { code: unavailable, message: down for maintenance, retryable: true }
+    retry: { max_attempts: 3, initial_interval: 1h }
+    output: call
+`
+
+// TestBrowserCancelledRetryWaitEndsAtTheCancel: an instance cancelled
+// while it waits an hour to retry its step shows that wait ending at the
+// cancel, not at its due time an hour later: the time axis ends at the
+// cancel, which sits at the timeline's right end, and the retry wait's
+// bar ends there too, titled as ended by the cancel.
+func TestBrowserCancelledRetryWaitEndsAtTheCancel(t *testing.T) {
+	h := newHost(t)
+	h.pushPlugin("kit")
+	h.putWorkflow("backoff", backoffFlow)
+	h.start("backoff", "backoff-1", map[string]any{}, "suspended")
+	h.do("POST", "/v1/instances/backoff-1/cancel", map[string]any{"reason": "maintenance is over"}).want(t, http.StatusAccepted)
+	h.awaitStatus("backoff-1", "cancelled")
+
+	tb := openTab(t, h.url)
+	tb.open("/instances/backoff-1", adminSecret, "admin")
+	waitStatus(tb, "cancelled")
+	span := q(`[data-test=timeline] [data-span=retry]`)
+	waitTrue(tb, "the retry wait's bar", span+" !== null")
+	mark := q(`[data-test=timeline] [data-mark=instance_cancelled]`)
+	waitTrue(tb, "the cancel's mark", mark+" !== null")
+	// Both in percent of the axis.
+	spanEnd := eval[float64](tb, `(() => { const s = `+span+`.style; return parseFloat(s.left) + parseFloat(s.width); })()`)
+	markAt := eval[float64](tb, `parseFloat(`+mark+`.style.left)`)
+	if markAt < 95 {
+		t.Errorf("the cancel is drawn at %.2f%% of the time axis, want at its end (the axis runs past the cancel, to the retry's due time)", markAt)
+	}
+	if spanEnd > markAt+0.5 {
+		t.Errorf("the retry wait's bar ends at %.2f%% of the axis, after the cancel at %.2f%%", spanEnd, markAt)
+	}
+	if title := eval[string](tb, span+".title"); !strings.Contains(title, "ended by the instance's cancel") {
+		t.Errorf("the retry wait's title is %q, want it to say the cancel ended it", title)
+	}
+}

@@ -84,6 +84,12 @@ export function buildModel(history, instance, now = Date.now()) {
       }
       case 'activity_scheduled': {
         const r = row(path);
+        const wait = open.get(`retry ${path}`);
+        if (wait) {
+          wait.end = Math.min(wait.end, t);
+          wait.open = false;
+          open.delete(`retry ${path}`);
+        }
         if (!r.kind) r.kind = 'activity';
         const a = {key, attr, round, path, n: e.attempt || 0, start: t, end: NaN, node: e.node || '', plugin: d.plugin || '', activity: d.activity || '',
           input: d.input, hasInput: 'input' in d, inputOmitted: d.input_omitted_bytes, outcome: '', events: [e], seqs: new Set([e.seq])};
@@ -119,8 +125,13 @@ export function buildModel(history, instance, now = Date.now()) {
         break;
       }
       case 'retry_scheduled': {
+        // The wait runs to its due time unless the next attempt starts
+        // first or the instance ends first (a cancel during the backoff):
+        // it is drawn to whichever comes first.
         const due = ms(d.due);
-        row(path).spans.push({kind: 'retry', start: t, end: Number.isNaN(due) ? t : due, label: `retry in ${d.delay || fmtDuration(due - t)}`});
+        const s = {kind: 'retry', start: t, end: Number.isNaN(due) ? t : due, label: `retry in ${d.delay || fmtDuration(due - t)}`, open: true, due: true};
+        row(path).spans.push(s);
+        open.set(`retry ${path}`, s);
         break;
       }
       case 'attempt_abandoned': {
@@ -223,7 +234,13 @@ export function buildModel(history, instance, now = Date.now()) {
       }
     }
     for (const s of r.spans) {
-      if (Number.isNaN(s.end) || (s.open && s.end > close)) s.end = s.open ? close : s.end;
+      // A retry wait of a live instance is drawn to its due time, what
+      // the engine plans; in a finished one it ended with the instance.
+      if (s.due && s.open && !finished) continue;
+      if (Number.isNaN(s.end) || (s.open && s.end > close)) {
+        if (s.open && s.due) s.outcome = `ended by the instance's ${instance.status === 'cancelled' ? 'cancel' : 'end'}`;
+        s.end = s.open ? close : s.end;
+      }
     }
   }
   const t1 = Math.max(close, ...[...rows.values()].flatMap((r) => r.spans.map((s) => s.end)).filter((x) => !Number.isNaN(x)));
