@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,6 +100,32 @@ func (e *CallError) Error() string {
 
 // Unwrap returns the reason.
 func (e *CallError) Unwrap() error { return e.Err }
+
+// maskedError is an error of a call whose message quoted a secret's value
+// (the host's errors quote guest bytes): its message with the value
+// masked. It matches the sentinels the original matched, and keeps
+// nothing else of it, so that no caller can unwrap the value.
+type maskedError struct {
+	msg   string
+	kinds []error
+}
+
+func newMaskedError(msg string, err error) *maskedError {
+	e := &maskedError{msg: msg}
+	for _, s := range []error{ErrTimeout, ErrCancelled, ErrTrap, ErrLimit, ErrProtocol, ErrUnknownActivity,
+		ErrNotFound, ErrClosed, ErrNotGranted, ErrSecret, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, s) {
+			e.kinds = append(e.kinds, s)
+		}
+	}
+	return e
+}
+
+// Error implements error.
+func (e *maskedError) Error() string { return e.msg }
+
+// Unwrap returns the sentinels the original error matched.
+func (e *maskedError) Unwrap() []error { return e.kinds }
 
 // GuestError is a failure the guest reported through the ABI: the activity
 // ran and said it failed.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -63,9 +62,25 @@ type callState struct {
 	// http is the call's outbound HTTP.
 	http httpState
 	// secrets are the secret values the guest read in this call, by name:
-	// resolved once per call (a sized read asks twice), and masked in what
-	// the host logs for the guest.
+	// resolved once per call (a sized read asks twice), masked in all the
+	// call hands back (mask.go), and added to the runtime's seen values
+	// when it ends.
 	secrets map[string]string
+	// version is the plugin version the call runs, for the seen values.
+	version string
+	// masks are the forms of the values the call masks (maskForms), built
+	// for masksFor secrets read.
+	masks      []string
+	masksBuilt bool
+	masksFor   int
+	// requestedTo is the Call's Requested: the call's request records are
+	// kept in records (by keepRequest, which the Call gets in its place)
+	// and handed to it masked at the end of the call, when every secret
+	// the guest read is known. keepRequest and records' array are the
+	// instance's, reused from call to call.
+	requestedTo func(Request)
+	keepRequest func(Request)
+	records     []Request
 
 	// grants are the call's grants: Call.Grants, or once grantsRead,
 	// what Call.LoadGrants returned (needGrants).
@@ -254,6 +269,10 @@ func hostHeartbeat(ctx context.Context, mod api.Module, stack []uint64) {
 	if details != nil && !json.Valid(details) {
 		cs.abort("%s.%s: details are not a JSON document: %s", abi.HostModule, abi.ImportHeartbeat, excerpt(details))
 	}
+	// Persisted and served as they are: no secret in them.
+	if details != nil {
+		details = cs.maskDoc(details, withheldDetails)
+	}
 	if cs.hb == nil { // nobody watches this call: nothing to record, nothing can cancel it
 		stack[0] = 0
 		return
@@ -391,48 +410,6 @@ func (cs *callState) emit(level slog.Level, source string, msg []byte) {
 	cs.deliver(Record{Level: level, Source: source, Message: cs.mask(string(msg))})
 }
 
-// mask replaces the secrets the guest read in this call with "[secret]".
-// A guest that logs a secret it read is at fault; the host still keeps the
-// value out of logs. Values shorter than 4 bytes are left alone: masking
-// them would mangle ordinary text and hide nothing.
-func (cs *callState) mask(s string) string {
-	for _, v := range cs.secrets {
-		if len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "[secret]")
-		}
-	}
-	return s
-}
-
-// withheldOutput stands for an output that masking its secrets left
-// without a JSON document (a secret written as a JSON number, say).
-const withheldOutput = `"[withheld: the output held a secret the activity read]"`
-
-// maskJSON is mask for a JSON document: each secret is replaced as written
-// and as JSON escapes it in a string. The document is returned as it is
-// when it holds no secret.
-func (cs *callState) maskJSON(doc []byte) []byte {
-	out, changed := doc, false
-	for _, v := range cs.secrets {
-		if len(v) < 4 {
-			continue
-		}
-		forms := [][]byte{[]byte(v)}
-		if q, err := json.Marshal(v); err == nil && string(q[1:len(q)-1]) != v {
-			forms = append(forms, q[1:len(q)-1])
-		}
-		for _, f := range forms {
-			if bytes.Contains(out, f) {
-				out, changed = bytes.ReplaceAll(out, f, []byte("[secret]")), true
-			}
-		}
-	}
-	if changed && !json.Valid(out) {
-		return []byte(withheldOutput)
-	}
-	return out
-}
-
 // deliver hands a record to the call's log function or the runtime's
 // logger.
 func (cs *callState) deliver(rec Record) {
@@ -508,7 +485,7 @@ func (w *guestWriter) Write(p []byte) (int, error) {
 		// bounded.
 		if w.stray < strayLimit {
 			w.stray++
-			w.in.pool.rt.log.Warn("plugin output outside a call", "source", w.source, "text", excerpt(p))
+			w.in.pool.rt.log.Warn("plugin output outside a call", "source", w.source, "text", w.in.pool.rt.maskStray(w.in.pool.version, excerpt(p)))
 		}
 		return len(p), nil
 	}

@@ -40,6 +40,7 @@ type response struct {
 type httpState struct {
 	requests int // guest requests, for idempotency keys
 	hops     int // requests on the wire, redirects included
+	records  int // records made
 	last     *response
 }
 
@@ -95,6 +96,9 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	if header.Get("User-Agent") == "" {
 		header.Set("User-Agent", "weft-plugin/1 ("+orName(cs.call.Info.Plugin)+")")
 	}
+	// Set over whatever the guest set: a Weft API that receives it (through
+	// a proxy the dialer cannot see, say) knows a plugin sent it.
+	header.Set(OutboundHeader, orName(cs.call.Info.Plugin))
 	rec := Request{Method: method, Host: u.Host, Path: u.EscapedPath(), Sent: int64(len(body))}
 	if rec.Path == "" {
 		rec.Path = "/"
@@ -128,6 +132,7 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	req.URL, req.Host, req.Header = u, u.Host, header
 	start := time.Now()
 	resp, err := o.client.Do(req)
+	rec.Rule = h.rule
 	var got *response
 	if err == nil {
 		got, err = cs.readResponse(resp, cfg, &rec)
@@ -159,7 +164,7 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	var ae *grant.AddressError
 	switch {
 	case errors.As(h.err, &ge):
-		rec.Error = "not_granted"
+		rec.Error, rec.Rule = "not_granted", ""
 		cs.requested(rec)
 		cs.fail(ge)
 	case errors.As(err, &ae):
@@ -181,6 +186,10 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 		rec.Error = "limit"
 		cs.requested(rec)
 		cs.fail(cmp.Or(h.err, err))
+	case overHeaderBytes(err):
+		rec.Error = "limit"
+		cs.requested(rec)
+		cs.fail(fmt.Errorf("%w: the response headers from %s are over the limit of %d bytes (plugins.http.max_header_bytes)", ErrLimit, excerpt([]byte(rec.Host)), cfg.MaxHeaderBytes))
 	}
 	code, reason := classifyHTTP(err, reqCtx)
 	rec.Error = reason
@@ -255,11 +264,32 @@ func (cs *callState) fail(err error) {
 	panic(err)
 }
 
-// requested hands a request's record to the call.
+// requested hands a request's record to the call, its fields bounded
+// (Request.bounded): the first MaxRecords of the call, then one record
+// with the error "dropped" that says the rest were not kept.
 func (cs *callState) requested(r Request) {
-	if cs.call.Requested != nil {
-		cs.call.Requested(r)
+	if cs.call.Requested == nil {
+		return
 	}
+	cs.http.records++
+	switch {
+	case cs.http.records <= MaxRecords:
+		cs.call.Requested(r.bounded())
+	case cs.http.records == MaxRecords+1:
+		cs.call.Requested(Request{Error: "dropped"})
+	}
+}
+
+// overHeaderBytes reports whether err is the transport's refusal of a
+// response whose header lines passed MaxResponseHeaderBytes, which Go's
+// HTTP/1 and HTTP/2 clients say only in words.
+func overHeaderBytes(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "server response headers exceeded") ||
+		strings.Contains(msg, "response header list larger than advertised limit")
 }
 
 func hostHTTPResponseHeaders(ctx context.Context, mod api.Module, stack []uint64) {

@@ -43,7 +43,8 @@ type Call struct {
 	// fails with that error.
 	LoadGrants func(context.Context) (*grant.Set, error)
 	// Requested, when not nil, is told of each HTTP request the guest made,
-	// when it ended; see Request.
+	// in order, when the call ends (before Invoke returns), with the
+	// call's secrets masked in it; see Request.
 	Requested func(Request)
 	// Heartbeat receives the guest's heartbeats and carries cancellation
 	// requests to it. With nil, heartbeats are checked and dropped, and only
@@ -58,17 +59,10 @@ type Call struct {
 	// guest is stopped at, unless Info already holds a sooner one.
 	Timeout time.Duration
 	// Log receives the guest's log records (log host function, stdout,
-	// stderr). Nil sends them to the runtime's logger; a function that
-	// keeps them passes them on with LogTo, so that the host's log still
-	// has every line.
+	// stderr), with the call's secrets masked. Nil sends them to the
+	// runtime's logger; a function that keeps them passes them on with
+	// LogTo, so that the host's log still has every line.
 	Log func(Record)
-	// Recorded, when not nil, receives the output of a call that
-	// succeeded as it may be recorded (in a history, a log): the values of
-	// the secrets the guest read replaced by "[secret]", as in its log
-	// records. It is the output itself when the guest read no secret or
-	// returned none; a JSON string saying it was withheld when masking
-	// left no JSON document. The output Invoke returns is the guest's.
-	Recorded func(output []byte)
 }
 
 // Record is one line a guest logged.
@@ -114,9 +108,10 @@ var nullJSON = []byte("null")
 // loop without calls.
 //
 // The output is the bytes the guest passed to result (null when they were
-// empty), not parsed: the ABI says it is a JSON document, and every
-// consumer decodes it anyway, so checking it here would be a second pass
-// over it (on a 64 KiB output, ten times the cost of the call). A consumer
+// empty), with the call's secrets masked (see Secrets below), not parsed:
+// the ABI says it is a JSON document, and every consumer decodes it
+// anyway, so checking it here would be a second pass over it (on a 64 KiB
+// output, ten times the cost of the call). A consumer
 // that finds it is not JSON reports the guest's ABI violation; CheckOutput
 // does that for a consumer that does not decode. The instance has gone
 // back to the pool by then, and stays there (abi/README.md §7).
@@ -129,6 +124,17 @@ var nullJSON = []byte("null")
 // ErrUnknownActivity, ErrNotFound, ErrClosed, or context.Canceled when ctx
 // was cancelled. An instance that failed in any way but a guest error is
 // discarded.
+//
+// # Secrets
+//
+// Nothing the call hands back holds the value of a secret its guest read,
+// in this call or in an earlier call of the same plugin name or version on
+// this node (the most recent 64 values of each): the output, the failure's
+// code, message and details, every error message (which may quote guest
+// bytes), the guest's stderr, log records, heartbeat details and request
+// records have each value replaced by "[secret]" (mask.go). An output or
+// details that masking leaves without a JSON document become a JSON string
+// saying they were withheld.
 func (r *Runtime) Invoke(ctx context.Context, version string, call Call) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
 		return nil, &CallError{Version: version, Activity: call.Activity, Err: err}
@@ -200,10 +206,11 @@ func (in *instance) call(ctx context.Context, call *Call) (out []byte, stderr st
 	// less per call); zeroed after, so that an idle instance holds no input.
 	in.invoked = *call
 	out, healthy, err = in.run(ctx, &in.invoked)
-	in.invoked = Call{}
 	if err != nil {
-		stderr = string(in.cs.stderr)
+		err = in.cs.maskErr(err)
+		stderr = in.cs.maskCut(string(in.cs.stderr), len(in.cs.stderr) >= stderrKeep)
 	}
+	in.invoked = Call{}
 	return out, stderr, healthy, err
 }
 
@@ -212,7 +219,16 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bo
 	// The instance's call state is reused; the result buffer is not, since
 	// it becomes the caller's output.
 	cs := &in.cs
-	*cs = callState{rt: rt, call: call, hb: call.Heartbeat, stderr: cs.stderr[:0], grants: call.Grants}
+	keep, records := cs.keepRequest, cs.records[:0]
+	*cs = callState{rt: rt, call: call, hb: call.Heartbeat, stderr: cs.stderr[:0], grants: call.Grants, version: in.pool.version}
+	cs.keepRequest, cs.records = keep, records
+	if call.Requested != nil {
+		// Kept until the end of the call, and masked then.
+		if cs.keepRequest == nil {
+			cs.keepRequest = func(r Request) { cs.records = append(cs.records, r) }
+		}
+		cs.requestedTo, call.Requested = call.Requested, cs.keepRequest
+	}
 	input := call.Input
 	if len(input) == 0 {
 		input = nullJSON
@@ -244,6 +260,14 @@ func (in *instance) run(ctx context.Context, call *Call) (out []byte, healthy bo
 	defer func() {
 		in.end()
 		cs.flushLogs()
+		for i, r := range cs.records {
+			cs.requestedTo(cs.maskRequest(r))
+			cs.records[i] = Request{} // an idle instance keeps no record
+		}
+		cs.records = cs.records[:0]
+		// Before the instance goes back to its pool: the next call on it
+		// masks what this one read.
+		rt.seen.add(call.Info.Plugin, in.pool.version, cs.secrets)
 	}()
 
 	// 1. A block for the request, from the guest's allocator.
@@ -298,18 +322,20 @@ func (cs *callState) outcome(status abi.Status) (out []byte, healthy bool, err e
 			return append([]byte(nil), nullJSON...), true, nil
 		}
 		// Not parsed here: every caller decodes the output anyway, and a
-		// second pass would cost more than the call (see Invoke).
-		if cs.call != nil && cs.call.Recorded != nil {
-			cs.call.Recorded(cs.maskJSON(cs.result))
-		}
-		return cs.result, true, nil
+		// second pass would cost more than the call (see Invoke). Masking
+		// only parses an output it changed.
+		return cs.maskDoc(cs.result, withheldOutput), true, nil
 	case abi.StatusError, abi.StatusPanic:
 		ge, perr := decodeFailure(cs.result, cs.resultSet)
 		if perr != nil {
 			return nil, false, perr
 		}
-		// The message goes to history and logs: keep secrets out of it.
-		ge.Message = cs.mask(ge.Message)
+		// The failure goes to the history, the instance's error and logs:
+		// keep secrets out of every field.
+		ge.Code, ge.Message = cs.mask(ge.Code), cs.mask(ge.Message)
+		if ge.Details != nil {
+			ge.Details = cs.maskDoc(ge.Details, withheldDetails)
+		}
 		return nil, status == abi.StatusError, ge
 	default:
 		return nil, false, fmt.Errorf("%w: %s returned status %d; want 0, 1 or 2", ErrProtocol, abi.ExportInvoke, status)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,7 +27,16 @@ type outbound struct {
 	cfg             HTTPConfig
 	public, private *http.Transport
 	client          *http.Client
+	// own are the host's listening addresses, which no request reaches.
+	own ownListeners
 }
+
+// OutboundHeader is the header the host sets on every request a plugin
+// makes (over any value the guest set), with the plugin's name. The API
+// of a host without tokens refuses requests that carry it, so that a
+// plugin's request never counts as a local caller, even when it reaches
+// the API by a way the dialer cannot see (a proxy on another port).
+const OutboundHeader = "Weft-Plugin"
 
 // maxRedirects is how many redirects one guest request follows.
 const maxRedirects = 10
@@ -68,6 +78,9 @@ func (o *outbound) transport(privateNetworks bool) *http.Transport {
 			if err != nil {
 				return fmt.Errorf("connecting to %q: %w", address, err)
 			}
+			if err := o.own.check(ap); err != nil {
+				return err
+			}
 			return grant.CheckAddr(ap.Addr(), privateNetworks)
 		},
 	}
@@ -94,6 +107,81 @@ func (o *outbound) close() {
 	o.private.CloseIdleConnections()
 }
 
+// ProtectListener adds addr, an address the host listens on (its API,
+// console, metrics), to those no plugin request may connect to, whatever
+// its grants: a plugin that reached the host's API could grant itself
+// anything. A wildcard address (0.0.0.0, [::]) protects its port on every
+// address of the machine. The serve command calls it once it listens,
+// before any plugin runs.
+func (r *Runtime) ProtectListener(addr net.Addr) error {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil {
+		return fmt.Errorf("plugins: protecting the listener %s: %w", addr, err)
+	}
+	r.outbound.own.add(ap)
+	return nil
+}
+
+// ownListeners is the host's listening addresses. Safe for concurrent
+// use; the zero value protects nothing.
+type ownListeners struct {
+	mu    sync.RWMutex
+	addrs []netip.AddrPort
+}
+
+func (l *ownListeners) add(ap netip.AddrPort) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.addrs = append(l.addrs, netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port()))
+}
+
+// check returns a *grant.AddressError of ClassListener when a connection
+// to ap would reach one of the listeners: the same address and port; any
+// loopback address on a loopback listener's port ("localhost" is both
+// 127.0.0.1 and ::1, and a name may resolve to any of 127/8); and any
+// address of the machine on a wildcard listener's port.
+func (l *ownListeners) check(ap netip.AddrPort) error {
+	a, port := grant.Reached(ap.Addr()), ap.Port()
+	refused := &grant.AddressError{Addr: a, Port: port, Class: grant.ClassListener, Never: true}
+	l.mu.RLock()
+	wildcard := false
+	for _, own := range l.addrs {
+		if own.Port() != port {
+			continue
+		}
+		o := own.Addr()
+		switch {
+		case o == a, o.IsLoopback() && a.IsLoopback():
+			l.mu.RUnlock()
+			return refused
+		case o.IsUnspecified():
+			wildcard = true
+		}
+	}
+	l.mu.RUnlock()
+	if !wildcard {
+		return nil
+	}
+	if a.IsLoopback() || a.IsUnspecified() {
+		return refused
+	}
+	// Read at each such dial, not cached: interfaces come and go (a VPN,
+	// DHCP), and a dial to the port of a wildcard listener is rare.
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		// Unknown: refused, since it may be the host.
+		return refused
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap() == a {
+				return refused
+			}
+		}
+	}
+	return nil
+}
+
 type routeFunc func(*http.Request) (*http.Response, error)
 
 func (f routeFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -108,6 +196,8 @@ type hops struct {
 	// err is why route refused a hop: a *GrantError or a limit. The
 	// client wraps it; this keeps it whole.
 	err error
+	// rule is the pattern of the rule that allowed the latest hop.
+	rule string
 }
 
 // route checks one hop (the first request or a redirect) against the
@@ -124,6 +214,7 @@ func (o *outbound) route(r *http.Request) (*http.Response, error) {
 		h.err = h.cs.denied(err)
 		return nil, h.err
 	}
+	h.rule = rule.Pattern
 	if rule.PrivateNetworks {
 		return o.private.RoundTrip(r)
 	}
@@ -140,6 +231,12 @@ func (cs *callState) denied(err error) *GrantError {
 	switch {
 	case errors.As(err, &de):
 		ge.Name = fmt.Sprintf("%s://%s:%d", de.Scheme, bracket(de.Host), de.Port)
+		if a, perr := netip.ParseAddr(de.Host); perr == nil && errors.As(grant.CheckAddr(a, true), &ae) {
+			// An address no grant reaches (0.0.0.0, the metadata
+			// address): granting it would not help.
+			ge.Reason = ae.Error()
+			break
+		}
 		ge.Grant = "weft plugin grant " + orName(plugin) + " --host " + de.Target()
 		if private(de.Host) {
 			// The grant alone would be refused at the address check next.

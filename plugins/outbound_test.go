@@ -11,8 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -297,11 +300,18 @@ func TestHTTPGrantSuggestion(t *testing.T) {
 		{"http://10.1.2.3/", "weft plugin grant probe --host http://10.1.2.3 --private-networks"},
 		{"https://192.0.2.1/", "weft plugin grant probe --host 192.0.2.1"},
 		{"https://api.example.com/", "weft plugin grant probe --host api.example.com"},
+		// Addresses no grant reaches: no suggestion, and the reason.
+		{"http://0.0.0.0:8080/", ""},
+		{"http://[::]:8080/", ""},
+		{"http://169.254.169.254/", ""},
 	} {
 		_, err := p.do(context.Background(), &grant.Set{}, probeRequest{URL: tc.url})
 		var ge *plugins.GrantError
 		if !errors.As(err, &ge) || ge.Grant != tc.want {
 			t.Errorf("%s: %v; want the suggestion %q", tc.url, err, tc.want)
+		}
+		if tc.want == "" && (err == nil || !strings.Contains(err.Error(), "never reach")) {
+			t.Errorf("%s: %v; want it to say plugins never reach it", tc.url, err)
 		}
 	}
 }
@@ -489,6 +499,12 @@ func TestHTTPLimits(t *testing.T) {
 			for i := range 20 {
 				w.Header().Add(fmt.Sprintf("X-H%d", i), "v")
 			}
+		case "/hugeheader": // one header of 10 MiB
+			w.Header().Set("X-Huge", strings.Repeat("h", 10<<20))
+		case "/manyheaders": // 10,000 header lines
+			for i := range 10000 {
+				w.Header().Add(fmt.Sprintf("X-H%d", i), "v")
+			}
 		}
 	}))
 	t.Cleanup(srv.Close)
@@ -504,6 +520,8 @@ func TestHTTPLimits(t *testing.T) {
 		{"response body", probeRequest{URL: srv.URL + "/big"}, "plugins.http.max_response_bytes", plugins.ErrLimit},
 		{"response body without a length", probeRequest{URL: srv.URL + "/chunked"}, "plugins.http.max_response_bytes", plugins.ErrLimit},
 		{"response headers", probeRequest{URL: srv.URL + "/headers"}, "plugins.http.max_headers", plugins.ErrLimit},
+		{"a response header over the bytes", probeRequest{URL: srv.URL + "/hugeheader"}, "plugins.http.max_header_bytes", plugins.ErrLimit},
+		{"response headers over the bytes", probeRequest{URL: srv.URL + "/manyheaders"}, "plugins.http.max_header_bytes", plugins.ErrLimit},
 		{"request body", probeRequest{Method: "POST", URL: srv.URL, Body: strings.Repeat("x", 101)}, "plugins.http.max_request_bytes", plugins.ErrLimit},
 		{"request headers", probeRequest{URL: srv.URL, Headers: strings.Repeat("X-A: 1\n", 11)}, "plugins.http.max_headers", plugins.ErrLimit},
 		{"requests per call", probeRequest{URL: srv.URL, Repeat: 4}, "plugins.http.max_requests", plugins.ErrLimit},
@@ -642,12 +660,11 @@ func TestHTTPWaitIsASignOfLife(t *testing.T) {
 	}
 }
 
-// TestRecordedOutputMasksSecrets: an output that carries a secret the
-// guest read is handed to Call.Recorded with the value masked, written
-// plainly or escaped in a JSON string; one that masking would leave
-// without a JSON document is withheld; the output returned is the
-// guest's.
-func TestRecordedOutputMasksSecrets(t *testing.T) {
+// TestOutputMasksSecrets: an output that carries a secret the guest read
+// is returned with the value masked, written plainly or escaped in a JSON
+// string; one that masking would leave without a JSON document is
+// withheld.
+func TestOutputMasksSecrets(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	files := map[string]string{"plain": "hunter2-value", "quoted": `pa"ss\word`, "digits": "12345678"}
@@ -670,17 +687,131 @@ func TestRecordedOutputMasksSecrets(t *testing.T) {
 		{"digits", true, `"[withheld: the output held a secret the activity read]"`},
 	} {
 		in, _ := json.Marshal(map[string]any{"name": tc.name, "raw": tc.raw})
-		var recorded []byte
 		out, err := p.rt.Invoke(context.Background(), p.version, plugins.Call{Activity: "reveal", Input: in, Grants: &grant.Set{Secrets: secrets},
-			Info: abi.Info{Plugin: "probe"}, Recorded: func(o []byte) { recorded = o }})
+			Info: abi.Info{Plugin: "probe"}})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if string(recorded) != tc.want {
-			t.Errorf("%s: recorded %s, want %s", tc.name, recorded, tc.want)
+		if string(out) != tc.want {
+			t.Errorf("%s: returned %s, want %s", tc.name, out, tc.want)
 		}
-		if !strings.Contains(string(out), "value") || strings.Contains(string(out), "[secret]") {
-			t.Errorf("%s: returned %s, want the guest's output unmasked", tc.name, out)
+	}
+}
+
+// TestHTTPRecordsAreBounded: a request's record keeps at most the stated
+// bytes of its method, host and path, and a call's records the first
+// MaxRecords, then one that says the rest were dropped.
+func TestHTTPRecordsAreBounded(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	p := newHTTPProbe(t, plugins.Config{Logger: slog.New(slog.DiscardHandler), HTTP: plugins.HTTPConfig{MaxRequests: 2 * plugins.MaxRecords}})
+	keep := func(recs *[]plugins.Request) func(*plugins.Call) {
+		return func(c *plugins.Call) { c.Requested = func(r plugins.Request) { *recs = append(*recs, r) } }
+	}
+
+	// A megabyte of path, and a megabyte of method, three times each.
+	long := strings.Repeat("p", 1<<20)
+	var recs []plugins.Request
+	for _, req := range []probeRequest{
+		{URL: srv.URL + "/" + long, Repeat: 3},
+		{Method: strings.Repeat("M", 1<<20), URL: srv.URL + "/m", Repeat: 3},
+	} {
+		if _, err := p.do(context.Background(), loopback(), req, keep(&recs)); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if len(recs) != 6 {
+		t.Fatalf("%d records, want 6", len(recs))
+	}
+	for i, r := range recs {
+		if len(r.Method) > plugins.MaxRecordMethodBytes || len(r.Host) > plugins.MaxRecordHostBytes || len(r.Path) > plugins.MaxRecordPathBytes || !r.Truncated {
+			t.Errorf("record %d: method %d bytes, host %d, path %d, truncated %v; want at most %d, %d, %d and truncated",
+				i, len(r.Method), len(r.Host), len(r.Path), r.Truncated, plugins.MaxRecordMethodBytes, plugins.MaxRecordHostBytes, plugins.MaxRecordPathBytes)
+		}
+	}
+	if !strings.HasPrefix(long, strings.TrimPrefix(recs[0].Path, "/")) || recs[3].Method != strings.Repeat("M", plugins.MaxRecordMethodBytes) {
+		t.Errorf("record 0's path %.20q…, record 3's method %.20q…: want the values' beginnings", recs[0].Path, recs[3].Method)
+	}
+
+	// More requests than are recorded: the first MaxRecords, then one
+	// that says so.
+	recs = nil
+	if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL + "/many", Repeat: plugins.MaxRecords + 5}, keep(&recs)); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != plugins.MaxRecords+1 {
+		t.Fatalf("%d records of %d requests, want %d", len(recs), plugins.MaxRecords+5, plugins.MaxRecords+1)
+	}
+	if last := recs[plugins.MaxRecords]; last.Error != "dropped" || last.Path != "" || recs[plugins.MaxRecords-1].Path != "/many" {
+		t.Errorf("the last records %+v, %+v; want a request and then the dropped marker", recs[plugins.MaxRecords-1], last)
+	}
+	b, err := json.Marshal(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d records: %d bytes of JSON", len(recs), len(b))
+}
+
+// TestHTTPNeverReachesTheHostsListener: an address the host listens on is
+// refused under the broadest grant, by any name or address that reaches
+// it and through a redirect, naming the host's own listener; a wildcard
+// listener's port is refused on every address of the machine. Other ports
+// stay reachable.
+func TestHTTPNeverReachesTheHostsListener(t *testing.T) {
+	t.Parallel()
+	ok := func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "reached") }
+	own := httptest.NewServer(http.HandlerFunc(ok))
+	t.Cleanup(own.Close)
+	wild := httptest.NewServer(http.HandlerFunc(ok)) // stands for a listener on [::]
+	t.Cleanup(wild.Close)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if to := r.URL.Query().Get("to"); to != "" {
+			http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+			return
+		}
+		fmt.Fprint(w, "other")
+	}))
+	t.Cleanup(other.Close)
+	_, ownPort := hostPort(t, own)
+	_, wildPort := hostPort(t, wild)
+	p := newHTTPProbe(t, plugins.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err := p.rt.ProtectListener(own.Listener.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(wildPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.rt.ProtectListener(&net.TCPAddr{IP: net.IPv6unspecified, Port: port}); err != nil {
+		t.Fatal(err)
+	}
+	broad := &grant.Set{Hosts: []grant.Host{{Pattern: "http://*:*", PrivateNetworks: true}}}
+
+	targets := []string{
+		own.URL, "http://localhost:" + ownPort, "http://[::1]:" + ownPort, "http://[::ffff:127.0.0.1]:" + ownPort,
+		"http://127.0.0.2:" + ownPort, other.URL + "/?to=" + url.QueryEscape(own.URL),
+		wild.URL, "http://localhost:" + wildPort,
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if a, ok := netip.AddrFromSlice(n.IP); ok && !a.Unmap().IsLoopback() && !(a.Is6() && a.IsLinkLocalUnicast()) {
+				targets = append(targets, "http://"+netip.AddrPortFrom(a.Unmap(), uint16(port)).String()+"/")
+			}
+		}
+	}
+	for _, target := range targets {
+		rs, err := p.do(context.Background(), broad, probeRequest{URL: target})
+		var ge *plugins.GrantError
+		if !errors.As(err, &ge) || !strings.Contains(err.Error(), "the host's own listener") || ge.Grant != "" {
+			t.Errorf("%s: %+v, %v; want not_granted naming the host's own listener, with no grant to suggest", target, rs, err)
+		}
+	}
+	if rs, err := p.do(context.Background(), broad, probeRequest{URL: other.URL}); err != nil || rs[0].Body != "other" {
+		t.Errorf("another port: %+v, %v; want it reached", rs, err)
 	}
 }

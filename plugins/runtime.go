@@ -87,6 +87,10 @@ type Runtime struct {
 	stopJanitor chan struct{}
 	janitorDone chan struct{}
 
+	// seen is the secret values this node's guests read, masked in every
+	// later call of the same plugin or version (mask.go).
+	seen secretsSeen
+
 	mu     sync.Mutex
 	closed bool
 	loaded map[string]*loading

@@ -1051,3 +1051,82 @@ func TestBrowserCancelledRetryWaitEndsAtTheCancel(t *testing.T) {
 		t.Errorf("the retry wait's title is %q, want it to say the cancel ended it", title)
 	}
 }
+
+// secretHookFlow delivers its input with the webhook plugin, to the url in its
+// input's config: the receiver decides what comes back.
+const secretHookFlow = `
+name: hook
+steps:
+  - { id: send, activity: webhook.deliver, input: "${ input }", output: sent, retry: { max_attempts: 1 } }
+output: "${ vars.sent }"
+`
+
+// TestBrowserPagesShowNoSecret: the webhook plugin sends its secret token
+// to two receivers, one that refuses it with a 401 quoting the request and
+// one that echoes it in a 200; the pages a reader and an operator open
+// (the list, each instance with its timeline and each attempt's detail,
+// the plugin's page) show the masked token and never its value.
+func TestBrowserPagesShowNoSecret(t *testing.T) {
+	const secret = "tok-4f1b9c2e-never-shown"
+	h := newHost(t)
+	h.pushPlugin("webhook")
+	h.putWorkflow("hook", secretHookFlow)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("deny") != "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, "refused Authorization: %s", r.Header.Get("Authorization"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"you sent": %q}`, r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(receiver.Close)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ids := map[string]string{"hook-deny": "failed", "hook-echo": "completed"}
+	for id, status := range ids {
+		url := receiver.URL + "/in"
+		if id == "hook-deny" {
+			url += "?deny=1"
+		}
+		grants := fmt.Sprintf(`{"hosts": [{"pattern": %q, "private_networks": true}], "config": {"url": %q}, "secrets": {"token": %q}}`,
+			receiver.URL, url, "file:"+tokenFile)
+		h.request("PUT", "/v1/plugins/webhook/grants", adminSecret, "application/json", []byte(grants)).want(t, http.StatusOK)
+		if in := h.start("hook", id, map[string]any{"n": 1}, "ended"); in.Status != status {
+			t.Fatalf("%s is %s, want %s", id, in.Status, status)
+		}
+	}
+
+	html := `document.documentElement.outerHTML`
+	for _, who := range []struct{ token, role string }{{readerSecret, "reader"}, {operatorSecret, "operator"}} {
+		tb := openTab(t, h.url)
+		tb.open("/instances", who.token, who.role)
+		waitTrue(tb, "the list's rows", `document.querySelectorAll('[data-test=instance-row]').length === 2`)
+		if page := eval[string](tb, html); strings.Contains(page, secret) {
+			t.Errorf("%s: the instance list shows the secret", who.role)
+		}
+		for id, status := range ids {
+			tb.goTo("/instances/" + id)
+			waitStatus(tb, status)
+			bar := `[data-test=timeline] [data-attempt]`
+			waitTrue(tb, "the attempt's bar", q(bar)+" !== null")
+			tb.click(bar)
+			waitTrue(tb, "the attempt's detail", q(`[data-test=attempt-detail] [data-test=attempt]`)+" !== null")
+			page := eval[string](tb, html)
+			if strings.Contains(page, secret) {
+				t.Errorf("%s: the page of %s shows the secret", who.role, id)
+			}
+			if id == "hook-deny" && !strings.Contains(page, "Bearer [secret]") {
+				t.Errorf("%s: the page of %s does not show the refused request with its token masked", who.role, id)
+			}
+		}
+		tb.goTo("/plugins/webhook")
+		waitTrue(tb, "the plugin's page", `document.body.textContent.includes('webhook')`)
+		if page := eval[string](tb, html); strings.Contains(page, secret) {
+			t.Errorf("%s: the plugin's page shows the secret", who.role)
+		}
+	}
+}

@@ -145,11 +145,11 @@ type result struct {
 	// version and activity name the call, for an output that is not JSON
 	// (its error is made here, not by the runtime).
 	version, activity string
-	out               []byte
-	// recorded is out as the history may keep it: secrets masked.
-	recorded []byte
-	err      error
-	hb       *plugins.Heartbeat
+	// out is the output, with its secrets masked by the runtime: what the
+	// state, the vars and the history keep.
+	out []byte
+	err error
+	hb  *plugins.Heartbeat
 	// requests are the attempt's outbound HTTP requests, and logs its log
 	// lines, for its record.
 	requests []plugins.Request
@@ -615,7 +615,7 @@ func (x *execution) input(r result, inv runner.Invoke, watched *attempt) runner.
 			perr := &plugins.CallError{Version: r.version, Activity: r.activity, Err: plugins.CheckOutput(r.out)}
 			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 		}
-		return runner.ActivityCompleted{Token: r.token, Output: v, OutputJSON: r.recorded, Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
+		return runner.ActivityCompleted{Token: r.token, Output: v, OutputJSON: r.out, Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 	}
 	f := runner.ActivityFailed{Token: r.token, Cause: classify.Cause(r.err), Message: r.err.Error(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 	var ge *plugins.GuestError
@@ -738,10 +738,8 @@ func (x *execution) invoke(inv runner.Invoke) {
 		var requests []plugins.Request
 		call.Requested = func(r plugins.Request) { requests = append(requests, r) }
 		logs := x.keepLogs(&call)
-		var recorded []byte
-		call.Recorded = func(out []byte) { recorded = out }
 		out, err := x.e.plugins.Invoke(ctx, version, call)
-		x.inflight.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, recorded: recorded, err: err, hb: hb, requests: requests, logs: *logs}
+		x.inflight.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, err: err, hb: hb, requests: requests, logs: *logs}
 	}()
 }
 

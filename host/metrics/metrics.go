@@ -133,13 +133,13 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"method", "route"}),
 		outbound: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "plugin_http_requests_total",
-			Help: "Outbound HTTP requests of plugins, by plugin, host and code: the response status, or why none was used (timeout, unreachable, tls, bad_response, not_granted, limit, cancelled).",
-		}, []string{"plugin", "host", "code"}),
+			Help: "Outbound HTTP requests of plugins, by plugin, the grant rule that allowed them (as the operator wrote it; none when no rule did) and code: the response status, or why none was used (timeout, unreachable, tls, bad_response, not_granted, limit, cancelled, dropped).",
+		}, []string{"plugin", "rule", "code"}),
 		outboundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "plugin_http_request_duration_seconds",
-			Help:    "Duration of plugins' outbound HTTP requests, to the end of the response body, by plugin and host.",
+			Help:    "Duration of plugins' outbound HTTP requests, to the end of the response body, by plugin and the grant rule that allowed them (none when no rule did).",
 			Buckets: latencyBuckets,
-		}, []string{"plugin", "host"}),
+		}, []string{"plugin", "rule"}),
 		plugins: map[string]string{},
 	}
 	for _, c := range []prometheus.Collector{

@@ -11,6 +11,10 @@ import (
 	"github.com/weftworks/weft/plugins"
 )
 
+// NoRule is the rule label of a plugin's outbound request that no grant
+// rule allowed.
+const NoRule = "none"
+
 // Invoker runs activities: the engine's Plugins interface, which
 // *plugins.Runtime implements.
 type Invoker interface {
@@ -19,7 +23,8 @@ type Invoker interface {
 
 // Plugins returns inner decorated to time every call and count it by
 // outcome: ok, or the failure kind host/retry/classify gives the error;
-// and to count and time the calls' outbound HTTP requests. Calls are
+// and to count and time the calls' outbound HTTP requests, by the grant
+// rule that allowed each (NoRule when none did). Calls are
 // labelled with call.Info.Plugin, or when it is empty with the name
 // TrackPlugin gave the version.
 func Plugins(m *Metrics, inner Invoker) Invoker {
@@ -46,8 +51,15 @@ func (i *invoker) Invoke(ctx context.Context, version string, call plugins.Call)
 		if code == "" {
 			code = strconv.Itoa(r.Status)
 		}
-		i.m.outbound.WithLabelValues(name, r.Host, code).Inc()
-		i.m.outboundDuration.WithLabelValues(name, r.Host).Observe(r.Duration.Seconds())
+		// By the rule, which the operator wrote, not by the host, which
+		// the guest chose: a guest under a wildcard rule would otherwise
+		// make a series of every host it names.
+		rule := r.Rule
+		if rule == "" {
+			rule = NoRule
+		}
+		i.m.outbound.WithLabelValues(name, rule, code).Inc()
+		i.m.outboundDuration.WithLabelValues(name, rule).Observe(r.Duration.Seconds())
 		if inner != nil {
 			inner(r)
 		}

@@ -36,8 +36,8 @@ type ActivityCompleted struct {
 	Token  string
 	Output any
 	// OutputJSON is Output as the attempt's record may keep it
-	// (Context.AttemptDataLimit): the guest's, with the secrets it read
-	// masked (plugins.Call.Recorded); nil has Output encoded for it.
+	// (Context.AttemptDataLimit): the output as the plugin runtime
+	// returned it, secrets masked; nil has Output encoded for it.
 	OutputJSON json.RawMessage
 	// Requests lists the attempt's outbound HTTP requests (a JSON array),
 	// for its record; empty when it made none.

@@ -131,6 +131,21 @@ func TestCheckAddr(t *testing.T) {
 		{"::", false, true},
 		{"224.0.0.1", false, true},
 		{"255.255.255.255", false, true},
+		// SIIT (IPv4-translated, ::ffff:0:0/96) carries its IPv4
+		// address as mapped addresses do.
+		{"::ffff:0:a9fe:a9fe", false, true},
+		{"::ffff:0:7f00:1", false, false},
+		{"::ffff:0:a00:1", false, false},
+		{"::ffff:0:5db8:d822", true, false},
+		// Local-use NAT64 (64:ff9b:1::/48) translates to whatever its
+		// operator says: never public, and the metadata address is refused
+		// wherever RFC 6052 may have placed it.
+		{"64:ff9b:1::5db8:d822", false, false},
+		{"64:ff9b:1::a9fe:a9fe", false, true},       // /96
+		{"64:ff9b:1:a9fe:a9:fe00::", false, true},   // /48
+		{"64:ff9b:1:a9:fe:a9fe::", false, true},     // /56
+		{"64:ff9b:1:0:a9:fea9:fe00:0", false, true}, // /64
+		{"64:ff9b:1:7f00:0:100::", false, false},    // /48 of loopback
 	} {
 		a := netip.MustParseAddr(tc.addr)
 		pub, priv := grant.CheckAddr(a, false), grant.CheckAddr(a, true)

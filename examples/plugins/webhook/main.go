@@ -3,7 +3,7 @@
 //
 // Activities:
 //
-//   - deliver: any JSON document -> {"status", "response"}
+//   - deliver: any JSON document -> {"status", "response_bytes"}
 //
 // It reads the configuration value url and the secret token, which an
 // operator grants:
@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/weftworks/weft/sdk"
 )
@@ -29,7 +30,7 @@ import (
 func init() {
 	sdk.Needs(sdk.Requirements{Config: []string{"url"}, Secrets: []string{"token"}})
 	sdk.RegisterWithDescription("deliver",
-		"POSTs the input JSON document to the configured url with the bearer token; returns {status, response}. 5xx, 429, timeouts and unreachable hosts are retryable.",
+		"POSTs the input JSON document to the configured url with the bearer token; returns {status, response_bytes}. 5xx, 429, timeouts and unreachable hosts are retryable.",
 		deliver)
 }
 
@@ -45,25 +46,18 @@ const (
 	code5xx        = "http_5xx"    // a server error: retryable
 )
 
-const (
-	// maxResponse is the largest response body kept in the output; a
-	// larger one is left out, well under the host's 1 MiB output limit.
-	maxResponse = 256 << 10
-	// maxExcerpt is how much of a failed response's body the failure's
-	// details quote.
-	maxExcerpt = 512
-)
+// maxExcerpt is how much of a failed response's body the failure's
+// details quote.
+const maxExcerpt = 512
 
-// output is what deliver returns after a 2xx response.
+// output is what deliver returns after a 2xx response. Not the body: a
+// receiver may echo the request, token included, and what an activity
+// returns is kept in the instance's state for every reader to see.
 type output struct {
 	// Status is the response's status code.
 	Status int `json:"status"`
-	// Response is the response body: as JSON when it is a JSON document,
-	// else as a string; null when it was left out.
-	Response json.RawMessage `json:"response"`
-	// ResponseOmittedBytes is the size of a body larger than maxResponse,
-	// which Response leaves out.
-	ResponseOmittedBytes int `json:"response_omitted_bytes,omitempty"`
+	// ResponseBytes is the size of the response body.
+	ResponseBytes int `json:"response_bytes"`
 }
 
 // deliver POSTs the input, as it is, to the configured url.
@@ -89,24 +83,15 @@ func deliver(ctx *sdk.Context, input []byte) ([]byte, error) {
 	}
 	switch s := resp.StatusCode; {
 	case s >= 200 && s <= 299:
-		out := output{Status: s}
-		switch {
-		case len(resp.Body) > maxResponse:
-			out.ResponseOmittedBytes = len(resp.Body)
-		case json.Valid(resp.Body):
-			out.Response = resp.Body
-		default:
-			out.Response, _ = json.Marshal(string(resp.Body))
-		}
-		return json.Marshal(out)
+		return json.Marshal(output{Status: s, ResponseBytes: len(resp.Body)})
 	case s == 429:
-		return nil, statusFailure(code429, true, resp)
+		return nil, statusFailure(code429, true, resp, token)
 	case s >= 500:
-		return nil, statusFailure(code5xx, true, resp)
+		return nil, statusFailure(code5xx, true, resp, token)
 	case s >= 400:
-		return nil, statusFailure(code4xx, false, resp)
+		return nil, statusFailure(code4xx, false, resp, token)
 	default: // 1xx, or a 3xx the host did not follow (304, no Location)
-		return nil, statusFailure("http_"+strconv.Itoa(s/100)+"xx", false, resp)
+		return nil, statusFailure("http_"+strconv.Itoa(s/100)+"xx", false, resp, token)
 	}
 }
 
@@ -130,15 +115,23 @@ func failed(err error) error {
 }
 
 // statusFailure is the failure for a response that is not a 2xx: its
-// details hold the status, the start of the body and Retry-After.
-func statusFailure(code string, retryable bool, resp *sdk.Response) error {
+// details hold the status, the start of the body and Retry-After. A
+// receiver may quote the request in its answer (a 401 that shows the
+// Authorization header it refused): the token is replaced wherever the
+// body holds it, and the excerpt is cut from the body after that, so that
+// no part of the token is quoted. (The host masks the secrets a plugin
+// read in everything it records too; this plugin does not rely on it.)
+func statusFailure(code string, retryable bool, resp *sdk.Response, token string) error {
 	details := map[string]any{"status": resp.StatusCode}
 	if len(resp.Body) > 0 {
-		b := resp.Body
+		b := string(resp.Body)
+		if token != "" {
+			b = strings.ReplaceAll(b, token, "[secret]")
+		}
 		if len(b) > maxExcerpt {
 			b = b[:maxExcerpt]
 		}
-		details["body"] = string(b)
+		details["body"] = b
 	}
 	if ra := resp.Header().Get("Retry-After"); ra != "" {
 		details["retry_after"] = ra

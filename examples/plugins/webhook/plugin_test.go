@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -47,6 +48,7 @@ func TestWebhook(t *testing.T) {
 			{"NotGranted", testNotGranted},
 			{"Config", testConfig},
 			{"Token", testToken},
+			{"Echo", testEcho},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				t.Parallel()
@@ -112,6 +114,10 @@ func (r result) noToken(t *testing.T) {
 	if r.err != nil {
 		all += r.err.Error()
 	}
+	var ge *plugins.GuestError
+	if errors.As(r.err, &ge) {
+		all += string(ge.Details)
+	}
 	if strings.Contains(all, token) {
 		t.Errorf("the token leaked: output %s, error %v, logs %q", r.out, r.err, r.logs)
 	}
@@ -151,7 +157,7 @@ func testDelivers(t *testing.T, p plugin) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if want := `{"status":200,"response":{"ok":true,"id":7}}`; r.out != want {
+	if want := `{"status":200,"response_bytes":21}`; r.out != want {
 		t.Errorf("output %s, want %s", r.out, want)
 	}
 	s := <-got
@@ -194,11 +200,10 @@ func testResponses(t *testing.T, p plugin) {
 		body   string
 		want   string
 	}{
-		{"json", 201, ` [1, {"a": null}] `, `{"status":201,"response":[1,{"a":null}]}`},
-		{"text", 202, "accepted, thanks", `{"status":202,"response":"accepted, thanks"}`},
-		{"empty", 204, "", `{"status":204,"response":""}`},
-		{"not quite json", 200, `{"a":`, `{"status":200,"response":"{\"a\":"}`},
-		{"too large to keep", 200, big, `{"status":200,"response":null,"response_omitted_bytes":307200}`},
+		{"json", 201, ` [1, {"a": null}] `, `{"status":201,"response_bytes":18}`},
+		{"text", 202, "accepted, thanks", `{"status":202,"response_bytes":16}`},
+		{"empty", 204, "", `{"status":204,"response_bytes":0}`},
+		{"large", 200, big, `{"status":200,"response_bytes":307200}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -419,6 +424,35 @@ func testToken(t *testing.T, p plugin) {
 	}
 	if len(got) != 0 {
 		t.Errorf("the server received a request with a bad token")
+	}
+}
+
+// testEcho: a receiver that quotes the request in its answer (its
+// Authorization header, as some answer a 401) gets the token back in
+// nothing the plugin returns: a 2xx's output has the status and the size
+// only, and a failure's details quote the body with the token replaced.
+func testEcho(t *testing.T, p plugin) {
+	for _, status := range []int{200, 401} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(status)
+				fmt.Fprintf(w, "refused Authorization: %s for %s", r.Header.Get("Authorization"), r.URL.Path)
+			}))
+			t.Cleanup(srv.Close)
+			r := p.deliver(context.Background(), grants(srv.URL+"/hook"), `{}`, "i/s/1")
+			r.noToken(t)
+			if status == 200 {
+				if r.err != nil || !strings.HasPrefix(r.out, `{"status":200,"response_bytes":`) {
+					t.Errorf("output %s, error %v; want the status and the size", r.out, r.err)
+				}
+				return
+			}
+			ge := guestError(t, r.err)
+			if want := `{"body":"refused Authorization: Bearer [secret] for /hook","status":401}`; string(ge.Details) != want {
+				t.Errorf("details %s, want %s", ge.Details, want)
+			}
+		})
 	}
 }
 
