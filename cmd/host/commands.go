@@ -757,8 +757,9 @@ func (a *app) instanceExport(ctx context.Context, args []string) int {
 
 func (a *app) instanceImport(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance import")
-	id := cmd.fs.String("id", "", "the instance `ID` (default: the one in the state)")
-	pos, ok := cmd.parse(args, 1, 1, "FILE|- [--id ID]")
+	id := cmd.fs.String("id", "", "the instance `ID` (default: the one in the state; another makes a copy)")
+	replace := cmd.fs.Bool("replace", false, "replace the instance if it exists (refused otherwise)")
+	pos, ok := cmd.parse(args, 1, 1, "FILE|- [--id ID] [--replace]")
 	if !ok {
 		return cmd.usageExit()
 	}
@@ -780,7 +781,7 @@ func (a *app) instanceImport(ctx context.Context, args []string) int {
 		}
 		*id = s.Instance.ID
 	}
-	in, created, err := cmd.c.ImportState(ctx, *id, state)
+	in, created, err := cmd.c.ImportState(ctx, *id, state, *replace)
 	if err != nil {
 		return cmd.fail(err)
 	}

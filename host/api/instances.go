@@ -725,19 +725,24 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	if err := requireType(c, false, fiber.MIMEApplicationJSON); err != nil {
 		return err
 	}
+	replace := false
+	switch r := c.Query("replace"); r {
+	case "", "false":
+	case "true":
+		replace = true
+	default:
+		return invalidField("replace", "must be true or false, got %q", r)
+	}
 	var st engine.State
 	if err := decodeJSON(c, &st); err != nil {
 		return err
 	}
+	// The URL's id is the instance written: the state's own, or another,
+	// which makes a copy of the exported instance (engine.Import).
 	id := param(c, "id")
 	var errs []FieldError
 	if st.Format != engine.StateFormat {
 		errs = append(errs, FieldError{Path: "format", Message: fmt.Sprintf("this host reads state format %d, got %d", engine.StateFormat, st.Format)})
-	}
-	if st.Instance.ID == "" {
-		st.Instance.ID = id
-	} else if st.Instance.ID != id {
-		errs = append(errs, FieldError{Path: "instance.id", Message: fmt.Sprintf("the state is of instance %q but was sent to %q", st.Instance.ID, id)})
 	}
 	if st.Instance.Workflow == "" {
 		errs = append(errs, FieldError{Path: "instance.workflow", Message: "must not be empty"})
@@ -753,13 +758,13 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	_, err := s.node.Store().GetInstance(ctx, id)
-	existed := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	in, err := s.node.Engine().Import(ctx, &st)
+	in, isNew, err := s.node.Engine().Import(ctx, &st, engine.ImportOptions{ID: id, Replace: replace})
 	switch {
+	case errors.Is(err, engine.ErrInstanceExists):
+		return problemf(fiber.StatusConflict, "instance-exists",
+			"instance %q exists; import with ?replace=true to replace it, or under another id", id)
+	case errors.Is(err, engine.ErrChildInFlight):
+		return unprocessable("the state cannot be imported under another id", FieldError{Path: "runner", Message: clean(err)})
 	case errors.Is(err, store.ErrNotFound):
 		return unprocessable("the state refers to something this host does not have",
 			FieldError{Path: "instance", Message: clean(err)})
@@ -772,5 +777,5 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return created(c, !existed, v)
+	return created(c, isNew, v)
 }

@@ -51,7 +51,7 @@ func TestPathParamsArePercentDecoded(t *testing.T) {
 			t.Fatalf("cancelling finished instance %q: detail %q does not name it", id, p.Detail)
 		}
 		state := h.do("GET", at+"/state", nil).want(t, http.StatusOK)
-		h.request("PUT", at+"/state", adminSecret, "application/json", state.body).want(t, http.StatusOK)
+		h.request("PUT", at+"/state?replace=true", adminSecret, "application/json", state.body).want(t, http.StatusOK)
 		h.do("DELETE", at, nil).want(t, http.StatusNoContent)
 		if p := h.do("GET", at, nil).want(t, http.StatusNotFound).problem(t); !strings.Contains(p.Detail, `"`+id+`"`) {
 			t.Fatalf("GET %s after delete: detail %q does not name %q", at, p.Detail, id)

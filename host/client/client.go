@@ -596,6 +596,9 @@ func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Pag
 // set, and a page of them.
 type LogFilter struct {
 	StepPath string
+	// Step is a step's id or path, resolved against the instance's
+	// definition: the server refuses a step it does not have.
+	Step string
 	// Attempt counts from 1; 0 selects every attempt.
 	Attempt int
 	ListOptions
@@ -608,6 +611,9 @@ func (c *Client) Logs(ctx context.Context, id string, f LogFilter) (*Page[store.
 	q := pageQuery(f.ListOptions)
 	if f.StepPath != "" {
 		q.Set("step_path", f.StepPath)
+	}
+	if f.Step != "" {
+		q.Set("step", f.Step)
 	}
 	if f.Attempt != 0 {
 		q.Set("attempt", strconv.Itoa(f.Attempt))
@@ -714,11 +720,18 @@ func (c *Client) ExportState(ctx context.Context, id string) (json.RawMessage, e
 	return raw, nil
 }
 
-// ImportState writes an exported state as the instance id. created is
-// false when it replaced an existing instance.
-func (c *Client) ImportState(ctx context.Context, id string, state json.RawMessage) (inst *Instance, created bool, err error) {
+// ImportState writes an exported state as the instance id: the instance
+// it was exported from, or a copy of it when id is another. An existing
+// instance id is replaced only with replace; without it the answer is a
+// *Problem with Status 409 (type urn:weft:problem:instance-exists) that
+// matches ErrConflict. created is false when it replaced one.
+func (c *Client) ImportState(ctx context.Context, id string, state json.RawMessage, replace bool) (inst *Instance, created bool, err error) {
+	var q url.Values
+	if replace {
+		q = url.Values{"replace": {"true"}}
+	}
 	inst = &Instance{}
-	status, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/instances/" + seg(id) + "/state", body: state, ctype: "application/json"}, inst)
+	status, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/instances/" + seg(id) + "/state", query: q, body: state, ctype: "application/json"}, inst)
 	if err != nil {
 		return nil, false, err
 	}
@@ -758,6 +771,27 @@ type DeadLetter struct {
 	ExpiresAt time.Time       `json:"expires_at"`
 	// SettledAt is when it was dead-lettered.
 	SettledAt time.Time `json:"settled_at"`
+}
+
+// QueuedEvent is a stimulus that found nothing waiting for it and started
+// nothing: it waits for an instance to wait for it until ExpiresAt.
+type QueuedEvent struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Key       string          `json:"key,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	ExpiresAt time.Time       `json:"expires_at"`
+}
+
+// QueuedEvents returns a page of the queued stimuli, soonest to expire
+// first.
+func (c *Client) QueuedEvents(ctx context.Context, opts ListOptions) (*Page[QueuedEvent], error) {
+	var p Page[QueuedEvent]
+	if err := c.getJSON(ctx, "/v1/events/queued", pageQuery(opts), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // DeadLetters returns a page of dead stimuli, in the order they died.

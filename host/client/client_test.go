@@ -159,7 +159,7 @@ func TestClient(t *testing.T) {
 	if err := c.DeleteInstance(ctx, "shout-1"); err != nil {
 		t.Fatal(err)
 	}
-	if back, created, err := c.ImportState(ctx, "shout-1", state); err != nil || !created || back.Status != store.StatusCompleted {
+	if back, created, err := c.ImportState(ctx, "shout-1", state, false); err != nil || !created || back.Status != store.StatusCompleted {
 		t.Fatalf("ImportState: %+v, %v, %v", back, created, err)
 	}
 
@@ -296,7 +296,10 @@ func TestClientRoundTripsIDsThatNeedEscaping(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ExportState(%q): %v", id, err)
 		}
-		if in, created, err := c.ImportState(ctx, id, state); err != nil || created || in.ID != id {
+		if _, _, err := c.ImportState(ctx, id, state, false); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), `"`+id+`"`) {
+			t.Fatalf("ImportState(%q) over it: %v, want a conflict naming it", id, err)
+		}
+		if in, created, err := c.ImportState(ctx, id, state, true); err != nil || created || in.ID != id {
 			t.Fatalf("ImportState(%q): %+v, %v, %v", id, in, created, err)
 		}
 		if err := c.DeleteInstance(ctx, id); err != nil {

@@ -319,7 +319,7 @@ type Engine struct {
 	waiters  map[string][]chan *store.Instance // by instance id: Wait calls to wake
 	running  map[string]chan struct{}          // by instance id: executions on this node
 	eager    chan string                       // starts handed to an idle worker (Config.EagerStarts)
-	failing  map[string]int                    // by instance id: runs failed in a row on this node
+	failing  map[string]*backoff               // by instance id: runs failed in a row on this node
 
 	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
 	renewer    *renewer           // what the scheduler calls: renewals and its actions
@@ -342,7 +342,7 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 	e := &Engine{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
 		boot: randomHex(8), programs: map[programKey]*runner.Program{}, waiters: map[string][]chan *store.Instance{},
-		running: map[string]chan struct{}{}, failing: map[string]int{},
+		running: map[string]chan struct{}{}, failing: map[string]*backoff{},
 	}
 	if cfg.EagerStarts {
 		e.eager = make(chan string) // unbuffered: a send succeeds only into an idle worker
@@ -471,6 +471,9 @@ func (e *Engine) runDelivery(ctx context.Context, d queue.Delivery) {
 func (e *Engine) run(ctx context.Context, id string, inbox bool) {
 	err := e.process(ctx, id, inbox)
 	switch {
+	case errors.Is(err, errBusy), errors.Is(err, errBackingOff):
+		// Nothing ran: the run that holds the instance, or the backoff's
+		// own run, decides.
 	case err == nil:
 		e.ranWell(id)
 	case ctx.Err() != nil:
@@ -481,6 +484,58 @@ func (e *Engine) run(ctx context.Context, id string, inbox bool) {
 	default:
 		e.ranWell(id) // another node has it, or it is gone
 		e.log.Warn("running instance", "instance", id, "err", err)
+	}
+}
+
+// errBusy is process's answer when it was asked to run an instance only
+// if its lock was free, and it was not.
+var errBusy = errors.New("engine: the instance's lock is held")
+
+// errBackingOff is process's answer for an instance whose last run on this
+// node failed and whose backoff has not run out: whatever woke it (the
+// recovery sweep, a message, the queue), it waits for the run the backoff
+// queues, so that the attempts of a run that could not commit (a full disk)
+// are not invoked again sooner.
+var errBackingOff = errors.New("engine: the instance's last run failed and its backoff has not run out")
+
+// backoff is what a node keeps of an instance whose runs fail on it.
+type backoff struct {
+	// failed counts the runs that failed in a row.
+	failed int
+	// holding is set from a failed run's end, before it releases the
+	// instance's lock, until the backoff queues the next run: meanwhile
+	// no run of the instance starts on this node.
+	holding bool
+}
+
+// holdOff stops instance id from running on this node until the backoff
+// of its failed run lets it (letGo); called before the failed run
+// releases the lock, so that a run waiting for it finds it held off.
+func (e *Engine) holdOff(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := e.failing[id]
+	if b == nil {
+		b = &backoff{}
+		e.failing[id] = b
+	}
+	b.holding = true
+}
+
+// heldOff reports whether instance id is held off on this node.
+func (e *Engine) heldOff(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := e.failing[id]
+	return b != nil && b.holding
+}
+
+// letGo lets instance id run again, as its backoff ran out.
+func (e *Engine) letGo(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if b := e.failing[id]; b != nil {
+		b.holding = false
 	}
 }
 
@@ -506,8 +561,13 @@ const maxRunAgainDelay = 5 * time.Minute
 // once the cause is gone.
 func (e *Engine) ranBadly(id string) (int, time.Duration) {
 	e.mu.Lock()
-	e.failing[id]++
-	n := e.failing[id]
+	b := e.failing[id]
+	if b == nil {
+		b = &backoff{}
+		e.failing[id] = b
+	}
+	b.failed++
+	n := b.failed
 	e.mu.Unlock()
 	delay := e.cfg.RecoveryInterval
 	for i := 1; i < n && delay < maxRunAgainDelay; i++ {
@@ -535,6 +595,7 @@ func (e *Engine) runAgain(ctx context.Context, id string, delay time.Duration) {
 			return
 		case <-t.C:
 		}
+		e.letGo(id)
 		err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: "retry"})
 		if err == nil || ctx.Err() != nil {
 			return

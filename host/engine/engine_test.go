@@ -17,6 +17,8 @@ import (
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
@@ -41,8 +43,12 @@ type hostParts struct {
 	// wrap, when set, is the store the engine uses around the real one:
 	// a fault to inject.
 	wrap func(store.Store) store.Store
-	// plugins configures the plugin runtime.
-	plugins plugins.Config
+	// plugins configures the plugin runtime, and wrapPlugins, when set,
+	// is what the engine calls around it: a counter, or a fault to inject.
+	plugins     plugins.Config
+	wrapPlugins func(engine.Plugins) engine.Plugins
+	// redis stores in a real redis-server instead of a bbolt file.
+	redis bool
 }
 
 // withPlugins runs the plugins with cfg.
@@ -53,6 +59,17 @@ func withPlugins(cfg plugins.Config) hostOption {
 // withStore has the engine use wrap(the real store).
 func withStore(wrap func(store.Store) store.Store) hostOption {
 	return func(p *hostParts) { p.wrap = wrap }
+}
+
+// withPluginsWrapped has the engine call wrap(the real runtime).
+func withPluginsWrapped(wrap func(engine.Plugins) engine.Plugins) hostOption {
+	return func(p *hostParts) { p.wrapPlugins = wrap }
+}
+
+// withRedisStore has the engine store in a real redis-server (redisstore)
+// rather than in a bbolt file.
+func withRedisStore() hostOption {
+	return func(p *hostParts) { p.redis = true }
 }
 
 // withConfig runs the engine with cfg instead of the default test
@@ -76,7 +93,12 @@ func newHost(t testing.TB, opts ...hostOption) *host {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	st := openStore(t)
+	var st store.Store
+	if parts.redis {
+		st = openRedisStore(t)
+	} else {
+		st = openStore(t)
+	}
 	rt := testplugins.Runtime(t, parts.plugins)
 	ctx := context.Background()
 	m, err := rt.Load(ctx, testplugins.Bytes(t, "kit"))
@@ -94,7 +116,11 @@ func newHost(t testing.TB, opts ...hostOption) *host {
 	if parts.wrap != nil {
 		engineStore = parts.wrap(st)
 	}
-	e, err := engine.New(cfg, engineStore, locks, memqueue.New(1000), rt)
+	var pl engine.Plugins = rt
+	if parts.wrapPlugins != nil {
+		pl = parts.wrapPlugins(rt)
+	}
+	e, err := engine.New(cfg, engineStore, locks, memqueue.New(1000), pl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +133,19 @@ func newHost(t testing.TB, opts ...hostOption) *host {
 func openStore(t testing.TB) *boltstore.Store {
 	t.Helper()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// openRedisStore opens a Redis store on a redis-server of its own, closed
+// when the test ends.
+func openRedisStore(t testing.TB) *redisstore.Store {
+	t.Helper()
+	srv := redistest.Start(t)
+	st, err := redisstore.Open(context.Background(), redisstore.Config{Client: srv.Client(t), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -842,7 +881,7 @@ func TestChildStoredWithTheOldParentRefReachesItsParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Instance.Parent = &store.ParentRef{InstanceID: parent.ID, StepID: child.Parent.Token}
-	if _, err := h.e.Import(ctx, st); err != nil {
+	if _, _, err := h.e.Import(ctx, st, engine.ImportOptions{Replace: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.e.Cancel(ctx, child.ID, "old record"); err != nil {

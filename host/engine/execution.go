@@ -158,17 +158,18 @@ type result struct {
 
 // process runs instance id until it is suspended or finished.
 //
-// With onlyIfFree it gives up at once when another execution holds the
-// instance's lock: that execution reads the inbox before it finishes, so a
-// wake-up for an inbox (reasonInbox) has nothing to add.
-func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error {
+// With onlyIfFree it gives up at once, with errBusy, when another
+// execution holds the instance's lock: that execution reads the inbox
+// before it finishes, so a wake-up for an inbox (reasonInbox) has nothing
+// to add. An instance whose last run here failed is not run before its
+// backoff runs out (errBackingOff; see Engine.run).
+func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err error) {
 	var lease lock.Lease
-	var err error
 	if onlyIfFree {
 		var ok bool
 		lease, ok, err = e.locks.TryAcquire(ctx, InstanceLockKey(id), e.cfg.LockTTL)
 		if err == nil && !ok {
-			return nil
+			return errBusy
 		}
 	} else {
 		actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
@@ -182,6 +183,18 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 	// Expiry is by the locker's clock, which need not be the engine's.
 	acquired := e.cfg.Now()
 	defer lease.Release(context.WithoutCancel(ctx))
+	// A run that failed here holds the instance off until its backoff
+	// runs out; this check, under the lock, sees the hold of a failed run
+	// that this one waited for, as the hold is set before that run
+	// releases the lock (below).
+	if e.heldOff(id) {
+		return errBackingOff
+	}
+	defer func() {
+		if err != nil && ctx.Err() == nil && runAgain(err) {
+			e.holdOff(id)
+		}
+	}()
 
 	// Registered before the read: a message that the read does not see
 	// (inst.InboxWaiting) wakes the execution.
@@ -204,8 +217,12 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) error 
 			return e.settleInbox(ctx, inst, lease, msgs)
 		}
 		// A failed instance asked to retry runs: the execution applies the
-		// request from the inbox like any message.
+		// request from the inbox like any message. It is re-opened: the
+		// commit that finishes it again decides its DeleteAfter from that
+		// finish, and one that leaves it running clears it (the retry in
+		// its inbox keeps the retention sweep off it until then).
 		inst.InboxWaiting = true
+		inst.DeleteAfter = time.Time{}
 	}
 	prog, err := e.program(ctx, inst.Workflow, inst.Version)
 	if err != nil {
@@ -826,7 +843,8 @@ func (x *execution) commit(drains bool) error {
 	}
 	if inst.Status.Terminal() && inst.DeleteAfter.IsZero() {
 		// Decided once, as it finishes (see retention.go); a commit
-		// retried after a failure keeps the first decision.
+		// tried again in this run keeps the first decision. A retried
+		// instance had its old one cleared when its run began (process).
 		inst.DeleteAfter = x.e.deleteAfter(x.prog.Definition(), x.e.cfg.Now())
 	}
 	// Each set is written whole, unless it is empty and so is the

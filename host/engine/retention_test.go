@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/plugins"
 )
 
 // jumpClock is the real clock plus an offset that a test moves forward:
@@ -215,7 +217,7 @@ func TestImportOfAFinishedInstance(t *testing.T) {
 	}
 	kept := inst.DeleteAfter.Add(time.Minute)
 	exported.Instance.DeleteAfter = kept
-	got, err := h.e.Import(ctx, exported)
+	got, _, err := h.e.Import(ctx, exported, engine.ImportOptions{Replace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,11 +227,101 @@ func TestImportOfAFinishedInstance(t *testing.T) {
 
 	exported.Instance.DeleteAfter = time.Time{}
 	before := time.Now()
-	got, err = h.e.Import(ctx, exported)
+	got, _, err = h.e.Import(ctx, exported, engine.ImportOptions{Replace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.DeleteAfter.Before(before.Add(time.Hour)) || got.DeleteAfter.After(time.Now().Add(time.Hour)) {
 		t.Errorf("imported without delete_after, got %s, want the import's time plus 1h", got.DeleteAfter)
+	}
+}
+
+// failingFirst is the engine's Plugins: its first call fails, as a
+// service that was down does, and the rest reach the real runtime.
+type failingFirst struct {
+	inner engine.Plugins
+	calls atomic.Int32
+}
+
+func (f *failingFirst) Invoke(ctx context.Context, version string, call plugins.Call) ([]byte, error) {
+	if f.calls.Add(1) == 1 {
+		return nil, &plugins.GuestError{Code: "down", Message: "the service is down"}
+	}
+	return f.inner.Invoke(ctx, version, call)
+}
+
+// TestRetriedInstanceIsKeptForItsRetentionFromItsNewFinish: an instance
+// retried shortly before its retention ran out is kept for the whole
+// retention after the retry finishes it, not until the first failure's
+// time; the store's index says so too. On both stores.
+func TestRetriedInstanceIsKeptForItsRetentionFromItsNewFinish(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"bolt", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			clock := &jumpClock{}
+			obs := deletions{ch: make(chan string, 10)}
+			opts := []hostOption{
+				withConfig(engine.Config{NodeID: "n1", Now: clock.Now, Observer: obs, Retention: time.Hour, RetentionInterval: 5 * time.Millisecond}),
+				withPluginsWrapped(func(p engine.Plugins) engine.Plugins { return &failingFirst{inner: p} }),
+			}
+			if backend == "redis" {
+				opts = append(opts, withRedisStore())
+			}
+			h := newHost(t, opts...)
+			h.save("name: again\nsteps: [{id: a, activity: kit.echo, input: 1, retry: {max_attempts: 1}}]")
+			ctx := context.Background()
+			failed := h.finish("again", nil)
+			if failed.Status != store.StatusFailed || failed.DeleteAfter.IsZero() {
+				t.Fatalf("first run: %s, delete_after %s; want failed, with a delete_after", failed.Status, failed.DeleteAfter)
+			}
+
+			// A minute before its retention runs out, it is retried.
+			clock.Advance(59 * time.Minute)
+			retried := clock.Now()
+			if err := h.e.Retry(ctx, failed.ID, "the service is back"); err != nil {
+				t.Fatal(err)
+			}
+			var done *store.Instance
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				got, err := h.store.GetInstance(ctx, failed.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Status == store.StatusCompleted {
+					done = got
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after the retry the instance is %s after 30s", got.Status)
+				}
+				time.Sleep(5 * time.Millisecond) // polling with a deadline
+			}
+			if done.DeleteAfter.Before(retried.Add(time.Hour)) || done.DeleteAfter.After(clock.Now().Add(time.Hour)) {
+				t.Errorf("completed by the retry with delete_after %s, want its finish plus 1h (after %s); the failure's was %s",
+					done.DeleteAfter, retried.Add(time.Hour), failed.DeleteAfter)
+			}
+			// The index agrees: not due when the failure's time has passed,
+			// due an hour after the retry.
+			if ids, err := h.store.ExpiredInstances(ctx, failed.DeleteAfter.Add(time.Minute), 10); err != nil || len(ids) != 0 {
+				t.Errorf("due after the failure's retention: %v, %v; want none", ids, err)
+			}
+			if ids, err := h.store.ExpiredInstances(ctx, done.DeleteAfter, 10); err != nil || len(ids) != 1 || ids[0] != failed.ID {
+				t.Errorf("due at the new delete_after: %v, %v; want [%s]", ids, err, failed.ID)
+			}
+
+			// Past the failure's time it is kept; past the new one, deleted.
+			clock.Advance(2 * time.Minute)
+			h.save("name: marker\nretention: 1s\nsteps: [{id: a, set: {x: 1}}]")
+			marker := h.finish("marker", nil)
+			clock.Advance(time.Minute)
+			obs.next(t) // the marker: every sweep since saw the retried instance too
+			wantGone(t, h, map[string]string{"marker": marker.ID}, "marker")
+			wantKept(t, h, map[string]string{"again": failed.ID}, "again")
+			clock.Advance(time.Hour)
+			obs.next(t)
+			wantGone(t, h, map[string]string{"again": failed.ID}, "again")
+		})
 	}
 }

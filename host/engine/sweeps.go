@@ -93,6 +93,9 @@ func (e *Engine) recover(ctx context.Context) {
 		e.log.Warn("finding expired leases", "err", err)
 	}
 	for _, id := range ids {
+		if e.heldOff(id) {
+			continue // its run failed here: its backoff queues it (run)
+		}
 		e.log.Info("recovering instance whose lease expired", "instance", id)
 		e.push(ctx, id, "recovery")
 	}
@@ -123,6 +126,9 @@ func (e *Engine) recover(ctx context.Context) {
 		if !in.CreatedAt.Before(cutoff) {
 			e.pendingCursor = "" // oldest first: the rest are younger
 			break
+		}
+		if e.heldOff(in.ID) {
+			continue
 		}
 		e.push(ctx, in.ID, reasonInbox)
 	}
