@@ -98,6 +98,12 @@ type HTTPConfig struct {
 	// ReadTimeout bounds reading a request (api.Config.ReadTimeout).
 	// Defaults to 2m.
 	ReadTimeout time.Duration `koanf:"read_timeout"`
+	// BodyTimeout and BodyRate bound how long a body may take to arrive
+	// once the host starts reading it: BodyTimeout plus a second per
+	// BodyRate bytes (api.Config.BodyTimeout, BodyRate). Default to 10s
+	// and 128KiB.
+	BodyTimeout time.Duration `koanf:"body_timeout"`
+	BodyRate    ByteSize      `koanf:"body_rate"`
 	// IdleTimeout bounds a keep-alive connection's wait for its next
 	// request (api.Config.IdleTimeout). Defaults to 1m.
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
@@ -272,6 +278,8 @@ func defaultConfig() Config {
 			BodyBudget:      4 * ByteSize(pl.MaxModuleBytes),
 			WriteTimeout:    api.DefaultWriteTimeout,
 			ReadTimeout:     api.DefaultReadTimeout,
+			BodyTimeout:     api.DefaultBodyTimeout,
+			BodyRate:        api.DefaultBodyRate,
 			IdleTimeout:     api.DefaultIdleTimeout,
 			RequestTimeout:  api.DefaultRequestTimeout,
 			MaxStreams:      api.DefaultMaxStreams,
@@ -848,6 +856,10 @@ func (c *LoadedConfig) validate() []Problem {
 	positive("http.shutdown_timeout", c.HTTP.ShutdownTimeout)
 	positive("http.write_timeout", c.HTTP.WriteTimeout)
 	positive("http.read_timeout", c.HTTP.ReadTimeout)
+	positive("http.body_timeout", c.HTTP.BodyTimeout)
+	if c.HTTP.BodyRate < 1024 {
+		bad("http.body_rate", "must be at least 1KiB (a second's worth of a body), got %d bytes", int64(c.HTTP.BodyRate))
+	}
 	positive("http.idle_timeout", c.HTTP.IdleTimeout)
 	positive("http.request_timeout", c.HTTP.RequestTimeout)
 	positive("http.stream_poll", c.HTTP.StreamPoll)

@@ -234,6 +234,8 @@ func TestConfigInvalid(t *testing.T) {
 		{name: "lock ttl under two cycles", env: []string{"WEFT_HEARTBEAT_CYCLE=5s"}, want: []string{"heartbeat.cycle (from env WEFT_HEARTBEAT_CYCLE)", "two heartbeat cycles"}},
 		{name: "cycle under tick", args: []string{"--set", "heartbeat.tick=3s", "--set", "heartbeat.cycle=2s"}, want: []string{"heartbeat.cycle", "at least heartbeat.tick"}},
 		{name: "memory not in pages", args: []string{"--set", "plugins.memory_limit=100KiB"}, want: []string{"plugins.memory_limit", "64KiB"}},
+		{name: "body rate too slow", env: []string{"WEFT_HTTP_BODY_RATE=100"}, want: []string{"http.body_rate (from env WEFT_HTTP_BODY_RATE)", "at least 1KiB"}},
+		{name: "no body time", args: []string{"--set", "http.body_timeout=0s"}, want: []string{"http.body_timeout", "positive"}},
 		{name: "bad size", env: []string{"WEFT_HTTP_BODY_LIMIT=lots"}, want: []string{"http.body_limit (from env WEFT_HTTP_BODY_LIMIT)", "size"}},
 		{name: "pool warm above size", file: "plugins: {pool_size: 2, pool_warm: 3}\n", want: []string{"plugins.pool_warm", "between 0 and plugins.pool_size"}},
 		{name: "no log records", env: []string{"WEFT_PLUGINS_MAX_LOG_RECORDS=0"}, want: []string{"plugins.max_log_records (from env WEFT_PLUGINS_MAX_LOG_RECORDS)", "between 1 and 1000000"}},

@@ -215,6 +215,8 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 		BodyBudget:      int(cfg.HTTP.BodyBudget),
 		WriteTimeout:    cfg.HTTP.WriteTimeout,
 		ReadTimeout:     cfg.HTTP.ReadTimeout,
+		BodyTimeout:     cfg.HTTP.BodyTimeout,
+		BodyRate:        int(cfg.HTTP.BodyRate),
 		IdleTimeout:     cfg.HTTP.IdleTimeout,
 		RequestTimeout:  cfg.HTTP.RequestTimeout,
 		MaxStreams:      cfg.HTTP.MaxStreams,
@@ -230,6 +232,12 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 		return nil, fmt.Errorf("listen (from %s): %w", sourceOf(cfg, "listen"), err)
 	}
 	if err := checkListener(cfg, ln.Addr()); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	// Before any plugin runs: no plugin reaches the host's own API,
+	// whatever its grants (docs/outbound-http.md).
+	if err := n.ProtectListener(ln.Addr()); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
@@ -363,8 +371,20 @@ func serveCmd(args, env []string, stderr io.Writer) int {
 	case <-interrupted:
 		// Even when opening finished first: the signal was for us.
 		if err == nil {
-			_ = s.ln.Close()
-			_ = s.node.Close()
+			// Bounded as a shutdown is: the node's close waits for a
+			// plugin compile in progress, which nothing interrupts.
+			sctx, scancel := context.WithTimeout(context.Background(), cfg.HTTP.ShutdownTimeout)
+			if err := s.ln.Close(); err != nil {
+				log.Warn("closing the listener", "err", err)
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- s.node.Close() }()
+			if ok, err := awaitResult(sctx, closed); !ok {
+				log.Error("closing the node did not finish within the shutdown timeout", "timeout", cfg.HTTP.ShutdownTimeout)
+			} else if err != nil {
+				log.Error("closing the node", "err", err)
+			}
+			scancel()
 		}
 		log.Info("start-up interrupted by a signal")
 		return exitInterrupted

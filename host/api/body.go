@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -38,15 +39,19 @@ const localBodyBytes = "weft.body_bytes"
 func (s *Server) bodies(c *fiber.Ctx) error {
 	c.Locals(localBodyBytes, 0)
 	req := c.Request()
+	limit := s.cfg.BodyLimit
+	if m, unknown := c.Locals(localUnknownMethod).(string); unknown {
+		return s.refuse(c, 2*limit, problemf(fiber.StatusNotImplemented, "not-implemented", "the method %s is not one this server implements", quoteMethod(m)))
+	}
 	rt, matched := s.routeFor(c.Method(), c.Path())
+	hasBody := req.IsBodyStream() || len(req.Body()) > 0
 	// A request with a body that its route refuses anyway is refused
 	// first, from its headers: a reader who uploads a plugin learns that
 	// it may not (403), not that its body is too large for a reader (413),
 	// and the body takes no memory or budget. Admitted to a plugin route,
 	// it may upload one, and gets a plugin's limit: no other request makes
 	// the host read a plugin-sized body.
-	limit := s.cfg.BodyLimit
-	if matched && (req.IsBodyStream() || len(req.Body()) > 0) {
+	if matched && hasBody {
 		if _, p := s.admit(c, rt.perm); p != nil {
 			return s.refuse(c, 2*limit, p)
 		}
@@ -58,6 +63,23 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 		return s.refuse(c, 2*limit, problemf(fiber.StatusUnsupportedMediaType, "unsupported-encoding", "Content-Encoding %q is not accepted: send the body uncompressed", enc))
 	}
 	stripContentEncoding(&req.Header)
+	if hasBody && (!matched || !rt.takesBody()) {
+		// No handler will read this body (no route, a 404 or 405 to come;
+		// or a route that takes none): discarded, within the limit and
+		// the body deadline, it takes no memory and none of the budget,
+		// which only bodies a handler reads may hold.
+		if req.Header.ContentLength() > limit {
+			return s.refuse(c, 2*limit, tooLarge(req.Header.ContentLength(), limit))
+		}
+		if !req.IsBodyStream() {
+			c.Locals(localBodyBytes, len(req.Body()))
+		}
+		if !s.discard(c, limit) {
+			c.Response().Header.SetConnectionClose()
+		}
+		req.ResetBody()
+		return c.Next()
+	}
 	if !req.IsBodyStream() {
 		// No body, or one that fasthttp did not stream (then it is the
 		// read-ahead, which is all of it).
@@ -91,9 +113,20 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 			s.budget.release(int64(need))
 		}
 	}()
+	conn := c.Context().Conn()
+	if err := s.bodyDeadline(c, conn, need); err != nil {
+		req.ResetBody()
+		c.Response().Header.SetConnectionClose()
+		return malformed(err.Error(), "the body could not be read")
+	}
 	body, err := readUpTo(req.BodyStream(), most)
 	c.Locals(localBodyBytes, len(body))
+	var ne net.Error
 	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		req.ResetBody()
+		c.Response().Header.SetConnectionClose()
+		return problemf(fiber.StatusRequestTimeout, "request-timeout", "the body did not arrive in time: %d bytes of it came within %s", len(body), s.bodyTime(need).Round(time.Millisecond))
 	case err != nil:
 		req.ResetBody()
 		c.Response().Header.SetConnectionClose()
@@ -110,6 +143,13 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 		s.budget.release(int64(need))
 		held = false
 		return s.refuse(c, limit-1, tooLarge(-1, limit))
+	}
+	// The rest of the request is read: fasthttp sets the next request's
+	// deadline itself (as watchHangUp relies on too).
+	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+		req.ResetBody()
+		c.Response().Header.SetConnectionClose()
+		return malformed(err.Error(), "the body could not be read")
 	}
 	req.SetBodyRaw(body) // also closes the stream, read to its end
 	// A chunked body's trailer is read with its last chunk: a
@@ -139,22 +179,56 @@ func tooLarge(n, limit int) *Problem {
 // answer when the body goes on beyond that (the client may then see the
 // connection reset instead of the answer).
 func (s *Server) refuse(c *fiber.Ctx, allowance int, p *Problem) error {
-	req := c.Request()
-	if req.IsBodyStream() {
-		drained := false
-		if declared := req.Header.ContentLength(); declared <= allowance {
-			n, err := io.CopyN(io.Discard, req.BodyStream(), int64(allowance)+1)
-			drained = errors.Is(err, io.EOF) && n <= int64(allowance)
-			if read, ok := c.Locals(localBodyBytes).(int); ok {
-				c.Locals(localBodyBytes, read+int(n))
-			}
-		}
-		if !drained {
-			c.Response().Header.SetConnectionClose()
-		}
+	if !s.discard(c, allowance) {
+		c.Response().Header.SetConnectionClose()
 	}
-	req.ResetBody()
+	c.Request().ResetBody()
 	return p
+}
+
+// discard reads what is left of a streamed body, up to allowance bytes,
+// into nothing, under the body deadline, and reports whether the body
+// ended within them (true for a body that was not streamed: fasthttp has
+// read it already). The connection cannot serve another request after a
+// false: the caller closes it after its answer.
+func (s *Server) discard(c *fiber.Ctx, allowance int) bool {
+	req := c.Request()
+	if !req.IsBodyStream() {
+		return true
+	}
+	if declared := req.Header.ContentLength(); declared > allowance || allowance <= 0 {
+		return false
+	}
+	conn := c.Context().Conn()
+	if s.bodyDeadline(c, conn, allowance) != nil {
+		return false // the connection is gone
+	}
+	n, err := io.CopyN(io.Discard, req.BodyStream(), int64(allowance)+1)
+	if read, ok := c.Locals(localBodyBytes).(int); ok {
+		c.Locals(localBodyBytes, read+int(n))
+	}
+	if !errors.Is(err, io.EOF) || n > int64(allowance) {
+		return false
+	}
+	return conn.SetReadDeadline(time.Time{}) == nil
+}
+
+// bodyTime is how long a body of n bytes may take to arrive: BodyTimeout,
+// and one second more per BodyRate bytes.
+func (s *Server) bodyTime(n int) time.Duration {
+	return s.cfg.BodyTimeout + time.Duration(int64(n)*int64(time.Second)/int64(s.cfg.BodyRate))
+}
+
+// bodyDeadline sets conn's read deadline for a body of n bytes: bodyTime
+// from now, and never later than ReadTimeout after the request began.
+// Without it a client trickling a body held its share of the budget (or
+// its connection) for the whole ReadTimeout, two minutes by default.
+func (s *Server) bodyDeadline(c *fiber.Ctx, conn net.Conn, n int) error {
+	deadline := time.Now().Add(s.bodyTime(n))
+	if end := c.Context().Time().Add(s.cfg.ReadTimeout); s.cfg.ReadTimeout > 0 && end.Before(deadline) {
+		deadline = end
+	}
+	return conn.SetReadDeadline(deadline)
 }
 
 // readUpTo reads r to its end or to most bytes, whichever comes first,

@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/plugins"
 )
 
 // route is one registered route.
@@ -28,6 +29,13 @@ type route struct {
 	// document leaves them out.
 	notAPI  bool
 	handler fiber.Handler
+}
+
+// takesBody reports whether the route's handler reads a request body: the
+// PUT and POST routes do. The others ignore one, and the bodies middleware
+// discards it without holding any of it.
+func (r route) takesBody() bool {
+	return r.method == fiber.MethodPut || r.method == fiber.MethodPost
 }
 
 // routeTable lists every route the server registers; the OpenAPI test
@@ -155,10 +163,15 @@ func param(c *fiber.Ctx, name string) string {
 // from the browsers on the same machine: a request must name a loopback
 // host (no DNS rebinding), and a request a web page sent from elsewhere
 // (Origin or Sec-Fetch-Site says so) is refused. With tokens, a browser
-// cannot send one on its own, so there is nothing to guard.
+// cannot send one on its own, so there is nothing to guard. Nor does a
+// plugin's request (plugins.OutboundHeader), which the runtime keeps from
+// this host's own listener but which may come through a proxy.
 func (s *Server) guard(c *fiber.Ctx) error {
 	if len(s.auth.creds) > 0 {
 		return c.Next()
+	}
+	if c.Get(plugins.OutboundHeader) != "" {
+		return problemf(fiber.StatusForbidden, "forbidden", "this host has no tokens and refuses requests that plugins send")
 	}
 	if !loopbackHost(c.Hostname()) {
 		return problemf(fiber.StatusForbidden, "forbidden", "this host has no tokens and answers only requests addressed to a loopback host, not %q", c.Hostname())
@@ -260,6 +273,11 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 		if _, terr := dec.Token(); terr != io.EOF {
 			return invalidField("$", "unexpected data after the JSON document")
 		}
+		// Bytes that are not UTF-8 outside strings are syntax errors;
+		// inside them the decoder takes them.
+		if p := checkUTF8(body); p != nil {
+			return p
+		}
 		return nil
 	}
 	var (
@@ -282,6 +300,27 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 		return invalidField(field, "unknown field")
 	}
 	return invalidField("$", "%v", err)
+}
+
+// checkUTF8 refuses a body that is not UTF-8 (a 400 naming the byte
+// offset of the first invalid sequence). encoding/json would take it,
+// replacing the invalid bytes in the strings it decodes but not in the
+// json.RawMessage values it keeps (an instance's input, an event's
+// payload), which the host would store and serve back as sent: not JSON
+// (RFC 8259 §8.1).
+func checkUTF8(body []byte) *Problem {
+	if utf8.Valid(body) {
+		return nil
+	}
+	off := 0
+	for off < len(body) {
+		r, size := utf8.DecodeRune(body[off:])
+		if r == utf8.RuneError && size <= 1 {
+			break
+		}
+		off += size
+	}
+	return invalidField("$", "invalid UTF-8 at byte %d (0x%02x): a JSON body must be UTF-8", off, body[off])
 }
 
 // page is a list answer.

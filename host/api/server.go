@@ -5,9 +5,12 @@
 // # Decisions
 //
 //   - Every error is an RFC 9457 problem (application/problem+json), also
-//     for unknown routes (404), wrong methods (405), oversized bodies (413),
-//     unsupported media types (415) and panics (500): a client needs one
-//     error decoder. Validation problems list each reason with its path
+//     for unknown routes (404), wrong methods (405, with Allow), methods
+//     the server does not know (501: Fiber would answer a bare 400 before
+//     any middleware; knownMethods routes them through it), oversized
+//     bodies (413), unsupported media types (415) and panics (500): a
+//     client needs one error decoder, and every request is logged and
+//     counted. A JSON body that is not UTF-8 is a 400 naming the offset. Validation problems list each reason with its path
 //     (and line and column for definitions) under "errors".
 //   - Types are URNs (urn:weft:problem:not-found): stable identifiers that
 //     do not pretend to be documentation pages.
@@ -31,7 +34,13 @@
 //     in the budget (503, with Retry-After). Otherwise it reads the body
 //     into a buffer that grows with what arrives, never beyond the
 //     declared length, and refuses a chunked body that goes past the
-//     limit (413, after reading limit+1 bytes).
+//     limit (413, after reading limit+1 bytes). A body that no handler
+//     reads (no route, a route other than PUT or POST) is discarded, and
+//     neither it nor one its route refuses for its token takes any of the
+//     budget. A body must arrive within BodyTimeout plus a second per
+//     BodyRate bytes (18 s for 1 MiB by default), or gets a 408 and the
+//     connection is closed: a trickling client holds the budget for
+//     seconds, not for the ReadTimeout.
 //   - Refusing a body, the server reads and discards up to twice the
 //     route's limit of it, so that a client still writing it reads the
 //     answer; beyond that it closes the connection after answering, and
@@ -90,6 +99,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -98,6 +109,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
 
 	"github.com/weftworks/weft/host/metrics"
 	"github.com/weftworks/weft/host/node"
@@ -137,6 +149,15 @@ type Config struct {
 	// ReadTimeout bounds reading a request, its headers and body (a plugin
 	// upload the largest). Defaults to DefaultReadTimeout.
 	ReadTimeout time.Duration
+	// BodyTimeout and BodyRate bound how long a request's body may take
+	// to arrive once the host starts reading it: BodyTimeout plus one
+	// second per BodyRate bytes of its declared length (a chunked body:
+	// its route's limit), and never more than ReadTimeout. A client that
+	// trickles its body is cut off then (408), so that it holds its share
+	// of the body budget for seconds, not for the ReadTimeout. Default to
+	// DefaultBodyTimeout and DefaultBodyRate.
+	BodyTimeout time.Duration
+	BodyRate    int
 	// IdleTimeout bounds how long a keep-alive connection waits for its
 	// next request. Defaults to DefaultIdleTimeout.
 	IdleTimeout time.Duration
@@ -167,6 +188,14 @@ const (
 	DefaultReadTimeout    = 2 * time.Minute
 	DefaultIdleTimeout    = time.Minute
 	DefaultRequestTimeout = 30 * time.Second
+)
+
+// The defaults of Config.BodyTimeout and BodyRate: a body of 1 MiB (the
+// default BodyLimit) must arrive within 18 seconds, at 128 KiB/s (1 Mbit/s)
+// on average once the first 10 seconds are spent.
+const (
+	DefaultBodyTimeout = 10 * time.Second
+	DefaultBodyRate    = 128 << 10
 )
 
 // AuthEnabled reports whether requests need a bearer token: whether any
@@ -205,6 +234,12 @@ func (c Config) WithDefaults() Config {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.BodyRate == 0 {
+		c.BodyRate = DefaultBodyRate
+	}
 	return c
 }
 
@@ -228,6 +263,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("api: MaxStreams must not be negative, got %d", c.MaxStreams)
 	case c.IdleTimeout < 0:
 		return fmt.Errorf("api: IdleTimeout must not be negative, got %s", c.IdleTimeout)
+	case c.BodyTimeout < 0:
+		return fmt.Errorf("api: BodyTimeout must not be negative, got %s", c.BodyTimeout)
+	case c.BodyRate < 0:
+		return fmt.Errorf("api: BodyRate must not be negative, got %d", c.BodyRate)
 	}
 	return nil
 }
@@ -293,7 +332,13 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 		WriteTimeout: cfg.WriteTimeout,
 		IdleTimeout:  cfg.IdleTimeout,
 		ErrorHandler: s.errorHandler,
+		// Fiber answers a method it does not know with a bare 400 before
+		// any middleware runs; knownMethods renames such a request to
+		// this one, which no route has, so that it is answered (501), logged
+		// and counted as any other.
+		RequestMethods: append(slices.Clone(fiber.DefaultMethods), methodUnknown),
 	})
+	s.app.Server().Handler = knownMethods(s.app.Server().Handler)
 	// fasthttp's parse errors quote the raw request, bearer token and
 	// all, unless told otherwise; fiberProblem and malformed answer none
 	// of them anyway. Fiber discards fasthttp's own connection-error log
@@ -363,13 +408,42 @@ wait:
 	return err
 }
 
+// methodUnknown is what knownMethods renames a request of a method that
+// Fiber does not know to: not a token a client could send (it has a space).
+const methodUnknown = "WEFT UNKNOWN"
+
+// knownMethods wraps the server's handler: a request whose method Fiber
+// does not know goes on under methodUnknown, its own method kept in
+// Locals (localUnknownMethod) for the bodies middleware's 501 and the
+// access log.
+func knownMethods(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if m := ctx.Method(); !slices.Contains(fiber.DefaultMethods, string(m)) {
+			ctx.SetUserValue(localUnknownMethod, string(m))
+			ctx.Request.Header.SetMethod(methodUnknown)
+		}
+		next(ctx)
+	}
+}
+
+// quoteMethod quotes a method a client sent, cut short: fasthttp takes a
+// method token as long as its header buffer.
+func quoteMethod(m string) string {
+	const most = 32
+	if len(m) > most {
+		return strconv.Quote(m[:most]) + "…"
+	}
+	return strconv.Quote(m)
+}
+
 // Locals keys.
 const (
-	localRequestID = "weft.request_id"
-	localLogger    = "weft.logger"
-	localRoute     = "weft.route"
-	localCred      = "weft.credential"
-	localParams    = "weft.params" // the decoded path parameters, by name
+	localUnknownMethod = "weft.unknown_method" // the method of a request renamed to methodUnknown
+	localRequestID     = "weft.request_id"
+	localLogger        = "weft.logger"
+	localRoute         = "weft.route"
+	localCred          = "weft.credential"
+	localParams        = "weft.params" // the decoded path parameters, by name
 )
 
 // requestScope gives the request its id and logger, answers errors as
@@ -397,8 +471,13 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 	if !c.Response().IsBodyStream() {
 		bytesOut = len(c.Response().Body())
 	}
+	method, methodLabel := c.Method(), c.Method()
+	if m, ok := c.Locals(localUnknownMethod).(string); ok {
+		// Any token a client sends: bounded in the log, one label value.
+		method, methodLabel = quoteMethod(m), "other"
+	}
 	if s.metrics != nil {
-		s.metrics.HTTPRequest(c.Method(), route, status, d)
+		s.metrics.HTTPRequest(methodLabel, route, status, d)
 	}
 	// Successes at debug: at info they buried the plugins' own log lines
 	// (and a waiting client's long polls) under one line per request.
@@ -410,7 +489,7 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 		level = slog.LevelInfo
 	}
 	log.Log(c.UserContext(), level, "http request",
-		"method", c.Method(), "path", c.Path(), "route", route, "status", status,
+		"method", method, "path", c.Path(), "route", route, "status", status,
 		"duration", d, "bytes_in", c.Locals(localBodyBytes), "bytes_out", bytesOut,
 		"remote", c.IP())
 	return nil

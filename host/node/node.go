@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -71,6 +72,9 @@ var (
 	// Redis, which is backed up as Redis is (docs/cluster.md).
 	ErrBackupUnsupported = errors.New("backups are of the embedded store, and this node's store is redis: " +
 		"back up the Redis server instead, its AOF or RDB files (see docs/cluster.md, \"Backups\")")
+	// ErrWarming: Ready was called while the node still loads its stored
+	// plugins after Open.
+	ErrWarming = errors.New("still loading the stored plugins")
 )
 
 // Config configures a node.
@@ -153,16 +157,22 @@ type Node struct {
 	metrics *metrics.Metrics
 	// bg loads announced plugin versions until Close.
 	bg background
+	// warm is the loading of the stored plugins that Open starts.
+	warm warmUp
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // Open builds a node from cfg: it opens the store, the blob store and the
-// plugin runtime, and creates the engine. Before it returns it loads, in
-// parallel, the current version of every stored plugin and every version
-// that an unfinished instance pins, so that instances run at once after a
-// restart: a node does not take work it would first have to compile for.
+// plugin runtime, and creates the engine. It starts loading (compiling),
+// in the background, every version that an unfinished instance pins and
+// the current version of every stored plugin, and returns without waiting
+// for them: compiling takes seconds per plugin, and a host that has many
+// would not serve for as long. Until they are loaded, Ready says so
+// (ErrWarming) and Warmed is open; a call that needs a version not loaded
+// yet loads it itself, beside the warm-up, which loads one version at a
+// time, so that the call waits at most for the one compile under way.
 // In cluster mode it also loads in the background, from Open until Close,
 // every version a node announces it stored. Run starts the engine; Close
 // releases everything.
@@ -256,7 +266,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 	if err := n.listen(ctx); err != nil {
 		return nil, err
 	}
-	if err := n.preload(ctx); err != nil {
+	if err := n.startWarmUp(ctx); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -305,11 +315,20 @@ func (n *Node) Store() store.Store { return n.store }
 // nil.
 func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
-// Ready reports whether the node can serve: nil when the store answers a
-// read and, in cluster mode, a quorum of the lock servers answers. An
-// embedded store that a write found corrupt is not ready (it refuses
-// every write; boltstore.ErrBroken).
+// ProtectListener makes addr, an address the host serves its API on,
+// unreachable by every plugin's outbound requests, whatever their grants
+// (plugins.Runtime.ProtectListener). Call it once listening, before Run.
+func (n *Node) ProtectListener(addr net.Addr) error { return n.rt.ProtectListener(addr) }
+
+// Ready reports whether the node can serve: nil when it has loaded the
+// stored plugins (ErrWarming until then), the store answers a read and,
+// in cluster mode, a quorum of the lock servers answers. An embedded store
+// that a write found corrupt is not ready (it refuses every write;
+// boltstore.ErrBroken).
 func (n *Node) Ready(ctx context.Context) error {
+	if err := n.warm.err(); err != nil {
+		return err
+	}
 	if _, _, err := n.store.ListDefinitions(ctx, "", 1); err != nil {
 		return fmt.Errorf("node: store not ready: %w", err)
 	}

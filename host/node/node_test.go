@@ -209,6 +209,7 @@ func TestRestart(t *testing.T) {
 	cfg := config(dir)
 	cfg.Registerer = prometheus.NewRegistry()
 	second, logs, _ := open(t, cfg)
+	<-second.Warmed()
 	if !strings.Contains(logs.String(), "loaded stored plugins") || !strings.Contains(logs.String(), "count=1") {
 		t.Fatalf("log:\n%s", logs)
 	}
@@ -239,6 +240,7 @@ func TestRestartWithoutBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	second, logs, _ := open(t, config(dir))
+	<-second.Warmed()
 	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "plugin=kit") {
 		t.Fatalf("log:\n%s", logs)
 	}

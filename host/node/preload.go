@@ -141,65 +141,133 @@ func (n *Node) stopBackground() {
 	n.bg.wg.Wait()
 }
 
-// preload loads, in parallel, the current version of every stored plugin
-// and every version pinned by an instance that has not finished (a version
-// that is no longer current may still have instances to run), so that
-// they run at once after a restart. It names every stored version for the
-// metrics. A version that cannot be loaded is logged and skipped; a store
-// that cannot be listed fails it.
-func (n *Node) preload(ctx context.Context) error {
-	start := n.now()
-	names, err := n.storedVersions(ctx)
+// warmUp is the loading of the stored plugins that Open starts in the
+// background.
+type warmUp struct {
+	done chan struct{} // closed when every version was tried, or at Close
+
+	mu             sync.Mutex
+	loaded, failed int
+	total          int
+}
+
+// err is nil once the warm-up ended, else ErrWarming with its progress.
+func (w *warmUp) err() error {
+	select {
+	case <-w.done:
+		return nil
+	default:
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return fmt.Errorf("node: %w: %d of %d loaded", ErrWarming, w.loaded+w.failed, w.total)
+}
+
+// Warmed is closed once the node has tried to load every version Open
+// found stored (the current one of each plugin and those that unfinished
+// instances pin), or when it closes.
+func (n *Node) Warmed() <-chan struct{} { return n.warm.done }
+
+// startWarmUp lists what the warm-up loads (a store that cannot be listed
+// fails it, and Open) and starts loading it in the background, one version
+// at a time: a call that needs a version loads it on its own, and waits
+// for no more than the one compile under way (MaxCompiles is one by
+// default). The versions that unfinished instances pin come first, as
+// they are the ones with work waiting. It names every stored version for
+// the metrics. A version that cannot be loaded is logged and skipped.
+func (n *Node) startWarmUp(ctx context.Context) error {
+	n.warm.done = make(chan struct{})
+	versions, err := n.storedVersions(ctx)
 	if err != nil {
+		close(n.warm.done)
 		return err
 	}
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		loaded int
-	)
-	for version, name := range names {
-		if err := n.bg.acquire(ctx); err != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer n.bg.release()
-			if _, err := n.rt.Module(ctx, version); err != nil {
-				if ctx.Err() == nil {
-					n.log.Error("stored plugin cannot be loaded; its activities will fail until it is uploaded again",
-						"plugin", name, "version", version, "err", err)
-				}
-				return
-			}
-			mu.Lock()
-			loaded++
-			mu.Unlock()
-		}()
+	n.warm.total = len(versions)
+	if len(versions) == 0 {
+		close(n.warm.done) // ready at once: nothing to wait for
+		return nil
 	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if loaded > 0 {
-		n.log.Info("loaded stored plugins", "count", loaded, "took", n.now().Sub(start).Round(time.Millisecond))
-	}
+	n.bg.mu.Lock()
+	defer n.bg.mu.Unlock()
+	n.bg.wg.Add(1)
+	go func() {
+		defer n.bg.wg.Done()
+		defer close(n.warm.done)
+		n.warmUp(n.bg.ctx, versions)
+	}()
 	return nil
 }
 
-// storedVersions returns, by version, the plugin name of every version
-// preload loads: the current ones and those pinned by unfinished
-// instances.
-func (n *Node) storedVersions(ctx context.Context) (map[string]string, error) {
+// warmUp loads versions in order until they are all tried or ctx ends.
+func (n *Node) warmUp(ctx context.Context, versions []storedVersion) {
+	start := n.now()
+	for _, v := range versions {
+		if ctx.Err() != nil {
+			return // closing
+		}
+		_, err := n.rt.Module(ctx, v.version)
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			n.log.Error("stored plugin cannot be loaded; its activities will fail until it is uploaded again",
+				"plugin", v.name, "version", v.version, "err", err)
+		}
+		n.warm.mu.Lock()
+		if err != nil {
+			n.warm.failed++
+		} else {
+			n.warm.loaded++
+		}
+		n.warm.mu.Unlock()
+	}
+	n.warm.mu.Lock()
+	loaded, failed := n.warm.loaded, n.warm.failed
+	n.warm.mu.Unlock()
+	if loaded+failed > 0 {
+		n.log.Info("loaded stored plugins", "count", loaded, "failed", failed, "took", n.now().Sub(start).Round(time.Millisecond))
+	}
+}
+
+// storedVersion is a version the warm-up loads.
+type storedVersion struct{ version, name string }
+
+// storedVersions returns every version the warm-up loads, once each: those
+// pinned by unfinished instances, then the current ones.
+func (n *Node) storedVersions(ctx context.Context) ([]storedVersion, error) {
+	var out []storedVersion
 	names := map[string]string{}
+	add := func(version, name string) {
+		if _, ok := names[version]; !ok {
+			names[version] = name
+			out = append(out, storedVersion{version: version, name: name})
+		}
+	}
+	for _, status := range nonTerminal {
+		f := store.InstanceFilter{Status: status, Limit: store.MaxListLimit}
+		for {
+			insts, next, err := n.store.ListInstances(ctx, f)
+			if err != nil {
+				return nil, fmt.Errorf("node: listing %s instances: %w", status, err)
+			}
+			for _, inst := range insts {
+				for name, version := range inst.Plugins {
+					add(version, name)
+				}
+			}
+			if next == "" {
+				break
+			}
+			f.Cursor = next
+		}
+	}
 	for cursor := ""; ; {
 		recs, next, err := n.store.ListPlugins(ctx, cursor, store.MaxListLimit)
 		if err != nil {
 			return nil, fmt.Errorf("node: listing stored plugins: %w", err)
 		}
 		for _, rec := range recs {
-			names[rec.Version] = rec.Name
+			add(rec.Version, rec.Name)
 			if n.metrics == nil {
 				continue
 			}
@@ -220,25 +288,5 @@ func (n *Node) storedVersions(ctx context.Context) (map[string]string, error) {
 		}
 		cursor = next
 	}
-	for _, status := range nonTerminal {
-		f := store.InstanceFilter{Status: status, Limit: store.MaxListLimit}
-		for {
-			insts, next, err := n.store.ListInstances(ctx, f)
-			if err != nil {
-				return nil, fmt.Errorf("node: listing %s instances: %w", status, err)
-			}
-			for _, inst := range insts {
-				for name, version := range inst.Plugins {
-					if _, ok := names[version]; !ok {
-						names[version] = name
-					}
-				}
-			}
-			if next == "" {
-				break
-			}
-			f.Cursor = next
-		}
-	}
-	return names, nil
+	return out, nil
 }

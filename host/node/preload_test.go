@@ -153,7 +153,7 @@ output: "${ vars.work.done_ms }"
 	}
 }
 
-// A restarted node loads, before Open returns, a version that a running
+// A restarted node loads, before it is ready, a version that a running
 // instance pins although it is no longer its plugin's current version.
 func TestRestartLoadsVersionsPinnedByUnfinishedInstances(t *testing.T) {
 	t.Parallel()
@@ -190,7 +190,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 600000, beat_ms: 20 } } ]
 	stop()
 
 	// Opened without running, so that no call loads anything: what is
-	// loaded, Open loaded.
+	// loaded, the warm-up loaded.
 	cfg = config(dir)
 	cfg.Plugins.CacheDir = testplugins.CacheDir(t)
 	reg := prometheus.NewRegistry()
@@ -204,6 +204,10 @@ steps: [ { id: w, activity: kit.work, input: { ms: 600000, beat_ms: 20 } } ]
 			t.Errorf("Close: %v", err)
 		}
 	}()
+	<-second.Warmed()
+	if err := second.Ready(ctx); err != nil {
+		t.Fatalf("Ready once warmed: %v", err)
+	}
 	got, err := second.Store().GetInstance(ctx, inst.ID)
 	if err != nil || got.Status != store.StatusRunning || got.Plugins["kit"] != plugins.Hash(kit) {
 		t.Fatalf("instance %+v, %v: want it running, pinning the first version", got, err)
