@@ -10,9 +10,12 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/weftworks/weft/host/client"
 )
@@ -179,14 +182,71 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// json writes v as indented JSON.
+// json writes v as indented JSON. encoding/json escapes the C0 controls
+// in strings but writes the C1 ones (U+0080 to U+009F, which some
+// terminals act on as ESC sequences) and the bidirectional overrides as
+// they are: they are escaped too, which leaves the same JSON.
 func (cmd *clientCmd) json(v any) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		cmd.errorf("encoding the answer: %v", err)
 		return
 	}
-	cmd.stdout.Write(append(b, '\n'))
+	cmd.stdout.Write(append(escapeJSON(b), '\n'))
+}
+
+// escapeJSON returns JSON with the unprintable characters it holds raw
+// (only in strings: encoding/json escapes the others) written as \u
+// escapes.
+func escapeJSON(b []byte) []byte {
+	if !bytes.ContainsFunc(b, unprintable) {
+		return b
+	}
+	var out bytes.Buffer
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if unprintable(r) && r >= 0x80 {
+			fmt.Fprintf(&out, `\u%04x`, r)
+		} else {
+			out.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return out.Bytes()
+}
+
+// printable returns s as it may be written to a terminal: the control
+// characters a plugin's message or a client's key may hold (ESC, BEL, CR,
+// backspace: a terminal acts on them, to set its title, the clipboard or
+// overwrite a line), the C1 controls, the bidirectional overrides that
+// reorder what is shown, and bytes that are not UTF-8 are written as Go
+// escapes (\x1b, \r, \u009b, \u202e), as %q would; newlines and tabs are
+// kept when layout is true, for text printed on lines of its own.
+func printable(s string, layout bool) string {
+	if !strings.ContainsFunc(s, unprintable) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case layout && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case unprintable(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// unprintable reports whether a terminal would act on r rather than show
+// it, or show it out of order.
+func unprintable(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // table returns a tabwriter on stdout; flush it when done.
@@ -335,7 +395,13 @@ func printPage[T any](cmd *clientCmd, page *client.Page[T], header string, row f
 	tw := cmd.table()
 	fmt.Fprintln(tw, header)
 	for _, it := range page.Items {
-		fmt.Fprintln(tw, row(it))
+		// What the items hold (an event's key, its payload) is escaped
+		// where a terminal would act on it, cell by cell.
+		cells := strings.Split(row(it), "\t")
+		for i, c := range cells {
+			cells[i] = printable(c, false)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	tw.Flush()
 	cmd.nextPage(page.NextCursor)

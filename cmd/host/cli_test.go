@@ -901,8 +901,8 @@ steps:
 	if out := ts.ok(t, "instance", "logs", "talker", "--step", "steps[0]", "--attempt", "2"); strings.Count(out, "#2 ") != 3 || strings.Contains(out, "#1 ") {
 		t.Errorf("--step steps[0] --attempt 2 printed:\n%s", out)
 	}
-	if out := ts.ok(t, "instance", "logs", "talker", "--step", "steps[9]"); out != "" {
-		t.Errorf("--step of a step without lines printed %q", out)
+	if r := ts.weft(t, nil, "instance", "logs", "talker", "--step", "steps[9]"); r.code != exitFailed || r.stdout != "" || !strings.Contains(r.stderr, `no step "steps[9]"`) {
+		t.Errorf("--step of a step the workflow does not have: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
 	if r := ts.weft(t, nil, "instance", "logs", "nope"); r.code != exitNotFound || !strings.Contains(r.stderr, `"nope"`) {
 		t.Errorf("logs of an unknown instance: exit %d, stderr %s", r.code, r.stderr)

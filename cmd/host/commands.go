@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -247,24 +248,67 @@ func (w *waitFlag) Set(s string) error {
 	return nil
 }
 
+// untilFlag is --until: what a wait waits for.
+type untilFlag struct {
+	set   bool
+	until client.Until
+}
+
+func (u *untilFlag) String() string { return "" }
+
+func (u *untilFlag) Set(s string) error {
+	switch s {
+	case "finished", "ended":
+		u.until = client.UntilEnded
+	case "suspended":
+		u.until = client.UntilSuspended
+	default:
+		return fmt.Errorf("want finished or suspended, got %q", s)
+	}
+	u.set = true
+	return nil
+}
+
+// waitFlags adds --wait and --until.
+func (cmd *clientCmd) waitFlags(what string) (*waitFlag, *untilFlag) {
+	var wait waitFlag
+	var until untilFlag
+	cmd.fs.Var(&wait, "wait", "wait until the "+what+" ends (or suspends, with --until suspended); --wait=DURATION waits at most that long")
+	cmd.fs.Var(&until, "until", "what --wait waits for: `finished` (completed, failed or cancelled; the default) or suspended (waiting for an event, a delay or a retry's backoff, or finished); implies --wait")
+	return &wait, &until
+}
+
+// waitArg takes the duration of "--wait 30s" from the positional
+// arguments, where the flag package leaves it, and --until's implied
+// --wait: it returns the positional arguments without it, or ok=false
+// after saying what is wrong.
+func (cmd *clientCmd) waitArg(pos []string, n int, wait *waitFlag, until *untilFlag) ([]string, bool) {
+	if len(pos) > n {
+		d, err := time.ParseDuration(pos[n])
+		if !wait.set || err != nil || d <= 0 {
+			cmd.errorf("%s: unexpected argument %q", cmd.name, pos[n])
+			return nil, false
+		}
+		wait.d = d
+	}
+	if until.set {
+		wait.set = true
+	}
+	return pos[:min(len(pos), n)], true
+}
+
 func (a *app) runCmd(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("run")
 	input := cmd.fs.String("input", "", "the input: JSON, @FILE or @- for stdin")
 	id := cmd.fs.String("id", "", "a client-chosen instance `ID`, which makes the start idempotent")
-	var wait waitFlag
-	cmd.fs.Var(&wait, "wait", "wait until the instance ends; --wait=DURATION waits at most that long")
-	pos, ok := cmd.parse(args, 1, 2, "WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]]")
+	wait, until := cmd.waitFlags("instance")
+	pos, ok := cmd.parse(args, 1, 2, "WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]] [--until finished|suspended]")
 	if !ok {
 		return cmd.usageExit()
 	}
 	// Accept "--wait 30s" as well as "--wait=30s".
-	if len(pos) == 2 {
-		d, err := time.ParseDuration(pos[1])
-		if !wait.set || err != nil || d <= 0 {
-			cmd.errorf("run: unexpected argument %q", pos[1])
-			return exitUsage
-		}
-		wait.d = d
+	if pos, ok = cmd.waitArg(pos, 1, wait, until); !ok {
+		return exitUsage
 	}
 	in, err := a.readJSONArg("--input", *input)
 	if err != nil {
@@ -275,7 +319,11 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	stop := a.spinner(wait.set, pos[0], start)
 	var inst *client.Instance
 	if wait.set {
-		inst, err = cmd.startAndAwait(ctx, pos[0], client.StartRequest{Input: in, ID: *id}, start, wait.d)
+		req := client.StartRequest{Input: in, ID: *id}
+		inst, err = cmd.await(ctx, start, wait.d, until.until, func(d time.Duration) (*client.Instance, error) {
+			inst, _, err := cmd.c.StartUntil(ctx, pos[0], req, d, until.until)
+			return inst, err
+		})
 	} else {
 		inst, _, err = cmd.c.Start(ctx, pos[0], client.StartRequest{Input: in, ID: *id}, 0)
 	}
@@ -283,14 +331,24 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	cmd.printInstance(inst)
-	switch {
-	case !wait.set:
+	cmd.printInstance(ctx, inst)
+	if !wait.set {
 		return exitOK
+	}
+	return cmd.waitExit(inst, until.until)
+}
+
+// waitExit is the exit code after a wait: 0 when the instance completed,
+// or suspended when that was waited for; 1 when it failed or was
+// cancelled; 6 when the wait ran out first.
+func (cmd *clientCmd) waitExit(inst *client.Instance, until client.Until) int {
+	switch {
 	case inst.Status == store.StatusCompleted:
 		return exitOK
 	case inst.Status == store.StatusFailed || inst.Status == store.StatusCancelled:
 		return exitFailed
+	case inst.Status == store.StatusSuspended && until == client.UntilSuspended:
+		return exitOK
 	}
 	if cmd.output == "table" {
 		fmt.Fprintf(cmd.stderr, "weft: the wait ended with the instance %s\n", inst.Status)
@@ -304,13 +362,17 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 // wait answers at a suspension. Asking again at once would spin.
 const earlyPause = time.Second
 
-// startAndAwait starts an instance and waits until it ends or limit (0:
-// none) has passed since start, on the server: the start and then each
+// await waits until an instance ends (or, with until UntilSuspended,
+// suspends or ends) or limit (0: none) has passed since start, on the
+// server: first (the start, or a first read) and then each
 // GET /v1/instances/{id}?wait= is one long request of at most
 // client.MaxWait, repeated while the instance is under way. A delay or a
 // retry's backoff suspends an instance without ending it, and the
-// server's wait goes on through them.
-func (cmd *clientCmd) startAndAwait(ctx context.Context, workflow string, req client.StartRequest, start time.Time, limit time.Duration) (*client.Instance, error) {
+// server's wait for its end goes on through them.
+func (cmd *clientCmd) await(ctx context.Context, start time.Time, limit time.Duration, until client.Until, first func(wait time.Duration) (*client.Instance, error)) (*client.Instance, error) {
+	done := func(in *client.Instance) bool {
+		return in.Terminal() || until == client.UntilSuspended && in.Status == store.StatusSuspended
+	}
 	// next is the wait of the next request: what is left of limit, at
 	// most the server's maximum.
 	next := func() time.Duration {
@@ -320,8 +382,8 @@ func (cmd *clientCmd) startAndAwait(ctx context.Context, workflow string, req cl
 		return min(limit-cmd.now().Sub(start), client.MaxWait)
 	}
 	asked, sent := next(), cmd.now()
-	inst, _, err := cmd.c.Start(ctx, workflow, req, asked)
-	for err == nil && !inst.Terminal() {
+	inst, err := first(asked)
+	for err == nil && !done(inst) {
 		d := next()
 		if d <= 0 {
 			return inst, nil
@@ -339,7 +401,7 @@ func (cmd *clientCmd) startAndAwait(ctx context.Context, workflow string, req cl
 			}
 		}
 		asked, sent = d, cmd.now()
-		inst, err = cmd.c.Await(ctx, inst.ID, d, client.UntilEnded)
+		inst, err = cmd.c.Await(ctx, inst.ID, d, until)
 	}
 	if err != nil {
 		return nil, err
@@ -373,48 +435,110 @@ func (a *app) spinner(on bool, what string, start time.Time) (stop func()) {
 	return func() { close(done); <-finished }
 }
 
-// printInstance writes an instance for people (or as JSON).
-func (cmd *clientCmd) printInstance(in *client.Instance) {
+// printInstance writes an instance for people (or as JSON), with the
+// step a failed instance failed at, read from its history. What the
+// instance holds (a plugin's failure message, an event's key) is escaped
+// where a terminal would act on it.
+func (cmd *clientCmd) printInstance(ctx context.Context, in *client.Instance) {
 	if cmd.output == "json" {
 		cmd.json(in)
 		return
 	}
-	w := cmd.stdout
-	fmt.Fprintf(w, "id:        %s\n", in.ID)
-	fmt.Fprintf(w, "workflow:  %s (version %d)\n", in.Workflow, in.Version)
-	fmt.Fprintf(w, "status:    %s\n", in.Status)
+	var w strings.Builder
+	defer func() { io.WriteString(cmd.stdout, printable(w.String(), true)) }()
+	fmt.Fprintf(&w, "id:        %s\n", printable(in.ID, false))
+	fmt.Fprintf(&w, "workflow:  %s (version %d)\n", in.Workflow, in.Version)
+	fmt.Fprintf(&w, "status:    %s\n", in.Status)
 	if in.Parent != nil {
-		fmt.Fprintf(w, "parent:    %s (step %s)\n", in.Parent.InstanceID, in.Parent.StepID)
+		fmt.Fprintf(&w, "parent:    %s (step %s)\n", in.Parent.InstanceID, in.Parent.StepID)
 	}
-	fmt.Fprintf(w, "created:   %s\n", formatTime(in.CreatedAt))
-	fmt.Fprintf(w, "updated:   %s\n", formatTime(in.UpdatedAt))
+	fmt.Fprintf(&w, "created:   %s\n", formatTime(in.CreatedAt))
+	fmt.Fprintf(&w, "updated:   %s\n", formatTime(in.UpdatedAt))
 	if !in.DeleteAfter.IsZero() {
 		// A finished instance is kept until then, and deleted after.
-		fmt.Fprintf(w, "retention: until %s\n", formatTime(in.DeleteAfter))
+		fmt.Fprintf(&w, "retention: until %s\n", formatTime(in.DeleteAfter))
 	}
-	fmt.Fprintf(w, "input:     %s\n", indentJSON(in.Input, "           "))
+	fmt.Fprintf(&w, "input:     %s\n", indentJSON(in.Input, "           "))
 	if len(in.Output) > 0 && string(in.Output) != "null" {
-		fmt.Fprintf(w, "output:    %s\n", indentJSON(in.Output, "           "))
+		fmt.Fprintf(&w, "output:    %s\n", indentJSON(in.Output, "           "))
 	}
 	if in.Error != nil {
-		fmt.Fprintf(w, "error:     %s: %s\n", in.Error.Code, in.Error.Message)
+		msg := strings.ReplaceAll(printable(in.Error.Message, true), "\n", "\n           ")
+		fmt.Fprintf(&w, "error:     %s: %s\n", printable(in.Error.Code, false), msg)
 		if len(in.Error.Details) > 0 {
-			fmt.Fprintf(w, "details:   %s\n", indentJSON(in.Error.Details, "           "))
+			fmt.Fprintf(&w, "details:   %s\n", indentJSON(in.Error.Details, "           "))
+		}
+		if in.Error.Step != "" && in.Status == store.StatusFailed {
+			fmt.Fprintf(&w, "failed at: %s\n", cmd.failedAt(ctx, in))
 		}
 	}
 	if wo := in.WaitingOn; wo != nil && (len(wo.Bookmarks) > 0 || len(wo.Timers) > 0) {
-		fmt.Fprintln(w, "waiting on:")
+		fmt.Fprintln(&w, "waiting on:")
 		for _, b := range wo.Bookmarks {
-			fmt.Fprintf(w, "  event %s with key %q (%s)\n", b.Event, b.Key, b.StepPath)
+			fmt.Fprintf(&w, "  event %s with key %s (%s)\n", b.Event, strconv.Quote(b.Key), b.StepPath)
 		}
 		for _, t := range wo.Timers {
 			kind := t.Kind
 			if kind == "" {
 				kind = "timer"
 			}
-			fmt.Fprintf(w, "  %s timer %s due %s\n", kind, t.ID, formatTime(t.Due))
+			fmt.Fprintf(&w, "  %s timer %s due %s\n", kind, t.ID, formatTime(t.Due))
 		}
 	}
+}
+
+// failedAt says where a failed instance failed: the step's path, id and
+// activity, and the attempt that failed last, read from its history (the
+// path alone when the history cannot be read).
+func (cmd *clientCmd) failedAt(ctx context.Context, in *client.Instance) string {
+	path := in.Error.Step
+	var id, activity string
+	attempt := 0
+	for opts := (client.ListOptions{Limit: 500}); ; {
+		page, err := cmd.c.History(ctx, in.ID, opts)
+		if err != nil {
+			return path
+		}
+		for _, e := range page.Items {
+			if e.StepPath != path {
+				continue
+			}
+			var data struct {
+				Step     string `json:"step"`
+				Plugin   string `json:"plugin"`
+				Activity string `json:"activity"`
+			}
+			if json.Unmarshal(e.Data, &data) != nil {
+				continue
+			}
+			switch e.Type {
+			case store.HistoryStepStarted:
+				id = data.Step
+			case store.HistoryActivityScheduled:
+				activity = data.Plugin + "." + data.Activity
+			case store.HistoryActivityFailed:
+				attempt = e.Attempt
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	var parts []string
+	if id != "" {
+		parts = append(parts, "step "+id)
+	}
+	if activity != "" {
+		parts = append(parts, "activity "+activity)
+	}
+	if attempt > 0 {
+		parts = append(parts, fmt.Sprintf("attempt %d", attempt))
+	}
+	if len(parts) == 0 {
+		return path
+	}
+	return path + " (" + strings.Join(parts, ", ") + ")"
 }
 
 func (a *app) instanceList(ctx context.Context, args []string) int {
@@ -485,16 +609,33 @@ func waitingSummary(wo *client.WaitingOn) string {
 
 func (a *app) instanceShow(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance show")
-	pos, ok := cmd.parse(args, 1, 1, "ID")
+	wait, until := cmd.waitFlags("instance")
+	pos, ok := cmd.parse(args, 1, 2, "ID [--wait[=DURATION]] [--until finished|suspended]")
 	if !ok {
 		return cmd.usageExit()
 	}
-	in, err := cmd.c.Instance(ctx, pos[0])
+	if pos, ok = cmd.waitArg(pos, 1, wait, until); !ok {
+		return exitUsage
+	}
+	if !wait.set {
+		in, err := cmd.c.Instance(ctx, pos[0])
+		if err != nil {
+			return cmd.fail(err)
+		}
+		cmd.printInstance(ctx, in)
+		return exitOK
+	}
+	start := a.now()
+	stop := a.spinner(true, pos[0], start)
+	in, err := cmd.await(ctx, start, wait.d, until.until, func(d time.Duration) (*client.Instance, error) {
+		return cmd.c.Await(ctx, pos[0], d, until.until)
+	})
+	stop()
 	if err != nil {
 		return cmd.fail(err)
 	}
-	cmd.printInstance(in)
-	return exitOK
+	cmd.printInstance(ctx, in)
+	return cmd.waitExit(in, until.until)
 }
 
 func (a *app) instanceHistory(ctx context.Context, args []string) int {
@@ -532,10 +673,35 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 		if step == "" {
 			step = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, step, attempt, compactJSON(e.Data, 80))
+		data, message := splitMessage(e.Data)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, step, attempt, printable(compactJSON(data, 80), false))
+		if message != "" {
+			// Whole, on lines of its own: a tabless line leaves the
+			// columns as they are.
+			fmt.Fprintf(tw, "    message: %s\n", strings.NewReplacer("\t", `\t`, "\n", "\n             ").Replace(printable(message, true)))
+		}
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// splitMessage takes the message out of a history entry's data (a
+// failure's, a cancellation's reason), for it to be printed whole beside
+// the rest, which a table cuts.
+func splitMessage(data json.RawMessage) (rest json.RawMessage, message string) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil || fields["message"] == nil {
+		return data, ""
+	}
+	if json.Unmarshal(fields["message"], &message) != nil || message == "" {
+		return data, ""
+	}
+	delete(fields, "message")
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return data, message
+	}
+	return rest, message
 }
 
 // parseWhen reads a time given as RFC 3339 or as a duration before now;
@@ -562,9 +728,9 @@ const logTimeLayout = "2006-01-02 15:04:05.000 -07:00"
 func (a *app) instanceLogs(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance logs")
 	var f client.LogFilter
-	cmd.fs.StringVar(&f.StepPath, "step", "", "only the lines of this step's attempts, by its `PATH` (steps[1].then[0], as the history shows it)")
+	cmd.fs.StringVar(&f.Step, "step", "", "only the lines of this step's attempts, by its `ID` or path (steps[1].then[0], as the history shows it); a step the workflow does not have is refused")
 	cmd.fs.IntVar(&f.Attempt, "attempt", 0, "only the lines of attempt `N` (from 1)")
-	pos, ok := cmd.parse(args, 1, 1, "ID [--step PATH] [--attempt N]")
+	pos, ok := cmd.parse(args, 1, 1, "ID [--step ID|PATH] [--attempt N]")
 	if !ok {
 		return cmd.usageExit()
 	}
@@ -602,14 +768,14 @@ func (a *app) instanceLogs(ctx context.Context, args []string) int {
 // printLogLine prints one log line: its time, step and attempt, level and
 // message, which names its source when the guest did not log it through
 // the log host function ("[stdout] ..."); a message's further lines are
-// indented under it.
+// indented under it, and what a terminal would act on is escaped.
 func printLogLine(w io.Writer, l store.LogEntry) {
 	msg := l.Message
 	if l.Source != "log" {
 		msg = "[" + l.Source + "] " + msg
 	}
-	msg = strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n    ")
-	fmt.Fprintf(w, "%s  %s #%d  %-5s  %s\n", l.Time.Local().Format(logTimeLayout), l.StepPath, l.Attempt, l.Level, msg)
+	msg = strings.ReplaceAll(printable(strings.TrimRight(msg, "\n"), true), "\n", "\n    ")
+	fmt.Fprintf(w, "%s  %s #%d  %-5s  %s\n", l.Time.Local().Format(logTimeLayout), printable(l.StepPath, false), l.Attempt, printable(l.Level, false), msg)
 }
 
 func (a *app) instanceCancel(ctx context.Context, args []string) int {
@@ -835,6 +1001,27 @@ func (a *app) eventSend(ctx context.Context, args []string) int {
 		fmt.Fprintf(cmd.stderr, "weft: warning: %s\n", res.Warning)
 	}
 	return exitOK
+}
+
+// eventList is weft event ls: the queued events, sent with nothing waiting
+// for them and kept until an instance waits for them or their TTL.
+func (a *app) eventList(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("event ls")
+	opts := cmd.listFlags()
+	if _, ok := cmd.parse(args, 0, 0, "[--limit N] [--cursor C]"); !ok {
+		return cmd.usageExit()
+	}
+	page, err := cmd.c.QueuedEvents(ctx, *opts)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	return printPage(cmd, page, "ID\tNAME\tKEY\tSENT\tEXPIRES\tPAYLOAD", func(q client.QueuedEvent) string {
+		key := q.Key
+		if key == "" {
+			key = "-"
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", q.ID, q.Name, key, formatTime(q.CreatedAt), formatTime(q.ExpiresAt), compactJSON(q.Payload, 60))
+	})
 }
 
 func (a *app) eventDead(ctx context.Context, args []string) int {

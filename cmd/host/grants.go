@@ -262,7 +262,7 @@ func (a *app) pluginRevoke(ctx context.Context, args []string) int {
 	})
 	if errors.Is(err, errNotGranted) {
 		cmd.errorf("plugin %s: not granted, so not revoked: %s; nothing was changed (weft plugin show %s lists what is granted)", name, strings.Join(absent, ", "), name)
-		return exitFailed
+		return exitNotFound
 	}
 	if err != nil {
 		return cmd.fail(err)

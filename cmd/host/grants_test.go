@@ -225,7 +225,7 @@ func TestCLIGrants(t *testing.T) {
 	if strings.Contains(out, "api.example.com") || strings.Contains(out, "config") || !strings.Contains(out, "revision 4") {
 		t.Errorf("revoke: %s", out)
 	}
-	if r := run(t, "", "plugin", "revoke", "fetch", "--secret", "token", "--secret", "nope"); r.code != exitFailed || !strings.Contains(r.stderr, "secret nope") {
+	if r := run(t, "", "plugin", "revoke", "fetch", "--secret", "token", "--secret", "nope"); r.code != exitNotFound || !strings.Contains(r.stderr, "secret nope") {
 		t.Errorf("revoking what is not granted: exit %d, %s", r.code, r.stderr)
 	}
 	if out := ok(t, "plugin", "show", "fetch"); !strings.Contains(out, "config  url                 MISSING") || !strings.Contains(out, "secret  token               granted") {

@@ -10,10 +10,10 @@
 //	weft plugin grant NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]... [--secret NAME=REF]... [-f FILE.json|-]
 //	weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... [--all]
 //	weft workflow put|ls|show|rm
-//	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]]
-//	weft instance ls|show|history|logs|cancel|rm|export|import
+//	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]] [--until finished|suspended]
+//	weft instance ls|count|show|history|logs|cancel|retry|rm|export|import
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
-//	weft event dead
+//	weft event ls|dead
 //	weft admin status
 //	weft admin refresh [WORKFLOW...]
 //	weft admin backup FILE|-
@@ -89,6 +89,7 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"instance export":  a.instanceExport,
 		"instance import":  a.instanceImport,
 		"event send":       a.eventSend,
+		"event ls":         a.eventList,
 		"event dead":       a.eventDead,
 		"admin status":     a.adminStatus,
 		"admin refresh":    a.adminRefresh,
@@ -100,6 +101,10 @@ func (a *app) run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		usage(a.stderr)
 		return exitUsage
+	}
+	if args[0] == "help" && len(args) == 2 && isGroup(args[1]) {
+		groupUsage(a.stdout, args[1])
+		return exitOK
 	}
 	switch args[0] {
 	case "help", "-h", "--help":
@@ -120,9 +125,56 @@ func (a *app) run(ctx context.Context, args []string) int {
 			return f(ctx, args[2:])
 		}
 	}
+	if isGroup(args[0]) {
+		// weft instance -h, --help or help: the group's commands.
+		if len(args) >= 2 && (args[1] == "help" || asksForHelp(args[1:2])) {
+			groupUsage(a.stdout, args[0])
+			return exitOK
+		}
+		if len(args) == 1 || strings.HasPrefix(args[1], "-") {
+			fmt.Fprintf(a.stderr, "weft: %s: missing a command\n\n", args[0])
+		} else {
+			fmt.Fprintf(a.stderr, "weft: unknown command %q\n\n", args[0]+" "+args[1])
+		}
+		groupUsage(a.stderr, args[0])
+		return exitUsage
+	}
 	fmt.Fprintf(a.stderr, "weft: unknown command %q\n\n", args[0])
 	usage(a.stderr)
 	return exitUsage
+}
+
+// isGroup reports whether name is a group of commands (weft instance ...).
+func isGroup(name string) bool {
+	switch name {
+	case "plugin", "workflow", "instance", "event", "admin":
+		return true
+	}
+	return false
+}
+
+// groupUsage writes the lines of the usage that are of group's commands,
+// with the lines that go on under them.
+func groupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "usage: weft %s COMMAND [ARGS] [FLAGS]\n\n", group)
+	in := false
+	for _, line := range strings.Split(usageText, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  weft "+group+" "):
+			in = true
+		case strings.HasPrefix(line, "   ") && !strings.HasPrefix(strings.TrimSpace(line), "weft "):
+			// A line that goes on under the one before.
+		default:
+			in = false
+		}
+		if in {
+			fmt.Fprintln(w, line)
+		}
+	}
+	fmt.Fprintf(w, `
+The client's commands take --server URL, --token TOKEN and -o table|json (or WEFT_SERVER,
+WEFT_TOKEN, WEFT_OUTPUT). weft %s COMMAND -h prints a command's flags; weft -h, every command.
+`, group)
 }
 
 // moveGlobalFlags moves the client flags given before the command
@@ -148,8 +200,10 @@ func moveGlobalFlags(args []string) []string {
 	return append(args, global...)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: weft COMMAND [ARGS] [FLAGS]
+func usage(w io.Writer) { fmt.Fprint(w, usageText) }
+
+// usageText is weft -h; groupUsage prints its lines of one group.
+const usageText = `usage: weft COMMAND [ARGS] [FLAGS]
 
 The host:
   weft serve [flags]              start the host (flags: weft serve -h)
@@ -166,21 +220,35 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... | NAME --all
   weft workflow put FILE.yaml...
   weft workflow ls | show NAME [--version N] | rm NAME
-  weft run WORKFLOW [--input JSON|@FILE|@-] [--id ID] [--wait[=DURATION]]
-  weft instance ls [--workflow W] [--status S]
-  weft instance show ID | history ID | cancel ID [--reason R] | rm ID
-  weft instance logs ID [--step PATH] [--attempt N]
+  weft run WORKFLOW [--input JSON|@FILE|@-] [--id ID] [--wait[=DURATION]] [--until finished|suspended]
+      --until suspended: the wait ends when the instance suspends (waits for an event, a
+      delay or a retry's backoff) as well as when it ends; --until implies --wait
+  weft instance ls [--workflow W] [--status S] [--after T] [--before T] [--oldest]
+                   [--id ID | --event E --key K | --key K] [--plugin P [--plugin-version V]]
+                   [--limit N] [--cursor C]
+      T: RFC 3339 (2026-11-25T10:00:00Z) or a duration ago (90m); the newest first
+  weft instance count [--workflow W]   the instances by status
+  weft instance show ID [--wait[=DURATION]] [--until finished|suspended]
+      with --wait, once the instance has ended (or suspended), exiting as weft run --wait does
+  weft instance history ID
+  weft instance logs ID [--step ID|PATH] [--attempt N]
                                   its activity attempts' log lines, oldest first
-  weft instance export ID [--file FILE] | import FILE|- [--id ID]
+  weft instance cancel ID... [--reason R] | rm ID
+  weft instance retry ID [--reason R]  go on with a failed instance from the step that failed
+  weft instance export ID [--file FILE] | import FILE|- [--id ID] [--replace]
   weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
-  weft event dead                 the events that expired with nothing waiting for them
+  weft event ls [--limit N] [--cursor C]
+                                  the queued events: sent with nothing waiting for them yet
+  weft event dead [--limit N] [--cursor C]
+                                  the events that expired with nothing waiting for them
   weft admin status               whether the host is alive and ready (exit 0 only when ready)
   weft admin refresh [WORKFLOW...]
   weft admin backup FILE|-        a backup of the embedded store, taken while the host runs
 
 A plugin, locally, without a server:
   weft plugin new NAME [-dir DIR] [-module PATH] [-sdk DIR]
-      write a Go plugin module: two activities, a test, a Makefile, a README
+      write a Go plugin module: two activities, a test, a Makefile, a README,
+      and NAME-demo.yaml, a workflow that calls them
   weft plugin check FILE.wasm
       validate a plugin against the ABI and list its activities
   weft plugin call FILE.wasm ACTIVITY [flags]
@@ -198,5 +266,4 @@ A plugin, locally, without a server:
 
 Exit codes: 0 ok, 1 failed or refused, 2 usage, 3 server or transport error,
 4 not found, 5 unauthorized or forbidden, 6 --wait=DURATION ended first, 130 interrupted.
-`)
-}
+`

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,5 +96,70 @@ func TestReadmeConfigurationExample(t *testing.T) {
 	}
 	if len(cfg.Auth.Tokens) == 0 || checkListen(cfg) != nil {
 		t.Errorf("the README's example should listen beyond loopback with tokens: %+v", cfg.Config)
+	}
+}
+
+// TestReadmeCommandLine keeps the README's command table in step with the
+// commands: each is in it, with each of its flags but those every client
+// command has and the paging ones, and every exit code is in the table of
+// exit codes.
+func TestReadmeCommandLine(t *testing.T) {
+	t.Parallel()
+	section := readmeSection(t, "## The command line")
+	lines := strings.Split(section, "\n")
+	ts := &testServer{url: "http://127.0.0.1:1"} // help asks no server
+	flagRE := regexp.MustCompile(`(?m)^  (-[a-z-]+)`)
+	for name := range (&app{}).commands() {
+		group, verb, _ := strings.Cut(name, " ")
+		var row string
+		for _, l := range lines {
+			if strings.HasPrefix(l, "| `weft "+name) || strings.HasPrefix(l, "| `weft "+group+" ") && (strings.Contains(l, "`"+verb+" ") || strings.Contains(l, "`"+verb+"`")) {
+				row += l
+			}
+		}
+		if row == "" {
+			t.Errorf("README.md's command table has no row for weft %s", name)
+			continue
+		}
+		r := ts.weft(t, nil, append(strings.Fields(name), "-h")...)
+		for _, m := range flagRE.FindAllStringSubmatch(r.stdout, -1) {
+			switch flag := strings.TrimLeft(m[1], "-"); flag {
+			case "server", "token", "o", "output", "limit", "cursor", "input", "attempt", "last-heartbeat", "timeout", "cancel-at-heartbeat", "module", "sdk":
+				// Common, or plugin call's and plugin new's, which their -h lists.
+			default:
+				if !regexp.MustCompile("[ `\\[]--?" + regexp.QuoteMeta(flag) + `\b`).MatchString(row) {
+					t.Errorf("README.md's row of weft %s does not name its -%s:\n%s", name, flag, row)
+				}
+			}
+		}
+	}
+	for _, code := range []int{exitOK, exitFailed, exitUsage, exitInternal, exitNotFound, exitAuth, exitPending, exitInterrupted} {
+		if !strings.Contains(section, "\n| "+strconv.Itoa(code)+" | ") {
+			t.Errorf("README.md's exit codes have no row for %d", code)
+		}
+	}
+}
+
+// TestExampleWorkflowsReadmeListsKit: examples/workflows/README.md lists
+// every activity the kit plugin registers.
+func TestExampleWorkflowsReadmeListsKit(t *testing.T) {
+	t.Parallel()
+	root := testplugins.Root(t)
+	src, err := os.ReadFile(filepath.Join(root, "examples", "plugins", "kit", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "examples", "workflows", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	activities := regexp.MustCompile(`sdk\.Register\w*\("([a-z0-9_-]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(activities) == 0 {
+		t.Fatal("kit registers no activity")
+	}
+	for _, m := range activities {
+		if !strings.Contains(string(readme), "| `"+m[1]+"` |") {
+			t.Errorf("examples/workflows/README.md's table of kit's activities lacks %s", m[1])
+		}
 	}
 }

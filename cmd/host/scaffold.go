@@ -21,7 +21,8 @@ import (
 // push: what a newcomer would otherwise assemble from the SDK's README.
 
 // scaffold holds the files it writes, as templates: NAME.tmpl becomes NAME
-// (gitignore.tmpl becomes .gitignore). They are not .go or go.mod files,
+// (gitignore.tmpl becomes .gitignore, demo.yaml.tmpl the plugin's
+// PLUGIN-demo.yaml workflow). They are not .go or go.mod files,
 // so that the go command does not take them for the host's sources or for
 // a module of their own.
 //
@@ -52,7 +53,7 @@ func pluginNew(args []string, stdout, stderr io.Writer) int {
 	sdk := fs.String("sdk", "", "the `DIR`ectory of the SDK (a clone's sdk directory), which go.mod's replace points at (default: found beside this weft command or above the current directory)")
 	const synopsis = "usage: weft plugin new NAME [-dir DIR] [-module PATH] [-sdk DIR]"
 	if asksForHelp(args) {
-		fmt.Fprintf(stdout, "%s\n\nWrites a Go plugin module: two activities, a test, a Makefile and a README.\n\nflags:\n", synopsis)
+		fmt.Fprintf(stdout, "%s\n\nWrites a Go plugin module: two activities, a test, a Makefile, a README and a workflow that calls them (NAME-demo.yaml).\n\nflags:\n", synopsis)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		return exitOK
@@ -134,8 +135,11 @@ func writeScaffold(dir string, data scaffoldData) ([]string, error) {
 			return nil, fmt.Errorf("template %s: %w", p, err)
 		}
 		name := strings.TrimSuffix(filepath.Base(p), ".tmpl")
-		if name == "gitignore" {
+		switch name {
+		case "gitignore":
 			name = ".gitignore"
+		case "demo.yaml":
+			name = data.Name + "-demo.yaml"
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
 			return nil, err

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -38,7 +37,7 @@ func TestPluginNew(t *testing.T) {
 	if err != nil {
 		t.Fatalf("weft plugin new: %v\n%s", err, out)
 	}
-	for _, f := range []string{"go.mod", "main.go", "plugin_test.go", "Makefile", "README.md", ".gitignore"} {
+	for _, f := range []string{"go.mod", "main.go", "plugin_test.go", "Makefile", "README.md", ".gitignore", "demo-demo.yaml"} {
 		if !strings.Contains(string(out), filepath.Join(dir, f)) {
 			t.Errorf("weft plugin new did not list %s:\n%s", f, out)
 		}
@@ -63,19 +62,9 @@ func TestPluginNew(t *testing.T) {
 		t.Errorf("the plugin's go.sum is not empty:\n%s", sum)
 	}
 
-	// The README's workflow, on a host.
-	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(readme)
-	if m == nil {
-		t.Fatal("the scaffold's README has no workflow")
-	}
-	wf := filepath.Join(t.TempDir(), "demo-demo.yaml")
-	if err := os.WriteFile(wf, m[1], 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// The workflow it wrote, on a host, as its README says: by make demo
+	// (below), and step by step.
+	wf := filepath.Join(dir, "demo-demo.yaml")
 	// A host process without the race detector: the upload compiles the
 	// plugin, which takes many times longer under it.
 	host := startProcess(t, bin, "--data-dir", t.TempDir(), "--set", "plugins.cache_dir="+testplugins.CacheDir(t), "--set", "engine.timer_interval=10ms")
@@ -110,6 +99,12 @@ func TestPluginNew(t *testing.T) {
 	history := weft("instance", "history", in.ID)
 	if n := strings.Count(history, `"code":"busy"`); n != 2 {
 		t.Errorf("the history shows %d busy attempts, want 2 (the README says so):\n%s", n, history)
+	}
+	// make demo does the same, through the Makefile's weft.
+	demo := exec.Command("make", "demo")
+	demo.Dir, demo.Env = dir, append(env, "WEFT_SERVER=http://"+host.addr)
+	if out, err := demo.CombinedOutput(); err != nil || !strings.Contains(string(out), "status:    completed") {
+		t.Errorf("make demo: %v\n%s", err, out)
 	}
 }
 

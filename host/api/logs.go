@@ -1,14 +1,17 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/store"
 )
 
@@ -88,6 +91,15 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	id := param(c, "id")
+	// ?step= selects by the step's id or path, resolved against the
+	// instance's definition, so that a step it does not have is refused
+	// rather than answered with no lines.
+	match := func(string) bool { return true }
+	if step := c.Query("step"); step != "" {
+		if match, err = s.stepMatcher(ctx, id, step); err != nil {
+			return err
+		}
+	}
 	items := make([]store.LogEntry, 0, min(limit, 64))
 	// A cursor inside an entry reads that entry again, for its other lines.
 	after, skip := from.seq, 0
@@ -109,7 +121,7 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 			}
 			after = e.Seq
 			scanned++
-			if !keepsLogs(e.Type) || (stepPath != "" && e.StepPath != stepPath) || (attempt != 0 && e.Attempt != attempt) || len(e.Data) == 0 {
+			if !keepsLogs(e.Type) || (stepPath != "" && e.StepPath != stepPath) || !match(e.StepPath) || (attempt != 0 && e.Attempt != attempt) || len(e.Data) == 0 {
 				skip = 0
 				continue
 			}
@@ -146,4 +158,69 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 	// Scanned as far as one request may: the page may be short, and goes on
 	// from the last entry read.
 	return c.JSON(newPage(items, logsCursor{seq: after}.String()))
+}
+
+// stepMatcher resolves ?step= against the definition instance id runs: a
+// step id, or a path as the definition or the history writes it
+// (steps[1].then[0], steps[2].do#3[0]). It returns whether a history
+// entry's step_path is of that step: every iteration of a step in a
+// foreach, for an id or a path without an iteration; that one iteration
+// for a path with it. A step the definition does not have is a 400 that
+// names it.
+func (s *Server) stepMatcher(ctx context.Context, id, step string) (func(string) bool, error) {
+	inst, err := s.node.Store().GetInstance(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFoundf("no instance %q", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.node.Store().GetDefinition(ctx, inst.Workflow, inst.Version)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, invalidField("step", "workflow %q version %d, which instance %q runs, is deleted, so step %q cannot be resolved; filter by step_path instead", inst.Workflow, inst.Version, id, step)
+	}
+	if err != nil {
+		return nil, err
+	}
+	def, err := definition.ParseSaved(d.Source)
+	if err != nil {
+		return nil, fmt.Errorf("instance %s: workflow %s version %d: %w", id, inst.Workflow, inst.Version, err)
+	}
+	want := definitionPath(step)
+	var found string
+	var ids []string
+	def.Walk(func(path string, st *definition.Step) bool {
+		ids = append(ids, st.ID)
+		if st.ID == step || path == want {
+			found = path
+		}
+		return true
+	})
+	if found == "" {
+		if len(ids) > 20 {
+			ids = append(ids[:20], "…")
+		}
+		return nil, invalidField("step", "workflow %q version %d has no step %q (by id or path); its steps: %s", inst.Workflow, inst.Version, step, strings.Join(ids, ", "))
+	}
+	if strings.Contains(step, "#") {
+		// One iteration of a step in a foreach, as the history names it.
+		return func(p string) bool { return p == step }, nil
+	}
+	return func(p string) bool { return definitionPath(p) == found }, nil
+}
+
+var (
+	// iterationRE is the iteration a foreach's children's paths carry in
+	// the history (steps[2].do#3[0]) and the definition's do not.
+	iterationRE = regexp.MustCompile(`#[0-9]+`)
+	// branchRE is a parallel branch's list as the history writes it
+	// (steps[1].parallel[0][2]); the definition writes
+	// steps[1].parallel[0].steps[2].
+	branchRE = regexp.MustCompile(`\.parallel\[([0-9]+)\]\[`)
+)
+
+// definitionPath returns the definition's path of the step at path, as the
+// history writes it.
+func definitionPath(path string) string {
+	return branchRE.ReplaceAllString(iterationRE.ReplaceAllString(path, ""), ".parallel[$1].steps[")
 }
