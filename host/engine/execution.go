@@ -579,7 +579,15 @@ func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lo
 func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 	var notes []store.Message
 	note := func(outcome, path string, attempt int, logs store.AttemptLogs) {
-		data, _ := json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error(), AttemptLogs: logs})
+		data, err := json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error(), AttemptLogs: logs})
+		if err != nil {
+			// Its logs hold what does not encode: the note goes without them.
+			x.e.log.Error("encoding the note of a refused late completion; keeping it without its logs", "instance", x.inst.ID, "step_path", path, "attempt", attempt, "err", err)
+			if data, err = json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()}); err != nil {
+				x.e.log.Error("encoding the note of a refused late completion; dropping it", "instance", x.inst.ID, "step_path", path, "attempt", attempt, "err", err)
+				return
+			}
+		}
 		notes = append(notes, store.Message{InstanceID: x.inst.ID, Kind: store.MessageNote, Payload: data,
 			ID: fmt.Sprintf("late:%s:%s:%s:%d:%s", x.e.cfg.NodeID, x.e.boot, path, attempt, outcome)})
 	}
@@ -676,9 +684,16 @@ func (x *execution) apply(ev runner.Input) {
 				step, _ := a.Data["step"].(string)
 				x.e.cfg.Observer.StepFinished(x.inst.Workflow, step, strings.TrimPrefix(string(a.Type), "step_"), a.Elapsed)
 			}
-			data, _ := json.Marshal(a.Data)
-			if a.Data == nil {
-				data = nil
+			var data json.RawMessage
+			if a.Data != nil {
+				var err error
+				if data, err = json.Marshal(a.Data); err != nil {
+					// A value the runner recorded does not encode (a raw
+					// document that is not JSON): the entry stays, saying so,
+					// rather than the run failing on every try.
+					x.e.log.Error("encoding a history entry's data", "instance", x.inst.ID, "type", a.Type, "step_path", a.Path, "err", err)
+					data, _ = json.Marshal(map[string]string{"encoding_error": err.Error()}) // a map of strings encodes
+				}
 			}
 			x.next.history = append(x.next.history, store.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
 		case runner.Persist:
@@ -875,7 +890,10 @@ func (x *execution) commit(drains bool) error {
 		At: x.e.cfg.Now().UTC(), Drains: drains,
 	}
 	if inst.Status.Terminal() && inst.Parent != nil {
-		end, _ := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
+		end, err := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
+		if err != nil {
+			return fmt.Errorf("engine: encoding the end of instance %s for its parent %s: %w", inst.ID, inst.Parent.InstanceID, err)
+		}
 		c.Send = []store.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: store.MessageChild, Token: inst.Parent.WaitToken(), Payload: end}}
 	}
 	rev, err := x.e.store.Commit(x.ctx, c)
