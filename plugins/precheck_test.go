@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
 )
 
 func leb(v uint64) []byte {
@@ -110,3 +112,38 @@ func (nopBlobs) Get(context.Context, string) ([]byte, error) {
 	return nil, ErrNotFound
 }
 func (nopBlobs) Delete(context.Context, string) error { return nil }
+
+// precheck reads LEB128 integers as wazero and the instrumenter do: a u32
+// takes at most five bytes, and the unused bits of the fifth are zero. It
+// used to accept a sixth byte, so that it and wazero disagreed on where a
+// section ended.
+func TestPrecheckRefusesOverlongLEB128(t *testing.T) {
+	t.Parallel()
+	typ := []byte{1, 0x60, 0, 0} // one type: () -> ()
+	lim := limits{functionBytes: 1 << 20, tableElements: 1 << 20}
+	for _, tt := range []struct {
+		name string
+		wasm []byte
+		want string // "" if precheck accepts the module
+	}{
+		{name: "section size in 5 bytes", wasm: module([]byte{1, 0x84, 0x80, 0x80, 0x80, 0x00}, typ)},
+		{name: "section size in 6 bytes", wasm: module([]byte{1, 0x84, 0x80, 0x80, 0x80, 0x80, 0x00}, typ), want: "LEB128 longer than 32 bits"},
+		{name: "type count in 6 bytes", wasm: module(section(1, []byte{0x81, 0x80, 0x80, 0x80, 0x80, 0x00}, typ[1:])), want: "LEB128 longer than 32 bits"},
+		{name: "type count with unused bits set", wasm: module(section(1, []byte{0x81, 0x80, 0x80, 0x80, 0x10}, typ[1:])), want: "unused bits"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := precheck(tt.wasm, lim)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("precheck: %v, want an error containing %q", err, tt.want)
+			}
+			// wazero agrees.
+			ctx := context.Background()
+			rt := wazero.NewRuntime(ctx)
+			defer rt.Close(ctx)
+			if _, err := rt.CompileModule(ctx, tt.wasm); (err == nil) != (tt.want == "") {
+				t.Errorf("wazero: %v", err)
+			}
+		})
+	}
+}

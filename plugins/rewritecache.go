@@ -26,7 +26,7 @@ const rewriteCacheDir = "weft-rewrite"
 // Bump it when the record's layout changes, and when precheck refuses
 // something it accepted before: a load from this cache skips precheck, so
 // a tightened rule would otherwise not reach versions rewritten earlier.
-const rewriteCacheFormat = 1
+const rewriteCacheFormat = 2
 
 // recordMagic starts every record: "weftrw" and the format, as two bytes.
 var recordMagic = [8]byte{'w', 'e', 'f', 't', 'r', 'w', 0, rewriteCacheFormat}

@@ -1,144 +1,33 @@
 package instrument
 
 import (
-	"fmt"
+	"github.com/weftworks/weft/plugins/internal/wasmbin"
 )
-
-// decoder reads the WebAssembly binary format. The first error sticks: later
-// reads return zero values, so a caller checks err once after a run of reads.
-type decoder struct {
-	b   []byte
-	off int
-	err error
-	// base is added to offsets in error messages, so that a decoder over a
-	// section's bytes reports offsets in the module.
-	base int
-}
-
-func (d *decoder) ok() bool { return d.err == nil }
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("at offset %d: %s", d.base+d.off, fmt.Sprintf(format, args...))
-	}
-}
-
-func (d *decoder) left() int { return len(d.b) - d.off }
-
-func (d *decoder) fits(n uint64) bool {
-	if d.err != nil {
-		return false
-	}
-	if n > uint64(d.left()) {
-		d.fail("length %d exceeds the %d bytes left", n, d.left())
-		return false
-	}
-	return true
-}
-
-func (d *decoder) byte() byte {
-	if !d.fits(1) {
-		return 0
-	}
-	c := d.b[d.off]
-	d.off++
-	return c
-}
-
-// uleb reads an unsigned LEB128 of at most bits bits.
-func (d *decoder) uleb(bits uint) uint64 {
-	var v uint64
-	for shift := uint(0); ; shift += 7 {
-		// At most ceil(bits/7) bytes, as wazero reads them: a longer
-		// encoding read here would make the two disagree on where the
-		// next instruction starts.
-		if shift >= bits {
-			d.fail("LEB128 longer than %d bits", bits)
-			return 0
-		}
-		c := d.byte()
-		if d.err != nil {
-			return 0
-		}
-		v |= uint64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v
-		}
-	}
-}
-
-// sleb skips a signed LEB128 of at most bits bits.
-func (d *decoder) sleb(bits uint) { d.uleb(bits) }
-
-func (d *decoder) u32() uint32 { return uint32(d.uleb(32)) }
-
-// count reads a vector length and checks that that many entries of at least
-// one byte each fit in what is left, so that no caller ever allocates from a
-// count the module cannot back.
-func (d *decoder) count() uint32 {
-	n := d.u32()
-	if !d.fits(uint64(n)) {
-		return 0
-	}
-	return n
-}
-
-func (d *decoder) bytes(n uint32) []byte {
-	if !d.fits(uint64(n)) {
-		return nil
-	}
-	b := d.b[d.off : d.off+int(n)]
-	d.off += int(n)
-	return b
-}
-
-func (d *decoder) name() string { return string(d.bytes(d.u32())) }
-
-// valueType skips a value type: one byte, or a reference type with a heap
-// type, and returns its first byte.
-func (d *decoder) valueType() byte {
-	b := d.byte()
-	if b == 0x63 || b == 0x64 {
-		d.sleb(33)
-	}
-	return b
-}
 
 // blockType reads a block type: empty (0x40), a value type, or a type
 // index, which it returns (-1 for the others).
-func (d *decoder) blockType() int64 {
-	if !d.fits(1) {
+func blockType(d *wasmbin.Reader) int64 {
+	c, ok := d.Peek()
+	if !ok {
+		d.Fits(1) // fails, unless d has failed already
 		return -1
 	}
-	switch c := d.b[d.off]; {
+	switch {
 	case c == 0x40 || (c >= 0x6f && c <= 0x7f):
-		d.off++
+		d.Byte()
 		return -1
 	case c == 0x63 || c == 0x64:
-		d.valueType()
+		d.ValueType()
 		return -1
 	}
-	start := d.off
-	v := d.uleb(33)
-	if n := uint(d.off-start) * 7; n < 64 && v&(1<<(n-1)) != 0 {
-		d.fail("block type %d is negative", int64(v)-int64(1)<<n)
+	at := d.Pos()
+	v := d.S33()
+	if v < 0 && d.OK() {
+		d.Seek(at)
+		d.Fail("block type %d is negative", v)
 		return -1
 	}
-	return int64(v)
-}
-
-// limits reads a limits structure: its flags, minimum and maximum.
-func (d *decoder) limits() (flags byte, min, max uint64, hasMax bool) {
-	flags = d.byte()
-	bits := uint(32)
-	if flags&4 != 0 { // memory64
-		bits = 64
-	}
-	min = d.uleb(bits)
-	if flags&1 != 0 {
-		max, hasMax = d.uleb(bits), true
-	}
-	return
+	return v
 }
 
 // appendULEB appends v as an unsigned LEB128.

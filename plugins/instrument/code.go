@@ -2,6 +2,8 @@ package instrument
 
 import (
 	"fmt"
+
+	"github.com/weftworks/weft/plugins/internal/wasmbin"
 )
 
 // Opcodes the rewrite reads or writes.
@@ -69,16 +71,16 @@ type frame struct {
 // module (for messages), params the function's parameter count.
 func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32) ([]byte, error) {
 	m := r.m
-	d := &decoder{b: body, base: base}
-	groups := d.count()
-	groupsAt := d.off
+	d := wasmbin.NewReader(body, base)
+	groups := d.Count()
+	groupsAt := d.Pos()
 	locals := uint64(params)
-	for i := uint32(0); i < groups && d.ok(); i++ {
-		locals += uint64(d.u32())
-		d.valueType()
+	for i := uint32(0); i < groups && d.OK(); i++ {
+		locals += uint64(d.U32())
+		d.ValueType()
 	}
-	if d.err != nil {
-		return out, fmt.Errorf("function body: locals: %w", d.err)
+	if d.Err() != nil {
+		return out, fmt.Errorf("function body: locals: %w", d.Err())
 	}
 	if locals+2 > maxLocals {
 		return out, fmt.Errorf("function body at offset %d: %d locals, more than %d", base, locals, maxLocals-2)
@@ -87,80 +89,80 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 	// fuel checks.
 	saved, tmp := uint32(locals), uint32(locals)+1
 	out = appendULEB(out, uint64(groups)+1)
-	out = append(out, body[groupsAt:d.off]...)
+	out = append(out, body[groupsAt:d.Pos()]...)
 	out = append(out, 2, valI32)
 
-	code := d.off
+	code := d.Pos()
 	out = m.appendStackCheck(out, saved, m.frameWeight(locals, len(body)-code))
 	out = m.appendFuelCheck(out, weight(len(body)-code), tmp)
 
 	r.frames = append(r.frames[:0], frame{patch: -1})
 	copied := code // input bytes before copied are in out
-	for d.off < len(d.b) && d.ok() {
-		at := d.off
-		op := d.byte()
+	for d.Len() > 0 && d.OK() {
+		at := d.Pos()
+		op := d.Byte()
 		switch op {
 		case opBlock, opIf:
-			m.checkBlockType(d, d.blockType())
+			m.checkBlockType(d, blockType(d))
 			r.frames = append(r.frames, frame{patch: -1})
 		case opLoop:
-			m.checkBlockType(d, d.blockType())
-			out = append(out, body[copied:d.off]...)
-			copied = d.off
+			m.checkBlockType(d, blockType(d))
+			out = append(out, body[copied:d.Pos()]...)
+			copied = d.Pos()
 			var patch int
 			out, patch = m.appendFuelCheckPlaceholder(out, tmp)
-			r.frames = append(r.frames, frame{patch: patch, start: d.off})
+			r.frames = append(r.frames, frame{patch: patch, start: d.Pos()})
 		case opEnd:
 			f := r.frames[len(r.frames)-1]
 			r.frames = r.frames[:len(r.frames)-1]
 			if f.patch >= 0 {
 				putPaddedSLEB(out[f.patch:], uint32(weight(at-f.start)))
 			}
-			if len(r.frames) == 0 && d.off != len(d.b) {
-				d.fail("instructions after the end of the function")
+			if len(r.frames) == 0 && d.Len() != 0 {
+				d.Fail("instructions after the end of the function")
 			}
 		case opLocalGet, opLocalSet, opLocalTee:
 			// Checked here: the rewrite adds locals, which an index out of
 			// range in the input would name.
-			if idx := d.u32(); uint64(idx) >= locals && d.ok() {
-				d.fail("local %d of a function with %d", idx, locals)
+			if idx := d.U32(); uint64(idx) >= locals && d.OK() {
+				d.Fail("local %d of a function with %d", idx, locals)
 			}
 		case opGlobalGet, opGlobalSet:
-			m.checkGlobal(d, d.u32())
+			m.checkGlobal(d, d.U32())
 		case opCall:
-			idx := d.u32()
+			idx := d.U32()
 			m.checkFunc(d, idx)
-			if d.err != nil {
+			if d.Err() != nil {
 				break
 			}
 			out = append(out, body[copied:at]...)
 			out = append(out, opCall)
 			out = appendULEB(out, uint64(m.funcIndex(idx)))
-			copied = d.off
+			copied = d.Pos()
 			out = m.appendStackRestore(out, saved)
 		case opCallIndirect:
-			m.checkType(d, d.u32())
-			d.u32()
-			if d.err != nil {
+			m.checkType(d, d.U32())
+			d.U32()
+			if d.Err() != nil {
 				break
 			}
-			out = append(out, body[copied:d.off]...)
-			copied = d.off
+			out = append(out, body[copied:d.Pos()]...)
+			copied = d.Pos()
 			out = m.appendStackRestore(out, saved)
 		case opRefFunc:
-			idx := d.u32()
+			idx := d.U32()
 			m.checkFunc(d, idx)
-			if d.err != nil {
+			if d.Err() != nil {
 				break
 			}
 			out = append(out, body[copied:at]...)
 			out = append(out, opRefFunc)
 			out = appendULEB(out, uint64(m.funcIndex(idx)))
-			copied = d.off
+			copied = d.Pos()
 		case opPrefixFC:
-			sub := d.u32()
+			sub := d.U32()
 			if (sub != fcMemoryCopy && sub != fcMemoryFill) || !m.hasMemory {
-				d.off = at + 1
+				d.Seek(at + 1)
 				skipFC(d)
 				break
 			}
@@ -168,23 +170,23 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 			// time without a check: it goes through a chunked helper.
 			helper := m.fillFunc
 			if sub == fcMemoryCopy {
-				m.checkMemory(d, d.u32())
+				m.checkMemory(d, d.U32())
 				helper++
 			}
-			m.checkMemory(d, d.u32())
-			if d.err != nil {
+			m.checkMemory(d, d.U32())
+			if d.Err() != nil {
 				break
 			}
 			out = append(out, body[copied:at]...)
 			out = append(out, opCall)
 			out = appendULEB(out, uint64(helper))
-			copied = d.off
+			copied = d.Pos()
 		default:
 			skipImmediates(d, op)
 		}
 	}
-	if d.err != nil {
-		return out, fmt.Errorf("function body: %w", d.err)
+	if d.Err() != nil {
+		return out, fmt.Errorf("function body: %w", d.Err())
 	}
 	if len(r.frames) != 0 {
 		return out, fmt.Errorf("function body at offset %d: ends inside a block", base)
@@ -194,128 +196,128 @@ func (r *bodyRewriter) rewrite(out []byte, body []byte, base int, params uint32)
 
 // skipImmediates skips the immediates of op, which was just read, failing
 // on an opcode outside the features the host enables (WebAssembly 2.0).
-func skipImmediates(d *decoder, op byte) {
+func skipImmediates(d *wasmbin.Reader, op byte) {
 	switch {
 	case op == opUnreachable || op == 0x01 || op == opElse || op == 0x0f || op == opDrop || op == 0x1b:
 	case op == 0x0c || op == 0x0d: // br, br_if
-		d.u32()
+		d.U32()
 	case op == opBrTable:
-		for n := d.count(); n > 0 && d.ok(); n-- {
-			d.u32()
+		for n := d.Count(); n > 0 && d.OK(); n-- {
+			d.U32()
 		}
-		d.u32()
+		d.U32()
 	case op == opSelectT:
-		for n := d.count(); n > 0 && d.ok(); n-- {
-			d.valueType()
+		for n := d.Count(); n > 0 && d.OK(); n-- {
+			d.ValueType()
 		}
 	case op == 0x25 || op == 0x26: // table.get, table.set
-		d.u32()
+		d.U32()
 	case op >= 0x28 && op <= 0x3e: // loads and stores
 		memarg(d)
 	case op == 0x3f || op == 0x40: // memory.size, memory.grow
-		d.u32()
+		d.U32()
 	case op == opI32Const:
-		d.sleb(32)
+		d.S32()
 	case op == opI64Const:
-		d.sleb(64)
+		d.S64()
 	case op == opF32Const:
-		d.bytes(4)
+		d.Skip(4)
 	case op == opF64Const:
-		d.bytes(8)
+		d.Skip(8)
 	case op >= 0x45 && op <= 0xc4: // numeric, sign extension
 	case op == opRefNull:
-		d.valueType()
+		d.ValueType()
 	case op == 0xd1: // ref.is_null
 	case op == opPrefixFC:
 		skipFC(d)
 	case op == opPrefixSIMD:
 		skipSIMD(d)
 	default:
-		d.off--
-		d.fail("opcode 0x%02x is not a WebAssembly 2.0 instruction", op)
+		d.Seek(d.Pos() - 1)
+		d.Fail("opcode 0x%02x is not a WebAssembly 2.0 instruction", op)
 	}
 }
 
-func memarg(d *decoder) {
-	if align := d.u32(); align&0x40 != 0 { // multi-memory: a memory index follows
-		d.u32()
+func memarg(d *wasmbin.Reader) {
+	if align := d.U32(); align&0x40 != 0 { // multi-memory: a memory index follows
+		d.U32()
 	}
-	d.uleb(64)
+	d.U64()
 }
 
-func skipFC(d *decoder) {
-	switch sub := d.u32(); {
+func skipFC(d *wasmbin.Reader) {
+	switch sub := d.U32(); {
 	case sub <= 7: // saturating truncations
 	case sub == 8: // memory.init
-		d.u32()
-		d.u32()
+		d.U32()
+		d.U32()
 	case sub == 9, sub == 11, sub == 13, sub >= 15 && sub <= 17: // data.drop, memory.fill, elem.drop, table.grow/size/fill
-		d.u32()
+		d.U32()
 	case sub == 10, sub == 12, sub == 14: // memory.copy, table.init, table.copy
-		d.u32()
-		d.u32()
+		d.U32()
+		d.U32()
 	default:
-		d.fail("instruction 0xfc %d is not a WebAssembly 2.0 instruction", sub)
+		d.Fail("instruction 0xfc %d is not a WebAssembly 2.0 instruction", sub)
 	}
 }
 
-func skipSIMD(d *decoder) {
+func skipSIMD(d *wasmbin.Reader) {
 	// One byte, as wazero reads it (it reads the canonical two-byte
 	// encoding of an opcode over 127 as that opcode and a nop).
-	switch sub := uint32(d.byte()); {
+	switch sub := uint32(d.Byte()); {
 	case sub <= 11, sub == 92, sub == 93: // loads and stores
 		memarg(d)
 	case sub == 12, sub == 13: // v128.const, i8x16.shuffle
-		d.bytes(16)
+		d.Skip(16)
 	case sub >= 21 && sub <= 34: // lane extraction and replacement
-		d.byte()
+		d.Byte()
 	case sub >= 84 && sub <= 91: // lane loads and stores
 		memarg(d)
-		d.byte()
+		d.Byte()
 	case sub <= 255: // no immediates; wazero refuses the unassigned ones
 	default:
-		d.fail("instruction 0xfd %d is not a WebAssembly 2.0 instruction", sub)
+		d.Fail("instruction 0xfd %d is not a WebAssembly 2.0 instruction", sub)
 	}
 }
 
 // constExpr rewrites a constant expression (ending with end), remapping
 // ref.func, and appends it to out.
-func (m *module) constExpr(out []byte, d *decoder) []byte {
-	start := d.off
+func (m *module) constExpr(out []byte, d *wasmbin.Reader) []byte {
+	start := d.Pos()
 	copied := start
-	for d.ok() {
-		at := d.off
-		switch op := d.byte(); op {
+	for d.OK() {
+		at := d.Pos()
+		switch op := d.Byte(); op {
 		case opEnd:
-			return append(out, d.b[copied:d.off]...)
+			return append(out, d.Buf()[copied:d.Pos()]...)
 		case opRefFunc:
-			idx := d.u32()
+			idx := d.U32()
 			m.checkFunc(d, idx)
-			out = append(out, d.b[copied:at]...)
+			out = append(out, d.Buf()[copied:at]...)
 			out = append(out, opRefFunc)
 			out = appendULEB(out, uint64(m.funcIndex(idx)))
-			copied = d.off
+			copied = d.Pos()
 		case opI32Const:
-			d.sleb(32)
+			d.S32()
 		case opI64Const:
-			d.sleb(64)
+			d.S64()
 		case opF32Const:
-			d.bytes(4)
+			d.Skip(4)
 		case opF64Const:
-			d.bytes(8)
+			d.Skip(8)
 		case opGlobalGet:
-			m.checkGlobal(d, d.u32())
+			m.checkGlobal(d, d.U32())
 		case opRefNull:
-			d.valueType()
+			d.ValueType()
 		case 0x6a, 0x6b, 0x6c, 0x7c, 0x7d, 0x7e: // extended constant arithmetic
 		case opPrefixSIMD:
-			if d.byte() != 12 {
-				d.fail("only v128.const is allowed in a constant expression")
+			if d.Byte() != 12 {
+				d.Fail("only v128.const is allowed in a constant expression")
 			}
-			d.bytes(16)
+			d.Skip(16)
 		default:
-			d.off--
-			d.fail("opcode 0x%02x is not allowed in a constant expression", op)
+			d.Seek(d.Pos() - 1)
+			d.Fail("opcode 0x%02x is not allowed in a constant expression", op)
 		}
 	}
 	return out
@@ -326,25 +328,25 @@ func (m *module) constExpr(out []byte, d *decoder) []byte {
 // input would name them in the output, where wazero would accept it. Every
 // index into those spaces is checked against the input's own.
 
-func (m *module) checkFunc(d *decoder, idx uint32) {
-	if n := uint64(m.importedFuncs) + uint64(len(m.funcTypes)); uint64(idx) >= n && d.ok() {
-		d.fail("function %d of a module with %d", idx, n)
+func (m *module) checkFunc(d *wasmbin.Reader, idx uint32) {
+	if n := uint64(m.importedFuncs) + uint64(len(m.funcTypes)); uint64(idx) >= n && d.OK() {
+		d.Fail("function %d of a module with %d", idx, n)
 	}
 }
 
-func (m *module) checkGlobal(d *decoder, idx uint32) {
-	if n := uint64(m.importedGlobals) + uint64(m.definedGlobals); uint64(idx) >= n && d.ok() {
-		d.fail("global %d of a module with %d", idx, n)
+func (m *module) checkGlobal(d *wasmbin.Reader, idx uint32) {
+	if n := uint64(m.importedGlobals) + uint64(m.definedGlobals); uint64(idx) >= n && d.OK() {
+		d.Fail("global %d of a module with %d", idx, n)
 	}
 }
 
-func (m *module) checkType(d *decoder, idx uint32) {
-	if uint64(idx) >= uint64(len(m.typeParams)) && d.ok() {
-		d.fail("type %d of a module with %d", idx, len(m.typeParams))
+func (m *module) checkType(d *wasmbin.Reader, idx uint32) {
+	if uint64(idx) >= uint64(len(m.typeParams)) && d.OK() {
+		d.Fail("type %d of a module with %d", idx, len(m.typeParams))
 	}
 }
 
-func (m *module) checkBlockType(d *decoder, idx int64) {
+func (m *module) checkBlockType(d *wasmbin.Reader, idx int64) {
 	if idx >= 0 {
 		m.checkType(d, uint32(min(idx, 1<<32-1)))
 	}
@@ -352,8 +354,8 @@ func (m *module) checkBlockType(d *decoder, idx int64) {
 
 // checkMemory refuses a memory index other than 0, which WebAssembly 2.0
 // has no other of.
-func (m *module) checkMemory(d *decoder, idx uint32) {
-	if idx != 0 && d.ok() {
-		d.fail("memory %d of a module with one", idx)
+func (m *module) checkMemory(d *wasmbin.Reader, idx uint32) {
+	if idx != 0 && d.OK() {
+		d.Fail("memory %d of a module with one", idx)
 	}
 }

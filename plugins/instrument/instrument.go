@@ -40,6 +40,8 @@ package instrument
 import (
 	"errors"
 	"fmt"
+
+	"github.com/weftworks/weft/plugins/internal/wasmbin"
 )
 
 // Reasons the injected code passes to the host function.
@@ -227,16 +229,15 @@ func (m *module) split(wasm []byte) error {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || string(wasm[4:8]) != "\x01\x00\x00\x00" {
 		return &Error{Section: "header", Err: errors.New("not a WebAssembly 1.0 binary")}
 	}
-	d := &decoder{b: wasm, off: 8}
+	d := wasmbin.NewReader(wasm, 0)
+	d.Seek(wasmbin.HeaderLen)
 	last := 0
-	for d.off < len(d.b) {
-		at := d.off
-		id := d.byte()
-		size := d.u32()
-		payload := d.bytes(size)
-		if d.err != nil {
-			return &Error{Section: "section header", Err: d.err}
+	for d.Len() > 0 {
+		sec := d.Section()
+		if d.Err() != nil {
+			return &Error{Section: "section header", Err: d.Err()}
 		}
+		id, at, payload := sec.ID, sec.At, sec.Payload.Buf()
 		if id > secDataCount {
 			return &Error{Section: "section header", Err: fmt.Errorf("at offset %d: unknown section id %d", at, id)}
 		}
@@ -246,7 +247,7 @@ func (m *module) split(wasm []byte) error {
 			}
 			last = order(id)
 		}
-		m.sections = append(m.sections, section{id: id, payload: payload, offset: d.off - len(payload)})
+		m.sections = append(m.sections, section{id: id, payload: payload, offset: sec.Payload.Base()})
 	}
 	return nil
 }
@@ -254,94 +255,94 @@ func (m *module) split(wasm []byte) error {
 // declarations reads what the rewrite needs before it emits anything.
 func (m *module) declarations() error {
 	for _, s := range m.sections {
-		d := &decoder{b: s.payload, base: s.offset}
+		d := wasmbin.NewReader(s.payload, s.offset)
 		switch s.id {
 		case secType:
-			for n := d.count(); n > 0 && d.ok(); n-- {
-				if form := d.byte(); form != 0x60 && d.ok() {
-					d.off--
-					d.fail("type form 0x%02x is not a function type", form)
+			for n := d.Count(); n > 0 && d.OK(); n-- {
+				if form := d.Byte(); form != 0x60 && d.OK() {
+					d.Seek(d.Pos() - 1)
+					d.Fail("type form 0x%02x is not a function type", form)
 					break
 				}
-				params := d.count()
-				for i := uint32(0); i < params && d.ok(); i++ {
-					d.valueType()
+				params := d.Count()
+				for i := uint32(0); i < params && d.OK(); i++ {
+					d.ValueType()
 				}
-				for r := d.count(); r > 0 && d.ok(); r-- {
-					d.valueType()
+				for r := d.Count(); r > 0 && d.OK(); r-- {
+					d.ValueType()
 				}
 				m.typeParams = append(m.typeParams, params)
 			}
 		case secImport:
-			for n := d.count(); n > 0 && d.ok(); n-- {
-				imp := Import{Module: d.name(), Name: d.name(), Kind: d.byte()}
+			for n := d.Count(); n > 0 && d.OK(); n-- {
+				imp := Import{Module: d.Name(), Name: d.Name(), Kind: d.Byte()}
 				switch imp.Kind {
 				case KindFunc:
-					if t := d.u32(); uint64(t) >= uint64(len(m.typeParams)) && d.ok() {
-						d.fail("import %s.%s has type %d; the module declares %d types", imp.Module, imp.Name, t, len(m.typeParams))
+					if t := d.U32(); uint64(t) >= uint64(len(m.typeParams)) && d.OK() {
+						d.Fail("import %s.%s has type %d; the module declares %d types", imp.Module, imp.Name, t, len(m.typeParams))
 					}
 					m.importedFuncs++
 				case KindTable:
-					d.valueType()
-					d.limits()
+					d.ValueType()
+					d.Limits()
 					m.importedTables++
 				case KindMemory:
-					d.limits()
+					d.Limits()
 					m.hasMemory = true
 				case KindGlobal:
-					d.valueType()
-					d.byte()
+					d.ValueType()
+					d.Byte()
 					m.importedGlobals++
 				default:
-					d.fail("unknown import kind %d", imp.Kind)
+					d.Fail("unknown import kind %d", imp.Kind)
 				}
-				if d.ok() {
+				if d.OK() {
 					if imp.Module == m.opt.ImportModule {
-						d.fail("import %s.%s: module %q is reserved for the host", imp.Module, imp.Name, imp.Module)
+						d.Fail("import %s.%s: module %q is reserved for the host", imp.Module, imp.Name, imp.Module)
 					}
 					m.imports = append(m.imports, imp)
 				}
 			}
 		case secFunction:
-			for n := d.count(); n > 0 && d.ok(); n-- {
-				m.funcTypes = append(m.funcTypes, d.u32())
+			for n := d.Count(); n > 0 && d.OK(); n-- {
+				m.funcTypes = append(m.funcTypes, d.U32())
 			}
 		case secMemory:
-			n := d.count()
+			n := d.Count()
 			m.hasMemory = m.hasMemory || n > 0
-			for ; n > 0 && d.ok(); n-- {
-				d.limits()
+			for ; n > 0 && d.OK(); n-- {
+				d.Limits()
 			}
 		case secData:
 			// Copied as it is, but checked: wazero's decoder allocates
 			// from the counts before reading the entries.
-			for n := d.count(); n > 0 && d.ok(); n-- {
-				switch d.u32() {
+			for n := d.Count(); n > 0 && d.OK(); n-- {
+				switch d.U32() {
 				case 0:
 					m.constExpr(nil, d)
 				case 1:
 				case 2:
-					d.u32()
+					d.U32()
 					m.constExpr(nil, d)
 				default:
-					d.fail("data segment flags")
+					d.Fail("data segment flags")
 				}
-				d.bytes(d.u32())
+				d.ByteVec()
 			}
 		case secDataCount:
-			if n := d.u32(); d.ok() && uint64(n) > uint64(len(s.payload)+s.offset) {
-				d.fail("data count %d exceeds the module's size", n)
+			if n := d.U32(); d.OK() && uint64(n) > uint64(len(s.payload)+s.offset) {
+				d.Fail("data count %d exceeds the module's size", n)
 			}
 		case secGlobal:
-			m.definedGlobals = d.u32()
+			m.definedGlobals = d.U32()
 		}
 		// extend copies these sections' entries as they are: nothing may
 		// follow them.
-		if d.err == nil && (s.id == secType || s.id == secImport || s.id == secFunction) && d.off != len(d.b) {
-			d.fail("%d bytes after the section's last entry", len(d.b)-d.off)
+		if d.Err() == nil && (s.id == secType || s.id == secImport || s.id == secFunction) && d.Len() != 0 {
+			d.Fail("%d bytes after the section's last entry", d.Len())
 		}
-		if d.err != nil {
-			return &Error{Section: sectionNames[s.id] + " section", Err: d.err}
+		if d.Err() != nil {
+			return &Error{Section: sectionNames[s.id] + " section", Err: d.Err()}
 		}
 	}
 	return nil

@@ -3,12 +3,14 @@ package instrument
 import (
 	"fmt"
 	"strings"
+
+	"github.com/weftworks/weft/plugins/internal/wasmbin"
 )
 
 // rewrite returns the output payload of one section; nil drops it. A
 // section with no payload is one the rewrite creates.
 func (m *module) rewrite(s section) ([]byte, error) {
-	d := &decoder{b: s.payload, base: s.offset}
+	d := wasmbin.NewReader(s.payload, s.offset)
 	var out []byte
 	switch s.id {
 	case secCustom:
@@ -26,11 +28,11 @@ func (m *module) rewrite(s section) ([]byte, error) {
 	case secGlobal:
 		n := m.count(d)
 		out = appendULEB(make([]byte, 0, len(s.payload)+32), uint64(n)+2)
-		for ; n > 0 && d.ok(); n-- {
-			start := d.off
-			d.valueType()
-			d.byte() // mutability
-			out = append(out, d.b[start:d.off]...)
+		for ; n > 0 && d.OK(); n-- {
+			start := d.Pos()
+			d.ValueType()
+			d.Byte() // mutability
+			out = append(out, d.Buf()[start:d.Pos()]...)
 			out = m.constExpr(out, d)
 		}
 		for _, v := range []int64{Fuel, int64(m.opt.Stack)} {
@@ -41,13 +43,13 @@ func (m *module) rewrite(s section) ([]byte, error) {
 	case secExport:
 		n := m.count(d)
 		out = appendULEB(make([]byte, 0, len(s.payload)+32), uint64(n)+1)
-		for ; n > 0 && d.ok(); n-- {
-			name := d.name()
-			if name == m.opt.StackExport && d.ok() {
-				d.fail("export %q: the name is reserved for the host", name)
+		for ; n > 0 && d.OK(); n-- {
+			name := d.Name()
+			if name == m.opt.StackExport && d.OK() {
+				d.Fail("export %q: the name is reserved for the host", name)
 			}
-			kind := d.byte()
-			idx := d.u32()
+			kind := d.Byte()
+			idx := d.U32()
 			switch kind {
 			case KindFunc:
 				m.checkFunc(d, idx)
@@ -72,7 +74,7 @@ func (m *module) rewrite(s section) ([]byte, error) {
 	case secTable:
 		out = m.tables(d)
 	case secStart:
-		idx := d.u32()
+		idx := d.U32()
 		m.checkFunc(d, idx)
 		out = appendULEB(nil, uint64(m.funcIndex(idx)))
 	case secElement:
@@ -82,56 +84,57 @@ func (m *module) rewrite(s section) ([]byte, error) {
 	default:
 		return s.payload, nil
 	}
-	if d.err == nil && d.off != len(d.b) {
-		d.fail("%d bytes after the section's last entry", len(d.b)-d.off)
+	if d.Err() == nil && d.Len() != 0 {
+		d.Fail("%d bytes after the section's last entry", d.Len())
 	}
-	return out, d.err
+	return out, d.Err()
 }
 
 // extend copies a vector's entries after its count increased by n.
-func (m *module) extend(d *decoder, n uint32) []byte {
+func (m *module) extend(d *wasmbin.Reader, n uint32) []byte {
 	count := m.count(d)
-	out := appendULEB(make([]byte, 0, len(d.b)+32), uint64(count)+uint64(n))
-	out = append(out, d.b[d.off:]...)
-	d.off = len(d.b) // declarations checked the entries
+	out := appendULEB(make([]byte, 0, len(d.Buf())+32), uint64(count)+uint64(n))
+	out = append(out, d.Buf()[d.Pos():]...)
+	d.Seek(len(d.Buf())) // declarations checked the entries
 	return out
 }
 
 // count reads a vector's count; a section the rewrite creates (nil, unlike
 // an empty section in the input, which is malformed) has none.
-func (m *module) count(d *decoder) uint32 {
-	if d.b == nil {
+func (m *module) count(d *wasmbin.Reader) uint32 {
+	if d.Buf() == nil {
 		return 0
 	}
-	return d.count()
+	return d.Count()
 }
 
 // tables bounds every table's maximum by the host's limit.
-func (m *module) tables(d *decoder) []byte {
-	n := d.count()
+func (m *module) tables(d *wasmbin.Reader) []byte {
+	n := d.Count()
 	if total := uint64(n) + uint64(m.importedTables); total > uint64(m.opt.MaxTables) {
-		d.fail("%d tables, more than the limit of %d", total, m.opt.MaxTables)
+		d.Fail("%d tables, more than the limit of %d", total, m.opt.MaxTables)
 		return nil
 	}
 	out := appendULEB(nil, uint64(n))
-	for ; n > 0 && d.ok(); n-- {
-		start := d.off
-		d.valueType()
-		typ := d.b[start:d.off]
-		flags, min, max, hasMax := d.limits()
-		if !d.ok() {
+	for ; n > 0 && d.OK(); n-- {
+		start := d.Pos()
+		d.ValueType()
+		typ := d.Buf()[start:d.Pos()]
+		l := d.Limits()
+		flags, min, max := l.Flags, l.Min, l.Max
+		if !d.OK() {
 			break
 		}
 		if flags&^1 != 0 {
-			d.fail("table limits flags 0x%02x are not WebAssembly 2.0", flags)
+			d.Fail("table limits flags 0x%02x are not WebAssembly 2.0", flags)
 			break
 		}
 		limit := uint64(m.opt.MaxTableElements)
 		if min > limit {
-			d.fail("a table of %d elements, more than the limit of %d", min, limit)
+			d.Fail("a table of %d elements, more than the limit of %d", min, limit)
 			break
 		}
-		if !hasMax || max > limit {
+		if !l.HasMax || max > limit {
 			max = limit
 		}
 		out = append(out, typ...)
@@ -143,38 +146,38 @@ func (m *module) tables(d *decoder) []byte {
 }
 
 // elements renumbers the functions element segments refer to.
-func (m *module) elements(d *decoder) []byte {
-	n := d.count()
-	out := appendULEB(make([]byte, 0, len(d.b)+16), uint64(n))
-	for ; n > 0 && d.ok(); n-- {
-		flags := d.u32()
+func (m *module) elements(d *wasmbin.Reader) []byte {
+	n := d.Count()
+	out := appendULEB(make([]byte, 0, len(d.Buf())+16), uint64(n))
+	for ; n > 0 && d.OK(); n-- {
+		flags := d.U32()
 		if flags > 7 {
-			d.fail("element segment flags %d", flags)
+			d.Fail("element segment flags %d", flags)
 			break
 		}
 		out = appendULEB(out, uint64(flags))
 		if flags&1 == 0 { // active
 			if flags&2 != 0 {
-				out = appendULEB(out, uint64(d.u32())) // table index
+				out = appendULEB(out, uint64(d.U32())) // table index
 			}
 			out = m.constExpr(out, d)
 		}
 		if flags&3 != 0 { // element kind or reference type
-			start := d.off
+			start := d.Pos()
 			if flags&4 != 0 {
-				d.valueType()
+				d.ValueType()
 			} else {
-				d.byte()
+				d.Byte()
 			}
-			out = append(out, d.b[start:d.off]...)
+			out = append(out, d.Buf()[start:d.Pos()]...)
 		}
-		items := d.count()
+		items := d.Count()
 		out = appendULEB(out, uint64(items))
-		for ; items > 0 && d.ok(); items-- {
+		for ; items > 0 && d.OK(); items-- {
 			if flags&4 != 0 {
 				out = m.constExpr(out, d)
 			} else {
-				idx := d.u32()
+				idx := d.U32()
 				m.checkFunc(d, idx)
 				out = appendULEB(out, uint64(m.funcIndex(idx)))
 			}
@@ -184,43 +187,43 @@ func (m *module) elements(d *decoder) []byte {
 }
 
 // code rewrites every function body.
-func (m *module) code(d *decoder) ([]byte, error) {
+func (m *module) code(d *wasmbin.Reader) ([]byte, error) {
 	n := m.count(d)
-	if d.ok() && int(n) != len(m.funcTypes) {
-		d.fail("%d bodies for %d functions", n, len(m.funcTypes))
+	if d.OK() && int(n) != len(m.funcTypes) {
+		d.Fail("%d bodies for %d functions", n, len(m.funcTypes))
 	}
 	helpers := uint64(0)
 	if m.hasMemory {
 		helpers = 2
 	}
-	out := appendULEB(make([]byte, 0, len(d.b)+len(d.b)/4+256), uint64(n)+helpers)
+	out := appendULEB(make([]byte, 0, len(d.Buf())+len(d.Buf())/4+256), uint64(n)+helpers)
 	r := &bodyRewriter{m: m}
 	var body []byte
-	for i := uint32(0); i < n && d.ok(); i++ {
-		size := d.u32()
-		at := d.off
-		in := d.bytes(size)
-		if d.err != nil {
+	for i := uint32(0); i < n && d.OK(); i++ {
+		size := d.U32()
+		at := d.Pos()
+		in := d.Take(uint64(size))
+		if d.Err() != nil {
 			break
 		}
 		t := m.funcTypes[i]
 		if int(t) >= len(m.typeParams) {
-			d.fail("function %d has type %d; the module declares %d types", m.importedFuncs+i, t, len(m.typeParams))
+			d.Fail("function %d has type %d; the module declares %d types", m.importedFuncs+i, t, len(m.typeParams))
 			break
 		}
 		var err error
-		body, err = r.rewrite(body[:0], in, d.base+at, m.typeParams[t])
+		body, err = r.rewrite(body[:0], in, d.Base()+at, m.typeParams[t])
 		if err != nil {
 			return nil, err
 		}
 		if limit := 2 * m.opt.MaxFunctionBytes; limit > 0 && len(body) > limit {
-			return nil, fmt.Errorf("function body at offset %d: %d bytes once instrumented (%d before), more than twice the limit of %d", d.base+at, len(body), len(in), m.opt.MaxFunctionBytes)
+			return nil, fmt.Errorf("function body at offset %d: %d bytes once instrumented (%d before), more than twice the limit of %d", d.Base()+at, len(body), len(in), m.opt.MaxFunctionBytes)
 		}
 		out = appendULEB(out, uint64(len(body)))
 		out = append(out, body...)
 	}
-	if d.err == nil && d.off != len(d.b) {
-		d.fail("%d bytes after the last function body", len(d.b)-d.off)
+	if d.Err() == nil && d.Len() != 0 {
+		d.Fail("%d bytes after the last function body", d.Len())
 	}
 	if m.hasMemory {
 		body = m.fillHelper(body[:0])
@@ -230,15 +233,15 @@ func (m *module) code(d *decoder) ([]byte, error) {
 		out = appendULEB(out, uint64(len(body)))
 		out = append(out, body...)
 	}
-	return out, d.err
+	return out, d.Err()
 }
 
 // custom keeps a custom section, renumbers the name section, and drops the
 // sections that describe code offsets, which the rewrite changes.
-func (m *module) custom(d *decoder) ([]byte, error) {
-	name := d.name()
-	if d.err != nil {
-		return nil, d.err
+func (m *module) custom(d *wasmbin.Reader) ([]byte, error) {
+	name := d.Name()
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	switch {
 	case strings.HasPrefix(name, ".debug_"), name == "sourceMappingURL", name == "external_debug_info":
@@ -252,56 +255,56 @@ func (m *module) custom(d *decoder) ([]byte, error) {
 		}
 		return out, nil
 	}
-	return d.b, nil
+	return d.Buf(), nil
 }
 
 // names renumbers the function indices of the name section's function,
 // local and label name maps.
-func (m *module) names(d *decoder) ([]byte, error) {
-	out := appendName(make([]byte, 0, len(d.b)+8), "name")
-	for d.off < len(d.b) && d.ok() {
-		sub := d.byte()
-		size := d.u32()
-		body := d.bytes(size)
-		if d.err != nil {
+func (m *module) names(d *wasmbin.Reader) ([]byte, error) {
+	out := appendName(make([]byte, 0, len(d.Buf())+8), "name")
+	for d.Len() > 0 && d.OK() {
+		sub := d.Byte()
+		size := d.U32()
+		body := d.Take(uint64(size))
+		if d.Err() != nil {
 			break
 		}
-		s := &decoder{b: body}
+		s := wasmbin.NewReader(body, d.Offset()-len(body))
 		var o []byte
 		switch sub {
 		case 1: // function names
-			n := s.count()
+			n := s.Count()
 			o = appendULEB(make([]byte, 0, len(body)+8), uint64(n))
-			for ; n > 0 && s.ok(); n-- {
-				o = appendULEB(o, uint64(m.funcIndex(s.u32())))
-				start := s.off
-				s.bytes(s.u32())
-				o = append(o, body[start:s.off]...)
+			for ; n > 0 && s.OK(); n-- {
+				o = appendULEB(o, uint64(m.funcIndex(s.U32())))
+				start := s.Pos()
+				s.ByteVec()
+				o = append(o, body[start:s.Pos()]...)
 			}
 		case 2, 3: // local names, label names: maps of maps by function
-			n := s.count()
+			n := s.Count()
 			o = appendULEB(make([]byte, 0, len(body)+8), uint64(n))
-			for ; n > 0 && s.ok(); n-- {
-				o = appendULEB(o, uint64(m.funcIndex(s.u32())))
-				start := s.off
-				for k := s.count(); k > 0 && s.ok(); k-- {
-					s.u32()
-					s.bytes(s.u32())
+			for ; n > 0 && s.OK(); n-- {
+				o = appendULEB(o, uint64(m.funcIndex(s.U32())))
+				start := s.Pos()
+				for k := s.Count(); k > 0 && s.OK(); k-- {
+					s.U32()
+					s.ByteVec()
 				}
-				o = append(o, body[start:s.off]...)
+				o = append(o, body[start:s.Pos()]...)
 			}
 		default:
 			o = body
 		}
-		if s.err == nil && s.off != len(body) && (sub == 1 || sub == 2 || sub == 3) {
-			s.fail("trailing bytes")
+		if s.Err() == nil && s.Pos() != len(body) && (sub == 1 || sub == 2 || sub == 3) {
+			s.Fail("trailing bytes")
 		}
-		if s.err != nil {
-			return nil, fmt.Errorf("name subsection %d: %w", sub, s.err)
+		if s.Err() != nil {
+			return nil, fmt.Errorf("name subsection %d: %w", sub, s.Err())
 		}
 		out = append(out, sub)
 		out = appendULEB(out, uint64(len(o)))
 		out = append(out, o...)
 	}
-	return out, d.err
+	return out, d.Err()
 }
