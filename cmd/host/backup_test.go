@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // testAdminBackup (in TestCLIAgainstHost): weft admin backup takes a
@@ -94,7 +94,7 @@ func checkBackup(t *testing.T, path string) {
 	}
 	defer s.Close()
 	in, err := s.GetInstance(context.Background(), "backup-before")
-	if err != nil || in.Status != store.StatusCompleted {
+	if err != nil || in.Status != weft.StatusCompleted {
 		t.Fatalf("the instance run before the backup, in it: %+v, %v", in, err)
 	}
 	if _, err := s.GetDefinition(context.Background(), "hello", 0); err != nil {

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -678,7 +678,7 @@ type chaosResult struct {
 
 // chaosEv is a history event as checked, its data decoded.
 type chaosEv struct {
-	store.HistoryEntry
+	weft.HistoryEntry
 	data struct {
 		Token         string          `json:"token"`
 		Event         string          `json:"event"`
@@ -709,9 +709,9 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 	stats := &callStats{}
 	type read struct {
 		inst *client.Instance
-		hist []store.HistoryEntry
-		stim *store.Stimulus
-		left []store.Stimulus
+		hist []weft.HistoryEntry
+		stim *weft.Stimulus
+		left []weft.Stimulus
 		err  error
 	}
 	reads := make([]read, len(plan))
@@ -785,9 +785,9 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 		// The output.
 		var out chaosOutput
 		want := strings.ToUpper(p.ID + ":" + p.Word)
-		okOut := rd.inst.Status == store.StatusCompleted && json.Unmarshal(rd.inst.Output, &out) == nil &&
+		okOut := rd.inst.Status == weft.StatusCompleted && json.Unmarshal(rd.inst.Output, &out) == nil &&
 			out.Key == p.ID && out.Text == want && out.Work.DoneMS == p.MS
-		if rd.inst.Status == store.StatusCompleted {
+		if rd.inst.Status == weft.StatusCompleted {
 			res.completed++
 		}
 		vOutput.check(okOut, "%s: %s, output %s, error %+v; want key %s, text %s, done_ms %d\n%s",
@@ -823,7 +823,7 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 		// when its instance did not exist yet, else queued or resuming
 		// its instance.
 		a := o.Answers
-		okEv := resumed == 1 && a[0] != nil && a[1] != nil && rd.stim.State == store.StimulusDelivered &&
+		okEv := resumed == 1 && a[0] != nil && a[1] != nil && rd.stim.State == weft.StimulusDelivered &&
 			rd.stim.DeliveredTo == p.ID && len(rd.left) == 0 && len(a[0].Started) == 0
 		if okEv {
 			if p.Early {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
@@ -65,7 +65,7 @@ func deploy(t *testing.T, h *clusterHost, name, workflow string) {
 }
 
 // history returns an instance's whole history through a node.
-func history(t *testing.T, h *clusterHost, id string) []store.HistoryEntry {
+func history(t *testing.T, h *clusterHost, id string) []weft.HistoryEntry {
 	t.Helper()
 	page, err := h.c.History(context.Background(), id, client.ListOptions{Limit: 1000})
 	if err != nil {
@@ -87,7 +87,7 @@ func until(t *testing.T, limit time.Duration, what string, f func() bool) {
 }
 
 // runsOn returns the node that scheduled an instance's latest attempt.
-func runsOn(evs []store.HistoryEntry) string {
+func runsOn(evs []weft.HistoryEntry) string {
 	node := ""
 	for _, e := range evs {
 		if e.Type == "activity_scheduled" {
@@ -217,7 +217,7 @@ output: "${ vars.work }"
 		}
 		cancel()
 		var out workOut
-		if inst.Status != store.StatusCompleted || json.Unmarshal(inst.Output, &out) != nil {
+		if inst.Status != weft.StatusCompleted || json.Unmarshal(inst.Output, &out) != nil {
 			t.Fatalf("instance %s: %s %s %+v", id, inst.Status, inst.Output, inst.Error)
 		}
 		if !slices.Contains(victims, id) {
@@ -302,10 +302,10 @@ output: "${ vars.work }"
 		return err == nil && fin.Terminal()
 	})
 	var out workOut
-	if fin.Status != store.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil || out.Attempt != 2 {
+	if fin.Status != weft.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil || out.Attempt != 2 {
 		t.Fatalf("instance %s output %s; want attempt 2's result", fin.Status, fin.Output)
 	}
-	var late []store.HistoryEntry
+	var late []weft.HistoryEntry
 	until(t, 30*time.Second, "the refused late completion in the history", func() bool {
 		late = nil
 		for _, e := range history(t, other, inst.ID) {
@@ -371,7 +371,7 @@ output: "${ vars.review.by }"
 	}
 	// Mid-run: some instances are running, not all have finished.
 	until(t, 60*time.Second, "the run under way", func() bool {
-		page, err := hosts[0].c.Instances(ctx, client.InstanceFilter{Workflow: "steps", Status: store.StatusRunning})
+		page, err := hosts[0].c.Instances(ctx, client.InstanceFilter{Workflow: "steps", Status: weft.StatusRunning})
 		return err == nil && len(page.Items) > 0
 	})
 	srv.Kill(t)
@@ -380,16 +380,16 @@ output: "${ vars.review.by }"
 		var inst *client.Instance
 		until(t, 90*time.Second, "instance "+id+" finished or waiting", func() bool {
 			inst, err = hosts[1].c.Instance(ctx, id)
-			return err == nil && (inst.Terminal() || suspended && inst.Status == store.StatusSuspended)
+			return err == nil && (inst.Terminal() || suspended && inst.Status == weft.StatusSuspended)
 		})
 		return inst
 	}
 	for id, out := range want {
-		if inst := check(id, false); inst.Status != store.StatusCompleted || string(inst.Output) != out {
+		if inst := check(id, false); inst.Status != weft.StatusCompleted || string(inst.Output) != out {
 			t.Errorf("instance %s: %s %s %+v; want completed %s", id, inst.Status, inst.Output, inst.Error, out)
 		}
 	}
-	if inst := check(waiting.ID, true); inst.Status != store.StatusSuspended {
+	if inst := check(waiting.ID, true); inst.Status != weft.StatusSuspended {
 		t.Fatalf("approval: %s %+v; want suspended on its wait", inst.Status, inst.Error)
 	}
 	// The stimulus goes to a node, the instance resumes on whichever pops
@@ -400,7 +400,7 @@ output: "${ vars.review.by }"
 			t.Fatalf("SendEvent: %+v, %v", res, err)
 		}
 	}
-	if inst := check(waiting.ID, false); inst.Status != store.StatusCompleted || string(inst.Output) != `"ada"` {
+	if inst := check(waiting.ID, false); inst.Status != weft.StatusCompleted || string(inst.Output) != `"ada"` {
 		t.Fatalf("approval after the stimulus: %s %s", inst.Status, inst.Output)
 	}
 	resumed := 0

@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // listFlags adds --limit and --cursor.
@@ -343,11 +343,11 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 // cancelled; 6 when the wait ran out first.
 func (cmd *clientCmd) waitExit(inst *client.Instance, until client.Until) int {
 	switch {
-	case inst.Status == store.StatusCompleted:
+	case inst.Status == weft.StatusCompleted:
 		return exitOK
-	case inst.Status == store.StatusFailed || inst.Status == store.StatusCancelled:
+	case inst.Status == weft.StatusFailed || inst.Status == weft.StatusCancelled:
 		return exitFailed
-	case inst.Status == store.StatusSuspended && until == client.UntilSuspended:
+	case inst.Status == weft.StatusSuspended && until == client.UntilSuspended:
 		return exitOK
 	}
 	if cmd.output == "table" {
@@ -371,7 +371,7 @@ const earlyPause = time.Second
 // server's wait for its end goes on through them.
 func (cmd *clientCmd) await(ctx context.Context, start time.Time, limit time.Duration, until client.Until, first func(wait time.Duration) (*client.Instance, error)) (*client.Instance, error) {
 	done := func(in *client.Instance) bool {
-		return in.Terminal() || until == client.UntilSuspended && in.Status == store.StatusSuspended
+		return in.Terminal() || until == client.UntilSuspended && in.Status == weft.StatusSuspended
 	}
 	// next is the wait of the next request: what is left of limit, at
 	// most the server's maximum.
@@ -468,7 +468,7 @@ func (cmd *clientCmd) printInstance(ctx context.Context, in *client.Instance) {
 		if len(in.Error.Details) > 0 {
 			fmt.Fprintf(&w, "details:   %s\n", indentJSON(in.Error.Details, "           "))
 		}
-		if in.Error.Step != "" && in.Status == store.StatusFailed {
+		if in.Error.Step != "" && in.Status == weft.StatusFailed {
 			fmt.Fprintf(&w, "failed at: %s\n", cmd.failedAt(ctx, in))
 		}
 	}
@@ -512,11 +512,11 @@ func (cmd *clientCmd) failedAt(ctx context.Context, in *client.Instance) string 
 				continue
 			}
 			switch e.Type {
-			case store.HistoryStepStarted:
+			case weft.HistoryStepStarted:
 				id = data.Step
-			case store.HistoryActivityScheduled:
+			case weft.HistoryActivityScheduled:
 				activity = data.Plugin + "." + data.Activity
-			case store.HistoryActivityFailed:
+			case weft.HistoryActivityFailed:
 				attempt = e.Attempt
 			}
 		}
@@ -560,7 +560,7 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--after T] [--before T] [--oldest] [--id ID | --event E --key K | --key K] [--plugin P [--plugin-version V]] [--limit N] [--cursor C]"); !ok {
 		return cmd.usageExit()
 	}
-	f.Status = store.Status(status)
+	f.Status = weft.Status(status)
 	var err error
 	if f.CreatedAfter, err = parseWhen(*after, time.Now()); err != nil {
 		cmd.errorf("instance ls: --after: %v", err)
@@ -645,7 +645,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 		return cmd.usageExit()
 	}
 	// The whole history, page after page.
-	var events []store.HistoryEntry
+	var events []weft.HistoryEntry
 	for opts := (client.ListOptions{Limit: 500}); ; {
 		page, err := cmd.c.History(ctx, pos[0], opts)
 		if err != nil {
@@ -659,7 +659,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 	}
 	if cmd.output == "json" {
 		// The API's document, with every page's items in one.
-		cmd.json(client.Page[store.HistoryEntry]{Items: events})
+		cmd.json(client.Page[weft.HistoryEntry]{Items: events})
 		return exitOK
 	}
 	tw := cmd.table()
@@ -740,7 +740,7 @@ func (a *app) instanceLogs(ctx context.Context, args []string) int {
 	}
 	// Every line, page after page; printed as each page comes, but for
 	// JSON, which is one document.
-	var lines []store.LogEntry
+	var lines []weft.LogEntry
 	for f.Limit = 1000; ; {
 		page, err := cmd.c.Logs(ctx, pos[0], f)
 		if err != nil {
@@ -760,7 +760,7 @@ func (a *app) instanceLogs(ctx context.Context, args []string) int {
 	}
 	if cmd.output == "json" {
 		// The API's document, with every page's items in one.
-		cmd.json(client.Page[store.LogEntry]{Items: lines})
+		cmd.json(client.Page[weft.LogEntry]{Items: lines})
 	}
 	return exitOK
 }
@@ -769,7 +769,7 @@ func (a *app) instanceLogs(ctx context.Context, args []string) int {
 // message, which names its source when the guest did not log it through
 // the log host function ("[stdout] ..."); a message's further lines are
 // indented under it, and what a terminal would act on is escaped.
-func printLogLine(w io.Writer, l store.LogEntry) {
+func printLogLine(w io.Writer, l weft.LogEntry) {
 	msg := l.Message
 	if l.Source != "log" {
 		msg = "[" + l.Source + "] " + msg
@@ -870,7 +870,7 @@ func (a *app) instanceCount(ctx context.Context, args []string) int {
 	}
 	tw := cmd.table()
 	fmt.Fprintln(tw, "STATUS\tINSTANCES")
-	for _, st := range store.Statuses() {
+	for _, st := range weft.Statuses() {
 		fmt.Fprintf(tw, "%s\t%d\n", st, counts.ByStatus[st])
 	}
 	fmt.Fprintf(tw, "total\t%d\n", counts.Total)

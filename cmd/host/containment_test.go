@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/procstat"
 	"github.com/weftworks/weft/internal/testplugins"
 )
@@ -213,9 +213,9 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 			switch {
 			case err != nil:
 				t.Errorf("%s: %v", g.name, err)
-			case g.fails == "" && inst.Status != store.StatusCompleted:
+			case g.fails == "" && inst.Status != weft.StatusCompleted:
 				t.Errorf("%s: %s %+v, want completed", g.name, inst.Status, inst.Error)
-			case g.fails != "" && (inst.Status != store.StatusFailed || inst.Error == nil || inst.Error.Code != g.fails):
+			case g.fails != "" && (inst.Status != weft.StatusFailed || inst.Error == nil || inst.Error.Code != g.fails):
 				t.Errorf("%s: %s %+v, want failed with %s", g.name, inst.Status, inst.Error, g.fails)
 			}
 		}()
@@ -255,7 +255,7 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 	}
 	until(t, 30*time.Second, "the hostile attempt running", func() bool {
 		i, err := c.Instance(ctx, inst.ID)
-		return err == nil && i.Status == store.StatusRunning
+		return err == nil && i.Status == weft.StatusRunning
 	})
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 	pr = probe("http://" + p.addr)
 	until(t, 90*time.Second, "the recovered instance to fail under its policy", func() bool {
 		i, err := c.Instance(ctx, inst.ID)
-		return err == nil && i.Status == store.StatusFailed && i.Error != nil && i.Error.Code == "timeout"
+		return err == nil && i.Status == weft.StatusFailed && i.Error != nil && i.Error.Code == "timeout"
 	})
 	lat = pr.finish(t)
 	t.Logf("/healthz after the restart: %d answers, median %s, max %s", len(lat), percentile(lat, 0.5), percentile(lat, 1))

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -36,14 +36,14 @@ func TestServeRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if quick.Status != store.StatusCompleted || quick.DeleteAfter.IsZero() {
+	if quick.Status != weft.StatusCompleted || quick.DeleteAfter.IsZero() {
 		t.Fatalf("quick = %s, delete_after %s; want completed, to be deleted", quick.Status, quick.DeleteAfter)
 	}
 	kept, _, err := c.Start(ctx, "kept", client.StartRequest{}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kept.Status != store.StatusCompleted || !kept.DeleteAfter.IsZero() {
+	if kept.Status != weft.StatusCompleted || !kept.DeleteAfter.IsZero() {
 		t.Fatalf("kept = %s, delete_after %s; want completed, kept forever", kept.Status, kept.DeleteAfter)
 	}
 

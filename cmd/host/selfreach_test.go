@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins/grant"
 )
@@ -108,7 +108,7 @@ func TestPluginsNeverReachTheHost(t *testing.T) {
 			refused := func(t *testing.T, target string) {
 				t.Helper()
 				inst := reach(t, target)
-				if inst.Status != store.StatusFailed || inst.Error == nil || inst.Error.Code != "not_granted" ||
+				if inst.Status != weft.StatusFailed || inst.Error == nil || inst.Error.Code != "not_granted" ||
 					!strings.Contains(inst.Error.Message, "the host's own listener") {
 					t.Errorf("%s: %s %s %+v; want failed as not_granted, naming the host's own listener", target, inst.Status, inst.Output, inst.Error)
 				}
@@ -172,7 +172,7 @@ func TestPluginsNeverReachTheHost(t *testing.T) {
 					Status int    `json:"status"`
 					Body   string `json:"body"`
 				}
-				if inst.Status != store.StatusCompleted || json.Unmarshal(inst.Output, &out) != nil || len(out) != 1 || out[0].Status != http.StatusForbidden {
+				if inst.Status != weft.StatusCompleted || json.Unmarshal(inst.Output, &out) != nil || len(out) != 1 || out[0].Status != http.StatusForbidden {
 					t.Errorf("through a proxy: %s %s %+v; want the API's 403", inst.Status, inst.Output, inst.Error)
 				}
 			}

@@ -22,7 +22,7 @@ import (
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -494,7 +494,7 @@ func seed(ctx context.Context, n *node.Node, dirs []string, log *slog.Logger) er
 		for _, p := range pending {
 			b, err := os.ReadFile(p)
 			if err == nil {
-				var d *store.Definition
+				var d *weft.Definition
 				if d, _, err = n.Engine().SaveDefinition(ctx, b); err == nil {
 					wfNames = append(wfNames, d.Name)
 					delete(errs, p)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -64,7 +64,7 @@ func TestShutdownBoundedWithHostileGuests(t *testing.T) {
 		until(t, time.Minute, "instance "+id+" running", func() bool {
 			i, err := c.Instance(ctx, id)
 			// A guest that ends on its own (logflood) may be done already.
-			return err == nil && (i.Status == store.StatusRunning || i.Status.Terminal())
+			return err == nil && (i.Status == weft.StatusRunning || i.Status.Terminal())
 		})
 	}
 
@@ -98,8 +98,8 @@ func TestShutdownBoundedWithHostileGuests(t *testing.T) {
 			return err == nil && i.Status.Terminal()
 		})
 		switch want := fails[id]; {
-		case want == "" && last.Status != store.StatusCompleted,
-			want != "" && (last.Status != store.StatusFailed || last.Error == nil || last.Error.Code != want):
+		case want == "" && last.Status != weft.StatusCompleted,
+			want != "" && (last.Status != weft.StatusFailed || last.Error == nil || last.Error.Code != want):
 			t.Errorf("instance %s after the restart: %s %+v; want it run to its end (%q)", id, last.Status, last.Error, want)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -91,12 +91,12 @@ func TestWaitAcrossACluster(t *testing.T) {
 		}
 		if i == 0 {
 			in, err := cb.Await(ctx, id, time.Minute, client.UntilSuspended)
-			if err != nil || (in.Status != store.StatusSuspended && !in.Terminal()) {
+			if err != nil || (in.Status != weft.StatusSuspended && !in.Terminal()) {
 				t.Fatalf("Await %s until suspended through the other node: %+v, %v", id, in, err)
 			}
 		}
 		in, err := cb.Await(ctx, id, time.Minute, "")
-		if err != nil || in.Status != store.StatusCompleted || string(in.Output) != `"RESTED"` {
+		if err != nil || in.Status != weft.StatusCompleted || string(in.Output) != `"RESTED"` {
 			t.Fatalf("Await %s through the other node: %+v, %v; want completed", id, in, err)
 		}
 	}

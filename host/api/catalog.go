@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -155,7 +156,7 @@ type versionView struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func viewWorkflow(d *store.Definition, withSource bool) workflowView {
+func viewWorkflow(d *weft.Definition, withSource bool) workflowView {
 	v := workflowView{Name: d.Name, Version: d.Version, Hash: d.Hash, CreatedAt: d.CreatedAt}
 	if withSource {
 		src := string(d.Source)

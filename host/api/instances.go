@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // MaxWait bounds ?wait= on starting an instance and on showing one.
@@ -24,11 +25,11 @@ type instanceView struct {
 	ID        string            `json:"id"`
 	Workflow  string            `json:"workflow"`
 	Version   int               `json:"version"`
-	Status    store.Status      `json:"status"`
+	Status    weft.Status       `json:"status"`
 	Input     json.RawMessage   `json:"input"`
 	Output    json.RawMessage   `json:"output"`
 	Vars      json.RawMessage   `json:"vars"`
-	Error     *store.Failure    `json:"error"`
+	Error     *weft.Failure     `json:"error"`
 	Plugins   map[string]string `json:"plugins,omitempty"`
 	Parent    *parentView       `json:"parent,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
@@ -48,7 +49,7 @@ type parentView struct {
 	StepID     string `json:"step_id"`
 }
 
-func viewParent(p *store.ParentRef) *parentView {
+func viewParent(p *weft.ParentRef) *parentView {
 	if p == nil {
 		return nil
 	}
@@ -73,25 +74,25 @@ type timerView struct {
 	Kind string    `json:"kind,omitempty"`
 }
 
-func viewInstance(in *store.Instance) instanceView {
+func viewInstance(in *weft.Instance) instanceView {
 	v := instanceView{
 		ID: in.ID, Workflow: in.Workflow, Version: in.Version, Status: in.Status,
 		Input: in.Input, Output: in.Output, Vars: in.Vars, Error: in.Error,
 		Plugins: in.Plugins, Parent: viewParent(in.Parent), CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt,
 		DeleteAfter: in.DeleteAfter,
 	}
-	if in.Status == store.StatusCancelled && in.Error == nil {
+	if in.Status == weft.StatusCancelled && in.Error == nil {
 		// Cancelled before the engine kept the reason as the error (or
 		// imported so): the answer says so all the same, so that every
 		// instance that ended without completing has an error.
-		v.Error = &store.Failure{Code: string(store.StatusCancelled), Message: "cancelled; the reason, if one was given, is in the instance's history"}
+		v.Error = &weft.Failure{Code: string(weft.StatusCancelled), Message: "cancelled; the reason, if one was given, is in the instance's history"}
 	}
 	return v
 }
 
 // detail is viewInstance with waiting_on, read from the store. A finished
 // instance waits on nothing, whatever records it left.
-func (s *Server) detail(ctx context.Context, in *store.Instance) (instanceView, error) {
+func (s *Server) detail(ctx context.Context, in *weft.Instance) (instanceView, error) {
 	v := viewInstance(in)
 	if in.Status.Terminal() {
 		v.WaitingOn = &waitingOn{Bookmarks: []bookmarkView{}, Timers: []timerView{}}
@@ -143,7 +144,7 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	// The engine decides, atomically, whether this start created the
 	// instance: of two concurrent starts with one id, one answers 201. A
 	// wait watches from before the instance is queued.
-	var inst *store.Instance
+	var inst *weft.Instance
 	var isNew bool
 	if w.d > 0 {
 		inst, isNew, w.watch, err = s.node.Engine().StartWatched(ctx, name, req.Input, req.ID)
@@ -171,7 +172,7 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 // answerInstance answers with inst, after waiting for it as w asks (not at
 // all when w.d is 0). Its view is read within a request timeout of its
 // own: the wait may have outlasted the handler's.
-func (s *Server) answerInstance(c *fiber.Ctx, inst *store.Instance, w waitFor, answer func(instanceView) error) error {
+func (s *Server) answerInstance(c *fiber.Ctx, inst *weft.Instance, w waitFor, answer func(instanceView) error) error {
 	if w.d > 0 {
 		now, gone, err := s.await(c, inst, w)
 		if err != nil {
@@ -253,7 +254,7 @@ func hungUp(c *fiber.Ctx) error {
 // learns of the instance's changes from this node's executions and, in a
 // cluster, from the other nodes' notifications. An instance deleted during
 // the wait is a 404.
-func (s *Server) await(c *fiber.Ctx, inst *store.Instance, w waitFor) (now *store.Instance, gone bool, err error) {
+func (s *Server) await(c *fiber.Ctx, inst *weft.Instance, w waitFor) (now *weft.Instance, gone bool, err error) {
 	ctx, cancel := context.WithTimeout(c.UserContext(), w.d)
 	defer cancel()
 	hangUp, unwatch := watchHangUp(c.Context().Conn())
@@ -268,14 +269,14 @@ func (s *Server) await(c *fiber.Ctx, inst *store.Instance, w waitFor) (now *stor
 		}
 	}()
 	eng := s.node.Engine()
-	wait := func(ctx context.Context) (*store.Instance, error) { return eng.WaitFinished(ctx, inst.ID) }
+	wait := func(ctx context.Context) (*weft.Instance, error) { return eng.WaitFinished(ctx, inst.ID) }
 	switch {
 	case w.watch != nil && w.suspended:
 		wait = w.watch.Wait
 	case w.watch != nil:
 		wait = w.watch.WaitFinished
 	case w.suspended:
-		wait = func(ctx context.Context) (*store.Instance, error) { return eng.Wait(ctx, inst.ID) }
+		wait = func(ctx context.Context) (*weft.Instance, error) { return eng.Wait(ctx, inst.ID) }
 	}
 	got, err := wait(ctx)
 	if err == nil {
@@ -316,7 +317,7 @@ func (s *Server) getInstance(c *fiber.Ctx) error {
 }
 
 // instance reads an instance, answering 404 when there is none.
-func (s *Server) instance(ctx context.Context, id string) (*store.Instance, error) {
+func (s *Server) instance(ctx context.Context, id string) (*weft.Instance, error) {
 	in, err := s.node.Store().GetInstance(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFoundf("no instance %q", id)
@@ -329,7 +330,7 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	f := store.InstanceFilter{Workflow: c.Query("workflow"), Status: store.Status(c.Query("status")), Limit: limit, Cursor: c.Query("cursor"), NewestFirst: true}
+	f := weft.InstanceFilter{Workflow: c.Query("workflow"), Status: weft.Status(c.Query("status")), Limit: limit, Cursor: c.Query("cursor"), NewestFirst: true}
 	if f.Status != "" && !f.Status.Valid() {
 		return invalidField("status", "must be one of pending, running, suspended, completed, failed, cancelled, got %q", f.Status)
 	}
@@ -348,7 +349,7 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	var items []store.Instance
+	var items []weft.Instance
 	var next string
 	id, event, key := c.Query("id"), c.Query("event"), c.Query("key")
 	switch {
@@ -385,7 +386,7 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 		// What a suspended instance waits on is what a person listing
 		// instances asks next; two reads each, for a page of at most
 		// limit instances.
-		if items[i].Status == store.StatusSuspended {
+		if items[i].Status == weft.StatusSuspended {
 			v, err := s.detail(ctx, &items[i])
 			if err != nil {
 				return err
@@ -412,7 +413,7 @@ func timeParam(c *fiber.Ctx, name string) (time.Time, error) {
 }
 
 // matches reports whether in passes f's workflow, status and time range.
-func matches(in *store.Instance, f store.InstanceFilter) bool {
+func matches(in *weft.Instance, f weft.InstanceFilter) bool {
 	return (f.Workflow == "" || in.Workflow == f.Workflow) &&
 		(f.Status == "" || in.Status == f.Status) &&
 		(f.CreatedFrom.IsZero() || !in.CreatedAt.Before(f.CreatedFrom)) &&
@@ -420,7 +421,7 @@ func matches(in *store.Instance, f store.InstanceFilter) bool {
 }
 
 // oneInstance is the list ?id= answers: the instance, when it passes f.
-func (s *Server) oneInstance(ctx context.Context, id string, f store.InstanceFilter) ([]store.Instance, error) {
+func (s *Server) oneInstance(ctx context.Context, id string, f weft.InstanceFilter) ([]weft.Instance, error) {
 	in, err := s.node.Store().GetInstance(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -429,13 +430,13 @@ func (s *Server) oneInstance(ctx context.Context, id string, f store.InstanceFil
 		return nil, err
 	}
 	in.State = nil
-	return []store.Instance{*in}, nil
+	return []weft.Instance{*in}, nil
 }
 
 // waitingFor is the list ?event=&key= answers: the instances waiting for
 // that event with that key (an empty key is a key too), that pass f, in
 // f's order, at most f.Limit.
-func (s *Server) waitingFor(ctx context.Context, events []string, key string, f store.InstanceFilter) ([]store.Instance, error) {
+func (s *Server) waitingFor(ctx context.Context, events []string, key string, f weft.InstanceFilter) ([]weft.Instance, error) {
 	var bms []store.Bookmark
 	for _, event := range events {
 		found, err := s.node.Store().FindBookmarks(ctx, event, key)
@@ -445,7 +446,7 @@ func (s *Server) waitingFor(ctx context.Context, events []string, key string, f 
 		bms = append(bms, found...)
 	}
 	seen := map[string]bool{}
-	var items []store.Instance
+	var items []weft.Instance
 	for _, b := range bms {
 		if seen[b.InstanceID] {
 			continue
@@ -457,7 +458,7 @@ func (s *Server) waitingFor(ctx context.Context, events []string, key string, f 
 		}
 		items = append(items, one...)
 	}
-	slices.SortFunc(items, func(a, b store.Instance) int {
+	slices.SortFunc(items, func(a, b weft.Instance) int {
 		c := a.CreatedAt.Compare(b.CreatedAt)
 		if c == 0 {
 			c = strings.Compare(a.ID, b.ID)
@@ -478,8 +479,8 @@ func (s *Server) countInstances(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := countsView{ByStatus: map[store.Status]int{}}
-	for _, st := range store.Statuses() {
+	v := countsView{ByStatus: map[weft.Status]int{}}
+	for _, st := range weft.Statuses() {
 		v.ByStatus[st] = counts[st]
 		v.Total += counts[st]
 	}
@@ -488,8 +489,8 @@ func (s *Server) countInstances(c *fiber.Ctx) error {
 
 // countsView is GET /v1/counts/instances's answer.
 type countsView struct {
-	Total    int                  `json:"total"`
-	ByStatus map[store.Status]int `json:"by_status"`
+	Total    int                 `json:"total"`
+	ByStatus map[weft.Status]int `json:"by_status"`
 }
 
 func (s *Server) history(c *fiber.Ctx) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // logsScanLimit bounds the history entries one logs request reads looking
@@ -59,10 +60,10 @@ func (c logsCursor) String() string {
 // lines: the end of an attempt, applied, refused (another node took the
 // instance over, or the instance no longer waited for it) or ignored (the
 // instance had finished).
-func keepsLogs(t store.HistoryType) bool {
+func keepsLogs(t weft.HistoryType) bool {
 	switch t {
-	case store.HistoryActivityCompleted, store.HistoryActivityFailed, store.HistoryLateCompletionRefused,
-		store.HistoryEventRefused, store.HistoryEventIgnored:
+	case weft.HistoryActivityCompleted, weft.HistoryActivityFailed, weft.HistoryLateCompletionRefused,
+		weft.HistoryEventRefused, weft.HistoryEventIgnored:
 		return true
 	}
 	return false
@@ -70,7 +71,7 @@ func keepsLogs(t store.HistoryType) bool {
 
 // instanceLogs answers the log lines of an instance's attempts, read from
 // its history, oldest first: the lines of each entry that ends an attempt
-// (store.AttemptLogs), filtered by step_path and attempt.
+// (weft.AttemptLogs), filtered by step_path and attempt.
 func (s *Server) instanceLogs(c *fiber.Ctx) error {
 	limit, err := limitParam(c)
 	if err != nil {
@@ -100,7 +101,7 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	items := make([]store.LogEntry, 0, min(limit, 64))
+	items := make([]weft.LogEntry, 0, min(limit, 64))
 	// A cursor inside an entry reads that entry again, for its other lines.
 	after, skip := from.seq, 0
 	if from.skip > 0 {
@@ -125,7 +126,7 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 				skip = 0
 				continue
 			}
-			var logs store.AttemptLogs
+			var logs weft.AttemptLogs
 			if err := json.Unmarshal(e.Data, &logs); err != nil {
 				return fmt.Errorf("instance %s: the data of history entry %d: %w", id, e.Seq, err)
 			}
@@ -141,7 +142,7 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 					// next page starts at its next line.
 					return c.JSON(newPage(items, logsCursor{seq: e.Seq, skip: given}.String()))
 				}
-				items = append(items, store.LogEntry{Seq: e.Seq, StepPath: e.StepPath, Attempt: e.Attempt, Node: e.Node, LogLine: l})
+				items = append(items, weft.LogEntry{Seq: e.Seq, StepPath: e.StepPath, Attempt: e.Attempt, Node: e.Node, LogLine: l})
 				given++
 			}
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/weftworks/weft/host/api"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -73,7 +73,7 @@ func TestInstanceLogs(t *testing.T) {
 			if strings.Contains(string(all.body), logsSecret) {
 				t.Fatalf("the logs hold the secret: %s", all.body)
 			}
-			var page pageDoc[store.LogEntry]
+			var page pageDoc[weft.LogEntry]
 			all.json(t, &page)
 			got := logLines(page.Items)
 			want := []string{
@@ -92,20 +92,20 @@ func TestInstanceLogs(t *testing.T) {
 			}
 
 			// Each line names the entry that ended its attempt.
-			var hist pageDoc[store.HistoryEntry]
+			var hist pageDoc[weft.HistoryEntry]
 			h.do("GET", "/v1/instances/talker/history", nil).want(t, http.StatusOK).json(t, &hist)
 			if histBody, _ := json.Marshal(hist); strings.Contains(string(histBody), logsSecret) {
 				t.Fatalf("the history holds the secret: %s", histBody)
 			}
-			ends := map[uint64]store.HistoryEntry{}
+			ends := map[uint64]weft.HistoryEntry{}
 			for _, e := range hist.Items {
 				ends[e.Seq] = e
 			}
 			for _, l := range page.Items {
 				e, ok := ends[l.Seq]
-				wantType := store.HistoryActivityCompleted
+				wantType := weft.HistoryActivityCompleted
 				if l.StepPath == "steps[0]" && l.Attempt == 1 {
-					wantType = store.HistoryActivityFailed
+					wantType = weft.HistoryActivityFailed
 				}
 				if !ok || e.Type != wantType || e.StepPath != l.StepPath || e.Attempt != l.Attempt || l.Node != "n1" || e.Node != "n1" {
 					t.Errorf("line %+v: its entry is %+v, want the %s of its attempt on n1", l, e, wantType)
@@ -117,10 +117,10 @@ func TestInstanceLogs(t *testing.T) {
 			// The attempt's input as sent, and its output, are in the
 			// history too.
 			for _, e := range hist.Items {
-				if e.Type == store.HistoryActivityScheduled && e.StepPath == "steps[1]" && !strings.Contains(string(e.Data), `"input":{"lines":["error:four"]}`) {
+				if e.Type == weft.HistoryActivityScheduled && e.StepPath == "steps[1]" && !strings.Contains(string(e.Data), `"input":{"lines":["error:four"]}`) {
 					t.Errorf("activity_scheduled of steps[1]: data %s, want its input", e.Data)
 				}
-				if e.Type == store.HistoryActivityCompleted && e.StepPath == "steps[1]" && !strings.Contains(string(e.Data), `"output":{"attempt":1}`) {
+				if e.Type == weft.HistoryActivityCompleted && e.StepPath == "steps[1]" && !strings.Contains(string(e.Data), `"output":{"attempt":1}`) {
 					t.Errorf("activity_completed of steps[1]: data %s, want its output", e.Data)
 				}
 			}
@@ -141,7 +141,7 @@ func TestInstanceLogs(t *testing.T) {
 				{"step_path=steps[9]", nil},
 				{"after=" + strconv.FormatUint(page.Items[3].Seq, 10), want[4:]},
 			} {
-				var p pageDoc[store.LogEntry]
+				var p pageDoc[weft.LogEntry]
 				h.do("GET", "/v1/instances/talker/logs?"+query(f.query), nil).want(t, http.StatusOK).json(t, &p)
 				if g := logLines(p.Items); strings.Join(g, "\n") != strings.Join(f.want, "\n") {
 					t.Errorf("?%s:\n%s\nwant:\n%s", f.query, strings.Join(g, "\n"), strings.Join(f.want, "\n"))
@@ -157,7 +157,7 @@ func TestInstanceLogs(t *testing.T) {
 					if pages > len(want)+1 {
 						t.Fatalf("limit %d: more pages than lines", limit)
 					}
-					var p pageDoc[store.LogEntry]
+					var p pageDoc[weft.LogEntry]
 					h.do("GET", "/v1/instances/talker/logs?limit="+strconv.Itoa(limit)+"&cursor="+url.QueryEscape(cursor), nil).want(t, http.StatusOK).json(t, &p)
 					if len(p.Items) > limit {
 						t.Fatalf("limit %d: a page of %d", limit, len(p.Items))
@@ -186,7 +186,7 @@ func TestInstanceLogs(t *testing.T) {
 }
 
 // logLines formats lines as "STEP#ATTEMPT LEVEL SOURCE MESSAGE".
-func logLines(items []store.LogEntry) []string {
+func logLines(items []weft.LogEntry) []string {
 	var out []string
 	for _, l := range items {
 		out = append(out, l.StepPath+"#"+strconv.Itoa(l.Attempt)+" "+l.Level+" "+l.Source+" "+l.Message)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // pinnedScanBudget bounds how many instances one ?plugin= list reads:
@@ -49,16 +50,16 @@ func parsePinnedCursor(s string) (pinnedCursor, error) {
 // when it is not empty), in f's order, at most f.Limit of them, reading at
 // most pinnedScanBudget instances. The next cursor is empty at the end of
 // the list.
-func (s *Server) pinning(ctx context.Context, plugin, version string, f store.InstanceFilter) ([]store.Instance, string, error) {
+func (s *Server) pinning(ctx context.Context, plugin, version string, f weft.InstanceFilter) ([]weft.Instance, string, error) {
 	at, err := parsePinnedCursor(f.Cursor)
 	if err != nil {
 		return nil, "", err
 	}
-	list := func(cursor string, n int) ([]store.Instance, string, error) {
+	list := func(cursor string, n int) ([]weft.Instance, string, error) {
 		f.Cursor, f.Limit = cursor, n
 		return s.node.Store().ListInstances(ctx, f)
 	}
-	keep := func(in *store.Instance) bool {
+	keep := func(in *weft.Instance) bool {
 		v, ok := in.Plugins[plugin]
 		return ok && (version == "" || v == version)
 	}
@@ -68,9 +69,9 @@ func (s *Server) pinning(ctx context.Context, plugin, version string, f store.In
 // scanPinned reads list from at, pageSize instances a read, and answers
 // those keep keeps, at most limit, having read at most budget, and the
 // cursor to go on from (empty at the end of the list).
-func scanPinned(list func(cursor string, n int) ([]store.Instance, string, error), keep func(*store.Instance) bool,
-	at pinnedCursor, limit, pageSize, budget int) ([]store.Instance, string, error) {
-	var found []store.Instance
+func scanPinned(list func(cursor string, n int) ([]weft.Instance, string, error), keep func(*weft.Instance) bool,
+	at pinnedCursor, limit, pageSize, budget int) ([]weft.Instance, string, error) {
+	var found []weft.Instance
 	for read := 0; ; {
 		page, next, err := list(at.page, pageSize)
 		if err != nil {

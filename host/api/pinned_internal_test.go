@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // TestScanPinnedPagesThroughEveryInstanceOnce: whatever the page size, the
@@ -15,10 +15,10 @@ import (
 func TestScanPinnedPagesThroughEveryInstanceOnce(t *testing.T) {
 	t.Parallel()
 	// 23 instances; every third pins the plugin.
-	var all []store.Instance
+	var all []weft.Instance
 	var want []string
 	for i := range 23 {
-		in := store.Instance{ID: "i" + strconv.Itoa(i)}
+		in := weft.Instance{ID: "i" + strconv.Itoa(i)}
 		if i%3 == 0 {
 			in.Plugins = map[string]string{"kit": "v1"}
 			want = append(want, in.ID)
@@ -26,12 +26,12 @@ func TestScanPinnedPagesThroughEveryInstanceOnce(t *testing.T) {
 		all = append(all, in)
 	}
 	looked := 0 // instances keep was asked about in one scan
-	keep := func(in *store.Instance) bool { looked++; return in.Plugins["kit"] == "v1" }
+	keep := func(in *weft.Instance) bool { looked++; return in.Plugins["kit"] == "v1" }
 	for _, pageSize := range []int{1, 2, 5, 7, 23, 50} {
 		for _, limit := range []int{1, 2, 3, 8, 100} {
 			for _, budget := range []int{1, 4, 10, 1000} {
 				// The store's list: its cursor is the index to start at.
-				list := func(cursor string, n int) ([]store.Instance, string, error) {
+				list := func(cursor string, n int) ([]weft.Instance, string, error) {
 					from := 0
 					if cursor != "" {
 						from, _ = strconv.Atoi(cursor)

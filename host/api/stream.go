@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Event streams: server-sent events of instance changes, for the console
@@ -187,7 +188,7 @@ func (s *Server) followInstances(w *sseWriter, cs *changeSet, wf string) error {
 	// also compares the counts by status from time to time and tells a
 	// resync when they moved.
 	complete := s.node.Engine().ChangesComplete()
-	var counts map[store.Status]int
+	var counts map[weft.Status]int
 	if !complete {
 		counts, _ = s.counts(wf) // a failed read just makes the next look a resync
 	}
@@ -253,7 +254,7 @@ func (s *Server) sendChanged(w *sseWriter, ids []string, wf string) error {
 			continue
 		}
 		v := viewInstance(in)
-		if in.Status == store.StatusSuspended {
+		if in.Status == weft.StatusSuspended {
 			if v, err = s.detail(ctx, in); err != nil {
 				return w.event(sseResync, struct{}{})
 			}
@@ -266,7 +267,7 @@ func (s *Server) sendChanged(w *sseWriter, ids []string, wf string) error {
 }
 
 // counts reads the counts by status for a stream.
-func (s *Server) counts(wf string) (map[store.Status]int, error) {
+func (s *Server) counts(wf string) (map[weft.Status]int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	return s.node.Store().CountInstances(ctx, wf)

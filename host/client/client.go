@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -407,11 +407,11 @@ type Instance struct {
 	ID        string            `json:"id"`
 	Workflow  string            `json:"workflow"`
 	Version   int               `json:"version"`
-	Status    store.Status      `json:"status"`
+	Status    weft.Status       `json:"status"`
 	Input     json.RawMessage   `json:"input"`
 	Output    json.RawMessage   `json:"output"`
 	Vars      json.RawMessage   `json:"vars"`
-	Error     *store.Failure    `json:"error"`
+	Error     *weft.Failure     `json:"error"`
 	Plugins   map[string]string `json:"plugins,omitempty"`
 	Parent    *Parent           `json:"parent,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
@@ -535,7 +535,7 @@ func waitQuery(wait time.Duration, until Until) url.Values {
 // InstanceFilter selects instances; empty fields select all.
 type InstanceFilter struct {
 	Workflow string
-	Status   store.Status
+	Status   weft.Status
 	// CreatedAfter and CreatedBefore, when not zero, keep instances
 	// created at or after, and before, them.
 	CreatedAfter, CreatedBefore time.Time
@@ -583,8 +583,8 @@ func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instanc
 
 // History returns a page of an instance's history, in order; the cursor is
 // the sequence number of the last event of the previous page.
-func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Page[store.HistoryEntry], error) {
-	var p Page[store.HistoryEntry]
+func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Page[weft.HistoryEntry], error) {
+	var p Page[weft.HistoryEntry]
 	if err := c.getJSON(ctx, "/v1/instances/"+seg(id)+"/history", pageQuery(opts), &p); err != nil {
 		return nil, err
 	}
@@ -607,7 +607,7 @@ type LogFilter struct {
 // Logs returns a page of the log lines of an instance's activity attempts,
 // oldest first, as its history keeps them; the cursor is a history seq, or
 // a previous page's NextCursor.
-func (c *Client) Logs(ctx context.Context, id string, f LogFilter) (*Page[store.LogEntry], error) {
+func (c *Client) Logs(ctx context.Context, id string, f LogFilter) (*Page[weft.LogEntry], error) {
 	q := pageQuery(f.ListOptions)
 	if f.StepPath != "" {
 		q.Set("step_path", f.StepPath)
@@ -618,7 +618,7 @@ func (c *Client) Logs(ctx context.Context, id string, f LogFilter) (*Page[store.
 	if f.Attempt != 0 {
 		q.Set("attempt", strconv.Itoa(f.Attempt))
 	}
-	var p Page[store.LogEntry]
+	var p Page[weft.LogEntry]
 	if err := c.getJSON(ctx, "/v1/instances/"+seg(id)+"/logs", q, &p); err != nil {
 		return nil, err
 	}
@@ -654,8 +654,8 @@ func (c *Client) instanceAction(ctx context.Context, id, action, reason string) 
 
 // Counts are the counts of instances by status.
 type Counts struct {
-	Total    int                  `json:"total"`
-	ByStatus map[store.Status]int `json:"by_status"`
+	Total    int                 `json:"total"`
+	ByStatus map[weft.Status]int `json:"by_status"`
 }
 
 // Counts counts instances by status, of one workflow when workflow is not

@@ -16,7 +16,7 @@ import (
 	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 )
@@ -118,11 +118,11 @@ func TestClient(t *testing.T) {
 	}
 
 	in, created, err := c.StartUntil(ctx, "shout", client.StartRequest{Input: json.RawMessage(`{"text":"hey"}`), ID: "shout-1"}, time.Minute, client.UntilSuspended)
-	if err != nil || !created || in.ID != "shout-1" || in.Status != store.StatusSuspended {
+	if err != nil || !created || in.ID != "shout-1" || in.Status != weft.StatusSuspended {
 		t.Fatalf("Start with wait until suspended: %+v, %v, %v", in, created, err)
 	}
 	// A wait until it ends runs out: the instance as it is.
-	if in, err := c.Await(ctx, "shout-1", 100*time.Millisecond, ""); err != nil || in.Status != store.StatusSuspended {
+	if in, err := c.Await(ctx, "shout-1", 100*time.Millisecond, ""); err != nil || in.Status != weft.StatusSuspended {
 		t.Fatalf("Await that runs out: %+v, %v", in, err)
 	}
 	if in.WaitingOn == nil || len(in.WaitingOn.Bookmarks) != 1 || in.WaitingOn.Bookmarks[0].Key != "hey" {
@@ -133,7 +133,7 @@ func TestClient(t *testing.T) {
 		t.Fatalf("SendEvent: %+v, %v", res, err)
 	}
 	// The server's wait answers when the instance ends.
-	if in, err = c.Await(ctx, "shout-1", time.Minute, client.UntilEnded); err != nil || in.Status != store.StatusCompleted {
+	if in, err = c.Await(ctx, "shout-1", time.Minute, client.UntilEnded); err != nil || in.Status != weft.StatusCompleted {
 		t.Fatalf("Await: %+v, %v", in, err)
 	}
 	if string(in.Output) != `"HEY"` || !in.Terminal() {
@@ -147,7 +147,7 @@ func TestClient(t *testing.T) {
 	if err != nil || len(h2.Items) == 0 || h2.Items[0].Seq != 4 || h2.Items[len(h2.Items)-1].Type != "instance_completed" {
 		t.Fatalf("History page 2: %+v, %v", h2, err)
 	}
-	ip, err := c.Instances(ctx, client.InstanceFilter{Workflow: "shout", Status: store.StatusCompleted})
+	ip, err := c.Instances(ctx, client.InstanceFilter{Workflow: "shout", Status: weft.StatusCompleted})
 	if err != nil || len(ip.Items) != 1 {
 		t.Fatalf("Instances: %+v, %v", ip, err)
 	}
@@ -159,7 +159,7 @@ func TestClient(t *testing.T) {
 	if err := c.DeleteInstance(ctx, "shout-1"); err != nil {
 		t.Fatal(err)
 	}
-	if back, created, err := c.ImportState(ctx, "shout-1", state, false); err != nil || !created || back.Status != store.StatusCompleted {
+	if back, created, err := c.ImportState(ctx, "shout-1", state, false); err != nil || !created || back.Status != weft.StatusCompleted {
 		t.Fatalf("ImportState: %+v, %v, %v", back, created, err)
 	}
 
@@ -171,7 +171,7 @@ func TestClient(t *testing.T) {
 	if _, err := c.Cancel(ctx, "shout-2", "test"); err != nil {
 		t.Fatal(err)
 	}
-	if in, err := c.Await(ctx, "shout-2", time.Minute, client.UntilEnded); err != nil || in.Status != store.StatusCancelled {
+	if in, err := c.Await(ctx, "shout-2", time.Minute, client.UntilEnded); err != nil || in.Status != weft.StatusCancelled {
 		t.Fatalf("Await the cancelled instance: %+v, %v", in, err)
 	}
 	if r, err := c.Refresh(ctx); err != nil || r.Status != client.RefreshDone {
@@ -277,7 +277,7 @@ func TestClientRoundTripsIDsThatNeedEscaping(t *testing.T) {
 	}
 	for _, id := range []string{"a b", "orders/1001", "x/state", "50%+tax", "café?#"} {
 		in, created, err := c.Start(ctx, "setter", client.StartRequest{ID: id}, time.Minute)
-		if err != nil || !created || in.ID != id || in.Status != store.StatusCompleted {
+		if err != nil || !created || in.ID != id || in.Status != weft.StatusCompleted {
 			t.Fatalf("Start with id %q: %+v, %v, %v", id, in, created, err)
 		}
 		if in, err := c.Instance(ctx, id); err != nil || in.ID != id || string(in.Output) != "1" {
@@ -326,7 +326,7 @@ func TestClientLogs(t *testing.T) {
 	if _, _, err := c.PutWorkflow(ctx, "talk", src); err != nil {
 		t.Fatal(err)
 	}
-	if in, _, err := c.Start(ctx, "talk", client.StartRequest{ID: "talk-1"}, time.Minute); err != nil || in.Status != store.StatusCompleted {
+	if in, _, err := c.Start(ctx, "talk", client.StartRequest{ID: "talk-1"}, time.Minute); err != nil || in.Status != weft.StatusCompleted {
 		t.Fatalf("Start: %+v, %v", in, err)
 	}
 	reader := newClient(t, url, readerToken)

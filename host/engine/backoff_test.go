@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -81,7 +82,7 @@ func TestUncommittableRunsAreNotRepeatedBeforeTheirBackoff(t *testing.T) {
 	clock.Advance(time.Hour)
 
 	deadline := time.Now().Add(60 * time.Second)
-	var done *store.Instance
+	var done *weft.Instance
 	for {
 		got, err := h.store.GetInstance(ctx, inst.ID)
 		if err != nil {
@@ -96,7 +97,7 @@ func TestUncommittableRunsAreNotRepeatedBeforeTheirBackoff(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling with a deadline
 	}
-	if done.Status != store.StatusCompleted || string(done.Output) != `"pay"` {
+	if done.Status != weft.StatusCompleted || string(done.Output) != `"pay"` {
 		t.Errorf("instance %s, output %s; want completed with \"pay\"", done.Status, done.Output)
 	}
 	at := counted.times()

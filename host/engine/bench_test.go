@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // BenchmarkWorkflow runs a 3-activity kit.echo workflow end to end on the
@@ -53,7 +53,7 @@ output: "${ vars.c }"
 							return
 						}
 						done, err := h.e.WaitFinished(ctx, inst.ID)
-						if err != nil || done.Status != store.StatusCompleted {
+						if err != nil || done.Status != weft.StatusCompleted {
 							b.Errorf("instance %s: %v %v", inst.ID, done.Status, err)
 							return
 						}
@@ -98,7 +98,7 @@ output: "${ vars.got }"
 		if err != nil {
 			b.Fatal(err)
 		}
-		if got, err := h.e.Wait(ctx, inst.ID); err != nil || got.Status != store.StatusSuspended {
+		if got, err := h.e.Wait(ctx, inst.ID); err != nil || got.Status != weft.StatusSuspended {
 			b.Fatalf("instance %v, %v; want suspended", got.Status, err)
 		}
 		b.StartTimer()
@@ -106,7 +106,7 @@ output: "${ vars.got }"
 		if _, err := h.e.Signal(ctx, engine.Stimulus{Name: "go", Key: key, Payload: i}); err != nil {
 			b.Fatal(err)
 		}
-		if got, err := h.e.WaitFinished(ctx, inst.ID); err != nil || got.Status != store.StatusCompleted {
+		if got, err := h.e.WaitFinished(ctx, inst.ID); err != nil || got.Status != weft.StatusCompleted {
 			b.Fatalf("instance %v, %v; want completed", got.Status, err)
 		}
 		latencies = append(latencies, time.Since(t0))

@@ -14,6 +14,7 @@ import (
 	"github.com/weftworks/weft/host/retry"
 	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -127,7 +128,7 @@ func newSlowHost(t *testing.T, load time.Duration) *slowHost {
 
 // failure returns the kind and code of an instance's activity_failed
 // events.
-func failures(t *testing.T, evs []store.HistoryEntry) []string {
+func failures(t *testing.T, evs []weft.HistoryEntry) []string {
 	t.Helper()
 	var out []string
 	for _, ev := range evs {
@@ -165,7 +166,7 @@ steps:
 output: "${ vars.work.done_ms }"
 `)
 	inst := h.finish("loaded", nil)
-	if inst.Status != store.StatusCompleted || string(inst.Output) != "300" {
+	if inst.Status != weft.StatusCompleted || string(inst.Output) != "300" {
 		t.Fatalf("instance %s output %s error %+v, failures %v", inst.Status, inst.Output, inst.Error, failures(t, h.history(inst.ID)))
 	}
 	calls := h.calls.recorded()
@@ -189,7 +190,7 @@ steps:
 	start := time.Now()
 	inst := h.finish("stuck", nil)
 	took := time.Since(start)
-	if inst.Status != store.StatusFailed || inst.Error == nil || inst.Error.Code != "timeout" {
+	if inst.Status != weft.StatusFailed || inst.Error == nil || inst.Error.Code != "timeout" {
 		t.Fatalf("instance %s error %+v, want failed with timeout", inst.Status, inst.Error)
 	}
 	if got := failures(t, h.history(inst.ID)); len(got) != 1 || got[0] != "timeout/timeout" {
@@ -215,7 +216,7 @@ steps:
 `)
 	before := time.Now()
 	inst := h.finish("bounded", nil)
-	if inst.Status != store.StatusCompleted {
+	if inst.Status != weft.StatusCompleted {
 		t.Fatalf("instance %s error %+v", inst.Status, inst.Error)
 	}
 	calls := h.calls.recorded()
@@ -253,7 +254,7 @@ steps:
 		t.Fatal(err)
 	}
 	got, err := h.e.WaitFinished(wctx, inst.ID)
-	if err != nil || got.Status != store.StatusCancelled {
+	if err != nil || got.Status != weft.StatusCancelled {
 		t.Fatalf("WaitFinished = %+v, %v; want cancelled", got, err)
 	}
 	select {
@@ -284,7 +285,7 @@ steps:
 	start := time.Now()
 	inst := h.finish("stalling", nil)
 	took := time.Since(start)
-	if got := failures(t, h.history(inst.ID)); inst.Status != store.StatusFailed || len(got) != 1 || got[0] != "heartbeat_timeout/heartbeat_timeout" {
+	if got := failures(t, h.history(inst.ID)); inst.Status != weft.StatusFailed || len(got) != 1 || got[0] != "heartbeat_timeout/heartbeat_timeout" {
 		t.Fatalf("instance %s, failures %v; want one heartbeat_timeout", inst.Status, got)
 	}
 	if took < load+silence {

@@ -20,6 +20,7 @@ import (
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -235,7 +236,7 @@ func TestCrashedHostFinishesEveryInstanceAfterRestart(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if inst.Status != store.StatusCompleted {
+				if inst.Status != weft.StatusCompleted {
 					t.Fatalf("%s: %s %+v", id, inst.Status, inst.Error)
 				}
 				evs, err := st.History(ctx, id, 0, 1000)

@@ -8,6 +8,7 @@ import (
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Saving definitions and compiling them: the catalogue a definition is checked against, and the cache of compiled programs.
@@ -24,7 +25,7 @@ func (e *Engine) CheckDefinition(ctx context.Context, source []byte) (*definitio
 // and stores it as the definition's next version, unless it is the same as
 // the latest version (created=false). Validation problems come back as a
 // *definition.ValidationError listing every one.
-func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*store.Definition, bool, error) {
+func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*weft.Definition, bool, error) {
 	def, err := e.CheckDefinition(ctx, source)
 	if err != nil {
 		return nil, false, err

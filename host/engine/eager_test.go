@@ -14,6 +14,7 @@ import (
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 )
@@ -115,7 +116,7 @@ func TestEagerStartsBypassTheQueue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if done := c.waitFinished(e, inst.ID); done.Status != store.StatusCompleted || string(done.Output) != "1" {
+			if done := c.waitFinished(e, inst.ID); done.Status != weft.StatusCompleted || string(done.Output) != "1" {
 				t.Fatalf("eager %v: instance %s %s output %s", eager, inst.ID, done.Status, done.Output)
 			}
 		}
@@ -143,7 +144,7 @@ func TestEagerStartWithNoIdleWorkerIsQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done := c.waitFinished(e, inst.ID); done.Status != store.StatusCompleted {
+	if done := c.waitFinished(e, inst.ID); done.Status != weft.StatusCompleted {
 		t.Fatalf("instance %s %s", inst.ID, done.Status)
 	}
 	if got := q.count("start"); got != 1 {
@@ -202,11 +203,11 @@ output: "${ vars.work.done_ms }"
 	if got := qa.count("start"); got != 0 {
 		t.Fatalf("node A pushed %d starts on its queue, want none", got)
 	}
-	if got, err := c.store.GetInstance(context.Background(), inst.ID); err != nil || got.Status != store.StatusPending {
+	if got, err := c.store.GetInstance(context.Background(), inst.ID); err != nil || got.Status != weft.StatusPending {
 		t.Fatalf("instance after node A died: %+v, %v; want it pending", got, err)
 	}
 	done := c.waitFinished(b, inst.ID)
-	if done.Status != store.StatusCompleted || string(done.Output) != "1500" {
+	if done.Status != weft.StatusCompleted || string(done.Output) != "1500" {
 		t.Fatalf("instance %s output %s error %+v", done.Status, done.Output, done.Error)
 	}
 	evs, err := c.store.History(context.Background(), inst.ID, 0, 100)

@@ -80,6 +80,7 @@ import (
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins"
 )
@@ -95,7 +96,7 @@ type Plugins interface {
 type Observer interface {
 	// InstanceStatus says that an instance of workflow reached status:
 	// pending when created, then each change its commits make.
-	InstanceStatus(workflow string, status store.Status)
+	InstanceStatus(workflow string, status weft.Status)
 	// StepFinished says that a step of workflow ended, with outcome
 	// "completed" or "failed", d after it started.
 	StepFinished(workflow, step, outcome string, d time.Duration)
@@ -133,7 +134,7 @@ const (
 
 type nopObserver struct{}
 
-func (nopObserver) InstanceStatus(string, store.Status)                {}
+func (nopObserver) InstanceStatus(string, weft.Status)                 {}
 func (nopObserver) StepFinished(string, string, string, time.Duration) {}
 func (nopObserver) InstancesDeleted(string, int)                       {}
 
@@ -315,11 +316,11 @@ type Engine struct {
 	boot    string
 
 	mu       sync.Mutex
-	programs map[programKey]*runner.Program    // compiled definitions
-	waiters  map[string][]chan *store.Instance // by instance id: Wait calls to wake
-	running  map[string]chan struct{}          // by instance id: executions on this node
-	eager    chan string                       // starts handed to an idle worker (Config.EagerStarts)
-	failing  map[string]*backoff               // by instance id: runs failed in a row on this node
+	programs map[programKey]*runner.Program   // compiled definitions
+	waiters  map[string][]chan *weft.Instance // by instance id: Wait calls to wake
+	running  map[string]chan struct{}         // by instance id: executions on this node
+	eager    chan string                      // starts handed to an idle worker (Config.EagerStarts)
+	failing  map[string]*backoff              // by instance id: runs failed in a row on this node
 
 	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
 	renewer    *renewer           // what the scheduler calls: renewals and its actions
@@ -341,7 +342,7 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 	}
 	e := &Engine{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), store: st, locks: locks, queue: q, plugins: pl,
-		boot: randomHex(8), programs: map[programKey]*runner.Program{}, waiters: map[string][]chan *store.Instance{},
+		boot: randomHex(8), programs: map[programKey]*runner.Program{}, waiters: map[string][]chan *weft.Instance{},
 		running: map[string]chan struct{}{}, failing: map[string]*backoff{},
 	}
 	if cfg.EagerStarts {

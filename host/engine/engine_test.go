@@ -18,6 +18,7 @@ import (
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock"
@@ -169,7 +170,7 @@ func (h *host) save(source string) {
 }
 
 // finish starts an instance and waits until it is finished.
-func (h *host) finish(workflow string, input any) *store.Instance {
+func (h *host) finish(workflow string, input any) *weft.Instance {
 	h.t.Helper()
 	in, err := json.Marshal(input)
 	if err != nil {
@@ -191,7 +192,7 @@ func (h *host) finish(workflow string, input any) *store.Instance {
 	return got
 }
 
-func (h *host) history(id string) []store.HistoryEntry {
+func (h *host) history(id string) []weft.HistoryEntry {
 	h.t.Helper()
 	evs, err := h.store.History(context.Background(), id, 0, 1000)
 	if err != nil {
@@ -200,7 +201,7 @@ func (h *host) history(id string) []store.HistoryEntry {
 	return evs
 }
 
-func count(evs []store.HistoryEntry, typ store.HistoryType) int {
+func count(evs []weft.HistoryEntry, typ weft.HistoryType) int {
 	n := 0
 	for _, e := range evs {
 		if e.Type == typ {
@@ -222,7 +223,7 @@ steps:
 output: "${ vars.echoed.text }"
 `)
 	inst := h.finish("shout", map[string]any{"name": "ada"})
-	if inst.Status != store.StatusCompleted || string(inst.Output) != `"HELLO ADA"` {
+	if inst.Status != weft.StatusCompleted || string(inst.Output) != `"HELLO ADA"` {
 		t.Fatalf("instance %s output %s error %+v", inst.Status, inst.Output, inst.Error)
 	}
 	evs := h.history(inst.ID)
@@ -236,7 +237,7 @@ output: "${ vars.echoed.text }"
 	}
 }
 
-func types(evs []store.HistoryEntry) []string {
+func types(evs []weft.HistoryEntry) []string {
 	var s []string
 	for _, e := range evs {
 		s = append(s, string(e.Type))
@@ -258,7 +259,7 @@ steps:
 output: "${ vars.result.attempt }"
 `)
 	inst := h.finish("flaky", nil)
-	if inst.Status != store.StatusCompleted || string(inst.Output) != "3" {
+	if inst.Status != weft.StatusCompleted || string(inst.Output) != "3" {
 		t.Fatalf("instance %s output %s error %+v", inst.Status, inst.Output, inst.Error)
 	}
 	evs := h.history(inst.ID)
@@ -293,7 +294,7 @@ steps:
 		t.Run(tt.workflow, func(t *testing.T) {
 			t.Parallel()
 			inst := h.finish(tt.workflow, nil)
-			if inst.Status != store.StatusFailed || inst.Error == nil || inst.Error.Code != tt.code || !strings.Contains(inst.Error.Message, tt.message) {
+			if inst.Status != weft.StatusFailed || inst.Error == nil || inst.Error.Code != tt.code || !strings.Contains(inst.Error.Message, tt.message) {
 				t.Fatalf("instance %s error %+v, want code %s", inst.Status, inst.Error, tt.code)
 			}
 		})
@@ -320,7 +321,7 @@ steps:
 output: "${ [vars.a, vars.b] }"
 `)
 	inst := h.finish("fan", map[string]any{"words": []any{"x", "y", "z", "w", "v"}})
-	if inst.Status != store.StatusCompleted || string(inst.Output) != "[1,2]" {
+	if inst.Status != weft.StatusCompleted || string(inst.Output) != "[1,2]" {
 		t.Fatalf("instance %s output %s error %+v", inst.Status, inst.Output, inst.Error)
 	}
 	if n := count(h.history(inst.ID), "activity_completed"); n != 7 {
@@ -346,7 +347,7 @@ steps:
 	revs := map[string]uint64{}
 	for _, p := range []string{"lazy", "activity"} {
 		inst := h.finish("p-"+p, nil)
-		if inst.Status != store.StatusCompleted {
+		if inst.Status != weft.StatusCompleted {
 			t.Fatalf("%s: %s %+v", p, inst.Status, inst.Error)
 		}
 		revs[p] = inst.Rev
@@ -378,12 +379,12 @@ func TestStartTakesTheInputAsJSON(t *testing.T) {
 	defer cancel()
 	for _, tt := range []struct {
 		input, stored string
-		status        store.Status
+		status        weft.Status
 		output, code  string
 	}{
-		{input: `{ "n": [1, 2.5] }`, stored: `{"n":[1,2.5]}`, status: store.StatusCompleted, output: `{"n":[1,2.5]}`},
-		{input: ``, stored: `null`, status: store.StatusCompleted, output: `null`},
-		{input: `{"n": 1e400}`, stored: `{"n":1e400}`, status: store.StatusFailed, code: "input"},
+		{input: `{ "n": [1, 2.5] }`, stored: `{"n":[1,2.5]}`, status: weft.StatusCompleted, output: `{"n":[1,2.5]}`},
+		{input: ``, stored: `null`, status: weft.StatusCompleted, output: `null`},
+		{input: `{"n": 1e400}`, stored: `{"n":1e400}`, status: weft.StatusFailed, code: "input"},
 	} {
 		inst, _, err := h.e.Start(ctx, "echo", json.RawMessage(tt.input), "")
 		if err != nil {
@@ -415,7 +416,7 @@ func TestStartAndWaitAnswerTheInstanceAsStored(t *testing.T) {
 	h.save(echoWorkflow)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	same := func(what string, got *store.Instance) {
+	same := func(what string, got *weft.Instance) {
 		t.Helper()
 		want, err := h.store.GetInstance(ctx, got.ID)
 		if err != nil {
@@ -436,7 +437,7 @@ func TestStartAndWaitAnswerTheInstanceAsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != store.StatusCompleted {
+	if got.Status != weft.StatusCompleted {
 		t.Fatalf("instance %s, want completed", got.Status)
 	}
 	same("WaitFinished", got)
@@ -461,7 +462,7 @@ func TestStartWatched(t *testing.T) {
 		if err != nil {
 			t.Fatalf("instance %s: %v", inst.ID, err)
 		}
-		if got.Status != store.StatusCompleted || string(got.Output) != `{"n":1}` {
+		if got.Status != weft.StatusCompleted || string(got.Output) != `{"n":1}` {
 			t.Errorf("instance %s: %s, output %s", inst.ID, got.Status, got.Output)
 		}
 	}
@@ -477,7 +478,7 @@ func TestStartWatched(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Stop()
-	if got, err := w2.Wait(ctx); err != nil || got.Status != store.StatusCompleted {
+	if got, err := w2.Wait(ctx); err != nil || got.Status != weft.StatusCompleted {
 		t.Fatalf("second watch of the same instance: %+v, %v", got, err)
 	}
 }
@@ -589,7 +590,7 @@ steps:
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	got, err := h.e.Wait(ctx, inst.ID)
-	if err != nil || got.Status != store.StatusSuspended {
+	if err != nil || got.Status != weft.StatusSuspended {
 		t.Fatalf("Wait: %v, %v; want suspended on its timer", got.Status, err)
 	}
 	timers, err := h.store.Timers(ctx, inst.ID)
@@ -648,9 +649,9 @@ steps:
 	// Wait until the engine has stored it running (after the first
 	// activity; the second takes 1.5s), then take it over as another node
 	// would after the lease expired.
-	var running *store.Instance
+	var running *weft.Instance
 	deadline := time.Now().Add(30 * time.Second)
-	for running == nil || running.Status != store.StatusRunning {
+	for running == nil || running.Status != weft.StatusRunning {
 		if time.Now().After(deadline) {
 			t.Fatal("instance never ran")
 		}
@@ -665,7 +666,7 @@ steps:
 	for {
 		taken := *running
 		taken.Vars = json.RawMessage(`{"taken_over":true}`)
-		taken.Lease = store.Lease{Node: "other-node", Boot: "b", Expiry: time.Now().Add(time.Hour)}
+		taken.Lease = weft.Lease{Node: "other-node", Boot: "b", Expiry: time.Now().Add(time.Hour)}
 		rev, err = h.store.Commit(ctx, store.Commit{Instance: &taken, Fence: running.Fence + 1_000_000})
 		if err == nil {
 			break
@@ -676,7 +677,7 @@ steps:
 		if running, err = h.store.GetInstance(ctx, inst.ID); err != nil {
 			t.Fatal(err)
 		}
-		if running.Status != store.StatusRunning {
+		if running.Status != weft.StatusRunning {
 			t.Fatalf("instance %s before the takeover could happen", running.Status)
 		}
 	}
@@ -710,7 +711,7 @@ func TestVersionSavedWithDuplicateKeysStillRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := h.finish("dup", nil)
-	if got.Status != store.StatusCompleted || string(got.Output) != `"B"` {
+	if got.Status != weft.StatusCompleted || string(got.Output) != `"B"` {
 		t.Fatalf("instance %s is %s with output %s, error %+v; want completed with \"B\"", got.ID, got.Status, got.Output, got.Error)
 	}
 }
@@ -774,7 +775,7 @@ output: "${ vars.x / 0 }"
 			if err != nil {
 				t.Fatalf("Wait for instance %s: %v", inst.ID, err)
 			}
-			if got.Status != store.StatusFailed || got.Error == nil || got.Error.Code != "expression" {
+			if got.Status != weft.StatusFailed || got.Error == nil || got.Error.Code != "expression" {
 				t.Fatalf("instance %s is %s with error %+v; want failed with code expression", inst.ID, got.Status, got.Error)
 			}
 			for _, m := range tt.message {
@@ -783,7 +784,7 @@ output: "${ vars.x / 0 }"
 				}
 			}
 			evs := h.history(inst.ID)
-			for _, typ := range []store.HistoryType{store.HistoryActivityScheduled, store.HistoryActivityFailed, store.HistoryRetryScheduled} {
+			for _, typ := range []weft.HistoryType{weft.HistoryActivityScheduled, weft.HistoryActivityFailed, weft.HistoryRetryScheduled} {
 				if n := count(evs, typ); n != 0 {
 					t.Errorf("instance %s: %d %s events: %v", inst.ID, n, typ, types(evs))
 				}
@@ -819,7 +820,7 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("WaitFinished %s: %v", child.ID, err)
 	}
-	if got.Status != store.StatusCancelled || got.Error == nil || got.Error.Code != "cancelled" || got.Error.Message != "no longer needed" {
+	if got.Status != weft.StatusCancelled || got.Error == nil || got.Error.Code != "cancelled" || got.Error.Message != "no longer needed" {
 		t.Fatalf("child %s is %s with error %+v, want cancelled with the reason", child.ID, got.Status, got.Error)
 	}
 	got, err = h.e.WaitFinished(ctx, parent.ID)
@@ -827,14 +828,14 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 		t.Fatalf("WaitFinished %s: %v", parent.ID, err)
 	}
 	want := "child workflow failed: child " + child.ID + " cancelled: no longer needed"
-	if got.Status != store.StatusFailed || got.Error == nil || got.Error.Code != "cancelled" || got.Error.Message != want {
+	if got.Status != weft.StatusFailed || got.Error == nil || got.Error.Code != "cancelled" || got.Error.Message != want {
 		t.Fatalf("parent %s is %s with error %+v, want failed with code cancelled and message %q", parent.ID, got.Status, got.Error, want)
 	}
 }
 
 // startHolder saves holder, whose step sub starts a child of held, which
 // waits; it starts holder as id and answers it and its child, suspended.
-func startHolder(ctx context.Context, t *testing.T, h *host, id string) (parent *store.Instance, child *store.Instance) {
+func startHolder(ctx context.Context, t *testing.T, h *host, id string) (parent *weft.Instance, child *weft.Instance) {
 	t.Helper()
 	h.save("name: held\nsteps: [{id: review, wait: {event: held.go, key: fixed}}]\n")
 	h.save("name: holder\nsteps: [{id: sub, workflow: held}]\n")
@@ -847,10 +848,10 @@ func startHolder(ctx context.Context, t *testing.T, h *host, id string) (parent 
 
 // suspendedChild waits, up to ctx's deadline, for the child of workflow
 // held that instance parent started to suspend, and returns it.
-func suspendedChild(ctx context.Context, t *testing.T, h *host, parent string) *store.Instance {
+func suspendedChild(ctx context.Context, t *testing.T, h *host, parent string) *weft.Instance {
 	t.Helper()
 	for {
-		items, _, err := h.store.ListInstances(ctx, store.InstanceFilter{Workflow: "held", Status: store.StatusSuspended})
+		items, _, err := h.store.ListInstances(ctx, weft.InstanceFilter{Workflow: "held", Status: weft.StatusSuspended})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -880,7 +881,7 @@ func TestChildStoredWithTheOldParentRefReachesItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Instance.Parent = &store.ParentRef{InstanceID: parent.ID, StepID: child.Parent.Token}
+	st.Instance.Parent = &weft.ParentRef{InstanceID: parent.ID, StepID: child.Parent.Token}
 	if _, _, err := h.e.Import(ctx, st, engine.ImportOptions{Replace: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -891,7 +892,7 @@ func TestChildStoredWithTheOldParentRefReachesItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("WaitFinished %s: %v", parent.ID, err)
 	}
-	if got.Status != store.StatusFailed || got.Error == nil || got.Error.Code != "cancelled" {
+	if got.Status != weft.StatusFailed || got.Error == nil || got.Error.Code != "cancelled" {
 		t.Fatalf("parent %s is %s with error %+v, want failed by its cancelled child", parent.ID, got.Status, got.Error)
 	}
 }
@@ -929,9 +930,9 @@ type sneakingStore struct {
 
 // GetInstance writes a message into the inbox of the first pending
 // instance it reads, after reading it, and wakes nobody.
-func (s *sneakingStore) GetInstance(ctx context.Context, id string) (*store.Instance, error) {
+func (s *sneakingStore) GetInstance(ctx context.Context, id string) (*weft.Instance, error) {
 	in, err := s.Store.GetInstance(ctx, id)
-	if err != nil || in.Status != store.StatusPending {
+	if err != nil || in.Status != weft.StatusPending {
 		return in, err
 	}
 	s.once.Do(func() {
@@ -953,10 +954,10 @@ func TestFinalCommitAppliesAMessageThatDidNotWakeTheRun(t *testing.T) {
 	h := newHost(t, withStore(func(st store.Store) store.Store { sneak.Store = st; return sneak }))
 	h.save(echoWorkflow)
 	inst := h.finish("echo", 1)
-	if inst.Status != store.StatusCompleted {
+	if inst.Status != weft.StatusCompleted {
 		t.Fatalf("instance %s", inst.Status)
 	}
-	if n := count(h.history(inst.ID), store.HistoryLateCompletionRefused); n != 1 {
+	if n := count(h.history(inst.ID), weft.HistoryLateCompletionRefused); n != 1 {
 		t.Errorf("the sneaked note is in the history %d times, want once: %v", n, types(h.history(inst.ID)))
 	}
 	msgs, err := h.store.Inbox(context.Background(), inst.ID)
@@ -974,7 +975,7 @@ type flakyReads struct {
 	at    []time.Time
 }
 
-func (s *flakyReads) GetInstance(ctx context.Context, id string) (*store.Instance, error) {
+func (s *flakyReads) GetInstance(ctx context.Context, id string) (*weft.Instance, error) {
 	s.mu.Lock()
 	s.at = append(s.at, time.Now())
 	fail := s.fails > 0
@@ -1007,7 +1008,7 @@ func TestFailingRunsBackOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status == store.StatusCompleted {
+		if got.Status == weft.StatusCompleted {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -18,6 +18,7 @@ import (
 	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/grant"
@@ -39,8 +40,8 @@ type execution struct {
 	// next commit compares its Rev), status what the observer was told,
 	// storedTimers and storedBookmarks whether it holds any: a commit
 	// leaves empty sets alone rather than clear them again.
-	inst            *store.Instance
-	status          store.Status
+	inst            *weft.Instance
+	status          weft.Status
 	storedTimers    bool
 	storedBookmarks bool
 
@@ -84,7 +85,7 @@ type execution struct {
 type nextCommit struct {
 	// dirty is set when anything changed since the last commit.
 	dirty   bool
-	history []store.HistoryEntry
+	history []weft.HistoryEntry
 	// consumed are inbox messages applied since the last commit.
 	consumed []string
 	// delivered is a queued stimulus applied since the last commit, and
@@ -153,7 +154,7 @@ type result struct {
 	// requests are the attempt's outbound HTTP requests, and logs its log
 	// lines, for its record.
 	requests []plugins.Request
-	logs     store.AttemptLogs
+	logs     weft.AttemptLogs
 }
 
 // process runs instance id until it is suspended or finished.
@@ -307,7 +308,7 @@ func (x *execution) run() error {
 			x.err = x.commit(false)
 		}
 	}
-	if x.inst.Status == store.StatusPending {
+	if x.inst.Status == weft.StatusPending {
 		// As stored: the state keeps these bytes as its input's JSON.
 		x.apply(runner.Start{Input: x.inst.Input})
 	}
@@ -442,11 +443,11 @@ func (x *execution) pollInbox() (int, error) {
 		x.seen[m.ID] = true
 		x.next.consumed = append(x.next.consumed, m.ID)
 		n++
-		if m.Kind == store.MessageRetry && (x.st.Status != store.StatusFailed || retrySeq(m) != x.st.Seq) {
+		if m.Kind == store.MessageRetry && (x.st.Status != weft.StatusFailed || retrySeq(m) != x.st.Seq) {
 			// A retry of a failure that is not the instance's now (it was
 			// retried already, ran again, maybe failed again): recorded,
 			// not applied.
-			x.next.history = append(x.next.history, store.HistoryEntry{Type: store.HistoryEventIgnored, Time: x.e.cfg.Now(),
+			x.next.history = append(x.next.history, weft.HistoryEntry{Type: weft.HistoryEventIgnored, Time: x.e.cfg.Now(),
 				Data: json.RawMessage(fmt.Sprintf(`{"event":"retry","reason":"it retries an earlier failure; the instance is %s"}`, x.st.Status))})
 			x.next.dirty = true
 			continue
@@ -518,7 +519,7 @@ func (x *execution) handBack() {
 // told to stop, with its log lines.
 type stoppedAttempt struct {
 	inv  runner.Invoke
-	logs store.AttemptLogs
+	logs weft.AttemptLogs
 }
 
 // cancelAll stops the attempts in flight and returns those that completed
@@ -542,7 +543,7 @@ func (x *execution) cancelAll() (completed []stoppedAttempt) {
 // completions (which may arrive after the holder finished) go to its
 // history; messages nothing will apply any more (a child's end after the
 // parent was cancelled) are dropped.
-func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lock.Lease, msgs []store.Message) error {
+func (e *Engine) settleInbox(ctx context.Context, inst *weft.Instance, lease lock.Lease, msgs []store.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -578,12 +579,12 @@ func (e *Engine) settleInbox(ctx context.Context, inst *store.Instance, lease lo
 // writes to the history as late_completion_refused.
 func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 	var notes []store.Message
-	note := func(outcome, path string, attempt int, logs store.AttemptLogs) {
-		data, err := json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error(), AttemptLogs: logs})
+	note := func(outcome, path string, attempt int, logs weft.AttemptLogs) {
+		data, err := json.Marshal(lateNote{Type: weft.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error(), AttemptLogs: logs})
 		if err != nil {
 			// Its logs hold what does not encode: the note goes without them.
 			x.e.log.Error("encoding the note of a refused late completion; keeping it without its logs", "instance", x.inst.ID, "step_path", path, "attempt", attempt, "err", err)
-			if data, err = json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()}); err != nil {
+			if data, err = json.Marshal(lateNote{Type: weft.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()}); err != nil {
 				x.e.log.Error("encoding the note of a refused late completion; dropping it", "instance", x.inst.ID, "step_path", path, "attempt", attempt, "err", err)
 				return
 			}
@@ -593,9 +594,9 @@ func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 	}
 	for _, ev := range x.next.history {
 		switch ev.Type {
-		case store.HistoryActivityCompleted, store.HistoryActivityFailed:
+		case weft.HistoryActivityCompleted, weft.HistoryActivityFailed:
 			// The attempt ran and logged: its lines stay with its note.
-			var logs store.AttemptLogs
+			var logs weft.AttemptLogs
 			_ = json.Unmarshal(ev.Data, &logs) // encoded above from the same type
 			note(strings.TrimPrefix(string(ev.Type), "activity_"), ev.StepPath, ev.Attempt, logs)
 		}
@@ -680,7 +681,7 @@ func (x *execution) apply(ev runner.Input) {
 			x.cancelChild(a.Token)
 		case runner.Record:
 			switch a.Type {
-			case store.HistoryStepCompleted, store.HistoryStepFailed:
+			case weft.HistoryStepCompleted, weft.HistoryStepFailed:
 				step, _ := a.Data["step"].(string)
 				x.e.cfg.Observer.StepFinished(x.inst.Workflow, step, strings.TrimPrefix(string(a.Type), "step_"), a.Elapsed)
 			}
@@ -695,7 +696,7 @@ func (x *execution) apply(ev runner.Input) {
 					data, _ = json.Marshal(map[string]string{"encoding_error": err.Error()}) // a map of strings encodes
 				}
 			}
-			x.next.history = append(x.next.history, store.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
+			x.next.history = append(x.next.history, weft.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
 		case runner.Persist:
 			if x.err == nil {
 				x.err = x.commit(len(x.inflight.attempts) == 0)
@@ -780,19 +781,19 @@ func (x *execution) invoke(inv runner.Invoke) {
 // they went before the history kept them. What the runtime's log limits
 // dropped is noted with them. The lines are the caller's once Invoke
 // returned.
-func (x *execution) keepLogs(call *plugins.Call) *store.AttemptLogs {
-	logs := &store.AttemptLogs{}
+func (x *execution) keepLogs(call *plugins.Call) *weft.AttemptLogs {
+	logs := &weft.AttemptLogs{}
 	info := *call // for LogTo: the call's names, not its later changes
 	call.Log = func(rec plugins.Record) {
 		info.LogTo(x.e.log, rec)
 		if d := rec.Dropped; d != nil {
-			limit := store.LogLimitBytes
+			limit := weft.LogLimitBytes
 			if d.OnRecords {
-				limit = store.LogLimitRecords
+				limit = weft.LogLimitRecords
 			}
-			logs.Dropped = &store.LogsDropped{Records: d.Records, Bytes: d.Bytes, Limit: limit}
+			logs.Dropped = &weft.LogsDropped{Records: d.Records, Bytes: d.Bytes, Limit: limit}
 		}
-		logs.Lines = append(logs.Lines, store.LogLine{Time: x.e.cfg.Now().UTC(), Level: rec.LevelName(), Source: rec.Source, Message: rec.Message})
+		logs.Lines = append(logs.Lines, weft.LogLine{Time: x.e.cfg.Now().UTC(), Level: rec.LevelName(), Source: rec.Source, Message: rec.Message})
 	}
 	return logs
 }
@@ -841,7 +842,7 @@ func (x *execution) commit(drains bool) error {
 	}
 	inst.State, inst.Vars = enc.State, enc.Vars
 	inst.Status = x.st.Status
-	if x.st.Status == store.StatusCompleted {
+	if x.st.Status == weft.StatusCompleted {
 		inst.Output = enc.Output
 	}
 	inst.Error = nil // a retried instance has its failure no more
@@ -849,9 +850,9 @@ func (x *execution) commit(drains bool) error {
 		failure := *f
 		inst.Error = &failure
 	}
-	inst.Lease = store.Lease{}
-	if inst.Status == store.StatusRunning {
-		inst.Lease = store.Lease{Node: x.e.cfg.NodeID, Boot: x.e.boot, Expiry: x.e.cfg.Now().Add(x.e.cfg.LockTTL)}
+	inst.Lease = weft.Lease{}
+	if inst.Status == weft.StatusRunning {
+		inst.Lease = weft.Lease{Node: x.e.cfg.NodeID, Boot: x.e.boot, Expiry: x.e.cfg.Now().Add(x.e.cfg.LockTTL)}
 	}
 	if !inst.Status.Terminal() {
 		inst.DeleteAfter = time.Time{} // retried: it runs again
@@ -880,7 +881,7 @@ func (x *execution) commit(drains bool) error {
 		if err != nil {
 			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, runner.ChildID(inst.ID, c.Token), err)
 		}
-		if _, _, err := x.e.create(x.ctx, c.Workflow, in, runner.ChildID(inst.ID, c.Token), &store.ParentRef{InstanceID: inst.ID, StepID: c.StepID, Token: c.Token}); err != nil {
+		if _, _, err := x.e.create(x.ctx, c.Workflow, in, runner.ChildID(inst.ID, c.Token), &weft.ParentRef{InstanceID: inst.ID, StepID: c.StepID, Token: c.Token}); err != nil {
 			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
 		}
 	}
@@ -914,13 +915,13 @@ func (x *execution) commit(drains bool) error {
 		x.e.cfg.Observer.InstanceStatus(inst.Workflow, inst.Status)
 	}
 	switch {
-	case inst.Status == store.StatusRunning && !x.sched.leased:
+	case inst.Status == weft.StatusRunning && !x.sched.leased:
 		// The store's lease tells recovery this instance is alive; the
 		// heartbeat scheduler renews it, batched with the others.
 		x.sched.leased = true
 		x.sched.held.Store(true)
 		x.e.renewer.holdLease(x)
-	case inst.Status != store.StatusRunning && x.sched.leased:
+	case inst.Status != weft.StatusRunning && x.sched.leased:
 		// The commit cleared the lease: stop renewing it, or the next
 		// renewal would find it gone and stop this execution for nothing
 		// should it run on (a message arriving before it finishes).
@@ -936,7 +937,7 @@ func (x *execution) commit(drains bool) error {
 	if len(c.Send) > 0 {
 		x.e.pushSoon(x.ctx, inst.Parent.InstanceID, "child")
 	}
-	if inst.Status != store.StatusRunning {
+	if inst.Status != weft.StatusRunning {
 		// A copy: later commits change x.inst in place.
 		stored := *inst
 		x.e.wake(inst.ID, &stored)

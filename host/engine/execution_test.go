@@ -9,6 +9,7 @@ import (
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -59,7 +60,7 @@ steps:
 		t.Fatal(err)
 	}
 	want := `plugin ` + m.Version[:12] + ` activity "run": ABI violation: output is not a JSON document: "not json"`
-	if got.Status != store.StatusFailed || got.Error == nil || got.Error.Code != "protocol" || got.Error.Message != want {
+	if got.Status != weft.StatusFailed || got.Error == nil || got.Error.Code != "protocol" || got.Error.Message != want {
 		t.Fatalf("instance %s, error %+v; want failed with code protocol and message %q", got.Status, got.Error, want)
 	}
 	evs, err := st.History(ctx, inst.ID, 0, 100)

@@ -10,6 +10,7 @@ import (
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -67,7 +68,7 @@ output: "${ vars.work }"
 		ResumedFrom int64 `json:"resumed_from"`
 		Attempt     int   `json:"attempt"`
 	}
-	if fin.Status != store.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil {
+	if fin.Status != weft.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil {
 		t.Fatalf("instance %s output %s error %+v", fin.Status, fin.Output, fin.Error)
 	}
 	// Attempt 1 beat every 20ms until done_ms reached 200, then stalled:

@@ -13,6 +13,7 @@ import (
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 )
@@ -64,11 +65,11 @@ steps:
 output: "${ vars.work }"
 `)
 	// Arm the fault once the attempt runs (its instance is leased).
-	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })
+	c.waitStored(inst.ID, "running", func(in *weft.Instance) bool { return in.Status == weft.StatusRunning })
 	locks.armed.Store(true)
 	fin := c.waitFinished(e, inst.ID)
 	var out struct{ Attempt int }
-	if fin.Status != store.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil {
+	if fin.Status != weft.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil {
 		t.Fatalf("instance %s output %s error %+v", fin.Status, fin.Output, fin.Error)
 	}
 	if locks.lost.Load() == 0 {
@@ -103,15 +104,15 @@ steps:
   - { id: work, activity: kit.work, input: { ms: 1500, beat_ms: 20, stall_at_ms: 1 }, output: work }
 output: "${ vars.work }"
 `)
-	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })
+	c.waitStored(inst.ID, "running", func(in *weft.Instance) bool { return in.Status == weft.StatusRunning })
 	locks.armed.Store(true)
 	fin := c.waitFinished(e, inst.ID)
 	var out struct{ Attempt int }
-	if fin.Status != store.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil || out.Attempt != 2 {
+	if fin.Status != weft.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil || out.Attempt != 2 {
 		t.Fatalf("instance %s output %s error %+v; want attempt 2's result", fin.Status, fin.Output, fin.Error)
 	}
 	// The note reaches the history with the holder's next commit.
-	var late *store.HistoryEntry
+	var late *weft.HistoryEntry
 	deadline := time.Now().Add(30 * time.Second)
 	for late == nil {
 		evs, err := c.store.History(ctx, inst.ID, 0, 1000)
@@ -205,10 +206,10 @@ steps:
   - { id: work, activity: kit.work, input: { ms: 6000, beat_ms: 20 }, output: work }
 output: "${ vars.work }"
 `)
-	c.waitStored(inst.ID, "running", func(in *store.Instance) bool { return in.Status == store.StatusRunning })
+	c.waitStored(inst.ID, "running", func(in *weft.Instance) bool { return in.Status == weft.StatusRunning })
 	stalled.Store(true)
 	// Until recovery on this node has taken the instance over.
-	c.waitStored(inst.ID, "taken over", func(*store.Instance) bool {
+	c.waitStored(inst.ID, "taken over", func(*weft.Instance) bool {
 		evs, err := c.store.History(ctx, inst.ID, 0, 1000)
 		if err != nil {
 			t.Fatal(err)
@@ -218,7 +219,7 @@ output: "${ vars.work }"
 	stalled.Store(false)
 	fin := c.waitFinished(e, inst.ID)
 	var out struct{ Attempt int }
-	if fin.Status != store.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil {
+	if fin.Status != weft.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil {
 		t.Fatalf("instance %s output %s error %+v", fin.Status, fin.Output, fin.Error)
 	}
 	evs, err := c.store.History(ctx, inst.ID, 0, 1000)

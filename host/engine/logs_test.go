@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -30,10 +30,10 @@ type attemptData struct {
 	InputOmittedBytes  int             `json:"input_omitted_bytes"`
 	Output             json.RawMessage `json:"output"`
 	OutputOmittedBytes int             `json:"output_omitted_bytes"`
-	store.AttemptLogs
+	weft.AttemptLogs
 }
 
-func decodeData(t *testing.T, e store.HistoryEntry) attemptData {
+func decodeData(t *testing.T, e weft.HistoryEntry) attemptData {
 	t.Helper()
 	var d attemptData
 	if len(e.Data) > 0 {
@@ -66,20 +66,20 @@ func TestAttemptHistory(t *testing.T) {
 			h.save(chattyFlow)
 			before := time.Now().UTC()
 			inst := h.finish("chatty", map[string]any{"pad": tt.pad})
-			if inst.Status != store.StatusCompleted || string(inst.Output) != `{"attempt":2}` {
+			if inst.Status != weft.StatusCompleted || string(inst.Output) != `{"attempt":2}` {
 				t.Fatalf("instance %s output %s error %+v, want completed by attempt 2", inst.Status, inst.Output, inst.Error)
 			}
 			sent, _ := json.Marshal(map[string]any{"lines": []string{"first", "warn:careful"}, "stdout": "to stdout\n", "fail_attempts": 1, "pad": tt.pad})
-			var scheduled, ended []store.HistoryEntry
+			var scheduled, ended []weft.HistoryEntry
 			for _, e := range h.history(inst.ID) {
 				switch e.Type {
-				case store.HistoryActivityScheduled:
+				case weft.HistoryActivityScheduled:
 					scheduled = append(scheduled, e)
-				case store.HistoryActivityCompleted, store.HistoryActivityFailed:
+				case weft.HistoryActivityCompleted, weft.HistoryActivityFailed:
 					ended = append(ended, e)
 				}
 			}
-			if len(scheduled) != 2 || len(ended) != 2 || ended[0].Type != store.HistoryActivityFailed || ended[1].Type != store.HistoryActivityCompleted {
+			if len(scheduled) != 2 || len(ended) != 2 || ended[0].Type != weft.HistoryActivityFailed || ended[1].Type != weft.HistoryActivityCompleted {
 				t.Fatalf("attempts: scheduled %v, ended %v; want two, the first failed", types(scheduled), types(ended))
 			}
 			for i, e := range scheduled {
@@ -130,7 +130,7 @@ func TestAttemptHistoryOff(t *testing.T) {
 	h := newHost(t)
 	h.save(chattyFlow)
 	inst := h.finish("chatty", map[string]any{"pad": "p"})
-	if inst.Status != store.StatusCompleted {
+	if inst.Status != weft.StatusCompleted {
 		t.Fatalf("instance %s, error %+v", inst.Status, inst.Error)
 	}
 	lines := 0
@@ -161,18 +161,18 @@ steps:
     retry: { max_attempts: 3, initial_interval: 10ms }
 `)
 	inst := h.finish("chatty", nil)
-	if inst.Status != store.StatusCompleted {
+	if inst.Status != weft.StatusCompleted {
 		t.Fatalf("instance %s, error %+v", inst.Status, inst.Error)
 	}
 	ends := 0
 	for _, e := range h.history(inst.ID) {
-		if e.Type != store.HistoryActivityCompleted && e.Type != store.HistoryActivityFailed {
+		if e.Type != weft.HistoryActivityCompleted && e.Type != weft.HistoryActivityFailed {
 			continue
 		}
 		ends++
 		d := decodeData(t, e)
 		// Two lines fit; the third is dropped.
-		want := store.LogsDropped{Records: 1, Bytes: len("third (attempt 1)"), Limit: store.LogLimitRecords}
+		want := weft.LogsDropped{Records: 1, Bytes: len("third (attempt 1)"), Limit: weft.LogLimitRecords}
 		if d.Dropped == nil || *d.Dropped != want {
 			t.Errorf("attempt %d: logs_dropped %+v, want %+v", e.Attempt, d.Dropped, want)
 		}

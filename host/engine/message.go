@@ -6,6 +6,7 @@ import (
 
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // The pure half of the inbox: what a message means to the execution that
@@ -22,7 +23,7 @@ type childEnd struct {
 	ID     string          `json:"id"`
 	Status string          `json:"status"`
 	Output json.RawMessage `json:"output,omitempty"`
-	Error  *store.Failure  `json:"error,omitempty"`
+	Error  *weft.Failure   `json:"error,omitempty"`
 }
 
 // lateNote is the payload of a MessageNote: an attempt's end that a node
@@ -33,22 +34,22 @@ type childEnd struct {
 // (without logs) reads as one without lines, and an older node applying a
 // newer note keeps the fields it does not know in the entry's data.
 type lateNote struct {
-	Type     store.HistoryType `json:"type"`
-	Outcome  string            `json:"outcome"`
-	StepPath string            `json:"step_path"`
-	Attempt  int               `json:"attempt"`
-	Node     string            `json:"node"`
-	Reason   string            `json:"reason"`
+	Type     weft.HistoryType `json:"type"`
+	Outcome  string           `json:"outcome"`
+	StepPath string           `json:"step_path"`
+	Attempt  int              `json:"attempt"`
+	Node     string           `json:"node"`
+	Reason   string           `json:"reason"`
 	// The attempt's log lines (logs, logs_dropped): it ran, and what it
 	// logged is kept even though its end was refused.
-	store.AttemptLogs
+	weft.AttemptLogs
 }
 
 // inboxEntry is an inbox message as the execution applies it: an input for
 // the runner, or, for a note, a history record (without its time).
 type inboxEntry struct {
 	input runner.Input
-	note  *store.HistoryEntry
+	note  *weft.HistoryEntry
 }
 
 // decodeMessage returns what m means to its instance. A child's end that
@@ -83,7 +84,7 @@ func decodeMessage(m store.Message) (inboxEntry, error) {
 		if err := json.Unmarshal(m.Payload, &n); err != nil {
 			return inboxEntry{}, fmt.Errorf("inbox message %s: the note: %w", m.ID, err)
 		}
-		return inboxEntry{note: &store.HistoryEntry{Type: n.Type, StepPath: n.StepPath, Attempt: n.Attempt, Node: n.Node, Data: m.Payload}}, nil
+		return inboxEntry{note: &weft.HistoryEntry{Type: n.Type, StepPath: n.StepPath, Attempt: n.Attempt, Node: n.Node, Data: m.Payload}}, nil
 	}
 	return inboxEntry{}, fmt.Errorf("inbox message %s: unknown kind %q", m.ID, m.Kind)
 }
@@ -91,26 +92,26 @@ func decodeMessage(m store.Message) (inboxEntry, error) {
 // childInput is the runner's input for a child's end.
 func childInput(m store.Message) runner.Input {
 	corrupt := func(err error) runner.Input {
-		return runner.ChildFailed{Token: m.Token, Failure: store.Failure{Code: CodeCorruptMessage,
+		return runner.ChildFailed{Token: m.Token, Failure: weft.Failure{Code: CodeCorruptMessage,
 			Message: fmt.Sprintf("the end of the child (inbox message %s) could not be read: %v", m.ID, err)}}
 	}
 	var end childEnd
 	if err := json.Unmarshal(m.Payload, &end); err != nil {
 		return corrupt(err)
 	}
-	if end.Status == string(store.StatusCompleted) {
+	if end.Status == string(weft.StatusCompleted) {
 		out, err := decodeAny(end.Output)
 		if err != nil {
 			return corrupt(fmt.Errorf("its output: %w", err))
 		}
 		return runner.ChildCompleted{Token: m.Token, Output: out}
 	}
-	if !store.Status(end.Status).Terminal() {
+	if !weft.Status(end.Status).Terminal() {
 		return corrupt(fmt.Errorf("child %q ended with status %q", end.ID, end.Status))
 	}
-	f := store.Failure{Code: end.Status, Message: "child " + end.ID + " " + end.Status}
+	f := weft.Failure{Code: end.Status, Message: "child " + end.ID + " " + end.Status}
 	switch {
-	case end.Error != nil && end.Status == string(store.StatusCancelled):
+	case end.Error != nil && end.Status == string(weft.StatusCancelled):
 		// Who cancelled the child, and why, is news to the parent; a
 		// child's own failure speaks for itself.
 		f.Code, f.Message = end.Error.Code, f.Message+": "+end.Error.Message

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // TestDecodeMessage: each kind of inbox message becomes the runner input or
@@ -23,7 +24,7 @@ func TestDecodeMessage(t *testing.T) {
 		name    string
 		m       store.Message
 		input   runner.Input
-		note    *store.HistoryEntry
+		note    *weft.HistoryEntry
 		wantErr string
 		// failCode and failMessage check a ChildFailed by its code and a
 		// part of its message.
@@ -42,7 +43,7 @@ func TestDecodeMessage(t *testing.T) {
 		{name: "cancel", m: msg(store.MessageCancel, `"by ops"`), input: runner.Cancel{Reason: "by ops"}},
 		{name: "cancel with a reason not a string", m: msg(store.MessageCancel, `42`), input: runner.Cancel{Reason: "42"}},
 		{name: "note", m: msg(store.MessageNote, `{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`),
-			note: &store.HistoryEntry{Type: "late_completion_refused", StepPath: "a", Attempt: 2, Node: "n2", Data: json.RawMessage(`{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`)}},
+			note: &weft.HistoryEntry{Type: "late_completion_refused", StepPath: "a", Attempt: 2, Node: "n2", Data: json.RawMessage(`{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`)}},
 		{name: "note not an object", m: msg(store.MessageNote, `[]`), wantErr: "inbox message m1: the note"},
 		{name: "unknown kind", m: msg("telegram", `{}`), wantErr: `unknown kind "telegram"`},
 	}
@@ -79,21 +80,21 @@ func TestDecodeMessage(t *testing.T) {
 // reads as one without lines.
 func TestLateNoteLogs(t *testing.T) {
 	t.Parallel()
-	logs := store.AttemptLogs{
-		Lines:   []store.LogLine{{Time: time.Date(2026, 11, 24, 14, 15, 22, 0, time.UTC), Level: "info", Source: "stdout", Message: "charged"}},
-		Dropped: &store.LogsDropped{Records: 2, Bytes: 30, Limit: store.LogLimitBytes},
+	logs := weft.AttemptLogs{
+		Lines:   []weft.LogLine{{Time: time.Date(2026, 11, 24, 14, 15, 22, 0, time.UTC), Level: "info", Source: "stdout", Message: "charged"}},
+		Dropped: &weft.LogsDropped{Records: 2, Bytes: 30, Limit: weft.LogLimitBytes},
 	}
-	payload, err := json.Marshal(lateNote{Type: store.HistoryLateCompletionRefused, Outcome: "completed", StepPath: "steps[0]", Attempt: 1, Node: "n2", Reason: "fenced", AttemptLogs: logs})
+	payload, err := json.Marshal(lateNote{Type: weft.HistoryLateCompletionRefused, Outcome: "completed", StepPath: "steps[0]", Attempt: 1, Node: "n2", Reason: "fenced", AttemptLogs: logs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
 		name    string
 		payload string
-		want    store.AttemptLogs
+		want    weft.AttemptLogs
 	}{
 		{"with logs", string(payload), logs},
-		{"written before logs", `{"type":"late_completion_refused","outcome":"completed","step_path":"steps[0]","attempt":1,"node":"n2","reason":"fenced"}`, store.AttemptLogs{}},
+		{"written before logs", `{"type":"late_completion_refused","outcome":"completed","step_path":"steps[0]","attempt":1,"node":"n2","reason":"fenced"}`, weft.AttemptLogs{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -104,7 +105,7 @@ func TestLateNoteLogs(t *testing.T) {
 			if got.note == nil || got.note.StepPath != "steps[0]" || got.note.Attempt != 1 || got.note.Node != "n2" {
 				t.Fatalf("note = %+v, want the attempt's entry", got.note)
 			}
-			var back store.AttemptLogs
+			var back weft.AttemptLogs
 			if err := json.Unmarshal(got.note.Data, &back); err != nil {
 				t.Fatal(err)
 			}

@@ -8,18 +8,18 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // observed records what an engine.Observer is told.
 type observed struct {
 	mu     sync.Mutex
-	status map[string][]store.Status // by workflow
-	steps  []string                  // "workflow/step outcome"
-	slow   map[string]time.Duration  // longest latency by step
+	status map[string][]weft.Status // by workflow
+	steps  []string                 // "workflow/step outcome"
+	slow   map[string]time.Duration // longest latency by step
 }
 
-func (o *observed) InstanceStatus(workflow string, s store.Status) {
+func (o *observed) InstanceStatus(workflow string, s weft.Status) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.status[workflow] = append(o.status[workflow], s)
@@ -36,7 +36,7 @@ func (o *observed) InstancesDeleted(reason string, n int) {}
 
 func TestObserverSeesStatusesAndStepLatencies(t *testing.T) {
 	t.Parallel()
-	o := &observed{status: map[string][]store.Status{}, slow: map[string]time.Duration{}}
+	o := &observed{status: map[string][]weft.Status{}, slow: map[string]time.Duration{}}
 	h := newHost(t, withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, Observer: o}))
 	h.save(`
 name: good
@@ -50,18 +50,18 @@ name: bad
 steps:
   - { id: charge, activity: kit.fail, input: { code: card_declined } }
 `)
-	if inst := h.finish("good", nil); inst.Status != store.StatusCompleted {
+	if inst := h.finish("good", nil); inst.Status != weft.StatusCompleted {
 		t.Fatalf("good: %s %+v", inst.Status, inst.Error)
 	}
-	if inst := h.finish("bad", nil); inst.Status != store.StatusFailed {
+	if inst := h.finish("bad", nil); inst.Status != weft.StatusFailed {
 		t.Fatalf("bad: %s", inst.Status)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if got, want := o.status["good"], []store.Status{store.StatusPending, store.StatusRunning, store.StatusCompleted}; !slices.Equal(got, want) {
+	if got, want := o.status["good"], []weft.Status{weft.StatusPending, weft.StatusRunning, weft.StatusCompleted}; !slices.Equal(got, want) {
 		t.Errorf("good's statuses %v, want %v", got, want)
 	}
-	if got, want := o.status["bad"], []store.Status{store.StatusPending, store.StatusFailed}; !slices.Equal(got, want) {
+	if got, want := o.status["bad"], []weft.Status{weft.StatusPending, weft.StatusFailed}; !slices.Equal(got, want) {
 		t.Errorf("bad's statuses %v, want %v (lazy persistence: no running commit)", got, want)
 	}
 	if want := []string{"good/nap completed", "good/shout completed", "bad/charge failed"}; !slices.Equal(o.steps, want) {

@@ -13,6 +13,7 @@ import (
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
@@ -90,7 +91,7 @@ func (c *cluster) nodeWith(name string, locks lock.Locker, skew time.Duration) (
 
 // saveAndStart saves a definition through e and starts an instance of it
 // with no input.
-func saveAndStart(t *testing.T, e *engine.Engine, source string) *store.Instance {
+func saveAndStart(t *testing.T, e *engine.Engine, source string) *weft.Instance {
 	t.Helper()
 	ctx := context.Background()
 	d, _, err := e.SaveDefinition(ctx, []byte(source))
@@ -106,7 +107,7 @@ func saveAndStart(t *testing.T, e *engine.Engine, source string) *store.Instance
 
 // waitStored polls the store until the instance satisfies ok, for up to
 // 30 seconds, and returns it.
-func (c *cluster) waitStored(id, what string, ok func(*store.Instance) bool) *store.Instance {
+func (c *cluster) waitStored(id, what string, ok func(*weft.Instance) bool) *weft.Instance {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -124,7 +125,7 @@ func (c *cluster) waitStored(id, what string, ok func(*store.Instance) bool) *st
 	}
 }
 
-func (c *cluster) waitFinished(e *engine.Engine, id string) *store.Instance {
+func (c *cluster) waitFinished(e *engine.Engine, id string) *weft.Instance {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -154,7 +155,7 @@ output: "${ vars.e }"
 	}
 	second, run := c.node("second", local.New(local.Config{}))
 	run()
-	if done := c.waitFinished(second, inst.ID); done.Status != store.StatusCompleted || string(done.Output) != "1" {
+	if done := c.waitFinished(second, inst.ID); done.Status != weft.StatusCompleted || string(done.Output) != "1" {
 		t.Fatalf("instance %s output %s", done.Status, done.Output)
 	}
 }
@@ -180,8 +181,8 @@ output: "${ vars.work.done_ms }"
 		t.Fatal(err)
 	}
 	// Node A persisted the first activity and is in the second: kill it.
-	c.waitStored(inst.ID, "run by node A", func(in *store.Instance) bool {
-		return in.Status == store.StatusRunning && in.Lease.Node == "node-a"
+	c.waitStored(inst.ID, "run by node A", func(in *weft.Instance) bool {
+		return in.Status == weft.StatusRunning && in.Lease.Node == "node-a"
 	})
 	stopA()
 
@@ -190,7 +191,7 @@ output: "${ vars.work.done_ms }"
 	b, runB := c.node("node-b", local.New(local.Config{}))
 	runB()
 	done := c.waitFinished(b, inst.ID)
-	if done.Status != store.StatusCompleted || string(done.Output) != "1500" {
+	if done.Status != weft.StatusCompleted || string(done.Output) != "1500" {
 		t.Fatalf("instance %s output %s error %+v", done.Status, done.Output, done.Error)
 	}
 	evs, err := c.store.History(ctx, inst.ID, 0, 1000)
@@ -200,7 +201,7 @@ output: "${ vars.work.done_ms }"
 	// A scheduled attempt 1 of "work" (persisted with the first step's
 	// commit) and died; B abandoned it and ran attempt 2, with the same
 	// idempotency key.
-	var work []store.HistoryEntry
+	var work []weft.HistoryEntry
 	abandonedByB := false
 	for _, e := range evs {
 		if e.Type == "activity_scheduled" && e.StepPath == "steps[1]" {
@@ -241,7 +242,7 @@ steps:
 		t.Fatal(err)
 	}
 	done := c.waitFinished(b, inst.ID)
-	if done.Status != store.StatusCompleted {
+	if done.Status != weft.StatusCompleted {
 		t.Fatalf("instance %s error %+v", done.Status, done.Error)
 	}
 	evs, err := c.store.History(ctx, inst.ID, 0, 1000)
@@ -273,7 +274,7 @@ output: "${ vars.woke }"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := before.Wait(ctx, inst.ID); err != nil || got.Status != store.StatusSuspended {
+	if got, err := before.Wait(ctx, inst.ID); err != nil || got.Status != weft.StatusSuspended {
 		t.Fatalf("before the downtime: %v, %v; want suspended on its timer", got.Status, err)
 	}
 	stop()
@@ -282,7 +283,7 @@ output: "${ vars.woke }"
 	after, runAfter := c.nodeAt("after", time.Hour+time.Minute)
 	runAfter()
 	done := c.waitFinished(after, inst.ID)
-	if done.Status != store.StatusCompleted || string(done.Output) != `"woke"` {
+	if done.Status != weft.StatusCompleted || string(done.Output) != `"woke"` {
 		t.Fatalf("instance %s output %s", done.Status, done.Output)
 	}
 	evs, err := c.store.History(ctx, inst.ID, 0, 1000)
@@ -325,7 +326,7 @@ steps:
 		if got.Status.Terminal() {
 			t.Fatalf("instance %s before its lease was seen renewed (first expiry %s)", got.Status, first)
 		}
-		if got.Status == store.StatusRunning && !got.Lease.Expiry.IsZero() {
+		if got.Status == weft.StatusRunning && !got.Lease.Expiry.IsZero() {
 			if first.IsZero() {
 				first = got.Lease.Expiry
 			} else if got.Lease.Expiry.After(first.Add(500 * time.Millisecond)) {
@@ -360,7 +361,7 @@ steps:
     output: review
 output: "${ vars.review.by }"
 `)
-	c.waitStored(inst.ID, "suspended", func(in *store.Instance) bool { return in.Status == store.StatusSuspended })
+	c.waitStored(inst.ID, "suspended", func(in *weft.Instance) bool { return in.Status == weft.StatusSuspended })
 	bms, err := c.store.Bookmarks(ctx, inst.ID)
 	if err != nil || len(bms) != 1 {
 		t.Fatalf("bookmarks %+v, %v", bms, err)
@@ -371,7 +372,7 @@ output: "${ vars.review.by }"
 		t.Fatal(err)
 	}
 	done := c.waitFinished(e, inst.ID)
-	if done.Status != store.StatusCompleted || string(done.Output) != `"ada"` {
+	if done.Status != weft.StatusCompleted || string(done.Output) != `"ada"` {
 		t.Fatalf("instance %s output %s; want the lost stimulus applied", done.Status, done.Output)
 	}
 	if ids, err := c.store.WaitingInboxes(ctx, time.Now().Add(time.Hour), 10); err != nil || len(ids) != 0 {
@@ -395,7 +396,7 @@ steps: [ { id: e, activity: kit.echo, input: 1, output: e } ]
 output: "${ vars.e }"
 `)
 	done := c.waitFinished(live, inst.ID)
-	if done.Status != store.StatusCompleted || string(done.Output) != "1" {
+	if done.Status != weft.StatusCompleted || string(done.Output) != "1" {
 		t.Fatalf("instance %s output %s", done.Status, done.Output)
 	}
 	evs, err := c.store.History(ctx, inst.ID, 0, 100)
@@ -435,7 +436,7 @@ func TestNeverRunInstanceBehindAFullPageIsRecovered(t *testing.T) {
 	for i := range held {
 		go func() {
 			id := fmt.Sprintf("held-%04d", i)
-			in := &store.Instance{ID: id, Workflow: "quick", Version: 1, Status: store.StatusPending, Input: json.RawMessage("1"), Plugins: pins}
+			in := &weft.Instance{ID: id, Workflow: "quick", Version: 1, Status: weft.StatusPending, Input: json.RawMessage("1"), Plugins: pins}
 			if _, err := c.store.Commit(ctx, store.Commit{Instance: in, At: time.Now().Add(-time.Minute)}); err != nil {
 				errs <- err
 				return
@@ -450,12 +451,12 @@ func TestNeverRunInstanceBehindAFullPageIsRecovered(t *testing.T) {
 		}
 	}
 	// Created by a node that died before running it, after the others.
-	orphan := &store.Instance{ID: "orphan", Workflow: "quick", Version: 1, Status: store.StatusPending, Input: json.RawMessage("1"), Plugins: pins}
+	orphan := &weft.Instance{ID: "orphan", Workflow: "quick", Version: 1, Status: weft.StatusPending, Input: json.RawMessage("1"), Plugins: pins}
 	if _, err := c.store.Commit(ctx, store.Commit{Instance: orphan}); err != nil {
 		t.Fatal(err)
 	}
 	done := c.waitFinished(live, "orphan")
-	if done.Status != store.StatusCompleted || string(done.Output) != "1" {
+	if done.Status != weft.StatusCompleted || string(done.Output) != "1" {
 		t.Fatalf("orphan %s output %s", done.Status, done.Output)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/lock/local"
 )
@@ -89,8 +90,8 @@ func benchRenewal(b *testing.B, backend, kind string) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < instances; i += 100 {
-				in := &store.Instance{ID: fmt.Sprintf("i%06d", i), Workflow: "w", Version: 1, Status: store.StatusRunning,
-					Lease: store.Lease{Node: "n1", Boot: e.boot, Expiry: time.Now().Add(time.Hour)}}
+				in := &weft.Instance{ID: fmt.Sprintf("i%06d", i), Workflow: "w", Version: 1, Status: weft.StatusRunning,
+					Lease: weft.Lease{Node: "n1", Boot: e.boot, Expiry: time.Now().Add(time.Hour)}}
 				if _, err := st.Commit(ctx, store.Commit{Instance: in}); err != nil {
 					select {
 					case errs <- err:
@@ -121,7 +122,7 @@ func benchRenewal(b *testing.B, backend, kind string) {
 		case "leases":
 			id := fmt.Sprintf("i%06d", i)
 			it = heartbeat.Item{ID: leasePrefix + id, Kind: heartbeat.InstanceLease, TTL: e.cfg.LockTTL}
-			e.renewer.runs.Store(it.ID, &execution{inst: &store.Instance{ID: id}, sched: scheduling{key: id}})
+			e.renewer.runs.Store(it.ID, &execution{inst: &weft.Instance{ID: id}, sched: scheduling{key: id}})
 		case "attempts":
 			id, token := fmt.Sprintf("i%06d", i%instances), fmt.Sprintf("a%d", i)
 			p := &changingPulse{}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -134,7 +134,7 @@ func TestKilledHostsAttemptResumesFromPersistedDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.Status != store.StatusCompleted {
+	if inst.Status != weft.StatusCompleted {
 		t.Fatalf("instance %s: %+v", inst.Status, inst.Error)
 	}
 	var out struct {
@@ -156,7 +156,7 @@ func TestKilledHostsAttemptResumesFromPersistedDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var abandoned *store.HistoryEntry
+	var abandoned *weft.HistoryEntry
 	for i, e := range evs {
 		if e.Type == "attempt_abandoned" {
 			abandoned = &evs[i]

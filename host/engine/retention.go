@@ -11,7 +11,7 @@ import (
 )
 
 // Retention: the commit that finishes an instance stamps it with the time
-// it may be deleted (store.Instance.DeleteAfter), from its workflow
+// it may be deleted (weft.Instance.DeleteAfter), from its workflow
 // version's retention or the engine's; the store indexes the stamp, and a
 // singleton sweep deletes the instances whose time came. Deciding at the
 // finish, rather than in the sweep, keeps the sweep free of per-workflow

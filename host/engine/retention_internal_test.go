@@ -13,6 +13,7 @@ import (
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/lock/local"
 )
 
@@ -72,18 +73,18 @@ func TestRetentionSweepBatches(t *testing.T) {
 	t.Cleanup(func() { _ = bolt.Close() })
 	st := &listingStore{Store: bolt}
 	now := time.Now()
-	commit := func(id string, status store.Status, deleteAfter time.Time) {
+	commit := func(id string, status weft.Status, deleteAfter time.Time) {
 		t.Helper()
-		in := &store.Instance{ID: id, Workflow: "w", Version: 1, Status: status, DeleteAfter: deleteAfter}
+		in := &weft.Instance{ID: id, Workflow: "w", Version: 1, Status: status, DeleteAfter: deleteAfter}
 		if _, err := st.Commit(ctx, store.Commit{Instance: in}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 7 {
-		commit(fmt.Sprintf("due-%d", i), store.StatusCompleted, now.Add(-time.Duration(7-i)*time.Minute))
+		commit(fmt.Sprintf("due-%d", i), weft.StatusCompleted, now.Add(-time.Duration(7-i)*time.Minute))
 	}
-	commit("not-yet", store.StatusFailed, now.Add(time.Minute))
-	commit("live", store.StatusRunning, time.Time{})
+	commit("not-yet", weft.StatusFailed, now.Add(time.Minute))
+	commit("live", weft.StatusRunning, time.Time{})
 
 	locks := local.New(local.Config{})
 	obs := &counted{n: map[string]int{}}
@@ -105,7 +106,7 @@ func TestRetentionSweepBatches(t *testing.T) {
 	}
 	left := func() []string {
 		t.Helper()
-		items, _, err := st.ListInstances(ctx, store.InstanceFilter{})
+		items, _, err := st.ListInstances(ctx, weft.InstanceFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +160,7 @@ func TestRetentionSweepStopsWithItsContext(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = bolt.Close() })
 	now := time.Now()
-	in := &store.Instance{ID: "due", Workflow: "w", Version: 1, Status: store.StatusCompleted, DeleteAfter: now}
+	in := &weft.Instance{ID: "due", Workflow: "w", Version: 1, Status: weft.StatusCompleted, DeleteAfter: now}
 	if _, err := bolt.Commit(context.Background(), store.Commit{Instance: in}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -38,7 +39,7 @@ type deletions struct {
 	ch chan string // reason, once per instance
 }
 
-func (deletions) InstanceStatus(string, store.Status)                {}
+func (deletions) InstanceStatus(string, weft.Status)                 {}
 func (deletions) StepFinished(string, string, string, time.Duration) {}
 func (d deletions) InstancesDeleted(reason string, n int) {
 	for range n {
@@ -272,7 +273,7 @@ func TestRetriedInstanceIsKeptForItsRetentionFromItsNewFinish(t *testing.T) {
 			h.save("name: again\nsteps: [{id: a, activity: kit.echo, input: 1, retry: {max_attempts: 1}}]")
 			ctx := context.Background()
 			failed := h.finish("again", nil)
-			if failed.Status != store.StatusFailed || failed.DeleteAfter.IsZero() {
+			if failed.Status != weft.StatusFailed || failed.DeleteAfter.IsZero() {
 				t.Fatalf("first run: %s, delete_after %s; want failed, with a delete_after", failed.Status, failed.DeleteAfter)
 			}
 
@@ -282,14 +283,14 @@ func TestRetriedInstanceIsKeptForItsRetentionFromItsNewFinish(t *testing.T) {
 			if err := h.e.Retry(ctx, failed.ID, "the service is back"); err != nil {
 				t.Fatal(err)
 			}
-			var done *store.Instance
+			var done *weft.Instance
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				got, err := h.store.GetInstance(ctx, failed.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.Status == store.StatusCompleted {
+				if got.Status == weft.StatusCompleted {
 					done = got
 					break
 				}

@@ -12,6 +12,7 @@ import (
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Stimulus is an external event: it resumes the instances waiting for its
@@ -70,7 +71,7 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := store.Stimulus{ID: s.ID, Name: s.Name, Key: s.Key, Payload: payload, ExpiresAt: e.cfg.Now().Add(e.cfg.StimulusTTL)}
+	rec := weft.Stimulus{ID: s.ID, Name: s.Name, Key: s.Key, Payload: payload, ExpiresAt: e.cfg.Now().Add(e.cfg.StimulusTTL)}
 	if len(bms) == 0 && len(started) == 0 {
 		out.Queued = true
 		if !heard {
@@ -136,7 +137,7 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 // stored with its delivery: the store keeps no outcome for a queued
 // stimulus, and one delivered without an outcome would answer a repeated
 // send with an empty one instead of "queued".
-func queuedOutcome(s store.Stimulus) json.RawMessage {
+func queuedOutcome(s weft.Stimulus) json.RawMessage {
 	if len(s.Outcome) > 0 {
 		return s.Outcome
 	}
@@ -144,7 +145,7 @@ func queuedOutcome(s store.Stimulus) json.RawMessage {
 	return out
 }
 
-func outcomeOf(s *store.Stimulus) (*Outcome, error) {
+func outcomeOf(s *weft.Stimulus) (*Outcome, error) {
 	var out Outcome
 	if len(s.Outcome) > 0 {
 		if err := json.Unmarshal(s.Outcome, &out); err != nil {
@@ -152,7 +153,7 @@ func outcomeOf(s *store.Stimulus) (*Outcome, error) {
 		}
 	}
 	out.ID = s.ID
-	if s.State == store.StimulusQueued {
+	if s.State == weft.StimulusQueued {
 		out.Queued = true
 	}
 	// As the first answer had them: lists, never null.
@@ -314,7 +315,7 @@ func (e *Engine) unregister(id string, wake chan struct{}) {
 
 // DeadLetters returns a page of the stimuli that found no bookmark before
 // their TTL, in the order they died, and the next cursor.
-func (e *Engine) DeadLetters(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+func (e *Engine) DeadLetters(ctx context.Context, cursor string, limit int) ([]weft.Stimulus, string, error) {
 	return e.store.DeadLetters(ctx, cursor, limit)
 }
 
@@ -350,7 +351,7 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 	if err != nil {
 		return err
 	}
-	if inst.Status != store.StatusFailed {
+	if inst.Status != weft.StatusFailed {
 		return fmt.Errorf("engine: instance %s is %s: %w", id, inst.Status, ErrNotFailed)
 	}
 	if inst.Error == nil || inst.Error.Step == "" {
@@ -392,9 +393,9 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 }
 
 // retryIn reports whether msgs hold a retry of inst's failure.
-func retryIn(inst *store.Instance, msgs []store.Message) bool {
+func retryIn(inst *weft.Instance, msgs []store.Message) bool {
 	isRetry := func(m store.Message) bool { return m.Kind == store.MessageRetry }
-	if inst.Status != store.StatusFailed || !slices.ContainsFunc(msgs, isRetry) {
+	if inst.Status != weft.StatusFailed || !slices.ContainsFunc(msgs, isRetry) {
 		return false // the state is decoded only when a retry is there
 	}
 	seq, err := stateSeq(inst)
@@ -407,7 +408,7 @@ func retryIn(inst *store.Instance, msgs []store.Message) bool {
 }
 
 // stateSeq is the Seq of inst's runner state.
-func stateSeq(inst *store.Instance) (uint64, error) {
+func stateSeq(inst *weft.Instance) (uint64, error) {
 	var st runner.State
 	if err := json.Unmarshal(inst.State, &st); err != nil {
 		return 0, fmt.Errorf("engine: instance %s: state does not decode: %w", inst.ID, err)
@@ -427,8 +428,8 @@ func retrySeq(m store.Message) uint64 {
 
 // retryWaiting reports whether a finished instance has a retry of its
 // failure to apply.
-func (e *Engine) retryWaiting(ctx context.Context, inst *store.Instance) (bool, error) {
-	if inst.Status != store.StatusFailed || !inst.InboxWaiting {
+func (e *Engine) retryWaiting(ctx context.Context, inst *weft.Instance) (bool, error) {
+	if inst.Status != weft.StatusFailed || !inst.InboxWaiting {
 		return false, nil
 	}
 	msgs, err := e.store.Inbox(ctx, inst.ID)

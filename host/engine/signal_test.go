@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 const approvalFlow = `
@@ -22,7 +23,7 @@ steps:
 output: "${ vars.approval.by }"
 `
 
-func (h *host) waitStatus(id string, want store.Status) *store.Instance {
+func (h *host) waitStatus(id string, want weft.Status) *weft.Instance {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -50,12 +51,12 @@ func TestStimulusResumesWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitStatus(inst.ID, store.StatusSuspended)
+	h.waitStatus(inst.ID, weft.StatusSuspended)
 	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "s1", Name: "order.approved", Key: "o-42", Payload: map[string]any{"by": "ada"}})
 	if err != nil || len(out.Resumed) != 1 || out.Resumed[0] != inst.ID || out.Queued {
 		t.Fatalf("Signal: %+v, %v; want the instance resumed", out, err)
 	}
-	done := h.waitStatus(inst.ID, store.StatusCompleted)
+	done := h.waitStatus(inst.ID, weft.StatusCompleted)
 	if string(done.Output) != `"ada"` {
 		t.Fatalf("output %s, want the stimulus payload's by", done.Output)
 	}
@@ -95,11 +96,11 @@ func TestStimulusBeforeItsBookmarkIsQueuedThenDelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := h.waitStatus(inst.ID, store.StatusCompleted)
+	done := h.waitStatus(inst.ID, weft.StatusCompleted)
 	if string(done.Output) != `"grace"` {
 		t.Fatalf("output %s, want the queued stimulus's payload", done.Output)
 	}
-	if s, err := h.store.GetStimulus(ctx, "early"); err != nil || s.State != store.StimulusDelivered {
+	if s, err := h.store.GetStimulus(ctx, "early"); err != nil || s.State != weft.StimulusDelivered {
 		t.Fatalf("stimulus after delivery: %+v, %v", s, err)
 	}
 	// Sent again after its delivery, it answers what it did the first
@@ -124,7 +125,7 @@ output: "${ vars.up.text }"
 	if err != nil || len(out.Started) != 1 || out.Queued {
 		t.Fatalf("Signal: %+v, %v; want one started", out, err)
 	}
-	done := h.waitStatus(out.Started[0], store.StatusCompleted)
+	done := h.waitStatus(out.Started[0], weft.StatusCompleted)
 	if string(done.Output) != `"TEA"` {
 		t.Fatalf("output %s", done.Output)
 	}
@@ -150,7 +151,7 @@ steps:
 output: "${ vars.audit }"
 `)
 	done := h.finish("parent", map[string]any{"note": "checked"})
-	if done.Status != store.StatusCompleted || string(done.Output) != `"CHECKED"` {
+	if done.Status != weft.StatusCompleted || string(done.Output) != `"CHECKED"` {
 		t.Fatalf("parent %s output %s error %+v", done.Status, done.Output, done.Error)
 	}
 }
@@ -167,7 +168,7 @@ name: parent-of-bad
 steps: [ { id: c, workflow: bad-child } ]
 `)
 	done := h.finish("parent-of-bad", nil)
-	if done.Status != store.StatusFailed || done.Error == nil || done.Error.Code != "nope" {
+	if done.Status != weft.StatusFailed || done.Error == nil || done.Error.Code != "nope" {
 		t.Fatalf("parent %s error %+v, want the child's failure", done.Status, done.Error)
 	}
 }
@@ -188,11 +189,11 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.waitStatus(inst.ID, store.StatusSuspended)
+		h.waitStatus(inst.ID, weft.StatusSuspended)
 		if err := h.e.Cancel(ctx, inst.ID, "operator"); err != nil {
 			t.Fatal(err)
 		}
-		h.waitStatus(inst.ID, store.StatusCancelled)
+		h.waitStatus(inst.ID, weft.StatusCancelled)
 		if bms, _ := h.store.Bookmarks(ctx, inst.ID); len(bms) != 0 {
 			t.Errorf("bookmarks left: %+v", bms)
 		}
@@ -210,7 +211,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 		if err := h.e.Cancel(ctx, inst.ID, "stop"); err != nil {
 			t.Fatal(err)
 		}
-		h.waitStatus(inst.ID, store.StatusCancelled)
+		h.waitStatus(inst.ID, weft.StatusCancelled)
 		if d := time.Since(start); d > 20*time.Second {
 			t.Errorf("a 60 s activity was cancelled after %s", d)
 		}
@@ -282,7 +283,7 @@ output: "${ vars.got }"
 	if !failed.Load() {
 		t.Fatal("the delivering commit never failed: the test tests nothing")
 	}
-	if inst.Status != store.StatusCompleted || string(inst.Output) != `"yes"` {
+	if inst.Status != weft.StatusCompleted || string(inst.Output) != `"yes"` {
 		t.Fatalf("instance %s: %s, output %s", inst.ID, inst.Status, inst.Output)
 	}
 }
@@ -295,7 +296,7 @@ type failingPending struct {
 	failed *atomic.Bool
 }
 
-func (s failingPending) PendingStimuli(ctx context.Context, name, key string) ([]store.Stimulus, error) {
+func (s failingPending) PendingStimuli(ctx context.Context, name, key string) ([]weft.Stimulus, error) {
 	if s.failed.CompareAndSwap(false, true) {
 		return nil, errors.New("store unreachable")
 	}
@@ -328,7 +329,7 @@ output: "${ vars.got }"
 	if !failed.Load() {
 		t.Fatal("the read never failed: the test tests nothing")
 	}
-	if inst.Status != store.StatusCompleted || string(inst.Output) != `"yes"` {
+	if inst.Status != weft.StatusCompleted || string(inst.Output) != `"yes"` {
 		t.Fatalf("instance %s: %s, output %s", inst.ID, inst.Status, inst.Output)
 	}
 }
@@ -347,18 +348,18 @@ func TestQueuedStimulusFindsABookmarkSetAfterIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitStatus(inst.ID, store.StatusSuspended)
+	h.waitStatus(inst.ID, weft.StatusSuspended)
 	// Queued behind the engine's back, as Signal queues a stimulus when
 	// its lookups found no bookmark: no instance is woken.
-	existing, err := h.store.EnqueueStimulus(ctx, store.Stimulus{ID: "late", Name: "order.approved", Key: "o-9", Payload: []byte(`{"by":"lin"}`), ExpiresAt: time.Now().Add(time.Hour)})
+	existing, err := h.store.EnqueueStimulus(ctx, weft.Stimulus{ID: "late", Name: "order.approved", Key: "o-9", Payload: []byte(`{"by":"lin"}`), ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil || existing != nil {
 		t.Fatalf("EnqueueStimulus: %+v, %v", existing, err)
 	}
-	done := h.waitStatus(inst.ID, store.StatusCompleted)
+	done := h.waitStatus(inst.ID, weft.StatusCompleted)
 	if string(done.Output) != `"lin"` {
 		t.Fatalf("output %s, want the queued stimulus's payload", done.Output)
 	}
-	if s, err := h.store.GetStimulus(ctx, "late"); err != nil || s.State != store.StimulusDelivered || s.DeliveredTo != inst.ID {
+	if s, err := h.store.GetStimulus(ctx, "late"); err != nil || s.State != weft.StimulusDelivered || s.DeliveredTo != inst.ID {
 		t.Fatalf("stimulus after the sweep: %+v, %v; want delivered to %s", s, err, inst.ID)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Starting instances: create-if-absent in the store, then the ready queue.
@@ -31,7 +32,7 @@ import (
 // false; of another workflow, the error matches ErrIDInUse. Of concurrent
 // Starts with one id, exactly one creates: the store's commit creates only
 // if absent.
-func (e *Engine) Start(ctx context.Context, workflow string, input json.RawMessage, id string) (inst *store.Instance, created bool, err error) {
+func (e *Engine) Start(ctx context.Context, workflow string, input json.RawMessage, id string) (inst *weft.Instance, created bool, err error) {
 	inst, created, _, err = e.start(ctx, workflow, input, id, false)
 	return inst, created, err
 }
@@ -39,11 +40,11 @@ func (e *Engine) Start(ctx context.Context, workflow string, input json.RawMessa
 // StartWatched is Start, and returns a Watch of the instance, registered
 // before the instance is queued: waiting on it needs no first read of the
 // store, as no commit can come before it. The caller must Stop it.
-func (e *Engine) StartWatched(ctx context.Context, workflow string, input json.RawMessage, id string) (*store.Instance, bool, *Watch, error) {
+func (e *Engine) StartWatched(ctx context.Context, workflow string, input json.RawMessage, id string) (*weft.Instance, bool, *Watch, error) {
 	return e.start(ctx, workflow, input, id, true)
 }
 
-func (e *Engine) start(ctx context.Context, workflow string, input json.RawMessage, id string, watched bool) (*store.Instance, bool, *Watch, error) {
+func (e *Engine) start(ctx context.Context, workflow string, input json.RawMessage, id string, watched bool) (*weft.Instance, bool, *Watch, error) {
 	var w *Watch
 	if watched && id != "" {
 		// Before create: an instance with this id may exist and change.
@@ -91,7 +92,7 @@ func (e *Engine) push(ctx context.Context, id, reason string) {
 
 // create stores a new pending instance (idempotently by id, see Start)
 // without queueing it.
-func (e *Engine) create(ctx context.Context, workflow string, input json.RawMessage, id string, parent *store.ParentRef) (*store.Instance, bool, error) {
+func (e *Engine) create(ctx context.Context, workflow string, input json.RawMessage, id string, parent *weft.ParentRef) (*weft.Instance, bool, error) {
 	if id != "" {
 		// The common case of a retried start, answered without needing the
 		// definition or its plugins, which may have changed since.
@@ -123,7 +124,7 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 	if err != nil {
 		return nil, false, err
 	}
-	e.cfg.Observer.InstanceStatus(inst.Workflow, store.StatusPending)
+	e.cfg.Observer.InstanceStatus(inst.Workflow, weft.StatusPending)
 	e.changed(inst.ID)
 	// The instance as the store holds it: it keeps JSON compacted.
 	inst.Rev, inst.CreatedAt, inst.UpdatedAt = rev, at, at
@@ -140,10 +141,10 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 // them, which the store refuses with ErrCatalogChanged when a cached
 // catalog has changed since. It returns the instance committed, its
 // revision and time.
-func (e *Engine) createFrom(ctx context.Context, workflow string, input json.RawMessage, id string, parent *store.ParentRef, cached bool) (*store.Instance, uint64, time.Time, error) {
+func (e *Engine) createFrom(ctx context.Context, workflow string, input json.RawMessage, id string, parent *weft.ParentRef, cached bool) (*weft.Instance, uint64, time.Time, error) {
 	var prog *runner.Program
 	var progErr error
-	uses := func(d *store.Definition) ([]string, error) {
+	uses := func(d *weft.Definition) ([]string, error) {
 		prog, progErr = e.program(ctx, d.Name, d.Version)
 		if progErr != nil {
 			return nil, progErr
@@ -169,8 +170,8 @@ func (e *Engine) createFrom(ctx context.Context, workflow string, input json.Raw
 		pins[name] = p.Version
 	}
 	d := cat.Definition
-	inst := &store.Instance{
-		ID: id, Workflow: d.Name, Version: d.Version, Status: store.StatusPending, Input: input,
+	inst := &weft.Instance{
+		ID: id, Workflow: d.Name, Version: d.Version, Status: weft.StatusPending, Input: input,
 		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
 	}
 	// No timers, no bookmarks: process relies on it to skip reading them
@@ -178,7 +179,7 @@ func (e *Engine) createFrom(ctx context.Context, workflow string, input json.Raw
 	// so the instance need not be read back.
 	at := e.cfg.Now().UTC()
 	rev, err := e.store.Commit(ctx, store.Commit{
-		Instance: inst, History: []store.HistoryEntry{{Type: store.HistoryInstanceCreated, Node: e.cfg.NodeID}},
+		Instance: inst, History: []weft.HistoryEntry{{Type: weft.HistoryInstanceCreated, Node: e.cfg.NodeID}},
 		Catalog: cat.Generation, At: at,
 	})
 	if err != nil && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrCatalogChanged) {
@@ -190,7 +191,7 @@ func (e *Engine) createFrom(ctx context.Context, workflow string, input json.Raw
 // existing returns the instance id when it exists and belongs to workflow,
 // nil when there is none, and an error matching ErrIDInUse when it belongs
 // to another workflow.
-func (e *Engine) existing(ctx context.Context, workflow, id string) (*store.Instance, error) {
+func (e *Engine) existing(ctx context.Context, workflow, id string) (*weft.Instance, error) {
 	old, err := e.store.GetInstance(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

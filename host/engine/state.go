@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftworks/weft/host/runner"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // StateFormat versions the document Export writes and Import reads.
@@ -18,7 +19,7 @@ const StateFormat = 1
 // (or the same one, after a delete) and carry on.
 type State struct {
 	Format    int              `json:"format"`
-	Instance  store.Instance   `json:"instance"`
+	Instance  weft.Instance    `json:"instance"`
 	Runner    json.RawMessage  `json:"runner"`
 	Bookmarks []store.Bookmark `json:"bookmarks"`
 	Timers    []store.Timer    `json:"timers"`
@@ -81,7 +82,7 @@ var ErrChildInFlight = fmt.Errorf("%w: the state waits for a child instance", st
 // instance keeps the DeleteAfter it was exported with; one exported
 // without (by a host that kept finished instances forever) gets this
 // host's, counted from the import, as if it finished now.
-func (e *Engine) Import(ctx context.Context, s *State, opts ImportOptions) (inst *store.Instance, created bool, err error) {
+func (e *Engine) Import(ctx context.Context, s *State, opts ImportOptions) (inst *weft.Instance, created bool, err error) {
 	if s.Format != StateFormat {
 		return nil, false, fmt.Errorf("engine: state format %d, this host reads %d", s.Format, StateFormat)
 	}
@@ -113,7 +114,7 @@ func (e *Engine) Import(ctx context.Context, s *State, opts ImportOptions) (inst
 	in := s.Instance
 	in.ID = id
 	in.State = s.Runner
-	in.Lease = store.Lease{}
+	in.Lease = weft.Lease{}
 	in.Rev = 0
 	if in.Status.Terminal() && in.DeleteAfter.IsZero() {
 		in.DeleteAfter = e.deleteAfter(prog.Definition(), e.cfg.Now())
@@ -137,7 +138,7 @@ func (e *Engine) Import(ctx context.Context, s *State, opts ImportOptions) (inst
 		timers = []store.Timer{}
 	}
 	inbox := slices.Clone(s.Inbox)
-	imported := store.HistoryEntry{Type: store.HistoryInstanceImported, Node: e.cfg.NodeID}
+	imported := weft.HistoryEntry{Type: weft.HistoryInstanceImported, Node: e.cfg.NodeID}
 	if copied {
 		in.Parent = nil
 		for i := range bookmarks {
@@ -155,7 +156,7 @@ func (e *Engine) Import(ctx context.Context, s *State, opts ImportOptions) (inst
 	}
 	if _, err := e.store.Commit(ctx, store.Commit{
 		Instance: &in, Fence: lease.Token(), Bookmarks: bookmarks, Timers: timers, Send: inbox,
-		History: []store.HistoryEntry{imported},
+		History: []weft.HistoryEntry{imported},
 	}); errors.Is(err, store.ErrExists) {
 		// Started with this id since the read: Start takes no lock.
 		return nil, false, fmt.Errorf("engine: %w: instance %s was created meanwhile; replacing it must be asked for", ErrInstanceExists, id)

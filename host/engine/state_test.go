@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 func TestExportImportRoundTrip(t *testing.T) {
@@ -22,7 +23,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitStatus(inst.ID, store.StatusSuspended)
+	h.waitStatus(inst.ID, weft.StatusSuspended)
 
 	exported, err := h.e.Export(ctx, inst.ID)
 	if err != nil {
@@ -50,14 +51,14 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if imported.ID != inst.ID || imported.Status != store.StatusSuspended {
+	if imported.ID != inst.ID || imported.Status != weft.StatusSuspended {
 		t.Fatalf("imported %s %s", imported.ID, imported.Status)
 	}
 	// It carries on where it was: waiting for its approval.
 	if _, err := h.e.Signal(ctx, engine.Stimulus{Name: "order.approved", Key: "x-1", Payload: map[string]any{"by": "imported"}}); err != nil {
 		t.Fatal(err)
 	}
-	done := h.waitStatus(inst.ID, store.StatusCompleted)
+	done := h.waitStatus(inst.ID, weft.StatusCompleted)
 	if string(done.Output) != `"imported"` {
 		t.Fatalf("output %s", done.Output)
 	}
@@ -85,7 +86,7 @@ func TestImportUnderAnotherIDCopiesTheInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitStatus(inst.ID, store.StatusSuspended)
+	h.waitStatus(inst.ID, weft.StatusSuspended)
 	exported, err := h.e.Export(ctx, inst.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestImportUnderAnotherIDCopiesTheInstance(t *testing.T) {
 		t.Fatalf("Import over order-1 without Replace: %v, want ErrInstanceExists naming it", err)
 	}
 	copied, created, err := h.e.Import(ctx, exported, engine.ImportOptions{ID: "order-2"})
-	if err != nil || !created || copied.ID != "order-2" || copied.Status != store.StatusSuspended || copied.Parent != nil {
+	if err != nil || !created || copied.ID != "order-2" || copied.Status != weft.StatusSuspended || copied.Parent != nil {
 		t.Fatalf("Import as order-2: %+v, created %v, %v; want a suspended copy, created", copied, created, err)
 	}
 	if exported.Instance.ID != "order-1" || exported.Bookmarks[0].InstanceID != "order-1" {
@@ -111,7 +112,7 @@ func TestImportUnderAnotherIDCopiesTheInstance(t *testing.T) {
 	}
 	var from string
 	for _, e := range h.history("order-2") {
-		if e.Type == store.HistoryInstanceImported {
+		if e.Type == weft.HistoryInstanceImported {
 			var d struct{ From string }
 			if err := json.Unmarshal(e.Data, &d); err != nil {
 				t.Fatal(err)
@@ -132,7 +133,7 @@ func TestImportUnderAnotherIDCopiesTheInstance(t *testing.T) {
 		t.Errorf("the event resumed %v, want order-1 and order-2", out.Resumed)
 	}
 	for _, id := range []string{"order-1", "order-2"} {
-		if done := h.waitStatus(id, store.StatusCompleted); string(done.Output) != `"both"` {
+		if done := h.waitStatus(id, weft.StatusCompleted); string(done.Output) != `"both"` {
 			t.Errorf("%s: output %s", id, done.Output)
 		}
 	}
@@ -140,7 +141,7 @@ func TestImportUnderAnotherIDCopiesTheInstance(t *testing.T) {
 	// Replacing is asked for: the finished original gets the suspended
 	// state back.
 	back, created, err := h.e.Import(ctx, exported, engine.ImportOptions{Replace: true})
-	if err != nil || created || back.ID != "order-1" || back.Status != store.StatusSuspended {
+	if err != nil || created || back.ID != "order-1" || back.Status != weft.StatusSuspended {
 		t.Fatalf("Import over order-1 with Replace: %+v, created %v, %v; want it replaced, suspended", back, created, err)
 	}
 }
@@ -155,7 +156,7 @@ func TestImportOfACopyWaitingForAChildIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	parent, child := startHolder(ctx, t, h, "holder-copy")
-	h.waitStatus(parent.ID, store.StatusSuspended)
+	h.waitStatus(parent.ID, weft.StatusSuspended)
 	st, err := h.e.Export(ctx, parent.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/queue"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // The singleton sweeps: due timers, recovery of expired leases and lost wake-ups, expired stimuli; and the requeue of pending instances at start.
@@ -61,7 +61,7 @@ func (e *Engine) sweepTimers(ctx context.Context) {
 func (e *Engine) requeuePending(ctx context.Context) {
 	n := 0
 	for cursor := ""; ; {
-		items, next, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Cursor: cursor, Limit: 1000})
+		items, next, err := e.store.ListInstances(ctx, weft.InstanceFilter{Status: weft.StatusPending, Cursor: cursor, Limit: 1000})
 		if err != nil {
 			if ctx.Err() == nil {
 				e.log.Warn("listing pending instances", "err", err)
@@ -116,7 +116,7 @@ func (e *Engine) recover(ctx context.Context) {
 	// ones first, a lease's TTL old, a page per turn, going on where the
 	// last turn stopped, so that one found behind many older ones (lazy
 	// instances stay pending while they run) waits a few turns at most.
-	pending, next, err := e.store.ListInstances(ctx, store.InstanceFilter{Status: store.StatusPending, Cursor: e.pendingCursor, Limit: 1000})
+	pending, next, err := e.store.ListInstances(ctx, weft.InstanceFilter{Status: weft.StatusPending, Cursor: e.pendingCursor, Limit: 1000})
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn("listing pending instances", "err", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Waiting for an instance: local waiters, woken by this node's commits and, in a cluster, by the bus.
@@ -20,26 +20,26 @@ import (
 // configured; polling is the fallback for a lost notification, every 50ms
 // at first and less often the longer the wait, up to once a second, so
 // that many long waits do not read the store twenty times a second each.
-func (e *Engine) Wait(ctx context.Context, id string) (*store.Instance, error) {
+func (e *Engine) Wait(ctx context.Context, id string) (*weft.Instance, error) {
 	return e.waitFor(ctx, id, stopped, nil)
 }
 
 // WaitFinished is Wait until the instance completed, failed or was
 // cancelled.
-func (e *Engine) WaitFinished(ctx context.Context, id string) (*store.Instance, error) {
-	return e.waitFor(ctx, id, store.Status.Terminal, nil)
+func (e *Engine) WaitFinished(ctx context.Context, id string) (*weft.Instance, error) {
+	return e.waitFor(ctx, id, weft.Status.Terminal, nil)
 }
 
 // stopped is what Wait waits for: the instance neither pending nor running.
-func stopped(s store.Status) bool { return s != store.StatusPending && s != store.StatusRunning }
+func stopped(s weft.Status) bool { return s != weft.StatusPending && s != weft.StatusRunning }
 
 // A Watch is a wait for one instance registered before the instance could
 // change (StartWatched): its first look needs no read of the store.
 type Watch struct {
 	e    *Engine
 	id   string
-	ch   chan *store.Instance
-	inst *store.Instance // as Start returned it
+	ch   chan *weft.Instance
+	inst *weft.Instance // as Start returned it
 	used bool
 }
 
@@ -50,8 +50,8 @@ func (e *Engine) watch(id string) *Watch {
 
 // addWaiter registers a channel that the next wake of instance id sends
 // to.
-func (e *Engine) addWaiter(id string) chan *store.Instance {
-	ch := make(chan *store.Instance, 1)
+func (e *Engine) addWaiter(id string) chan *weft.Instance {
+	ch := make(chan *weft.Instance, 1)
 	e.mu.Lock()
 	e.waiters[id] = append(e.waiters[id], ch)
 	e.mu.Unlock()
@@ -60,16 +60,16 @@ func (e *Engine) addWaiter(id string) chan *store.Instance {
 
 // Wait is Engine.Wait from the Watch's registration on. A Watch waits
 // once.
-func (w *Watch) Wait(ctx context.Context) (*store.Instance, error) {
+func (w *Watch) Wait(ctx context.Context) (*weft.Instance, error) {
 	w.used = true
 	return w.e.waitFor(ctx, w.id, stopped, w)
 }
 
 // WaitFinished is Engine.WaitFinished from the Watch's registration on. A
 // Watch waits once.
-func (w *Watch) WaitFinished(ctx context.Context) (*store.Instance, error) {
+func (w *Watch) WaitFinished(ctx context.Context) (*weft.Instance, error) {
 	w.used = true
-	return w.e.waitFor(ctx, w.id, store.Status.Terminal, w)
+	return w.e.waitFor(ctx, w.id, weft.Status.Terminal, w)
 }
 
 // Stop unregisters a Watch that was not waited on; after a wait it does
@@ -89,11 +89,11 @@ const (
 
 // waitFor waits until done is true of the instance's status. From a Watch
 // (first), its first look is at the instance the Watch was given.
-func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status) bool, first *Watch) (*store.Instance, error) {
+func (e *Engine) waitFor(ctx context.Context, id string, done func(weft.Status) bool, first *Watch) (*weft.Instance, error) {
 	poll := firstPoll
 	for {
-		var ch chan *store.Instance
-		var inst *store.Instance
+		var ch chan *weft.Instance
+		var inst *weft.Instance
 		if first != nil {
 			ch, inst = first.ch, first.inst
 			first = nil
@@ -130,7 +130,7 @@ func (e *Engine) waitFor(ctx context.Context, id string, done func(store.Status)
 	}
 }
 
-func (e *Engine) unwait(id string, ch chan *store.Instance) {
+func (e *Engine) unwait(id string, ch chan *weft.Instance) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	list := e.waiters[id]
@@ -177,7 +177,7 @@ func (e *Engine) publish(ctx context.Context, topic, id string) {
 // wake wakes the Wait calls of instance id after a commit, handing over
 // inst, the instance as committed, when it is known (nil: the waiters read
 // it). Every waiter gets inst itself: they only read it.
-func (e *Engine) wake(id string, inst *store.Instance) {
+func (e *Engine) wake(id string, inst *weft.Instance) {
 	e.mu.Lock()
 	list := e.waiters[id]
 	delete(e.waiters, id)

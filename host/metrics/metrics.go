@@ -29,7 +29,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Namespace prefixes every metric name.
@@ -156,7 +156,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 
 // InstanceStatus counts an instance reaching status; it implements the
 // engine's Observer.
-func (m *Metrics) InstanceStatus(workflow string, status store.Status) {
+func (m *Metrics) InstanceStatus(workflow string, status weft.Status) {
 	m.transitions.WithLabelValues(workflow, string(status)).Inc()
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/queue/memqueue"
 	"github.com/weftworks/weft/host/retry/classify"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
@@ -87,9 +87,9 @@ func TestObserver(t *testing.T) {
 	t.Parallel()
 	m, reg := newMetrics(t)
 	var obs engine.Observer = m
-	obs.InstanceStatus("greet", store.StatusRunning)
-	obs.InstanceStatus("greet", store.StatusCompleted)
-	obs.InstanceStatus("greet", store.StatusCompleted)
+	obs.InstanceStatus("greet", weft.StatusRunning)
+	obs.InstanceStatus("greet", weft.StatusCompleted)
+	obs.InstanceStatus("greet", weft.StatusCompleted)
 	obs.StepFinished("greet", "up", "completed", 3*time.Millisecond)
 	obs.InstancesDeleted(engine.DeletedByRetention, 500)
 	obs.InstancesDeleted(engine.DeletedByRetention, 2)

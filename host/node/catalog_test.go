@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
@@ -48,7 +48,7 @@ func TestStartSeesTheOtherNodesCatalogChanges(t *testing.T) {
 			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			done, err := e.WaitFinished(wctx, inst.ID)
 			cancel()
-			if err != nil || done.Status != store.StatusCompleted || string(done.Output) != wantOutput {
+			if err != nil || done.Status != weft.StatusCompleted || string(done.Output) != wantOutput {
 				t.Fatalf("%s: instance %s: %+v, %v", what, inst.ID, done, err)
 			}
 		}

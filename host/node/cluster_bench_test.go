@@ -15,7 +15,7 @@ import (
 
 	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
@@ -99,7 +99,7 @@ func benchCluster(b *testing.B, n int) {
 	ran := map[string]bool{}
 	for i, id := range ids {
 		inst, err := nodes[i%n].Engine().WaitFinished(ctx, id)
-		if err != nil || inst.Status != store.StatusCompleted {
+		if err != nil || inst.Status != weft.StatusCompleted {
 			b.Fatalf("instance %s: %+v, %v", id, inst, err)
 		}
 	}

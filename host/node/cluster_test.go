@@ -12,7 +12,7 @@ import (
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/queue"
 	"github.com/weftworks/weft/host/queue/redisqueue"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
@@ -67,7 +67,7 @@ func TestTwoNodesShareOneRedis(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		done, err := e.WaitFinished(wctx, inst.ID)
 		cancel()
-		if err != nil || done.Status != store.StatusCompleted || string(done.Output) != `"HI"` {
+		if err != nil || done.Status != weft.StatusCompleted || string(done.Output) != `"HI"` {
 			t.Fatalf("instance %s: %+v, %v", inst.ID, done, err)
 		}
 		hist, err := a.Store().History(ctx, inst.ID, 0, 100)
@@ -113,7 +113,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 10 }, timeout
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	done, err := other.Engine().WaitFinished(wctx, inst.ID)
-	if err != nil || done.Status != store.StatusCancelled {
+	if err != nil || done.Status != weft.StatusCancelled {
 		t.Fatalf("after cancel: %+v, %v", done, err)
 	}
 	// Without the bus the running node would notice only when the
@@ -188,7 +188,7 @@ steps:
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		done, err := a.Engine().WaitFinished(wctx, id)
 		cancel()
-		if err != nil || done.Status != store.StatusCompleted {
+		if err != nil || done.Status != weft.StatusCompleted {
 			t.Fatalf("instance %s: %+v, %v", id, done, err)
 		}
 		evs, err := a.Store().History(ctx, id, 0, 1000)
@@ -244,7 +244,7 @@ steps:
 	}
 	waitFor(t, func() (bool, bool) {
 		got, err := a.Store().GetInstance(ctx, inst.ID)
-		return true, err == nil && got.Status == store.StatusRunning && got.Lease.Node == "a"
+		return true, err == nil && got.Status == weft.StatusRunning && got.Lease.Node == "a"
 	})
 	b, _ := open("b")
 	start := time.Now()
@@ -252,7 +252,7 @@ steps:
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	done, err := b.Engine().WaitFinished(wctx, inst.ID)
-	if err != nil || done.Status != store.StatusCompleted {
+	if err != nil || done.Status != weft.StatusCompleted {
 		t.Fatalf("after a's shutdown: %+v, %v", done, err)
 	}
 	if took := time.Since(start); took > time.Minute {
@@ -295,7 +295,7 @@ func TestManyWorkersDoNotStarveTheRedisPool(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		done, err := n.Engine().WaitFinished(wctx, inst.ID)
 		cancel()
-		if err != nil || done.Status != store.StatusCompleted {
+		if err != nil || done.Status != weft.StatusCompleted {
 			t.Fatalf("instance %d (%s) on a node with %d workers: %+v, %v", i, inst.ID, cfg.Engine.Workers, done, err)
 		}
 	}

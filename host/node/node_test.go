@@ -22,6 +22,7 @@ import (
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
@@ -163,7 +164,7 @@ steps:
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if got, err := n.Engine().Wait(wctx, inst.ID); err != nil || got.Status != store.StatusSuspended {
+	if got, err := n.Engine().Wait(wctx, inst.ID); err != nil || got.Status != weft.StatusSuspended {
 		t.Fatalf("Wait = %+v, %v", got, err)
 	}
 	var iu *store.InUseError
@@ -177,7 +178,7 @@ steps:
 	if err := n.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := n.Engine().WaitFinished(wctx, inst.ID); err != nil || got.Status != store.StatusCancelled {
+	if got, err := n.Engine().WaitFinished(wctx, inst.ID); err != nil || got.Status != weft.StatusCancelled {
 		t.Fatalf("WaitFinished = %+v, %v", got, err)
 	}
 	if err := n.DeletePlugin(ctx, "kit", false); !errors.As(err, &iu) || len(iu.Workflows) != 1 {
@@ -220,7 +221,7 @@ func TestRestart(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	got, err := second.Engine().WaitFinished(wctx, inst.ID)
-	if err != nil || got.Status != store.StatusCompleted || string(got.Output) != `"ADA"` {
+	if err != nil || got.Status != weft.StatusCompleted || string(got.Output) != `"ADA"` {
 		t.Fatalf("after restart: %+v, %v", got, err)
 	}
 }
@@ -292,7 +293,7 @@ func TestReadyReportsACorruptStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 100 {
-		in := &store.Instance{ID: fmt.Sprintf("i-%03d", i), Workflow: "w", Status: store.StatusCompleted,
+		in := &weft.Instance{ID: fmt.Sprintf("i-%03d", i), Workflow: "w", Status: weft.StatusCompleted,
 			Input: json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 200)))}
 		if _, err := s.Commit(ctx, store.Commit{Instance: in}); err != nil {
 			t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
@@ -77,7 +78,7 @@ output: "${ vars.call }"
 		t.Fatal(err)
 	}
 
-	run := func(on *node.Node) *store.Instance {
+	run := func(on *node.Node) *weft.Instance {
 		t.Helper()
 		inst, _, err := on.Engine().Start(ctx, "outbound", url, "")
 		if err != nil {
@@ -95,7 +96,7 @@ output: "${ vars.call }"
 	// Nothing granted: the first step fails, naming the secret, and is not
 	// retried.
 	done := run(b)
-	if done.Status != store.StatusFailed {
+	if done.Status != weft.StatusFailed {
 		t.Fatalf("without grants: %s, want failed", done.Status)
 	}
 	hist, err := b.Store().History(ctx, done.ID, 0, 100)
@@ -120,12 +121,12 @@ output: "${ vars.call }"
 		t.Fatal(err)
 	}
 	<-got
-	retried := waitFor(t, func() (*store.Instance, bool) {
+	retried := waitFor(t, func() (*weft.Instance, bool) {
 		in, err := b.Store().GetInstance(ctx, failed)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return in, in.Status == store.StatusCompleted
+		return in, in.Status == weft.StatusCompleted
 	})
 	if retried.Error != nil || !retried.DeleteAfter.IsZero() {
 		t.Errorf("retried instance: error %+v, delete_after %s; want neither", retried.Error, retried.DeleteAfter)
@@ -135,7 +136,7 @@ output: "${ vars.call }"
 	}
 	for range 2 {
 		done = run(b)
-		if done.Status != store.StatusCompleted {
+		if done.Status != weft.StatusCompleted {
 			t.Fatalf("with grants: %s", done.Status)
 		}
 		var out []struct {
@@ -163,7 +164,7 @@ output: "${ vars.call }"
 	if err := b.DeleteGrants(ctx, "probe"); err != nil {
 		t.Fatal(err)
 	}
-	if done = run(a); done.Status != store.StatusFailed {
+	if done = run(a); done.Status != weft.StatusFailed {
 		t.Errorf("after revoking: %s, want failed", done.Status)
 	}
 
@@ -192,7 +193,7 @@ output: "${ vars.call }"
 	}
 }
 
-func hasEvent(hist []store.HistoryEntry, typ store.HistoryType, data string) bool {
+func hasEvent(hist []weft.HistoryEntry, typ weft.HistoryType, data string) bool {
 	for _, ev := range hist {
 		if ev.Type == typ && strings.Contains(string(ev.Data), data) {
 			return true
@@ -201,7 +202,7 @@ func hasEvent(hist []store.HistoryEntry, typ store.HistoryType, data string) boo
 	return false
 }
 
-func dump(hist []store.HistoryEntry) string {
+func dump(hist []weft.HistoryEntry) string {
 	var b strings.Builder
 	for _, ev := range hist {
 		fmt.Fprintf(&b, "%s %s %s\n", ev.Type, ev.StepPath, ev.Data)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // topicPlugin is the bus topic on which the node that stored a plugin
@@ -24,8 +25,8 @@ type announcement struct {
 }
 
 // nonTerminal are the statuses of the instances that pin plugin versions
-// (store.Status.Terminal).
-var nonTerminal = [...]store.Status{store.StatusPending, store.StatusRunning, store.StatusSuspended}
+// (weft.Status.Terminal).
+var nonTerminal = [...]weft.Status{weft.StatusPending, weft.StatusRunning, weft.StatusSuspended}
 
 // background runs the node's background loads: an announced version is
 // loaded on a goroutine of its own, a bounded number at a time, until
@@ -244,7 +245,7 @@ func (n *Node) storedVersions(ctx context.Context) ([]storedVersion, error) {
 		}
 	}
 	for _, status := range nonTerminal {
-		f := store.InstanceFilter{Status: status, Limit: store.MaxListLimit}
+		f := weft.InstanceFilter{Status: status, Limit: store.MaxListLimit}
 		for {
 			insts, next, err := n.store.ListInstances(ctx, f)
 			if err != nil {

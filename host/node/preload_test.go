@@ -10,7 +10,7 @@ import (
 
 	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
@@ -148,7 +148,7 @@ output: "${ vars.work.done_ms }"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done.Status != store.StatusCompleted || string(done.Output) != "400" || count(hist, "activity_scheduled") != 1 {
+	if done.Status != weft.StatusCompleted || string(done.Output) != "400" || count(hist, "activity_scheduled") != 1 {
 		t.Fatalf("instance %s, output %s, error %+v; want completed at its first attempt:\n%s", done.Status, done.Output, done.Error, dump(hist))
 	}
 }
@@ -180,7 +180,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 600000, beat_ms: 20 } } ]
 	}
 	within(t, 30*time.Second, "the instance is stored as running", func() bool {
 		got, err := first.Store().GetInstance(ctx, inst.ID)
-		return err == nil && got.Status == store.StatusRunning
+		return err == nil && got.Status == weft.StatusRunning
 	})
 	// A new current version of kit, which the instance does not use.
 	next := testplugins.Manifested(t, `{"activities":[{"name":"work"}]}`)
@@ -209,7 +209,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 600000, beat_ms: 20 } } ]
 		t.Fatalf("Ready once warmed: %v", err)
 	}
 	got, err := second.Store().GetInstance(ctx, inst.ID)
-	if err != nil || got.Status != store.StatusRunning || got.Plugins["kit"] != plugins.Hash(kit) {
+	if err != nil || got.Status != weft.StatusRunning || got.Plugins["kit"] != plugins.Hash(kit) {
 		t.Fatalf("instance %+v, %v: want it running, pinning the first version", got, err)
 	}
 	for what, version := range map[string]string{"pinned": plugins.Hash(kit), "current": plugins.Hash(next)} {
@@ -220,7 +220,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 600000, beat_ms: 20 } } ]
 }
 
 // count returns how many events of a type hist has.
-func count(hist []store.HistoryEntry, typ store.HistoryType) int {
+func count(hist []weft.HistoryEntry, typ weft.HistoryType) int {
 	n := 0
 	for _, ev := range hist {
 		if ev.Type == typ {

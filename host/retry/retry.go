@@ -67,7 +67,7 @@ const (
 )
 
 // Cause is why an attempt failed, as the policy sees it: what Decide
-// decides on. It is neither the instance's failure (store.Failure, which is
+// decides on. It is neither the instance's failure (weft.Failure, which is
 // kept and shown) nor the plugin's wire form (abi.Failure): it classifies,
 // and holds no message.
 type Cause struct {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/retry"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Context is what Apply needs from outside: the instance's id, the time, and
@@ -43,7 +43,7 @@ type ActivityCompleted struct {
 	// for its record; empty when it made none.
 	Requests json.RawMessage
 	// Logs are the attempt's log lines, for its record.
-	Logs store.AttemptLogs
+	Logs weft.AttemptLogs
 	// Path and Attempt are where the attempt ran, as its Invoke said: an
 	// end the instance no longer waits for (it was cancelled, failed
 	// elsewhere or finished meanwhile) is recorded there as refused or
@@ -65,7 +65,7 @@ type ActivityFailed struct {
 	LastHeartbeat json.RawMessage
 	// Requests, Logs, Path and Attempt are as in ActivityCompleted.
 	Requests json.RawMessage
-	Logs     store.AttemptLogs
+	Logs     weft.AttemptLogs
 	Path     string
 	Attempt  int
 }
@@ -88,7 +88,7 @@ type ChildCompleted struct {
 // ChildFailed is a child instance's failure (or cancellation).
 type ChildFailed struct {
 	Token   string
-	Failure store.Failure
+	Failure weft.Failure
 }
 
 // Cancel cancels the instance.
@@ -219,7 +219,7 @@ type Persist struct{}
 
 // Record appends an entry to the instance's history.
 type Record struct {
-	Type    store.HistoryType
+	Type    weft.HistoryType
 	Path    string
 	Attempt int
 	Data    map[string]any
@@ -230,9 +230,9 @@ type Record struct {
 
 // Finish ends the instance.
 type Finish struct {
-	Status store.Status
+	Status weft.Status
 	Output any
-	Error  *store.Failure
+	Error  *weft.Failure
 }
 
 func (Invoke) action()         {}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/retry"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Program is a definition prepared for execution. It is immutable and safe
@@ -76,7 +76,7 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 	if st.Vars == nil {
 		st.Vars = map[string]any{}
 	}
-	if r, ok := ev.(Retry); ok && st.Status == store.StatusFailed && st.Root != nil {
+	if r, ok := ev.(Retry); ok && st.Status == weft.StatusFailed && st.Root != nil {
 		a.retry(r)
 		a.settle()
 		return a.out
@@ -84,7 +84,7 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 	if st.Status.Terminal() {
 		data := map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)}
 		path, attempt := a.attemptEnd(ev, data)
-		a.record(store.HistoryEventIgnored, path, attempt, data)
+		a.record(weft.HistoryEventIgnored, path, attempt, data)
 		return a.out
 	}
 	switch ev := ev.(type) {
@@ -107,7 +107,7 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 	case Recover:
 		a.recover(a.st.Root, ev.Heartbeats)
 	case Retry:
-		a.record(store.HistoryEventIgnored, "", 0, map[string]any{"reason": "instance " + string(st.Status) + ", not failed", "event": "retry"})
+		a.record(weft.HistoryEventIgnored, "", 0, map[string]any{"reason": "instance " + string(st.Status) + ", not failed", "event": "retry"})
 	}
 	a.settle()
 	return a.out
@@ -115,7 +115,7 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 
 func (a *apply) emit(act Action) { a.out = append(a.out, act) }
 
-func (a *apply) record(typ store.HistoryType, path string, attempt int, data map[string]any) {
+func (a *apply) record(typ weft.HistoryType, path string, attempt int, data map[string]any) {
 	a.emit(Record{Type: typ, Path: path, Attempt: attempt, Data: data})
 }
 
@@ -130,17 +130,17 @@ func (a *apply) env(f *Frame) definition.Env {
 
 func (a *apply) start(ev Start) {
 	if a.st.Root != nil {
-		a.record(store.HistoryEventIgnored, "", 0, map[string]any{"reason": "already started"})
+		a.record(weft.HistoryEventIgnored, "", 0, map[string]any{"reason": "already started"})
 		return
 	}
-	a.st.Status = store.StatusRunning
-	a.record(store.HistoryInstanceStarted, "", 0, nil)
+	a.st.Status = weft.StatusRunning
+	a.record(weft.HistoryInstanceStarted, "", 0, nil)
 	if len(ev.Input) > 0 {
 		var in any
 		if err := json.Unmarshal(ev.Input, &in); err != nil {
 			// Valid JSON that Go cannot hold (a number beyond float64):
 			// no expression could read it.
-			a.fail(&store.Failure{Code: "input", Message: "input does not decode: " + err.Error()})
+			a.fail(&weft.Failure{Code: "input", Message: "input does not decode: " + err.Error()})
 			return
 		}
 		a.st.Input, a.st.input = in, ev.Input
@@ -155,22 +155,22 @@ func (a *apply) settle() {
 	if !a.st.Status.Terminal() && a.st.Root != nil && a.st.Root.Done {
 		out, err := a.p.def.Output.Eval(definition.Env{Input: a.st.Input, Vars: a.st.Vars})
 		if err != nil {
-			a.fail(&store.Failure{Code: "expression", Message: "output: " + err.Error()})
+			a.fail(&weft.Failure{Code: "expression", Message: "output: " + err.Error()})
 		} else {
-			a.st.Status = store.StatusCompleted
+			a.st.Status = weft.StatusCompleted
 			a.st.Output = out
-			a.record(store.HistoryInstanceCompleted, "", 0, nil)
-			a.emit(Finish{Status: store.StatusCompleted, Output: out})
+			a.record(weft.HistoryInstanceCompleted, "", 0, nil)
+			a.emit(Finish{Status: weft.StatusCompleted, Output: out})
 		}
 	}
 	if !a.st.Status.Terminal() && a.st.Root != nil {
-		a.st.Status = store.StatusSuspended
+		a.st.Status = weft.StatusSuspended
 		if a.st.InFlight() {
-			a.st.Status = store.StatusRunning
+			a.st.Status = weft.StatusRunning
 		}
 	}
 	// Suspended or finished after an input, or the strategy asks: persist.
-	if a.st.Status != store.StatusRunning || a.persist {
+	if a.st.Status != weft.StatusRunning || a.persist {
 		a.emit(Persist{})
 	}
 }
@@ -208,7 +208,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 	path := stepPath(f)
 	env := a.env(f)
 	run := &Run{Exec: a.next("e"), Started: a.c.Now}
-	a.record(store.HistoryStepStarted, path, 0, map[string]any{"step": s.ID, "kind": string(s.Kind)})
+	a.record(weft.HistoryStepStarted, path, 0, map[string]any{"step": s.ID, "kind": string(s.Kind)})
 	switch s.Kind {
 	case definition.KindSet:
 		values := make(map[string]any, len(s.Set))
@@ -240,7 +240,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		if cond {
 			branch = "then"
 		}
-		a.record(store.HistoryBranchTaken, path, 0, map[string]any{"branch": branch})
+		a.record(weft.HistoryBranchTaken, path, 0, map[string]any{"branch": branch})
 		f.Run = run
 		if len(a.p.lists[f.List+"["+strconv.Itoa(f.Index)+"]."+branch]) == 0 {
 			a.complete(f, s, nil)
@@ -285,7 +285,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		run.Pending, run.Token = PendingBookmark, a.next("b")
 		f.Run = run
 		a.emit(CreateBookmark{Token: run.Token, StepID: s.ID, Path: path, Event: s.Wait.Event, Key: key})
-		a.record(store.HistoryBookmarkCreated, path, 0, map[string]any{"event": s.Wait.Event, "key": key})
+		a.record(weft.HistoryBookmarkCreated, path, 0, map[string]any{"event": s.Wait.Event, "key": key})
 		if s.Wait.Timeout > 0 {
 			run.TimeoutToken = a.next("t")
 			a.emit(ArmTimer{Token: run.TimeoutToken, Due: a.c.Now.Add(s.Wait.Timeout), Kind: TimerWaitTimeout})
@@ -296,7 +296,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		f.Run = run
 		due := a.c.Now.Add(s.Delay)
 		a.emit(ArmTimer{Token: run.Token, Due: due, Kind: TimerDelay})
-		a.record(store.HistoryTimerArmed, path, 0, map[string]any{"due": due})
+		a.record(weft.HistoryTimerArmed, path, 0, map[string]any{"due": due})
 		return false
 	case definition.KindWorkflow:
 		in, err := s.Workflow.Input.Eval(env)
@@ -306,7 +306,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		run.Pending, run.Token, run.Input = PendingChild, a.next("c"), in
 		f.Run = run
 		a.emit(StartChild{Token: run.Token, StepID: s.ID, Workflow: s.Workflow.Name, Input: in})
-		a.record(store.HistoryChildStarted, path, 0, map[string]any{"workflow": s.Workflow.Name, "instance": ChildID(a.c.InstanceID, run.Token)})
+		a.record(weft.HistoryChildStarted, path, 0, map[string]any{"workflow": s.Workflow.Name, "instance": ChildID(a.c.InstanceID, run.Token)})
 		return false
 	}
 	return a.failStep(f, "internal", fmt.Sprintf("step kind %q cannot run", s.Kind))
@@ -364,7 +364,7 @@ func (a *apply) complete(f *Frame, s *definition.Step, result any) {
 	if s.Output != "" && (s.Kind == definition.KindActivity || s.Kind == definition.KindWait || s.Kind == definition.KindWorkflow) {
 		a.st.Vars[s.Output] = result
 	}
-	a.emit(Record{Type: store.HistoryStepCompleted, Path: stepPath(f), Data: map[string]any{"step": s.ID}, Elapsed: a.elapsed(f)})
+	a.emit(Record{Type: weft.HistoryStepCompleted, Path: stepPath(f), Data: map[string]any{"step": s.ID}, Elapsed: a.elapsed(f)})
 	if s.Persist == definition.PersistAlways {
 		a.persist = true
 	}
@@ -375,7 +375,7 @@ func (a *apply) complete(f *Frame, s *definition.Step, result any) {
 // failStep fails the step under f's cursor, and with it the instance.
 func (a *apply) failStep(f *Frame, code, message string) bool {
 	a.stepFailed(f, code)
-	a.fail(&store.Failure{Code: code, Message: message, Step: stepPath(f)})
+	a.fail(&weft.Failure{Code: code, Message: message, Step: stepPath(f)})
 	return false
 }
 
@@ -389,7 +389,7 @@ func (a *apply) exprFailed(f *Frame, field string, err error) bool {
 // stepFailed records that the step under f failed (the instance fails
 // with it).
 func (a *apply) stepFailed(f *Frame, code string) {
-	a.emit(Record{Type: store.HistoryStepFailed, Path: stepPath(f), Data: map[string]any{"step": a.step(f).ID, "code": code}, Elapsed: a.elapsed(f)})
+	a.emit(Record{Type: weft.HistoryStepFailed, Path: stepPath(f), Data: map[string]any{"step": a.step(f).ID, "code": code}, Elapsed: a.elapsed(f)})
 }
 
 // elapsed is how long the step under f has run.
@@ -401,12 +401,12 @@ func (a *apply) elapsed(f *Frame) time.Duration {
 }
 
 // fail ends the instance as failed, cancelling everything outstanding.
-func (a *apply) fail(failure *store.Failure) {
+func (a *apply) fail(failure *weft.Failure) {
 	a.cancelOutstanding(a.st.Root)
-	a.st.Status = store.StatusFailed
+	a.st.Status = weft.StatusFailed
 	a.st.Error = failure
-	a.record(store.HistoryInstanceFailed, failure.Step, 0, map[string]any{"code": failure.Code, "message": failure.Message})
-	a.emit(Finish{Status: store.StatusFailed, Error: failure})
+	a.record(weft.HistoryInstanceFailed, failure.Step, 0, map[string]any{"code": failure.Code, "message": failure.Message})
+	a.emit(Finish{Status: weft.StatusFailed, Error: failure})
 }
 
 // recover reschedules every activity in flight under f as its next attempt.
@@ -420,7 +420,7 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 			r.LastHeartbeat = d
 			data["last_heartbeat"] = d
 		}
-		a.record(store.HistoryAttemptAbandoned, stepPath(f), r.Attempt, data)
+		a.record(weft.HistoryAttemptAbandoned, stepPath(f), r.Attempt, data)
 		r.Attempt++
 		a.invoke(f, a.step(f))
 	}
@@ -432,12 +432,12 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 // retry un-fails the instance and restarts the steps its failure stopped.
 func (a *apply) retry(ev Retry) {
 	failed := a.st.Error
-	a.st.Status, a.st.Error = store.StatusRunning, nil
+	a.st.Status, a.st.Error = weft.StatusRunning, nil
 	data := map[string]any{"reason": ev.Reason}
 	if failed != nil {
 		data["code"], data["step"] = failed.Code, failed.Step
 	}
-	a.record(store.HistoryInstanceRetried, "", 0, data)
+	a.record(weft.HistoryInstanceRetried, "", 0, data)
 	a.restart(a.st.Root)
 	a.advance(a.st.Root)
 }
@@ -479,10 +479,10 @@ func (a *apply) restart(f *Frame) {
 // without completing always has one.
 func (a *apply) cancel(ev Cancel) {
 	a.cancelOutstanding(a.st.Root)
-	a.st.Status = store.StatusCancelled
-	a.st.Error = &store.Failure{Code: string(store.StatusCancelled), Message: ev.Reason}
-	a.record(store.HistoryInstanceCancelled, "", 0, map[string]any{"reason": ev.Reason})
-	a.emit(Finish{Status: store.StatusCancelled, Error: a.st.Error})
+	a.st.Status = weft.StatusCancelled
+	a.st.Error = &weft.Failure{Code: string(weft.StatusCancelled), Message: ev.Reason}
+	a.record(weft.HistoryInstanceCancelled, "", 0, map[string]any{"reason": ev.Reason})
+	a.emit(Finish{Status: weft.StatusCancelled, Error: a.st.Error})
 }
 
 // cancelOutstanding cancels every outstanding operation under f.
@@ -536,7 +536,7 @@ func (a *apply) waiting(token string, want Pending, event string, ev Input) *Fra
 	// An attempt's end is recorded where it ran, with its logs.
 	data := map[string]any{"event": event, "token": token, "reason": "not outstanding (superseded, cancelled or unknown)"}
 	path, attempt := a.attemptEnd(ev, data)
-	a.record(store.HistoryEventRefused, path, attempt, data)
+	a.record(weft.HistoryEventRefused, path, attempt, data)
 	return nil
 }
 
@@ -563,7 +563,7 @@ func (a *apply) invoke(f *Frame, s *definition.Step) {
 		}
 	}
 	a.emit(inv)
-	a.record(store.HistoryActivityScheduled, inv.Path, r.Attempt, data)
+	a.record(weft.HistoryActivityScheduled, inv.Path, r.Attempt, data)
 }
 
 // attemptData records an attempt's input or output, doc, in data under
@@ -612,7 +612,7 @@ func (a *apply) activityCompleted(ev ActivityCompleted) {
 	if len(data) == 0 {
 		data = nil
 	}
-	a.record(store.HistoryActivityCompleted, stepPath(f), f.Run.Attempt, data)
+	a.record(weft.HistoryActivityCompleted, stepPath(f), f.Run.Attempt, data)
 	if a.p.def.Persistence == definition.PersistenceActivity && s.Persist != definition.PersistNever {
 		a.persist = true
 	}
@@ -637,26 +637,26 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 		data["requests"] = ev.Requests
 	}
 	ev.Logs.AddTo(data)
-	a.record(store.HistoryActivityFailed, stepPath(f), r.Attempt, data)
+	a.record(weft.HistoryActivityFailed, stepPath(f), r.Attempt, data)
 	d := retry.Decide(s.Activity.Retry, retry.Attempt{
 		Number: r.Attempt, Failed: a.c.Now, FirstScheduled: r.Scheduled, ScheduleToClose: s.Activity.ScheduleToClose,
 	}, ev.Cause, a.c.Rand)
 	if !d.Retry {
 		r.Pending, r.Token = "", "" // it has ended: nothing to cancel
 		a.stepFailed(f, ev.Cause.Code)
-		a.fail(&store.Failure{Code: ev.Cause.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
+		a.fail(&weft.Failure{Code: ev.Cause.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
 		return
 	}
 	r.Pending, r.Token = PendingRetry, a.next("t")
 	due := a.c.Now.Add(d.Delay)
 	a.emit(ArmTimer{Token: r.Token, Due: due, Kind: TimerRetry})
-	a.record(store.HistoryRetryScheduled, stepPath(f), r.Attempt+1, map[string]any{"due": due, "delay": d.Delay.String()})
+	a.record(weft.HistoryRetryScheduled, stepPath(f), r.Attempt+1, map[string]any{"due": due, "delay": d.Delay.String()})
 }
 
 func (a *apply) timerFired(ev TimerFired) {
 	f, ok := find(a.st.Root, ev.Token)
 	if !ok {
-		a.record(store.HistoryEventRefused, "", 0, map[string]any{"event": "timer_fired", "token": ev.Token, "reason": "not outstanding"})
+		a.record(weft.HistoryEventRefused, "", 0, map[string]any{"event": "timer_fired", "token": ev.Token, "reason": "not outstanding"})
 		return
 	}
 	s, r := a.step(f), f.Run
@@ -664,13 +664,13 @@ func (a *apply) timerFired(ev TimerFired) {
 	case r.TimeoutToken == ev.Token && r.Pending == PendingBookmark:
 		a.emit(RemoveBookmark{Token: r.Token})
 		r.Pending, r.Token, r.TimeoutToken = "", "", ""
-		a.record(store.HistoryWaitTimedOut, stepPath(f), 0, nil)
+		a.record(weft.HistoryWaitTimedOut, stepPath(f), 0, nil)
 		a.failStep(f, "timeout", fmt.Sprintf("no %s stimulus within %s", s.Wait.Event, s.Wait.Timeout))
 	case r.Pending == PendingRetry:
 		r.Attempt++
 		a.invoke(f, s)
 	case r.Pending == PendingDelay:
-		a.record(store.HistoryTimerFired, stepPath(f), 0, nil)
+		a.record(weft.HistoryTimerFired, stepPath(f), 0, nil)
 		a.complete(f, s, nil)
 		a.resume(f)
 	}
@@ -687,7 +687,7 @@ func (a *apply) stimulusDelivered(ev StimulusDelivered) {
 	// The stimulus consumed the bookmark: a later one with the same event
 	// and key must not find it.
 	a.emit(RemoveBookmark{Token: ev.Token})
-	a.record(store.HistoryBookmarkResumed, stepPath(f), 0, nil)
+	a.record(weft.HistoryBookmarkResumed, stepPath(f), 0, nil)
 	a.complete(f, a.step(f), ev.Payload)
 	a.resume(f)
 }
@@ -697,7 +697,7 @@ func (a *apply) childCompleted(ev ChildCompleted) {
 	if f == nil {
 		return
 	}
-	a.record(store.HistoryChildCompleted, stepPath(f), 0, nil)
+	a.record(weft.HistoryChildCompleted, stepPath(f), 0, nil)
 	a.complete(f, a.step(f), ev.Output)
 	a.resume(f)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/weftworks/weft/host/definition"
 	"github.com/weftworks/weft/host/retry"
 	"github.com/weftworks/weft/host/runner"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -228,7 +228,7 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		ev = runner.ChildCompleted{Token: token(), Output: f.Output}
 	case "child-failed":
 		var f struct {
-			Failure store.Failure `json:"failure"`
+			Failure weft.Failure `json:"failure"`
 		}
 		fields(&f)
 		ev = runner.ChildFailed{Token: token(), Failure: f.Failure}
@@ -408,9 +408,9 @@ steps:
 	p := runner.Compile(def)
 	const input = `{"text":"hello"}` // 16 bytes, as the runner encodes the step's input
 	output := json.RawMessage(`{"text": "HELLO"}`)
-	logs := store.AttemptLogs{
-		Lines:   []store.LogLine{{Time: t0, Level: "info", Source: "log", Message: "working"}},
-		Dropped: &store.LogsDropped{Records: 3, Bytes: 40, Limit: store.LogLimitRecords},
+	logs := weft.AttemptLogs{
+		Lines:   []weft.LogLine{{Time: t0, Level: "info", Source: "log", Message: "working"}},
+		Dropped: &weft.LogsDropped{Records: 3, Bytes: 40, Limit: weft.LogLimitRecords},
 	}
 	tests := []struct {
 		name  string
@@ -434,26 +434,26 @@ steps:
 			if tt.limit > 0 && string(inv.InputJSON) != input {
 				t.Errorf("Invoke.InputJSON = %s, want %s: the bytes the record has are the bytes sent", inv.InputJSON, input)
 			}
-			checkFields(t, record(t, acts, store.HistoryActivityScheduled), tt.wantIn)
+			checkFields(t, record(t, acts, weft.HistoryActivityScheduled), tt.wantIn)
 
 			// The first attempt fails with logs, the second completes.
 			acts = p.Apply(st, c, runner.ActivityFailed{Token: inv.Token, Cause: retry.Of(retry.KindTimeout), Message: "slow", Logs: logs})
-			failed := record(t, acts, store.HistoryActivityFailed)
+			failed := record(t, acts, weft.HistoryActivityFailed)
 			if fmt.Sprint(failed.Data["logs"]) != fmt.Sprint(logs.Lines) || failed.Data["logs_dropped"] != logs.Dropped {
 				t.Errorf("activity_failed data = %v, want the attempt's logs", failed.Data)
 			}
 			acts = p.Apply(st, c, runner.TimerFired{Token: only[runner.ArmTimer](t, acts).Token})
 			inv = only[runner.Invoke](t, acts)
-			checkFields(t, record(t, acts, store.HistoryActivityScheduled), tt.wantIn)
+			checkFields(t, record(t, acts, weft.HistoryActivityScheduled), tt.wantIn)
 			var out any
 			_ = json.Unmarshal(output, &out)
-			acts = p.Apply(st, c, runner.ActivityCompleted{Token: inv.Token, Output: out, OutputJSON: output, Logs: store.AttemptLogs{Lines: logs.Lines}})
-			completed := record(t, acts, store.HistoryActivityCompleted)
+			acts = p.Apply(st, c, runner.ActivityCompleted{Token: inv.Token, Output: out, OutputJSON: output, Logs: weft.AttemptLogs{Lines: logs.Lines}})
+			completed := record(t, acts, weft.HistoryActivityCompleted)
 			checkFields(t, completed, tt.wantOut)
 			if fmt.Sprint(completed.Data["logs"]) != fmt.Sprint(logs.Lines) || completed.Data["logs_dropped"] != nil {
 				t.Errorf("activity_completed data = %v, want the attempt's logs and no drop", completed.Data)
 			}
-			if st.Status != store.StatusCompleted {
+			if st.Status != weft.StatusCompleted {
 				t.Errorf("status %s, want completed", st.Status)
 			}
 		})
@@ -464,7 +464,7 @@ steps:
 		c := runner.Context{InstanceID: "i1", Now: t0, Rand: func() float64 { return 0.5 }, AttemptDataLimit: 100}
 		inv := only[runner.Invoke](t, p.Apply(st, c, runner.Start{Input: json.RawMessage(input)}))
 		acts := p.Apply(st, c, runner.ActivityCompleted{Token: inv.Token, Output: map[string]any{"n": 1.0}})
-		checkFields(t, record(t, acts, store.HistoryActivityCompleted), map[string]any{"output": json.RawMessage(`{"n":1}`)})
+		checkFields(t, record(t, acts, weft.HistoryActivityCompleted), map[string]any{"output": json.RawMessage(`{"n":1}`)})
 	})
 }
 
@@ -485,7 +485,7 @@ func only[T runner.Action](t *testing.T, acts []runner.Action) T {
 }
 
 // record returns the one record of type typ in acts.
-func record(t *testing.T, acts []runner.Action, typ store.HistoryType) runner.Record {
+func record(t *testing.T, acts []runner.Action, typ weft.HistoryType) runner.Record {
 	t.Helper()
 	var found []runner.Record
 	for _, a := range acts {
@@ -540,7 +540,7 @@ steps:
 			bad = inv
 		}
 	}
-	logs := store.AttemptLogs{Lines: []store.LogLine{{Time: t0, Level: "info", Source: "log", Message: "half done"}}}
+	logs := weft.AttemptLogs{Lines: []weft.LogLine{{Time: t0, Level: "info", Source: "log", Message: "half done"}}}
 	check := func(r runner.Record, path string) {
 		t.Helper()
 		if r.Path != path || r.Attempt != 1 || fmt.Sprint(r.Data["logs"]) != fmt.Sprint(logs.Lines) {
@@ -549,12 +549,12 @@ steps:
 	}
 
 	acts := p.Apply(st, c, runner.ActivityCompleted{Token: "a-unknown", Output: 1, Logs: logs, Path: slow.Path, Attempt: 1})
-	check(record(t, acts, store.HistoryEventRefused), slow.Path)
+	check(record(t, acts, weft.HistoryEventRefused), slow.Path)
 
 	p.Apply(st, c, runner.ActivityFailed{Token: bad.Token, Cause: retry.Cause{Kind: retry.KindActivity, Code: "no"}, Message: "no"})
-	if st.Status != store.StatusFailed {
+	if st.Status != weft.StatusFailed {
 		t.Fatalf("status %s, want failed", st.Status)
 	}
 	acts = p.Apply(st, c, runner.ActivityCompleted{Token: slow.Token, Output: 1, Logs: logs, Path: slow.Path, Attempt: slow.Attempt})
-	check(record(t, acts, store.HistoryEventIgnored), slow.Path)
+	check(record(t, acts, weft.HistoryEventIgnored), slow.Path)
 }

@@ -49,14 +49,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // State is an instance's execution state. It must only be changed by Apply.
 // It is persisted with the instance as one JSON document (see Encode), which
 // json.Marshal and json.Unmarshal also read and write.
 type State struct {
-	Status store.Status
+	Status weft.Status
 	// Input is the instance's input; input is the same as JSON, as Start
 	// gave it or the document held it, so that it is encoded once, when
 	// the instance is created, and copied from then on.
@@ -67,24 +67,24 @@ type State struct {
 	// Seq numbers tokens and executions.
 	Seq    uint64
 	Output any
-	Error  *store.Failure
+	Error  *weft.Failure
 }
 
 // document is the persisted form of a State. Input, Vars and Output are
 // JSON already: Encode encodes each once, for the document and for the
 // instance's own fields.
 type document struct {
-	Status store.Status    `json:"status"`
+	Status weft.Status     `json:"status"`
 	Input  json.RawMessage `json:"input"`
 	Vars   json.RawMessage `json:"vars"`
 	Root   *Frame          `json:"root,omitempty"`
 	Seq    uint64          `json:"seq"`
 	Output json.RawMessage `json:"output,omitempty"`
-	Error  *store.Failure  `json:"error,omitempty"`
+	Error  *weft.Failure   `json:"error,omitempty"`
 }
 
 // Encoded is a State as persisted: the document, and the parts of it that an
-// instance also stores on their own (store.Instance's Vars and Output).
+// instance also stores on their own (weft.Instance's Vars and Output).
 type Encoded struct {
 	State  []byte
 	Vars   json.RawMessage

@@ -7,20 +7,20 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/runner"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // previousState is State as it was before it had a document of its own: its
 // fields and tags, copied, so that the test below reads what that code
 // wrote.
 type previousState struct {
-	Status store.Status   `json:"status"`
+	Status weft.Status    `json:"status"`
 	Input  any            `json:"input"`
 	Vars   map[string]any `json:"vars"`
 	Root   *runner.Frame  `json:"root,omitempty"`
 	Seq    uint64         `json:"seq"`
 	Output any            `json:"output,omitempty"`
-	Error  *store.Failure `json:"error,omitempty"`
+	Error  *weft.Failure  `json:"error,omitempty"`
 }
 
 // TestStateReadsThePreviousDocument: a state stored by the previous code
@@ -32,7 +32,7 @@ func TestStateReadsThePreviousDocument(t *testing.T) {
 	scheduled := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	for name, prev := range map[string]previousState{
 		"suspended": {
-			Status: store.StatusSuspended,
+			Status: weft.StatusSuspended,
 			Input:  map[string]any{"id": "o-42", "big": 12345678901234567890.0, "html": "<a & b>", "list": []any{1.5, "x", nil, true}},
 			Vars:   map[string]any{"a": map[string]any{"n": 1.0}},
 			Root: &runner.Frame{List: "steps", Path: "steps", Index: 1, Run: &runner.Run{
@@ -42,13 +42,13 @@ func TestStateReadsThePreviousDocument(t *testing.T) {
 			Seq: 4,
 		},
 		"completed": {
-			Status: store.StatusCompleted, Input: "hi", Vars: map[string]any{"out": "HI"},
+			Status: weft.StatusCompleted, Input: "hi", Vars: map[string]any{"out": "HI"},
 			Root: &runner.Frame{List: "steps", Path: "steps", Index: 1, Done: true}, Seq: 2, Output: "HI",
 		},
 		"failed without input": {
-			Status: store.StatusFailed, Vars: map[string]any{},
+			Status: weft.StatusFailed, Vars: map[string]any{},
 			Root:  &runner.Frame{List: "steps", Path: "steps"},
-			Error: &store.Failure{Code: "card_declined", Message: "no", Details: json.RawMessage(`{"try":2}`), Step: "steps[0]"},
+			Error: &weft.Failure{Code: "card_declined", Message: "no", Details: json.RawMessage(`{"try":2}`), Step: "steps[0]"},
 		},
 		"never applied": {},
 	} {

@@ -5,21 +5,8 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/weft"
 )
-
-// Definition is one version of a workflow definition.
-type Definition struct {
-	Name string `json:"name"`
-	// Version is 1 for the first definition of a name and +1 for each
-	// change. Versions are never reused, not even after DeleteDefinition.
-	Version int `json:"version"`
-	// Hash identifies the content (of the canonical form); PutDefinition
-	// compares it with the latest version's.
-	Hash   string `json:"hash"`
-	Source []byte `json:"source"`
-	// CreatedAt is set by the store.
-	CreatedAt time.Time `json:"created_at"`
-}
 
 // PluginRecord is one version of a plugin, as stored after validation.
 type PluginRecord struct {
@@ -38,7 +25,7 @@ type PluginRecord struct {
 // StartCatalog is what a start reads of the catalog (Store.ResolveStart).
 type StartCatalog struct {
 	// Definition is the latest version of the workflow.
-	Definition *Definition
+	Definition *weft.Definition
 	// Plugins holds the current version of each plugin the definition
 	// uses, by name.
 	Plugins map[string]*PluginRecord
@@ -53,9 +40,9 @@ type StartCatalog struct {
 // (Generation ""): s's GetDefinition, then its CurrentPlugin for each
 // plugin uses names.
 func ResolveCurrent(ctx context.Context, s interface {
-	GetDefinition(ctx context.Context, name string, version int) (*Definition, error)
+	GetDefinition(ctx context.Context, name string, version int) (*weft.Definition, error)
 	CurrentPlugin(ctx context.Context, name string) (*PluginRecord, error)
-}, workflow string, uses func(*Definition) ([]string, error)) (*StartCatalog, error) {
+}, workflow string, uses func(*weft.Definition) ([]string, error)) (*StartCatalog, error) {
 	d, err := s.GetDefinition(ctx, workflow, 0)
 	if err != nil {
 		return nil, err

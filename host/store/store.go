@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Store is where the host keeps everything durable: instances with their
@@ -34,18 +36,18 @@ type Store interface {
 	Commit(ctx context.Context, c Commit) (rev uint64, err error)
 
 	// GetInstance returns the instance with its State, or ErrNotFound.
-	GetInstance(ctx context.Context, id string) (*Instance, error)
+	GetInstance(ctx context.Context, id string) (*weft.Instance, error)
 
 	// ListInstances returns a page of instances matching f, without their
 	// State, ordered by (CreatedAt, ID), oldest first unless f.NewestFirst,
 	// and the cursor of the next page ("" after the last page). Oldest
 	// first, instances created after the listing started appear on later
 	// pages; in either order none is listed twice.
-	ListInstances(ctx context.Context, f InstanceFilter) (items []Instance, next string, err error)
+	ListInstances(ctx context.Context, f weft.InstanceFilter) (items []weft.Instance, next string, err error)
 
 	// CountInstances counts the instances in each status, of one workflow
 	// when workflow is not empty. Statuses without instances are absent.
-	CountInstances(ctx context.Context, workflow string) (map[Status]int, error)
+	CountInstances(ctx context.Context, workflow string) (map[weft.Status]int, error)
 
 	// DeleteInstance removes an instance with its state, history,
 	// bookmarks, timers, inbox, heartbeats and index entries (the one
@@ -56,7 +58,7 @@ type Store interface {
 
 	// History returns up to limit events of an instance with Seq greater
 	// than afterSeq, in order. ErrNotFound when there is no such instance.
-	History(ctx context.Context, id string, afterSeq uint64, limit int) ([]HistoryEntry, error)
+	History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error)
 
 	// Deliver writes msgs to their instances' inboxes and, when s is not
 	// nil, records s as delivered (State delivered, with s.Outcome) in the
@@ -65,7 +67,7 @@ type Store interface {
 	// that record, as EnqueueStimulus does. Messages for instances that do
 	// not exist are dropped; a message whose ID its inbox already holds is
 	// not written twice.
-	Deliver(ctx context.Context, s *Stimulus, msgs []Message) (existing *Stimulus, err error)
+	Deliver(ctx context.Context, s *weft.Stimulus, msgs []Message) (existing *weft.Stimulus, err error)
 
 	// Inbox returns an instance's messages ordered by Seq; ErrNotFound when
 	// there is no such instance. DeleteInstance removes the inbox too.
@@ -134,32 +136,32 @@ type Store interface {
 	// — queued, delivered or dead, and not yet forgotten — it returns that
 	// record and enqueues nothing; otherwise it returns nil once s is
 	// durably queued.
-	EnqueueStimulus(ctx context.Context, s Stimulus) (existing *Stimulus, err error)
+	EnqueueStimulus(ctx context.Context, s weft.Stimulus) (existing *weft.Stimulus, err error)
 
 	// GetStimulus returns the stimulus with that id, in any state, or
 	// ErrNotFound.
-	GetStimulus(ctx context.Context, id string) (*Stimulus, error)
+	GetStimulus(ctx context.Context, id string) (*weft.Stimulus, error)
 
 	// PendingStimuli returns the queued stimuli with that name and key that
 	// have not expired by the store's clock, oldest first.
-	PendingStimuli(ctx context.Context, name, key string) ([]Stimulus, error)
+	PendingStimuli(ctx context.Context, name, key string) ([]weft.Stimulus, error)
 
 	// QueuedStimuli returns a page of the queued stimuli, expired or not,
 	// ordered by (ExpiresAt, ID), and the cursor of the next page ("" after
 	// the last page). The recovery sweep reads it to pair stimuli with
 	// bookmarks that missed them.
-	QueuedStimuli(ctx context.Context, cursor string, limit int) (items []Stimulus, next string, err error)
+	QueuedStimuli(ctx context.Context, cursor string, limit int) (items []weft.Stimulus, next string, err error)
 
 	// ExpireStimuli moves up to limit queued stimuli whose ExpiresAt is not
 	// after now to the dead letters and returns them (earliest expiry
 	// first). It also forgets up to limit delivered and dead stimuli whose
 	// retention ended at now (see the implementation's configuration);
 	// a forgotten ID may be enqueued again.
-	ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]Stimulus, error)
+	ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]weft.Stimulus, error)
 
 	// DeadLetters returns a page of dead stimuli, in the order they died,
 	// and the next cursor ("" after the last page).
-	DeadLetters(ctx context.Context, cursor string, limit int) (items []Stimulus, next string, err error)
+	DeadLetters(ctx context.Context, cursor string, limit int) (items []weft.Stimulus, next string, err error)
 
 	// PutDefinition stores source as the next version of the definition
 	// name, unless hash equals the latest version's hash: then it returns
@@ -168,17 +170,17 @@ type Store interface {
 
 	// GetDefinition returns a version of a definition, the latest for
 	// version 0, or ErrNotFound.
-	GetDefinition(ctx context.Context, name string, version int) (*Definition, error)
+	GetDefinition(ctx context.Context, name string, version int) (*weft.Definition, error)
 
 	// ListDefinitions returns a page of definitions, the latest version of
 	// each, ordered by name, and the next cursor.
-	ListDefinitions(ctx context.Context, cursor string, limit int) (items []Definition, next string, err error)
+	ListDefinitions(ctx context.Context, cursor string, limit int) (items []weft.Definition, next string, err error)
 
 	// ListDefinitionVersions returns the versions kept of a definition,
 	// the latest first, without their Source, or ErrNotFound when there
 	// is none: what a client lists to link to each, since a deletion
 	// leaves a gap in the numbers.
-	ListDefinitionVersions(ctx context.Context, name string) ([]Definition, error)
+	ListDefinitionVersions(ctx context.Context, name string) ([]weft.Definition, error)
 
 	// DeleteDefinition removes every version of a definition, or returns
 	// ErrNotFound. Instances are not checked: they keep their version
@@ -208,7 +210,7 @@ type Store interface {
 	// and without checking that it is still current, and says so with
 	// StartCatalog.Generation (see there); without, the answer is current
 	// at the call.
-	ResolveStart(ctx context.Context, workflow string, uses func(*Definition) ([]string, error), cached bool) (*StartCatalog, error)
+	ResolveStart(ctx context.Context, workflow string, uses func(*weft.Definition) ([]string, error), cached bool) (*StartCatalog, error)
 
 	// ListPlugins returns a page of current plugin versions ordered by name,
 	// and the next cursor.

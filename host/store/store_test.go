@@ -7,20 +7,21 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		s               store.Status
+		s               weft.Status
 		valid, terminal bool
 	}{
-		{store.StatusPending, true, false},
-		{store.StatusRunning, true, false},
-		{store.StatusSuspended, true, false},
-		{store.StatusCompleted, true, true},
-		{store.StatusFailed, true, true},
-		{store.StatusCancelled, true, true},
+		{weft.StatusPending, true, false},
+		{weft.StatusRunning, true, false},
+		{weft.StatusSuspended, true, false},
+		{weft.StatusCompleted, true, true},
+		{weft.StatusFailed, true, true},
+		{weft.StatusCancelled, true, true},
 		{"", false, false},
 		{"Running", false, false},
 	}
@@ -36,20 +37,20 @@ func TestLease(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name                   string
-		l                      store.Lease
+		l                      weft.Lease
 		zero, held, expiredNow bool
 	}{
-		{"zero", store.Lease{}, true, false, false},
-		{"live", store.Lease{Node: "n", Boot: "b", Expiry: now.Add(time.Second)}, false, true, false},
-		{"expires now", store.Lease{Node: "n", Boot: "b", Expiry: now}, false, true, true},
-		{"other boot", store.Lease{Node: "n", Boot: "c", Expiry: now.Add(-time.Second)}, false, false, true},
+		{"zero", weft.Lease{}, true, false, false},
+		{"live", weft.Lease{Node: "n", Boot: "b", Expiry: now.Add(time.Second)}, false, true, false},
+		{"expires now", weft.Lease{Node: "n", Boot: "b", Expiry: now}, false, true, true},
+		{"other boot", weft.Lease{Node: "n", Boot: "c", Expiry: now.Add(-time.Second)}, false, false, true},
 	}
 	for _, tt := range tests {
 		if tt.l.IsZero() != tt.zero || tt.l.Held("n", "b") != tt.held || tt.l.Expired(now) != tt.expiredNow {
 			t.Errorf("%s: IsZero, Held, Expired = %v, %v, %v", tt.name, tt.l.IsZero(), tt.l.Held("n", "b"), tt.l.Expired(now))
 		}
 	}
-	if (store.Lease{}).Held("", "") {
+	if (weft.Lease{}).Held("", "") {
 		t.Error("an empty lease is held by the empty node")
 	}
 }

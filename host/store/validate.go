@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -202,9 +203,9 @@ func (m Message) validate(what string) error {
 // Store.Deliver: s, when not nil, as for EnqueueStimulus (ID, Name and
 // ExpiresAt required) with an Outcome that is JSON, and every message as
 // Message.Validate says. The error matches ErrInvalid.
-func ValidateDeliver(s *Stimulus, msgs []Message) error {
+func ValidateDeliver(s *weft.Stimulus, msgs []Message) error {
 	if s != nil {
-		if err := s.Validate(); err != nil {
+		if err := ValidateStimulus(*s); err != nil {
 			return err
 		}
 		if err := checkJSON(s.Outcome, func() string { return fmt.Sprintf("stimulus %q: outcome", s.ID) }); err != nil {
@@ -219,9 +220,9 @@ func ValidateDeliver(s *Stimulus, msgs []Message) error {
 	return nil
 }
 
-// Validate reports what is malformed in a stimulus to enqueue; the error
-// matches ErrInvalid.
-func (s Stimulus) Validate() error {
+// ValidateStimulus reports what is malformed in a stimulus to enqueue; the
+// error matches ErrInvalid.
+func ValidateStimulus(s weft.Stimulus) error {
 	if err := CheckID("stimulus id", s.ID); err != nil {
 		return err
 	}

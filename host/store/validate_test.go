@@ -8,21 +8,22 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // completion is a commit as the engine makes one at the end of a three-step
 // workflow: the instance with its vars and output, and the history of the
 // run.
 func completion() store.Commit {
-	in := &store.Instance{
-		ID: "01a21e6a2e3b4c5d6e7f8091a2b3", Workflow: "seq3", Version: 1, Rev: 1, Status: store.StatusCompleted,
+	in := &weft.Instance{
+		ID: "01a21e6a2e3b4c5d6e7f8091a2b3", Workflow: "seq3", Version: 1, Rev: 1, Status: weft.StatusCompleted,
 		Input: json.RawMessage(`{"x":1}`), Output: json.RawMessage(`{"x":1}`),
 		Vars:    json.RawMessage(`{"a":{"x":1},"b":{"x":1},"c":{"x":1}}`),
 		Plugins: map[string]string{"kit": "6021d9854f4dc58f7587d2548f77b34926ac470ca762989c6ec2e478881d97d6"},
 	}
 	c := store.Commit{Instance: in, Fence: 1, Consumed: []string{"stimulus:1:w"}}
 	for range 13 {
-		c.History = append(c.History, store.HistoryEntry{Type: "step_completed", StepPath: "steps[0]", Data: json.RawMessage(`{"kind":"activity","step":"a"}`)})
+		c.History = append(c.History, weft.HistoryEntry{Type: "step_completed", StepPath: "steps[0]", Data: json.RawMessage(`{"kind":"activity","step":"a"}`)})
 	}
 	c.Timers = []store.Timer{{ID: "t1", Due: time.Unix(1e9, 0), Data: json.RawMessage(`{}`)}}
 	return c

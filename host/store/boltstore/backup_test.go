@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // TestBackup: a backup is the store as it was when it began, whatever
@@ -25,9 +26,9 @@ func TestBackup(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, filepath.Join(dir, "weft.db"), nil)
 	create := func(id string) error {
-		in := &store.Instance{ID: id, Workflow: "w", Status: store.StatusPending,
+		in := &weft.Instance{ID: id, Workflow: "w", Status: weft.StatusPending,
 			Input: json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 500)))}
-		_, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}})
+		_, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: "created"}}})
 		return err
 	}
 	for i := range 200 {
@@ -81,7 +82,7 @@ func TestBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := open(t, copyPath, nil)
-	items, _, err := c.ListInstances(t.Context(), store.InstanceFilter{Limit: 1000})
+	items, _, err := c.ListInstances(t.Context(), weft.InstanceFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestSpooledBackupHoldsNoWrites(t *testing.T) {
 	s := open(t, path, nil)
 	big := json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 1<<20)))
 	create := func(id string) error {
-		_, err := s.Commit(t.Context(), store.Commit{Instance: &store.Instance{ID: id, Workflow: "w", Status: store.StatusPending, Input: big}})
+		_, err := s.Commit(t.Context(), store.Commit{Instance: &weft.Instance{ID: id, Workflow: "w", Status: weft.StatusPending, Input: big}})
 		return err
 	}
 	if err := create("before"); err != nil {
@@ -194,7 +195,7 @@ func TestSpooledBackupHoldsNoWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := open(t, copyPath, nil)
-	items, _, err := c.ListInstances(t.Context(), store.InstanceFilter{Limit: 100})
+	items, _, err := c.ListInstances(t.Context(), weft.InstanceFilter{Limit: 100})
 	if err != nil || len(items) != 1 || items[0].ID != "before" {
 		t.Fatalf("the backup holds %v, %v; want only the instance written before it", items, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/host/store/storetest"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // open opens a store at path with clock now, closed when t ends.
@@ -77,7 +78,7 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Commit(t.Context(), store.Commit{Instance: &store.Instance{ID: "i", Workflow: "w", Status: store.StatusPending}}); err != nil {
+	if _, err := s.Commit(t.Context(), store.Commit{Instance: &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusPending}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -190,7 +191,7 @@ func TestRetention(t *testing.T) {
 	defer s.Close()
 	ctx := t.Context()
 	t0 := storetest.Epoch
-	for _, st := range []store.Stimulus{
+	for _, st := range []weft.Stimulus{
 		{ID: "short", Name: "e", ExpiresAt: t0.Add(time.Minute)},
 		{ID: "long", Name: "e", ExpiresAt: t0.Add(3 * time.Hour)},
 		{ID: "dies", Name: "e", ExpiresAt: t0.Add(time.Second)},
@@ -200,13 +201,13 @@ func TestRetention(t *testing.T) {
 		}
 	}
 	for i, id := range []string{"short", "long"} {
-		in := &store.Instance{ID: fmt.Sprint("i", i), Workflow: "w", Status: store.StatusRunning}
+		in := &weft.Instance{ID: fmt.Sprint("i", i), Workflow: "w", Status: weft.StatusRunning}
 		if _, err := s.Commit(ctx, store.Commit{Instance: in, DeliveredStimulus: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Deliver records stimuli with the same retention as Commit.
-	for _, st := range []store.Stimulus{
+	for _, st := range []weft.Stimulus{
 		{ID: "dshort", Name: "e", ExpiresAt: t0.Add(time.Minute)},
 		{ID: "dlong", Name: "e", ExpiresAt: t0.Add(3 * time.Hour)},
 	} {
@@ -257,7 +258,7 @@ func TestCommitDuringClose(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			in := &store.Instance{ID: fmt.Sprint(i), Workflow: "w", Status: store.StatusPending, Vars: json.RawMessage(`{}`)}
+			in := &weft.Instance{ID: fmt.Sprint(i), Workflow: "w", Status: weft.StatusPending, Vars: json.RawMessage(`{}`)}
 			if _, err := s.Commit(context.Background(), store.Commit{Instance: in}); err != nil && !errors.Is(err, store.ErrClosed) {
 				t.Errorf("Commit: %v", err)
 			}
@@ -305,9 +306,9 @@ func TestCorruptDataPages(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 200 {
-				in := &store.Instance{ID: fmt.Sprintf("instance-%04d", i), Workflow: "w", Status: store.StatusRunning,
+				in := &weft.Instance{ID: fmt.Sprintf("instance-%04d", i), Workflow: "w", Status: weft.StatusRunning,
 					Vars: json.RawMessage(fmt.Sprintf(`{"pad": %q}`, strings.Repeat("x", 500)))}
-				if _, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}}); err != nil {
+				if _, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: "created"}}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -331,7 +332,7 @@ func TestCorruptDataPages(t *testing.T) {
 				return
 			}
 			defer s.Close()
-			_, _, err = s.ListInstances(t.Context(), store.InstanceFilter{Limit: 1000})
+			_, _, err = s.ListInstances(t.Context(), weft.InstanceFilter{Limit: 1000})
 			_, err2 := s.GetInstance(t.Context(), "instance-0150")
 			for _, err := range []error{err, err2} {
 				t.Logf("read: %v", err)

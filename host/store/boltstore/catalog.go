@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 func getU64(b *bolt.Bucket, k []byte) uint64 {
@@ -27,12 +28,12 @@ func putU64(b *bolt.Bucket, k []byte, v uint64) error {
 
 func defKey(name string, version int) key { return key(nil).str(name).u64(uint64(version)) }
 
-func getDef(tx *bolt.Tx, name string, version int) (*store.Definition, error) {
+func getDef(tx *bolt.Tx, name string, version int) (*weft.Definition, error) {
 	raw := tx.Bucket(bDefs).Get(defKey(name, version))
 	if raw == nil {
 		return nil, nil
 	}
-	var d store.Definition
+	var d weft.Definition
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return nil, fmt.Errorf("definition %q version %d: corrupt record: %w", name, version, err)
 	}
@@ -67,7 +68,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 			}
 		}
 		next := max(getU64(seqB, []byte(name)), latest) + 1
-		d := store.Definition{Name: name, Version: int(next), Hash: hash, Source: source, CreatedAt: s.now()}
+		d := weft.Definition{Name: name, Version: int(next), Hash: hash, Source: source, CreatedAt: s.now()}
 		if err := putJSON(tx.Bucket(bDefs), defKey(name, d.Version), d); err != nil {
 			return err
 		}
@@ -87,7 +88,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 }
 
 // GetDefinition implements store.Store.
-func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*store.Definition, error) {
+func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*weft.Definition, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*s
 	if d, ok := s.catalog.definition(id, gen); ok {
 		return d, nil
 	}
-	var out *store.Definition
+	var out *weft.Definition
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		v := version
 		if v == 0 {
@@ -157,9 +158,9 @@ func pageByName(b *bolt.Bucket, cursor string, limit int, each func(name, v []by
 }
 
 // ListDefinitions implements store.Store.
-func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) ([]store.Definition, string, error) {
+func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) ([]weft.Definition, string, error) {
 	limit = store.ClampLimit(limit)
-	var out []store.Definition
+	var out []weft.Definition
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		var err error
@@ -183,8 +184,8 @@ func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) (
 }
 
 // ListDefinitionVersions implements store.Store.
-func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]store.Definition, error) {
-	var out []store.Definition
+func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]weft.Definition, error) {
+	var out []weft.Definition
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bDefLatest).Get([]byte(name)) == nil {
 			return store.NotFound("definition %q", name)
@@ -195,7 +196,7 @@ func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]stor
 		// Keys end in the version, big-endian: walking back from the end
 		// of the name's keys lists the latest first.
 		for k := seekBefore(c, nil, prefix); hasPrefix(k, prefix); k, _ = c.Prev() {
-			var d store.Definition
+			var d weft.Definition
 			if err := json.Unmarshal(defs.Get(k), &d); err != nil {
 				return fmt.Errorf("definition %q: corrupt record under key %x: %w", name, k, err)
 			}
@@ -342,7 +343,7 @@ func (s *Store) CurrentPlugin(ctx context.Context, name string) (*store.PluginRe
 // ResolveStart implements store.Store. Its answers are always current
 // (Generation ""): GetDefinition and GetPlugin answer from a cache that
 // this process's own writes invalidate, so a cached answer costs no more.
-func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*store.Definition) ([]string, error), _ bool) (*store.StartCatalog, error) {
+func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*weft.Definition) ([]string, error), _ bool) (*store.StartCatalog, error) {
 	return store.ResolveCurrent(ctx, s, workflow, uses)
 }
 

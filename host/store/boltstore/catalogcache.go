@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // catalogCache keeps decoded definitions and plugin records, which every
@@ -35,7 +36,7 @@ type defID struct {
 
 type cachedDef struct {
 	gen uint64
-	d   store.Definition
+	d   weft.Definition
 }
 
 type cachedPlugin struct {
@@ -53,7 +54,7 @@ func (c *catalogCache) changed() {
 }
 
 // definition returns a copy of the cached definition, if valid at gen.
-func (c *catalogCache) definition(id defID, gen uint64) (*store.Definition, bool) {
+func (c *catalogCache) definition(id defID, gen uint64) (*weft.Definition, bool) {
 	c.mu.Lock()
 	e, ok := c.defs[id]
 	c.mu.Unlock()
@@ -64,7 +65,7 @@ func (c *catalogCache) definition(id defID, gen uint64) (*store.Definition, bool
 	return &d, true
 }
 
-func (c *catalogCache) putDefinition(id defID, gen uint64, d *store.Definition) {
+func (c *catalogCache) putDefinition(id defID, gen uint64, d *weft.Definition) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.defs == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Page layout of a bbolt file (go.etcd.io/bbolt/internal/common): a header
@@ -39,7 +40,7 @@ func instancesTree(t *testing.T, path string, n int) (pageSize int, first, secon
 		t.Fatal(err)
 	}
 	for i := range n {
-		in := &store.Instance{ID: fmt.Sprintf("instance-%04d", i), Workflow: "w", Status: store.StatusCompleted,
+		in := &weft.Instance{ID: fmt.Sprintf("instance-%04d", i), Workflow: "w", Status: weft.StatusCompleted,
 			Input: json.RawMessage(fmt.Sprintf(`{"pad": %q}`, strings.Repeat("x", 200)))}
 		if _, err := s.Commit(t.Context(), store.Commit{Instance: in}); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // The engine's three uses of Commit: create, a transition under the
@@ -27,16 +28,16 @@ func Example() {
 
 	// Create: Rev 0, no lock, so Fence 0. A second create of the id is
 	// refused with ErrExists: answer with the stored instance.
-	in := &store.Instance{ID: "order-1", Workflow: "order", Version: 1, Status: store.StatusPending}
-	rev, _ := st.Commit(ctx, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}})
+	in := &weft.Instance{ID: "order-1", Workflow: "order", Version: 1, Status: weft.StatusPending}
+	rev, _ := st.Commit(ctx, store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: "created"}}})
 	_, err = st.Commit(ctx, store.Commit{Instance: in})
 	fmt.Println("created at rev", rev, "then:", errors.Is(err, store.ErrExists))
 
 	// Transition: under the lock (token 100), with the lease of this node.
 	in.Rev = rev
-	in.Status = store.StatusRunning
-	in.Lease = store.Lease{Node: "node-a", Boot: "boot-1", Expiry: now.Add(30 * time.Second)}
-	rev, _ = st.Commit(ctx, store.Commit{Instance: in, Fence: 100, History: []store.HistoryEntry{{Type: "step_started", StepPath: "charge"}}})
+	in.Status = weft.StatusRunning
+	in.Lease = weft.Lease{Node: "node-a", Boot: "boot-1", Expiry: now.Add(30 * time.Second)}
+	rev, _ = st.Commit(ctx, store.Commit{Instance: in, Fence: 100, History: []weft.HistoryEntry{{Type: "step_started", StepPath: "charge"}}})
 	fmt.Println("running at rev", rev)
 
 	// node-a dies. After the expiry recovery finds the instance, takes the
@@ -44,12 +45,12 @@ func Example() {
 	now = now.Add(time.Minute)
 	ids, _ := st.ExpiredLeases(ctx, now, 10)
 	got, _ := st.GetInstance(ctx, ids[0])
-	got.Lease = store.Lease{Node: "node-b", Boot: "boot-7", Expiry: now.Add(30 * time.Second)}
+	got.Lease = weft.Lease{Node: "node-b", Boot: "boot-7", Expiry: now.Add(30 * time.Second)}
 	rev, _ = st.Commit(ctx, store.Commit{Instance: got, Fence: 200})
 	fmt.Println("taken over by", got.Lease.Node, "at rev", rev)
 
 	// node-a wakes up and writes with its old token: fenced.
-	in.Status = store.StatusCompleted
+	in.Status = weft.StatusCompleted
 	_, err = st.Commit(ctx, store.Commit{Instance: in, Fence: 100})
 	fmt.Println("late write fenced:", errors.Is(err, store.ErrFenced))
 	// Output:

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 func inboxKey(id string, seq uint64) key         { return key(nil).str(id).u64(seq) }
@@ -166,7 +167,7 @@ func clearInbox(tx *bolt.Tx, id string) error {
 // Deliver implements store.Store. The stimulus is recorded with
 // DeliveredTo set to the instance of the first message written, or empty
 // when no message was.
-func (s *Store) Deliver(ctx context.Context, st *store.Stimulus, msgs []store.Message) (*store.Stimulus, error) {
+func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []store.Message) (*weft.Stimulus, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func (s *Store) Deliver(ctx context.Context, st *store.Stimulus, msgs []store.Me
 	if st == nil && len(msgs) == 0 {
 		return nil, nil
 	}
-	var existing *store.Stimulus
+	var existing *weft.Stimulus
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		existing = nil
 		if st != nil {

@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // TestCommitSendsToItself: a Commit's Send may name the committing
@@ -17,7 +18,7 @@ func TestCommitSendsToItself(t *testing.T) {
 	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "weft.db"), nil)
 	ctx := t.Context()
-	in := &store.Instance{ID: "i", Workflow: "w", Status: store.StatusRunning}
+	in := &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusRunning}
 	self := store.Message{InstanceID: "i", ID: "tick", Kind: "stimulus"}
 	if _, err := s.Commit(ctx, store.Commit{Instance: in, Send: []store.Message{self}}); err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestOpenAddsInbox(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "weft.db")
 	s := open(t, path, nil)
-	if _, err := s.Commit(t.Context(), store.Commit{Instance: &store.Instance{ID: "i", Workflow: "w", Status: store.StatusPending}}); err != nil {
+	if _, err := s.Commit(t.Context(), store.Commit{Instance: &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusPending}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -12,12 +12,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // instRecord is an instance as stored in bInst: the instance without its
 // State (kept in bState) plus the last history sequence number.
 type instRecord struct {
-	store.Instance
+	weft.Instance
 	HistSeq uint64 `json:"hist_seq,omitempty"`
 }
 
@@ -56,7 +57,7 @@ func putInst(tx *bolt.Tx, r *instRecord) error {
 // 50,000 a second at 100,000 running instances — reads and writes a few
 // bytes instead of decoding and encoding the whole instance.
 type leaseRecord struct {
-	store.Lease
+	weft.Lease
 	// Terminal mirrors the instance's status: a terminal instance's lease
 	// is never renewed.
 	Terminal bool
@@ -107,7 +108,7 @@ type indexEntry struct {
 // delete-after index once it is terminal with a DeleteAfter, the lease
 // index while it holds a lease and is not terminal, and a pin per plugin
 // while it is not terminal. nil for a nil r.
-func instIndexes(r *store.Instance) []indexEntry {
+func instIndexes(r *weft.Instance) []indexEntry {
 	if r == nil {
 		return nil
 	}
@@ -165,7 +166,7 @@ func syncIndexes(tx *bolt.Tx, old, new []indexEntry) error {
 	return nil
 }
 
-func instOf(r *instRecord) *store.Instance {
+func instOf(r *instRecord) *weft.Instance {
 	if r == nil {
 		return nil
 	}
@@ -232,7 +233,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 			if err != nil {
 				return err
 			}
-			if stim == nil || stim.State != store.StimulusQueued || !stim.ExpiresAt.After(now) {
+			if stim == nil || stim.State != weft.StimulusQueued || !stim.ExpiresAt.After(now) {
 				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrNotQueued, Stimulus: c.DeliveredStimulus})
 			}
 		}
@@ -275,7 +276,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 			rec.CreatedAt = at
 		}
 		if rec.Lease.IsZero() {
-			rec.Lease = store.Lease{}
+			rec.Lease = weft.Lease{}
 		}
 
 		if err := syncIndexes(tx, instIndexes(instOf(old)), instIndexes(&rec.Instance)); err != nil {
@@ -448,8 +449,8 @@ func replaceTimers(tx *bolt.Tx, id string, ts []store.Timer) error {
 }
 
 // GetInstance implements store.Store.
-func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, error) {
-	var out *store.Instance
+func (s *Store) GetInstance(ctx context.Context, id string) (*weft.Instance, error) {
+	var out *weft.Instance
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		r, err := getInst(tx, id)
 		if err != nil {
@@ -469,7 +470,7 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, er
 }
 
 // ListInstances implements store.Store.
-func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]store.Instance, string, error) {
+func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]weft.Instance, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
@@ -514,7 +515,7 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 		}
 	}
 	limit := store.ClampLimit(f.Limit)
-	var items []store.Instance
+	var items []weft.Instance
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucket).Cursor()
@@ -558,10 +559,10 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 
 // CountInstances implements store.Store. It counts index keys: a read of
 // every instance's key in the status indexes, not of the instances.
-func (s *Store) CountInstances(ctx context.Context, workflow string) (map[store.Status]int, error) {
-	counts := map[store.Status]int{}
+func (s *Store) CountInstances(ctx context.Context, workflow string) (map[weft.Status]int, error) {
+	counts := map[weft.Status]int{}
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		for _, st := range store.Statuses() {
+		for _, st := range weft.Statuses() {
 			bucket, prefix := bIxStatus, key(nil).str(string(st))
 			if workflow != "" {
 				bucket, prefix = bIxWfStatus, key(nil).str(workflow).str(string(st))
@@ -583,7 +584,7 @@ func (s *Store) CountInstances(ctx context.Context, workflow string) (map[store.
 	return counts, nil
 }
 
-func lastSuffix(in store.Instance) []byte { return key(nil).time(in.CreatedAt).str(in.ID) }
+func lastSuffix(in weft.Instance) []byte { return key(nil).time(in.CreatedAt).str(in.ID) }
 
 // seekBefore places c on the last key below hi (below the end of prefix's
 // keys when hi is nil) and returns it.
@@ -660,9 +661,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 }
 
 // History implements store.Store.
-func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.HistoryEntry, error) {
+func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error) {
 	limit = store.ClampLimit(limit)
-	var out []store.HistoryEntry
+	var out []weft.HistoryEntry
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
@@ -670,7 +671,7 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 		prefix := key(nil).str(id)
 		c := tx.Bucket(bHist).Cursor()
 		for k, v := c.Seek(prefix.u64(afterSeq + 1)); hasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
-			var e store.HistoryEntry
+			var e weft.HistoryEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("instance %q: corrupt event: %w", id, err)
 			}

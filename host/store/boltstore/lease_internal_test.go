@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // A file written before lease records existed has its leases only in the
@@ -21,8 +22,8 @@ func TestRenewalMigratesLeasesWithoutRecord(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := t.Context()
-	in := &store.Instance{ID: "old", Workflow: "w", Version: 1, Status: store.StatusRunning,
-		Lease: store.Lease{Node: "n1", Boot: "b1", Expiry: now.Add(10 * time.Second)}}
+	in := &weft.Instance{ID: "old", Workflow: "w", Version: 1, Status: weft.StatusRunning,
+		Lease: weft.Lease{Node: "n1", Boot: "b1", Expiry: now.Add(10 * time.Second)}}
 	if _, err := s.Commit(ctx, store.Commit{Instance: in}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // stimRecord is a stimulus as stored in bStim, with its queue sequence
 // number (the order of PendingStimuli).
 type stimRecord struct {
-	store.Stimulus
+	weft.Stimulus
 	Seq uint64 `json:"seq"`
 }
 
@@ -41,7 +42,7 @@ func deadKey(r *stimRecord) key   { return key(nil).time(r.SettledAt).str(r.ID) 
 func (s *Store) forgetKey(r *stimRecord) key {
 	var at time.Time
 	switch r.State {
-	case store.StimulusDelivered:
+	case weft.StimulusDelivered:
 		at = r.SettledAt.Add(s.cfg.DeliveredRetention)
 		if r.ExpiresAt.After(at) {
 			at = r.ExpiresAt
@@ -71,7 +72,7 @@ func (s *Store) deliver(tx *bolt.Tx, r *stimRecord, id string, outcome json.RawM
 // recordDelivered stores r as delivered to instance id (which may be
 // empty) at now, to be forgotten when its retention ends. r is not queued.
 func (s *Store) recordDelivered(tx *bolt.Tx, r *stimRecord, id string, outcome json.RawMessage, now time.Time) error {
-	r.State = store.StimulusDelivered
+	r.State = weft.StimulusDelivered
 	r.SettledAt = now
 	r.DeliveredTo = id
 	r.Outcome = outcome
@@ -82,14 +83,14 @@ func (s *Store) recordDelivered(tx *bolt.Tx, r *stimRecord, id string, outcome j
 }
 
 // EnqueueStimulus implements store.Store.
-func (s *Store) EnqueueStimulus(ctx context.Context, st store.Stimulus) (*store.Stimulus, error) {
+func (s *Store) EnqueueStimulus(ctx context.Context, st weft.Stimulus) (*weft.Stimulus, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := st.Validate(); err != nil {
+	if err := store.ValidateStimulus(st); err != nil {
 		return nil, err
 	}
-	var existing *store.Stimulus
+	var existing *weft.Stimulus
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		existing = nil
 		old, err := getStim(tx, st.ID)
@@ -108,7 +109,7 @@ func (s *Store) EnqueueStimulus(ctx context.Context, st store.Stimulus) (*store.
 		r := &stimRecord{Stimulus: st, Seq: seq}
 		r.CreatedAt = s.now()
 		r.ExpiresAt = st.ExpiresAt.UTC()
-		r.State = store.StimulusQueued
+		r.State = weft.StimulusQueued
 		r.SettledAt, r.DeliveredTo, r.Outcome = time.Time{}, "", nil
 		if err := tx.Bucket(bStimQueue).Put(queueKey(r), []byte(r.ID)); err != nil {
 			return err
@@ -125,8 +126,8 @@ func (s *Store) EnqueueStimulus(ctx context.Context, st store.Stimulus) (*store.
 }
 
 // GetStimulus implements store.Store.
-func (s *Store) GetStimulus(ctx context.Context, id string) (*store.Stimulus, error) {
-	var out *store.Stimulus
+func (s *Store) GetStimulus(ctx context.Context, id string) (*weft.Stimulus, error) {
+	var out *weft.Stimulus
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		r, err := getStim(tx, id)
 		if err != nil {
@@ -142,8 +143,8 @@ func (s *Store) GetStimulus(ctx context.Context, id string) (*store.Stimulus, er
 }
 
 // PendingStimuli implements store.Store.
-func (s *Store) PendingStimuli(ctx context.Context, name, k string) ([]store.Stimulus, error) {
-	var out []store.Stimulus
+func (s *Store) PendingStimuli(ctx context.Context, name, k string) ([]weft.Stimulus, error) {
+	var out []weft.Stimulus
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		now := s.now()
 		prefix := key(nil).str(name).str(k)
@@ -166,11 +167,11 @@ func (s *Store) PendingStimuli(ctx context.Context, name, k string) ([]store.Sti
 }
 
 // ExpireStimuli implements store.Store.
-func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]store.Stimulus, error) {
+func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]weft.Stimulus, error) {
 	limit = store.ClampLimit(limit)
 	end := key(nil).time(now)
 	now = now.UTC()
-	var dead []store.Stimulus
+	var dead []weft.Stimulus
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		dead = nil
 		var ids []string
@@ -193,7 +194,7 @@ func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]
 			if err := unqueue(tx, r); err != nil {
 				return err
 			}
-			r.State = store.StimulusDead
+			r.State = weft.StimulusDead
 			r.SettledAt = now
 			if err := tx.Bucket(bStimDead).Put(deadKey(r), []byte{}); err != nil {
 				return err
@@ -232,7 +233,7 @@ func (s *Store) forget(tx *bolt.Tx, end []byte, limit int) error {
 			return err
 		}
 		if r != nil {
-			if r.State == store.StimulusDead {
+			if r.State == weft.StimulusDead {
 				if err := tx.Bucket(bStimDead).Delete(deadKey(r)); err != nil {
 					return err
 				}
@@ -249,18 +250,18 @@ func (s *Store) forget(tx *bolt.Tx, end []byte, limit int) error {
 }
 
 // DeadLetters implements store.Store.
-func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]weft.Stimulus, string, error) {
 	return s.stimulusPage(ctx, bStimDead, "dead letters", cursor, limit)
 }
 
 // QueuedStimuli implements store.Store.
-func (s *Store) QueuedStimuli(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+func (s *Store) QueuedStimuli(ctx context.Context, cursor string, limit int) ([]weft.Stimulus, string, error) {
 	return s.stimulusPage(ctx, bStimExp, "the stimulus expiry index", cursor, limit)
 }
 
 // stimulusPage reads a page of the stimuli an index of (time, id) keys
 // names, in key order.
-func (s *Store) stimulusPage(ctx context.Context, bucket []byte, index, cursor string, limit int) ([]store.Stimulus, string, error) {
+func (s *Store) stimulusPage(ctx context.Context, bucket []byte, index, cursor string, limit int) ([]weft.Stimulus, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
@@ -272,7 +273,7 @@ func (s *Store) stimulusPage(ctx context.Context, bucket []byte, index, cursor s
 		}
 	}
 	limit = store.ClampLimit(limit)
-	var out []store.Stimulus
+	var out []weft.Stimulus
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		out, next = nil, ""

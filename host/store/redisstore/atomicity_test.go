@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/storetest"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -65,7 +66,7 @@ func wantSame(t *testing.T, what string, before, after map[string]string) {
 
 // fixture writes an instance with everything a Commit touches, a queued
 // and a delivered stimulus, and a pinned plugin.
-func fixture(t *testing.T, s store.Store) *store.Instance {
+func fixture(t *testing.T, s store.Store) *weft.Instance {
 	t.Helper()
 	ctx := t.Context()
 	must := func(what string, err error) {
@@ -77,19 +78,19 @@ func fixture(t *testing.T, s store.Store) *store.Instance {
 	_, err := s.PutPlugin(ctx, store.PluginRecord{Name: "pay", Version: "v1"})
 	must("PutPlugin", err)
 	for _, id := range []string{"queued", "taken"} {
-		_, err = s.EnqueueStimulus(ctx, store.Stimulus{ID: id, Name: "paid", Key: "o1", ExpiresAt: storetest.Epoch.Add(time.Hour)})
+		_, err = s.EnqueueStimulus(ctx, weft.Stimulus{ID: id, Name: "paid", Key: "o1", ExpiresAt: storetest.Epoch.Add(time.Hour)})
 		must("EnqueueStimulus", err)
 	}
-	in := &store.Instance{ID: "i", Workflow: "order", Status: store.StatusRunning, State: []byte("state"),
+	in := &weft.Instance{ID: "i", Workflow: "order", Status: weft.StatusRunning, State: []byte("state"),
 		Plugins: map[string]string{"pay": "v1"},
-		Lease:   store.Lease{Node: "n1", Boot: "b1", Expiry: storetest.Epoch.Add(time.Minute)}}
+		Lease:   weft.Lease{Node: "n1", Boot: "b1", Expiry: storetest.Epoch.Add(time.Minute)}}
 	_, err = s.Commit(ctx, store.Commit{Instance: in, Fence: 5,
-		History:   []store.HistoryEntry{{Type: "created"}},
+		History:   []weft.HistoryEntry{{Type: "created"}},
 		Bookmarks: []store.Bookmark{{StepPath: "wait", Event: "paid", Key: "o1"}},
 		Timers:    []store.Timer{{ID: "t", Due: storetest.Epoch.Add(time.Hour)}},
 	})
 	must("Commit", err)
-	_, err = s.Commit(ctx, store.Commit{Instance: &store.Instance{ID: "other", Workflow: "order", Status: store.StatusPending}, DeliveredStimulus: "taken"})
+	_, err = s.Commit(ctx, store.Commit{Instance: &weft.Instance{ID: "other", Workflow: "order", Status: weft.StatusPending}, DeliveredStimulus: "taken"})
 	must("Commit other", err)
 	_, err = s.Deliver(ctx, nil, []store.Message{{InstanceID: "i", ID: "m1", Kind: "child"}})
 	must("Deliver", err)
@@ -115,10 +116,10 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 	// change returns a commit that writes everything it can.
 	change := func(rev, fence uint64, stim string, plugins map[string]string) store.Commit {
 		n := *in
-		n.Rev, n.Status, n.State, n.Plugins = rev, store.StatusSuspended, []byte("changed"), plugins
+		n.Rev, n.Status, n.State, n.Plugins = rev, weft.StatusSuspended, []byte("changed"), plugins
 		return store.Commit{
 			Instance: &n, Fence: fence,
-			History:           []store.HistoryEntry{{Type: "x"}},
+			History:           []weft.HistoryEntry{{Type: "x"}},
 			Bookmarks:         []store.Bookmark{},
 			Timers:            []store.Timer{{ID: "t2", Due: storetest.Epoch}},
 			DeliveredStimulus: stim,
@@ -188,8 +189,8 @@ func TestScriptOutOfMemoryWritesNothing(t *testing.T) {
 	in := fixture(t, s)
 	before := snapshot(t, c, "oom:")
 
-	in.Status = store.StatusSuspended
-	commit := store.Commit{Instance: in, Fence: 5, History: []store.HistoryEntry{{Type: "suspended"}}, DeliveredStimulus: "queued",
+	in.Status = weft.StatusSuspended
+	commit := store.Commit{Instance: in, Fence: 5, History: []weft.HistoryEntry{{Type: "suspended"}}, DeliveredStimulus: "queued",
 		Bookmarks: []store.Bookmark{}, Timers: []store.Timer{}, Consumed: []string{"m1"}}
 	ctx := context.Background()
 	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {

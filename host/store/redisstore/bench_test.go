@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/storetest"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -99,15 +100,15 @@ func BenchmarkCommitRunParallel(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					in := &store.Instance{ID: fmt.Sprint("bench-", next.Add(1)), Workflow: "bench", Status: store.StatusPending, Vars: vars}
-					rev, err := s.Commit(ctx, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}})
+					in := &weft.Instance{ID: fmt.Sprint("bench-", next.Add(1)), Workflow: "bench", Status: weft.StatusPending, Vars: vars}
+					rev, err := s.Commit(ctx, store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: "created"}}})
 					if err != nil {
 						b.Error(err)
 						return
 					}
-					in.Rev, in.Status = rev, store.StatusRunning
-					in.Lease = store.Lease{Node: "n", Boot: "b", Expiry: time.Now().Add(time.Minute)}
-					if _, err := s.Commit(ctx, store.Commit{Instance: in, Fence: 1, History: []store.HistoryEntry{{Type: "started"}}}); err != nil {
+					in.Rev, in.Status = rev, weft.StatusRunning
+					in.Lease = weft.Lease{Node: "n", Boot: "b", Expiry: time.Now().Add(time.Minute)}
+					if _, err := s.Commit(ctx, store.Commit{Instance: in, Fence: 1, History: []weft.HistoryEntry{{Type: "started"}}}); err != nil {
 						b.Error(err)
 						return
 					}

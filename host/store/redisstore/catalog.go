@@ -11,16 +11,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
-func decodeDefinition(name string, version, doc any) (*store.Definition, error) {
+func decodeDefinition(name string, version, doc any) (*weft.Definition, error) {
 	vs, _ := version.(string)
 	v, err := strconv.Atoi(vs)
 	if err != nil {
 		return nil, fmt.Errorf("definition %q: corrupt version %q", name, vs)
 	}
 	raw, _ := doc.(string)
-	var d store.Definition
+	var d weft.Definition
 	if err := json.Unmarshal([]byte(raw), &d); err != nil {
 		return nil, fmt.Errorf("definition %q version %d: corrupt record: %w", name, v, err)
 	}
@@ -39,7 +40,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 	if hash == "" {
 		return 0, false, store.Invalid("definition %q: hash must not be empty", name)
 	}
-	doc, err := json.Marshal(store.Definition{Name: name, Hash: hash, Source: source, CreatedAt: s.now()})
+	doc, err := json.Marshal(weft.Definition{Name: name, Hash: hash, Source: source, CreatedAt: s.now()})
 	if err != nil {
 		return 0, false, fmt.Errorf("redisstore: definition %q: %w", name, err)
 	}
@@ -59,7 +60,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 
 // GetDefinition implements store.Store: from the catalog cache while the
 // catalog's generation is the one the cached definition was read in.
-func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*store.Definition, error) {
+func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*weft.Definition, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -96,20 +97,20 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*s
 }
 
 // ListDefinitions implements store.Store.
-func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) ([]store.Definition, string, error) {
+func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) ([]weft.Definition, string, error) {
 	return listByName(ctx, s, listDefinitionsScript, "definitions", cursor, limit, 3,
-		func(name string, f []any) (store.Definition, error) {
+		func(name string, f []any) (weft.Definition, error) {
 			d, err := decodeDefinition(name, f[0], f[1])
 			if err != nil {
-				return store.Definition{}, err
+				return weft.Definition{}, err
 			}
 			return *d, nil
 		},
-		func(d store.Definition) string { return d.Name })
+		func(d weft.Definition) string { return d.Name })
 }
 
 // ListDefinitionVersions implements store.Store.
-func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]store.Definition, error) {
+func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]weft.Definition, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -120,7 +121,7 @@ func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]stor
 	if len(res) == 0 {
 		return nil, store.NotFound("definition %q", name)
 	}
-	out := make([]store.Definition, 0, len(res)/2)
+	out := make([]weft.Definition, 0, len(res)/2)
 	for i := 0; i+1 < len(res); i += 2 {
 		d, err := decodeDefinition(name, res[i], res[i+1])
 		if err != nil {
@@ -130,7 +131,7 @@ func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]stor
 		out = append(out, *d)
 	}
 	// A hash has no order.
-	slices.SortFunc(out, func(a, b store.Definition) int { return b.Version - a.Version })
+	slices.SortFunc(out, func(a, b weft.Definition) int { return b.Version - a.Version })
 	return out, nil
 }
 
@@ -287,7 +288,7 @@ func (s *Store) CurrentPlugin(ctx context.Context, name string) (*store.PluginRe
 // cache without a round trip when it holds the definition and each plugin
 // it uses from one generation (catalogcache.go); otherwise with
 // GetDefinition and CurrentPlugin, and an empty Generation.
-func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*store.Definition) ([]string, error), cached bool) (*store.StartCatalog, error) {
+func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*weft.Definition) ([]string, error), cached bool) (*store.StartCatalog, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // catalogCache keeps the decoded definitions and current plugin records
@@ -65,7 +66,7 @@ type defID struct {
 
 type cachedDef struct {
 	gen string
-	d   store.Definition
+	d   weft.Definition
 }
 
 type cachedPlugin struct {
@@ -88,7 +89,7 @@ func (s *Store) generation(ctx context.Context) (string, error) {
 
 // unchecked returns a copy of the cached definition and the generation it
 // was read in, whatever the catalog's generation is now.
-func (c *catalogCache) unchecked(id defID) (*store.Definition, string, bool) {
+func (c *catalogCache) unchecked(id defID) (*weft.Definition, string, bool) {
 	c.mu.Lock()
 	e, ok := c.defs[id]
 	c.mu.Unlock()
@@ -100,7 +101,7 @@ func (c *catalogCache) unchecked(id defID) (*store.Definition, string, bool) {
 }
 
 // definition returns a copy of the cached definition, if valid at gen.
-func (c *catalogCache) definition(id defID, gen string) (*store.Definition, bool) {
+func (c *catalogCache) definition(id defID, gen string) (*weft.Definition, bool) {
 	c.mu.Lock()
 	e, ok := c.defs[id]
 	c.mu.Unlock()
@@ -111,7 +112,7 @@ func (c *catalogCache) definition(id defID, gen string) (*store.Definition, bool
 	return &d, true
 }
 
-func (c *catalogCache) putDefinition(id defID, gen string, d *store.Definition) {
+func (c *catalogCache) putDefinition(id defID, gen string, d *weft.Definition) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.defs == nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -30,7 +31,7 @@ func TestCatalogCacheFollowsOtherNodesChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	definition := func(s interface {
-		GetDefinition(context.Context, string, int) (*store.Definition, error)
+		GetDefinition(context.Context, string, int) (*weft.Definition, error)
 	}, version int) string {
 		t.Helper()
 		d, err := s.GetDefinition(ctx, "wf", version)
@@ -73,7 +74,7 @@ func TestCatalogCacheFollowsOtherNodesChanges(t *testing.T) {
 
 	// A start's cached read makes no round trip at all, and hands out the
 	// generation its create is checked against.
-	uses := func(*store.Definition) ([]string, error) { return []string{"kit"}, nil }
+	uses := func(*weft.Definition) ([]string, error) { return []string{"kit"}, nil }
 	if _, err := a.ResolveStart(ctx, "wf", uses, true); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // args builds a script's ARGV, starting with the key prefix.
@@ -65,11 +66,11 @@ func commitError(id string, reason error, rest []any) *store.CommitError {
 // docOf is the JSON kept under "doc": the engine's fields of the instance.
 // The store's own fields (Rev, Fence, times, Lease) and State are kept in
 // fields of their own, which scripts read and write.
-func docOf(in store.Instance) ([]byte, error) {
+func docOf(in weft.Instance) ([]byte, error) {
 	in.State = nil
 	in.Rev, in.Fence = 0, 0
 	in.CreatedAt, in.UpdatedAt = time.Time{}, time.Time{}
-	in.Lease = store.Lease{}
+	in.Lease = weft.Lease{}
 	return json.Marshal(in)
 }
 
@@ -322,7 +323,7 @@ var instanceFields = []string{"doc", "rev", "fence", "ct", "ut"}
 
 // decodeInstance builds an instance from the values of instanceFields and
 // the lease.
-func decodeInstance(id string, vals []any) (*store.Instance, error) {
+func decodeInstance(id string, vals []any) (*weft.Instance, error) {
 	str := func(i int) string {
 		if i < len(vals) {
 			if v, ok := vals[i].(string); ok {
@@ -331,7 +332,7 @@ func decodeInstance(id string, vals []any) (*store.Instance, error) {
 		}
 		return ""
 	}
-	var in store.Instance
+	var in weft.Instance
 	if err := json.Unmarshal([]byte(str(0)), &in); err != nil {
 		return nil, fmt.Errorf("instance %q: corrupt record: %w", id, err)
 	}
@@ -354,27 +355,27 @@ func decodeInstance(id string, vals []any) (*store.Instance, error) {
 // parseLease decodes a value of the l hash: the expiry (16 hex digits),
 // the terminal flag, the boot's length, ":", the boot and the node (the
 // scripts' lease function).
-func parseLease(v string) (store.Lease, error) {
+func parseLease(v string) (weft.Lease, error) {
 	bad := fmt.Errorf("corrupt lease %q", v)
 	if len(v) < 19 {
-		return store.Lease{}, bad
+		return weft.Lease{}, bad
 	}
 	exp, err := parseHexTime(v[:16])
 	if err != nil {
-		return store.Lease{}, bad
+		return weft.Lease{}, bad
 	}
 	rest := v[17:]
 	i := strings.IndexByte(rest, ':')
 	if i < 1 {
-		return store.Lease{}, bad
+		return weft.Lease{}, bad
 	}
 	n, err := strconv.Atoi(rest[:i])
 	if err != nil || n < 0 || n > len(rest)-i-1 {
-		return store.Lease{}, bad
+		return weft.Lease{}, bad
 	}
-	l := store.Lease{Boot: rest[i+1 : i+1+n], Node: rest[i+1+n:], Expiry: exp}
+	l := weft.Lease{Boot: rest[i+1 : i+1+n], Node: rest[i+1+n:], Expiry: exp}
 	if l.Node == "" {
-		return store.Lease{}, bad
+		return weft.Lease{}, bad
 	}
 	return l, nil
 }
@@ -382,7 +383,7 @@ func parseLease(v string) (store.Lease, error) {
 // GetInstance implements store.Store. An instance without a lease (field
 // lh) is one HMGET; one with a lease is read again, with its lease, by a
 // script, so that the two are read at one moment.
-func (s *Store) GetInstance(ctx context.Context, id string) (*store.Instance, error) {
+func (s *Store) GetInstance(ctx context.Context, id string) (*weft.Instance, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -435,7 +436,7 @@ func decodeCursor(c string, minLen int) (string, error) {
 
 // statusIndex is the key (without prefix) of the index of the instances
 // in status st, of workflow wf or of any ("").
-func statusIndex(st store.Status, wf string) string {
+func statusIndex(st weft.Status, wf string) string {
 	if wf != "" {
 		return "ix:ws:" + string(st) + ":" + wf
 	}
@@ -443,7 +444,7 @@ func statusIndex(st store.Status, wf string) string {
 }
 
 // ListInstances implements store.Store.
-func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]store.Instance, string, error) {
+func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]weft.Instance, string, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, "", err
 	}
@@ -475,9 +476,9 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 		rev = "1"
 	}
 	// Without a status, the listing merges the six status indexes.
-	sts := []store.Status{f.Status}
+	sts := []weft.Status{f.Status}
 	if f.Status == "" {
-		sts = store.Statuses()
+		sts = weft.Statuses()
 	}
 	keys := make([]any, len(sts))
 	for i, st := range sts {
@@ -489,7 +490,7 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 	if err != nil {
 		return nil, "", s.fail(ctx, "list instances", "workflow="+f.Workflow+" status="+string(f.Status), err)
 	}
-	var items []store.Instance
+	var items []weft.Instance
 	var next string
 	for i := 0; i+1 < len(res); i += 2 {
 		member, _ := res[i].(string)
@@ -510,11 +511,11 @@ func (s *Store) ListInstances(ctx context.Context, f store.InstanceFilter) ([]st
 
 // CountInstances implements store.Store: the sizes of the status indexes,
 // in one round trip.
-func (s *Store) CountInstances(ctx context.Context, workflow string) (map[store.Status]int, error) {
+func (s *Store) CountInstances(ctx context.Context, workflow string) (map[weft.Status]int, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	sts := store.Statuses()
+	sts := weft.Statuses()
 	cmds := make([]*redis.IntCmd, len(sts))
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, st := range sts {
@@ -525,7 +526,7 @@ func (s *Store) CountInstances(ctx context.Context, workflow string) (map[store.
 	if err != nil {
 		return nil, s.fail(ctx, "count instances", workflow, err)
 	}
-	counts := map[store.Status]int{}
+	counts := map[weft.Status]int{}
 	for i, c := range cmds {
 		if n := c.Val(); n > 0 {
 			counts[sts[i]] = int(n)
@@ -578,7 +579,7 @@ func (s *Store) ofInstance(ctx context.Context, op, id string, read func(p redis
 
 // History implements store.Store. An event's Seq is its place in the
 // instance's history list.
-func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]store.HistoryEntry, error) {
+func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error) {
 	limit = store.ClampLimit(limit)
 	var lr *redis.StringSliceCmd
 	if _, err := s.ofInstance(ctx, "history of instance", id, func(p redis.Pipeliner) {
@@ -586,9 +587,9 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 	}); err != nil {
 		return nil, err
 	}
-	var out []store.HistoryEntry
+	var out []weft.HistoryEntry
 	for i, raw := range lr.Val() {
-		var e store.HistoryEntry
+		var e weft.HistoryEntry
 		if err := json.Unmarshal([]byte(raw), &e); err != nil {
 			return nil, s.corrupt(fmt.Errorf("instance %q: corrupt event: %w", id, err))
 		}

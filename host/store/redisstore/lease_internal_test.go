@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
 // encodeLease is the scripts' lease function, in Go, for the fuzz target.
-func encodeLease(l store.Lease, terminal bool) string {
+func encodeLease(l weft.Lease, terminal bool) string {
 	term := "0"
 	if terminal {
 		term = "1"
@@ -35,7 +35,7 @@ func FuzzParseLease(f *testing.F) {
 		}
 		// Split the input into a node and a boot for the round trip.
 		cut := int(v[0]) % len(v)
-		l := store.Lease{Node: v[cut:], Boot: v[:cut], Expiry: time.Unix(0, int64(len(v))*1_000_003).UTC()}
+		l := weft.Lease{Node: v[cut:], Boot: v[:cut], Expiry: time.Unix(0, int64(len(v))*1_000_003).UTC()}
 		got, err := parseLease(encodeLease(l, v[0]%2 == 0))
 		if err != nil || got != l {
 			t.Fatalf("lease %+v decodes to %+v, %v", l, got, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -32,12 +33,12 @@ func openAt(t *testing.T, c *redis.Client, prefix string, now time.Time) *rediss
 	return s
 }
 
-func leasedInstance(id string, status store.Status, l store.Lease) *store.Instance {
+func leasedInstance(id string, status weft.Status, l weft.Lease) *weft.Instance {
 	input, _ := json.Marshal(map[string]string{"id": id})
-	return &store.Instance{ID: id, Workflow: "w", Version: 1, Status: status, Input: input, Lease: l}
+	return &weft.Instance{ID: id, Workflow: "w", Version: 1, Status: status, Input: input, Lease: l}
 }
 
-func create(t *testing.T, s *redisstore.Store, in *store.Instance) {
+func create(t *testing.T, s *redisstore.Store, in *weft.Instance) {
 	t.Helper()
 	if _, err := s.Commit(t.Context(), store.Commit{Instance: in}); err != nil {
 		t.Fatalf("create %s: %v", in.ID, err)
@@ -58,11 +59,11 @@ func TestRenewLeasesInChunks(t *testing.T) {
 	var ids []string
 	for i := range 2203 {
 		id := fmt.Sprintf("i%04d", i)
-		l := store.Lease{Node: node, Boot: boot, Expiry: soon}
+		l := weft.Lease{Node: node, Boot: boot, Expiry: soon}
 		if i%100 == 7 {
 			l.Boot = "other"
 		}
-		create(t, s, leasedInstance(id, store.StatusRunning, l))
+		create(t, s, leasedInstance(id, weft.StatusRunning, l))
 		ids = append(ids, id)
 	}
 	renewed, err := s.RenewLeases(t.Context(), store.LeaseRenewal{Node: node, Boot: boot, IDs: ids, Expiry: later})
@@ -78,9 +79,9 @@ func TestRenewLeasesInChunks(t *testing.T) {
 			t.Fatal(err)
 		}
 		n, _ := strconv.Atoi(id[1:])
-		want := store.Lease{Node: node, Boot: boot, Expiry: later}
+		want := weft.Lease{Node: node, Boot: boot, Expiry: later}
 		if n%100 == 7 {
-			want = store.Lease{Node: node, Boot: "other", Expiry: soon}
+			want = weft.Lease{Node: node, Boot: "other", Expiry: soon}
 		}
 		if in.Lease != want {
 			t.Errorf("%s: lease %+v, want %+v", id, in.Lease, want)
@@ -112,7 +113,7 @@ func TestExpiredLeasesToTheNanosecond(t *testing.T) {
 	ids := []string{"a", "a2", "b", "c", "d"}
 	s := openAt(t, c, "", expiries[3])
 	for i, e := range expiries {
-		create(t, s, leasedInstance(ids[i], store.StatusRunning, store.Lease{Node: "n", Boot: "b", Expiry: e}))
+		create(t, s, leasedInstance(ids[i], weft.StatusRunning, weft.Lease{Node: "n", Boot: "b", Expiry: e}))
 	}
 	for i, e := range expiries {
 		for _, tt := range []struct {

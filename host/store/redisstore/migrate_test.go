@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -25,19 +26,19 @@ func TestOpenMigratesSchema1(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	s := openAt(t, c, "old:", now)
-	live := store.Lease{Node: "n1", Boot: "b1", Expiry: now.Add(time.Hour)}
+	live := weft.Lease{Node: "n1", Boot: "b1", Expiry: now.Add(time.Hour)}
 	if _, err := s.PutPlugin(ctx, store.PluginRecord{Name: "pay", Version: "v1"}); err != nil {
 		t.Fatal(err)
 	}
-	pinned := leasedInstance("live", store.StatusRunning, live)
+	pinned := leasedInstance("live", weft.StatusRunning, live)
 	pinned.Plugins = map[string]string{"pay": "v1"}
 	create(t, s, pinned)
-	done := leasedInstance("done", store.StatusCompleted, live)
+	done := leasedInstance("done", weft.StatusCompleted, live)
 	done.DeleteAfter = now.Add(time.Hour)
 	create(t, s, done)
-	create(t, s, leasedInstance("free", store.StatusPending, store.Lease{}))
+	create(t, s, leasedInstance("free", weft.StatusPending, weft.Lease{}))
 	for i := range 2500 { // more than a migration batch
-		create(t, s, leasedInstance(fmt.Sprintf("x%04d", i), store.StatusRunning, live))
+		create(t, s, leasedInstance(fmt.Sprintf("x%04d", i), weft.StatusRunning, live))
 	}
 
 	// Back to schema 1: the lease as fields ln, lb, le of the instance.
@@ -96,7 +97,7 @@ func TestOpenMigratesSchema1(t *testing.T) {
 		if n := c.HLen(ctx, p+"l").Val(); n != 2502 {
 			t.Errorf("%d leases after Open, want 2502", n)
 		}
-		for id, want := range map[string]store.Lease{"live": live, "done": live, "free": {}, "x2499": live} {
+		for id, want := range map[string]weft.Lease{"live": live, "done": live, "free": {}, "x2499": live} {
 			in, err := s.GetInstance(ctx, id)
 			if err != nil {
 				t.Fatal(err)
@@ -129,7 +130,7 @@ func TestOpenMigratesSchema1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.Status = store.StatusCompleted
+	in.Status = weft.StatusCompleted
 	if _, err := s.Commit(ctx, store.Commit{Instance: in}); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestOpenMigratesSchema1(t *testing.T) {
 func addUnionIndexes(t *testing.T, c *redis.Client, p string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, st := range store.Statuses() {
+	for _, st := range weft.Statuses() {
 		for _, m := range c.ZRange(ctx, p+"ix:s:"+string(st), 0, -1).Val() {
 			wf := c.HGet(ctx, p+"i:"+m[16:], "wf").Val()
 			for _, k := range []string{"ix:all", "ix:w:" + wf} {
@@ -182,9 +183,9 @@ func TestOpenMigratesSchema2(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 	s := openAt(t, c, "two:", now)
-	sts := store.Statuses()
+	sts := weft.Statuses()
 	for i := range 1500 { // more than a migration batch
-		in := leasedInstance(fmt.Sprintf("i%04d", i), sts[i%len(sts)], store.Lease{})
+		in := leasedInstance(fmt.Sprintf("i%04d", i), sts[i%len(sts)], weft.Lease{})
 		in.Workflow = fmt.Sprintf("wf%d", i%3)
 		create(t, s, in)
 	}
@@ -205,7 +206,7 @@ func TestOpenMigratesSchema2(t *testing.T) {
 			t.Errorf("%d schema-2 indexes left after the migration", n)
 		}
 	}
-	for _, f := range []store.InstanceFilter{{}, {Workflow: "wf1"}, {NewestFirst: true}} {
+	for _, f := range []weft.InstanceFilter{{}, {Workflow: "wf1"}, {NewestFirst: true}} {
 		var ids []string
 		for cursor := ""; ; {
 			f.Cursor, f.Limit = cursor, 500

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/redistest"
 )
@@ -102,7 +103,7 @@ func TestErrors(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	s := open(t, c, "errors:", time.Now)
-	if _, err := s.Commit(t.Context(), store.Commit{Instance: &store.Instance{ID: "i", Workflow: "w", Status: store.StatusPending}}); err != nil {
+	if _, err := s.Commit(t.Context(), store.Commit{Instance: &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusPending}}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Stop(t)
@@ -112,13 +113,13 @@ func TestErrors(t *testing.T) {
 		want string
 	}{
 		{"Commit", func() error {
-			_, err := s.Commit(t.Context(), store.Commit{Instance: &store.Instance{ID: "j", Workflow: "w", Status: store.StatusPending}})
+			_, err := s.Commit(t.Context(), store.Commit{Instance: &weft.Instance{ID: "j", Workflow: "w", Status: weft.StatusPending}})
 			return err
 		}, `commit instance "j"`},
 		{"GetInstance", func() error { _, err := s.GetInstance(t.Context(), "i"); return err }, `get instance "i"`},
 		{"History", func() error { _, err := s.History(t.Context(), "i", 0, 0); return err }, `history of instance "i"`},
 		{"EnqueueStimulus", func() error {
-			_, err := s.EnqueueStimulus(t.Context(), store.Stimulus{ID: "s", Name: "n", ExpiresAt: time.Now().Add(time.Hour)})
+			_, err := s.EnqueueStimulus(t.Context(), weft.Stimulus{ID: "s", Name: "n", ExpiresAt: time.Now().Add(time.Hour)})
 			return err
 		}, `enqueue stimulus "s"`},
 		{"DeletePlugin", func() error { return s.DeletePlugin(t.Context(), "p") }, `delete plugin "p"`},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/store/storetest"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -40,12 +41,12 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 					return
 				default:
 				}
-				in := &store.Instance{ID: fmt.Sprintf("w%d-%d", w, i), Workflow: "restart", Status: store.StatusRunning,
-					Lease: store.Lease{Node: "n", Boot: "b", Expiry: storetest.Epoch.Add(time.Hour)}}
+				in := &weft.Instance{ID: fmt.Sprintf("w%d-%d", w, i), Workflow: "restart", Status: weft.StatusRunning,
+					Lease: weft.Lease{Node: "n", Boot: "b", Expiry: storetest.Epoch.Add(time.Hour)}}
 				// A create, then an update: each with one event.
 				for rev := uint64(0); rev < 2; rev++ {
 					in.Rev = rev
-					if _, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []store.HistoryEntry{{Type: store.HistoryType(fmt.Sprint("rev", rev+1))}},
+					if _, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: weft.HistoryType(fmt.Sprint("rev", rev+1))}},
 						Timers: []store.Timer{{ID: "t", Due: storetest.Epoch.Add(time.Duration(rev+1) * time.Minute)}}}); err != nil {
 						return // the server is gone
 					}
@@ -95,7 +96,7 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 	// No half commit: every listed instance is whole.
 	listed := 0
 	for cursor := ""; ; {
-		items, next, err := s.ListInstances(ctx, store.InstanceFilter{Workflow: "restart", Limit: store.MaxListLimit, Cursor: cursor})
+		items, next, err := s.ListInstances(ctx, weft.InstanceFilter{Workflow: "restart", Limit: store.MaxListLimit, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}

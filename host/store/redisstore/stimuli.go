@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // stimDoc is the part of a stimulus record that never changes, kept under
@@ -26,13 +27,13 @@ type stimDoc struct {
 	ExpiresAt time.Time       `json:"expires_at"`
 }
 
-func stimDocOf(st store.Stimulus, now time.Time) ([]byte, error) {
+func stimDocOf(st weft.Stimulus, now time.Time) ([]byte, error) {
 	return json.Marshal(stimDoc{ID: st.ID, Name: st.Name, Key: st.Key, Payload: st.Payload, CreatedAt: now, ExpiresAt: st.ExpiresAt.UTC()})
 }
 
 // decodeStimulus builds a stimulus from a stimulus hash as HGETALL lists
 // it (field, value, …).
-func decodeStimulus(v any) (*store.Stimulus, error) {
+func decodeStimulus(v any) (*weft.Stimulus, error) {
 	l, _ := v.([]any)
 	f := make(map[string]string, len(l)/2)
 	for i := 0; i+1 < len(l); i += 2 {
@@ -44,9 +45,9 @@ func decodeStimulus(v any) (*store.Stimulus, error) {
 	if err := json.Unmarshal([]byte(f["doc"]), &d); err != nil {
 		return nil, fmt.Errorf("corrupt stimulus record: %w", err)
 	}
-	st := &store.Stimulus{
+	st := &weft.Stimulus{
 		ID: d.ID, Name: d.Name, Key: d.Key, Payload: d.Payload, CreatedAt: d.CreatedAt, ExpiresAt: d.ExpiresAt,
-		State: store.StimulusState(f["state"]), DeliveredTo: f["to"],
+		State: weft.StimulusState(f["state"]), DeliveredTo: f["to"],
 	}
 	if out := f["out"]; out != "" {
 		st.Outcome = json.RawMessage(out)
@@ -62,7 +63,7 @@ func decodeStimulus(v any) (*store.Stimulus, error) {
 }
 
 // existing reads the {"exists", fields} answer of a script; nil for "ok".
-func (s *Store) existing(op, id string, res any) (*store.Stimulus, error) {
+func (s *Store) existing(op, id string, res any) (*weft.Stimulus, error) {
 	reason, rest, _ := refusal(res)
 	switch {
 	case reason == "ok":
@@ -82,11 +83,11 @@ func (s *Store) existing(op, id string, res any) (*store.Stimulus, error) {
 func queuePrefix(name, key string) []byte { return tup(nil, name, key) }
 
 // EnqueueStimulus implements store.Store.
-func (s *Store) EnqueueStimulus(ctx context.Context, st store.Stimulus) (*store.Stimulus, error) {
+func (s *Store) EnqueueStimulus(ctx context.Context, st weft.Stimulus) (*weft.Stimulus, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	if err := st.Validate(); err != nil {
+	if err := store.ValidateStimulus(st); err != nil {
 		return nil, err
 	}
 	doc, err := stimDocOf(st, s.now())
@@ -103,7 +104,7 @@ func (s *Store) EnqueueStimulus(ctx context.Context, st store.Stimulus) (*store.
 // Deliver implements store.Store. The stimulus is recorded with
 // DeliveredTo set to the instance of the first message written, or empty
 // when no message was.
-func (s *Store) Deliver(ctx context.Context, st *store.Stimulus, msgs []store.Message) (*store.Stimulus, error) {
+func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []store.Message) (*weft.Stimulus, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -156,7 +157,7 @@ func (s *Store) Inbox(ctx context.Context, id string) ([]store.Message, error) {
 }
 
 // GetStimulus implements store.Store.
-func (s *Store) GetStimulus(ctx context.Context, id string) (*store.Stimulus, error) {
+func (s *Store) GetStimulus(ctx context.Context, id string) (*weft.Stimulus, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func (s *Store) GetStimulus(ctx context.Context, id string) (*store.Stimulus, er
 }
 
 // PendingStimuli implements store.Store.
-func (s *Store) PendingStimuli(ctx context.Context, name, key string) ([]store.Stimulus, error) {
+func (s *Store) PendingStimuli(ctx context.Context, name, key string) ([]weft.Stimulus, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -189,13 +190,13 @@ func (s *Store) PendingStimuli(ctx context.Context, name, key string) ([]store.S
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "pending stimuli of", name, err)
 	}
-	var out []store.Stimulus
+	var out []weft.Stimulus
 	for _, v := range res {
 		st, err := decodeStimulus(v)
 		if err != nil {
 			return nil, s.corrupt(err)
 		}
-		if st.State == store.StimulusQueued && st.ExpiresAt.After(now) {
+		if st.State == weft.StimulusQueued && st.ExpiresAt.After(now) {
 			out = append(out, *st)
 		}
 	}
@@ -203,7 +204,7 @@ func (s *Store) PendingStimuli(ctx context.Context, name, key string) ([]store.S
 }
 
 // ExpireStimuli implements store.Store.
-func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]store.Stimulus, error) {
+func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]weft.Stimulus, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "expire stimuli at", now.Format(time.RFC3339Nano), err)
 	}
-	var dead []store.Stimulus
+	var dead []weft.Stimulus
 	for _, v := range res {
 		st, err := decodeStimulus(v)
 		if err != nil {
@@ -224,18 +225,18 @@ func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]
 }
 
 // DeadLetters implements store.Store.
-func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+func (s *Store) DeadLetters(ctx context.Context, cursor string, limit int) ([]weft.Stimulus, string, error) {
 	return s.stimulusPage(ctx, "sd", "dead letters after", cursor, limit)
 }
 
 // QueuedStimuli implements store.Store.
-func (s *Store) QueuedStimuli(ctx context.Context, cursor string, limit int) ([]store.Stimulus, string, error) {
+func (s *Store) QueuedStimuli(ctx context.Context, cursor string, limit int) ([]weft.Stimulus, string, error) {
 	return s.stimulusPage(ctx, "sx", "queued stimuli after", cursor, limit)
 }
 
 // stimulusPage reads a page of the stimuli the (time, id) index names,
 // in member order; op names the read in errors.
-func (s *Store) stimulusPage(ctx context.Context, index, op, cursor string, limit int) ([]store.Stimulus, string, error) {
+func (s *Store) stimulusPage(ctx context.Context, index, op, cursor string, limit int) ([]weft.Stimulus, string, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, "", err
 	}
@@ -252,7 +253,7 @@ func (s *Store) stimulusPage(ctx context.Context, index, op, cursor string, limi
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, "", s.fail(ctx, op, cursor, err)
 	}
-	var out []store.Stimulus
+	var out []weft.Stimulus
 	var next string
 	for i := 0; i+1 < len(res); i += 2 {
 		if len(out) == limit {

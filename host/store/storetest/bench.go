@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // BenchCommits measures durable creates: writers goroutines create b.N
@@ -29,10 +30,10 @@ func BenchCommits(b *testing.B, s store.Store, writers int) {
 				if i > int64(b.N) {
 					return
 				}
-				in := &store.Instance{
-					ID: fmt.Sprintf("bench-%d-%d", w, i), Workflow: "bench", Status: store.StatusPending, Vars: vars,
+				in := &weft.Instance{
+					ID: fmt.Sprintf("bench-%d-%d", w, i), Workflow: "bench", Status: weft.StatusPending, Vars: vars,
 				}
-				if _, err := s.Commit(ctx, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "created"}}}); err != nil {
+				if _, err := s.Commit(ctx, store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: "created"}}}); err != nil {
 					b.Error(err)
 					return
 				}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 func testDefinitions(t *testing.T, h *harness) {
@@ -267,11 +268,11 @@ func testPinnedPluginCannotBeDeleted(t *testing.T, h *harness) {
 	// Suspended still pins; terminal does not; a terminal instance may keep
 	// naming a deleted plugin.
 	for _, st := range []struct {
-		status  store.Status
+		status  weft.Status
 		wantErr error
 	}{
-		{store.StatusSuspended, store.ErrInUse},
-		{store.StatusCompleted, nil},
+		{weft.StatusSuspended, store.ErrInUse},
+		{weft.StatusCompleted, nil},
 	} {
 		in = h.get(t, "i")
 		in.Status = st.status
@@ -290,7 +291,7 @@ func testPinnedPluginCannotBeDeleted(t *testing.T, h *harness) {
 	// A pin only of mail now: deleting mail is refused, for a new instance too.
 	j := instance("j", "w")
 	j.Plugins = map[string]string{"mail": "m1"}
-	j.Status = store.StatusRunning
+	j.Status = weft.StatusRunning
 	h.commit(t, store.Commit{Instance: j})
 	wantErr(t, "DeletePlugin mail", h.s.DeletePlugin(ctx(t), "mail"), store.ErrInUse)
 }
@@ -300,10 +301,10 @@ func testPinnedPluginCannotBeDeleted(t *testing.T, h *harness) {
 // catalog changed, and writes nothing; an empty Generation is never
 // refused for that.
 func testResolveStart(t *testing.T, h *harness) {
-	uses := func(names ...string) func(*store.Definition) ([]string, error) {
-		return func(*store.Definition) ([]string, error) { return names, nil }
+	uses := func(names ...string) func(*weft.Definition) ([]string, error) {
+		return func(*weft.Definition) ([]string, error) { return names, nil }
 	}
-	_, err := h.s.ResolveStart(ctx(t), "wf", func(*store.Definition) ([]string, error) {
+	_, err := h.s.ResolveStart(ctx(t), "wf", func(*weft.Definition) ([]string, error) {
 		t.Error("uses called for a workflow with no definition")
 		return nil, nil
 	}, true)
@@ -320,7 +321,7 @@ func testResolveStart(t *testing.T, h *harness) {
 		t.Fatalf("ResolveStart with a plugin not stored: %v, want a *PluginError naming mail, matching ErrNotFound", err)
 	}
 	boom := errors.New("the definition does not compile")
-	if _, err := h.s.ResolveStart(ctx(t), "wf", func(*store.Definition) ([]string, error) { return nil, boom }, true); !errors.Is(err, boom) {
+	if _, err := h.s.ResolveStart(ctx(t), "wf", func(*weft.Definition) ([]string, error) { return nil, boom }, true); !errors.Is(err, boom) {
 		t.Fatalf("ResolveStart with uses failing: %v, want its error", err)
 	}
 
@@ -385,7 +386,7 @@ func testResolveStart(t *testing.T, h *harness) {
 	check("after the changes", resolve(false), 2, "v2")
 
 	// A generation the store did not hand out; only a create carries one.
-	err = create("bogus", &store.StartCatalog{Definition: &store.Definition{Name: "wf", Version: 2}, Plugins: map[string]*store.PluginRecord{"pay": {Version: "v2"}}, Generation: "bogus"})
+	err = create("bogus", &store.StartCatalog{Definition: &weft.Definition{Name: "wf", Version: 2}, Plugins: map[string]*store.PluginRecord{"pay": {Version: "v2"}}, Generation: "bogus"})
 	wantErr(t, "a create with a generation never handed out", err, store.ErrCatalogChanged)
 	in := h.get(t, "a")
 	_, err = h.s.Commit(ctx(t), store.Commit{Instance: in, Catalog: "x"})

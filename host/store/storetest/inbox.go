@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // message returns a message for instance id's inbox.
@@ -38,7 +39,7 @@ func (h *harness) inbox(t *testing.T, id string) []string {
 
 // deliver calls Deliver and fails unless it wrote (found no existing
 // stimulus).
-func (h *harness) deliver(t *testing.T, s *store.Stimulus, msgs ...store.Message) {
+func (h *harness) deliver(t *testing.T, s *weft.Stimulus, msgs ...store.Message) {
 	t.Helper()
 	existing, err := h.s.Deliver(ctx(t), s, msgs)
 	must(t, "Deliver", err)
@@ -64,7 +65,7 @@ func testDeliver(t *testing.T, h *harness) {
 	)
 	got, err := h.s.GetStimulus(ctx(t), "s1")
 	must(t, "GetStimulus", err)
-	if got.State != store.StimulusDelivered || got.Name != "approved" || got.Key != "o1" {
+	if got.State != weft.StimulusDelivered || got.Name != "approved" || got.Key != "o1" {
 		t.Errorf("delivered stimulus = %+v", got)
 	}
 	if got.DeliveredTo != "a" {
@@ -102,7 +103,7 @@ func testDeliver(t *testing.T, h *harness) {
 	again := stimulus("s1", "other", "o2", 2*time.Hour)
 	existing, err := h.s.Deliver(ctx(t), &again, []store.Message{message("a", "m2"), message("b", "m2")})
 	must(t, "Deliver again", err)
-	if existing == nil || existing.State != store.StimulusDelivered || existing.Name != "approved" || !jsonEq(existing.Outcome, s.Outcome) {
+	if existing == nil || existing.State != weft.StimulusDelivered || existing.Name != "approved" || !jsonEq(existing.Outcome, s.Outcome) {
 		t.Errorf("existing = %+v, want the delivered record", existing)
 	}
 	wantStrings(t, "a's inbox after a repeated Deliver", h.inbox(t, "a"), []string{"m1"})
@@ -116,8 +117,8 @@ func testDeliver(t *testing.T, h *harness) {
 	h.commit(t, store.Commit{Instance: instance("c", "w"), DeliveredStimulus: "committed"})
 	_, err = h.s.ExpireStimuli(ctx(t), h.clock.Now(), 10)
 	must(t, "ExpireStimuli", err)
-	for id, state := range map[string]store.StimulusState{
-		"queued": store.StimulusQueued, "dead": store.StimulusDead, "committed": store.StimulusDelivered,
+	for id, state := range map[string]weft.StimulusState{
+		"queued": weft.StimulusQueued, "dead": weft.StimulusDead, "committed": weft.StimulusDelivered,
 	} {
 		s := stimulus(id, "approved", "o1", time.Hour)
 		existing, err := h.s.Deliver(ctx(t), &s, []store.Message{message("a", "from-"+id)})
@@ -129,7 +130,7 @@ func testDeliver(t *testing.T, h *harness) {
 	wantStrings(t, "a's inbox after Deliver of known stimuli", h.inbox(t, "a"), []string{"m1"})
 	existing, err = h.s.EnqueueStimulus(ctx(t), stimulus("s1", "approved", "o1", time.Hour))
 	must(t, "EnqueueStimulus", err)
-	if existing == nil || existing.State != store.StimulusDelivered {
+	if existing == nil || existing.State != weft.StimulusDelivered {
 		t.Errorf("EnqueueStimulus of a stimulus Deliver recorded: existing = %+v", existing)
 	}
 
@@ -141,7 +142,7 @@ func testDeliver(t *testing.T, h *harness) {
 	for id, want := range map[string]string{"s2": "b", "s3": ""} {
 		got, err := h.s.GetStimulus(ctx(t), id)
 		must(t, "GetStimulus "+id, err)
-		if got.State != store.StimulusDelivered || got.DeliveredTo != want {
+		if got.State != weft.StimulusDelivered || got.DeliveredTo != want {
 			t.Errorf("%s = %+v, want delivered to %q", id, got, want)
 		}
 	}
@@ -172,18 +173,18 @@ func testDeliverWithoutStimulus(t *testing.T, h *harness) {
 	// Message ids may be longer than other ids, to be made of them.
 	long := strings.Repeat("l", store.MaxMessageIDLen)
 	h.deliver(t, nil, message("a", long))
-	h.commit(t, store.Commit{Instance: &store.Instance{ID: "a", Workflow: "w", Status: store.StatusRunning, Rev: 1}, Consumed: []string{long}})
+	h.commit(t, store.Commit{Instance: &weft.Instance{ID: "a", Workflow: "w", Status: weft.StatusRunning, Rev: 1}, Consumed: []string{long}})
 
 	bad := []struct {
 		name string
-		s    *store.Stimulus
+		s    *weft.Stimulus
 		msgs []store.Message
 	}{
-		{"stimulus without id", &store.Stimulus{Name: "n", ExpiresAt: Epoch}, nil},
-		{"stimulus without name", &store.Stimulus{ID: "x", ExpiresAt: Epoch}, nil},
-		{"stimulus without expiry", &store.Stimulus{ID: "x", Name: "n"}, nil},
-		{"stimulus with a bad payload", &store.Stimulus{ID: "x", Name: "n", ExpiresAt: Epoch, Payload: json.RawMessage(`{`)}, nil},
-		{"stimulus with a bad outcome", &store.Stimulus{ID: "x", Name: "n", ExpiresAt: Epoch, Outcome: json.RawMessage(`{`)}, nil},
+		{"stimulus without id", &weft.Stimulus{Name: "n", ExpiresAt: Epoch}, nil},
+		{"stimulus without name", &weft.Stimulus{ID: "x", ExpiresAt: Epoch}, nil},
+		{"stimulus without expiry", &weft.Stimulus{ID: "x", Name: "n"}, nil},
+		{"stimulus with a bad payload", &weft.Stimulus{ID: "x", Name: "n", ExpiresAt: Epoch, Payload: json.RawMessage(`{`)}, nil},
+		{"stimulus with a bad outcome", &weft.Stimulus{ID: "x", Name: "n", ExpiresAt: Epoch, Outcome: json.RawMessage(`{`)}, nil},
 		{"message without instance", nil, []store.Message{{ID: "m", Kind: "k"}}},
 		{"message without id", nil, []store.Message{{InstanceID: "a", Kind: "k"}}},
 		{"message without kind", nil, []store.Message{{InstanceID: "a", ID: "m"}}},
@@ -257,7 +258,7 @@ func testCommitConsumed(t *testing.T, h *harness) {
 		c    store.Commit
 		want error
 	}{
-		{"stale rev", store.Commit{Instance: &store.Instance{ID: "i", Workflow: "w", Status: store.StatusRunning, Rev: 7}, Fence: 2}, store.ErrConflict},
+		{"stale rev", store.Commit{Instance: &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusRunning, Rev: 7}, Fence: 2}, store.ErrConflict},
 		{"lower fence", store.Commit{Instance: in, Fence: 1}, store.ErrFenced},
 		{"stimulus not queued", store.Commit{Instance: in, Fence: 2, DeliveredStimulus: "gone"}, store.ErrNotQueued},
 	}
@@ -289,12 +290,12 @@ func testCommitSend(t *testing.T, h *harness) {
 	h.create(t, instance("parent", "w"))
 	h.create(t, instance("sibling", "w"))
 	child := instance("child", "w")
-	child.Parent = &store.ParentRef{InstanceID: "parent", StepID: "call"}
+	child.Parent = &weft.ParentRef{InstanceID: "parent", StepID: "call"}
 	h.commit(t, store.Commit{Instance: child, Fence: 1})
 
 	end := func(rev uint64, fence uint64) store.Commit {
 		c := instance("child", "w")
-		c.Rev, c.Status, c.Output = rev, store.StatusCompleted, json.RawMessage(`{"ok": true}`)
+		c.Rev, c.Status, c.Output = rev, weft.StatusCompleted, json.RawMessage(`{"ok": true}`)
 		return store.Commit{Instance: c, Fence: fence, Send: []store.Message{
 			{InstanceID: "parent", ID: "child:child", Kind: "child", Token: "call", Payload: json.RawMessage(`{"output": {"ok": true}}`)},
 			{InstanceID: "gone", ID: "child:child", Kind: "child"},
@@ -436,11 +437,11 @@ func testCommitDrains(t *testing.T, h *harness) {
 	in := instance("i", "w")
 	h.commit(t, store.Commit{Instance: in, Fence: 2})
 	in.Rev = 1
-	in.Status = store.StatusRunning
+	in.Status = weft.StatusRunning
 	h.commit(t, store.Commit{Instance: in, Fence: 2, Drains: true}) // empty inbox
 	in.Rev = 2
 	h.deliver(t, nil, message("i", "m1"), message("i", "m2"))
-	in.Status = store.StatusCompleted
+	in.Status = weft.StatusCompleted
 	for _, consumed := range [][]string{nil, {"m1"}, {"m1", "m1", "unknown"}} {
 		_, err := h.s.Commit(ctx(t), store.Commit{Instance: in, Fence: 2, Drains: true, Consumed: consumed})
 		wantErr(t, fmt.Sprintf("drains, consuming %q", consumed), err, store.ErrInboxNotEmpty)
@@ -449,18 +450,18 @@ func testCommitDrains(t *testing.T, h *harness) {
 			t.Errorf("consuming %q: %v is not a *CommitError saying rev 2", consumed, err)
 		}
 		wantStrings(t, "inbox after a refused drain", h.inbox(t, "i"), []string{"m1", "m2"})
-		if got := h.get(t, "i"); got.Rev != 2 || got.Status != store.StatusRunning {
+		if got := h.get(t, "i"); got.Rev != 2 || got.Status != weft.StatusRunning {
 			t.Errorf("a refused drain changed the instance: rev %d, %s", got.Rev, got.Status)
 		}
 	}
 	// Without Drains the same commit goes through.
 	in2 := *in
-	in2.Status = store.StatusRunning
+	in2.Status = weft.StatusRunning
 	h.commit(t, store.Commit{Instance: &in2, Fence: 2, Consumed: []string{"m1"}})
 	in.Rev = 3
 	h.commit(t, store.Commit{Instance: in, Fence: 2, Drains: true, Consumed: []string{"m2"}})
 	wantStrings(t, "inbox after the drain", h.inbox(t, "i"), nil)
-	if got := h.get(t, "i"); got.Status != store.StatusCompleted {
+	if got := h.get(t, "i"); got.Status != weft.StatusCompleted {
 		t.Errorf("after the drain the instance is %s", got.Status)
 	}
 }
@@ -481,7 +482,7 @@ func testInboxWaiting(t *testing.T, h *harness) {
 	h.deliver(t, nil, message("i", "m1"), message("i", "m2"), message("l", "m3"))
 	waiting("two messages", "i", true)
 	waiting("a message, leased", "l", true)
-	items, _, err := h.s.ListInstances(ctx(t), store.InstanceFilter{})
+	items, _, err := h.s.ListInstances(ctx(t), weft.InstanceFilter{})
 	must(t, "ListInstances", err)
 	for _, it := range items {
 		if it.InboxWaiting {

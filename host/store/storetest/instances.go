@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 func testCreateAndGet(t *testing.T, h *harness) {
@@ -20,34 +21,34 @@ func testCreateAndGet(t *testing.T, h *harness) {
 	imported := Epoch.Add(-time.Hour)
 	tests := []struct {
 		name        string
-		in          store.Instance
+		in          weft.Instance
 		fence       uint64
 		wantCreated time.Time
 	}{
 		{
 			name: "full",
-			in: store.Instance{
-				ID: "full", Workflow: "order", Version: 3, Status: store.StatusRunning,
+			in: weft.Instance{
+				ID: "full", Workflow: "order", Version: 3, Status: weft.StatusRunning,
 				Input: json.RawMessage(`{"total": 12.5, "items": [1, 2]}`), Output: json.RawMessage(`"ok"`),
 				Vars:        json.RawMessage(`{"charge": {"id": "c1"}}`),
-				Error:       &store.Failure{Code: "card_declined", Message: "no", Details: json.RawMessage(`{"try": 2}`)},
+				Error:       &weft.Failure{Code: "card_declined", Message: "no", Details: json.RawMessage(`{"try": 2}`)},
 				State:       []byte{0, 1, 2, 0xFF},
 				Plugins:     map[string]string{"payments": "h1"},
-				Parent:      &store.ParentRef{InstanceID: "p", StepID: "audit", Token: "c2"},
+				Parent:      &weft.ParentRef{InstanceID: "p", StepID: "audit", Token: "c2"},
 				Persistence: "activity",
-				Lease:       store.Lease{Node: "n1", Boot: "b1", Expiry: Epoch.Add(time.Minute)},
+				Lease:       weft.Lease{Node: "n1", Boot: "b1", Expiry: Epoch.Add(time.Minute)},
 			},
 			fence:       7,
 			wantCreated: Epoch,
 		},
 		{
 			name:        "minimal",
-			in:          store.Instance{ID: "minimal", Workflow: "w", Status: store.StatusPending},
+			in:          weft.Instance{ID: "minimal", Workflow: "w", Status: weft.StatusPending},
 			wantCreated: Epoch,
 		},
 		{
 			name:        "imported keeps CreatedAt",
-			in:          store.Instance{ID: "imported", Workflow: "w", Status: store.StatusSuspended, CreatedAt: imported},
+			in:          weft.Instance{ID: "imported", Workflow: "w", Status: weft.StatusSuspended, CreatedAt: imported},
 			wantCreated: imported,
 		},
 	}
@@ -99,7 +100,7 @@ func testCreateAndGet(t *testing.T, h *harness) {
 	t.Run("update sets UpdatedAt, keeps CreatedAt", func(t *testing.T) {
 		in := h.create(t, instance("upd", "w"))
 		later := h.clock.Advance(time.Second)
-		in.Status = store.StatusRunning
+		in.Status = weft.StatusRunning
 		in.CreatedAt = later.Add(time.Hour) // ignored on update
 		in.State = nil                      // clears the state
 		if rev := h.commit(t, store.Commit{Instance: in}); rev != 2 {
@@ -108,7 +109,7 @@ func testCreateAndGet(t *testing.T, h *harness) {
 		got := h.get(t, "upd")
 		wantTime(t, "CreatedAt", got.CreatedAt, Epoch)
 		wantTime(t, "UpdatedAt", got.UpdatedAt, later)
-		if got.Status != store.StatusRunning || got.Rev != 2 || len(got.State) != 0 {
+		if got.Status != weft.StatusRunning || got.Rev != 2 || len(got.State) != 0 {
 			t.Errorf("got status %s rev %d state %x", got.Status, got.Rev, got.State)
 		}
 	})
@@ -123,7 +124,7 @@ func testCreateTwice(t *testing.T, h *harness) {
 	first := h.create(t, instance("x", "w"))
 	second := instance("x", "other")
 	second.Input = json.RawMessage(`{"second": true}`)
-	_, err := h.s.Commit(ctx(t), store.Commit{Instance: second, History: []store.HistoryEntry{{Type: "created"}}})
+	_, err := h.s.Commit(ctx(t), store.Commit{Instance: second, History: []weft.HistoryEntry{{Type: "created"}}})
 	wantErr(t, "second create", err, store.ErrExists)
 	var ce *store.CommitError
 	if !errors.As(err, &ce) || ce.InstanceID != "x" || ce.Rev != 1 {
@@ -172,7 +173,7 @@ func testCreateRace(t *testing.T, h *harness) {
 	if won != 1 {
 		t.Errorf("%d creates of one id succeeded, want 1", won)
 	}
-	items, _, err := h.s.ListInstances(ctx(t), store.InstanceFilter{Limit: 100})
+	items, _, err := h.s.ListInstances(ctx(t), weft.InstanceFilter{Limit: 100})
 	must(t, "ListInstances", err)
 	if len(items) != n+1 {
 		t.Errorf("%d instances listed, want %d", len(items), n+1)
@@ -197,7 +198,7 @@ func testCompareAndSet(t *testing.T, h *harness) {
 	for _, tt := range tests { // in order: each step depends on the last
 		in := instance(tt.id, "w")
 		in.Rev = tt.rev
-		in.Status = store.StatusRunning
+		in.Status = weft.StatusRunning
 		rev, err := h.s.Commit(ctx(t), store.Commit{Instance: in})
 		if tt.wantErr != nil {
 			wantErr(t, tt.name, err, tt.wantErr)
@@ -266,23 +267,23 @@ func testRefusedCommitChangesNothing(t *testing.T, h *harness) {
 	in := instance("r", "w")
 	h.commit(t, store.Commit{
 		Instance: in, Fence: 5,
-		History:   []store.HistoryEntry{{Type: "created"}},
+		History:   []weft.HistoryEntry{{Type: "created"}},
 		Bookmarks: []store.Bookmark{{StepPath: "wait", Event: "e", Key: "k"}},
 		Timers:    []store.Timer{{ID: "t", Due: Epoch.Add(time.Minute)}},
 	})
-	_, err := h.s.EnqueueStimulus(ctx(t), store.Stimulus{ID: "s1", Name: "e", Key: "k", ExpiresAt: Epoch.Add(time.Hour)})
+	_, err := h.s.EnqueueStimulus(ctx(t), weft.Stimulus{ID: "s1", Name: "e", Key: "k", ExpiresAt: Epoch.Add(time.Hour)})
 	must(t, "EnqueueStimulus", err)
-	_, err = h.s.EnqueueStimulus(ctx(t), store.Stimulus{ID: "s2", Name: "e", Key: "k", ExpiresAt: Epoch.Add(time.Hour)})
+	_, err = h.s.EnqueueStimulus(ctx(t), weft.Stimulus{ID: "s2", Name: "e", Key: "k", ExpiresAt: Epoch.Add(time.Hour)})
 	must(t, "EnqueueStimulus", err)
 	// s2 is consumed by another instance first.
 	h.commit(t, store.Commit{Instance: instance("other", "w"), DeliveredStimulus: "s2"})
 
 	change := func(rev, fence uint64, stim string) store.Commit {
 		n := instance("r", "changed")
-		n.Rev, n.Status, n.State = rev, store.StatusCompleted, []byte("changed")
+		n.Rev, n.Status, n.State = rev, weft.StatusCompleted, []byte("changed")
 		return store.Commit{
 			Instance: n, Fence: fence,
-			History:           []store.HistoryEntry{{Type: "x"}},
+			History:           []weft.HistoryEntry{{Type: "x"}},
 			Bookmarks:         []store.Bookmark{},
 			Timers:            []store.Timer{},
 			DeliveredStimulus: stim,
@@ -303,7 +304,7 @@ func testRefusedCommitChangesNothing(t *testing.T, h *harness) {
 		_, err := h.s.Commit(ctx(t), tt.c)
 		wantErr(t, tt.name, err, tt.wantErr)
 		got := h.get(t, "r")
-		if got.Rev != 1 || got.Fence != 5 || got.Workflow != "w" || got.Status != store.StatusPending || len(got.State) != 0 {
+		if got.Rev != 1 || got.Fence != 5 || got.Workflow != "w" || got.Status != weft.StatusPending || len(got.State) != 0 {
 			t.Errorf("%s: instance changed: %+v", tt.name, got)
 		}
 		evs, err := h.s.History(ctx(t), "r", 0, 0)
@@ -330,7 +331,7 @@ func testRefusedCommitChangesNothing(t *testing.T, h *harness) {
 }
 
 func testInvalidCommits(t *testing.T, h *harness) {
-	valid := func() *store.Instance { return instance("v", "w") }
+	valid := func() *weft.Instance { return instance("v", "w") }
 	tests := []struct {
 		name string
 		c    func() store.Commit
@@ -347,12 +348,12 @@ func testInvalidCommits(t *testing.T, h *harness) {
 		{"bad input", func() store.Commit { in := valid(); in.Input = json.RawMessage(`{`); return store.Commit{Instance: in} }},
 		{"lease without expiry", func() store.Commit {
 			in := valid()
-			in.Lease = store.Lease{Node: "n"}
+			in.Lease = weft.Lease{Node: "n"}
 			return store.Commit{Instance: in}
 		}},
 		{"lease without node", func() store.Commit {
 			in := valid()
-			in.Lease = store.Lease{Boot: "b", Expiry: Epoch}
+			in.Lease = weft.Lease{Boot: "b", Expiry: Epoch}
 			return store.Commit{Instance: in}
 		}},
 		{"delete_after on a live instance", func() store.Commit {
@@ -361,10 +362,10 @@ func testInvalidCommits(t *testing.T, h *harness) {
 			return store.Commit{Instance: in}
 		}},
 		{"delete_after beyond what an index orders", func() store.Commit {
-			in := finished("v", store.StatusCompleted, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC))
+			in := finished("v", weft.StatusCompleted, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC))
 			return store.Commit{Instance: in}
 		}},
-		{"event without type", func() store.Commit { return store.Commit{Instance: valid(), History: []store.HistoryEntry{{}}} }},
+		{"event without type", func() store.Commit { return store.Commit{Instance: valid(), History: []weft.HistoryEntry{{}}} }},
 		{"bookmark of another instance", func() store.Commit {
 			return store.Commit{Instance: valid(), Bookmarks: []store.Bookmark{{InstanceID: "x", Event: "e"}}}
 		}},
@@ -417,7 +418,7 @@ func testInvalidCommits(t *testing.T, h *harness) {
 func testHistory(t *testing.T, h *harness) {
 	in := instance("h", "w")
 	given := Epoch.Add(-time.Minute)
-	h.commit(t, store.Commit{Instance: in, History: []store.HistoryEntry{
+	h.commit(t, store.Commit{Instance: in, History: []weft.HistoryEntry{
 		{Type: "created", Data: json.RawMessage(`{"a": 1}`)},
 		{Type: "step_started", StepPath: "charge", Attempt: 1, Node: "n1", Time: given},
 	}})
@@ -425,7 +426,7 @@ func testHistory(t *testing.T, h *harness) {
 	in.Rev = 1
 	h.commit(t, store.Commit{Instance: in}) // no history
 	in.Rev = 2
-	h.commit(t, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "a"}, {Type: "b"}, {Type: "c"}}})
+	h.commit(t, store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: "a"}, {Type: "b"}, {Type: "c"}}})
 
 	all, err := h.s.History(ctx(t), "h", 0, 0)
 	must(t, "History", err)
@@ -638,10 +639,10 @@ func testTimers(t *testing.T, h *harness) {
 	wantErr(t, "Timers of a missing instance", err, store.ErrNotFound)
 }
 
-func leased(id, node, boot string, expiry time.Time) *store.Instance {
+func leased(id, node, boot string, expiry time.Time) *weft.Instance {
 	in := instance(id, "w")
-	in.Status = store.StatusRunning
-	in.Lease = store.Lease{Node: node, Boot: boot, Expiry: expiry}
+	in.Status = weft.StatusRunning
+	in.Lease = weft.Lease{Node: node, Boot: boot, Expiry: expiry}
 	return in
 }
 
@@ -653,7 +654,7 @@ func testRenewLeases(t *testing.T, h *harness) {
 	h.create(t, leased("old-boot", "n1", "b0", soon))
 	h.create(t, leased("expired", "n1", "b1", Epoch))
 	done := leased("done", "n1", "b1", soon)
-	done.Status = store.StatusCompleted
+	done.Status = weft.StatusCompleted
 	h.create(t, done)
 	h.create(t, instance("unleased", "w"))
 
@@ -686,10 +687,10 @@ func testExpiredLeases(t *testing.T, h *harness) {
 	h.create(t, leased("e3", "n2", "b", Epoch.Add(3*time.Second)))
 	h.create(t, leased("live", "n2", "b", Epoch.Add(time.Hour)))
 	pending := leased("pending", "n3", "b", Epoch.Add(4*time.Second))
-	pending.Status = store.StatusPending
+	pending.Status = weft.StatusPending
 	h.create(t, pending)
 	failed := leased("failed", "n1", "b", Epoch)
-	failed.Status = store.StatusFailed
+	failed.Status = weft.StatusFailed
 	h.create(t, failed)
 	h.create(t, instance("unleased", "w"))
 
@@ -717,14 +718,14 @@ func testExpiredLeases(t *testing.T, h *harness) {
 	// Recovery takes e1 over with a Commit; releasing e2 (zero lease) and
 	// completing e3 take them off the list too.
 	e1 := h.get(t, "e1")
-	e1.Lease = store.Lease{Node: "n9", Boot: "b9", Expiry: Epoch.Add(time.Hour)}
+	e1.Lease = weft.Lease{Node: "n9", Boot: "b9", Expiry: Epoch.Add(time.Hour)}
 	h.commit(t, store.Commit{Instance: e1, Fence: 100})
 	e2 := h.get(t, "e2")
-	e2.Lease = store.Lease{}
-	e2.Status = store.StatusSuspended
+	e2.Lease = weft.Lease{}
+	e2.Status = weft.StatusSuspended
 	h.commit(t, store.Commit{Instance: e2})
 	e3 := h.get(t, "e3")
-	e3.Status = store.StatusCompleted
+	e3.Status = weft.StatusCompleted
 	h.commit(t, store.Commit{Instance: e3})
 	wantStrings(t, "after takeover", expired(Epoch.Add(time.Minute), 10), []string{"pending"})
 	wantStrings(t, "taken-over lease expires", expired(Epoch.Add(2*time.Hour), 10), []string{"pending", "e1", "live"})
@@ -748,7 +749,7 @@ func testLeaseRenewalSurvivesOwnerCommit(t *testing.T, h *harness) {
 	wantTime(t, "owner extends by commit", h.get(t, "i").Lease.Expiry, Epoch.Add(2*time.Minute))
 
 	in = h.get(t, "i")
-	in.Lease = store.Lease{Node: "n2", Boot: "b2", Expiry: Epoch.Add(30 * time.Second)}
+	in.Lease = weft.Lease{Node: "n2", Boot: "b2", Expiry: Epoch.Add(30 * time.Second)}
 	h.commit(t, store.Commit{Instance: in})
 	got := h.get(t, "i").Lease
 	if got.Node != "n2" || got.Boot != "b2" || !got.Expiry.Equal(Epoch.Add(30*time.Second)) {
@@ -760,14 +761,14 @@ func testListInstances(t *testing.T, h *harness) {
 	// Created one second apart, in this order.
 	specs := []struct {
 		id, wf string
-		status store.Status
+		status weft.Status
 	}{
-		{"z1", "orders", store.StatusRunning},
-		{"a2", "billing", store.StatusCompleted},
-		{"m3", "orders", store.StatusCompleted},
-		{"b4", "orders", store.StatusRunning},
-		{"y5", "billing", store.StatusRunning},
-		{"c6", "orders", store.StatusFailed},
+		{"z1", "orders", weft.StatusRunning},
+		{"a2", "billing", weft.StatusCompleted},
+		{"m3", "orders", weft.StatusCompleted},
+		{"b4", "orders", weft.StatusRunning},
+		{"y5", "billing", weft.StatusRunning},
+		{"c6", "orders", weft.StatusFailed},
 	}
 	for _, sp := range specs {
 		in := instance(sp.id, sp.wf)
@@ -776,7 +777,7 @@ func testListInstances(t *testing.T, h *harness) {
 		h.create(t, in)
 		h.clock.Advance(time.Second)
 	}
-	list := func(f store.InstanceFilter) []string {
+	list := func(f weft.InstanceFilter) []string {
 		t.Helper()
 		var ids []string
 		for page := 0; ; page++ {
@@ -808,46 +809,46 @@ func testListInstances(t *testing.T, h *harness) {
 	}
 	tests := []struct {
 		name string
-		f    store.InstanceFilter
+		f    weft.InstanceFilter
 		want []string
 	}{
-		{"all", store.InstanceFilter{}, []string{"z1", "a2", "m3", "b4", "y5", "c6"}},
-		{"all, pages of 2", store.InstanceFilter{Limit: 2}, []string{"z1", "a2", "m3", "b4", "y5", "c6"}},
-		{"all, pages of 1", store.InstanceFilter{Limit: 1}, []string{"z1", "a2", "m3", "b4", "y5", "c6"}},
-		{"workflow", store.InstanceFilter{Workflow: "orders", Limit: 3}, []string{"z1", "m3", "b4", "c6"}},
-		{"status", store.InstanceFilter{Status: store.StatusRunning, Limit: 2}, []string{"z1", "b4", "y5"}},
-		{"both", store.InstanceFilter{Workflow: "orders", Status: store.StatusCompleted, Limit: 1}, []string{"m3"}},
-		{"no match", store.InstanceFilter{Workflow: "nope"}, nil},
-		{"workflow is not a prefix", store.InstanceFilter{Workflow: "order"}, nil},
-		{"newest first", store.InstanceFilter{NewestFirst: true}, []string{"c6", "y5", "b4", "m3", "a2", "z1"}},
-		{"newest first, pages of 1", store.InstanceFilter{NewestFirst: true, Limit: 1}, []string{"c6", "y5", "b4", "m3", "a2", "z1"}},
-		{"newest first, workflow", store.InstanceFilter{NewestFirst: true, Workflow: "orders", Limit: 3}, []string{"c6", "b4", "m3", "z1"}},
-		{"newest first, both", store.InstanceFilter{NewestFirst: true, Workflow: "orders", Status: store.StatusRunning, Limit: 1}, []string{"b4", "z1"}},
+		{"all", weft.InstanceFilter{}, []string{"z1", "a2", "m3", "b4", "y5", "c6"}},
+		{"all, pages of 2", weft.InstanceFilter{Limit: 2}, []string{"z1", "a2", "m3", "b4", "y5", "c6"}},
+		{"all, pages of 1", weft.InstanceFilter{Limit: 1}, []string{"z1", "a2", "m3", "b4", "y5", "c6"}},
+		{"workflow", weft.InstanceFilter{Workflow: "orders", Limit: 3}, []string{"z1", "m3", "b4", "c6"}},
+		{"status", weft.InstanceFilter{Status: weft.StatusRunning, Limit: 2}, []string{"z1", "b4", "y5"}},
+		{"both", weft.InstanceFilter{Workflow: "orders", Status: weft.StatusCompleted, Limit: 1}, []string{"m3"}},
+		{"no match", weft.InstanceFilter{Workflow: "nope"}, nil},
+		{"workflow is not a prefix", weft.InstanceFilter{Workflow: "order"}, nil},
+		{"newest first", weft.InstanceFilter{NewestFirst: true}, []string{"c6", "y5", "b4", "m3", "a2", "z1"}},
+		{"newest first, pages of 1", weft.InstanceFilter{NewestFirst: true, Limit: 1}, []string{"c6", "y5", "b4", "m3", "a2", "z1"}},
+		{"newest first, workflow", weft.InstanceFilter{NewestFirst: true, Workflow: "orders", Limit: 3}, []string{"c6", "b4", "m3", "z1"}},
+		{"newest first, both", weft.InstanceFilter{NewestFirst: true, Workflow: "orders", Status: weft.StatusRunning, Limit: 1}, []string{"b4", "z1"}},
 		// a2 was created at Epoch+1s, y5 at Epoch+4s: From is inclusive,
 		// Before exclusive.
-		{"from", store.InstanceFilter{CreatedFrom: Epoch.Add(time.Second), Limit: 2}, []string{"a2", "m3", "b4", "y5", "c6"}},
-		{"before", store.InstanceFilter{CreatedBefore: Epoch.Add(4 * time.Second), Limit: 2}, []string{"z1", "a2", "m3", "b4"}},
-		{"range", store.InstanceFilter{CreatedFrom: Epoch.Add(time.Second), CreatedBefore: Epoch.Add(4 * time.Second), Limit: 2}, []string{"a2", "m3", "b4"}},
-		{"range, newest first", store.InstanceFilter{CreatedFrom: Epoch.Add(time.Second), CreatedBefore: Epoch.Add(4 * time.Second), NewestFirst: true, Limit: 2}, []string{"b4", "m3", "a2"}},
-		{"range, status", store.InstanceFilter{Status: store.StatusCompleted, CreatedFrom: Epoch.Add(2 * time.Second), NewestFirst: true}, []string{"m3"}},
-		{"a nanosecond's range", store.InstanceFilter{CreatedFrom: Epoch.Add(2 * time.Second), CreatedBefore: Epoch.Add(2*time.Second + 1)}, []string{"m3"}},
-		{"empty range", store.InstanceFilter{CreatedFrom: Epoch.Add(2*time.Second + 1), CreatedBefore: Epoch.Add(3 * time.Second)}, nil},
-		{"range after all", store.InstanceFilter{CreatedFrom: Epoch.Add(time.Hour), NewestFirst: true}, nil},
+		{"from", weft.InstanceFilter{CreatedFrom: Epoch.Add(time.Second), Limit: 2}, []string{"a2", "m3", "b4", "y5", "c6"}},
+		{"before", weft.InstanceFilter{CreatedBefore: Epoch.Add(4 * time.Second), Limit: 2}, []string{"z1", "a2", "m3", "b4"}},
+		{"range", weft.InstanceFilter{CreatedFrom: Epoch.Add(time.Second), CreatedBefore: Epoch.Add(4 * time.Second), Limit: 2}, []string{"a2", "m3", "b4"}},
+		{"range, newest first", weft.InstanceFilter{CreatedFrom: Epoch.Add(time.Second), CreatedBefore: Epoch.Add(4 * time.Second), NewestFirst: true, Limit: 2}, []string{"b4", "m3", "a2"}},
+		{"range, status", weft.InstanceFilter{Status: weft.StatusCompleted, CreatedFrom: Epoch.Add(2 * time.Second), NewestFirst: true}, []string{"m3"}},
+		{"a nanosecond's range", weft.InstanceFilter{CreatedFrom: Epoch.Add(2 * time.Second), CreatedBefore: Epoch.Add(2*time.Second + 1)}, []string{"m3"}},
+		{"empty range", weft.InstanceFilter{CreatedFrom: Epoch.Add(2*time.Second + 1), CreatedBefore: Epoch.Add(3 * time.Second)}, nil},
+		{"range after all", weft.InstanceFilter{CreatedFrom: Epoch.Add(time.Hour), NewestFirst: true}, nil},
 	}
 	for _, tt := range tests {
 		wantStrings(t, tt.name, list(tt.f), tt.want)
 	}
 
-	counts := func(wf string) map[store.Status]int {
+	counts := func(wf string) map[weft.Status]int {
 		t.Helper()
 		c, err := h.s.CountInstances(ctx(t), wf)
 		must(t, "CountInstances", err)
 		return c
 	}
-	if got, want := counts(""), map[store.Status]int{store.StatusRunning: 3, store.StatusCompleted: 2, store.StatusFailed: 1}; !maps.Equal(got, want) {
+	if got, want := counts(""), map[weft.Status]int{weft.StatusRunning: 3, weft.StatusCompleted: 2, weft.StatusFailed: 1}; !maps.Equal(got, want) {
 		t.Errorf("CountInstances() = %v, want %v", got, want)
 	}
-	if got, want := counts("billing"), map[store.Status]int{store.StatusRunning: 1, store.StatusCompleted: 1}; !maps.Equal(got, want) {
+	if got, want := counts("billing"), map[weft.Status]int{weft.StatusRunning: 1, weft.StatusCompleted: 1}; !maps.Equal(got, want) {
 		t.Errorf("CountInstances(billing) = %v, want %v", got, want)
 	}
 	if got := counts("order"); len(got) != 0 {
@@ -856,16 +857,16 @@ func testListInstances(t *testing.T, h *harness) {
 
 	// A status change moves the instance between status lists.
 	b4 := h.get(t, "b4")
-	b4.Status = store.StatusCompleted
+	b4.Status = weft.StatusCompleted
 	h.commit(t, store.Commit{Instance: b4})
-	wantStrings(t, "running after change", list(store.InstanceFilter{Status: store.StatusRunning}), []string{"z1", "y5"})
-	wantStrings(t, "completed orders after change", list(store.InstanceFilter{Workflow: "orders", Status: store.StatusCompleted}), []string{"m3", "b4"})
-	wantStrings(t, "all after change", list(store.InstanceFilter{}), []string{"z1", "a2", "m3", "b4", "y5", "c6"})
-	if got, want := counts("orders"), map[store.Status]int{store.StatusRunning: 1, store.StatusCompleted: 2, store.StatusFailed: 1}; !maps.Equal(got, want) {
+	wantStrings(t, "running after change", list(weft.InstanceFilter{Status: weft.StatusRunning}), []string{"z1", "y5"})
+	wantStrings(t, "completed orders after change", list(weft.InstanceFilter{Workflow: "orders", Status: weft.StatusCompleted}), []string{"m3", "b4"})
+	wantStrings(t, "all after change", list(weft.InstanceFilter{}), []string{"z1", "a2", "m3", "b4", "y5", "c6"})
+	if got, want := counts("orders"), map[weft.Status]int{weft.StatusRunning: 1, weft.StatusCompleted: 2, weft.StatusFailed: 1}; !maps.Equal(got, want) {
 		t.Errorf("CountInstances(orders) after change = %v, want %v", got, want)
 	}
 
-	for _, f := range []store.InstanceFilter{{Cursor: "!!not a cursor!!"}, {Status: "sleeping"}} {
+	for _, f := range []weft.InstanceFilter{{Cursor: "!!not a cursor!!"}, {Status: "sleeping"}} {
 		_, _, err := h.s.ListInstances(ctx(t), f)
 		wantErr(t, fmt.Sprintf("ListInstances(%+v)", f), err, store.ErrInvalid)
 	}
@@ -876,14 +877,14 @@ func testListInstances(t *testing.T, h *harness) {
 // from a dictionary's (upper case before "_" before lower case), pages of
 // one included.
 func testListInstancesSameTime(t *testing.T, h *harness) {
-	sts := []store.Status{store.StatusCompleted, store.StatusRunning, store.StatusPending, store.StatusFailed}
+	sts := []weft.Status{weft.StatusCompleted, weft.StatusRunning, weft.StatusPending, weft.StatusFailed}
 	for i, id := range []string{"a0", "_c", "Z9", "B1"} {
 		in := instance(id, "w")
 		in.Status = sts[i]
 		h.create(t, in)
 	}
 	want := []string{"B1", "Z9", "_c", "a0"}
-	for _, f := range []store.InstanceFilter{{}, {Limit: 1}, {Workflow: "w", Limit: 1}, {NewestFirst: true}, {NewestFirst: true, Limit: 1}} {
+	for _, f := range []weft.InstanceFilter{{}, {Limit: 1}, {Workflow: "w", Limit: 1}, {NewestFirst: true}, {NewestFirst: true, Limit: 1}} {
 		var ids []string
 		for {
 			items, next, err := h.s.ListInstances(ctx(t), f)
@@ -911,7 +912,7 @@ func testListInstancesStableCursor(t *testing.T, h *harness) {
 		h.create(t, instance(fmt.Sprintf("i%d", i), "w"))
 		h.clock.Advance(time.Millisecond)
 	}
-	items, next, err := h.s.ListInstances(ctx(t), store.InstanceFilter{Limit: 2})
+	items, next, err := h.s.ListInstances(ctx(t), weft.InstanceFilter{Limit: 2})
 	must(t, "ListInstances", err)
 	if len(items) != 2 || next == "" {
 		t.Fatalf("first page: %d items, next %q", len(items), next)
@@ -922,7 +923,7 @@ func testListInstancesStableCursor(t *testing.T, h *harness) {
 		ids = append(ids, in.ID)
 	}
 	for next != "" {
-		items, next, err = h.s.ListInstances(ctx(t), store.InstanceFilter{Limit: 2, Cursor: next})
+		items, next, err = h.s.ListInstances(ctx(t), weft.InstanceFilter{Limit: 2, Cursor: next})
 		must(t, "ListInstances", err)
 		for _, in := range items {
 			ids = append(ids, in.ID)
@@ -939,7 +940,7 @@ func testDeleteInstance(t *testing.T, h *harness) {
 	in.State = []byte("s")
 	h.commit(t, store.Commit{
 		Instance: in, Fence: 3,
-		History:   []store.HistoryEntry{{Type: "created"}},
+		History:   []weft.HistoryEntry{{Type: "created"}},
 		Bookmarks: []store.Bookmark{{StepPath: "w", Event: "e", Key: "k"}},
 		Timers:    []store.Timer{{ID: "t", Due: Epoch}},
 	})
@@ -964,7 +965,7 @@ func testDeleteInstance(t *testing.T, h *harness) {
 	ids, err := h.s.ExpiredLeases(ctx(t), Epoch.Add(time.Hour), 10)
 	must(t, "ExpiredLeases", err)
 	wantStrings(t, "expired leases", ids, nil)
-	items, _, err := h.s.ListInstances(ctx(t), store.InstanceFilter{})
+	items, _, err := h.s.ListInstances(ctx(t), weft.InstanceFilter{})
 	must(t, "ListInstances", err)
 	if len(items) != 1 || items[0].ID != "keep" {
 		t.Errorf("listed %+v, want keep only", items)
@@ -973,7 +974,7 @@ func testDeleteInstance(t *testing.T, h *harness) {
 	wantErr(t, "DeleteInstance again", h.s.DeleteInstance(ctx(t), "d", 3), store.ErrNotFound)
 
 	// The id can be used again, from scratch.
-	rev := h.commit(t, store.Commit{Instance: instance("d", "w"), History: []store.HistoryEntry{{Type: "again"}}})
+	rev := h.commit(t, store.Commit{Instance: instance("d", "w"), History: []weft.HistoryEntry{{Type: "again"}}})
 	if rev != 1 {
 		t.Errorf("rev of the re-created instance = %d, want 1", rev)
 	}
@@ -1009,7 +1010,7 @@ func testCommitHammer(t *testing.T, h *harness) {
 					in.Vars = json.RawMessage(fmt.Sprint(n + 1))
 					rev, err := h.s.Commit(ctx(t), store.Commit{
 						Instance: in,
-						History:  []store.HistoryEntry{{Type: "inc", Node: fmt.Sprint(g), Data: in.Vars}},
+						History:  []weft.HistoryEntry{{Type: "inc", Node: fmt.Sprint(g), Data: in.Vars}},
 					})
 					if errors.Is(err, store.ErrConflict) {
 						continue
@@ -1127,7 +1128,7 @@ func testHeartbeats(t *testing.T, h *harness) {
 	in.Vars = json.RawMessage(`{"x": 1}`)
 	in.Rev = h.commit(t, store.Commit{Instance: in})
 	wantBeats("mine", beat("mine", "a1", 1, `{"done": 2}`), beat("mine", "a2", 1, `{"done": 3}`))
-	in.Status, in.Lease = store.StatusCompleted, store.Lease{}
+	in.Status, in.Lease = weft.StatusCompleted, weft.Lease{}
 	h.commit(t, store.Commit{Instance: in})
 	wantBeats("mine")
 
@@ -1145,14 +1146,14 @@ func testHeartbeats(t *testing.T, h *harness) {
 // write in one command keeps them all, in order, numbered on.
 func testLongHistory(t *testing.T, h *harness) {
 	in := instance("long", "w")
-	evs := make([]store.HistoryEntry, 1234)
+	evs := make([]weft.HistoryEntry, 1234)
 	for i := range evs {
-		evs[i] = store.HistoryEntry{Type: store.HistoryType(fmt.Sprintf("e%d", i))}
+		evs[i] = weft.HistoryEntry{Type: weft.HistoryType(fmt.Sprintf("e%d", i))}
 	}
 	h.commit(t, store.Commit{Instance: in, History: evs})
 	in.Rev = 1
-	h.commit(t, store.Commit{Instance: in, History: []store.HistoryEntry{{Type: "last"}}})
-	var got []store.HistoryEntry
+	h.commit(t, store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: "last"}}})
+	var got []weft.HistoryEntry
 	for after := uint64(0); ; {
 		page, err := h.s.History(ctx(t), "long", after, 1000)
 		must(t, "History", err)
@@ -1166,7 +1167,7 @@ func testLongHistory(t *testing.T, h *harness) {
 		t.Fatalf("%d events, want %d", len(got), len(evs)+1)
 	}
 	for i, e := range got {
-		want := store.HistoryType("last")
+		want := weft.HistoryType("last")
 		if i < len(evs) {
 			want = evs[i].Type
 		}
@@ -1190,7 +1191,7 @@ func testCommitAt(t *testing.T, h *harness) {
 		t.Errorf("create with At %s: CreatedAt %s, UpdatedAt %s, want both At", at, got.CreatedAt, got.UpdatedAt)
 	}
 	later := at.Add(time.Minute)
-	got.Status = store.StatusRunning
+	got.Status = weft.StatusRunning
 	if _, err := h.s.Commit(ctx(t), store.Commit{Instance: got, At: later}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // testDurability: everything a write reported done is there after the
@@ -23,7 +24,7 @@ func testDurability(t *testing.T, h *harness) {
 	in.Vars = json.RawMessage(`{"a": 1}`)
 	h.commit(t, store.Commit{
 		Instance: in, Fence: 4,
-		History:   []store.HistoryEntry{{Type: "created"}, {Type: "step_started", StepPath: "charge"}},
+		History:   []weft.HistoryEntry{{Type: "created"}, {Type: "step_started", StepPath: "charge"}},
 		Bookmarks: []store.Bookmark{{StepPath: "wait", Event: "approved", Key: "o1"}},
 		Timers:    []store.Timer{{ID: "t1", Due: Epoch.Add(time.Hour), Kind: "delay"}},
 	})
@@ -60,7 +61,7 @@ func testDurability(t *testing.T, h *harness) {
 	dead, _, err := s.DeadLetters(ctx(t), "", 10)
 	must(t, "DeadLetters", err)
 	wantStrings(t, "dead", stimulusIDs(dead), []string{"dead"})
-	if st, err := s.GetStimulus(ctx(t), "direct"); err != nil || st.State != store.StimulusDelivered || st.DeliveredTo != "i" {
+	if st, err := s.GetStimulus(ctx(t), "direct"); err != nil || st.State != weft.StimulusDelivered || st.DeliveredTo != "i" {
 		t.Errorf("delivered stimulus after reopen = %+v, %v", st, err)
 	}
 	wantStrings(t, "inbox after reopen", h.inbox(t, "i"), []string{"m1", "m2"})
@@ -83,7 +84,7 @@ func testDurability(t *testing.T, h *harness) {
 	wantStrings(t, "pending after reopen", stimulusIDs(pending), []string{"q1", "q2"})
 	h.deliver(t, nil, message("i", "m3"), message("i", "m1"))
 	wantStrings(t, "inbox written after reopen", h.inbox(t, "i"), []string{"m1", "m2", "m3"})
-	rev := h.commit(t, store.Commit{Instance: got, Fence: 4, History: []store.HistoryEntry{{Type: "resumed"}}, DeliveredStimulus: "q1", Consumed: []string{"m2"}})
+	rev := h.commit(t, store.Commit{Instance: got, Fence: 4, History: []weft.HistoryEntry{{Type: "resumed"}}, DeliveredStimulus: "q1", Consumed: []string{"m2"}})
 	if rev != 2 {
 		t.Errorf("rev after reopen = %d, want 2", rev)
 	}
@@ -124,7 +125,7 @@ func testCancelledContext(t *testing.T, h *harness) {
 		}},
 		{"Commit update", func() error { _, err := h.s.Commit(c, store.Commit{Instance: upd}); return err }},
 		{"GetInstance", func() error { _, err := h.s.GetInstance(c, "i"); return err }},
-		{"ListInstances", func() error { _, _, err := h.s.ListInstances(c, store.InstanceFilter{}); return err }},
+		{"ListInstances", func() error { _, _, err := h.s.ListInstances(c, weft.InstanceFilter{}); return err }},
 		{"DeleteInstance", func() error { return h.s.DeleteInstance(c, "i", 0) }},
 		{"History", func() error { _, err := h.s.History(c, "i", 0, 0); return err }},
 		{"Deliver", func() error {
@@ -172,7 +173,7 @@ func testCancelledContext(t *testing.T, h *harness) {
 	if _, err := h.s.GetInstance(ctx(t), "new"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("cancelled create: %v", err)
 	}
-	if s, err := h.s.GetStimulus(ctx(t), "s"); err != nil || s.State != store.StimulusQueued {
+	if s, err := h.s.GetStimulus(ctx(t), "s"); err != nil || s.State != weft.StimulusQueued {
 		t.Errorf("stimulus = %+v, %v", s, err)
 	}
 	if _, err := h.s.GetStimulus(ctx(t), "new"); !errors.Is(err, store.ErrNotFound) {

@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // finished returns an instance of workflow "w" ended with status st, to be
 // deleted after deleteAfter (zero: kept).
-func finished(id string, st store.Status, deleteAfter time.Time) *store.Instance {
+func finished(id string, st weft.Status, deleteAfter time.Time) *weft.Instance {
 	in := instance(id, "w")
 	in.Status = st
 	in.DeleteAfter = deleteAfter
@@ -24,10 +25,10 @@ func testExpiredInstances(t *testing.T, h *harness) {
 	hour := Epoch.Add(time.Hour)
 	// Another zone on the way in: times come back in UTC, ordered by
 	// the instant.
-	h.create(t, finished("b-done", store.StatusCompleted, hour.In(time.FixedZone("UTC+5", 5*3600))))
-	h.create(t, finished("a-cancelled", store.StatusCancelled, hour))
-	h.create(t, finished("c-failed", store.StatusFailed, Epoch.Add(2*time.Hour)))
-	h.create(t, finished("kept", store.StatusCompleted, time.Time{}))
+	h.create(t, finished("b-done", weft.StatusCompleted, hour.In(time.FixedZone("UTC+5", 5*3600))))
+	h.create(t, finished("a-cancelled", weft.StatusCancelled, hour))
+	h.create(t, finished("c-failed", weft.StatusFailed, Epoch.Add(2*time.Hour)))
+	h.create(t, finished("kept", weft.StatusCompleted, time.Time{}))
 	h.create(t, leased("running", "n1", "b1", Epoch))
 	h.create(t, instance("pending", "w"))
 
@@ -46,7 +47,7 @@ func testExpiredInstances(t *testing.T, h *harness) {
 	if got.DeleteAfter.Location() != time.UTC {
 		t.Errorf("DeleteAfter comes back in %v, want UTC", got.DeleteAfter.Location())
 	}
-	items, _, err := h.s.ListInstances(ctx(t), store.InstanceFilter{Status: store.StatusCompleted})
+	items, _, err := h.s.ListInstances(ctx(t), weft.InstanceFilter{Status: weft.StatusCompleted})
 	must(t, "ListInstances", err)
 	if len(items) != 2 || items[0].ID != "b-done" || !items[0].DeleteAfter.Equal(hour) {
 		t.Errorf("listed %+v, want b-done with its DeleteAfter first", items)
@@ -65,7 +66,7 @@ func testExpiredInstances(t *testing.T, h *harness) {
 	// An instance committed back to a live status (an import over a
 	// finished one) has no DeleteAfter, and leaves the list.
 	a := h.get(t, "a-cancelled")
-	a.Status, a.DeleteAfter = store.StatusPending, time.Time{}
+	a.Status, a.DeleteAfter = weft.StatusPending, time.Time{}
 	h.commit(t, store.Commit{Instance: a})
 	expired("after a-cancelled came back", Epoch.Add(4*time.Hour), 10, "b-done")
 
@@ -74,7 +75,7 @@ func testExpiredInstances(t *testing.T, h *harness) {
 	expired("after deleting b-done", Epoch.Add(4*time.Hour), 10)
 
 	// The index survives a restart.
-	h.create(t, finished("d-later", store.StatusFailed, Epoch.Add(5*time.Hour)))
+	h.create(t, finished("d-later", weft.StatusFailed, Epoch.Add(5*time.Hour)))
 	h.s = h.reopen()
 	expired("after reopen", Epoch.Add(5*time.Hour), 10, "d-later")
 }

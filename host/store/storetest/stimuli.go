@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
-func stimulus(id, name, key string, ttl time.Duration) store.Stimulus {
-	return store.Stimulus{ID: id, Name: name, Key: key, Payload: json.RawMessage(`{"from": "` + id + `"}`), ExpiresAt: Epoch.Add(ttl)}
+func stimulus(id, name, key string, ttl time.Duration) weft.Stimulus {
+	return weft.Stimulus{ID: id, Name: name, Key: key, Payload: json.RawMessage(`{"from": "` + id + `"}`), ExpiresAt: Epoch.Add(ttl)}
 }
 
-func (h *harness) enqueue(t *testing.T, s store.Stimulus) {
+func (h *harness) enqueue(t *testing.T, s weft.Stimulus) {
 	t.Helper()
 	existing, err := h.s.EnqueueStimulus(ctx(t), s)
 	must(t, "EnqueueStimulus "+s.ID, err)
@@ -23,7 +24,7 @@ func (h *harness) enqueue(t *testing.T, s store.Stimulus) {
 	}
 }
 
-func stimulusIDs(ss []store.Stimulus) []string {
+func stimulusIDs(ss []weft.Stimulus) []string {
 	var out []string
 	for _, s := range ss {
 		out = append(out, s.ID)
@@ -41,7 +42,7 @@ func testStimulusIdempotency(t *testing.T, h *harness) {
 	if existing == nil {
 		t.Fatal("second EnqueueStimulus enqueued again")
 	}
-	if existing.ID != "s1" || existing.Name != "paid" || existing.Key != "o1" || existing.State != store.StimulusQueued {
+	if existing.ID != "s1" || existing.Name != "paid" || existing.Key != "o1" || existing.State != weft.StimulusQueued {
 		t.Errorf("existing = %+v", existing)
 	}
 	wantJSON(t, "existing payload", existing.Payload, json.RawMessage(`{"from":"s1"}`))
@@ -56,13 +57,13 @@ func testStimulusIdempotency(t *testing.T, h *harness) {
 
 	got, err := h.s.GetStimulus(ctx(t), "s1")
 	must(t, "GetStimulus", err)
-	if got.State != store.StimulusQueued || got.Name != "paid" {
+	if got.State != weft.StimulusQueued || got.Name != "paid" {
 		t.Errorf("GetStimulus = %+v", got)
 	}
 	_, err = h.s.GetStimulus(ctx(t), "nope")
 	wantErr(t, "GetStimulus missing", err, store.ErrNotFound)
 
-	for _, bad := range []store.Stimulus{
+	for _, bad := range []weft.Stimulus{
 		{Name: "n", ExpiresAt: Epoch},
 		{ID: "x", ExpiresAt: Epoch},
 		{ID: "x", Name: "n"},
@@ -110,7 +111,7 @@ func testDeliverStimulus(t *testing.T, h *harness) {
 	// The instance resumes: it consumes s1 and drops its bookmark, atomically.
 	h.clock.Advance(time.Second / 2)
 	in.Rev = 1
-	in.Status = store.StatusRunning
+	in.Status = weft.StatusRunning
 	outcome := json.RawMessage(`{"resumed": ["i"]}`)
 	h.commit(t, store.Commit{Instance: in, Bookmarks: []store.Bookmark{}, DeliveredStimulus: "s1", DeliveredOutcome: outcome})
 	pending, err := h.s.PendingStimuli(ctx(t), "approved", "o1")
@@ -118,7 +119,7 @@ func testDeliverStimulus(t *testing.T, h *harness) {
 	wantStrings(t, "pending after delivery", stimulusIDs(pending), []string{"s2"})
 	got, err := h.s.GetStimulus(ctx(t), "s1")
 	must(t, "GetStimulus", err)
-	if got.State != store.StimulusDelivered || got.DeliveredTo != "i" {
+	if got.State != weft.StimulusDelivered || got.DeliveredTo != "i" {
 		t.Errorf("delivered stimulus = %+v", got)
 	}
 	wantJSON(t, "Outcome", got.Outcome, outcome)
@@ -127,7 +128,7 @@ func testDeliverStimulus(t *testing.T, h *harness) {
 	// A redelivery of s1 is answered from the record.
 	existing, err := h.s.EnqueueStimulus(ctx(t), stimulus("s1", "approved", "o1", time.Hour))
 	must(t, "EnqueueStimulus delivered", err)
-	if existing == nil || existing.State != store.StimulusDelivered || !jsonEq(existing.Outcome, outcome) {
+	if existing == nil || existing.State != weft.StimulusDelivered || !jsonEq(existing.Outcome, outcome) {
 		t.Errorf("existing = %+v, want the delivered record", existing)
 	}
 	pending, err = h.s.PendingStimuli(ctx(t), "approved", "o1")
@@ -159,7 +160,7 @@ func testDeliverStimulus(t *testing.T, h *harness) {
 	h.commit(t, store.Commit{Instance: instance("started", "w"), DeliveredStimulus: "s2"})
 	got, err = h.s.GetStimulus(ctx(t), "s2")
 	must(t, "GetStimulus", err)
-	if got.State != store.StimulusDelivered || got.DeliveredTo != "started" {
+	if got.State != weft.StimulusDelivered || got.DeliveredTo != "started" {
 		t.Errorf("stimulus consumed by a create = %+v", got)
 	}
 }
@@ -177,7 +178,7 @@ func testExpireStimuli(t *testing.T, h *harness) {
 		ss, err := h.s.ExpireStimuli(ctx(t), now, limit)
 		must(t, "ExpireStimuli", err)
 		for _, s := range ss {
-			if s.State != store.StimulusDead {
+			if s.State != weft.StimulusDead {
 				t.Errorf("expired %s in state %s", s.ID, s.State)
 			}
 		}
@@ -209,7 +210,7 @@ func testExpireStimuli(t *testing.T, h *harness) {
 	// A dead stimulus's id stays known.
 	existing, err := h.s.EnqueueStimulus(ctx(t), stimulus("x1", "e", "k", time.Hour))
 	must(t, "EnqueueStimulus dead", err)
-	if existing == nil || existing.State != store.StimulusDead {
+	if existing == nil || existing.State != weft.StimulusDead {
 		t.Errorf("existing = %+v, want the dead record", existing)
 	}
 	_, _, err = h.s.DeadLetters(ctx(t), "!!bad!!", 2)
@@ -273,7 +274,7 @@ func testQueuedStimuli(t *testing.T, h *harness) {
 				t.Fatalf("QueuedStimuli returned %d stimuli, limit %d", len(page), limit)
 			}
 			for _, s := range page {
-				if s.State != store.StimulusQueued {
+				if s.State != weft.StimulusQueued {
 					t.Errorf("queued %s in state %s", s.ID, s.State)
 				}
 			}

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // NewStore opens an empty store for one subtest, with now as its clock
@@ -148,13 +149,13 @@ type harness struct {
 func ctx(t *testing.T) context.Context { return t.Context() }
 
 // instance returns a pending instance of workflow wf.
-func instance(id, wf string) *store.Instance {
+func instance(id, wf string) *weft.Instance {
 	input, _ := json.Marshal(map[string]string{"id": id})
-	return &store.Instance{ID: id, Workflow: wf, Version: 1, Status: store.StatusPending, Input: input}
+	return &weft.Instance{ID: id, Workflow: wf, Version: 1, Status: weft.StatusPending, Input: input}
 }
 
 // create commits in as a new instance and returns what the store holds.
-func (h *harness) create(t *testing.T, in *store.Instance) *store.Instance {
+func (h *harness) create(t *testing.T, in *weft.Instance) *weft.Instance {
 	t.Helper()
 	in.Rev = 0
 	if _, err := h.s.Commit(ctx(t), store.Commit{Instance: in}); err != nil {
@@ -163,7 +164,7 @@ func (h *harness) create(t *testing.T, in *store.Instance) *store.Instance {
 	return h.get(t, in.ID)
 }
 
-func (h *harness) get(t *testing.T, id string) *store.Instance {
+func (h *harness) get(t *testing.T, id string) *weft.Instance {
 	t.Helper()
 	in, err := h.s.GetInstance(ctx(t), id)
 	if err != nil {
