@@ -22,7 +22,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/valyala/fasthttp v1.51.0
-	github.com/weftworks/weft/sdk v0.0.0-00010101000000-000000000000
+	github.com/weftworks/weft/abi v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.5.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.5
@@ -55,4 +55,4 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/weftworks/weft/sdk => ./sdk
+replace github.com/weftworks/weft/abi => ./abi

@@ -4,6 +4,7 @@ go 1.26.0
 
 replace (
 	github.com/weftworks/weft => ../
+	github.com/weftworks/weft/abi => ../abi
 	github.com/weftworks/weft/sdk => ../sdk
 )
 
@@ -13,6 +14,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/weftworks/weft v0.0.0-00010101000000-000000000000
+	github.com/weftworks/weft/abi v0.0.0-00010101000000-000000000000
 	github.com/weftworks/weft/sdk v0.0.0-00010101000000-000000000000
 )
 

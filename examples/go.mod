@@ -4,12 +4,14 @@ go 1.26.0
 
 replace (
 	github.com/weftworks/weft => ../
+	github.com/weftworks/weft/abi => ../abi
 	github.com/weftworks/weft/sdk => ../sdk
 )
 
 require (
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/weftworks/weft v0.0.0-00010101000000-000000000000
+	github.com/weftworks/weft/abi v0.0.0-00010101000000-000000000000
 	github.com/weftworks/weft/sdk v0.0.0-00010101000000-000000000000
 	golang.org/x/image v0.44.0
 	golang.org/x/text v0.42.0

@@ -3,6 +3,8 @@ package sdk
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/weftworks/weft/abi"
 )
 
 // host is the part of the Weft host an activity talks to. On wasm it is the
@@ -24,7 +26,7 @@ type host interface {
 	// host: it does not return.
 	secret(name string, buf []byte) int32
 	// httpRequest sends a request and returns its status (100–599) or a
-	// negative abiHTTPError.
+	// negative abi.HTTPError.
 	httpRequest(method, url string, headers, body []byte) int32
 	// httpResponseHeaders and httpResponseBody read the last response of
 	// the call.
@@ -94,7 +96,7 @@ func (c *Context) Cancelled() bool { return c.host.cancelled() }
 // Info returns the call's information.
 func (c *Context) Info() Info {
 	if c.info == nil {
-		var w abiInfo
+		var w abi.Info
 		_ = json.Unmarshal(c.host.info(), &w)
 		c.info = &Info{
 			InstanceID:        w.InstanceID,
@@ -155,10 +157,10 @@ type Level int32
 
 // Log levels.
 const (
-	LevelDebug Level = abiLevelDebug
-	LevelInfo  Level = abiLevelInfo
-	LevelWarn  Level = abiLevelWarn
-	LevelError Level = abiLevelError
+	LevelDebug Level = abi.LevelDebug
+	LevelInfo  Level = abi.LevelInfo
+	LevelWarn  Level = abi.LevelWarn
+	LevelError Level = abi.LevelError
 )
 
 // Log appends msg to the activity's log.

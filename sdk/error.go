@@ -3,6 +3,8 @@ package sdk
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/weftworks/weft/abi"
 )
 
 // Error is an activity failure that steers the engine's retry policy. Return
@@ -50,7 +52,7 @@ func Retryable(code, message string) error {
 
 // ErrCancelled reports that the activity stopped because cancellation was
 // requested. Return it when Heartbeat or Cancelled reports true.
-var ErrCancelled error = &Error{Code: abiCodeCancelled, Message: "activity cancelled"}
+var ErrCancelled error = &Error{Code: abi.CodeCancelled, Message: "activity cancelled"}
 
 // asError turns any handler error into an *Error. An error that is not one
 // (and wraps none) is retryable with code "error": an unexpected error is

@@ -2,7 +2,11 @@
 
 package sdk
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/weftworks/weft/abi"
+)
 
 // The imports and exports of the Weft ABI (abi/README.md). Pointers cross as
 // unsafe.Pointer into guest memory, lengths as uint32.
@@ -49,7 +53,7 @@ func hostHTTPResponseBody(buf unsafe.Pointer, n uint32) int32
 var request []byte
 
 //go:wasmexport weft_abi_version
-func exportABIVersion() uint32 { return abiVersion }
+func exportABIVersion() uint32 { return abi.Version }
 
 //go:wasmexport weft_alloc
 func exportAlloc(size uint32) uint32 {
@@ -66,7 +70,7 @@ func exportAlloc(size uint32) uint32 {
 //go:wasmexport weft_manifest
 func exportManifest() uint32 {
 	setResult(manifest())
-	return abiStatusOK
+	return abi.StatusOK
 }
 
 //go:wasmexport weft_invoke
@@ -74,7 +78,7 @@ func exportInvoke(ptr, activityLen, inputLen uint32) uint32 {
 	n := uint64(activityLen) + uint64(inputLen)
 	if len(request) == 0 || ptr != uint32(uintptr(unsafe.Pointer(&request[0]))) || n > uint64(len(request)) {
 		setResult(encodeFailure(&Error{Code: "abi", Message: "weft_invoke called with a block weft_alloc did not return"}))
-		return abiStatusPanic
+		return abi.StatusPanic
 	}
 	name := string(request[:activityLen])
 	status, result := dispatch(wasmHost{}, name, request[activityLen:n])

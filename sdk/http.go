@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/weftworks/weft/abi"
 )
 
 // Outbound HTTP (abi/README.md §13). A plugin reaches only the hosts an
@@ -138,13 +140,13 @@ type HTTPError struct {
 // Error implements error.
 func (e *HTTPError) Error() string {
 	switch e.Code {
-	case abiHTTPTimeout:
+	case abi.HTTPTimeout:
 		return "http: timeout: the request's own timeout passed"
-	case abiHTTPUnreachable:
+	case abi.HTTPUnreachable:
 		return "http: unreachable: the name did not resolve, or the connection was refused or reset"
-	case abiHTTPTLS:
+	case abi.HTTPTLS:
 		return "http: tls: the TLS handshake failed"
-	case abiHTTPBadResponse:
+	case abi.HTTPBadResponse:
 		return "http: bad_response: the answer was not HTTP, or it redirected more than 10 times"
 	}
 	return "http: " + e.Reason + " (" + strconv.Itoa(int(e.Code)) + ")"
@@ -152,7 +154,7 @@ func (e *HTTPError) Error() string {
 
 // Timeout reports whether the request's own timeout passed. The attempt's
 // deadline never returns an error: the host stops the call.
-func (e *HTTPError) Timeout() bool { return e.Code == abiHTTPTimeout }
+func (e *HTTPError) Timeout() bool { return e.Code == abi.HTTPTimeout }
 
 // Is reports whether target is an *HTTPError with the same Code, so that
 // errors.Is(err, ErrHTTPTimeout) works on any error Do returned.
@@ -165,16 +167,16 @@ func (e *HTTPError) Is(target error) bool {
 var (
 	// ErrHTTPTimeout: the request's own timeout passed (the host's
 	// plugins.http.timeout or plugins.http.connect_timeout).
-	ErrHTTPTimeout error = &HTTPError{Code: abiHTTPTimeout, Reason: "timeout"}
+	ErrHTTPTimeout error = &HTTPError{Code: abi.HTTPTimeout, Reason: "timeout"}
 	// ErrHTTPUnreachable: the name did not resolve, or the connection was
 	// refused or reset.
-	ErrHTTPUnreachable error = &HTTPError{Code: abiHTTPUnreachable, Reason: "unreachable"}
+	ErrHTTPUnreachable error = &HTTPError{Code: abi.HTTPUnreachable, Reason: "unreachable"}
 	// ErrHTTPTLS: the TLS handshake failed, for example on a certificate
 	// the host does not trust.
-	ErrHTTPTLS error = &HTTPError{Code: abiHTTPTLS, Reason: "tls"}
+	ErrHTTPTLS error = &HTTPError{Code: abi.HTTPTLS, Reason: "tls"}
 	// ErrHTTPBadResponse: the answer was not HTTP, or there were more than
 	// 10 redirects.
-	ErrHTTPBadResponse error = &HTTPError{Code: abiHTTPBadResponse, Reason: "bad_response"}
+	ErrHTTPBadResponse error = &HTTPError{Code: abi.HTTPBadResponse, Reason: "bad_response"}
 )
 
 // ErrInvalidRequest matches the error Do returns, without calling the

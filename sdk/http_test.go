@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/weftworks/weft/abi"
 )
 
 // ok answers every request with 200, no header lines and no body.
@@ -287,7 +289,7 @@ func TestSized(t *testing.T) {
 	if !found || string(b) != "012345678" {
 		t.Errorf("shrinking value: %q, %v", b, found)
 	}
-	if _, found := sized(func([]byte) int32 { return abiNotFound }); found {
+	if _, found := sized(func([]byte) int32 { return abi.NotFound }); found {
 		t.Error("-1 should be no value")
 	}
 	// An empty value is found, not nil, and read in one call.
@@ -320,10 +322,10 @@ func TestDoErrors(t *testing.T) {
 		reason  string
 		timeout bool
 	}{
-		{abiHTTPTimeout, ErrHTTPTimeout, "timeout", true},
-		{abiHTTPUnreachable, ErrHTTPUnreachable, "unreachable", false},
-		{abiHTTPTLS, ErrHTTPTLS, "tls", false},
-		{abiHTTPBadResponse, ErrHTTPBadResponse, "bad_response", false},
+		{abi.HTTPTimeout, ErrHTTPTimeout, "timeout", true},
+		{abi.HTTPUnreachable, ErrHTTPUnreachable, "unreachable", false},
+		{abi.HTTPTLS, ErrHTTPTLS, "tls", false},
+		{abi.HTTPBadResponse, ErrHTTPBadResponse, "bad_response", false},
 		{-9, nil, "unknown", false},
 	}
 	for _, tt := range tests {

@@ -27,8 +27,10 @@
 // (Context.Config), secrets (Context.Secret) and outbound HTTP to granted
 // hosts (Context.Do). Needs declares those in the manifest.
 //
-// The module github.com/weftworks/weft/sdk depends on the standard library
-// only: a plugin that requires it does not require the host's module.
+// The module github.com/weftworks/weft/sdk depends only on
+// github.com/weftworks/weft/abi, the ABI's names and documents, a module
+// that depends on the standard library only: a plugin that requires the
+// SDK does not require the host's module.
 //
 // The package avoids reflection outside the typed handlers' encoding/json so
 // that it should build with TinyGo too; TinyGo builds are not verified.
@@ -38,6 +40,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/weftworks/weft/abi"
 )
 
 // Handler is an activity working on raw JSON. The input slice is valid only
@@ -68,7 +72,7 @@ func Register(name string, h Handler) {
 // RegisterWithDescription is Register with a description that the host shows
 // in the plugin's manifest.
 func RegisterWithDescription(name, description string, h Handler) {
-	if !abiValidName(name) {
+	if !abi.ValidName(name) {
 		panic(fmt.Sprintf("sdk: invalid activity name %q: want 1-64 of [a-z0-9_-] starting with a letter", name))
 	}
 	if _, dup := registry[name]; dup {
@@ -88,7 +92,7 @@ func Typed[I, O any](fn func(ctx *Context, in I) (O, error)) Handler {
 		var in I
 		if len(input) > 0 {
 			if err := json.Unmarshal(input, &in); err != nil {
-				return nil, NonRetryable(abiCodeBadInput, "decoding input: "+err.Error())
+				return nil, NonRetryable(abi.CodeBadInput, "decoding input: "+err.Error())
 			}
 		}
 		out, err := fn(ctx, in)
@@ -104,21 +108,10 @@ func Typed[I, O any](fn func(ctx *Context, in I) (O, error)) Handler {
 }
 
 // Requirements is what a plugin declares with Needs: the hosts its HTTP
-// requests reach, the configuration keys and the secrets it reads.
-//
-// It is an alias of a struct type rather than a type of its own so that
-// the host module's abi.Needs, which has the same fields and tags, can be
-// passed to Needs too; plugins write sdk.Requirements{…} and need not
-// import the host's module.
-type Requirements = struct {
-	// Hosts are patterns in the form of a host grant:
-	// [scheme://]host[:port], host a name, *.suffix, or an IP literal.
-	Hosts []string `json:"hosts,omitempty"`
-	// Config lists configuration keys.
-	Config []string `json:"config,omitempty"`
-	// Secrets lists secret names.
-	Secrets []string `json:"secrets,omitempty"`
-}
+// requests reach, the configuration keys and the secrets it reads. It is
+// the manifest's document, abi.Needs, under the SDK's name, so that a
+// plugin writes sdk.Requirements{…} without importing the abi package.
+type Requirements = abi.Needs
 
 // needs is what the plugin declared with Needs. Like the registry, it is
 // written only during init.
@@ -248,23 +241,23 @@ func appendNeeds(b []byte, n *Requirements) []byte {
 // host. A panic in the handler becomes StatusPanic, so that the host discards
 // this instance: a Go program that panicked may hold broken state even after
 // recover.
-func dispatch(h host, name string, input []byte) (status abiStatus, result []byte) {
+func dispatch(h host, name string, input []byte) (status abi.Status, result []byte) {
 	a, ok := registry[name]
 	if !ok {
-		return abiStatusError, encodeFailure(NonRetryable(abiCodeUnknownActivity, "no activity named "+quote(name)).(*Error))
+		return abi.StatusError, encodeFailure(NonRetryable(abi.CodeUnknownActivity, "no activity named "+quote(name)).(*Error))
 	}
 	ctx := &Context{host: h, activity: name}
 	defer func() {
 		if r := recover(); r != nil {
-			status = abiStatusPanic
-			result = encodeFailure(&Error{Code: abiCodePanic, Message: fmt.Sprint(r), Retryable: true})
+			status = abi.StatusPanic
+			result = encodeFailure(&Error{Code: abi.CodePanic, Message: fmt.Sprint(r), Retryable: true})
 		}
 	}()
 	out, err := a.handler(ctx, input)
 	if err != nil {
-		return abiStatusError, encodeFailure(asError(err))
+		return abi.StatusError, encodeFailure(asError(err))
 	}
-	return abiStatusOK, out
+	return abi.StatusOK, out
 }
 
 func quote(s string) string { return string(appendJSONString(nil, s)) }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/weftworks/weft/abi"
 )
 
 // fakeHost records what an activity asks of the host.
@@ -22,7 +24,7 @@ type fakeHost struct {
 	// real host stops the call. secretCaps records each buffer's size.
 	secrets    map[string]string
 	secretCaps []int
-	// serve answers HTTP requests (a negative status is an abiHTTPError);
+	// serve answers HTTP requests (a negative status is an abi.HTTPError);
 	// reqs records them, and headerCaps and bodyCaps the size of each
 	// buffer the guest read the response into.
 	serve      func(fakeRequest) (status int32, header, body string)
@@ -77,7 +79,7 @@ func (h *fakeHost) httpRequest(method, url string, header, body []byte) int32 {
 func (h *fakeHost) httpResponseHeaders(buf []byte) int32 {
 	h.headerCaps = append(h.headerCaps, len(buf))
 	if h.resp == nil {
-		return abiNotFound
+		return abi.NotFound
 	}
 	return writeSized(buf, h.resp.header)
 }
@@ -85,7 +87,7 @@ func (h *fakeHost) httpResponseHeaders(buf []byte) int32 {
 func (h *fakeHost) httpResponseBody(buf []byte) int32 {
 	h.bodyCaps = append(h.bodyCaps, len(buf))
 	if h.resp == nil {
-		return abiNotFound
+		return abi.NotFound
 	}
 	return writeSized(buf, h.resp.body)
 }
@@ -148,27 +150,27 @@ func TestDispatch(t *testing.T) {
 		activity   string
 		input      string
 		host       fakeHost
-		wantStatus abiStatus
+		wantStatus abi.Status
 		want       string
 	}{
-		{name: "typed", activity: "greet", input: `{"name":"Ada"}`, wantStatus: abiStatusOK, want: `{"greeting":"hello, Ada"}`},
-		{name: "typed error", activity: "greet", input: `{}`, wantStatus: abiStatusError, want: `{"code":"no_name","message":"name is required","retryable":false}`},
-		{name: "typed bad input", activity: "greet", input: `[`, wantStatus: abiStatusError, want: `{"code":"bad_input","message":"decoding input: unexpected end of JSON input","retryable":false}`},
-		{name: "raw", activity: "raw", input: `[1]`, wantStatus: abiStatusOK, want: `[1]`},
-		{name: "unknown", activity: "nope\"", wantStatus: abiStatusError, want: `{"code":"unknown_activity","message":"no activity named \"nope\\\"\"","retryable":false}`},
-		{name: "panic", activity: "boom", wantStatus: abiStatusPanic, want: `{"code":"panic","message":"kaboom 42","retryable":true}`},
-		{name: "plain error is retryable", activity: "plain-error", wantStatus: abiStatusError, want: `{"code":"error","message":"disk on fire","retryable":true}`},
-		{name: "wrapped error keeps code and details", activity: "wrapped", wantStatus: abiStatusError, want: `{"code":"card_declined","message":"no","retryable":false,"details":{"tries":2}}`},
-		{name: "heartbeats", activity: "beat", wantStatus: abiStatusOK, want: `"done"`},
-		{name: "cancelled", activity: "beat", host: fakeHost{cancel: true}, wantStatus: abiStatusError, want: `{"code":"cancelled","message":"activity cancelled","retryable":false}`},
+		{name: "typed", activity: "greet", input: `{"name":"Ada"}`, wantStatus: abi.StatusOK, want: `{"greeting":"hello, Ada"}`},
+		{name: "typed error", activity: "greet", input: `{}`, wantStatus: abi.StatusError, want: `{"code":"no_name","message":"name is required","retryable":false}`},
+		{name: "typed bad input", activity: "greet", input: `[`, wantStatus: abi.StatusError, want: `{"code":"bad_input","message":"decoding input: unexpected end of JSON input","retryable":false}`},
+		{name: "raw", activity: "raw", input: `[1]`, wantStatus: abi.StatusOK, want: `[1]`},
+		{name: "unknown", activity: "nope\"", wantStatus: abi.StatusError, want: `{"code":"unknown_activity","message":"no activity named \"nope\\\"\"","retryable":false}`},
+		{name: "panic", activity: "boom", wantStatus: abi.StatusPanic, want: `{"code":"panic","message":"kaboom 42","retryable":true}`},
+		{name: "plain error is retryable", activity: "plain-error", wantStatus: abi.StatusError, want: `{"code":"error","message":"disk on fire","retryable":true}`},
+		{name: "wrapped error keeps code and details", activity: "wrapped", wantStatus: abi.StatusError, want: `{"code":"card_declined","message":"no","retryable":false,"details":{"tries":2}}`},
+		{name: "heartbeats", activity: "beat", wantStatus: abi.StatusOK, want: `"done"`},
+		{name: "cancelled", activity: "beat", host: fakeHost{cancel: true}, wantStatus: abi.StatusError, want: `{"code":"cancelled","message":"activity cancelled","retryable":false}`},
 		{
 			name: "info, last heartbeat, config", activity: "resume",
 			host:       fakeHost{infoDoc: []byte(`{"attempt":3,"idempotency_key":"k"}`), last: []byte(`{"i":2}`), cfg: map[string]string{"region": "eu"}},
-			wantStatus: abiStatusOK, want: `{"activity":"resume","attempt":3,"found":true,"i":2,"key":"k","region":"eu"}`,
+			wantStatus: abi.StatusOK, want: `{"activity":"resume","attempt":3,"found":true,"i":2,"key":"k","region":"eu"}`,
 		},
 		{
 			name: "no last heartbeat", activity: "resume", host: fakeHost{infoDoc: []byte(`{"attempt":1}`)},
-			wantStatus: abiStatusOK, want: `{"activity":"resume","attempt":1,"found":false,"i":0,"key":"","region":""}`,
+			wantStatus: abi.StatusOK, want: `{"activity":"resume","attempt":1,"found":false,"i":0,"key":"","region":""}`,
 		},
 	}
 	for _, tt := range tests {

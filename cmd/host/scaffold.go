@@ -41,6 +41,10 @@ type scaffoldData struct {
 	// SDK is the directory the replace directive points at; empty writes
 	// no replace.
 	SDK string
+	// ABI is the directory of the abi module, which the SDK requires,
+	// beside SDK in a clone: a replace in the SDK's go.mod does not apply
+	// to the plugin's module, so the plugin's replaces it too.
+	ABI string
 	// Weft is the weft command the Makefile runs.
 	Weft string
 }
@@ -97,6 +101,7 @@ func pluginNew(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "weft: plugin new: -sdk: %v\n", err)
 		return exitUsage
 	}
+	data.ABI = filepath.Join(filepath.Dir(data.SDK), "abi")
 	written, err := writeScaffold(*dir, data)
 	if err != nil {
 		fmt.Fprintf(stderr, "weft: plugin new: %v\n", err)

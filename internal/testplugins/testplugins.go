@@ -94,8 +94,8 @@ func build(t testing.TB, root, src, out string) string {
 		deps = append(deps, glob(t, src, ".go")...)
 		deps = append(deps, glob(t, filepath.Join(root, "sdk"), ".go")...)
 		deps = append(deps, glob(t, filepath.Join(root, "abi"), ".go")...)
-		deps = append(deps, filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"), filepath.Join(root, "sdk", "go.mod"),
-			filepath.Join(root, "examples", "go.mod"), filepath.Join(root, "examples", "go.sum"))
+		deps = append(deps, filepath.Join(root, "go.mod"), filepath.Join(root, "go.sum"), filepath.Join(root, "abi", "go.mod"), filepath.Join(root, "sdk", "go.mod"),
+			filepath.Join(root, "examples", "go.mod"), filepath.Join(root, "examples", "go.sum"), filepath.Join(root, "plugins", "testdata", "go.mod"))
 	}
 	if len(deps) == 0 {
 		t.Fatalf("testplugins: no sources in %s", src)

@@ -6,10 +6,10 @@
 // A call runs `weft plugin call -o json`, the command-line tool of the
 // host the plugin will run on, so a test sees exactly what the host does
 // (the same limits, grants and failure classification) and the plugin's
-// module needs nothing but the SDK: this package uses the standard
-// library only. The weft command is found in the WEFT environment
-// variable (a path), or else on PATH; a test fails, saying so, when it is
-// in neither.
+// module needs nothing but the SDK's (and the abi module the SDK
+// requires): this package uses the standard library only. The weft
+// command is found in the WEFT environment variable (a path), or else on
+// PATH; a test fails, saying so, when it is in neither.
 //
 //	func TestGreet(t *testing.T) {
 //		p := plugintest.Build(t, ".")

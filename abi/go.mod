@@ -1,0 +1,3 @@
+module github.com/weftworks/weft/abi
+
+go 1.24
