@@ -116,9 +116,9 @@ soak: plugins
 FUZZTIME ?= 30s
 FUZZ_API_TIME ?= 3m
 FUZZ_TARGETS := \
-	./host/definition:FuzzParse \
-	./host/store/tuple:FuzzTuple \
-	./host/store/redisstore:FuzzParseLease \
+	./internal/definition:FuzzParse \
+	./internal/store/tuple:FuzzTuple \
+	./internal/store/redisstore:FuzzParseLease \
 	./host/api:FuzzAPI:$(FUZZ_API_TIME) \
 	./sdk:FuzzAppendJSONString \
 	./plugins:FuzzLoad \
@@ -126,8 +126,8 @@ FUZZ_TARGETS := \
 	./plugins:FuzzUploadGenerated \
 	./plugins:FuzzHTTPRequest \
 	./plugins/grant:FuzzParse \
-	./plugins/instrument:FuzzRewrite \
-	./plugins/instrument:FuzzGenerated \
+	./internal/instrument:FuzzRewrite \
+	./internal/instrument:FuzzGenerated \
 	./examples/plugins/ckit/test:FuzzSameAsKit
 fuzz: deps plugins
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -11,7 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/plugins/instrument"
+	"github.com/weftworks/weft/internal/instrument"
 )
 
 // bare calls a Weft plugin through the Weft ABI with wazero alone: the
@@ -25,7 +25,7 @@ import (
 //   - bare: none. The module as built, and nothing can stop it: the floor.
 //   - bare-close: wazero's WithCloseOnContextDone(true), the way plugins.New
 //     did before it instrumented modules.
-//   - bare-instr: the module rewritten by package plugins/instrument with
+//   - bare-instr: the module rewritten by package internal/instrument with
 //     plugins.New's options, and a host function that checks the call's
 //     context when the fuel runs out, the way plugins.New does now. Between
 //     bare and weft, it tells the instrumentation's cost from the rest of

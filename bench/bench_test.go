@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobfile"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // workDir holds the plugins built for the benchmarks; it is git-ignored.
@@ -281,7 +282,7 @@ func setupWeft(b *testing.B, wasm []byte) callFunc {
 		b.Fatal(err)
 	}
 	return func(ctx context.Context, activity string, input []byte) ([]byte, error) {
-		return rt.Invoke(ctx, m.Version, plugins.Call{Activity: activity, Input: input})
+		return rt.Invoke(ctx, m.Version, call.Call{Activity: activity, Input: input})
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobfile"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -269,7 +270,7 @@ func setupWeftHTTP(b *testing.B, url string, wasm []byte, activity string, encod
 		if err != nil {
 			return 0, err
 		}
-		out, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: activity, Input: in, Grants: g})
+		out, err := rt.Invoke(ctx, m.Version, call.Call{Activity: activity, Input: in, Grants: g})
 		if err != nil {
 			return 0, err
 		}

@@ -1,7 +1,7 @@
 // Package lock defines the distributed lock the engine takes around every
 // write of a workflow instance and around singleton background work, and
 // the retry policy for reaching the lock's backend. A key is any string;
-// the engine names its own (host/engine's InstanceLockKey and
+// the engine names its own (internal/engine's InstanceLockKey and
 // RefreshLockKey). Which operations take which lock, and why, is in
 // docs/architecture.md, "Locks and fencing".
 //

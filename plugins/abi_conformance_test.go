@@ -18,10 +18,11 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/retry/classify"
 	"github.com/weftworks/weft/internal/logtest"
+	"github.com/weftworks/weft/internal/retry/classify"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -115,7 +116,7 @@ func TestABISection4SizedBuffersLieInsideMemory(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte("s3cr3t-value"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	call := plugins.Call{
+	ac := call.Call{
 		Activity:      "run",
 		LastHeartbeat: []byte(`{"done":7}`),
 		Grants:        &grant.Set{Config: map[string]string{"key": "config-value"}, Secrets: map[string]string{"key": "file:" + secretFile}},
@@ -157,10 +158,10 @@ func TestABISection4SizedBuffersLieInsideMemory(t *testing.T) {
 					rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
 					g := abiGuest{invoke: `(call $ret ` + fn.call + ` (i32.const ` + strconv.FormatUint(uint64(c.buf), 10) + `) (i32.const ` + strconv.FormatUint(uint64(c.cap), 10) + `))) (i32.const 0)`}
 					v := g.load(t, rt)
-					out, err := rt.Invoke(context.Background(), v, call)
+					out, err := rt.Invoke(context.Background(), v, ac)
 					if c.outside != "" {
 						want := "weft." + fn.name + ": " + c.outside
-						if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), want) {
+						if !errors.Is(err, call.ErrProtocol) || !strings.Contains(err.Error(), want) {
 							t.Fatalf("%s, %v; want an ABI violation saying %q", out, err, want)
 						}
 						if st := rt.Stats(v); st.Discarded != 1 {
@@ -199,9 +200,9 @@ func TestABISection4EmptyPairsLieInsideMemory(t *testing.T) {
 			t.Parallel()
 			rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
 			v := abiGuest{invoke: tt.call + ` (call $result (i32.const 0) (i32.const 0)) (i32.const 0)`}.load(t, rt)
-			_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run"})
+			_, err := rt.Invoke(context.Background(), v, call.Call{Activity: "run"})
 			want := "weft." + tt.fn + ": 0 bytes at 65537 are outside memory (65536 bytes)"
-			if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), want) {
+			if !errors.Is(err, call.ErrProtocol) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("%v; want an ABI violation saying %q", err, want)
 			}
 			if st := rt.Stats(v); st.Discarded != 1 {
@@ -220,7 +221,7 @@ func TestABISection4EmptyPairsLieInsideMemory(t *testing.T) {
 				body.WriteString(strings.ReplaceAll(tt.call, "65537", at))
 			}
 			v := abiGuest{invoke: body.String() + `(call $result (i32.const ` + at + `) (i32.const 0)) (i32.const 0)`}.load(t, rt)
-			if out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run"}); err != nil || string(out) != "null" {
+			if out, err := rt.Invoke(context.Background(), v, call.Call{Activity: "run"}); err != nil || string(out) != "null" {
 				t.Fatalf("%s, %v; want null", out, err)
 			}
 		})
@@ -289,7 +290,7 @@ func TestABISection4WhereEachHostFunctionMayBeCalled(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte("s3cr3t-value"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	call := plugins.Call{Activity: "run", Grants: &grant.Set{Secrets: map[string]string{"key": "file:" + secretFile}}}
+	ac := call.Call{Activity: "run", Grants: &grant.Set{Secrets: map[string]string{"key": "file:" + secretFile}}}
 	rt := testplugins.Runtime(t, plugins.Config{Logger: discardLogger()})
 	for _, export := range exports {
 		for _, hc := range hostCalls {
@@ -313,16 +314,16 @@ func TestABISection4WhereEachHostFunctionMayBeCalled(t *testing.T) {
 				if err != nil {
 					t.Fatalf("load: %v", err)
 				}
-				_, err = rt.Invoke(context.Background(), m.Version, call)
+				_, err = rt.Invoke(context.Background(), m.Version, ac)
 				if allowed(hc.fn, export.name) {
 					// http_request is refused for the host, which is no
 					// ABI violation.
-					if err != nil && (hc.fn != "http_request" || !errors.Is(err, plugins.ErrNotGranted)) {
+					if err != nil && (hc.fn != "http_request" || !errors.Is(err, call.ErrNotGranted)) {
 						t.Fatalf("call: %v", err)
 					}
 					return
 				}
-				if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), violation) {
+				if !errors.Is(err, call.ErrProtocol) || !strings.Contains(err.Error(), violation) {
 					t.Fatalf("call: %v; want an ABI violation saying %q", err, violation)
 				}
 				if st := rt.Stats(m.Version); st.Discarded != 1 {
@@ -354,7 +355,7 @@ func TestABISection4LogFromEveryExport(t *testing.T) {
 	}
 	v := g.load(t, rt)
 	var got []string
-	if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run", Log: func(r plugins.Record) { got = append(got, r.Message) }}); err != nil {
+	if _, err := rt.Invoke(context.Background(), v, call.Call{Activity: "run", Log: func(r call.Record) { got = append(got, r.Message) }}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(got, " ") != "from-alloc from-invoke" {
@@ -413,7 +414,7 @@ func TestABISection6ManifestIsOneJSONDocument(t *testing.T) {
 
 // §4: last_heartbeat gives the details the host hands the attempt (the
 // engine hands it the latest any earlier attempt recorded; see
-// host/runner), and -1 when there are none.
+// internal/runner), and -1 when there are none.
 func TestABISection4LastHeartbeat(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{})
@@ -422,7 +423,7 @@ func TestABISection4LastHeartbeat(t *testing.T) {
 	  (if (i32.lt_s (local.get $len) (i32.const 0)) (then (call $ret (local.get $len)) (return (i32.const 0))))
 	  (call $result (i32.const 1024) (local.get $len)) (i32.const 0)`}.load(t, rt)
 	for _, last := range []string{`{"done_ms":40}`, `[1,"two"]`, ``} {
-		out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run", LastHeartbeat: []byte(last)})
+		out, err := rt.Invoke(context.Background(), v, call.Call{Activity: "run", LastHeartbeat: []byte(last)})
 		want := last
 		if last == "" {
 			want = "-1"
@@ -456,18 +457,18 @@ func TestABISection7Output(t *testing.T) {
 			t.Parallel()
 			rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1})
 			v := abiGuest{invoke: tt.invoke}.load(t, rt)
-			out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run"})
+			out, err := rt.Invoke(context.Background(), v, call.Call{Activity: "run"})
 			if tt.err == "" {
 				if err != nil || string(out) != tt.out {
 					t.Fatalf("%q, %v; want %q", out, err, tt.out)
 				}
-			} else if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), tt.err) {
+			} else if !errors.Is(err, call.ErrProtocol) || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("%q, %v; want an ABI violation saying %q", out, err, tt.err)
 			}
 			if st := rt.Stats(v); st.Discarded != tt.discarded {
 				t.Errorf("%d instances discarded, want %d", st.Discarded, tt.discarded)
 			}
-			if cerr := plugins.CheckOutput(out); tt.name == "output that is not JSON" && !errors.Is(cerr, plugins.ErrProtocol) {
+			if cerr := call.CheckOutput(out); tt.name == "output that is not JSON" && !errors.Is(cerr, call.ErrProtocol) {
 				t.Errorf("CheckOutput(%q): %v, want an ABI violation", out, cerr)
 			}
 		})
@@ -504,11 +505,11 @@ func TestABISection8Failures(t *testing.T) {
 				invoke: `(call $result (i32.const 1024) (i32.const ` + strconv.Itoa(len(tt.doc)) + `)) (i32.const ` + strconv.Itoa(tt.status) + `)`,
 				extra:  `(data (i32.const 1024) ` + watString(tt.doc) + `)`,
 			}.load(t, rt)
-			_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run"})
-			var ge *plugins.GuestError
+			_, err := rt.Invoke(context.Background(), v, call.Call{Activity: "run"})
+			var ge *call.GuestError
 			switch {
 			case tt.err != "":
-				if !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), tt.err) {
+				if !errors.Is(err, call.ErrProtocol) || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("%v; want an ABI violation saying %q", err, tt.err)
 				}
 			case !errors.As(err, &ge):
@@ -535,16 +536,16 @@ func TestABISection3NoBlockForTheRequest(t *testing.T) {
 	}{
 		{
 			name: "weft_alloc returns 0", alloc: `(i32.const 0)`, input: []byte(`{"a":1}`),
-			sentinel: plugins.ErrLimit, err: "weft_alloc could not allocate 10 bytes for the request", discarded: 1,
+			sentinel: call.ErrLimit, err: "weft_alloc could not allocate 10 bytes for the request", discarded: 1,
 		},
 		{
 			name: "a block that runs past memory", alloc: `(i32.const 65530)`, input: []byte(`{"a":1}`),
-			sentinel: plugins.ErrProtocol, err: "weft_alloc returned 65530, and 10 bytes there are outside memory (65536 bytes)", discarded: 1,
+			sentinel: call.ErrProtocol, err: "weft_alloc returned 65530, and 10 bytes there are outside memory (65536 bytes)", discarded: 1,
 		},
 		{
 			// weft_alloc would trap: it is not called.
 			name: "a request larger than the memory limit", alloc: `unreachable`, input: []byte(`"` + strings.Repeat("x", 2<<16) + `"`),
-			sentinel: plugins.ErrLimit, err: "request of 131077 bytes cannot fit the guest's memory limit of 131072 bytes",
+			sentinel: call.ErrLimit, err: "request of 131077 bytes cannot fit the guest's memory limit of 131072 bytes",
 		},
 	}
 	for _, tt := range tests {
@@ -552,7 +553,7 @@ func TestABISection3NoBlockForTheRequest(t *testing.T) {
 			t.Parallel()
 			rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1, MemoryLimitPages: 2})
 			v := abiGuest{alloc: tt.alloc}.load(t, rt)
-			_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run", Input: tt.input})
+			_, err := rt.Invoke(context.Background(), v, call.Call{Activity: "run", Input: tt.input})
 			if !errors.Is(err, tt.sentinel) || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("%v; want %v saying %q", err, tt.sentinel, tt.err)
 			}
@@ -585,7 +586,7 @@ func TestABISection8HostFailureCodes(t *testing.T) {
 		guest abiGuest
 		// call changes the call; cancel, when set, requests cancellation
 		// before it starts.
-		call      func(*plugins.Call)
+		call      func(*call.Call)
 		timeout   bool
 		cancel    bool
 		version   string // replaces the guest's version when set
@@ -600,11 +601,11 @@ func TestABISection8HostFailureCodes(t *testing.T) {
 		}, code: "trap", retryable: true},
 		{name: "limit", guest: abiGuest{alloc: `(i32.const 0)`}, code: "limit", retryable: true},
 		{name: "host: version not stored", guest: abiGuest{}, version: strings.Repeat("0", 64), code: "host", retryable: true},
-		{name: "host: secret unresolved on this node", guest: abiGuest{invoke: readSecret}, call: func(c *plugins.Call) {
+		{name: "host: secret unresolved on this node", guest: abiGuest{invoke: readSecret}, call: func(c *call.Call) {
 			c.Grants = &grant.Set{Secrets: map[string]string{"key": "file:" + secretFile + ".missing"}}
 		}, code: "host", retryable: true},
 		{name: "protocol", guest: abiGuest{invoke: `(call $result (i32.const 0) (i32.const 0)) (i32.const 7)`}, code: "protocol"},
-		{name: "unknown_activity", guest: abiGuest{}, call: func(c *plugins.Call) { c.Activity = "nope" }, code: "unknown_activity"},
+		{name: "unknown_activity", guest: abiGuest{}, call: func(c *call.Call) { c.Activity = "nope" }, code: "unknown_activity"},
 		{name: "not_granted", guest: abiGuest{invoke: readSecret}, code: "not_granted"},
 		{name: "cancelled after the grace period", guest: abiGuest{invoke: spin}, cancel: true, code: "cancelled"},
 		{name: "cancelled by the guest, retryable said", guest: fail(`{"code":"cancelled","retryable":true}`), code: "cancelled"},
@@ -618,13 +619,13 @@ func TestABISection8HostFailureCodes(t *testing.T) {
 			if tt.version != "" {
 				v = tt.version
 			}
-			call := plugins.Call{Activity: "run", Grants: &grant.Set{}}
+			ac := call.Call{Activity: "run", Grants: &grant.Set{}}
 			if tt.call != nil {
-				tt.call(&call)
+				tt.call(&ac)
 			}
 			if tt.cancel {
-				call.Heartbeat = plugins.NewHeartbeat(time.Now())
-				call.Heartbeat.RequestCancel()
+				ac.Heartbeat = call.NewHeartbeat(time.Now())
+				ac.Heartbeat.RequestCancel()
 			}
 			ctx := context.Background()
 			if tt.timeout {
@@ -632,7 +633,7 @@ func TestABISection8HostFailureCodes(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
 				defer cancel()
 			}
-			_, err := rt.Invoke(ctx, v, call)
+			_, err := rt.Invoke(ctx, v, ac)
 			if err == nil {
 				t.Fatal("the call succeeded")
 			}
@@ -669,7 +670,7 @@ func TestABISection9Deadline(t *testing.T) {
 				ctx, cancel = context.WithDeadline(ctx, tt.deadline)
 				defer cancel()
 			}
-			out, err := rt.Invoke(ctx, v, plugins.Call{Activity: "run", Info: abi.Info{DeadlineUnixMilli: tt.info}})
+			out, err := rt.Invoke(ctx, v, call.Call{Activity: "run", Info: abi.Info{DeadlineUnixMilli: tt.info}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -694,7 +695,7 @@ func TestABISection4TheActivitysLogIsTheHostsLog(t *testing.T) {
 	rt := testplugins.Runtime(t, plugins.Config{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	v := abiGuest{invoke: `(call $log (i32.const 3) (i32.const 8) (i32.const 3)) (call $result (i32.const 0) (i32.const 0)) (i32.const 0)`}.load(t, rt)
 	info := abi.Info{InstanceID: "i-1", StepID: "charge", Plugin: "payments", Attempt: 2}
-	if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "run", Info: info}); err != nil {
+	if _, err := rt.Invoke(context.Background(), v, call.Call{Activity: "run", Info: info}); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any

@@ -16,6 +16,7 @@ import (
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobfile"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // The invoke path's benchmarks. BENCHMARKS.md records their figures and
@@ -52,7 +53,7 @@ func benchEcho(b *testing.B, cfg plugins.Config, input []byte) (*plugins.Runtime
 	b.Helper()
 	rt := testplugins.Runtime(b, cfg)
 	kit := testplugins.Load(b, rt, "kit")
-	out, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo", Input: input})
+	out, err := rt.Invoke(context.Background(), kit, call.Call{Activity: "echo", Input: input})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func BenchmarkInvoke(b *testing.B) {
 			input := jsonOfSize(size.n)
 			rt, kit := benchEcho(b, plugins.Config{CacheDir: cacheDir}, input)
 			ctx := context.Background()
-			call := plugins.Call{Activity: "echo", Input: input}
+			call := call.Call{Activity: "echo", Input: input}
 			b.SetBytes(int64(size.n))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -89,7 +90,7 @@ func BenchmarkInvoke(b *testing.B) {
 			b.SetBytes(int64(size.n))
 			b.ReportAllocs()
 			for b.Loop() {
-				call := plugins.Call{Activity: "echo", Input: input, Heartbeat: plugins.NewHeartbeat(time.Now())}
+				call := call.Call{Activity: "echo", Input: input, Heartbeat: call.NewHeartbeat(time.Now())}
 				if _, err := rt.Invoke(ctx, kit, call); err != nil {
 					b.Fatal(err)
 				}
@@ -112,7 +113,7 @@ func BenchmarkInvokeParallel(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				ctx := context.Background()
-				call := plugins.Call{Activity: "echo", Input: input}
+				call := call.Call{Activity: "echo", Input: input}
 				for pb.Next() {
 					if _, err := rt.Invoke(ctx, kit, call); err != nil {
 						b.Error(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // infoModule's echo activity returns its call-info document.
@@ -41,11 +42,11 @@ func TestClocksStartWhenTheGuestRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb := plugins.NewHeartbeat(made)
+	hb := call.NewHeartbeat(made)
 	// The version took 3 s to be ready: the guest starts at made+3s.
 	started := made.Add(3 * time.Second)
 	now.Store(&started)
-	out, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: "echo", Heartbeat: hb, Timeout: 10 * time.Second})
+	out, err := rt.Invoke(ctx, m.Version, call.Call{Activity: "echo", Heartbeat: hb, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestClocksStartWhenTheGuestRuns(t *testing.T) {
 	soon := time.Now().Add(time.Minute)
 	cctx, cancel := context.WithDeadline(ctx, soon)
 	defer cancel()
-	out, err = rt.Invoke(cctx, m.Version, plugins.Call{Activity: "echo", Timeout: 24 * time.Hour})
+	out, err = rt.Invoke(cctx, m.Version, call.Call{Activity: "echo", Timeout: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,10 @@ package plugins
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 )
 
@@ -166,43 +168,93 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// validate reports the first field with an impossible value.
-func (c Config) validate() error {
-	switch {
-	case c.MaxModuleBytes < 8:
-		return fmt.Errorf("plugins: MaxModuleBytes must be at least 8, got %d", c.MaxModuleBytes)
-	case c.MemoryLimitPages > 65536:
-		return fmt.Errorf("plugins: MemoryLimitPages must be at most 65536 (4 GiB), got %d", c.MemoryLimitPages)
-	case c.MaxOutputBytes < 0:
-		return fmt.Errorf("plugins: MaxOutputBytes must not be negative, got %d", c.MaxOutputBytes)
-	case c.MaxLogBytes < 0:
-		return fmt.Errorf("plugins: MaxLogBytes must not be negative, got %d", c.MaxLogBytes)
-	case c.MaxLogRecords < 0:
-		return fmt.Errorf("plugins: MaxLogRecords must not be negative, got %d", c.MaxLogRecords)
-	case c.MaxHeartbeatBytes < 0:
-		return fmt.Errorf("plugins: MaxHeartbeatBytes must not be negative, got %d", c.MaxHeartbeatBytes)
-	case c.MaxTableElements > 1<<24:
-		return fmt.Errorf("plugins: MaxTableElements must be at most %d, got %d", 1<<24, c.MaxTableElements)
-	case c.MaxStackBytes < 64<<10 || c.MaxStackBytes > 256<<20:
-		return fmt.Errorf("plugins: MaxStackBytes must be between 64 KiB and 256 MiB, got %d", c.MaxStackBytes)
-	case c.MaxMemory < int64(c.MemoryLimitPages)*65536:
-		return fmt.Errorf("plugins: MaxMemory (%d) must be at least one instance's memory limit (%d)", c.MaxMemory, int64(c.MemoryLimitPages)*65536)
-	case c.IdleTimeout < 0:
-		return fmt.Errorf("plugins: IdleTimeout must not be negative, got %s", c.IdleTimeout)
-	case c.MaxFunctionBytes < 1:
-		return fmt.Errorf("plugins: MaxFunctionBytes must be positive, got %d", c.MaxFunctionBytes)
-	case c.MaxCompiles < 1:
-		return fmt.Errorf("plugins: MaxCompiles must be at least 1, got %d", c.MaxCompiles)
-	case c.LoadTimeout < 0:
-		return fmt.Errorf("plugins: LoadTimeout must not be negative, got %s", c.LoadTimeout)
-	case c.PoolSize < 1:
-		return fmt.Errorf("plugins: PoolSize must be at least 1, got %d", c.PoolSize)
-	case c.PoolWarm < 0 || c.PoolWarm > c.PoolSize:
-		return fmt.Errorf("plugins: PoolWarm must be between 0 and PoolSize (%d), got %d", c.PoolSize, c.PoolWarm)
-	case c.CancelGrace < 0:
-		return fmt.Errorf("plugins: CancelGrace must not be negative, got %s", c.CancelGrace)
+// ConfigError is a Config field with an impossible value. Field names it
+// as Go does ("PoolWarm", "HTTP.MaxHeaders"), so that a caller that fills
+// Config from settings of its own can name its setting (the host's
+// configuration does).
+type ConfigError struct {
+	// Field is the field's name, dotted below HTTP.
+	Field string
+	// Message says what is wrong, naming fields as Field does.
+	Message string
+}
+
+// Error is the message after the package's name.
+func (e *ConfigError) Error() string { return "plugins: " + e.Message }
+
+// configErrors collects a Config's ConfigErrors.
+type configErrors []error
+
+func (errs *configErrors) bad(field, format string, args ...any) {
+	*errs = append(*errs, &ConfigError{Field: field, Message: field + " " + fmt.Sprintf(format, args...)})
+}
+
+// size checks that n bytes are between lo and hi.
+func (errs *configErrors) size(field string, n, lo, hi int64) {
+	if n < lo || n > hi {
+		errs.bad(field, "must be between %s and %s, got %s", sizeString(lo), sizeString(hi), sizeString(n))
 	}
-	return c.HTTP.validate()
+}
+
+// positive checks that d is more than zero.
+func (errs *configErrors) positive(field string, d time.Duration) {
+	if d <= 0 {
+		errs.bad(field, "must be positive, got %s", d)
+	}
+}
+
+// sizeString writes n bytes with the largest binary unit that divides it.
+func sizeString(n int64) string {
+	for _, u := range []struct {
+		name string
+		n    int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.n == 0 {
+			return strconv.FormatInt(n/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// Validate reports every field of c with an impossible value, each as a
+// *ConfigError, joined. New calls it on the result of WithDefaults; a
+// caller that sets every field itself calls it on c as it is, so that a
+// zero it chose is judged rather than replaced by a default.
+func (c Config) Validate() error {
+	var errs configErrors
+	errs.size("MaxModuleBytes", int64(c.MaxModuleBytes), 1<<10, 1<<30)
+	if c.MemoryLimitPages < 1 || c.MemoryLimitPages > 65536 {
+		errs.bad("MemoryLimitPages", "must be between 1 and 65536 pages of 64KiB (4GiB), got %d (%s)", c.MemoryLimitPages, sizeString(int64(c.MemoryLimitPages)*65536))
+	}
+	errs.size("MaxOutputBytes", int64(c.MaxOutputBytes), 1, 1<<30)
+	errs.size("MaxLogBytes", int64(c.MaxLogBytes), 1, 1<<30)
+	if c.MaxLogRecords < 1 || c.MaxLogRecords > 1_000_000 {
+		errs.bad("MaxLogRecords", "must be between 1 and 1000000, got %d", c.MaxLogRecords)
+	}
+	// Details are persisted at every heartbeat cycle: a few KiB is typical.
+	errs.size("MaxHeartbeatBytes", int64(c.MaxHeartbeatBytes), 1<<10, 16<<20)
+	if c.MaxTableElements < 1 || c.MaxTableElements > 1<<24 {
+		errs.bad("MaxTableElements", "must be between 1 and %d, got %d", 1<<24, c.MaxTableElements)
+	}
+	errs.size("MaxStackBytes", int64(c.MaxStackBytes), 64<<10, 256<<20)
+	if limit := int64(c.MemoryLimitPages) * 65536; c.MaxMemory < limit {
+		errs.bad("MaxMemory", "is %s, below MemoryLimitPages (%s): an instance could never grow to its limit", sizeString(c.MaxMemory), sizeString(limit))
+	}
+	errs.positive("IdleTimeout", c.IdleTimeout)
+	errs.size("MaxFunctionBytes", int64(c.MaxFunctionBytes), 1<<10, 1<<30)
+	if c.MaxCompiles < 1 {
+		errs.bad("MaxCompiles", "must be at least 1, got %d", c.MaxCompiles)
+	}
+	errs.positive("LoadTimeout", c.LoadTimeout)
+	if c.PoolSize < 1 {
+		errs.bad("PoolSize", "must be at least 1, got %d", c.PoolSize)
+	}
+	if c.PoolWarm < 1 || c.PoolWarm > c.PoolSize {
+		errs.bad("PoolWarm", "must be between 1 and PoolSize (%d), got %d", c.PoolSize, c.PoolWarm)
+	}
+	errs.positive("CancelGrace", c.CancelGrace)
+	c.HTTP.validate(&errs)
+	return errors.Join(errs...)
 }
 
 // HTTPConfig bounds the outbound HTTP requests guests make through the
@@ -259,22 +311,18 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 	return c
 }
 
-func (c HTTPConfig) validate() error {
-	switch {
-	case c.MaxResponseBytes < 0 || c.MaxResponseBytes > 1<<30:
-		return fmt.Errorf("plugins: HTTP.MaxResponseBytes must be between 0 and 1 GiB, got %d", c.MaxResponseBytes)
-	case c.MaxRequestBytes < 0 || c.MaxRequestBytes > 1<<30:
-		return fmt.Errorf("plugins: HTTP.MaxRequestBytes must be between 0 and 1 GiB, got %d", c.MaxRequestBytes)
-	case c.MaxHeaders < 1:
-		return fmt.Errorf("plugins: HTTP.MaxHeaders must be positive, got %d", c.MaxHeaders)
-	case c.MaxHeaderBytes < 1024:
-		return fmt.Errorf("plugins: HTTP.MaxHeaderBytes must be at least 1024, got %d", c.MaxHeaderBytes)
-	case c.MaxRequests < 0:
-		return fmt.Errorf("plugins: HTTP.MaxRequests must not be negative, got %d", c.MaxRequests)
-	case c.ConnectTimeout < 0:
-		return fmt.Errorf("plugins: HTTP.ConnectTimeout must not be negative, got %s", c.ConnectTimeout)
-	case c.Timeout < 0:
-		return fmt.Errorf("plugins: HTTP.Timeout must not be negative, got %s", c.Timeout)
+// validate adds the fields of c with an impossible value to errs, named
+// below HTTP.
+func (c HTTPConfig) validate(errs *configErrors) {
+	errs.size("HTTP.MaxResponseBytes", int64(c.MaxResponseBytes), 1<<10, 1<<30)
+	errs.size("HTTP.MaxRequestBytes", int64(c.MaxRequestBytes), 1, 1<<30)
+	if c.MaxHeaders < 1 || c.MaxHeaders > 10_000 {
+		errs.bad("HTTP.MaxHeaders", "must be between 1 and 10000, got %d", c.MaxHeaders)
 	}
-	return nil
+	errs.size("HTTP.MaxHeaderBytes", int64(c.MaxHeaderBytes), 1<<10, 16<<20)
+	if c.MaxRequests < 1 {
+		errs.bad("HTTP.MaxRequests", "must be at least 1, got %d", c.MaxRequests)
+	}
+	errs.positive("HTTP.ConnectTimeout", c.ConnectTimeout)
+	errs.positive("HTTP.Timeout", c.Timeout)
 }

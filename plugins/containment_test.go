@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // These tests run hostile guests written in WAT against the host functions:
@@ -100,7 +101,7 @@ const (
 // error and how long it took. It fails the test, without waiting for the
 // call, when the call outlives its deadline by more than margin (the
 // runtime's cleanup then still waits for it).
-func invokeBounded(t *testing.T, rt *plugins.Runtime, version string, call plugins.Call) (time.Duration, error) {
+func invokeBounded(t *testing.T, rt *plugins.Runtime, version string, call call.Call) (time.Duration, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), callDeadline)
 	defer cancel()
@@ -129,8 +130,8 @@ func TestContainmentSleepStopsAtDeadline(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{Logger: discardLogger()})
 	v := containGuest(t, rt, 1, `(drop (call $sleep (i64.const 3600000000000))) (call $finish)`, "sleep")
-	elapsed, err := invokeBounded(t, rt, v, plugins.Call{Activity: "sleep"})
-	if !errors.Is(err, plugins.ErrTimeout) {
+	elapsed, err := invokeBounded(t, rt, v, call.Call{Activity: "sleep"})
+	if !errors.Is(err, call.ErrTimeout) {
 		t.Fatalf("a guest sleeping an hour: %v after %s, want ErrTimeout", err, elapsed)
 	}
 	if elapsed < callDeadline {
@@ -150,12 +151,12 @@ func TestContainmentSleepStopsOnCancel(t *testing.T) {
 	// A long deadline: only the cancellation may stop this call.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	hb := plugins.NewHeartbeat(time.Now())
+	hb := call.NewHeartbeat(time.Now())
 	sleeping := make(chan struct{})
 	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
-		_, err := rt.Invoke(ctx, v, plugins.Call{Activity: "sleep", Heartbeat: hb, Log: func(plugins.Record) { once.Do(func() { close(sleeping) }) }})
+		_, err := rt.Invoke(ctx, v, call.Call{Activity: "sleep", Heartbeat: hb, Log: func(call.Record) { once.Do(func() { close(sleeping) }) }})
 		done <- err
 	}()
 	select {
@@ -173,7 +174,7 @@ func TestContainmentSleepStopsOnCancel(t *testing.T) {
 	defer limit.Stop()
 	select {
 	case err := <-done:
-		if !errors.Is(err, plugins.ErrCancelled) {
+		if !errors.Is(err, call.ErrCancelled) {
 			t.Fatalf("a cancelled sleeping guest: %v after %s, want ErrCancelled", err, time.Since(start))
 		}
 		if elapsed := time.Since(start); elapsed < grace {
@@ -195,7 +196,7 @@ func TestContainmentSleepersStopTogether(t *testing.T) {
 	errs := make(chan error, n)
 	for range n {
 		go func() {
-			_, err := rt.Invoke(ctx, v, plugins.Call{Activity: "sleep"})
+			_, err := rt.Invoke(ctx, v, call.Call{Activity: "sleep"})
 			errs <- err
 		}()
 	}
@@ -204,7 +205,7 @@ func TestContainmentSleepersStopTogether(t *testing.T) {
 	for i := range n {
 		select {
 		case err := <-errs:
-			if !errors.Is(err, plugins.ErrTimeout) {
+			if !errors.Is(err, call.ErrTimeout) {
 				t.Errorf("sleeper: %v, want ErrTimeout", err)
 			}
 		case <-limit.C:
@@ -218,10 +219,10 @@ type logCounter struct {
 	mu      sync.Mutex
 	records int
 	bytes   int
-	last    plugins.Record
+	last    call.Record
 }
 
-func (c *logCounter) log(r plugins.Record) {
+func (c *logCounter) log(r call.Record) {
 	c.mu.Lock()
 	c.records++
 	c.bytes += len(r.Message)
@@ -274,8 +275,8 @@ func TestContainmentFdWriteStopsAtDeadline(t *testing.T) {
 			rt := testplugins.Runtime(t, plugins.Config{Logger: discardLogger()})
 			v := containGuest(t, rt, 20, fmt.Sprintf(fdWriteLoop, tt.fill, tt.fd), "write")
 			var c logCounter
-			elapsed, err := invokeBounded(t, rt, v, plugins.Call{Activity: "write", Log: c.log})
-			if !errors.Is(err, plugins.ErrTimeout) {
+			elapsed, err := invokeBounded(t, rt, v, call.Call{Activity: "write", Log: c.log})
+			if !errors.Is(err, call.ErrTimeout) {
 				t.Fatalf("writing in a loop: %v after %s, want ErrTimeout", err, elapsed)
 			}
 			d := plugins.Config{}.WithDefaults()
@@ -300,8 +301,8 @@ func TestContainmentEmptyIovecsStopAtDeadline(t *testing.T) {
     (call $finish)`, "read", "write")
 	for _, activity := range []string{"read", "write"} {
 		t.Run(activity, func(t *testing.T) {
-			elapsed, err := invokeBounded(t, rt, v, plugins.Call{Activity: activity})
-			if !errors.Is(err, plugins.ErrTimeout) {
+			elapsed, err := invokeBounded(t, rt, v, call.Call{Activity: activity})
+			if !errors.Is(err, call.ErrTimeout) {
 				t.Fatalf("%s in a loop: %v after %s, want ErrTimeout", activity, err, elapsed)
 			}
 		})
@@ -335,7 +336,7 @@ func TestContainmentLogRecordLimit(t *testing.T) {
 			var c logCounter
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if out, err := rt.Invoke(ctx, v, plugins.Call{Activity: tt.activity, Log: c.log}); err != nil || string(out) != "null" {
+			if out, err := rt.Invoke(ctx, v, call.Call{Activity: tt.activity, Log: c.log}); err != nil || string(out) != "null" {
 				t.Fatalf("%s: %s, %v", tt.activity, out, err)
 			}
 			c.check(t, d.MaxLogRecords, d.MaxLogBytes)
@@ -372,9 +373,9 @@ func TestContainmentHeartbeatDetailsLimit(t *testing.T) {
 		{"oob123", "4294967295 bytes"},
 	} {
 		t.Run(tt.activity, func(t *testing.T) {
-			hb := plugins.NewHeartbeat(time.Now())
-			_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: tt.activity, Heartbeat: hb})
-			if !errors.Is(err, plugins.ErrLimit) || !strings.Contains(err.Error(), tt.size) || !strings.Contains(err.Error(), fmt.Sprint(d.MaxHeartbeatBytes)) {
+			hb := call.NewHeartbeat(time.Now())
+			_, err := rt.Invoke(context.Background(), v, call.Call{Activity: tt.activity, Heartbeat: hb})
+			if !errors.Is(err, call.ErrLimit) || !strings.Contains(err.Error(), tt.size) || !strings.Contains(err.Error(), fmt.Sprint(d.MaxHeartbeatBytes)) {
 				t.Fatalf("heartbeat of %s: %v; want ErrLimit naming the size and the limit of %d", tt.size, err, d.MaxHeartbeatBytes)
 			}
 			if details, _, beats := hb.Last(); beats != 0 || details != nil {
@@ -383,8 +384,8 @@ func TestContainmentHeartbeatDetailsLimit(t *testing.T) {
 		})
 	}
 	t.Run("exact", func(t *testing.T) {
-		hb := plugins.NewHeartbeat(time.Now())
-		if out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "exact", Heartbeat: hb}); err != nil || string(out) != "null" {
+		hb := call.NewHeartbeat(time.Now())
+		if out, err := rt.Invoke(context.Background(), v, call.Call{Activity: "exact", Heartbeat: hb}); err != nil || string(out) != "null" {
 			t.Fatalf("heartbeat at the limit: %s, %v", out, err)
 		}
 		if details, _, beats := hb.Last(); beats != 1 || len(details) != d.MaxHeartbeatBytes {
@@ -479,7 +480,7 @@ func TestContainmentPollOneoffSemantics(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			start := time.Now()
-			out, err := rt.Invoke(ctx, v, plugins.Call{Activity: tt.activity})
+			out, err := rt.Invoke(ctx, v, call.Call{Activity: tt.activity})
 			elapsed := time.Since(start)
 			if err != nil {
 				t.Fatalf("%s: %v after %s", tt.activity, err, elapsed)

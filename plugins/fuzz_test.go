@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -116,10 +117,10 @@ func FuzzHostileGuest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	call := func(input []byte) ([]byte, error) {
+	invoke := func(input []byte) ([]byte, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		return rt.Invoke(ctx, m.Version, plugins.Call{
+		return rt.Invoke(ctx, m.Version, call.Call{
 			Activity:      "run",
 			Input:         input,
 			LastHeartbeat: []byte(`{"done_ms":1}`),
@@ -127,21 +128,21 @@ func FuzzHostileGuest(f *testing.F) {
 		})
 	}
 	f.Fuzz(func(t *testing.T, input []byte) {
-		out, err := call(input)
+		out, err := invoke(input)
 		if err == nil {
 			if len(out) > 4096 {
 				t.Fatalf("output of %d bytes passed the 4096-byte limit", len(out))
 			}
-			if cerr := plugins.CheckOutput(out); cerr != nil && !errors.Is(cerr, plugins.ErrProtocol) {
+			if cerr := call.CheckOutput(out); cerr != nil && !errors.Is(cerr, call.ErrProtocol) {
 				t.Fatalf("CheckOutput: %v", cerr)
 			}
 		} else {
-			var ce *plugins.CallError
+			var ce *call.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("error %T %v, want a *CallError", err, err)
+				t.Fatalf("error %T %v, want a *call.Error", err, err)
 			}
-			var ge *plugins.GuestError
-			if !errors.As(err, &ge) && !errors.Is(err, plugins.ErrProtocol) && !errors.Is(err, plugins.ErrLimit) && !errors.Is(err, plugins.ErrTrap) {
+			var ge *call.GuestError
+			if !errors.As(err, &ge) && !errors.Is(err, call.ErrProtocol) && !errors.Is(err, call.ErrLimit) && !errors.Is(err, call.ErrTrap) {
 				t.Fatalf("error %v is neither a guest error nor a protocol, limit or trap error", err)
 			}
 			if ge != nil && ge.Code == "" {
@@ -149,7 +150,7 @@ func FuzzHostileGuest(f *testing.F) {
 			}
 		}
 		// Whatever happened, the plugin still serves.
-		if out, err := call(ok); err != nil || string(out) != `{"ok":1}` {
+		if out, err := invoke(ok); err != nil || string(out) != `{"ok":1}` {
 			t.Fatalf("after %q: the next call gave %s, %v", input, out, err)
 		}
 	})
@@ -187,14 +188,14 @@ func TestGarbageOutputIsReturnedRawAndCheckOutputFlagsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "run", Input: hostile(6, 0, 0, 7, 100, 0, `{"unterminated`)})
+	out, err := rt.Invoke(context.Background(), m.Version, call.Call{Activity: "run", Input: hostile(6, 0, 0, 7, 100, 0, `{"unterminated`)})
 	if err != nil || string(out) != `{"unterminated` {
 		t.Fatalf("Invoke: %q, %v; want the guest's bytes as they are", out, err)
 	}
-	if err := plugins.CheckOutput(out); !errors.Is(err, plugins.ErrProtocol) || !strings.Contains(err.Error(), "not a JSON document") {
+	if err := call.CheckOutput(out); !errors.Is(err, call.ErrProtocol) || !strings.Contains(err.Error(), "not a JSON document") {
 		t.Fatalf("CheckOutput: %v, want ErrProtocol", err)
 	}
-	if err := plugins.CheckOutput([]byte(`{"ok":[1,2]}`)); err != nil {
+	if err := call.CheckOutput([]byte(`{"ok":[1,2]}`)); err != nil {
 		t.Fatalf("CheckOutput of JSON: %v", err)
 	}
 }

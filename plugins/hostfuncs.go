@@ -10,14 +10,15 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
 // callState is what the host functions know about the call in progress.
 type callState struct {
 	rt   *Runtime
-	call *Call // nil during _initialize and weft_manifest
-	hb   *Heartbeat
+	call *call.Call // nil during _initialize and weft_manifest
+	hb   *call.Heartbeat
 
 	// export is the export the guest is in: weft_abi_version,
 	// weft_manifest, weft_alloc or weft_invoke; empty with initialising
@@ -78,9 +79,9 @@ type callState struct {
 	// and handed to it masked at the end of the call, when every secret
 	// the guest read is known. keepRequest and records' array are the
 	// instance's, reused from call to call.
-	requestedTo func(Request)
-	keepRequest func(Request)
-	records     []Request
+	requestedTo func(call.Request)
+	keepRequest func(call.Request)
+	records     []call.Request
 
 	// grants are the call's grants: Call.Grants, or once grantsRead,
 	// what Call.LoadGrants returned (needGrants).
@@ -134,7 +135,7 @@ func callOf(ctx context.Context) *callState {
 // panics makes wazero unwind the guest and return an error from the export
 // call.
 func (cs *callState) abort(format string, args ...any) {
-	err := fmt.Errorf("%w: "+format, append([]any{ErrProtocol}, args...)...)
+	err := fmt.Errorf("%w: "+format, append([]any{call.ErrProtocol}, args...)...)
 	if cs.violation == nil {
 		cs.violation = err
 	}
@@ -142,9 +143,9 @@ func (cs *callState) abort(format string, args ...any) {
 }
 
 // limit stops the guest for exceeding a limit, with an error matching
-// ErrLimit.
+// call.ErrLimit.
 func (cs *callState) limit(format string, args ...any) {
-	err := fmt.Errorf("%w: "+format, append([]any{ErrLimit}, args...)...)
+	err := fmt.Errorf("%w: "+format, append([]any{call.ErrLimit}, args...)...)
 	if cs.violation == nil {
 		cs.violation = err
 	}
@@ -186,7 +187,7 @@ func (cs *callState) where() string {
 func inInvoke(ctx context.Context, fn string) *callState {
 	cs := callOf(ctx)
 	if cs == nil {
-		panic(fmt.Errorf("%w: %s.%s called outside an export call", ErrProtocol, abi.HostModule, fn))
+		panic(fmt.Errorf("%w: %s.%s called outside an export call", call.ErrProtocol, abi.HostModule, fn))
 	}
 	if cs.call == nil || cs.export != abi.ExportInvoke {
 		cs.abort("%s.%s called from %s; only %s may call it", abi.HostModule, fn, cs.where(), abi.ExportInvoke)
@@ -218,7 +219,7 @@ func (r *Runtime) instantiateHostModule(ctx context.Context) error {
 func hostResult(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := callOf(ctx)
 	if cs == nil {
-		panic(fmt.Errorf("%w: %s.%s called outside an export call", ErrProtocol, abi.HostModule, abi.ImportResult))
+		panic(fmt.Errorf("%w: %s.%s called outside an export call", call.ErrProtocol, abi.HostModule, abi.ImportResult))
 	}
 	if (cs.call == nil || cs.export != abi.ExportInvoke) && cs.export != abi.ExportManifest {
 		cs.abort("%s.%s called from %s; only %s and %s may call it", abi.HostModule, abi.ImportResult, cs.where(), abi.ExportInvoke, abi.ExportManifest)
@@ -238,7 +239,7 @@ func hostResult(ctx context.Context, mod api.Module, stack []uint64) {
 func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := callOf(ctx)
 	if cs == nil {
-		panic(fmt.Errorf("%w: %s.%s called outside an export call", ErrProtocol, abi.HostModule, abi.ImportLog))
+		panic(fmt.Errorf("%w: %s.%s called outside an export call", call.ErrProtocol, abi.HostModule, abi.ImportLog))
 	}
 	stopIfDone(ctx, abi.HostModule+"."+abi.ImportLog)
 	level := slog.LevelInfo
@@ -277,7 +278,7 @@ func hostHeartbeat(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = 0
 		return
 	}
-	stack[0] = b2u(cs.hb.beat(details, cs.rt.cfg.Now()))
+	stack[0] = b2u(cs.hb.Beat(details, cs.rt.cfg.Now()))
 }
 
 func hostCancelled(ctx context.Context, _ api.Module, stack []uint64) {
@@ -341,7 +342,7 @@ func (cs *callState) needGrants() {
 	}
 	// The guest waits on the store, not hung: as for an HTTP request.
 	if cs.hb != nil {
-		defer cs.hb.hostWait(cs.rt.cfg.Now)()
+		defer cs.hb.HostWait(cs.rt.cfg.Now)()
 	}
 	g, err := cs.call.LoadGrants(cs.ctx)
 	if err != nil {
@@ -407,12 +408,12 @@ func (cs *callState) emit(level slog.Level, source string, msg []byte) {
 	}
 	cs.logRecords++
 	cs.logBytes += len(msg)
-	cs.deliver(Record{Level: level, Source: source, Message: cs.mask(string(msg))})
+	cs.deliver(call.Record{Level: level, Source: source, Message: cs.mask(string(msg))})
 }
 
 // deliver hands a record to the call's log function or the runtime's
 // logger.
-func (cs *callState) deliver(rec Record) {
+func (cs *callState) deliver(rec call.Record) {
 	switch {
 	case cs.call == nil:
 		cs.rt.log.Log(context.Background(), rec.Level, "plugin: "+rec.Message, "source", rec.Source)
@@ -447,8 +448,8 @@ func (cs *callState) flushLogs() {
 		note += " (stdout and stderr past the limit are counted in bytes, not lines)"
 	}
 	// The note itself always goes out, once.
-	cs.deliver(Record{Level: slog.LevelWarn, Source: "log", Message: note,
-		Dropped: &Dropped{Records: cs.droppedRecords, Bytes: cs.droppedBytes, OnRecords: cs.fullOnRecords}})
+	cs.deliver(call.Record{Level: slog.LevelWarn, Source: "log", Message: note,
+		Dropped: &call.Dropped{Records: cs.droppedRecords, Bytes: cs.droppedBytes, OnRecords: cs.fullOnRecords}})
 	cs.logFull, cs.droppedRecords, cs.droppedBytes, cs.droppedStdio = false, 0, 0, false
 }
 

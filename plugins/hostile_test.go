@@ -14,6 +14,7 @@ import (
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/internal/wasmgen"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // Guests that never return on their own, each stopped at its deadline by
@@ -36,7 +37,7 @@ func TestRunawayGuestsAreStoppedAtTheirDeadline(t *testing.T) {
 	var wg sync.WaitGroup
 	// Each guest logs once before it runs away.
 	started := make(chan struct{}, 4)
-	logged := func(plugins.Record) { started <- struct{}{} }
+	logged := func(call.Record) { started <- struct{}{} }
 	// Two of each at once on two cores: every guest must still be stopped,
 	// and the process must still collect garbage and run other goroutines.
 	for _, r := range append(runaways, runaways...) {
@@ -50,8 +51,8 @@ func TestRunawayGuestsAreStoppedAtTheirDeadline(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
 			start := time.Now()
-			_, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: "go", Log: logged})
-			if elapsed := time.Since(start); !errors.Is(err, plugins.ErrTimeout) || elapsed > deadline+10*time.Second {
+			_, err := rt.Invoke(ctx, m.Version, call.Call{Activity: "go", Log: logged})
+			if elapsed := time.Since(start); !errors.Is(err, call.ErrTimeout) || elapsed > deadline+10*time.Second {
 				t.Errorf("%s: %v after %s; want ErrTimeout at the %s deadline", r.name, err, elapsed, deadline)
 			} else {
 				t.Logf("%s: stopped %s after its deadline", r.name, elapsed-deadline)
@@ -114,14 +115,14 @@ func TestDeepRecursionHitsTheStackLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "go", Input: []byte("1")})
-	if !errors.Is(err, plugins.ErrLimit) || !strings.Contains(err.Error(), "stack limit of 1024 KiB") {
+	_, err = rt.Invoke(context.Background(), m.Version, call.Call{Activity: "go", Input: []byte("1")})
+	if !errors.Is(err, call.ErrLimit) || !strings.Contains(err.Error(), "stack limit of 1024 KiB") {
 		t.Fatalf("deep recursion: %v; want ErrLimit naming the stack limit", err)
 	}
 	if s := rt.Stats(m.Version); s.Discarded != 1 {
 		t.Errorf("stats %+v: want the instance discarded", s)
 	}
-	if _, err := rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "go"}); err != nil {
+	if _, err := rt.Invoke(context.Background(), m.Version, call.Call{Activity: "go"}); err != nil {
 		t.Fatalf("a shallow call after the deep one: %v", err)
 	}
 }
@@ -139,7 +140,7 @@ func TestTableGrowIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "go"})
+	out, err := rt.Invoke(context.Background(), m.Version, call.Call{Activity: "go"})
 	if err != nil || string(out) != `"activities"` {
 		t.Fatalf("table.grow by 0xFFFFFFFE: %s, %v; want it refused inside the guest", out, err)
 	}
@@ -178,11 +179,11 @@ func FuzzUploadGenerated(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a generated plugin was refused: %v", err)
 		}
-		out, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: "run"})
+		out, err := rt.Invoke(ctx, m.Version, call.Call{Activity: "run"})
 		if err == nil && (len(out) != 1 || out[0] < '0' || out[0] > '7') {
 			t.Fatalf("output %q, want one digit", out)
 		}
-		if err != nil && !errors.Is(err, plugins.ErrLimit) && !errors.Is(err, plugins.ErrTimeout) {
+		if err != nil && !errors.Is(err, call.ErrLimit) && !errors.Is(err, call.ErrTimeout) {
 			t.Fatalf("call: %v", err)
 		}
 		rt.Unload(ctx, m.Version)

@@ -26,6 +26,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -77,7 +78,7 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	header, herr := parseHeaderLines(cs.read(mod, abi.ImportHTTPRequest, uint32(stack[4]), uint32(stack[5])), cfg.MaxHeaders)
 	if herr != nil {
-		if errors.Is(herr, ErrLimit) {
+		if errors.Is(herr, call.ErrLimit) {
 			cs.limit("%s: %v", fn, herr)
 		}
 		cs.abort("%s: %v", fn, herr)
@@ -99,7 +100,7 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	// Set over whatever the guest set: a Weft API that receives it (through
 	// a proxy the dialer cannot see, say) knows a plugin sent it.
 	header.Set(OutboundHeader, orName(cs.call.Info.Plugin))
-	rec := Request{Method: method, Host: u.Host, Path: u.EscapedPath(), Sent: int64(len(body))}
+	rec := call.Request{Method: method, Host: u.Host, Path: u.EscapedPath(), Sent: int64(len(body))}
 	if rec.Path == "" {
 		rec.Path = "/"
 	}
@@ -108,7 +109,7 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	// hung either, so the attempt counts as alive until the call returns
 	// (a request is bounded by plugins.http.timeout).
 	if cs.hb != nil {
-		defer cs.hb.hostWait(cs.rt.cfg.Now)()
+		defer cs.hb.HostWait(cs.rt.cfg.Now)()
 	}
 	cs.needGrants() // for route, which checks each hop against them
 
@@ -154,13 +155,13 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	// limit refused it (stop it), or the network failed (tell the guest).
 	if ctx.Err() != nil {
 		rec.Error = "timeout"
-		if errors.Is(context.Cause(ctx), ErrCancelled) || errors.Is(ctx.Err(), context.Canceled) {
+		if errors.Is(context.Cause(ctx), call.ErrCancelled) || errors.Is(ctx.Err(), context.Canceled) {
 			rec.Error = "cancelled"
 		}
 		cs.requested(rec)
 		stopIfDone(ctx, fn)
 	}
-	var ge *GrantError
+	var ge *call.GrantError
 	var ae *grant.AddressError
 	switch {
 	case errors.As(h.err, &ge):
@@ -182,14 +183,14 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 			}
 		}
 		cs.fail(ge)
-	case errors.Is(h.err, ErrLimit), errors.Is(err, ErrLimit):
+	case errors.Is(h.err, call.ErrLimit), errors.Is(err, call.ErrLimit):
 		rec.Error = "limit"
 		cs.requested(rec)
 		cs.fail(cmp.Or(h.err, err))
 	case overHeaderBytes(err):
 		rec.Error = "limit"
 		cs.requested(rec)
-		cs.fail(fmt.Errorf("%w: the response headers from %s are over the limit of %d bytes (plugins.http.max_header_bytes)", ErrLimit, excerpt([]byte(rec.Host)), cfg.MaxHeaderBytes))
+		cs.fail(fmt.Errorf("%w: the response headers from %s are over the limit of %d bytes (plugins.http.max_header_bytes)", call.ErrLimit, excerpt([]byte(rec.Host)), cfg.MaxHeaderBytes))
 	}
 	code, reason := classifyHTTP(err, reqCtx)
 	rec.Error = reason
@@ -199,20 +200,20 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 // readResponse reads a response's head and body within the limits. A
-// limit passed is an error matching ErrLimit; the body is closed.
-func (cs *callState) readResponse(resp *http.Response, cfg HTTPConfig, rec *Request) (*response, error) {
+// limit passed is an error matching call.ErrLimit; the body is closed.
+func (cs *callState) readResponse(resp *http.Response, cfg HTTPConfig, rec *call.Request) (*response, error) {
 	defer resp.Body.Close()
 	lines := 0
 	for _, vs := range resp.Header {
 		lines += len(vs)
 	}
 	if lines > cfg.MaxHeaders {
-		return nil, fmt.Errorf("%w: the response from %s has %d header lines, more than the limit of %d (plugins.http.max_headers)", ErrLimit, rec.Host, lines, cfg.MaxHeaders)
+		return nil, fmt.Errorf("%w: the response from %s has %d header lines, more than the limit of %d (plugins.http.max_headers)", call.ErrLimit, rec.Host, lines, cfg.MaxHeaders)
 	}
 	max := int64(cfg.MaxResponseBytes)
 	if resp.ContentLength > max {
 		cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: the response body of %d bytes is over the limit of %d", rec.Method, rec.Host, rec.Path, resp.ContentLength, max)))
-		return nil, fmt.Errorf("%w: the response body from %s has %d bytes, more than the limit of %d (plugins.http.max_response_bytes)", ErrLimit, rec.Host, resp.ContentLength, max)
+		return nil, fmt.Errorf("%w: the response body from %s has %d bytes, more than the limit of %d (plugins.http.max_response_bytes)", call.ErrLimit, rec.Host, resp.ContentLength, max)
 	}
 	body, err := readBody(resp, max)
 	n := int64(len(body))
@@ -222,7 +223,7 @@ func (cs *callState) readResponse(resp *http.Response, cfg HTTPConfig, rec *Requ
 	}
 	if n > max {
 		cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: the response body is over the limit of %d bytes; the rest was not read", rec.Method, rec.Host, rec.Path, max)))
-		return nil, fmt.Errorf("%w: the response body from %s has more than %d bytes, the limit (plugins.http.max_response_bytes)", ErrLimit, rec.Host, max)
+		return nil, fmt.Errorf("%w: the response body from %s has more than %d bytes, the limit (plugins.http.max_response_bytes)", call.ErrLimit, rec.Host, max)
 	}
 	return &response{header: formatHeaderLines(resp.Header), body: body}, nil
 }
@@ -265,18 +266,18 @@ func (cs *callState) fail(err error) {
 }
 
 // requested hands a request's record to the call, its fields bounded
-// (Request.bounded): the first MaxRecords of the call, then one record
+// (bounded): the first call.MaxRecords of the call, then one record
 // with the error "dropped" that says the rest were not kept.
-func (cs *callState) requested(r Request) {
+func (cs *callState) requested(r call.Request) {
 	if cs.call.Requested == nil {
 		return
 	}
 	cs.http.records++
 	switch {
-	case cs.http.records <= MaxRecords:
-		cs.call.Requested(r.bounded())
-	case cs.http.records == MaxRecords+1:
-		cs.call.Requested(Request{Error: "dropped"})
+	case cs.http.records <= call.MaxRecords:
+		cs.call.Requested(bounded(r))
+	case cs.http.records == call.MaxRecords+1:
+		cs.call.Requested(call.Request{Error: "dropped"})
 	}
 }
 
@@ -327,7 +328,7 @@ func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
 		ref, ok = refs[string(name)]
 	}
 	if !ok {
-		ge := &GrantError{Plugin: cs.call.Info.Plugin, What: "secret", Name: excerpt(name)}
+		ge := &call.GrantError{Plugin: cs.call.Info.Plugin, What: "secret", Name: excerpt(name)}
 		if grant.ValidKey(string(name)) { // else no grant could name it
 			ge.Grant = "weft plugin grant " + orName(cs.call.Info.Plugin) + " --secret " + string(name) + "=env:VARIABLE"
 		}
@@ -337,7 +338,7 @@ func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
 	if !ok {
 		var err error
 		if v, err = resolveSecret(ref); err != nil {
-			cs.fail(fmt.Errorf("%w: secret %q of plugin %s: %v", ErrSecret, name, orName(cs.call.Info.Plugin), err))
+			cs.fail(fmt.Errorf("%w: secret %q of plugin %s: %v", call.ErrSecret, name, orName(cs.call.Info.Plugin), err))
 		}
 		if cs.secrets == nil {
 			cs.secrets = map[string]string{}
@@ -406,7 +407,7 @@ func parseHeaderLines(b []byte, maxLines int) (http.Header, error) {
 		}
 		line++
 		if line > maxLines {
-			return nil, fmt.Errorf("%w: more than %d request header lines (plugins.http.max_headers)", ErrLimit, maxLines)
+			return nil, fmt.Errorf("%w: more than %d request header lines (plugins.http.max_headers)", call.ErrLimit, maxLines)
 		}
 		name, value, ok := bytes.Cut(l, []byte{':'})
 		if !ok || !validToken(string(name)) {

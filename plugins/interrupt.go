@@ -8,7 +8,8 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/weftworks/weft/plugins/instrument"
+	"github.com/weftworks/weft/internal/instrument"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // The names the instrumentation adds to every module (see package
@@ -77,9 +78,9 @@ func (r *Runtime) check(ctx context.Context, _ api.Module, stack []uint64) {
 		runtime.Gosched()
 		stack[0] = instrument.Fuel
 	case instrument.ReasonStack:
-		stop(fmt.Errorf("%w: stack: the guest's calls nest deeper than its stack limit of %d KiB allows", ErrLimit, r.cfg.MaxStackBytes>>10))
+		stop(fmt.Errorf("%w: stack: the guest's calls nest deeper than its stack limit of %d KiB allows", call.ErrLimit, r.cfg.MaxStackBytes>>10))
 	default:
-		stop(fmt.Errorf("%w: %s.%s called with reason %d", ErrProtocol, instrumentModule, instrumentFunc, uint32(stack[0])))
+		stop(fmt.Errorf("%w: %s.%s called with reason %d", call.ErrProtocol, instrumentModule, instrumentFunc, uint32(stack[0])))
 	}
 }
 

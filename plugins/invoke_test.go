@@ -14,6 +14,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // sameABI lists plugins that implement the kit's echo, upper, fail, info and
@@ -56,7 +57,7 @@ func TestKitActivities(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					t.Parallel()
-					out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: tt.info})
+					out, err := rt.Invoke(context.Background(), v, call.Call{Activity: tt.activity, Input: []byte(tt.input), Info: tt.info})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -95,8 +96,8 @@ func TestGuestErrors(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					t.Parallel()
-					_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: abi.Info{Attempt: tt.attempt}})
-					var ge *plugins.GuestError
+					_, err := rt.Invoke(context.Background(), v, call.Call{Activity: tt.activity, Input: []byte(tt.input), Info: abi.Info{Attempt: tt.attempt}})
+					var ge *call.GuestError
 					if !errors.As(err, &ge) {
 						t.Fatalf("error %v, want a *GuestError", err)
 					}
@@ -113,8 +114,8 @@ func TestUnknownActivityIsRefusedBeforeTheGuest(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{})
 	kit := testplugins.Load(t, rt, "kit")
-	_, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "nope"})
-	if !errors.Is(err, plugins.ErrUnknownActivity) {
+	_, err := rt.Invoke(context.Background(), kit, call.Call{Activity: "nope"})
+	if !errors.Is(err, call.ErrUnknownActivity) {
 		t.Fatalf("error %v, want ErrUnknownActivity", err)
 	}
 }
@@ -125,8 +126,8 @@ func TestTrapDiscardsInstance(t *testing.T) {
 	kit := testplugins.Load(t, rt, "kit")
 	ctx := context.Background()
 
-	_, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "trap"})
-	var ge *plugins.GuestError
+	_, err := rt.Invoke(ctx, kit, call.Call{Activity: "trap"})
+	var ge *call.GuestError
 	if !errors.As(err, &ge) || ge.Code != abi.CodePanic || !strings.Contains(ge.Message, "trap activity called") {
 		t.Fatalf("error %v, want a panic failure with the panic message", err)
 	}
@@ -135,7 +136,7 @@ func TestTrapDiscardsInstance(t *testing.T) {
 		t.Errorf("discarded %d instances, want 1", st.Discarded)
 	}
 	// The pool has one slot: the next call needs a fresh instance.
-	if out, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil || string(out) != "1" {
+	if out, err := rt.Invoke(ctx, kit, call.Call{Activity: "echo", Input: []byte(`1`)}); err != nil || string(out) != "1" {
 		t.Fatalf("after trap: %s, %v", out, err)
 	}
 	if st := rt.Stats(kit); st.Created != 2 {
@@ -164,11 +165,11 @@ func TestSpinningGuestStoppedAtDeadline(t *testing.T) {
 				start := time.Now()
 				seen := make(chan time.Duration, 1)
 				go func() { <-ctx.Done(); seen <- time.Since(start) - timeout }()
-				_, err := rt.Invoke(ctx, v, plugins.Call{Activity: "spin"})
+				_, err := rt.Invoke(ctx, v, call.Call{Activity: "spin"})
 				late := time.Since(start) - timeout
 				cancel()
 				overshoot := max(<-seen, 0)
-				if !errors.Is(err, plugins.ErrTimeout) {
+				if !errors.Is(err, call.ErrTimeout) {
 					t.Fatalf("error %v, want ErrTimeout", err)
 				}
 				allowed := 250*time.Millisecond + 4*overshoot
@@ -182,7 +183,7 @@ func TestSpinningGuestStoppedAtDeadline(t *testing.T) {
 				t.Errorf("guest stopped late after its deadline in every try: %s", strings.Join(tries, ", "))
 			}
 			// The pool still serves.
-			if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil {
+			if _, err := rt.Invoke(context.Background(), v, call.Call{Activity: "echo", Input: []byte(`1`)}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -195,14 +196,14 @@ func TestMemoryLimit(t *testing.T) {
 	kit := testplugins.Load(t, rt, "kit")
 	ctx := context.Background()
 
-	if _, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "alloc", Input: []byte(`{"mb":8}`)}); err != nil {
+	if _, err := rt.Invoke(ctx, kit, call.Call{Activity: "alloc", Input: []byte(`{"mb":8}`)}); err != nil {
 		t.Fatalf("8 MiB under a 64 MiB cap: %v", err)
 	}
-	_, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "alloc", Input: []byte(`{"mb":100}`)})
-	if !errors.Is(err, plugins.ErrLimit) {
+	_, err := rt.Invoke(ctx, kit, call.Call{Activity: "alloc", Input: []byte(`{"mb":100}`)})
+	if !errors.Is(err, call.ErrLimit) {
 		t.Fatalf("error %v, want ErrLimit", err)
 	}
-	if out, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "alloc", Input: []byte(`{"mb":1}`)}); err != nil {
+	if out, err := rt.Invoke(ctx, kit, call.Call{Activity: "alloc", Input: []byte(`{"mb":1}`)}); err != nil {
 		t.Fatalf("the call after a memory breach: %s, %v", out, err)
 	}
 }
@@ -212,10 +213,10 @@ func TestHeartbeatAndCancellation(t *testing.T) {
 	rt := testplugins.Runtime(t, plugins.Config{CancelGrace: time.Second})
 	kit := testplugins.Load(t, rt, "kit")
 
-	hb := plugins.NewHeartbeat(time.Now())
+	hb := call.NewHeartbeat(time.Now())
 	done := make(chan error, 1)
 	go func() {
-		_, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "work", Input: []byte(`{"ms":60000,"beat_ms":10}`), Info: abi.Info{Attempt: 1}, Heartbeat: hb})
+		_, err := rt.Invoke(context.Background(), kit, call.Call{Activity: "work", Input: []byte(`{"ms":60000,"beat_ms":10}`), Info: abi.Info{Attempt: 1}, Heartbeat: hb})
 		done <- err
 	}()
 	waitFor(t, 10*time.Second, func() bool { _, _, n := hb.Last(); return n >= 3 })
@@ -229,8 +230,8 @@ func TestHeartbeatAndCancellation(t *testing.T) {
 	hb.RequestCancel()
 	select {
 	case err := <-done:
-		var ge *plugins.GuestError
-		if !errors.Is(err, plugins.ErrCancelled) || !errors.As(err, &ge) {
+		var ge *call.GuestError
+		if !errors.Is(err, call.ErrCancelled) || !errors.As(err, &ge) {
 			t.Fatalf("error %v, want the guest's cancelled failure", err)
 		}
 	case <-time.After(5 * time.Second):
@@ -242,11 +243,11 @@ func TestCancelledGuestStoppedAfterGrace(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{CancelGrace: 100 * time.Millisecond})
 	kit := testplugins.Load(t, rt, "kit")
-	hb := plugins.NewHeartbeat(time.Now())
+	hb := call.NewHeartbeat(time.Now())
 	hb.RequestCancel() // spin never looks
 	start := time.Now()
-	_, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "spin", Heartbeat: hb})
-	if !errors.Is(err, plugins.ErrCancelled) {
+	_, err := rt.Invoke(context.Background(), kit, call.Call{Activity: "spin", Heartbeat: hb})
+	if !errors.Is(err, call.ErrCancelled) {
 		t.Fatalf("error %v, want ErrCancelled", err)
 	}
 	// About the grace; a loaded machine delays it, a guest never stopped
@@ -260,7 +261,7 @@ func TestLastHeartbeatResumesWork(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{})
 	kit := testplugins.Load(t, rt, "kit")
-	out, err := rt.Invoke(context.Background(), kit, plugins.Call{
+	out, err := rt.Invoke(context.Background(), kit, call.Call{
 		Activity:      "work",
 		Input:         []byte(`{"ms":120,"beat_ms":10}`),
 		Info:          abi.Info{Attempt: 2},
@@ -300,9 +301,9 @@ func TestPoolHammer(t *testing.T) {
 				if i%10 == 9 {
 					act = "trap"
 				}
-				out, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: act, Input: []byte(in)})
+				out, err := rt.Invoke(context.Background(), kit, call.Call{Activity: act, Input: []byte(in)})
 				switch {
-				case act == "trap" && !errors.As(err, new(*plugins.GuestError)):
+				case act == "trap" && !errors.As(err, new(*call.GuestError)):
 					errs <- fmt.Errorf("trap: %v", err)
 				case act == "upper" && (err != nil || string(out) != want):
 					errs <- fmt.Errorf("upper %s: %s, %v", in, out, err)

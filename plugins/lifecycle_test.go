@@ -16,6 +16,7 @@ import (
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobfile"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 func TestRestartLoadsFromBlobsAndCompilationCache(t *testing.T) {
@@ -35,7 +36,7 @@ func TestRestartLoadsFromBlobsAndCompilationCache(t *testing.T) {
 	// A new process knows only the version: it reads the blob and the
 	// cached machine code.
 	second := testplugins.RuntimeIn(t, dir, cfg)
-	out, err := second.Invoke(context.Background(), kit, plugins.Call{Activity: "upper", Input: []byte(`{"text":"again"}`)})
+	out, err := second.Invoke(context.Background(), kit, call.Call{Activity: "upper", Input: []byte(`{"text":"again"}`)})
 	if err != nil || string(out) != `{"text":"AGAIN"}` {
 		t.Fatalf("after restart: %s, %v", out, err)
 	}
@@ -59,7 +60,7 @@ func TestCorruptBlobIsNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := testplugins.RuntimeIn(t, dir, plugins.Config{})
-	_, err = rt.Invoke(context.Background(), version, plugins.Call{Activity: "echo"})
+	_, err = rt.Invoke(context.Background(), version, call.Call{Activity: "echo"})
 	if err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("error %v, want the blob reported corrupt", err)
 	}
@@ -68,7 +69,7 @@ func TestCorruptBlobIsNotRun(t *testing.T) {
 func TestUnknownVersion(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{})
-	_, err := rt.Invoke(context.Background(), plugins.Hash([]byte("nothing")), plugins.Call{Activity: "echo"})
+	_, err := rt.Invoke(context.Background(), plugins.Hash([]byte("nothing")), call.Call{Activity: "echo"})
 	if !errors.Is(err, plugins.ErrNotFound) {
 		t.Fatalf("error %v, want ErrNotFound", err)
 	}
@@ -79,11 +80,11 @@ func TestOutputLimit(t *testing.T) {
 	rt := testplugins.Runtime(t, plugins.Config{MaxOutputBytes: 1000, PoolSize: 1})
 	kit := testplugins.Load(t, rt, "kit")
 	big := `"` + strings.Repeat("a", 2000) + `"`
-	_, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo", Input: []byte(big)})
-	if !errors.Is(err, plugins.ErrLimit) || !strings.Contains(err.Error(), "output: 2002 bytes, more than the limit of 1000") {
+	_, err := rt.Invoke(context.Background(), kit, call.Call{Activity: "echo", Input: []byte(big)})
+	if !errors.Is(err, call.ErrLimit) || !strings.Contains(err.Error(), "output: 2002 bytes, more than the limit of 1000") {
 		t.Fatalf("error %v, want an output limit error", err)
 	}
-	if out, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo", Input: []byte(`"small"`)}); err != nil || string(out) != `"small"` {
+	if out, err := rt.Invoke(context.Background(), kit, call.Call{Activity: "echo", Input: []byte(`"small"`)}); err != nil || string(out) != `"small"` {
 		t.Fatalf("after the breach: %s, %v", out, err)
 	}
 	if st := rt.Stats(kit); st.Discarded != 1 {
@@ -96,10 +97,10 @@ func TestCallerCancellation(t *testing.T) {
 	rt := testplugins.Runtime(t, plugins.Config{})
 	kit := testplugins.Load(t, rt, "kit")
 	ctx, cancel := context.WithCancel(context.Background())
-	hb := plugins.NewHeartbeat(time.Now())
+	hb := call.NewHeartbeat(time.Now())
 	done := make(chan error, 1)
 	go func() {
-		_, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "spin", Heartbeat: hb})
+		_, err := rt.Invoke(ctx, kit, call.Call{Activity: "spin", Heartbeat: hb})
 		done <- err
 	}()
 	// spin never heartbeats; give it a moment to be inside the guest by
@@ -122,14 +123,14 @@ func TestPoolBoundsConcurrentCalls(t *testing.T) {
 	kit := testplugins.Load(t, rt, "kit")
 	busy, cancelBusy := context.WithCancel(context.Background())
 	defer cancelBusy()
-	go func() { _, _ = rt.Invoke(busy, kit, plugins.Call{Activity: "spin"}) }()
+	go func() { _, _ = rt.Invoke(busy, kit, call.Call{Activity: "spin"}) }()
 	waitFor(t, 5*time.Second, func() bool { return rt.Stats(kit).Idle == 0 })
 
 	// The one instance is busy: a second call waits, and gives up with its
 	// context.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "echo"})
+	_, err := rt.Invoke(ctx, kit, call.Call{Activity: "echo"})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v, want the waiting call's deadline", err)
 	}
@@ -138,7 +139,7 @@ func TestPoolBoundsConcurrentCalls(t *testing.T) {
 	}
 	cancelBusy()
 	waitFor(t, 5*time.Second, func() bool { return rt.Stats(kit).Idle == 1 || rt.Stats(kit).Live == 0 })
-	if _, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil {
+	if _, err := rt.Invoke(context.Background(), kit, call.Call{Activity: "echo", Input: []byte(`1`)}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -150,7 +151,7 @@ func TestCloseRefusesCalls(t *testing.T) {
 	if err := rt.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo"}); !errors.Is(err, plugins.ErrClosed) {
+	if _, err := rt.Invoke(context.Background(), kit, call.Call{Activity: "echo"}); !errors.Is(err, plugins.ErrClosed) {
 		t.Fatalf("error %v, want ErrClosed", err)
 	}
 }
@@ -163,7 +164,7 @@ func TestUnloadThenReload(t *testing.T) {
 	if st := rt.Stats(kit); st.Live != 0 {
 		t.Fatalf("%d live instances after Unload", st.Live)
 	}
-	if out, err := rt.Invoke(context.Background(), kit, plugins.Call{Activity: "echo", Input: []byte(`2`)}); err != nil || string(out) != "2" {
+	if out, err := rt.Invoke(context.Background(), kit, call.Call{Activity: "echo", Input: []byte(`2`)}); err != nil || string(out) != "2" {
 		t.Fatalf("after Unload: %s, %v", out, err)
 	}
 }
@@ -197,7 +198,7 @@ func TestUnloadHammer(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 40 || unloads.Load() < 5; i++ {
-				if out, err := rt.Invoke(ctx, kit, plugins.Call{Activity: "echo", Input: []byte(`7`)}); err != nil || string(out) != "7" {
+				if out, err := rt.Invoke(ctx, kit, call.Call{Activity: "echo", Input: []byte(`7`)}); err != nil || string(out) != "7" {
 					t.Errorf("call %d while unloading: %s, %v", i, out, err)
 					return
 				}
@@ -263,7 +264,7 @@ func (s restarts) load(cfg plugins.Config, version string) (cached bool, log str
 	s.t.Helper()
 	rt, l := s.start(cfg)
 	defer rt.Close(context.Background())
-	if out, err := rt.Invoke(context.Background(), version, plugins.Call{Activity: "echo", Input: []byte(`"x"`)}); err != nil || string(out) != `"x"` {
+	if out, err := rt.Invoke(context.Background(), version, call.Call{Activity: "echo", Input: []byte(`"x"`)}); err != nil || string(out) != `"x"` {
 		s.t.Fatalf("after a restart: %s, %v", out, err)
 	}
 	loads := l.cached()

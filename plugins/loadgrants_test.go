@@ -11,6 +11,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -23,8 +24,8 @@ func TestGrantsAreReadWhenFirstNeeded(t *testing.T) {
 	t.Cleanup(srv.Close)
 	p := newHTTPProbe(t, plugins.Config{})
 	var loads atomic.Int32
-	loading := func(g *grant.Set, err error) func(*plugins.Call) {
-		return func(c *plugins.Call) {
+	loading := func(g *grant.Set, err error) func(*call.Call) {
+		return func(c *call.Call) {
 			c.Grants = nil
 			c.LoadGrants = func(context.Context) (*grant.Set, error) {
 				loads.Add(1)
@@ -42,7 +43,7 @@ func TestGrantsAreReadWhenFirstNeeded(t *testing.T) {
 	}
 
 	// Nothing granted: the request is refused as it is with Grants nil.
-	if _, err := p.do(context.Background(), nil, probeRequest{URL: srv.URL}, loading(nil, nil)); !errors.Is(err, plugins.ErrNotGranted) {
+	if _, err := p.do(context.Background(), nil, probeRequest{URL: srv.URL}, loading(nil, nil)); !errors.Is(err, call.ErrNotGranted) {
 		t.Errorf("no grants loaded: %v, want ErrNotGranted", err)
 	}
 	loads.Store(0)
@@ -55,9 +56,9 @@ func TestGrantsAreReadWhenFirstNeeded(t *testing.T) {
 
 	// A secret, read twice by the guest (a sized read): the grants once.
 	t.Setenv("WEFT_TEST_LOADED_SECRET", "loaded-value")
-	call := plugins.Call{Activity: "secret", Input: []byte(`"token"`), Info: abi.Info{Plugin: "probe"}}
-	loading(&grant.Set{Secrets: map[string]string{"token": "env:WEFT_TEST_LOADED_SECRET"}}, nil)(&call)
-	if out, err := p.rt.Invoke(context.Background(), p.version, call); err != nil || string(out) != "12" {
+	c := call.Call{Activity: "secret", Input: []byte(`"token"`), Info: abi.Info{Plugin: "probe"}}
+	loading(&grant.Set{Secrets: map[string]string{"token": "env:WEFT_TEST_LOADED_SECRET"}}, nil)(&c)
+	if out, err := p.rt.Invoke(context.Background(), p.version, c); err != nil || string(out) != "12" {
 		t.Fatalf("secret: %s, %v; want its length, 12", out, err)
 	}
 	if n := loads.Swap(0); n != 1 {
@@ -70,9 +71,9 @@ func TestGrantsAreReadWhenFirstNeeded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call = plugins.Call{Activity: "echo", Input: []byte(`{"a":1}`)}
-	loading(loopback(), nil)(&call)
-	if out, err := rt.Invoke(context.Background(), m.Version, call); err != nil || string(out) != `{"a":1}` {
+	c = call.Call{Activity: "echo", Input: []byte(`{"a":1}`)}
+	loading(loopback(), nil)(&c)
+	if out, err := rt.Invoke(context.Background(), m.Version, c); err != nil || string(out) != `{"a":1}` {
 		t.Fatalf("echo: %s, %v", out, err)
 	}
 	if n := loads.Load(); n != 0 {

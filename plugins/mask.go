@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // Masking keeps secret values out of everything a call hands back: it is
@@ -240,7 +242,7 @@ func (cs *callState) maskDoc(doc []byte, withheld string) []byte {
 // maskRequest masks what a request's record quotes of the guest's URL and
 // method. The path is masked as a cut text: a record's fields may be
 // bounded.
-func (cs *callState) maskRequest(r Request) Request {
+func (cs *callState) maskRequest(r call.Request) call.Request {
 	r.Method = cs.mask(r.Method)
 	r.Host = cs.maskCut(r.Host, true)
 	r.Path = cs.maskCut(r.Path, true)
@@ -254,7 +256,7 @@ func (cs *callState) maskErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if ge, ok := err.(*GuestError); ok { // masked field by field in outcome
+	if ge, ok := err.(*call.GuestError); ok { // masked field by field in outcome
 		return ge
 	}
 	msg := err.Error()

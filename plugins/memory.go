@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // memoryBudget backs the guests' linear memories and holds their total
@@ -159,7 +160,7 @@ func (m *heapMemory) Free() {
 
 // BudgetError says that the guests' memories leave no room for a new
 // instance under Config.MaxMemory, and no idle instance is left to close: a
-// condition of the host, which may pass. It matches ErrLimit.
+// condition of the host, which may pass. It matches call.ErrLimit.
 type BudgetError struct {
 	// Used and Limit are the guests' memories and the budget, Need what
 	// the new instance needs, in bytes.
@@ -168,8 +169,8 @@ type BudgetError struct {
 
 // Error implements error.
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("%v: memory: the guests' memories use %d of the host's %d MiB (plugins.max_memory), and no idle instance is left to release for %d MiB more", ErrLimit, e.Used>>20, e.Limit>>20, max(e.Need>>20, 1))
+	return fmt.Sprintf("%v: memory: the guests' memories use %d of the host's %d MiB (plugins.max_memory), and no idle instance is left to release for %d MiB more", call.ErrLimit, e.Used>>20, e.Limit>>20, max(e.Need>>20, 1))
 }
 
-// Unwrap returns ErrLimit.
-func (e *BudgetError) Unwrap() error { return ErrLimit }
+// Unwrap returns call.ErrLimit.
+func (e *BudgetError) Unwrap() error { return call.ErrLimit }

@@ -13,6 +13,7 @@ import (
 	"github.com/weftworks/weft/internal/procstat"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // grower is a plugin whose activity "go" grows its memory by the number of
@@ -69,8 +70,8 @@ func TestMemoryGoesBackWhenAnInstanceCloses(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	base := rss(t)
 	// The input takes 4000 pages: 250 MiB, touched, then a trap.
-	_, err = rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "go", Input: pages(4000)})
-	if !errors.Is(err, plugins.ErrTrap) {
+	_, err = rt.Invoke(context.Background(), m.Version, call.Call{Activity: "go", Input: pages(4000)})
+	if !errors.Is(err, call.ErrTrap) {
 		t.Fatalf("%v, want the trap", err)
 	}
 	runtime.ReadMemStats(&after)
@@ -101,14 +102,14 @@ func TestMemoryBudgetEvictsIdleInstances(t *testing.T) {
 	}
 	// After loading, each version has one idle 64 KiB instance.
 	for i, v := range versions[:2] {
-		out, err := rt.Invoke(ctx, v, plugins.Call{Activity: "go", Input: pages(800)})
+		out, err := rt.Invoke(ctx, v, call.Call{Activity: "go", Input: pages(800)})
 		if err != nil || string(out) != `"ok"` {
 			t.Fatalf("version %d: %s, %v", i, out, err)
 		}
 	}
 	// The third grows by 50 MiB too: version a's idle instance, the least
 	// recently used, is closed to make room.
-	out, err := rt.Invoke(ctx, versions[2], plugins.Call{Activity: "go", Input: pages(800)})
+	out, err := rt.Invoke(ctx, versions[2], call.Call{Activity: "go", Input: pages(800)})
 	if err != nil || string(out) != `"ok"` {
 		t.Fatalf("third version: %s, %v", out, err)
 	}
@@ -129,7 +130,7 @@ func TestMemoryBudgetEvictsIdleInstances(t *testing.T) {
 	spinCtx, stopSpinning := context.WithTimeout(ctx, time.Minute)
 	defer stopSpinning()
 	go func() {
-		_, err := rt.Invoke(spinCtx, busy.Version, plugins.Call{Activity: "go", Input: pages(800)})
+		_, err := rt.Invoke(spinCtx, busy.Version, call.Call{Activity: "go", Input: pages(800)})
 		spun <- err
 	}()
 	// Its growth closes version b's idle instance, the least recently
@@ -142,7 +143,7 @@ func TestMemoryBudgetEvictsIdleInstances(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	out, err = rt.Invoke(ctx, versions[2], plugins.Call{Activity: "go", Input: pages(700)})
+	out, err = rt.Invoke(ctx, versions[2], call.Call{Activity: "go", Input: pages(700)})
 	if err != nil || string(out) != `"no"` {
 		t.Fatalf("a grow beyond the budget: %s, %v; want memory.grow to fail in the guest", out, err)
 	}
@@ -171,7 +172,7 @@ func TestIdleInstancesExpire(t *testing.T) {
 		t.Errorf("stats %+v, want one evicted", s)
 	}
 	// The next call creates a new instance.
-	if out, err := rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "go"}); err != nil || string(out) != `"ok"` {
+	if out, err := rt.Invoke(context.Background(), m.Version, call.Call{Activity: "go"}); err != nil || string(out) != `"ok"` {
 		t.Fatalf("after expiry: %s, %v", out, err)
 	}
 }
@@ -238,7 +239,7 @@ func TestBudgetComesBackAfterFailuresAndUnload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Invoke(ctx, m.Version, plugins.Call{Activity: "go", Input: pages(100)}); err != nil {
+	if _, err := rt.Invoke(ctx, m.Version, call.Call{Activity: "go", Input: pages(100)}); err != nil {
 		t.Fatal(err)
 	}
 	if used, _ := rt.Memory(); used != 101*65536 {

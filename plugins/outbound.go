@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -193,7 +194,7 @@ type hopsKey struct{}
 // to.
 type hops struct {
 	cs *callState
-	// err is why route refused a hop: a *GrantError or a limit. The
+	// err is why route refused a hop: a *call.GrantError or a limit. The
 	// client wraps it; this keeps it whole.
 	err error
 	// rule is the pattern of the rule that allowed the latest hop.
@@ -206,7 +207,7 @@ func (o *outbound) route(r *http.Request) (*http.Response, error) {
 	h := r.Context().Value(hopsKey{}).(*hops)
 	h.cs.http.hops++
 	if h.cs.http.hops > o.cfg.MaxRequests {
-		h.err = fmt.Errorf("%w: more than %d HTTP requests in one call, redirects included (plugins.http.max_requests)", ErrLimit, o.cfg.MaxRequests)
+		h.err = fmt.Errorf("%w: more than %d HTTP requests in one call, redirects included (plugins.http.max_requests)", call.ErrLimit, o.cfg.MaxRequests)
 		return nil, h.err
 	}
 	rule, err := h.cs.grants.Allow(r.URL) // hostHTTPRequest read them (needGrants)
@@ -221,11 +222,11 @@ func (o *outbound) route(r *http.Request) (*http.Response, error) {
 	return o.public.RoundTrip(r)
 }
 
-// denied turns a refusal of the grant package into the *GrantError the call
+// denied turns a refusal of the grant package into the *call.GrantError the call
 // fails with.
-func (cs *callState) denied(err error) *GrantError {
+func (cs *callState) denied(err error) *call.GrantError {
 	plugin := cs.call.Info.Plugin
-	ge := &GrantError{Plugin: plugin, What: "host"}
+	ge := &call.GrantError{Plugin: plugin, What: "host"}
 	var de *grant.DeniedError
 	var ae *grant.AddressError
 	switch {

@@ -13,6 +13,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -93,7 +94,7 @@ func FuzzHTTPRequest(f *testing.F) {
 	}
 	// The first seed must reach the server: a guest that never gets there
 	// would make every input pass.
-	if _, err := rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "send", Input: httpInput("POST", srv.URL, "", "x"), Grants: g}); err != nil {
+	if _, err := rt.Invoke(context.Background(), m.Version, call.Call{Activity: "send", Input: httpInput("POST", srv.URL, "", "x"), Grants: g}); err != nil {
 		f.Fatalf("a plain request: %v", err)
 	}
 	if s := <-got; s.method != "POST" || s.body != "x" {
@@ -103,9 +104,9 @@ func FuzzHTTPRequest(f *testing.F) {
 		for len(got) > 0 {
 			<-got
 		}
-		_, err := rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "send", Input: httpInput(method, url, headers, body), Grants: g, Info: abi.Info{Plugin: "fuzz"}})
+		_, err := rt.Invoke(context.Background(), m.Version, call.Call{Activity: "send", Input: httpInput(method, url, headers, body), Grants: g, Info: abi.Info{Plugin: "fuzz"}})
 		if err != nil {
-			if !errors.Is(err, plugins.ErrProtocol) && !errors.Is(err, plugins.ErrLimit) && !errors.Is(err, plugins.ErrNotGranted) {
+			if !errors.Is(err, call.ErrProtocol) && !errors.Is(err, call.ErrLimit) && !errors.Is(err, call.ErrNotGranted) {
 				t.Fatalf("%q %q %q: %v, want an ABI violation, a limit or not_granted", method, url, headers, err)
 			}
 			return

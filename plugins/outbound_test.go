@@ -24,6 +24,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -55,12 +56,12 @@ func newHTTPProbe(t *testing.T, cfg plugins.Config) *httpProbe {
 }
 
 // do runs the probe's "do" activity under grants.
-func (p *httpProbe) do(ctx context.Context, g *grant.Set, req probeRequest, opts ...func(*plugins.Call)) ([]probeResponse, error) {
+func (p *httpProbe) do(ctx context.Context, g *grant.Set, req probeRequest, opts ...func(*call.Call)) ([]probeResponse, error) {
 	in, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	call := plugins.Call{Activity: "do", Input: in, Grants: g,
+	call := call.Call{Activity: "do", Input: in, Grants: g,
 		Info: abi.Info{Plugin: "probe", IdempotencyKey: "instance-1/step/1"}}
 	for _, o := range opts {
 		o(&call)
@@ -109,22 +110,22 @@ func TestHTTPRoundTrip(t *testing.T) {
 	t.Cleanup(srv.Close)
 	p := newHTTPProbe(t, plugins.Config{})
 
-	var recs []plugins.Request
+	var recs []call.Request
 	rs, err := p.do(context.Background(), loopback(), probeRequest{
 		Method: "POST", URL: srv.URL + "/hooks/in?token=s3cr3t", Body: `{"n":1}`,
 		Headers: "Content-Type: application/json\r\nX-Multi: 1\nX-Multi: 2\n  X-Bad-Indent: x",
-	}, func(c *plugins.Call) { c.Requested = func(r plugins.Request) { recs = append(recs, r) } })
+	}, func(c *call.Call) { c.Requested = func(r call.Request) { recs = append(recs, r) } })
 	if err == nil {
 		t.Fatalf("a header line with a name that is not a token was accepted: %+v", rs)
 	}
-	if !errors.Is(err, plugins.ErrProtocol) {
+	if !errors.Is(err, call.ErrProtocol) {
 		t.Fatalf("bad header line: %v, want an ABI violation", err)
 	}
 
 	rs, err = p.do(context.Background(), loopback(), probeRequest{
 		Method: "POST", URL: srv.URL + "/hooks/in?token=s3cr3t", Body: `{"n":1}`,
 		Headers: "Content-Type: application/json\r\n\nX-Multi: 1\nX-Multi: 2\n",
-	}, func(c *plugins.Call) { c.Requested = func(r plugins.Request) { recs = append(recs, r) } })
+	}, func(c *call.Call) { c.Requested = func(r call.Request) { recs = append(recs, r) } })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestHTTPIdempotencyKeys(t *testing.T) {
 		t.Errorf("the guest's key was replaced by %q", k)
 	}
 	// Another step execution: other keys.
-	if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL}, func(c *plugins.Call) { c.Info.IdempotencyKey = "instance-1/step/2" }); err != nil {
+	if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL}, func(c *call.Call) { c.Info.IdempotencyKey = "instance-1/step/2" }); err != nil {
 		t.Fatal(err)
 	}
 	if k := <-keys; k == a1 {
@@ -266,8 +267,8 @@ func TestHTTPGrantMatrix(t *testing.T) {
 				return
 			}
 			t.Log(err)
-			var ge *plugins.GrantError
-			if !errors.Is(err, plugins.ErrNotGranted) || !errors.As(err, &ge) {
+			var ge *call.GrantError
+			if !errors.Is(err, call.ErrNotGranted) || !errors.As(err, &ge) {
 				t.Fatalf("got %+v, %v; want not_granted", rs, err)
 			}
 			if !strings.Contains(err.Error(), tc.why) || !strings.Contains(err.Error(), "plugin probe") {
@@ -306,7 +307,7 @@ func TestHTTPGrantSuggestion(t *testing.T) {
 		{"http://169.254.169.254/", ""},
 	} {
 		_, err := p.do(context.Background(), &grant.Set{}, probeRequest{URL: tc.url})
-		var ge *plugins.GrantError
+		var ge *call.GrantError
 		if !errors.As(err, &ge) || ge.Grant != tc.want {
 			t.Errorf("%s: %v; want the suggestion %q", tc.url, err, tc.want)
 		}
@@ -387,10 +388,10 @@ func TestHTTPNoResponse(t *testing.T) {
 	// machine is not taken for a timeout.
 	p := newHTTPProbe(t, plugins.Config{})
 	short := newHTTPProbe(t, plugins.Config{HTTP: plugins.HTTPConfig{Timeout: 300 * time.Millisecond}})
-	var logs []plugins.Record
+	var logs []call.Record
 	var mu sync.Mutex
-	logTo := func(c *plugins.Call) {
-		c.Log = func(r plugins.Record) { mu.Lock(); logs = append(logs, r); mu.Unlock() }
+	logTo := func(c *call.Call) {
+		c.Log = func(r call.Record) { mu.Lock(); logs = append(logs, r); mu.Unlock() }
 	}
 	g := &grant.Set{Hosts: []grant.Host{{Pattern: "http://127.0.0.1:*", PrivateNetworks: true}, {Pattern: "127.0.0.1:" + tlsPort, PrivateNetworks: true}}}
 	for _, tc := range []struct {
@@ -460,7 +461,7 @@ func TestHTTPStopsTheGuest(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, err := p.do(ctx, loopback(), probeRequest{URL: slow.URL})
-		if !errors.Is(err, plugins.ErrTimeout) {
+		if !errors.Is(err, call.ErrTimeout) {
 			t.Fatalf("%v, want the guest stopped at its deadline", err)
 		}
 		select {
@@ -470,15 +471,15 @@ func TestHTTPStopsTheGuest(t *testing.T) {
 		}
 	})
 	t.Run("cancel", func(t *testing.T) {
-		hb := plugins.NewHeartbeat(time.Now())
+		hb := call.NewHeartbeat(time.Now())
 		go func() {
 			<-entered // the request is in flight
 			hb.RequestCancel()
 		}()
 		// No deadline: only the cancellation can end the call, and the
 		// server never answers.
-		_, err := p.do(context.Background(), loopback(), probeRequest{URL: slow.URL}, func(c *plugins.Call) { c.Heartbeat = hb })
-		if !errors.Is(err, plugins.ErrCancelled) {
+		_, err := p.do(context.Background(), loopback(), probeRequest{URL: slow.URL}, func(c *call.Call) { c.Heartbeat = hb })
+		if !errors.Is(err, call.ErrCancelled) {
 			t.Fatalf("%v, want the guest stopped after the grace period", err)
 		}
 	})
@@ -517,21 +518,21 @@ func TestHTTPLimits(t *testing.T) {
 		setting string
 		kind    error
 	}{
-		{"response body", probeRequest{URL: srv.URL + "/big"}, "plugins.http.max_response_bytes", plugins.ErrLimit},
-		{"response body without a length", probeRequest{URL: srv.URL + "/chunked"}, "plugins.http.max_response_bytes", plugins.ErrLimit},
-		{"response headers", probeRequest{URL: srv.URL + "/headers"}, "plugins.http.max_headers", plugins.ErrLimit},
-		{"a response header over the bytes", probeRequest{URL: srv.URL + "/hugeheader"}, "plugins.http.max_header_bytes", plugins.ErrLimit},
-		{"response headers over the bytes", probeRequest{URL: srv.URL + "/manyheaders"}, "plugins.http.max_header_bytes", plugins.ErrLimit},
-		{"request body", probeRequest{Method: "POST", URL: srv.URL, Body: strings.Repeat("x", 101)}, "plugins.http.max_request_bytes", plugins.ErrLimit},
-		{"request headers", probeRequest{URL: srv.URL, Headers: strings.Repeat("X-A: 1\n", 11)}, "plugins.http.max_headers", plugins.ErrLimit},
-		{"requests per call", probeRequest{URL: srv.URL, Repeat: 4}, "plugins.http.max_requests", plugins.ErrLimit},
-		{"a header the host sets", probeRequest{URL: srv.URL, Headers: "Host: evil.example"}, "set by the host", plugins.ErrProtocol},
-		{"a header value with CR", probeRequest{URL: srv.URL, Headers: "X-A: 1\rX-B: 2"}, "control character '\\r'", plugins.ErrProtocol},
-		{"a header value with another control character", probeRequest{URL: srv.URL, Headers: "X-A: 1\x01"}, "control character", plugins.ErrProtocol},
-		{"a bad method", probeRequest{Method: "GET /", URL: srv.URL}, "method", plugins.ErrProtocol},
-		{"user information", probeRequest{URL: strings.Replace(srv.URL, "//", "//u:secret=1@", 1)}, "user information", plugins.ErrProtocol},
-		{"another scheme", probeRequest{URL: "ftp://127.0.0.1/?secret=1"}, "not http or https", plugins.ErrProtocol},
-		{"a relative URL", probeRequest{URL: "/path?secret=1"}, "absolute URL", plugins.ErrProtocol},
+		{"response body", probeRequest{URL: srv.URL + "/big"}, "plugins.http.max_response_bytes", call.ErrLimit},
+		{"response body without a length", probeRequest{URL: srv.URL + "/chunked"}, "plugins.http.max_response_bytes", call.ErrLimit},
+		{"response headers", probeRequest{URL: srv.URL + "/headers"}, "plugins.http.max_headers", call.ErrLimit},
+		{"a response header over the bytes", probeRequest{URL: srv.URL + "/hugeheader"}, "plugins.http.max_header_bytes", call.ErrLimit},
+		{"response headers over the bytes", probeRequest{URL: srv.URL + "/manyheaders"}, "plugins.http.max_header_bytes", call.ErrLimit},
+		{"request body", probeRequest{Method: "POST", URL: srv.URL, Body: strings.Repeat("x", 101)}, "plugins.http.max_request_bytes", call.ErrLimit},
+		{"request headers", probeRequest{URL: srv.URL, Headers: strings.Repeat("X-A: 1\n", 11)}, "plugins.http.max_headers", call.ErrLimit},
+		{"requests per call", probeRequest{URL: srv.URL, Repeat: 4}, "plugins.http.max_requests", call.ErrLimit},
+		{"a header the host sets", probeRequest{URL: srv.URL, Headers: "Host: evil.example"}, "set by the host", call.ErrProtocol},
+		{"a header value with CR", probeRequest{URL: srv.URL, Headers: "X-A: 1\rX-B: 2"}, "control character '\\r'", call.ErrProtocol},
+		{"a header value with another control character", probeRequest{URL: srv.URL, Headers: "X-A: 1\x01"}, "control character", call.ErrProtocol},
+		{"a bad method", probeRequest{Method: "GET /", URL: srv.URL}, "method", call.ErrProtocol},
+		{"user information", probeRequest{URL: strings.Replace(srv.URL, "//", "//u:secret=1@", 1)}, "user information", call.ErrProtocol},
+		{"another scheme", probeRequest{URL: "ftp://127.0.0.1/?secret=1"}, "not http or https", call.ErrProtocol},
+		{"a relative URL", probeRequest{URL: "/path?secret=1"}, "absolute URL", call.ErrProtocol},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs, err := p.do(context.Background(), loopback(), tc.req)
@@ -549,11 +550,11 @@ func TestSecrets(t *testing.T) {
 	// Not parallel: t.Setenv.
 	t.Setenv("WEFT_TEST_SECRET", "hunter2-value")
 	p := newHTTPProbe(t, plugins.Config{})
-	run := func(g *grant.Set, name string) ([]plugins.Record, []byte, error) {
-		var logs []plugins.Record
+	run := func(g *grant.Set, name string) ([]call.Record, []byte, error) {
+		var logs []call.Record
 		in, _ := json.Marshal(name)
-		out, err := p.rt.Invoke(context.Background(), p.version, plugins.Call{Activity: "secret", Input: in, Grants: g,
-			Info: abi.Info{Plugin: "probe"}, Log: func(r plugins.Record) { logs = append(logs, r) }})
+		out, err := p.rt.Invoke(context.Background(), p.version, call.Call{Activity: "secret", Input: in, Grants: g,
+			Info: abi.Info{Plugin: "probe"}, Log: func(r call.Record) { logs = append(logs, r) }})
 		return logs, out, err
 	}
 	granted := &grant.Set{Secrets: map[string]string{"token": "env:WEFT_TEST_SECRET", "gone": "env:WEFT_TEST_UNSET", "file": "file:/nonexistent/weft"}}
@@ -565,17 +566,17 @@ func TestSecrets(t *testing.T) {
 		t.Errorf("logs %+v: want the value masked", logs)
 	}
 	_, _, err = run(granted, "other")
-	if !errors.Is(err, plugins.ErrNotGranted) || !strings.Contains(err.Error(), `secret "other"`) || !strings.Contains(err.Error(), "weft plugin grant probe --secret") {
+	if !errors.Is(err, call.ErrNotGranted) || !strings.Contains(err.Error(), `secret "other"`) || !strings.Contains(err.Error(), "weft plugin grant probe --secret") {
 		t.Errorf("a secret not granted: %v", err)
 	}
 	for _, name := range []string{"gone", "file"} {
 		_, _, err = run(granted, name)
-		if !errors.Is(err, plugins.ErrSecret) || errors.Is(err, plugins.ErrNotGranted) {
+		if !errors.Is(err, call.ErrSecret) || errors.Is(err, call.ErrNotGranted) {
 			t.Errorf("secret %s that does not resolve: %v, want ErrSecret", name, err)
 		}
 	}
 	_, _, err = run(nil, "token")
-	if !errors.Is(err, plugins.ErrNotGranted) {
+	if !errors.Is(err, call.ErrNotGranted) {
 		t.Errorf("no grants at all: %v", err)
 	}
 }
@@ -634,10 +635,10 @@ func TestHTTPWaitIsASignOfLife(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	p := newHTTPProbe(t, plugins.Config{Now: clock})
-	hb := plugins.NewHeartbeat(time.Time{})
+	hb := call.NewHeartbeat(time.Time{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL}, func(c *plugins.Call) { c.Heartbeat = hb })
+		_, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL}, func(c *call.Call) { c.Heartbeat = hb })
 		done <- err
 	}()
 	select {
@@ -687,7 +688,7 @@ func TestOutputMasksSecrets(t *testing.T) {
 		{"digits", true, `"[withheld: the output held a secret the activity read]"`},
 	} {
 		in, _ := json.Marshal(map[string]any{"name": tc.name, "raw": tc.raw})
-		out, err := p.rt.Invoke(context.Background(), p.version, plugins.Call{Activity: "reveal", Input: in, Grants: &grant.Set{Secrets: secrets},
+		out, err := p.rt.Invoke(context.Background(), p.version, call.Call{Activity: "reveal", Input: in, Grants: &grant.Set{Secrets: secrets},
 			Info: abi.Info{Plugin: "probe"}})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -705,14 +706,14 @@ func TestHTTPRecordsAreBounded(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(srv.Close)
-	p := newHTTPProbe(t, plugins.Config{Logger: slog.New(slog.DiscardHandler), HTTP: plugins.HTTPConfig{MaxRequests: 2 * plugins.MaxRecords}})
-	keep := func(recs *[]plugins.Request) func(*plugins.Call) {
-		return func(c *plugins.Call) { c.Requested = func(r plugins.Request) { *recs = append(*recs, r) } }
+	p := newHTTPProbe(t, plugins.Config{Logger: slog.New(slog.DiscardHandler), HTTP: plugins.HTTPConfig{MaxRequests: 2 * call.MaxRecords}})
+	keep := func(recs *[]call.Request) func(*call.Call) {
+		return func(c *call.Call) { c.Requested = func(r call.Request) { *recs = append(*recs, r) } }
 	}
 
 	// A megabyte of path, and a megabyte of method, three times each.
 	long := strings.Repeat("p", 1<<20)
-	var recs []plugins.Request
+	var recs []call.Request
 	for _, req := range []probeRequest{
 		{URL: srv.URL + "/" + long, Repeat: 3},
 		{Method: strings.Repeat("M", 1<<20), URL: srv.URL + "/m", Repeat: 3},
@@ -725,26 +726,26 @@ func TestHTTPRecordsAreBounded(t *testing.T) {
 		t.Fatalf("%d records, want 6", len(recs))
 	}
 	for i, r := range recs {
-		if len(r.Method) > plugins.MaxRecordMethodBytes || len(r.Host) > plugins.MaxRecordHostBytes || len(r.Path) > plugins.MaxRecordPathBytes || !r.Truncated {
+		if len(r.Method) > call.MaxRecordMethodBytes || len(r.Host) > call.MaxRecordHostBytes || len(r.Path) > call.MaxRecordPathBytes || !r.Truncated {
 			t.Errorf("record %d: method %d bytes, host %d, path %d, truncated %v; want at most %d, %d, %d and truncated",
-				i, len(r.Method), len(r.Host), len(r.Path), r.Truncated, plugins.MaxRecordMethodBytes, plugins.MaxRecordHostBytes, plugins.MaxRecordPathBytes)
+				i, len(r.Method), len(r.Host), len(r.Path), r.Truncated, call.MaxRecordMethodBytes, call.MaxRecordHostBytes, call.MaxRecordPathBytes)
 		}
 	}
-	if !strings.HasPrefix(long, strings.TrimPrefix(recs[0].Path, "/")) || recs[3].Method != strings.Repeat("M", plugins.MaxRecordMethodBytes) {
+	if !strings.HasPrefix(long, strings.TrimPrefix(recs[0].Path, "/")) || recs[3].Method != strings.Repeat("M", call.MaxRecordMethodBytes) {
 		t.Errorf("record 0's path %.20q…, record 3's method %.20q…: want the values' beginnings", recs[0].Path, recs[3].Method)
 	}
 
 	// More requests than are recorded: the first MaxRecords, then one
 	// that says so.
 	recs = nil
-	if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL + "/many", Repeat: plugins.MaxRecords + 5}, keep(&recs)); err != nil {
+	if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL + "/many", Repeat: call.MaxRecords + 5}, keep(&recs)); err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != plugins.MaxRecords+1 {
-		t.Fatalf("%d records of %d requests, want %d", len(recs), plugins.MaxRecords+5, plugins.MaxRecords+1)
+	if len(recs) != call.MaxRecords+1 {
+		t.Fatalf("%d records of %d requests, want %d", len(recs), call.MaxRecords+5, call.MaxRecords+1)
 	}
-	if last := recs[plugins.MaxRecords]; last.Error != "dropped" || last.Path != "" || recs[plugins.MaxRecords-1].Path != "/many" {
-		t.Errorf("the last records %+v, %+v; want a request and then the dropped marker", recs[plugins.MaxRecords-1], last)
+	if last := recs[call.MaxRecords]; last.Error != "dropped" || last.Path != "" || recs[call.MaxRecords-1].Path != "/many" {
+		t.Errorf("the last records %+v, %+v; want a request and then the dropped marker", recs[call.MaxRecords-1], last)
 	}
 	b, err := json.Marshal(recs)
 	if err != nil {
@@ -806,7 +807,7 @@ func TestHTTPNeverReachesTheHostsListener(t *testing.T) {
 	}
 	for _, target := range targets {
 		rs, err := p.do(context.Background(), broad, probeRequest{URL: target})
-		var ge *plugins.GrantError
+		var ge *call.GrantError
 		if !errors.As(err, &ge) || !strings.Contains(err.Error(), "the host's own listener") || ge.Grant != "" {
 			t.Errorf("%s: %+v, %v; want not_granted naming the host's own listener, with no grant to suggest", target, rs, err)
 		}

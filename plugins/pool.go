@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // pool keeps the instances of one plugin version. At most size instances
@@ -209,7 +210,7 @@ type instance struct {
 	// cs is the state of the call in progress, reused from call to call.
 	cs callState
 	// invoked is the Call in progress, which cs.call points to.
-	invoked Call
+	invoked call.Call
 	// lastUsed is when the instance last went back to the idle pool.
 	lastUsed time.Time
 }
@@ -252,7 +253,7 @@ func (p *pool) instantiate(ctx context.Context) (*instance, error) {
 		if serr := stopped(err); serr != nil {
 			return nil, fmt.Errorf("instantiating: %w", serr)
 		}
-		return nil, fmt.Errorf("%w: instantiating: %v%s", ErrTrap, err, stderrSuffix(init.stderrTail()))
+		return nil, fmt.Errorf("%w: instantiating: %v%s", call.ErrTrap, err, stderrSuffix(init.stderrTail()))
 	}
 	adm.done()
 	p.created.Add(1)

@@ -3,7 +3,7 @@ package plugins
 import (
 	"fmt"
 
-	"github.com/weftworks/weft/plugins/internal/wasmbin"
+	"github.com/weftworks/weft/internal/wasmbin"
 )
 
 // Limits on what a module may declare, checked before wazero decodes it.

@@ -15,7 +15,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
-	"github.com/weftworks/weft/plugins/instrument"
+	"github.com/weftworks/weft/internal/instrument"
 )
 
 // rewriteCacheDir is the rewrite cache's directory under Config.CacheDir,

@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftworks/weft/plugins/instrument"
+	"github.com/weftworks/weft/internal/instrument"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // warnings counts the warnings logged through it.
@@ -380,7 +381,7 @@ func TestCachedLoadTakesNoCompileToken(t *testing.T) {
 	if _, err := second.Module(lctx, m.Version); err != nil {
 		t.Fatalf("loading a cached version while another compiles: %v", err)
 	}
-	out, err := second.Invoke(ctx, m.Version, Call{Activity: "echo", Input: []byte(`"x"`)})
+	out, err := second.Invoke(ctx, m.Version, call.Call{Activity: "echo", Input: []byte(`"x"`)})
 	if err != nil || string(out) != `"x"` {
 		t.Fatalf("echo: %s, %v", out, err)
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/plugins/instrument"
+	"github.com/weftworks/weft/internal/instrument"
 )
 
 // Blobs stores plugin modules by content hash (lower-case sha256 hex).
@@ -122,7 +122,7 @@ var wazeroVersionOnce sync.Once
 // impossible value or the compilation cache directory cannot be used.
 func New(ctx context.Context, cfg Config, blobs Blobs) (*Runtime, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	wazeroVersionOnce.Do(func() { _ = wazero.NewRuntime(context.Background()).Close(context.Background()) })

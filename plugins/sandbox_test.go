@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -35,8 +36,8 @@ func TestFilesystemPluginSeesNoFiles(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{})
 	v := loadFile(t, rt, testplugins.Testdata(t, "plugins/testdata/escape"))
-	out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "read"})
-	var ge *plugins.GuestError
+	out, err := rt.Invoke(context.Background(), v, call.Call{Activity: "read"})
+	var ge *call.GuestError
 	if !errors.As(err, &ge) {
 		t.Fatalf("read /: %s, %v; want the activity to fail", out, err)
 	}
@@ -88,7 +89,7 @@ func TestInertWASIFunctionsReturnEBADF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "probe"})
+	out, err := rt.Invoke(context.Background(), m.Version, call.Call{Activity: "probe"})
 	if err != nil || string(out) != "true" {
 		t.Fatalf("probe: %s, %v; want every inert function to return EBADF", out, err)
 	}
@@ -99,7 +100,7 @@ func TestSandboxFromInside(t *testing.T) {
 	rt := testplugins.Runtime(t, plugins.Config{})
 	v := loadFile(t, rt, testplugins.Testdata(t, "plugins/testdata/sandbox"))
 	before := time.Now().Unix()
-	out, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "probe", Grants: &grant.Set{Config: map[string]string{"greeting": "hej"}}})
+	out, err := rt.Invoke(context.Background(), v, call.Call{Activity: "probe", Grants: &grant.Set{Config: map[string]string{"greeting": "hej"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +144,10 @@ func TestSandboxFromInside(t *testing.T) {
 // recorder collects log records.
 type recorder struct {
 	mu   sync.Mutex
-	recs []plugins.Record
+	recs []call.Record
 }
 
-func (r *recorder) log(rec plugins.Record) {
+func (r *recorder) log(rec call.Record) {
 	r.mu.Lock()
 	r.recs = append(r.recs, rec)
 	r.mu.Unlock()
@@ -160,7 +161,7 @@ func TestGuestLogsCapturedWithinVolumeLimit(t *testing.T) {
 	t.Run("small", func(t *testing.T) {
 		t.Parallel()
 		var rec recorder
-		if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "noise", Input: []byte(`{"lines":2,"size":3}`), Log: rec.log}); err != nil {
+		if _, err := rt.Invoke(context.Background(), v, call.Call{Activity: "noise", Input: []byte(`{"lines":2,"size":3}`), Log: rec.log}); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -179,7 +180,7 @@ func TestGuestLogsCapturedWithinVolumeLimit(t *testing.T) {
 	t.Run("over the limit", func(t *testing.T) {
 		t.Parallel()
 		var rec recorder
-		if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "noise", Input: []byte(`{"lines":100,"size":100}`), Log: rec.log}); err != nil {
+		if _, err := rt.Invoke(context.Background(), v, call.Call{Activity: "noise", Input: []byte(`{"lines":100,"size":100}`), Log: rec.log}); err != nil {
 			t.Fatal(err)
 		}
 		total := 0
@@ -209,15 +210,15 @@ func TestGuestExitDiscardsInstanceAndKeepsStderr(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{PoolSize: 1, Logger: discardLogger()})
 	v := loadFile(t, rt, testplugins.Testdata(t, "plugins/testdata/sandbox"))
-	_, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "exit"})
-	var ce *plugins.CallError
-	if !errors.Is(err, plugins.ErrTrap) || !errors.As(err, &ce) {
+	_, err := rt.Invoke(context.Background(), v, call.Call{Activity: "exit"})
+	var ce *call.Error
+	if !errors.Is(err, call.ErrTrap) || !errors.As(err, &ce) {
 		t.Fatalf("error %v, want ErrTrap", err)
 	}
 	if !strings.Contains(err.Error(), "exited with code 3") || !strings.Contains(ce.Stderr, "exiting with 3") {
 		t.Errorf("error %q with stderr %q: want the exit code and the guest's stderr", err, ce.Stderr)
 	}
-	if _, err := rt.Invoke(context.Background(), v, plugins.Call{Activity: "noise", Input: []byte(`{}`)}); err != nil {
+	if _, err := rt.Invoke(context.Background(), v, call.Call{Activity: "noise", Input: []byte(`{}`)}); err != nil {
 		t.Fatalf("call after exit: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -30,7 +31,7 @@ const leakSecret = "leak-s3cr3t-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFGH"
 type leakRun struct {
 	out      string
 	err      error
-	requests []plugins.Request
+	requests []call.Request
 	beat     string
 }
 
@@ -42,11 +43,11 @@ func (r leakRun) all() string {
 	s := r.out + "\n" + r.beat + "\n" + string(b)
 	if r.err != nil {
 		s += "\n" + r.err.Error()
-		var ce *plugins.CallError
+		var ce *call.Error
 		if errors.As(r.err, &ce) {
 			s += "\n" + ce.Stderr
 		}
-		var ge *plugins.GuestError
+		var ge *call.GuestError
 		if errors.As(r.err, &ge) {
 			s += "\n" + ge.Code + "\n" + ge.Message + "\n" + string(ge.Details)
 		}
@@ -91,11 +92,11 @@ func (p *leakPlugin) call(t *testing.T, plugin string, input map[string]any) lea
 	}
 	var r leakRun
 	var mu sync.Mutex
-	hb := plugins.NewHeartbeat(time.Now())
-	out, err := p.rt.Invoke(context.Background(), p.version, plugins.Call{
+	hb := call.NewHeartbeat(time.Now())
+	out, err := p.rt.Invoke(context.Background(), p.version, call.Call{
 		Activity: "leak", Input: in, Grants: p.grants, Heartbeat: hb,
 		Info: abi.Info{Plugin: plugin, Activity: "leak", Attempt: 1, IdempotencyKey: "i/s/1"},
-		Requested: func(rq plugins.Request) {
+		Requested: func(rq call.Request) {
 			mu.Lock()
 			defer mu.Unlock()
 			r.requests = append(r.requests, rq)
@@ -167,7 +168,7 @@ func TestSecretsMaskedInAllACallHandsBack(t *testing.T) {
 	// A failure: the code, the message and the details.
 	r = p.call(t, "leak", map[string]any{"into": []string{"code", "message", "details", "log"}})
 	check("failure", r)
-	var ge *plugins.GuestError
+	var ge *call.GuestError
 	if !errors.As(r.err, &ge) || ge.Code != "[secret]" || ge.Message != "the secret is [secret]" || string(ge.Details) != `{"secret":"[secret]"}` {
 		t.Errorf("failure: %v (details %s), want every field masked", r.err, r.all())
 	}
@@ -176,7 +177,7 @@ func TestSecretsMaskedInAllACallHandsBack(t *testing.T) {
 	// the middle of the value.
 	r = p.call(t, "leak", map[string]any{"url": srv.URL + "/hook", "into": []string{"header"}})
 	check("header", r)
-	if !errors.Is(r.err, plugins.ErrProtocol) || !strings.Contains(r.err.Error(), "Authorization Bearer [secret]") {
+	if !errors.Is(r.err, call.ErrProtocol) || !strings.Contains(r.err.Error(), "Authorization Bearer [secret]") {
 		t.Errorf("header: error %v, want an ABI violation quoting the masked line", r.err)
 	}
 

@@ -12,8 +12,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/instrument"
 	"github.com/weftworks/weft/plugins/grant"
-	"github.com/weftworks/weft/plugins/instrument"
 )
 
 func kindName(kind byte) string {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // watModule assembles a WAT plugin from parts; each part left empty gets a
@@ -78,7 +79,7 @@ func TestWATModuleDefaultsAreValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := rt.Invoke(context.Background(), m.Version, plugins.Call{Activity: "echo", Input: []byte(`{"ok":true}`)})
+	out, err := rt.Invoke(context.Background(), m.Version, call.Call{Activity: "echo", Input: []byte(`{"ok":true}`)})
 	if err != nil || string(out) != `{"ok":true}` {
 		t.Fatalf("echo: %s, %v", out, err)
 	}
@@ -283,7 +284,7 @@ func TestABIReadmeExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := rt.Invoke(context.Background(), mod.Version, plugins.Call{Activity: "echo", Input: []byte(`[1,"two"]`)})
+	out, err := rt.Invoke(context.Background(), mod.Version, call.Call{Activity: "echo", Input: []byte(`[1,"two"]`)})
 	if err != nil || string(out) != `[1,"two"]` {
 		t.Fatalf("echo: %s, %v", out, err)
 	}

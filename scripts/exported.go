@@ -33,7 +33,7 @@ func main() {
 			return err
 		}
 		if d.IsDir() {
-			// Other modules (sdk, bench, examples), internal packages,
+			// Other modules (sdk, bench, examples, but abi: below), internal packages,
 			// test data and hidden directories are not the module's face.
 			switch name := d.Name(); {
 			case path == ".":
@@ -41,7 +41,9 @@ func main() {
 			case name == "internal" || name == "testdata" || strings.HasPrefix(name, ".") || name == "bin":
 				return filepath.SkipDir
 			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+			// abi is a module of its own (so that the SDK imports it alone)
+			// but still the host's face, and was counted before it split.
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "abi" {
 				return filepath.SkipDir
 			}
 			return nil

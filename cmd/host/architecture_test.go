@@ -137,3 +137,131 @@ func packageTable(goList []byte) (string, error) {
 	b.WriteString("\n")
 	return b.String(), nil
 }
+
+// TestEngineLinksNoWazero: the engine, and internal/retry/classify, which turns
+// the errors of its calls into retry causes, see an activity call through
+// plugins/call alone; the node hands them the runtime behind the engine's
+// Plugins interface. So neither links wazero (docs/architecture.md, "The
+// plugin boundary"). A failure names the import that brings it in, by the
+// shortest chain of imports from the package to a wazero package.
+func TestEngineLinksNoWazero(t *testing.T) {
+	t.Parallel()
+	const module = "github.com/weftworks/weft/"
+	const wazero = "github.com/tetratelabs/wazero"
+	roots := []string{module + "internal/engine", module + "internal/retry/classify", module + "plugins/call"}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-json=ImportPath,Imports"}, roots...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", strings.Join(roots, " "), err, stderr.Bytes())
+	}
+	imports := map[string][]string{}
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list: %v", err)
+		}
+		imports[p.ImportPath] = p.Imports
+	}
+	short := func(pkg string) string { return strings.TrimPrefix(pkg, module) }
+	for _, r := range roots {
+		// Breadth first, so that the chain found is a shortest one.
+		from := map[string]string{r: ""}
+		for queue := []string{r}; len(queue) > 0; queue = queue[1:] {
+			p := queue[0]
+			if p == wazero || strings.HasPrefix(p, wazero+"/") {
+				chain := []string{p}
+				for q := from[p]; q != ""; q = from[q] {
+					chain = append(chain, short(q))
+				}
+				slices.Reverse(chain)
+				t.Errorf("%s links wazero through its import of %s: %s", short(r), chain[1], strings.Join(chain, " → "))
+				break
+			}
+			for _, imp := range imports[p] {
+				if _, seen := from[imp]; !seen {
+					from[imp] = p
+					queue = append(queue, imp)
+				}
+			}
+		}
+	}
+}
+
+// TestImportRules: the faces import what they may, named by the test when
+// they do not. The commands reach the host through its faces (nothing
+// under internal/: the compiler cannot say so, since cmd/host's tests, the
+// chaos harness among them, read the stores directly); the client links
+// only the wire types; the vocabulary and the wire types import nothing of
+// the module. The API's list is what it imports today, so that it does not
+// grow while its remaining imports move behind the node (issue 33's aim is
+// node, apiv1, console and weft alone).
+func TestImportRules(t *testing.T) {
+	t.Parallel()
+	const module = "github.com/weftworks/weft/"
+	faces := []string{"abi", "host/api", "host/api/apiv1", "host/client", "host/config", "host/node", "host/weft",
+		"plugins", "plugins/blobfile", "plugins/call", "plugins/grant"}
+	rules := map[string][]string{
+		"cmd/host":       faces,
+		"host/client":    {"host/api/apiv1"},
+		"host/api/apiv1": {},
+		"host/weft":      {},
+		"host/api": {"abi", "host/api/apiv1", "host/console", "host/node", "host/weft",
+			"internal/definition", "internal/engine", "internal/metrics", "internal/store", "lock", "plugins", "plugins/grant"},
+	}
+	var pkgs []string
+	for p := range rules {
+		pkgs = append(pkgs, module+p)
+	}
+	slices.Sort(pkgs)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Imports"}, pkgs...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", strings.Join(pkgs, " "), err, stderr.Bytes())
+	}
+	seen := 0
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list: %v", err)
+		}
+		seen++
+		name := strings.TrimPrefix(p.ImportPath, module)
+		allowed := rules[name]
+		for _, imp := range p.Imports {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok {
+				continue // the standard library and other modules
+			}
+			if !slices.Contains(allowed, dep) {
+				t.Errorf("%s imports %s, which it may not (it may import %v)", name, dep, allowed)
+			}
+		}
+	}
+	if seen != len(rules) {
+		t.Fatalf("go list answered for %d packages, want %d", seen, len(rules))
+	}
+}

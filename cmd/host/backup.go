@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/host/node"
 )
 
 // adminBackup is `weft admin backup FILE|-`: a backup of the host's
@@ -37,7 +37,7 @@ func (a *app) adminBackup(ctx context.Context, args []string) int {
 		// It began: the host is there, the answer was cut short.
 		cmd.errorf("admin backup: the backup is incomplete, nothing was written to %s: %v", file, te.Err)
 		return exitInternal
-	case errors.As(err, &te), errors.As(err, new(*client.Problem)), errors.Is(err, context.Canceled):
+	case errors.As(err, &te), errors.As(err, new(*client.Error)), errors.Is(err, context.Canceled):
 		return cmd.fail(err)
 	case err != nil:
 		cmd.errorf("admin backup: %v", err)
@@ -56,7 +56,7 @@ func (a *app) adminBackup(ctx context.Context, args []string) int {
 
 // writeBackup takes a backup into file so that file is only ever a whole
 // backup, the previous one or the new: into a temporary file beside it,
-// synced and checked (boltstore.CheckFile), then renamed over file, and
+// synced and checked (node.CheckBackup), then renamed over file, and
 // the directory synced so that the rename is durable too. The temporary
 // file is removed when anything fails.
 func writeBackup(ctx context.Context, c *client.Client, file string) (n int64, err error) {
@@ -89,7 +89,7 @@ func writeBackup(ctx context.Context, c *client.Client, file string) (n int64, e
 	if err = tmp.Close(); err != nil {
 		return n, fmt.Errorf("closing %s: %w", tmp.Name(), err)
 	}
-	if err = boltstore.CheckFile(tmp.Name()); err != nil {
+	if err = node.CheckBackup(tmp.Name()); err != nil {
 		return n, fmt.Errorf("the backup received is not a sound store, so %s was left as it was: %w", file, err)
 	}
 	if err = os.Rename(tmp.Name(), file); err != nil {

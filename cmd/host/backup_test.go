@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store/boltstore"
 )
 
 // testAdminBackup (in TestCLIAgainstHost): weft admin backup takes a

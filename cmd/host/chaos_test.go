@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
@@ -176,9 +177,9 @@ type chaosOutput struct {
 // outcome is what the driver saw of one instance.
 type outcome struct {
 	Started, Ended time.Time
-	Answers        [2]*client.EventResult
+	Answers        [2]*apiv1.EventOutcome
 	Sent           [2]sent
-	Final          *client.Instance
+	Final          *apiv1.Instance
 	Err            error // the harness could not start it, send its event or see its end
 }
 
@@ -365,9 +366,9 @@ func runOne(ctx context.Context, r *rig, cfg chaosConfig, seed uint64, p planned
 		o.Err = errors.Join(o.Err, err)
 	}
 	send := func(rng *rand.Rand, k int) {
-		var res *client.EventResult
+		var res *apiv1.EventOutcome
 		node, err := r.call(ctx, rng, stats, 10*time.Second, func(ctx context.Context, c *client.Client) (err error) {
-			res, err = c.SendEvent(ctx, client.EventRequest{ID: p.eventID(), Name: chaosEvent, Key: p.ID, Payload: payload})
+			res, err = c.SendEvent(ctx, apiv1.EventRequest{ID: p.eventID(), Name: chaosEvent, Key: p.ID, Payload: payload})
 			return err
 		})
 		if err != nil {
@@ -396,7 +397,7 @@ func runOne(ctx context.Context, r *rig, cfg chaosConfig, seed uint64, p planned
 	input, _ := json.Marshal(map[string]any{"key": p.ID, "ms": p.MS, "beat_ms": cfg.BeatMS})
 	o.Started = time.Now()
 	_, err := r.call(ctx, rng, stats, 10*time.Second, func(ctx context.Context, c *client.Client) error {
-		_, _, err := c.Start(ctx, "chaos", client.StartRequest{ID: p.ID, Input: input}, 0)
+		_, _, err := c.Start(ctx, "chaos", apiv1.StartRequest{ID: p.ID, Input: input}, 0)
 		return err
 	})
 	if err != nil {
@@ -407,9 +408,9 @@ func runOne(ctx context.Context, r *rig, cfg chaosConfig, seed uint64, p planned
 		events.Go(func() { sleep(p.Lead); send(evRNG, 0); sleep(p.Gap); send(evRNG, 1) })
 	}
 	for {
-		var inst *client.Instance
+		var inst *apiv1.Instance
 		_, err := r.call(ctx, rng, stats, 30*time.Second, func(ctx context.Context, c *client.Client) (err error) {
-			inst, err = c.Await(ctx, p.ID, 20*time.Second, client.UntilEnded)
+			inst, err = c.Await(ctx, p.ID, 20*time.Second, apiv1.UntilEnded)
 			return err
 		})
 		if err != nil {
@@ -583,9 +584,9 @@ func awaitEnds(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []out
 			for i := range work {
 				o := &outs[i]
 				for ctx.Err() == nil {
-					var inst *client.Instance
+					var inst *apiv1.Instance
 					_, err := r.call(ctx, rng, stats, 30*time.Second, func(ctx context.Context, c *client.Client) (err error) {
-						inst, err = c.Await(ctx, plan[i].ID, 20*time.Second, client.UntilEnded)
+						inst, err = c.Await(ctx, plan[i].ID, 20*time.Second, apiv1.UntilEnded)
 						return err
 					})
 					if err != nil {
@@ -678,7 +679,7 @@ type chaosResult struct {
 
 // chaosEv is a history event as checked, its data decoded.
 type chaosEv struct {
-	weft.HistoryEntry
+	apiv1.HistoryEntry
 	data struct {
 		Token         string          `json:"token"`
 		Event         string          `json:"event"`
@@ -708,8 +709,8 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 	st := openRedisStore(t, r.srv)
 	stats := &callStats{}
 	type read struct {
-		inst *client.Instance
-		hist []weft.HistoryEntry
+		inst *apiv1.Instance
+		hist []apiv1.HistoryEntry
 		stim *weft.Stimulus
 		left []weft.Stimulus
 		err  error
@@ -785,9 +786,9 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 		// The output.
 		var out chaosOutput
 		want := strings.ToUpper(p.ID + ":" + p.Word)
-		okOut := rd.inst.Status == weft.StatusCompleted && json.Unmarshal(rd.inst.Output, &out) == nil &&
+		okOut := rd.inst.Status == apiv1.StatusCompleted && json.Unmarshal(rd.inst.Output, &out) == nil &&
 			out.Key == p.ID && out.Text == want && out.Work.DoneMS == p.MS
-		if rd.inst.Status == weft.StatusCompleted {
+		if rd.inst.Status == apiv1.StatusCompleted {
 			res.completed++
 		}
 		vOutput.check(okOut, "%s: %s, output %s, error %+v; want key %s, text %s, done_ms %d\n%s",
@@ -919,7 +920,7 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 		}
 	})
 	vOutput.check(err == nil && listed == len(plan), "the host lists %d chaos instances (%v), the plan started %d", listed, err, len(plan))
-	var dead *client.Page[client.DeadLetter]
+	var dead *apiv1.Page[apiv1.Stimulus]
 	_, err = r.call(ctx, rand.New(rand.NewPCG(1, 2)), stats, 30*time.Second, func(ctx context.Context, c *client.Client) (err error) {
 		dead, err = c.DeadLetters(ctx, client.ListOptions{Limit: 100})
 		return err
@@ -983,7 +984,7 @@ func causeOf(faults []fault, node string, scheduled, takenOver time.Time, ttl ti
 	return nil
 }
 
-func answerString(a *client.EventResult) string {
+func answerString(a *apiv1.EventOutcome) string {
 	if a == nil {
 		return "nothing"
 	}

@@ -278,7 +278,7 @@ func (r *rig) up() []*rigNode {
 // deadline, or answered 5xx (its Redis was down, say).
 func retryable(err error) bool {
 	var te *client.TransportError
-	var p *client.Problem
+	var p *client.Error
 	switch {
 	case errors.As(err, &te), errors.Is(err, context.DeadlineExceeded):
 		return true
@@ -297,7 +297,7 @@ type callStats struct {
 func (s *callStats) add(err error) {
 	why := "other"
 	var te *client.TransportError
-	var p *client.Problem
+	var p *client.Error
 	switch {
 	case errors.As(err, &te):
 		why = "unreachable"

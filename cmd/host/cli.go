@@ -17,6 +17,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
 )
 
@@ -257,7 +258,7 @@ func (cmd *clientCmd) table() *tabwriter.Writer {
 // fail prints err readably and returns its exit code.
 func (cmd *clientCmd) fail(err error) int {
 	var (
-		p  *client.Problem
+		p  *client.Error
 		te *client.TransportError
 	)
 	switch {
@@ -387,7 +388,7 @@ func shortHash(h string) string {
 
 // printPage prints a page for scripts (-o json) or for people: a table
 // with header and one row per item, then how to get the next page.
-func printPage[T any](cmd *clientCmd, page *client.Page[T], header string, row func(T) string) int {
+func printPage[T any](cmd *clientCmd, page *apiv1.Page[T], header string, row func(T) string) int {
 	if cmd.output == "json" {
 		cmd.json(page)
 		return exitOK

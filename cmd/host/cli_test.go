@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/config"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
@@ -55,7 +56,7 @@ func startServer(t *testing.T, extra ...string) *testServer {
 		"--set", "engine.timer_interval=10ms",
 		"--node-id", "test",
 	}, extra...)
-	cfg, err := loadConfig(parseHostFlags(t, args...).sources(t.TempDir(), nil))
+	cfg, err := config.Load(parseHostFlags(t, args...).sources(t.TempDir(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -687,7 +688,7 @@ func TestServeRefusesToListenBeyondLoopbackWithoutTokens(t *testing.T) {
 			if tt.tokens {
 				args = append(args, "--set", "auth.tokens=ci:admin:0123456789abcdef0123")
 			}
-			cfg, err := loadConfig(parseHostFlags(t, args...).sources(t.TempDir(), nil))
+			cfg, err := config.Load(parseHostFlags(t, args...).sources(t.TempDir(), nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -733,7 +734,7 @@ func TestSeedOnlyOnFirstStart(t *testing.T) {
 	data := t.TempDir()
 	seeds := []string{"--seed", seedDir(t), "--seed", examplePath(t)}
 	for i, want := range []string{"first start: seeded the store", "seed skipped"} {
-		cfg, err := loadConfig(parseHostFlags(t, append([]string{"--listen", "127.0.0.1:0", "--data-dir", data, "--log-level", "debug",
+		cfg, err := config.Load(parseHostFlags(t, append([]string{"--listen", "127.0.0.1:0", "--data-dir", data, "--log-level", "debug",
 			"--set", "plugins.cache_dir=" + testplugins.CacheDir(t)}, seeds...)...).sources(t.TempDir(), nil))
 		if err != nil {
 			t.Fatal(err)

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store/redisstore"
-	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
+	"github.com/weftworks/weft/internal/store/redisstore"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -65,7 +65,7 @@ func deploy(t *testing.T, h *clusterHost, name, workflow string) {
 }
 
 // history returns an instance's whole history through a node.
-func history(t *testing.T, h *clusterHost, id string) []weft.HistoryEntry {
+func history(t *testing.T, h *clusterHost, id string) []apiv1.HistoryEntry {
 	t.Helper()
 	page, err := h.c.History(context.Background(), id, client.ListOptions{Limit: 1000})
 	if err != nil {
@@ -87,7 +87,7 @@ func until(t *testing.T, limit time.Duration, what string, f func() bool) {
 }
 
 // runsOn returns the node that scheduled an instance's latest attempt.
-func runsOn(evs []weft.HistoryEntry) string {
+func runsOn(evs []apiv1.HistoryEntry) string {
 	node := ""
 	for _, e := range evs {
 		if e.Type == "activity_scheduled" {
@@ -156,7 +156,7 @@ output: "${ vars.work }"
 	ctx := context.Background()
 	var ids []string
 	for range 6 {
-		inst, _, err := hosts[2].c.Start(ctx, "long", client.StartRequest{}, 0)
+		inst, _, err := hosts[2].c.Start(ctx, "long", apiv1.StartRequest{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +204,7 @@ output: "${ vars.work }"
 	}
 	for _, id := range ids {
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		var inst *client.Instance
+		var inst *apiv1.Instance
 		var err error
 		for inst == nil || !inst.Terminal() {
 			if inst, err = survivor.c.Instance(wctx, id); err != nil {
@@ -217,7 +217,7 @@ output: "${ vars.work }"
 		}
 		cancel()
 		var out workOut
-		if inst.Status != weft.StatusCompleted || json.Unmarshal(inst.Output, &out) != nil {
+		if inst.Status != apiv1.StatusCompleted || json.Unmarshal(inst.Output, &out) != nil {
 			t.Fatalf("instance %s: %s %s %+v", id, inst.Status, inst.Output, inst.Error)
 		}
 		if !slices.Contains(victims, id) {
@@ -262,7 +262,7 @@ steps:
 output: "${ vars.work }"
 `)
 	ctx := context.Background()
-	inst, _, err := hosts[0].c.Start(ctx, "stubborn", client.StartRequest{}, 0)
+	inst, _, err := hosts[0].c.Start(ctx, "stubborn", apiv1.StartRequest{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,16 +296,16 @@ output: "${ vars.work }"
 		t.Fatal(err)
 	}
 	resumed = true
-	var fin *client.Instance
+	var fin *apiv1.Instance
 	until(t, 60*time.Second, "the instance finished", func() bool {
 		fin, err = other.c.Instance(ctx, inst.ID)
 		return err == nil && fin.Terminal()
 	})
 	var out workOut
-	if fin.Status != weft.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil || out.Attempt != 2 {
+	if fin.Status != apiv1.StatusCompleted || json.Unmarshal(fin.Output, &out) != nil || out.Attempt != 2 {
 		t.Fatalf("instance %s output %s; want attempt 2's result", fin.Status, fin.Output)
 	}
-	var late []weft.HistoryEntry
+	var late []apiv1.HistoryEntry
 	until(t, 30*time.Second, "the refused late completion in the history", func() bool {
 		late = nil
 		for _, e := range history(t, other, inst.ID) {
@@ -359,48 +359,48 @@ output: "${ vars.review.by }"
 	for i := range 20 {
 		word := fmt.Sprintf("w%d", i)
 		in, _ := json.Marshal(word)
-		inst, _, err := hosts[i%3].c.Start(ctx, "steps", client.StartRequest{Input: in}, 0)
+		inst, _, err := hosts[i%3].c.Start(ctx, "steps", apiv1.StartRequest{Input: in}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want[inst.ID] = fmt.Sprintf("%q", "W"+word[1:])
 	}
-	waiting, _, err := hosts[0].c.Start(ctx, "approval", client.StartRequest{Input: json.RawMessage(`"o-1"`)}, 0)
+	waiting, _, err := hosts[0].c.Start(ctx, "approval", apiv1.StartRequest{Input: json.RawMessage(`"o-1"`)}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Mid-run: some instances are running, not all have finished.
 	until(t, 60*time.Second, "the run under way", func() bool {
-		page, err := hosts[0].c.Instances(ctx, client.InstanceFilter{Workflow: "steps", Status: weft.StatusRunning})
+		page, err := hosts[0].c.Instances(ctx, client.InstanceFilter{Workflow: "steps", Status: apiv1.StatusRunning})
 		return err == nil && len(page.Items) > 0
 	})
 	srv.Kill(t)
 	srv.Restart(t)
-	check := func(id string, suspended bool) *client.Instance {
-		var inst *client.Instance
+	check := func(id string, suspended bool) *apiv1.Instance {
+		var inst *apiv1.Instance
 		until(t, 90*time.Second, "instance "+id+" finished or waiting", func() bool {
 			inst, err = hosts[1].c.Instance(ctx, id)
-			return err == nil && (inst.Terminal() || suspended && inst.Status == weft.StatusSuspended)
+			return err == nil && (inst.Terminal() || suspended && inst.Status == apiv1.StatusSuspended)
 		})
 		return inst
 	}
 	for id, out := range want {
-		if inst := check(id, false); inst.Status != weft.StatusCompleted || string(inst.Output) != out {
+		if inst := check(id, false); inst.Status != apiv1.StatusCompleted || string(inst.Output) != out {
 			t.Errorf("instance %s: %s %s %+v; want completed %s", id, inst.Status, inst.Output, inst.Error, out)
 		}
 	}
-	if inst := check(waiting.ID, true); inst.Status != weft.StatusSuspended {
+	if inst := check(waiting.ID, true); inst.Status != apiv1.StatusSuspended {
 		t.Fatalf("approval: %s %+v; want suspended on its wait", inst.Status, inst.Error)
 	}
 	// The stimulus goes to a node, the instance resumes on whichever pops
 	// it; sent twice (same id), it is applied once.
 	for range 2 {
-		res, err := hosts[2].c.SendEvent(ctx, client.EventRequest{ID: "approval-1", Name: "approved", Key: "o-1", Payload: json.RawMessage(`{"by":"ada"}`)})
+		res, err := hosts[2].c.SendEvent(ctx, apiv1.EventRequest{ID: "approval-1", Name: "approved", Key: "o-1", Payload: json.RawMessage(`{"by":"ada"}`)})
 		if err != nil || len(res.Resumed) != 1 {
 			t.Fatalf("SendEvent: %+v, %v", res, err)
 		}
 	}
-	if inst := check(waiting.ID, false); inst.Status != weft.StatusCompleted || string(inst.Output) != `"ada"` {
+	if inst := check(waiting.ID, false); inst.Status != apiv1.StatusCompleted || string(inst.Output) != `"ada"` {
 		t.Fatalf("approval after the stimulus: %s %s", inst.Status, inst.Output)
 	}
 	resumed := 0

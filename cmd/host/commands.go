@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/host/weft"
 )
@@ -67,7 +68,7 @@ func (a *app) pluginList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	return printPage(cmd, page, "NAME\tVERSION\tSIZE\tACTIVITIES\tCREATED", func(p client.Plugin) string {
+	return printPage(cmd, page, "NAME\tVERSION\tSIZE\tACTIVITIES\tCREATED", func(p apiv1.Plugin) string {
 		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", p.Name, shortHash(p.Version), p.Size, strings.Join(p.Activities, ","), formatTime(p.CreatedAt))
 	})
 }
@@ -136,7 +137,7 @@ func (a *app) workflowPut(ctx context.Context, args []string) int {
 	if !ok {
 		return cmd.usageExit()
 	}
-	var saved []*client.Workflow
+	var saved []*apiv1.Workflow
 	code := exitOK
 	for _, file := range pos {
 		src, err := os.ReadFile(file)
@@ -175,7 +176,7 @@ func (a *app) workflowList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	return printPage(cmd, page, "NAME\tVERSION\tHASH\tCREATED", func(w client.Workflow) string {
+	return printPage(cmd, page, "NAME\tVERSION\tHASH\tCREATED", func(w apiv1.Workflow) string {
 		return fmt.Sprintf("%s\t%d\t%s\t%s", w.Name, w.Version, shortHash(w.Hash), formatTime(w.CreatedAt))
 	})
 }
@@ -196,8 +197,12 @@ func (a *app) workflowShow(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(cmd.stdout, "# workflow %s, version %d, created %s\n", w.Name, w.Version, formatTime(w.CreatedAt))
-	fmt.Fprint(cmd.stdout, w.Source)
-	if !strings.HasSuffix(w.Source, "\n") {
+	src := ""
+	if w.Source != nil {
+		src = *w.Source
+	}
+	fmt.Fprint(cmd.stdout, src)
+	if !strings.HasSuffix(src, "\n") {
 		fmt.Fprintln(cmd.stdout)
 	}
 	return exitOK
@@ -251,7 +256,7 @@ func (w *waitFlag) Set(s string) error {
 // untilFlag is --until: what a wait waits for.
 type untilFlag struct {
 	set   bool
-	until client.Until
+	until apiv1.Until
 }
 
 func (u *untilFlag) String() string { return "" }
@@ -259,9 +264,9 @@ func (u *untilFlag) String() string { return "" }
 func (u *untilFlag) Set(s string) error {
 	switch s {
 	case "finished", "ended":
-		u.until = client.UntilEnded
+		u.until = apiv1.UntilEnded
 	case "suspended":
-		u.until = client.UntilSuspended
+		u.until = apiv1.UntilSuspended
 	default:
 		return fmt.Errorf("want finished or suspended, got %q", s)
 	}
@@ -317,15 +322,15 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	}
 	start := a.now()
 	stop := a.spinner(wait.set, pos[0], start)
-	var inst *client.Instance
+	var inst *apiv1.Instance
 	if wait.set {
-		req := client.StartRequest{Input: in, ID: *id}
-		inst, err = cmd.await(ctx, start, wait.d, until.until, func(d time.Duration) (*client.Instance, error) {
+		req := apiv1.StartRequest{Input: in, ID: *id}
+		inst, err = cmd.await(ctx, start, wait.d, until.until, func(d time.Duration) (*apiv1.Instance, error) {
 			inst, _, err := cmd.c.StartUntil(ctx, pos[0], req, d, until.until)
 			return inst, err
 		})
 	} else {
-		inst, _, err = cmd.c.Start(ctx, pos[0], client.StartRequest{Input: in, ID: *id}, 0)
+		inst, _, err = cmd.c.Start(ctx, pos[0], apiv1.StartRequest{Input: in, ID: *id}, 0)
 	}
 	stop()
 	if err != nil {
@@ -341,13 +346,13 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 // waitExit is the exit code after a wait: 0 when the instance completed,
 // or suspended when that was waited for; 1 when it failed or was
 // cancelled; 6 when the wait ran out first.
-func (cmd *clientCmd) waitExit(inst *client.Instance, until client.Until) int {
+func (cmd *clientCmd) waitExit(inst *apiv1.Instance, until apiv1.Until) int {
 	switch {
-	case inst.Status == weft.StatusCompleted:
+	case inst.Status == apiv1.StatusCompleted:
 		return exitOK
-	case inst.Status == weft.StatusFailed || inst.Status == weft.StatusCancelled:
+	case inst.Status == apiv1.StatusFailed || inst.Status == apiv1.StatusCancelled:
 		return exitFailed
-	case inst.Status == weft.StatusSuspended && until == client.UntilSuspended:
+	case inst.Status == apiv1.StatusSuspended && until == apiv1.UntilSuspended:
 		return exitOK
 	}
 	if cmd.output == "table" {
@@ -366,20 +371,20 @@ const earlyPause = time.Second
 // suspends or ends) or limit (0: none) has passed since start, on the
 // server: first (the start, or a first read) and then each
 // GET /v1/instances/{id}?wait= is one long request of at most
-// client.MaxWait, repeated while the instance is under way. A delay or a
+// apiv1.MaxWait, repeated while the instance is under way. A delay or a
 // retry's backoff suspends an instance without ending it, and the
 // server's wait for its end goes on through them.
-func (cmd *clientCmd) await(ctx context.Context, start time.Time, limit time.Duration, until client.Until, first func(wait time.Duration) (*client.Instance, error)) (*client.Instance, error) {
-	done := func(in *client.Instance) bool {
-		return in.Terminal() || until == client.UntilSuspended && in.Status == weft.StatusSuspended
+func (cmd *clientCmd) await(ctx context.Context, start time.Time, limit time.Duration, until apiv1.Until, first func(wait time.Duration) (*apiv1.Instance, error)) (*apiv1.Instance, error) {
+	done := func(in *apiv1.Instance) bool {
+		return in.Terminal() || until == apiv1.UntilSuspended && in.Status == apiv1.StatusSuspended
 	}
 	// next is the wait of the next request: what is left of limit, at
 	// most the server's maximum.
 	next := func() time.Duration {
 		if limit == 0 {
-			return client.MaxWait
+			return apiv1.MaxWait
 		}
-		return min(limit-cmd.now().Sub(start), client.MaxWait)
+		return min(limit-cmd.now().Sub(start), apiv1.MaxWait)
 	}
 	asked, sent := next(), cmd.now()
 	inst, err := first(asked)
@@ -439,7 +444,7 @@ func (a *app) spinner(on bool, what string, start time.Time) (stop func()) {
 // step a failed instance failed at, read from its history. What the
 // instance holds (a plugin's failure message, an event's key) is escaped
 // where a terminal would act on it.
-func (cmd *clientCmd) printInstance(ctx context.Context, in *client.Instance) {
+func (cmd *clientCmd) printInstance(ctx context.Context, in *apiv1.Instance) {
 	if cmd.output == "json" {
 		cmd.json(in)
 		return
@@ -468,7 +473,7 @@ func (cmd *clientCmd) printInstance(ctx context.Context, in *client.Instance) {
 		if len(in.Error.Details) > 0 {
 			fmt.Fprintf(&w, "details:   %s\n", indentJSON(in.Error.Details, "           "))
 		}
-		if in.Error.Step != "" && in.Status == weft.StatusFailed {
+		if in.Error.Step != "" && in.Status == apiv1.StatusFailed {
 			fmt.Fprintf(&w, "failed at: %s\n", cmd.failedAt(ctx, in))
 		}
 	}
@@ -490,7 +495,7 @@ func (cmd *clientCmd) printInstance(ctx context.Context, in *client.Instance) {
 // failedAt says where a failed instance failed: the step's path, id and
 // activity, and the attempt that failed last, read from its history (the
 // path alone when the history cannot be read).
-func (cmd *clientCmd) failedAt(ctx context.Context, in *client.Instance) string {
+func (cmd *clientCmd) failedAt(ctx context.Context, in *apiv1.Instance) string {
 	path := in.Error.Step
 	var id, activity string
 	attempt := 0
@@ -512,11 +517,11 @@ func (cmd *clientCmd) failedAt(ctx context.Context, in *client.Instance) string 
 				continue
 			}
 			switch e.Type {
-			case weft.HistoryStepStarted:
+			case "step_started":
 				id = data.Step
-			case weft.HistoryActivityScheduled:
+			case "activity_scheduled":
 				activity = data.Plugin + "." + data.Activity
-			case weft.HistoryActivityFailed:
+			case "activity_failed":
 				attempt = e.Attempt
 			}
 		}
@@ -560,7 +565,7 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--after T] [--before T] [--oldest] [--id ID | --event E --key K | --key K] [--plugin P [--plugin-version V]] [--limit N] [--cursor C]"); !ok {
 		return cmd.usageExit()
 	}
-	f.Status = weft.Status(status)
+	f.Status = apiv1.Status(status)
 	var err error
 	if f.CreatedAfter, err = parseWhen(*after, time.Now()); err != nil {
 		cmd.errorf("instance ls: --after: %v", err)
@@ -574,7 +579,7 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	return printPage(cmd, page, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tUPDATED\tWAITING ON", func(in client.Instance) string {
+	return printPage(cmd, page, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tUPDATED\tWAITING ON", func(in apiv1.Instance) string {
 		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", in.ID, in.Workflow, in.Version, in.Status, formatTime(in.CreatedAt), formatTime(in.UpdatedAt), waitingSummary(in.WaitingOn))
 	})
 }
@@ -582,7 +587,7 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 // waitingSummary says in one cell what a suspended instance waits on:
 // "event document.approved/doc-42", "retry 10:32:05", several joined by
 // commas; "-" for nothing.
-func waitingSummary(wo *client.WaitingOn) string {
+func waitingSummary(wo *apiv1.WaitingOn) string {
 	if wo == nil {
 		return "-"
 	}
@@ -595,7 +600,7 @@ func waitingSummary(wo *client.WaitingOn) string {
 		parts = append(parts, p)
 	}
 	for _, t := range wo.Timers {
-		kind := t.Kind
+		kind := string(t.Kind)
 		if kind == "" {
 			kind = "timer"
 		}
@@ -627,7 +632,7 @@ func (a *app) instanceShow(ctx context.Context, args []string) int {
 	}
 	start := a.now()
 	stop := a.spinner(true, pos[0], start)
-	in, err := cmd.await(ctx, start, wait.d, until.until, func(d time.Duration) (*client.Instance, error) {
+	in, err := cmd.await(ctx, start, wait.d, until.until, func(d time.Duration) (*apiv1.Instance, error) {
 		return cmd.c.Await(ctx, pos[0], d, until.until)
 	})
 	stop()
@@ -645,7 +650,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 		return cmd.usageExit()
 	}
 	// The whole history, page after page.
-	var events []weft.HistoryEntry
+	var events []apiv1.HistoryEntry
 	for opts := (client.ListOptions{Limit: 500}); ; {
 		page, err := cmd.c.History(ctx, pos[0], opts)
 		if err != nil {
@@ -659,7 +664,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 	}
 	if cmd.output == "json" {
 		// The API's document, with every page's items in one.
-		cmd.json(client.Page[weft.HistoryEntry]{Items: events})
+		cmd.json(apiv1.Page[apiv1.HistoryEntry]{Items: events})
 		return exitOK
 	}
 	tw := cmd.table()
@@ -740,7 +745,7 @@ func (a *app) instanceLogs(ctx context.Context, args []string) int {
 	}
 	// Every line, page after page; printed as each page comes, but for
 	// JSON, which is one document.
-	var lines []weft.LogEntry
+	var lines []apiv1.LogEntry
 	for f.Limit = 1000; ; {
 		page, err := cmd.c.Logs(ctx, pos[0], f)
 		if err != nil {
@@ -760,7 +765,7 @@ func (a *app) instanceLogs(ctx context.Context, args []string) int {
 	}
 	if cmd.output == "json" {
 		// The API's document, with every page's items in one.
-		cmd.json(client.Page[weft.LogEntry]{Items: lines})
+		cmd.json(apiv1.Page[apiv1.LogEntry]{Items: lines})
 	}
 	return exitOK
 }
@@ -769,19 +774,19 @@ func (a *app) instanceLogs(ctx context.Context, args []string) int {
 // message, which names its source when the guest did not log it through
 // the log host function ("[stdout] ..."); a message's further lines are
 // indented under it, and what a terminal would act on is escaped.
-func printLogLine(w io.Writer, l weft.LogEntry) {
+func printLogLine(w io.Writer, l apiv1.LogEntry) {
 	msg := l.Message
 	if l.Source != "log" {
 		msg = "[" + l.Source + "] " + msg
 	}
 	msg = strings.ReplaceAll(printable(strings.TrimRight(msg, "\n"), true), "\n", "\n    ")
-	fmt.Fprintf(w, "%s  %s #%d  %-5s  %s\n", l.Time.Local().Format(logTimeLayout), printable(l.StepPath, false), l.Attempt, printable(l.Level, false), msg)
+	fmt.Fprintf(w, "%s  %s #%d  %-5s  %s\n", l.Time.Local().Format(logTimeLayout), printable(l.StepPath, false), l.Attempt, printable(string(l.Level), false), msg)
 }
 
 func (a *app) instanceCancel(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("instance cancel")
 	reason := cmd.fs.String("reason", "", "why, recorded with the instance")
-	pos, ok := cmd.parse(args, 1, client.MaxBulk, "ID... [--reason TEXT]")
+	pos, ok := cmd.parse(args, 1, apiv1.MaxBulk, "ID... [--reason TEXT]")
 	if !ok {
 		return cmd.usageExit()
 	}
@@ -814,8 +819,8 @@ func (cmd *clientCmd) cancelMany(ctx context.Context, ids []string, reason strin
 	code := exitOK
 	for _, o := range outs {
 		if cmd.output != "json" {
-			line := fmt.Sprintf("instance %s: %s", o.ID, strings.ReplaceAll(o.Outcome, "_", " "))
-			if o.Detail != "" && o.Outcome != "finished" {
+			line := fmt.Sprintf("instance %s: %s", o.ID, strings.ReplaceAll(string(o.Outcome), "_", " "))
+			if o.Detail != "" && o.Outcome != apiv1.OutcomeFinished {
 				line += ": " + o.Detail
 			}
 			fmt.Fprintln(cmd.stdout, line)
@@ -847,7 +852,7 @@ func (a *app) instanceRetry(ctx context.Context, args []string) int {
 }
 
 // failedStep names the step a failed instance stopped at.
-func failedStep(in *client.Instance) string {
+func failedStep(in *apiv1.Instance) string {
 	if in.Error != nil && in.Error.Step != "" {
 		return "step " + in.Error.Step
 	}
@@ -871,7 +876,7 @@ func (a *app) instanceCount(ctx context.Context, args []string) int {
 	tw := cmd.table()
 	fmt.Fprintln(tw, "STATUS\tINSTANCES")
 	for _, st := range weft.Statuses() {
-		fmt.Fprintf(tw, "%s\t%d\n", st, counts.ByStatus[st])
+		fmt.Fprintf(tw, "%s\t%d\n", st, counts.ByStatus[apiv1.Status(st)])
 	}
 	fmt.Fprintf(tw, "total\t%d\n", counts.Total)
 	if err := tw.Flush(); err != nil {
@@ -965,7 +970,7 @@ func (a *app) instanceImport(ctx context.Context, args []string) int {
 
 func (a *app) eventSend(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("event send")
-	var ev client.EventRequest
+	var ev apiv1.EventRequest
 	cmd.fs.StringVar(&ev.Key, "key", "", "the correlation `KEY` that waiting instances match")
 	payload := cmd.fs.String("payload", "", "the payload: JSON, @FILE or @- for stdin")
 	cmd.fs.StringVar(&ev.ID, "id", "", "an event `ID`, which makes sending it again harmless")
@@ -1015,7 +1020,7 @@ func (a *app) eventList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	return printPage(cmd, page, "ID\tNAME\tKEY\tSENT\tEXPIRES\tPAYLOAD", func(q client.QueuedEvent) string {
+	return printPage(cmd, page, "ID\tNAME\tKEY\tSENT\tEXPIRES\tPAYLOAD", func(q apiv1.Stimulus) string {
 		key := q.Key
 		if key == "" {
 			key = "-"
@@ -1036,7 +1041,7 @@ func (a *app) eventDead(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	return printPage(cmd, page, "ID\tNAME\tKEY\tSENT\tDIED\tPAYLOAD", func(d client.DeadLetter) string {
+	return printPage(cmd, page, "ID\tNAME\tKEY\tSENT\tDIED\tPAYLOAD", func(d apiv1.Stimulus) string {
 		key := d.Key
 		if key == "" {
 			key = "-"
@@ -1063,7 +1068,7 @@ func (a *app) adminStatus(ctx context.Context, args []string) int {
 		Reason string `json:"reason,omitempty"`
 	}{Alive: true, Ready: true}
 	if err := cmd.c.Ready(ctx); err != nil {
-		var p *client.Problem
+		var p *client.Error
 		if !errors.As(err, &p) {
 			return cmd.fail(err)
 		}
@@ -1105,7 +1110,7 @@ func (a *app) adminRefresh(ctx context.Context, args []string) int {
 		cmd.json(res)
 		return code
 	}
-	if res.Status == client.RefreshInProgress {
+	if res.Status == apiv1.RefreshInProgress {
 		fmt.Fprintln(cmd.stdout, "a refresh of these workflows is already in progress on some node; nothing done")
 		return exitOK
 	}

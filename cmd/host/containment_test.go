@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/procstat"
 	"github.com/weftworks/weft/internal/testplugins"
 )
@@ -209,13 +209,13 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			inst, _, err := c.Start(ctx, "h-"+g.name, client.StartRequest{}, 3*time.Minute)
+			inst, _, err := c.Start(ctx, "h-"+g.name, apiv1.StartRequest{}, 3*time.Minute)
 			switch {
 			case err != nil:
 				t.Errorf("%s: %v", g.name, err)
-			case g.fails == "" && inst.Status != weft.StatusCompleted:
+			case g.fails == "" && inst.Status != apiv1.StatusCompleted:
 				t.Errorf("%s: %s %+v, want completed", g.name, inst.Status, inst.Error)
-			case g.fails != "" && (inst.Status != weft.StatusFailed || inst.Error == nil || inst.Error.Code != g.fails):
+			case g.fails != "" && (inst.Status != apiv1.StatusFailed || inst.Error == nil || inst.Error.Code != g.fails):
 				t.Errorf("%s: %s %+v, want failed with %s", g.name, inst.Status, inst.Error, g.fails)
 			}
 		}()
@@ -249,13 +249,13 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 	if _, _, err := c.PutWorkflow(ctx, "h-slow", []byte(slow)); err != nil {
 		t.Fatal(err)
 	}
-	inst, _, err := c.Start(ctx, "h-slow", client.StartRequest{}, 0)
+	inst, _, err := c.Start(ctx, "h-slow", apiv1.StartRequest{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	until(t, 30*time.Second, "the hostile attempt running", func() bool {
 		i, err := c.Instance(ctx, inst.ID)
-		return err == nil && i.Status == weft.StatusRunning
+		return err == nil && i.Status == apiv1.StatusRunning
 	})
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestHostileGuestsCannotHarmTheHost(t *testing.T) {
 	pr = probe("http://" + p.addr)
 	until(t, 90*time.Second, "the recovered instance to fail under its policy", func() bool {
 		i, err := c.Instance(ctx, inst.ID)
-		return err == nil && i.Status == weft.StatusFailed && i.Error != nil && i.Error.Code == "timeout"
+		return err == nil && i.Status == apiv1.StatusFailed && i.Error != nil && i.Error.Code == "timeout"
 	})
 	lat = pr.finish(t)
 	t.Logf("/healthz after the restart: %d answers, median %s, max %s", len(lat), percentile(lat, 0.5), percentile(lat, 1))

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/plugins/grant"
 )
@@ -145,7 +146,7 @@ func (a *app) pluginGrant(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	var (
-		g   *client.Grants
+		g   *apiv1.Grants
 		err error
 	)
 	if *file != "" {
@@ -181,17 +182,17 @@ const editAttempts = 5
 // the result only if nobody changed them since (PutGrantsAt); if somebody
 // did, it reads them again and applies edit again, so that two edits at
 // once (a grant and a revoke, say) both take effect.
-func editGrants(ctx context.Context, c *client.Client, name string, edit func(grant.Set) (grant.Set, error)) (*client.Grants, error) {
+func editGrants(ctx context.Context, c *client.Client, name string, edit func(grant.Set) (grant.Set, error)) (*apiv1.Grants, error) {
 	for i := 1; ; i++ {
 		cur, err := c.Grants(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		set, err := edit(cur.Set)
+		set, err := edit(grantSet(cur))
 		if err != nil {
 			return nil, err
 		}
-		g, err := c.PutGrantsAt(ctx, name, set, cur.Revision)
+		g, err := c.PutGrantsAt(ctx, name, grantDocument(set), cur.Revision)
 		if !errors.Is(err, client.ErrStale) || i == editAttempts {
 			return g, err
 		}
@@ -272,19 +273,39 @@ func (a *app) pluginRevoke(ctx context.Context, args []string) int {
 }
 
 // printGrants writes grants for scripts (-o json) or for people.
-func (cmd *clientCmd) printGrants(g *client.Grants) {
+func (cmd *clientCmd) printGrants(g *apiv1.Grants) {
 	if cmd.output == "json" {
 		cmd.json(g)
 		return
 	}
-	if g.Empty() {
+	set := grantSet(g)
+	if set.Empty() {
 		fmt.Fprintf(cmd.stdout, "plugin %s: nothing granted (revision %d)\n", g.Plugin, g.Revision)
 		return
 	}
 	fmt.Fprintf(cmd.stdout, "plugin %s: grants revision %d\n", g.Plugin, g.Revision)
 	tw := cmd.table()
-	writeGranted(tw, &g.Set, "  ")
+	writeGranted(tw, &set, "  ")
 	tw.Flush()
+}
+
+// grantSet is the grant document of g as the grant package reads it, for
+// the edits and the listings that package's rules and formats serve.
+func grantSet(g *apiv1.Grants) grant.Set {
+	s := grant.Set{Config: g.Config, Secrets: g.Secrets}
+	for _, h := range g.Hosts {
+		s.Hosts = append(s.Hosts, grant.Host{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks})
+	}
+	return s
+}
+
+// grantDocument is s as the API takes it.
+func grantDocument(s grant.Set) apiv1.GrantDocument {
+	d := apiv1.GrantDocument{Config: s.Config, Secrets: s.Secrets}
+	for _, h := range s.Hosts {
+		d.Hosts = append(d.Hosts, apiv1.GrantHost{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks})
+	}
+	return d
 }
 
 // writeGranted writes one line per entry of s: kind, then what.
@@ -302,7 +323,7 @@ func writeGranted(w io.Writer, s *grant.Set, indent string) {
 
 // writeNeeds writes what a plugin asks for against what is granted, and
 // the commands that grant what is missing.
-func writeNeeds(cmd *clientCmd, p *client.PluginDetail) {
+func writeNeeds(cmd *clientCmd, p *apiv1.PluginDetail) {
 	w := cmd.stdout
 	needs, missing := p.Needs, p.Missing
 	tw := cmd.table()
@@ -327,11 +348,11 @@ func writeNeeds(cmd *clientCmd, p *client.PluginDetail) {
 			mark("secret", k, missing.Secrets)
 		}
 	}
-	if p.Granted.Empty() {
+	if granted := grantSet(&p.Granted); granted.Empty() {
 		fmt.Fprintln(tw, "granted:\tnothing")
 	} else {
 		fmt.Fprintf(tw, "granted (revision %d):\n", p.Granted.Revision)
-		writeGranted(tw, &p.Granted.Set, "  ")
+		writeGranted(tw, &granted, "  ")
 	}
 	tw.Flush()
 	if len(missing.Hosts)+len(missing.Config)+len(missing.Secrets) == 0 {

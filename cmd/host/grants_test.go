@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/host/config"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins/grant"
 )
@@ -234,7 +236,7 @@ func TestCLIGrants(t *testing.T) {
 
 	// -f replaces everything with a document, from a file or stdin.
 	doc := writeFile(t, t.TempDir(), "grants.json", `{"config": {"url": "`+srv.URL+`/hook"}, "hosts": [{"pattern": "http://127.0.0.1:*", "private_networks": true}]}`)
-	var g client.Grants
+	var g apiv1.Grants
 	if err := json.Unmarshal([]byte(ok(t, "plugin", "grant", "fetch", "-f", doc, "-o", "json")), &g); err != nil ||
 		g.Revision != 5 || len(g.Secrets) != 0 || len(g.Hosts) != 1 || !g.Hosts[0].PrivateNetworks || g.Config["url"] == "" {
 		t.Errorf("grant -f: %+v, %v", g, err)
@@ -315,9 +317,9 @@ func TestReadmeGrantsExample(t *testing.T) {
 	}
 	example := section[start+len("```yaml\n"):]
 	example = example[:strings.Index(example, "```")]
-	grants, problems := readGrantsFile(writeFile(t, t.TempDir(), "grants.yaml", example))
-	if len(problems) > 0 || len(grants["hook"]) == 0 {
-		t.Fatalf("the README's grants example: %v\n%s", problems, example)
+	cfg, err := config.Load(parseHostFlags(t, "--set", "grants_file="+writeFile(t, t.TempDir(), "grants.yaml", example)).sources(t.TempDir(), nil))
+	if err != nil || len(cfg.Grants()["hook"]) == 0 {
+		t.Fatalf("the README's grants example: %v\n%s", err, example)
 	}
 	for _, line := range strings.Split(section, "\n") {
 		rest, ok := strings.CutPrefix(line, "bin/weft plugin grant ")
@@ -349,14 +351,14 @@ func TestEditGrantsRedoesAnEditOverAChangeMadeMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PutGrants(ctx, "hook", grant.Set{Config: map[string]string{"a": "1", "old": "x"}}); err != nil {
+	if _, err := c.PutGrants(ctx, "hook", apiv1.GrantDocument{Config: map[string]string{"a": "1", "old": "x"}}); err != nil {
 		t.Fatal(err)
 	}
 	reads := 0
 	g, err := editGrants(ctx, c, "hook", func(cur grant.Set) (grant.Set, error) {
 		reads++
 		if reads == 1 { // another writer, between this read and its write
-			if _, err := c.PutGrants(ctx, "hook", grant.Set{Config: map[string]string{"a": "1", "old": "x", "b": "2"}}); err != nil {
+			if _, err := c.PutGrants(ctx, "hook", apiv1.GrantDocument{Config: map[string]string{"a": "1", "old": "x", "b": "2"}}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/host/config"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
@@ -40,7 +42,7 @@ other: {}
 `)
 	start := func(t *testing.T, file string) (*server, *logtest.Buffer, error) {
 		t.Helper()
-		cfg, err := loadConfig(parseHostFlags(t, "--listen", "127.0.0.1:0", "--data-dir", data,
+		cfg, err := config.Load(parseHostFlags(t, "--listen", "127.0.0.1:0", "--data-dir", data,
 			"--set", "plugins.cache_dir="+testplugins.CacheDir(t), "--set", "grants_file="+file).sources(t.TempDir(), nil))
 		if err != nil {
 			return nil, nil, err
@@ -53,7 +55,7 @@ other: {}
 		s.start()
 		return s, logs, nil
 	}
-	read := func(t *testing.T, s *server, name string) *client.Grants {
+	read := func(t *testing.T, s *server, name string) *apiv1.Grants {
 		t.Helper()
 		c, err := client.New(client.Config{Server: "http://" + s.addr()})
 		if err != nil {
@@ -83,7 +85,7 @@ other: {}
 		g.Config["retries"] != "3" || g.Config["url"] != "https://hooks.example.com/in" || g.Secrets["token"] != "env:HOOK_TOKEN" {
 		t.Fatalf("hook: %+v", g)
 	}
-	if o := read(t, s, "other"); o.Revision != 1 || !o.Empty() {
+	if o := read(t, s, "other"); o.Revision != 1 || len(o.Hosts)+len(o.Config)+len(o.Secrets) != 0 {
 		t.Fatalf("other: %+v", o)
 	}
 	if !strings.Contains(logs.String(), "changed=hook,other") {
@@ -127,7 +129,7 @@ other: {}
 				file = writeFile(t, t.TempDir(), "grants.yaml", tc.file)
 			}
 			_, _, err := start(t, file)
-			if !errors.Is(err, ErrInvalidConfig) {
+			if !errors.Is(err, config.ErrInvalid) {
 				t.Fatalf("start: %v, want an invalid configuration", err)
 			}
 			for _, w := range append(tc.want, "grants_file (from flag --set grants_file)") {
@@ -187,11 +189,11 @@ func testCA(t *testing.T) (string, *x509.Certificate) {
 // HTTPConfig, default to its defaults, and are checked.
 func TestConfigPluginsHTTP(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(parseHostFlags(t).sources(t.TempDir(), nil))
+	cfg, err := config.Load(parseHostFlags(t).sources(t.TempDir(), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, want := nodeConfig(cfg, nil).Plugins.HTTP, plugins.Config{}.WithDefaults().HTTP
+	got, want := cfg.Node(nil).Plugins.HTTP, plugins.Config{}.WithDefaults().HTTP
 	if got != want {
 		t.Errorf("defaults: %+v, want the runtime's %+v", got, want)
 	}
@@ -199,14 +201,14 @@ func TestConfigPluginsHTTP(t *testing.T) {
 	caFile, leaf := testCA(t)
 	dir := t.TempDir()
 	writeFile(t, dir, "weft.yaml", "plugins:\n  http:\n    max_response_bytes: 8MiB\n    timeout: 5s\n    ca_file: "+caFile+"\n")
-	cfg, err = loadConfig(parseHostFlags(t, "--set", "plugins.http.max_headers=20").sources(dir, []string{
+	cfg, err = config.Load(parseHostFlags(t, "--set", "plugins.http.max_headers=20").sources(dir, []string{
 		"WEFT_PLUGINS_HTTP_MAX_REQUEST_BYTES=1MiB", "WEFT_PLUGINS_HTTP_MAX_HEADER_BYTES=16KiB",
 		"WEFT_PLUGINS_HTTP_MAX_REQUESTS=7", "WEFT_PLUGINS_HTTP_CONNECT_TIMEOUT=2s",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := nodeConfig(cfg, nil).Plugins.HTTP
+	h := cfg.Node(nil).Plugins.HTTP
 	if h.MaxResponseBytes != 8<<20 || h.MaxRequestBytes != 1<<20 || h.MaxHeaders != 20 || h.MaxHeaderBytes != 16<<10 ||
 		h.MaxRequests != 7 || h.ConnectTimeout != 2*time.Second || h.Timeout != 5*time.Second || h.RootCAs == nil {
 		t.Errorf("mapped: %+v", h)
@@ -218,7 +220,7 @@ func TestConfigPluginsHTTP(t *testing.T) {
 		t.Errorf("sources: %v", cfg.Source)
 	}
 	var out strings.Builder
-	if err := printConfig(&out, cfg); err != nil {
+	if err := cfg.Print(&out); err != nil {
 		t.Fatal(err)
 	}
 	if want := "  http:\n    max_response_bytes: 8MiB # from file"; !strings.Contains(out.String(), want) {
@@ -233,13 +235,13 @@ func TestConfigPluginsHTTP(t *testing.T) {
 		{[]string{"--set", "plugins.http.max_headers=0"}, []string{"plugins.http.max_headers (from flag --set", "between 1 and 10000"}},
 		{[]string{"--set", "plugins.http.timeout=0s"}, []string{"plugins.http.timeout", "must be positive"}},
 		{[]string{"--set", "plugins.http.max_response_bytes=2GiB"}, []string{"plugins.http.max_response_bytes", "between 1KiB and 1GiB"}},
-		{[]string{"--set", "plugins.http.max_requests=0"}, []string{"plugins.http.max_requests", "between 1 and 1000000"}},
+		{[]string{"--set", "plugins.http.max_requests=0"}, []string{"plugins.http.max_requests", "must be at least 1, got 0"}},
 		{[]string{"--set", "plugins.http.ca_file=/nonexistent/ca.pem"}, []string{"plugins.http.ca_file (from flag --set", "no such file"}},
 		{[]string{"--set", "plugins.http.ca_file=" + notPEM}, []string{"plugins.http.ca_file", "holds no PEM certificate"}},
 		{[]string{"--set", "plugins.http.retries=3"}, []string{"plugins.http.retries", "no such setting"}},
 	} {
-		_, err := loadConfig(parseHostFlags(t, tc.args...).sources(t.TempDir(), nil))
-		if !errors.Is(err, ErrInvalidConfig) {
+		_, err := config.Load(parseHostFlags(t, tc.args...).sources(t.TempDir(), nil))
+		if !errors.Is(err, config.ErrInvalid) {
 			t.Errorf("%q: %v, want an invalid configuration", tc.args, err)
 			continue
 		}

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/retry"
-	"github.com/weftworks/weft/host/retry/classify"
+	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobfile"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -118,14 +118,14 @@ type callResult struct {
 	// Requests are the guest's outbound HTTP requests, in order, as the
 	// engine records them in history (no query, no headers: they may hold
 	// secrets).
-	Requests []plugins.Request `json:"requests"`
+	Requests []call.Request `json:"requests"`
 }
 
 type callFailure struct {
 	// Kind is "activity" when the guest reported the failure, and what the
 	// host saw otherwise: timeout, trap, limit, protocol, cancelled,
 	// unknown_activity, not_granted, host.
-	Kind      retry.Kind      `json:"kind"`
+	Kind      string          `json:"kind"`
 	Code      string          `json:"code"`
 	Message   string          `json:"message,omitempty"`
 	Retryable bool            `json:"retryable"`
@@ -209,11 +209,11 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 
-	res := callResult{Activity: activity, Logs: []callLog{}, Heartbeats: []json.RawMessage{}, Requests: []plugins.Request{}}
+	res := callResult{Activity: activity, Logs: []callLog{}, Heartbeats: []json.RawMessage{}, Requests: []call.Request{}}
 	callCtx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	deadline, _ := callCtx.Deadline()
-	hb := plugins.NewHeartbeat(time.Now())
+	hb := call.NewHeartbeat(time.Now())
 	// The guest's goroutine runs these callbacks, one at a time.
 	hb.OnBeat(func(details []byte, n uint64) {
 		d := json.RawMessage("null")
@@ -225,7 +225,7 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			hb.RequestCancel()
 		}
 	})
-	call := plugins.Call{
+	c := call.Call{
 		Activity:      activity,
 		Input:         in,
 		Info:          abi.Info{InstanceID: "local", Workflow: "local", StepID: "local", Plugin: strings.TrimSuffix(filepath.Base(file), ".wasm"), Attempt: *attempt, IdempotencyKey: "local/" + activity, DeadlineUnixMilli: deadline.UnixMilli()},
@@ -234,19 +234,19 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		Heartbeat:     hb,
 	}
 	if *output == "json" {
-		call.Log = func(r plugins.Record) {
+		c.Log = func(r call.Record) {
 			res.Logs = append(res.Logs, callLog{Level: r.LevelName(), Source: r.Source, Message: r.Message})
 		}
-		call.Requested = func(r plugins.Request) { res.Requests = append(res.Requests, r) }
+		c.Requested = func(r call.Request) { res.Requests = append(res.Requests, r) }
 	}
-	out, err := rt.Invoke(callCtx, m.Version, call)
+	out, err := rt.Invoke(callCtx, m.Version, c)
 	if err == nil {
-		err = plugins.CheckOutput(out)
+		err = call.CheckOutput(out)
 	}
 	if err != nil {
-		f := classify.Cause(err)
+		f := node.ClassifyCall(err)
 		res.Failure = &callFailure{Kind: f.Kind, Code: f.Code, Retryable: f.Retryable, Message: err.Error()}
-		var ge *plugins.GuestError
+		var ge *call.GuestError
 		if errors.As(err, &ge) {
 			res.Failure.Message, res.Failure.Details = ge.Message, ge.Details
 		}

@@ -3,12 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/weftworks/weft/host/config"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -32,52 +32,6 @@ func readmeSection(t *testing.T, heading string) string {
 	return s
 }
 
-// TestReadmeConfigurationReference keeps the README's configuration table
-// in step with Config: the same keys in the same order, each with its
-// variable, and each default written as a value (in backticks) equal to
-// the real default.
-func TestReadmeConfigurationReference(t *testing.T) {
-	t.Parallel()
-	section := readmeSection(t, "## Configuration")
-	type row struct{ key, env, def string }
-	var rows []row
-	for _, line := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), " | ")
-		if len(cells) < 4 {
-			t.Errorf("README row with %d cells, want 4: %s", len(cells), line)
-			continue
-		}
-		rows = append(rows, row{key: strings.Trim(strings.TrimSpace(cells[0]), "`"), env: strings.Trim(strings.TrimSpace(cells[1]), "`"), def: strings.TrimSpace(cells[2])})
-	}
-	keys := configKeys()
-	var readmeKeys, codeKeys []string
-	for _, r := range rows {
-		readmeKeys = append(readmeKeys, r.key)
-	}
-	for _, k := range keys {
-		codeKeys = append(codeKeys, k.name)
-	}
-	if !reflect.DeepEqual(readmeKeys, codeKeys) {
-		t.Fatalf("the README's configuration keys differ from Config's:\nREADME: %v\ncode:   %v", readmeKeys, codeKeys)
-	}
-	def := reflect.ValueOf(defaultConfig())
-	for i, r := range rows {
-		if want := envName(r.key); r.env != want {
-			t.Errorf("%s: the README says variable %s, the code reads %s", r.key, r.env, want)
-		}
-		if !strings.HasPrefix(r.def, "`") {
-			continue // described, not a value: "the host name", "2 × CPUs"
-		}
-		n := valueNode(def.FieldByIndex(keys[i].index))
-		if got := strings.Trim(r.def, "`"); got != n.Value {
-			t.Errorf("%s: the README says the default is %s, the code's is %q", r.key, got, n.Value)
-		}
-	}
-}
-
 // TestReadmeConfigurationExample loads the README's example weft.yaml.
 func TestReadmeConfigurationExample(t *testing.T) {
 	t.Parallel()
@@ -90,7 +44,7 @@ func TestReadmeConfigurationExample(t *testing.T) {
 	example = example[:strings.Index(example, "```")]
 	dir := t.TempDir()
 	writeFile(t, dir, "weft.yaml", example)
-	cfg, err := loadConfig(parseHostFlags(t).sources(dir, nil))
+	cfg, err := config.Load(parseHostFlags(t).sources(dir, nil))
 	if err != nil {
 		t.Fatalf("the README's example does not load: %v\n%s", err, example)
 	}

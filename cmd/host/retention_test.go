@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -32,18 +32,18 @@ func TestServeRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	quick, _, err := c.Start(ctx, "quick", client.StartRequest{}, time.Minute)
+	quick, _, err := c.Start(ctx, "quick", apiv1.StartRequest{}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if quick.Status != weft.StatusCompleted || quick.DeleteAfter.IsZero() {
+	if quick.Status != apiv1.StatusCompleted || quick.DeleteAfter.IsZero() {
 		t.Fatalf("quick = %s, delete_after %s; want completed, to be deleted", quick.Status, quick.DeleteAfter)
 	}
-	kept, _, err := c.Start(ctx, "kept", client.StartRequest{}, time.Minute)
+	kept, _, err := c.Start(ctx, "kept", apiv1.StartRequest{}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kept.Status != weft.StatusCompleted || !kept.DeleteAfter.IsZero() {
+	if kept.Status != apiv1.StatusCompleted || !kept.DeleteAfter.IsZero() {
 		t.Fatalf("kept = %s, delete_after %s; want completed, kept forever", kept.Status, kept.DeleteAfter)
 	}
 

@@ -16,10 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
-	"github.com/weftworks/weft/plugins/grant"
 )
 
 // TestPluginsNeverReachTheHost: a plugin granted every loopback and
@@ -71,7 +70,7 @@ func TestPluginsNeverReachTheHost(t *testing.T) {
 			if _, _, err := c.PutPlugin(ctx, "probe", wasm); err != nil {
 				t.Fatal(err)
 			}
-			broad := grant.Set{Hosts: []grant.Host{
+			broad := apiv1.GrantDocument{Hosts: []apiv1.GrantHost{
 				{Pattern: "http://*:*", PrivateNetworks: true},
 				{Pattern: "http://127.0.0.1:*", PrivateNetworks: true},
 				{Pattern: "http://[::1]:*", PrivateNetworks: true},
@@ -93,13 +92,13 @@ func TestPluginsNeverReachTheHost(t *testing.T) {
 				headers += "Authorization: Bearer " + tc.token + "\n"
 			}
 			body := `{"hosts":[{"pattern":"http://*:*","private_networks":true}],"secrets":{"token":"file:/etc/hostname"}}`
-			reach := func(t *testing.T, target string) *client.Instance {
+			reach := func(t *testing.T, target string) *apiv1.Instance {
 				t.Helper()
 				in, err := json.Marshal(map[string]string{"method": "PUT", "url": target, "headers": headers, "body": body})
 				if err != nil {
 					t.Fatal(err)
 				}
-				inst, _, err := c.Start(ctx, "reach", client.StartRequest{Input: in}, 2*time.Minute)
+				inst, _, err := c.Start(ctx, "reach", apiv1.StartRequest{Input: in}, 2*time.Minute)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,7 +107,7 @@ func TestPluginsNeverReachTheHost(t *testing.T) {
 			refused := func(t *testing.T, target string) {
 				t.Helper()
 				inst := reach(t, target)
-				if inst.Status != weft.StatusFailed || inst.Error == nil || inst.Error.Code != "not_granted" ||
+				if inst.Status != apiv1.StatusFailed || inst.Error == nil || inst.Error.Code != "not_granted" ||
 					!strings.Contains(inst.Error.Message, "the host's own listener") {
 					t.Errorf("%s: %s %s %+v; want failed as not_granted, naming the host's own listener", target, inst.Status, inst.Output, inst.Error)
 				}
@@ -172,7 +171,7 @@ func TestPluginsNeverReachTheHost(t *testing.T) {
 					Status int    `json:"status"`
 					Body   string `json:"body"`
 				}
-				if inst.Status != weft.StatusCompleted || json.Unmarshal(inst.Output, &out) != nil || len(out) != 1 || out[0].Status != http.StatusForbidden {
+				if inst.Status != apiv1.StatusCompleted || json.Unmarshal(inst.Output, &out) != nil || len(out) != 1 || out[0].Status != http.StatusForbidden {
 					t.Errorf("through a proxy: %s %s %+v; want the API's 403", inst.Status, inst.Output, inst.Error)
 				}
 			}

@@ -19,11 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/weftworks/weft/host/api"
-	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/heartbeat"
+	"github.com/weftworks/weft/host/config"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/plugins"
 )
 
 // ErrUnsafeListen: the host was asked to listen beyond loopback without
@@ -36,7 +34,7 @@ const exitInterrupted = 130
 
 // server is a running `weft serve`: a node, its API and the listener.
 type server struct {
-	cfg  *LoadedConfig
+	cfg  *config.Loaded
 	log  *slog.Logger
 	node *node.Node
 	api  *api.Server
@@ -50,7 +48,7 @@ type server struct {
 }
 
 // newLogger returns the host's logger on w, as cfg.Log says.
-func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
+func newLogger(cfg config.LogConfig, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.Level)) // validated already
 	opts := &slog.HandlerOptions{Level: level}
@@ -63,30 +61,23 @@ func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
 // checkListen enforces the rule that a host without auth tokens, whose API
 // anyone who can reach it may use, listens on loopback only (README.md,
 // "Authentication").
-func checkListen(cfg *LoadedConfig) error {
+func checkListen(cfg *config.Loaded) error {
 	if len(cfg.Auth.Tokens) > 0 || isLoopback(cfg.Listen) {
 		return nil
 	}
 	return fmt.Errorf("%w: listen is %s (from %s) and no auth.tokens are configured; "+
 		"configure auth.tokens (name, role, token: see the configuration reference in README.md) "+
-		"or listen on a loopback address such as 127.0.0.1:8080", ErrUnsafeListen, cfg.Listen, sourceOf(cfg, "listen"))
+		"or listen on a loopback address such as 127.0.0.1:8080", ErrUnsafeListen, cfg.Listen, cfg.SourceOf("listen"))
 }
 
 // checkListener enforces the same rule on the address the host actually
 // listens on: a name such as "localhost" is whatever the resolver says.
-func checkListener(cfg *LoadedConfig, addr net.Addr) error {
+func checkListener(cfg *config.Loaded, addr net.Addr) error {
 	if tcp, ok := addr.(*net.TCPAddr); len(cfg.Auth.Tokens) > 0 || ok && tcp.IP.IsLoopback() {
 		return nil
 	}
 	return fmt.Errorf("%w: listen is %s (from %s), which resolved to %s; configure auth.tokens or listen on 127.0.0.1",
-		ErrUnsafeListen, cfg.Listen, sourceOf(cfg, "listen"), addr)
-}
-
-func sourceOf(cfg *LoadedConfig, key string) string {
-	if s := cfg.Source[key]; s != "" {
-		return s
-	}
-	return "default"
+		ErrUnsafeListen, cfg.Listen, cfg.SourceOf("listen"), addr)
 }
 
 // isLoopback reports whether addr's host is a loopback IP or "localhost".
@@ -103,75 +94,9 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// nodeConfig maps the configuration onto the node's.
-func nodeConfig(cfg *LoadedConfig, reg prometheus.Registerer) node.Config {
-	retries := cfg.Heartbeat.MaxRetries
-	if retries == 0 {
-		retries = -1 // heartbeat.Config reads 0 as "default", negative as none
-	}
-	return node.Config{
-		NodeID:       cfg.NodeID,
-		DataDir:      cfg.DataDir,
-		Store:        cfg.Store,
-		RedisAddrs:   cfg.RedisAddrs,
-		WorkflowsDir: cfg.WorkflowsDir,
-		Registerer:   reg,
-		Engine: engine.Config{
-			NodeID:            cfg.NodeID,
-			Workers:           cfg.Engine.Workers,
-			EagerStarts:       cfg.Engine.EagerStarts,
-			LockTTL:           cfg.Engine.LockTTL,
-			AcquireTimeout:    cfg.Engine.AcquireTimeout,
-			ActivityTimeout:   cfg.Engine.ActivityTimeout,
-			TimerInterval:     cfg.Engine.TimerInterval,
-			StimulusTTL:       cfg.Engine.StimulusTTL,
-			StimulusInterval:  cfg.Engine.StimulusInterval,
-			RecoveryInterval:  cfg.Engine.RecoveryInterval,
-			Retention:         cfg.Engine.Retention,
-			RetentionInterval: cfg.Engine.RetentionInterval,
-			AttemptDataLimit:  int(cfg.History.AttemptDataLimit),
-			Heartbeat: heartbeat.Config{
-				Tick:       cfg.Heartbeat.Tick,
-				Batch:      cfg.Heartbeat.Batch,
-				Cycle:      cfg.Heartbeat.Cycle,
-				MaxRetries: retries,
-			},
-		},
-		Plugins: plugins.Config{
-			CacheDir:          cfg.Plugins.CacheDir,
-			MaxModuleBytes:    int(cfg.Plugins.MaxModuleBytes),
-			MemoryLimitPages:  uint32(cfg.Plugins.MemoryLimit / (64 << 10)),
-			MaxOutputBytes:    int(cfg.Plugins.MaxOutputBytes),
-			MaxLogBytes:       int(cfg.Plugins.MaxLogBytes),
-			MaxLogRecords:     cfg.Plugins.MaxLogRecords,
-			MaxHeartbeatBytes: int(cfg.Plugins.MaxHeartbeatBytes),
-			MaxTableElements:  uint32(cfg.Plugins.MaxTableElements),
-			MaxStackBytes:     int(cfg.Plugins.MaxStackBytes),
-			MaxMemory:         int64(cfg.Plugins.MaxMemory),
-			IdleTimeout:       cfg.Plugins.IdleTimeout,
-			MaxFunctionBytes:  int(cfg.Plugins.MaxFunctionBytes),
-			MaxCompiles:       cfg.Plugins.MaxCompiles,
-			LoadTimeout:       cfg.Plugins.LoadTimeout,
-			PoolSize:          cfg.Plugins.PoolSize,
-			PoolWarm:          cfg.Plugins.PoolWarm,
-			CancelGrace:       cfg.Plugins.CancelGrace,
-			HTTP: plugins.HTTPConfig{
-				MaxResponseBytes: int(cfg.Plugins.HTTP.MaxResponseBytes),
-				MaxRequestBytes:  int(cfg.Plugins.HTTP.MaxRequestBytes),
-				MaxHeaders:       cfg.Plugins.HTTP.MaxHeaders,
-				MaxHeaderBytes:   int(cfg.Plugins.HTTP.MaxHeaderBytes),
-				MaxRequests:      cfg.Plugins.HTTP.MaxRequests,
-				ConnectTimeout:   cfg.Plugins.HTTP.ConnectTimeout,
-				Timeout:          cfg.Plugins.HTTP.Timeout,
-				RootCAs:          cfg.rootCAs,
-			},
-		},
-	}
-}
-
 // openServer opens the node, seeds an empty store, builds the API and
 // listens. Nothing runs until start.
-func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *server, err error) {
+func openServer(ctx context.Context, cfg *config.Loaded, log *slog.Logger) (_ *server, err error) {
 	if err := checkListen(cfg); err != nil {
 		return nil, err
 	}
@@ -185,7 +110,7 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, err
 	}
-	n, err := node.Open(ctx, nodeConfig(cfg, reg), log)
+	n, err := node.Open(ctx, cfg.Node(reg), log)
 	if err != nil {
 		return nil, err
 	}
@@ -200,36 +125,19 @@ func openServer(ctx context.Context, cfg *LoadedConfig, log *slog.Logger) (_ *se
 		}
 	}
 	if cfg.GrantsFile != "" {
-		if err := applyGrants(ctx, n, cfg.GrantsFile, cfg.grants, log); err != nil {
+		if err := applyGrants(ctx, n, cfg.GrantsFile, cfg.Grants(), log); err != nil {
 			return nil, err
 		}
 	}
-	tokens := make([]api.Token, 0, len(cfg.Auth.Tokens))
-	for _, t := range cfg.Auth.Tokens {
-		tokens = append(tokens, api.Token{Name: t.Name, Role: api.Role(t.Role), Token: t.Token})
-	}
-	srv, err := api.New(api.Config{
-		Tokens:          tokens,
-		BodyLimit:       int(cfg.HTTP.BodyLimit),
-		PluginBodyLimit: int(cfg.HTTP.PluginBodyLimit),
-		BodyBudget:      int(cfg.HTTP.BodyBudget),
-		WriteTimeout:    cfg.HTTP.WriteTimeout,
-		ReadTimeout:     cfg.HTTP.ReadTimeout,
-		BodyTimeout:     cfg.HTTP.BodyTimeout,
-		BodyRate:        int(cfg.HTTP.BodyRate),
-		IdleTimeout:     cfg.HTTP.IdleTimeout,
-		RequestTimeout:  cfg.HTTP.RequestTimeout,
-		MaxStreams:      cfg.HTTP.MaxStreams,
-		StreamPoll:      cfg.HTTP.StreamPoll,
-		Logger:          log,
-		Gatherer:        reg,
-	}, n)
+	apiCfg := cfg.API()
+	apiCfg.Logger, apiCfg.Gatherer = log, reg
+	srv, err := api.New(apiCfg, n)
 	if err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("listen (from %s): %w", sourceOf(cfg, "listen"), err)
+		return nil, fmt.Errorf("listen (from %s): %w", cfg.SourceOf("listen"), err)
 	}
 	if err := checkListener(cfg, ln.Addr()); err != nil {
 		_ = ln.Close()
@@ -338,7 +246,7 @@ func serveCmd(args, env []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	dir, _ := os.Getwd()
-	cfg, err := loadConfig(h.sources(dir, env))
+	cfg, err := config.Load(h.sources(dir, env))
 	if err != nil {
 		fmt.Fprintf(stderr, "weft serve: %v\n", err)
 		return exitFailed
@@ -429,12 +337,11 @@ func serveCmd(args, env []string, stderr io.Writer) int {
 // plugin or workflow: it is for a first start. A file that cannot be
 // loaded is logged with its problems and does not stop the others.
 func seed(ctx context.Context, n *node.Node, dirs []string, log *slog.Logger) error {
-	st := n.Store()
-	ps, _, err := st.ListPlugins(ctx, "", 1)
+	ps, _, err := n.ListPlugins(ctx, "", 1)
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	ds, _, err := st.ListDefinitions(ctx, "", 1)
+	ds, _, err := n.Definitions(ctx, "", 1)
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
@@ -495,7 +402,7 @@ func seed(ctx context.Context, n *node.Node, dirs []string, log *slog.Logger) er
 			b, err := os.ReadFile(p)
 			if err == nil {
 				var d *weft.Definition
-				if d, _, err = n.Engine().SaveDefinition(ctx, b); err == nil {
+				if d, _, err = n.SaveDefinition(ctx, b); err == nil {
 					wfNames = append(wfNames, d.Name)
 					delete(errs, p)
 					continue

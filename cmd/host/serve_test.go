@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/config"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -174,7 +175,7 @@ func TestServeSignals(t *testing.T) {
 // timeout; shutdown says what did not finish.
 func TestShutdownBoundedWhenCloseHangs(t *testing.T) {
 	t.Parallel()
-	cfg, err := loadConfig(parseHostFlags(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
+	cfg, err := config.Load(parseHostFlags(t, "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
 		"--set", "plugins.cache_dir="+testplugins.CacheDir(t)).sources(t.TempDir(), nil))
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -52,7 +52,7 @@ func TestShutdownBoundedWithHostileGuests(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 {
-			inst, _, err := c.Start(ctx, "h-"+g.name, client.StartRequest{}, 0)
+			inst, _, err := c.Start(ctx, "h-"+g.name, apiv1.StartRequest{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestShutdownBoundedWithHostileGuests(t *testing.T) {
 		until(t, time.Minute, "instance "+id+" running", func() bool {
 			i, err := c.Instance(ctx, id)
 			// A guest that ends on its own (logflood) may be done already.
-			return err == nil && (i.Status == weft.StatusRunning || i.Status.Terminal())
+			return err == nil && (i.Status == apiv1.StatusRunning || i.Status.Terminal())
 		})
 	}
 
@@ -91,15 +91,15 @@ func TestShutdownBoundedWithHostileGuests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		var last *client.Instance
+		var last *apiv1.Instance
 		until(t, 2*time.Minute, "instance "+id+" finished after the restart", func() bool {
 			i, err := c.Instance(ctx, id)
 			last = i
 			return err == nil && i.Status.Terminal()
 		})
 		switch want := fails[id]; {
-		case want == "" && last.Status != weft.StatusCompleted,
-			want != "" && (last.Status != weft.StatusFailed || last.Error == nil || last.Error.Code != want):
+		case want == "" && last.Status != apiv1.StatusCompleted,
+			want != "" && (last.Status != apiv1.StatusFailed || last.Error == nil || last.Error.Code != want):
 			t.Errorf("instance %s after the restart: %s %+v; want it run to its end (%q)", id, last.Status, last.Error, want)
 		}
 	}

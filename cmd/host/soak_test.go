@@ -22,7 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/weftworks/weft/host/engine"
+	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/procstat"
 )
 

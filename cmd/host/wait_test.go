@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -86,17 +86,17 @@ func TestWaitAcrossACluster(t *testing.T) {
 	}
 	for i := range 4 {
 		id := fmt.Sprintf("nap-%d", i)
-		if _, _, err := ca.Start(ctx, "nap", client.StartRequest{ID: id}, 0); err != nil {
+		if _, _, err := ca.Start(ctx, "nap", apiv1.StartRequest{ID: id}, 0); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
-			in, err := cb.Await(ctx, id, time.Minute, client.UntilSuspended)
-			if err != nil || (in.Status != weft.StatusSuspended && !in.Terminal()) {
+			in, err := cb.Await(ctx, id, time.Minute, apiv1.UntilSuspended)
+			if err != nil || (in.Status != apiv1.StatusSuspended && !in.Terminal()) {
 				t.Fatalf("Await %s until suspended through the other node: %+v, %v", id, in, err)
 			}
 		}
 		in, err := cb.Await(ctx, id, time.Minute, "")
-		if err != nil || in.Status != weft.StatusCompleted || string(in.Output) != `"RESTED"` {
+		if err != nil || in.Status != apiv1.StatusCompleted || string(in.Output) != `"RESTED"` {
 			t.Fatalf("Await %s through the other node: %+v, %v; want completed", id, in, err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 )

@@ -479,7 +479,7 @@ func TestWaitOutlastsTheRequestTimeout(t *testing.T) {
 	if _, _, err := h.node.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.node.Engine().SaveDefinition(ctx, []byte(`
+	if _, _, err := h.node.SaveDefinition(ctx, []byte(`
 name: slow
 steps: [ { id: w, activity: kit.work, input: { ms: 60000 }, output: w } ]
 `)); err != nil {

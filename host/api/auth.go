@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -80,43 +81,52 @@ type authenticator struct {
 	creds []credential
 }
 
+// newAuthenticator checks the tokens and returns their authenticator, or
+// every problem of theirs, each a *ConfigError naming the token's field
+// (Tokens[1].Role), joined.
 func newAuthenticator(tokens []Token) (authenticator, error) {
 	var a authenticator
+	var errs []error
 	names := map[string]bool{}
 	for i, t := range tokens {
 		label := fmt.Sprintf("auth token %d", i)
 		if t.Name != "" {
 			label = fmt.Sprintf("auth token %q", t.Name)
 		}
-		switch {
-		case t.Name == "":
-			return a, fmt.Errorf("api: %s: name must not be empty", label)
-		case names[t.Name]:
-			return a, fmt.Errorf("api: %s: name used twice", label)
-		case t.Role != RoleAdmin && t.Role != RoleOperator && t.Role != RoleReader:
-			return a, fmt.Errorf("api: %s: role must be admin, operator or reader, got %q", label, t.Role)
-		case t.Token == "":
-			return a, fmt.Errorf("api: %s: token must not be empty", label)
+		bad := func(field, format string, args ...any) {
+			errs = append(errs, &ConfigError{Field: fmt.Sprintf("Tokens[%d].%s", i, field), Message: label + ": " + fmt.Sprintf(format, args...)})
+		}
+		if t.Name == "" {
+			bad("Name", "name must not be empty")
+		} else if names[t.Name] {
+			bad("Name", "name used twice")
 		}
 		names[t.Name] = true
+		if t.Role != RoleAdmin && t.Role != RoleOperator && t.Role != RoleReader {
+			bad("Role", "role must be admin, operator or reader, got %q", t.Role)
+		}
 		c := credential{name: t.Name, role: t.Role}
 		if hexSum, ok := strings.CutPrefix(t.Token, hashPrefix); ok {
 			b, err := hex.DecodeString(hexSum)
 			if err != nil || len(b) != sha256.Size {
-				return a, fmt.Errorf("api: %s: %q must be followed by the 64 hex digits of the secret's SHA-256", label, hashPrefix)
+				bad("Token", "%q must be followed by the 64 hex digits of the secret's SHA-256", hashPrefix)
+				continue
 			}
 			copy(c.sum[:], b)
+		} else if t.Token == "" {
+			bad("Token", "token must not be empty")
+			continue
 		} else {
 			c.sum = sha256.Sum256([]byte(t.Token))
 		}
 		for _, o := range a.creds {
 			if o.sum == c.sum {
-				return a, fmt.Errorf("api: %s: the same secret as token %q (plain or sha256: form): a secret must have one role", label, o.name)
+				bad("Token", "the same secret as token %q (plain or sha256: form): a secret must have one role", o.name)
 			}
 		}
 		a.creds = append(a.creds, c)
 	}
-	return a, nil
+	return a, errors.Join(errs...)
 }
 
 // identify returns the credential matching the presented secret. It

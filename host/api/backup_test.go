@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/internal/store/boltstore"
 )
 
 // TestBackup: GET /v1/admin/backup streams, to an admin only, a copy of
@@ -31,7 +31,7 @@ func TestBackup(t *testing.T) {
 	ctx := context.Background()
 	pad := json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 2000)))
 	for i := range 100 {
-		if _, _, err := h.node.Engine().Start(ctx, "sleeper", pad, fmt.Sprintf("before-%03d", i)); err != nil {
+		if _, _, err := h.node.Start(ctx, "sleeper", pad, fmt.Sprintf("before-%03d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestBackup(t *testing.T) {
 					return
 				default:
 				}
-				if _, _, err := h.node.Engine().Start(ctx, "sleeper", pad, fmt.Sprintf("during-%d-%04d", w, i)); err != nil {
+				if _, _, err := h.node.Start(ctx, "sleeper", pad, fmt.Sprintf("during-%d-%04d", w, i)); err != nil {
 					t.Errorf("a start during the backup: %v", err)
 					return
 				}
@@ -110,7 +110,7 @@ func TestBackupDoesNotHoldTheShutdown(t *testing.T) {
 	// Larger than the socket buffers take, so that a client that does not
 	// read holds the stream.
 	big := json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 12<<20)))
-	if _, _, err := h.node.Engine().Start(context.Background(), "sleeper", big, "big"); err != nil {
+	if _, _, err := h.node.Start(context.Background(), "sleeper", big, "big"); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))

@@ -2,15 +2,15 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/host/definition"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -24,32 +24,12 @@ func requestContext(c *fiber.Ctx, d time.Duration) (context.Context, context.Can
 	return context.WithTimeout(c.UserContext(), d)
 }
 
-// pluginView is a plugin version as answered.
-type pluginView struct {
-	Name       string    `json:"name"`
-	Version    string    `json:"version"`
-	Size       int64     `json:"size"`
-	Activities []string  `json:"activities"`
-	CreatedAt  time.Time `json:"created_at"`
-}
-
-func viewPlugin(r store.PluginRecord) pluginView {
+func viewPlugin(r store.PluginRecord) apiv1.Plugin {
 	acts := r.Activities
 	if acts == nil {
 		acts = []string{}
 	}
-	return pluginView{Name: r.Name, Version: r.Version, Size: r.Size, Activities: acts, CreatedAt: r.CreatedAt}
-}
-
-// pluginDetail is a plugin's current version and every version kept,
-// with what the current version asks to be granted, what is granted and
-// what of the request is not.
-type pluginDetail struct {
-	pluginView
-	Versions []pluginView `json:"versions"`
-	Needs    needsView    `json:"needs"`
-	Granted  grantsView   `json:"granted"`
-	Missing  needsView    `json:"missing"`
+	return apiv1.Plugin{Name: r.Name, Version: r.Version, Size: r.Size, Activities: acts, CreatedAt: r.CreatedAt}
 }
 
 func (s *Server) putPlugin(c *fiber.Ctx) error {
@@ -76,7 +56,7 @@ func (s *Server) listPlugins(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	items := make([]pluginView, 0, len(recs))
+	items := make([]apiv1.Plugin, 0, len(recs))
 	for _, r := range recs {
 		items = append(items, viewPlugin(r))
 	}
@@ -94,7 +74,7 @@ func (s *Server) getPlugin(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d := pluginDetail{pluginView: viewPlugin(p.Current), Versions: make([]pluginView, 0, len(p.Versions)), Needs: viewNeeds(p.Current.Needs)}
+	d := apiv1.PluginDetail{Plugin: viewPlugin(p.Current), Versions: make([]apiv1.Plugin, 0, len(p.Versions)), Needs: viewNeeds(p.Current.Needs)}
 	for _, v := range p.Versions {
 		d.Versions = append(d.Versions, viewPlugin(v))
 	}
@@ -132,32 +112,8 @@ func (s *Server) deletePlugin(c *fiber.Ctx) error {
 // definitionTypes are the media types of workflow definitions.
 var definitionTypes = []string{"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", fiber.MIMEApplicationJSON}
 
-// workflowView is a definition version as answered; Source and
-// Definition only when one definition is shown.
-type workflowView struct {
-	Name      string    `json:"name"`
-	Version   int       `json:"version"`
-	Hash      string    `json:"hash"`
-	CreatedAt time.Time `json:"created_at"`
-	Source    *string   `json:"source,omitempty"`
-	// Definition is the source parsed, in its canonical JSON form
-	// (defaults filled in, expressions as written): what a client that
-	// draws or checks the steps reads, so that it needs no YAML parser.
-	Definition json.RawMessage `json:"definition,omitempty"`
-	// Versions lists the versions kept, the latest first, when one
-	// definition is shown: a deletion leaves a gap in the numbers, so a
-	// client cannot count them down from the latest.
-	Versions []versionView `json:"versions,omitempty"`
-}
-
-// versionView is one version kept of a workflow, as listed with another.
-type versionView struct {
-	Version   int       `json:"version"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func viewWorkflow(d *weft.Definition, withSource bool) workflowView {
-	v := workflowView{Name: d.Name, Version: d.Version, Hash: d.Hash, CreatedAt: d.CreatedAt}
+func viewWorkflow(d *weft.Definition, withSource bool) apiv1.Workflow {
+	v := apiv1.Workflow{Name: d.Name, Version: d.Version, Hash: d.Hash, CreatedAt: d.CreatedAt}
 	if withSource {
 		src := string(d.Source)
 		v.Source = &src
@@ -181,15 +137,15 @@ func (s *Server) putWorkflow(c *fiber.Ctx) error {
 	// Check everything first, so that the client gets every problem in one
 	// answer (docs/architecture.md, "Every problem in one answer"), and
 	// compare the names before anything is stored.
-	def, err := s.node.Engine().CheckDefinition(ctx, body)
+	def, err := s.node.CheckDefinition(ctx, body)
 	if err != nil {
 		return err
 	}
 	if def.Name != name {
 		return unprocessable("the definition's name does not match the URL",
-			FieldError{Path: "name", Message: "the definition is named " + quote(def.Name) + " but was sent to " + quote(name)})
+			apiv1.FieldError{Path: "name", Message: "the definition is named " + quote(def.Name) + " but was sent to " + quote(name)})
 	}
-	d, isNew, err := s.node.Engine().SaveDefinition(ctx, body)
+	d, isNew, err := s.node.SaveDefinition(ctx, body)
 	if err != nil {
 		return err
 	}
@@ -205,11 +161,11 @@ func (s *Server) listWorkflows(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	defs, next, err := s.node.Store().ListDefinitions(ctx, c.Query("cursor"), limit)
+	defs, next, err := s.node.Definitions(ctx, c.Query("cursor"), limit)
 	if err != nil {
 		return err
 	}
-	items := make([]workflowView, 0, len(defs))
+	items := make([]apiv1.Workflow, 0, len(defs))
 	for i := range defs {
 		items = append(items, viewWorkflow(&defs[i], false))
 	}
@@ -224,7 +180,7 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := param(c, "name")
-	d, err := s.node.Store().GetDefinition(ctx, name, version)
+	d, err := s.node.Definition(ctx, name, version)
 	if errors.Is(err, store.ErrNotFound) {
 		if version > 0 {
 			return notFoundf("no workflow %q version %d", name, version)
@@ -235,7 +191,7 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 		return err
 	}
 	v := viewWorkflow(d, true)
-	kept, err := s.node.Store().ListDefinitionVersions(ctx, name)
+	kept, err := s.node.DefinitionVersions(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		// Deleted since the read above.
 		return notFoundf("no workflow %q", name)
@@ -243,9 +199,9 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v.Versions = make([]versionView, len(kept))
+	v.Versions = make([]apiv1.WorkflowVersion, len(kept))
 	for i, k := range kept {
-		v.Versions[i] = versionView{Version: k.Version, CreatedAt: k.CreatedAt}
+		v.Versions[i] = apiv1.WorkflowVersion{Version: k.Version, CreatedAt: k.CreatedAt}
 	}
 	return c.JSON(v)
 }
@@ -254,7 +210,7 @@ func (s *Server) deleteWorkflow(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := param(c, "name")
-	err := s.node.Store().DeleteDefinition(ctx, name)
+	err := s.node.DeleteDefinition(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no workflow %q", name)
 	}

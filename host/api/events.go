@@ -1,52 +1,36 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/host/definition"
-	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/store"
 )
-
-// eventRequest is the body of POST /v1/events.
-type eventRequest struct {
-	Name    string          `json:"name"`
-	Key     string          `json:"key"`
-	Payload json.RawMessage `json:"payload"`
-	ID      string          `json:"id"`
-}
-
-// eventView is what a stimulus did.
-type eventView struct {
-	ID      string   `json:"id"`
-	Resumed []string `json:"resumed"`
-	Started []string `json:"started"`
-	Queued  bool     `json:"queued"`
-	Warning string   `json:"warning,omitempty"`
-}
 
 func (s *Server) sendEvent(c *fiber.Ctx) error {
 	if err := requireType(c, false, fiber.MIMEApplicationJSON); err != nil {
 		return err
 	}
-	var req eventRequest
+	var req apiv1.EventRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	var errs []FieldError
+	var errs []apiv1.FieldError
 	if req.Name == "" {
-		errs = append(errs, FieldError{Path: "name", Message: "must not be empty"})
+		errs = append(errs, apiv1.FieldError{Path: "name", Message: "must not be empty"})
 	} else if err := definition.CheckEventName(req.Name); err != nil {
 		// The rule of the definitions: an event they cannot name would
 		// only wait for its TTL, then die.
-		errs = append(errs, FieldError{Path: "name", Message: err.Error()})
+		errs = append(errs, apiv1.FieldError{Path: "name", Message: err.Error()})
 	}
 	if req.ID != "" {
 		if err := store.CheckID("id", req.ID); err != nil {
-			errs = append(errs, FieldError{Path: "id", Message: clean(err)})
+			errs = append(errs, apiv1.FieldError{Path: "id", Message: clean(err)})
 		}
 	}
 	if len(errs) > 0 {
@@ -58,11 +42,11 @@ func (s *Server) sendEvent(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	out, err := s.node.Engine().Signal(ctx, engine.Stimulus{ID: req.ID, Name: req.Name, Key: req.Key, Payload: payload})
+	out, err := s.node.Signal(ctx, engine.Stimulus{ID: req.ID, Name: req.Name, Key: req.Key, Payload: payload})
 	if err != nil {
 		return err
 	}
-	v := eventView{ID: out.ID, Resumed: out.Resumed, Started: out.Started, Queued: out.Queued, Warning: out.Warning}
+	v := apiv1.EventOutcome{ID: out.ID, Resumed: out.Resumed, Started: out.Started, Queued: out.Queued, Warning: out.Warning}
 	if v.Resumed == nil {
 		v.Resumed = []string{}
 	}
@@ -79,11 +63,11 @@ func (s *Server) deadLetters(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	items, next, err := s.node.Engine().DeadLetters(ctx, c.Query("cursor"), limit)
+	items, next, err := s.node.DeadLetters(ctx, c.Query("cursor"), limit)
 	if err != nil {
 		return err
 	}
-	return c.JSON(newPage(items, next))
+	return c.JSON(newPage(viewStimuli(items), next))
 }
 
 // queuedStimuli answers GET /v1/events/queued: the stimuli waiting for an
@@ -95,26 +79,26 @@ func (s *Server) queuedStimuli(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	items, next, err := s.node.Store().QueuedStimuli(ctx, c.Query("cursor"), limit)
+	items, next, err := s.node.QueuedStimuli(ctx, c.Query("cursor"), limit)
 	if err != nil {
 		return err
 	}
-	return c.JSON(newPage(items, next))
+	return c.JSON(newPage(viewStimuli(items), next))
 }
 
-// refreshRequest is the optional body of POST /v1/admin/refresh.
-type refreshRequest struct {
-	Workflows []string `json:"workflows"`
-}
-
-// refreshView is what a refresh did.
-type refreshView struct {
-	Status string                 `json:"status"`
-	Files  []engine.RefreshedFile `json:"files"`
+// viewStimuli is a page of queued or dead stimuli as answered: neither was
+// delivered, so neither has the record of a delivery.
+func viewStimuli(ss []weft.Stimulus) []apiv1.Stimulus {
+	out := make([]apiv1.Stimulus, len(ss))
+	for i, s := range ss {
+		out[i] = apiv1.Stimulus{ID: s.ID, Name: s.Name, Key: s.Key, Payload: s.Payload, CreatedAt: s.CreatedAt,
+			ExpiresAt: s.ExpiresAt, State: string(s.State), SettledAt: s.SettledAt}
+	}
+	return out
 }
 
 func (s *Server) refresh(c *fiber.Ctx) error {
-	var req refreshRequest
+	var req apiv1.RefreshRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -129,9 +113,18 @@ func (s *Server) refresh(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v := refreshView{Status: res.Status, Files: res.Files}
-	if v.Files == nil {
-		v.Files = []engine.RefreshedFile{}
+	v := apiv1.RefreshResult{Status: apiv1.RefreshStatus(res.Status), Files: make([]apiv1.RefreshedFile, 0, len(res.Files))}
+	for _, f := range res.Files {
+		v.Files = append(v.Files, viewRefreshed(f))
 	}
 	return c.JSON(v)
+}
+
+// viewRefreshed is one file of a refresh as answered.
+func viewRefreshed(f engine.RefreshedFile) apiv1.RefreshedFile {
+	v := apiv1.RefreshedFile{File: f.File, Name: f.Name, Version: f.Version, Created: f.Created, Error: f.Error}
+	for _, p := range f.Problems {
+		v.Problems = append(v.Problems, apiv1.FieldError{Path: p.Path, Message: p.Message, Line: p.Line, Column: p.Column})
+	}
+	return v
 }

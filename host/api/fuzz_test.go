@@ -79,7 +79,7 @@ func (h *host) fuzzFixtures(tb testing.TB) {
 	if _, _, err := h.node.PutPlugin(ctx, "kit", testplugins.Bytes(tb, "kit")); err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := h.node.Engine().SaveDefinition(ctx, []byte(`
+	if _, _, err := h.node.SaveDefinition(ctx, []byte(`
 name: fz
 steps:
   - { id: a, activity: kit.echo, input: "${ input }", output: a }
@@ -87,7 +87,7 @@ steps:
 `)); err != nil {
 		tb.Fatal(err)
 	}
-	if _, _, err := h.node.Engine().Start(ctx, "fz", json.RawMessage(`{"n": 1}`), "fz-1"); err != nil {
+	if _, _, err := h.node.Start(ctx, "fz", json.RawMessage(`{"n": 1}`), "fz-1"); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -9,44 +9,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
-// grantsView is what is granted to a plugin name, as answered. Secrets
-// are shown as their references (env:NAME, file:/path), never resolved:
-// the host has no secret value to show.
-type grantsView struct {
-	Plugin string `json:"plugin"`
-	// Revision is 0 when nothing was ever granted (or after a revoke).
-	Revision  uint64            `json:"revision"`
-	UpdatedAt *time.Time        `json:"updated_at"`
-	Hosts     []hostView        `json:"hosts"`
-	Config    map[string]string `json:"config"`
-	Secrets   map[string]string `json:"secrets"`
-}
-
-// hostView is one host rule as answered.
-type hostView struct {
-	Pattern         string `json:"pattern"`
-	PrivateNetworks bool   `json:"private_networks"`
-}
-
-// needsView is what a plugin's manifest asks for, or what of it is not
-// granted: every field is a list, empty rather than absent.
-type needsView struct {
-	Hosts   []string `json:"hosts"`
-	Config  []string `json:"config"`
-	Secrets []string `json:"secrets"`
-}
-
-func viewNeeds(n *abi.Needs) needsView {
-	v := needsView{Hosts: []string{}, Config: []string{}, Secrets: []string{}}
+func viewNeeds(n *abi.Needs) apiv1.Needs {
+	v := apiv1.Needs{Hosts: []string{}, Config: []string{}, Secrets: []string{}}
 	if n != nil {
 		v.Hosts = append(v.Hosts, n.Hosts...)
 		v.Config = append(v.Config, n.Config...)
@@ -57,8 +31,8 @@ func viewNeeds(n *abi.Needs) needsView {
 
 // viewGrants returns the view of stored grants (nil: nothing granted) and
 // the parsed set, which is nil when nothing is granted.
-func viewGrants(plugin string, g *store.Grants) (grantsView, *grant.Set, error) {
-	v := grantsView{Plugin: plugin, Hosts: []hostView{}, Config: map[string]string{}, Secrets: map[string]string{}}
+func viewGrants(plugin string, g *weft.Grants) (apiv1.Grants, *grant.Set, error) {
+	v := apiv1.Grants{Plugin: plugin, Hosts: []apiv1.GrantHost{}, Config: map[string]string{}, Secrets: map[string]string{}}
 	if g == nil {
 		return v, nil, nil
 	}
@@ -71,7 +45,7 @@ func viewGrants(plugin string, g *store.Grants) (grantsView, *grant.Set, error) 
 	at := g.UpdatedAt
 	v.UpdatedAt = &at
 	for _, h := range set.Hosts {
-		v.Hosts = append(v.Hosts, hostView{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks})
+		v.Hosts = append(v.Hosts, apiv1.GrantHost{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks})
 	}
 	maps.Copy(v.Config, set.Config)
 	maps.Copy(v.Secrets, set.Secrets)
@@ -90,7 +64,7 @@ func grantName(c *fiber.Ctx) (string, error) {
 
 // loadGrants returns the view and set of a plugin name's grants; nothing
 // granted is a valid state, answered with revision 0.
-func (s *Server) loadGrants(c *fiber.Ctx, name string) (grantsView, *grant.Set, error) {
+func (s *Server) loadGrants(c *fiber.Ctx, name string) (apiv1.Grants, *grant.Set, error) {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	g, err := s.node.GetGrants(ctx, name)
@@ -98,7 +72,7 @@ func (s *Server) loadGrants(c *fiber.Ctx, name string) (grantsView, *grant.Set, 
 		g, err = nil, nil
 	}
 	if err != nil {
-		return grantsView{}, nil, err
+		return apiv1.Grants{}, nil, err
 	}
 	return viewGrants(name, g)
 }
@@ -125,11 +99,11 @@ func revisionTag(rev uint64) string { return `"` + strconv.FormatUint(rev, 10) +
 func ifMatchRevision(c *fiber.Ctx) (uint64, error) {
 	h := strings.TrimSpace(c.Get(fiber.HeaderIfMatch))
 	if h == "" {
-		return store.AnyRevision, nil
+		return weft.AnyRevision, nil
 	}
 	tag := strings.TrimSuffix(strings.TrimPrefix(h, `"`), `"`)
 	rev, err := strconv.ParseUint(tag, 10, 64)
-	if err != nil || len(tag)+2 != len(h) || rev == store.AnyRevision {
+	if err != nil || len(tag)+2 != len(h) || rev == weft.AnyRevision {
 		return 0, invalidField("If-Match", `want the ETag of a grants read, a revision in quotes such as "3", got %q`, h)
 	}
 	return rev, nil
@@ -193,13 +167,13 @@ func (s *Server) deleteGrants(c *fiber.Ctx) error {
 // grantProblems returns every problem of a decoded grant document, each
 // with the path of the field it is about: hosts[1].pattern,
 // config.url, secrets.token.
-func grantProblems(s *grant.Set) []FieldError {
-	var ps []FieldError
+func grantProblems(s *grant.Set) []apiv1.FieldError {
+	var ps []apiv1.FieldError
 	add := func(path string, err error) {
-		ps = append(ps, FieldError{Path: path, Message: grantMessage(err)})
+		ps = append(ps, apiv1.FieldError{Path: path, Message: grantMessage(err)})
 	}
 	if len(s.Hosts) > grant.MaxHosts {
-		ps = append(ps, FieldError{Path: "hosts", Message: fmt.Sprintf("%d host rules, more than %d", len(s.Hosts), grant.MaxHosts)})
+		ps = append(ps, apiv1.FieldError{Path: "hosts", Message: fmt.Sprintf("%d host rules, more than %d", len(s.Hosts), grant.MaxHosts)})
 	}
 	for i, h := range s.Hosts {
 		if _, err := grant.ParseHost(h.Pattern, h.PrivateNetworks); err != nil {
@@ -215,7 +189,7 @@ func grantProblems(s *grant.Set) []FieldError {
 		{"secrets", s.Secrets, func(k, v string) *grant.Set { return &grant.Set{Secrets: map[string]string{k: v}} }},
 	} {
 		if len(f.m) > grant.MaxKeys {
-			ps = append(ps, FieldError{Path: f.name, Message: fmt.Sprintf("%d entries, more than %d", len(f.m), grant.MaxKeys)})
+			ps = append(ps, apiv1.FieldError{Path: f.name, Message: fmt.Sprintf("%d entries, more than %d", len(f.m), grant.MaxKeys)})
 		}
 		for _, k := range slices.Sorted(maps.Keys(f.m)) {
 			err := f.one(k, f.m[k]).Check()
@@ -224,7 +198,7 @@ func grantProblems(s *grant.Set) []FieldError {
 			case f.name == "secrets":
 				// What was sent as a reference may be the secret itself:
 				// it is not repeated.
-				ps = append(ps, FieldError{Path: keyPath(f.name, k), Message: redactRef(grantMessage(err), f.m[k])})
+				ps = append(ps, apiv1.FieldError{Path: keyPath(f.name, k), Message: redactRef(grantMessage(err), f.m[k])})
 			default:
 				add(keyPath(f.name, k), err)
 			}
@@ -274,10 +248,10 @@ func keyPath(field, key string) string {
 // grantFieldError is the field error of a grant error that reached
 // problemFor: putGrants checks every field first, so what is left is
 // about the whole document (more than grant.MaxDocument bytes).
-func grantFieldError(err error) FieldError {
+func grantFieldError(err error) apiv1.FieldError {
 	msg := err.Error()
 	if _, rest, ok := strings.Cut(msg, grant.ErrInvalid.Error()+": "); ok {
 		msg = rest
 	}
-	return FieldError{Path: "$", Message: msg}
+	return apiv1.FieldError{Path: "$", Message: msg}
 }

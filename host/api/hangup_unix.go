@@ -14,7 +14,7 @@ import (
 // while a handler waits: the channel it returns is closed then. fasthttp
 // does not read a connection while its handler runs, so nothing else
 // would notice: the handler would hold its goroutine and its engine wait
-// for the rest of a ?wait= of up to MaxWait.
+// for the rest of a ?wait= of up to apiv1.MaxWait.
 //
 // The watch peeks (MSG_PEEK) at the socket when the poller says it is
 // readable, so it consumes nothing fasthttp will read next. End of stream

@@ -1,14 +1,8 @@
 package api_test
 
 import (
-	"bytes"
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,43 +10,33 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/weftworks/weft/host/api"
-	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/internal/hosttest"
 	"github.com/weftworks/weft/internal/logtest"
-	"github.com/weftworks/weft/internal/testplugins"
-	"github.com/weftworks/weft/plugins"
 )
 
-// The test tokens: the operator's is configured by its hash.
+// The test tokens (hosttest.Tokens): the operator's is configured by its
+// hash.
 const (
-	adminSecret    = "admin-secret-0123456789"
-	operatorSecret = "operator-secret-0123456789"
-	readerSecret   = "reader-secret-0123456789"
+	adminSecret    = hosttest.AdminToken
+	operatorSecret = hosttest.OperatorToken
+	readerSecret   = hosttest.ReaderToken
 )
 
-func testTokens() []api.Token {
-	sum := sha256.Sum256([]byte(operatorSecret))
-	return []api.Token{
-		{Name: "ci", Role: api.RoleAdmin, Token: adminSecret},
-		{Name: "ops", Role: api.RoleOperator, Token: "sha256:" + hex.EncodeToString(sum[:])},
-		{Name: "dash", Role: api.RoleReader, Token: readerSecret},
-	}
-}
+func testTokens() []api.Token { return hosttest.Tokens() }
 
-// host is a real node (bbolt in a temp dir, the plugin runtime with the
-// shared compilation cache, the engine running) behind the API on a real
-// loopback listener.
+// host is the test host (internal/hosttest) with the names the API's tests
+// use.
 type host struct {
+	*hosttest.Host
 	t        testing.TB
 	url      string
 	node     *node.Node
 	srv      *api.Server
 	logs     *logtest.Buffer
-	workflow string        // the workflows_dir
-	served   chan struct{} // closed when Serve returned, with serveErr
+	workflow string          // the workflows_dir
+	served   <-chan struct{} // closed when Serve returned, with serveErr
 	serveErr error
 	client   *http.Client
 }
@@ -75,89 +59,38 @@ func newHost(t testing.TB) *host {
 
 func newHostWith(t testing.TB, o hostOptions) *host {
 	t.Helper()
-	logs := &logtest.Buffer{}
+	ncfg := o.node
+	ncfg.Engine.Retention, ncfg.Engine.AttemptDataLimit = o.retention, o.attemptDataLimit
 	level := slog.LevelInfo
 	if o.debugLogs {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level}))
-	reg := prometheus.NewRegistry()
-	ncfg := o.node
-	ncfg.DataDir = t.TempDir()
-	if ncfg.WorkflowsDir == "" {
-		ncfg.WorkflowsDir = t.TempDir()
-	}
-	ncfg.Plugins = plugins.Config{CacheDir: testplugins.CacheDir(t)}
-	ncfg.Engine = engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, Retention: o.retention, AttemptDataLimit: o.attemptDataLimit}
-	ncfg.Registerer = reg
-	n, err := node.Open(context.Background(), ncfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { _ = n.Run(ctx); close(ran) }()
-
-	acfg := o.api
-	if acfg.RequestTimeout == 0 {
-		// An upload compiles its plugin within the request's time: under
-		// -race, on a loaded two-core machine, with the package's other
-		// tests compiling at once, that can pass the 30 s default.
-		acfg.RequestTimeout = 3 * time.Minute
-	}
-	acfg.Logger = log
-	acfg.Gatherer = reg
-	srv, err := api.New(acfg, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hh := hosttest.New(t, hosttest.Options{API: o.api, Node: ncfg, LogLevel: level})
+	served := make(chan struct{})
 	h := &host{
-		t: t, url: "http://" + ln.Addr().String(), node: n, srv: srv, logs: logs, workflow: ncfg.WorkflowsDir,
-		served: make(chan struct{}), client: &http.Client{Transport: &http.Transport{}},
+		Host: hh, t: t, url: hh.URL, node: hh.Node, srv: hh.Server, logs: hh.Logs, workflow: hh.WorkflowsDir,
+		served: served, client: hh.HTTP,
 	}
-	go func() { h.serveErr = srv.Serve(ln); close(h.served) }()
-	t.Cleanup(func() {
-		// The client's idle connections first: the server's Shutdown
-		// waits for every open connection, and on a loaded machine
-		// closing keep-alive ones from its side took longer than 10 s.
-		h.client.CloseIdleConnections()
-		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer scancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		select {
-		case <-h.served:
-			if h.serveErr != nil {
-				t.Errorf("Serve: %v", h.serveErr)
-			}
-		case <-sctx.Done():
-			t.Error("Serve did not return after Shutdown")
-		}
-		h.client.CloseIdleConnections()
-		cancel()
-		<-ran
-		_ = n.Close()
-	})
+	// serveErr as a field, for the tests that read it once served is
+	// closed.
+	go func() { <-hh.Served(); h.serveErr = hh.ServeErr(); close(served) }()
 	return h
 }
 
-// response is an answer read whole.
+// response is an answer read whole (hosttest.Response).
 type response struct {
 	status int
 	header http.Header
 	body   []byte
 }
 
+func fromHosttest(r hosttest.Response) response {
+	return response{status: r.Status, header: r.Header, body: r.Body}
+}
+
 func (r response) json(t testing.TB, v any) {
 	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decoding %s: %v", r.body, err)
-	}
+	hosttest.Response{Body: r.body}.JSON(t, v)
 }
 
 // problem decodes a problem answer and checks its shape.
@@ -178,76 +111,38 @@ func (r response) problem(t testing.TB) api.Problem {
 // answer.
 func (h *host) request(method, path, token, contentType string, body []byte) response {
 	h.t.Helper()
-	r, err := h.try(method, path, token, contentType, body)
-	if err != nil {
-		h.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	return r
+	return fromHosttest(h.Request(h.t, method, path, token, contentType, body))
 }
 
 // try is request without failing the test on a transport error.
 func (h *host) try(method, path, token, contentType string, body []byte) (response, error) {
-	req, err := http.NewRequest(method, h.url+path, bytes.NewReader(body))
-	if err != nil {
-		return response{}, err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	res, err := h.client.Do(req)
-	if err != nil {
-		return response{}, err
-	}
-	defer res.Body.Close()
-	if res.Header.Get("Content-Type") == "text/event-stream" {
-		// An event stream has no end to read to: its headers are the
-		// answer (openStream reads one).
-		return response{status: res.StatusCode, header: res.Header}, nil
-	}
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return response{}, err
-	}
-	return response{status: res.StatusCode, header: res.Header, body: b}, nil
+	r, err := h.Try(method, path, token, contentType, body)
+	return fromHosttest(r), err
 }
 
 // do is request as admin with a JSON body when body is not nil.
 func (h *host) do(method, path string, body any) response {
 	h.t.Helper()
-	var b []byte
-	ct := ""
-	if body != nil {
-		var err error
-		if b, err = json.Marshal(body); err != nil {
-			h.t.Fatal(err)
-		}
-		ct = "application/json"
-	}
-	return h.request(method, path, adminSecret, ct, b)
+	return fromHosttest(h.Do(h.t, method, path, body))
 }
 
 // want fails unless r has status.
 func (r response) want(t testing.TB, status int) response {
 	t.Helper()
-	if r.status != status {
-		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
-	}
+	hosttest.Response{Status: r.status, Body: r.body}.Want(t, status)
 	return r
 }
 
 // pushKit uploads the kit plugin.
 func (h *host) pushKit() {
 	h.t.Helper()
-	h.request("PUT", "/v1/plugins/kit", adminSecret, "application/wasm", testplugins.Bytes(h.t, "kit")).want(h.t, http.StatusCreated)
+	h.PushPlugin(h.t, "kit")
 }
 
 // putWorkflow saves a YAML definition.
 func (h *host) putWorkflow(name, yaml string) {
 	h.t.Helper()
-	h.request("PUT", "/v1/workflows/"+name, adminSecret, "application/yaml", []byte(yaml)).want(h.t, http.StatusCreated)
+	h.PutWorkflow(h.t, name, yaml)
 }
 
 // instance is the API's instance document.
@@ -275,21 +170,12 @@ type instance struct {
 	} `json:"waiting_on"`
 }
 
-// awaitStatus polls GET /v1/instances/{id} until the instance has status.
+// awaitStatus waits until the instance has status.
 func (h *host) awaitStatus(id, status string) instance {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var in instance
-		h.do("GET", "/v1/instances/"+id, nil).want(h.t, http.StatusOK).json(h.t, &in)
-		if in.Status == status {
-			return in
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("instance %s is %s after 30s, want %s", id, in.Status, status)
-		}
-		time.Sleep(5 * time.Millisecond) // polling with a deadline
-	}
+	var in instance
+	h.AwaitStatus(h.t, id, status, &in)
+	return in
 }
 
 // writeWorkflowFile puts a definition into the workflows_dir.

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,72 +11,23 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/store"
 )
 
-// MaxWait bounds ?wait= on starting an instance and on showing one.
-const MaxWait = 5 * time.Minute
-
-// instanceView is an instance as answered.
-type instanceView struct {
-	ID        string            `json:"id"`
-	Workflow  string            `json:"workflow"`
-	Version   int               `json:"version"`
-	Status    weft.Status       `json:"status"`
-	Input     json.RawMessage   `json:"input"`
-	Output    json.RawMessage   `json:"output"`
-	Vars      json.RawMessage   `json:"vars"`
-	Error     *weft.Failure     `json:"error"`
-	Plugins   map[string]string `json:"plugins,omitempty"`
-	Parent    *parentView       `json:"parent,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
-	// DeleteAfter is when a finished instance will be deleted by the
-	// retention sweep; absent while it runs, and when it is kept forever.
-	DeleteAfter time.Time `json:"delete_after,omitzero"`
-	// WaitingOn is set when one instance is shown, and in lists for a
-	// suspended instance.
-	WaitingOn *waitingOn `json:"waiting_on,omitempty"`
-}
-
-// parentView names the parent of a child instance: the runner's token for
-// the wait is the engine's, not the API's.
-type parentView struct {
-	InstanceID string `json:"instance_id"`
-	StepID     string `json:"step_id"`
-}
-
-func viewParent(p *weft.ParentRef) *parentView {
+func viewParent(p *weft.ParentRef) *apiv1.Parent {
 	if p == nil {
 		return nil
 	}
-	return &parentView{InstanceID: p.InstanceID, StepID: p.StepID}
+	return &apiv1.Parent{InstanceID: p.InstanceID, StepID: p.StepID}
 }
 
-// waitingOn is what a suspended instance waits for.
-type waitingOn struct {
-	Bookmarks []bookmarkView `json:"bookmarks"`
-	Timers    []timerView    `json:"timers"`
-}
-
-type bookmarkView struct {
-	Event    string `json:"event"`
-	Key      string `json:"key"`
-	StepPath string `json:"step_path"`
-}
-
-type timerView struct {
-	ID   string    `json:"id"`
-	Due  time.Time `json:"due"`
-	Kind string    `json:"kind,omitempty"`
-}
-
-func viewInstance(in *weft.Instance) instanceView {
-	v := instanceView{
-		ID: in.ID, Workflow: in.Workflow, Version: in.Version, Status: in.Status,
-		Input: in.Input, Output: in.Output, Vars: in.Vars, Error: in.Error,
+func viewInstance(in *weft.Instance) apiv1.Instance {
+	v := apiv1.Instance{
+		ID: in.ID, Workflow: in.Workflow, Version: in.Version, Status: apiv1.Status(in.Status),
+		Input: in.Input, Output: in.Output, Vars: in.Vars, Error: viewFailure(in.Error),
 		Plugins: in.Plugins, Parent: viewParent(in.Parent), CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt,
 		DeleteAfter: in.DeleteAfter,
 	}
@@ -85,43 +35,39 @@ func viewInstance(in *weft.Instance) instanceView {
 		// Cancelled before the engine kept the reason as the error (or
 		// imported so): the answer says so all the same, so that every
 		// instance that ended without completing has an error.
-		v.Error = &weft.Failure{Code: string(weft.StatusCancelled), Message: "cancelled; the reason, if one was given, is in the instance's history"}
+		v.Error = &apiv1.Failure{Code: string(weft.StatusCancelled), Message: "cancelled; the reason, if one was given, is in the instance's history"}
 	}
 	return v
 }
 
+func viewFailure(f *weft.Failure) *apiv1.Failure {
+	if f == nil {
+		return nil
+	}
+	return &apiv1.Failure{Code: f.Code, Message: f.Message, Details: f.Details, Step: f.Step}
+}
+
 // detail is viewInstance with waiting_on, read from the store. A finished
 // instance waits on nothing, whatever records it left.
-func (s *Server) detail(ctx context.Context, in *weft.Instance) (instanceView, error) {
+func (s *Server) detail(ctx context.Context, in *weft.Instance) (apiv1.Instance, error) {
 	v := viewInstance(in)
 	if in.Status.Terminal() {
-		v.WaitingOn = &waitingOn{Bookmarks: []bookmarkView{}, Timers: []timerView{}}
+		v.WaitingOn = &apiv1.WaitingOn{Bookmarks: []apiv1.Bookmark{}, Timers: []apiv1.Timer{}}
 		return v, nil
 	}
-	st := s.node.Store()
-	bms, err := st.Bookmarks(ctx, in.ID)
+	bms, tms, err := s.node.WaitingOn(ctx, in.ID)
 	if err != nil {
 		return v, err
 	}
-	tms, err := st.Timers(ctx, in.ID)
-	if err != nil {
-		return v, err
-	}
-	w := &waitingOn{Bookmarks: make([]bookmarkView, 0, len(bms)), Timers: make([]timerView, 0, len(tms))}
+	w := &apiv1.WaitingOn{Bookmarks: make([]apiv1.Bookmark, 0, len(bms)), Timers: make([]apiv1.Timer, 0, len(tms))}
 	for _, b := range bms {
-		w.Bookmarks = append(w.Bookmarks, bookmarkView{Event: b.Event, Key: b.Key, StepPath: b.StepPath})
+		w.Bookmarks = append(w.Bookmarks, apiv1.Bookmark{Event: b.Event, Key: b.Key, StepPath: b.StepPath})
 	}
 	for _, t := range tms {
-		w.Timers = append(w.Timers, timerView{ID: t.ID, Due: t.Due, Kind: t.Kind})
+		w.Timers = append(w.Timers, apiv1.Timer{ID: t.ID, Due: t.Due, Kind: apiv1.TimerKind(t.Kind)})
 	}
 	v.WaitingOn = w
 	return v, nil
-}
-
-// startRequest is the body of POST /v1/workflows/{name}/instances.
-type startRequest struct {
-	Input json.RawMessage `json:"input"`
-	ID    string          `json:"id"`
 }
 
 func (s *Server) startInstance(c *fiber.Ctx) error {
@@ -129,7 +75,7 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var req startRequest
+	var req apiv1.StartRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -147,12 +93,12 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	var inst *weft.Instance
 	var isNew bool
 	if w.d > 0 {
-		inst, isNew, w.watch, err = s.node.Engine().StartWatched(ctx, name, req.Input, req.ID)
+		inst, isNew, w.watch, err = s.node.StartWatched(ctx, name, req.Input, req.ID)
 		if w.watch != nil {
 			defer w.watch.Stop()
 		}
 	} else {
-		inst, isNew, err = s.node.Engine().Start(ctx, name, req.Input, req.ID)
+		inst, isNew, err = s.node.Start(ctx, name, req.Input, req.ID)
 	}
 	switch {
 	case errors.Is(err, engine.ErrNoSuchWorkflow):
@@ -166,13 +112,13 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.answerInstance(c, inst, w, func(v instanceView) error { return created(c, isNew, v) })
+	return s.answerInstance(c, inst, w, func(v apiv1.Instance) error { return created(c, isNew, v) })
 }
 
 // answerInstance answers with inst, after waiting for it as w asks (not at
 // all when w.d is 0). Its view is read within a request timeout of its
 // own: the wait may have outlasted the handler's.
-func (s *Server) answerInstance(c *fiber.Ctx, inst *weft.Instance, w waitFor, answer func(instanceView) error) error {
+func (s *Server) answerInstance(c *fiber.Ctx, inst *weft.Instance, w waitFor, answer func(apiv1.Instance) error) error {
 	if w.d > 0 {
 		now, gone, err := s.await(c, inst, w)
 		if err != nil {
@@ -202,36 +148,30 @@ type waitFor struct {
 	watch *engine.Watch
 }
 
-// waitParams reads ?wait= (a duration up to MaxWait) and ?until= (ended,
+// waitParams reads ?wait= (a duration up to apiv1.MaxWait) and ?until= (ended,
 // the default, or suspended; only with wait, which it qualifies).
 func waitParams(c *fiber.Ctx) (waitFor, error) {
 	var w waitFor
 	raw := c.Query("wait")
 	if raw != "" {
 		d, err := time.ParseDuration(raw)
-		if err != nil || d < 0 || d > MaxWait {
-			return w, invalidField("wait", "must be a duration from 0s to %s, such as 10s, got %q", MaxWait, raw)
+		if err != nil || d < 0 || d > apiv1.MaxWait {
+			return w, invalidField("wait", "must be a duration from 0s to %s, such as 10s, got %q", apiv1.MaxWait, raw)
 		}
 		w.d = d
 	}
-	switch u := c.Query("until"); u {
-	case "", untilEnded:
-	case untilSuspended:
+	switch u := apiv1.Until(c.Query("until")); u {
+	case "", apiv1.UntilEnded:
+	case apiv1.UntilSuspended:
 		w.suspended = true
 	default:
-		return w, invalidField("until", "must be %s or %s, got %q", untilEnded, untilSuspended, u)
+		return w, invalidField("until", "must be %s or %s, got %q", apiv1.UntilEnded, apiv1.UntilSuspended, u)
 	}
 	if c.Query("until") != "" && raw == "" {
 		return w, invalidField("until", "says what a wait waits for and needs wait, such as ?wait=10s&until=suspended")
 	}
 	return w, nil
 }
-
-// The values of ?until=.
-const (
-	untilEnded     = "ended"
-	untilSuspended = "suspended"
-)
 
 // statusHungUp is the status logged (and counted) for a request whose
 // client hung up during its wait; nobody reads the answer. The number is
@@ -268,15 +208,14 @@ func (s *Server) await(c *fiber.Ctx, inst *weft.Instance, w waitFor) (now *weft.
 		case <-ctx.Done():
 		}
 	}()
-	eng := s.node.Engine()
-	wait := func(ctx context.Context) (*weft.Instance, error) { return eng.WaitFinished(ctx, inst.ID) }
+	wait := func(ctx context.Context) (*weft.Instance, error) { return s.node.WaitFinished(ctx, inst.ID) }
 	switch {
 	case w.watch != nil && w.suspended:
 		wait = w.watch.Wait
 	case w.watch != nil:
 		wait = w.watch.WaitFinished
 	case w.suspended:
-		wait = func(ctx context.Context) (*weft.Instance, error) { return eng.Wait(ctx, inst.ID) }
+		wait = func(ctx context.Context) (*weft.Instance, error) { return s.node.Wait(ctx, inst.ID) }
 	}
 	got, err := wait(ctx)
 	if err == nil {
@@ -290,7 +229,7 @@ func (s *Server) await(c *fiber.Ctx, inst *weft.Instance, w waitFor) (now *weft.
 	// The wait ended first: answer with the instance as it is now.
 	rctx, rcancel := requestContext(c, s.cfg.RequestTimeout)
 	defer rcancel()
-	now, err = s.node.Store().GetInstance(rctx, inst.ID)
+	now, err = s.node.Instance(rctx, inst.ID)
 	switch {
 	case err == nil:
 		return now, false, nil
@@ -313,12 +252,12 @@ func (s *Server) getInstance(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.answerInstance(c, in, w, func(v instanceView) error { return c.JSON(v) })
+	return s.answerInstance(c, in, w, func(v apiv1.Instance) error { return c.JSON(v) })
 }
 
 // instance reads an instance, answering 404 when there is none.
 func (s *Server) instance(ctx context.Context, id string) (*weft.Instance, error) {
-	in, err := s.node.Store().GetInstance(ctx, id)
+	in, err := s.node.Instance(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFoundf("no instance %q", id)
 	}
@@ -366,7 +305,7 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 		events := []string{event}
 		if event == "" {
 			// A key alone: under every event a saved workflow waits for.
-			if events, err = s.node.Engine().WaitedEvents(ctx); err != nil {
+			if events, err = s.node.WaitedEvents(ctx); err != nil {
 				return err
 			}
 		}
@@ -376,12 +315,12 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 	case c.Query("plugin_version") != "":
 		return invalidField("plugin_version", "needs plugin: a version is a plugin's")
 	default:
-		items, next, err = s.node.Store().ListInstances(ctx, f)
+		items, next, err = s.node.Instances(ctx, f)
 	}
 	if err != nil {
 		return err
 	}
-	views := make([]instanceView, 0, len(items))
+	views := make([]apiv1.Instance, 0, len(items))
 	for i := range items {
 		// What a suspended instance waits on is what a person listing
 		// instances asks next; two reads each, for a page of at most
@@ -422,7 +361,7 @@ func matches(in *weft.Instance, f weft.InstanceFilter) bool {
 
 // oneInstance is the list ?id= answers: the instance, when it passes f.
 func (s *Server) oneInstance(ctx context.Context, id string, f weft.InstanceFilter) ([]weft.Instance, error) {
-	in, err := s.node.Store().GetInstance(ctx, id)
+	in, err := s.node.Instance(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -439,7 +378,7 @@ func (s *Server) oneInstance(ctx context.Context, id string, f weft.InstanceFilt
 func (s *Server) waitingFor(ctx context.Context, events []string, key string, f weft.InstanceFilter) ([]weft.Instance, error) {
 	var bms []store.Bookmark
 	for _, event := range events {
-		found, err := s.node.Store().FindBookmarks(ctx, event, key)
+		found, err := s.node.FindBookmarks(ctx, event, key)
 		if err != nil {
 			return nil, err
 		}
@@ -475,22 +414,16 @@ func (s *Server) waitingFor(ctx context.Context, events []string, key string, f 
 func (s *Server) countInstances(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	counts, err := s.node.Store().CountInstances(ctx, c.Query("workflow"))
+	counts, err := s.node.CountInstances(ctx, c.Query("workflow"))
 	if err != nil {
 		return err
 	}
-	v := countsView{ByStatus: map[weft.Status]int{}}
+	v := apiv1.Counts{ByStatus: map[apiv1.Status]int{}}
 	for _, st := range weft.Statuses() {
-		v.ByStatus[st] = counts[st]
+		v.ByStatus[apiv1.Status(st)] = counts[st]
 		v.Total += counts[st]
 	}
 	return c.JSON(v)
-}
-
-// countsView is GET /v1/counts/instances's answer.
-type countsView struct {
-	Total    int                 `json:"total"`
-	ByStatus map[weft.Status]int `json:"by_status"`
 }
 
 func (s *Server) history(c *fiber.Ctx) error {
@@ -508,7 +441,7 @@ func (s *Server) history(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	id := param(c, "id")
-	evs, err := s.node.Store().History(ctx, id, afterSeq, limit)
+	evs, err := s.node.History(ctx, id, afterSeq, limit)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no instance %q", id)
 	}
@@ -519,16 +452,21 @@ func (s *Server) history(c *fiber.Ctx) error {
 	if len(evs) == limit {
 		next = strconv.FormatUint(evs[len(evs)-1].Seq, 10)
 	}
-	return c.JSON(newPage(evs, next))
+	return c.JSON(newPage(viewHistory(evs), next))
 }
 
-// cancelRequest is the optional body of POST /v1/instances/{id}/cancel.
-type cancelRequest struct {
-	Reason string `json:"reason"`
+// viewHistory is a page of history entries as answered.
+func viewHistory(evs []weft.HistoryEntry) []apiv1.HistoryEntry {
+	out := make([]apiv1.HistoryEntry, len(evs))
+	for i, e := range evs {
+		out[i] = apiv1.HistoryEntry{Seq: e.Seq, Time: e.Time, Type: apiv1.HistoryType(e.Type), StepPath: e.StepPath,
+			Attempt: e.Attempt, Node: e.Node, Data: e.Data}
+	}
+	return out
 }
 
 func (s *Server) cancelInstance(c *fiber.Ctx) error {
-	var req cancelRequest
+	var req apiv1.CancelRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -538,17 +476,13 @@ func (s *Server) cancelInstance(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	id := param(c, "id")
-	in, err := s.instance(ctx, id)
-	if err != nil {
-		return err
-	}
-	if in.Status.Terminal() {
-		return conflictf("instance %q is %s already", id, in.Status)
-	}
-	if err := s.node.Engine().Cancel(ctx, id, req.Reason); err != nil {
-		return err
-	}
-	if in, err = s.instance(ctx, id); err != nil {
+	in, err := s.node.Cancel(ctx, id, req.Reason)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFoundf("no instance %q", id)
+	case errors.Is(err, weft.ErrFinished):
+		return conflictf("%s", err)
+	case err != nil:
 		return err
 	}
 	v, err := s.detail(ctx, in)
@@ -558,16 +492,11 @@ func (s *Server) cancelInstance(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusAccepted).JSON(v)
 }
 
-// retryRequest is the body of POST /v1/instances/{id}/retry.
-type retryRequest struct {
-	Reason string `json:"reason"`
-}
-
 // retryInstance makes a failed instance continue from the step that
 // failed. 202: like a cancel, the retry is applied when the instance next
 // runs.
 func (s *Server) retryInstance(c *fiber.Ctx) error {
-	var req retryRequest
+	var req apiv1.RetryRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -580,7 +509,7 @@ func (s *Server) retryInstance(c *fiber.Ctx) error {
 	if _, err := s.instance(ctx, id); err != nil {
 		return err
 	}
-	err := s.node.Engine().Retry(ctx, id, req.Reason)
+	err := s.node.Retry(ctx, id, req.Reason)
 	switch {
 	case errors.Is(err, engine.ErrNotFailed):
 		return conflictf("instance %q cannot be retried: only a failed instance can (%s)", id, clean(err))
@@ -602,43 +531,19 @@ func (s *Server) retryInstance(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusAccepted).JSON(v)
 }
 
-// MaxBulk bounds the ids of one bulk request.
-const MaxBulk = 1000
-
-// bulkCancelRequest is the body of POST /v1/instances/cancel.
-type bulkCancelRequest struct {
-	IDs    []string `json:"ids"`
-	Reason string   `json:"reason"`
-}
-
-// The outcomes of a bulk request, per instance.
-const (
-	outcomeCancelled = "cancelled"
-	outcomeFinished  = "finished"
-	outcomeNotFound  = "not_found"
-	outcomeError     = "error"
-)
-
-// bulkItem is what a bulk request did to one instance.
-type bulkItem struct {
-	ID      string `json:"id"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail,omitempty"`
-}
-
 // cancelInstances cancels each instance named, as POST
 // /v1/instances/{id}/cancel would, and answers what became of each: one
 // that fails does not stop the others.
 func (s *Server) cancelInstances(c *fiber.Ctx) error {
-	var req bulkCancelRequest
+	var req apiv1.BulkCancelRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
 	switch {
 	case len(req.IDs) == 0:
 		return invalidField("ids", "must name at least one instance")
-	case len(req.IDs) > MaxBulk:
-		return invalidField("ids", "names %d instances; at most %d at once", len(req.IDs), MaxBulk)
+	case len(req.IDs) > apiv1.MaxBulk:
+		return invalidField("ids", "names %d instances; at most %d at once", len(req.IDs), apiv1.MaxBulk)
 	}
 	for i, id := range req.IDs {
 		if err := store.CheckID(fmt.Sprintf("ids[%d]", i), id); err != nil {
@@ -650,12 +555,12 @@ func (s *Server) cancelInstances(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	items := make([]bulkItem, 0, len(req.IDs))
+	items := make([]apiv1.BulkOutcome, 0, len(req.IDs))
 	for _, id := range req.IDs {
 		if ctx.Err() != nil {
 			// Out of time: what was done is answered, and the rest is said
 			// not to have been tried, so the client can send it again.
-			items = append(items, bulkItem{ID: id, Outcome: outcomeError, Detail: "not tried: the request ran out of time (http.request_timeout)"})
+			items = append(items, apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeError, Detail: "not tried: the request ran out of time (http.request_timeout)"})
 			continue
 		}
 		items = append(items, s.cancelOne(ctx, c, id, req.Reason))
@@ -666,29 +571,24 @@ func (s *Server) cancelInstances(c *fiber.Ctx) error {
 // cancelOne cancels one instance of a bulk request. Its error is told as
 // the error handler would answer it alone: an internal one is logged
 // under the request's id, not shown.
-func (s *Server) cancelOne(ctx context.Context, c *fiber.Ctx, id, reason string) bulkItem {
-	failed := func(err error) bulkItem {
+func (s *Server) cancelOne(ctx context.Context, c *fiber.Ctx, id, reason string) apiv1.BulkOutcome {
+	failed := func(err error) apiv1.BulkOutcome {
 		p, internal := problemFor(err)
 		if internal {
 			s.logger(c).Error("bulk cancel failed", "instance", id, "err", err)
 		}
-		return bulkItem{ID: id, Outcome: outcomeError, Detail: p.Detail}
+		return apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeError, Detail: p.Detail}
 	}
-	in, err := s.node.Store().GetInstance(ctx, id)
+	_, err := s.node.Cancel(ctx, id, reason)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return bulkItem{ID: id, Outcome: outcomeNotFound, Detail: fmt.Sprintf("no instance %q", id)}
+		return apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeNotFound, Detail: fmt.Sprintf("no instance %q", id)}
+	case errors.Is(err, weft.ErrFinished):
+		return apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeFinished, Detail: err.Error()}
 	case err != nil:
 		return failed(err)
-	case in.Status.Terminal():
-		return bulkItem{ID: id, Outcome: outcomeFinished, Detail: fmt.Sprintf("instance %q is %s already", id, in.Status)}
 	}
-	if err := s.node.Engine().Cancel(ctx, id, reason); errors.Is(err, store.ErrNotFound) {
-		return bulkItem{ID: id, Outcome: outcomeNotFound, Detail: fmt.Sprintf("no instance %q", id)}
-	} else if err != nil {
-		return failed(err)
-	}
-	return bulkItem{ID: id, Outcome: outcomeCancelled}
+	return apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeCancelled}
 }
 
 func (s *Server) deleteInstance(c *fiber.Ctx) error {
@@ -698,7 +598,7 @@ func (s *Server) deleteInstance(c *fiber.Ctx) error {
 	if _, err := s.instance(ctx, id); err != nil {
 		return err
 	}
-	err := s.node.Engine().Delete(ctx, id)
+	err := s.node.Delete(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no instance %q", id)
 	}
@@ -712,7 +612,7 @@ func (s *Server) exportState(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	id := param(c, "id")
-	st, err := s.node.Engine().Export(ctx, id)
+	st, err := s.node.Export(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFoundf("no instance %q", id)
 	}
@@ -734,43 +634,43 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	default:
 		return invalidField("replace", "must be true or false, got %q", r)
 	}
-	var st engine.State
+	var st engine.Snapshot
 	if err := decodeJSON(c, &st); err != nil {
 		return err
 	}
 	// The URL's id is the instance written: the state's own, or another,
 	// which makes a copy of the exported instance (engine.Import).
 	id := param(c, "id")
-	var errs []FieldError
-	if st.Format != engine.StateFormat {
-		errs = append(errs, FieldError{Path: "format", Message: fmt.Sprintf("this host reads state format %d, got %d", engine.StateFormat, st.Format)})
+	var errs []apiv1.FieldError
+	if st.Format != engine.SnapshotFormat {
+		errs = append(errs, apiv1.FieldError{Path: "format", Message: fmt.Sprintf("this host reads state format %d, got %d", engine.SnapshotFormat, st.Format)})
 	}
 	if st.Instance.Workflow == "" {
-		errs = append(errs, FieldError{Path: "instance.workflow", Message: "must not be empty"})
+		errs = append(errs, apiv1.FieldError{Path: "instance.workflow", Message: "must not be empty"})
 	}
 	if !st.Instance.Status.Valid() {
-		errs = append(errs, FieldError{Path: "instance.status", Message: fmt.Sprintf("must be one of pending, running, suspended, completed, failed, cancelled, got %q", st.Instance.Status)})
+		errs = append(errs, apiv1.FieldError{Path: "instance.status", Message: fmt.Sprintf("must be one of pending, running, suspended, completed, failed, cancelled, got %q", st.Instance.Status)})
 	}
 	if in := st.Instance; !in.DeleteAfter.IsZero() && in.Status.Valid() && !in.Status.Terminal() {
-		errs = append(errs, FieldError{Path: "instance.delete_after", Message: fmt.Sprintf("is set on a %s instance; only a finished one is deleted after a time", in.Status)})
+		errs = append(errs, apiv1.FieldError{Path: "instance.delete_after", Message: fmt.Sprintf("is set on a %s instance; only a finished one is deleted after a time", in.Status)})
 	}
 	if len(errs) > 0 {
 		return unprocessable("the state cannot be imported", errs...)
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	in, isNew, err := s.node.Engine().Import(ctx, &st, engine.ImportOptions{ID: id, Replace: replace})
+	in, isNew, err := s.node.Import(ctx, &st, engine.ImportOptions{ID: id, Replace: replace})
 	switch {
 	case errors.Is(err, engine.ErrInstanceExists):
 		return problemf(fiber.StatusConflict, "instance-exists",
 			"instance %q exists; import with ?replace=true to replace it, or under another id", id)
 	case errors.Is(err, engine.ErrChildInFlight):
-		return unprocessable("the state cannot be imported under another id", FieldError{Path: "runner", Message: clean(err)})
+		return unprocessable("the state cannot be imported under another id", apiv1.FieldError{Path: "runner", Message: clean(err)})
 	case errors.Is(err, store.ErrNotFound):
 		return unprocessable("the state refers to something this host does not have",
-			FieldError{Path: "instance", Message: clean(err)})
+			apiv1.FieldError{Path: "instance", Message: clean(err)})
 	case errors.Is(err, store.ErrInvalid):
-		return unprocessable("the state is malformed", FieldError{Path: "$", Message: clean(err)})
+		return unprocessable("the state is malformed", apiv1.FieldError{Path: "$", Message: clean(err)})
 	case err != nil:
 		return err
 	}

@@ -11,9 +11,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/host/definition"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/store"
 )
 
 // logsScanLimit bounds the history entries one logs request reads looking
@@ -101,14 +102,14 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	items := make([]weft.LogEntry, 0, min(limit, 64))
+	items := make([]apiv1.LogEntry, 0, min(limit, 64))
 	// A cursor inside an entry reads that entry again, for its other lines.
 	after, skip := from.seq, 0
 	if from.skip > 0 {
 		after, skip = from.seq-1, from.skip
 	}
 	for scanned := 0; scanned < logsScanLimit; {
-		evs, err := s.node.Store().History(ctx, id, after, store.MaxListLimit)
+		evs, err := s.node.History(ctx, id, after, store.MaxListLimit)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFoundf("no instance %q", id)
 		}
@@ -142,7 +143,8 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 					// next page starts at its next line.
 					return c.JSON(newPage(items, logsCursor{seq: e.Seq, skip: given}.String()))
 				}
-				items = append(items, weft.LogEntry{Seq: e.Seq, StepPath: e.StepPath, Attempt: e.Attempt, Node: e.Node, LogLine: l})
+				items = append(items, apiv1.LogEntry{Seq: e.Seq, StepPath: e.StepPath, Attempt: e.Attempt, Node: e.Node,
+					Time: l.Time, Level: apiv1.LogLevel(l.Level), Source: l.Source, Message: l.Message})
 				given++
 			}
 		}
@@ -169,14 +171,14 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 // for a path with it. A step the definition does not have is a 400 that
 // names it.
 func (s *Server) stepMatcher(ctx context.Context, id, step string) (func(string) bool, error) {
-	inst, err := s.node.Store().GetInstance(ctx, id)
+	inst, err := s.node.Instance(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFoundf("no instance %q", id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.node.Store().GetDefinition(ctx, inst.Workflow, inst.Version)
+	d, err := s.node.Definition(ctx, inst.Workflow, inst.Version)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, invalidField("step", "workflow %q version %d, which instance %q runs, is deleted, so step %q cannot be resolved; filter by step_path instead", inst.Workflow, inst.Version, id, step)
 	}

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store"
 )
 
 // pinnedScanBudget bounds how many instances one ?plugin= list reads:
@@ -57,7 +57,7 @@ func (s *Server) pinning(ctx context.Context, plugin, version string, f weft.Ins
 	}
 	list := func(cursor string, n int) ([]weft.Instance, string, error) {
 		f.Cursor, f.Limit = cursor, n
-		return s.node.Store().ListInstances(ctx, f)
+		return s.node.Instances(ctx, f)
 	}
 	keep := func(in *weft.Instance) bool {
 		v, ok := in.Plugins[plugin]

@@ -10,57 +10,25 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
 // ProblemContentType is the media type of error answers (RFC 9457).
-const ProblemContentType = "application/problem+json"
+const ProblemContentType = apiv1.ProblemContentType
 
 // problemTypePrefix prefixes the slug of every problem type.
 const problemTypePrefix = "urn:weft:problem:"
 
-// Problem is an error answer (RFC 9457). It implements error so that a
-// handler can return it.
-type Problem struct {
-	// Type identifies the kind of problem: "urn:weft:problem:" + a slug
-	// such as not-found, validation, conflict.
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	// Errors lists each validation problem with where it is.
-	Errors []FieldError `json:"errors,omitempty"`
-	// Instances names instances involved (a plugin in use).
-	Instances []string `json:"instances,omitempty"`
-	// Workflows, for an in-use problem, names saved workflows that use it.
-	Workflows []string `json:"workflows,omitempty"`
-	// RequestID is the request's X-Request-Id, to find its log lines.
-	RequestID string `json:"request_id,omitempty"`
-}
-
-// FieldError is one validation problem. Path locates it (a JSON path into
-// the request, a definition path such as steps[2].retry.backoff, or a
-// parameter name); Line and Column locate it in a definition's source text
-// when known.
-type FieldError struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-	Line    int    `json:"line,omitempty"`
-	Column  int    `json:"column,omitempty"`
-}
-
-// Error implements error.
-func (p *Problem) Error() string {
-	if p.Detail != "" {
-		return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail)
-	}
-	return fmt.Sprintf("%d %s", p.Status, p.Title)
-}
+// Problem is an error answer, the problem document of the wire contract
+// (apiv1.Problem). It implements error, so that a handler can return it
+// and the error handler answers it as it is.
+type Problem = apiv1.Problem
 
 // problemf returns a problem of status with the type slug and a formatted
 // detail.
@@ -72,12 +40,12 @@ func problemf(status int, slug, format string, args ...any) *Problem {
 func invalidField(path, format string, args ...any) *Problem {
 	msg := fmt.Sprintf(format, args...)
 	p := problemf(fiber.StatusBadRequest, "invalid-request", "%s: %s", path, msg)
-	p.Errors = []FieldError{{Path: path, Message: msg}}
+	p.Errors = []apiv1.FieldError{{Path: path, Message: msg}}
 	return p
 }
 
 // unprocessable returns a 422 problem listing errs.
-func unprocessable(detail string, errs ...FieldError) *Problem {
+func unprocessable(detail string, errs ...apiv1.FieldError) *Problem {
 	p := problemf(fiber.StatusUnprocessableEntity, "validation", "%s", detail)
 	p.Errors = errs
 	return p
@@ -103,13 +71,13 @@ func problemFor(err error) (p *Problem, internal bool) {
 	case errors.As(err, &dve):
 		p := unprocessable(fmt.Sprintf("the workflow definition has %d problem(s)", len(dve.Problems)))
 		for _, pr := range dve.Problems {
-			p.Errors = append(p.Errors, FieldError{Path: pr.Path, Message: pr.Message, Line: pr.Line, Column: pr.Column})
+			p.Errors = append(p.Errors, apiv1.FieldError{Path: pr.Path, Message: pr.Message, Line: pr.Line, Column: pr.Column})
 		}
 		return p, false
 	case errors.As(err, &pve):
 		p := unprocessable(fmt.Sprintf("the plugin module was refused for %d reason(s)", len(pve.Problems)))
 		for _, pr := range pve.Problems {
-			p.Errors = append(p.Errors, FieldError{Path: "module", Message: pr})
+			p.Errors = append(p.Errors, apiv1.FieldError{Path: "module", Message: pr})
 		}
 		return p, false
 	case errors.As(err, &iue):

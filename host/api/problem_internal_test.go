@@ -6,7 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/internal/store"
 )
 
 // TestStoreErrorsAsProblems: a store that cannot be reached is a 503 the

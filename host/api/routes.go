@@ -15,7 +15,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -323,17 +324,13 @@ func checkUTF8(body []byte) *Problem {
 	return invalidField("$", "invalid UTF-8 at byte %d (0x%02x): a JSON body must be UTF-8", off, body[off])
 }
 
-// page is a list answer.
-type page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor"`
-}
-
-func newPage[T any](items []T, next string) page[T] {
+// newPage returns a list answer: items, never null, and the cursor of the
+// next page.
+func newPage[T any](items []T, next string) apiv1.Page[T] {
 	if items == nil {
 		items = []T{}
 	}
-	return page[T]{Items: items, NextCursor: next}
+	return apiv1.Page[T]{Items: items, NextCursor: next}
 }
 
 // limitParam reads ?limit=, 1 to store.MaxListLimit, default

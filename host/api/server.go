@@ -111,8 +111,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
 
-	"github.com/weftworks/weft/host/metrics"
 	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/internal/metrics"
 )
 
 // Config configures a Server.
@@ -144,10 +144,10 @@ type Config struct {
 	// returned: a client that stops reading is disconnected then. A ?wait=
 	// waits inside its handler, so it is not cut; a backup, which streams
 	// for as long as copying the store takes, must instead make progress
-	// every WriteTimeout. Defaults to DefaultWriteTimeout.
+	// every WriteTimeout. Defaults to defaultWriteTimeout.
 	WriteTimeout time.Duration
 	// ReadTimeout bounds reading a request, its headers and body (a plugin
-	// upload the largest). Defaults to DefaultReadTimeout.
+	// upload the largest). Defaults to defaultReadTimeout.
 	ReadTimeout time.Duration
 	// BodyTimeout and BodyRate bound how long a request's body may take
 	// to arrive once the host starts reading it: BodyTimeout plus one
@@ -155,47 +155,47 @@ type Config struct {
 	// its route's limit), and never more than ReadTimeout. A client that
 	// trickles its body is cut off then (408), so that it holds its share
 	// of the body budget for seconds, not for the ReadTimeout. Default to
-	// DefaultBodyTimeout and DefaultBodyRate.
+	// defaultBodyTimeout and defaultBodyRate.
 	BodyTimeout time.Duration
 	BodyRate    int
 	// IdleTimeout bounds how long a keep-alive connection waits for its
-	// next request. Defaults to DefaultIdleTimeout.
+	// next request. Defaults to defaultIdleTimeout.
 	IdleTimeout time.Duration
 	// StreamPoll is how often an event stream (GET /v1/streams/instances,
 	// GET /v1/instances/{id}/stream) reads the store again for changes
 	// this node was not told of (those another node of a cluster made
 	// while an instance ran) and sends a keep-alive. Defaults to
-	// DefaultStreamPoll.
+	// defaultStreamPoll.
 	StreamPoll time.Duration
 	// MaxStreams bounds the event streams open at once; one more is a
-	// 503. Defaults to DefaultMaxStreams.
+	// 503. Defaults to defaultMaxStreams.
 	MaxStreams int
 }
 
 // The defaults of Config.StreamPoll and MaxStreams.
 const (
-	DefaultStreamPoll = 5 * time.Second
-	DefaultMaxStreams = 256
+	defaultStreamPoll = 5 * time.Second
+	defaultMaxStreams = 256
 )
 
-// DefaultWriteTimeout is Config.WriteTimeout's default. Answers are
+// defaultWriteTimeout is Config.WriteTimeout's default. Answers are
 // small, an exported state with its history the largest: a client that has
 // not taken one in two minutes has stalled.
-const DefaultWriteTimeout = 2 * time.Minute
+const defaultWriteTimeout = 2 * time.Minute
 
 // The defaults of Config.ReadTimeout, IdleTimeout and RequestTimeout.
 const (
-	DefaultReadTimeout    = 2 * time.Minute
-	DefaultIdleTimeout    = time.Minute
-	DefaultRequestTimeout = 30 * time.Second
+	defaultReadTimeout    = 2 * time.Minute
+	defaultIdleTimeout    = time.Minute
+	defaultRequestTimeout = 30 * time.Second
 )
 
 // The defaults of Config.BodyTimeout and BodyRate: a body of 1 MiB (the
 // default BodyLimit) must arrive within 18 seconds, at 128 KiB/s (1 Mbit/s)
 // on average once the first 10 seconds are spent.
 const (
-	DefaultBodyTimeout = 10 * time.Second
-	DefaultBodyRate    = 128 << 10
+	defaultBodyTimeout = 10 * time.Second
+	defaultBodyRate    = 128 << 10
 )
 
 // AuthEnabled reports whether requests need a bearer token: whether any
@@ -217,58 +217,87 @@ func (c Config) WithDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	if c.StreamPoll == 0 {
-		c.StreamPoll = DefaultStreamPoll
+		c.StreamPoll = defaultStreamPoll
 	}
 	if c.MaxStreams == 0 {
-		c.MaxStreams = DefaultMaxStreams
+		c.MaxStreams = defaultMaxStreams
 	}
 	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
+		c.RequestTimeout = defaultRequestTimeout
 	}
 	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
+		c.WriteTimeout = defaultWriteTimeout
 	}
 	if c.ReadTimeout == 0 {
-		c.ReadTimeout = DefaultReadTimeout
+		c.ReadTimeout = defaultReadTimeout
 	}
 	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
+		c.IdleTimeout = defaultIdleTimeout
 	}
 	if c.BodyTimeout == 0 {
-		c.BodyTimeout = DefaultBodyTimeout
+		c.BodyTimeout = defaultBodyTimeout
 	}
 	if c.BodyRate == 0 {
-		c.BodyRate = DefaultBodyRate
+		c.BodyRate = defaultBodyRate
 	}
 	return c
 }
 
-func (c Config) validate() error {
-	switch {
-	case c.BodyLimit < 1:
-		return fmt.Errorf("api: BodyLimit must be positive, got %d", c.BodyLimit)
-	case c.PluginBodyLimit < 1:
-		return fmt.Errorf("api: PluginBodyLimit must be positive, got %d", c.PluginBodyLimit)
-	case c.BodyBudget < max(c.BodyLimit, c.PluginBodyLimit):
-		return fmt.Errorf("api: BodyBudget must be at least BodyLimit and PluginBodyLimit (%d), got %d", max(c.BodyLimit, c.PluginBodyLimit), c.BodyBudget)
-	case c.RequestTimeout < 0:
-		return fmt.Errorf("api: RequestTimeout must not be negative, got %s", c.RequestTimeout)
-	case c.WriteTimeout < 0:
-		return fmt.Errorf("api: WriteTimeout must not be negative, got %s", c.WriteTimeout)
-	case c.ReadTimeout < 0:
-		return fmt.Errorf("api: ReadTimeout must not be negative, got %s", c.ReadTimeout)
-	case c.StreamPoll < 0:
-		return fmt.Errorf("api: StreamPoll must not be negative, got %s", c.StreamPoll)
-	case c.MaxStreams < 0:
-		return fmt.Errorf("api: MaxStreams must not be negative, got %d", c.MaxStreams)
-	case c.IdleTimeout < 0:
-		return fmt.Errorf("api: IdleTimeout must not be negative, got %s", c.IdleTimeout)
-	case c.BodyTimeout < 0:
-		return fmt.Errorf("api: BodyTimeout must not be negative, got %s", c.BodyTimeout)
-	case c.BodyRate < 0:
-		return fmt.Errorf("api: BodyRate must not be negative, got %d", c.BodyRate)
+// ConfigError is a Config field with an impossible value. Field names it
+// as Go does ("BodyBudget", "Tokens[1].Role"), so that a caller that fills
+// Config from settings of its own can name its setting (the host's
+// configuration does).
+type ConfigError struct {
+	// Field is the field's name.
+	Field string
+	// Message says what is wrong, naming fields as Field does.
+	Message string
+}
+
+// Error is the message after the package's name.
+func (e *ConfigError) Error() string { return "api: " + e.Message }
+
+// Validate reports every field of c with an impossible value, the tokens'
+// included, each as a *ConfigError, joined. New calls it on the result of
+// WithDefaults; a caller that sets every field itself calls it on c as it
+// is, so that a zero it chose is judged rather than replaced by a default.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &ConfigError{Field: field, Message: field + " " + fmt.Sprintf(format, args...)})
 	}
-	return nil
+	for _, l := range []struct {
+		field string
+		n     int
+	}{{"BodyLimit", c.BodyLimit}, {"PluginBodyLimit", c.PluginBodyLimit}} {
+		if l.n < 1<<10 || l.n > 1<<30 {
+			bad(l.field, "must be between 1 KiB and 1 GiB, got %d bytes", l.n)
+		}
+	}
+	if larger := max(c.BodyLimit, c.PluginBodyLimit); c.BodyBudget < larger {
+		bad("BodyBudget", "must be at least BodyLimit and PluginBodyLimit (%d), got %d: a body of the larger limit could never be read", larger, c.BodyBudget)
+	}
+	for _, d := range []struct {
+		field string
+		d     time.Duration
+	}{
+		{"RequestTimeout", c.RequestTimeout}, {"WriteTimeout", c.WriteTimeout}, {"ReadTimeout", c.ReadTimeout},
+		{"BodyTimeout", c.BodyTimeout}, {"IdleTimeout", c.IdleTimeout}, {"StreamPoll", c.StreamPoll},
+	} {
+		if d.d <= 0 {
+			bad(d.field, "must be positive, got %s", d.d)
+		}
+	}
+	if c.BodyRate < 1<<10 {
+		bad("BodyRate", "must be at least 1 KiB (a second's worth of a body), got %d bytes", c.BodyRate)
+	}
+	if c.MaxStreams < 1 || c.MaxStreams > 100_000 {
+		bad("MaxStreams", "must be between 1 and 100000, got %d", c.MaxStreams)
+	}
+	if _, err := newAuthenticator(c.Tokens); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Server is the HTTP API of one node.
@@ -299,7 +328,7 @@ type Server struct {
 // an error naming the token.
 func New(cfg Config, n *node.Node) (*Server, error) {
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if n == nil {

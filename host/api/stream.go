@@ -14,8 +14,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store"
 )
 
 // Event streams: server-sent events of instance changes, for the console
@@ -169,7 +169,7 @@ func (s *Server) streamInstances(c *fiber.Ctx) error {
 	log := s.logger(c)
 	return s.startStream(c, func(w *sseWriter) {
 		cs := newChangeSet()
-		stop := s.node.Engine().OnChange(cs.add)
+		stop := s.node.OnChange(cs.add)
 		defer stop()
 		// An error is most often the client's leaving, and ends the
 		// stream either way.
@@ -187,7 +187,7 @@ func (s *Server) followInstances(w *sseWriter, cs *changeSet, wf string) error {
 	// In a cluster the engine is not told of every change: the stream
 	// also compares the counts by status from time to time and tells a
 	// resync when they moved.
-	complete := s.node.Engine().ChangesComplete()
+	complete := s.node.ChangesComplete()
 	var counts map[weft.Status]int
 	if !complete {
 		counts, _ = s.counts(wf) // a failed read just makes the next look a resync
@@ -240,7 +240,7 @@ func (s *Server) sendChanged(w *sseWriter, ids []string, wf string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	for _, id := range ids {
-		in, err := s.node.Store().GetInstance(ctx, id)
+		in, err := s.node.Instance(ctx, id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			if err := w.event(sseDeleted, map[string]string{"id": id}); err != nil {
@@ -270,7 +270,7 @@ func (s *Server) sendChanged(w *sseWriter, ids []string, wf string) error {
 func (s *Server) counts(wf string) (map[weft.Status]int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	return s.node.Store().CountInstances(ctx, wf)
+	return s.node.CountInstances(ctx, wf)
 }
 
 // streamInstance answers GET /v1/instances/{id}/stream: the instance at
@@ -285,7 +285,7 @@ func (s *Server) streamInstance(c *fiber.Ctx) error {
 	log := s.logger(c)
 	return s.startStream(c, func(w *sseWriter) {
 		cs := newChangeSet()
-		stop := s.node.Engine().OnChange(func(changed string) {
+		stop := s.node.OnChange(func(changed string) {
 			if changed == id {
 				cs.add(changed)
 			}
@@ -303,7 +303,7 @@ func (s *Server) followInstance(w *sseWriter, cs *changeSet, id string) error {
 	send := func() (done bool, err error) {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 		defer cancel()
-		in, err := s.node.Store().GetInstance(ctx, id)
+		in, err := s.node.Instance(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return true, w.event(sseDeleted, map[string]string{"id": id})
 		}

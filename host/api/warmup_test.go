@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/api"
-	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
@@ -48,7 +48,7 @@ func TestRestartServesWhileCompiling(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := first.Engine().SaveDefinition(ctx, []byte(`
+	if _, _, err := first.SaveDefinition(ctx, []byte(`
 name: greet
 steps:
   - { id: up, activity: z-kit.upper, input: { text: "${ input.name }" }, output: up }

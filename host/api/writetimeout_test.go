@@ -29,7 +29,7 @@ func TestWriteTimeout(t *testing.T) {
 	// carries it but the one under test.
 	const size = 12 << 20
 	input := json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", size)))
-	if _, _, err := h.node.Engine().Start(context.Background(), "sleeper", input, "big"); err != nil {
+	if _, _, err := h.node.Start(context.Background(), "sleeper", input, "big"); err != nil {
 		t.Fatal(err)
 	}
 

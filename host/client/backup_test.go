@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/internal/store/boltstore"
 )
 
 // TestBackup: Backup writes a copy of the store that opens as one; a

@@ -2,15 +2,20 @@
 // command-line client is built on it, and so are tests that drive a real
 // host over HTTP.
 //
-// Every method returns the decoded answer, or an error that is either a
-// *Problem (the server answered with an error status; errors.Is matches it
-// against ErrNotFound, ErrUnauthorized, ErrForbidden, ErrConflict,
-// ErrInvalid, ErrUnavailable) or a *TransportError (no answer: the server
-// could not be reached, or the answer could not be read). A method returns
-// ctx.Err() when ctx ends first.
+// The documents it sends and decodes are those of host/api/apiv1, the
+// API's wire contract, which the API encodes: the client imports that
+// package and the standard library, nothing else of the host.
+//
+// Every method returns the decoded answer, or an error that is either an
+// *Error (the server answered with an error status; its Problem is the
+// answer's problem document, and errors.Is matches it against ErrNotFound,
+// ErrUnauthorized, ErrForbidden, ErrConflict, ErrStale, ErrInvalid,
+// ErrUnavailable) or a *TransportError (no answer: the server could not be
+// reached, or the answer could not be read). A method returns ctx.Err()
+// when ctx ends first.
 //
 //	c, err := client.New(client.Config{Server: "http://127.0.0.1:8080", Token: token})
-//	inst, _, err := c.Start(ctx, "hello", client.StartRequest{Input: json.RawMessage(`{"name":"Ada"}`)}, 10*time.Second)
+//	inst, _, err := c.Start(ctx, "hello", apiv1.StartRequest{Input: json.RawMessage(`{"name":"Ada"}`)}, 10*time.Second)
 package client
 
 import (
@@ -26,9 +31,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/plugins/grant"
+	"github.com/weftworks/weft/host/api/apiv1"
 )
 
 // Config configures a Client.
@@ -106,7 +109,7 @@ func (c *Client) send(ctx context.Context, r request, accept string) (*http.Resp
 	if r.ifMatch != "" {
 		req.Header.Set("If-Match", r.ifMatch)
 	}
-	req.Header.Set("Accept", accept+", application/problem+json")
+	req.Header.Set("Accept", accept+", "+apiv1.ProblemContentType)
 	req.Header.Set("User-Agent", c.ua)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -140,7 +143,7 @@ func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
 		return resp.StatusCode, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the answer is larger than %d bytes", maxAnswer)}
 	}
 	if resp.StatusCode >= 300 {
-		return resp.StatusCode, newProblem(resp, data)
+		return resp.StatusCode, newError(resp, data)
 	}
 	if out != nil && len(bytes.TrimSpace(data)) > 0 {
 		if raw, ok := out.(*json.RawMessage); ok {
@@ -194,12 +197,6 @@ type ListOptions struct {
 	Limit int
 }
 
-// Page is one page of a list. NextCursor is empty after the last page.
-type Page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor"`
-}
-
 // Health calls GET /healthz: nil when the host is alive.
 func (c *Client) Health(ctx context.Context) error {
 	return c.getJSON(ctx, "/healthz", nil, nil)
@@ -210,48 +207,11 @@ func (c *Client) Ready(ctx context.Context) error {
 	return c.getJSON(ctx, "/readyz", nil, nil)
 }
 
-// Plugin is one version of a plugin.
-type Plugin struct {
-	Name string `json:"name"`
-	// Version is the sha256 of the module, hex.
-	Version    string    `json:"version"`
-	Size       int64     `json:"size"`
-	Activities []string  `json:"activities"`
-	CreatedAt  time.Time `json:"created_at"`
-}
-
-// PluginDetail is a plugin's current version and every version kept,
-// current first, with what the current version asks an operator to grant
-// (Needs, from its manifest), what is granted to the name (Granted) and
-// what of Needs no grant covers (Missing).
-type PluginDetail struct {
-	Plugin
-	Versions []Plugin  `json:"versions"`
-	Needs    abi.Needs `json:"needs"`
-	Granted  Grants    `json:"granted"`
-	Missing  abi.Needs `json:"missing"`
-}
-
-// Grants is what is granted to a plugin name: the hosts its HTTP requests
-// may reach, its configuration values and its secrets, as references
-// (env:NAME, file:/path) that each node resolves. The API never answers
-// a secret's value.
-type Grants struct {
-	Plugin string `json:"plugin"`
-	// Revision is 1 for the first grant of a name and +1 for each change;
-	// 0 when nothing is granted.
-	Revision uint64 `json:"revision"`
-	// UpdatedAt is zero when nothing is granted.
-	UpdatedAt time.Time `json:"updated_at,omitzero"`
-	// Set is the grant document: Hosts, Config and Secrets.
-	grant.Set
-}
-
 // PutPlugin uploads a module as the plugin name. created is false when
 // that exact content already was the current version. A refused module is
-// a *Problem with Status 422 listing the reasons in Errors.
-func (c *Client) PutPlugin(ctx context.Context, name string, wasm []byte) (p *Plugin, created bool, err error) {
-	p = &Plugin{}
+// an *Error with Status 422 listing the reasons in Errors.
+func (c *Client) PutPlugin(ctx context.Context, name string, wasm []byte) (p *apiv1.Plugin, created bool, err error) {
+	p = &apiv1.Plugin{}
 	status, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/plugins/" + seg(name), body: wasm, ctype: "application/wasm"}, p)
 	if err != nil {
 		return nil, false, err
@@ -260,8 +220,8 @@ func (c *Client) PutPlugin(ctx context.Context, name string, wasm []byte) (p *Pl
 }
 
 // Plugins lists a page of plugins, their current versions, by name.
-func (c *Client) Plugins(ctx context.Context, opts ListOptions) (*Page[Plugin], error) {
-	var p Page[Plugin]
+func (c *Client) Plugins(ctx context.Context, opts ListOptions) (*apiv1.Page[apiv1.Plugin], error) {
+	var p apiv1.Page[apiv1.Plugin]
 	if err := c.getJSON(ctx, "/v1/plugins", pageQuery(opts), &p); err != nil {
 		return nil, err
 	}
@@ -269,15 +229,15 @@ func (c *Client) Plugins(ctx context.Context, opts ListOptions) (*Page[Plugin], 
 }
 
 // Plugin returns a plugin with its versions.
-func (c *Client) Plugin(ctx context.Context, name string) (*PluginDetail, error) {
-	var p PluginDetail
+func (c *Client) Plugin(ctx context.Context, name string) (*apiv1.PluginDetail, error) {
+	var p apiv1.PluginDetail
 	if err := c.getJSON(ctx, "/v1/plugins/"+seg(name), nil, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-// DeletePlugin deletes a plugin; a *Problem with Status 409 while a
+// DeletePlugin deletes a plugin; an *Error with Status 409 while a
 // non-terminal instance uses one of its versions, or, unless force, while
 // a saved workflow calls it (the problem names them).
 func (c *Client) DeletePlugin(ctx context.Context, name string, force bool) error {
@@ -289,23 +249,23 @@ func (c *Client) DeletePlugin(ctx context.Context, name string, force bool) erro
 	return err
 }
 
-// Grants returns what is granted to a plugin name; Revision 0 and an
-// empty Set when nothing is. The plugin need not be uploaded.
-func (c *Client) Grants(ctx context.Context, name string) (*Grants, error) {
-	var g Grants
+// Grants returns what is granted to a plugin name; Revision 0 and empty
+// lists when nothing is. The plugin need not be uploaded.
+func (c *Client) Grants(ctx context.Context, name string) (*apiv1.Grants, error) {
+	var g apiv1.Grants
 	if err := c.getJSON(ctx, "/v1/plugins/"+seg(name)+"/grants", nil, &g); err != nil {
 		return nil, err
 	}
 	return &g, nil
 }
 
-// PutGrants replaces everything granted to a plugin name with set and
+// PutGrants replaces everything granted to a plugin name with doc and
 // returns the grants as stored. Every node uses them from the next
-// activity call it starts. An invalid set is a *Problem with Status 422
-// whose Errors name each field (hosts[0].pattern, config.url,
+// activity call it starts. An invalid document is an *Error with Status
+// 422 whose Errors name each field (hosts[0].pattern, config.url,
 // secrets.token).
-func (c *Client) PutGrants(ctx context.Context, name string, set grant.Set) (*Grants, error) {
-	body, err := jsonBody(set)
+func (c *Client) PutGrants(ctx context.Context, name string, doc apiv1.GrantDocument) (*apiv1.Grants, error) {
+	body, err := jsonBody(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -314,10 +274,10 @@ func (c *Client) PutGrants(ctx context.Context, name string, set grant.Set) (*Gr
 
 // PutGrantsAt is PutGrants for an edit of the grants read at revision
 // (Grants.Revision; 0 when nothing was granted): the server refuses it
-// with a *Problem matching ErrStale if the grants changed since, so that
+// with an *Error matching ErrStale if the grants changed since, so that
 // an edit never undoes another made meanwhile. Read again and redo it.
-func (c *Client) PutGrantsAt(ctx context.Context, name string, set grant.Set, revision uint64) (*Grants, error) {
-	body, err := jsonBody(set)
+func (c *Client) PutGrantsAt(ctx context.Context, name string, doc apiv1.GrantDocument, revision uint64) (*apiv1.Grants, error) {
+	body, err := jsonBody(doc)
 	if err != nil {
 		return nil, err
 	}
@@ -326,12 +286,12 @@ func (c *Client) PutGrantsAt(ctx context.Context, name string, set grant.Set, re
 
 // PutGrantsDocument is PutGrants with the grant document as JSON, sent as
 // it is: the server refuses unknown fields (400) and invalid entries (422).
-func (c *Client) PutGrantsDocument(ctx context.Context, name string, doc json.RawMessage) (*Grants, error) {
+func (c *Client) PutGrantsDocument(ctx context.Context, name string, doc json.RawMessage) (*apiv1.Grants, error) {
 	return c.putGrants(ctx, name, doc, "")
 }
 
-func (c *Client) putGrants(ctx context.Context, name string, doc json.RawMessage, ifMatch string) (*Grants, error) {
-	var g Grants
+func (c *Client) putGrants(ctx context.Context, name string, doc json.RawMessage, ifMatch string) (*apiv1.Grants, error) {
+	var g apiv1.Grants
 	r := request{method: http.MethodPut, path: "/v1/plugins/" + seg(name) + "/grants", body: doc, ctype: "application/json", ifMatch: ifMatch}
 	if _, err := c.do(ctx, r, &g); err != nil {
 		return nil, err
@@ -339,32 +299,22 @@ func (c *Client) putGrants(ctx context.Context, name string, doc json.RawMessage
 	return &g, nil
 }
 
-// DeleteGrants revokes everything granted to a plugin name; a *Problem
+// DeleteGrants revokes everything granted to a plugin name; an *Error
 // matching ErrNotFound when nothing was granted.
 func (c *Client) DeleteGrants(ctx context.Context, name string) error {
 	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/plugins/" + seg(name) + "/grants"}, nil)
 	return err
 }
 
-// Workflow is one version of a workflow definition. Source is set by
-// Workflow, not by Workflows or PutWorkflow.
-type Workflow struct {
-	Name      string    `json:"name"`
-	Version   int       `json:"version"`
-	Hash      string    `json:"hash"`
-	CreatedAt time.Time `json:"created_at"`
-	Source    string    `json:"source,omitempty"`
-}
-
 // PutWorkflow saves a definition (YAML or JSON source) as the workflow
-// name. created is false when it did not change. A refused definition is a
-// *Problem with Status 422 listing every problem with its path.
-func (c *Client) PutWorkflow(ctx context.Context, name string, source []byte) (w *Workflow, created bool, err error) {
+// name. created is false when it did not change. A refused definition is
+// an *Error with Status 422 listing every problem with its path.
+func (c *Client) PutWorkflow(ctx context.Context, name string, source []byte) (w *apiv1.Workflow, created bool, err error) {
 	ctype := "application/yaml"
 	if t := bytes.TrimSpace(source); len(t) > 0 && t[0] == '{' {
 		ctype = "application/json"
 	}
-	w = &Workflow{}
+	w = &apiv1.Workflow{}
 	status, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/workflows/" + seg(name), body: source, ctype: ctype}, w)
 	if err != nil {
 		return nil, false, err
@@ -373,22 +323,22 @@ func (c *Client) PutWorkflow(ctx context.Context, name string, source []byte) (w
 }
 
 // Workflows lists a page of workflows, their latest versions, by name.
-func (c *Client) Workflows(ctx context.Context, opts ListOptions) (*Page[Workflow], error) {
-	var p Page[Workflow]
+func (c *Client) Workflows(ctx context.Context, opts ListOptions) (*apiv1.Page[apiv1.Workflow], error) {
+	var p apiv1.Page[apiv1.Workflow]
 	if err := c.getJSON(ctx, "/v1/workflows", pageQuery(opts), &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-// Workflow returns a version of a workflow with its source; version 0 is
-// the latest.
-func (c *Client) Workflow(ctx context.Context, name string, version int) (*Workflow, error) {
+// Workflow returns a version of a workflow with its source, its canonical
+// form and the versions kept; version 0 is the latest.
+func (c *Client) Workflow(ctx context.Context, name string, version int) (*apiv1.Workflow, error) {
 	q := url.Values{}
 	if version > 0 {
 		q.Set("version", strconv.Itoa(version))
 	}
-	var w Workflow
+	var w apiv1.Workflow
 	if err := c.getJSON(ctx, "/v1/workflows/"+seg(name), q, &w); err != nil {
 		return nil, err
 	}
@@ -401,100 +351,23 @@ func (c *Client) DeleteWorkflow(ctx context.Context, name string) error {
 	return err
 }
 
-// Instance is a workflow instance. Error is set when it failed or was
-// cancelled.
-type Instance struct {
-	ID        string            `json:"id"`
-	Workflow  string            `json:"workflow"`
-	Version   int               `json:"version"`
-	Status    weft.Status       `json:"status"`
-	Input     json.RawMessage   `json:"input"`
-	Output    json.RawMessage   `json:"output"`
-	Vars      json.RawMessage   `json:"vars"`
-	Error     *weft.Failure     `json:"error"`
-	Plugins   map[string]string `json:"plugins,omitempty"`
-	Parent    *Parent           `json:"parent,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
-	// DeleteAfter is when a finished instance will be deleted; zero while
-	// it runs, and when it is kept forever.
-	DeleteAfter time.Time `json:"delete_after,omitzero"`
-	// WaitingOn is set by Instance and Start, and by Instances for a
-	// suspended instance.
-	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`
-}
-
-// Terminal reports whether the instance is completed, failed or cancelled.
-func (i *Instance) Terminal() bool { return i.Status.Terminal() }
-
-// Parent names the parent instance and step of a child workflow.
-type Parent struct {
-	InstanceID string `json:"instance_id"`
-	StepID     string `json:"step_id"`
-}
-
-// WaitingOn is what a suspended instance waits for.
-type WaitingOn struct {
-	Bookmarks []Bookmark `json:"bookmarks"`
-	Timers    []Timer    `json:"timers"`
-}
-
-// Bookmark is a wait for an event with a correlation key.
-type Bookmark struct {
-	Event    string `json:"event"`
-	Key      string `json:"key"`
-	StepPath string `json:"step_path"`
-}
-
-// Timer is a durable timer.
-type Timer struct {
-	ID   string    `json:"id"`
-	Due  time.Time `json:"due"`
-	Kind string    `json:"kind,omitempty"`
-}
-
-// StartRequest is the body of a start.
-type StartRequest struct {
-	// Input is the instance's input, a JSON document; nil is null.
-	Input json.RawMessage `json:"input,omitempty"`
-	// ID is an optional client-chosen id that makes the start idempotent.
-	ID string `json:"id,omitempty"`
-}
-
-// MaxWait is the longest wait the server accepts in one request (its
-// ?wait=); ask again to wait longer.
-const MaxWait = 5 * time.Minute
-
-// Until says what a wait on an instance waits for.
-type Until string
-
-const (
-	// UntilEnded waits until the instance has completed, failed or been
-	// cancelled: through its delays and retry backoffs, during which it
-	// is suspended. The server's default.
-	UntilEnded Until = "ended"
-	// UntilSuspended waits until the instance suspends (waiting for an
-	// event or a timer) or ends.
-	UntilSuspended Until = "suspended"
-)
-
 // Start starts an instance of workflow. With wait > 0 the server answers
 // when the instance has ended (completed, failed or cancelled), or when
 // wait runs out with the instance as it is then (wait is at most
-// MaxWait). created is false when req.ID named an instance that already
-// existed.
-func (c *Client) Start(ctx context.Context, workflow string, req StartRequest, wait time.Duration) (inst *Instance, created bool, err error) {
+// apiv1.MaxWait). created is false when req.ID named an instance that
+// already existed.
+func (c *Client) Start(ctx context.Context, workflow string, req apiv1.StartRequest, wait time.Duration) (inst *apiv1.Instance, created bool, err error) {
 	return c.StartUntil(ctx, workflow, req, wait, "")
 }
 
 // StartUntil is Start with what the wait waits for; "" is the server's
-// default, UntilEnded. until is not sent without a wait.
-func (c *Client) StartUntil(ctx context.Context, workflow string, req StartRequest, wait time.Duration, until Until) (inst *Instance, created bool, err error) {
+// default, apiv1.UntilEnded. until is not sent without a wait.
+func (c *Client) StartUntil(ctx context.Context, workflow string, req apiv1.StartRequest, wait time.Duration, until apiv1.Until) (inst *apiv1.Instance, created bool, err error) {
 	body, err := jsonBody(req)
 	if err != nil {
 		return nil, false, err
 	}
-	inst = &Instance{}
+	inst = &apiv1.Instance{}
 	status, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/workflows/" + seg(workflow) + "/instances", query: waitQuery(wait, until), body: body, ctype: "application/json"}, inst)
 	if err != nil {
 		return nil, false, err
@@ -503,17 +376,17 @@ func (c *Client) StartUntil(ctx context.Context, workflow string, req StartReque
 }
 
 // Instance returns an instance with what it waits on.
-func (c *Client) Instance(ctx context.Context, id string) (*Instance, error) {
+func (c *Client) Instance(ctx context.Context, id string) (*apiv1.Instance, error) {
 	return c.Await(ctx, id, 0, "")
 }
 
 // Await returns an instance with what it waits on once it has ended (or,
-// with UntilSuspended, suspended or ended), or when wait runs out, as it
-// is then: a long poll (GET /v1/instances/{id}?wait=). wait is at most
-// MaxWait; 0 answers at once, as Instance does. An instance that has
-// already ended is answered at once.
-func (c *Client) Await(ctx context.Context, id string, wait time.Duration, until Until) (*Instance, error) {
-	var in Instance
+// with apiv1.UntilSuspended, suspended or ended), or when wait runs out,
+// as it is then: a long poll (GET /v1/instances/{id}?wait=). wait is at
+// most apiv1.MaxWait; 0 answers at once, as Instance does. An instance
+// that has already ended is answered at once.
+func (c *Client) Await(ctx context.Context, id string, wait time.Duration, until apiv1.Until) (*apiv1.Instance, error) {
+	var in apiv1.Instance
 	if err := c.getJSON(ctx, "/v1/instances/"+seg(id), waitQuery(wait, until), &in); err != nil {
 		return nil, err
 	}
@@ -521,7 +394,7 @@ func (c *Client) Await(ctx context.Context, id string, wait time.Duration, until
 }
 
 // waitQuery is ?wait= and ?until=, or nothing without a wait.
-func waitQuery(wait time.Duration, until Until) url.Values {
+func waitQuery(wait time.Duration, until apiv1.Until) url.Values {
 	q := url.Values{}
 	if wait > 0 {
 		q.Set("wait", wait.String())
@@ -535,7 +408,7 @@ func waitQuery(wait time.Duration, until Until) url.Values {
 // InstanceFilter selects instances; empty fields select all.
 type InstanceFilter struct {
 	Workflow string
-	Status   weft.Status
+	Status   apiv1.Status
 	// CreatedAfter and CreatedBefore, when not zero, keep instances
 	// created at or after, and before, them.
 	CreatedAfter, CreatedBefore time.Time
@@ -554,7 +427,7 @@ type InstanceFilter struct {
 }
 
 // Instances lists a page of instances, newest first unless f.Oldest.
-func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instance], error) {
+func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*apiv1.Page[apiv1.Instance], error) {
 	q := pageQuery(f.ListOptions)
 	for name, v := range map[string]string{"workflow": f.Workflow, "status": string(f.Status), "id": f.ID, "event": f.Event,
 		"plugin": f.Plugin, "plugin_version": f.PluginVersion} {
@@ -574,7 +447,7 @@ func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instanc
 	if f.Oldest {
 		q.Set("order", "oldest")
 	}
-	var p Page[Instance]
+	var p apiv1.Page[apiv1.Instance]
 	if err := c.getJSON(ctx, "/v1/instances", q, &p); err != nil {
 		return nil, err
 	}
@@ -582,9 +455,9 @@ func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*Page[Instanc
 }
 
 // History returns a page of an instance's history, in order; the cursor is
-// the sequence number of the last event of the previous page.
-func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*Page[weft.HistoryEntry], error) {
-	var p Page[weft.HistoryEntry]
+// the sequence number of the last entry of the previous page.
+func (c *Client) History(ctx context.Context, id string, opts ListOptions) (*apiv1.Page[apiv1.HistoryEntry], error) {
+	var p apiv1.Page[apiv1.HistoryEntry]
 	if err := c.getJSON(ctx, "/v1/instances/"+seg(id)+"/history", pageQuery(opts), &p); err != nil {
 		return nil, err
 	}
@@ -607,7 +480,7 @@ type LogFilter struct {
 // Logs returns a page of the log lines of an instance's activity attempts,
 // oldest first, as its history keeps them; the cursor is a history seq, or
 // a previous page's NextCursor.
-func (c *Client) Logs(ctx context.Context, id string, f LogFilter) (*Page[weft.LogEntry], error) {
+func (c *Client) Logs(ctx context.Context, id string, f LogFilter) (*apiv1.Page[apiv1.LogEntry], error) {
 	q := pageQuery(f.ListOptions)
 	if f.StepPath != "" {
 		q.Set("step_path", f.StepPath)
@@ -618,54 +491,46 @@ func (c *Client) Logs(ctx context.Context, id string, f LogFilter) (*Page[weft.L
 	if f.Attempt != 0 {
 		q.Set("attempt", strconv.Itoa(f.Attempt))
 	}
-	var p Page[weft.LogEntry]
+	var p apiv1.Page[apiv1.LogEntry]
 	if err := c.getJSON(ctx, "/v1/instances/"+seg(id)+"/logs", q, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-// Cancel cancels an instance and returns it as it is after the request; a
-// *Problem with Status 409 when it has already ended.
-func (c *Client) Cancel(ctx context.Context, id, reason string) (*Instance, error) {
-	return c.instanceAction(ctx, id, "cancel", reason)
+// Cancel cancels an instance and returns it as it is after the request;
+// an *Error with Status 409 when it has already ended.
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*apiv1.Instance, error) {
+	return c.instanceAction(ctx, id, "cancel", reason != "", apiv1.CancelRequest{Reason: reason})
 }
 
-// instanceAction POSTs to /v1/instances/{id}/{action} with the reason
-// (none when empty) and returns the instance answered.
-func (c *Client) instanceAction(ctx context.Context, id, action, reason string) (*Instance, error) {
-	var body []byte
-	if reason != "" {
-		var err error
-		if body, err = jsonBody(map[string]string{"reason": reason}); err != nil {
+// instanceAction POSTs to /v1/instances/{id}/{action}, with req as the
+// body when send (none otherwise: the server's default reason), and
+// returns the instance answered.
+func (c *Client) instanceAction(ctx context.Context, id, action string, send bool, req any) (*apiv1.Instance, error) {
+	r := request{method: http.MethodPost, path: "/v1/instances/" + seg(id) + "/" + action}
+	if send {
+		body, err := jsonBody(req)
+		if err != nil {
 			return nil, err
 		}
+		r.body, r.ctype = body, "application/json"
 	}
-	r := request{method: http.MethodPost, path: "/v1/instances/" + seg(id) + "/" + action, body: body}
-	if body != nil {
-		r.ctype = "application/json"
-	}
-	var in Instance
+	var in apiv1.Instance
 	if _, err := c.do(ctx, r, &in); err != nil {
 		return nil, err
 	}
 	return &in, nil
 }
 
-// Counts are the counts of instances by status.
-type Counts struct {
-	Total    int                 `json:"total"`
-	ByStatus map[weft.Status]int `json:"by_status"`
-}
-
 // Counts counts instances by status, of one workflow when workflow is not
 // empty.
-func (c *Client) Counts(ctx context.Context, workflow string) (*Counts, error) {
+func (c *Client) Counts(ctx context.Context, workflow string) (*apiv1.Counts, error) {
 	q := url.Values{}
 	if workflow != "" {
 		q.Set("workflow", workflow)
 	}
-	var out Counts
+	var out apiv1.Counts
 	if err := c.getJSON(ctx, "/v1/counts/instances", q, &out); err != nil {
 		return nil, err
 	}
@@ -673,31 +538,20 @@ func (c *Client) Counts(ctx context.Context, workflow string) (*Counts, error) {
 }
 
 // Retry asks a failed instance to continue from the step that failed and
-// returns it as it is after the request (still failed until it runs); a
-// *Problem with Status 409 when it has not failed.
-func (c *Client) Retry(ctx context.Context, id, reason string) (*Instance, error) {
-	return c.instanceAction(ctx, id, "retry", reason)
+// returns it as it is after the request (still failed until it runs); an
+// *Error with Status 409 when it has not failed.
+func (c *Client) Retry(ctx context.Context, id, reason string) (*apiv1.Instance, error) {
+	return c.instanceAction(ctx, id, "retry", reason != "", apiv1.RetryRequest{Reason: reason})
 }
 
-// MaxBulk bounds the ids of one bulk request (CancelMany).
-const MaxBulk = 1000
-
-// BulkOutcome is what a bulk request did to one instance: Outcome is
-// cancelled, finished, not_found or error.
-type BulkOutcome struct {
-	ID      string `json:"id"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail,omitempty"`
-}
-
-// CancelMany cancels the instances named (at most 1000) and says what
-// became of each, in order.
-func (c *Client) CancelMany(ctx context.Context, ids []string, reason string) ([]BulkOutcome, error) {
-	body, err := jsonBody(map[string]any{"ids": ids, "reason": reason})
+// CancelMany cancels the instances named (at most apiv1.MaxBulk) and says
+// what became of each, in order.
+func (c *Client) CancelMany(ctx context.Context, ids []string, reason string) ([]apiv1.BulkOutcome, error) {
+	body, err := jsonBody(apiv1.BulkCancelRequest{IDs: ids, Reason: reason})
 	if err != nil {
 		return nil, err
 	}
-	var p Page[BulkOutcome]
+	var p apiv1.Page[apiv1.BulkOutcome]
 	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/instances/cancel", body: body, ctype: "application/json"}, &p); err != nil {
 		return nil, err
 	}
@@ -722,15 +576,15 @@ func (c *Client) ExportState(ctx context.Context, id string) (json.RawMessage, e
 
 // ImportState writes an exported state as the instance id: the instance
 // it was exported from, or a copy of it when id is another. An existing
-// instance id is replaced only with replace; without it the answer is a
-// *Problem with Status 409 (type urn:weft:problem:instance-exists) that
+// instance id is replaced only with replace; without it the answer is an
+// *Error with Status 409 (type urn:weft:problem:instance-exists) that
 // matches ErrConflict. created is false when it replaced one.
-func (c *Client) ImportState(ctx context.Context, id string, state json.RawMessage, replace bool) (inst *Instance, created bool, err error) {
+func (c *Client) ImportState(ctx context.Context, id string, state json.RawMessage, replace bool) (inst *apiv1.Instance, created bool, err error) {
 	var q url.Values
 	if replace {
 		q = url.Values{"replace": {"true"}}
 	}
-	inst = &Instance{}
+	inst = &apiv1.Instance{}
 	status, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/instances/" + seg(id) + "/state", query: q, body: state, ctype: "application/json"}, inst)
 	if err != nil {
 		return nil, false, err
@@ -738,114 +592,47 @@ func (c *Client) ImportState(ctx context.Context, id string, state json.RawMessa
 	return inst, status == http.StatusCreated, nil
 }
 
-// EventRequest is a stimulus.
-type EventRequest struct {
-	Name string `json:"name"`
-	Key  string `json:"key,omitempty"`
-	// Payload is a JSON document; nil is null.
-	Payload json.RawMessage `json:"payload,omitempty"`
-	// ID makes the event idempotent; empty lets the server choose one.
-	ID string `json:"id,omitempty"`
-}
-
-// EventResult is what an event did, once durable.
-type EventResult struct {
-	ID      string   `json:"id"`
-	Resumed []string `json:"resumed"`
-	Started []string `json:"started"`
-	// Queued is true when nothing waited for the event and nothing
-	// started: it waits for a bookmark until its TTL.
-	Queued bool `json:"queued"`
-	// Warning, with Queued, says when no workflow waits for or is
-	// triggered by the event's name: a misspelt name, say.
-	Warning string `json:"warning,omitempty"`
-}
-
-// DeadLetter is a stimulus that found no waiting instance before its TTL.
-type DeadLetter struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Key       string          `json:"key,omitempty"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	ExpiresAt time.Time       `json:"expires_at"`
-	// SettledAt is when it was dead-lettered.
-	SettledAt time.Time `json:"settled_at"`
-}
-
-// QueuedEvent is a stimulus that found nothing waiting for it and started
-// nothing: it waits for an instance to wait for it until ExpiresAt.
-type QueuedEvent struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Key       string          `json:"key,omitempty"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	ExpiresAt time.Time       `json:"expires_at"`
-}
-
-// QueuedEvents returns a page of the queued stimuli, soonest to expire
-// first.
-func (c *Client) QueuedEvents(ctx context.Context, opts ListOptions) (*Page[QueuedEvent], error) {
-	var p Page[QueuedEvent]
+// QueuedEvents returns a page of the queued stimuli, those that found
+// nothing waiting for them and started nothing, soonest to expire first:
+// each waits for an instance to wait for it until its ExpiresAt.
+func (c *Client) QueuedEvents(ctx context.Context, opts ListOptions) (*apiv1.Page[apiv1.Stimulus], error) {
+	var p apiv1.Page[apiv1.Stimulus]
 	if err := c.getJSON(ctx, "/v1/events/queued", pageQuery(opts), &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-// DeadLetters returns a page of dead stimuli, in the order they died.
-func (c *Client) DeadLetters(ctx context.Context, opts ListOptions) (*Page[DeadLetter], error) {
-	var p Page[DeadLetter]
+// DeadLetters returns a page of dead stimuli, those that found no waiting
+// instance before their TTL, in the order they died (SettledAt).
+func (c *Client) DeadLetters(ctx context.Context, opts ListOptions) (*apiv1.Page[apiv1.Stimulus], error) {
+	var p apiv1.Page[apiv1.Stimulus]
 	if err := c.getJSON(ctx, "/v1/events/dead", pageQuery(opts), &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-// SendEvent sends a stimulus.
-func (c *Client) SendEvent(ctx context.Context, ev EventRequest) (*EventResult, error) {
+// SendEvent sends a stimulus and returns what it did, once durable.
+func (c *Client) SendEvent(ctx context.Context, ev apiv1.EventRequest) (*apiv1.EventOutcome, error) {
 	body, err := jsonBody(ev)
 	if err != nil {
 		return nil, err
 	}
-	var res EventResult
+	var res apiv1.EventOutcome
 	if _, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/events", body: body, ctype: "application/json"}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-// Refresh statuses.
-const (
-	RefreshDone       = "refreshed"
-	RefreshInProgress = "already_in_progress"
-)
-
-// RefreshResult is what a definition refresh did.
-type RefreshResult struct {
-	// Status is RefreshDone or RefreshInProgress.
-	Status string          `json:"status"`
-	Files  []RefreshedFile `json:"files"`
-}
-
-// RefreshedFile is one definition file of a refresh.
-type RefreshedFile struct {
-	File     string       `json:"file"`
-	Name     string       `json:"name,omitempty"`
-	Version  int          `json:"version,omitempty"`
-	Created  bool         `json:"created"`
-	Problems []FieldError `json:"problems,omitempty"`
-	Error    string       `json:"error,omitempty"`
-}
-
 // Refresh reloads definitions from the host's workflows_dir: those named,
 // or all.
-func (c *Client) Refresh(ctx context.Context, workflows ...string) (*RefreshResult, error) {
+func (c *Client) Refresh(ctx context.Context, workflows ...string) (*apiv1.RefreshResult, error) {
 	var body []byte
 	if len(workflows) > 0 {
 		var err error
-		if body, err = jsonBody(map[string][]string{"workflows": workflows}); err != nil {
+		if body, err = jsonBody(apiv1.RefreshRequest{Workflows: workflows}); err != nil {
 			return nil, err
 		}
 	}
@@ -853,7 +640,7 @@ func (c *Client) Refresh(ctx context.Context, workflows ...string) (*RefreshResu
 	if body != nil {
 		r.ctype = "application/json"
 	}
-	var res RefreshResult
+	var res apiv1.RefreshResult
 	if _, err := c.do(ctx, r, &res); err != nil {
 		return nil, err
 	}
@@ -863,7 +650,7 @@ func (c *Client) Refresh(ctx context.Context, workflows ...string) (*RefreshResu
 // Backup writes a backup of the host's embedded store to w (GET
 // /v1/admin/backup) and returns its size: the store as it was when the
 // request arrived, a bbolt file that the host opens as its data_dir's
-// weft.db once restored. A host whose store is Redis answers a *Problem
+// weft.db once restored. A host whose store is Redis answers an *Error
 // with Status 409 (back up Redis instead). An answer cut short (the host
 // failed or shut down, or dropped a stream that stalled) is a
 // *TransportError, and an error writing to w is returned wrapped: what w
@@ -883,7 +670,7 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 			}
 			return 0, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("reading the answer: %w", err)}
 		}
-		return 0, newProblem(resp, data)
+		return 0, newError(resp, data)
 	}
 	cw := &checkedWriter{w: w}
 	n, err := io.Copy(cw, resp.Body)

@@ -5,67 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/hosttest"
 	"github.com/weftworks/weft/internal/testplugins"
-	"github.com/weftworks/weft/plugins"
 )
 
 const (
-	adminToken  = "client-test-admin-token"
-	readerToken = "client-test-reader-token"
+	adminToken  = hosttest.AdminToken
+	readerToken = hosttest.ReaderToken
 )
 
-// startHost runs a real node and API on 127.0.0.1:0 with an admin and a
-// reader token, and returns its URL.
+// startHost runs a test host (internal/hosttest) with the test tokens
+// (hosttest.Tokens), whose node is named client-test, and returns its URL.
 func startHost(t *testing.T) string {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	n, err := node.Open(context.Background(), node.Config{
-		DataDir: t.TempDir(), WorkflowsDir: t.TempDir(),
-		Plugins: plugins.Config{CacheDir: testplugins.CacheDir(t)},
-		Engine:  engine.Config{NodeID: "client-test", TimerInterval: 10 * time.Millisecond},
-	}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() { _ = n.Run(ctx); close(ran) }()
-	srv, err := api.New(api.Config{Logger: log, Tokens: []api.Token{
-		{Name: "admin", Role: api.RoleAdmin, Token: adminToken},
-		{Name: "reader", Role: api.RoleReader, Token: readerToken},
-	}}, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() { _ = srv.Serve(ln); close(served) }()
-	t.Cleanup(func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer scancel()
-		_ = srv.Shutdown(sctx)
-		_ = ln.Close()
-		<-served
-		cancel()
-		<-ran
-		_ = n.Close()
-	})
-	return "http://" + ln.Addr().String()
+	return hosttest.New(t, hosttest.Options{
+		API:  api.Config{Tokens: hosttest.Tokens()},
+		Node: node.Config{NodeID: "client-test"},
+	}).URL
 }
 
 func newClient(t *testing.T, url, token string) *client.Client {
@@ -110,30 +74,30 @@ func TestClient(t *testing.T) {
 	if err != nil || !created || w.Version != 1 {
 		t.Fatalf("PutWorkflow: %+v, %v, %v", w, created, err)
 	}
-	if w, err := c.Workflow(ctx, "shout", 0); err != nil || w.Source != string(src) {
+	if w, err := c.Workflow(ctx, "shout", 0); err != nil || (w.Source == nil || *w.Source != string(src) || len(w.Definition) == 0 || len(w.Versions) != 1) {
 		t.Fatalf("Workflow: %+v, %v", w, err)
 	}
 	if wp, err := c.Workflows(ctx, client.ListOptions{}); err != nil || len(wp.Items) != 1 {
 		t.Fatalf("Workflows: %+v, %v", wp, err)
 	}
 
-	in, created, err := c.StartUntil(ctx, "shout", client.StartRequest{Input: json.RawMessage(`{"text":"hey"}`), ID: "shout-1"}, time.Minute, client.UntilSuspended)
-	if err != nil || !created || in.ID != "shout-1" || in.Status != weft.StatusSuspended {
+	in, created, err := c.StartUntil(ctx, "shout", apiv1.StartRequest{Input: json.RawMessage(`{"text":"hey"}`), ID: "shout-1"}, time.Minute, apiv1.UntilSuspended)
+	if err != nil || !created || in.ID != "shout-1" || in.Status != apiv1.StatusSuspended {
 		t.Fatalf("Start with wait until suspended: %+v, %v, %v", in, created, err)
 	}
 	// A wait until it ends runs out: the instance as it is.
-	if in, err := c.Await(ctx, "shout-1", 100*time.Millisecond, ""); err != nil || in.Status != weft.StatusSuspended {
+	if in, err := c.Await(ctx, "shout-1", 100*time.Millisecond, ""); err != nil || in.Status != apiv1.StatusSuspended {
 		t.Fatalf("Await that runs out: %+v, %v", in, err)
 	}
 	if in.WaitingOn == nil || len(in.WaitingOn.Bookmarks) != 1 || in.WaitingOn.Bookmarks[0].Key != "hey" {
 		t.Fatalf("waiting on %+v", in.WaitingOn)
 	}
-	res, err := c.SendEvent(ctx, client.EventRequest{Name: "shout.ok", Key: "hey", ID: "ev-1"})
+	res, err := c.SendEvent(ctx, apiv1.EventRequest{Name: "shout.ok", Key: "hey", ID: "ev-1"})
 	if err != nil || len(res.Resumed) != 1 || res.Resumed[0] != "shout-1" || res.ID != "ev-1" {
 		t.Fatalf("SendEvent: %+v, %v", res, err)
 	}
 	// The server's wait answers when the instance ends.
-	if in, err = c.Await(ctx, "shout-1", time.Minute, client.UntilEnded); err != nil || in.Status != weft.StatusCompleted {
+	if in, err = c.Await(ctx, "shout-1", time.Minute, apiv1.UntilEnded); err != nil || in.Status != apiv1.StatusCompleted {
 		t.Fatalf("Await: %+v, %v", in, err)
 	}
 	if string(in.Output) != `"HEY"` || !in.Terminal() {
@@ -147,7 +111,7 @@ func TestClient(t *testing.T) {
 	if err != nil || len(h2.Items) == 0 || h2.Items[0].Seq != 4 || h2.Items[len(h2.Items)-1].Type != "instance_completed" {
 		t.Fatalf("History page 2: %+v, %v", h2, err)
 	}
-	ip, err := c.Instances(ctx, client.InstanceFilter{Workflow: "shout", Status: weft.StatusCompleted})
+	ip, err := c.Instances(ctx, client.InstanceFilter{Workflow: "shout", Status: apiv1.StatusCompleted})
 	if err != nil || len(ip.Items) != 1 {
 		t.Fatalf("Instances: %+v, %v", ip, err)
 	}
@@ -159,22 +123,22 @@ func TestClient(t *testing.T) {
 	if err := c.DeleteInstance(ctx, "shout-1"); err != nil {
 		t.Fatal(err)
 	}
-	if back, created, err := c.ImportState(ctx, "shout-1", state, false); err != nil || !created || back.Status != weft.StatusCompleted {
+	if back, created, err := c.ImportState(ctx, "shout-1", state, false); err != nil || !created || back.Status != apiv1.StatusCompleted {
 		t.Fatalf("ImportState: %+v, %v, %v", back, created, err)
 	}
 
 	// Suspended on its event, so that the cancel finds it alive however
 	// fast it ran.
-	if _, _, err := c.StartUntil(ctx, "shout", client.StartRequest{Input: json.RawMessage(`{"text":"two"}`), ID: "shout-2"}, time.Minute, client.UntilSuspended); err != nil {
+	if _, _, err := c.StartUntil(ctx, "shout", apiv1.StartRequest{Input: json.RawMessage(`{"text":"two"}`), ID: "shout-2"}, time.Minute, apiv1.UntilSuspended); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Cancel(ctx, "shout-2", "test"); err != nil {
 		t.Fatal(err)
 	}
-	if in, err := c.Await(ctx, "shout-2", time.Minute, client.UntilEnded); err != nil || in.Status != weft.StatusCancelled {
+	if in, err := c.Await(ctx, "shout-2", time.Minute, apiv1.UntilEnded); err != nil || in.Status != apiv1.StatusCancelled {
 		t.Fatalf("Await the cancelled instance: %+v, %v", in, err)
 	}
-	if r, err := c.Refresh(ctx); err != nil || r.Status != client.RefreshDone {
+	if r, err := c.Refresh(ctx); err != nil || r.Status != apiv1.RefreshDone {
 		t.Fatalf("Refresh: %+v, %v", r, err)
 	}
 	if err := c.DeleteWorkflow(ctx, "shout"); err != nil {
@@ -227,9 +191,15 @@ func TestClientErrors(t *testing.T) {
 			if tt.want != nil && !errors.Is(err, tt.want) {
 				t.Errorf("error %v does not match %v", err, tt.want)
 			}
-			var p *client.Problem
+			var p *client.Error
 			if errors.As(err, &p) != (tt.wantStatus != 0) || (p != nil && p.Status != tt.wantStatus) {
 				t.Errorf("error %v: want a problem with status %d", err, tt.wantStatus)
+			}
+			// The problem document itself, for a caller that knows apiv1
+			// only.
+			var doc *apiv1.Problem
+			if errors.As(err, &doc) != (tt.wantStatus != 0) || (doc != nil && (doc.Status != tt.wantStatus || doc.Type == "" || doc.RequestID == "")) {
+				t.Errorf("error %v: want a problem document with status %d, a type and a request id, got %+v", err, tt.wantStatus, doc)
 			}
 			if tt.name == "unreachable" {
 				var te *client.TransportError
@@ -253,13 +223,25 @@ func TestNewRefusesBadServers(t *testing.T) {
 	}
 }
 
-// TestMaxWaitIsTheServers: the client's MaxWait is what the server
-// accepts, so that a caller waiting longer asks again rather than getting
-// a 400.
+// TestMaxWaitIsTheServers: apiv1.MaxWait is what the server accepts, so
+// that a caller waiting longer asks again rather than getting a 400. The
+// instance has ended, so a wait that is accepted is answered at once.
 func TestMaxWaitIsTheServers(t *testing.T) {
 	t.Parallel()
-	if client.MaxWait != api.MaxWait {
-		t.Fatalf("client.MaxWait = %s, api.MaxWait = %s", client.MaxWait, api.MaxWait)
+	c := newClient(t, startHost(t), adminToken)
+	ctx := context.Background()
+	if _, _, err := c.PutWorkflow(ctx, "setter", []byte("name: setter\nsteps: [{id: s, set: {x: 1}}]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if in, _, err := c.Start(ctx, "setter", apiv1.StartRequest{ID: "done"}, time.Minute); err != nil || in.Status != apiv1.StatusCompleted {
+		t.Fatalf("Start: %+v, %v", in, err)
+	}
+	if in, err := c.Await(ctx, "done", apiv1.MaxWait, apiv1.UntilEnded); err != nil || in.ID != "done" {
+		t.Fatalf("Await for apiv1.MaxWait: %+v, %v", in, err)
+	}
+	var p *client.Error
+	if _, err := c.Await(ctx, "done", apiv1.MaxWait+time.Second, ""); !errors.As(err, &p) || !errors.Is(err, client.ErrInvalid) || p.Errors[0].Path != "wait" {
+		t.Fatalf("Await for more than apiv1.MaxWait: %v, want a 400 about wait", err)
 	}
 }
 
@@ -276,8 +258,8 @@ func TestClientRoundTripsIDsThatNeedEscaping(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a b", "orders/1001", "x/state", "50%+tax", "café?#"} {
-		in, created, err := c.Start(ctx, "setter", client.StartRequest{ID: id}, time.Minute)
-		if err != nil || !created || in.ID != id || in.Status != weft.StatusCompleted {
+		in, created, err := c.Start(ctx, "setter", apiv1.StartRequest{ID: id}, time.Minute)
+		if err != nil || !created || in.ID != id || in.Status != apiv1.StatusCompleted {
 			t.Fatalf("Start with id %q: %+v, %v, %v", id, in, created, err)
 		}
 		if in, err := c.Instance(ctx, id); err != nil || in.ID != id || string(in.Output) != "1" {
@@ -326,7 +308,7 @@ func TestClientLogs(t *testing.T) {
 	if _, _, err := c.PutWorkflow(ctx, "talk", src); err != nil {
 		t.Fatal(err)
 	}
-	if in, _, err := c.Start(ctx, "talk", client.StartRequest{ID: "talk-1"}, time.Minute); err != nil || in.Status != weft.StatusCompleted {
+	if in, _, err := c.Start(ctx, "talk", apiv1.StartRequest{ID: "talk-1"}, time.Minute); err != nil || in.Status != apiv1.StatusCompleted {
 		t.Fatalf("Start: %+v, %v", in, err)
 	}
 	reader := newClient(t, url, readerToken)

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/weftworks/weft/host/api/apiv1"
 )
 
-// Sentinels a *Problem matches, by status.
+// Sentinels an *Error matches, by status.
 var (
 	// ErrInvalid: 400 or 422, the request or what it carries is invalid.
 	ErrInvalid = errors.New("invalid request")
@@ -28,60 +29,26 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 )
 
-// Problem is an error answer (RFC 9457 problem+json). An answer with an
-// error status that is not a problem document (from a proxy, say) becomes
-// a Problem with the status and the start of the body as Detail.
-type Problem struct {
-	Type      string       `json:"type"`
-	Title     string       `json:"title"`
-	Status    int          `json:"status"`
-	Detail    string       `json:"detail,omitempty"`
-	Errors    []FieldError `json:"errors,omitempty"`
-	Instances []string     `json:"instances,omitempty"`
-	RequestID string       `json:"request_id,omitempty"`
-}
-
-// FieldError is one validation problem: where (a JSON path, a definition
-// path such as steps[2].retry.backoff, a parameter) and what.
-type FieldError struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-	Line    int    `json:"line,omitempty"`
-	Column  int    `json:"column,omitempty"`
-}
-
-// String formats the field error as "path: message (line L, column C)".
-func (f FieldError) String() string {
-	s := f.Path + ": " + f.Message
-	if f.Path == "" {
-		s = f.Message
-	}
-	switch {
-	case f.Line > 0 && f.Column > 0:
-		s += fmt.Sprintf(" (line %d, column %d)", f.Line, f.Column)
-	case f.Line > 0:
-		s += fmt.Sprintf(" (line %d)", f.Line)
-	}
-	return s
+// Error is an error answer: the server's problem document (RFC 9457
+// problem+json), whose fields it has. errors.Is matches it against the
+// sentinel of its status (ErrNotFound for a 404…), and errors.As finds the
+// problem as an *Error or as an *apiv1.Problem. An answer with an error
+// status that is not a problem document (from a proxy, say) becomes a
+// problem with the status and the start of the body as Detail.
+//
+// The problem document is the API's (apiv1.Problem); the matching is the
+// client's, which is why an Error wraps one.
+type Error struct {
+	apiv1.Problem
 }
 
 // Error formats the problem on one line: status, title, detail and the
 // field errors.
-func (p *Problem) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d %s", p.Status, p.Title)
-	if p.Detail != "" {
-		b.WriteString(": " + p.Detail)
-	}
-	for _, e := range p.Errors {
-		b.WriteString("; " + e.String())
-	}
-	return b.String()
-}
+func (e *Error) Error() string { return e.Problem.Error() }
 
-// Is matches the sentinel of p's status.
-func (p *Problem) Is(target error) bool {
-	switch p.Status {
+// Is matches the sentinel of the problem's status.
+func (e *Error) Is(target error) bool {
+	switch e.Status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		return target == ErrInvalid
 	case http.StatusUnauthorized:
@@ -100,15 +67,19 @@ func (p *Problem) Is(target error) bool {
 	return false
 }
 
-// newProblem decodes an error answer.
-func newProblem(resp *http.Response, body []byte) *Problem {
-	var p Problem
+// Unwrap returns the problem document, for errors.As to an
+// *apiv1.Problem.
+func (e *Error) Unwrap() error { return &e.Problem }
+
+// newError decodes an error answer.
+func newError(resp *http.Response, body []byte) *Error {
+	var p apiv1.Problem
 	if err := json.Unmarshal(body, &p); err != nil || p.Title == "" && p.Detail == "" {
 		detail := string(bytes.TrimSpace(body))
 		if len(detail) > 200 {
 			detail = detail[:200] + "…"
 		}
-		p = Problem{Detail: detail}
+		p = apiv1.Problem{Detail: detail}
 	}
 	p.Status = resp.StatusCode
 	if p.Title == "" {
@@ -117,7 +88,7 @@ func newProblem(resp *http.Response, body []byte) *Problem {
 	if p.RequestID == "" {
 		p.RequestID = resp.Header.Get("X-Request-Id")
 	}
-	return &p
+	return &Error{Problem: p}
 }
 
 // TransportError is a call that got no usable answer: the server could not
@@ -128,8 +99,10 @@ type TransportError struct {
 	Err    error
 }
 
+// Error says which call failed, and why.
 func (e *TransportError) Error() string {
 	return fmt.Sprintf("%s %s: %v", e.Method, e.URL, e.Err)
 }
 
+// Unwrap returns why the call failed.
 func (e *TransportError) Unwrap() error { return e.Err }

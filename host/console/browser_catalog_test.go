@@ -20,12 +20,12 @@ const versionsJS = `[...document.querySelectorAll('[data-test=workflow-versions]
 // its line.
 func TestBrowserWorkflowVersionsAndSourceErrors(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("greet", greetFlow)
-	h.putWorkflow("greet", strings.Replace(greetFlow, "kit.upper", "kit.echo", 1))
-	h.request("DELETE", "/v1/workflows/greet", adminSecret, "", nil).want(t, http.StatusNoContent)
-	h.putWorkflow("greet", greetFlow) // version 3
-	h.putWorkflow("greet", strings.Replace(greetFlow, "kit.upper", "kit.echo", 1))
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "greet", greetFlow)
+	h.PutWorkflow(t, "greet", strings.Replace(greetFlow, "kit.upper", "kit.echo", 1))
+	h.Request(t, "DELETE", "/v1/workflows/greet", adminSecret, "", nil).Want(t, http.StatusNoContent)
+	h.PutWorkflow(t, "greet", greetFlow) // version 3
+	h.PutWorkflow(t, "greet", strings.Replace(greetFlow, "kit.upper", "kit.echo", 1))
 
 	tb := openTab(t, h.url)
 	tb.open("/workflows/greet", adminSecret, "admin")
@@ -69,7 +69,7 @@ func (h *host) getWorkflowVersion(name string) int {
 	var wf struct {
 		Version int `json:"version"`
 	}
-	h.do("GET", "/v1/workflows/"+name, nil).want(h.t, http.StatusOK).json(h.t, &wf)
+	h.Do(h.t, "GET", "/v1/workflows/"+name, nil).Want(h.t, http.StatusOK).JSON(h.t, &wf)
 	return wf.Version
 }
 
@@ -81,8 +81,8 @@ const pinnedJS = `[...document.querySelectorAll('[data-test=version-instances] [
 // button lists the rest, each once.
 func TestBrowserPluginPinnedInstancesPaged(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("greet", greetFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "greet", greetFlow)
 	// One more than the page shows (20).
 	var want []string
 	for i := range 21 {

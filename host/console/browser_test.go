@@ -25,7 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/weftworks/weft/host/definition"
+	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -85,9 +85,9 @@ func waitChips(tb *tab, want map[string]int) {
 // the filtered workflow's instances.
 func TestBrowserInstanceListLive(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("greet", greetFlow)
-	h.putWorkflow("hold", holdFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "greet", greetFlow)
+	h.PutWorkflow(t, "hold", holdFlow)
 	for _, id := range []string{"greet-1", "greet-2"} {
 		if in := h.start("greet", id, map[string]any{"text": "hi"}, "ended"); in.Status != "completed" {
 			t.Fatalf("%s is %s, want completed", id, in.Status)
@@ -106,7 +106,7 @@ func TestBrowserInstanceListLive(t *testing.T) {
 	waitRows(tb, "an instance started through the API", "greet-1=completed greet-2=completed hold-1=suspended")
 	waitChips(tb, map[string]int{"all": 3, "completed": 2, "suspended": 1})
 
-	h.do("POST", "/v1/events", map[string]any{"name": "go", "key": "k1", "payload": map[string]any{"ok": true}}).want(t, http.StatusAccepted)
+	h.Do(t, "POST", "/v1/events", map[string]any{"name": "go", "key": "k1", "payload": map[string]any{"ok": true}}).Want(t, http.StatusAccepted)
 	waitRows(tb, "the released instance", "greet-1=completed greet-2=completed hold-1=completed")
 	waitChips(tb, map[string]int{"all": 3, "completed": 3, "suspended": 0})
 
@@ -169,7 +169,7 @@ func (h *host) attemptKeys(id string) []string {
 	var page struct {
 		Items []historyEntry `json:"items"`
 	}
-	h.do("GET", "/v1/instances/"+id+"/history?limit=1000", nil).want(h.t, http.StatusOK).json(h.t, &page)
+	h.Do(h.t, "GET", "/v1/instances/"+id+"/history?limit=1000", nil).Want(h.t, http.StatusOK).JSON(h.t, &page)
 	var keys []string
 	for _, e := range page.Items {
 		if e.Type == "activity_scheduled" {
@@ -195,8 +195,8 @@ func waitStatus(tb *tab, status string) {
 // shows that attempt's failure.
 func TestBrowserTimelineShowsRetriedAttempt(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("flaky", flakyFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "flaky", flakyFlow)
 	if in := h.start("flaky", "flaky-1", map[string]any{}, "ended"); in.Status != "completed" || string(in.Output) != "2" {
 		t.Fatalf("flaky-1 is %s with output %s, want completed on attempt 2", in.Status, in.Output)
 	}
@@ -247,10 +247,10 @@ output: "${ vars.sent.status }"
 // been: the page shows it completed, and the receiver got the delivery.
 func TestBrowserCancelAndRetry(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.pushPlugin("webhook")
-	h.putWorkflow("hold", holdFlow)
-	h.putWorkflow("deliver", deliverFlow)
+	h.PushPlugin(t, "kit")
+	h.PushPlugin(t, "webhook")
+	h.PutWorkflow(t, "hold", holdFlow)
+	h.PutWorkflow(t, "deliver", deliverFlow)
 	h.start("hold", "hold-1", map[string]any{"k": "k1"}, "suspended")
 	if in := h.start("deliver", "deliver-1", map[string]any{"n": 1}, "ended"); in.Status != "failed" {
 		t.Fatalf("without grants deliver-1 is %s, want failed", in.Status)
@@ -297,7 +297,7 @@ func TestBrowserCancelAndRetry(t *testing.T) {
 	}
 	grants := fmt.Sprintf(`{"hosts": [{"pattern": %q, "private_networks": true}], "config": {"url": %q}, "secrets": {"token": %q}}`,
 		hook.URL, hook.URL+"/in", "file:"+tokenFile)
-	h.request("PUT", "/v1/plugins/webhook/grants", adminSecret, "application/json", []byte(grants)).want(t, http.StatusOK)
+	h.Request(t, "PUT", "/v1/plugins/webhook/grants", adminSecret, "application/json", []byte(grants)).Want(t, http.StatusOK)
 	tb.click("[data-test=retry-submit]")
 	h.awaitStatus("deliver-1", "completed")
 	// The page shows what became of the retried instance by itself, as
@@ -325,8 +325,8 @@ func TestBrowserCancelAndRetry(t *testing.T) {
 // reader's token, as the console keeps it, is refused with 403.
 func TestBrowserReaderHasNoActions(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("hold", holdFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "hold", holdFlow)
 	h.start("hold", "hold-1", map[string]any{"k": "k1"}, "suspended")
 
 	tb := openTab(t, h.url)
@@ -413,7 +413,7 @@ func activityPlugins(steps []*definition.Step, into map[string]bool) {
 func TestBrowserGraphOfEveryExample(t *testing.T) {
 	h := newHost(t)
 	for _, p := range []string{"kit", "text", "thumbnail", "webhook"} {
-		h.pushPlugin(p)
+		h.PushPlugin(t, p)
 	}
 	files, err := filepath.Glob(filepath.Join(testplugins.Root(t), "examples", "workflows", "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -452,11 +452,11 @@ func TestBrowserGraphOfEveryExample(t *testing.T) {
 			if saved[e.name] {
 				continue
 			}
-			r := h.request("PUT", "/v1/workflows/"+e.name, adminSecret, "application/yaml", e.source)
-			if r.status == http.StatusCreated {
+			r := h.Request(t, "PUT", "/v1/workflows/"+e.name, adminSecret, "application/yaml", e.source)
+			if r.Status == http.StatusCreated {
 				saved[e.name] = true
 			} else {
-				refused = append(refused, fmt.Sprintf("%s: %d %s", e.name, r.status, r.body))
+				refused = append(refused, fmt.Sprintf("%s: %d %s", e.name, r.Status, r.Body))
 			}
 		}
 		if len(saved) == before {
@@ -536,8 +536,8 @@ output: "${ vars.work }"
 // details it last reported.
 func TestBrowserAttemptShowsLastHeartbeat(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("beat", beatFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "beat", beatFlow)
 	if in := h.start("beat", "beat-1", map[string]any{}, "ended"); in.Status != "completed" {
 		t.Fatalf("beat-1 is %s (%s), want completed after a retry", in.Status, in.Error)
 	}
@@ -592,8 +592,8 @@ func (tb *tab) press(keys string) {
 // is shown and moves the focus to main.
 func TestBrowserKeyboard(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("greet", greetFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "greet", greetFlow)
 	h.start("greet", "greet-1", map[string]any{"text": "hi"}, "ended")
 
 	tb := openTab(t, h.url)
@@ -713,9 +713,9 @@ func checkPhoneFits(tb *tab, what string) {
 // fit the screen's width, and the nav is on screen and works.
 func TestBrowserPhone(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("flaky", flakyFlow)
-	h.putWorkflow("hold", holdFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "flaky", flakyFlow)
+	h.PutWorkflow(t, "hold", holdFlow)
 	h.start("flaky", "flaky-with-a-rather-long-instance-id-1", map[string]any{}, "ended")
 	h.start("hold", "hold-1", map[string]any{"k": "order-2026-11-28-000042"}, "suspended")
 
@@ -774,14 +774,14 @@ func applyFilters(tb *tab, fields map[string]string) {
 // both, with the reason given.
 func TestBrowserInstanceListSearches(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("greet", greetFlow)
-	h.putWorkflow("hold", holdFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "greet", greetFlow)
+	h.PutWorkflow(t, "hold", holdFlow)
 	h.start("greet", "greet-1", map[string]any{"text": "hi"}, "ended")
 	var first struct {
 		CreatedAt time.Time `json:"created_at"`
 	}
-	h.do("GET", "/v1/instances/greet-1", nil).want(t, http.StatusOK).json(t, &first)
+	h.Do(t, "GET", "/v1/instances/greet-1", nil).Want(t, http.StatusOK).JSON(t, &first)
 	// The range's bound: the second after greet-1's, which the others
 	// are created in or after.
 	bound := first.CreatedAt.Truncate(time.Second).Add(time.Second)
@@ -871,8 +871,8 @@ output: "${ vars.echoed }"
 // completes it with that payload.
 func TestBrowserInstancePageActions(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("approve", approveFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "approve", approveFlow)
 	started := time.Now()
 	h.start("approve", "approve-1", map[string]any{"k": "doc-42"}, "suspended")
 	keys := h.attemptKeys("approve-1")
@@ -976,9 +976,9 @@ output: "${ vars.echoed }"
 // the step that started it.
 func TestBrowserParentAndChildLinks(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("kid", kidFlow)
-	h.putWorkflow("parent", parentFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "kid", kidFlow)
+	h.PutWorkflow(t, "parent", parentFlow)
 	if in := h.start("parent", "parent-1", map[string]any{"order": "A-1"}, "ended"); in.Status != "completed" {
 		t.Fatalf("parent-1 is %s (%s), want completed", in.Status, in.Error)
 	}
@@ -1025,10 +1025,10 @@ steps:
 // bar ends there too, titled as ended by the cancel.
 func TestBrowserCancelledRetryWaitEndsAtTheCancel(t *testing.T) {
 	h := newHost(t)
-	h.pushPlugin("kit")
-	h.putWorkflow("backoff", backoffFlow)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "backoff", backoffFlow)
 	h.start("backoff", "backoff-1", map[string]any{}, "suspended")
-	h.do("POST", "/v1/instances/backoff-1/cancel", map[string]any{"reason": "maintenance is over"}).want(t, http.StatusAccepted)
+	h.Do(t, "POST", "/v1/instances/backoff-1/cancel", map[string]any{"reason": "maintenance is over"}).Want(t, http.StatusAccepted)
 	h.awaitStatus("backoff-1", "cancelled")
 
 	tb := openTab(t, h.url)
@@ -1069,8 +1069,8 @@ output: "${ vars.sent }"
 func TestBrowserPagesShowNoSecret(t *testing.T) {
 	const secret = "tok-4f1b9c2e-never-shown"
 	h := newHost(t)
-	h.pushPlugin("webhook")
-	h.putWorkflow("hook", secretHookFlow)
+	h.PushPlugin(t, "webhook")
+	h.PutWorkflow(t, "hook", secretHookFlow)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("deny") != "" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -1094,7 +1094,7 @@ func TestBrowserPagesShowNoSecret(t *testing.T) {
 		}
 		grants := fmt.Sprintf(`{"hosts": [{"pattern": %q, "private_networks": true}], "config": {"url": %q}, "secrets": {"token": %q}}`,
 			receiver.URL, url, "file:"+tokenFile)
-		h.request("PUT", "/v1/plugins/webhook/grants", adminSecret, "application/json", []byte(grants)).want(t, http.StatusOK)
+		h.Request(t, "PUT", "/v1/plugins/webhook/grants", adminSecret, "application/json", []byte(grants)).Want(t, http.StatusOK)
 		if in := h.start("hook", id, map[string]any{"n": 1}, "ended"); in.Status != status {
 			t.Fatalf("%s is %s, want %s", id, in.Status, status)
 		}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"

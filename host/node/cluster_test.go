@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/queue"
-	"github.com/weftworks/weft/host/queue/redisqueue"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/heartbeat"
+	"github.com/weftworks/weft/internal/queue"
+	"github.com/weftworks/weft/internal/queue/redisqueue"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
@@ -107,7 +107,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 10 }, timeout
 	})
 	other := map[string]*node.Node{"a": b, "b": a}[runner]
 	start := time.Now()
-	if err := other.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
+	if _, err := other.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)

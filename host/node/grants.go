@@ -8,7 +8,8 @@ import (
 	"fmt"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/store"
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -18,14 +19,14 @@ import (
 // keeps its revision). The plugin need not be uploaded yet. Every node
 // uses the new grants from the next activity call it starts.
 //
-// Unless ifRevision is store.AnyRevision, it stores the document only if
+// Unless ifRevision is weft.AnyRevision, it stores the document only if
 // the grants are still at that revision (0: nothing granted), and fails
 // with a *store.GrantsConflictError otherwise: an edit of what was read
 // never undoes a change made since, such as a revoke.
 //
 // It fails with an error matching ErrInvalidName for a bad name and
 // grant.ErrInvalid for a bad document.
-func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevision uint64) (g *store.Grants, changed bool, err error) {
+func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevision uint64) (g *weft.Grants, changed bool, err error) {
 	if !abi.ValidName(plugin) {
 		return nil, false, fmt.Errorf("node: plugin name %q: %w: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter",
 			plugin, ErrInvalidName, abi.MaxNameLen)
@@ -40,7 +41,7 @@ func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevis
 	}
 	old, err := n.store.GetGrants(ctx, plugin)
 	switch {
-	case err == nil && bytes.Equal(old.Document, canon) && (ifRevision == store.AnyRevision || ifRevision == old.Revision):
+	case err == nil && bytes.Equal(old.Document, canon) && (ifRevision == weft.AnyRevision || ifRevision == old.Revision):
 		return old, false, nil // the store would keep its revision too
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return nil, false, fmt.Errorf("node: reading the grants of plugin %s: %w", plugin, err)
@@ -59,13 +60,13 @@ func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevis
 
 // GetGrants returns the grants of a plugin name, or an error matching
 // store.ErrNotFound.
-func (n *Node) GetGrants(ctx context.Context, plugin string) (*store.Grants, error) {
+func (n *Node) GetGrants(ctx context.Context, plugin string) (*weft.Grants, error) {
 	return n.store.GetGrants(ctx, plugin)
 }
 
 // ListGrants returns a page of grants ordered by plugin name and the next
 // cursor ("" after the last page).
-func (n *Node) ListGrants(ctx context.Context, cursor string, limit int) ([]store.Grants, string, error) {
+func (n *Node) ListGrants(ctx context.Context, cursor string, limit int) ([]weft.Grants, string, error) {
 	return n.store.ListGrants(ctx, cursor, limit)
 }
 

@@ -16,9 +16,9 @@
 // # Cluster mode
 //
 // With Store "redis" every node shares, through the first of
-// Config.RedisAddrs, the store (host/store/redisstore), the plugin blobs
-// (plugins/redisblobs), the ready queue (host/queue/redisqueue) and the
-// notification bus (host/notify); the instance locks (lock/redislock) live
+// Config.RedisAddrs, the store (internal/store/redisstore), the plugin blobs
+// (plugins/redisblobs), the ready queue (internal/queue/redisqueue) and the
+// notification bus (internal/notify); the instance locks (lock/redislock) live
 // on every address given, a Redlock quorum when there are several. DataDir
 // then holds only the node's compilation cache. A plugin uploaded or a
 // definition saved on one node is usable on every node at once: versions
@@ -36,19 +36,21 @@ import (
 	"net"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/definition"
-	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/metrics"
-	"github.com/weftworks/weft/host/queue"
-	"github.com/weftworks/weft/host/queue/memqueue"
-	"github.com/weftworks/weft/host/store"
-	"github.com/weftworks/weft/host/store/boltstore"
+	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/metrics"
+	"github.com/weftworks/weft/internal/queue"
+	"github.com/weftworks/weft/internal/queue/memqueue"
+	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/internal/store/boltstore"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -125,16 +127,64 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-func (c Config) validate() error {
-	switch {
-	case c.DataDir == "":
-		return errors.New("node: DataDir is required")
-	case c.Store == StoreRedis && len(c.RedisAddrs) == 0:
-		return fmt.Errorf("node: Store %q needs at least one address in RedisAddrs", c.Store)
-	case c.Store != StoreEmbedded && c.Store != StoreRedis:
-		return fmt.Errorf("node: Store must be %q or %q, got %q", StoreEmbedded, StoreRedis, c.Store)
-	case c.QueueCapacity < 1:
-		return fmt.Errorf("node: QueueCapacity must be at least 1, got %d", c.QueueCapacity)
+// ConfigError is a Config field with an impossible value. Field names it
+// as Go does ("Store", "RedisAddrs[1]"), so that a caller that fills
+// Config from settings of its own can name its setting (the host's
+// configuration does). The engine's and the runtime's fields are theirs
+// to judge (engine.ConfigError, plugins.ConfigError).
+type ConfigError struct {
+	// Field is the field's name.
+	Field string
+	// Message says what is wrong, naming fields as Field does.
+	Message string
+}
+
+// Error is the message after the package's name.
+func (e *ConfigError) Error() string { return "node: " + e.Message }
+
+// Validate reports every field of c with an impossible value, each as a
+// *ConfigError, joined. Open calls it on the result of WithDefaults; a
+// caller that sets every field itself calls it on c as it is, so that a
+// zero it chose is judged rather than replaced by a default.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &ConfigError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		bad("DataDir", "DataDir is required")
+	}
+	switch c.Store {
+	case StoreEmbedded:
+	case StoreRedis:
+		if len(c.RedisAddrs) == 0 {
+			bad("RedisAddrs", "Store %q needs at least one address in RedisAddrs", c.Store)
+		}
+	default:
+		bad("Store", "Store must be %q or %q, got %q", StoreEmbedded, StoreRedis, c.Store)
+	}
+	for i, a := range c.RedisAddrs {
+		if err := checkHostPort(a); err != nil {
+			bad(fmt.Sprintf("RedisAddrs[%d]", i), "RedisAddrs[%d] %v", i, err)
+		}
+	}
+	if c.QueueCapacity < 1 {
+		bad("QueueCapacity", "QueueCapacity must be at least 1, got %d", c.QueueCapacity)
+	}
+	return errors.Join(errs...)
+}
+
+// checkHostPort accepts a Redis server's address, HOST:PORT.
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("must be HOST:PORT, got %q", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("must have a port between 0 and 65535, got %q", port)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("must have a host name or IP address, got %q", host)
 	}
 	return nil
 }
@@ -186,7 +236,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 		log = slog.Default()
 	}
 	cfg = cfg.WithDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: log}
@@ -305,12 +355,6 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-// Engine returns the node's engine.
-func (n *Node) Engine() *engine.Engine { return n.engine }
-
-// Store returns the node's store.
-func (n *Node) Store() store.Store { return n.store }
-
 // Metrics returns the node's metrics, or nil when Config.Registerer was
 // nil.
 func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
@@ -348,6 +392,12 @@ func (n *Node) Ready(ctx context.Context) error {
 	}
 	return nil
 }
+
+// CheckBackup checks that the file at path, a backup taken with Backup
+// say, is an embedded store that a node would open: a bbolt file whose
+// pages are all consistent, of this build's schema. It opens nothing for
+// writing; every error names the file.
+func CheckBackup(path string) error { return boltstore.CheckFile(path) }
 
 // Backup begins a backup of the embedded store as it is now (see
 // boltstore.Backup): write it and close it promptly. It fails with

@@ -18,12 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/weftworks/weft/host/engine"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/store"
-	"github.com/weftworks/weft/host/store/boltstore"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/logtest"
+	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/internal/store/boltstore"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 )
@@ -175,7 +175,7 @@ steps:
 	if err := n.DeletePlugin(ctx, "kit", true); !errors.As(err, &iu) || len(iu.Instances) == 0 || iu.Instances[0] != "hold-1" {
 		t.Fatalf("DeletePlugin while pinned: %v", err)
 	}
-	if err := n.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
+	if _, err := n.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := n.Engine().WaitFinished(wctx, inst.ID); err != nil || got.Status != weft.StatusCancelled {

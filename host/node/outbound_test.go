@@ -16,11 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/weftworks/weft/host/engine"
-	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
@@ -110,7 +109,7 @@ output: "${ vars.call }"
 	// Granted through a; run through b (and whichever node picks it up).
 	doc := `{"hosts":[{"pattern":"http://127.0.0.1:*","private_networks":true}],
 		"config":{"greeting":"hej"},"secrets":{"token":"env:WEFT_NODE_TEST_TOKEN"}}`
-	if _, _, err := a.PutGrants(ctx, "probe", []byte(doc), store.AnyRevision); err != nil {
+	if _, _, err := a.PutGrants(ctx, "probe", []byte(doc), weft.AnyRevision); err != nil {
 		t.Fatal(err)
 	}
 	// The instance that failed for want of them, retried through a, runs

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/weftworks/weft/host/store"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store"
 )
 
 // topicPlugin is the bus topic on which the node that stored a plugin

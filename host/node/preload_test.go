@@ -8,9 +8,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/weftworks/weft/host/heartbeat"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"

@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/weftworks/weft/host/notify"
-	"github.com/weftworks/weft/host/queue/redisqueue"
-	"github.com/weftworks/weft/host/store/redisstore"
+	"github.com/weftworks/weft/internal/notify"
+	"github.com/weftworks/weft/internal/queue/redisqueue"
+	"github.com/weftworks/weft/internal/store/redisstore"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/redislock"
 	"github.com/weftworks/weft/plugins"

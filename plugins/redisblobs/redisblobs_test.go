@@ -15,6 +15,7 @@ import (
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobtest"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/redisblobs"
 )
 
@@ -98,7 +99,7 @@ func TestUploadOnOneNodeRunsOnAnother(t *testing.T) {
 	if !slices.ContainsFunc(m.Activities, func(a abi.Activity) bool { return a.Name == "echo" }) {
 		t.Fatalf("activities %v lack echo", m.Activities)
 	}
-	out, err := rt.Invoke(ctx, version, plugins.Call{Activity: "echo", Input: []byte(`{"hello":"weft"}`)})
+	out, err := rt.Invoke(ctx, version, call.Call{Activity: "echo", Input: []byte(`{"hello":"weft"}`)})
 	if err != nil {
 		t.Fatalf("Invoke on the other node: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -78,17 +79,17 @@ type plugin struct {
 type result struct {
 	out  string
 	err  error
-	logs []plugins.Record
+	logs []call.Record
 }
 
 // invoke calls activity with input, under g, as attempt.
 func (p plugin) invoke(activity, input string, g *grant.Set, attempt int) result {
 	var mu sync.Mutex
 	var r result
-	out, err := p.rt.Invoke(context.Background(), p.version, plugins.Call{
+	out, err := p.rt.Invoke(context.Background(), p.version, call.Call{
 		Activity: activity, Input: []byte(input), Grants: g,
 		Info: abi.Info{Plugin: "tally", Attempt: attempt},
-		Log: func(rec plugins.Record) {
+		Log: func(rec call.Record) {
 			mu.Lock()
 			defer mu.Unlock()
 			r.logs = append(r.logs, rec)
@@ -229,7 +230,7 @@ func testFailures(t *testing.T, p plugin) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := p.invoke(tt.activity, tt.input, nil, 1)
-			var ge *plugins.GuestError
+			var ge *call.GuestError
 			if !errors.As(r.err, &ge) {
 				t.Fatalf("got %s, %v; want a *GuestError", r.out, r.err)
 			}
@@ -247,8 +248,8 @@ func testHeartbeat(t *testing.T, p plugin) {
 	ctx := context.Background()
 	t.Run("every 1000 lines", func(t *testing.T) {
 		t.Parallel()
-		hb := plugins.NewHeartbeat(time.Now())
-		out, err := p.rt.Invoke(ctx, p.version, plugins.Call{Activity: "count", Input: []byte(textInput(t, lines(2500))), Heartbeat: hb})
+		hb := call.NewHeartbeat(time.Now())
+		out, err := p.rt.Invoke(ctx, p.version, call.Call{Activity: "count", Input: []byte(textInput(t, lines(2500))), Heartbeat: hb})
 		if want := `{"bytes":25000,"chars":25000,"lines":2500,"words":5000}`; err != nil || string(out) != want {
 			t.Fatalf("got %s, %v; want %s", out, err, want)
 		}
@@ -258,8 +259,8 @@ func testHeartbeat(t *testing.T, p plugin) {
 	})
 	t.Run("none for a short text", func(t *testing.T) {
 		t.Parallel()
-		hb := plugins.NewHeartbeat(time.Now())
-		if _, err := p.rt.Invoke(ctx, p.version, plugins.Call{Activity: "count", Input: []byte(textInput(t, lines(999))), Heartbeat: hb}); err != nil {
+		hb := call.NewHeartbeat(time.Now())
+		if _, err := p.rt.Invoke(ctx, p.version, call.Call{Activity: "count", Input: []byte(textInput(t, lines(999))), Heartbeat: hb}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, beats := hb.Last(); beats != 0 {
@@ -268,11 +269,11 @@ func testHeartbeat(t *testing.T, p plugin) {
 	})
 	t.Run("stops when cancelled", func(t *testing.T) {
 		t.Parallel()
-		hb := plugins.NewHeartbeat(time.Now())
+		hb := call.NewHeartbeat(time.Now())
 		hb.RequestCancel()
-		_, err := p.rt.Invoke(ctx, p.version, plugins.Call{Activity: "count", Input: []byte(textInput(t, lines(5000))), Heartbeat: hb})
-		var ge *plugins.GuestError
-		if !errors.Is(err, plugins.ErrCancelled) || !errors.As(err, &ge) || ge.Code != "cancelled" || ge.Retryable {
+		_, err := p.rt.Invoke(ctx, p.version, call.Call{Activity: "count", Input: []byte(textInput(t, lines(5000))), Heartbeat: hb})
+		var ge *call.GuestError
+		if !errors.Is(err, call.ErrCancelled) || !errors.As(err, &ge) || ge.Code != "cancelled" || ge.Retryable {
 			t.Fatalf("error %v, want the guest's non-retryable cancelled failure", err)
 		}
 		if _, _, beats := hb.Last(); beats != 1 {
@@ -336,7 +337,7 @@ func testCountURL(t *testing.T, p plugin) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := p.invoke("count_url", `{"url":`+mustJSON(t, tt.url)+`}`, granted, 1)
-			var ge *plugins.GuestError
+			var ge *call.GuestError
 			if !errors.As(r.err, &ge) {
 				t.Fatalf("got %s, %v; want a *GuestError", r.out, r.err)
 			}
@@ -349,7 +350,7 @@ func testCountURL(t *testing.T, p plugin) {
 	t.Run("host not granted", func(t *testing.T) {
 		t.Parallel()
 		r := p.invoke("count_url", `{"url":"`+srv.URL+`/doc"}`, nil, 1)
-		if !errors.Is(r.err, plugins.ErrNotGranted) {
+		if !errors.Is(r.err, call.ErrNotGranted) {
 			t.Fatalf("got %s, %v; want the host to stop the call with not_granted", r.out, r.err)
 		}
 	})
@@ -365,8 +366,8 @@ func TestInvalidRequestKeepsTheInstance(t *testing.T) {
 	version := testplugins.Load(t, rt, "tally")
 	ctx := context.Background()
 	for _, url := range []string{"http://127.0.0.1/ spaced", "http://127.0.0.1/é"} {
-		_, err := rt.Invoke(ctx, version, plugins.Call{Activity: "count_url", Input: []byte(`{"url":` + mustJSON(t, url) + `}`)})
-		var ge *plugins.GuestError
+		_, err := rt.Invoke(ctx, version, call.Call{Activity: "count_url", Input: []byte(`{"url":` + mustJSON(t, url) + `}`)})
+		var ge *call.GuestError
 		if !errors.As(err, &ge) || ge.Code != "bad_request" || !strings.Contains(ge.Message, "printable ASCII") {
 			t.Fatalf("%q: error %v, want the kit's bad_request", url, err)
 		}

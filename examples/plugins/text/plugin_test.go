@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // TestText runs every test of the plugin against one Runtime: wazero
@@ -49,7 +50,7 @@ func load(t *testing.T) plugin {
 // call invokes activity with input and fails the test on an error.
 func (p plugin) call(t *testing.T, activity, input string) string {
 	t.Helper()
-	out, err := p.rt.Invoke(context.Background(), p.version, plugins.Call{Activity: activity, Input: []byte(input)})
+	out, err := p.rt.Invoke(context.Background(), p.version, call.Call{Activity: activity, Input: []byte(input)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +172,8 @@ func testFailures(t *testing.T, p plugin) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := p.rt.Invoke(context.Background(), p.version, plugins.Call{Activity: tt.activity, Input: []byte(tt.input)})
-			var ge *plugins.GuestError
+			_, err := p.rt.Invoke(context.Background(), p.version, call.Call{Activity: tt.activity, Input: []byte(tt.input)})
+			var ge *call.GuestError
 			if !errors.As(err, &ge) {
 				t.Fatalf("error %v, want a *GuestError", err)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // TestThumbnail runs every test of the plugin against one Runtime: wazero
@@ -58,7 +59,7 @@ func load(t *testing.T) plugin {
 	return plugin{rt: rt, version: testplugins.Load(t, rt, "thumbnail")}
 }
 
-func (p plugin) invoke(call plugins.Call) ([]byte, error) {
+func (p plugin) invoke(call call.Call) ([]byte, error) {
 	return p.rt.Invoke(context.Background(), p.version, call)
 }
 
@@ -139,7 +140,7 @@ func testResize(t *testing.T, p plugin) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b, err := p.invoke(plugins.Call{Activity: "resize", Input: input(t, tt.in)})
+			b, err := p.invoke(call.Call{Activity: "resize", Input: input(t, tt.in)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +169,7 @@ func testResize(t *testing.T, p plugin) {
 func testResizeKeepsTheGradient(t *testing.T, p plugin) {
 	const sw, sh, dw, dh = 330, 520, 150, 260
 	in := input(t, map[string]any{"image": encodePNG(t, gradient(sw, sh)), "width": dw, "height": dh})
-	b, err := p.invoke(plugins.Call{Activity: "resize", Input: in})
+	b, err := p.invoke(call.Call{Activity: "resize", Input: in})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,9 +210,9 @@ func diff(a, b uint8) int {
 }
 
 func testResizeHeartbeats(t *testing.T, p plugin) {
-	hb := plugins.NewHeartbeat(time.Now())
+	hb := call.NewHeartbeat(time.Now())
 	in := input(t, map[string]any{"image": encodePNG(t, gradient(200, 300)), "height": 200})
-	if _, err := p.invoke(plugins.Call{Activity: "resize", Input: in, Heartbeat: hb}); err != nil {
+	if _, err := p.invoke(call.Call{Activity: "resize", Input: in, Heartbeat: hb}); err != nil {
 		t.Fatal(err)
 	}
 	details, _, beats := hb.Last()
@@ -236,10 +237,10 @@ func testResizeCancelled(t *testing.T, p plugin) {
 
 	t.Run("mid-way", func(t *testing.T) {
 		t.Parallel()
-		hb := plugins.NewHeartbeat(time.Now())
+		hb := call.NewHeartbeat(time.Now())
 		done := make(chan error, 1)
 		go func() {
-			_, err := p.invoke(plugins.Call{Activity: "resize", Input: in, Heartbeat: hb})
+			_, err := p.invoke(call.Call{Activity: "resize", Input: in, Heartbeat: hb})
 			done <- err
 		}()
 		waitFor(t, 30*time.Second, func() bool { _, _, beats := hb.Last(); return beats > 0 })
@@ -252,8 +253,8 @@ func testResizeCancelled(t *testing.T, p plugin) {
 		}
 		// The guest stopped itself (a cancelled failure), well before the
 		// grace period would have stopped it.
-		var ge *plugins.GuestError
-		if !errors.Is(err, plugins.ErrCancelled) || !errors.As(err, &ge) {
+		var ge *call.GuestError
+		if !errors.Is(err, call.ErrCancelled) || !errors.As(err, &ge) {
 			t.Fatalf("error %v, want the guest's cancelled failure", err)
 		}
 		if details, _, _ := hb.Last(); strings.Contains(string(details), `"rows_done":1900`) {
@@ -262,11 +263,11 @@ func testResizeCancelled(t *testing.T, p plugin) {
 	})
 	t.Run("before the first band", func(t *testing.T) {
 		t.Parallel()
-		hb := plugins.NewHeartbeat(time.Now())
+		hb := call.NewHeartbeat(time.Now())
 		hb.RequestCancel()
-		_, err := p.invoke(plugins.Call{Activity: "resize", Input: in, Heartbeat: hb})
-		var ge *plugins.GuestError
-		if !errors.Is(err, plugins.ErrCancelled) || !errors.As(err, &ge) {
+		_, err := p.invoke(call.Call{Activity: "resize", Input: in, Heartbeat: hb})
+		var ge *call.GuestError
+		if !errors.Is(err, call.ErrCancelled) || !errors.As(err, &ge) {
 			t.Fatalf("error %v, want the guest's cancelled failure", err)
 		}
 		if _, _, beats := hb.Last(); beats != 1 {
@@ -305,8 +306,8 @@ func testBadInput(t *testing.T, p plugin) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := p.invoke(plugins.Call{Activity: tt.activity, Input: []byte(tt.input)})
-			var ge *plugins.GuestError
+			_, err := p.invoke(call.Call{Activity: tt.activity, Input: []byte(tt.input)})
+			var ge *call.GuestError
 			if !errors.As(err, &ge) {
 				t.Fatalf("error %v, want a *GuestError", err)
 			}
@@ -329,7 +330,7 @@ func testInfo(t *testing.T, p plugin) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			out, err := p.invoke(plugins.Call{Activity: "info", Input: input(t, map[string]any{"image": tt.image})})
+			out, err := p.invoke(call.Call{Activity: "info", Input: input(t, map[string]any{"image": tt.image})})
 			if err != nil {
 				t.Fatal(err)
 			}

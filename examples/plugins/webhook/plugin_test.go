@@ -19,6 +19,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -92,10 +93,10 @@ type result struct {
 func (p plugin) deliver(ctx context.Context, g *grant.Set, input, key string) result {
 	var mu sync.Mutex
 	var r result
-	call := plugins.Call{
+	call := call.Call{
 		Activity: "deliver", Input: []byte(input), Grants: g,
 		Info: abi.Info{Plugin: "webhook", Activity: "deliver", Attempt: 1, IdempotencyKey: key},
-		Log: func(rec plugins.Record) {
+		Log: func(rec call.Record) {
 			mu.Lock()
 			defer mu.Unlock()
 			r.logs = append(r.logs, rec.Message)
@@ -114,7 +115,7 @@ func (r result) noToken(t *testing.T) {
 	if r.err != nil {
 		all += r.err.Error()
 	}
-	var ge *plugins.GuestError
+	var ge *call.GuestError
 	if errors.As(r.err, &ge) {
 		all += string(ge.Details)
 	}
@@ -221,9 +222,9 @@ func testResponses(t *testing.T, p plugin) {
 
 // guestError returns the failure the plugin reported, failing the test
 // when the call failed otherwise.
-func guestError(t *testing.T, err error) *plugins.GuestError {
+func guestError(t *testing.T, err error) *call.GuestError {
 	t.Helper()
-	var ge *plugins.GuestError
+	var ge *call.GuestError
 	if !errors.As(err, &ge) {
 		t.Fatalf("error %v, want a failure the plugin reported", err)
 	}
@@ -319,8 +320,8 @@ func testDeadline(t *testing.T, p plugin) {
 	start := time.Now()
 	r := p.deliver(ctx, grants(srv.URL), `{}`, "i/s/1")
 	took := time.Since(start)
-	if !errors.Is(r.err, plugins.ErrTimeout) {
-		t.Fatalf("error %v, want plugins.ErrTimeout", r.err)
+	if !errors.Is(r.err, call.ErrTimeout) {
+		t.Fatalf("error %v, want call.ErrTimeout", r.err)
 	}
 	// The server may see the request after the call ended, on a loaded
 	// machine.
@@ -356,10 +357,10 @@ func testNotGranted(t *testing.T, p plugin) {
 			tt.grants(g)
 			r := p.deliver(context.Background(), g, `{}`, "i/s/1")
 			r.noToken(t)
-			if !errors.Is(r.err, plugins.ErrNotGranted) || !strings.Contains(r.err.Error(), tt.want) {
-				t.Errorf("error %v, want plugins.ErrNotGranted mentioning %q", r.err, tt.want)
+			if !errors.Is(r.err, call.ErrNotGranted) || !strings.Contains(r.err.Error(), tt.want) {
+				t.Errorf("error %v, want call.ErrNotGranted mentioning %q", r.err, tt.want)
 			}
-			var ge *plugins.GuestError
+			var ge *call.GuestError
 			if errors.As(r.err, &ge) {
 				t.Errorf("the plugin reported %+v: the host should have stopped the call", ge)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 func TestImportsOnlyTheHost(t *testing.T) {
@@ -45,7 +46,7 @@ func TestHeartbeatActivityWithoutBeats(t *testing.T) {
 	t.Parallel()
 	rt := testplugins.Runtime(t, plugins.Config{})
 	ckit := testplugins.Load(t, rt, "ckit")
-	out, err := rt.Invoke(context.Background(), ckit, plugins.Call{Activity: "heartbeat", Input: []byte(`{}`)})
+	out, err := rt.Invoke(context.Background(), ckit, call.Call{Activity: "heartbeat", Input: []byte(`{}`)})
 	if err != nil || string(out) != `{"beats":0,"cancelled":false}` {
 		t.Fatalf("got %s, %v", out, err)
 	}
@@ -137,16 +138,16 @@ func testSameInputs(t *testing.T, rt *plugins.Runtime, kit, ckit string) {
 		name := fmt.Sprintf("%d %s %.40s", i, tt.activity, tt.input)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			call := plugins.Call{Activity: tt.activity, Input: []byte(tt.input), Info: abi.Info{InstanceID: "i", Plugin: "p", Attempt: tt.attempt}}
-			want, wantErr := rt.Invoke(context.Background(), kit, call)
-			got, gotErr := rt.Invoke(context.Background(), ckit, call)
+			c := call.Call{Activity: tt.activity, Input: []byte(tt.input), Info: abi.Info{InstanceID: "i", Plugin: "p", Attempt: tt.attempt}}
+			want, wantErr := rt.Invoke(context.Background(), kit, c)
+			got, gotErr := rt.Invoke(context.Background(), ckit, c)
 			if wantErr == nil {
 				if gotErr != nil || string(got) != string(want) {
 					t.Fatalf("ckit: %.200s, %v\nkit:  %.200s", got, gotErr, want)
 				}
 				return
 			}
-			var wantGE, gotGE *plugins.GuestError
+			var wantGE, gotGE *call.GuestError
 			if !errors.As(wantErr, &wantGE) || !errors.As(gotErr, &gotGE) {
 				t.Fatalf("ckit: %.200s, %v\nkit:  %v", got, gotErr, wantErr)
 			}
@@ -173,12 +174,12 @@ func testUpperEveryRune(t *testing.T, rt *plugins.Runtime, kit, ckit string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		call := plugins.Call{Activity: "upper", Input: in}
-		want, err := rt.Invoke(context.Background(), kit, call)
+		c := call.Call{Activity: "upper", Input: in}
+		want, err := rt.Invoke(context.Background(), kit, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := rt.Invoke(context.Background(), ckit, call)
+		got, err := rt.Invoke(context.Background(), ckit, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,12 +214,12 @@ func TestTrapDiscardsInstance(t *testing.T) {
 	ckit := testplugins.Load(t, rt, "ckit")
 	ctx := context.Background()
 
-	_, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "trap"})
-	if !errors.Is(err, plugins.ErrTrap) {
+	_, err := rt.Invoke(ctx, ckit, call.Call{Activity: "trap"})
+	if !errors.Is(err, call.ErrTrap) {
 		t.Fatalf("error %v, want ErrTrap", err)
 	}
 	// The pool has one slot: the next call needs a fresh instance.
-	if out, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "echo", Input: []byte(`1`)}); err != nil || string(out) != "1" {
+	if out, err := rt.Invoke(ctx, ckit, call.Call{Activity: "echo", Input: []byte(`1`)}); err != nil || string(out) != "1" {
 		t.Fatalf("after trap: %s, %v", out, err)
 	}
 	if st := rt.Stats(ckit); st.Discarded != 1 || st.Created != 2 {
@@ -235,12 +236,12 @@ func TestOutOfMemoryIsAFailure(t *testing.T) {
 	ckit := testplugins.Load(t, rt, "ckit")
 	ctx := context.Background()
 
-	_, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "upper", Input: []byte(`{"text":"` + strings.Repeat("a", 400<<10) + `"}`)})
-	var ge *plugins.GuestError
+	_, err := rt.Invoke(ctx, ckit, call.Call{Activity: "upper", Input: []byte(`{"text":"` + strings.Repeat("a", 400<<10) + `"}`)})
+	var ge *call.GuestError
 	if !errors.As(err, &ge) || ge.Code != "out_of_memory" || !ge.Retryable {
 		t.Fatalf("error %v, want a retryable out_of_memory failure", err)
 	}
-	if out, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "upper", Input: []byte(`{"text":"` + strings.Repeat("a", 100<<10) + `"}`)}); err != nil || len(out) != 100<<10+len(`{"text":""}`) {
+	if out, err := rt.Invoke(ctx, ckit, call.Call{Activity: "upper", Input: []byte(`{"text":"` + strings.Repeat("a", 100<<10) + `"}`)}); err != nil || len(out) != 100<<10+len(`{"text":""}`) {
 		t.Fatalf("the call after: %.50s, %v", out, err)
 	}
 	if st := rt.Stats(ckit); st.Discarded != 1 {
@@ -256,8 +257,8 @@ func TestHeartbeat(t *testing.T) {
 
 	t.Run("all beats", func(t *testing.T) {
 		t.Parallel()
-		hb := plugins.NewHeartbeat(time.Now())
-		out, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "heartbeat", Input: []byte(`{"n":5}`), Heartbeat: hb})
+		hb := call.NewHeartbeat(time.Now())
+		out, err := rt.Invoke(ctx, ckit, call.Call{Activity: "heartbeat", Input: []byte(`{"n":5}`), Heartbeat: hb})
 		if err != nil || string(out) != `{"beats":5,"cancelled":false}` {
 			t.Fatalf("got %s, %v; want {beats: 5, cancelled: false}", out, err)
 		}
@@ -267,16 +268,16 @@ func TestHeartbeat(t *testing.T) {
 	})
 	t.Run("cancelled mid-way", func(t *testing.T) {
 		t.Parallel()
-		hb := plugins.NewHeartbeat(time.Now())
+		hb := call.NewHeartbeat(time.Now())
 		var mu sync.Mutex
 		var logs []string
 		done := make(chan error, 1)
 		go func() {
-			_, err := rt.Invoke(ctx, ckit, plugins.Call{
+			_, err := rt.Invoke(ctx, ckit, call.Call{
 				Activity:  "heartbeat",
 				Input:     []byte(`{"n":1000000000000}`),
 				Heartbeat: hb,
-				Log: func(r plugins.Record) {
+				Log: func(r call.Record) {
 					mu.Lock()
 					defer mu.Unlock()
 					logs = append(logs, r.Message)
@@ -292,8 +293,8 @@ func TestHeartbeat(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("heartbeat did not stop after cancellation")
 		}
-		var ge *plugins.GuestError
-		if !errors.Is(err, plugins.ErrCancelled) || !errors.As(err, &ge) {
+		var ge *call.GuestError
+		if !errors.Is(err, call.ErrCancelled) || !errors.As(err, &ge) {
 			t.Fatalf("error %v, want the guest's cancelled failure", err)
 		}
 		_, _, beats := hb.Last()
@@ -305,10 +306,10 @@ func TestHeartbeat(t *testing.T) {
 	})
 	t.Run("cancelled before", func(t *testing.T) {
 		t.Parallel()
-		hb := plugins.NewHeartbeat(time.Now())
+		hb := call.NewHeartbeat(time.Now())
 		hb.RequestCancel()
-		_, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "heartbeat", Input: []byte(`{"n":3}`), Heartbeat: hb})
-		if !errors.Is(err, plugins.ErrCancelled) {
+		_, err := rt.Invoke(ctx, ckit, call.Call{Activity: "heartbeat", Input: []byte(`{"n":3}`), Heartbeat: hb})
+		if !errors.Is(err, call.ErrCancelled) {
 			t.Fatalf("error %v, want ErrCancelled", err)
 		}
 		if _, _, beats := hb.Last(); beats != 1 {
@@ -317,9 +318,9 @@ func TestHeartbeat(t *testing.T) {
 	})
 	t.Run("cancelled after the last beat", func(t *testing.T) {
 		t.Parallel()
-		hb := plugins.NewHeartbeat(time.Now())
+		hb := call.NewHeartbeat(time.Now())
 		hb.RequestCancel()
-		out, err := rt.Invoke(ctx, ckit, plugins.Call{Activity: "heartbeat", Input: []byte(`{"n":0}`), Heartbeat: hb})
+		out, err := rt.Invoke(ctx, ckit, call.Call{Activity: "heartbeat", Input: []byte(`{"n":0}`), Heartbeat: hb})
 		if err != nil || string(out) != `{"beats":0,"cancelled":true}` {
 			t.Fatalf("got %s, %v; want {beats: 0, cancelled: true}", out, err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
+	"github.com/weftworks/weft/plugins/call"
 )
 
 // FuzzSameAsKit feeds the Go kit and ckit the same input for upper and
@@ -27,16 +28,16 @@ func FuzzSameAsKit(f *testing.F) {
 		if activity != "upper" && activity != "fail" {
 			t.Skip()
 		}
-		call := plugins.Call{Activity: activity, Input: []byte(input), Info: abi.Info{Attempt: 2}}
-		want, wantErr := rt.Invoke(context.Background(), kit, call)
-		got, gotErr := rt.Invoke(context.Background(), ckit, call)
+		c := call.Call{Activity: activity, Input: []byte(input), Info: abi.Info{Attempt: 2}}
+		want, wantErr := rt.Invoke(context.Background(), kit, c)
+		got, gotErr := rt.Invoke(context.Background(), ckit, c)
 		if wantErr == nil {
 			if gotErr != nil || string(got) != string(want) {
 				t.Fatalf("input %q\nckit: %.200s, %v\nkit:  %.200s", input, got, gotErr, want)
 			}
 			return
 		}
-		var wantGE, gotGE *plugins.GuestError
+		var wantGE, gotGE *call.GuestError
 		if !errors.As(wantErr, &wantGE) || !errors.As(gotErr, &gotGE) {
 			t.Fatalf("input %q\nckit: %.200s, %v\nkit:  %v", input, got, gotErr, wantErr)
 		}

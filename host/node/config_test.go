@@ -1,0 +1,52 @@
+package node_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weftworks/weft/host/node"
+)
+
+// TestConfigValidate: Validate names every impossible field, each by its
+// Go name (an address by its index), and judges a Config as it is.
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		cfg    node.Config
+		fields []string
+		want   string // in the error
+	}{
+		{"embedded", node.Config{DataDir: "d", Store: node.StoreEmbedded, QueueCapacity: 1}, nil, ""},
+		{"redis", node.Config{DataDir: "d", Store: node.StoreRedis, RedisAddrs: []string{"a:1", "[::1]:6379"}, QueueCapacity: 1}, nil, ""},
+		{"blank data dir", node.Config{DataDir: " ", Store: node.StoreEmbedded, QueueCapacity: 1}, []string{"DataDir"}, "node: DataDir is required"},
+		{"no store", node.Config{DataDir: "d", QueueCapacity: 1}, []string{"Store"}, `Store must be "embedded" or "redis", got ""`},
+		{"bad addresses", node.Config{DataDir: "d", Store: node.StoreRedis, RedisAddrs: []string{"a:1", "localhost", "b:99999"}, QueueCapacity: 1},
+			[]string{"RedisAddrs[1]", "RedisAddrs[2]"}, `RedisAddrs[1] must be HOST:PORT, got "localhost"`},
+		{"no queue", node.Config{DataDir: "d", Store: node.StoreEmbedded}, []string{"QueueCapacity"}, "QueueCapacity must be at least 1, got 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.cfg.Validate()
+			var fields []string
+			if err != nil {
+				for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+					var ce *node.ConfigError
+					if !errors.As(e, &ce) {
+						t.Fatalf("%v is not a *ConfigError", e)
+					}
+					fields = append(fields, ce.Field)
+				}
+			}
+			if !slices.Equal(fields, tt.fields) {
+				t.Errorf("Validate named %v, want %v: %v", fields, tt.fields, err)
+			}
+			if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("Validate: %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

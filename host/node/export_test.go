@@ -1,0 +1,15 @@
+package node
+
+import (
+	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/store"
+)
+
+// The node's own tests reach behind the façade, to the parts it wires;
+// nothing else can (docs/architecture.md, "The node is the one door").
+
+// Engine returns the node's engine.
+func (n *Node) Engine() *engine.Engine { return n.engine }
+
+// Store returns the node's store.
+func (n *Node) Store() store.Store { return n.store }

@@ -1,0 +1,123 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/store"
+)
+
+// The node is the one door into the core: the API, the console's answers
+// and the commands reach instances through these methods, so a rule about
+// an instance (a cancel of a finished one, say) is decided once, behind
+// them, and not in a handler.
+
+// Start creates an instance of the latest version of a workflow with the
+// given input (JSON, nil for none) and id (empty: one is chosen), and
+// hands it to a worker. created is false when an instance with that id
+// existed already (it is returned as it is).
+func (n *Node) Start(ctx context.Context, workflow string, input json.RawMessage, id string) (inst *weft.Instance, created bool, err error) {
+	return n.engine.Start(ctx, workflow, input, id)
+}
+
+// StartWatched is Start with a Watch registered before the instance can
+// change, so that a wait for its end needs no first read.
+func (n *Node) StartWatched(ctx context.Context, workflow string, input json.RawMessage, id string) (*weft.Instance, bool, *engine.Watch, error) {
+	return n.engine.StartWatched(ctx, workflow, input, id)
+}
+
+// Instance returns an instance, or an error matching store.ErrNotFound.
+func (n *Node) Instance(ctx context.Context, id string) (*weft.Instance, error) {
+	return n.store.GetInstance(ctx, id)
+}
+
+// Instances returns a page of the instances f selects, and the cursor of
+// the next page ("" after the last).
+func (n *Node) Instances(ctx context.Context, f weft.InstanceFilter) ([]weft.Instance, string, error) {
+	return n.store.ListInstances(ctx, f)
+}
+
+// CountInstances counts the instances in each status, of one workflow or
+// ("") of all.
+func (n *Node) CountInstances(ctx context.Context, workflow string) (map[weft.Status]int, error) {
+	return n.store.CountInstances(ctx, workflow)
+}
+
+// History returns up to limit entries of an instance's history after seq
+// afterSeq.
+func (n *Node) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error) {
+	return n.store.History(ctx, id, afterSeq, limit)
+}
+
+// WaitingOn returns what a suspended or running instance waits for: its
+// bookmarks and its timers.
+func (n *Node) WaitingOn(ctx context.Context, id string) ([]store.Bookmark, []store.Timer, error) {
+	bms, err := n.store.Bookmarks(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	tms, err := n.store.Timers(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bms, tms, nil
+}
+
+// FindBookmarks returns the bookmarks, of any instance, waiting for an
+// event with that name and key.
+func (n *Node) FindBookmarks(ctx context.Context, event, key string) ([]store.Bookmark, error) {
+	return n.store.FindBookmarks(ctx, event, key)
+}
+
+// WaitedEvents returns the names of the events the stored definitions
+// wait for, sorted.
+func (n *Node) WaitedEvents(ctx context.Context) ([]string, error) {
+	return n.engine.WaitedEvents(ctx)
+}
+
+// Wait waits until the instance is suspended or finished, and returns it
+// as it is then.
+func (n *Node) Wait(ctx context.Context, id string) (*weft.Instance, error) {
+	return n.engine.Wait(ctx, id)
+}
+
+// WaitFinished waits until the instance completed, failed or was
+// cancelled, and returns it as it is then.
+func (n *Node) WaitFinished(ctx context.Context, id string) (*weft.Instance, error) {
+	return n.engine.WaitFinished(ctx, id)
+}
+
+// OnChange calls fn with the id of each instance that changes on this node
+// until stop is called.
+func (n *Node) OnChange(fn func(id string)) (stop func()) { return n.engine.OnChange(fn) }
+
+// ChangesComplete reports whether OnChange reports every change of every
+// instance: true on a node alone, false in a cluster.
+func (n *Node) ChangesComplete() bool { return n.engine.ChangesComplete() }
+
+// Cancel cancels an instance, applied when it runs next; it returns the
+// instance as it was before, an error matching store.ErrNotFound, or a
+// *weft.FinishedError for one that finished already.
+func (n *Node) Cancel(ctx context.Context, id, reason string) (*weft.Instance, error) {
+	return n.engine.Cancel(ctx, id, reason)
+}
+
+// Retry makes a failed instance continue from the step that failed.
+func (n *Node) Retry(ctx context.Context, id, reason string) error {
+	return n.engine.Retry(ctx, id, reason)
+}
+
+// Delete deletes a finished instance with everything it left.
+func (n *Node) Delete(ctx context.Context, id string) error { return n.engine.Delete(ctx, id) }
+
+// Export returns an instance's whole state, to import elsewhere.
+func (n *Node) Export(ctx context.Context, id string) (*engine.Snapshot, error) {
+	return n.engine.Export(ctx, id)
+}
+
+// Import stores an exported instance's state.
+func (n *Node) Import(ctx context.Context, s *engine.Snapshot, opts engine.ImportOptions) (*weft.Instance, bool, error) {
+	return n.engine.Import(ctx, s, opts)
+}

@@ -1,0 +1,947 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/retry"
+	"github.com/weftworks/weft/internal/retry/classify"
+	"github.com/weftworks/weft/internal/runner"
+	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/lock"
+	"github.com/weftworks/weft/plugins/call"
+	"github.com/weftworks/weft/plugins/grant"
+)
+
+// execution is one run of an instance under its lock: from taking the lock
+// until the instance is suspended or finished. One goroutine, the run loop,
+// applies inputs to the runner's state and commits what they changed; the
+// attempts it starts and the heartbeat scheduler reach it through channels
+// and atomics only.
+type execution struct {
+	e   *Engine
+	ctx context.Context
+	// lease is the instance's lock; its token fences every commit.
+	lease lock.Lease
+	prog  *runner.Program
+
+	// The instance as last committed: inst is what the store holds (the
+	// next commit compares its Rev), status what the observer was told,
+	// storedTimers and storedBookmarks whether it holds any: a commit
+	// leaves empty sets alone rather than clear them again.
+	inst            *weft.Instance
+	status          weft.Status
+	storedTimers    bool
+	storedBookmarks bool
+
+	// The instance as the runner has it now, not yet committed: its state,
+	// and the timers and bookmarks it waits on, which every commit writes
+	// whole.
+	st        *runner.State
+	timers    map[string]store.Timer
+	bookmarks map[string]store.Bookmark // by token
+
+	// next is what the next commit writes besides them.
+	next nextCommit
+
+	// What this run has read, so that nothing is applied twice: seen are
+	// the inbox messages applied, checked the bookmarks already matched
+	// against queued stimuli. wake is signalled when there may be more to
+	// read (a message written on this node), or when the scheduler found
+	// the lease or lock lost.
+	seen    map[string]bool
+	checked map[string]bool
+	wake    chan struct{}
+
+	// inflight are the activity attempts started and not yet ended.
+	inflight inFlight
+
+	// sched is what the heartbeat scheduler shares with this execution: it
+	// renews the lock and the lease from its own goroutine.
+	sched scheduling
+
+	// err is the first failed commit: a fenced or refused writer must stop.
+	err error
+	// drained is set when the last commit checked that the inbox held no
+	// message it did not consume (Commit.Drains), so the run need not read
+	// it again before it ends.
+	drained bool
+}
+
+// nextCommit is what an execution writes at its next commit besides the
+// state, timers and bookmarks: the changes made since the last one, which
+// the commit clears.
+type nextCommit struct {
+	// dirty is set when anything changed since the last commit.
+	dirty   bool
+	history []weft.HistoryEntry
+	// consumed are inbox messages applied since the last commit.
+	consumed []string
+	// delivered is a queued stimulus applied since the last commit, and
+	// deliveredOutcome its answer when it was queued, kept through its
+	// delivery: a repeated send answers what the first did.
+	delivered        string
+	deliveredOutcome json.RawMessage
+	// children are the child instances the runner started since the last
+	// commit; the commit creates them before it writes the parent.
+	children []runner.StartChild
+}
+
+// inFlight are an execution's activity attempts that have not ended. Each
+// runs on its own goroutine and sends its end on results, which only the
+// run loop reads.
+type inFlight struct {
+	results  chan result
+	attempts map[string]flight // by token
+}
+
+// flight is one attempt in flight.
+type flight struct {
+	// hb is the attempt's heartbeat, through which it is cancelled.
+	hb *call.Heartbeat
+	// inv names the attempt, for the notes of a superseded execution.
+	inv runner.Invoke
+}
+
+// scheduling is an execution's side of the heartbeat scheduler, which
+// extends its lock, renews its lease and watches its attempts from another
+// goroutine: what the scheduler touches is atomic or a channel.
+type scheduling struct {
+	// key names the execution in the scheduler's items: the instance and
+	// the lock's token, so that two executions of one instance on one node
+	// (the first lost its lock) never share an item.
+	key string
+	// leased is true once the scheduler renews the store lease (the run
+	// loop's view); held mirrors it for the scheduler's goroutine.
+	leased bool
+	held   atomic.Bool
+	// lost is set by the scheduler when the lease or lock was lost: the
+	// execution must stop, and write nothing more.
+	lost atomic.Bool
+	// lockUntil is when the lock ends (Unix ns, by the engine's clock)
+	// unless extended: set when it is taken and at each extension.
+	lockUntil atomic.Int64
+	// persist carries the scheduler's requests to commit a running
+	// instance that has no lease yet (lazy persistence), so that its long
+	// attempt becomes recoverable and its details can be stored; exited is
+	// closed when the execution stops reading it.
+	persist chan chan error
+	exited  chan struct{}
+}
+
+// result is an activity attempt's end.
+type result struct {
+	token string
+	// version and activity name the call, for an output that is not JSON
+	// (its error is made here, not by the runtime).
+	version, activity string
+	// out is the output, with its secrets masked by the runtime: what the
+	// state, the vars and the history keep.
+	out []byte
+	err error
+	hb  *call.Heartbeat
+	// requests are the attempt's outbound HTTP requests, and logs its log
+	// lines, for its record.
+	requests []call.Request
+	logs     weft.AttemptLogs
+}
+
+// process runs instance id until it is suspended or finished.
+//
+// With onlyIfFree it gives up at once, with errBusy, when another
+// execution holds the instance's lock: that execution reads the inbox
+// before it finishes, so a wake-up for an inbox (reasonSwept) has nothing
+// to add. An instance whose last run here failed is not run before its
+// backoff runs out (errBackingOff; see Engine.run).
+func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err error) {
+	var lease lock.Lease
+	if onlyIfFree {
+		var ok bool
+		lease, ok, err = e.locks.TryAcquire(ctx, InstanceLockKey(id), e.cfg.LockTTL)
+		if err == nil && !ok {
+			return errBusy
+		}
+	} else {
+		actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
+		lease, err = e.locks.Acquire(actx, InstanceLockKey(id), e.cfg.LockTTL)
+		cancel()
+	}
+	if err != nil {
+		return fmt.Errorf("locking instance %s: %w", id, err)
+	}
+	// The lock's TTL started a round trip ago at most; the lease's own
+	// Expiry is by the locker's clock, which need not be the engine's.
+	acquired := e.cfg.Now()
+	defer lease.Release(context.WithoutCancel(ctx))
+	// A run that failed here holds the instance off until its backoff
+	// runs out; this check, under the lock, sees the hold of a failed run
+	// that this one waited for, as the hold is set before that run
+	// releases the lock (below).
+	if e.heldOff(id) {
+		return errBackingOff
+	}
+	defer func() {
+		if err != nil && ctx.Err() == nil && runAgain(err) {
+			e.holdOff(id)
+		}
+	}()
+
+	// Registered before the read: a message that the read does not see
+	// (inst.InboxWaiting) wakes the execution.
+	wake := make(chan struct{}, 1)
+	e.register(id, wake)
+	defer e.unregister(id, wake)
+	inst, err := e.store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if inst.Status.Terminal() {
+		// One read of the inbox decides: a retry delivered after it is
+		// not consumed by the settling below, which takes only what it
+		// read, and its push runs the instance again.
+		msgs, err := e.store.Inbox(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !retryIn(inst, msgs) {
+			return e.settleInbox(ctx, inst, lease, msgs)
+		}
+		// A failed instance asked to retry runs: the execution applies the
+		// request from the inbox like any message. It is re-opened: the
+		// commit that finishes it again decides its DeleteAfter from that
+		// finish, and one that leaves it running clears it (the retry in
+		// its inbox keeps the retention sweep off it until then).
+		inst.InboxWaiting = true
+		inst.DeleteAfter = time.Time{}
+	}
+	prog, err := e.program(ctx, inst.Workflow, inst.Version)
+	if err != nil {
+		return err
+	}
+	x := &execution{
+		e: e, ctx: ctx, lease: lease, prog: prog,
+		inst: inst, status: inst.Status,
+		st: &runner.State{}, timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{},
+		seen: map[string]bool{}, checked: map[string]bool{}, wake: wake,
+		inflight: inFlight{results: make(chan result), attempts: map[string]flight{}},
+		sched: scheduling{
+			key:     id + "#" + strconv.FormatUint(lease.Token(), 10),
+			persist: make(chan chan error), exited: make(chan struct{}),
+		},
+	}
+	x.sched.lockUntil.Store(acquired.Add(e.cfg.LockTTL).UnixNano())
+	defer close(x.sched.exited)
+	// The heartbeat scheduler extends the lock while the instance runs; a
+	// lock it finds lost stops the execution like a lost lease.
+	e.renewer.holdLock(x)
+	defer e.renewer.releaseLock(x)
+	if len(inst.State) > 0 {
+		if err := json.Unmarshal(inst.State, x.st); err != nil {
+			return fmt.Errorf("instance %s: state does not decode: %w", id, err)
+		}
+	}
+	// An instance at revision 1 is as Start created it, without timers or
+	// bookmarks: most executions are the first of their instance, and the
+	// two reads are two round trips to Redis.
+	if inst.Rev > 1 {
+		timers, err := e.store.Timers(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, t := range timers {
+			x.timers[t.ID] = t
+		}
+		x.storedTimers = len(timers) > 0
+		bms, err := e.store.Bookmarks(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, b := range bms {
+			x.bookmarks[b.Token] = b
+		}
+		x.storedBookmarks = len(bms) > 0
+	}
+	defer func() {
+		if x.sched.leased {
+			e.renewer.releaseLease(x)
+		}
+	}()
+	return x.run()
+}
+
+func (x *execution) run() error {
+	if x.st.InFlight() {
+		// Loaded state: whatever attempts it shows in flight died with the
+		// execution that started them; the next attempts resume from the
+		// details the heartbeat scheduler persisted for them. (Only then:
+		// applying an event to a suspended state would persist it again
+		// for nothing.)
+		beats, err := x.e.store.Heartbeats(x.ctx, x.inst.ID)
+		if err != nil {
+			return fmt.Errorf("instance %s: reading persisted heartbeats: %w", x.inst.ID, err)
+		}
+		rec := runner.Recover{}
+		if len(beats) > 0 {
+			rec.Heartbeats = make(map[string]json.RawMessage, len(beats))
+			for _, b := range beats {
+				rec.Heartbeats[b.Token] = b.Details
+			}
+		}
+		x.apply(rec)
+		// Take the instance over in the store at once, before any new
+		// attempt can end: the commit raises the fence to this lock's
+		// token, so the execution this one replaces (paused, not dead)
+		// can no longer write, and the lease stops recovery from queueing
+		// the instance again.
+		if x.err == nil && x.next.dirty {
+			x.err = x.commit(false)
+		}
+	}
+	if x.inst.Status == weft.StatusPending {
+		// As stored: the state keeps these bytes as its input's JSON.
+		x.apply(runner.Start{Input: x.inst.Input})
+	}
+	// Due timers, earliest first.
+	now := x.e.cfg.Now()
+	var due []store.Timer
+	for _, t := range x.timers {
+		if !t.Due.After(now) {
+			due = append(due, t)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].Due.Before(due[j].Due) })
+	for _, t := range due {
+		if _, still := x.timers[t.ID]; still {
+			delete(x.timers, t.ID)
+			x.next.dirty = true
+			x.apply(runner.TimerFired{Token: t.ID})
+		}
+	}
+
+	// The inbox is read on the first pass if it held a message when the
+	// instance was read, when the execution is woken (a message for it was
+	// written on this node or sent through the bus), and when nothing is
+	// in flight, unless the last commit drained it; not after every
+	// activity result. A commit made with nothing in flight, which ends
+	// the run unless a message comes, checks the inbox itself
+	// (Commit.Drains): a message that arrived without waking the execution
+	// refuses it, and is read and applied before the next try.
+	poll := x.inst.InboxWaiting
+	for {
+		if stop, err := x.settle(poll); stop {
+			return err
+		}
+		if x.err != nil {
+			// Another node holds the instance now (ErrFenced), or it changed
+			// under us (ErrConflict): stop, and leave the work to the holder.
+			done := x.cancelAll()
+			switch {
+			case errors.Is(x.err, store.ErrFenced), errors.Is(x.err, store.ErrConflict), errors.Is(x.err, ErrLeaseLost):
+				x.superseded(done, x.err)
+			case x.ctx.Err() != nil:
+				x.handBack() // shutting down, seen first as a failed store call
+			}
+			return x.err
+		}
+		if !x.next.dirty {
+			return nil
+		}
+		if err := x.commit(true); !errors.Is(err, store.ErrInboxNotEmpty) {
+			return err
+		}
+		poll = true
+	}
+}
+
+// settle applies messages, queued stimuli and attempts' ends until nothing
+// new arrives and no attempt is in flight, or a commit fails (x.err). With
+// poll it reads the inbox first. It says stop, with the error run returns,
+// when the execution must end at once: its lease or lock was lost, or the
+// node is shutting down.
+func (x *execution) settle(poll bool) (bool, error) {
+	for x.err == nil {
+		// Messages (stimuli, children's ends, cancellation) and queued
+		// stimuli for new bookmarks, until nothing new arrives and no
+		// attempt is in flight.
+		var n int
+		var err error
+		if poll || (len(x.inflight.attempts) == 0 && !x.drained) {
+			n, err = x.pollInbox()
+			poll = false
+		}
+		if err == nil {
+			var m int
+			m, err = x.pollQueued()
+			n += m
+		}
+		if err != nil {
+			x.err = err
+			break
+		}
+		if n == 0 && len(x.inflight.attempts) == 0 {
+			break
+		}
+		if len(x.inflight.attempts) == 0 {
+			continue
+		}
+		select {
+		case r := <-x.inflight.results:
+			inv := x.inflight.attempts[r.token].inv
+			delete(x.inflight.attempts, r.token)
+			x.apply(x.input(r, inv, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
+		case done := <-x.sched.persist:
+			if !x.sched.leased {
+				x.err = x.commit(false)
+			}
+			done <- x.err
+		case <-x.wake:
+			poll = true
+			if x.sched.lost.Load() {
+				err := fmt.Errorf("%w: instance %s", ErrLeaseLost, x.inst.ID)
+				x.superseded(x.cancelAll(), err)
+				return true, err
+			}
+		case <-x.ctx.Done():
+			// Shutting down: stop the attempts and hand the instance back;
+			// it is resumed from its last persisted state (activities run
+			// at least once).
+			x.cancelAll()
+			x.handBack()
+			return true, x.ctx.Err()
+		}
+	}
+	return false, nil
+}
+
+// pollInbox applies the instance's inbox messages not applied yet and
+// returns how many it applied.
+func (x *execution) pollInbox() (int, error) {
+	msgs, err := x.e.store.Inbox(x.ctx, x.inst.ID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range msgs {
+		if x.seen[m.ID] {
+			continue
+		}
+		entry, err := decodeMessage(m)
+		if err != nil {
+			return n, fmt.Errorf("instance %s: %w", x.inst.ID, err)
+		}
+		x.seen[m.ID] = true
+		x.next.consumed = append(x.next.consumed, m.ID)
+		n++
+		if m.Kind == store.MessageRetry && (x.st.Status != weft.StatusFailed || retrySeq(m) != x.st.Seq) {
+			// A retry of a failure that is not the instance's now (it was
+			// retried already, ran again, maybe failed again): recorded,
+			// not applied.
+			x.next.history = append(x.next.history, weft.HistoryEntry{Type: weft.HistoryEventIgnored, Time: x.e.cfg.Now(),
+				Data: json.RawMessage(fmt.Sprintf(`{"event":"retry","reason":"it retries an earlier failure; the instance is %s"}`, x.st.Status))})
+			x.next.dirty = true
+			continue
+		}
+		if entry.note != nil {
+			// Recorded as it is; the runner's state does not change.
+			ev := *entry.note
+			ev.Time = x.e.cfg.Now()
+			x.next.history = append(x.next.history, ev)
+			x.next.dirty = true
+			continue
+		}
+		x.apply(entry.input)
+	}
+	return n, nil
+}
+
+// pollQueued delivers, to bookmarks not checked yet, the oldest queued
+// stimulus that matches each: a stimulus that arrived before its bookmark
+// existed. Each delivery is committed on its own, since a commit consumes
+// one queued stimulus.
+func (x *execution) pollQueued() (int, error) {
+	n := 0
+	for token, b := range x.bookmarks {
+		if x.checked[token] {
+			continue
+		}
+		x.checked[token] = true
+		pending, err := x.e.store.PendingStimuli(x.ctx, b.Event, b.Key)
+		if err != nil {
+			return n, err
+		}
+		if len(pending) == 0 {
+			continue
+		}
+		s := pending[0]
+		payload, err := decodeAny(s.Payload)
+		if err != nil {
+			return n, fmt.Errorf("instance %s: the payload of queued stimulus %s: %w", x.inst.ID, s.ID, err)
+		}
+		x.next.delivered, x.next.deliveredOutcome = s.ID, queuedOutcome(s)
+		x.apply(runner.StimulusDelivered{Token: token, Payload: payload})
+		if x.next.delivered != "" { // not committed by a Persist action
+			if err := x.commit(false); err != nil {
+				return n, err
+			}
+		}
+		n++
+	}
+	return n, nil
+}
+
+// handBack ends the instance's lease now, when this execution holds one,
+// so that recovery on any node takes the instance over at its next sweep
+// instead of after the lease's TTL: a node shutting down hands its work
+// back. (The lock is released as the execution returns.)
+func (x *execution) handBack() {
+	if !x.sched.leased {
+		return
+	}
+	ctx := context.WithoutCancel(x.ctx)
+	_, err := x.e.store.RenewLeases(ctx, store.LeaseRenewal{Node: x.e.cfg.NodeID, Boot: x.e.boot, IDs: []string{x.inst.ID}, Expiry: x.e.cfg.Now()})
+	if err != nil {
+		x.e.log.Warn("handing an instance back at shutdown; its lease will expire instead", "instance", x.inst.ID, "err", err)
+	}
+}
+
+// stoppedAttempt is an attempt that completed after its execution was
+// told to stop, with its log lines.
+type stoppedAttempt struct {
+	inv  runner.Invoke
+	logs weft.AttemptLogs
+}
+
+// cancelAll stops the attempts in flight and returns those that completed
+// anyway (before they saw the cancellation).
+func (x *execution) cancelAll() (completed []stoppedAttempt) {
+	for _, f := range x.inflight.attempts {
+		f.hb.RequestCancel()
+	}
+	for range x.inflight.attempts {
+		r := <-x.inflight.results
+		x.e.renewer.forget(attemptItem(x.sched.key, r.token))
+		if r.err == nil {
+			completed = append(completed, stoppedAttempt{inv: x.inflight.attempts[r.token].inv, logs: r.logs})
+		}
+	}
+	clear(x.inflight.attempts)
+	return completed
+}
+
+// settleInbox empties a finished instance's inbox of msgs: notes of refused late
+// completions (which may arrive after the holder finished) go to its
+// history; messages nothing will apply any more (a child's end after the
+// parent was cancelled) are dropped.
+func (e *Engine) settleInbox(ctx context.Context, inst *weft.Instance, lease lock.Lease, msgs []store.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	c := store.Commit{Instance: inst, Fence: lease.Token()}
+	for _, m := range msgs {
+		c.Consumed = append(c.Consumed, m.ID)
+		if m.Kind != store.MessageNote {
+			continue
+		}
+		entry, err := decodeMessage(m)
+		if err != nil {
+			// The instance is finished: the note is consumed either way.
+			e.log.Warn("settling the inbox of a finished instance", "instance", inst.ID, "err", err)
+			continue
+		}
+		ev := *entry.note
+		ev.Time = e.cfg.Now()
+		c.History = append(c.History, ev)
+	}
+	if _, err := e.store.Commit(ctx, c); err != nil {
+		return fmt.Errorf("instance %s: settling the inbox of a finished instance: %w", inst.ID, err)
+	}
+	e.changed(inst.ID)
+	return nil
+}
+
+// superseded is called when another node took the instance over (its lease
+// or lock was lost, or the store fenced a commit): the attempt ends this
+// execution could not commit — the completions that arrived and those it
+// stopped — are refused, never applied (a result the instance no longer
+// waits for must not change it), and recorded: as notes in
+// the instance's inbox, which need no lock and which the holder's next run
+// writes to the history as late_completion_refused.
+func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
+	var notes []store.Message
+	note := func(outcome, path string, attempt int, logs weft.AttemptLogs) {
+		data, err := json.Marshal(lateNote{Type: weft.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error(), AttemptLogs: logs})
+		if err != nil {
+			// Its logs hold what does not encode: the note goes without them.
+			x.e.log.Error("encoding the note of a refused late completion; keeping it without its logs", "instance", x.inst.ID, "step_path", path, "attempt", attempt, "err", err)
+			if data, err = json.Marshal(lateNote{Type: weft.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()}); err != nil {
+				x.e.log.Error("encoding the note of a refused late completion; dropping it", "instance", x.inst.ID, "step_path", path, "attempt", attempt, "err", err)
+				return
+			}
+		}
+		notes = append(notes, store.Message{InstanceID: x.inst.ID, Kind: store.MessageNote, Payload: data,
+			ID: fmt.Sprintf("late:%s:%s:%s:%d:%s", x.e.cfg.NodeID, x.e.boot, path, attempt, outcome)})
+	}
+	for _, ev := range x.next.history {
+		switch ev.Type {
+		case weft.HistoryActivityCompleted, weft.HistoryActivityFailed:
+			// The attempt ran and logged: its lines stay with its note.
+			var logs weft.AttemptLogs
+			_ = json.Unmarshal(ev.Data, &logs) // encoded above from the same type
+			note(strings.TrimPrefix(string(ev.Type), "activity_"), ev.StepPath, ev.Attempt, logs)
+		}
+	}
+	for _, a := range stopped {
+		note("completed", a.inv.Path, a.inv.Attempt, a.logs)
+	}
+	if len(notes) == 0 {
+		return
+	}
+	ctx := context.WithoutCancel(x.ctx)
+	if _, err := x.e.store.Deliver(ctx, nil, notes); err != nil {
+		x.e.log.Warn("recording refused late completions", "instance", x.inst.ID, "err", err)
+		return
+	}
+	x.e.log.Info("late completions refused: another node holds the instance", "instance", x.inst.ID, "count", len(notes))
+	x.e.publish(ctx, topicInbox, x.inst.ID)
+	x.e.pushSoon(ctx, x.inst.ID, "note")
+}
+
+// input turns the end of attempt inv into the runner's input.
+func (x *execution) input(r result, inv runner.Invoke, watched *attempt) runner.Input {
+	if watched != nil && watched.timedOut.Load() {
+		// The scheduler saw the guest stop heartbeating and stopped it.
+		watched.mu.Lock()
+		details := watched.details
+		watched.mu.Unlock()
+		return runner.ActivityFailed{
+			Token: r.token, Cause: retry.Of(retry.KindHeartbeatTimeout), LastHeartbeat: details,
+			Message: fmt.Sprintf("no heartbeat within %s", watched.timeout), Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt,
+		}
+	}
+	var requests json.RawMessage
+	if len(r.requests) > 0 {
+		requests, _ = json.Marshal(r.requests) // strings and numbers: cannot fail
+	}
+	if r.err == nil {
+		var v any
+		if err := json.Unmarshal(r.out, &v); err != nil {
+			// Named like every other call error: the runtime does not
+			// parse outputs (see plugins.Runtime.Invoke), so it is made here.
+			perr := &call.Error{Version: r.version, Activity: r.activity, Err: call.CheckOutput(r.out)}
+			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
+		}
+		return runner.ActivityCompleted{Token: r.token, Output: v, OutputJSON: r.out, Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
+	}
+	f := runner.ActivityFailed{Token: r.token, Cause: classify.Cause(r.err), Message: r.err.Error(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
+	var ge *call.GuestError
+	if errors.As(r.err, &ge) {
+		f.Message, f.Details = ge.Message, ge.Details
+	}
+	if details, _, _ := r.hb.Last(); details != nil {
+		f.LastHeartbeat = details
+	}
+	return f
+}
+
+// apply applies one event and performs the actions.
+func (x *execution) apply(ev runner.Input) {
+	now := x.e.cfg.Now()
+	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq), AttemptDataLimit: x.e.cfg.AttemptDataLimit}, ev)
+	x.next.dirty = true
+	for _, a := range acts {
+		switch a := a.(type) {
+		case runner.Invoke:
+			x.invoke(a)
+		case runner.ArmTimer:
+			x.timers[a.Token] = store.Timer{InstanceID: x.inst.ID, ID: a.Token, Due: a.Due, Kind: string(a.Kind)}
+		case runner.CancelTimer:
+			delete(x.timers, a.Token)
+		case runner.CancelActivity:
+			if f, ok := x.inflight.attempts[a.Token]; ok {
+				f.hb.RequestCancel()
+			}
+		case runner.CreateBookmark:
+			x.bookmarks[a.Token] = store.Bookmark{InstanceID: x.inst.ID, StepPath: a.Path, Event: a.Event, Key: a.Key, Token: a.Token}
+		case runner.RemoveBookmark:
+			delete(x.bookmarks, a.Token)
+		case runner.StartChild:
+			x.next.children = append(x.next.children, a)
+		case runner.CancelChild:
+			x.cancelChild(a.Token)
+		case runner.Record:
+			switch a.Type {
+			case weft.HistoryStepCompleted, weft.HistoryStepFailed:
+				x.e.cfg.Observer.StepFinished(x.inst.Workflow, a.Step, strings.TrimPrefix(string(a.Type), "step_"), a.Elapsed)
+			}
+			var data json.RawMessage
+			if a.Data != nil {
+				var err error
+				if data, err = json.Marshal(a.Data); err != nil {
+					// A value the runner recorded does not encode (a raw
+					// document that is not JSON): the entry stays, saying so,
+					// rather than the run failing on every try.
+					x.e.log.Error("encoding a history entry's data", "instance", x.inst.ID, "type", a.Type, "step_path", a.Path, "err", err)
+					data, _ = json.Marshal(map[string]string{"encoding_error": err.Error()}) // a map of strings encodes
+				}
+			}
+			x.next.history = append(x.next.history, weft.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
+		case runner.Persist:
+			if x.err == nil {
+				x.err = x.commit(len(x.inflight.attempts) == 0)
+				if errors.Is(x.err, store.ErrInboxNotEmpty) {
+					x.err = nil // the run loop reads the inbox, as drained is false
+				}
+			}
+		case runner.Finish:
+		}
+	}
+}
+
+// cancelChild cancels a child instance.
+func (x *execution) cancelChild(token string) {
+	if _, err := x.e.Cancel(x.ctx, runner.ChildID(x.inst.ID, token), "parent "+x.inst.ID+" ended"); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, weft.ErrFinished) {
+		x.e.log.Warn("cancelling child", "instance", x.inst.ID, "err", err)
+	}
+}
+
+// invoke starts an activity attempt.
+//
+// The attempt's clocks start when its guest starts running, not now:
+// loading the version (a node's first call of it may compile it, seconds
+// for a Go plugin) and waiting for an instance are not the attempt's time.
+// The runtime counts Call.Timeout, the start-to-close timeout, from then,
+// and restarts the heartbeat's clock then; until then the heartbeat
+// scheduler sees the attempt as alive (track). The context's deadline is
+// only the step's schedule-to-close deadline, which is absolute.
+func (x *execution) invoke(inv runner.Invoke) {
+	// The zero time marks a guest that has not started; the runtime sets
+	// the heartbeat's clock when it starts.
+	hb := call.NewHeartbeat(time.Time{})
+	x.inflight.attempts[inv.Token] = flight{hb: hb, inv: inv}
+	x.track(inv, hb)
+	timeout := inv.Timeout
+	if timeout == 0 {
+		timeout = x.e.cfg.ActivityTimeout
+	}
+	// The bytes the runner recorded, when it did: the history shows what
+	// the guest got.
+	in, err := []byte(inv.InputJSON), error(nil)
+	if in == nil {
+		in, err = json.Marshal(inv.Input)
+	}
+	version := x.inst.Plugins[inv.Plugin]
+	c := call.Call{
+		Activity: inv.Activity, Input: in, LastHeartbeat: inv.LastHeartbeat, Heartbeat: hb, Timeout: timeout,
+		// Info.DeadlineUnixMilli is set by the runtime when the guest
+		// starts: the sooner of the start-to-close and the context's
+		// deadline.
+		Info: abi.Info{
+			InstanceID: x.inst.ID, Workflow: x.inst.Workflow, StepID: inv.StepID, Plugin: inv.Plugin, Activity: inv.Activity,
+			Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey,
+		},
+	}
+	go func() {
+		if err != nil {
+			x.inflight.results <- result{token: inv.Token, err: fmt.Errorf("encoding input: %w", err), hb: hb}
+			return
+		}
+		ctx := x.ctx
+		if !inv.Deadline.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, inv.Deadline)
+			defer cancel()
+		}
+		// Read when the guest first needs them (an HTTP request, a config
+		// or secret lookup): an attempt that needs none reads none.
+		c.LoadGrants = func(ctx context.Context) (*grant.Set, error) { return x.e.grants(ctx, inv.Plugin) }
+		// The guest's goroutine calls these, one at a time, before Invoke
+		// returns.
+		var requests []call.Request
+		c.Requested = func(r call.Request) { requests = append(requests, r) }
+		logs := x.keepLogs(&c)
+		out, err := x.e.plugins.Invoke(ctx, version, c)
+		x.inflight.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, err: err, hb: hb, requests: requests, logs: *logs}
+	}()
+}
+
+// keepLogs has c keep its guest's log records, as the lines of the
+// attempt's history entry, and still pass them on to the node's log, where
+// they went before the history kept them. What the runtime's log limits
+// dropped is noted with them. The lines are the caller's once Invoke
+// returned.
+func (x *execution) keepLogs(c *call.Call) *weft.AttemptLogs {
+	logs := &weft.AttemptLogs{}
+	info := *c // for LogTo: the call's names, not its later changes
+	c.Log = func(rec call.Record) {
+		info.LogTo(x.e.log, rec)
+		if d := rec.Dropped; d != nil {
+			limit := weft.LogLimitBytes
+			if d.OnRecords {
+				limit = weft.LogLimitRecords
+			}
+			logs.Dropped = &weft.LogsDropped{Records: d.Records, Bytes: d.Bytes, Limit: limit}
+		}
+		logs.Lines = append(logs.Lines, weft.LogLine{Time: x.e.cfg.Now().UTC(), Level: rec.LevelName(), Source: rec.Source, Message: rec.Message})
+	}
+	return logs
+}
+
+// track has the heartbeat scheduler watch an attempt: every attempt, so
+// that the details of all of them are persisted, and those with a
+// heartbeat timeout are timed out when their guest goes silent. The
+// scheduler must not take the time before the guest starts for silence:
+// hb reports the zero time until then, and startPulse the present.
+func (x *execution) track(inv runner.Invoke, hb *call.Heartbeat) {
+	a := &attempt{x: x, instance: x.inst.ID, token: inv.Token, number: inv.Attempt, hb: hb, timeout: inv.HeartbeatTimeout}
+	x.e.renewer.watch(attemptItem(x.sched.key, inv.Token), a, startPulse{hb: hb, now: x.e.cfg.Now})
+}
+
+// startPulse is an attempt's heartbeat.Pulse: the guest's heartbeats once
+// it runs, and the present before, while the version loads or the call
+// waits for an instance.
+type startPulse struct {
+	hb  *call.Heartbeat
+	now func() time.Time
+}
+
+// Last implements heartbeat.Pulse.
+func (p startPulse) Last() (details []byte, at time.Time, beats uint64) {
+	details, at, beats = p.hb.Last()
+	if at.IsZero() {
+		at = p.now()
+	}
+	return details, at, beats
+}
+
+// commit writes the instance: a compare-and-set on its revision, fenced by
+// the lock's token, with the history, timers and status of the state. With
+// drains it is refused, with store.ErrInboxNotEmpty and nothing written,
+// when the inbox holds a message this run has not applied.
+func (x *execution) commit(drains bool) error {
+	inst := x.inst
+	if x.sched.lost.Load() {
+		// The scheduler found the lease or lock lost: whoever holds the
+		// instance now decides; this execution writes nothing more.
+		return fmt.Errorf("%w: instance %s", ErrLeaseLost, inst.ID)
+	}
+	enc, err := x.st.Encode()
+	if err != nil {
+		return fmt.Errorf("instance %s: %w", inst.ID, err)
+	}
+	inst.State, inst.Vars = enc.State, enc.Vars
+	inst.Status = x.st.Status
+	if x.st.Status == weft.StatusCompleted {
+		inst.Output = enc.Output
+	}
+	inst.Error = nil // a retried instance has its failure no more
+	if f := x.st.Error; f != nil {
+		failure := *f
+		inst.Error = &failure
+	}
+	inst.Lease = weft.Lease{}
+	if inst.Status == weft.StatusRunning {
+		inst.Lease = weft.Lease{Node: x.e.cfg.NodeID, Boot: x.e.boot, Expiry: x.e.cfg.Now().Add(x.e.cfg.LockTTL)}
+	}
+	if !inst.Status.Terminal() {
+		inst.DeleteAfter = time.Time{} // retried: it runs again
+	}
+	if inst.Status.Terminal() && inst.DeleteAfter.IsZero() {
+		// Decided once, as it finishes (see retention.go); a commit
+		// tried again in this run keeps the first decision. A retried
+		// instance had its old one cleared when its run began (process).
+		inst.DeleteAfter = x.e.deleteAfter(x.prog.Definition(), x.e.cfg.Now())
+	}
+	// Each set is written whole, unless it is empty and so is the
+	// stored one (nil leaves it as it is).
+	var timers []store.Timer
+	if len(x.timers) > 0 || x.storedTimers {
+		timers = slices.AppendSeq(make([]store.Timer, 0, len(x.timers)), maps.Values(x.timers))
+	}
+	var bookmarks []store.Bookmark
+	if len(x.bookmarks) > 0 || x.storedBookmarks {
+		bookmarks = slices.AppendSeq(make([]store.Bookmark, 0, len(x.bookmarks)), maps.Values(x.bookmarks))
+	}
+	// Children first: their ids come from the runner's deterministic
+	// tokens, so a parent replayed after a crash asks for the same ids and
+	// the store's idempotent create absorbs the repeat.
+	for _, c := range x.next.children {
+		in, err := json.Marshal(c.Input)
+		if err != nil {
+			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, runner.ChildID(inst.ID, c.Token), err)
+		}
+		if _, _, err := x.e.create(x.ctx, c.Workflow, in, runner.ChildID(inst.ID, c.Token), &weft.ParentRef{InstanceID: inst.ID, StepID: c.StepID, Token: c.Token}); err != nil {
+			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
+		}
+	}
+	c := store.Commit{
+		Instance: inst, Fence: x.lease.Token(), History: x.next.history, Timers: timers, Bookmarks: bookmarks,
+		Consumed: x.next.consumed, DeliveredStimulus: x.next.delivered, DeliveredOutcome: x.next.deliveredOutcome,
+		At: x.e.cfg.Now().UTC(), Drains: drains,
+	}
+	if inst.Status.Terminal() && inst.Parent != nil {
+		end, err := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
+		if err != nil {
+			return fmt.Errorf("engine: encoding the end of instance %s for its parent %s: %w", inst.ID, inst.Parent.InstanceID, err)
+		}
+		c.Send = []store.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: store.MessageChild, Token: inst.Parent.WaitToken(), Payload: end}}
+	}
+	rev, err := x.e.store.Commit(x.ctx, c)
+	if err != nil {
+		if errors.Is(err, store.ErrInboxNotEmpty) {
+			x.drained = false
+			return err // as it is: the run reads the inbox and tries again
+		}
+		return fmt.Errorf("committing instance %s: %w", inst.ID, err)
+	}
+	// The instance as stored (a running one's lease aside, which a renewal
+	// may have moved on).
+	inst.Rev, inst.Fence, inst.UpdatedAt = rev, c.Fence, c.At
+	x.drained = drains
+	x.storedTimers, x.storedBookmarks = len(x.timers) > 0, len(x.bookmarks) > 0
+	if inst.Status != x.status {
+		x.status = inst.Status
+		x.e.cfg.Observer.InstanceStatus(inst.Workflow, inst.Status)
+	}
+	switch {
+	case inst.Status == weft.StatusRunning && !x.sched.leased:
+		// The store's lease tells recovery this instance is alive; the
+		// heartbeat scheduler renews it, batched with the others.
+		x.sched.leased = true
+		x.sched.held.Store(true)
+		x.e.renewer.holdLease(x)
+	case inst.Status != weft.StatusRunning && x.sched.leased:
+		// The commit cleared the lease: stop renewing it, or the next
+		// renewal would find it gone and stop this execution for nothing
+		// should it run on (a message arriving before it finishes).
+		x.sched.leased = false
+		x.sched.held.Store(false)
+		x.e.renewer.releaseLease(x)
+	}
+	children := x.next.children
+	x.next = nextCommit{}
+	for _, ch := range children {
+		x.e.pushSoon(x.ctx, runner.ChildID(inst.ID, ch.Token), "start")
+	}
+	if len(c.Send) > 0 {
+		x.e.pushSoon(x.ctx, inst.Parent.InstanceID, "child")
+	}
+	if inst.Status != weft.StatusRunning {
+		// A copy: later commits change x.inst in place.
+		stored := *inst
+		x.e.wake(inst.ID, &stored)
+		x.e.publish(x.ctx, topicChanged, inst.ID)
+	}
+	x.e.changed(inst.ID)
+	return nil
+}

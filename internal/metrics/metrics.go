@@ -1,0 +1,232 @@
+// Package metrics is the host's Prometheus instrumentation: instance
+// transitions, deletions and step latency (*Metrics is an
+// engine.Observer), activity
+// latency and attempts by outcome (a decorator around the engine's plugin
+// runner), plugin pool occupancy, heartbeat scheduler statistics, lock
+// acquisitions, queue depth and HTTP requests.
+//
+// # Decisions
+//
+//   - Decorators and collectors, not calls sprinkled through the engine:
+//     what the host measures is at its boundaries (a plugin call, a lock
+//     acquisition, a queue), so the engine stays free of Prometheus, and a
+//     node without a registry runs undecorated parts.
+//   - Collectors read state at scrape time (pool statistics, queue depth)
+//     instead of being updated on every change: a scrape every 15s costs
+//     less than an update per call, and the numbers cannot drift.
+//   - Label values are bounded: workflow and step names come from saved
+//     definitions, plugin and activity names from uploaded manifests, lock
+//     keys are reduced to their kind (the part before the first ':'), HTTP
+//     routes are the registered patterns, never raw paths.
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weftworks/weft/host/weft"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "weft"
+
+// Metrics holds the host's metrics. Its methods are safe for concurrent
+// use. Build it with New.
+type Metrics struct {
+	reg prometheus.Registerer
+
+	transitions *prometheus.CounterVec
+	steps       *prometheus.HistogramVec
+	deleted     *prometheus.CounterVec
+
+	activity    *prometheus.HistogramVec
+	attempts    *prometheus.CounterVec
+	invocations *prometheus.CounterVec
+	inFlight    *prometheus.GaugeVec
+
+	lockAcquire *prometheus.CounterVec
+	lockWait    *prometheus.HistogramVec
+	lockExtend  *prometheus.CounterVec
+
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+	// outbound and outboundDuration count the plugins' own HTTP requests.
+	outbound         *prometheus.CounterVec
+	outboundDuration *prometheus.HistogramVec
+
+	mu      sync.Mutex
+	plugins map[string]string // plugin name by version
+}
+
+// latencyBuckets cover a fast plugin call (100µs) to a long activity (10m).
+var latencyBuckets = []float64{.0001, .0005, .001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 600}
+
+// New returns Metrics registered with reg. A nil reg keeps the metrics
+// unregistered: they are counted but exported nowhere.
+//
+// # Errors
+//
+// The registry's error when a metric of the same name is registered
+// already (New called twice with one registry).
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &Metrics{
+		reg: reg,
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "instance_transitions_total",
+			Help: "Instances that reached a status, by workflow and status.",
+		}, []string{"workflow", "status"}),
+		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "step_duration_seconds",
+			Help:    "Time from a step's start to its end, by workflow, step and outcome (completed, failed).",
+			Buckets: latencyBuckets,
+		}, []string{"workflow", "step", "outcome"}),
+		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "instances_deleted_total",
+			Help: "Instances deleted, by reason: request (DELETE /v1/instances/{id}) or retention (finished, past their delete_after).",
+		}, []string{"reason"}),
+		activity: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "activity_duration_seconds",
+			Help:    "Duration of activity attempts (one plugin call each), by plugin, activity and outcome.",
+			Buckets: latencyBuckets,
+		}, []string{"plugin", "activity", "outcome"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "activity_attempts_total",
+			Help: "Activity attempts by plugin, activity and outcome: ok, or the failure kind of internal/retry (activity, timeout, trap, limit, protocol, unknown_activity, cancelled, host).",
+		}, []string{"plugin", "activity", "outcome"}),
+		invocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "plugin_invocations_total",
+			Help: "Plugin calls started, by plugin.",
+		}, []string{"plugin"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "plugin_invocations_in_flight",
+			Help: "Plugin calls running now, by plugin.",
+		}, []string{"plugin"}),
+		lockAcquire: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "lock_acquisitions_total",
+			Help: "Lock acquisitions by key kind, mode (acquire, try) and result (acquired, busy, cancelled, error).",
+		}, []string{"key", "mode", "result"}),
+		lockWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "lock_acquire_duration_seconds",
+			Help:    "Time spent acquiring locks (waiting included), by key kind and mode.",
+			Buckets: latencyBuckets,
+		}, []string{"key", "mode"}),
+		lockExtend: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "lock_extensions_total",
+			Help: "Lease extensions by key kind and result (extended, lost, error).",
+		}, []string{"key", "result"}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "http_requests_total",
+			Help: "HTTP requests by method, route pattern and status code.",
+		}, []string{"method", "route", "status"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "http_request_duration_seconds",
+			Help:    "HTTP request duration by method and route pattern.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route"}),
+		outbound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "plugin_http_requests_total",
+			Help: "Outbound HTTP requests of plugins, by plugin, the grant rule that allowed them (as the operator wrote it; none when no rule did) and code: the response status, or why none was used (timeout, unreachable, tls, bad_response, not_granted, limit, cancelled, dropped).",
+		}, []string{"plugin", "rule", "code"}),
+		outboundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "plugin_http_request_duration_seconds",
+			Help:    "Duration of plugins' outbound HTTP requests, to the end of the response body, by plugin and the grant rule that allowed them (none when no rule did).",
+			Buckets: latencyBuckets,
+		}, []string{"plugin", "rule"}),
+		plugins: map[string]string{},
+	}
+	for _, c := range []prometheus.Collector{
+		m.transitions, m.steps, m.deleted, m.activity, m.attempts, m.invocations, m.inFlight,
+		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
+		m.outbound, m.outboundDuration,
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: registering: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// InstanceStatus counts an instance reaching status; it implements the
+// engine's Observer.
+func (m *Metrics) InstanceStatus(workflow string, status weft.Status) {
+	m.transitions.WithLabelValues(workflow, string(status)).Inc()
+}
+
+// StepFinished records a step's duration; it implements the engine's
+// Observer. outcome is completed or failed.
+func (m *Metrics) StepFinished(workflow, step, outcome string, d time.Duration) {
+	m.steps.WithLabelValues(workflow, step, outcome).Observe(d.Seconds())
+}
+
+// InstancesDeleted counts n instances deleted for reason (request or
+// retention); it implements the engine's Observer.
+func (m *Metrics) InstancesDeleted(reason string, n int) {
+	m.deleted.WithLabelValues(reason).Add(float64(n))
+}
+
+// HTTPRequest records one answered HTTP request. route is the registered
+// pattern (such as /v1/instances/:id), or "unmatched" for requests that
+// matched no route, so that scanners cannot grow the label set.
+func (m *Metrics) HTTPRequest(method, route string, status int, d time.Duration) {
+	m.httpRequests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.httpDuration.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+// TrackPlugin names a plugin version, so that calls and pool statistics of
+// that version are labelled with the plugin's name. The pool collector
+// (WatchPools) reports the tracked versions.
+func (m *Metrics) TrackPlugin(name, version string) {
+	m.mu.Lock()
+	m.plugins[version] = name
+	m.mu.Unlock()
+}
+
+// UntrackPlugin forgets a version of the plugin name (the plugin was
+// deleted). A version that TrackPlugin gave another name since is kept.
+func (m *Metrics) UntrackPlugin(name, version string) {
+	m.mu.Lock()
+	if m.plugins[version] == name {
+		delete(m.plugins, version)
+	}
+	m.mu.Unlock()
+}
+
+// pluginName returns the tracked name of version, or "unknown".
+func (m *Metrics) pluginName(version string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.plugins[version]; ok {
+		return n
+	}
+	return "unknown"
+}
+
+// tracked returns a copy of the tracked versions.
+func (m *Metrics) tracked() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]string, len(m.plugins))
+	for v, n := range m.plugins {
+		out[v] = n
+	}
+	return out
+}
+
+// shortVersion is the label form of a version hash: 12 hex digits identify
+// it among a plugin's versions, as git's short hashes do.
+func shortVersion(v string) string {
+	if len(v) > 12 {
+		return v[:12]
+	}
+	return v
+}
+
+func nan() float64 { return math.NaN() }

@@ -1,0 +1,209 @@
+// Package queuetest is the conformance suite every queue.Queue
+// implementation passes.
+package queuetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/internal/queue"
+)
+
+// Exercise runs the suite; newQueue returns an empty queue with room for at
+// least capacity items and at most capacity+1 (backends round up).
+func Exercise(t *testing.T, newQueue func(t *testing.T, capacity int) queue.Queue) {
+	t.Helper()
+	item := func(id string) queue.Item { return queue.Item{InstanceID: id, Reason: "test"} }
+	pop := func(t *testing.T, q queue.Queue) queue.Item {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d, err := q.Pop(ctx)
+		if err != nil {
+			t.Fatalf("Pop: %v", err)
+		}
+		if err := d.Ack(ctx); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+		return d.Item()
+	}
+
+	t.Run("fifo", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 10)
+		ctx := context.Background()
+		for _, id := range []string{"a", "b", "c"} {
+			if err := q.Push(ctx, item(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, want := range []string{"a", "b", "c"} {
+			if got := pop(t, q); got.InstanceID != want {
+				t.Fatalf("popped %s, want %s", got.InstanceID, want)
+			}
+		}
+	})
+	t.Run("pushes for a queued instance coalesce", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 10)
+		ctx := context.Background()
+		for _, id := range []string{"a", "a", "b", "a"} {
+			if err := q.Push(ctx, item(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := q.Depth(ctx); err != nil || n != 2 {
+			t.Fatalf("Depth = %d, %v; want 2", n, err)
+		}
+		pop(t, q)
+		// Popped: a new push queues it again.
+		if err := q.Push(ctx, item("a")); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := q.Depth(ctx); n != 2 {
+			t.Fatalf("Depth after re-push = %d, want 2", n)
+		}
+	})
+	t.Run("pop waits for a push", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 10)
+		got := make(chan string, 1)
+		go func() {
+			d, err := q.Pop(context.Background())
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- d.Item().InstanceID
+		}()
+		if err := q.Push(context.Background(), item("late")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case id := <-got:
+			if id != "late" {
+				t.Fatalf("popped %s", id)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Pop did not return after a Push")
+		}
+	})
+	t.Run("pop returns ctx.Err", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 10)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := q.Pop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Pop on an empty queue: %v, want DeadlineExceeded", err)
+		}
+	})
+	t.Run("push waits while full", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 2)
+		ctx := context.Background()
+		n := 0
+		// Fill it, whatever the backend rounds to. A push that fits gets
+		// time to spare on a loaded machine; only the push that finds the
+		// queue full waits its whole second.
+		for ; n < 10; n++ {
+			short, cancel := context.WithTimeout(ctx, time.Second)
+			err := q.Push(short, item(fmt.Sprint("fill", n)))
+			cancel()
+			if errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n < 2 || n > 3 {
+			t.Fatalf("accepted %d items with capacity 2", n)
+		}
+		done := make(chan error, 1)
+		go func() { done <- q.Push(ctx, item("waiting")) }()
+		pop(t, q)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Push did not proceed after a Pop made room")
+		}
+		// The item that timed out is not queued: pushing it again works.
+		seen := map[string]bool{}
+		for i := 0; i < n; i++ {
+			seen[pop(t, q).InstanceID] = true
+		}
+		if !seen["waiting"] {
+			t.Fatalf("popped %v, want the waiting item among them", seen)
+		}
+	})
+	t.Run("hammer: every item is delivered", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 8)
+		const producers, perProducer, consumers = 4, 50, 3
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var mu sync.Mutex
+		got := map[string]int{}
+		var cwg sync.WaitGroup
+		stop := make(chan struct{})
+		for c := 0; c < consumers; c++ {
+			cwg.Add(1)
+			go func() {
+				defer cwg.Done()
+				for {
+					pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+					d, err := q.Pop(pctx)
+					pcancel()
+					if err != nil {
+						select {
+						case <-stop:
+							return
+						default:
+							continue
+						}
+					}
+					mu.Lock()
+					got[d.Item().InstanceID]++
+					mu.Unlock()
+					_ = d.Ack(ctx)
+				}
+			}()
+		}
+		var pwg sync.WaitGroup
+		for p := 0; p < producers; p++ {
+			pwg.Add(1)
+			go func(p int) {
+				defer pwg.Done()
+				for i := 0; i < perProducer; i++ {
+					if err := q.Push(ctx, item(fmt.Sprintf("p%d-%d", p, i))); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}(p)
+		}
+		pwg.Wait()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			mu.Lock()
+			n := len(got)
+			mu.Unlock()
+			if n == producers*perProducer || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // polling with a deadline
+		}
+		close(stop)
+		cwg.Wait()
+		if len(got) != producers*perProducer {
+			t.Fatalf("%d distinct items delivered, want %d", len(got), producers*perProducer)
+		}
+	})
+}

@@ -1,0 +1,717 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/retry"
+)
+
+// Program is a definition prepared for execution. It is immutable and safe
+// for concurrent use by many instances.
+type Program struct {
+	def   *definition.Definition
+	lists map[string][]*definition.Step
+	// plugins are the plugin names the activities use, in the order of
+	// their first use.
+	plugins []string
+}
+
+// Compile prepares def, which must have passed validation.
+func Compile(def *definition.Definition) *Program {
+	p := &Program{def: def, lists: map[string][]*definition.Step{}}
+	p.index("steps", def.Steps)
+	def.Walk(func(_ string, s *definition.Step) bool {
+		if s.Kind == definition.KindActivity && !slices.Contains(p.plugins, s.Activity.Plugin) {
+			p.plugins = append(p.plugins, s.Activity.Plugin)
+		}
+		return true
+	})
+	return p
+}
+
+// Plugins returns the names of the plugins the program's activities use,
+// in the order of their first use. The caller must not modify the slice.
+func (p *Program) Plugins() []string { return p.plugins }
+
+func (p *Program) index(list string, steps []*definition.Step) {
+	p.lists[list] = steps
+	for i, s := range steps {
+		at := list + "[" + strconv.Itoa(i) + "]"
+		switch s.Kind {
+		case definition.KindIf:
+			p.index(at+".then", s.If.Then)
+			p.index(at+".else", s.If.Else)
+		case definition.KindForeach:
+			p.index(at+".do", s.Foreach.Do)
+		case definition.KindParallel:
+			for b, br := range s.Parallel {
+				p.index(at+".parallel["+strconv.Itoa(b)+"]", br.Steps)
+			}
+		}
+	}
+}
+
+// Definition returns the definition the program runs.
+func (p *Program) Definition() *definition.Definition { return p.def }
+
+// apply is the state of one Apply call.
+type apply struct {
+	p       *Program
+	st      *State
+	c       Context
+	out     []Action
+	persist bool
+}
+
+// Apply applies ev to st and returns the actions to perform, in order. A
+// finished instance ignores every event but records it.
+func (p *Program) Apply(st *State, c Context, ev Input) []Action {
+	a := &apply{p: p, st: st, c: c}
+	if st.Vars == nil {
+		st.Vars = map[string]any{}
+	}
+	if r, ok := ev.(Retry); ok && st.Status == weft.StatusFailed && st.Root != nil {
+		a.retry(r)
+		a.settle()
+		return a.out
+	}
+	if st.Status.Terminal() {
+		data := map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)}
+		path, attempt := a.attemptEnd(ev, data)
+		a.record(weft.HistoryEventIgnored, path, attempt, data)
+		return a.out
+	}
+	switch ev := ev.(type) {
+	case Start:
+		a.start(ev)
+	case ActivityCompleted:
+		a.activityCompleted(ev)
+	case ActivityFailed:
+		a.activityFailed(ev)
+	case TimerFired:
+		a.timerFired(ev)
+	case StimulusDelivered:
+		a.stimulusDelivered(ev)
+	case ChildCompleted:
+		a.childCompleted(ev)
+	case ChildFailed:
+		a.childFailed(ev)
+	case Cancel:
+		a.cancel(ev)
+	case Recover:
+		a.recover(a.st.Root, ev.Heartbeats)
+	case Retry:
+		a.record(weft.HistoryEventIgnored, "", 0, map[string]any{"reason": "instance " + string(st.Status) + ", not failed", "event": "retry"})
+	}
+	a.settle()
+	return a.out
+}
+
+func (a *apply) emit(act Action) { a.out = append(a.out, act) }
+
+func (a *apply) record(typ weft.HistoryType, path string, attempt int, data map[string]any) {
+	a.emit(Record{Type: typ, Path: path, Attempt: attempt, Data: data})
+}
+
+func (a *apply) next(prefix string) string {
+	a.st.Seq++
+	return prefix + strconv.FormatUint(a.st.Seq, 10)
+}
+
+func (a *apply) env(f *Frame) definition.Env {
+	return definition.Env{Input: a.st.Input, Vars: a.st.Vars, Locals: f.Locals}
+}
+
+func (a *apply) start(ev Start) {
+	if a.st.Root != nil {
+		a.record(weft.HistoryEventIgnored, "", 0, map[string]any{"reason": "already started"})
+		return
+	}
+	a.st.Status = weft.StatusRunning
+	a.record(weft.HistoryInstanceStarted, "", 0, nil)
+	if len(ev.Input) > 0 {
+		var in any
+		if err := json.Unmarshal(ev.Input, &in); err != nil {
+			// Valid JSON that Go cannot hold (a number beyond float64):
+			// no expression could read it.
+			a.fail(&weft.Failure{Code: "input", Message: "input does not decode: " + err.Error()})
+			return
+		}
+		a.st.Input, a.st.input = in, ev.Input
+	}
+	a.st.Root = &Frame{List: "steps", Path: "steps"}
+	a.advance(a.st.Root)
+}
+
+// settle finishes an Apply: completes the instance when its root frame is
+// done, works out the status, and decides whether to persist.
+func (a *apply) settle() {
+	if !a.st.Status.Terminal() && a.st.Root != nil && a.st.Root.Done {
+		out, err := a.p.def.Output.Eval(definition.Env{Input: a.st.Input, Vars: a.st.Vars})
+		if err != nil {
+			a.fail(&weft.Failure{Code: "expression", Message: "output: " + err.Error()})
+		} else {
+			a.st.Status = weft.StatusCompleted
+			a.st.Output = out
+			a.record(weft.HistoryInstanceCompleted, "", 0, nil)
+			a.emit(Finish{Status: weft.StatusCompleted, Output: out})
+		}
+	}
+	if !a.st.Status.Terminal() && a.st.Root != nil {
+		a.st.Status = weft.StatusSuspended
+		if a.st.InFlight() {
+			a.st.Status = weft.StatusRunning
+		}
+	}
+	// Suspended or finished after an input, or the strategy asks: persist.
+	if a.st.Status != weft.StatusRunning || a.persist {
+		a.emit(Persist{})
+	}
+}
+
+func stepPath(f *Frame) string { return f.Path + "[" + strconv.Itoa(f.Index) + "]" }
+
+func (a *apply) step(f *Frame) *definition.Step { return a.p.lists[f.List][f.Index] }
+
+// advance runs frame f until it waits or is done.
+func (a *apply) advance(f *Frame) {
+	for !f.Done && !a.st.Status.Terminal() {
+		steps := a.p.lists[f.List]
+		if f.Run == nil {
+			if f.Index >= len(steps) {
+				f.Done = true
+				return
+			}
+			if !a.begin(f, steps[f.Index]) {
+				return
+			}
+			continue
+		}
+		if len(f.Run.Children) == 0 && f.Run.Pending != "" {
+			return // a leaf waiting for its operation
+		}
+		if !a.advanceContainer(f, steps[f.Index]) {
+			return
+		}
+	}
+}
+
+// begin starts the step under f's cursor. It reports whether f can go on at
+// once (the step completed, or is a container to advance).
+func (a *apply) begin(f *Frame, s *definition.Step) bool {
+	path := stepPath(f)
+	env := a.env(f)
+	run := &Run{Exec: a.next("e"), Started: a.c.Now}
+	a.emit(Record{Type: weft.HistoryStepStarted, Path: path, Step: s.ID, Data: map[string]any{"step": s.ID, "kind": string(s.Kind)}})
+	switch s.Kind {
+	case definition.KindSet:
+		values := make(map[string]any, len(s.Set))
+		for _, as := range s.Set {
+			v, err := as.Value.Eval(env)
+			if err != nil {
+				return a.exprFailed(f, "set "+as.Name, err)
+			}
+			values[as.Name] = v
+		}
+		for k, v := range values {
+			a.st.Vars[k] = v
+		}
+		a.complete(f, s, nil)
+		return true
+	case definition.KindFail:
+		msg, err := s.Fail.Message.EvalString(env)
+		if err != nil {
+			msg = "message: " + err.Error()
+		}
+		a.failStep(f, s.Fail.Code, msg)
+		return false
+	case definition.KindIf:
+		cond, err := s.If.Cond.EvalBool(env)
+		if err != nil {
+			return a.exprFailed(f, "if", err)
+		}
+		branch := "else"
+		if cond {
+			branch = "then"
+		}
+		a.record(weft.HistoryBranchTaken, path, 0, map[string]any{"branch": branch})
+		f.Run = run
+		if len(a.p.lists[f.List+"["+strconv.Itoa(f.Index)+"]."+branch]) == 0 {
+			a.complete(f, s, nil)
+			return true
+		}
+		run.Children = []*Frame{{
+			List: f.List + "[" + strconv.Itoa(f.Index) + "]." + branch, Path: path + "." + branch, Locals: f.Locals,
+		}}
+		return true
+	case definition.KindParallel:
+		f.Run = run
+		for b := range s.Parallel {
+			suffix := ".parallel[" + strconv.Itoa(b) + "]"
+			run.Children = append(run.Children, &Frame{List: f.List + "[" + strconv.Itoa(f.Index) + "]" + suffix, Path: path + suffix, Locals: f.Locals})
+		}
+		return true
+	case definition.KindForeach:
+		items, err := s.Foreach.Items.EvalList(env)
+		if err != nil {
+			return a.exprFailed(f, "foreach", err)
+		}
+		run.Items = items
+		f.Run = run
+		if len(items) == 0 {
+			a.complete(f, s, nil)
+		}
+		return true
+	case definition.KindActivity:
+		in, err := s.Activity.Input.Eval(env)
+		if err != nil {
+			return a.exprFailed(f, "input", err)
+		}
+		run.Input, run.Attempt, run.Scheduled = in, 1, a.c.Now
+		f.Run = run
+		a.invoke(f, s)
+		return false
+	case definition.KindWait:
+		key, err := s.Wait.Key.EvalString(env)
+		if err != nil {
+			return a.exprFailed(f, "wait key", err)
+		}
+		run.Pending, run.Token = PendingBookmark, a.next("b")
+		f.Run = run
+		a.emit(CreateBookmark{Token: run.Token, StepID: s.ID, Path: path, Event: s.Wait.Event, Key: key})
+		a.record(weft.HistoryBookmarkCreated, path, 0, map[string]any{"event": s.Wait.Event, "key": key})
+		if s.Wait.Timeout > 0 {
+			run.TimeoutToken = a.next("t")
+			a.emit(ArmTimer{Token: run.TimeoutToken, Due: a.c.Now.Add(s.Wait.Timeout), Kind: TimerWaitTimeout})
+		}
+		return false
+	case definition.KindDelay:
+		run.Pending, run.Token = PendingDelay, a.next("t")
+		f.Run = run
+		due := a.c.Now.Add(s.Delay)
+		a.emit(ArmTimer{Token: run.Token, Due: due, Kind: TimerDelay})
+		a.record(weft.HistoryTimerArmed, path, 0, map[string]any{"due": due})
+		return false
+	case definition.KindWorkflow:
+		in, err := s.Workflow.Input.Eval(env)
+		if err != nil {
+			return a.exprFailed(f, "input", err)
+		}
+		run.Pending, run.Token, run.Input = PendingChild, a.next("c"), in
+		f.Run = run
+		a.emit(StartChild{Token: run.Token, StepID: s.ID, Workflow: s.Workflow.Name, Input: in})
+		a.record(weft.HistoryChildStarted, path, 0, map[string]any{"workflow": s.Workflow.Name, "instance": ChildID(a.c.InstanceID, run.Token)})
+		return false
+	}
+	return a.failStep(f, "internal", fmt.Sprintf("step kind %q cannot run", s.Kind))
+}
+
+// advanceContainer advances a container's children and completes it when
+// they are all done; it reports whether f can go on.
+func (a *apply) advanceContainer(f *Frame, s *definition.Step) bool {
+	run := f.Run
+	if s.Kind == definition.KindForeach {
+		// Start iterations while slots are free.
+		for run.Next < len(run.Items) && len(run.Children) < max(1, s.Foreach.Concurrency) {
+			i := run.Next
+			run.Next++
+			locals := make(map[string]any, len(f.Locals)+1)
+			for k, v := range f.Locals {
+				locals[k] = v
+			}
+			locals[s.Foreach.As] = run.Items[i]
+			run.Children = append(run.Children, &Frame{
+				List: f.List + "[" + strconv.Itoa(f.Index) + "].do", Path: stepPath(f) + ".do#" + strconv.Itoa(i), Locals: locals,
+			})
+		}
+	}
+	for _, c := range run.Children {
+		a.advance(c)
+		if a.st.Status.Terminal() {
+			return false
+		}
+	}
+	if s.Kind == definition.KindForeach {
+		kept := run.Children[:0]
+		for _, c := range run.Children {
+			if !c.Done {
+				kept = append(kept, c)
+			}
+		}
+		run.Children = kept
+		if run.Next < len(run.Items) {
+			return len(run.Children) < max(1, s.Foreach.Concurrency) // free slots: start more
+		}
+	}
+	for _, c := range run.Children {
+		if !c.Done {
+			return false
+		}
+	}
+	a.complete(f, s, nil)
+	return true
+}
+
+// complete finishes the step under f's cursor, stores its result and moves
+// the cursor on.
+func (a *apply) complete(f *Frame, s *definition.Step, result any) {
+	if s.Output != "" && (s.Kind == definition.KindActivity || s.Kind == definition.KindWait || s.Kind == definition.KindWorkflow) {
+		a.st.Vars[s.Output] = result
+	}
+	a.emit(Record{Type: weft.HistoryStepCompleted, Path: stepPath(f), Step: s.ID, Data: map[string]any{"step": s.ID}, Elapsed: a.elapsed(f)})
+	if s.Persist == definition.PersistAlways {
+		a.persist = true
+	}
+	f.Run = nil
+	f.Index++
+}
+
+// failStep fails the step under f's cursor, and with it the instance.
+func (a *apply) failStep(f *Frame, code, message string) bool {
+	a.stepFailed(f, code)
+	a.fail(&weft.Failure{Code: code, Message: message, Step: stepPath(f)})
+	return false
+}
+
+// exprFailed fails the step under f on an expression of its field that
+// could not be evaluated, naming the step: the expression alone does not
+// say where it is.
+func (a *apply) exprFailed(f *Frame, field string, err error) bool {
+	return a.failStep(f, "expression", fmt.Sprintf("step %q, %s: %v", a.step(f).ID, field, err))
+}
+
+// stepFailed records that the step under f failed (the instance fails
+// with it).
+func (a *apply) stepFailed(f *Frame, code string) {
+	id := a.step(f).ID
+	a.emit(Record{Type: weft.HistoryStepFailed, Path: stepPath(f), Step: id, Data: map[string]any{"step": id, "code": code}, Elapsed: a.elapsed(f)})
+}
+
+// elapsed is how long the step under f has run.
+func (a *apply) elapsed(f *Frame) time.Duration {
+	if f.Run == nil || f.Run.Started.IsZero() {
+		return 0
+	}
+	return a.c.Now.Sub(f.Run.Started)
+}
+
+// fail ends the instance as failed, cancelling everything outstanding.
+func (a *apply) fail(failure *weft.Failure) {
+	a.cancelOutstanding(a.st.Root)
+	a.st.Status = weft.StatusFailed
+	a.st.Error = failure
+	a.record(weft.HistoryInstanceFailed, failure.Step, 0, map[string]any{"code": failure.Code, "message": failure.Message})
+	a.emit(Finish{Status: weft.StatusFailed, Error: failure})
+}
+
+// recover reschedules every activity in flight under f as its next attempt.
+func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
+	if f == nil || f.Run == nil {
+		return
+	}
+	if r := f.Run; r.Pending == PendingActivity {
+		data := map[string]any{"token": r.Token, "reason": "no longer in flight"}
+		if d, ok := beats[r.Token]; ok && len(d) > 0 {
+			r.LastHeartbeat = d
+			data["last_heartbeat"] = d
+		}
+		a.record(weft.HistoryAttemptAbandoned, stepPath(f), r.Attempt, data)
+		r.Attempt++
+		a.invoke(f, a.step(f))
+	}
+	for _, c := range f.Run.Children {
+		a.recover(c, beats)
+	}
+}
+
+// retry un-fails the instance and restarts the steps its failure stopped.
+func (a *apply) retry(ev Retry) {
+	failed := a.st.Error
+	a.st.Status, a.st.Error = weft.StatusRunning, nil
+	data := map[string]any{"reason": ev.Reason}
+	if failed != nil {
+		data["code"], data["step"] = failed.Code, failed.Step
+	}
+	a.record(weft.HistoryInstanceRetried, "", 0, data)
+	a.restart(a.st.Root)
+	a.advance(a.st.Root)
+}
+
+// restart starts again every step under f that the failure stopped. An
+// activity keeps its execution, and so its idempotency key and the
+// details its last attempt reported: the attempts after a retry are more
+// attempts of the same call (a charge that went through before its
+// attempt failed is not made twice), numbered from 1 again, with a fresh
+// schedule-to-close. Another leaf (a wait, a delay, a child) whose
+// operation was cancelled loses its run, which advance begins anew. A
+// step that failed before it began (an expression, a fail step) has no
+// run, and begins anew as it is. Containers keep their runs (an if its
+// branch, a foreach its items and place) and restart inside.
+func (a *apply) restart(f *Frame) {
+	if f == nil || f.Done || f.Run == nil {
+		return
+	}
+	switch s := a.step(f); s.Kind {
+	case definition.KindActivity:
+		if f.Run.Pending == "" {
+			f.Run.Attempt, f.Run.Scheduled = 1, a.c.Now
+			a.invoke(f, s)
+		}
+		return
+	case definition.KindWait, definition.KindDelay, definition.KindWorkflow:
+		if f.Run.Pending == "" {
+			f.Run = nil
+		}
+		return
+	}
+	for _, c := range f.Run.Children {
+		a.restart(c)
+	}
+}
+
+// cancel ends the instance as cancelled. The state keeps why, as it keeps
+// a failure, so that the instance's error says so: an instance that ended
+// without completing always has one.
+func (a *apply) cancel(ev Cancel) {
+	a.cancelOutstanding(a.st.Root)
+	a.st.Status = weft.StatusCancelled
+	a.st.Error = &weft.Failure{Code: string(weft.StatusCancelled), Message: ev.Reason}
+	a.record(weft.HistoryInstanceCancelled, "", 0, map[string]any{"reason": ev.Reason})
+	a.emit(Finish{Status: weft.StatusCancelled, Error: a.st.Error})
+}
+
+// cancelOutstanding cancels every outstanding operation under f.
+func (a *apply) cancelOutstanding(f *Frame) {
+	if f == nil || f.Run == nil {
+		return
+	}
+	r := f.Run
+	switch r.Pending {
+	case PendingActivity:
+		a.emit(CancelActivity{Token: r.Token})
+	case PendingRetry, PendingDelay:
+		a.emit(CancelTimer{Token: r.Token})
+	case PendingBookmark:
+		a.emit(RemoveBookmark{Token: r.Token})
+	case PendingChild:
+		a.emit(CancelChild{Token: r.Token})
+	}
+	if r.TimeoutToken != "" {
+		a.emit(CancelTimer{Token: r.TimeoutToken})
+	}
+	r.Pending, r.Token, r.TimeoutToken = "", "", ""
+	for _, c := range r.Children {
+		a.cancelOutstanding(c)
+	}
+}
+
+// find returns the frame whose step waits on token, with what it waits for.
+func find(f *Frame, token string) (*Frame, bool) {
+	if f == nil || f.Run == nil || token == "" {
+		return nil, false
+	}
+	if f.Run.Token == token || f.Run.TimeoutToken == token {
+		return f, true
+	}
+	for _, c := range f.Run.Children {
+		if g, ok := find(c, token); ok {
+			return g, true
+		}
+	}
+	return nil, false
+}
+
+// waiting returns the frame waiting on token for want, or records the event
+// as refused.
+func (a *apply) waiting(token string, want Pending, event string, ev Input) *Frame {
+	f, ok := find(a.st.Root, token)
+	if ok && f.Run.Token == token && f.Run.Pending == want {
+		return f
+	}
+	// An attempt's end is recorded where it ran, with its logs.
+	data := map[string]any{"event": event, "token": token, "reason": "not outstanding (superseded, cancelled or unknown)"}
+	path, attempt := a.attemptEnd(ev, data)
+	a.record(weft.HistoryEventRefused, path, attempt, data)
+	return nil
+}
+
+func (a *apply) invoke(f *Frame, s *definition.Step) {
+	r := f.Run
+	r.Pending, r.Token = PendingActivity, a.next("a")
+	inv := Invoke{
+		Token: r.Token, StepID: s.ID, Path: stepPath(f),
+		Plugin: s.Activity.Plugin, Activity: s.Activity.Name, Input: r.Input, Attempt: r.Attempt,
+		IdempotencyKey:   a.c.InstanceID + "/" + s.ID + "/" + r.Exec,
+		Timeout:          s.Activity.Timeout,
+		HeartbeatTimeout: s.Activity.HeartbeatTimeout,
+		LastHeartbeat:    r.LastHeartbeat,
+	}
+	if s.Activity.ScheduleToClose > 0 {
+		inv.Deadline = r.Scheduled.Add(s.Activity.ScheduleToClose)
+	}
+	data := map[string]any{"plugin": inv.Plugin, "activity": inv.Activity}
+	if a.c.AttemptDataLimit > 0 {
+		// Encoded here, once, for the record and for the call.
+		if in, err := json.Marshal(r.Input); err == nil {
+			inv.InputJSON = in
+			a.attemptData(data, "input", in)
+		}
+	}
+	a.emit(inv)
+	a.record(weft.HistoryActivityScheduled, inv.Path, r.Attempt, data)
+}
+
+// attemptData records an attempt's input or output, doc, in data under
+// name when it is within Context.AttemptDataLimit, and otherwise only its
+// size, under name + "_omitted_bytes": cut short, it would not be JSON.
+func (a *apply) attemptData(data map[string]any, name string, doc json.RawMessage) {
+	if len(doc) > a.c.AttemptDataLimit {
+		data[name+"_omitted_bytes"] = len(doc)
+		return
+	}
+	data[name] = doc
+}
+
+// attemptEnd adds the logs of an attempt's end that is not applied to
+// data and returns where it ran; nothing for another input.
+func (a *apply) attemptEnd(ev Input, data map[string]any) (path string, attempt int) {
+	switch ev := ev.(type) {
+	case ActivityCompleted:
+		ev.Logs.AddTo(data)
+		return ev.Path, ev.Attempt
+	case ActivityFailed:
+		ev.Logs.AddTo(data)
+		return ev.Path, ev.Attempt
+	}
+	return "", 0
+}
+
+func (a *apply) activityCompleted(ev ActivityCompleted) {
+	f := a.waiting(ev.Token, PendingActivity, "activity_completed", ev)
+	if f == nil {
+		return
+	}
+	s := a.step(f)
+	data := map[string]any{}
+	if len(ev.Requests) > 0 {
+		data["requests"] = ev.Requests
+	}
+	if a.c.AttemptDataLimit > 0 {
+		out := ev.OutputJSON
+		if out == nil {
+			out, _ = json.Marshal(ev.Output) // decoded from JSON: it encodes
+		}
+		a.attemptData(data, "output", out)
+	}
+	ev.Logs.AddTo(data)
+	if len(data) == 0 {
+		data = nil
+	}
+	a.record(weft.HistoryActivityCompleted, stepPath(f), f.Run.Attempt, data)
+	if a.p.def.Persistence == definition.PersistenceActivity && s.Persist != definition.PersistNever {
+		a.persist = true
+	}
+	a.complete(f, s, ev.Output)
+	a.resume(f)
+}
+
+func (a *apply) activityFailed(ev ActivityFailed) {
+	f := a.waiting(ev.Token, PendingActivity, "activity_failed", ev)
+	if f == nil {
+		return
+	}
+	s, r := a.step(f), f.Run
+	if ev.LastHeartbeat != nil {
+		r.LastHeartbeat = ev.LastHeartbeat
+	}
+	data := map[string]any{"code": ev.Cause.Code, "kind": string(ev.Cause.Kind), "message": ev.Message}
+	if len(r.LastHeartbeat) > 0 {
+		data["last_heartbeat"] = r.LastHeartbeat
+	}
+	if len(ev.Requests) > 0 {
+		data["requests"] = ev.Requests
+	}
+	ev.Logs.AddTo(data)
+	a.record(weft.HistoryActivityFailed, stepPath(f), r.Attempt, data)
+	d := retry.Decide(s.Activity.Retry, retry.Attempt{
+		Number: r.Attempt, Failed: a.c.Now, FirstScheduled: r.Scheduled, ScheduleToClose: s.Activity.ScheduleToClose,
+	}, ev.Cause, a.c.Rand)
+	if !d.Retry {
+		r.Pending, r.Token = "", "" // it has ended: nothing to cancel
+		a.stepFailed(f, ev.Cause.Code)
+		a.fail(&weft.Failure{Code: ev.Cause.Code, Message: ev.Message, Details: ev.Details, Step: stepPath(f)})
+		return
+	}
+	r.Pending, r.Token = PendingRetry, a.next("t")
+	due := a.c.Now.Add(d.Delay)
+	a.emit(ArmTimer{Token: r.Token, Due: due, Kind: TimerRetry})
+	a.record(weft.HistoryRetryScheduled, stepPath(f), r.Attempt+1, map[string]any{"due": due, "delay": d.Delay.String()})
+}
+
+func (a *apply) timerFired(ev TimerFired) {
+	f, ok := find(a.st.Root, ev.Token)
+	if !ok {
+		a.record(weft.HistoryEventRefused, "", 0, map[string]any{"event": "timer_fired", "token": ev.Token, "reason": "not outstanding"})
+		return
+	}
+	s, r := a.step(f), f.Run
+	switch {
+	case r.TimeoutToken == ev.Token && r.Pending == PendingBookmark:
+		a.emit(RemoveBookmark{Token: r.Token})
+		r.Pending, r.Token, r.TimeoutToken = "", "", ""
+		a.record(weft.HistoryWaitTimedOut, stepPath(f), 0, nil)
+		a.failStep(f, "timeout", fmt.Sprintf("no %s stimulus within %s", s.Wait.Event, s.Wait.Timeout))
+	case r.Pending == PendingRetry:
+		r.Attempt++
+		a.invoke(f, s)
+	case r.Pending == PendingDelay:
+		a.record(weft.HistoryTimerFired, stepPath(f), 0, nil)
+		a.complete(f, s, nil)
+		a.resume(f)
+	}
+}
+
+func (a *apply) stimulusDelivered(ev StimulusDelivered) {
+	f := a.waiting(ev.Token, PendingBookmark, "stimulus_delivered", ev)
+	if f == nil {
+		return
+	}
+	if f.Run.TimeoutToken != "" {
+		a.emit(CancelTimer{Token: f.Run.TimeoutToken})
+	}
+	// The stimulus consumed the bookmark: a later one with the same event
+	// and key must not find it.
+	a.emit(RemoveBookmark{Token: ev.Token})
+	a.record(weft.HistoryBookmarkResumed, stepPath(f), 0, nil)
+	a.complete(f, a.step(f), ev.Payload)
+	a.resume(f)
+}
+
+func (a *apply) childCompleted(ev ChildCompleted) {
+	f := a.waiting(ev.Token, PendingChild, "child_completed", ev)
+	if f == nil {
+		return
+	}
+	a.record(weft.HistoryChildCompleted, stepPath(f), 0, nil)
+	a.complete(f, a.step(f), ev.Output)
+	a.resume(f)
+}
+
+func (a *apply) childFailed(ev ChildFailed) {
+	f := a.waiting(ev.Token, PendingChild, "child_failed", ev)
+	if f == nil {
+		return
+	}
+	f.Run.Pending, f.Run.Token = "", ""
+	a.failStep(f, ev.Failure.Code, "child workflow failed: "+ev.Failure.Message)
+}
+
+// resume advances the whole tree after a leaf completed. The tree is small,
+// so advancing from the root is simpler than finding the path up.
+func (a *apply) resume(*Frame) { a.advance(a.st.Root) }

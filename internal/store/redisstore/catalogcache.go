@@ -1,0 +1,71 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/internal/store/internal/gencache"
+)
+
+// catalogCache keeps the decoded definitions and current plugin records
+// that every start reads (the latest definition, the current version of
+// each plugin it uses), and which change seldom.
+//
+// Every script that changes the catalog (PutDefinition, DeleteDefinition,
+// PutPlugin, DeletePlugin) sets the store's catalog generation, the key
+// cg, to a new random token, in the same step as the change. A read
+// script answers the generation it read in, so an entry is tagged with the
+// generation its value belongs to. The tokens are random rather than
+// counted so that a generation lost with its change (a Redis restart with
+// appendfsync everysec) is never handed out again for another change.
+//
+// The cache is used two ways:
+//
+//   - GetDefinition and CurrentPlugin read cg first (GET) and use an entry
+//     only when its tag is that generation: then no change has been made
+//     since the entry was read, on this node or any other.
+//   - ResolveStart, for a start, uses the entries without a round trip
+//     when the definition and every plugin it uses are cached with one
+//     tag, and answers that tag as the StartCatalog's Generation. The
+//     create commits with it (Commit.Catalog), and the commit script
+//     compares it with cg, in the same step as the create: the start is as
+//     if it had read the catalog then. When they differ the commit is
+//     refused (ErrCatalogChanged) and the start reads the catalog again,
+//     checked.
+type catalogCache struct {
+	defs    gencache.Cache[defID, string, weft.Definition]
+	plugins gencache.Cache[string, string, store.PluginRecord]
+}
+
+// saw notes that the catalog's generation is gen now: when it is not the
+// one seen last, every entry tagged otherwise is stale, and all are
+// dropped, so that entries of deleted names and old versions do not
+// accumulate.
+func (c *catalogCache) saw(gen string) {
+	c.defs.Observe(gen)
+	c.plugins.Observe(gen)
+}
+
+// defID names a definition lookup: version 0 is the latest.
+type defID struct {
+	name    string
+	version int
+}
+
+// newGeneration returns a catalog generation token for a change.
+func newGeneration() string { return rand.Text() }
+
+// generation reads the store's catalog generation: "" when no change was
+// ever made.
+func (s *Store) generation(ctx context.Context) (string, error) {
+	g, err := s.c.Get(ctx, s.p+"cg").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return g, err
+}

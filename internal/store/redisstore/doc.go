@@ -1,0 +1,195 @@
+// Package redisstore is the [store.Store] of the cluster mode: every node
+// keeps its instances, stimuli, definitions and plugin metadata in one
+// Redis (go-redis v9), so that any node can run, resume or recover any
+// instance. It passes the conformance suite internal/store/storetest, with the
+// same semantics as the embedded internal/store/boltstore.
+//
+// # Atomic transitions
+//
+// Every write that reads before it writes is one Lua script (go-redis
+// runs it with EVALSHA and loads it on NOSCRIPT): Commit (the rev
+// compare-and-set, the fence check, the delivered stimulus, the plugin
+// pins, then the instance, its indexes, history, bookmarks, timers,
+// inbox, heartbeats and the messages it sends), DeleteInstance,
+// RenewLeases (one script per batch: one round trip), Deliver,
+// EnqueueStimulus, ExpireStimuli, PutDefinition, DeleteDefinition,
+// PutPlugin, DeletePlugin (the in-use check and the delete), PutGrants
+// (the comparison with the stored document and the revision) and
+// DeleteGrants. Redis runs a script alone, so no other client sees a
+// half-done transition.
+//
+// Scripts do every check before their first write and refuse by returning,
+// so a refused write changes nothing. Redis does not roll a script back,
+// so the other way a script could stop midway matters too: running out of
+// memory. Redis refuses a script's first write when it was over maxmemory
+// as the script started, and lets a script that has written finish; our
+// scripts therefore fail whole or complete (a test injects the fault with
+// CONFIG SET maxmemory). Run Redis with maxmemory-policy noeviction: an
+// evicting policy would drop store keys.
+//
+// Times are the store's clock (Config.Now) read in Go and passed to the
+// scripts as arguments; Redis's TIME decides nothing, so the nodes' clocks
+// and the tests' fake clock rule as they do for boltstore.
+//
+// # Redis Cluster: one hash slot per store
+//
+// Every key of a store carries the same hash tag, "{" + Prefix + "}", so a
+// store lives in one slot, on one shard. That is what makes the scripts
+// legal on a cluster: a Commit touches the instance's keys and global
+// indexes (by creation time, workflow, status, lease expiry, due time,
+// bookmark event and key, delete-after, stimulus queue, expiry and dead
+// letters), and Redis Cluster runs a script only on keys of one node,
+// refusing MULTI blocks and commands over several slots. Scripts build
+// most key names from the prefix: KEYS names one key of the store, which
+// routes the call to the node of the store's slot, so the undeclared keys
+// are there too. A test runs the conformance suite through a ClusterClient on a cluster
+// node and checks that every key it wrote hashes to its store's slot.
+//
+// The trade-off: a store does not spread over shards, so a cluster adds
+// failover, not write throughput, to one store. The alternative, one tag
+// per instance, would need the indexes either in every instance's slot
+// (no global listing) or in other slots (no atomic Commit, so a crash
+// between the instance and its index entries would leave them out of step,
+// and recovery would have to repair them). One Redis core runs tens of
+// thousands of these scripts a second (see the benchmark), far above what
+// the engine needs from one store; several stores (prefixes) land in
+// different slots and so on different shards.
+//
+// # Durability
+//
+// The store assumes AOF (appendonly yes); Open logs a warning when
+// CONFIG GET appendonly says no. What an acknowledged write survives:
+//
+//   - appendfsync always: Redis fsyncs the AOF before it answers, so an
+//     acknowledged write survives a crash of Redis and of the machine.
+//   - appendfsync everysec: Redis writes the AOF before it answers and
+//     fsyncs it every second, so an acknowledged write survives a crash of
+//     the Redis process (the kernel has it) but a machine crash or power
+//     loss can lose about the last one to two seconds.
+//   - Replication is asynchronous: a failover to a replica can lose writes
+//     the old primary acknowledged. Fencing still holds (a lost write is
+//     lost whole, never half applied), but the API's promise that a 201
+//     means durably stored holds for a failover only with WAIT, which this
+//     store does not issue.
+//
+// Redis logs a script's effects as one MULTI/EXEC block, and on load drops
+// a block truncated by a crash, so a restart never finds half a Commit.
+//
+// # Throughput
+//
+// `go test -bench . ./internal/store/redisstore/` starts its own servers.
+// Measured on the 2-core reference machine while other work ran on it
+// (load average about 6, so the spread is wide), 50 writers creating
+// instances with about 1 KiB of vars and one history event
+// (BenchmarkCommitParallel, the workload of boltstore's benchmark):
+//
+//	appendfsync always     12,200–14,900 commits/s
+//	appendfsync everysec    9,700–11,900 commits/s
+//	boltstore (same run)    2,100–7,700 commits/s
+//
+// The two fsync policies do not differ measurably: with always, Redis
+// fsyncs once per event-loop turn for all the clients served in it, a
+// group commit like boltstore's; the CPU of the shared machine is the
+// limit. Every Commit is one script (one round trip); INFO commandstats
+// counts 6 Redis commands for a create and 11 for an update that moves
+// the instance between status indexes and sets its lease (8 and 11 in
+// schema 2, 9 and 14 in schema 1).
+//
+// # Layout
+//
+// P is "{" + Prefix + "}". Times in keys and members are 16 hex digits of
+// the Unix nanoseconds with the sign bit flipped (fixed width, so byte
+// order is time order, and exact); strings inside members are
+// tuple-encoded (0x00 escaped as 0x00 0xFF, each string ended by
+// 0x00 0x01), so byte order is tuple order and event "a" with key "bc"
+// never meets event "ab" with key "c". Every index but the leases' is a
+// sorted set with score 0 read with ZRANGEBYLEX; nothing uses KEYS or SCAN.
+// The leases' index has the expiry as score so that a renewal updates a
+// member in place: ExpiredLeases compares the exact expiry (from P l) of
+// the members whose score is the rounded-up now.
+//
+//	P schema              "3" (Open migrates a store of schema 1, whose leases were
+//	                      fields of the instance hashes and indexed in P lx, and
+//	                      whose index memberships were listed in a set P x:<id>,
+//	                      and of schema 2, which also indexed every instance in
+//	                      P ix:all and each workflow's in P ix:w:<wf>)
+//	P i:<id>              hash: doc (JSON without the store's fields), state, rev, fence,
+//	                      ct, ut (times), st (status), wf, term, lh ("1" if P l
+//	                      holds its lease: readers of the many instances without
+//	                      one read nothing else), pn (pinned plugins: each name's
+//	                      length, ":" and the name), da (delete-after time), ws
+//	                      (when its inbox started waiting: set exactly while the
+//	                      inbox holds a message), hb ("1" once an attempt's
+//	                      first heartbeat went into P e:<id>: the commit that
+//	                      ends the instance deletes e: only when hb or lh is set;
+//	                      lh covers the heartbeats of builds before hb)
+//	P l                   leases, one hash for all instances: id → expiry (time),
+//	                      "1" if terminal else "0", len(boot) ":" boot node
+//	P h:<id>              list of history events; an event's Seq is its place
+//	P b:<id>, P t:<id>    sets of the instance's members of bk and due
+//	P m:<id>              inbox hash: message id → "<seq>|<message>"
+//	P e:<id>              heartbeats hash: token → heartbeat
+//	P ix:s:<status>, ix:ws:<status>:<wf>
+//	                      instances by (created, id): member time + id; an
+//	                      instance's memberships here and in u: and rx follow
+//	                      from its hash (ct, wf, st, term, pn, da), so a Commit
+//	                      or a delete removes exactly the entries it made. A
+//	                      listing without a status merges the six status
+//	                      indexes (of all workflows or of one): an instance is
+//	                      in exactly one, and a create writes two entries, not
+//	                      one more per filter a listing may use
+//	P lz                  leases of non-terminal instances: member id, score the
+//	                      expiry in Unix microseconds rounded up (exact to 2^53),
+//	                      so that renewing a batch of leases is one
+//	                      HMGET, ZADD and HSET per 2,000 ids
+//	P u:<plugin>          instances pinning the plugin, non-terminal only: id
+//	P rx                  terminal instances with a DeleteAfter, by it: time + id
+//	P bk                  bookmarks: (event, key, instance, step) + bookmark
+//	P due                 timers: time + (instance, id) + timer
+//	P s:<id>              stimulus hash: doc, state, ex (expiry), set (settled),
+//	                      to, out, qm (its queue member while queued)
+//	P sq                  queue: (name, key) + 20-digit sequence + id
+//	P sx, P sd, P sf      queued by expiry, dead by death, settled by forget time: time + id
+//	P mseq, P sseq, P pseq   counters: inbox Seq, queue order, plugin order
+//	P d:<name>            definition versions: v:<n> → definition, h:<n> → hash
+//	P dl, P dseq, P dn    latest version and highest version ever per name; names
+//	P p:<name>, P o:<name>   plugin versions: version → record; order of becoming current
+//	P pn                  plugin names
+//	P g:<name>            grants of a plugin name: hash doc, rev, at (time)
+//	P gseq, P gn          highest grants revision ever per name; names with grants
+//	P cg                  the catalog's generation: a random token that every
+//	                      change of definitions or plugins sets with the change
+//
+// # Catalog cache
+//
+// GetDefinition and CurrentPlugin, which every start calls, answer from a
+// cache of what they read, tagged with the generation (cg) they read it
+// in, after one GET of cg: an entry is used only while the generation is
+// still its own, so a change made through any node is seen by the next
+// read on every node. A start reads two small keys instead of running two
+// scripts of two reads each (catalogcache.go).
+//
+// Lists page with ZRANGEBYLEX from an exclusive start: cursors are the
+// base64 of the last member (or name) returned, opaque to clients.
+// Counters and revisions are Lua numbers in the scripts: exact up to 2^53.
+//
+// # Client and Close
+//
+// The caller owns Config.Client: Close marks the store closed (calls
+// return store.ErrClosed) and leaves the client open, since the locker and
+// the queue of the same node may share it. A write that has been sent is
+// waited for even when its context ends (the client's timeouts bound the
+// wait): the script runs whole or not at all, and the answer says which.
+// Only a lost connection leaves it unknown whether a script ran: the
+// error wraps the network error, and a retry is safe. go-redis itself
+// retries a command whose answer was lost (Options.MaxRetries), so a
+// script that did run may be answered as its retry is: Commit is a
+// compare-and-set (an applied create answers ErrExists, an applied update
+// ErrConflict: re-read, and find the write there), EnqueueStimulus and
+// Deliver answer with their own stimulus record, the puts answer
+// created=false and the deletes ErrNotFound. A Redis error is returned
+// wrapped, naming the operation, the id and the address; one that says the
+// server cannot be reached or cannot serve now (a network error, no free
+// connection, LOADING, READONLY, MASTERDOWN and the like) also matches
+// store.ErrUnavailable, which the API answers as 503.
+package redisstore

@@ -1,0 +1,783 @@
+package redisstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store"
+)
+
+// args builds a script's ARGV, starting with the key prefix.
+type args []any
+
+func (s *Store) args(vs ...any) args { return append(args{s.p}, vs...) }
+
+func (a args) add(vs ...any) args { return append(a, vs...) }
+
+// run runs a script with the schema key as KEYS[1]: every key of the
+// store has its slot, so it routes the call on a cluster.
+func (s *Store) run(ctx context.Context, sc *redis.Script, a args) *redis.Cmd {
+	return sc.Run(ctx, s.c, []string{s.p + "schema"}, a...)
+}
+
+// refusal reads a script's {reason, ...} answer; ok is false when the
+// answer is not a list starting with a string.
+func refusal(v any) (reason string, rest []any, ok bool) {
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 {
+		return "", nil, false
+	}
+	reason, ok = l[0].(string)
+	return reason, l[1:], ok
+}
+
+func u64(v any) uint64 {
+	switch v := v.(type) {
+	case string:
+		n, _ := strconv.ParseUint(v, 10, 64)
+		return n
+	case int64:
+		return uint64(v)
+	}
+	return 0
+}
+
+// commitError builds the *store.CommitError of a refusal carrying the
+// stored rev and fence.
+func commitError(id string, reason error, rest []any) *store.CommitError {
+	ce := &store.CommitError{InstanceID: id, Err: reason}
+	if len(rest) >= 2 {
+		ce.Rev, ce.Fence = u64(rest[0]), u64(rest[1])
+	}
+	return ce
+}
+
+// docOf is the JSON kept under "doc": the engine's fields of the instance.
+// The store's own fields (Rev, Fence, times, Lease) and State are kept in
+// fields of their own, which scripts read and write.
+func docOf(in weft.Instance) ([]byte, error) {
+	in.State = nil
+	in.Rev, in.Fence = 0, 0
+	in.CreatedAt, in.UpdatedAt = time.Time{}, time.Time{}
+	in.Lease = weft.Lease{}
+	return json.Marshal(in)
+}
+
+// bookmarkMember is a bookmark in the bk index (and b:<id>): ordered by
+// (event, key, instance, step), then the record.
+func bookmarkMember(b store.Bookmark) (string, error) {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return "", err
+	}
+	return string(append(tup(nil, b.Event, b.Key, b.InstanceID, b.StepPath), raw...)), nil
+}
+
+func parseBookmark(m string) (store.Bookmark, error) {
+	rest := m
+	for range 4 {
+		var ok bool
+		if _, rest, ok = untup(rest); !ok {
+			return store.Bookmark{}, fmt.Errorf("corrupt bookmark member %q", m)
+		}
+	}
+	var b store.Bookmark
+	if err := json.Unmarshal([]byte(rest), &b); err != nil {
+		return b, fmt.Errorf("corrupt bookmark %q: %w", m, err)
+	}
+	return b, nil
+}
+
+// timerMember is a timer in the due index (and t:<id>): ordered by (due,
+// instance, id), then the record.
+func timerMember(t store.Timer) (string, error) {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return "", err
+	}
+	return hexTime(t.Due) + string(append(tup(nil, t.InstanceID, t.ID), raw...)), nil
+}
+
+func parseTimer(m string) (store.Timer, error) {
+	if len(m) < 16 {
+		return store.Timer{}, fmt.Errorf("corrupt timer member %q", m)
+	}
+	rest := m[16:]
+	for range 2 {
+		var ok bool
+		if _, rest, ok = untup(rest); !ok {
+			return store.Timer{}, fmt.Errorf("corrupt timer member %q", m)
+		}
+	}
+	var t store.Timer
+	if err := json.Unmarshal([]byte(rest), &t); err != nil {
+		return t, fmt.Errorf("corrupt timer %q: %w", m, err)
+	}
+	return t, nil
+}
+
+// parseMessage reads a message in an inbox hash: "<seq>|<record>" (the
+// script assigns the seq).
+func parseMessage(id, v string) (store.Message, error) {
+	var m store.Message
+	i := 0
+	for i < len(v) && v[i] != '|' {
+		i++
+	}
+	seq, err := strconv.ParseUint(v[:i], 10, 64)
+	if err != nil || i == len(v) {
+		return m, fmt.Errorf("instance %q: corrupt inbox entry %q", id, v)
+	}
+	if err := json.Unmarshal([]byte(v[i+1:]), &m); err != nil {
+		return m, fmt.Errorf("instance %q: corrupt message: %w", id, err)
+	}
+	m.Seq = seq
+	return m, nil
+}
+
+// messageArgs appends (target, id, record) for each message.
+func messageArgs(a args, msgs []store.Message, now time.Time) (args, error) {
+	a = a.add(len(msgs))
+	for _, m := range msgs {
+		m.Seq, m.CreatedAt = 0, now
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		a = a.add(m.InstanceID, m.ID, raw)
+	}
+	return a, nil
+}
+
+// Commit implements store.Store: one script does every check and then
+// every write.
+func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
+	if err := s.begin(ctx); err != nil {
+		return 0, err
+	}
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	in := *c.Instance
+	id := in.ID
+	now := s.now()
+	in.DeleteAfter = in.DeleteAfter.UTC()
+	doc, err := docOf(in)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: instance %q: %w", id, err)
+	}
+	updated := now
+	if !c.At.IsZero() {
+		updated = c.At.UTC()
+	}
+	created := updated
+	if !in.CreatedAt.IsZero() {
+		created = in.CreatedAt
+	}
+	le := ""
+	if !in.Lease.IsZero() {
+		le = hexTime(in.Lease.Expiry)
+	}
+	terminal := "0"
+	if in.Status.Terminal() {
+		terminal = "1"
+	}
+	bmFlag, tmFlag := "0", "0"
+	if c.Bookmarks != nil {
+		bmFlag = "1"
+	}
+	if c.Timers != nil {
+		tmFlag = "1"
+	}
+	drains := "0"
+	if c.Drains {
+		drains = "1"
+	}
+	deleteAfter := ""
+	if !in.DeleteAfter.IsZero() {
+		deleteAfter = hexTime(in.DeleteAfter)
+	}
+	a := s.args(id, strconv.FormatUint(in.Rev, 10), strconv.FormatUint(c.Fence, 10), hexTime(now),
+		doc, in.State, string(in.Status), terminal, in.Workflow, hexTime(created),
+		in.Lease.Node, in.Lease.Boot, le,
+		c.DeliveredStimulus, []byte(compact(c.DeliveredOutcome)), hexTime(now.Add(s.cfg.DeliveredRetention)),
+		bmFlag, tmFlag, deleteAfter, hexTime(updated), drains, c.Catalog)
+
+	names := make([]string, 0, len(in.Plugins))
+	for name := range in.Plugins {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	a = a.add(len(names))
+	for _, name := range names {
+		a = a.add(name, in.Plugins[name])
+	}
+
+	a = a.add(len(c.History))
+	for _, e := range c.History {
+		e.Seq = 0
+		if e.Time.IsZero() {
+			e.Time = now
+		}
+		e.Time = e.Time.UTC()
+		raw, err := json.Marshal(e)
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: instance %q: event: %w", id, err)
+		}
+		a = a.add(raw)
+	}
+
+	// One bookmark per (step, event, key): the last given wins, as a
+	// keyed write would.
+	bms := map[[3]string]string{}
+	for _, b := range c.Bookmarks {
+		b.InstanceID = id
+		m, err := bookmarkMember(b)
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: instance %q: bookmark: %w", id, err)
+		}
+		bms[[3]string{b.StepPath, b.Event, b.Key}] = m
+	}
+	a = a.add(len(bms))
+	for _, m := range bms {
+		a = a.add(m)
+	}
+
+	a = a.add(len(c.Timers))
+	for _, t := range c.Timers {
+		t.InstanceID = id
+		t.Due = t.Due.UTC()
+		m, err := timerMember(t)
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: instance %q: timer: %w", id, err)
+		}
+		a = a.add(m)
+	}
+
+	a = a.add(len(c.Consumed))
+	for _, mid := range c.Consumed {
+		a = a.add(mid)
+	}
+	if a, err = messageArgs(a, c.Send, now); err != nil {
+		return 0, fmt.Errorf("redisstore: instance %q: message: %w", id, err)
+	}
+
+	res, err := s.run(writeCtx(ctx), commitScript, a).Result()
+	if err != nil {
+		return 0, s.fail(ctx, "commit instance", id, err)
+	}
+	reason, rest, ok := refusal(res)
+	if !ok {
+		return 0, fmt.Errorf("redisstore: commit instance %q on %s: unexpected answer %v", id, s.addr, res)
+	}
+	switch reason {
+	case "ok":
+		return u64(rest[0]), nil
+	case "exists":
+		return 0, commitError(id, store.ErrExists, rest)
+	case "notfound":
+		return 0, commitError(id, store.ErrNotFound, nil)
+	case "fenced":
+		return 0, commitError(id, store.ErrFenced, rest)
+	case "conflict":
+		return 0, commitError(id, store.ErrConflict, rest)
+	case "notqueued":
+		return 0, &store.CommitError{InstanceID: id, Err: store.ErrNotQueued, Stimulus: c.DeliveredStimulus}
+	case "inbox":
+		return 0, commitError(id, store.ErrInboxNotEmpty, rest)
+	case "catalog":
+		return 0, commitError(id, store.ErrCatalogChanged, nil)
+	case "noplugin":
+		return 0, store.NotFound("instance %q pins plugin %q version %s", id, rest[0], rest[1])
+	}
+	return 0, fmt.Errorf("redisstore: commit instance %q on %s: unexpected answer %v", id, s.addr, res)
+}
+
+// compact returns v compacted (v is valid JSON: Validate checked it).
+func compact(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	return raw
+}
+
+// instanceFields are the fields of an instance hash that make an
+// Instance, in the order getInstanceScript and listInstancesScript return
+// them; the lease (from the l hash) follows them.
+var instanceFields = []string{"doc", "rev", "fence", "ct", "ut"}
+
+// decodeInstance builds an instance from the values of instanceFields and
+// the lease.
+func decodeInstance(id string, vals []any) (*weft.Instance, error) {
+	str := func(i int) string {
+		if i < len(vals) {
+			if v, ok := vals[i].(string); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	var in weft.Instance
+	if err := json.Unmarshal([]byte(str(0)), &in); err != nil {
+		return nil, fmt.Errorf("instance %q: corrupt record: %w", id, err)
+	}
+	in.Rev, in.Fence = u64(str(1)), u64(str(2))
+	var err error
+	if in.CreatedAt, err = parseHexTime(str(3)); err != nil {
+		return nil, fmt.Errorf("instance %q: created: %w", id, err)
+	}
+	if in.UpdatedAt, err = parseHexTime(str(4)); err != nil {
+		return nil, fmt.Errorf("instance %q: updated: %w", id, err)
+	}
+	if v := str(len(instanceFields)); v != "" {
+		if in.Lease, err = parseLease(v); err != nil {
+			return nil, fmt.Errorf("instance %q: %w", id, err)
+		}
+	}
+	return &in, nil
+}
+
+// parseLease decodes a value of the l hash: the expiry (16 hex digits),
+// the terminal flag, the boot's length, ":", the boot and the node (the
+// scripts' lease function).
+func parseLease(v string) (weft.Lease, error) {
+	bad := fmt.Errorf("corrupt lease %q", v)
+	if len(v) < 19 {
+		return weft.Lease{}, bad
+	}
+	exp, err := parseHexTime(v[:16])
+	if err != nil {
+		return weft.Lease{}, bad
+	}
+	rest := v[17:]
+	i := strings.IndexByte(rest, ':')
+	if i < 1 {
+		return weft.Lease{}, bad
+	}
+	n, err := strconv.Atoi(rest[:i])
+	if err != nil || n < 0 || n > len(rest)-i-1 {
+		return weft.Lease{}, bad
+	}
+	l := weft.Lease{Boot: rest[i+1 : i+1+n], Node: rest[i+1+n:], Expiry: exp}
+	if l.Node == "" {
+		return weft.Lease{}, bad
+	}
+	return l, nil
+}
+
+// GetInstance implements store.Store. An instance without a lease (field
+// lh) is one HMGET; one with a lease is read again, with its lease, by a
+// script, so that the two are read at one moment.
+func (s *Store) GetInstance(ctx context.Context, id string) (*weft.Instance, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	// instanceFields, then lh (the lease: see getInstanceScript), state
+	// and ws.
+	n := len(instanceFields)
+	vals, err := s.c.HMGet(ctx, s.p+"i:"+id, slices.Concat(instanceFields, []string{"lh", "state", "ws"})...).Result()
+	if err != nil {
+		return nil, s.fail(ctx, "get instance", id, err)
+	}
+	if vals[0] == nil {
+		return nil, store.NotFound("instance %q", id)
+	}
+	if vals[n] == "1" {
+		if vals, err = s.run(ctx, getInstanceScript, s.args(id)).Slice(); err != nil {
+			return nil, s.fail(ctx, "get instance", id, err)
+		}
+		if len(vals) != n+3 {
+			return nil, fmt.Errorf("redisstore: get instance %q on %s: unexpected answer %v", id, s.addr, vals)
+		}
+		if vals[0] == nil {
+			return nil, store.NotFound("instance %q", id)
+		}
+	} else {
+		vals[n] = nil // no lease
+	}
+	in, err := decodeInstance(id, vals)
+	if err != nil {
+		return nil, s.corrupt(err)
+	}
+	if st, ok := vals[n+1].(string); ok && st != "" {
+		in.State = []byte(st)
+	}
+	ws, _ := vals[n+2].(string)
+	in.InboxWaiting = ws != ""
+	return in, nil
+}
+
+func (s *Store) corrupt(err error) error { return fmt.Errorf("redisstore: %s: %w", s.addr, err) }
+
+func encodeCursor(k string) string { return base64.RawURLEncoding.EncodeToString([]byte(k)) }
+
+func decodeCursor(c string, minLen int) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < minLen || len(b) == 0 {
+		return "", store.Invalid("bad cursor %q", c)
+	}
+	return string(b), nil
+}
+
+// statusIndex is the key (without prefix) of the index of the instances
+// in status st, of workflow wf or of any ("").
+func statusIndex(st weft.Status, wf string) string {
+	if wf != "" {
+		return "ix:ws:" + string(st) + ":" + wf
+	}
+	return "ix:s:" + string(st)
+}
+
+// ListInstances implements store.Store.
+func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]weft.Instance, string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, "", err
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, "", store.Invalid("unknown status %q", f.Status)
+	}
+	// Members are the 16 hex digits of the creation time, then the id: a
+	// bare time bounds them by time alone.
+	min, max := "-", "+"
+	if !f.CreatedFrom.IsZero() {
+		min = "[" + hexTime(f.CreatedFrom)
+	}
+	if !f.CreatedBefore.IsZero() {
+		max = "(" + hexTime(f.CreatedBefore)
+	}
+	if f.Cursor != "" {
+		after, err := decodeCursor(f.Cursor, 17)
+		if err != nil {
+			return nil, "", err
+		}
+		if f.NewestFirst {
+			max = "(" + after
+		} else {
+			min = "(" + after
+		}
+	}
+	rev := "0"
+	if f.NewestFirst {
+		rev = "1"
+	}
+	// Without a status, the listing merges the six status indexes.
+	sts := []weft.Status{f.Status}
+	if f.Status == "" {
+		sts = weft.Statuses()
+	}
+	keys := make([]any, len(sts))
+	for i, st := range sts {
+		keys[i] = statusIndex(st, f.Workflow)
+	}
+	limit := store.ClampLimit(f.Limit)
+	a := s.args(len(keys)).add(keys...).add(min, max, limit+1, rev)
+	res, err := s.run(ctx, listInstancesScript, a).Slice()
+	if err != nil {
+		return nil, "", s.fail(ctx, "list instances", "workflow="+f.Workflow+" status="+string(f.Status), err)
+	}
+	var items []weft.Instance
+	var next string
+	for i := 0; i+1 < len(res); i += 2 {
+		member, _ := res[i].(string)
+		if len(items) == limit {
+			prev, _ := res[i-2].(string)
+			next = encodeCursor(prev)
+			break
+		}
+		vals, _ := res[i+1].([]any)
+		in, err := decodeInstance(member[16:], vals)
+		if err != nil {
+			return nil, "", s.corrupt(err)
+		}
+		items = append(items, *in)
+	}
+	return items, next, nil
+}
+
+// CountInstances implements store.Store: the sizes of the status indexes,
+// in one round trip.
+func (s *Store) CountInstances(ctx context.Context, workflow string) (map[weft.Status]int, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	sts := weft.Statuses()
+	cmds := make([]*redis.IntCmd, len(sts))
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, st := range sts {
+			cmds[i] = p.ZCard(ctx, s.p+statusIndex(st, workflow))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "count instances", workflow, err)
+	}
+	counts := map[weft.Status]int{}
+	for i, c := range cmds {
+		if n := c.Val(); n > 0 {
+			counts[sts[i]] = int(n)
+		}
+	}
+	return counts, nil
+}
+
+// DeleteInstance implements store.Store.
+func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	res, err := s.run(writeCtx(ctx), deleteScript, s.args(id, strconv.FormatUint(fence, 10))).Result()
+	if err != nil {
+		return s.fail(ctx, "delete instance", id, err)
+	}
+	reason, rest, _ := refusal(res)
+	switch reason {
+	case "ok":
+		return nil
+	case "notfound":
+		return store.NotFound("instance %q", id)
+	case "fenced":
+		return commitError(id, store.ErrFenced, rest)
+	}
+	return fmt.Errorf("redisstore: delete instance %q on %s: unexpected answer %v", id, s.addr, res)
+}
+
+// ofInstance runs read with the instance's existence checked in the same
+// MULTI, so that a missing instance is ErrNotFound, not an empty answer.
+func (s *Store) ofInstance(ctx context.Context, op, id string, read func(p redis.Pipeliner)) ([]redis.Cmder, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	var exists *redis.IntCmd
+	cmds, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		exists = p.Exists(ctx, s.p+"i:"+id)
+		read(p)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail(ctx, op, id, err)
+	}
+	if exists.Val() == 0 {
+		return nil, store.NotFound("instance %q", id)
+	}
+	return cmds, nil
+}
+
+// History implements store.Store. An event's Seq is its place in the
+// instance's history list.
+func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error) {
+	limit = store.ClampLimit(limit)
+	var lr *redis.StringSliceCmd
+	if _, err := s.ofInstance(ctx, "history of instance", id, func(p redis.Pipeliner) {
+		lr = p.LRange(ctx, s.p+"h:"+id, int64(min(afterSeq, 1<<62)), int64(min(afterSeq, 1<<62))+int64(limit)-1)
+	}); err != nil {
+		return nil, err
+	}
+	var out []weft.HistoryEntry
+	for i, raw := range lr.Val() {
+		var e weft.HistoryEntry
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			return nil, s.corrupt(fmt.Errorf("instance %q: corrupt event: %w", id, err))
+		}
+		e.Seq = afterSeq + uint64(i) + 1
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Bookmarks implements store.Store.
+func (s *Store) Bookmarks(ctx context.Context, id string) ([]store.Bookmark, error) {
+	var sm *redis.StringSliceCmd
+	if _, err := s.ofInstance(ctx, "bookmarks of instance", id, func(p redis.Pipeliner) {
+		sm = p.SMembers(ctx, s.p+"b:"+id)
+	}); err != nil {
+		return nil, err
+	}
+	out, err := parseAll(s, sm.Val(), parseBookmark)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b store.Bookmark) int {
+		return cmp.Or(cmp.Compare(a.StepPath, b.StepPath), cmp.Compare(a.Event, b.Event), cmp.Compare(a.Key, b.Key))
+	})
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// FindBookmarks implements store.Store.
+func (s *Store) FindBookmarks(ctx context.Context, event, key string) ([]store.Bookmark, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	p := tup(nil, event, key)
+	ms, err := s.c.ZRangeByLex(ctx, s.p+"bk", &redis.ZRangeBy{Min: "[" + string(p), Max: "(" + prefixEnd(p)}).Result()
+	if err != nil {
+		return nil, s.fail(ctx, "find bookmarks of event", event, err)
+	}
+	return parseAll(s, ms, parseBookmark)
+}
+
+// Timers implements store.Store.
+func (s *Store) Timers(ctx context.Context, id string) ([]store.Timer, error) {
+	var sm *redis.StringSliceCmd
+	if _, err := s.ofInstance(ctx, "timers of instance", id, func(p redis.Pipeliner) {
+		sm = p.SMembers(ctx, s.p+"t:"+id)
+	}); err != nil {
+		return nil, err
+	}
+	// The members sort as (due, instance, id).
+	ms := sm.Val()
+	slices.Sort(ms)
+	return parseAll(s, ms, parseTimer)
+}
+
+// upTo is the exclusive ZRANGEBYLEX bound of the members whose hex time is
+// not after now.
+func upTo(now time.Time) string {
+	if !now.Before(maxTime) {
+		return "+"
+	}
+	return "(" + hexTime(now.Add(time.Nanosecond))
+}
+
+// DueTimers implements store.Store.
+func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]store.Timer, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	ms, err := s.c.ZRangeByLex(ctx, s.p+"due", &redis.ZRangeBy{Min: "-", Max: upTo(now), Count: int64(store.ClampLimit(limit))}).Result()
+	if err != nil {
+		return nil, s.fail(ctx, "due timers at", now.UTC().Format(time.RFC3339Nano), err)
+	}
+	return parseAll(s, ms, parseTimer)
+}
+
+// RenewLeases implements store.Store: one script, one round trip, for the
+// whole batch.
+func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if len(r.IDs) == 0 && len(r.Heartbeats) == 0 {
+		return nil, nil
+	}
+	exp := ""
+	if !r.Expiry.IsZero() {
+		exp = hexTime(r.Expiry)
+	}
+	a := s.args(r.Node, r.Boot, hexTime(s.now()), exp, len(r.IDs))
+	for _, id := range r.IDs {
+		a = a.add(id)
+	}
+	a = a.add(len(r.Heartbeats))
+	for _, h := range r.Heartbeats {
+		h.Time = h.Time.UTC()
+		raw, err := json.Marshal(h)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: heartbeat of instance %q: %w", h.InstanceID, err)
+		}
+		a = a.add(h.InstanceID, h.Token, raw)
+	}
+	// The script answers the places in r.IDs (from 1) of the leases it did
+	// not renew: usually none.
+	lost, err := s.run(writeCtx(ctx), renewScript, a).Int64Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail(ctx, "renew leases of node", r.Node, err)
+	}
+	var renewed []string
+	for i, id := range r.IDs {
+		if len(lost) > 0 && lost[0] == int64(i+1) {
+			lost = lost[1:]
+			continue
+		}
+		renewed = append(renewed, id)
+	}
+	return renewed, nil
+}
+
+// Heartbeats implements store.Store.
+func (s *Store) Heartbeats(ctx context.Context, id string) ([]store.Heartbeat, error) {
+	var hv *redis.StringSliceCmd
+	if _, err := s.ofInstance(ctx, "heartbeats of instance", id, func(p redis.Pipeliner) {
+		hv = p.HVals(ctx, s.p+"e:"+id)
+	}); err != nil {
+		return nil, err
+	}
+	var out []store.Heartbeat
+	for _, raw := range hv.Val() {
+		var h store.Heartbeat
+		if err := json.Unmarshal([]byte(raw), &h); err != nil {
+			return nil, s.corrupt(fmt.Errorf("instance %q: corrupt heartbeat: %w", id, err))
+		}
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b store.Heartbeat) int { return cmp.Compare(a.Token, b.Token) })
+	return out, nil
+}
+
+// ExpiredLeases implements store.Store.
+func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	ids, err := s.run(ctx, expiredLeasesScript, s.args(hexTime(now), store.ClampLimit(limit))).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail(ctx, "expired leases at", now.UTC().Format(time.RFC3339Nano), err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return ids, nil
+}
+
+// ExpiredInstances implements store.Store.
+func (s *Store) ExpiredInstances(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	ms, err := s.c.ZRangeByLex(ctx, s.p+"rx", &redis.ZRangeBy{Min: "-", Max: upTo(now), Count: int64(store.ClampLimit(limit))}).Result()
+	if err != nil {
+		return nil, s.fail(ctx, "expired instances at", now.UTC().Format(time.RFC3339Nano), err)
+	}
+	var out []string
+	for _, m := range ms {
+		if len(m) < 17 {
+			return nil, s.corrupt(fmt.Errorf("corrupt delete-after member %q", m))
+		}
+		out = append(out, m[16:])
+	}
+	return out, nil
+}
+
+// parseAll parses index members; a member that does not parse is a corrupt
+// store.
+func parseAll[T any](s *Store, ms []string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, m := range ms {
+		v, err := parse(m)
+		if err != nil {
+			return nil, s.corrupt(err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

@@ -1,0 +1,48 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/weftworks/weft/internal/redistest"
+	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/internal/store/redisstore"
+	"github.com/weftworks/weft/internal/store/storetest"
+)
+
+// open opens a store on c under prefix with clock now.
+func open(t testing.TB, c redis.UniversalClient, prefix string, now func() time.Time) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.Open(context.Background(), redisstore.Config{Client: c, Prefix: prefix, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestConformance runs the store suite on one real redis-server; every
+// subtest has a key prefix of its own.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	var n atomic.Int64
+	storetest.Exercise(t, func(t *testing.T, now func() time.Time) (store.Store, func() store.Store) {
+		prefix := fmt.Sprintf("conformance-%d:", n.Add(1))
+		s := open(t, c, prefix, now)
+		reopen := func() store.Store {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = open(t, c, prefix, now)
+			return s
+		}
+		return s, reopen
+	})
+}

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/weftworks/weft/host/weft"
+)
+
+// Store is where the host keeps everything durable: instances with their
+// history, bookmarks and timers, leases, the stimulus queue, definitions and
+// plugin metadata. Implementations are safe for concurrent use; the
+// conformance suite internal/store/storetest states their contract as tests.
+//
+// Every method returns ctx.Err() when ctx is already done, without doing
+// anything. A write that has started is not abandoned when ctx ends later:
+// it returns when it is durable or refused. A write method that returns a
+// nil error has made its change durable.
+type Store interface {
+	// Commit writes an instance and everything that changes with it in one
+	// atomic, durable step, and returns the instance's new revision. See
+	// Commit for the fields.
+	//
+	// # Errors
+	//
+	// A refused commit changes nothing and returns a *CommitError wrapping:
+	//   - ErrExists: Rev is 0 and the id is taken (idempotent create: read
+	//     the stored instance with GetInstance).
+	//   - ErrNotFound: Rev is not 0 and no such instance exists.
+	//   - ErrFenced: Fence is lower than the stored fence. It takes
+	//     precedence over ErrConflict.
+	//   - ErrConflict: Rev is not the stored revision.
+	//   - ErrNotQueued: DeliveredStimulus is not a queued stimulus.
+	// An error matching ErrNotFound (not a *CommitError) when a newly pinned
+	// plugin version is not stored, and ErrInvalid for a malformed commit.
+	Commit(ctx context.Context, c Commit) (rev uint64, err error)
+
+	// GetInstance returns the instance with its State, or ErrNotFound.
+	GetInstance(ctx context.Context, id string) (*weft.Instance, error)
+
+	// ListInstances returns a page of instances matching f, without their
+	// State, ordered by (CreatedAt, ID), oldest first unless f.NewestFirst,
+	// and the cursor of the next page ("" after the last page). Oldest
+	// first, instances created after the listing started appear on later
+	// pages; in either order none is listed twice.
+	ListInstances(ctx context.Context, f weft.InstanceFilter) (items []weft.Instance, next string, err error)
+
+	// CountInstances counts the instances in each status, of one workflow
+	// when workflow is not empty. Statuses without instances are absent.
+	CountInstances(ctx context.Context, workflow string) (map[weft.Status]int, error)
+
+	// DeleteInstance removes an instance with its state, history,
+	// bookmarks, timers, inbox, heartbeats and index entries (the one
+	// ExpiredInstances reads included). It returns ErrNotFound when there is no such
+	// instance and a *CommitError wrapping ErrFenced when fence is lower
+	// than the stored one.
+	DeleteInstance(ctx context.Context, id string, fence uint64) error
+
+	// History returns up to limit events of an instance with Seq greater
+	// than afterSeq, in order. ErrNotFound when there is no such instance.
+	History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error)
+
+	// Deliver writes msgs to their instances' inboxes and, when s is not
+	// nil, records s as delivered (State delivered, with s.Outcome) in the
+	// same durable transaction. When s's ID is already known (queued,
+	// delivered or dead, not yet forgotten) it writes nothing and returns
+	// that record, as EnqueueStimulus does. Messages for instances that do
+	// not exist are dropped; a message whose ID its inbox already holds is
+	// not written twice.
+	Deliver(ctx context.Context, s *weft.Stimulus, msgs []Message) (existing *weft.Stimulus, err error)
+
+	// Inbox returns an instance's messages ordered by Seq; ErrNotFound when
+	// there is no such instance. DeleteInstance removes the inbox too.
+	Inbox(ctx context.Context, id string) ([]Message, error)
+
+	// WaitingInboxes returns up to limit ids of instances whose inbox has
+	// held a message since before the time before, the longest waiting
+	// first: work whose wake-up was lost (a node died between writing a
+	// message and queueing its instance), which recovery queues again. An
+	// instance's wait counts from its oldest message, or from the last
+	// Commit that consumed some of its messages, whichever is later.
+	WaitingInboxes(ctx context.Context, before time.Time, limit int) ([]string, error)
+
+	// Bookmarks returns an instance's bookmarks ordered by StepPath;
+	// ErrNotFound when there is no such instance.
+	Bookmarks(ctx context.Context, id string) ([]Bookmark, error)
+
+	// FindBookmarks returns every bookmark, of any instance, waiting for
+	// the event name and key, ordered by (InstanceID, StepPath).
+	FindBookmarks(ctx context.Context, event, key string) ([]Bookmark, error)
+
+	// Timers returns an instance's timers ordered by (Due, ID); ErrNotFound
+	// when there is no such instance.
+	Timers(ctx context.Context, id string) ([]Timer, error)
+
+	// DueTimers returns up to limit timers, of any instance, with Due not
+	// after now, ordered by (Due, InstanceID, ID). It removes nothing.
+	DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
+
+	// RenewLeases moves the lease expiry of the instances r.IDs to
+	// r.Expiry, in one durable transaction, for those whose lease is held
+	// by r.Node and r.Boot, has not expired (by the store's clock) and that
+	// are not terminal; it returns those, in the order given. The others
+	// are left alone and the caller has lost them. Renewal changes neither
+	// Rev nor UpdatedAt.
+	//
+	// In the same transaction it stores r.Heartbeats, each replacing the
+	// one stored for its (InstanceID, Token), for the instances that pass
+	// the same test (held by Node and Boot, unexpired, not terminal), whether
+	// or not they are in r.IDs; the others are dropped. This is how the
+	// heartbeat scheduler persists the latest details of running attempts
+	// with its renewals, so that they survive the node.
+	RenewLeases(ctx context.Context, r LeaseRenewal) (renewed []string, err error)
+
+	// Heartbeats returns the heartbeats RenewLeases stored for an
+	// instance's attempts, ordered by Token; ErrNotFound when there is no
+	// such instance. A Commit that makes the instance terminal removes
+	// them, and so does DeleteInstance.
+	Heartbeats(ctx context.Context, id string) ([]Heartbeat, error)
+
+	// ExpiredLeases returns up to limit ids of non-terminal instances whose
+	// lease is set and expired at now (Expiry not after now), earliest
+	// expiry first: the instances that recovery takes over, with a Commit
+	// that sets a new Lease.
+	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]string, error)
+
+	// ExpiredInstances returns up to limit ids of terminal instances whose
+	// DeleteAfter is set and not after now, ordered by (DeleteAfter, ID),
+	// earliest first: the instances the retention sweep deletes, with
+	// DeleteInstance under the instance's lock. An instance leaves the list
+	// when it is deleted or committed without a DeleteAfter.
+	ExpiredInstances(ctx context.Context, now time.Time, limit int) ([]string, error)
+
+	// EnqueueStimulus queues s (ID, Name and ExpiresAt are required; the
+	// store sets CreatedAt and State). If a stimulus with that ID is known
+	// — queued, delivered or dead, and not yet forgotten — it returns that
+	// record and enqueues nothing; otherwise it returns nil once s is
+	// durably queued.
+	EnqueueStimulus(ctx context.Context, s weft.Stimulus) (existing *weft.Stimulus, err error)
+
+	// GetStimulus returns the stimulus with that id, in any state, or
+	// ErrNotFound.
+	GetStimulus(ctx context.Context, id string) (*weft.Stimulus, error)
+
+	// PendingStimuli returns the queued stimuli with that name and key that
+	// have not expired by the store's clock, oldest first.
+	PendingStimuli(ctx context.Context, name, key string) ([]weft.Stimulus, error)
+
+	// QueuedStimuli returns a page of the queued stimuli, expired or not,
+	// ordered by (ExpiresAt, ID), and the cursor of the next page ("" after
+	// the last page). The recovery sweep reads it to pair stimuli with
+	// bookmarks that missed them.
+	QueuedStimuli(ctx context.Context, cursor string, limit int) (items []weft.Stimulus, next string, err error)
+
+	// ExpireStimuli moves up to limit queued stimuli whose ExpiresAt is not
+	// after now to the dead letters and returns them (earliest expiry
+	// first). It also forgets up to limit delivered and dead stimuli whose
+	// retention ended at now (see the implementation's configuration);
+	// a forgotten ID may be enqueued again.
+	ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]weft.Stimulus, error)
+
+	// DeadLetters returns a page of dead stimuli, in the order they died,
+	// and the next cursor ("" after the last page).
+	DeadLetters(ctx context.Context, cursor string, limit int) (items []weft.Stimulus, next string, err error)
+
+	// PutDefinition stores source as the next version of the definition
+	// name, unless hash equals the latest version's hash: then it returns
+	// that version and created=false.
+	PutDefinition(ctx context.Context, name, hash string, source []byte) (version int, created bool, err error)
+
+	// GetDefinition returns a version of a definition, the latest for
+	// version 0, or ErrNotFound.
+	GetDefinition(ctx context.Context, name string, version int) (*weft.Definition, error)
+
+	// ListDefinitions returns a page of definitions, the latest version of
+	// each, ordered by name, and the next cursor.
+	ListDefinitions(ctx context.Context, cursor string, limit int) (items []weft.Definition, next string, err error)
+
+	// ListDefinitionVersions returns the versions kept of a definition,
+	// the latest first, without their Source, or ErrNotFound when there
+	// is none: what a client lists to link to each, since a deletion
+	// leaves a gap in the numbers.
+	ListDefinitionVersions(ctx context.Context, name string) ([]weft.Definition, error)
+
+	// DeleteDefinition removes every version of a definition, or returns
+	// ErrNotFound. Instances are not checked: they keep their version
+	// number, which a later definition of the same name never reuses.
+	DeleteDefinition(ctx context.Context, name string) error
+
+	// PutPlugin makes rec the current version of the plugin rec.Name (the
+	// store sets CreatedAt) and returns created=true, unless rec.Version is
+	// already current: then it changes nothing and returns false.
+	PutPlugin(ctx context.Context, rec PluginRecord) (created bool, err error)
+
+	// GetPlugin returns a plugin's current version and history, or
+	// ErrNotFound.
+	GetPlugin(ctx context.Context, name string) (*Plugin, error)
+
+	// CurrentPlugin returns a plugin's current version, or ErrNotFound: what
+	// a start pins, read without the plugin's history.
+	CurrentPlugin(ctx context.Context, name string) (*PluginRecord, error)
+
+	// ResolveStart reads what a start of workflow needs: its latest
+	// definition (ErrNotFound when there is none, before uses is called)
+	// and the current version of each plugin uses names for it (an error
+	// reading one, ErrNotFound when it is not stored, is a *PluginError
+	// naming it). An error from uses is returned as it is; uses may be
+	// called more than once. With cached,
+	// the store may answer from what it read before, without a round trip
+	// and without checking that it is still current, and says so with
+	// StartCatalog.Generation (see there); without, the answer is current
+	// at the call.
+	ResolveStart(ctx context.Context, workflow string, uses func(*weft.Definition) ([]string, error), cached bool) (*StartCatalog, error)
+
+	// ListPlugins returns a page of current plugin versions ordered by name,
+	// and the next cursor.
+	ListPlugins(ctx context.Context, cursor string, limit int) (items []PluginRecord, next string, err error)
+
+	// DeletePlugin removes a plugin and its history. It returns ErrNotFound
+	// when there is none, and an *InUseError (matching ErrInUse) when a
+	// non-terminal instance pins any version of it; the check and the
+	// delete are one transaction, and Commit refuses to pin a plugin that
+	// is not stored, so no instance can start using a deleted plugin.
+	DeletePlugin(ctx context.Context, name string) error
+
+	// PutGrants stores doc as the grants of the plugin name (which must be
+	// a valid plugin name; the plugin need not exist) and returns the new
+	// revision. A doc equal to the stored one changes nothing and returns
+	// the stored revision. doc must have 1 to grant.MaxDocument bytes
+	// (ErrInvalid otherwise); the store does not look inside it.
+	//
+	// Unless ifRevision is AnyRevision, the write is a compare-and-set: it
+	// is refused, with a *GrantsConflictError matching ErrConflict, when
+	// the stored revision is another (0: nothing granted), so that an edit
+	// of the grants read at that revision never overwrites a change made
+	// since.
+	PutGrants(ctx context.Context, plugin string, doc []byte, ifRevision uint64) (revision uint64, err error)
+
+	// GetGrants returns the grants of a plugin name, or ErrNotFound.
+	GetGrants(ctx context.Context, plugin string) (*weft.Grants, error)
+
+	// ListGrants returns a page of grants ordered by plugin name, and the
+	// next cursor.
+	ListGrants(ctx context.Context, cursor string, limit int) (items []weft.Grants, next string, err error)
+
+	// DeleteGrants removes the grants of a plugin name, or returns
+	// ErrNotFound. Revisions are never reused, not even after a delete.
+	DeleteGrants(ctx context.Context, plugin string) error
+
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}
