@@ -149,31 +149,7 @@ func TestEngineLinksNoWazero(t *testing.T) {
 	const module = "github.com/weftworks/weft/"
 	const wazero = "github.com/tetratelabs/wazero"
 	roots := []string{module + "internal/engine", module + "internal/retry/classify", module + "plugins/call"}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", append([]string{"list", "-deps", "-json=ImportPath,Imports"}, roots...)...)
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v\n%s", strings.Join(roots, " "), err, stderr.Bytes())
-	}
-	imports := map[string][]string{}
-	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var p struct {
-			ImportPath string
-			Imports    []string
-		}
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding go list: %v", err)
-		}
-		imports[p.ImportPath] = p.Imports
-	}
+	imports := goListImports(t, append([]string{"-deps"}, roots...)...)
 	short := func(pkg string) string { return strings.TrimPrefix(pkg, module) }
 	for _, r := range roots {
 		// Breadth first, so that the chain found is a shortest one.
@@ -225,19 +201,42 @@ func TestImportRules(t *testing.T) {
 		pkgs = append(pkgs, module+p)
 	}
 	slices.Sort(pkgs)
+	imports := goListImports(t, pkgs...)
+	for _, pkg := range pkgs {
+		name := strings.TrimPrefix(pkg, module)
+		allowed := rules[name]
+		for _, imp := range imports[pkg] {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok {
+				continue // the standard library and other modules
+			}
+			if !slices.Contains(allowed, dep) {
+				t.Errorf("%s imports %s, which it may not (it may import %v)", name, dep, allowed)
+			}
+		}
+	}
+	if len(imports) != len(rules) {
+		t.Fatalf("go list answered for %d packages, want %d", len(imports), len(rules))
+	}
+}
+
+// goListImports runs go list at the module's root with args (flags, then
+// packages) and returns each listed package's imports.
+func goListImports(t *testing.T, args ...string) map[string][]string {
+	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Imports"}, pkgs...)...)
+	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Imports"}, args...)...)
 	cmd.Dir = root
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list %s: %v\n%s", strings.Join(pkgs, " "), err, stderr.Bytes())
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
 	}
-	seen := 0
+	imports := map[string][]string{}
 	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
 		var p struct {
 			ImportPath string
@@ -248,20 +247,7 @@ func TestImportRules(t *testing.T) {
 		} else if err != nil {
 			t.Fatalf("decoding go list: %v", err)
 		}
-		seen++
-		name := strings.TrimPrefix(p.ImportPath, module)
-		allowed := rules[name]
-		for _, imp := range p.Imports {
-			dep, ok := strings.CutPrefix(imp, module)
-			if !ok {
-				continue // the standard library and other modules
-			}
-			if !slices.Contains(allowed, dep) {
-				t.Errorf("%s imports %s, which it may not (it may import %v)", name, dep, allowed)
-			}
-		}
+		imports[p.ImportPath] = p.Imports
 	}
-	if seen != len(rules) {
-		t.Fatalf("go list answered for %d packages, want %d", seen, len(rules))
-	}
+	return imports
 }

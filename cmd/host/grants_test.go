@@ -16,6 +16,7 @@ import (
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/host/config"
+	"github.com/weftworks/weft/internal/doctest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins/grant"
 )
@@ -310,7 +311,7 @@ func TestCLIGrants(t *testing.T) {
 // checks that the commands the Grants section shows parse.
 func TestReadmeGrantsExample(t *testing.T) {
 	t.Parallel()
-	section := readmeSection(t, "## Configuration")
+	section := doctest.Section(t, "README.md", "## Configuration")
 	start := strings.Index(section, "```yaml\n# grants.yaml")
 	if start < 0 {
 		t.Fatal("the README's configuration section has no grants.yaml example")

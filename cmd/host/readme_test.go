@@ -9,33 +9,14 @@ import (
 	"testing"
 
 	"github.com/weftworks/weft/host/config"
+	"github.com/weftworks/weft/internal/doctest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
-
-// readmeSection returns the README's text from the heading to the next
-// heading of the same level.
-func readmeSection(t *testing.T, heading string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testplugins.Root(t), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i := strings.Index(s, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("README.md has no %q section", heading)
-	}
-	s = s[i+len(heading)+2:]
-	if j := strings.Index(s, "\n## "); j >= 0 {
-		s = s[:j]
-	}
-	return s
-}
 
 // TestReadmeConfigurationExample loads the README's example weft.yaml.
 func TestReadmeConfigurationExample(t *testing.T) {
 	t.Parallel()
-	section := readmeSection(t, "## Configuration")
+	section := doctest.Section(t, "README.md", "## Configuration")
 	start := strings.Index(section, "```yaml\n# weft.yaml\n")
 	if start < 0 {
 		t.Fatal("the README's configuration section has no weft.yaml example")
@@ -59,7 +40,7 @@ func TestReadmeConfigurationExample(t *testing.T) {
 // exit codes.
 func TestReadmeCommandLine(t *testing.T) {
 	t.Parallel()
-	section := readmeSection(t, "## The command line")
+	section := doctest.Section(t, "README.md", "## The command line")
 	lines := strings.Split(section, "\n")
 	ts := &testServer{url: "http://127.0.0.1:1"} // help asks no server
 	flagRE := regexp.MustCompile(`(?m)^  (-[a-z-]+)`)

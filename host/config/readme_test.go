@@ -1,32 +1,12 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-// readmeConfiguration returns the README's "## Configuration" section.
-func readmeConfiguration(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	const heading = "## Configuration"
-	i := strings.Index(s, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("README.md has no %q section", heading)
-	}
-	s = s[i+len(heading)+2:]
-	if j := strings.Index(s, "\n## "); j >= 0 {
-		s = s[:j]
-	}
-	return s
-}
+	"github.com/weftworks/weft/internal/doctest"
+)
 
 // TestReadmeConfigurationReference keeps the README's configuration table
 // in step with Config: the same keys in the same order, each with its
@@ -36,7 +16,7 @@ func TestReadmeConfigurationReference(t *testing.T) {
 	t.Parallel()
 	type row struct{ key, env, def string }
 	var rows []row
-	for _, line := range strings.Split(readmeConfiguration(t), "\n") {
+	for _, line := range strings.Split(doctest.Section(t, "README.md", "## Configuration"), "\n") {
 		if !strings.HasPrefix(line, "| `") {
 			continue
 		}
