@@ -8,9 +8,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/definition"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -24,7 +23,7 @@ func requestContext(c *fiber.Ctx, d time.Duration) (context.Context, context.Can
 	return context.WithTimeout(c.UserContext(), d)
 }
 
-func viewPlugin(r store.PluginRecord) apiv1.Plugin {
+func viewPlugin(r weft.PluginRecord) apiv1.Plugin {
 	acts := r.Activities
 	if acts == nil {
 		acts = []string{}
@@ -68,7 +67,7 @@ func (s *Server) getPlugin(c *fiber.Ctx) error {
 	defer cancel()
 	name := param(c, "name")
 	p, err := s.node.GetPlugin(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return notFoundf("no plugin %q", name)
 	}
 	if err != nil {
@@ -100,7 +99,7 @@ func (s *Server) deletePlugin(c *fiber.Ctx) error {
 		return invalidField("force", "must be true or false, got %q", f)
 	}
 	err := s.node.DeletePlugin(ctx, name, force)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return notFoundf("no plugin %q", name)
 	}
 	if err != nil {
@@ -119,8 +118,8 @@ func viewWorkflow(d *weft.Definition, withSource bool) apiv1.Workflow {
 		v.Source = &src
 		// Saved, so it parsed when it was saved; ParseSaved reads what an
 		// earlier version of the host accepted.
-		if def, err := definition.ParseSaved(d.Source); err == nil {
-			v.Definition = def.Canonical()
+		if canon, err := node.CanonicalDefinition(d); err == nil {
+			v.Definition = canon
 		}
 	}
 	return v
@@ -181,7 +180,7 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 	defer cancel()
 	name := param(c, "name")
 	d, err := s.node.Definition(ctx, name, version)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		if version > 0 {
 			return notFoundf("no workflow %q version %d", name, version)
 		}
@@ -192,7 +191,7 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 	}
 	v := viewWorkflow(d, true)
 	kept, err := s.node.DefinitionVersions(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		// Deleted since the read above.
 		return notFoundf("no workflow %q", name)
 	}
@@ -211,7 +210,7 @@ func (s *Server) deleteWorkflow(c *fiber.Ctx) error {
 	defer cancel()
 	name := param(c, "name")
 	err := s.node.DeleteDefinition(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return notFoundf("no workflow %q", name)
 	}
 	if err != nil {

@@ -6,10 +6,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/definition"
-	"github.com/weftworks/weft/internal/engine"
-	"github.com/weftworks/weft/internal/store"
 )
 
 func (s *Server) sendEvent(c *fiber.Ctx) error {
@@ -23,13 +21,13 @@ func (s *Server) sendEvent(c *fiber.Ctx) error {
 	var errs []apiv1.FieldError
 	if req.Name == "" {
 		errs = append(errs, apiv1.FieldError{Path: "name", Message: "must not be empty"})
-	} else if err := definition.CheckEventName(req.Name); err != nil {
+	} else if err := node.CheckEventName(req.Name); err != nil {
 		// The rule of the definitions: an event they cannot name would
 		// only wait for its TTL, then die.
 		errs = append(errs, apiv1.FieldError{Path: "name", Message: err.Error()})
 	}
 	if req.ID != "" {
-		if err := store.CheckID("id", req.ID); err != nil {
+		if err := weft.CheckID("id", req.ID); err != nil {
 			errs = append(errs, apiv1.FieldError{Path: "id", Message: clean(err)})
 		}
 	}
@@ -42,7 +40,7 @@ func (s *Server) sendEvent(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	out, err := s.node.Signal(ctx, engine.Stimulus{ID: req.ID, Name: req.Name, Key: req.Key, Payload: payload})
+	out, err := s.node.Signal(ctx, weft.Event{ID: req.ID, Name: req.Name, Key: req.Key, Payload: payload})
 	if err != nil {
 		return err
 	}
@@ -115,16 +113,11 @@ func (s *Server) refresh(c *fiber.Ctx) error {
 	}
 	v := apiv1.RefreshResult{Status: apiv1.RefreshStatus(res.Status), Files: make([]apiv1.RefreshedFile, 0, len(res.Files))}
 	for _, f := range res.Files {
-		v.Files = append(v.Files, viewRefreshed(f))
+		file := apiv1.RefreshedFile{File: f.File, Name: f.Name, Version: f.Version, Created: f.Created, Error: f.Error}
+		for _, p := range f.Problems {
+			file.Problems = append(file.Problems, apiv1.FieldError{Path: p.Path, Message: p.Message, Line: p.Line, Column: p.Column})
+		}
+		v.Files = append(v.Files, file)
 	}
 	return c.JSON(v)
-}
-
-// viewRefreshed is one file of a refresh as answered.
-func viewRefreshed(f engine.RefreshedFile) apiv1.RefreshedFile {
-	v := apiv1.RefreshedFile{File: f.File, Name: f.Name, Version: f.Version, Created: f.Created, Error: f.Error}
-	for _, p := range f.Problems {
-		v.Problems = append(v.Problems, apiv1.FieldError{Path: p.Path, Message: p.Message, Line: p.Line, Column: p.Column})
-	}
-	return v
 }

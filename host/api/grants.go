@@ -15,7 +15,6 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -68,7 +67,7 @@ func (s *Server) loadGrants(c *fiber.Ctx, name string) (apiv1.Grants, *grant.Set
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	g, err := s.node.GetGrants(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		g, err = nil, nil
 	}
 	if err != nil {
@@ -155,7 +154,7 @@ func (s *Server) deleteGrants(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	err = s.node.DeleteGrants(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return notFoundf("nothing is granted to plugin %q", name)
 	}
 	if err != nil {

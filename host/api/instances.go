@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,9 +13,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/engine"
-	"github.com/weftworks/weft/internal/store"
 )
 
 func viewParent(p *weft.ParentRef) *apiv1.Parent {
@@ -80,7 +80,7 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 		return err
 	}
 	if req.ID != "" {
-		if err := store.CheckID("id", req.ID); err != nil {
+		if err := weft.CheckID("id", req.ID); err != nil {
 			return invalidField("id", "%s", clean(err))
 		}
 	}
@@ -93,19 +93,20 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	var inst *weft.Instance
 	var isNew bool
 	if w.d > 0 {
-		inst, isNew, w.watch, err = s.node.StartWatched(ctx, name, req.Input, req.ID)
-		if w.watch != nil {
-			defer w.watch.Stop()
+		var wt watch
+		inst, isNew, wt, err = startWatched(ctx, s.node, name, req.Input, req.ID, &w)
+		if wt != nil {
+			defer wt.Stop()
 		}
 	} else {
 		inst, isNew, err = s.node.Start(ctx, name, req.Input, req.ID)
 	}
 	switch {
-	case errors.Is(err, engine.ErrNoSuchWorkflow):
+	case errors.Is(err, weft.ErrNoSuchWorkflow):
 		return notFoundf("no workflow %q", name)
-	case errors.Is(err, engine.ErrIDInUse):
+	case errors.Is(err, weft.ErrIDInUse):
 		return conflictf("%s", clean(err))
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		// The workflow is saved: what is missing is a plugin it uses.
 		return conflictf("cannot start workflow %q: %s", name, clean(err))
 	}
@@ -145,7 +146,26 @@ type waitFor struct {
 	suspended bool
 	// watch, when set, was registered before the instance was queued
 	// (a start's): the wait uses it instead of a first read.
-	watch *engine.Watch
+	watch watch
+}
+
+// watch is what a wait needs of a watch registered before a start
+// (node.StartWatched).
+type watch interface {
+	Wait(ctx context.Context) (*weft.Instance, error)
+	WaitFinished(ctx context.Context) (*weft.Instance, error)
+	Stop()
+}
+
+// startWatched is node.StartWatched, keeping the watch in w only when
+// there is one (a nil pointer in an interface would not be nil).
+func startWatched(ctx context.Context, n *node.Node, name string, input json.RawMessage, id string, w *waitFor) (*weft.Instance, bool, watch, error) {
+	inst, isNew, wt, err := n.StartWatched(ctx, name, input, id)
+	if wt == nil {
+		return inst, isNew, nil, err
+	}
+	w.watch = wt
+	return inst, isNew, wt, err
 }
 
 // waitParams reads ?wait= (a duration up to apiv1.MaxWait) and ?until= (ended,
@@ -233,7 +253,7 @@ func (s *Server) await(c *fiber.Ctx, inst *weft.Instance, w waitFor) (now *weft.
 	switch {
 	case err == nil:
 		return now, false, nil
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		return nil, false, notFoundf("instance %q was deleted during the wait", inst.ID)
 	case got != nil:
 		return got, false, nil
@@ -258,7 +278,7 @@ func (s *Server) getInstance(c *fiber.Ctx) error {
 // instance reads an instance, answering 404 when there is none.
 func (s *Server) instance(ctx context.Context, id string) (*weft.Instance, error) {
 	in, err := s.node.Instance(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return nil, notFoundf("no instance %q", id)
 	}
 	return in, err
@@ -362,7 +382,7 @@ func matches(in *weft.Instance, f weft.InstanceFilter) bool {
 // oneInstance is the list ?id= answers: the instance, when it passes f.
 func (s *Server) oneInstance(ctx context.Context, id string, f weft.InstanceFilter) ([]weft.Instance, error) {
 	in, err := s.node.Instance(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil || !matches(in, f) {
@@ -376,7 +396,7 @@ func (s *Server) oneInstance(ctx context.Context, id string, f weft.InstanceFilt
 // that event with that key (an empty key is a key too), that pass f, in
 // f's order, at most f.Limit.
 func (s *Server) waitingFor(ctx context.Context, events []string, key string, f weft.InstanceFilter) ([]weft.Instance, error) {
-	var bms []store.Bookmark
+	var bms []weft.Bookmark
 	for _, event := range events {
 		found, err := s.node.FindBookmarks(ctx, event, key)
 		if err != nil {
@@ -407,7 +427,7 @@ func (s *Server) waitingFor(ctx context.Context, events []string, key string, f 
 		}
 		return c
 	})
-	return items[:min(len(items), store.ClampLimit(f.Limit))], nil
+	return items[:min(len(items), weft.ClampLimit(f.Limit))], nil
 }
 
 // countInstances answers GET /v1/counts/instances.
@@ -442,7 +462,7 @@ func (s *Server) history(c *fiber.Ctx) error {
 	defer cancel()
 	id := param(c, "id")
 	evs, err := s.node.History(ctx, id, afterSeq, limit)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return notFoundf("no instance %q", id)
 	}
 	if err != nil {
@@ -478,7 +498,7 @@ func (s *Server) cancelInstance(c *fiber.Ctx) error {
 	id := param(c, "id")
 	in, err := s.node.Cancel(ctx, id, req.Reason)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		return notFoundf("no instance %q", id)
 	case errors.Is(err, weft.ErrFinished):
 		return conflictf("%s", err)
@@ -511,11 +531,11 @@ func (s *Server) retryInstance(c *fiber.Ctx) error {
 	}
 	err := s.node.Retry(ctx, id, req.Reason)
 	switch {
-	case errors.Is(err, engine.ErrNotFailed):
+	case errors.Is(err, weft.ErrNotFailed):
 		return conflictf("instance %q cannot be retried: only a failed instance can (%s)", id, clean(err))
-	case errors.Is(err, engine.ErrNotRetryable):
+	case errors.Is(err, weft.ErrNotRetryable):
 		return conflictf("instance %q cannot be retried: it failed before its first step or after its last, and would fail the same way (%s)", id, clean(err))
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		return conflictf("%s", clean(err))
 	case err != nil:
 		return err
@@ -546,7 +566,7 @@ func (s *Server) cancelInstances(c *fiber.Ctx) error {
 		return invalidField("ids", "names %d instances; at most %d at once", len(req.IDs), apiv1.MaxBulk)
 	}
 	for i, id := range req.IDs {
-		if err := store.CheckID(fmt.Sprintf("ids[%d]", i), id); err != nil {
+		if err := weft.CheckID(fmt.Sprintf("ids[%d]", i), id); err != nil {
 			return invalidField(fmt.Sprintf("ids[%d]", i), "%s", clean(err))
 		}
 	}
@@ -581,7 +601,7 @@ func (s *Server) cancelOne(ctx context.Context, c *fiber.Ctx, id, reason string)
 	}
 	_, err := s.node.Cancel(ctx, id, reason)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		return apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeNotFound, Detail: fmt.Sprintf("no instance %q", id)}
 	case errors.Is(err, weft.ErrFinished):
 		return apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeFinished, Detail: err.Error()}
@@ -599,7 +619,7 @@ func (s *Server) deleteInstance(c *fiber.Ctx) error {
 		return err
 	}
 	err := s.node.Delete(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return notFoundf("no instance %q", id)
 	}
 	if err != nil {
@@ -613,7 +633,7 @@ func (s *Server) exportState(c *fiber.Ctx) error {
 	defer cancel()
 	id := param(c, "id")
 	st, err := s.node.Export(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return notFoundf("no instance %q", id)
 	}
 	if err != nil {
@@ -634,7 +654,7 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	default:
 		return invalidField("replace", "must be true or false, got %q", r)
 	}
-	var st engine.Snapshot
+	var st weft.Snapshot
 	if err := decodeJSON(c, &st); err != nil {
 		return err
 	}
@@ -642,8 +662,8 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	// which makes a copy of the exported instance (engine.Import).
 	id := param(c, "id")
 	var errs []apiv1.FieldError
-	if st.Format != engine.SnapshotFormat {
-		errs = append(errs, apiv1.FieldError{Path: "format", Message: fmt.Sprintf("this host reads state format %d, got %d", engine.SnapshotFormat, st.Format)})
+	if st.Format != weft.SnapshotFormat {
+		errs = append(errs, apiv1.FieldError{Path: "format", Message: fmt.Sprintf("this host reads state format %d, got %d", weft.SnapshotFormat, st.Format)})
 	}
 	if st.Instance.Workflow == "" {
 		errs = append(errs, apiv1.FieldError{Path: "instance.workflow", Message: "must not be empty"})
@@ -659,17 +679,17 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	in, isNew, err := s.node.Import(ctx, &st, engine.ImportOptions{ID: id, Replace: replace})
+	in, isNew, err := s.node.Import(ctx, &st, id, replace)
 	switch {
-	case errors.Is(err, engine.ErrInstanceExists):
+	case errors.Is(err, weft.ErrInstanceExists):
 		return problemf(fiber.StatusConflict, "instance-exists",
 			"instance %q exists; import with ?replace=true to replace it, or under another id", id)
-	case errors.Is(err, engine.ErrChildInFlight):
+	case errors.Is(err, weft.ErrChildInFlight):
 		return unprocessable("the state cannot be imported under another id", apiv1.FieldError{Path: "runner", Message: clean(err)})
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		return unprocessable("the state refers to something this host does not have",
 			apiv1.FieldError{Path: "instance", Message: clean(err)})
-	case errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, weft.ErrInvalid):
 		return unprocessable("the state is malformed", apiv1.FieldError{Path: "$", Message: clean(err)})
 	case err != nil:
 		return err

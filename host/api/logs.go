@@ -12,16 +12,15 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/definition"
-	"github.com/weftworks/weft/internal/store"
 )
 
 // logsScanLimit bounds the history entries one logs request reads looking
 // for lines: a long history with few logged lines (or none that match the
 // filters) is answered in pages that may be short, with a cursor to go on,
 // rather than read whole within one request.
-const logsScanLimit = 10 * store.MaxListLimit
+const logsScanLimit = 10 * weft.MaxListLimit
 
 // logsCursor is where a page of log lines starts: after the line skip of
 // the history entry seq, or after the whole entry when skip is 0. It is
@@ -109,8 +108,8 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 		after, skip = from.seq-1, from.skip
 	}
 	for scanned := 0; scanned < logsScanLimit; {
-		evs, err := s.node.History(ctx, id, after, store.MaxListLimit)
-		if errors.Is(err, store.ErrNotFound) {
+		evs, err := s.node.History(ctx, id, after, weft.MaxListLimit)
+		if errors.Is(err, weft.ErrNotFound) {
 			return notFoundf("no instance %q", id)
 		}
 		if err != nil {
@@ -148,7 +147,7 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 				given++
 			}
 		}
-		if len(evs) < store.MaxListLimit {
+		if len(evs) < weft.MaxListLimit {
 			// The end of the history: a full page still says where the
 			// next would start, as the history endpoint does.
 			next := ""
@@ -172,33 +171,32 @@ func (s *Server) instanceLogs(c *fiber.Ctx) error {
 // names it.
 func (s *Server) stepMatcher(ctx context.Context, id, step string) (func(string) bool, error) {
 	inst, err := s.node.Instance(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return nil, notFoundf("no instance %q", id)
 	}
 	if err != nil {
 		return nil, err
 	}
 	d, err := s.node.Definition(ctx, inst.Workflow, inst.Version)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return nil, invalidField("step", "workflow %q version %d, which instance %q runs, is deleted, so step %q cannot be resolved; filter by step_path instead", inst.Workflow, inst.Version, id, step)
 	}
 	if err != nil {
 		return nil, err
 	}
-	def, err := definition.ParseSaved(d.Source)
+	steps, err := node.DefinitionSteps(d)
 	if err != nil {
 		return nil, fmt.Errorf("instance %s: workflow %s version %d: %w", id, inst.Workflow, inst.Version, err)
 	}
 	want := definitionPath(step)
 	var found string
 	var ids []string
-	def.Walk(func(path string, st *definition.Step) bool {
+	for _, st := range steps {
 		ids = append(ids, st.ID)
-		if st.ID == step || path == want {
-			found = path
+		if st.ID == step || st.Path == want {
+			found = st.Path
 		}
-		return true
-	})
+	}
 	if found == "" {
 		if len(ids) > 20 {
 			ids = append(ids[:20], "…")

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store"
 )
 
 // pinnedScanBudget bounds how many instances one ?plugin= list reads:
@@ -63,7 +62,7 @@ func (s *Server) pinning(ctx context.Context, plugin, version string, f weft.Ins
 		v, ok := in.Plugins[plugin]
 		return ok && (version == "" || v == version)
 	}
-	return scanPinned(list, keep, at, store.ClampLimit(f.Limit), pinnedPageSize, pinnedScanBudget)
+	return scanPinned(list, keep, at, weft.ClampLimit(f.Limit), pinnedPageSize, pinnedScanBudget)
 }
 
 // scanPinned reads list from at, pageSize instances a read, and answers

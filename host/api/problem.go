@@ -12,8 +12,7 @@ import (
 
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/internal/definition"
-	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/grant"
@@ -58,10 +57,10 @@ func problemFor(err error) (p *Problem, internal bool) {
 	var (
 		prob *Problem
 		fe   *fiber.Error
-		dve  *definition.ValidationError
+		dve  *weft.DefinitionError
 		pve  *plugins.ValidationError
-		iue  *store.InUseError
-		gce  *store.GrantsConflictError
+		iue  *weft.InUseError
+		gce  *weft.GrantsConflictError
 	)
 	switch {
 	case errors.As(err, &prob):
@@ -92,16 +91,16 @@ func problemFor(err error) (p *Problem, internal bool) {
 		return problemf(fiber.StatusConflict, "refresh-disabled", "%s", err), false
 	case errors.Is(err, node.ErrBackupUnsupported):
 		return problemf(fiber.StatusConflict, "backup-unsupported", "%s", clean(err)), false
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		return problemf(fiber.StatusNotFound, "not-found", "%s", clean(err)), false
-	case errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, weft.ErrInvalid):
 		return problemf(fiber.StatusBadRequest, "invalid-request", "%s", clean(err)), false
 	case errors.As(err, &gce):
 		return problemf(fiber.StatusPreconditionFailed, "precondition-failed",
 			"the grants of plugin %s are at revision %d, not %d (If-Match): read them again and redo the change", gce.Plugin, gce.Stored, gce.Want), false
-	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrFenced):
+	case errors.Is(err, weft.ErrExists), errors.Is(err, weft.ErrConflict), errors.Is(err, weft.ErrFenced):
 		return problemf(fiber.StatusConflict, "conflict", "%s", clean(err)), false
-	case errors.Is(err, lock.ErrTransient), errors.Is(err, store.ErrClosed), errors.Is(err, store.ErrUnavailable),
+	case errors.Is(err, lock.ErrTransient), errors.Is(err, weft.ErrClosed), errors.Is(err, weft.ErrUnavailable),
 		errors.Is(err, plugins.ErrClosed), errors.As(err, new(*plugins.BudgetError)):
 		return problemf(fiber.StatusServiceUnavailable, "unavailable", "the host cannot serve this now: %s", clean(err)), false
 	case errors.Is(err, context.DeadlineExceeded):

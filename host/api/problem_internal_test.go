@@ -6,7 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // TestStoreErrorsAsProblems: a store that cannot be reached is a 503 the
@@ -17,8 +17,8 @@ func TestStoreErrorsAsProblems(t *testing.T) {
 		status int
 		slug   string
 	}{
-		{fmt.Errorf("redisstore: get instance %q on 127.0.0.1:1: %w: dial tcp: connection refused", "i", store.ErrUnavailable), fiber.StatusServiceUnavailable, "unavailable"},
-		{&store.GrantsConflictError{Plugin: "pay", Want: 1, Stored: 2}, fiber.StatusPreconditionFailed, "precondition-failed"},
+		{fmt.Errorf("redisstore: get instance %q on 127.0.0.1:1: %w: dial tcp: connection refused", "i", weft.ErrUnavailable), fiber.StatusServiceUnavailable, "unavailable"},
+		{&weft.GrantsConflictError{Plugin: "pay", Want: 1, Stored: 2}, fiber.StatusPreconditionFailed, "precondition-failed"},
 		{fmt.Errorf("boom"), fiber.StatusInternalServerError, "internal"},
 	} {
 		p, _ := problemFor(tt.err)

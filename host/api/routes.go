@@ -16,7 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/api/apiv1"
-	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -125,7 +125,7 @@ func enter(pattern string) fiber.Handler {
 //
 // A parameter that is not valid percent-encoding, or not UTF-8 once
 // decoded (what no JSON body can carry), is a 400 naming it; so is an id
-// that a start refuses (store.CheckID), with the same message.
+// that a start refuses (weft.CheckID), with the same message.
 func pathParams(c *fiber.Ctx) error {
 	names := c.Route().Params
 	if len(names) == 0 {
@@ -142,7 +142,7 @@ func pathParams(c *fiber.Ctx) error {
 			return invalidField(name, "not UTF-8 once percent-decoded: %q", raw)
 		}
 		if name == "id" {
-			if err := store.CheckID("id", v); err != nil {
+			if err := weft.CheckID("id", v); err != nil {
 				return invalidField("id", "%s", clean(err))
 			}
 		}
@@ -333,10 +333,10 @@ func newPage[T any](items []T, next string) apiv1.Page[T] {
 	return apiv1.Page[T]{Items: items, NextCursor: next}
 }
 
-// limitParam reads ?limit=, 1 to store.MaxListLimit, default
-// store.DefaultListLimit.
+// limitParam reads ?limit=, 1 to weft.MaxListLimit, default
+// weft.DefaultListLimit.
 func limitParam(c *fiber.Ctx) (int, error) {
-	return intParam(c, "limit", store.DefaultListLimit, 1, store.MaxListLimit)
+	return intParam(c, "limit", weft.DefaultListLimit, 1, weft.MaxListLimit)
 }
 
 func intParam(c *fiber.Ctx, name string, def, lo, hi int) (int, error) {

@@ -112,7 +112,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/internal/metrics"
 )
 
 // Config configures a Server.
@@ -302,14 +301,13 @@ func (c Config) Validate() error {
 
 // Server is the HTTP API of one node.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	node    *node.Node
-	metrics *metrics.Metrics
-	auth    authenticator
-	app     *fiber.App
-	table   []route // the registered routes
-	budget  *budget // of request body bytes in memory
+	cfg    Config
+	log    *slog.Logger
+	node   *node.Node
+	auth   authenticator
+	app    *fiber.App
+	table  []route // the registered routes
+	budget *budget // of request body bytes in memory
 
 	drainOnce sync.Once
 	draining  chan struct{} // closed when Shutdown starts
@@ -338,7 +336,7 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, node: n, metrics: n.Metrics(), auth: auth, budget: newBudget(int64(cfg.BodyBudget)), draining: make(chan struct{}), streams: make(chan struct{}, cfg.MaxStreams)}
+	s := &Server{cfg: cfg, log: cfg.Logger, node: n, auth: auth, budget: newBudget(int64(cfg.BodyBudget)), draining: make(chan struct{}), streams: make(chan struct{}, cfg.MaxStreams)}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "weft",
 		DisableStartupMessage: true,
@@ -505,9 +503,7 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 		// Any token a client sends: bounded in the log, one label value.
 		method, methodLabel = quoteMethod(m), "other"
 	}
-	if s.metrics != nil {
-		s.metrics.HTTPRequest(methodLabel, route, status, d)
-	}
+	s.node.ObserveHTTPRequest(methodLabel, route, status, d)
 	// Successes at debug: at info they buried the plugins' own log lines
 	// (and a waiting client's long polls) under one line per request.
 	level := slog.LevelDebug

@@ -15,7 +15,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store"
 )
 
 // Event streams: server-sent events of instance changes, for the console
@@ -242,7 +241,7 @@ func (s *Server) sendChanged(w *sseWriter, ids []string, wf string) error {
 	for _, id := range ids {
 		in, err := s.node.Instance(ctx, id)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, weft.ErrNotFound):
 			if err := w.event(sseDeleted, map[string]string{"id": id}); err != nil {
 				return err
 			}
@@ -304,7 +303,7 @@ func (s *Server) followInstance(w *sseWriter, cs *changeSet, id string) error {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 		defer cancel()
 		in, err := s.node.Instance(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, weft.ErrNotFound) {
 			return true, w.event(sseDeleted, map[string]string{"id": id})
 		}
 		if err != nil {

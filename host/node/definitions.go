@@ -26,7 +26,7 @@ func (n *Node) Definitions(ctx context.Context, cursor string, limit int) ([]wef
 }
 
 // Definition returns a version of a workflow's definition (0: the
-// latest), or an error matching store.ErrNotFound.
+// latest), or an error matching weft.ErrNotFound.
 func (n *Node) Definition(ctx context.Context, name string, version int) (*weft.Definition, error) {
 	return n.store.GetDefinition(ctx, name, version)
 }

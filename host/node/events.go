@@ -4,12 +4,11 @@ import (
 	"context"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/engine"
 )
 
 // Signal sends a stimulus: it resumes the instances waiting for it, or is
 // queued until one waits, within its time to live.
-func (n *Node) Signal(ctx context.Context, s engine.Stimulus) (*engine.Outcome, error) {
+func (n *Node) Signal(ctx context.Context, s weft.Event) (*weft.SignalOutcome, error) {
 	return n.engine.Signal(ctx, s)
 }
 

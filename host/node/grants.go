@@ -9,7 +9,6 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -21,7 +20,7 @@ import (
 //
 // Unless ifRevision is weft.AnyRevision, it stores the document only if
 // the grants are still at that revision (0: nothing granted), and fails
-// with a *store.GrantsConflictError otherwise: an edit of what was read
+// with a *weft.GrantsConflictError otherwise: an edit of what was read
 // never undoes a change made since, such as a revoke.
 //
 // It fails with an error matching ErrInvalidName for a bad name and
@@ -43,7 +42,7 @@ func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevis
 	switch {
 	case err == nil && bytes.Equal(old.Document, canon) && (ifRevision == weft.AnyRevision || ifRevision == old.Revision):
 		return old, false, nil // the store would keep its revision too
-	case err != nil && !errors.Is(err, store.ErrNotFound):
+	case err != nil && !errors.Is(err, weft.ErrNotFound):
 		return nil, false, fmt.Errorf("node: reading the grants of plugin %s: %w", plugin, err)
 	}
 	if _, err := n.store.PutGrants(ctx, plugin, canon, ifRevision); err != nil {
@@ -59,7 +58,7 @@ func (n *Node) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevis
 }
 
 // GetGrants returns the grants of a plugin name, or an error matching
-// store.ErrNotFound.
+// weft.ErrNotFound.
 func (n *Node) GetGrants(ctx context.Context, plugin string) (*weft.Grants, error) {
 	return n.store.GetGrants(ctx, plugin)
 }
@@ -72,7 +71,7 @@ func (n *Node) ListGrants(ctx context.Context, cursor string, limit int) ([]weft
 
 // DeleteGrants revokes everything granted to a plugin name: its next
 // activity calls can reach no host and read no configuration or secret.
-// It fails with store.ErrNotFound when nothing was granted.
+// It fails with weft.ErrNotFound when nothing was granted.
 func (n *Node) DeleteGrants(ctx context.Context, plugin string) error {
 	if err := n.store.DeleteGrants(ctx, plugin); err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
-	"github.com/weftworks/weft/internal/store"
 )
 
 // The node is the one door into the core: the API, the console's answers
@@ -28,7 +27,7 @@ func (n *Node) StartWatched(ctx context.Context, workflow string, input json.Raw
 	return n.engine.StartWatched(ctx, workflow, input, id)
 }
 
-// Instance returns an instance, or an error matching store.ErrNotFound.
+// Instance returns an instance, or an error matching weft.ErrNotFound.
 func (n *Node) Instance(ctx context.Context, id string) (*weft.Instance, error) {
 	return n.store.GetInstance(ctx, id)
 }
@@ -53,7 +52,7 @@ func (n *Node) History(ctx context.Context, id string, afterSeq uint64, limit in
 
 // WaitingOn returns what a suspended or running instance waits for: its
 // bookmarks and its timers.
-func (n *Node) WaitingOn(ctx context.Context, id string) ([]store.Bookmark, []store.Timer, error) {
+func (n *Node) WaitingOn(ctx context.Context, id string) ([]weft.Bookmark, []weft.Timer, error) {
 	bms, err := n.store.Bookmarks(ctx, id)
 	if err != nil {
 		return nil, nil, err
@@ -67,7 +66,7 @@ func (n *Node) WaitingOn(ctx context.Context, id string) ([]store.Bookmark, []st
 
 // FindBookmarks returns the bookmarks, of any instance, waiting for an
 // event with that name and key.
-func (n *Node) FindBookmarks(ctx context.Context, event, key string) ([]store.Bookmark, error) {
+func (n *Node) FindBookmarks(ctx context.Context, event, key string) ([]weft.Bookmark, error) {
 	return n.store.FindBookmarks(ctx, event, key)
 }
 
@@ -98,7 +97,7 @@ func (n *Node) OnChange(fn func(id string)) (stop func()) { return n.engine.OnCh
 func (n *Node) ChangesComplete() bool { return n.engine.ChangesComplete() }
 
 // Cancel cancels an instance, applied when it runs next; it returns the
-// instance as it was before, an error matching store.ErrNotFound, or a
+// instance as it was before, an error matching weft.ErrNotFound, or a
 // *weft.FinishedError for one that finished already.
 func (n *Node) Cancel(ctx context.Context, id, reason string) (*weft.Instance, error) {
 	return n.engine.Cancel(ctx, id, reason)
@@ -113,11 +112,14 @@ func (n *Node) Retry(ctx context.Context, id, reason string) error {
 func (n *Node) Delete(ctx context.Context, id string) error { return n.engine.Delete(ctx, id) }
 
 // Export returns an instance's whole state, to import elsewhere.
-func (n *Node) Export(ctx context.Context, id string) (*engine.Snapshot, error) {
+func (n *Node) Export(ctx context.Context, id string) (*weft.Snapshot, error) {
 	return n.engine.Export(ctx, id)
 }
 
-// Import stores an exported instance's state.
-func (n *Node) Import(ctx context.Context, s *engine.Snapshot, opts engine.ImportOptions) (*weft.Instance, bool, error) {
-	return n.engine.Import(ctx, s, opts)
+// Import recreates an instance from a snapshot: under id (empty: the id
+// it was exported with; another makes a copy), over an instance that
+// exists with that id only when replace is set (weft.ErrInstanceExists
+// otherwise).
+func (n *Node) Import(ctx context.Context, s *weft.Snapshot, id string, replace bool) (*weft.Instance, bool, error) {
+	return n.engine.Import(ctx, s, engine.ImportOptions{ID: id, Replace: replace})
 }

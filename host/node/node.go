@@ -44,6 +44,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/metrics"
@@ -355,9 +356,16 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-// Metrics returns the node's metrics, or nil when Config.Registerer was
-// nil.
-func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
+// ObserveHTTPRequest records one answered HTTP request in the node's
+// metrics (nothing when Config.Registerer was nil). route is the
+// registered pattern (such as /v1/instances/:id), or "unmatched" for
+// requests that matched no route, so that scanners cannot grow the label
+// set.
+func (n *Node) ObserveHTTPRequest(method, route string, status int, d time.Duration) {
+	if n.metrics != nil {
+		n.metrics.HTTPRequest(method, route, status, d)
+	}
+}
 
 // ProtectListener makes addr, an address the host serves its API on,
 // unreachable by every plugin's outbound requests, whatever their grants
@@ -435,7 +443,7 @@ func (n *Node) Refresh(ctx context.Context, names []string) (*engine.RefreshResu
 //   - A *plugins.ValidationError (matching plugins.ErrInvalid) listing every
 //     reason the module was refused; nothing is stored then.
 //   - Store errors, wrapped.
-func (n *Node) PutPlugin(ctx context.Context, name string, wasm []byte) (rec *store.PluginRecord, created bool, err error) {
+func (n *Node) PutPlugin(ctx context.Context, name string, wasm []byte) (rec *weft.PluginRecord, created bool, err error) {
 	if !abi.ValidName(name) {
 		return nil, false, fmt.Errorf("node: plugin name %q: %w: 1 to %d characters from a-z, 0-9, '_' and '-', starting with a letter",
 			name, ErrInvalidName, abi.MaxNameLen)
@@ -448,7 +456,7 @@ func (n *Node) PutPlugin(ctx context.Context, name string, wasm []byte) (rec *st
 	for _, a := range m.Activities {
 		acts = append(acts, a.Name)
 	}
-	created, err = n.store.PutPlugin(ctx, store.PluginRecord{Name: name, Version: m.Version, Size: int64(m.Size), Activities: acts, Needs: m.Needs})
+	created, err = n.store.PutPlugin(ctx, weft.PluginRecord{Name: name, Version: m.Version, Size: int64(m.Size), Activities: acts, Needs: m.Needs})
 	if err != nil {
 		return nil, false, fmt.Errorf("node: recording plugin %s version %s: %w", name, m.Version, err)
 	}
@@ -467,20 +475,20 @@ func (n *Node) PutPlugin(ctx context.Context, name string, wasm []byte) (rec *st
 }
 
 // GetPlugin returns a plugin's current version and history, or an error
-// matching store.ErrNotFound.
-func (n *Node) GetPlugin(ctx context.Context, name string) (*store.Plugin, error) {
+// matching weft.ErrNotFound.
+func (n *Node) GetPlugin(ctx context.Context, name string) (*weft.Plugin, error) {
 	return n.store.GetPlugin(ctx, name)
 }
 
 // ListPlugins returns a page of current plugin versions ordered by name and
 // the next cursor ("" after the last page).
-func (n *Node) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
+func (n *Node) ListPlugins(ctx context.Context, cursor string, limit int) ([]weft.PluginRecord, string, error) {
 	return n.store.ListPlugins(ctx, cursor, limit)
 }
 
 // DeletePlugin removes a plugin and its history from the catalogue and
-// unloads its versions. It fails with store.ErrNotFound when there is no
-// such plugin, and with a *store.InUseError while a non-terminal instance
+// unloads its versions. It fails with weft.ErrNotFound when there is no
+// such plugin, and with a *weft.InUseError while a non-terminal instance
 // pins one of its versions or, unless force is set, while a saved
 // workflow calls one of its activities (it would fail at its next run).
 //
@@ -501,7 +509,7 @@ func (n *Node) DeletePlugin(ctx context.Context, name string, force bool) error 
 			return err
 		}
 		if len(users) > 0 {
-			return &store.InUseError{Plugin: name, Workflows: users}
+			return &weft.InUseError{Plugin: name, Workflows: users}
 		}
 	}
 	if err := n.store.DeletePlugin(ctx, name); err != nil {
@@ -519,7 +527,7 @@ func (n *Node) DeletePlugin(ctx context.Context, name string, force bool) error 
 
 // workflowsUsing returns the saved workflows (their current versions) with
 // a step that calls an activity of the plugin, at most
-// store.MaxInUseListed of them.
+// weft.MaxInUseListed of them.
 func (n *Node) workflowsUsing(ctx context.Context, plugin string) ([]string, error) {
 	var users []string
 	for cursor := ""; ; {
@@ -538,7 +546,7 @@ func (n *Node) workflowsUsing(ctx context.Context, plugin string) ([]string, err
 				return !uses
 			})
 			if uses {
-				if users = append(users, d.Name); len(users) == store.MaxInUseListed {
+				if users = append(users, d.Name); len(users) == weft.MaxInUseListed {
 					return users, nil
 				}
 			}

@@ -141,7 +141,7 @@ func TestPluginCatalogue(t *testing.T) {
 	if _, _, err := n.PutPlugin(ctx, "junk", []byte("junk")); !errors.As(err, &ve) {
 		t.Fatalf("junk module: %v", err)
 	}
-	if _, err := n.GetPlugin(ctx, "junk"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := n.GetPlugin(ctx, "junk"); !errors.Is(err, weft.ErrNotFound) {
 		t.Fatalf("a refused module was recorded: %v", err)
 	}
 	items, next, err := n.ListPlugins(ctx, "", 10)
@@ -167,7 +167,7 @@ steps:
 	if got, err := n.Engine().Wait(wctx, inst.ID); err != nil || got.Status != weft.StatusSuspended {
 		t.Fatalf("Wait = %+v, %v", got, err)
 	}
-	var iu *store.InUseError
+	var iu *weft.InUseError
 	if err := n.DeletePlugin(ctx, "kit", false); !errors.As(err, &iu) || !slices.Equal(iu.Workflows, []string{"hold"}) || !strings.Contains(err.Error(), `in use by workflow(s) hold`) {
 		t.Fatalf("DeletePlugin of a plugin a saved workflow calls: %v", err)
 	}
@@ -187,7 +187,7 @@ steps:
 	if err := n.DeletePlugin(ctx, "kit", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.DeletePlugin(ctx, "kit", false); !errors.Is(err, store.ErrNotFound) {
+	if err := n.DeletePlugin(ctx, "kit", false); !errors.Is(err, weft.ErrNotFound) {
 		t.Fatalf("second DeletePlugin: %v", err)
 	}
 }

@@ -130,7 +130,7 @@ output: "${ vars.call }"
 	if retried.Error != nil || !retried.DeleteAfter.IsZero() {
 		t.Errorf("retried instance: error %+v, delete_after %s; want neither", retried.Error, retried.DeleteAfter)
 	}
-	if err := b.Engine().Retry(ctx, failed, "again"); !errors.Is(err, engine.ErrNotFailed) {
+	if err := b.Engine().Retry(ctx, failed, "again"); !errors.Is(err, weft.ErrNotFailed) {
 		t.Errorf("a retry of a completed instance: %v, want ErrNotFailed", err)
 	}
 	for range 2 {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store"
 )
 
 // topicPlugin is the bus topic on which the node that stored a plugin
@@ -245,7 +244,7 @@ func (n *Node) storedVersions(ctx context.Context) ([]storedVersion, error) {
 		}
 	}
 	for _, status := range nonTerminal {
-		f := weft.InstanceFilter{Status: status, Limit: store.MaxListLimit}
+		f := weft.InstanceFilter{Status: status, Limit: weft.MaxListLimit}
 		for {
 			insts, next, err := n.store.ListInstances(ctx, f)
 			if err != nil {
@@ -263,7 +262,7 @@ func (n *Node) storedVersions(ctx context.Context) ([]storedVersion, error) {
 		}
 	}
 	for cursor := ""; ; {
-		recs, next, err := n.store.ListPlugins(ctx, cursor, store.MaxListLimit)
+		recs, next, err := n.store.ListPlugins(ctx, cursor, weft.MaxListLimit)
 		if err != nil {
 			return nil, fmt.Errorf("node: listing stored plugins: %w", err)
 		}
@@ -274,7 +273,7 @@ func (n *Node) storedVersions(ctx context.Context) ([]storedVersion, error) {
 			}
 			p, err := n.store.GetPlugin(ctx, rec.Name)
 			switch {
-			case errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, weft.ErrNotFound):
 				continue // deleted since it was listed
 			case err != nil:
 				return nil, fmt.Errorf("node: reading plugin %s: %w", rec.Name, err)

@@ -1,6 +1,11 @@
 package weft
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Definition is one version of a workflow definition.
 type Definition struct {
@@ -15,3 +20,63 @@ type Definition struct {
 	// CreatedAt is set by the store.
 	CreatedAt time.Time `json:"created_at"`
 }
+
+// ErrInvalidDefinition: a definition failed to parse or validate; see
+// *DefinitionError for the list of problems.
+var ErrInvalidDefinition = errors.New("invalid workflow definition")
+
+// DefinitionProblem is one reason a definition was refused. Parsing and
+// validating (internal/definition's Parse and Load) report
+// problems of the same shape so that an HTTP layer can return them as
+// problem+json `errors: [{path, message}]`.
+type DefinitionProblem struct {
+	// Path locates the problem in the document, e.g. `steps[2].retry.backoff`
+	// or `steps[1].then[0].wait.key`; "$" for the whole document.
+	Path string `json:"path"`
+	// Message says what is wrong, e.g. `backoff 0.5 is less than 1`.
+	Message string `json:"message"`
+	// Line and Column are 1-based and locate the problem in the source text.
+	// They are zero when unknown (a problem of the definition as a whole, or
+	// of a field without a place in the text).
+	Line   int `json:"line,omitempty"`
+	Column int `json:"column,omitempty"`
+}
+
+// String formats the problem as "path: message".
+func (p DefinitionProblem) String() string {
+	if p.Line > 0 && p.Column == 0 {
+		return fmt.Sprintf("%s: %s (line %d)", p.Path, p.Message, p.Line)
+	}
+	if p.Line > 0 {
+		return fmt.Sprintf("%s: %s (line %d, column %d)", p.Path, p.Message, p.Line, p.Column)
+	}
+	return p.Path + ": " + p.Message
+}
+
+// DefinitionError lists every problem found in a definition, in document
+// order. It matches ErrInvalidDefinition.
+type DefinitionError struct {
+	// Name is the workflow's name when it could be read, else empty.
+	Name     string
+	Problems []DefinitionProblem
+}
+
+// Error implements error.
+func (e *DefinitionError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid workflow definition")
+	if e.Name != "" {
+		fmt.Fprintf(&b, " %q", e.Name)
+	}
+	b.WriteString(": ")
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Is makes a *DefinitionError match ErrInvalidDefinition.
+func (e *DefinitionError) Is(target error) bool { return target == ErrInvalidDefinition }

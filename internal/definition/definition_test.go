@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 // fakeCatalog knows plugins with their activities and saved workflows.
@@ -179,9 +181,9 @@ func TestProblems(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Load([]byte(tt.src), cat)
-			var ve *ValidationError
-			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalid) {
-				t.Fatalf("Load = %v, want a *ValidationError", err)
+			var ve *weft.DefinitionError
+			if !errors.As(err, &ve) || !errors.Is(err, weft.ErrInvalidDefinition) {
+				t.Fatalf("Load = %v, want a *weft.DefinitionError", err)
 			}
 			for _, p := range ve.Problems {
 				if p.Path == tt.path && strings.Contains(p.Message, tt.msg) {
@@ -215,7 +217,7 @@ steps:
       - {id: e, activity: payments.charge, input: "${ itme }"}
 `
 	_, err := Load([]byte(src), specCatalog(t))
-	var ve *ValidationError
+	var ve *weft.DefinitionError
 	if !errors.As(err, &ve) {
 		t.Fatalf("Load = %v", err)
 	}
@@ -407,9 +409,9 @@ func TestMisspeltNamesGetOneProblemAndASuggestion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Load([]byte(tt.src), cat)
-			var ve *ValidationError
+			var ve *weft.DefinitionError
 			if !errors.As(err, &ve) {
-				t.Fatalf("Load: %v, want a *ValidationError", err)
+				t.Fatalf("Load: %v, want a *weft.DefinitionError", err)
 			}
 			if len(ve.Problems) != len(tt.want) {
 				t.Errorf("%d problems, want %d: %v", len(ve.Problems), len(tt.want), err)
@@ -456,9 +458,9 @@ func TestDuplicateKeysAreRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Load([]byte(tt.src), specCatalog(t))
-			var ve *ValidationError
+			var ve *weft.DefinitionError
 			if !errors.As(err, &ve) {
-				t.Fatalf("Load = %v, want a *ValidationError", err)
+				t.Fatalf("Load = %v, want a *weft.DefinitionError", err)
 			}
 			if len(ve.Problems) != 1 {
 				t.Fatalf("got %d problems, want the duplicate only:\n%s", len(ve.Problems), strings.ReplaceAll(err.Error(), "; ", "\n"))
@@ -544,7 +546,7 @@ func TestHeartbeatTimeoutAgainstTheEffectiveTimeout(t *testing.T) {
 				}
 				return
 			}
-			var ve *ValidationError
+			var ve *weft.DefinitionError
 			if !errors.As(err, &ve) || len(ve.Problems) != 1 {
 				t.Fatalf("Load = %v, want one problem", err)
 			}
@@ -561,13 +563,13 @@ func TestHeartbeatTimeoutAgainstTheEffectiveTimeout(t *testing.T) {
 }
 
 // validateDefinition is validate's problems as Load reports them: a
-// *ValidationError, or nil.
+// *weft.DefinitionError, or nil.
 func validateDefinition(def *Definition, catalog Catalog) error {
 	ps := validate(def, catalog)
 	if len(ps) == 0 {
 		return nil
 	}
-	e := &ValidationError{Problems: ps}
+	e := &weft.DefinitionError{Problems: ps}
 	if def != nil {
 		e.Name = def.Name
 	}

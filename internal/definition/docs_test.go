@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 // docsFile is the reference of the workflow format.
@@ -61,12 +63,12 @@ func docsCatalog(workflows map[string]*Definition) fakeCatalog {
 	}
 }
 
-// problemLines formats a *ValidationError's problems one a line, as the
+// problemLines formats a *weft.DefinitionError's problems one a line, as the
 // docs show them.
 func problemLines(err error) string {
-	var ve *ValidationError
+	var ve *weft.DefinitionError
 	if !errors.As(err, &ve) {
-		return "not a *ValidationError: " + err.Error() + "\n"
+		return "not a *weft.DefinitionError: " + err.Error() + "\n"
 	}
 	var b strings.Builder
 	for _, p := range ve.Problems {
@@ -127,7 +129,7 @@ func TestDocsExamples(t *testing.T) {
 			if _, err := Load([]byte(b.text), cat); err != nil {
 				// Problems are located in the block; its first line is the
 				// line after the fence.
-				var ve *ValidationError
+				var ve *weft.DefinitionError
 				if errors.As(err, &ve) {
 					for _, p := range ve.Problems {
 						t.Errorf("%s:%d: complete example (block at line %d) is refused: %s", docsFile, b.line+p.Line, b.line, p)

@@ -3,6 +3,8 @@ package definition
 import (
 	"errors"
 	"testing"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 // FuzzParse checks that no input makes Parse, Load or Validate panic, that
@@ -23,9 +25,9 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		def, err := Load(data, fakeCatalog{})
 		if err != nil {
-			var ve *ValidationError
+			var ve *weft.DefinitionError
 			if !errors.As(err, &ve) || len(ve.Problems) == 0 {
-				t.Fatalf("Load error %v is not a *ValidationError with problems", err)
+				t.Fatalf("Load error %v is not a *weft.DefinitionError with problems", err)
 			}
 			for _, p := range ve.Problems {
 				if p.Path == "" || p.Message == "" {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 // MaxNodes bounds the number of YAML nodes a definition may hold once its
@@ -24,14 +26,14 @@ const MaxNodes = 100_000
 // Parse parses a definition written in YAML or JSON (JSON is YAML) and
 // checks everything that does not need a Catalog: the document's structure,
 // field names and types, step kinds, durations, expressions, names and the
-// ranges of values. On failure it returns a *ValidationError (matching
-// ErrInvalid) listing every problem with its path.
+// ranges of values. On failure it returns a *weft.DefinitionError (matching
+// weft.ErrInvalidDefinition) listing every problem with its path.
 func Parse(data []byte) (*Definition, error) {
 	return Load(data, nil)
 }
 
 // Load is Parse followed by the checks against catalog, reporting the problems
-// of both in one *ValidationError, in document order. A nil catalog skips the
+// of both in one *weft.DefinitionError, in document order. A nil catalog skips the
 // checks that need one.
 func Load(data []byte, catalog Catalog) (*Definition, error) {
 	return load(data, catalog, false)
@@ -65,7 +67,7 @@ func load(data []byte, catalog Catalog, saved bool) (*Definition, error) {
 	}
 	problems = d.finish(problems)
 	if len(problems) > 0 {
-		e := &ValidationError{Problems: problems}
+		e := &weft.DefinitionError{Problems: problems}
 		if def != nil {
 			e.Name = def.Name
 		}
@@ -77,7 +79,7 @@ func load(data []byte, catalog Catalog, saved bool) (*Definition, error) {
 type pos struct{ line, column int }
 
 type decoder struct {
-	problems []Problem
+	problems []weft.DefinitionProblem
 	pos      map[string]pos // where each path is, to locate problems
 	nodes    int            // nodes visited, against MaxNodes
 	tooBig   bool
@@ -87,8 +89,8 @@ type decoder struct {
 
 // finish locates the problems, drops duplicates and sorts them in document
 // order.
-func (d *decoder) finish(ps []Problem) []Problem {
-	seen := map[Problem]bool{}
+func (d *decoder) finish(ps []weft.DefinitionProblem) []weft.DefinitionProblem {
+	seen := map[weft.DefinitionProblem]bool{}
 	out := ps[:0:0]
 	for _, p := range ps {
 		if p.Line == 0 {
@@ -102,7 +104,7 @@ func (d *decoder) finish(ps []Problem) []Problem {
 				}
 			}
 		}
-		key := Problem{Path: p.Path, Message: p.Message}
+		key := weft.DefinitionProblem{Path: p.Path, Message: p.Message}
 		if seen[key] {
 			continue
 		}
@@ -128,7 +130,7 @@ func parentPath(p string) string {
 }
 
 func (d *decoder) problem(n *yaml.Node, path, format string, args ...any) {
-	p := Problem{Path: path, Message: fmt.Sprintf(format, args...)}
+	p := weft.DefinitionProblem{Path: path, Message: fmt.Sprintf(format, args...)}
 	if n != nil {
 		p.Line, p.Column = n.Line, n.Column
 	}
@@ -169,7 +171,7 @@ func (d *decoder) document(data []byte) *Definition {
 // encoding/json, which knows the column; yaml.v3 only knows the line.
 func (d *decoder) syntax(data []byte, err error) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	p := Problem{Path: RootPath}
+	p := weft.DefinitionProblem{Path: RootPath}
 	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
 		p.Line, _ = strconv.Atoi(m[1])
 		msg = strings.TrimPrefix(err.Error(), m[0])

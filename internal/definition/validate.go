@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Catalog is what Load needs to know about the rest of the host: which
@@ -47,13 +48,13 @@ const MaxEventLen = 128
 type validator struct {
 	def      *Definition
 	catalog  Catalog
-	problems []Problem
+	problems []weft.DefinitionProblem
 	ids      map[string]string // step id → path of its first use
 	cycles   *cycleFinder
 }
 
 func (v *validator) problem(path, format string, args ...any) {
-	v.problems = append(v.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	v.problems = append(v.problems, weft.DefinitionProblem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 // validate checks def as a whole and against catalog, and returns every
@@ -67,9 +68,9 @@ func (v *validator) problem(path, format string, args ...any) {
 //
 // When def is a new version of a workflow that catalog already holds, def
 // replaces it for the cycle check.
-func validate(def *Definition, catalog Catalog) []Problem {
+func validate(def *Definition, catalog Catalog) []weft.DefinitionProblem {
 	if def == nil {
-		return []Problem{{Path: RootPath, Message: "no definition"}}
+		return []weft.DefinitionProblem{{Path: RootPath, Message: "no definition"}}
 	}
 	v := &validator{def: def, catalog: catalog, ids: map[string]string{}}
 	v.cycles = &cycleFinder{def: def, catalog: catalog, clean: map[string]bool{}}

@@ -15,6 +15,8 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Env is what expressions are evaluated against.
@@ -375,11 +377,11 @@ func encodeJSON(v any) ([]byte, error) {
 // compiler compiles values and collects problems.
 type compiler struct {
 	scope    []string // loop variables in scope
-	problems []Problem
+	problems []weft.DefinitionProblem
 }
 
 func (c *compiler) problem(path, format string, args ...any) {
-	c.problems = append(c.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	c.problems = append(c.problems, weft.DefinitionProblem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 func (c *compiler) env() types.Map {

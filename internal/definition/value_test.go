@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 func TestValueTypes(t *testing.T) {
@@ -168,7 +170,7 @@ func newValue(src any, locals ...string) (Value, error) {
 	c.scope = locals
 	v := c.value(src, "value", wantAny)
 	if len(c.problems) > 0 {
-		return Value{}, &ValidationError{Problems: c.problems}
+		return Value{}, &weft.DefinitionError{Problems: c.problems}
 	}
 	return v, nil
 }

@@ -103,7 +103,7 @@ output: "${ vars.got }"
 		}
 		b.StartTimer()
 		t0 := time.Now()
-		if _, err := h.e.Signal(ctx, engine.Stimulus{Name: "go", Key: key, Payload: i}); err != nil {
+		if _, err := h.e.Signal(ctx, weft.Event{Name: "go", Key: key, Payload: i}); err != nil {
 			b.Fatal(err)
 		}
 		if got, err := h.e.WaitFinished(ctx, inst.ID); err != nil || got.Status != weft.StatusCompleted {

@@ -14,7 +14,6 @@ import (
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/retry"
 	"github.com/weftworks/weft/internal/retry/classify"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -112,7 +111,7 @@ func newSlowHost(t *testing.T, load time.Duration) *slowHost {
 	}
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })
 	acts := []string{"echo", "work", "spin"}
-	if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: version, Size: int64(len(kit)), Activities: acts}); err != nil {
+	if _, err := st.PutPlugin(ctx, weft.PluginRecord{Name: "kit", Version: version, Size: int64(len(kit)), Activities: acts}); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{inner: rt, called: make(chan struct{}), ended: make(chan struct{})}

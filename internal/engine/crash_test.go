@@ -19,7 +19,6 @@ import (
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/internal/queue/memqueue"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/boltstore"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
@@ -101,7 +100,7 @@ func openChildHost(dir, mode, kitPath, cache, definition string) (_ *childHost, 
 		if err != nil {
 			return nil, err
 		}
-		if _, err := h.st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: []string{"work"}}); err != nil {
+		if _, err := h.st.PutPlugin(ctx, weft.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: []string{"work"}}); err != nil {
 			return nil, err
 		}
 		if _, _, err := h.e.SaveDefinition(ctx, []byte(definition)); err != nil {

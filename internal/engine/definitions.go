@@ -16,7 +16,7 @@ import (
 // CheckDefinition parses and validates source against the stored plugins
 // and workflows, as SaveDefinition does, without saving it: every problem,
 // of syntax, structure, expressions or references, in one
-// *definition.ValidationError.
+// *weft.DefinitionError.
 func (e *Engine) CheckDefinition(ctx context.Context, source []byte) (*definition.Definition, error) {
 	return definition.Load(source, catalog{ctx: ctx, st: e.store, timeout: e.cfg.ActivityTimeout})
 }
@@ -24,7 +24,7 @@ func (e *Engine) CheckDefinition(ctx context.Context, source []byte) (*definitio
 // SaveDefinition validates source against the stored plugins and workflows
 // and stores it as the definition's next version, unless it is the same as
 // the latest version (created=false). Validation problems come back as a
-// *definition.ValidationError listing every one.
+// *weft.DefinitionError listing every one.
 func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*weft.Definition, bool, error) {
 	def, err := e.CheckDefinition(ctx, source)
 	if err != nil {
@@ -39,7 +39,7 @@ func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*weft.Defin
 }
 
 // DeleteDefinition removes every version of a definition, or returns an
-// error matching store.ErrNotFound. Instances of it are not checked, and
+// error matching weft.ErrNotFound. Instances of it are not checked, and
 // the compiled programs this node holds stay: versions are never reused,
 // so a cached program never runs another definition.
 func (e *Engine) DeleteDefinition(ctx context.Context, name string) error {

@@ -14,7 +14,6 @@ import (
 	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/queue/memqueue"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 )
@@ -222,13 +221,13 @@ output: "${ vars.work.done_ms }"
 }
 
 // A start's errors say what is missing: the workflow (ErrNoSuchWorkflow),
-// or a plugin it uses (store.ErrNotFound, naming it, not ErrNoSuchWorkflow).
+// or a plugin it uses (weft.ErrNotFound, naming it, not ErrNoSuchWorkflow).
 func TestStartSaysWhatIsMissing(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	e, _, _ := c.eagerNode(engine.Config{NodeID: "n1"}, local.New(local.Config{}))
 	_, _, err := e.Start(context.Background(), "nope", nil, "")
-	if !errors.Is(err, engine.ErrNoSuchWorkflow) || !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, weft.ErrNoSuchWorkflow) || !errors.Is(err, weft.ErrNotFound) {
 		t.Errorf("no such workflow: %v", err)
 	}
 	if _, _, err := e.SaveDefinition(context.Background(), []byte(quick)); err != nil {
@@ -238,7 +237,7 @@ func TestStartSaysWhatIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = e.Start(context.Background(), "quick", nil, "")
-	if errors.Is(err, engine.ErrNoSuchWorkflow) || !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "workflow quick uses plugin kit") {
+	if errors.Is(err, weft.ErrNoSuchWorkflow) || !errors.Is(err, weft.ErrNotFound) || !strings.Contains(err.Error(), "workflow quick uses plugin kit") {
 		t.Errorf("a plugin not uploaded: %v", err)
 	}
 }

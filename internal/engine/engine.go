@@ -206,7 +206,7 @@ type Config struct {
 	RetentionInterval time.Duration
 	// RetentionBatch is how many instances the retention sweep asks the
 	// store for at a time; a turn asks again while batches come back full.
-	// Defaults to 500, at most store.MaxListLimit.
+	// Defaults to 500, at most weft.MaxListLimit.
 	RetentionBatch int
 	// AttemptDataLimit caps, in bytes of JSON, each activity attempt's
 	// input and output as its history entries keep them; a larger one is
@@ -334,8 +334,8 @@ func (c Config) Validate() error {
 	if c.Retention < 0 || c.Retention > definition.MaxRetention {
 		bad("Retention", "must be between 0 (keep finished instances forever) and %s (100 years), got %s", definition.MaxRetention, c.Retention)
 	}
-	if c.RetentionBatch < 1 || c.RetentionBatch > store.MaxListLimit {
-		bad("RetentionBatch", "must be between 1 and %d, got %d", store.MaxListLimit, c.RetentionBatch)
+	if c.RetentionBatch < 1 || c.RetentionBatch > weft.MaxListLimit {
+		bad("RetentionBatch", "must be between 1 and %d, got %d", weft.MaxListLimit, c.RetentionBatch)
 	}
 	if c.AttemptDataLimit < 0 || c.AttemptDataLimit > MaxAttemptDataLimit {
 		bad("AttemptDataLimit", "must be between 0 (record none) and %d (16 MiB), got %d", MaxAttemptDataLimit, c.AttemptDataLimit)
@@ -596,8 +596,8 @@ func (e *Engine) letGo(id string) {
 // suspended instance has no lease for recovery to find, and a stimulus
 // queued for its new bookmark waits for a run that reads it.
 func runAgain(err error) bool {
-	return !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrConflict) &&
-		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, store.ErrNotFound)
+	return !errors.Is(err, weft.ErrFenced) && !errors.Is(err, weft.ErrConflict) &&
+		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, weft.ErrNotFound)
 }
 
 // maxRunAgainDelay bounds the wait before an instance whose runs keep

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/redistest"
@@ -110,7 +109,7 @@ func newHost(t testing.TB, opts ...hostOption) *host {
 	for _, a := range m.Activities {
 		acts = append(acts, a.Name)
 	}
-	if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: acts}); err != nil {
+	if _, err := st.PutPlugin(ctx, weft.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: acts}); err != nil {
 		t.Fatal(err)
 	}
 	var engineStore store.Store = st
@@ -532,7 +531,7 @@ steps: [ { id: e, activity: kit.echo, input: 1 } ]
 name: other
 steps: [ { id: e, activity: kit.echo, input: 1 } ]
 `)
-	if _, _, err := h.e.Start(ctx, "other", nil, "client-id-1"); !errors.Is(err, engine.ErrIDInUse) || !strings.Contains(err.Error(), `belongs to workflow "once"`) {
+	if _, _, err := h.e.Start(ctx, "other", nil, "client-id-1"); !errors.Is(err, weft.ErrIDInUse) || !strings.Contains(err.Error(), `belongs to workflow "once"`) {
 		t.Errorf("Start of another workflow with a used id: %v, want ErrIDInUse naming the workflow", err)
 	}
 }
@@ -545,11 +544,11 @@ func TestRefusals(t *testing.T) {
 name: bad
 steps: [ { id: x, activity: nope.echo }, { id: x, activity: kit.missing } ]
 `))
-	var ve *definition.ValidationError
+	var ve *weft.DefinitionError
 	if !errors.As(err, &ve) || len(ve.Problems) < 3 {
 		t.Fatalf("SaveDefinition: %v, want every problem (unknown plugin, duplicate id, unknown activity)", err)
 	}
-	if _, _, err := h.e.Start(ctx, "no-such-workflow", nil, ""); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := h.e.Start(ctx, "no-such-workflow", nil, ""); !errors.Is(err, weft.ErrNotFound) {
 		t.Fatalf("Start of an unknown workflow: %v, want ErrNotFound", err)
 	}
 }
@@ -632,7 +631,7 @@ func (r logRecorder) Handle(_ context.Context, rec slog.Record) error {
 // "Locks and fencing").
 func TestFencedWriterCannotOverwrite(t *testing.T) {
 	t.Parallel()
-	rec := logRecorder{targets: []error{store.ErrFenced, engine.ErrLeaseLost}, seen: make(chan string, 1)}
+	rec := logRecorder{targets: []error{weft.ErrFenced, engine.ErrLeaseLost}, seen: make(chan string, 1)}
 	h := newHost(t, withConfig(engine.Config{NodeID: "slow-node", Logger: slog.New(rec)}))
 	h.save(`
 name: long
@@ -671,7 +670,7 @@ steps:
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, store.ErrConflict) || time.Now().After(deadline) {
+		if !errors.Is(err, weft.ErrConflict) || time.Now().After(deadline) {
 			t.Fatalf("takeover: %v", err)
 		}
 		if running, err = h.store.GetInstance(ctx, inst.ID); err != nil {
@@ -704,7 +703,7 @@ func TestVersionSavedWithDuplicateKeysStillRuns(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
 	src := []byte("name: dup\nsteps:\n  - id: up\n    activity: kit.upper\n    input: { text: a }\n    input: { text: b }\n    output: up\noutput: \"${ vars.up.text }\"\n")
-	if _, _, err := h.e.SaveDefinition(context.Background(), src); !errors.Is(err, definition.ErrInvalid) || !strings.Contains(err.Error(), `duplicate key "input"`) {
+	if _, _, err := h.e.SaveDefinition(context.Background(), src); !errors.Is(err, weft.ErrInvalidDefinition) || !strings.Contains(err.Error(), `duplicate key "input"`) {
 		t.Fatalf("SaveDefinition of a definition with a duplicate key: %v", err)
 	}
 	if _, _, err := h.store.PutDefinition(context.Background(), "dup", "saved-before", src); err != nil {
@@ -908,7 +907,7 @@ func TestHeartbeatTimeoutOverTheConfiguredDefaultIsRefused(t *testing.T) {
 		return []byte("name: beat\nsteps:\n  - id: poll\n    activity: kit.work\n    heartbeat_timeout: " + hb + "\n")
 	}
 	_, _, err := h.e.SaveDefinition(context.Background(), def("1m"))
-	var ve *definition.ValidationError
+	var ve *weft.DefinitionError
 	if !errors.As(err, &ve) || len(ve.Problems) != 1 {
 		t.Fatalf("SaveDefinition with heartbeat_timeout 1m and a 30s default timeout: %v, want one problem", err)
 	}
@@ -937,7 +936,7 @@ func (s *sneakingStore) GetInstance(ctx context.Context, id string) (*weft.Insta
 	}
 	s.once.Do(func() {
 		note := `{"type":"late_completion_refused","outcome":"completed","step_path":"steps[9]","attempt":1,"node":"elsewhere","reason":"test"}`
-		if _, err := s.Store.Deliver(ctx, nil, []store.Message{{InstanceID: id, ID: "sneaked", Kind: store.MessageNote, Payload: json.RawMessage(note)}}); err != nil {
+		if _, err := s.Store.Deliver(ctx, nil, []weft.Message{{InstanceID: id, ID: "sneaked", Kind: weft.MessageNote, Payload: json.RawMessage(note)}}); err != nil {
 			panic(err)
 		}
 	})

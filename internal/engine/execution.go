@@ -49,8 +49,8 @@ type execution struct {
 	// and the timers and bookmarks it waits on, which every commit writes
 	// whole.
 	st        *runner.State
-	timers    map[string]store.Timer
-	bookmarks map[string]store.Bookmark // by token
+	timers    map[string]weft.Timer
+	bookmarks map[string]weft.Bookmark // by token
 
 	// next is what the next commit writes besides them.
 	next nextCommit
@@ -232,7 +232,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 	x := &execution{
 		e: e, ctx: ctx, lease: lease, prog: prog,
 		inst: inst, status: inst.Status,
-		st: &runner.State{}, timers: map[string]store.Timer{}, bookmarks: map[string]store.Bookmark{},
+		st: &runner.State{}, timers: map[string]weft.Timer{}, bookmarks: map[string]weft.Bookmark{},
 		seen: map[string]bool{}, checked: map[string]bool{}, wake: wake,
 		inflight: inFlight{results: make(chan result), attempts: map[string]flight{}},
 		sched: scheduling{
@@ -314,7 +314,7 @@ func (x *execution) run() error {
 	}
 	// Due timers, earliest first.
 	now := x.e.cfg.Now()
-	var due []store.Timer
+	var due []weft.Timer
 	for _, t := range x.timers {
 		if !t.Due.After(now) {
 			due = append(due, t)
@@ -347,7 +347,7 @@ func (x *execution) run() error {
 			// under us (ErrConflict): stop, and leave the work to the holder.
 			done := x.cancelAll()
 			switch {
-			case errors.Is(x.err, store.ErrFenced), errors.Is(x.err, store.ErrConflict), errors.Is(x.err, ErrLeaseLost):
+			case errors.Is(x.err, weft.ErrFenced), errors.Is(x.err, weft.ErrConflict), errors.Is(x.err, ErrLeaseLost):
 				x.superseded(done, x.err)
 			case x.ctx.Err() != nil:
 				x.handBack() // shutting down, seen first as a failed store call
@@ -443,7 +443,7 @@ func (x *execution) pollInbox() (int, error) {
 		x.seen[m.ID] = true
 		x.next.consumed = append(x.next.consumed, m.ID)
 		n++
-		if m.Kind == store.MessageRetry && (x.st.Status != weft.StatusFailed || retrySeq(m) != x.st.Seq) {
+		if m.Kind == weft.MessageRetry && (x.st.Status != weft.StatusFailed || retrySeq(m) != x.st.Seq) {
 			// A retry of a failure that is not the instance's now (it was
 			// retried already, ran again, maybe failed again): recorded,
 			// not applied.
@@ -543,14 +543,14 @@ func (x *execution) cancelAll() (completed []stoppedAttempt) {
 // completions (which may arrive after the holder finished) go to its
 // history; messages nothing will apply any more (a child's end after the
 // parent was cancelled) are dropped.
-func (e *Engine) settleInbox(ctx context.Context, inst *weft.Instance, lease lock.Lease, msgs []store.Message) error {
+func (e *Engine) settleInbox(ctx context.Context, inst *weft.Instance, lease lock.Lease, msgs []weft.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
 	c := store.Commit{Instance: inst, Fence: lease.Token()}
 	for _, m := range msgs {
 		c.Consumed = append(c.Consumed, m.ID)
-		if m.Kind != store.MessageNote {
+		if m.Kind != weft.MessageNote {
 			continue
 		}
 		entry, err := decodeMessage(m)
@@ -578,7 +578,7 @@ func (e *Engine) settleInbox(ctx context.Context, inst *weft.Instance, lease loc
 // the instance's inbox, which need no lock and which the holder's next run
 // writes to the history as late_completion_refused.
 func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
-	var notes []store.Message
+	var notes []weft.Message
 	note := func(outcome, path string, attempt int, logs weft.AttemptLogs) {
 		data, err := json.Marshal(lateNote{Type: weft.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error(), AttemptLogs: logs})
 		if err != nil {
@@ -589,7 +589,7 @@ func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 				return
 			}
 		}
-		notes = append(notes, store.Message{InstanceID: x.inst.ID, Kind: store.MessageNote, Payload: data,
+		notes = append(notes, weft.Message{InstanceID: x.inst.ID, Kind: weft.MessageNote, Payload: data,
 			ID: fmt.Sprintf("late:%s:%s:%s:%d:%s", x.e.cfg.NodeID, x.e.boot, path, attempt, outcome)})
 	}
 	for _, ev := range x.next.history {
@@ -664,7 +664,7 @@ func (x *execution) apply(ev runner.Input) {
 		case runner.Invoke:
 			x.invoke(a)
 		case runner.ArmTimer:
-			x.timers[a.Token] = store.Timer{InstanceID: x.inst.ID, ID: a.Token, Due: a.Due, Kind: string(a.Kind)}
+			x.timers[a.Token] = weft.Timer{InstanceID: x.inst.ID, ID: a.Token, Due: a.Due, Kind: string(a.Kind)}
 		case runner.CancelTimer:
 			delete(x.timers, a.Token)
 		case runner.CancelActivity:
@@ -672,7 +672,7 @@ func (x *execution) apply(ev runner.Input) {
 				f.hb.RequestCancel()
 			}
 		case runner.CreateBookmark:
-			x.bookmarks[a.Token] = store.Bookmark{InstanceID: x.inst.ID, StepPath: a.Path, Event: a.Event, Key: a.Key, Token: a.Token}
+			x.bookmarks[a.Token] = weft.Bookmark{InstanceID: x.inst.ID, StepPath: a.Path, Event: a.Event, Key: a.Key, Token: a.Token}
 		case runner.RemoveBookmark:
 			delete(x.bookmarks, a.Token)
 		case runner.StartChild:
@@ -710,7 +710,7 @@ func (x *execution) apply(ev runner.Input) {
 
 // cancelChild cancels a child instance.
 func (x *execution) cancelChild(token string) {
-	if _, err := x.e.Cancel(x.ctx, runner.ChildID(x.inst.ID, token), "parent "+x.inst.ID+" ended"); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, weft.ErrFinished) {
+	if _, err := x.e.Cancel(x.ctx, runner.ChildID(x.inst.ID, token), "parent "+x.inst.ID+" ended"); err != nil && !errors.Is(err, weft.ErrNotFound) && !errors.Is(err, weft.ErrFinished) {
 		x.e.log.Warn("cancelling child", "instance", x.inst.ID, "err", err)
 	}
 }
@@ -864,13 +864,13 @@ func (x *execution) commit(drains bool) error {
 	}
 	// Each set is written whole, unless it is empty and so is the
 	// stored one (nil leaves it as it is).
-	var timers []store.Timer
+	var timers []weft.Timer
 	if len(x.timers) > 0 || x.storedTimers {
-		timers = slices.AppendSeq(make([]store.Timer, 0, len(x.timers)), maps.Values(x.timers))
+		timers = slices.AppendSeq(make([]weft.Timer, 0, len(x.timers)), maps.Values(x.timers))
 	}
-	var bookmarks []store.Bookmark
+	var bookmarks []weft.Bookmark
 	if len(x.bookmarks) > 0 || x.storedBookmarks {
-		bookmarks = slices.AppendSeq(make([]store.Bookmark, 0, len(x.bookmarks)), maps.Values(x.bookmarks))
+		bookmarks = slices.AppendSeq(make([]weft.Bookmark, 0, len(x.bookmarks)), maps.Values(x.bookmarks))
 	}
 	// Children first: their ids come from the runner's deterministic
 	// tokens, so a parent replayed after a crash asks for the same ids and
@@ -894,7 +894,7 @@ func (x *execution) commit(drains bool) error {
 		if err != nil {
 			return fmt.Errorf("engine: encoding the end of instance %s for its parent %s: %w", inst.ID, inst.Parent.InstanceID, err)
 		}
-		c.Send = []store.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: store.MessageChild, Token: inst.Parent.WaitToken(), Payload: end}}
+		c.Send = []weft.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: weft.MessageChild, Token: inst.Parent.WaitToken(), Payload: end}}
 	}
 	rev, err := x.e.store.Commit(x.ctx, c)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/queue/memqueue"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -34,7 +33,7 @@ func TestOutputThatIsNotJSONIsAProtocolFailureNamingTheCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "garbage", Version: m.Version, Size: int64(m.Size), Activities: []string{"run"}}); err != nil {
+	if _, err := st.PutPlugin(ctx, weft.PluginRecord{Name: "garbage", Version: m.Version, Size: int64(m.Size), Activities: []string{"run"}}); err != nil {
 		t.Fatal(err)
 	}
 	e, err := engine.New(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond}, st, local.New(local.Config{}), memqueue.New(10), rt)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -28,7 +28,7 @@ type parsedGrants struct {
 // grants returns what is granted to plugin now: nil when nothing is.
 func (e *Engine) grants(ctx context.Context, plugin string) (*grant.Set, error) {
 	g, err := e.store.GetGrants(ctx, plugin)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/internal/queue/memqueue"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -28,7 +27,7 @@ func TestHeartbeatTimeoutResumesFromLastDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: []string{"work"}}); err != nil {
+	if _, err := st.PutPlugin(ctx, weft.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: []string{"work"}}); err != nil {
 		t.Fatal(err)
 	}
 	e, err := engine.New(engine.Config{

@@ -6,7 +6,6 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/runner"
-	"github.com/weftworks/weft/internal/store"
 )
 
 // The pure half of the inbox: what a message means to the execution that
@@ -57,29 +56,29 @@ type inboxEntry struct {
 // whose reason does not decode still cancels, with the raw payload as the
 // reason. A stimulus or a note that does not decode, or a kind this
 // version does not know, is an error: the message stays in the inbox.
-func decodeMessage(m store.Message) (inboxEntry, error) {
+func decodeMessage(m weft.Message) (inboxEntry, error) {
 	switch m.Kind {
-	case store.MessageStimulus:
+	case weft.MessageStimulus:
 		payload, err := decodeAny(m.Payload)
 		if err != nil {
 			return inboxEntry{}, fmt.Errorf("inbox message %s: the stimulus payload: %w", m.ID, err)
 		}
 		return inboxEntry{input: runner.StimulusDelivered{Token: m.Token, Payload: payload}}, nil
-	case store.MessageChild:
+	case weft.MessageChild:
 		return inboxEntry{input: childInput(m)}, nil
-	case store.MessageCancel:
+	case weft.MessageCancel:
 		var reason string
 		if err := json.Unmarshal(m.Payload, &reason); err != nil {
 			reason = string(m.Payload)
 		}
 		return inboxEntry{input: runner.Cancel{Reason: reason}}, nil
-	case store.MessageRetry:
+	case weft.MessageRetry:
 		var r retryRequest
 		if err := json.Unmarshal(m.Payload, &r); err != nil {
 			r.Reason = string(m.Payload)
 		}
 		return inboxEntry{input: runner.Retry{Reason: r.Reason}}, nil
-	case store.MessageNote:
+	case weft.MessageNote:
 		var n lateNote
 		if err := json.Unmarshal(m.Payload, &n); err != nil {
 			return inboxEntry{}, fmt.Errorf("inbox message %s: the note: %w", m.ID, err)
@@ -90,7 +89,7 @@ func decodeMessage(m store.Message) (inboxEntry, error) {
 }
 
 // childInput is the runner's input for a child's end.
-func childInput(m store.Message) runner.Input {
+func childInput(m weft.Message) runner.Input {
 	corrupt := func(err error) runner.Input {
 		return runner.ChildFailed{Token: m.Token, Failure: weft.Failure{Code: CodeCorruptMessage,
 			Message: fmt.Sprintf("the end of the child (inbox message %s) could not be read: %v", m.ID, err)}}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/runner"
-	"github.com/weftworks/weft/internal/store"
 )
 
 // TestDecodeMessage: each kind of inbox message becomes the runner input or
@@ -17,12 +16,12 @@ import (
 // with a code or an error, never an empty failure.
 func TestDecodeMessage(t *testing.T) {
 	t.Parallel()
-	msg := func(kind store.MessageKind, payload string) store.Message {
-		return store.Message{ID: "m1", Kind: kind, Token: "t1", Payload: json.RawMessage(payload)}
+	msg := func(kind weft.MessageKind, payload string) weft.Message {
+		return weft.Message{ID: "m1", Kind: kind, Token: "t1", Payload: json.RawMessage(payload)}
 	}
 	tests := []struct {
 		name    string
-		m       store.Message
+		m       weft.Message
 		input   runner.Input
 		note    *weft.HistoryEntry
 		wantErr string
@@ -30,21 +29,21 @@ func TestDecodeMessage(t *testing.T) {
 		// part of its message.
 		failCode, failMessage string
 	}{
-		{name: "stimulus", m: msg(store.MessageStimulus, `{"ok":true}`), input: runner.StimulusDelivered{Token: "t1", Payload: map[string]any{"ok": true}}},
-		{name: "stimulus without a payload", m: msg(store.MessageStimulus, ``), input: runner.StimulusDelivered{Token: "t1"}},
-		{name: "stimulus not JSON", m: msg(store.MessageStimulus, `{`), wantErr: "inbox message m1: the stimulus payload"},
-		{name: "child completed", m: msg(store.MessageChild, `{"id":"c1","status":"completed","output":[1]}`), input: runner.ChildCompleted{Token: "t1", Output: []any{1.0}}},
-		{name: "child failed", m: msg(store.MessageChild, `{"id":"c1","status":"failed","error":{"code":"declined","message":"card declined"}}`), failCode: "declined", failMessage: "card declined"},
-		{name: "child failed without an error", m: msg(store.MessageChild, `{"id":"c1","status":"failed"}`), failCode: "failed", failMessage: "child c1 failed"},
-		{name: "child cancelled", m: msg(store.MessageChild, `{"id":"c1","status":"cancelled","error":{"code":"cancelled","message":"by ops"}}`), failCode: "cancelled", failMessage: "child c1 cancelled: by ops"},
-		{name: "child end not an object", m: msg(store.MessageChild, `"done"`), failCode: CodeCorruptMessage, failMessage: "inbox message m1"},
-		{name: "child output not JSON", m: msg(store.MessageChild, `{"id":"c1","status":"completed","output":{"a":}}`), failCode: CodeCorruptMessage},
-		{name: "child end without a status", m: msg(store.MessageChild, `{"id":"c1"}`), failCode: CodeCorruptMessage, failMessage: `status ""`},
-		{name: "cancel", m: msg(store.MessageCancel, `"by ops"`), input: runner.Cancel{Reason: "by ops"}},
-		{name: "cancel with a reason not a string", m: msg(store.MessageCancel, `42`), input: runner.Cancel{Reason: "42"}},
-		{name: "note", m: msg(store.MessageNote, `{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`),
+		{name: "stimulus", m: msg(weft.MessageStimulus, `{"ok":true}`), input: runner.StimulusDelivered{Token: "t1", Payload: map[string]any{"ok": true}}},
+		{name: "stimulus without a payload", m: msg(weft.MessageStimulus, ``), input: runner.StimulusDelivered{Token: "t1"}},
+		{name: "stimulus not JSON", m: msg(weft.MessageStimulus, `{`), wantErr: "inbox message m1: the stimulus payload"},
+		{name: "child completed", m: msg(weft.MessageChild, `{"id":"c1","status":"completed","output":[1]}`), input: runner.ChildCompleted{Token: "t1", Output: []any{1.0}}},
+		{name: "child failed", m: msg(weft.MessageChild, `{"id":"c1","status":"failed","error":{"code":"declined","message":"card declined"}}`), failCode: "declined", failMessage: "card declined"},
+		{name: "child failed without an error", m: msg(weft.MessageChild, `{"id":"c1","status":"failed"}`), failCode: "failed", failMessage: "child c1 failed"},
+		{name: "child cancelled", m: msg(weft.MessageChild, `{"id":"c1","status":"cancelled","error":{"code":"cancelled","message":"by ops"}}`), failCode: "cancelled", failMessage: "child c1 cancelled: by ops"},
+		{name: "child end not an object", m: msg(weft.MessageChild, `"done"`), failCode: CodeCorruptMessage, failMessage: "inbox message m1"},
+		{name: "child output not JSON", m: msg(weft.MessageChild, `{"id":"c1","status":"completed","output":{"a":}}`), failCode: CodeCorruptMessage},
+		{name: "child end without a status", m: msg(weft.MessageChild, `{"id":"c1"}`), failCode: CodeCorruptMessage, failMessage: `status ""`},
+		{name: "cancel", m: msg(weft.MessageCancel, `"by ops"`), input: runner.Cancel{Reason: "by ops"}},
+		{name: "cancel with a reason not a string", m: msg(weft.MessageCancel, `42`), input: runner.Cancel{Reason: "42"}},
+		{name: "note", m: msg(weft.MessageNote, `{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`),
 			note: &weft.HistoryEntry{Type: "late_completion_refused", StepPath: "a", Attempt: 2, Node: "n2", Data: json.RawMessage(`{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`)}},
-		{name: "note not an object", m: msg(store.MessageNote, `[]`), wantErr: "inbox message m1: the note"},
+		{name: "note not an object", m: msg(weft.MessageNote, `[]`), wantErr: "inbox message m1: the note"},
 		{name: "unknown kind", m: msg("telegram", `{}`), wantErr: `unknown kind "telegram"`},
 	}
 	for _, tt := range tests {
@@ -98,7 +97,7 @@ func TestLateNoteLogs(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := decodeMessage(store.Message{ID: "late:1", Kind: store.MessageNote, Payload: json.RawMessage(tt.payload)})
+			got, err := decodeMessage(weft.Message{ID: "late:1", Kind: weft.MessageNote, Payload: json.RawMessage(tt.payload)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,7 +44,7 @@ func newCluster(t *testing.T) *cluster {
 	for _, a := range m.Activities {
 		acts = append(acts, a.Name)
 	}
-	if _, err := st.PutPlugin(context.Background(), store.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: acts}); err != nil {
+	if _, err := st.PutPlugin(context.Background(), weft.PluginRecord{Name: "kit", Version: m.Version, Size: int64(m.Size), Activities: acts}); err != nil {
 		t.Fatal(err)
 	}
 	return &cluster{t: t, store: st, rt: rt}
@@ -367,7 +367,7 @@ output: "${ vars.review.by }"
 		t.Fatalf("bookmarks %+v, %v", bms, err)
 	}
 	// What Signal writes, without the push that would follow it.
-	if _, err := c.store.Deliver(ctx, nil, []store.Message{{InstanceID: inst.ID, ID: "stimulus:lost:" + bms[0].Token, Kind: "stimulus",
+	if _, err := c.store.Deliver(ctx, nil, []weft.Message{{InstanceID: inst.ID, ID: "stimulus:lost:" + bms[0].Token, Kind: "stimulus",
 		Token: bms[0].Token, Payload: json.RawMessage(`{"by":"ada"}`)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
 )
 
@@ -30,12 +31,12 @@ type RefreshResult struct {
 
 // RefreshedFile is one definition file of a refresh.
 type RefreshedFile struct {
-	File     string               `json:"file"`
-	Name     string               `json:"name,omitempty"`
-	Version  int                  `json:"version,omitempty"`
-	Created  bool                 `json:"created"`
-	Problems []definition.Problem `json:"problems,omitempty"`
-	Error    string               `json:"error,omitempty"`
+	File     string                   `json:"file"`
+	Name     string                   `json:"name,omitempty"`
+	Version  int                      `json:"version,omitempty"`
+	Created  bool                     `json:"created"`
+	Problems []weft.DefinitionProblem `json:"problems,omitempty"`
+	Error    string                   `json:"error,omitempty"`
 }
 
 // Refresh loads definitions from the files of dir (*.yaml, *.yml, *.json)
@@ -82,7 +83,7 @@ func (e *Engine) Refresh(ctx context.Context, dir string, names []string) (*Refr
 			}
 		}
 		d, created, err := e.SaveDefinition(ctx, src)
-		var ve *definition.ValidationError
+		var ve *weft.DefinitionError
 		switch {
 		case errors.As(err, &ve):
 			f.Name, f.Problems = ve.Name, ve.Problems

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
-	"github.com/weftworks/weft/internal/store"
 )
 
 // Retention: the commit that finishes an instance stamps it with the time
@@ -97,7 +97,7 @@ func (e *Engine) expire(ctx context.Context, id string, now time.Time) (bool, er
 	defer lease.Release(context.WithoutCancel(ctx))
 	inst, err := e.store.GetInstance(ctx, id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		return false, nil // deleted meanwhile
 	case err != nil:
 		return false, err
@@ -110,7 +110,7 @@ func (e *Engine) expire(ctx context.Context, id string, now time.Time) (bool, er
 		return false, err
 	}
 	err = e.store.DeleteInstance(ctx, id, lease.Token())
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/plugins/call"
 )
 
@@ -106,10 +105,10 @@ func wantKept(t *testing.T, h *host, ids map[string]string, names ...string) {
 func wantGone(t *testing.T, h *host, ids map[string]string, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		if _, err := h.store.GetInstance(context.Background(), ids[name]); !errors.Is(err, store.ErrNotFound) {
+		if _, err := h.store.GetInstance(context.Background(), ids[name]); !errors.Is(err, weft.ErrNotFound) {
 			t.Errorf("%s: GetInstance = %v, want ErrNotFound", name, err)
 		}
-		if _, err := h.store.History(context.Background(), ids[name], 0, 10); !errors.Is(err, store.ErrNotFound) {
+		if _, err := h.store.History(context.Background(), ids[name], 0, 10); !errors.Is(err, weft.ErrNotFound) {
 			t.Errorf("%s: History = %v, want ErrNotFound", name, err)
 		}
 	}
@@ -195,7 +194,7 @@ func TestRetentionConfig(t *testing.T) {
 	for _, cfg := range []engine.Config{
 		{Retention: -time.Second},
 		{Retention: 101 * 365 * 24 * time.Hour},
-		{RetentionBatch: store.MaxListLimit + 1},
+		{RetentionBatch: weft.MaxListLimit + 1},
 		{RetentionBatch: -1},
 		{RetentionInterval: -time.Second},
 	} {
@@ -341,8 +340,8 @@ func TestStaleRetryIsIgnored(t *testing.T) {
 	if failed.Status != weft.StatusFailed {
 		t.Fatalf("first run: %s, want failed", failed.Status)
 	}
-	stale := store.Message{InstanceID: failed.ID, ID: "retry:stale", Kind: store.MessageRetry, Payload: json.RawMessage(`{"reason":"old","seq":99999}`)}
-	if _, err := h.store.Deliver(ctx, nil, []store.Message{stale}); err != nil {
+	stale := weft.Message{InstanceID: failed.ID, ID: "retry:stale", Kind: weft.MessageRetry, Payload: json.RawMessage(`{"reason":"old","seq":99999}`)}
+	if _, err := h.store.Deliver(ctx, nil, []weft.Message{stale}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.e.Retry(ctx, failed.ID, "the service is back"); err != nil {

@@ -12,51 +12,26 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/runner"
-	"github.com/weftworks/weft/internal/store"
 )
-
-// Stimulus is an external event: it resumes the instances waiting for its
-// name and key, and starts the workflows whose triggers name it.
-type Stimulus struct {
-	// ID makes the stimulus idempotent; empty gets a random one.
-	ID      string
-	Name    string
-	Key     string
-	Payload any
-}
-
-// Outcome is what a stimulus did.
-type Outcome struct {
-	ID      string   `json:"id"`
-	Resumed []string `json:"resumed"`
-	Started []string `json:"started"`
-	// Queued is true when nothing waited for it and nothing started: it
-	// waits, until its TTL, for a bookmark to appear.
-	Queued bool `json:"queued"`
-	// Warning, when set, says that no saved workflow waits for or is
-	// triggered by the stimulus's name: a typo, as a rule, which would
-	// otherwise only show as a dead letter when the TTL ends.
-	Warning string `json:"warning,omitempty"`
-}
 
 // Signal delivers a stimulus and returns once what it did is durable. A
 // stimulus that was seen before (same ID) does nothing again and returns
 // the first outcome. An instance that is busy gets the stimulus in its inbox
 // and applies it when it is free: Signal never waits for an instance.
-func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
+func (e *Engine) Signal(ctx context.Context, s weft.Event) (*weft.SignalOutcome, error) {
 	if s.ID == "" {
 		s.ID = newID(e.cfg.Now())
 	}
 	if old, err := e.store.GetStimulus(ctx, s.ID); err == nil {
 		return outcomeOf(old)
-	} else if !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, weft.ErrNotFound) {
 		return nil, err
 	}
 	payload, err := json.Marshal(s.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("engine: stimulus %s payload: %w", s.ID, err)
 	}
-	out := &Outcome{ID: s.ID, Resumed: []string{}, Started: []string{}}
+	out := &weft.SignalOutcome{ID: s.ID, Resumed: []string{}, Started: []string{}}
 
 	// Triggers first, with ids derived from the stimulus: a retried signal
 	// starts the same instances, which the store's idempotent create
@@ -111,9 +86,9 @@ func (e *Engine) Signal(ctx context.Context, s Stimulus) (*Outcome, error) {
 		}
 		return out, nil
 	}
-	var msgs []store.Message
+	var msgs []weft.Message
 	for _, b := range bms {
-		msgs = append(msgs, store.Message{InstanceID: b.InstanceID, ID: "stimulus:" + s.ID + ":" + b.Token, Kind: store.MessageStimulus, Token: b.Token, Payload: payload})
+		msgs = append(msgs, weft.Message{InstanceID: b.InstanceID, ID: "stimulus:" + s.ID + ":" + b.Token, Kind: weft.MessageStimulus, Token: b.Token, Payload: payload})
 		out.Resumed = append(out.Resumed, b.InstanceID)
 	}
 	rec.Outcome, _ = json.Marshal(out)
@@ -141,12 +116,12 @@ func queuedOutcome(s weft.Stimulus) json.RawMessage {
 	if len(s.Outcome) > 0 {
 		return s.Outcome
 	}
-	out, _ := json.Marshal(Outcome{ID: s.ID, Resumed: []string{}, Started: []string{}, Queued: true})
+	out, _ := json.Marshal(weft.SignalOutcome{ID: s.ID, Resumed: []string{}, Started: []string{}, Queued: true})
 	return out
 }
 
-func outcomeOf(s *weft.Stimulus) (*Outcome, error) {
-	var out Outcome
+func outcomeOf(s *weft.Stimulus) (*weft.SignalOutcome, error) {
+	var out weft.SignalOutcome
 	if len(s.Outcome) > 0 {
 		if err := json.Unmarshal(s.Outcome, &out); err != nil {
 			return nil, fmt.Errorf("engine: stimulus %s: stored outcome: %w", s.ID, err)
@@ -170,7 +145,7 @@ func outcomeOf(s *weft.Stimulus) (*Outcome, error) {
 // stimulus, with its payload (as JSON) as input. It also reports whether
 // the latest version of any saved workflow names the stimulus at all, in a
 // trigger or in a wait.
-func (e *Engine) trigger(ctx context.Context, s Stimulus, payload json.RawMessage) (started []string, heard bool, err error) {
+func (e *Engine) trigger(ctx context.Context, s weft.Event, payload json.RawMessage) (started []string, heard bool, err error) {
 	started = []string{}
 	for cursor := ""; ; {
 		defs, next, err := e.store.ListDefinitions(ctx, cursor, 100)
@@ -222,7 +197,7 @@ func (e *Engine) WaitedEvents(ctx context.Context) ([]string, error) {
 		}
 		for _, d := range defs {
 			versions, err := e.store.ListDefinitionVersions(ctx, d.Name)
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, weft.ErrNotFound) {
 				continue // deleted since listed
 			}
 			if err != nil {
@@ -231,7 +206,7 @@ func (e *Engine) WaitedEvents(ctx context.Context) ([]string, error) {
 			for _, v := range versions {
 				// Compiled programs are cached: a second look reads nothing.
 				prog, err := e.program(ctx, d.Name, v.Version)
-				if errors.Is(err, store.ErrNotFound) {
+				if errors.Is(err, weft.ErrNotFound) {
 					continue
 				}
 				if err != nil {
@@ -258,7 +233,7 @@ func (e *Engine) WaitedEvents(ctx context.Context) ([]string, error) {
 // runtime's grace period; timers, bookmarks and children are cancelled.
 //
 // It returns the instance as it was before the cancellation applied; an
-// error matching store.ErrNotFound for no such instance, and a
+// error matching weft.ErrNotFound for no such instance, and a
 // *weft.FinishedError (matching weft.ErrFinished) for one that has
 // finished already.
 func (e *Engine) Cancel(ctx context.Context, id, reason string) (*weft.Instance, error) {
@@ -273,7 +248,7 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) (*weft.Instance,
 	if err != nil {
 		return nil, fmt.Errorf("engine: cancel of instance %s: reason: %w", id, err)
 	}
-	if _, err := e.store.Deliver(ctx, nil, []store.Message{{InstanceID: id, ID: "cancel", Kind: store.MessageCancel, Payload: payload}}); err != nil {
+	if _, err := e.store.Deliver(ctx, nil, []weft.Message{{InstanceID: id, ID: "cancel", Kind: weft.MessageCancel, Payload: payload}}); err != nil {
 		return nil, err
 	}
 	e.notify(ctx, id, "cancel")
@@ -327,14 +302,6 @@ func (e *Engine) DeadLetters(ctx context.Context, cursor string, limit int) ([]w
 	return e.store.DeadLetters(ctx, cursor, limit)
 }
 
-// ErrNotFailed is returned by Retry for an instance that has not failed.
-var ErrNotFailed = errors.New("not failed")
-
-// ErrNotRetryable is returned by Retry for an instance that failed before
-// its first step or after its last (its input did not decode, its output
-// expression failed): run again, it would fail the same way.
-var ErrNotRetryable = errors.New("not retryable")
-
 // retryRequest is the payload of a retry message: the reason, and which
 // failure it retries, so that a retry that arrives after the instance ran
 // again, and failed again, does not retry the new failure unasked. A
@@ -351,7 +318,7 @@ type retryRequest struct {
 // so that the next execution applies it; the history records it as
 // instance_retried. It returns ErrNotFound for no such instance, an error
 // matching ErrNotFailed for one that has not failed, and one matching
-// store.ErrNotFound when a plugin version it is pinned to was deleted
+// weft.ErrNotFound when a plugin version it is pinned to was deleted
 // since it failed (the retry could not run it). Two retries of one
 // failure are one.
 func (e *Engine) Retry(ctx context.Context, id, reason string) error {
@@ -360,27 +327,27 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 		return err
 	}
 	if inst.Status != weft.StatusFailed {
-		return fmt.Errorf("engine: instance %s is %s: %w", id, inst.Status, ErrNotFailed)
+		return fmt.Errorf("engine: instance %s is %s: %w", id, inst.Status, weft.ErrNotFailed)
 	}
 	if inst.Error == nil || inst.Error.Step == "" {
 		code := ""
 		if inst.Error != nil {
 			code = inst.Error.Code
 		}
-		return fmt.Errorf("engine: instance %s failed outside its steps (%s): %w", id, code, ErrNotRetryable)
+		return fmt.Errorf("engine: instance %s failed outside its steps (%s): %w", id, code, weft.ErrNotRetryable)
 	}
-	if _, err := e.store.GetDefinition(ctx, inst.Workflow, inst.Version); errors.Is(err, store.ErrNotFound) {
+	if _, err := e.store.GetDefinition(ctx, inst.Workflow, inst.Version); errors.Is(err, weft.ErrNotFound) {
 		return fmt.Errorf("engine: instance %s cannot be retried: its workflow %s version %d was deleted: %w", id, inst.Workflow, inst.Version, err)
 	} else if err != nil {
 		return err
 	}
 	for name, version := range inst.Plugins {
 		p, err := e.store.GetPlugin(ctx, name)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, weft.ErrNotFound) {
 			return err
 		}
-		if p == nil || !slices.ContainsFunc(p.Versions, func(r store.PluginRecord) bool { return r.Version == version }) {
-			return fmt.Errorf("engine: instance %s cannot be retried: it runs plugin %s version %s, which was deleted: %w", id, name, version, store.ErrNotFound)
+		if p == nil || !slices.ContainsFunc(p.Versions, func(r weft.PluginRecord) bool { return r.Version == version }) {
+			return fmt.Errorf("engine: instance %s cannot be retried: it runs plugin %s version %s, which was deleted: %w", id, name, version, weft.ErrNotFound)
 		}
 	}
 	seq, err := stateSeq(inst)
@@ -392,8 +359,8 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 		return err
 	}
 	// One message per failure: a retry sent twice is applied once.
-	msg := store.Message{InstanceID: id, ID: "retry:" + strconv.FormatUint(seq, 10), Kind: store.MessageRetry, Payload: payload}
-	if _, err := e.store.Deliver(ctx, nil, []store.Message{msg}); err != nil {
+	msg := weft.Message{InstanceID: id, ID: "retry:" + strconv.FormatUint(seq, 10), Kind: weft.MessageRetry, Payload: payload}
+	if _, err := e.store.Deliver(ctx, nil, []weft.Message{msg}); err != nil {
 		return err
 	}
 	e.push(ctx, id, "retry")
@@ -401,8 +368,8 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 }
 
 // retryIn reports whether msgs hold a retry of inst's failure.
-func retryIn(inst *weft.Instance, msgs []store.Message) bool {
-	isRetry := func(m store.Message) bool { return m.Kind == store.MessageRetry }
+func retryIn(inst *weft.Instance, msgs []weft.Message) bool {
+	isRetry := func(m weft.Message) bool { return m.Kind == weft.MessageRetry }
 	if inst.Status != weft.StatusFailed || !slices.ContainsFunc(msgs, isRetry) {
 		return false // the state is decoded only when a retry is there
 	}
@@ -410,7 +377,7 @@ func retryIn(inst *weft.Instance, msgs []store.Message) bool {
 	if err != nil {
 		return false // the execution would fail on it too; settle instead
 	}
-	return slices.ContainsFunc(msgs, func(m store.Message) bool {
+	return slices.ContainsFunc(msgs, func(m weft.Message) bool {
 		return isRetry(m) && retrySeq(m) == seq
 	})
 }
@@ -426,7 +393,7 @@ func stateSeq(inst *weft.Instance) (uint64, error) {
 
 // retrySeq is the failure a retry message retries (see retryRequest); 0
 // for a payload that does not say.
-func retrySeq(m store.Message) uint64 {
+func retrySeq(m weft.Message) uint64 {
 	var r retryRequest
 	if json.Unmarshal(m.Payload, &r) != nil {
 		return 0

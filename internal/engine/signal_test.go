@@ -52,7 +52,7 @@ func TestStimulusResumesWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitStatus(inst.ID, weft.StatusSuspended)
-	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "s1", Name: "order.approved", Key: "o-42", Payload: map[string]any{"by": "ada"}})
+	out, err := h.e.Signal(ctx, weft.Event{ID: "s1", Name: "order.approved", Key: "o-42", Payload: map[string]any{"by": "ada"}})
 	if err != nil || len(out.Resumed) != 1 || out.Resumed[0] != inst.ID || out.Queued {
 		t.Fatalf("Signal: %+v, %v; want the instance resumed", out, err)
 	}
@@ -69,7 +69,7 @@ func TestStimulusResumesWait(t *testing.T) {
 		t.Errorf("FindBookmarks after completion: %+v, %v; want none", bms, err)
 	}
 	// The same stimulus again does nothing and says what it did.
-	again, err := h.e.Signal(ctx, engine.Stimulus{ID: "s1", Name: "order.approved", Key: "o-42", Payload: "ignored"})
+	again, err := h.e.Signal(ctx, weft.Event{ID: "s1", Name: "order.approved", Key: "o-42", Payload: "ignored"})
 	if err != nil || len(again.Resumed) != 1 || again.Resumed[0] != inst.ID {
 		t.Fatalf("repeated Signal: %+v, %v; want the first outcome", again, err)
 	}
@@ -83,12 +83,12 @@ func TestStimulusBeforeItsBookmarkIsQueuedThenDelivered(t *testing.T) {
 	h := newHost(t)
 	h.save(approvalFlow)
 	ctx := context.Background()
-	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "early", Name: "order.approved", Key: "o-7", Payload: map[string]any{"by": "grace"}})
+	out, err := h.e.Signal(ctx, weft.Event{ID: "early", Name: "order.approved", Key: "o-7", Payload: map[string]any{"by": "grace"}})
 	if err != nil || !out.Queued || len(out.Resumed) != 0 {
 		t.Fatalf("Signal with no bookmark: %+v, %v; want queued", out, err)
 	}
 	// Sent again while queued, it answers the same, lists and all.
-	again, err := h.e.Signal(ctx, engine.Stimulus{ID: "early", Name: "order.approved", Key: "o-7", Payload: "ignored"})
+	again, err := h.e.Signal(ctx, weft.Event{ID: "early", Name: "order.approved", Key: "o-7", Payload: "ignored"})
 	if err != nil || !again.Queued || again.Resumed == nil || len(again.Resumed) != 0 || again.Started == nil {
 		t.Fatalf("repeated Signal while queued: %+v, %v; want the first answer, queued", again, err)
 	}
@@ -105,7 +105,7 @@ func TestStimulusBeforeItsBookmarkIsQueuedThenDelivered(t *testing.T) {
 	}
 	// Sent again after its delivery, it answers what it did the first
 	// time (docs/http-api.md, "Idempotency"): it was queued.
-	again, err = h.e.Signal(ctx, engine.Stimulus{ID: "early", Name: "order.approved", Key: "o-7", Payload: "ignored"})
+	again, err = h.e.Signal(ctx, weft.Event{ID: "early", Name: "order.approved", Key: "o-7", Payload: "ignored"})
 	if err != nil || !again.Queued || len(again.Resumed) != 0 || again.Resumed == nil || again.Started == nil {
 		t.Fatalf("repeated Signal after the delivery: %+v, %v; want the first answer, queued", again, err)
 	}
@@ -121,7 +121,7 @@ steps: [ { id: up, activity: kit.upper, input: { text: "${ input.item }" }, outp
 output: "${ vars.up.text }"
 `)
 	ctx := context.Background()
-	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "t1", Name: "order.created", Payload: map[string]any{"item": "tea"}})
+	out, err := h.e.Signal(ctx, weft.Event{ID: "t1", Name: "order.created", Payload: map[string]any{"item": "tea"}})
 	if err != nil || len(out.Started) != 1 || out.Queued {
 		t.Fatalf("Signal: %+v, %v; want one started", out, err)
 	}
@@ -129,7 +129,7 @@ output: "${ vars.up.text }"
 	if string(done.Output) != `"TEA"` {
 		t.Fatalf("output %s", done.Output)
 	}
-	again, err := h.e.Signal(ctx, engine.Stimulus{ID: "t1", Name: "order.created", Payload: map[string]any{"item": "tea"}})
+	again, err := h.e.Signal(ctx, weft.Event{ID: "t1", Name: "order.created", Payload: map[string]any{"item": "tea"}})
 	if err != nil || len(again.Started) != 1 || again.Started[0] != out.Started[0] {
 		t.Fatalf("repeated Signal: %+v, %v; want the same instance, not a second", again, err)
 	}
@@ -228,7 +228,7 @@ func TestUnclaimedStimulusGoesToDeadLetters(t *testing.T) {
 	t.Parallel()
 	h := newHost(t, withConfig(engine.Config{NodeID: "n1", StimulusTTL: 50 * time.Millisecond, StimulusInterval: 10 * time.Millisecond}))
 	ctx := context.Background()
-	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "lonely", Name: "nobody.waits", Key: "k"})
+	out, err := h.e.Signal(ctx, weft.Event{ID: "lonely", Name: "nobody.waits", Key: "k"})
 	if err != nil || !out.Queued {
 		t.Fatalf("Signal: %+v, %v", out, err)
 	}
@@ -281,7 +281,7 @@ steps:
 output: "${ vars.got }"
 `)
 	ctx := context.Background()
-	out, err := h.e.Signal(ctx, engine.Stimulus{ID: "early-go", Name: "go", Key: "k", Payload: "yes"})
+	out, err := h.e.Signal(ctx, weft.Event{ID: "early-go", Name: "go", Key: "k", Payload: "yes"})
 	if err != nil || !out.Queued {
 		t.Fatalf("Signal: %+v, %v", out, err)
 	}
@@ -328,7 +328,7 @@ steps:
 output: "${ vars.got }"
 `)
 	ctx := context.Background()
-	if out, err := h.e.Signal(ctx, engine.Stimulus{ID: "early-go2", Name: "go2", Key: "k", Payload: "yes"}); err != nil || !out.Queued {
+	if out, err := h.e.Signal(ctx, weft.Event{ID: "early-go2", Name: "go2", Key: "k", Payload: "yes"}); err != nil || !out.Queued {
 		t.Fatalf("Signal: %+v, %v", out, err)
 	}
 	inst := h.finish("early2", nil)

@@ -12,29 +12,14 @@ import (
 	"github.com/weftworks/weft/internal/store"
 )
 
-// SnapshotFormat versions the snapshot Export writes and Import reads.
-const SnapshotFormat = 1
-
-// Snapshot is an instance exported whole: its record, the runner's state,
-// its bookmarks, timers and inbox; enough to recreate it on another host
-// (or the same one, after a delete) and carry on.
-type Snapshot struct {
-	Format    int              `json:"format"`
-	Instance  weft.Instance    `json:"instance"`
-	Runner    json.RawMessage  `json:"runner"`
-	Bookmarks []store.Bookmark `json:"bookmarks"`
-	Timers    []store.Timer    `json:"timers"`
-	Inbox     []store.Message  `json:"inbox"`
-}
-
 // Export returns a snapshot of an instance. Like every read, it takes no
 // lock: it reads one committed state, and never waits for a run.
-func (e *Engine) Export(ctx context.Context, id string) (*Snapshot, error) {
+func (e *Engine) Export(ctx context.Context, id string) (*weft.Snapshot, error) {
 	inst, err := e.store.GetInstance(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	st := &Snapshot{Format: SnapshotFormat, Instance: *inst, Runner: inst.State}
+	st := &weft.Snapshot{Format: weft.SnapshotFormat, Instance: *inst, Runner: inst.State}
 	st.Instance.State = nil
 	if st.Bookmarks, err = e.store.Bookmarks(ctx, id); err != nil {
 		return nil, err
@@ -59,16 +44,6 @@ type ImportOptions struct {
 	Replace bool
 }
 
-// ErrInstanceExists is returned by Import when an instance with the id
-// exists and ImportOptions.Replace was not given.
-var ErrInstanceExists = errors.New("instance exists")
-
-// ErrChildInFlight is returned by Import for a copy (ImportOptions.ID)
-// of an instance that waits for a child instance: the child reports its
-// end to the instance it was started by, never to the copy, which would
-// wait forever. It matches store.ErrInvalid.
-var ErrChildInFlight = fmt.Errorf("%w: the state waits for a child instance", store.ErrInvalid)
-
 // Import writes an exported state as an instance's state, under the
 // instance lock: the instance it was exported from, or a copy under
 // opts.ID. It creates the instance, or replaces an existing one when
@@ -83,16 +58,16 @@ var ErrChildInFlight = fmt.Errorf("%w: the state waits for a child instance", st
 // instance keeps the DeleteAfter it was exported with; one exported
 // without (by a host that kept finished instances forever) gets this
 // host's, counted from the import, as if it finished now.
-func (e *Engine) Import(ctx context.Context, s *Snapshot, opts ImportOptions) (inst *weft.Instance, created bool, err error) {
-	if s.Format != SnapshotFormat {
-		return nil, false, fmt.Errorf("engine: state format %d, this host reads %d", s.Format, SnapshotFormat)
+func (e *Engine) Import(ctx context.Context, s *weft.Snapshot, opts ImportOptions) (inst *weft.Instance, created bool, err error) {
+	if s.Format != weft.SnapshotFormat {
+		return nil, false, fmt.Errorf("engine: state format %d, this host reads %d", s.Format, weft.SnapshotFormat)
 	}
 	from, id := s.Instance.ID, opts.ID
 	if id == "" {
 		id = from
 	}
 	if id == "" {
-		return nil, false, fmt.Errorf("engine: %w: the state names no instance id, and none was given", store.ErrInvalid)
+		return nil, false, fmt.Errorf("engine: %w: the state names no instance id, and none was given", weft.ErrInvalid)
 	}
 	copied := from != "" && from != id
 	if copied {
@@ -124,19 +99,19 @@ func (e *Engine) Import(ctx context.Context, s *Snapshot, opts ImportOptions) (i
 	existed := err == nil
 	switch {
 	case existed && !opts.Replace:
-		return nil, false, fmt.Errorf("engine: %w: instance %s (%s, %s); replacing it must be asked for", ErrInstanceExists, id, cur.Workflow, cur.Status)
+		return nil, false, fmt.Errorf("engine: %w: instance %s (%s, %s); replacing it must be asked for", weft.ErrInstanceExists, id, cur.Workflow, cur.Status)
 	case existed:
 		in.Rev = cur.Rev
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, weft.ErrNotFound):
 		return nil, false, err
 	}
 	bookmarks := slices.Clone(s.Bookmarks)
 	if bookmarks == nil {
-		bookmarks = []store.Bookmark{}
+		bookmarks = []weft.Bookmark{}
 	}
 	timers := slices.Clone(s.Timers)
 	if timers == nil {
-		timers = []store.Timer{}
+		timers = []weft.Timer{}
 	}
 	inbox := slices.Clone(s.Inbox)
 	imported := weft.HistoryEntry{Type: weft.HistoryInstanceImported, Node: e.cfg.NodeID}
@@ -158,9 +133,9 @@ func (e *Engine) Import(ctx context.Context, s *Snapshot, opts ImportOptions) (i
 	if _, err := e.store.Commit(ctx, store.Commit{
 		Instance: &in, Fence: lease.Token(), Bookmarks: bookmarks, Timers: timers, Send: inbox,
 		History: []weft.HistoryEntry{imported},
-	}); errors.Is(err, store.ErrExists) {
+	}); errors.Is(err, weft.ErrExists) {
 		// Started with this id since the read: Start takes no lock.
-		return nil, false, fmt.Errorf("engine: %w: instance %s was created meanwhile; replacing it must be asked for", ErrInstanceExists, id)
+		return nil, false, fmt.Errorf("engine: %w: instance %s was created meanwhile; replacing it must be asked for", weft.ErrInstanceExists, id)
 	} else if err != nil {
 		return nil, false, fmt.Errorf("engine: importing instance %s: %w", id, err)
 	}
@@ -175,17 +150,17 @@ func (e *Engine) Import(ctx context.Context, s *Snapshot, opts ImportOptions) (i
 
 // childrenFinished returns ErrChildInFlight, naming the child, when s
 // waits for a child instance whose end is not in its inbox.
-func childrenFinished(s *Snapshot) error {
+func childrenFinished(s *weft.Snapshot) error {
 	if len(s.Runner) == 0 {
 		return nil
 	}
 	var st runner.State
 	if err := json.Unmarshal(s.Runner, &st); err != nil {
-		return fmt.Errorf("%w: the runner state does not decode: %w", store.ErrInvalid, err)
+		return fmt.Errorf("%w: the runner state does not decode: %w", weft.ErrInvalid, err)
 	}
 	ended := map[string]bool{}
 	for _, m := range s.Inbox {
-		if m.Kind == store.MessageChild {
+		if m.Kind == weft.MessageChild {
 			ended[m.Token] = true
 		}
 	}
@@ -205,7 +180,7 @@ func childrenFinished(s *Snapshot) error {
 		return ""
 	}
 	if t := waiting(st.Root); t != "" {
-		return fmt.Errorf("%w (%s, which reports its end to %s alone): import it under its own id, or once the child has ended", ErrChildInFlight, runner.ChildID(s.Instance.ID, t), s.Instance.ID)
+		return fmt.Errorf("%w (%s, which reports its end to %s alone): import it under its own id, or once the child has ended", weft.ErrChildInFlight, runner.ChildID(s.Instance.ID, t), s.Instance.ID)
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
-	"github.com/weftworks/weft/internal/store"
 )
 
 func TestExportImportRoundTrip(t *testing.T) {
@@ -37,10 +36,10 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if err := h.e.Delete(ctx, inst.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.GetInstance(ctx, inst.ID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.store.GetInstance(ctx, inst.ID); !errors.Is(err, weft.ErrNotFound) {
 		t.Fatalf("after Delete: %v, want ErrNotFound", err)
 	}
-	var back engine.Snapshot
+	var back weft.Snapshot
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +54,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 		t.Fatalf("imported %s %s", imported.ID, imported.Status)
 	}
 	// It carries on where it was: waiting for its approval.
-	if _, err := h.e.Signal(ctx, engine.Stimulus{Name: "order.approved", Key: "x-1", Payload: map[string]any{"by": "imported"}}); err != nil {
+	if _, err := h.e.Signal(ctx, weft.Event{Name: "order.approved", Key: "x-1", Payload: map[string]any{"by": "imported"}}); err != nil {
 		t.Fatal(err)
 	}
 	done := h.waitStatus(inst.ID, weft.StatusCompleted)
@@ -67,7 +66,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 func TestImportRefusesUnknownFormat(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	if _, _, err := h.e.Import(context.Background(), &engine.Snapshot{Format: 99}, engine.ImportOptions{}); err == nil {
+	if _, _, err := h.e.Import(context.Background(), &weft.Snapshot{Format: 99}, engine.ImportOptions{}); err == nil {
 		t.Fatal("imported a state of format 99")
 	}
 }
@@ -92,7 +91,7 @@ func TestImportUnderAnotherIDCopiesTheInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, _, err := h.e.Import(ctx, exported, engine.ImportOptions{}); !errors.Is(err, engine.ErrInstanceExists) || !strings.Contains(err.Error(), "order-1") {
+	if _, _, err := h.e.Import(ctx, exported, engine.ImportOptions{}); !errors.Is(err, weft.ErrInstanceExists) || !strings.Contains(err.Error(), "order-1") {
 		t.Fatalf("Import over order-1 without Replace: %v, want ErrInstanceExists naming it", err)
 	}
 	copied, created, err := h.e.Import(ctx, exported, engine.ImportOptions{ID: "order-2"})
@@ -124,7 +123,7 @@ func TestImportUnderAnotherIDCopiesTheInstance(t *testing.T) {
 		t.Errorf("the copy's instance_imported says it came from %q, want order-1", from)
 	}
 
-	out, err := h.e.Signal(ctx, engine.Stimulus{Name: "order.approved", Key: "x-2", Payload: map[string]any{"by": "both"}})
+	out, err := h.e.Signal(ctx, weft.Event{Name: "order.approved", Key: "x-2", Payload: map[string]any{"by": "both"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +161,10 @@ func TestImportOfACopyWaitingForAChildIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = h.e.Import(ctx, st, engine.ImportOptions{ID: "holder-copy-2"})
-	if !errors.Is(err, engine.ErrChildInFlight) || !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), child.ID) {
+	if !errors.Is(err, weft.ErrChildInFlight) || !errors.Is(err, weft.ErrInvalid) || !strings.Contains(err.Error(), child.ID) {
 		t.Fatalf("Import of a copy waiting for %s: %v, want ErrChildInFlight naming the child", child.ID, err)
 	}
-	if _, err := h.store.GetInstance(ctx, "holder-copy-2"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.store.GetInstance(ctx, "holder-copy-2"); !errors.Is(err, weft.ErrNotFound) {
 		t.Errorf("the refused copy: %v, want none stored", err)
 	}
 	if _, _, err := h.e.Import(ctx, st, engine.ImportOptions{Replace: true}); err != nil {

@@ -112,12 +112,12 @@ func (e *Engine) create(ctx context.Context, workflow string, input json.RawMess
 	if errors.Is(err, store.ErrCatalogChanged) {
 		inst, rev, at, err = e.createFrom(ctx, workflow, input, id, parent, false)
 	}
-	if errors.Is(err, store.ErrExists) {
+	if errors.Is(err, weft.ErrExists) {
 		// Another Start with the id created it between the check above
 		// and this commit.
 		old, err := e.existing(ctx, workflow, id)
 		if old == nil && err == nil {
-			err = fmt.Errorf("engine: instance %s exists and then did not: %w", id, store.ErrNotFound)
+			err = fmt.Errorf("engine: instance %s exists and then did not: %w", id, weft.ErrNotFound)
 		}
 		return old, false, err
 	}
@@ -158,8 +158,8 @@ func (e *Engine) createFrom(ctx context.Context, workflow string, input json.Raw
 		case progErr != nil && errors.Is(err, progErr): // the definition's own error
 		case errors.As(err, &pe):
 			err = fmt.Errorf("engine: workflow %s uses plugin %s: %w", workflow, pe.Plugin, pe.Err)
-		case errors.Is(err, store.ErrNotFound):
-			err = fmt.Errorf("engine: %w %q: %w", ErrNoSuchWorkflow, workflow, err)
+		case errors.Is(err, weft.ErrNotFound):
+			err = fmt.Errorf("engine: %w %q: %w", weft.ErrNoSuchWorkflow, workflow, err)
 		default:
 			err = fmt.Errorf("engine: workflow %s: %w", workflow, err)
 		}
@@ -182,7 +182,7 @@ func (e *Engine) createFrom(ctx context.Context, workflow string, input json.Raw
 		Instance: inst, History: []weft.HistoryEntry{{Type: weft.HistoryInstanceCreated, Node: e.cfg.NodeID}},
 		Catalog: cat.Generation, At: at,
 	})
-	if err != nil && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrCatalogChanged) {
+	if err != nil && !errors.Is(err, weft.ErrExists) && !errors.Is(err, store.ErrCatalogChanged) {
 		err = fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
 	}
 	return inst, rev, at, err
@@ -194,24 +194,15 @@ func (e *Engine) createFrom(ctx context.Context, workflow string, input json.Raw
 func (e *Engine) existing(ctx context.Context, workflow, id string) (*weft.Instance, error) {
 	old, err := e.store.GetInstance(ctx, id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		return nil, nil
 	case err != nil:
 		return nil, err
 	case old.Workflow != workflow:
-		return nil, fmt.Errorf("engine: %w: instance %q belongs to workflow %q", ErrIDInUse, id, old.Workflow)
+		return nil, fmt.Errorf("engine: %w: instance %q belongs to workflow %q", weft.ErrIDInUse, id, old.Workflow)
 	}
 	return old, nil
 }
-
-// ErrIDInUse is returned by Start when the id it was given names an
-// instance of another workflow.
-var ErrIDInUse = errors.New("id in use")
-
-// ErrNoSuchWorkflow is returned by Start when no definition of the
-// workflow is saved. The error also matches store.ErrNotFound, as does
-// one for a plugin the workflow uses that is not uploaded.
-var ErrNoSuchWorkflow = errors.New("no such workflow")
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -2,25 +2,9 @@ package store
 
 import (
 	"context"
-	"time"
 
-	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
 )
-
-// PluginRecord is one version of a plugin, as stored after validation.
-type PluginRecord struct {
-	Name string `json:"name"`
-	// Version is the content hash (sha256 hex) of the module.
-	Version    string   `json:"version"`
-	Size       int64    `json:"size"`
-	Activities []string `json:"activities,omitempty"`
-	// Needs is what the version's manifest asks an operator to grant;
-	// nil when it asks nothing.
-	Needs *abi.Needs `json:"needs,omitempty"`
-	// CreatedAt is set by the store when the version becomes current.
-	CreatedAt time.Time `json:"created_at"`
-}
 
 // StartCatalog is what a start reads of the catalog (Store.ResolveStart).
 type StartCatalog struct {
@@ -28,7 +12,7 @@ type StartCatalog struct {
 	Definition *weft.Definition
 	// Plugins holds the current version of each plugin the definition
 	// uses, by name.
-	Plugins map[string]*PluginRecord
+	Plugins map[string]*weft.PluginRecord
 	// Generation, when not empty, says that the answer came from the
 	// store's cache without a check that it is still current: a create
 	// made from it carries it (Commit.Catalog), and is refused if the
@@ -41,7 +25,7 @@ type StartCatalog struct {
 // plugin uses names.
 func ResolveCurrent(ctx context.Context, s interface {
 	GetDefinition(ctx context.Context, name string, version int) (*weft.Definition, error)
-	CurrentPlugin(ctx context.Context, name string) (*PluginRecord, error)
+	CurrentPlugin(ctx context.Context, name string) (*weft.PluginRecord, error)
 }, workflow string, uses func(*weft.Definition) ([]string, error)) (*StartCatalog, error) {
 	d, err := s.GetDefinition(ctx, workflow, 0)
 	if err != nil {
@@ -51,20 +35,11 @@ func ResolveCurrent(ctx context.Context, s interface {
 	if err != nil {
 		return nil, err
 	}
-	sc := &StartCatalog{Definition: d, Plugins: make(map[string]*PluginRecord, len(names))}
+	sc := &StartCatalog{Definition: d, Plugins: make(map[string]*weft.PluginRecord, len(names))}
 	for _, name := range names {
 		if sc.Plugins[name], err = s.CurrentPlugin(ctx, name); err != nil {
 			return nil, &PluginError{Plugin: name, Err: err}
 		}
 	}
 	return sc, nil
-}
-
-// Plugin is a plugin's current version and its history.
-type Plugin struct {
-	// Current is the version new instances use.
-	Current PluginRecord `json:"current"`
-	// Versions lists every version kept, current first, then by the time
-	// each became current, newest first.
-	Versions []PluginRecord `json:"versions"`
 }

@@ -4,7 +4,10 @@
 // [Store], with two implementations: internal/store/boltstore (embedded, one
 // bbolt file) and the Redis store of the cluster mode. Both run the
 // conformance suite internal/store/storetest, which states the contract as
-// tests.
+// tests. The errors it names (ErrNotFound, ErrConflict, ErrFenced,
+// ErrExists, ErrInUse, ErrInvalid, ErrClosed, ErrUnavailable) are the
+// host's vocabulary, declared in host/weft; the ones only a store's caller
+// meets (ErrNotQueued, ErrInboxNotEmpty, ErrCatalogChanged) are here.
 //
 // # Writing an instance
 //
@@ -15,11 +18,11 @@
 //
 //   - Instance.Rev, the revision the writer read. The store sets Rev (1 on
 //     create, +1 on every Commit); a Commit whose Rev is not the stored one
-//     fails with [ErrConflict]. Rev 0 means create, and fails with
-//     [ErrExists] when the id is taken.
+//     fails with [weft.ErrConflict]. Rev 0 means create, and fails with
+//     [weft.ErrExists] when the id is taken.
 //   - Commit.Fence, the fencing token of the writer's lock on the instance
 //     (lock.Lease.Token). A Commit whose Fence is lower than the stored one
-//     fails with [ErrFenced], even if its Rev matches, and that check comes
+//     fails with [weft.ErrFenced], even if its Rev matches, and that check comes
 //     first; an equal or higher Fence is accepted and stored. A writer that
 //     lost its lock (paused past its TTL) therefore cannot overwrite what
 //     the next holder wrote (docs/architecture.md, "Locks and fencing").
@@ -100,7 +103,7 @@
 //     content equal to an older, non-latest version makes a new version.
 //   - Plugins. Commit refuses (with ErrNotFound) to pin a plugin version
 //     that is not stored when the instance is not terminal, and DeletePlugin
-//     refuses with an *InUseError while a non-terminal instance pins any
+//     refuses with an *weft.InUseError while a non-terminal instance pins any
 //     version; both checks run inside the write transaction, so no instance
 //     can start using a plugin being deleted. Re-uploading an older version
 //     makes it current again, with a new CreatedAt.
@@ -108,7 +111,7 @@
 //     CreatedAt, UpdatedAt, stimulus times and event times left zero;
 //     CreatedAt is kept when a create supplies it (state import). Times come
 //     back in UTC.
-//   - Validation. A malformed argument fails with [ErrInvalid] before
+//   - Validation. A malformed argument fails with [weft.ErrInvalid] before
 //     anything is read or written; JSON fields (Input, Output, Vars,
 //     Payload, Data…) must be valid JSON and come back compacted.
 //   - Context. Every method returns ctx.Err() for a context that is already

@@ -3,27 +3,13 @@ package store
 import (
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Sentinels that classify store errors; match them with errors.Is. Errors
 // from a Store wrap at most one of them, or the caller's ctx.Err().
 var (
-	// ErrNotFound: no record with that id or name (instance, definition,
-	// definition version, plugin, plugin version).
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: a compare-and-set failed because the revision the
-	// writer read is no longer the stored one. Re-read and decide again.
-	ErrConflict = errors.New("stale revision")
-	// ErrFenced: the writer's fencing token is lower than the one stored
-	// with the instance: another holder of the instance's lock wrote since.
-	// The writer has lost its lock and must stop writing.
-	ErrFenced = errors.New("fenced: lower fencing token than the stored one")
-	// ErrExists: a create found a record with that id already stored.
-	ErrExists = errors.New("already exists")
-	// ErrInUse: a plugin cannot be deleted because a non-terminal instance
-	// pins one of its versions; see *InUseError.
-	ErrInUse = errors.New("in use")
 	// ErrNotQueued: a commit tried to consume a stimulus that is not
 	// queued: unknown, already delivered, expired or dead-lettered.
 	ErrNotQueued = errors.New("stimulus not queued")
@@ -34,17 +20,6 @@ var (
 	// ErrCatalogChanged: a create read its definition and plugins from a
 	// catalog that has changed since (Commit.Catalog): read them again.
 	ErrCatalogChanged = errors.New("catalog changed since it was read")
-	// ErrInvalid: an argument was refused before anything was read or
-	// written (empty id, unknown status, bad cursor, …). The message says
-	// which field.
-	ErrInvalid = errors.New("invalid argument")
-	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("store closed")
-	// ErrUnavailable: the store's server could not be reached, or said it
-	// cannot serve now (Redis down, restarting, loading its data, out of
-	// connections). The call may be retried later; a write whose answer was
-	// lost may have taken effect, as the store's doc says.
-	ErrUnavailable = errors.New("store unavailable")
 )
 
 // PluginError is Store.ResolveStart's error for a plugin it could not
@@ -84,7 +59,7 @@ func (e *CommitError) Error() string {
 	switch {
 	case errors.Is(e.Err, ErrNotQueued):
 		return fmt.Sprintf("store: instance %q: %v: %q", e.InstanceID, e.Err, e.Stimulus)
-	case errors.Is(e.Err, ErrNotFound):
+	case errors.Is(e.Err, weft.ErrNotFound):
 		return fmt.Sprintf("store: instance %q: %v", e.InstanceID, e.Err)
 	default:
 		return fmt.Sprintf("store: instance %q: %v (stored rev %d, fence %d)", e.InstanceID, e.Err, e.Rev, e.Fence)
@@ -94,57 +69,14 @@ func (e *CommitError) Error() string {
 // Unwrap returns the reason.
 func (e *CommitError) Unwrap() error { return e.Err }
 
-// InUseError is returned by Store.DeletePlugin while non-terminal instances
-// pin a version of the plugin. It matches ErrInUse.
-type InUseError struct {
-	// Plugin is the plugin's name.
-	Plugin string
-	// Instances lists some of the instances that pin it (at most
-	// MaxInUseListed), so that the answer can name them.
-	Instances []string
-	// Workflows lists some of the saved workflows that call it (at most
-	// MaxInUseListed), when those are why it is in use.
-	Workflows []string
-}
-
-// MaxInUseListed bounds InUseError.Instances.
-const MaxInUseListed = 10
-
-// Error implements error.
-func (e *InUseError) Error() string {
-	if len(e.Workflows) > 0 {
-		return fmt.Sprintf("store: plugin %q in use by workflow(s) %s; delete or change them first, or force the deletion", e.Plugin, strings.Join(e.Workflows, ", "))
-	}
-	return fmt.Sprintf("store: plugin %q in use by instance(s) %s", e.Plugin, strings.Join(e.Instances, ", "))
-}
-
-// Is makes an *InUseError match ErrInUse.
-func (e *InUseError) Is(target error) bool { return target == ErrInUse }
-
-// GrantsConflictError is PutGrants refusing a write made for another
-// revision than the stored one. It matches ErrConflict.
-type GrantsConflictError struct {
-	Plugin string
-	// Want is the revision the write was for, Stored the one stored (0:
-	// nothing granted).
-	Want, Stored uint64
-}
-
-func (e *GrantsConflictError) Error() string {
-	return fmt.Sprintf("store: grants of plugin %s: revision %d is stored, not %d: %v", e.Plugin, e.Stored, e.Want, ErrConflict)
-}
-
-// Is reports whether target is ErrConflict.
-func (e *GrantsConflictError) Is(target error) bool { return target == ErrConflict }
-
 // Invalid returns an error matching ErrInvalid with the formatted message.
 // Implementations use it for argument errors.
 func Invalid(format string, args ...any) error {
-	return fmt.Errorf("store: %w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	return fmt.Errorf("store: %w: %s", weft.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
 // NotFound returns an error matching ErrNotFound that names what was
 // missing, for example NotFound("definition %q version %d", name, v).
 func NotFound(format string, args ...any) error {
-	return fmt.Errorf("store: %s: %w", fmt.Sprintf(format, args...), ErrNotFound)
+	return fmt.Errorf("store: %s: %w", fmt.Sprintf(format, args...), weft.ErrNotFound)
 }

@@ -24,10 +24,10 @@ type Commit struct {
 	History []weft.HistoryEntry
 	// Bookmarks, when not nil, replaces the instance's whole bookmark set
 	// (an empty slice clears it); nil leaves it as it is.
-	Bookmarks []Bookmark
+	Bookmarks []weft.Bookmark
 	// Timers, when not nil, replaces the instance's whole timer set (an
 	// empty slice clears it); nil leaves it as it is.
-	Timers []Timer
+	Timers []weft.Timer
 	// DeliveredStimulus, when set, is the id of a queued stimulus this
 	// commit consumes: it leaves the queue and is remembered as delivered
 	// (to this instance, with DeliveredOutcome) in the same transaction.
@@ -49,7 +49,7 @@ type Commit struct {
 	// transaction (a child's end to its parent). A message for an instance
 	// that does not exist is dropped; one whose ID the target inbox holds
 	// is not written twice.
-	Send []Message
+	Send []weft.Message
 	// Catalog, when not empty, is the StartCatalog.Generation a create read
 	// its definition and plugins from: the commit is refused with
 	// ErrCatalogChanged, and writes nothing, when the catalog changed since
@@ -62,75 +62,6 @@ type Commit struct {
 	// committer that sets it knows the instance as stored without reading
 	// it back. Zero: the store's clock.
 	At time.Time
-}
-
-// Bookmark is a suspended step waiting for a stimulus with Event as its
-// name and Key as its correlation key.
-type Bookmark struct {
-	InstanceID string `json:"instance_id"`
-	StepPath   string `json:"step_path"`
-	Event      string `json:"event"`
-	Key        string `json:"key"`
-	// Token is the runner's name for the wait; a Message for this bookmark
-	// carries it. Optional for the store.
-	Token string `json:"token,omitempty"`
-}
-
-// Message is something for an instance to apply when it next runs: a
-// stimulus for one of its bookmarks, a child's end, a cancellation. It stays
-// in the instance's inbox until a Commit of that instance consumes it, so
-// that an event for a busy instance never blocks or fails its sender and is
-// never lost: the instance lock is not reentrant, so a child resuming its
-// parent, or a workflow signalling itself, must not wait for it.
-type Message struct {
-	InstanceID string `json:"instance_id"`
-	// ID is unique within the inbox: writing a message whose ID the inbox
-	// already holds writes nothing.
-	ID   string      `json:"id"`
-	Kind MessageKind `json:"kind"`
-	// Token is the runner's token the message answers (a bookmark's or a
-	// child step's); empty for a cancel or a note.
-	Token   string          `json:"token,omitempty"`
-	Payload json.RawMessage `json:"payload,omitempty"`
-	// Seq orders an inbox; CreatedAt is set by the store.
-	Seq       uint64    `json:"seq"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// MessageKind says what a Message carries. The store keeps any kind; the
-// engine writes and applies these.
-type MessageKind string
-
-// The kinds of Message.
-const (
-	// MessageStimulus: a stimulus for a bookmark (Token); the payload is the
-	// stimulus's.
-	MessageStimulus MessageKind = "stimulus"
-	// MessageChild: a child instance's end, for the parent's child step
-	// (Token).
-	MessageChild MessageKind = "child"
-	// MessageCancel: a request to cancel the instance; the payload is the
-	// reason, a JSON string.
-	MessageCancel MessageKind = "cancel"
-	// MessageRetry: a request to continue a failed instance from where its
-	// failure stopped it; the payload is the reason, a JSON string. The
-	// one message that runs a finished (failed) instance again.
-	MessageRetry MessageKind = "retry"
-	// MessageNote: a history record for the instance from another
-	// execution (an attempt's late result it refused), recorded as it is.
-	MessageNote MessageKind = "note"
-)
-
-// Timer is a durable timer of an instance (a delay step, a wait's timeout,
-// a retry's backoff…). It is removed only by a Commit of its instance that
-// replaces the timer set, or with the instance.
-type Timer struct {
-	InstanceID string `json:"instance_id"`
-	// ID is unique within the instance.
-	ID   string          `json:"id"`
-	Due  time.Time       `json:"due"`
-	Kind string          `json:"kind,omitempty"`
-	Data json.RawMessage `json:"data,omitempty"`
 }
 
 // LeaseRenewal is one batch of RenewLeases: the leases of a node's running

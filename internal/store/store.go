@@ -67,11 +67,11 @@ type Store interface {
 	// that record, as EnqueueStimulus does. Messages for instances that do
 	// not exist are dropped; a message whose ID its inbox already holds is
 	// not written twice.
-	Deliver(ctx context.Context, s *weft.Stimulus, msgs []Message) (existing *weft.Stimulus, err error)
+	Deliver(ctx context.Context, s *weft.Stimulus, msgs []weft.Message) (existing *weft.Stimulus, err error)
 
 	// Inbox returns an instance's messages ordered by Seq; ErrNotFound when
 	// there is no such instance. DeleteInstance removes the inbox too.
-	Inbox(ctx context.Context, id string) ([]Message, error)
+	Inbox(ctx context.Context, id string) ([]weft.Message, error)
 
 	// WaitingInboxes returns up to limit ids of instances whose inbox has
 	// held a message since before the time before, the longest waiting
@@ -83,19 +83,19 @@ type Store interface {
 
 	// Bookmarks returns an instance's bookmarks ordered by StepPath;
 	// ErrNotFound when there is no such instance.
-	Bookmarks(ctx context.Context, id string) ([]Bookmark, error)
+	Bookmarks(ctx context.Context, id string) ([]weft.Bookmark, error)
 
 	// FindBookmarks returns every bookmark, of any instance, waiting for
 	// the event name and key, ordered by (InstanceID, StepPath).
-	FindBookmarks(ctx context.Context, event, key string) ([]Bookmark, error)
+	FindBookmarks(ctx context.Context, event, key string) ([]weft.Bookmark, error)
 
 	// Timers returns an instance's timers ordered by (Due, ID); ErrNotFound
 	// when there is no such instance.
-	Timers(ctx context.Context, id string) ([]Timer, error)
+	Timers(ctx context.Context, id string) ([]weft.Timer, error)
 
 	// DueTimers returns up to limit timers, of any instance, with Due not
 	// after now, ordered by (Due, InstanceID, ID). It removes nothing.
-	DueTimers(ctx context.Context, now time.Time, limit int) ([]Timer, error)
+	DueTimers(ctx context.Context, now time.Time, limit int) ([]weft.Timer, error)
 
 	// RenewLeases moves the lease expiry of the instances r.IDs to
 	// r.Expiry, in one durable transaction, for those whose lease is held
@@ -190,15 +190,15 @@ type Store interface {
 	// PutPlugin makes rec the current version of the plugin rec.Name (the
 	// store sets CreatedAt) and returns created=true, unless rec.Version is
 	// already current: then it changes nothing and returns false.
-	PutPlugin(ctx context.Context, rec PluginRecord) (created bool, err error)
+	PutPlugin(ctx context.Context, rec weft.PluginRecord) (created bool, err error)
 
 	// GetPlugin returns a plugin's current version and history, or
 	// ErrNotFound.
-	GetPlugin(ctx context.Context, name string) (*Plugin, error)
+	GetPlugin(ctx context.Context, name string) (*weft.Plugin, error)
 
 	// CurrentPlugin returns a plugin's current version, or ErrNotFound: what
 	// a start pins, read without the plugin's history.
-	CurrentPlugin(ctx context.Context, name string) (*PluginRecord, error)
+	CurrentPlugin(ctx context.Context, name string) (*weft.PluginRecord, error)
 
 	// ResolveStart reads what a start of workflow needs: its latest
 	// definition (ErrNotFound when there is none, before uses is called)
@@ -214,10 +214,10 @@ type Store interface {
 
 	// ListPlugins returns a page of current plugin versions ordered by name,
 	// and the next cursor.
-	ListPlugins(ctx context.Context, cursor string, limit int) (items []PluginRecord, next string, err error)
+	ListPlugins(ctx context.Context, cursor string, limit int) (items []weft.PluginRecord, next string, err error)
 
 	// DeletePlugin removes a plugin and its history. It returns ErrNotFound
-	// when there is none, and an *InUseError (matching ErrInUse) when a
+	// when there is none, and an *weft.InUseError (matching ErrInUse) when a
 	// non-terminal instance pins any version of it; the check and the
 	// delete are one transaction, and Commit refuses to pin a plugin that
 	// is not stored, so no instance can start using a deleted plugin.
@@ -230,7 +230,7 @@ type Store interface {
 	// (ErrInvalid otherwise); the store does not look inside it.
 	//
 	// Unless ifRevision is AnyRevision, the write is a compare-and-set: it
-	// is refused, with a *GrantsConflictError matching ErrConflict, when
+	// is refused, with a *weft.GrantsConflictError matching ErrConflict, when
 	// the stored revision is another (0: nothing granted), so that an edit
 	// of the grants read at that revision never overwrites a change made
 	// since.

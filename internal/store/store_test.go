@@ -57,8 +57,8 @@ func TestLease(t *testing.T) {
 
 func TestClampLimit(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[int]int{-1: store.DefaultListLimit, 0: store.DefaultListLimit, 1: 1, 1000: 1000, 1001: store.MaxListLimit} {
-		if got := store.ClampLimit(in); got != want {
+	for in, want := range map[int]int{-1: weft.DefaultListLimit, 0: weft.DefaultListLimit, 1: 1, 1000: 1000, 1001: weft.MaxListLimit} {
+		if got := weft.ClampLimit(in); got != want {
 			t.Errorf("ClampLimit(%d) = %d, want %d", in, got, want)
 		}
 	}
@@ -71,13 +71,13 @@ func TestErrors(t *testing.T) {
 		target error
 		text   string
 	}{
-		{&store.CommitError{InstanceID: "i", Err: store.ErrConflict, Rev: 4, Fence: 9}, store.ErrConflict, `store: instance "i": stale revision (stored rev 4, fence 9)`},
-		{&store.CommitError{InstanceID: "i", Err: store.ErrFenced, Rev: 4, Fence: 9}, store.ErrFenced, "fence 9"},
-		{&store.CommitError{InstanceID: "i", Err: store.ErrNotFound}, store.ErrNotFound, `store: instance "i": not found`},
+		{&store.CommitError{InstanceID: "i", Err: weft.ErrConflict, Rev: 4, Fence: 9}, weft.ErrConflict, `store: instance "i": stale revision (stored rev 4, fence 9)`},
+		{&store.CommitError{InstanceID: "i", Err: weft.ErrFenced, Rev: 4, Fence: 9}, weft.ErrFenced, "fence 9"},
+		{&store.CommitError{InstanceID: "i", Err: weft.ErrNotFound}, weft.ErrNotFound, `store: instance "i": not found`},
 		{&store.CommitError{InstanceID: "i", Err: store.ErrNotQueued, Stimulus: "s"}, store.ErrNotQueued, `stimulus not queued: "s"`},
-		{&store.InUseError{Plugin: "p", Instances: []string{"a", "b"}}, store.ErrInUse, `plugin "p" in use by instance(s) a, b`},
-		{store.Invalid("field %s", "x"), store.ErrInvalid, "store: invalid argument: field x"},
-		{store.NotFound("definition %q", "d"), store.ErrNotFound, `store: definition "d": not found`},
+		{&weft.InUseError{Plugin: "p", Instances: []string{"a", "b"}}, weft.ErrInUse, `plugin "p" in use by instance(s) a, b`},
+		{store.Invalid("field %s", "x"), weft.ErrInvalid, "store: invalid argument: field x"},
+		{store.NotFound("definition %q", "d"), weft.ErrNotFound, `store: definition "d": not found`},
 	}
 	for _, tt := range tests {
 		if !errors.Is(tt.err, tt.target) {

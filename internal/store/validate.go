@@ -11,37 +11,10 @@ import (
 	"github.com/weftworks/weft/plugins/grant"
 )
 
-// Limits shared by every implementation.
-const (
-	// MaxIDLen bounds instance, stimulus and timer ids, and definition and
-	// plugin names, in bytes.
-	MaxIDLen = 256
-	// MaxMessageIDLen bounds message ids, in bytes: more than MaxIDLen, so
-	// that an id made of others ("stimulus:" + stimulus id + ":" + token,
-	// "child:" + instance id) fits.
-	MaxMessageIDLen = 1024
-	// DefaultListLimit is the page size of a list whose limit is not
-	// positive.
-	DefaultListLimit = 100
-	// MaxListLimit bounds every page.
-	MaxListLimit = 1000
-)
-
-// ClampLimit returns the page size for a requested limit: DefaultListLimit
-// when n is not positive, at most MaxListLimit.
-func ClampLimit(n int) int {
-	switch {
-	case n <= 0:
-		return DefaultListLimit
-	case n > MaxListLimit:
-		return MaxListLimit
-	}
-	return n
-}
-
-// CheckID reports an empty or too long id or name; what names the field in
-// the message.
-func CheckID(what, id string) error { return checkID(what, id, MaxIDLen) }
+// MaxMessageIDLen bounds message ids, in bytes: more than weft.MaxIDLen,
+// so that an id made of others ("stimulus:" + stimulus id + ":" + token,
+// "child:" + instance id) fits.
+const MaxMessageIDLen = 1024
 
 func checkID(what, id string, maxLen int) error {
 	return checkIDOf(id, maxLen, func() string { return what })
@@ -83,7 +56,7 @@ func (c Commit) Validate() error {
 	if in == nil {
 		return Invalid("commit without an instance")
 	}
-	if err := CheckID("instance id", in.ID); err != nil {
+	if err := weft.CheckID("instance id", in.ID); err != nil {
 		return err
 	}
 	if in.Workflow == "" {
@@ -147,7 +120,7 @@ func (c Commit) Validate() error {
 		if t.InstanceID != "" && t.InstanceID != in.ID {
 			return Invalid("instance %q: timers[%d] is for instance %q", in.ID, i, t.InstanceID)
 		}
-		if err := checkIDOf(t.ID, MaxIDLen, func() string { return fmt.Sprintf("instance %q: timers[%d].id", in.ID, i) }); err != nil {
+		if err := checkIDOf(t.ID, weft.MaxIDLen, func() string { return fmt.Sprintf("instance %q: timers[%d].id", in.ID, i) }); err != nil {
 			return err
 		}
 		if seen[t.ID] {
@@ -173,21 +146,21 @@ func (c Commit) Validate() error {
 		}
 	}
 	for i, m := range c.Send {
-		if err := m.validate(fmt.Sprintf("instance %q: send[%d]", in.ID, i)); err != nil {
+		if err := validateMessage(m, fmt.Sprintf("instance %q: send[%d]", in.ID, i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Validate reports what is malformed in a message to write to an inbox:
+// ValidateMessage reports what is malformed in a message to write to an inbox:
 // InstanceID (at most MaxIDLen bytes), ID (at most MaxMessageIDLen) and
 // Kind are required, Payload must be JSON. The store sets Seq and
 // CreatedAt. The error matches ErrInvalid.
-func (m Message) Validate() error { return m.validate("message") }
+func ValidateMessage(m weft.Message) error { return validateMessage(m, "message") }
 
-func (m Message) validate(what string) error {
-	if err := CheckID(what+": instance id", m.InstanceID); err != nil {
+func validateMessage(m weft.Message, what string) error {
+	if err := weft.CheckID(what+": instance id", m.InstanceID); err != nil {
 		return err
 	}
 	if err := checkID(what+": id", m.ID, MaxMessageIDLen); err != nil {
@@ -202,8 +175,8 @@ func (m Message) validate(what string) error {
 // ValidateDeliver reports what is malformed in the arguments of
 // Store.Deliver: s, when not nil, as for EnqueueStimulus (ID, Name and
 // ExpiresAt required) with an Outcome that is JSON, and every message as
-// Message.Validate says. The error matches ErrInvalid.
-func ValidateDeliver(s *weft.Stimulus, msgs []Message) error {
+// ValidateMessage says. The error matches ErrInvalid.
+func ValidateDeliver(s *weft.Stimulus, msgs []weft.Message) error {
 	if s != nil {
 		if err := ValidateStimulus(*s); err != nil {
 			return err
@@ -213,7 +186,7 @@ func ValidateDeliver(s *weft.Stimulus, msgs []Message) error {
 		}
 	}
 	for i, m := range msgs {
-		if err := m.validate(fmt.Sprintf("messages[%d]", i)); err != nil {
+		if err := validateMessage(m, fmt.Sprintf("messages[%d]", i)); err != nil {
 			return err
 		}
 	}
@@ -223,7 +196,7 @@ func ValidateDeliver(s *weft.Stimulus, msgs []Message) error {
 // ValidateStimulus reports what is malformed in a stimulus to enqueue; the
 // error matches ErrInvalid.
 func ValidateStimulus(s weft.Stimulus) error {
-	if err := CheckID("stimulus id", s.ID); err != nil {
+	if err := weft.CheckID("stimulus id", s.ID); err != nil {
 		return err
 	}
 	if s.Name == "" {
@@ -235,10 +208,10 @@ func ValidateStimulus(s weft.Stimulus) error {
 	return checkJSON(s.Payload, func() string { return fmt.Sprintf("stimulus %q: payload", s.ID) })
 }
 
-// Validate reports what is malformed in a plugin record to store; the
-// error matches ErrInvalid.
-func (r PluginRecord) Validate() error {
-	if err := CheckID("plugin name", r.Name); err != nil {
+// ValidatePluginRecord reports what is malformed in a plugin record to
+// store; the error matches weft.ErrInvalid.
+func ValidatePluginRecord(r weft.PluginRecord) error {
+	if err := weft.CheckID("plugin name", r.Name); err != nil {
 		return err
 	}
 	if r.Version == "" {

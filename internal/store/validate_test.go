@@ -25,7 +25,7 @@ func completion() store.Commit {
 	for range 13 {
 		c.History = append(c.History, weft.HistoryEntry{Type: "step_completed", StepPath: "steps[0]", Data: json.RawMessage(`{"kind":"activity","step":"a"}`)})
 	}
-	c.Timers = []store.Timer{{ID: "t1", Due: time.Unix(1e9, 0), Data: json.RawMessage(`{}`)}}
+	c.Timers = []weft.Timer{{ID: "t1", Due: time.Unix(1e9, 0), Data: json.RawMessage(`{}`)}}
 	return c
 }
 
@@ -50,7 +50,7 @@ func TestCommitValidateNamesTheField(t *testing.T) {
 		}
 		tc.spoil(&c)
 		err := c.Validate()
-		if !errors.Is(err, store.ErrInvalid) || !strings.HasSuffix(err.Error(), tc.want) {
+		if !errors.Is(err, weft.ErrInvalid) || !strings.HasSuffix(err.Error(), tc.want) {
 			t.Errorf("%s: Validate() = %v, want ErrInvalid ending %q", tc.name, err, tc.want)
 		}
 	}

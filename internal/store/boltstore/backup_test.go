@@ -101,7 +101,7 @@ func TestBackup(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Backup(t.Context()); !errors.Is(err, store.ErrClosed) {
+	if _, err := s.Backup(t.Context()); !errors.Is(err, weft.ErrClosed) {
 		t.Errorf("Backup after Close: %v, want ErrClosed", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
 
@@ -275,7 +276,7 @@ func (s *Store) Err() error {
 }
 
 // Close closes the file, after the transaction in progress. Calls after
-// Close return store.ErrClosed; closing twice does nothing. When a write's
+// Close return weft.ErrClosed; closing twice does nothing. When a write's
 // panic left bbolt's writer lock held (see Err), Close returns an error
 // without closing: bbolt's Close would wait for that lock forever. The
 // file then stays open, and locked, until the process exits.
@@ -402,15 +403,15 @@ func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error
 }
 
 // wrap names the file in errors from bbolt and maps a closed database to
-// store.ErrClosed.
+// weft.ErrClosed.
 func (s *Store) wrap(err error) error {
 	if errors.Is(err, ErrBroken) {
 		return err // named the file already
 	}
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		return fmt.Errorf("boltstore: %s: %w", s.path, store.ErrClosed)
+		return fmt.Errorf("boltstore: %s: %w", s.path, weft.ErrClosed)
 	}
-	if errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, weft.ErrInvalid) || errors.Is(err, weft.ErrNotFound) {
 		return err
 	}
 	return fmt.Errorf("boltstore: %s: %w", s.path, err)

@@ -211,7 +211,7 @@ func TestRetention(t *testing.T) {
 		{ID: "dshort", Name: "e", ExpiresAt: t0.Add(time.Minute)},
 		{ID: "dlong", Name: "e", ExpiresAt: t0.Add(3 * time.Hour)},
 	} {
-		if _, err := s.Deliver(ctx, &st, []store.Message{{InstanceID: "i0", ID: st.ID, Kind: "stimulus"}}); err != nil {
+		if _, err := s.Deliver(ctx, &st, []weft.Message{{InstanceID: "i0", ID: st.ID, Kind: "stimulus"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -237,7 +237,7 @@ func TestRetention(t *testing.T) {
 			switch {
 			case err == nil:
 				known = append(known, id)
-			case !errors.Is(err, store.ErrNotFound):
+			case !errors.Is(err, weft.ErrNotFound):
 				t.Fatal(err)
 			}
 		}
@@ -259,7 +259,7 @@ func TestCommitDuringClose(t *testing.T) {
 	for i := range 20 {
 		wg.Go(func() {
 			in := &weft.Instance{ID: fmt.Sprint(i), Workflow: "w", Status: weft.StatusPending, Vars: json.RawMessage(`{}`)}
-			if _, err := s.Commit(context.Background(), store.Commit{Instance: in}); err != nil && !errors.Is(err, store.ErrClosed) {
+			if _, err := s.Commit(context.Background(), store.Commit{Instance: in}); err != nil && !errors.Is(err, weft.ErrClosed) {
 				t.Errorf("Commit: %v", err)
 			}
 		})
@@ -365,7 +365,7 @@ func TestCatalogReadsSeeEveryWrite(t *testing.T) {
 	if err := s.DeleteDefinition(ctx, "w"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetDefinition(ctx, "w", 0); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetDefinition(ctx, "w", 0); !errors.Is(err, weft.ErrNotFound) {
 		t.Fatalf("a deleted definition still reads: %v", err)
 	}
 
@@ -380,7 +380,7 @@ func TestCatalogReadsSeeEveryWrite(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := s.GetPlugin(ctx, "p"); err != nil && !errors.Is(err, store.ErrNotFound) {
+				if _, err := s.GetPlugin(ctx, "p"); err != nil && !errors.Is(err, weft.ErrNotFound) {
 					t.Error(err)
 					return
 				}
@@ -389,7 +389,7 @@ func TestCatalogReadsSeeEveryWrite(t *testing.T) {
 	}
 	for i := range 50 {
 		v := fmt.Sprintf("%064x", i+1)
-		if _, err := s.PutPlugin(ctx, store.PluginRecord{Name: "p", Version: v, Size: 1}); err != nil {
+		if _, err := s.PutPlugin(ctx, weft.PluginRecord{Name: "p", Version: v, Size: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if p, err := s.GetPlugin(ctx, "p"); err != nil || p.Current.Version != v {
@@ -401,7 +401,7 @@ func TestCatalogReadsSeeEveryWrite(t *testing.T) {
 	if err := s.DeletePlugin(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetPlugin(ctx, "p"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetPlugin(ctx, "p"); !errors.Is(err, weft.ErrNotFound) {
 		t.Fatalf("a deleted plugin still reads: %v", err)
 	}
 }

@@ -45,7 +45,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	if err := store.CheckID("definition name", name); err != nil {
+	if err := weft.CheckID("definition name", name); err != nil {
 		return 0, false, err
 	}
 	if hash == "" {
@@ -159,7 +159,7 @@ func pageByName(b *bolt.Bucket, cursor string, limit int, each func(name, v []by
 
 // ListDefinitions implements store.Store.
 func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) ([]weft.Definition, string, error) {
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	var out []weft.Definition
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
@@ -228,12 +228,12 @@ func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
 	})
 }
 
-func getPlugin(tx *bolt.Tx, name string) (*store.Plugin, error) {
+func getPlugin(tx *bolt.Tx, name string) (*weft.Plugin, error) {
 	raw := tx.Bucket(bPlugins).Get([]byte(name))
 	if raw == nil {
 		return nil, nil
 	}
-	var p store.Plugin
+	var p weft.Plugin
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("plugin %q: corrupt record: %w", name, err)
 	}
@@ -266,11 +266,11 @@ func pluginHasVersion(tx *bolt.Tx, name, version string) (bool, error) {
 }
 
 // PutPlugin implements store.Store.
-func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, error) {
+func (s *Store) PutPlugin(ctx context.Context, rec weft.PluginRecord) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if err := rec.Validate(); err != nil {
+	if err := store.ValidatePluginRecord(rec); err != nil {
 		return false, err
 	}
 	rec.Activities = slices.Clone(rec.Activities)
@@ -283,15 +283,15 @@ func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, er
 			return err
 		}
 		if p == nil {
-			p = &store.Plugin{}
+			p = &weft.Plugin{}
 		} else if p.Current.Version == rec.Version {
 			return nil
 		}
 		r := rec
 		r.CreatedAt = s.now()
 		p.Current = r
-		p.Versions = slices.DeleteFunc(p.Versions, func(o store.PluginRecord) bool { return o.Version == r.Version })
-		p.Versions = append([]store.PluginRecord{r}, p.Versions...)
+		p.Versions = slices.DeleteFunc(p.Versions, func(o weft.PluginRecord) bool { return o.Version == r.Version })
+		p.Versions = append([]weft.PluginRecord{r}, p.Versions...)
 		if err := putJSON(tx.Bucket(bPlugins), []byte(r.Name), p); err != nil {
 			return err
 		}
@@ -305,12 +305,12 @@ func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, er
 }
 
 // GetPlugin implements store.Store.
-func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, error) {
+func (s *Store) GetPlugin(ctx context.Context, name string) (*weft.Plugin, error) {
 	gen := s.catalog.gen.Load()
 	if p, ok := s.catalog.plugin(name, gen); ok {
 		return p, nil
 	}
-	var out *store.Plugin
+	var out *weft.Plugin
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		p, err := getPlugin(tx, name)
 		if err != nil {
@@ -331,7 +331,7 @@ func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, erro
 
 // CurrentPlugin implements store.Store, from the catalog cache as
 // GetPlugin.
-func (s *Store) CurrentPlugin(ctx context.Context, name string) (*store.PluginRecord, error) {
+func (s *Store) CurrentPlugin(ctx context.Context, name string) (*weft.PluginRecord, error) {
 	p, err := s.GetPlugin(ctx, name)
 	if err != nil {
 		return nil, err
@@ -348,14 +348,14 @@ func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*we
 }
 
 // ListPlugins implements store.Store.
-func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
-	limit = store.ClampLimit(limit)
-	var out []store.PluginRecord
+func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]weft.PluginRecord, string, error) {
+	limit = weft.ClampLimit(limit)
+	var out []weft.PluginRecord
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		var err error
 		next, err = pageByName(tx.Bucket(bPlugins), cursor, limit, func(name, v []byte) error {
-			var p store.Plugin
+			var p weft.Plugin
 			if err := json.Unmarshal(v, &p); err != nil {
 				return fmt.Errorf("plugin %q: corrupt record: %w", name, err)
 			}
@@ -380,7 +380,7 @@ func (s *Store) DeletePlugin(ctx context.Context, name string) error {
 		prefix := key(nil).str(name)
 		var users []string
 		c := tx.Bucket(bPins).Cursor()
-		for k, _ := c.Seek(prefix); hasPrefix(k, prefix) && len(users) < store.MaxInUseListed; k, _ = c.Next() {
+		for k, _ := c.Seek(prefix); hasPrefix(k, prefix) && len(users) < weft.MaxInUseListed; k, _ = c.Next() {
 			id, _, ok := readStr(k[len(prefix):])
 			if !ok {
 				return fmt.Errorf("corrupt pin key %x", k)
@@ -388,7 +388,7 @@ func (s *Store) DeletePlugin(ctx context.Context, name string) error {
 			users = append(users, id)
 		}
 		if len(users) > 0 {
-			return refuse(&store.InUseError{Plugin: name, Instances: users})
+			return refuse(&weft.InUseError{Plugin: name, Instances: users})
 		}
 		return tx.Bucket(bPlugins).Delete([]byte(name))
 	})

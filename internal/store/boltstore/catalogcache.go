@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/internal/gencache"
 )
 
@@ -24,7 +23,7 @@ type catalogCache struct {
 	gen atomic.Uint64
 
 	defs    gencache.Cache[defID, uint64, weft.Definition]
-	plugins gencache.Cache[string, uint64, store.Plugin]
+	plugins gencache.Cache[string, uint64, weft.Plugin]
 }
 
 // defID names a definition lookup: version 0 is the latest.
@@ -43,7 +42,7 @@ func (c *catalogCache) changed() {
 
 // plugin returns a copy of the cached plugin record, if valid at gen,
 // with a list of versions of its own.
-func (c *catalogCache) plugin(name string, gen uint64) (*store.Plugin, bool) {
+func (c *catalogCache) plugin(name string, gen uint64) (*weft.Plugin, bool) {
 	p, ok := c.plugins.Get(name, gen)
 	if !ok {
 		return nil, false
@@ -54,7 +53,7 @@ func (c *catalogCache) plugin(name string, gen uint64) (*store.Plugin, bool) {
 
 // putPlugin caches a copy of p, read in gen, with a list of versions of
 // its own.
-func (c *catalogCache) putPlugin(name string, gen uint64, p *store.Plugin) {
+func (c *catalogCache) putPlugin(name string, gen uint64, p *weft.Plugin) {
 	cp := *p
 	cp.Versions = slices.Clone(p.Versions)
 	c.plugins.Put(name, gen, cp)

@@ -31,7 +31,7 @@ func Example() {
 	in := &weft.Instance{ID: "order-1", Workflow: "order", Version: 1, Status: weft.StatusPending}
 	rev, _ := st.Commit(ctx, store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: "created"}}})
 	_, err = st.Commit(ctx, store.Commit{Instance: in})
-	fmt.Println("created at rev", rev, "then:", errors.Is(err, store.ErrExists))
+	fmt.Println("created at rev", rev, "then:", errors.Is(err, weft.ErrExists))
 
 	// Transition: under the lock (token 100), with the lease of this node.
 	in.Rev = rev
@@ -52,7 +52,7 @@ func Example() {
 	// node-a wakes up and writes with its old token: fenced.
 	in.Status = weft.StatusCompleted
 	_, err = st.Commit(ctx, store.Commit{Instance: in, Fence: 100})
-	fmt.Println("late write fenced:", errors.Is(err, store.ErrFenced))
+	fmt.Println("late write fenced:", errors.Is(err, weft.ErrFenced))
 	// Output:
 	// created at rev 1 then: true
 	// running at rev 2

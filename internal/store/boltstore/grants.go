@@ -51,7 +51,7 @@ func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevi
 			stored = g.Revision
 		}
 		if ifRevision != weft.AnyRevision && ifRevision != stored {
-			return &store.GrantsConflictError{Plugin: plugin, Want: ifRevision, Stored: stored}
+			return &weft.GrantsConflictError{Plugin: plugin, Want: ifRevision, Stored: stored}
 		}
 		if g != nil {
 			if bytes.Equal(g.Document, doc) {
@@ -105,7 +105,7 @@ func (s *Store) GetGrants(ctx context.Context, plugin string) (*weft.Grants, err
 
 // ListGrants implements store.Store.
 func (s *Store) ListGrants(ctx context.Context, cursor string, limit int) ([]weft.Grants, string, error) {
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	var out []weft.Grants
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {

@@ -23,7 +23,7 @@ func instanceExists(tx *bolt.Tx, id string) bool { return tx.Bucket(bInst).Get([
 // for an instance that does not exist is dropped, and so is one whose ID
 // its inbox holds (written earlier, or earlier in msgs). It returns the
 // instance of the first message written ("" when none was).
-func putMessages(tx *bolt.Tx, msgs []store.Message, now time.Time) (first string, err error) {
+func putMessages(tx *bolt.Tx, msgs []weft.Message, now time.Time) (first string, err error) {
 	inbox, ids := tx.Bucket(bInbox), tx.Bucket(bInboxIDs)
 	for _, m := range msgs {
 		if !instanceExists(tx, m.InstanceID) {
@@ -89,7 +89,7 @@ func stopWaiting(tx *bolt.Tx, id string) error {
 
 // WaitingInboxes implements store.Store.
 func (s *Store) WaitingInboxes(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	end := key(nil).time(before)
 	var out []string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
@@ -167,7 +167,7 @@ func clearInbox(tx *bolt.Tx, id string) error {
 // Deliver implements store.Store. The stimulus is recorded with
 // DeliveredTo set to the instance of the first message written, or empty
 // when no message was.
-func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []store.Message) (*weft.Stimulus, error) {
+func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []weft.Message) (*weft.Stimulus, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -210,13 +210,13 @@ func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []store.Mes
 }
 
 // Inbox implements store.Store.
-func (s *Store) Inbox(ctx context.Context, id string) ([]store.Message, error) {
-	var out []store.Message
+func (s *Store) Inbox(ctx context.Context, id string) ([]weft.Message, error) {
+	var out []weft.Message
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		if !instanceExists(tx, id) {
 			return store.NotFound("instance %q", id)
 		}
-		return scanJSON(tx.Bucket(bInbox), inboxPrefix(id), 0, func(m store.Message) { out = append(out, m) })
+		return scanJSON(tx.Bucket(bInbox), inboxPrefix(id), 0, func(m weft.Message) { out = append(out, m) })
 	})
 	return out, err
 }

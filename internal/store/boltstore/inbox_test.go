@@ -19,14 +19,14 @@ func TestCommitSendsToItself(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "weft.db"), nil)
 	ctx := t.Context()
 	in := &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusRunning}
-	self := store.Message{InstanceID: "i", ID: "tick", Kind: "stimulus"}
-	if _, err := s.Commit(ctx, store.Commit{Instance: in, Send: []store.Message{self}}); err != nil {
+	self := weft.Message{InstanceID: "i", ID: "tick", Kind: "stimulus"}
+	if _, err := s.Commit(ctx, store.Commit{Instance: in, Send: []weft.Message{self}}); err != nil {
 		t.Fatal(err)
 	}
 	// Consumed applies before Send: one commit consumes a message and
 	// sends the next one under the same id.
 	in.Rev = 1
-	if _, err := s.Commit(ctx, store.Commit{Instance: in, Consumed: []string{"tick"}, Send: []store.Message{self}}); err != nil {
+	if _, err := s.Commit(ctx, store.Commit{Instance: in, Consumed: []string{"tick"}, Send: []weft.Message{self}}); err != nil {
 		t.Fatal(err)
 	}
 	msgs, err := s.Inbox(ctx, "i")
@@ -70,7 +70,7 @@ func TestOpenAddsInbox(t *testing.T) {
 	}
 
 	s = open(t, path, nil)
-	if _, err := s.Deliver(t.Context(), nil, []store.Message{{InstanceID: "i", ID: "m", Kind: "cancel"}}); err != nil {
+	if _, err := s.Deliver(t.Context(), nil, []weft.Message{{InstanceID: "i", ID: "m", Kind: "cancel"}}); err != nil {
 		t.Fatal(err)
 	}
 	msgs, err := s.Inbox(t.Context(), "i")

@@ -210,7 +210,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		// Checks first: a refusal must come before any write.
 		if in.Rev == 0 {
 			if old != nil {
-				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrExists, Rev: old.Rev, Fence: old.Fence})
+				return refuse(&store.CommitError{InstanceID: id, Err: weft.ErrExists, Rev: old.Rev, Fence: old.Fence})
 			}
 			if c.Catalog != "" {
 				// ResolveStart hands out no generation: its answers are
@@ -220,11 +220,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		} else {
 			switch {
 			case old == nil:
-				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrNotFound})
+				return refuse(&store.CommitError{InstanceID: id, Err: weft.ErrNotFound})
 			case c.Fence < old.Fence:
-				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrFenced, Rev: old.Rev, Fence: old.Fence})
+				return refuse(&store.CommitError{InstanceID: id, Err: weft.ErrFenced, Rev: old.Rev, Fence: old.Fence})
 			case in.Rev != old.Rev:
-				return refuse(&store.CommitError{InstanceID: id, Err: store.ErrConflict, Rev: old.Rev, Fence: old.Fence})
+				return refuse(&store.CommitError{InstanceID: id, Err: weft.ErrConflict, Rev: old.Rev, Fence: old.Fence})
 			}
 		}
 		var stim *stimRecord
@@ -369,19 +369,19 @@ func deleteKeys(b *bolt.Bucket, ks [][]byte) error {
 	return nil
 }
 
-func bookmarkIndexKey(b store.Bookmark) key {
+func bookmarkIndexKey(b weft.Bookmark) key {
 	return key(nil).str(b.Event).str(b.Key).str(b.InstanceID).str(b.StepPath)
 }
 
 // replaceBookmarks removes the bookmarks of instance id (and their index
 // entries) and stores bms (nil: remove only).
-func replaceBookmarks(tx *bolt.Tx, id string, bms []store.Bookmark) error {
+func replaceBookmarks(tx *bolt.Tx, id string, bms []weft.Bookmark) error {
 	own, idx := tx.Bucket(bBookmarks), tx.Bucket(bBmIndex)
 	prefix := key(nil).str(id)
 	c := own.Cursor()
 	var ks [][]byte
 	for k, v := c.Seek(prefix); hasPrefix(k, prefix); k, v = c.Next() {
-		var b store.Bookmark
+		var b weft.Bookmark
 		if err := json.Unmarshal(v, &b); err != nil {
 			return fmt.Errorf("instance %q: corrupt bookmark: %w", id, err)
 		}
@@ -409,17 +409,17 @@ func replaceBookmarks(tx *bolt.Tx, id string, bms []store.Bookmark) error {
 	return nil
 }
 
-func timerDueKey(t store.Timer) key { return key(nil).time(t.Due).str(t.InstanceID).str(t.ID) }
+func timerDueKey(t weft.Timer) key { return key(nil).time(t.Due).str(t.InstanceID).str(t.ID) }
 
 // replaceTimers removes the timers of instance id (and their index
 // entries) and stores ts (nil: remove only).
-func replaceTimers(tx *bolt.Tx, id string, ts []store.Timer) error {
+func replaceTimers(tx *bolt.Tx, id string, ts []weft.Timer) error {
 	own, due := tx.Bucket(bTimers), tx.Bucket(bTimersDue)
 	prefix := key(nil).str(id)
 	c := own.Cursor()
 	var ks [][]byte
 	for k, v := c.Seek(prefix); hasPrefix(k, prefix); k, v = c.Next() {
-		var t store.Timer
+		var t weft.Timer
 		if err := json.Unmarshal(v, &t); err != nil {
 			return fmt.Errorf("instance %q: corrupt timer: %w", id, err)
 		}
@@ -514,7 +514,7 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 			lo = append(append(bytes.Clone(prefix), after...), 0)
 		}
 	}
-	limit := store.ClampLimit(f.Limit)
+	limit := weft.ClampLimit(f.Limit)
 	var items []weft.Instance
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
@@ -629,7 +629,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 			return refuse(store.NotFound("instance %q", id))
 		}
 		if fence < old.Fence {
-			return refuse(&store.CommitError{InstanceID: id, Err: store.ErrFenced, Rev: old.Rev, Fence: old.Fence})
+			return refuse(&store.CommitError{InstanceID: id, Err: weft.ErrFenced, Rev: old.Rev, Fence: old.Fence})
 		}
 		if err := syncIndexes(tx, instIndexes(&old.Instance), nil); err != nil {
 			return err
@@ -662,7 +662,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 
 // History implements store.Store.
 func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error) {
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	var out []weft.HistoryEntry
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
@@ -683,36 +683,36 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 }
 
 // Bookmarks implements store.Store.
-func (s *Store) Bookmarks(ctx context.Context, id string) ([]store.Bookmark, error) {
-	var out []store.Bookmark
+func (s *Store) Bookmarks(ctx context.Context, id string) ([]weft.Bookmark, error) {
+	var out []weft.Bookmark
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
 		}
-		return scanJSON(tx.Bucket(bBookmarks), key(nil).str(id), 0, func(b store.Bookmark) { out = append(out, b) })
+		return scanJSON(tx.Bucket(bBookmarks), key(nil).str(id), 0, func(b weft.Bookmark) { out = append(out, b) })
 	})
 	return out, err
 }
 
 // FindBookmarks implements store.Store.
-func (s *Store) FindBookmarks(ctx context.Context, event, k string) ([]store.Bookmark, error) {
-	var out []store.Bookmark
+func (s *Store) FindBookmarks(ctx context.Context, event, k string) ([]weft.Bookmark, error) {
+	var out []weft.Bookmark
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		return scanJSON(tx.Bucket(bBmIndex), key(nil).str(event).str(k), 0, func(b store.Bookmark) { out = append(out, b) })
+		return scanJSON(tx.Bucket(bBmIndex), key(nil).str(event).str(k), 0, func(b weft.Bookmark) { out = append(out, b) })
 	})
 	return out, err
 }
 
 // Timers implements store.Store.
-func (s *Store) Timers(ctx context.Context, id string) ([]store.Timer, error) {
-	var out []store.Timer
+func (s *Store) Timers(ctx context.Context, id string) ([]weft.Timer, error) {
+	var out []weft.Timer
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
 		}
-		return scanJSON(tx.Bucket(bTimers), key(nil).str(id), 0, func(t store.Timer) { out = append(out, t) })
+		return scanJSON(tx.Bucket(bTimers), key(nil).str(id), 0, func(t weft.Timer) { out = append(out, t) })
 	})
-	slices.SortFunc(out, func(a, b store.Timer) int {
+	slices.SortFunc(out, func(a, b weft.Timer) int {
 		if c := a.Due.Compare(b.Due); c != 0 {
 			return c
 		}
@@ -751,14 +751,14 @@ func scanJSON[T any](b *bolt.Bucket, prefix []byte, limit int, each func(T)) err
 }
 
 // DueTimers implements store.Store.
-func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]store.Timer, error) {
-	limit = store.ClampLimit(limit)
+func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]weft.Timer, error) {
+	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
-	var out []store.Timer
+	var out []weft.Timer
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bTimersDue).Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) <= 0; k, v = c.Next() {
-			var t store.Timer
+			var t weft.Timer
 			if err := json.Unmarshal(v, &t); err != nil {
 				return fmt.Errorf("corrupt timer %x: %w", k, err)
 			}
@@ -904,7 +904,7 @@ func clearHeartbeats(tx *bolt.Tx, id string) error {
 
 // ExpiredLeases implements store.Store.
 func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
 	var out []string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
@@ -923,7 +923,7 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 
 // ExpiredInstances implements store.Store.
 func (s *Store) ExpiredInstances(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
 	var out []string
 	err := s.read(ctx, func(tx *bolt.Tx) error {

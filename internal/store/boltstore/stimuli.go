@@ -168,7 +168,7 @@ func (s *Store) PendingStimuli(ctx context.Context, name, k string) ([]weft.Stim
 
 // ExpireStimuli implements store.Store.
 func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]weft.Stimulus, error) {
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
 	now = now.UTC()
 	var dead []weft.Stimulus
@@ -272,7 +272,7 @@ func (s *Store) stimulusPage(ctx context.Context, bucket []byte, index, cursor s
 			return nil, "", err
 		}
 	}
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	var out []weft.Stimulus
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {

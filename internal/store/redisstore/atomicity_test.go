@@ -75,7 +75,7 @@ func fixture(t *testing.T, s store.Store) *weft.Instance {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	_, err := s.PutPlugin(ctx, store.PluginRecord{Name: "pay", Version: "v1"})
+	_, err := s.PutPlugin(ctx, weft.PluginRecord{Name: "pay", Version: "v1"})
 	must("PutPlugin", err)
 	for _, id := range []string{"queued", "taken"} {
 		_, err = s.EnqueueStimulus(ctx, weft.Stimulus{ID: id, Name: "paid", Key: "o1", ExpiresAt: storetest.Epoch.Add(time.Hour)})
@@ -86,13 +86,13 @@ func fixture(t *testing.T, s store.Store) *weft.Instance {
 		Lease:   weft.Lease{Node: "n1", Boot: "b1", Expiry: storetest.Epoch.Add(time.Minute)}}
 	_, err = s.Commit(ctx, store.Commit{Instance: in, Fence: 5,
 		History:   []weft.HistoryEntry{{Type: "created"}},
-		Bookmarks: []store.Bookmark{{StepPath: "wait", Event: "paid", Key: "o1"}},
-		Timers:    []store.Timer{{ID: "t", Due: storetest.Epoch.Add(time.Hour)}},
+		Bookmarks: []weft.Bookmark{{StepPath: "wait", Event: "paid", Key: "o1"}},
+		Timers:    []weft.Timer{{ID: "t", Due: storetest.Epoch.Add(time.Hour)}},
 	})
 	must("Commit", err)
 	_, err = s.Commit(ctx, store.Commit{Instance: &weft.Instance{ID: "other", Workflow: "order", Status: weft.StatusPending}, DeliveredStimulus: "taken"})
 	must("Commit other", err)
-	_, err = s.Deliver(ctx, nil, []store.Message{{InstanceID: "i", ID: "m1", Kind: "child"}})
+	_, err = s.Deliver(ctx, nil, []weft.Message{{InstanceID: "i", ID: "m1", Kind: "child"}})
 	must("Deliver", err)
 	_, err = s.RenewLeases(ctx, store.LeaseRenewal{Node: "n1", Boot: "b1", Heartbeats: []store.Heartbeat{{InstanceID: "i", Token: "a1", Details: json.RawMessage(`{}`)}}})
 	must("RenewLeases", err)
@@ -120,11 +120,11 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 		return store.Commit{
 			Instance: &n, Fence: fence,
 			History:           []weft.HistoryEntry{{Type: "x"}},
-			Bookmarks:         []store.Bookmark{},
-			Timers:            []store.Timer{{ID: "t2", Due: storetest.Epoch}},
+			Bookmarks:         []weft.Bookmark{},
+			Timers:            []weft.Timer{{ID: "t2", Due: storetest.Epoch}},
 			DeliveredStimulus: stim,
 			Consumed:          []string{"m1"},
-			Send:              []store.Message{{InstanceID: "other", ID: "m2", Kind: "child"}, {InstanceID: "i", ID: "m3", Kind: "child"}},
+			Send:              []weft.Message{{InstanceID: "other", ID: "m2", Kind: "child"}, {InstanceID: "i", ID: "m3", Kind: "child"}},
 		}
 	}
 	pins := map[string]string{"pay": "v1"}
@@ -133,30 +133,30 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 		call func() error
 		want error
 	}{
-		{"create existing", func() error { _, err := s.Commit(t.Context(), change(0, 5, "", pins)); return err }, store.ErrExists},
+		{"create existing", func() error { _, err := s.Commit(t.Context(), change(0, 5, "", pins)); return err }, weft.ErrExists},
 		{"update missing", func() error {
 			c := change(1, 5, "", pins)
 			c.Instance.ID = "missing"
 			_, err := s.Commit(t.Context(), c)
 			return err
-		}, store.ErrNotFound},
-		{"lower fence", func() error { _, err := s.Commit(t.Context(), change(1, 4, "", pins)); return err }, store.ErrFenced},
-		{"stale rev", func() error { _, err := s.Commit(t.Context(), change(9, 5, "", pins)); return err }, store.ErrConflict},
+		}, weft.ErrNotFound},
+		{"lower fence", func() error { _, err := s.Commit(t.Context(), change(1, 4, "", pins)); return err }, weft.ErrFenced},
+		{"stale rev", func() error { _, err := s.Commit(t.Context(), change(9, 5, "", pins)); return err }, weft.ErrConflict},
 		{"stimulus delivered already", func() error { _, err := s.Commit(t.Context(), change(1, 5, "taken", pins)); return err }, store.ErrNotQueued},
 		// Rev, fence and the stimulus pass; the last check, the pins, refuses.
 		{"unknown plugin version, after every other check passed", func() error {
 			_, err := s.Commit(t.Context(), change(1, 6, "queued", map[string]string{"pay": "v1", "ship": "v9"}))
 			return err
-		}, store.ErrNotFound},
-		{"delete with a lower fence", func() error { return s.DeleteInstance(t.Context(), "i", 4) }, store.ErrFenced},
-		{"delete a pinned plugin", func() error { return s.DeletePlugin(t.Context(), "pay") }, store.ErrInUse},
-		{"delete a missing definition", func() error { return s.DeleteDefinition(t.Context(), "nope") }, store.ErrNotFound},
+		}, weft.ErrNotFound},
+		{"delete with a lower fence", func() error { return s.DeleteInstance(t.Context(), "i", 4) }, weft.ErrFenced},
+		{"delete a pinned plugin", func() error { return s.DeletePlugin(t.Context(), "pay") }, weft.ErrInUse},
+		{"delete a missing definition", func() error { return s.DeleteDefinition(t.Context(), "nope") }, weft.ErrNotFound},
 		{"invalid commit", func() error {
 			c := change(1, 5, "", pins)
 			c.Instance.Input = json.RawMessage(`{`)
 			_, err := s.Commit(t.Context(), c)
 			return err
-		}, store.ErrInvalid},
+		}, weft.ErrInvalid},
 	}
 	for _, tt := range tests {
 		err := tt.call()
@@ -191,7 +191,7 @@ func TestScriptOutOfMemoryWritesNothing(t *testing.T) {
 
 	in.Status = weft.StatusSuspended
 	commit := store.Commit{Instance: in, Fence: 5, History: []weft.HistoryEntry{{Type: "suspended"}}, DeliveredStimulus: "queued",
-		Bookmarks: []store.Bookmark{}, Timers: []store.Timer{}, Consumed: []string{"m1"}}
+		Bookmarks: []weft.Bookmark{}, Timers: []weft.Timer{}, Consumed: []string{"m1"}}
 	ctx := context.Background()
 	if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 	if err := s.begin(ctx); err != nil {
 		return 0, false, err
 	}
-	if err := store.CheckID("definition name", name); err != nil {
+	if err := weft.CheckID("definition name", name); err != nil {
 		return 0, false, err
 	}
 	if hash == "" {
@@ -148,7 +148,7 @@ func listByName[T any](ctx context.Context, s *Store, script *redis.Script, what
 	if err != nil {
 		return nil, "", err
 	}
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	res, err := s.run(ctx, script, s.args(min, limit+1)).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, "", s.fail(ctx, "list "+what+" after", cursor, err)
@@ -201,11 +201,11 @@ func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
 }
 
 // PutPlugin implements store.Store.
-func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, error) {
+func (s *Store) PutPlugin(ctx context.Context, rec weft.PluginRecord) (bool, error) {
 	if err := s.begin(ctx); err != nil {
 		return false, err
 	}
-	if err := rec.Validate(); err != nil {
+	if err := store.ValidatePluginRecord(rec); err != nil {
 		return false, err
 	}
 	rec.CreatedAt = s.now()
@@ -220,9 +220,9 @@ func (s *Store) PutPlugin(ctx context.Context, rec store.PluginRecord) (bool, er
 	return n == 1, nil
 }
 
-func decodePlugin(name string, v any) (store.PluginRecord, error) {
+func decodePlugin(name string, v any) (weft.PluginRecord, error) {
 	raw, _ := v.(string)
-	var r store.PluginRecord
+	var r weft.PluginRecord
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return r, fmt.Errorf("plugin %q: corrupt record: %w", name, err)
 	}
@@ -230,7 +230,7 @@ func decodePlugin(name string, v any) (store.PluginRecord, error) {
 }
 
 // GetPlugin implements store.Store.
-func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, error) {
+func (s *Store) GetPlugin(ctx context.Context, name string) (*weft.Plugin, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, erro
 	if len(res) == 0 {
 		return nil, store.NotFound("plugin %q", name)
 	}
-	p := &store.Plugin{Versions: make([]store.PluginRecord, 0, len(res))}
+	p := &weft.Plugin{Versions: make([]weft.PluginRecord, 0, len(res))}
 	for _, v := range res {
 		r, err := decodePlugin(name, v)
 		if err != nil {
@@ -255,7 +255,7 @@ func (s *Store) GetPlugin(ctx context.Context, name string) (*store.Plugin, erro
 
 // CurrentPlugin implements store.Store: one version read, however many
 // the plugin has.
-func (s *Store) CurrentPlugin(ctx context.Context, name string) (*store.PluginRecord, error) {
+func (s *Store) CurrentPlugin(ctx context.Context, name string) (*weft.PluginRecord, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*we
 			if err != nil {
 				return nil, err
 			}
-			sc := &store.StartCatalog{Definition: &d, Plugins: make(map[string]*store.PluginRecord, len(names)), Generation: gen}
+			sc := &store.StartCatalog{Definition: &d, Plugins: make(map[string]*weft.PluginRecord, len(names)), Generation: gen}
 			for _, name := range names {
 				r, ok := s.catalog.plugins.Get(name, gen)
 				if !ok {
@@ -318,10 +318,10 @@ func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*we
 }
 
 // ListPlugins implements store.Store.
-func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]store.PluginRecord, string, error) {
+func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]weft.PluginRecord, string, error) {
 	return listByName(ctx, s, listPluginsScript, "plugins", cursor, limit, 2,
-		func(name string, f []any) (store.PluginRecord, error) { return decodePlugin(name, f[0]) },
-		func(r store.PluginRecord) string { return r.Name })
+		func(name string, f []any) (weft.PluginRecord, error) { return decodePlugin(name, f[0]) },
+		func(r weft.PluginRecord) string { return r.Name })
 }
 
 // DeletePlugin implements store.Store: the pin check and the delete are
@@ -330,7 +330,7 @@ func (s *Store) DeletePlugin(ctx context.Context, name string) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	res, err := s.run(writeCtx(ctx), deletePluginScript, s.args(name, store.MaxInUseListed, newGeneration())).Result()
+	res, err := s.run(writeCtx(ctx), deletePluginScript, s.args(name, weft.MaxInUseListed, newGeneration())).Result()
 	if err != nil {
 		return s.fail(ctx, "delete plugin", name, err)
 	}
@@ -350,7 +350,7 @@ func (s *Store) DeletePlugin(ctx context.Context, name string) error {
 				}
 			}
 		}
-		return &store.InUseError{Plugin: name, Instances: slices.Clip(users)}
+		return &weft.InUseError{Plugin: name, Instances: slices.Clip(users)}
 	}
 	return fmt.Errorf("redisstore: delete plugin %q on %s: unexpected answer %v", name, s.addr, res)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/internal/gencache"
 )
 
@@ -39,7 +38,7 @@ import (
 //     checked.
 type catalogCache struct {
 	defs    gencache.Cache[defID, string, weft.Definition]
-	plugins gencache.Cache[string, string, store.PluginRecord]
+	plugins gencache.Cache[string, string, weft.PluginRecord]
 }
 
 // saw notes that the catalog's generation is gen now: when it is not the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
-	"github.com/weftworks/weft/internal/store"
 )
 
 // Two stores on one server, as two nodes: each caches the latest
@@ -27,7 +26,7 @@ func TestCatalogCacheFollowsOtherNodesChanges(t *testing.T) {
 	if _, _, err := a.PutDefinition(ctx, "wf", "h1", []byte("one")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: strings.Repeat("1", 64), Size: 1}); err != nil {
+	if _, err := a.PutPlugin(ctx, weft.PluginRecord{Name: "kit", Version: strings.Repeat("1", 64), Size: 1}); err != nil {
 		t.Fatal(err)
 	}
 	definition := func(s interface {
@@ -35,7 +34,7 @@ func TestCatalogCacheFollowsOtherNodesChanges(t *testing.T) {
 	}, version int) string {
 		t.Helper()
 		d, err := s.GetDefinition(ctx, "wf", version)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, weft.ErrNotFound) {
 			return "none"
 		}
 		if err != nil {
@@ -44,11 +43,11 @@ func TestCatalogCacheFollowsOtherNodesChanges(t *testing.T) {
 		return strconv.Itoa(d.Version) + ":" + string(d.Source)
 	}
 	plugin := func(s interface {
-		CurrentPlugin(context.Context, string) (*store.PluginRecord, error)
+		CurrentPlugin(context.Context, string) (*weft.PluginRecord, error)
 	}) string {
 		t.Helper()
 		r, err := s.CurrentPlugin(ctx, "kit")
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, weft.ErrNotFound) {
 			return "none"
 		}
 		if err != nil {
@@ -98,7 +97,7 @@ func TestCatalogCacheFollowsOtherNodesChanges(t *testing.T) {
 	}{
 		{"a new version", func() error { _, _, err := b.PutDefinition(ctx, "wf", "h2", []byte("two")); return err }, "2:two", "1"},
 		{"a new plugin version", func() error {
-			_, err := b.PutPlugin(ctx, store.PluginRecord{Name: "kit", Version: strings.Repeat("2", 64), Size: 1})
+			_, err := b.PutPlugin(ctx, weft.PluginRecord{Name: "kit", Version: strings.Repeat("2", 64), Size: 1})
 			return err
 		}, "2:two", "2"},
 		{"the plugin deleted", func() error { return b.DeletePlugin(ctx, "kit") }, "2:two", "none"},

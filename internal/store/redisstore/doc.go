@@ -176,7 +176,7 @@
 // # Client and Close
 //
 // The caller owns Config.Client: Close marks the store closed (calls
-// return store.ErrClosed) and leaves the client open, since the locker and
+// return weft.ErrClosed) and leaves the client open, since the locker and
 // the queue of the same node may share it. A write that has been sent is
 // waited for even when its context ends (the client's timeouts bound the
 // wait): the script runs whole or not at all, and the answer says which.
@@ -191,5 +191,5 @@
 // wrapped, naming the operation, the id and the address; one that says the
 // server cannot be reached or cannot serve now (a network error, no free
 // connection, LOADING, READONLY, MASTERDOWN and the like) also matches
-// store.ErrUnavailable, which the API answers as 503.
+// weft.ErrUnavailable, which the API answers as 503.
 package redisstore

@@ -54,7 +54,7 @@ func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevi
 		return 0, s.corrupt(fmt.Errorf("grants of plugin %q: corrupt revision %q", plugin, res[1]))
 	}
 	if res[0] == "conflict" {
-		return 0, &store.GrantsConflictError{Plugin: plugin, Want: ifRevision, Stored: rev}
+		return 0, &weft.GrantsConflictError{Plugin: plugin, Want: ifRevision, Stored: rev}
 	}
 	if rev == 0 {
 		return 0, s.corrupt(fmt.Errorf("grants of plugin %q: corrupt revision %q", plugin, res[1]))

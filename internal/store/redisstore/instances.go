@@ -76,7 +76,7 @@ func docOf(in weft.Instance) ([]byte, error) {
 
 // bookmarkMember is a bookmark in the bk index (and b:<id>): ordered by
 // (event, key, instance, step), then the record.
-func bookmarkMember(b store.Bookmark) (string, error) {
+func bookmarkMember(b weft.Bookmark) (string, error) {
 	raw, err := json.Marshal(b)
 	if err != nil {
 		return "", err
@@ -84,15 +84,15 @@ func bookmarkMember(b store.Bookmark) (string, error) {
 	return string(append(tup(nil, b.Event, b.Key, b.InstanceID, b.StepPath), raw...)), nil
 }
 
-func parseBookmark(m string) (store.Bookmark, error) {
+func parseBookmark(m string) (weft.Bookmark, error) {
 	rest := m
 	for range 4 {
 		var ok bool
 		if _, rest, ok = untup(rest); !ok {
-			return store.Bookmark{}, fmt.Errorf("corrupt bookmark member %q", m)
+			return weft.Bookmark{}, fmt.Errorf("corrupt bookmark member %q", m)
 		}
 	}
-	var b store.Bookmark
+	var b weft.Bookmark
 	if err := json.Unmarshal([]byte(rest), &b); err != nil {
 		return b, fmt.Errorf("corrupt bookmark %q: %w", m, err)
 	}
@@ -101,7 +101,7 @@ func parseBookmark(m string) (store.Bookmark, error) {
 
 // timerMember is a timer in the due index (and t:<id>): ordered by (due,
 // instance, id), then the record.
-func timerMember(t store.Timer) (string, error) {
+func timerMember(t weft.Timer) (string, error) {
 	raw, err := json.Marshal(t)
 	if err != nil {
 		return "", err
@@ -109,18 +109,18 @@ func timerMember(t store.Timer) (string, error) {
 	return hexTime(t.Due) + string(append(tup(nil, t.InstanceID, t.ID), raw...)), nil
 }
 
-func parseTimer(m string) (store.Timer, error) {
+func parseTimer(m string) (weft.Timer, error) {
 	if len(m) < 16 {
-		return store.Timer{}, fmt.Errorf("corrupt timer member %q", m)
+		return weft.Timer{}, fmt.Errorf("corrupt timer member %q", m)
 	}
 	rest := m[16:]
 	for range 2 {
 		var ok bool
 		if _, rest, ok = untup(rest); !ok {
-			return store.Timer{}, fmt.Errorf("corrupt timer member %q", m)
+			return weft.Timer{}, fmt.Errorf("corrupt timer member %q", m)
 		}
 	}
-	var t store.Timer
+	var t weft.Timer
 	if err := json.Unmarshal([]byte(rest), &t); err != nil {
 		return t, fmt.Errorf("corrupt timer %q: %w", m, err)
 	}
@@ -129,8 +129,8 @@ func parseTimer(m string) (store.Timer, error) {
 
 // parseMessage reads a message in an inbox hash: "<seq>|<record>" (the
 // script assigns the seq).
-func parseMessage(id, v string) (store.Message, error) {
-	var m store.Message
+func parseMessage(id, v string) (weft.Message, error) {
+	var m weft.Message
 	i := 0
 	for i < len(v) && v[i] != '|' {
 		i++
@@ -147,7 +147,7 @@ func parseMessage(id, v string) (store.Message, error) {
 }
 
 // messageArgs appends (target, id, record) for each message.
-func messageArgs(a args, msgs []store.Message, now time.Time) (args, error) {
+func messageArgs(a args, msgs []weft.Message, now time.Time) (args, error) {
 	a = a.add(len(msgs))
 	for _, m := range msgs {
 		m.Seq, m.CreatedAt = 0, now
@@ -285,13 +285,13 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	case "ok":
 		return u64(rest[0]), nil
 	case "exists":
-		return 0, commitError(id, store.ErrExists, rest)
+		return 0, commitError(id, weft.ErrExists, rest)
 	case "notfound":
-		return 0, commitError(id, store.ErrNotFound, nil)
+		return 0, commitError(id, weft.ErrNotFound, nil)
 	case "fenced":
-		return 0, commitError(id, store.ErrFenced, rest)
+		return 0, commitError(id, weft.ErrFenced, rest)
 	case "conflict":
-		return 0, commitError(id, store.ErrConflict, rest)
+		return 0, commitError(id, weft.ErrConflict, rest)
 	case "notqueued":
 		return 0, &store.CommitError{InstanceID: id, Err: store.ErrNotQueued, Stimulus: c.DeliveredStimulus}
 	case "inbox":
@@ -484,7 +484,7 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 	for i, st := range sts {
 		keys[i] = statusIndex(st, f.Workflow)
 	}
-	limit := store.ClampLimit(f.Limit)
+	limit := weft.ClampLimit(f.Limit)
 	a := s.args(len(keys)).add(keys...).add(min, max, limit+1, rev)
 	res, err := s.run(ctx, listInstancesScript, a).Slice()
 	if err != nil {
@@ -551,7 +551,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 	case "notfound":
 		return store.NotFound("instance %q", id)
 	case "fenced":
-		return commitError(id, store.ErrFenced, rest)
+		return commitError(id, weft.ErrFenced, rest)
 	}
 	return fmt.Errorf("redisstore: delete instance %q on %s: unexpected answer %v", id, s.addr, res)
 }
@@ -580,7 +580,7 @@ func (s *Store) ofInstance(ctx context.Context, op, id string, read func(p redis
 // History implements store.Store. An event's Seq is its place in the
 // instance's history list.
 func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error) {
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	var lr *redis.StringSliceCmd
 	if _, err := s.ofInstance(ctx, "history of instance", id, func(p redis.Pipeliner) {
 		lr = p.LRange(ctx, s.p+"h:"+id, int64(min(afterSeq, 1<<62)), int64(min(afterSeq, 1<<62))+int64(limit)-1)
@@ -600,7 +600,7 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 }
 
 // Bookmarks implements store.Store.
-func (s *Store) Bookmarks(ctx context.Context, id string) ([]store.Bookmark, error) {
+func (s *Store) Bookmarks(ctx context.Context, id string) ([]weft.Bookmark, error) {
 	var sm *redis.StringSliceCmd
 	if _, err := s.ofInstance(ctx, "bookmarks of instance", id, func(p redis.Pipeliner) {
 		sm = p.SMembers(ctx, s.p+"b:"+id)
@@ -611,7 +611,7 @@ func (s *Store) Bookmarks(ctx context.Context, id string) ([]store.Bookmark, err
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b store.Bookmark) int {
+	slices.SortFunc(out, func(a, b weft.Bookmark) int {
 		return cmp.Or(cmp.Compare(a.StepPath, b.StepPath), cmp.Compare(a.Event, b.Event), cmp.Compare(a.Key, b.Key))
 	})
 	if len(out) == 0 {
@@ -621,7 +621,7 @@ func (s *Store) Bookmarks(ctx context.Context, id string) ([]store.Bookmark, err
 }
 
 // FindBookmarks implements store.Store.
-func (s *Store) FindBookmarks(ctx context.Context, event, key string) ([]store.Bookmark, error) {
+func (s *Store) FindBookmarks(ctx context.Context, event, key string) ([]weft.Bookmark, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -634,7 +634,7 @@ func (s *Store) FindBookmarks(ctx context.Context, event, key string) ([]store.B
 }
 
 // Timers implements store.Store.
-func (s *Store) Timers(ctx context.Context, id string) ([]store.Timer, error) {
+func (s *Store) Timers(ctx context.Context, id string) ([]weft.Timer, error) {
 	var sm *redis.StringSliceCmd
 	if _, err := s.ofInstance(ctx, "timers of instance", id, func(p redis.Pipeliner) {
 		sm = p.SMembers(ctx, s.p+"t:"+id)
@@ -657,11 +657,11 @@ func upTo(now time.Time) string {
 }
 
 // DueTimers implements store.Store.
-func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]store.Timer, error) {
+func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]weft.Timer, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	ms, err := s.c.ZRangeByLex(ctx, s.p+"due", &redis.ZRangeBy{Min: "-", Max: upTo(now), Count: int64(store.ClampLimit(limit))}).Result()
+	ms, err := s.c.ZRangeByLex(ctx, s.p+"due", &redis.ZRangeBy{Min: "-", Max: upTo(now), Count: int64(weft.ClampLimit(limit))}).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "due timers at", now.UTC().Format(time.RFC3339Nano), err)
 	}
@@ -739,7 +739,7 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	ids, err := s.run(ctx, expiredLeasesScript, s.args(hexTime(now), store.ClampLimit(limit))).StringSlice()
+	ids, err := s.run(ctx, expiredLeasesScript, s.args(hexTime(now), weft.ClampLimit(limit))).StringSlice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "expired leases at", now.UTC().Format(time.RFC3339Nano), err)
 	}
@@ -754,7 +754,7 @@ func (s *Store) ExpiredInstances(ctx context.Context, now time.Time, limit int) 
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	ms, err := s.c.ZRangeByLex(ctx, s.p+"rx", &redis.ZRangeBy{Min: "-", Max: upTo(now), Count: int64(store.ClampLimit(limit))}).Result()
+	ms, err := s.c.ZRangeByLex(ctx, s.p+"rx", &redis.ZRangeBy{Min: "-", Max: upTo(now), Count: int64(weft.ClampLimit(limit))}).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "expired instances at", now.UTC().Format(time.RFC3339Nano), err)
 	}

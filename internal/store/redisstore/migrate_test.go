@@ -27,7 +27,7 @@ func TestOpenMigratesSchema1(t *testing.T) {
 	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	s := openAt(t, c, "old:", now)
 	live := weft.Lease{Node: "n1", Boot: "b1", Expiry: now.Add(time.Hour)}
-	if _, err := s.PutPlugin(ctx, store.PluginRecord{Name: "pay", Version: "v1"}); err != nil {
+	if _, err := s.PutPlugin(ctx, weft.PluginRecord{Name: "pay", Version: "v1"}); err != nil {
 		t.Fatal(err)
 	}
 	pinned := leasedInstance("live", weft.StatusRunning, live)
@@ -114,7 +114,7 @@ func TestOpenMigratesSchema1(t *testing.T) {
 		t.Errorf("%d schema-1 or schema-2 keys left after the migration", n)
 	}
 	// The pin and the delete-after time, as the migration left them.
-	if err := s.DeletePlugin(ctx, "pay"); !errors.Is(err, store.ErrInUse) {
+	if err := s.DeletePlugin(ctx, "pay"); !errors.Is(err, weft.ErrInUse) {
 		t.Errorf("DeletePlugin of a plugin a migrated instance pins: %v, want ErrInUse", err)
 	}
 	if ids, err := s.ExpiredInstances(ctx, now.Add(2*time.Hour), 10); err != nil || fmt.Sprint(ids) != "[done]" {

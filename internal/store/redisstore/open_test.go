@@ -129,10 +129,10 @@ func TestErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), srv.Addr()) {
 			t.Errorf("%s with Redis stopped: %v, want it to say %s and %s", tt.name, err, tt.want, srv.Addr())
 		}
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrClosed) {
+		if errors.Is(err, weft.ErrNotFound) || errors.Is(err, weft.ErrClosed) {
 			t.Errorf("%s with Redis stopped: %v classified as a store answer", tt.name, err)
 		}
-		if !errors.Is(err, store.ErrUnavailable) {
+		if !errors.Is(err, weft.ErrUnavailable) {
 			t.Errorf("%s with Redis stopped: %v does not match ErrUnavailable", tt.name, err)
 		}
 	}
@@ -145,7 +145,7 @@ func TestErrors(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetInstance(t.Context(), "i"); !errors.Is(err, store.ErrClosed) {
+	if _, err := s.GetInstance(t.Context(), "i"); !errors.Is(err, weft.ErrClosed) {
 		t.Errorf("GetInstance after Close: %v, want ErrClosed", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/tuple"
 )
@@ -246,7 +247,7 @@ func addrOf(c redis.UniversalClient) string {
 // Addr returns the Redis address the store names in its errors.
 func (s *Store) Addr() string { return s.addr }
 
-// Close marks the store closed: later calls return store.ErrClosed. It
+// Close marks the store closed: later calls return weft.ErrClosed. It
 // does not close the client, which the caller owns. Closing twice does
 // nothing.
 func (s *Store) Close() error {
@@ -263,7 +264,7 @@ func (s *Store) begin(ctx context.Context) error {
 		return err
 	}
 	if s.closed.Load() {
-		return fmt.Errorf("redisstore: %s: %w", s.addr, store.ErrClosed)
+		return fmt.Errorf("redisstore: %s: %w", s.addr, weft.ErrClosed)
 	}
 	return nil
 }
@@ -274,17 +275,17 @@ func (s *Store) begin(ctx context.Context) error {
 func writeCtx(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // fail wraps a Redis error of operation op on what (an id or name),
-// naming the address; a closed client is store.ErrClosed and a done
+// naming the address; a closed client is weft.ErrClosed and a done
 // context returns ctx.Err().
 func (s *Store) fail(ctx context.Context, op, what string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return ctxErr
 	}
 	if errors.Is(err, redis.ErrClosed) {
-		return fmt.Errorf("redisstore: %s %q on %s: %w", op, what, s.addr, store.ErrClosed)
+		return fmt.Errorf("redisstore: %s %q on %s: %w", op, what, s.addr, weft.ErrClosed)
 	}
 	if unavailable(err) {
-		return fmt.Errorf("redisstore: %s %q on %s: %w: %w", op, what, s.addr, store.ErrUnavailable, err)
+		return fmt.Errorf("redisstore: %s %q on %s: %w: %w", op, what, s.addr, weft.ErrUnavailable, err)
 	}
 	return fmt.Errorf("redisstore: %s %q on %s: %w", op, what, s.addr, err)
 }

@@ -47,7 +47,7 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 				for rev := uint64(0); rev < 2; rev++ {
 					in.Rev = rev
 					if _, err := s.Commit(t.Context(), store.Commit{Instance: in, History: []weft.HistoryEntry{{Type: weft.HistoryType(fmt.Sprint("rev", rev+1))}},
-						Timers: []store.Timer{{ID: "t", Due: storetest.Epoch.Add(time.Duration(rev+1) * time.Minute)}}}); err != nil {
+						Timers: []weft.Timer{{ID: "t", Due: storetest.Epoch.Add(time.Duration(rev+1) * time.Minute)}}}); err != nil {
 						return // the server is gone
 					}
 					mu.Lock()
@@ -96,7 +96,7 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 	// No half commit: every listed instance is whole.
 	listed := 0
 	for cursor := ""; ; {
-		items, next, err := s.ListInstances(ctx, weft.InstanceFilter{Workflow: "restart", Limit: store.MaxListLimit, Cursor: cursor})
+		items, next, err := s.ListInstances(ctx, weft.InstanceFilter{Workflow: "restart", Limit: weft.MaxListLimit, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,12 +121,12 @@ func TestRestartKeepsAcknowledgedWrites(t *testing.T) {
 	if listed < len(acked) {
 		t.Errorf("%d instances listed after restart, %d acknowledged", listed, len(acked))
 	}
-	due, err := s.DueTimers(ctx, storetest.Epoch.Add(time.Hour), store.MaxListLimit)
+	due, err := s.DueTimers(ctx, storetest.Epoch.Add(time.Hour), weft.MaxListLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tm := range due {
-		if _, err := s.GetInstance(ctx, tm.InstanceID); errors.Is(err, store.ErrNotFound) {
+		if _, err := s.GetInstance(ctx, tm.InstanceID); errors.Is(err, weft.ErrNotFound) {
 			t.Errorf("due timer %+v of a missing instance", tm)
 		}
 	}

@@ -104,7 +104,7 @@ func (s *Store) EnqueueStimulus(ctx context.Context, st weft.Stimulus) (*weft.St
 // Deliver implements store.Store. The stimulus is recorded with
 // DeliveredTo set to the instance of the first message written, or empty
 // when no message was.
-func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []store.Message) (*weft.Stimulus, error) {
+func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []weft.Message) (*weft.Stimulus, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -137,14 +137,14 @@ func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []store.Mes
 }
 
 // Inbox implements store.Store.
-func (s *Store) Inbox(ctx context.Context, id string) ([]store.Message, error) {
+func (s *Store) Inbox(ctx context.Context, id string) ([]weft.Message, error) {
 	var hg *redis.MapStringStringCmd
 	if _, err := s.ofInstance(ctx, "inbox of instance", id, func(p redis.Pipeliner) {
 		hg = p.HGetAll(ctx, s.p+"m:"+id)
 	}); err != nil {
 		return nil, err
 	}
-	var out []store.Message
+	var out []weft.Message
 	for _, v := range hg.Val() {
 		m, err := parseMessage(id, v)
 		if err != nil {
@@ -152,7 +152,7 @@ func (s *Store) Inbox(ctx context.Context, id string) ([]store.Message, error) {
 		}
 		out = append(out, m)
 	}
-	slices.SortFunc(out, func(a, b store.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(out, func(a, b weft.Message) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out, nil
 }
 
@@ -209,7 +209,7 @@ func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]
 		return nil, err
 	}
 	now = now.UTC()
-	res, err := s.run(writeCtx(ctx), expireScript, s.args(hexTime(now), upTo(now), store.ClampLimit(limit), hexTime(now.Add(s.cfg.DeadLetterRetention)))).Slice()
+	res, err := s.run(writeCtx(ctx), expireScript, s.args(hexTime(now), upTo(now), weft.ClampLimit(limit), hexTime(now.Add(s.cfg.DeadLetterRetention)))).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "expire stimuli at", now.Format(time.RFC3339Nano), err)
 	}
@@ -248,7 +248,7 @@ func (s *Store) stimulusPage(ctx context.Context, index, op, cursor string, limi
 		}
 		min = "(" + after
 	}
-	limit = store.ClampLimit(limit)
+	limit = weft.ClampLimit(limit)
 	res, err := s.run(ctx, stimulusPageScript, s.args(index, min, limit+1)).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, "", s.fail(ctx, op, cursor, err)
@@ -278,7 +278,7 @@ func (s *Store) WaitingInboxes(ctx context.Context, before time.Time, limit int)
 	if !before.After(time.Unix(0, 0)) {
 		return nil, nil
 	}
-	ms, err := s.c.ZRangeByLex(ctx, s.p+"mw", &redis.ZRangeBy{Min: "-", Max: "(" + hexTime(before), Count: int64(store.ClampLimit(limit))}).Result()
+	ms, err := s.c.ZRangeByLex(ctx, s.p+"mw", &redis.ZRangeBy{Min: "-", Max: "(" + hexTime(before), Count: int64(weft.ClampLimit(limit))}).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "waiting inboxes before", before.UTC().Format(time.RFC3339Nano), err)
 	}

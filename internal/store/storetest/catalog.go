@@ -52,23 +52,23 @@ func testDefinitions(t *testing.T, h *harness) {
 	}
 	for _, v := range []int{4, 0} {
 		_, err := h.s.GetDefinition(ctx(t), "nope", v)
-		wantErr(t, "GetDefinition of a missing name", err, store.ErrNotFound)
+		wantErr(t, "GetDefinition of a missing name", err, weft.ErrNotFound)
 	}
 	_, err := h.s.GetDefinition(ctx(t), "order", 4)
-	wantErr(t, "GetDefinition of a missing version", err, store.ErrNotFound)
+	wantErr(t, "GetDefinition of a missing version", err, weft.ErrNotFound)
 	_, err = h.s.GetDefinition(ctx(t), "order", -1)
-	wantErr(t, "GetDefinition(-1)", err, store.ErrInvalid)
+	wantErr(t, "GetDefinition(-1)", err, weft.ErrInvalid)
 	_, _, err = h.s.PutDefinition(ctx(t), "", "h", nil)
-	wantErr(t, "PutDefinition without a name", err, store.ErrInvalid)
+	wantErr(t, "PutDefinition without a name", err, weft.ErrInvalid)
 	_, _, err = h.s.PutDefinition(ctx(t), "x", "", nil)
-	wantErr(t, "PutDefinition without a hash", err, store.ErrInvalid)
+	wantErr(t, "PutDefinition without a hash", err, weft.ErrInvalid)
 
 	must(t, "DeleteDefinition", h.s.DeleteDefinition(ctx(t), "order"))
 	for _, v := range []int{0, 1, 3} {
 		_, err := h.s.GetDefinition(ctx(t), "order", v)
-		wantErr(t, fmt.Sprint("GetDefinition after delete ", v), err, store.ErrNotFound)
+		wantErr(t, fmt.Sprint("GetDefinition after delete ", v), err, weft.ErrNotFound)
 	}
-	wantErr(t, "DeleteDefinition again", h.s.DeleteDefinition(ctx(t), "order"), store.ErrNotFound)
+	wantErr(t, "DeleteDefinition again", h.s.DeleteDefinition(ctx(t), "order"), weft.ErrNotFound)
 	// Versions are never reused: instances may still name version 3.
 	v, created, err := h.s.PutDefinition(ctx(t), "order", "h1", []byte("source h1"))
 	must(t, "PutDefinition after delete", err)
@@ -103,7 +103,7 @@ func testListDefinitionVersions(t *testing.T, h *harness) {
 		}
 	}
 	_, err := h.s.ListDefinitionVersions(ctx(t), "order")
-	wantErr(t, "ListDefinitionVersions of a missing name", err, store.ErrNotFound)
+	wantErr(t, "ListDefinitionVersions of a missing name", err, weft.ErrNotFound)
 	put := func(name, hash string) {
 		t.Helper()
 		h.clock.Advance(time.Second)
@@ -119,7 +119,7 @@ func testListDefinitionVersions(t *testing.T, h *harness) {
 
 	must(t, "DeleteDefinition", h.s.DeleteDefinition(ctx(t), "order"))
 	_, err = h.s.ListDefinitionVersions(ctx(t), "order")
-	wantErr(t, "ListDefinitionVersions after delete", err, store.ErrNotFound)
+	wantErr(t, "ListDefinitionVersions after delete", err, weft.ErrNotFound)
 	put("order", "h1")
 	put("order", "h3")
 	want("saved again", "order", ver{4, "h3"}, ver{3, "h1"})
@@ -162,10 +162,10 @@ func testListDefinitions(t *testing.T, h *harness) {
 	}
 	wantStrings(t, "definitions", got, []string{"a@1:a", "ab@1:ab", "b@2:b2", "c@1:c"})
 	_, _, err = h.s.ListDefinitions(ctx(t), "!!bad!!", 2)
-	wantErr(t, "ListDefinitions with a bad cursor", err, store.ErrInvalid)
+	wantErr(t, "ListDefinitions with a bad cursor", err, weft.ErrInvalid)
 }
 
-func versions(p *store.Plugin) []string {
+func versions(p *weft.Plugin) []string {
 	var out []string
 	for _, v := range p.Versions {
 		out = append(out, v.Version)
@@ -187,7 +187,7 @@ func testPlugins(t *testing.T, h *harness) {
 	}
 	for _, st := range steps {
 		now := h.clock.Advance(time.Second)
-		created, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: st.version, Size: 100, Activities: []string{"charge", "refund"}})
+		created, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "pay", Version: st.version, Size: 100, Activities: []string{"charge", "refund"}})
 		must(t, st.name, err)
 		if created != st.wantCreated {
 			t.Errorf("%s: created = %v, want %v", st.name, created, st.wantCreated)
@@ -208,14 +208,14 @@ func testPlugins(t *testing.T, h *harness) {
 		}
 	}
 	_, err := h.s.GetPlugin(ctx(t), "nope")
-	wantErr(t, "GetPlugin missing", err, store.ErrNotFound)
+	wantErr(t, "GetPlugin missing", err, weft.ErrNotFound)
 	_, err = h.s.CurrentPlugin(ctx(t), "nope")
-	wantErr(t, "CurrentPlugin missing", err, store.ErrNotFound)
-	_, err = h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "x"})
-	wantErr(t, "PutPlugin without a version", err, store.ErrInvalid)
+	wantErr(t, "CurrentPlugin missing", err, weft.ErrNotFound)
+	_, err = h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "x"})
+	wantErr(t, "PutPlugin without a version", err, weft.ErrInvalid)
 
 	for _, name := range []string{"zip", "auth", "mail"} {
-		_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: name, Version: "h-" + name})
+		_, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: name, Version: "h-" + name})
 		must(t, "PutPlugin", err)
 	}
 	var got []string
@@ -234,16 +234,16 @@ func testPlugins(t *testing.T, h *harness) {
 
 	must(t, "DeletePlugin", h.s.DeletePlugin(ctx(t), "zip"))
 	_, err = h.s.GetPlugin(ctx(t), "zip")
-	wantErr(t, "GetPlugin after delete", err, store.ErrNotFound)
-	wantErr(t, "DeletePlugin again", h.s.DeletePlugin(ctx(t), "zip"), store.ErrNotFound)
+	wantErr(t, "GetPlugin after delete", err, weft.ErrNotFound)
+	wantErr(t, "DeletePlugin again", h.s.DeletePlugin(ctx(t), "zip"), weft.ErrNotFound)
 }
 
 func testPinnedPluginCannotBeDeleted(t *testing.T, h *harness) {
 	for _, v := range []string{"v1", "v2"} {
-		_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: v})
+		_, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "pay", Version: v})
 		must(t, "PutPlugin", err)
 	}
-	_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "mail", Version: "m1"})
+	_, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "mail", Version: "m1"})
 	must(t, "PutPlugin", err)
 
 	// An old version pins too, and a pin of an unknown version is refused.
@@ -253,11 +253,11 @@ func testPinnedPluginCannotBeDeleted(t *testing.T, h *harness) {
 	bad := instance("bad", "w")
 	bad.Plugins = map[string]string{"pay": "v9"}
 	_, err = h.s.Commit(ctx(t), store.Commit{Instance: bad})
-	wantErr(t, "pinning an unknown version", err, store.ErrNotFound)
+	wantErr(t, "pinning an unknown version", err, weft.ErrNotFound)
 
 	err = h.s.DeletePlugin(ctx(t), "pay")
-	wantErr(t, "DeletePlugin while pinned", err, store.ErrInUse)
-	var iu *store.InUseError
+	wantErr(t, "DeletePlugin while pinned", err, weft.ErrInUse)
+	var iu *weft.InUseError
 	if !errors.As(err, &iu) || iu.Plugin != "pay" || len(iu.Instances) != 1 || iu.Instances[0] != "i" {
 		t.Errorf("error %v: want an *InUseError naming instance i", err)
 	}
@@ -271,7 +271,7 @@ func testPinnedPluginCannotBeDeleted(t *testing.T, h *harness) {
 		status  weft.Status
 		wantErr error
 	}{
-		{weft.StatusSuspended, store.ErrInUse},
+		{weft.StatusSuspended, weft.ErrInUse},
 		{weft.StatusCompleted, nil},
 	} {
 		in = h.get(t, "i")
@@ -293,7 +293,7 @@ func testPinnedPluginCannotBeDeleted(t *testing.T, h *harness) {
 	j.Plugins = map[string]string{"mail": "m1"}
 	j.Status = weft.StatusRunning
 	h.commit(t, store.Commit{Instance: j})
-	wantErr(t, "DeletePlugin mail", h.s.DeletePlugin(ctx(t), "mail"), store.ErrInUse)
+	wantErr(t, "DeletePlugin mail", h.s.DeletePlugin(ctx(t), "mail"), weft.ErrInUse)
 }
 
 // testResolveStart: ResolveStart reads a start's definition and plugins;
@@ -308,16 +308,16 @@ func testResolveStart(t *testing.T, h *harness) {
 		t.Error("uses called for a workflow with no definition")
 		return nil, nil
 	}, true)
-	wantErr(t, "ResolveStart of no workflow", err, store.ErrNotFound)
+	wantErr(t, "ResolveStart of no workflow", err, weft.ErrNotFound)
 
 	_, _, err = h.s.PutDefinition(ctx(t), "wf", "h1", []byte("one"))
 	must(t, "PutDefinition", err)
-	_, err = h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: "v1"})
+	_, err = h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "pay", Version: "v1"})
 	must(t, "PutPlugin", err)
 
 	_, err = h.s.ResolveStart(ctx(t), "wf", uses("pay", "mail"), true)
 	var pe *store.PluginError
-	if !errors.As(err, &pe) || pe.Plugin != "mail" || !errors.Is(err, store.ErrNotFound) {
+	if !errors.As(err, &pe) || pe.Plugin != "mail" || !errors.Is(err, weft.ErrNotFound) {
 		t.Fatalf("ResolveStart with a plugin not stored: %v, want a *PluginError naming mail, matching ErrNotFound", err)
 	}
 	boom := errors.New("the definition does not compile")
@@ -357,12 +357,12 @@ func testResolveStart(t *testing.T, h *harness) {
 		change func() error
 	}{
 		{"a plugin version", func() error {
-			_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: "v2"})
+			_, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "pay", Version: "v2"})
 			return err
 		}},
 		{"a definition version", func() error { _, _, err := h.s.PutDefinition(ctx(t), "wf", "h2", []byte("two")); return err }},
 		{"another plugin deleted", func() error {
-			if _, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "mail", Version: "m1"}); err != nil {
+			if _, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "mail", Version: "m1"}); err != nil {
 				return err
 			}
 			return h.s.DeletePlugin(ctx(t), "mail")
@@ -379,16 +379,16 @@ func testResolveStart(t *testing.T, h *harness) {
 		}
 		wantErr(t, "a create from before "+c.what, err, store.ErrCatalogChanged)
 		_, err = h.s.GetInstance(ctx(t), id)
-		wantErr(t, "the refused create", err, store.ErrNotFound)
+		wantErr(t, "the refused create", err, weft.ErrNotFound)
 		after := resolve(false)
 		must(t, "a create from the catalog read again", create(id, after))
 	}
 	check("after the changes", resolve(false), 2, "v2")
 
 	// A generation the store did not hand out; only a create carries one.
-	err = create("bogus", &store.StartCatalog{Definition: &weft.Definition{Name: "wf", Version: 2}, Plugins: map[string]*store.PluginRecord{"pay": {Version: "v2"}}, Generation: "bogus"})
+	err = create("bogus", &store.StartCatalog{Definition: &weft.Definition{Name: "wf", Version: 2}, Plugins: map[string]*weft.PluginRecord{"pay": {Version: "v2"}}, Generation: "bogus"})
 	wantErr(t, "a create with a generation never handed out", err, store.ErrCatalogChanged)
 	in := h.get(t, "a")
 	_, err = h.s.Commit(ctx(t), store.Commit{Instance: in, Catalog: "x"})
-	wantErr(t, "an update with a generation", err, store.ErrInvalid)
+	wantErr(t, "an update with a generation", err, weft.ErrInvalid)
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -112,13 +111,13 @@ func testGrants(t *testing.T, h *harness) {
 	wantGrants(t, "arbitrary bytes, read again", h.getGrants(t, "raw"), "raw", want, rev, Epoch.Add(7*time.Second))
 
 	_, err = h.s.GetGrants(ctx(t), "nope")
-	wantErr(t, "GetGrants of a name without grants", err, store.ErrNotFound)
-	wantErr(t, "DeleteGrants of a name without grants", h.s.DeleteGrants(ctx(t), "nope"), store.ErrNotFound)
+	wantErr(t, "GetGrants of a name without grants", err, weft.ErrNotFound)
+	wantErr(t, "DeleteGrants of a name without grants", h.s.DeleteGrants(ctx(t), "nope"), weft.ErrNotFound)
 
 	must(t, "DeleteGrants", h.s.DeleteGrants(ctx(t), "pay"))
 	_, err = h.s.GetGrants(ctx(t), "pay")
-	wantErr(t, "GetGrants after delete", err, store.ErrNotFound)
-	wantErr(t, "DeleteGrants again", h.s.DeleteGrants(ctx(t), "pay"), store.ErrNotFound)
+	wantErr(t, "GetGrants after delete", err, weft.ErrNotFound)
+	wantErr(t, "DeleteGrants again", h.s.DeleteGrants(ctx(t), "pay"), weft.ErrNotFound)
 	if got := h.getGrants(t, "raw"); got.Revision != rev {
 		t.Errorf("DeleteGrants(pay) changed the grants of raw: %+v", got)
 	}
@@ -145,8 +144,8 @@ func testGrantsIfRevision(t *testing.T, h *harness) {
 	}
 	conflict := func(what string, err error, stored uint64) {
 		t.Helper()
-		wantErr(t, what, err, store.ErrConflict)
-		var ce *store.GrantsConflictError
+		wantErr(t, what, err, weft.ErrConflict)
+		var ce *weft.GrantsConflictError
 		if !errors.As(err, &ce) || ce.Plugin != "pay" || ce.Stored != stored {
 			t.Errorf("%s: %v is not a *GrantsConflictError saying revision %d of pay", what, err, stored)
 		}
@@ -183,10 +182,10 @@ func testGrantsInvalid(t *testing.T, h *harness) {
 	longest := strings.Repeat("a", abi.MaxNameLen)
 	for _, name := range []string{"", "Pay", "1pay", "-pay", "pay.charge", "pay charge", "pay/x", "päy", longest + "a", strings.Repeat("x", 10000)} {
 		_, err := h.s.PutGrants(ctx(t), name, doc, weft.AnyRevision)
-		wantErr(t, fmt.Sprintf("PutGrants(%.20q)", name), err, store.ErrInvalid)
+		wantErr(t, fmt.Sprintf("PutGrants(%.20q)", name), err, weft.ErrInvalid)
 		_, err = h.s.GetGrants(ctx(t), name)
-		wantErr(t, fmt.Sprintf("GetGrants(%.20q)", name), err, store.ErrInvalid)
-		wantErr(t, fmt.Sprintf("DeleteGrants(%.20q)", name), h.s.DeleteGrants(ctx(t), name), store.ErrInvalid)
+		wantErr(t, fmt.Sprintf("GetGrants(%.20q)", name), err, weft.ErrInvalid)
+		wantErr(t, fmt.Sprintf("DeleteGrants(%.20q)", name), h.s.DeleteGrants(ctx(t), name), weft.ErrInvalid)
 	}
 	for _, d := range []struct {
 		what string
@@ -197,7 +196,7 @@ func testGrantsInvalid(t *testing.T, h *harness) {
 		{"one byte too long", bytes.Repeat([]byte(" "), grant.MaxDocument+1)},
 	} {
 		_, err := h.s.PutGrants(ctx(t), "pay", d.doc, weft.AnyRevision)
-		wantErr(t, "PutGrants of a document "+d.what, err, store.ErrInvalid)
+		wantErr(t, "PutGrants of a document "+d.what, err, weft.ErrInvalid)
 	}
 	items, _, err := h.s.ListGrants(ctx(t), "", 0)
 	must(t, "ListGrants", err)
@@ -219,7 +218,7 @@ func testGrantsInvalid(t *testing.T, h *harness) {
 	}
 
 	_, _, err = h.s.ListGrants(ctx(t), "!!bad!!", 2)
-	wantErr(t, "ListGrants with a bad cursor", err, store.ErrInvalid)
+	wantErr(t, "ListGrants with a bad cursor", err, weft.ErrInvalid)
 }
 
 // grantsPages lists every grant with pages of limit, and returns them as
@@ -230,7 +229,7 @@ func grantsPages(t *testing.T, h *harness, cursor string, limit int) (got []stri
 		page, next, err := h.s.ListGrants(ctx(t), cursor, limit)
 		must(t, "ListGrants", err)
 		pages++
-		if len(page) > store.ClampLimit(limit) {
+		if len(page) > weft.ClampLimit(limit) {
 			t.Errorf("page of %d, limit %d", len(page), limit)
 		}
 		for _, g := range page {
@@ -281,14 +280,14 @@ func testListGrants(t *testing.T, h *harness) {
 // for a name without a plugin, DeletePlugin leaves them, and DeleteGrants
 // leaves the plugin.
 func testGrantsOutliveThePlugin(t *testing.T, h *harness) {
-	_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: "v1"})
+	_, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "pay", Version: "v1"})
 	must(t, "PutPlugin", err)
 	h.putGrants(t, "pay", `{"config":{"k":"v"}}`)
 	must(t, "DeletePlugin", h.s.DeletePlugin(ctx(t), "pay"))
 	if g := h.getGrants(t, "pay"); g.Revision != 1 || string(g.Document) != `{"config":{"k":"v"}}` {
 		t.Errorf("grants after DeletePlugin = %+v", g)
 	}
-	_, err = h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: "v2"})
+	_, err = h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "pay", Version: "v2"})
 	must(t, "PutPlugin again", err)
 	if g := h.getGrants(t, "pay"); g.Revision != 1 {
 		t.Errorf("grants after the plugin came back = %+v", g)
@@ -297,7 +296,7 @@ func testGrantsOutliveThePlugin(t *testing.T, h *harness) {
 	// Grants before the plugin, or for a name that never has one.
 	h.putGrants(t, "ghost", `{}`)
 	_, err = h.s.GetPlugin(ctx(t), "ghost")
-	wantErr(t, "GetPlugin of a name with grants only", err, store.ErrNotFound)
+	wantErr(t, "GetPlugin of a name with grants only", err, weft.ErrNotFound)
 	plugins, _, err := h.s.ListPlugins(ctx(t), "", 0)
 	must(t, "ListPlugins", err)
 	var names []string
@@ -396,7 +395,7 @@ func testGrantsDurability(t *testing.T, h *harness) {
 	h.s = h.reopen()
 	wantGrants(t, "after reopen", h.getGrants(t, "pay"), "pay", "b", 2, at)
 	_, err := h.s.GetGrants(ctx(t), "gone")
-	wantErr(t, "deleted grants after reopen", err, store.ErrNotFound)
+	wantErr(t, "deleted grants after reopen", err, weft.ErrNotFound)
 	if rev := h.putGrants(t, "pay", "b"); rev != 2 {
 		t.Errorf("PutGrants of the stored document after reopen: revision %d, want 2", rev)
 	}
@@ -431,7 +430,7 @@ func testGrantsCancelledContext(t *testing.T, h *harness) {
 	}
 	wantGrants(t, "grants", h.getGrants(t, "pay"), "pay", "a", 1, Epoch)
 	_, err := h.s.GetGrants(ctx(t), "mail")
-	wantErr(t, "cancelled PutGrants of a new name", err, store.ErrNotFound)
+	wantErr(t, "cancelled PutGrants of a new name", err, weft.ErrNotFound)
 }
 
 // testGrantsClosed: the grants methods return ErrClosed after Close.
@@ -439,12 +438,12 @@ func testGrantsClosed(t *testing.T, h *harness) {
 	h.putGrants(t, "pay", "a")
 	must(t, "Close", h.s.Close())
 	_, err := h.s.PutGrants(ctx(t), "pay", []byte("b"), weft.AnyRevision)
-	wantErr(t, "PutGrants after Close", err, store.ErrClosed)
+	wantErr(t, "PutGrants after Close", err, weft.ErrClosed)
 	_, err = h.s.GetGrants(ctx(t), "pay")
-	wantErr(t, "GetGrants after Close", err, store.ErrClosed)
+	wantErr(t, "GetGrants after Close", err, weft.ErrClosed)
 	_, _, err = h.s.ListGrants(ctx(t), "", 1)
-	wantErr(t, "ListGrants after Close", err, store.ErrClosed)
-	wantErr(t, "DeleteGrants after Close", h.s.DeleteGrants(ctx(t), "pay"), store.ErrClosed)
+	wantErr(t, "ListGrants after Close", err, weft.ErrClosed)
+	wantErr(t, "DeleteGrants after Close", h.s.DeleteGrants(ctx(t), "pay"), weft.ErrClosed)
 }
 
 // testPluginNeeds: a plugin record's Needs comes back from GetPlugin (the
@@ -452,7 +451,7 @@ func testGrantsClosed(t *testing.T, h *harness) {
 func testPluginNeeds(t *testing.T, h *harness) {
 	v1 := &abi.Needs{Hosts: []string{"https://api.example.com", "*.example.org:8443"}, Config: []string{"region"}, Secrets: []string{"token"}}
 	v2 := &abi.Needs{Secrets: []string{"token", "key"}}
-	for _, rec := range []store.PluginRecord{
+	for _, rec := range []weft.PluginRecord{
 		{Name: "pay", Version: "v1", Activities: []string{"charge"}, Needs: v1},
 		{Name: "pay", Version: "v2", Activities: []string{"charge"}, Needs: v2},
 		{Name: "mail", Version: "m1"},

@@ -13,9 +13,9 @@ import (
 )
 
 // message returns a message for instance id's inbox.
-func message(instance, id string) store.Message {
+func message(instance, id string) weft.Message {
 	payload, _ := json.MarshalIndent(map[string]string{"msg": id}, "", " ")
-	return store.Message{InstanceID: instance, ID: id, Kind: "stimulus", Token: "tok-" + id, Payload: payload}
+	return weft.Message{InstanceID: instance, ID: id, Kind: "stimulus", Token: "tok-" + id, Payload: payload}
 }
 
 // inbox returns the ids of instance id's messages, in order, and checks
@@ -39,7 +39,7 @@ func (h *harness) inbox(t *testing.T, id string) []string {
 
 // deliver calls Deliver and fails unless it wrote (found no existing
 // stimulus).
-func (h *harness) deliver(t *testing.T, s *weft.Stimulus, msgs ...store.Message) {
+func (h *harness) deliver(t *testing.T, s *weft.Stimulus, msgs ...weft.Message) {
 	t.Helper()
 	existing, err := h.s.Deliver(ctx(t), s, msgs)
 	must(t, "Deliver", err)
@@ -101,7 +101,7 @@ func testDeliver(t *testing.T, h *harness) {
 	// The same stimulus again: answered from the record, nothing written.
 	h.clock.Advance(time.Second)
 	again := stimulus("s1", "other", "o2", 2*time.Hour)
-	existing, err := h.s.Deliver(ctx(t), &again, []store.Message{message("a", "m2"), message("b", "m2")})
+	existing, err := h.s.Deliver(ctx(t), &again, []weft.Message{message("a", "m2"), message("b", "m2")})
 	must(t, "Deliver again", err)
 	if existing == nil || existing.State != weft.StimulusDelivered || existing.Name != "approved" || !jsonEq(existing.Outcome, s.Outcome) {
 		t.Errorf("existing = %+v, want the delivered record", existing)
@@ -121,7 +121,7 @@ func testDeliver(t *testing.T, h *harness) {
 		"queued": weft.StimulusQueued, "dead": weft.StimulusDead, "committed": weft.StimulusDelivered,
 	} {
 		s := stimulus(id, "approved", "o1", time.Hour)
-		existing, err := h.s.Deliver(ctx(t), &s, []store.Message{message("a", "from-"+id)})
+		existing, err := h.s.Deliver(ctx(t), &s, []weft.Message{message("a", "from-"+id)})
 		must(t, "Deliver "+id, err)
 		if existing == nil || existing.State != state {
 			t.Errorf("Deliver %s: existing = %+v, want the %s record", id, existing, state)
@@ -178,19 +178,19 @@ func testDeliverWithoutStimulus(t *testing.T, h *harness) {
 	bad := []struct {
 		name string
 		s    *weft.Stimulus
-		msgs []store.Message
+		msgs []weft.Message
 	}{
 		{"stimulus without id", &weft.Stimulus{Name: "n", ExpiresAt: Epoch}, nil},
 		{"stimulus without name", &weft.Stimulus{ID: "x", ExpiresAt: Epoch}, nil},
 		{"stimulus without expiry", &weft.Stimulus{ID: "x", Name: "n"}, nil},
 		{"stimulus with a bad payload", &weft.Stimulus{ID: "x", Name: "n", ExpiresAt: Epoch, Payload: json.RawMessage(`{`)}, nil},
 		{"stimulus with a bad outcome", &weft.Stimulus{ID: "x", Name: "n", ExpiresAt: Epoch, Outcome: json.RawMessage(`{`)}, nil},
-		{"message without instance", nil, []store.Message{{ID: "m", Kind: "k"}}},
-		{"message without id", nil, []store.Message{{InstanceID: "a", Kind: "k"}}},
-		{"message without kind", nil, []store.Message{{InstanceID: "a", ID: "m"}}},
-		{"message id too long", nil, []store.Message{{InstanceID: "a", ID: strings.Repeat("m", store.MaxMessageIDLen+1), Kind: "k"}}},
-		{"message with a bad payload", nil, []store.Message{{InstanceID: "a", ID: "m", Kind: "k", Payload: json.RawMessage(`[`)}}},
-		{"a bad message after a good one", nil, []store.Message{message("a", "ok"), {InstanceID: "a", ID: "m"}}},
+		{"message without instance", nil, []weft.Message{{ID: "m", Kind: "k"}}},
+		{"message without id", nil, []weft.Message{{InstanceID: "a", Kind: "k"}}},
+		{"message without kind", nil, []weft.Message{{InstanceID: "a", ID: "m"}}},
+		{"message id too long", nil, []weft.Message{{InstanceID: "a", ID: strings.Repeat("m", store.MaxMessageIDLen+1), Kind: "k"}}},
+		{"message with a bad payload", nil, []weft.Message{{InstanceID: "a", ID: "m", Kind: "k", Payload: json.RawMessage(`[`)}}},
+		{"a bad message after a good one", nil, []weft.Message{message("a", "ok"), {InstanceID: "a", ID: "m"}}},
 	}
 	for _, tt := range bad {
 		s := tt.s
@@ -199,12 +199,12 @@ func testDeliverWithoutStimulus(t *testing.T, h *harness) {
 			s = &st
 		}
 		_, err := h.s.Deliver(ctx(t), s, tt.msgs)
-		wantErr(t, tt.name, err, store.ErrInvalid)
+		wantErr(t, tt.name, err, weft.ErrInvalid)
 	}
 	wantStrings(t, "inbox after invalid Delivers", h.inbox(t, "a"), []string{"m1", "m2", "m3"})
 	for _, id := range []string{"valid", "x"} {
 		_, err := h.s.GetStimulus(ctx(t), id)
-		wantErr(t, "stimulus of an invalid Deliver", err, store.ErrNotFound)
+		wantErr(t, "stimulus of an invalid Deliver", err, weft.ErrNotFound)
 	}
 }
 
@@ -219,7 +219,7 @@ func testInbox(t *testing.T, h *harness) {
 	// Interleaved writes, ids that do not sort in writing order.
 	for i, mid := range []string{"z", "y", "m\x00", "x", "m"} {
 		h.clock.Advance(time.Millisecond)
-		var msgs []store.Message
+		var msgs []weft.Message
 		for _, id := range ids {
 			msgs = append(msgs, message(id, fmt.Sprint(mid, "-", id)))
 		}
@@ -238,7 +238,7 @@ func testInbox(t *testing.T, h *harness) {
 		wantStrings(t, fmt.Sprintf("inbox of %q", id), h.inbox(t, id), want)
 	}
 	_, err := h.s.Inbox(ctx(t), "nope")
-	wantErr(t, "Inbox of a missing instance", err, store.ErrNotFound)
+	wantErr(t, "Inbox of a missing instance", err, weft.ErrNotFound)
 }
 
 // testCommitConsumed: a Commit removes the messages it names from its
@@ -258,8 +258,8 @@ func testCommitConsumed(t *testing.T, h *harness) {
 		c    store.Commit
 		want error
 	}{
-		{"stale rev", store.Commit{Instance: &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusRunning, Rev: 7}, Fence: 2}, store.ErrConflict},
-		{"lower fence", store.Commit{Instance: in, Fence: 1}, store.ErrFenced},
+		{"stale rev", store.Commit{Instance: &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusRunning, Rev: 7}, Fence: 2}, weft.ErrConflict},
+		{"lower fence", store.Commit{Instance: in, Fence: 1}, weft.ErrFenced},
 		{"stimulus not queued", store.Commit{Instance: in, Fence: 2, DeliveredStimulus: "gone"}, store.ErrNotQueued},
 	}
 	for _, tt := range refused {
@@ -296,7 +296,7 @@ func testCommitSend(t *testing.T, h *harness) {
 	end := func(rev uint64, fence uint64) store.Commit {
 		c := instance("child", "w")
 		c.Rev, c.Status, c.Output = rev, weft.StatusCompleted, json.RawMessage(`{"ok": true}`)
-		return store.Commit{Instance: c, Fence: fence, Send: []store.Message{
+		return store.Commit{Instance: c, Fence: fence, Send: []weft.Message{
 			{InstanceID: "parent", ID: "child:child", Kind: "child", Token: "call", Payload: json.RawMessage(`{"output": {"ok": true}}`)},
 			{InstanceID: "gone", ID: "child:child", Kind: "child"},
 			{InstanceID: "sibling", ID: "hello", Kind: "stimulus"},
@@ -307,9 +307,9 @@ func testCommitSend(t *testing.T, h *harness) {
 		c    store.Commit
 		want error
 	}{
-		{"stale rev", end(2, 1), store.ErrConflict},
-		{"lower fence", end(1, 0), store.ErrFenced},
-		{"create existing", end(0, 1), store.ErrExists},
+		{"stale rev", end(2, 1), weft.ErrConflict},
+		{"lower fence", end(1, 0), weft.ErrFenced},
+		{"create existing", end(0, 1), weft.ErrExists},
 	} {
 		_, err := h.s.Commit(ctx(t), tt.c)
 		wantErr(t, tt.name, err, tt.want)
@@ -349,7 +349,7 @@ func testDeleteInstanceClearsInbox(t *testing.T, h *harness) {
 	h.deliver(t, nil, message("d", "m1"), message("d", "m2"), message("keep", "m1"))
 	must(t, "DeleteInstance", h.s.DeleteInstance(ctx(t), "d", 0))
 	_, err := h.s.Inbox(ctx(t), "d")
-	wantErr(t, "Inbox after delete", err, store.ErrNotFound)
+	wantErr(t, "Inbox after delete", err, weft.ErrNotFound)
 	wantStrings(t, "another inbox", h.inbox(t, "keep"), []string{"m1"})
 
 	h.create(t, instance("d", "w"))
@@ -360,11 +360,11 @@ func testDeleteInstanceClearsInbox(t *testing.T, h *harness) {
 
 // testBookmarkToken: a bookmark's Token is stored and returned.
 func testBookmarkToken(t *testing.T, h *harness) {
-	h.commit(t, store.Commit{Instance: instance("i", "w"), Bookmarks: []store.Bookmark{
+	h.commit(t, store.Commit{Instance: instance("i", "w"), Bookmarks: []weft.Bookmark{
 		{StepPath: "a", Event: "e", Key: "k", Token: "tok-a"},
 		{StepPath: "b", Event: "e", Key: "k"},
 	}})
-	check := func(what string, bms []store.Bookmark, err error) {
+	check := func(what string, bms []weft.Bookmark, err error) {
 		t.Helper()
 		must(t, what, err)
 		var got []string
@@ -386,8 +386,8 @@ func testWaitingInboxes(t *testing.T, h *harness) {
 	for _, id := range []string{"a", "b", "c"} {
 		h.create(t, instance(id, "w"))
 	}
-	msg := func(to, id string) store.Message {
-		return store.Message{InstanceID: to, ID: id, Kind: "stimulus", Token: "b1", Payload: json.RawMessage(`{}`)}
+	msg := func(to, id string) weft.Message {
+		return weft.Message{InstanceID: to, ID: id, Kind: "stimulus", Token: "b1", Payload: json.RawMessage(`{}`)}
 	}
 	waiting := func(before time.Time) []string {
 		t.Helper()
@@ -395,7 +395,7 @@ func testWaitingInboxes(t *testing.T, h *harness) {
 		must(t, "WaitingInboxes", err)
 		return ids
 	}
-	deliver := func(msgs ...store.Message) {
+	deliver := func(msgs ...weft.Message) {
 		t.Helper()
 		_, err := h.s.Deliver(ctx(t), nil, msgs)
 		must(t, "Deliver", err)

@@ -15,7 +15,7 @@ import (
 )
 
 func testCreateAndGet(t *testing.T, h *harness) {
-	if _, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "payments", Version: "h1", Size: 10}); err != nil {
+	if _, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "payments", Version: "h1", Size: 10}); err != nil {
 		t.Fatal(err)
 	}
 	imported := Epoch.Add(-time.Hour)
@@ -116,7 +116,7 @@ func testCreateAndGet(t *testing.T, h *harness) {
 
 	t.Run("missing", func(t *testing.T) {
 		_, err := h.s.GetInstance(ctx(t), "nope")
-		wantErr(t, "GetInstance", err, store.ErrNotFound)
+		wantErr(t, "GetInstance", err, weft.ErrNotFound)
 	})
 }
 
@@ -125,7 +125,7 @@ func testCreateTwice(t *testing.T, h *harness) {
 	second := instance("x", "other")
 	second.Input = json.RawMessage(`{"second": true}`)
 	_, err := h.s.Commit(ctx(t), store.Commit{Instance: second, History: []weft.HistoryEntry{{Type: "created"}}})
-	wantErr(t, "second create", err, store.ErrExists)
+	wantErr(t, "second create", err, weft.ErrExists)
 	var ce *store.CommitError
 	if !errors.As(err, &ce) || ce.InstanceID != "x" || ce.Rev != 1 {
 		t.Errorf("error %#v: want a *CommitError for x with Rev 1", err)
@@ -166,7 +166,7 @@ func testCreateRace(t *testing.T, h *harness) {
 		switch {
 		case err == nil:
 			won++
-		case !errors.Is(err, store.ErrExists):
+		case !errors.Is(err, weft.ErrExists):
 			t.Errorf("create: %v, want nil or ErrExists", err)
 		}
 	}
@@ -189,11 +189,11 @@ func testCompareAndSet(t *testing.T, h *harness) {
 		wantErr error
 		wantRev uint64
 	}{
-		{"stale", "i", 5, store.ErrConflict, 0},
+		{"stale", "i", 5, weft.ErrConflict, 0},
 		{"current", "i", 1, nil, 2},
-		{"previous", "i", 1, store.ErrConflict, 0},
+		{"previous", "i", 1, weft.ErrConflict, 0},
 		{"next current", "i", 2, nil, 3},
-		{"missing", "nope", 1, store.ErrNotFound, 0},
+		{"missing", "nope", 1, weft.ErrNotFound, 0},
 	}
 	for _, tt := range tests { // in order: each step depends on the last
 		in := instance(tt.id, "w")
@@ -215,7 +215,7 @@ func testCompareAndSet(t *testing.T, h *harness) {
 	if got := h.get(t, "i"); got.Rev != 3 {
 		t.Errorf("final Rev = %d, want 3", got.Rev)
 	}
-	if _, err := h.s.GetInstance(ctx(t), "nope"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.s.GetInstance(ctx(t), "nope"); !errors.Is(err, weft.ErrNotFound) {
 		t.Errorf("an update of a missing instance created it: %v", err)
 	}
 }
@@ -230,12 +230,12 @@ func testFencing(t *testing.T, h *harness) {
 		wantErr   error
 		wantFence uint64
 	}{
-		{"lower", 1, 9, store.ErrFenced, 10},
-		{"lower and stale: fenced wins", 7, 3, store.ErrFenced, 10},
+		{"lower", 1, 9, weft.ErrFenced, 10},
+		{"lower and stale: fenced wins", 7, 3, weft.ErrFenced, 10},
 		{"equal", 1, 10, nil, 10},
 		{"higher", 2, 20, nil, 20},
-		{"previous holder", 3, 10, store.ErrFenced, 20},
-		{"zero after a token", 3, 0, store.ErrFenced, 20},
+		{"previous holder", 3, 10, weft.ErrFenced, 20},
+		{"zero after a token", 3, 0, weft.ErrFenced, 20},
 	}
 	for _, tt := range tests {
 		in := instance("f", "w")
@@ -255,7 +255,7 @@ func testFencing(t *testing.T, h *harness) {
 		}
 	}
 	err := h.s.DeleteInstance(ctx(t), "f", 19)
-	wantErr(t, "DeleteInstance with a lower fence", err, store.ErrFenced)
+	wantErr(t, "DeleteInstance with a lower fence", err, weft.ErrFenced)
 	h.get(t, "f")
 	must(t, "DeleteInstance with the stored fence", h.s.DeleteInstance(ctx(t), "f", 20))
 }
@@ -268,8 +268,8 @@ func testRefusedCommitChangesNothing(t *testing.T, h *harness) {
 	h.commit(t, store.Commit{
 		Instance: in, Fence: 5,
 		History:   []weft.HistoryEntry{{Type: "created"}},
-		Bookmarks: []store.Bookmark{{StepPath: "wait", Event: "e", Key: "k"}},
-		Timers:    []store.Timer{{ID: "t", Due: Epoch.Add(time.Minute)}},
+		Bookmarks: []weft.Bookmark{{StepPath: "wait", Event: "e", Key: "k"}},
+		Timers:    []weft.Timer{{ID: "t", Due: Epoch.Add(time.Minute)}},
 	})
 	_, err := h.s.EnqueueStimulus(ctx(t), weft.Stimulus{ID: "s1", Name: "e", Key: "k", ExpiresAt: Epoch.Add(time.Hour)})
 	must(t, "EnqueueStimulus", err)
@@ -284,8 +284,8 @@ func testRefusedCommitChangesNothing(t *testing.T, h *harness) {
 		return store.Commit{
 			Instance: n, Fence: fence,
 			History:           []weft.HistoryEntry{{Type: "x"}},
-			Bookmarks:         []store.Bookmark{},
-			Timers:            []store.Timer{},
+			Bookmarks:         []weft.Bookmark{},
+			Timers:            []weft.Timer{},
 			DeliveredStimulus: stim,
 		}
 	}
@@ -294,9 +294,9 @@ func testRefusedCommitChangesNothing(t *testing.T, h *harness) {
 		c       store.Commit
 		wantErr error
 	}{
-		{"stale rev", change(2, 5, "s1"), store.ErrConflict},
-		{"lower fence", change(1, 4, "s1"), store.ErrFenced},
-		{"create existing", change(0, 5, "s1"), store.ErrExists},
+		{"stale rev", change(2, 5, "s1"), weft.ErrConflict},
+		{"lower fence", change(1, 4, "s1"), weft.ErrFenced},
+		{"create existing", change(0, 5, "s1"), weft.ErrExists},
 		{"stimulus already delivered", change(1, 5, "s2"), store.ErrNotQueued},
 		{"unknown stimulus", change(1, 5, "nope"), store.ErrNotQueued},
 	}
@@ -340,7 +340,7 @@ func testInvalidCommits(t *testing.T, h *harness) {
 		{"empty id", func() store.Commit { in := valid(); in.ID = ""; return store.Commit{Instance: in} }},
 		{"long id", func() store.Commit {
 			in := valid()
-			in.ID = string(make([]byte, store.MaxIDLen+1))
+			in.ID = string(make([]byte, weft.MaxIDLen+1))
 			return store.Commit{Instance: in}
 		}},
 		{"no workflow", func() store.Commit { in := valid(); in.Workflow = ""; return store.Commit{Instance: in} }},
@@ -367,19 +367,19 @@ func testInvalidCommits(t *testing.T, h *harness) {
 		}},
 		{"event without type", func() store.Commit { return store.Commit{Instance: valid(), History: []weft.HistoryEntry{{}}} }},
 		{"bookmark of another instance", func() store.Commit {
-			return store.Commit{Instance: valid(), Bookmarks: []store.Bookmark{{InstanceID: "x", Event: "e"}}}
+			return store.Commit{Instance: valid(), Bookmarks: []weft.Bookmark{{InstanceID: "x", Event: "e"}}}
 		}},
 		{"bookmark without event", func() store.Commit {
-			return store.Commit{Instance: valid(), Bookmarks: []store.Bookmark{{StepPath: "s"}}}
+			return store.Commit{Instance: valid(), Bookmarks: []weft.Bookmark{{StepPath: "s"}}}
 		}},
 		{"timer without id", func() store.Commit {
-			return store.Commit{Instance: valid(), Timers: []store.Timer{{Due: Epoch}}}
+			return store.Commit{Instance: valid(), Timers: []weft.Timer{{Due: Epoch}}}
 		}},
 		{"timer without due", func() store.Commit {
-			return store.Commit{Instance: valid(), Timers: []store.Timer{{ID: "t"}}}
+			return store.Commit{Instance: valid(), Timers: []weft.Timer{{ID: "t"}}}
 		}},
 		{"duplicate timer", func() store.Commit {
-			return store.Commit{Instance: valid(), Timers: []store.Timer{{ID: "t", Due: Epoch}, {ID: "t", Due: Epoch}}}
+			return store.Commit{Instance: valid(), Timers: []weft.Timer{{ID: "t", Due: Epoch}, {ID: "t", Due: Epoch}}}
 		}},
 		{"outcome without stimulus", func() store.Commit {
 			return store.Commit{Instance: valid(), DeliveredOutcome: json.RawMessage(`{}`)}
@@ -388,30 +388,30 @@ func testInvalidCommits(t *testing.T, h *harness) {
 			return store.Commit{Instance: valid(), Consumed: []string{"m", ""}}
 		}},
 		{"message without instance", func() store.Commit {
-			return store.Commit{Instance: valid(), Send: []store.Message{{ID: "m", Kind: "child"}}}
+			return store.Commit{Instance: valid(), Send: []weft.Message{{ID: "m", Kind: "child"}}}
 		}},
 		{"message without id", func() store.Commit {
-			return store.Commit{Instance: valid(), Send: []store.Message{{InstanceID: "p", Kind: "child"}}}
+			return store.Commit{Instance: valid(), Send: []weft.Message{{InstanceID: "p", Kind: "child"}}}
 		}},
 		{"message without kind", func() store.Commit {
-			return store.Commit{Instance: valid(), Send: []store.Message{{InstanceID: "p", ID: "m"}}}
+			return store.Commit{Instance: valid(), Send: []weft.Message{{InstanceID: "p", ID: "m"}}}
 		}},
 		{"message with a bad payload", func() store.Commit {
-			return store.Commit{Instance: valid(), Send: []store.Message{{InstanceID: "p", ID: "m", Kind: "child", Payload: json.RawMessage(`{`)}}}
+			return store.Commit{Instance: valid(), Send: []weft.Message{{InstanceID: "p", ID: "m", Kind: "child", Payload: json.RawMessage(`{`)}}}
 		}},
 	}
 	for _, tt := range tests {
 		_, err := h.s.Commit(ctx(t), tt.c())
-		wantErr(t, tt.name, err, store.ErrInvalid)
+		wantErr(t, tt.name, err, weft.ErrInvalid)
 	}
-	if _, err := h.s.GetInstance(ctx(t), "v"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.s.GetInstance(ctx(t), "v"); !errors.Is(err, weft.ErrNotFound) {
 		t.Errorf("an invalid commit created the instance: %v", err)
 	}
 	t.Run("pinning an unknown plugin", func(t *testing.T) {
 		in := valid()
 		in.Plugins = map[string]string{"nope": "h"}
 		_, err := h.s.Commit(ctx(t), store.Commit{Instance: in})
-		wantErr(t, "commit", err, store.ErrNotFound)
+		wantErr(t, "commit", err, weft.ErrNotFound)
 	})
 }
 
@@ -468,10 +468,10 @@ func testHistory(t *testing.T, h *harness) {
 		wantStrings(t, fmt.Sprintf("History(after %d, limit %d)", tt.after, tt.limit), got, tt.want)
 	}
 	_, err = h.s.History(ctx(t), "nope", 0, 0)
-	wantErr(t, "History of a missing instance", err, store.ErrNotFound)
+	wantErr(t, "History of a missing instance", err, weft.ErrNotFound)
 }
 
-func bookmarkPaths(bms []store.Bookmark) []string {
+func bookmarkPaths(bms []weft.Bookmark) []string {
 	var out []string
 	for _, b := range bms {
 		out = append(out, b.InstanceID+"/"+b.StepPath)
@@ -481,12 +481,12 @@ func bookmarkPaths(bms []store.Bookmark) []string {
 
 func testBookmarks(t *testing.T, h *harness) {
 	a, b := instance("a", "w"), instance("b", "w")
-	h.commit(t, store.Commit{Instance: a, Bookmarks: []store.Bookmark{
+	h.commit(t, store.Commit{Instance: a, Bookmarks: []weft.Bookmark{
 		{StepPath: "s2", Event: "approved", Key: "o1"},
 		{StepPath: "s1", Event: "approved", Key: "o1"},
 		{StepPath: "s3", Event: "paid", Key: "o1"},
 	}})
-	h.commit(t, store.Commit{Instance: b, Bookmarks: []store.Bookmark{{InstanceID: "b", StepPath: "s1", Event: "approved", Key: "o1"}}})
+	h.commit(t, store.Commit{Instance: b, Bookmarks: []weft.Bookmark{{InstanceID: "b", StepPath: "s1", Event: "approved", Key: "o1"}}})
 
 	find := func(event, key string) []string {
 		t.Helper()
@@ -512,13 +512,13 @@ func testBookmarks(t *testing.T, h *harness) {
 
 	steps := []struct {
 		name  string
-		set   []store.Bookmark
+		set   []weft.Bookmark
 		wantA []string
 		wantF []string // approved/o1
 	}{
 		{"nil leaves the set", nil, []string{"a/s1", "a/s2", "a/s3"}, []string{"a/s1", "a/s2", "b/s1"}},
-		{"replace", []store.Bookmark{{StepPath: "s9", Event: "approved", Key: "o1"}}, []string{"a/s9"}, []string{"a/s9", "b/s1"}},
-		{"empty clears", []store.Bookmark{}, nil, []string{"b/s1"}},
+		{"replace", []weft.Bookmark{{StepPath: "s9", Event: "approved", Key: "o1"}}, []string{"a/s9"}, []string{"a/s9", "b/s1"}},
+		{"empty clears", []weft.Bookmark{}, nil, []string{"b/s1"}},
 	}
 	for _, st := range steps {
 		a.Rev = h.get(t, "a").Rev
@@ -528,7 +528,7 @@ func testBookmarks(t *testing.T, h *harness) {
 	}
 	wantStrings(t, "paid/o1 after clearing", find("paid", "o1"), nil)
 	_, err := h.s.Bookmarks(ctx(t), "nope")
-	wantErr(t, "Bookmarks of a missing instance", err, store.ErrNotFound)
+	wantErr(t, "Bookmarks of a missing instance", err, weft.ErrNotFound)
 }
 
 // testBookmarkKeysDoNotCollide: event names and keys are arbitrary strings
@@ -538,9 +538,9 @@ func testBookmarkKeysDoNotCollide(t *testing.T, h *harness) {
 		{"a", "bc"}, {"ab", "c"}, {"a\x00b", "c"}, {"a", "\x00bc"}, {"a\x00", "bc"}, {"a:b", "c"},
 		{"a", "b:c"}, {"a", ""}, {"é", "ü"}, {"a", "b\xff"}, {"a\x00\x01", ""},
 	}
-	var bms []store.Bookmark
+	var bms []weft.Bookmark
 	for i, p := range pairs {
-		bms = append(bms, store.Bookmark{StepPath: fmt.Sprint(i), Event: p[0], Key: p[1]})
+		bms = append(bms, weft.Bookmark{StepPath: fmt.Sprint(i), Event: p[0], Key: p[1]})
 	}
 	h.commit(t, store.Commit{Instance: instance("k\x00", "w"), Bookmarks: bms})
 	for _, b := range bms {
@@ -552,7 +552,7 @@ func testBookmarkKeysDoNotCollide(t *testing.T, h *harness) {
 	}
 }
 
-func timerIDs(ts []store.Timer) []string {
+func timerIDs(ts []weft.Timer) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.InstanceID+"/"+t.ID)
@@ -564,7 +564,7 @@ func timerIDs(ts []store.Timer) []string {
 // 2262) is far in the future, not in the past; it is due only then.
 func testFarFuture(t *testing.T, h *harness) {
 	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
-	h.commit(t, store.Commit{Instance: instance("a", "w"), Timers: []store.Timer{{ID: "far", Due: far}, {ID: "soon", Due: Epoch.Add(time.Second)}}})
+	h.commit(t, store.Commit{Instance: instance("a", "w"), Timers: []weft.Timer{{ID: "far", Due: far}, {ID: "soon", Due: Epoch.Add(time.Second)}}})
 	ts, err := h.s.DueTimers(ctx(t), Epoch.Add(time.Hour), 10)
 	must(t, "DueTimers", err)
 	wantStrings(t, "due within the hour", timerIDs(ts), []string{"a/soon"})
@@ -575,11 +575,11 @@ func testFarFuture(t *testing.T, h *harness) {
 
 func testTimers(t *testing.T, h *harness) {
 	a, b := instance("a", "w"), instance("b", "w")
-	h.commit(t, store.Commit{Instance: a, Timers: []store.Timer{
+	h.commit(t, store.Commit{Instance: a, Timers: []weft.Timer{
 		{ID: "late", Due: Epoch.Add(3 * time.Second), Kind: "delay", Data: json.RawMessage(`{"step": "cool-off"}`)},
 		{ID: "early", Due: Epoch.Add(time.Second), Kind: "retry"},
 	}})
-	h.commit(t, store.Commit{Instance: b, Timers: []store.Timer{
+	h.commit(t, store.Commit{Instance: b, Timers: []weft.Timer{
 		{ID: "x", Due: Epoch.Add(2 * time.Second)},
 		{ID: "same", Due: Epoch.Add(time.Second)},
 	}})
@@ -613,12 +613,12 @@ func testTimers(t *testing.T, h *harness) {
 
 	steps := []struct {
 		name  string
-		set   []store.Timer
+		set   []weft.Timer
 		wantA []string
 	}{
 		{"nil leaves the set", nil, []string{"a/early", "a/late"}},
-		{"replace", []store.Timer{{ID: "late", Due: Epoch.Add(5 * time.Second)}, {ID: "new", Due: Epoch.Add(4 * time.Second)}}, []string{"a/new", "a/late"}},
-		{"empty clears", []store.Timer{}, nil},
+		{"replace", []weft.Timer{{ID: "late", Due: Epoch.Add(5 * time.Second)}, {ID: "new", Due: Epoch.Add(4 * time.Second)}}, []string{"a/new", "a/late"}},
+		{"empty clears", []weft.Timer{}, nil},
 	}
 	for _, st := range steps {
 		a.Rev = h.get(t, "a").Rev
@@ -636,7 +636,7 @@ func testTimers(t *testing.T, h *harness) {
 	}
 	wantStrings(t, "b untouched", due(Epoch.Add(time.Hour), 100), []string{"b/same", "b/x"})
 	_, err = h.s.Timers(ctx(t), "nope")
-	wantErr(t, "Timers of a missing instance", err, store.ErrNotFound)
+	wantErr(t, "Timers of a missing instance", err, weft.ErrNotFound)
 }
 
 func leased(id, node, boot string, expiry time.Time) *weft.Instance {
@@ -868,7 +868,7 @@ func testListInstances(t *testing.T, h *harness) {
 
 	for _, f := range []weft.InstanceFilter{{Cursor: "!!not a cursor!!"}, {Status: "sleeping"}} {
 		_, _, err := h.s.ListInstances(ctx(t), f)
-		wantErr(t, fmt.Sprintf("ListInstances(%+v)", f), err, store.ErrInvalid)
+		wantErr(t, fmt.Sprintf("ListInstances(%+v)", f), err, weft.ErrInvalid)
 	}
 }
 
@@ -933,7 +933,7 @@ func testListInstancesStableCursor(t *testing.T, h *harness) {
 }
 
 func testDeleteInstance(t *testing.T, h *harness) {
-	_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "p", Version: "h"})
+	_, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "p", Version: "h"})
 	must(t, "PutPlugin", err)
 	in := leased("d", "n1", "b1", Epoch)
 	in.Plugins = map[string]string{"p": "h"}
@@ -941,17 +941,17 @@ func testDeleteInstance(t *testing.T, h *harness) {
 	h.commit(t, store.Commit{
 		Instance: in, Fence: 3,
 		History:   []weft.HistoryEntry{{Type: "created"}},
-		Bookmarks: []store.Bookmark{{StepPath: "w", Event: "e", Key: "k"}},
-		Timers:    []store.Timer{{ID: "t", Due: Epoch}},
+		Bookmarks: []weft.Bookmark{{StepPath: "w", Event: "e", Key: "k"}},
+		Timers:    []weft.Timer{{ID: "t", Due: Epoch}},
 	})
 	h.create(t, instance("keep", "w"))
 
 	err = h.s.DeleteInstance(ctx(t), "d", 3)
 	must(t, "DeleteInstance", err)
 	_, err = h.s.GetInstance(ctx(t), "d")
-	wantErr(t, "GetInstance after delete", err, store.ErrNotFound)
+	wantErr(t, "GetInstance after delete", err, weft.ErrNotFound)
 	_, err = h.s.History(ctx(t), "d", 0, 0)
-	wantErr(t, "History after delete", err, store.ErrNotFound)
+	wantErr(t, "History after delete", err, weft.ErrNotFound)
 	bms, err := h.s.FindBookmarks(ctx(t), "e", "k")
 	must(t, "FindBookmarks", err)
 	if len(bms) != 0 {
@@ -971,7 +971,7 @@ func testDeleteInstance(t *testing.T, h *harness) {
 		t.Errorf("listed %+v, want keep only", items)
 	}
 	must(t, "DeletePlugin (no longer pinned)", h.s.DeletePlugin(ctx(t), "p"))
-	wantErr(t, "DeleteInstance again", h.s.DeleteInstance(ctx(t), "d", 3), store.ErrNotFound)
+	wantErr(t, "DeleteInstance again", h.s.DeleteInstance(ctx(t), "d", 3), weft.ErrNotFound)
 
 	// The id can be used again, from scratch.
 	rev := h.commit(t, store.Commit{Instance: instance("d", "w"), History: []weft.HistoryEntry{{Type: "again"}}})
@@ -1012,7 +1012,7 @@ func testCommitHammer(t *testing.T, h *harness) {
 						Instance: in,
 						History:  []weft.HistoryEntry{{Type: "inc", Node: fmt.Sprint(g), Data: in.Vars}},
 					})
-					if errors.Is(err, store.ErrConflict) {
+					if errors.Is(err, weft.ErrConflict) {
 						continue
 					}
 					if err != nil {
@@ -1037,7 +1037,7 @@ func testCommitHammer(t *testing.T, h *harness) {
 			t.Errorf("revision %d won %d times, want once", rev, won[rev])
 		}
 	}
-	evs, err := h.s.History(ctx(t), "c", 0, store.MaxListLimit)
+	evs, err := h.s.History(ctx(t), "c", 0, weft.MaxListLimit)
 	must(t, "History", err)
 	if len(evs) != P*N {
 		t.Fatalf("%d events, want %d", len(evs), P*N)
@@ -1095,7 +1095,7 @@ func testHeartbeats(t *testing.T, h *harness) {
 	wantBeats("mine", beat("mine", "a1", 1, `{"done": 1}`), beat("mine", "a2", 1, `{"done": 3}`))
 	wantBeats("theirs")
 	wantBeats("lapsed")
-	if _, err := h.s.Heartbeats(ctx(t), "missing"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.s.Heartbeats(ctx(t), "missing"); !errors.Is(err, weft.ErrNotFound) {
 		t.Errorf("Heartbeats(missing) = %v, want ErrNotFound", err)
 	}
 
@@ -1117,7 +1117,7 @@ func testHeartbeats(t *testing.T, h *harness) {
 		beat("mine", "a3", 1, `{nope`),
 	} {
 		_, err := h.s.RenewLeases(ctx(t), store.LeaseRenewal{Node: "n1", Boot: "b1", Heartbeats: []store.Heartbeat{beat("mine", "a9", 1, `{}`), bad}})
-		if !errors.Is(err, store.ErrInvalid) {
+		if !errors.Is(err, weft.ErrInvalid) {
 			t.Errorf("RenewLeases with heartbeat %+v = %v, want ErrInvalid", bad, err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // testDurability: everything a write reported done is there after the
 // store is closed and opened again, and writing continues where it was.
 func testDurability(t *testing.T, h *harness) {
-	_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "pay", Version: "v1", Activities: []string{"charge"}})
+	_, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "pay", Version: "v1", Activities: []string{"charge"}})
 	must(t, "PutPlugin", err)
 	_, _, err = h.s.PutDefinition(ctx(t), "order", "h1", []byte("steps: []"))
 	must(t, "PutDefinition", err)
@@ -25,8 +25,8 @@ func testDurability(t *testing.T, h *harness) {
 	h.commit(t, store.Commit{
 		Instance: in, Fence: 4,
 		History:   []weft.HistoryEntry{{Type: "created"}, {Type: "step_started", StepPath: "charge"}},
-		Bookmarks: []store.Bookmark{{StepPath: "wait", Event: "approved", Key: "o1"}},
-		Timers:    []store.Timer{{ID: "t1", Due: Epoch.Add(time.Hour), Kind: "delay"}},
+		Bookmarks: []weft.Bookmark{{StepPath: "wait", Event: "approved", Key: "o1"}},
+		Timers:    []weft.Timer{{ID: "t1", Due: Epoch.Add(time.Hour), Kind: "delay"}},
 	})
 	h.enqueue(t, stimulus("q1", "paid", "o1", time.Hour))
 	h.enqueue(t, stimulus("dead", "paid", "o1", time.Second))
@@ -75,7 +75,7 @@ func testDurability(t *testing.T, h *harness) {
 	if p.Current.Version != "v1" {
 		t.Errorf("plugin after reopen = %+v", p)
 	}
-	wantErr(t, "DeletePlugin pinned after reopen", s.DeletePlugin(ctx(t), "pay"), store.ErrInUse)
+	wantErr(t, "DeletePlugin pinned after reopen", s.DeletePlugin(ctx(t), "pay"), weft.ErrInUse)
 
 	// Writing goes on from where it was.
 	h.enqueue(t, stimulus("q2", "paid", "o1", time.Hour))
@@ -106,7 +106,7 @@ func testDurability(t *testing.T, h *harness) {
 func testCancelledContext(t *testing.T, h *harness) {
 	h.create(t, instance("i", "w"))
 	h.enqueue(t, stimulus("s", "e", "k", time.Hour))
-	_, err := h.s.PutPlugin(ctx(t), store.PluginRecord{Name: "p", Version: "v"})
+	_, err := h.s.PutPlugin(ctx(t), weft.PluginRecord{Name: "p", Version: "v"})
 	must(t, "PutPlugin", err)
 	_, _, err = h.s.PutDefinition(ctx(t), "d", "h", nil)
 	must(t, "PutDefinition", err)
@@ -130,10 +130,10 @@ func testCancelledContext(t *testing.T, h *harness) {
 		{"History", func() error { _, err := h.s.History(c, "i", 0, 0); return err }},
 		{"Deliver", func() error {
 			s := stimulus("new", "e", "k", time.Hour)
-			_, err := h.s.Deliver(c, &s, []store.Message{message("i", "m")})
+			_, err := h.s.Deliver(c, &s, []weft.Message{message("i", "m")})
 			return err
 		}},
-		{"Deliver without stimulus", func() error { _, err := h.s.Deliver(c, nil, []store.Message{message("i", "m")}); return err }},
+		{"Deliver without stimulus", func() error { _, err := h.s.Deliver(c, nil, []weft.Message{message("i", "m")}); return err }},
 		{"Inbox", func() error { _, err := h.s.Inbox(c, "i"); return err }},
 		{"WaitingInboxes", func() error { _, err := h.s.WaitingInboxes(c, Epoch, 10); return err }},
 		{"Bookmarks", func() error { _, err := h.s.Bookmarks(c, "i"); return err }},
@@ -156,7 +156,7 @@ func testCancelledContext(t *testing.T, h *harness) {
 		{"GetDefinition", func() error { _, err := h.s.GetDefinition(c, "d", 0); return err }},
 		{"ListDefinitions", func() error { _, _, err := h.s.ListDefinitions(c, "", 1); return err }},
 		{"DeleteDefinition", func() error { return h.s.DeleteDefinition(c, "d") }},
-		{"PutPlugin", func() error { _, err := h.s.PutPlugin(c, store.PluginRecord{Name: "p", Version: "v2"}); return err }},
+		{"PutPlugin", func() error { _, err := h.s.PutPlugin(c, weft.PluginRecord{Name: "p", Version: "v2"}); return err }},
 		{"GetPlugin", func() error { _, err := h.s.GetPlugin(c, "p"); return err }},
 		{"ListPlugins", func() error { _, _, err := h.s.ListPlugins(c, "", 1); return err }},
 		{"DeletePlugin", func() error { return h.s.DeletePlugin(c, "p") }},
@@ -170,13 +170,13 @@ func testCancelledContext(t *testing.T, h *harness) {
 	if got := h.get(t, "i"); got.Rev != 1 {
 		t.Errorf("instance rev = %d", got.Rev)
 	}
-	if _, err := h.s.GetInstance(ctx(t), "new"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.s.GetInstance(ctx(t), "new"); !errors.Is(err, weft.ErrNotFound) {
 		t.Errorf("cancelled create: %v", err)
 	}
 	if s, err := h.s.GetStimulus(ctx(t), "s"); err != nil || s.State != weft.StimulusQueued {
 		t.Errorf("stimulus = %+v, %v", s, err)
 	}
-	if _, err := h.s.GetStimulus(ctx(t), "new"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.s.GetStimulus(ctx(t), "new"); !errors.Is(err, weft.ErrNotFound) {
 		t.Errorf("cancelled enqueue or deliver: %v", err)
 	}
 	wantStrings(t, "inbox", h.inbox(t, "i"), nil)
@@ -194,7 +194,7 @@ func testClosed(t *testing.T, h *harness) {
 	must(t, "Close", h.s.Close())
 	must(t, "Close again", h.s.Close())
 	_, err := h.s.GetInstance(ctx(t), "i")
-	wantErr(t, "GetInstance after Close", err, store.ErrClosed)
+	wantErr(t, "GetInstance after Close", err, weft.ErrClosed)
 	_, err = h.s.Commit(ctx(t), store.Commit{Instance: instance("j", "w")})
-	wantErr(t, "Commit after Close", err, store.ErrClosed)
+	wantErr(t, "Commit after Close", err, weft.ErrClosed)
 }

@@ -61,7 +61,7 @@ func testStimulusIdempotency(t *testing.T, h *harness) {
 		t.Errorf("GetStimulus = %+v", got)
 	}
 	_, err = h.s.GetStimulus(ctx(t), "nope")
-	wantErr(t, "GetStimulus missing", err, store.ErrNotFound)
+	wantErr(t, "GetStimulus missing", err, weft.ErrNotFound)
 
 	for _, bad := range []weft.Stimulus{
 		{Name: "n", ExpiresAt: Epoch},
@@ -70,7 +70,7 @@ func testStimulusIdempotency(t *testing.T, h *harness) {
 		{ID: "x", Name: "n", ExpiresAt: Epoch, Payload: json.RawMessage(`{`)},
 	} {
 		_, err := h.s.EnqueueStimulus(ctx(t), bad)
-		wantErr(t, fmt.Sprintf("EnqueueStimulus(%+v)", bad), err, store.ErrInvalid)
+		wantErr(t, fmt.Sprintf("EnqueueStimulus(%+v)", bad), err, weft.ErrInvalid)
 	}
 }
 
@@ -106,14 +106,14 @@ func testDeliverStimulus(t *testing.T, h *harness) {
 	h.enqueue(t, stimulus("s2", "approved", "o1", time.Hour))
 	h.enqueue(t, stimulus("late", "approved", "o9", time.Second))
 	in := instance("i", "w")
-	h.commit(t, store.Commit{Instance: in, Bookmarks: []store.Bookmark{{StepPath: "review", Event: "approved", Key: "o1"}}})
+	h.commit(t, store.Commit{Instance: in, Bookmarks: []weft.Bookmark{{StepPath: "review", Event: "approved", Key: "o1"}}})
 
 	// The instance resumes: it consumes s1 and drops its bookmark, atomically.
 	h.clock.Advance(time.Second / 2)
 	in.Rev = 1
 	in.Status = weft.StatusRunning
 	outcome := json.RawMessage(`{"resumed": ["i"]}`)
-	h.commit(t, store.Commit{Instance: in, Bookmarks: []store.Bookmark{}, DeliveredStimulus: "s1", DeliveredOutcome: outcome})
+	h.commit(t, store.Commit{Instance: in, Bookmarks: []weft.Bookmark{}, DeliveredStimulus: "s1", DeliveredOutcome: outcome})
 	pending, err := h.s.PendingStimuli(ctx(t), "approved", "o1")
 	must(t, "PendingStimuli", err)
 	wantStrings(t, "pending after delivery", stimulusIDs(pending), []string{"s2"})
@@ -152,7 +152,7 @@ func testDeliverStimulus(t *testing.T, h *harness) {
 		if !errors.As(err, &ce) || ce.Stimulus != tt.stim {
 			t.Errorf("%s: error %v does not name the stimulus", tt.name, err)
 		}
-		if _, err := h.s.GetInstance(ctx(t), other.ID); !errors.Is(err, store.ErrNotFound) {
+		if _, err := h.s.GetInstance(ctx(t), other.ID); !errors.Is(err, weft.ErrNotFound) {
 			t.Errorf("%s: refused commit created the instance", tt.name)
 		}
 	}
@@ -214,7 +214,7 @@ func testExpireStimuli(t *testing.T, h *harness) {
 		t.Errorf("existing = %+v, want the dead record", existing)
 	}
 	_, _, err = h.s.DeadLetters(ctx(t), "!!bad!!", 2)
-	wantErr(t, "DeadLetters with a bad cursor", err, store.ErrInvalid)
+	wantErr(t, "DeadLetters with a bad cursor", err, weft.ErrInvalid)
 }
 
 // testForgetSettledStimuli: delivered and dead stimuli are forgotten once
@@ -240,7 +240,7 @@ func testForgetSettledStimuli(t *testing.T, h *harness) {
 	}
 	for _, id := range []string{"dead", "delivered", "direct"} {
 		_, err := h.s.GetStimulus(ctx(t), id)
-		wantErr(t, "GetStimulus "+id, err, store.ErrNotFound)
+		wantErr(t, "GetStimulus "+id, err, weft.ErrNotFound)
 		s := stimulus(id, "e", "k", 0)
 		s.ExpiresAt = now.Add(time.Hour)
 		h.enqueue(t, s)
@@ -303,5 +303,5 @@ func testQueuedStimuli(t *testing.T, h *harness) {
 	wantJSON(t, "payload", page[0].Payload, json.RawMessage(`{"from":"q1"}`))
 
 	_, _, err = h.s.QueuedStimuli(ctx(t), "!!bad!!", 2)
-	wantErr(t, "QueuedStimuli with a bad cursor", err, store.ErrInvalid)
+	wantErr(t, "QueuedStimuli with a bad cursor", err, weft.ErrInvalid)
 }
