@@ -284,22 +284,7 @@ func TestRetriedInstanceIsKeptForItsRetentionFromItsNewFinish(t *testing.T) {
 			if err := h.e.Retry(ctx, failed.ID, "the service is back"); err != nil {
 				t.Fatal(err)
 			}
-			var done *weft.Instance
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				got, err := h.store.GetInstance(ctx, failed.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got.Status == weft.StatusCompleted {
-					done = got
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after the retry the instance is %s after 30s", got.Status)
-				}
-				time.Sleep(5 * time.Millisecond) // polling with a deadline
-			}
+			done := completedAfterRetry(t, h, failed.ID)
 			if done.DeleteAfter.Before(retried.Add(time.Hour)) || done.DeleteAfter.After(clock.Now().Add(time.Hour)) {
 				t.Errorf("completed by the retry with delete_after %s, want its finish plus 1h (after %s); the failure's was %s",
 					done.DeleteAfter, retried.Add(time.Hour), failed.DeleteAfter)
@@ -347,22 +332,7 @@ func TestStaleRetryIsIgnored(t *testing.T) {
 	if err := h.e.Retry(ctx, failed.ID, "the service is back"); err != nil {
 		t.Fatal(err)
 	}
-	var done *weft.Instance
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := h.store.GetInstance(ctx, failed.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status == weft.StatusCompleted {
-			done = got
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the retry the instance is %s after 30s", got.Status)
-		}
-		time.Sleep(5 * time.Millisecond) // polling with a deadline
-	}
+	done := completedAfterRetry(t, h, failed.ID)
 	var types []weft.HistoryType
 	for _, e := range h.history(done.ID) {
 		types = append(types, e.Type)
@@ -372,5 +342,26 @@ func TestStaleRetryIsIgnored(t *testing.T) {
 	}
 	if !slices.Contains(types, weft.HistoryEventIgnored) {
 		t.Errorf("history %v: want the stale retry recorded as event_ignored", types)
+	}
+}
+
+// completedAfterRetry polls a retried instance until it completes: it is
+// still failed until the retry runs, so a wait (which ends at a terminal
+// status) would answer at once.
+func completedAfterRetry(t *testing.T, h *host, id string) *weft.Instance {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := h.store.GetInstance(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == weft.StatusCompleted {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the retry the instance is %s after 30s", got.Status)
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
 	}
 }
