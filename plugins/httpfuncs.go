@@ -266,7 +266,7 @@ func (cs *callState) fail(err error) {
 }
 
 // requested hands a request's record to the call, its fields bounded
-// (bounded): the first call.MaxRecords of the call, then one record
+// (bounded): the first maxRecords of the call, then one record
 // with the error "dropped" that says the rest were not kept.
 func (cs *callState) requested(r call.Request) {
 	if cs.call.Requested == nil {
@@ -274,9 +274,9 @@ func (cs *callState) requested(r call.Request) {
 	}
 	cs.http.records++
 	switch {
-	case cs.http.records <= call.MaxRecords:
+	case cs.http.records <= maxRecords:
 		cs.call.Requested(bounded(r))
-	case cs.http.records == call.MaxRecords+1:
+	case cs.http.records == maxRecords+1:
 		cs.call.Requested(call.Request{Error: "dropped"})
 	}
 }

@@ -706,7 +706,7 @@ func TestHTTPRecordsAreBounded(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(srv.Close)
-	p := newHTTPProbe(t, plugins.Config{Logger: slog.New(slog.DiscardHandler), HTTP: plugins.HTTPConfig{MaxRequests: 2 * call.MaxRecords}})
+	p := newHTTPProbe(t, plugins.Config{Logger: slog.New(slog.DiscardHandler), HTTP: plugins.HTTPConfig{MaxRequests: 2 * plugins.MaxRecords}})
 	keep := func(recs *[]call.Request) func(*call.Call) {
 		return func(c *call.Call) { c.Requested = func(r call.Request) { *recs = append(*recs, r) } }
 	}
@@ -726,26 +726,26 @@ func TestHTTPRecordsAreBounded(t *testing.T) {
 		t.Fatalf("%d records, want 6", len(recs))
 	}
 	for i, r := range recs {
-		if len(r.Method) > call.MaxRecordMethodBytes || len(r.Host) > call.MaxRecordHostBytes || len(r.Path) > call.MaxRecordPathBytes || !r.Truncated {
+		if len(r.Method) > plugins.MaxRecordMethodBytes || len(r.Host) > plugins.MaxRecordHostBytes || len(r.Path) > plugins.MaxRecordPathBytes || !r.Truncated {
 			t.Errorf("record %d: method %d bytes, host %d, path %d, truncated %v; want at most %d, %d, %d and truncated",
-				i, len(r.Method), len(r.Host), len(r.Path), r.Truncated, call.MaxRecordMethodBytes, call.MaxRecordHostBytes, call.MaxRecordPathBytes)
+				i, len(r.Method), len(r.Host), len(r.Path), r.Truncated, plugins.MaxRecordMethodBytes, plugins.MaxRecordHostBytes, plugins.MaxRecordPathBytes)
 		}
 	}
-	if !strings.HasPrefix(long, strings.TrimPrefix(recs[0].Path, "/")) || recs[3].Method != strings.Repeat("M", call.MaxRecordMethodBytes) {
+	if !strings.HasPrefix(long, strings.TrimPrefix(recs[0].Path, "/")) || recs[3].Method != strings.Repeat("M", plugins.MaxRecordMethodBytes) {
 		t.Errorf("record 0's path %.20q…, record 3's method %.20q…: want the values' beginnings", recs[0].Path, recs[3].Method)
 	}
 
 	// More requests than are recorded: the first MaxRecords, then one
 	// that says so.
 	recs = nil
-	if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL + "/many", Repeat: call.MaxRecords + 5}, keep(&recs)); err != nil {
+	if _, err := p.do(context.Background(), loopback(), probeRequest{URL: srv.URL + "/many", Repeat: plugins.MaxRecords + 5}, keep(&recs)); err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != call.MaxRecords+1 {
-		t.Fatalf("%d records of %d requests, want %d", len(recs), call.MaxRecords+5, call.MaxRecords+1)
+	if len(recs) != plugins.MaxRecords+1 {
+		t.Fatalf("%d records of %d requests, want %d", len(recs), plugins.MaxRecords+5, plugins.MaxRecords+1)
 	}
-	if last := recs[call.MaxRecords]; last.Error != "dropped" || last.Path != "" || recs[call.MaxRecords-1].Path != "/many" {
-		t.Errorf("the last records %+v, %+v; want a request and then the dropped marker", recs[call.MaxRecords-1], last)
+	if last := recs[plugins.MaxRecords]; last.Error != "dropped" || last.Path != "" || recs[plugins.MaxRecords-1].Path != "/many" {
+		t.Errorf("the last records %+v, %+v; want a request and then the dropped marker", recs[plugins.MaxRecords-1], last)
 	}
 	b, err := json.Marshal(recs)
 	if err != nil {

@@ -47,17 +47,6 @@ type server struct {
 	served  chan error // api.Serve's result
 }
 
-// newLogger returns the host's logger on w, as cfg.Log says.
-func newLogger(cfg config.LogConfig, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Level)) // validated already
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 // checkListen enforces the rule that a host without auth tokens, whose API
 // anyone who can reach it may use, listens on loopback only (README.md,
 // "Authentication").
@@ -251,7 +240,7 @@ func serveCmd(args, env []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "weft serve: %v\n", err)
 		return exitFailed
 	}
-	log := newLogger(cfg.Log, stderr)
+	log := cfg.Logger(stderr)
 	if cfg.File != "" {
 		log.Info("configuration file read", "file", cfg.File)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/weftworks/weft/host/api/apiv1"
 )
 
 // Role is what a token may do.
@@ -190,7 +191,7 @@ func (s *Server) whoami(c *fiber.Ctx) error {
 // route, and the bodies middleware's before it reads a body, so that a
 // request its route refuses is refused before its body takes memory,
 // with the same answer.
-func (s *Server) admit(c *fiber.Ctx, p perm) (*credential, *Problem) {
+func (s *Server) admit(c *fiber.Ctx, p perm) (*credential, *apiv1.Problem) {
 	if p == permPublic || len(s.auth.creds) == 0 {
 		return nil, nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
+	"github.com/weftworks/weft/host/api/apiv1"
 )
 
 // localBodyBytes is the Locals key of how many body bytes the request
@@ -165,7 +166,7 @@ func (s *Server) bodies(c *fiber.Ctx) error {
 
 // tooLarge is the 413 problem of a body of n bytes on a route that
 // accepts limit; n < 0: a chunked body that went on past the limit.
-func tooLarge(n, limit int) *Problem {
+func tooLarge(n, limit int) *apiv1.Problem {
 	if n < 0 {
 		return problemf(fiber.StatusRequestEntityTooLarge, "too-large", "the body is more than %d bytes; this route accepts at most %d", limit, limit)
 	}
@@ -178,7 +179,7 @@ func tooLarge(n, limit int) *Problem {
 // the body gets to read the answer, and closes the connection after the
 // answer when the body goes on beyond that (the client may then see the
 // connection reset instead of the answer).
-func (s *Server) refuse(c *fiber.Ctx, allowance int, p *Problem) error {
+func (s *Server) refuse(c *fiber.Ctx, allowance int, p *apiv1.Problem) error {
 	if !s.discard(c, allowance) {
 		c.Response().Header.SetConnectionClose()
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -52,11 +53,11 @@ func FuzzAPI(f *testing.F) {
 		if r.status >= 500 {
 			t.Fatalf("%s %s (%s, %d bytes): status %d: %s", method, path, ct, len(b), r.status, r.body)
 		}
-		if r.status >= 400 && r.header.Get("Content-Type") != api.ProblemContentType {
+		if r.status >= 400 && r.header.Get("Content-Type") != apiv1.ProblemContentType {
 			t.Fatalf("%s %s: status %d answered %q, not a problem document: %s", method, path, r.status, r.header.Get("Content-Type"), r.body)
 		}
 		if r.status >= 400 {
-			var p api.Problem
+			var p apiv1.Problem
 			if err := json.Unmarshal(r.body, &p); err != nil || p.Status != r.status || p.Detail == "" {
 				t.Fatalf("%s %s: malformed problem for %d: %s", method, path, r.status, r.body)
 			}

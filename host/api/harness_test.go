@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/internal/hosttest"
 	"github.com/weftworks/weft/internal/logtest"
@@ -94,12 +95,12 @@ func (r response) json(t testing.TB, v any) {
 }
 
 // problem decodes a problem answer and checks its shape.
-func (r response) problem(t testing.TB) api.Problem {
+func (r response) problem(t testing.TB) apiv1.Problem {
 	t.Helper()
-	if ct := r.header.Get("Content-Type"); ct != api.ProblemContentType {
-		t.Fatalf("Content-Type = %q, want %q (status %d, body %s)", ct, api.ProblemContentType, r.status, r.body)
+	if ct := r.header.Get("Content-Type"); ct != apiv1.ProblemContentType {
+		t.Fatalf("Content-Type = %q, want %q (status %d, body %s)", ct, apiv1.ProblemContentType, r.status, r.body)
 	}
-	var p api.Problem
+	var p apiv1.Problem
 	r.json(t, &p)
 	if p.Status != r.status || !strings.HasPrefix(p.Type, "urn:weft:problem:") || p.Title == "" || p.Detail == "" || p.RequestID == "" {
 		t.Fatalf("malformed problem for status %d: %s", r.status, r.body)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -93,10 +92,9 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 	var inst *weft.Instance
 	var isNew bool
 	if w.d > 0 {
-		var wt watch
-		inst, isNew, wt, err = startWatched(ctx, s.node, name, req.Input, req.ID, &w)
-		if wt != nil {
-			defer wt.Stop()
+		inst, isNew, w.watch, err = s.node.StartWatched(ctx, name, req.Input, req.ID)
+		if w.watch != nil {
+			defer w.watch.Stop()
 		}
 	} else {
 		inst, isNew, err = s.node.Start(ctx, name, req.Input, req.ID)
@@ -146,26 +144,7 @@ type waitFor struct {
 	suspended bool
 	// watch, when set, was registered before the instance was queued
 	// (a start's): the wait uses it instead of a first read.
-	watch watch
-}
-
-// watch is what a wait needs of a watch registered before a start
-// (node.StartWatched).
-type watch interface {
-	Wait(ctx context.Context) (*weft.Instance, error)
-	WaitFinished(ctx context.Context) (*weft.Instance, error)
-	Stop()
-}
-
-// startWatched is node.StartWatched, keeping the watch in w only when
-// there is one (a nil pointer in an interface would not be nil).
-func startWatched(ctx context.Context, n *node.Node, name string, input json.RawMessage, id string, w *waitFor) (*weft.Instance, bool, watch, error) {
-	inst, isNew, wt, err := n.StartWatched(ctx, name, input, id)
-	if wt == nil {
-		return inst, isNew, nil, err
-	}
-	w.watch = wt
-	return inst, isNew, wt, err
+	watch node.Watch
 }
 
 // waitParams reads ?wait= (a duration up to apiv1.MaxWait) and ?until= (ended,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/api/apiv1"
 )
 
 // TestShutdownDrainsWait: a start request waiting on ?wait= when Shutdown
@@ -153,7 +154,7 @@ func TestOpenAPIDocumentsBodyRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy, ok := doc.Components.Responses["Busy"]
-	if !ok || busy.Headers["Retry-After"] == nil || busy.Content[api.ProblemContentType] == nil || !strings.Contains(busy.Description, "urn:weft:problem:busy") {
+	if !ok || busy.Headers["Retry-After"] == nil || busy.Content[apiv1.ProblemContentType] == nil || !strings.Contains(busy.Description, "urn:weft:problem:busy") {
 		t.Fatalf("components.responses.Busy = %+v; want a busy problem with a Retry-After header", busy)
 	}
 	h := newHost(t)
@@ -250,7 +251,7 @@ func TestMetricsOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != api.ProblemContentType {
+	if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != apiv1.ProblemContentType {
 		t.Fatalf("status %d, type %s", res.StatusCode, res.Header.Get("Content-Type"))
 	}
 }

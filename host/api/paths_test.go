@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/api/apiv1"
 )
 
 // setFlow runs no plugin, so that a test of paths needs none uploaded.
@@ -92,7 +92,7 @@ func TestPathParamsRefusedLikeAtCreation(t *testing.T) {
 		{"POST", "/v1/instances/" + long + "/cancel"},
 		{"PUT", "/v1/instances/" + long + "/state"},
 	} {
-		var p api.Problem
+		var p apiv1.Problem
 		if req.method == "PUT" {
 			p = h.request(req.method, req.path, adminSecret, "application/json", []byte(`{"format":1}`)).want(t, http.StatusBadRequest).problem(t)
 		} else {

@@ -18,25 +18,17 @@ import (
 	"github.com/weftworks/weft/plugins/grant"
 )
 
-// ProblemContentType is the media type of error answers (RFC 9457).
-const ProblemContentType = apiv1.ProblemContentType
-
 // problemTypePrefix prefixes the slug of every problem type.
 const problemTypePrefix = "urn:weft:problem:"
 
-// Problem is an error answer, the problem document of the wire contract
-// (apiv1.Problem). It implements error, so that a handler can return it
-// and the error handler answers it as it is.
-type Problem = apiv1.Problem
-
 // problemf returns a problem of status with the type slug and a formatted
 // detail.
-func problemf(status int, slug, format string, args ...any) *Problem {
-	return &Problem{Type: problemTypePrefix + slug, Title: http.StatusText(status), Status: status, Detail: fmt.Sprintf(format, args...)}
+func problemf(status int, slug, format string, args ...any) *apiv1.Problem {
+	return &apiv1.Problem{Type: problemTypePrefix + slug, Title: http.StatusText(status), Status: status, Detail: fmt.Sprintf(format, args...)}
 }
 
 // invalidField returns a 400 problem about one request field.
-func invalidField(path, format string, args ...any) *Problem {
+func invalidField(path, format string, args ...any) *apiv1.Problem {
 	msg := fmt.Sprintf(format, args...)
 	p := problemf(fiber.StatusBadRequest, "invalid-request", "%s: %s", path, msg)
 	p.Errors = []apiv1.FieldError{{Path: path, Message: msg}}
@@ -44,7 +36,7 @@ func invalidField(path, format string, args ...any) *Problem {
 }
 
 // unprocessable returns a 422 problem listing errs.
-func unprocessable(detail string, errs ...apiv1.FieldError) *Problem {
+func unprocessable(detail string, errs ...apiv1.FieldError) *apiv1.Problem {
 	p := problemf(fiber.StatusUnprocessableEntity, "validation", "%s", detail)
 	p.Errors = errs
 	return p
@@ -53,9 +45,9 @@ func unprocessable(detail string, errs ...apiv1.FieldError) *Problem {
 // problemFor maps an error from the node, engine or store to a problem.
 // Errors it cannot classify are 500s whose detail does not leak internals;
 // the log line (with the request id) has the error.
-func problemFor(err error) (p *Problem, internal bool) {
+func problemFor(err error) (p *apiv1.Problem, internal bool) {
 	var (
-		prob *Problem
+		prob *apiv1.Problem
 		fe   *fiber.Error
 		dve  *weft.DefinitionError
 		pve  *plugins.ValidationError
@@ -124,7 +116,7 @@ func clean(err error) string {
 // fixed: a fiber.Error's message may be fasthttp's parse error, which
 // quotes the raw request, Authorization header and all, so no part of
 // fe.Message reaches the answer.
-func fiberProblem(fe *fiber.Error) *Problem {
+func fiberProblem(fe *fiber.Error) *apiv1.Problem {
 	switch fe.Code {
 	case fiber.StatusBadRequest:
 		return malformed(fe.Message, "unparsable request")
@@ -154,7 +146,7 @@ func fiberProblem(fe *fiber.Error) *Problem {
 // parser's messages quote the raw request, the Authorization header
 // included. The kind is chosen from the parser's own words, before the
 // first double quote (where fasthttp starts quoting the request).
-func malformed(msg, def string) *Problem {
+func malformed(msg, def string) *apiv1.Problem {
 	own, _, _ := strings.Cut(msg, `"`)
 	own, _, _ = strings.Cut(own, ". Buffer size=")
 	kind := def
@@ -179,7 +171,7 @@ func malformed(msg, def string) *Problem {
 // also answers what fails before routing (a body over the server's limit).
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	p, internal := problemFor(err)
-	cp := *p // p may be shared (a returned *Problem); the request id is per answer
+	cp := *p // p may be shared (a returned *apiv1.Problem); the request id is per answer
 	cp.RequestID = requestID(c)
 	if internal {
 		s.logger(c).Error("request failed", "method", c.Method(), "path", c.Path(), "err", err)
@@ -197,6 +189,6 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 		return merr
 	}
 	c.Status(cp.Status)
-	c.Set(fiber.HeaderContentType, ProblemContentType)
+	c.Set(fiber.HeaderContentType, apiv1.ProblemContentType)
 	return c.Send(body)
 }

@@ -309,7 +309,7 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 // json.RawMessage values it keeps (an instance's input, an event's
 // payload), which the host would store and serve back as sent: not JSON
 // (RFC 8259 §8.1).
-func checkUTF8(body []byte) *Problem {
+func checkUTF8(body []byte) *apiv1.Problem {
 	if utf8.Valid(body) {
 		return nil
 	}
@@ -380,11 +380,11 @@ func (s *Server) openAPI(c *fiber.Ctx) error {
 }
 
 // notFoundf returns a 404 problem.
-func notFoundf(format string, args ...any) *Problem {
+func notFoundf(format string, args ...any) *apiv1.Problem {
 	return problemf(fiber.StatusNotFound, "not-found", format, args...)
 }
 
 // conflictf returns a 409 problem.
-func conflictf(format string, args ...any) *Problem {
+func conflictf(format string, args ...any) *apiv1.Problem {
 	return problemf(fiber.StatusConflict, "conflict", format, args...)
 }

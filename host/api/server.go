@@ -197,10 +197,6 @@ const (
 	defaultBodyRate    = 128 << 10
 )
 
-// AuthEnabled reports whether requests need a bearer token: whether any
-// token is configured.
-func (c Config) AuthEnabled() bool { return len(c.Tokens) > 0 }
-
 // WithDefaults returns c with every unset field set to its default.
 func (c Config) WithDefaults() Config {
 	if c.BodyLimit == 0 {

@@ -24,13 +24,13 @@ import (
 	"github.com/weftworks/weft/plugins"
 )
 
-// Config is the host's configuration: `weft serve` reads it, `weft config`
+// settings is the host's configuration (Loaded embeds it): `weft serve` reads it, `weft config`
 // prints it. Every leaf field is one key (its koanf tag, nested with dots),
 // one WEFT_* environment variable (see envName) and one row of the README's
 // configuration reference, which a test keeps in step with this struct.
 // Every value is what it says: no key reads 0 as "the default" (a
 // library's zero that means its default is refused by its validation).
-type Config struct {
+type settings struct {
 	// Listen is the HTTP address. Defaults to 127.0.0.1:8080.
 	Listen string `koanf:"listen"`
 	// DataDir holds the embedded store, plugin blobs and the compiled code
@@ -54,36 +54,36 @@ type Config struct {
 	// documents, applied at every start. Empty applies none.
 	GrantsFile string `koanf:"grants_file"`
 
-	Log       LogConfig       `koanf:"log"`
-	HTTP      HTTPConfig      `koanf:"http"`
-	Auth      AuthConfig      `koanf:"auth"`
-	Plugins   PluginsConfig   `koanf:"plugins"`
-	Engine    EngineConfig    `koanf:"engine"`
-	Heartbeat HeartbeatConfig `koanf:"heartbeat"`
-	History   HistoryConfig   `koanf:"history"`
+	Log       logConfig       `koanf:"log"`
+	HTTP      httpConfig      `koanf:"http"`
+	Auth      authConfig      `koanf:"auth"`
+	Plugins   pluginsConfig   `koanf:"plugins"`
+	Engine    engineConfig    `koanf:"engine"`
+	Heartbeat heartbeatConfig `koanf:"heartbeat"`
+	History   historyConfig   `koanf:"history"`
 }
 
-// LogConfig configures the host's own log, on stderr.
-type LogConfig struct {
+// logConfig configures the host's own log, on stderr.
+type logConfig struct {
 	// Level is debug, info, warn or error. Defaults to info.
 	Level string `koanf:"level"`
 	// Format is text or json. Defaults to text.
 	Format string `koanf:"format"`
 }
 
-// HTTPConfig configures the HTTP server.
-type HTTPConfig struct {
+// httpConfig configures the HTTP server.
+type httpConfig struct {
 	// BodyLimit caps request bodies other than plugins. Defaults to 1MiB.
-	BodyLimit ByteSize `koanf:"body_limit"`
+	BodyLimit byteSize `koanf:"body_limit"`
 	// PluginBodyLimit caps PUT /v1/plugins/{name} bodies. Defaults to
 	// 32MiB.
-	PluginBodyLimit ByteSize `koanf:"plugin_body_limit"`
+	PluginBodyLimit byteSize `koanf:"plugin_body_limit"`
 	// ShutdownTimeout bounds the graceful shutdown: draining requests and
 	// stopping the engine. Defaults to 30s.
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
 	// BodyBudget caps the request bodies held in memory at once. Defaults
 	// to four times the larger body limit.
-	BodyBudget ByteSize `koanf:"body_budget"`
+	BodyBudget byteSize `koanf:"body_budget"`
 	// WriteTimeout bounds writing a response once it is ready
 	// (api.Config.WriteTimeout): a ?wait= is not cut by it, a backup
 	// must make progress within it. Defaults to 2m.
@@ -96,7 +96,7 @@ type HTTPConfig struct {
 	// BodyRate bytes (api.Config.BodyTimeout, BodyRate). Default to 10s
 	// and 128KiB.
 	BodyTimeout time.Duration `koanf:"body_timeout"`
-	BodyRate    ByteSize      `koanf:"body_rate"`
+	BodyRate    byteSize      `koanf:"body_rate"`
 	// IdleTimeout bounds a keep-alive connection's wait for its next
 	// request (api.Config.IdleTimeout). Defaults to 1m.
 	IdleTimeout time.Duration `koanf:"idle_timeout"`
@@ -112,15 +112,15 @@ type HTTPConfig struct {
 	StreamPoll time.Duration `koanf:"stream_poll"`
 }
 
-// AuthConfig configures bearer tokens.
-type AuthConfig struct {
+// authConfig configures bearer tokens.
+type authConfig struct {
 	// Tokens are the accepted bearer tokens. None means no authentication,
 	// which the host allows only on a loopback address.
-	Tokens []TokenConfig `koanf:"tokens"`
+	Tokens []tokenConfig `koanf:"tokens"`
 }
 
-// TokenConfig is one bearer token.
-type TokenConfig struct {
+// tokenConfig is one bearer token.
+type tokenConfig struct {
 	Name string `koanf:"name"`
 	// Role is admin, operator or reader.
 	Role string `koanf:"role"`
@@ -128,36 +128,36 @@ type TokenConfig struct {
 	Token string `koanf:"token"`
 }
 
-// PluginsConfig configures the plugin runtime (plugins.Config).
-type PluginsConfig struct {
+// pluginsConfig configures the plugin runtime (plugins.Config).
+type pluginsConfig struct {
 	CacheDir          string        `koanf:"cache_dir"`
-	MaxModuleBytes    ByteSize      `koanf:"max_module_bytes"`
-	MemoryLimit       ByteSize      `koanf:"memory_limit"`
-	MaxOutputBytes    ByteSize      `koanf:"max_output_bytes"`
-	MaxLogBytes       ByteSize      `koanf:"max_log_bytes"`
+	MaxModuleBytes    byteSize      `koanf:"max_module_bytes"`
+	MemoryLimit       byteSize      `koanf:"memory_limit"`
+	MaxOutputBytes    byteSize      `koanf:"max_output_bytes"`
+	MaxLogBytes       byteSize      `koanf:"max_log_bytes"`
 	MaxLogRecords     int           `koanf:"max_log_records"`
-	MaxHeartbeatBytes ByteSize      `koanf:"max_heartbeat_bytes"`
+	MaxHeartbeatBytes byteSize      `koanf:"max_heartbeat_bytes"`
 	MaxTableElements  int           `koanf:"max_table_elements"`
-	MaxStackBytes     ByteSize      `koanf:"max_stack_bytes"`
-	MaxMemory         ByteSize      `koanf:"max_memory"`
+	MaxStackBytes     byteSize      `koanf:"max_stack_bytes"`
+	MaxMemory         byteSize      `koanf:"max_memory"`
 	IdleTimeout       time.Duration `koanf:"idle_timeout"`
-	MaxFunctionBytes  ByteSize      `koanf:"max_function_bytes"`
+	MaxFunctionBytes  byteSize      `koanf:"max_function_bytes"`
 	MaxCompiles       int           `koanf:"max_compiles"`
 	PoolSize          int           `koanf:"pool_size"`
 	PoolWarm          int           `koanf:"pool_warm"`
 	CancelGrace       time.Duration `koanf:"cancel_grace"`
 	LoadTimeout       time.Duration `koanf:"load_timeout"`
 	// HTTP bounds the plugins' outbound HTTP requests.
-	HTTP PluginsHTTPConfig `koanf:"http"`
+	HTTP pluginsHTTPConfig `koanf:"http"`
 }
 
-// PluginsHTTPConfig bounds the plugins' outbound HTTP requests
+// pluginsHTTPConfig bounds the plugins' outbound HTTP requests
 // (plugins.HTTPConfig).
-type PluginsHTTPConfig struct {
-	MaxResponseBytes ByteSize      `koanf:"max_response_bytes"`
-	MaxRequestBytes  ByteSize      `koanf:"max_request_bytes"`
+type pluginsHTTPConfig struct {
+	MaxResponseBytes byteSize      `koanf:"max_response_bytes"`
+	MaxRequestBytes  byteSize      `koanf:"max_request_bytes"`
 	MaxHeaders       int           `koanf:"max_headers"`
-	MaxHeaderBytes   ByteSize      `koanf:"max_header_bytes"`
+	MaxHeaderBytes   byteSize      `koanf:"max_header_bytes"`
 	MaxRequests      int           `koanf:"max_requests"`
 	ConnectTimeout   time.Duration `koanf:"connect_timeout"`
 	Timeout          time.Duration `koanf:"timeout"`
@@ -166,8 +166,8 @@ type PluginsHTTPConfig struct {
 	CAFile string `koanf:"ca_file"`
 }
 
-// EngineConfig configures the workflow engine (engine.Config).
-type EngineConfig struct {
+// engineConfig configures the workflow engine (engine.Config).
+type engineConfig struct {
 	Workers int `koanf:"workers"`
 	// EagerStarts runs a start on the node that took it when one of its
 	// workers is idle (engine.Config.EagerStarts). Defaults to true.
@@ -186,8 +186,8 @@ type EngineConfig struct {
 	RetentionInterval time.Duration `koanf:"retention_interval"`
 }
 
-// HeartbeatConfig configures the heartbeat scheduler (heartbeat.Config).
-type HeartbeatConfig struct {
+// heartbeatConfig configures the heartbeat scheduler (heartbeat.Config).
+type heartbeatConfig struct {
 	Tick  time.Duration `koanf:"tick"`
 	Batch int           `koanf:"batch"`
 	Cycle time.Duration `koanf:"cycle"`
@@ -197,21 +197,21 @@ type HeartbeatConfig struct {
 	MaxRetries int `koanf:"max_retries"`
 }
 
-// HistoryConfig says what instances' histories keep.
-type HistoryConfig struct {
+// historyConfig says what instances' histories keep.
+type historyConfig struct {
 	// AttemptDataLimit caps each activity attempt's input and output as
 	// its history entries keep them (engine.Config.AttemptDataLimit); a
 	// larger one is recorded by its size only. 0 records neither.
 	// Defaults to engine.DefaultAttemptDataLimit (16KiB).
-	AttemptDataLimit ByteSize `koanf:"attempt_data_limit"`
+	AttemptDataLimit byteSize `koanf:"attempt_data_limit"`
 }
 
-// ByteSize is a size in bytes, written as a number of bytes or with a unit:
+// byteSize is a size in bytes, written as a number of bytes or with a unit:
 // 512KiB, 32MiB, 1GiB (also KB, MB, GB as powers of 1000).
-type ByteSize int64
+type byteSize int64
 
 // String formats b with the largest binary unit that divides it.
-func (b ByteSize) String() string {
+func (b byteSize) String() string {
 	for _, u := range []struct {
 		name string
 		n    int64
@@ -245,7 +245,7 @@ func byteUnit(unit string) (int64, bool) {
 }
 
 // parseByteSize reads a size: a number of bytes, or a number and a unit.
-func parseByteSize(s string) (ByteSize, error) {
+func parseByteSize(s string) (byteSize, error) {
 	t := strings.TrimSpace(s)
 	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	num, unit := t, ""
@@ -260,12 +260,12 @@ func parseByteSize(s string) (ByteSize, error) {
 	if err != nil || f*float64(mult) > 1<<53 {
 		return 0, fmt.Errorf("want a size such as 1048576, 512KiB or 32MiB, got %q", s)
 	}
-	return ByteSize(f * float64(mult)), nil
+	return byteSize(f * float64(mult)), nil
 }
 
 // defaultConfig is the configuration before any file, variable or flag.
 // The engine, runtime and scheduler defaults come from their packages.
-func defaultConfig() Config {
+func defaultConfig() settings {
 	eng := engine.Config{}.WithDefaults()
 	pl := plugins.Config{}.WithDefaults()
 	ad := api.Config{}.WithDefaults()
@@ -277,54 +277,54 @@ func defaultConfig() Config {
 		host = "weft"
 	}
 	node := fmt.Sprintf("%s-%d", host, os.Getpid())
-	return Config{
+	return settings{
 		Listen:  "127.0.0.1:8080",
 		DataDir: "./data",
 		NodeID:  node,
 		Store:   "embedded",
-		Log:     LogConfig{Level: "info", Format: "text"},
-		HTTP: HTTPConfig{
+		Log:     logConfig{Level: "info", Format: "text"},
+		HTTP: httpConfig{
 			BodyLimit:       1 << 20,
-			PluginBodyLimit: ByteSize(pl.MaxModuleBytes),
+			PluginBodyLimit: byteSize(pl.MaxModuleBytes),
 			ShutdownTimeout: 30 * time.Second,
-			BodyBudget:      4 * ByteSize(pl.MaxModuleBytes),
+			BodyBudget:      4 * byteSize(pl.MaxModuleBytes),
 			WriteTimeout:    ad.WriteTimeout,
 			ReadTimeout:     ad.ReadTimeout,
 			BodyTimeout:     ad.BodyTimeout,
-			BodyRate:        ByteSize(ad.BodyRate),
+			BodyRate:        byteSize(ad.BodyRate),
 			IdleTimeout:     ad.IdleTimeout,
 			RequestTimeout:  ad.RequestTimeout,
 			MaxStreams:      ad.MaxStreams,
 			StreamPoll:      ad.StreamPoll,
 		},
-		Plugins: PluginsConfig{
-			MaxModuleBytes:    ByteSize(pl.MaxModuleBytes),
-			MemoryLimit:       ByteSize(pl.MemoryLimitPages) * 64 << 10,
-			MaxOutputBytes:    ByteSize(pl.MaxOutputBytes),
-			MaxLogBytes:       ByteSize(pl.MaxLogBytes),
+		Plugins: pluginsConfig{
+			MaxModuleBytes:    byteSize(pl.MaxModuleBytes),
+			MemoryLimit:       byteSize(pl.MemoryLimitPages) * 64 << 10,
+			MaxOutputBytes:    byteSize(pl.MaxOutputBytes),
+			MaxLogBytes:       byteSize(pl.MaxLogBytes),
 			MaxLogRecords:     pl.MaxLogRecords,
-			MaxHeartbeatBytes: ByteSize(pl.MaxHeartbeatBytes),
+			MaxHeartbeatBytes: byteSize(pl.MaxHeartbeatBytes),
 			MaxTableElements:  int(pl.MaxTableElements),
-			MaxStackBytes:     ByteSize(pl.MaxStackBytes),
-			MaxMemory:         ByteSize(pl.MaxMemory),
+			MaxStackBytes:     byteSize(pl.MaxStackBytes),
+			MaxMemory:         byteSize(pl.MaxMemory),
 			IdleTimeout:       pl.IdleTimeout,
-			MaxFunctionBytes:  ByteSize(pl.MaxFunctionBytes),
+			MaxFunctionBytes:  byteSize(pl.MaxFunctionBytes),
 			MaxCompiles:       pl.MaxCompiles,
 			PoolSize:          pl.PoolSize,
 			PoolWarm:          pl.PoolWarm,
 			CancelGrace:       pl.CancelGrace,
 			LoadTimeout:       pl.LoadTimeout,
-			HTTP: PluginsHTTPConfig{
-				MaxResponseBytes: ByteSize(pl.HTTP.MaxResponseBytes),
-				MaxRequestBytes:  ByteSize(pl.HTTP.MaxRequestBytes),
+			HTTP: pluginsHTTPConfig{
+				MaxResponseBytes: byteSize(pl.HTTP.MaxResponseBytes),
+				MaxRequestBytes:  byteSize(pl.HTTP.MaxRequestBytes),
 				MaxHeaders:       pl.HTTP.MaxHeaders,
-				MaxHeaderBytes:   ByteSize(pl.HTTP.MaxHeaderBytes),
+				MaxHeaderBytes:   byteSize(pl.HTTP.MaxHeaderBytes),
 				MaxRequests:      pl.HTTP.MaxRequests,
 				ConnectTimeout:   pl.HTTP.ConnectTimeout,
 				Timeout:          pl.HTTP.Timeout,
 			},
 		},
-		Engine: EngineConfig{
+		Engine: engineConfig{
 			Workers: eng.Workers,
 			// The engine's zero value queues every start; a host runs them
 			// where they arrive while it has an idle worker.
@@ -343,10 +343,10 @@ func defaultConfig() Config {
 		},
 		// The scheduler's zero value retries none; a host retries a
 		// transient error within the cycle.
-		Heartbeat: HeartbeatConfig{Tick: hb.Tick, Batch: hb.Batch, Cycle: hb.Cycle, MaxRetries: heartbeat.DefaultMaxRetries},
+		Heartbeat: heartbeatConfig{Tick: hb.Tick, Batch: hb.Batch, Cycle: hb.Cycle, MaxRetries: heartbeat.DefaultMaxRetries},
 		// The engine's zero value records no attempt data; a host keeps
 		// documents of a readable size.
-		History: HistoryConfig{AttemptDataLimit: engine.DefaultAttemptDataLimit},
+		History: historyConfig{AttemptDataLimit: engine.DefaultAttemptDataLimit},
 	}
 }
 
@@ -360,10 +360,10 @@ type configKey struct {
 // The types of Config's leaves that are decoded and printed their own way.
 var (
 	durationType = reflect.TypeFor[time.Duration]()
-	byteSizeType = reflect.TypeFor[ByteSize]()
+	byteSizeType = reflect.TypeFor[byteSize]()
 	stringsType  = reflect.TypeFor[[]string]()
-	tokensType   = reflect.TypeFor[[]TokenConfig]()
-	tokenType    = reflect.TypeFor[TokenConfig]()
+	tokensType   = reflect.TypeFor[[]tokenConfig]()
+	tokenType    = reflect.TypeFor[tokenConfig]()
 )
 
 // configKeys lists Config's leaves in declaration order.
@@ -385,7 +385,7 @@ func configKeys() []configKey {
 			keys = append(keys, configKey{name: prefix + tag, index: idx, typ: f.Type})
 		}
 	}
-	walk(reflect.TypeFor[Config](), "", nil)
+	walk(reflect.TypeFor[settings](), "", nil)
 	return keys
 }
 

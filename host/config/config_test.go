@@ -145,7 +145,7 @@ redis_addrs: [file:1]
 		{
 			name: "sizes with units", env: []string{"WEFT_HTTP_BODY_LIMIT=512KiB", "WEFT_PLUGINS_MEMORY_LIMIT=64MiB"},
 			check: func(c *Loaded) (any, any) {
-				return [2]ByteSize{c.HTTP.BodyLimit, c.Plugins.MemoryLimit}, [2]ByteSize{512 << 10, 64 << 20}
+				return [2]byteSize{c.HTTP.BodyLimit, c.Plugins.MemoryLimit}, [2]byteSize{512 << 10, 64 << 20}
 			},
 		},
 		{
@@ -527,8 +527,8 @@ func TestBindings(t *testing.T) {
 
 	// A configuration whose every bound value differs from its default:
 	// each must reach its library's field.
-	c := &Loaded{Config: defaultConfig()}
-	cv := reflect.ValueOf(&c.Config).Elem()
+	c := &Loaded{settings: defaultConfig()}
+	cv := reflect.ValueOf(&c.settings).Elem()
 	want := map[string]any{}
 	for i, k := range configKeys() {
 		f := cv.FieldByIndex(k.index)
@@ -540,7 +540,7 @@ func TestBindings(t *testing.T) {
 		case k.typ == stringsType:
 			f.Set(reflect.ValueOf([]string{"v" + strconv.Itoa(i)}))
 		case k.typ == tokensType:
-			f.Set(reflect.ValueOf([]TokenConfig{{Name: "n", Role: "admin", Token: "t"}}))
+			f.Set(reflect.ValueOf([]tokenConfig{{Name: "n", Role: "admin", Token: "t"}}))
 		case f.Kind() == reflect.Int:
 			f.SetInt(int64(1000 + i))
 		case f.Kind() == reflect.Bool:
@@ -567,12 +567,12 @@ func TestBindings(t *testing.T) {
 		got := fmt.Sprint(f.Interface())
 		w := want[b.key]
 		switch x := w.(type) {
-		case ByteSize:
+		case byteSize:
 			w = int64(x)
 			if b.key == "plugins.memory_limit" {
 				w = int64(x) / (64 << 10)
 			}
-		case []TokenConfig:
+		case []tokenConfig:
 			w = []string{fmt.Sprint(x[0].Name, " ", x[0].Role, " ", x[0].Token)}
 			got = fmt.Sprint([]string{strings.Trim(got, "[]{}")})
 		}
@@ -763,7 +763,7 @@ func TestByteSize(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		in      string
-		want    ByteSize
+		want    byteSize
 		wantErr bool
 	}{
 		{in: "1024", want: 1024},
@@ -783,7 +783,7 @@ func TestByteSize(t *testing.T) {
 			t.Errorf("parseByteSize(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
-	for _, b := range []ByteSize{1, 1024, 1536, 32 << 20, 1 << 30} {
+	for _, b := range []byteSize{1, 1024, 1536, 32 << 20, 1 << 30} {
 		got, err := parseByteSize(b.String())
 		if err != nil || got != b {
 			t.Errorf("%d prints as %q, which parses as %d, %v", b, b.String(), got, err)
@@ -797,7 +797,7 @@ func TestBodyBudgetFollowsTheLimits(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		flags []Flag
-		want  ByteSize
+		want  byteSize
 	}{
 		{nil, 128 << 20},
 		{set("http.plugin_body_limit=64MiB"), 256 << 20},

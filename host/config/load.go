@@ -92,7 +92,7 @@ type Flag struct {
 
 // Loaded is a valid configuration and where each value came from.
 type Loaded struct {
-	Config
+	settings
 	// File is the configuration file read, or "".
 	File string
 	// Source maps each key to where its value came from; keys absent here
@@ -126,7 +126,7 @@ const noSuchSetting = "no such setting (see the configuration reference in READM
 // the result over the defaults with koanf's Unmarshal, validates it, and
 // returns every problem at once as an *Error.
 func Load(src Sources) (*Loaded, error) {
-	out := &Loaded{Config: defaultConfig(), Source: map[string]string{}}
+	out := &Loaded{settings: defaultConfig(), Source: map[string]string{}}
 	var problems []Problem
 	k := koanf.New(".")
 	// load reads one provider into a koanf of its own and merges that over
@@ -188,7 +188,7 @@ func Load(src Sources) (*Loaded, error) {
 
 	// Decode what the layers set over the defaults. ErrorUnused makes a
 	// key that names no setting an error, as a typo must be.
-	err := k.UnmarshalWithConf("", &out.Config, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: &mapstructure.DecoderConfig{
+	err := k.UnmarshalWithConf("", &out.settings, koanf.UnmarshalConf{Tag: "koanf", DecoderConfig: &mapstructure.DecoderConfig{
 		DecodeHook:  mapstructure.DecodeHookFuncValue(decodeSetting),
 		ErrorUnused: true,
 		// Keys are as written in the reference: Listen is a typo.
@@ -266,7 +266,7 @@ func decodeSetting(from, to reflect.Value) (any, error) {
 			return parseByteSize(s)
 		}
 		if n, ok := wholeNumber(raw); ok {
-			return ByteSize(n), nil
+			return byteSize(n), nil
 		}
 		return nil, fmt.Errorf("want a size such as 1048576, 512KiB or 32MiB, got %v", raw)
 	case stringsType:
@@ -375,8 +375,8 @@ func decodeStrings(raw any) ([]string, error) {
 // decodeTokens reads the environment's and flags' form of auth.tokens:
 // "name:role:token" entries separated by commas (the token may itself
 // contain colons, as "sha256:<hex>" does).
-func decodeTokens(s string) ([]TokenConfig, error) {
-	var out []TokenConfig
+func decodeTokens(s string) ([]tokenConfig, error) {
+	var out []tokenConfig
 	for i, entry := range strings.Split(s, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
@@ -386,7 +386,7 @@ func decodeTokens(s string) ([]TokenConfig, error) {
 		if len(parts) != 3 {
 			return nil, fmt.Errorf("entry %d: want name:role:token", i+1)
 		}
-		out = append(out, TokenConfig{Name: parts[0], Role: parts[1], Token: parts[2]})
+		out = append(out, tokenConfig{Name: parts[0], Role: parts[1], Token: parts[2]})
 	}
 	return out, nil
 }

@@ -45,7 +45,7 @@ func (c *Loaded) yamlNode() *yamlv3.Node {
 		sections[path] = m
 		return m
 	}
-	rv := reflect.ValueOf(c.Config)
+	rv := reflect.ValueOf(c.settings)
 	for _, key := range configKeys() {
 		parent := root
 		name := key.name
@@ -78,7 +78,7 @@ func valueNode(v reflect.Value) *yamlv3.Node {
 	case durationType:
 		return scalar(formatDuration(time.Duration(v.Int())))
 	case byteSizeType:
-		n := scalar(ByteSize(v.Int()).String())
+		n := scalar(byteSize(v.Int()).String())
 		if _, err := strconv.Atoi(n.Value); err == nil {
 			n.Tag = "!!int"
 		}
@@ -94,7 +94,7 @@ func valueNode(v reflect.Value) *yamlv3.Node {
 		if v.Len() == 0 {
 			n.Style = yamlv3.FlowStyle
 		}
-		for _, t := range v.Interface().([]TokenConfig) {
+		for _, t := range v.Interface().([]tokenConfig) {
 			n.Content = append(n.Content, &yamlv3.Node{Kind: yamlv3.MappingNode, Style: yamlv3.FlowStyle, Content: []*yamlv3.Node{
 				scalar("name"), scalar(t.Name), scalar("role"), scalar(t.Role), scalar("token"), scalar(maskToken(t.Token)),
 			}})

@@ -4,13 +4,17 @@ import (
 	"context"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/definition"
 )
 
 // CheckDefinition parses and validates a definition's source without
-// saving it.
-func (n *Node) CheckDefinition(ctx context.Context, source []byte) (*definition.Definition, error) {
-	return n.engine.CheckDefinition(ctx, source)
+// saving it, and returns it as SaveDefinition would save it, without a
+// version: its name, the hash of its canonical form and its source.
+func (n *Node) CheckDefinition(ctx context.Context, source []byte) (*weft.Definition, error) {
+	def, err := n.engine.CheckDefinition(ctx, source)
+	if err != nil {
+		return nil, err
+	}
+	return &weft.Definition{Name: def.Name, Hash: def.Hash(), Source: source}, nil
 }
 
 // SaveDefinition validates a definition's source and saves it as the

@@ -63,12 +63,6 @@ func (n *Node) GetGrants(ctx context.Context, plugin string) (*weft.Grants, erro
 	return n.store.GetGrants(ctx, plugin)
 }
 
-// ListGrants returns a page of grants ordered by plugin name and the next
-// cursor ("" after the last page).
-func (n *Node) ListGrants(ctx context.Context, cursor string, limit int) ([]weft.Grants, string, error) {
-	return n.store.ListGrants(ctx, cursor, limit)
-}
-
 // DeleteGrants revokes everything granted to a plugin name: its next
 // activity calls can reach no host and read no configuration or secret.
 // It fails with weft.ErrNotFound when nothing was granted.

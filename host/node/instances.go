@@ -21,10 +21,27 @@ func (n *Node) Start(ctx context.Context, workflow string, input json.RawMessage
 	return n.engine.Start(ctx, workflow, input, id)
 }
 
+// Watch is a wait for one instance, registered before the instance could
+// change, so that its first look needs no read of the store. It waits
+// once: for the instance to stop running (Wait, as Node.Wait) or to
+// finish (WaitFinished, as Node.WaitFinished); Stop unregisters one that
+// was not waited on.
+type Watch interface {
+	Wait(ctx context.Context) (*weft.Instance, error)
+	WaitFinished(ctx context.Context) (*weft.Instance, error)
+	Stop()
+}
+
 // StartWatched is Start with a Watch registered before the instance can
-// change, so that a wait for its end needs no first read.
-func (n *Node) StartWatched(ctx context.Context, workflow string, input json.RawMessage, id string) (*weft.Instance, bool, *engine.Watch, error) {
-	return n.engine.StartWatched(ctx, workflow, input, id)
+// change, so that a wait for its end needs no first read. The Watch is
+// nil when the start failed.
+func (n *Node) StartWatched(ctx context.Context, workflow string, input json.RawMessage, id string) (*weft.Instance, bool, Watch, error) {
+	inst, created, w, err := n.engine.StartWatched(ctx, workflow, input, id)
+	if w == nil {
+		// A nil *engine.Watch in the interface would not be nil.
+		return inst, created, nil, err
+	}
+	return inst, created, w, err
 }
 
 // Instance returns an instance, or an error matching weft.ErrNotFound.

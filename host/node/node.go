@@ -32,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -407,10 +408,24 @@ func (n *Node) Ready(ctx context.Context) error {
 // writing; every error names the file.
 func CheckBackup(path string) error { return boltstore.CheckFile(path) }
 
-// Backup begins a backup of the embedded store as it is now (see
-// boltstore.Backup): write it and close it promptly. It fails with
+// Backup is a copy of the embedded store as it was when Node.Backup began,
+// held by a read transaction until it is spooled or closed: write it and
+// close it promptly.
+type Backup interface {
+	// Size is the copy's length in bytes.
+	Size() int64
+	// Spool copies the store to a file beside it and ends the
+	// transaction, so that a slow reader of WriteTo never holds the
+	// store's writers back.
+	Spool() error
+	io.WriterTo
+	// Close ends the transaction and removes the spooled file.
+	Close() error
+}
+
+// Backup begins a backup of the embedded store as it is now. It fails with
 // ErrBackupUnsupported in cluster mode.
-func (n *Node) Backup(ctx context.Context) (*boltstore.Backup, error) {
+func (n *Node) Backup(ctx context.Context) (Backup, error) {
 	if n.bolt == nil {
 		return nil, fmt.Errorf("node: %w", ErrBackupUnsupported)
 	}
@@ -423,7 +438,7 @@ func (n *Node) Backup(ctx context.Context) (*boltstore.Backup, error) {
 
 // Refresh reloads definitions from Config.WorkflowsDir (engine.Refresh):
 // all of them, or those named.
-func (n *Node) Refresh(ctx context.Context, names []string) (*engine.RefreshResult, error) {
+func (n *Node) Refresh(ctx context.Context, names []string) (*weft.RefreshResult, error) {
 	if n.cfg.WorkflowsDir == "" {
 		return nil, ErrRefreshDisabled
 	}

@@ -276,7 +276,7 @@ func TestReadyAndRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := m.Refresh(ctx, nil)
-	if err != nil || res.Status != engine.Refreshed || len(res.Files) != 1 || !res.Files[0].Created {
+	if err != nil || res.Status != weft.Refreshed || len(res.Files) != 1 || !res.Files[0].Created {
 		t.Fatalf("Refresh = %+v, %v", res, err)
 	}
 }

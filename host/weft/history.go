@@ -92,17 +92,6 @@ type AttemptLogs struct {
 	Dropped *LogsDropped `json:"logs_dropped,omitempty"`
 }
 
-// AddTo sets data's logs and logs_dropped, the fields of l's JSON form, as
-// far as l has them.
-func (l AttemptLogs) AddTo(data map[string]any) {
-	if len(l.Lines) > 0 {
-		data["logs"] = l.Lines
-	}
-	if l.Dropped != nil {
-		data["logs_dropped"] = l.Dropped
-	}
-}
-
 // LogEntry is one log line of an instance's attempts as
 // GET /v1/instances/{id}/logs answers it: the line, and the history entry
 // it was recorded in (its seq, step path, attempt and node).

@@ -117,17 +117,8 @@ type ParentRef struct {
 	StepID string `json:"step_id"`
 	// Token is the parent runner's name for the wait, which the child's
 	// end is sent to. Children stored before it was kept have it in
-	// StepID: see WaitToken.
+	// StepID (the engine reads either).
 	Token string `json:"token,omitempty"`
-}
-
-// WaitToken is the parent runner's name for the wait the child's end is
-// sent to.
-func (p *ParentRef) WaitToken() string {
-	if p.Token != "" {
-		return p.Token
-	}
-	return p.StepID
 }
 
 // Lease records which node (and which boot of it) runs an instance, until

@@ -894,7 +894,7 @@ func (x *execution) commit(drains bool) error {
 		if err != nil {
 			return fmt.Errorf("engine: encoding the end of instance %s for its parent %s: %w", inst.ID, inst.Parent.InstanceID, err)
 		}
-		c.Send = []weft.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: weft.MessageChild, Token: inst.Parent.WaitToken(), Payload: end}}
+		c.Send = []weft.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: weft.MessageChild, Token: waitToken(inst.Parent), Payload: end}}
 	}
 	rev, err := x.e.store.Commit(x.ctx, c)
 	if err != nil {
@@ -944,4 +944,13 @@ func (x *execution) commit(drains bool) error {
 	}
 	x.e.changed(inst.ID)
 	return nil
+}
+
+// waitToken is the parent runner's name for the wait a child's end is sent
+// to: Token, or StepID for a child stored before Token was kept.
+func waitToken(p *weft.ParentRef) string {
+	if p.Token != "" {
+		return p.Token
+	}
+	return p.StepID
 }

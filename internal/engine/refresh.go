@@ -15,46 +15,22 @@ import (
 	"github.com/weftworks/weft/internal/definition"
 )
 
-// Refresh results.
-const (
-	Refreshed         = "refreshed"
-	AlreadyInProgress = "already_in_progress"
-)
-
-// RefreshResult is what a refresh did.
-type RefreshResult struct {
-	// Status is Refreshed or AlreadyInProgress.
-	Status string `json:"status"`
-	// Files lists, for each definition file read, what became of it.
-	Files []RefreshedFile `json:"files,omitempty"`
-}
-
-// RefreshedFile is one definition file of a refresh.
-type RefreshedFile struct {
-	File     string                   `json:"file"`
-	Name     string                   `json:"name,omitempty"`
-	Version  int                      `json:"version,omitempty"`
-	Created  bool                     `json:"created"`
-	Problems []weft.DefinitionProblem `json:"problems,omitempty"`
-	Error    string                   `json:"error,omitempty"`
-}
-
 // Refresh loads definitions from the files of dir (*.yaml, *.yml, *.json)
 // and saves each that changed as a new version. With names, only the
 // definitions so named are saved. It holds the lock
 // workflow-definitions-refresh:all, or :<sorted,comma-joined names>, taken
 // with zero wait: when another refresh of the same scope holds it, Refresh
-// returns AlreadyInProgress and does nothing (docs/cluster.md, "Singleton
+// returns weft.RefreshInProgress and does nothing (docs/cluster.md, "Singleton
 // work"). A file that does not
 // parse or validate is reported with its problems and does not stop the
 // others.
-func (e *Engine) Refresh(ctx context.Context, dir string, names []string) (*RefreshResult, error) {
+func (e *Engine) Refresh(ctx context.Context, dir string, names []string) (*weft.RefreshResult, error) {
 	lease, ok, err := e.locks.TryAcquire(ctx, RefreshLockKey(names), time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("engine: refresh lock: %w", err)
 	}
 	if !ok {
-		return &RefreshResult{Status: AlreadyInProgress}, nil
+		return &weft.RefreshResult{Status: weft.RefreshInProgress}, nil
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
 
@@ -62,14 +38,14 @@ func (e *Engine) Refresh(ctx context.Context, dir string, names []string) (*Refr
 	if err != nil {
 		return nil, fmt.Errorf("engine: reading workflows_dir: %w", err)
 	}
-	res := &RefreshResult{Status: Refreshed}
+	res := &weft.RefreshResult{Status: weft.Refreshed}
 	for _, ent := range entries {
 		ext := strings.ToLower(filepath.Ext(ent.Name()))
 		if ent.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
 			continue
 		}
 		path := filepath.Join(dir, ent.Name())
-		f := RefreshedFile{File: ent.Name()}
+		f := weft.RefreshedFile{File: ent.Name()}
 		src, err := os.ReadFile(path)
 		if err != nil {
 			f.Error = err.Error()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/lock/local"
 )
@@ -27,7 +28,7 @@ func TestRefreshFromDirectory(t *testing.T) {
 	ctx := context.Background()
 
 	res, err := h.e.Refresh(ctx, dir, nil)
-	if err != nil || res.Status != engine.Refreshed || len(res.Files) != 3 {
+	if err != nil || res.Status != weft.Refreshed || len(res.Files) != 3 {
 		t.Fatalf("Refresh: %+v, %v", res, err)
 	}
 	if f := res.Files[0]; f.Name != "a" || f.Version != 1 || !f.Created {
@@ -59,11 +60,11 @@ func TestRefreshAlreadyInProgress(t *testing.T) {
 	}
 	defer held.Release(ctx)
 	res, err := h.e.Refresh(ctx, t.TempDir(), []string{"a", "b"})
-	if err != nil || res.Status != engine.AlreadyInProgress {
+	if err != nil || res.Status != weft.RefreshInProgress {
 		t.Fatalf("Refresh while the same scope is held: %+v, %v", res, err)
 	}
 	// Another scope is free.
-	if res, err := h.e.Refresh(ctx, t.TempDir(), nil); err != nil || res.Status != engine.Refreshed {
+	if res, err := h.e.Refresh(ctx, t.TempDir(), nil); err != nil || res.Status != weft.Refreshed {
 		t.Fatalf("Refresh of all: %+v, %v", res, err)
 	}
 }

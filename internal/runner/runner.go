@@ -583,10 +583,10 @@ func (a *apply) attemptData(data map[string]any, name string, doc json.RawMessag
 func (a *apply) attemptEnd(ev Input, data map[string]any) (path string, attempt int) {
 	switch ev := ev.(type) {
 	case ActivityCompleted:
-		ev.Logs.AddTo(data)
+		addLogs(data, ev.Logs)
 		return ev.Path, ev.Attempt
 	case ActivityFailed:
-		ev.Logs.AddTo(data)
+		addLogs(data, ev.Logs)
 		return ev.Path, ev.Attempt
 	}
 	return "", 0
@@ -609,7 +609,7 @@ func (a *apply) activityCompleted(ev ActivityCompleted) {
 		}
 		a.attemptData(data, "output", out)
 	}
-	ev.Logs.AddTo(data)
+	addLogs(data, ev.Logs)
 	if len(data) == 0 {
 		data = nil
 	}
@@ -637,7 +637,7 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	if len(ev.Requests) > 0 {
 		data["requests"] = ev.Requests
 	}
-	ev.Logs.AddTo(data)
+	addLogs(data, ev.Logs)
 	a.record(weft.HistoryActivityFailed, stepPath(f), r.Attempt, data)
 	d := retry.Decide(s.Activity.Retry, retry.Attempt{
 		Number: r.Attempt, Failed: a.c.Now, FirstScheduled: r.Scheduled, ScheduleToClose: s.Activity.ScheduleToClose,
@@ -715,3 +715,14 @@ func (a *apply) childFailed(ev ChildFailed) {
 // resume advances the whole tree after a leaf completed. The tree is small,
 // so advancing from the root is simpler than finding the path up.
 func (a *apply) resume(*Frame) { a.advance(a.st.Root) }
+
+// addLogs sets data's logs and logs_dropped, the fields of l's JSON form
+// (weft.AttemptLogs), as far as l has them.
+func addLogs(data map[string]any, l weft.AttemptLogs) {
+	if len(l.Lines) > 0 {
+		data["logs"] = l.Lines
+	}
+	if l.Dropped != nil {
+		data["logs_dropped"] = l.Dropped
+	}
+}

@@ -13,20 +13,20 @@ import (
 	"github.com/weftworks/weft/plugins"
 )
 
-// Store keeps blobs in dir/sha256/<first two hex digits>/<hash>.
-type Store struct {
+// store keeps blobs in dir/sha256/<first two hex digits>/<hash>.
+type store struct {
 	dir string
 }
 
-// New returns a Store rooted at dir, creating it when missing.
-func New(dir string) (*Store, error) {
+// New returns blobs kept in files under dir, creating it when missing.
+func New(dir string) (plugins.Blobs, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "sha256"), 0o755); err != nil {
 		return nil, fmt.Errorf("blobfile: %w", err)
 	}
-	return &Store{dir: dir}, nil
+	return &store{dir: dir}, nil
 }
 
-func (s *Store) path(hash string) (string, error) {
+func (s *store) path(hash string) (string, error) {
 	if !plugins.IsHash(hash) {
 		return "", fmt.Errorf("blobfile: %q is not a sha256 hex digest", hash)
 	}
@@ -36,7 +36,7 @@ func (s *Store) path(hash string) (string, error) {
 // Put implements plugins.Blobs. The file is written beside its final name,
 // synced, renamed into place and the directory synced, so that a crash
 // leaves either no blob or the whole blob.
-func (s *Store) Put(ctx context.Context, hash string, data []byte) error {
+func (s *store) Put(ctx context.Context, hash string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func syncDir(dir string) error {
 }
 
 // Get implements plugins.Blobs.
-func (s *Store) Get(ctx context.Context, hash string) ([]byte, error) {
+func (s *store) Get(ctx context.Context, hash string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (s *Store) Get(ctx context.Context, hash string) ([]byte, error) {
 }
 
 // Delete implements plugins.Blobs.
-func (s *Store) Delete(ctx context.Context, hash string) error {
+func (s *store) Delete(ctx context.Context, hash string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -2,23 +2,6 @@ package call
 
 import "time"
 
-// The most bytes of a Request's fields, as recorded: a longer value is cut
-// at a UTF-8 boundary and the record marked Truncated. With MaxRecords,
-// they bound what a call's requests add to its attempt's history entry
-// (about 1.4 MiB at most).
-const (
-	MaxRecordMethodBytes = 64
-	MaxRecordHostBytes   = 300
-	MaxRecordPathBytes   = 1024
-)
-
-// MaxRecords is how many of a call's requests are recorded: the first
-// MaxRecords, then one record whose Error is "dropped" and whose other
-// fields are empty, which says that the call made more requests (and the
-// metrics did not count them). A call makes at most plugins.http.max_requests
-// requests, 100 unless configured higher.
-const MaxRecords = 1000
-
 // Request is one outbound HTTP request a guest made, as the host records
 // it: never a body, a header value or the query, which may carry secrets.
 type Request struct {
@@ -32,7 +15,8 @@ type Request struct {
 	Status int `json:"status,omitempty"`
 	// Error says why no response was used: "timeout", "unreachable",
 	// "tls", "bad_response", "not_granted", "limit" or "cancelled"; or,
-	// on the record after the first MaxRecords, "dropped".
+	// on the one record after the runtime's limit on a call's records
+	// (the first 1,000 requests are recorded), "dropped".
 	Error string `json:"error,omitempty"`
 	// Sent and Received count body bytes.
 	Sent     int64 `json:"sent"`
@@ -40,8 +24,8 @@ type Request struct {
 	// Duration runs from the request's start to the end of its response
 	// body, redirects included.
 	Duration time.Duration `json:"duration_ns"`
-	// Truncated is true when Method, Host or Path was longer than its
-	// limit (MaxRecordMethodBytes, …) and was cut.
+	// Truncated is true when Method, Host or Path was longer than the
+	// runtime records (64, 300 and 1,024 bytes) and was cut.
 	Truncated bool `json:"truncated,omitempty"`
 	// Rule is the pattern of the grant rule that allowed the request's
 	// last hop, as the operator wrote it; empty when no rule did. Not

@@ -31,24 +31,24 @@ import (
 	"github.com/weftworks/weft/plugins"
 )
 
-// Blobs is a plugins.Blobs on Redis, safe for concurrent use.
-type Blobs struct {
+// blobs is a plugins.Blobs on Redis, safe for concurrent use.
+type blobs struct {
 	client redis.UniversalClient
 	prefix string
 }
 
-// New returns Blobs keeping modules under prefix (defaults to
+// New returns blobs keeping modules under prefix (defaults to
 // "weft:plugins" when empty) through client.
-func New(client redis.UniversalClient, prefix string) *Blobs {
+func New(client redis.UniversalClient, prefix string) plugins.Blobs {
 	if prefix == "" {
 		prefix = "weft:plugins"
 	}
-	return &Blobs{client: client, prefix: prefix}
+	return &blobs{client: client, prefix: prefix}
 }
 
 // key returns the key of hash, or an error naming hash when it is not a
 // lower-case sha256 hex digest.
-func (b *Blobs) key(hash string) (string, error) {
+func (b *blobs) key(hash string) (string, error) {
 	if !plugins.IsHash(hash) {
 		return "", fmt.Errorf("redisblobs: %q is not a sha256 hex digest", hash)
 	}
@@ -56,7 +56,7 @@ func (b *Blobs) key(hash string) (string, error) {
 }
 
 // Put implements plugins.Blobs. It refuses data that does not hash to hash.
-func (b *Blobs) Put(ctx context.Context, hash string, data []byte) error {
+func (b *blobs) Put(ctx context.Context, hash string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (b *Blobs) Put(ctx context.Context, hash string, data []byte) error {
 }
 
 // Get implements plugins.Blobs.
-func (b *Blobs) Get(ctx context.Context, hash string) ([]byte, error) {
+func (b *blobs) Get(ctx context.Context, hash string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (b *Blobs) Get(ctx context.Context, hash string) ([]byte, error) {
 }
 
 // Delete implements plugins.Blobs.
-func (b *Blobs) Delete(ctx context.Context, hash string) error {
+func (b *blobs) Delete(ctx context.Context, hash string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (b *Blobs) Delete(ctx context.Context, hash string) error {
 
 // fail returns ctx.Err() when ctx ended, and otherwise err with what was
 // being done to which hash.
-func (b *Blobs) fail(ctx context.Context, doing, hash string, err error) error {
+func (b *blobs) fail(ctx context.Context, doing, hash string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
