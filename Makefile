@@ -117,6 +117,7 @@ FUZZTIME ?= 30s
 FUZZ_API_TIME ?= 3m
 FUZZ_TARGETS := \
 	./internal/definition:FuzzParse \
+	./internal/schedule:FuzzCompile \
 	./internal/store/tuple:FuzzTuple \
 	./internal/store/redisstore:FuzzParseLease \
 	./host/api:FuzzAPI:$(FUZZ_API_TIME) \

@@ -1,0 +1,101 @@
+package schedule
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weftworks/weft/host/weft"
+)
+
+// ErrBusy: a schedule holds as many triggers or backfills waiting as it
+// may; it matches weft.ErrConflict, for the caller to retry later.
+var ErrBusy = fmt.Errorf("%w: the schedule has too many requests waiting", weft.ErrConflict)
+
+// Trigger asks for a run now, under overlap (empty: the schedule's
+// policy). Its nominal time is now to the second, so two triggers in one
+// second are one run. The next Step takes it, paused or not.
+func Trigger(st State, now time.Time, overlap Overlap) (State, error) {
+	if err := checkOverlap(overlap); err != nil {
+		return st, err
+	}
+	if len(st.Triggers) >= MaxTriggers {
+		return st, fmt.Errorf("%w: %d triggers", ErrBusy, len(st.Triggers))
+	}
+	st = st.clone()
+	st.Triggers = append(st.Triggers, Fire{Nominal: now.Truncate(time.Second), Kind: FireTrigger, Overlap: overlap})
+	return st, nil
+}
+
+// AddBackfill asks for the runs of the times the calendar names from from
+// to to (both included; to not after now), under overlap (empty: the
+// schedule's policy). A backfill's runs have the ids the scheduled runs of
+// those times had, so a time that ran already does not run again while
+// that instance is kept. It returns how many fires the range holds.
+func AddBackfill(cal *Calendar, st State, from, to, now time.Time, overlap Overlap) (State, int, error) {
+	var errs Error
+	if err := checkOverlap(overlap); err != nil {
+		errs.Problems = append(errs.Problems, err.(*Error).Problems...)
+	}
+	switch {
+	case from.IsZero() || to.IsZero():
+		errs.add("from", "a backfill needs both from and to")
+	case to.Before(from):
+		errs.add("to", "must not be before from (%s), got %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	case to.After(now):
+		errs.add("to", "must not be in the future (now is %s), got %s: a backfill runs past times", now.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+	if len(errs.Problems) > 0 {
+		return st, 0, &errs
+	}
+	n := 0
+	for t, ok := cal.Next(from.Add(-time.Nanosecond)); ok && !t.After(to); t, ok = cal.Next(t) {
+		if n++; n > MaxBackfillFires {
+			return st, 0, &Error{Problems: []Problem{{Path: "to", Message: fmt.Sprintf("the range holds more than %d fires: backfill it in parts", MaxBackfillFires)}}}
+		}
+	}
+	if n == 0 {
+		return st, 0, &Error{Problems: []Problem{{Path: "from", Message: "the schedule names no time in the range"}}}
+	}
+	if len(st.Backfills) >= MaxBackfills {
+		return st, 0, fmt.Errorf("%w: %d backfills", ErrBusy, len(st.Backfills))
+	}
+	st = st.clone()
+	st.Backfills = append(st.Backfills, Backfill{From: from, To: to, Overlap: overlap})
+	return st, n, nil
+}
+
+// Pause pauses a schedule: scheduled fires stop (triggers and backfills
+// still run), and scheduled fires waiting in the buffer are dropped and
+// recorded. Pausing a paused schedule changes nothing.
+func Pause(st State) (State, []Skip) {
+	if st.Paused {
+		return st, nil
+	}
+	s := stepper{st: st.clone()}
+	s.pause()
+	return s.st, s.d.Skipped
+}
+
+// Unpause resumes a paused schedule from now: the fires that came due
+// while it was paused are recorded as skipped, not run. Unpausing a
+// running schedule changes nothing.
+func Unpause(cal *Calendar, id string, st State, now time.Time) (State, []Skip) {
+	if !st.Paused {
+		return st, nil
+	}
+	s := stepper{in: Input{ID: id, Calendar: cal, Now: now}, st: st.clone()}
+	s.st.Paused = false
+	for {
+		nominal, ok := cal.Next(s.st.Cursor)
+		if !ok || nominal.After(now) {
+			break
+		}
+		s.st.Cursor = nominal
+		s.skip(Fire{Nominal: nominal, Kind: FireScheduled}, SkipPaused)
+		if last := &s.d.Skipped[len(s.d.Skipped)-1]; last.Count >= maxCounted {
+			s.st.Cursor, last.Last, last.More = now, now, true
+			break
+		}
+	}
+	return s.st, s.d.Skipped
+}
