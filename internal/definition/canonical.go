@@ -102,9 +102,19 @@ func (s *Step) canonical() map[string]any {
 		w := map[string]any{"event": s.Wait.Event}
 		putValue(w, "key", s.Wait.Key)
 		putDuration(w, "timeout", s.Wait.Timeout)
+		putValue(w, "timeout", s.Wait.TimeoutExpr)
 		m["wait"] = w
 	case s.Kind == KindDelay:
-		m["delay"] = s.Delay.String()
+		// A literal, in the short form or the long one, as it always was;
+		// an expression as written; until in its own map.
+		switch {
+		case s.DelayUntil.src != nil:
+			m["delay"] = map[string]any{"until": canonicalTime(s.DelayUntil)}
+		case s.DelayExpr.src != nil:
+			m["delay"] = s.DelayExpr.src
+		default:
+			m["delay"] = s.Delay.String()
+		}
 	case s.If != nil:
 		m["if"] = s.If.Cond.src
 		m["then"] = canonicalSteps(s.If.Then)
@@ -137,6 +147,18 @@ func (s *Step) canonical() map[string]any {
 		m["fail"] = f
 	}
 	return m
+}
+
+// canonicalTime is an until's canonical form: a literal as the instant in
+// UTC, so that the offset it was written with does not make a version; an
+// expression as written.
+func canonicalTime(v Value) any {
+	if s, ok := v.src.(string); ok && v.IsConst() {
+		if t, err := parseTime(s); err == nil {
+			return t.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	return v.src
 }
 
 // joinIndex appends an index to a path: steps → steps[2].

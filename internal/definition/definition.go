@@ -102,12 +102,28 @@ type Step struct {
 	// misspelt one, so validation does not report it again.
 	kindReported bool
 
-	Activity *Activity     // KindActivity
-	Wait     *Wait         // KindWait
-	Delay    time.Duration // KindDelay: a durable timer, > 0
-	If       *If           // KindIf
-	Foreach  *Foreach      // KindForeach
-	Parallel []Branch      // KindParallel: at least one branch
+	Activity *Activity // KindActivity
+	Wait     *Wait     // KindWait
+	// Delay is a KindDelay step's literal duration, > 0 (`delay: 36h`, or
+	// its long form `delay: {for: 36h}`). Zero when the delay is computed:
+	// then DelayExpr or DelayUntil is set.
+	Delay time.Duration
+	// DelayExpr is a KindDelay step's computed duration (`delay: "${
+	// input.days }d"`): an expression or template yielding a duration
+	// string or a number of seconds, evaluated when the step starts (use
+	// DelayExpr.EvalDuration). Zero otherwise.
+	DelayExpr Value
+	// DelayUntil is a KindDelay step's absolute time (`delay: {until: …}`):
+	// an RFC 3339 literal, checked when parsed, or an expression yielding
+	// one (use DelayUntil.EvalTime). Zero otherwise.
+	DelayUntil Value
+	// delayForm is how the delay was written: "" (`delay: X`), "for" or
+	// "until"; problems are reported at that field.
+	delayForm string
+
+	If       *If      // KindIf
+	Foreach  *Foreach // KindForeach
+	Parallel []Branch // KindParallel: at least one branch
 	Workflow *ChildWorkflow
 	Set      []Assignment // KindSet: sorted by Name
 	Fail     *Fail        // KindFail
@@ -168,9 +184,15 @@ type Wait struct {
 	// Key is the correlation key, usually an expression; its result is
 	// stringified as in a template.
 	Key Value
-	// Timeout bounds the wait; zero waits forever. When it expires the step
-	// fails with the code "timeout".
+	// Timeout bounds the wait when it is written as a literal; zero waits
+	// forever, unless TimeoutExpr is set. When it expires the step fails
+	// with the code "timeout".
 	Timeout time.Duration
+	// TimeoutExpr is a computed timeout (`timeout: "${ input.hours }h"`),
+	// evaluated when the step starts (use TimeoutExpr.EvalTimeout): a
+	// result of zero waits forever, as the literal 0s does, and a negative
+	// one fails the step. Zero when the timeout is a literal or absent.
+	TimeoutExpr Value
 }
 
 // If is a conditional step.

@@ -40,8 +40,26 @@
 //     Event names are 1 to 128 characters from letters, digits and `._-:/`.
 //   - Durations are strings for time.ParseDuration ("500ms", "30s", "72h")
 //     optionally led by whole days ("7d", "1d12h"; a day is 24h). A bare
-//     number is refused: its unit would be a guess. Durations are literals,
-//     never expressions. Zero means "not set" for timeouts.
+//     number is refused: its unit would be a guess. Zero means "not set"
+//     for timeouts. Durations are literals, except a delay's and a wait's
+//     timeout, which may be computed (below).
+//   - Computed time. `delay` and `wait.timeout` may be a string holding a
+//     ${ } expression, compiled when parsed and evaluated when the step
+//     starts (Value.EvalDuration): a string result is read as a literal
+//     (and may be negative, "-2d"), a number is seconds, rounded to the
+//     millisecond: a literal number's unit would be a guess, a computed
+//     one's is the one JSON documents and clocks count in. A delay may
+//     instead be `{until: T}`, T an RFC 3339 time with a zone offset (a
+//     literal, checked when parsed, or an expression), and its long form
+//     `{for: D}` is the plain `delay: D`, so that both read alike. A delay
+//     already due (zero, negative, or until a time not after now) does not
+//     wait; a computed wait timeout of 0 is no timeout, as the literal 0s,
+//     and a negative one fails the step: a wait that timed out before it
+//     began is more likely a mistake than a wish. What a computed value
+//     cannot be is found when the step runs, and fails it with the code
+//     "expression". The canonical form keeps literals as they always were,
+//     so existing versions keep their hash; an until literal is written as
+//     its instant in UTC.
 //   - Activity timeouts, as in Temporal: `timeout` is start-to-close per
 //     attempt, `schedule_to_close` bounds all attempts and the waits between
 //     them, `heartbeat_timeout` bounds the gap between heartbeats. When set,
@@ -63,8 +81,8 @@
 //   - foreach: `as` is required (no implicit `item`); concurrency defaults
 //     to 1, i.e. sequential.
 //   - wait: `event` is a literal name, `key` is required and may be an
-//     expression (its result is stringified); `timeout` is optional and the
-//     step then fails with the code "timeout".
+//     expression (its result is stringified); `timeout` is optional, may be
+//     computed, and when it passes the step fails with the code "timeout".
 //   - Child workflows must exist in the Catalog (or be the definition
 //     itself); a cycle (a → b → a, a → a, or b → c → b reached from a) is a
 //     problem spelled out along the cycle. The definition being validated

@@ -623,7 +623,7 @@ func (d *decoder) step(n *yaml.Node, path string, scope []string) *Step {
 	case KindWait:
 		s.Wait = d.wait(f, scope)
 	case KindDelay:
-		s.Delay, _ = d.duration(f)
+		d.delay(s, f, scope)
 	case KindIf:
 		s.If = &If{Cond: d.value(f, scope, wantBool)}
 		if f, ok := fs["then"]; ok {
@@ -782,9 +782,77 @@ func (d *decoder) wait(f field, scope []string) *Wait {
 		w.Key = d.value(f, scope, wantAny)
 	}
 	if f, ok := wfs["timeout"]; ok {
-		w.Timeout, _ = d.duration(f)
+		w.Timeout, w.TimeoutExpr = d.durationOrExpr(f, scope)
 	}
 	return w
+}
+
+// delay decodes a delay step's value: a duration, literal or computed, or
+// a map with one field, for (the same, in its long form) or until (an
+// absolute time).
+func (d *decoder) delay(s *Step, f field, scope []string) {
+	if f.val.Kind != yaml.MappingNode {
+		s.Delay, s.DelayExpr = d.durationOrExpr(f, scope)
+		return
+	}
+	dfs, order, ok := d.fields(f.val, f.path, "a map with for or until")
+	if !ok {
+		return
+	}
+	d.unknown(dfs, order, "for", "until")
+	ff, hasFor := dfs["for"]
+	uf, hasUntil := dfs["until"]
+	switch {
+	case hasFor && hasUntil:
+		d.problem(f.val, f.path, "a delay has for (a duration) or until (a time), not both")
+	case hasFor:
+		s.delayForm = "for"
+		s.Delay, s.DelayExpr = d.durationOrExpr(ff, scope)
+	case hasUntil:
+		s.delayForm = "until"
+		s.DelayUntil = d.until(uf, scope)
+	default:
+		d.problem(f.val, f.path, "required: for (a duration) or until (a time)")
+	}
+}
+
+// durationOrExpr decodes a duration that may be computed: a string with a
+// ${ } expression is compiled, and its result checked when its step runs;
+// anything else is a literal duration, checked as duration does.
+func (d *decoder) durationOrExpr(f field, scope []string) (time.Duration, Value) {
+	if hasExpr(f.val) {
+		return 0, d.value(f, scope, wantDuration)
+	}
+	dur, _ := d.duration(f)
+	return dur, Value{}
+}
+
+// until decodes a delay's absolute time: a literal, which must be RFC
+// 3339 with a zone offset (YAML reads an unquoted one as a timestamp), or
+// an expression.
+func (d *decoder) until(f field, scope []string) Value {
+	if hasExpr(f.val) {
+		return d.value(f, scope, wantTime)
+	}
+	if f.val.Kind != yaml.ScalarNode || (f.val.ShortTag() != "!!str" && f.val.ShortTag() != "!!timestamp") {
+		d.problem(f.val, f.path, "got %s, want a time such as 2026-03-01T09:00:00Z (RFC 3339 with a zone offset) or a ${ } expression", describe(f.val))
+		return Value{}
+	}
+	if _, err := parseTime(f.val.Value); err != nil {
+		d.problem(f.val, f.path, "%v", err)
+		return Value{}
+	}
+	return d.value(f, scope, wantTime)
+}
+
+// hasExpr reports whether n is a string holding a ${ } expression, or
+// what starts one and does not end: the compiler then says what is wrong.
+func hasExpr(n *yaml.Node) bool {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return false
+	}
+	_, srcs, err := splitTemplate(n.Value)
+	return err != nil || len(srcs) > 0
 }
 
 func (d *decoder) parallel(f field, scope []string) []Branch {

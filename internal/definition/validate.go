@@ -223,9 +223,20 @@ func (v *validator) step(path string, s *Step, scope []string) {
 		if s.Wait.Key.IsZero() || s.Wait.Key.src == "" || s.Wait.Key.src == nil {
 			v.problem(kp+".key", "required: a wait needs a correlation key")
 		}
-		v.duration(kp+".timeout", s.Wait.Timeout, false)
+		if s.Wait.TimeoutExpr.IsZero() {
+			v.duration(kp+".timeout", s.Wait.Timeout, false)
+		}
 	case KindDelay:
-		v.duration(kp, s.Delay, true)
+		// A computed delay is checked when its step runs; a literal one
+		// here, at the field it was written in. A literal until was
+		// checked when parsed, and an absent one reported then.
+		switch {
+		case !s.DelayExpr.IsZero() || s.delayForm == "until":
+		case s.delayForm == "for":
+			v.duration(kp+".for", s.Delay, true)
+		default:
+			v.duration(kp, s.Delay, true)
+		}
 	case KindIf:
 		if s.If == nil {
 			missing()

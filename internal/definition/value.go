@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
@@ -63,6 +64,12 @@ const (
 	wantAny want = iota
 	wantBool
 	wantList
+	// wantDuration: a computed duration, a string or a number of seconds
+	// (Value.EvalDuration reads it).
+	wantDuration
+	// wantTime: an absolute time, an RFC 3339 string (Value.EvalTime reads
+	// it).
+	wantTime
 )
 
 // Value is a compiled value from a definition: a constant, a `${ expr }`
@@ -421,7 +428,7 @@ func (c *compiler) node(src any, path string, w want) node {
 		}
 		return n
 	case []any:
-		if w == wantBool {
+		if w != wantAny && w != wantList {
 			c.problem(path, "got a list, want %s", wantName(w))
 			return nil
 		}
@@ -453,6 +460,10 @@ func wantName(w want) string {
 		return "a boolean or a ${ } expression"
 	case wantList:
 		return "a list or a ${ } expression"
+	case wantDuration:
+		return "a duration or a ${ } expression"
+	case wantTime:
+		return "a time or a ${ } expression"
 	}
 	return "a value"
 }
@@ -463,15 +474,18 @@ func (c *compiler) str(s, path string, w want) node {
 		c.problem(path, "%v", err)
 		return nil
 	}
+	// A duration's or a time's string is read when its step runs; a
+	// template yields one.
+	typed := w == wantBool || w == wantList
 	if len(srcs) == 0 {
-		if w != wantAny {
+		if typed {
 			c.problem(path, "got a string, want %s", wantName(w))
 			return nil
 		}
 		return constNode{lits[0]}
 	}
 	exact := len(srcs) == 1 && lits[0] == "" && lits[1] == "" && strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}")
-	if !exact && w != wantAny {
+	if !exact && typed {
 		c.problem(path, "a string template always yields a string; want a single ${ } expression yielding %s", map[want]string{wantBool: "a boolean", wantList: "a list"}[w])
 		return nil
 	}
@@ -500,6 +514,17 @@ func (c *compiler) str(s, path string, w want) node {
 				continue
 			}
 		}
+		if exact && (w == wantDuration || w == wantTime) {
+			if t := prog.Node().Type(); t != nil && !yields(t, w) {
+				what := "a duration: a string such as 90s or 7d, or a number of seconds"
+				if w == wantTime {
+					what = "a time: an RFC 3339 string such as 2026-03-01T09:00:00Z"
+				}
+				c.problem(path, "expression %q yields %s, want %s", strings.TrimSpace(src), t, what)
+				ok = false
+				continue
+			}
+		}
 		exprs[i] = exprNode{src: src, prog: prog}
 	}
 	if !ok {
@@ -509,6 +534,21 @@ func (c *compiler) str(s, path string, w want) node {
 		return exprs[0]
 	}
 	return templateNode{lits: lits, exprs: exprs}
+}
+
+// yields reports whether a value of type t, as expr's type checker knows
+// it, may be what w wants: a duration is a string, a number or a
+// time.Duration; a time is a string or a time.Time. An unknown type
+// (interface) may be anything, and is checked when evaluated.
+func yields(t reflect.Type, w want) bool {
+	switch k := t.Kind(); {
+	case k == reflect.Interface || k == reflect.String:
+		return true
+	case w == wantTime:
+		return t == reflect.TypeOf(time.Time{})
+	default:
+		return (k >= reflect.Int && k <= reflect.Uint64) || k == reflect.Float32 || k == reflect.Float64
+	}
 }
 
 // compileExpr compiles one expression, turning a panic inside the expression

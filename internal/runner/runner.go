@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -282,21 +283,45 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		if err != nil {
 			return a.exprFailed(f, "wait key", err)
 		}
+		timeout := s.Wait.Timeout
+		if !s.Wait.TimeoutExpr.IsZero() {
+			if timeout, err = s.Wait.TimeoutExpr.EvalTimeout(env); err != nil {
+				return a.exprFailed(f, "wait timeout", err)
+			}
+			run.Timeout = timeout
+		}
 		run.Pending, run.Token = PendingBookmark, a.next("b")
 		f.Run = run
 		a.emit(CreateBookmark{Token: run.Token, StepID: s.ID, Path: path, Event: s.Wait.Event, Key: key})
-		a.record(weft.HistoryBookmarkCreated, path, 0, map[string]any{"event": s.Wait.Event, "key": key})
-		if s.Wait.Timeout > 0 {
+		data := map[string]any{"event": s.Wait.Event, "key": key}
+		if timeout > 0 {
+			data["timeout"] = timeout.String()
+		}
+		a.record(weft.HistoryBookmarkCreated, path, 0, data)
+		if timeout > 0 {
 			run.TimeoutToken = a.next("t")
-			a.emit(ArmTimer{Token: run.TimeoutToken, Due: a.c.Now.Add(s.Wait.Timeout), Kind: TimerWaitTimeout})
+			a.emit(ArmTimer{Token: run.TimeoutToken, Due: a.c.Now.Add(timeout), Kind: TimerWaitTimeout})
 		}
 		return false
 	case definition.KindDelay:
-		run.Pending, run.Token = PendingDelay, a.next("t")
+		delay, due, field, err := a.delay(s, env)
+		if err != nil {
+			return a.exprFailed(f, field, err)
+		}
 		f.Run = run
-		due := a.c.Now.Add(s.Delay)
+		data := map[string]any{"due": due, "delay": delay.String()}
+		if delay <= 0 {
+			// Already due: no timer, and the step completes at once, its
+			// history as a delay's that fired.
+			data["already_due"] = true
+			a.record(weft.HistoryTimerArmed, path, 0, data)
+			a.record(weft.HistoryTimerFired, path, 0, nil)
+			a.complete(f, s, nil)
+			return true
+		}
+		run.Pending, run.Token = PendingDelay, a.next("t")
 		a.emit(ArmTimer{Token: run.Token, Due: due, Kind: TimerDelay})
-		a.record(weft.HistoryTimerArmed, path, 0, map[string]any{"due": due})
+		a.record(weft.HistoryTimerArmed, path, 0, data)
 		return false
 	case definition.KindWorkflow:
 		in, err := s.Workflow.Input.Eval(env)
@@ -310,6 +335,33 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		return false
 	}
 	return a.failStep(f, "internal", fmt.Sprintf("step kind %q cannot run", s.Kind))
+}
+
+// delay works out a delay step's wait from now: its duration (zero or less
+// when it is already due) and its due time. A computed one that cannot be
+// evaluated fails with the field to name.
+func (a *apply) delay(s *definition.Step, env definition.Env) (time.Duration, time.Time, string, error) {
+	switch {
+	case !s.DelayUntil.IsZero():
+		until, err := s.DelayUntil.EvalTime(env)
+		if err != nil {
+			return 0, time.Time{}, "delay until", err
+		}
+		if until.After(a.c.Now.Add(math.MaxInt64)) {
+			// Sub would saturate: the timer would be armed early.
+			err := fmt.Errorf("%s is beyond the longest delay from now (about 106751d, 292 years)", until.Format(time.RFC3339Nano))
+			return 0, time.Time{}, "delay until", &definition.EvalError{Source: fmt.Sprint(s.DelayUntil.Source()), Err: err}
+		}
+		until = until.In(a.c.Now.Location())
+		return until.Sub(a.c.Now), until, "", nil
+	case !s.DelayExpr.IsZero():
+		d, err := s.DelayExpr.EvalDuration(env)
+		if err != nil {
+			return 0, time.Time{}, "delay", err
+		}
+		return d, a.c.Now.Add(d), "", nil
+	}
+	return s.Delay, a.c.Now.Add(s.Delay), "", nil
 }
 
 // advanceContainer advances a container's children and completes it when
@@ -666,7 +718,11 @@ func (a *apply) timerFired(ev TimerFired) {
 		a.emit(RemoveBookmark{Token: r.Token})
 		r.Pending, r.Token, r.TimeoutToken = "", "", ""
 		a.record(weft.HistoryWaitTimedOut, stepPath(f), 0, nil)
-		a.failStep(f, "timeout", fmt.Sprintf("no %s stimulus within %s", s.Wait.Event, s.Wait.Timeout))
+		timeout := s.Wait.Timeout
+		if r.Timeout > 0 {
+			timeout = r.Timeout // computed when the wait started
+		}
+		a.failStep(f, "timeout", fmt.Sprintf("no %s stimulus within %s", s.Wait.Event, timeout))
 	case r.Pending == PendingRetry:
 		r.Attempt++
 		a.invoke(f, s)

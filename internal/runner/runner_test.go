@@ -21,7 +21,7 @@ var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // TestScripts drives instances event by event through the files in
 // testdata and compares the exact action traces; testdata/README.md
-// describes the format. `go test ./host/runner -rewrite` writes what the
+// describes the format. `go test ./internal/runner -rewrite` writes what the
 // runner does now as the expected outputs.
 func TestScripts(t *testing.T) {
 	t.Parallel()
@@ -46,8 +46,10 @@ type script struct {
 	// issued lists the tokens the instance handed out, in order, for
 	// apply's token= to name them.
 	issued []issued
-	// history is every record's type, in order.
+	// history is every record's type, in order, and records every
+	// record.
 	history []string
+	records []runner.Record
 }
 
 // issued is a token handed out by an action: its kind ("invoke", "timer",
@@ -59,9 +61,9 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	if d.Cmd != "define" && s.p == nil {
 		d.Fatalf(t, "%s before define", d.Cmd)
 	}
-	// Only apply takes arguments, and only it and define an input: a
-	// stray one would be silently ignored otherwise.
-	if d.Cmd != "apply" && len(d.CmdArgs) > 0 {
+	// Only apply and records take arguments, and only apply and define an
+	// input: a stray one would be silently ignored otherwise.
+	if d.Cmd != "apply" && d.Cmd != "records" && len(d.CmdArgs) > 0 {
 		d.Fatalf(t, "%s takes no arguments", d.Cmd)
 	}
 	if d.Cmd != "apply" && d.Cmd != "define" && d.Input != "" {
@@ -111,6 +113,24 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			return "none"
 		}
 		return strings.Join(s.history, "\n")
+	case "records":
+		if len(d.CmdArgs) != 1 || len(d.CmdArgs[0].Vals) > 0 {
+			d.Fatalf(t, "records wants one history type")
+		}
+		var out []string
+		for _, r := range s.records {
+			if string(r.Type) == d.CmdArgs[0].Key {
+				data, err := json.Marshal(r.Data)
+				if err != nil {
+					d.Fatalf(t, "record %s: %v", r.Type, err)
+				}
+				out = append(out, r.Path+" "+string(data))
+			}
+		}
+		if len(out) == 0 {
+			return "none"
+		}
+		return strings.Join(out, "\n")
 	}
 	d.Fatalf(t, "unknown directive %q", d.Cmd)
 	return ""
@@ -118,7 +138,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 
 // reset starts a new instance of the defined program.
 func (s *script) reset() {
-	s.st, s.issued, s.history = &runner.State{}, nil, nil
+	s.st, s.issued, s.history, s.records = &runner.State{}, nil, nil, nil
 }
 
 // apply runs `apply at=D EVENT [token=REF]` with the event's fields as JSON
@@ -308,6 +328,7 @@ func (s *script) trace(acts []runner.Action, now time.Time) string {
 			}
 		case runner.Record:
 			s.history = append(s.history, string(a.Type))
+			s.records = append(s.records, a)
 			switch a.Type {
 			case weft.HistoryStepStarted, weft.HistoryStepCompleted, weft.HistoryStepFailed:
 				// The typed field and the entry's data name the same step.

@@ -37,6 +37,14 @@
 //     with the `activity` strategy also after every activity completes; a
 //     step with `persist: always` after it completes, and `persist: never`
 //     suppresses the per-activity persist of its step.
+//   - A delay or a wait timeout computed from data is evaluated when its
+//     step starts, against Context.Now: a delay's due time is fixed then,
+//     and a retry that begins the step again computes it again. A delay
+//     already due arms no timer and completes at once; its history still
+//     has timer_armed (with already_due) and timer_fired, so that every
+//     delay reads alike. A wait's computed timeout is kept in its Run, for
+//     the failure that names it, since the definition has only its
+//     expression.
 //   - An attempt's input is encoded by the runner, once, for its
 //     activity_scheduled record and for the call (Invoke.InputJSON), so
 //     that the history shows the bytes the guest got. Input and output
@@ -183,6 +191,11 @@ type Run struct {
 	Token   string  `json:"token,omitempty"`
 	// TimeoutToken is a wait's timeout timer.
 	TimeoutToken string `json:"timeout_token,omitempty"`
+	// Timeout is a wait's computed timeout, as evaluated when the wait
+	// started, for the failure that names it; zero for a literal one (the
+	// definition has it), and in the states saved before timeouts could
+	// be computed.
+	Timeout time.Duration `json:"timeout,omitempty"`
 	// Attempt counts an activity's attempts from 1.
 	Attempt int `json:"attempt,omitempty"`
 	// Scheduled is when the step's first attempt was scheduled.

@@ -1,12 +1,16 @@
 package runner_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/runner"
 )
 
@@ -90,5 +94,63 @@ func TestStateReadsThePreviousDocument(t *testing.T) {
 				t.Errorf("vars %s, output %s; the previous code stored %s and %s", enc.Vars, enc.Output, vars, output)
 			}
 		})
+	}
+}
+
+// TestStateSavedBeforeComputedTimeResumes: the states in testdata/state
+// were saved by the code before delays and wait timeouts could be
+// computed, mid-way through a literal delay and a wait with a literal
+// timeout. They load, encode to the same bytes, and resume: the delay's
+// timer completes it, and the wait's timeout names the definition's.
+func TestStateSavedBeforeComputedTimeResumes(t *testing.T) {
+	t.Parallel()
+	def, err := definition.Load([]byte(`
+name: remind
+steps:
+  - { id: prep, set: { n: 1 } }
+  - { id: nap, delay: 36h }
+  - { id: review, wait: { event: order.approved, key: "${ input.id }", timeout: 72h }, output: approval }
+output: "${ vars.approval }"
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := runner.Compile(def)
+	load := func(name string) *runner.State {
+		t.Helper()
+		stored, err := os.ReadFile(filepath.Join("testdata", "state", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = bytes.TrimSpace(stored)
+		var st runner.State
+		if err := json.Unmarshal(stored, &st); err != nil {
+			t.Fatalf("reading %s: %v", name, err)
+		}
+		enc, err := st.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(enc.State, stored) {
+			t.Errorf("%s encodes as\n%s\nwas stored as\n%s", name, enc.State, stored)
+		}
+		return &st
+	}
+	epoch := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	c := runner.Context{InstanceID: "i1", Now: epoch.Add(36 * time.Hour), Rand: func() float64 { return 0.5 }}
+
+	st := load("delay-literal.json")
+	acts := p.Apply(st, c, runner.TimerFired{Token: "t3"})
+	bm, timer := only[runner.CreateBookmark](t, acts), only[runner.ArmTimer](t, acts)
+	if bm.Key != "o-42" || timer.Kind != runner.TimerWaitTimeout || !timer.Due.Equal(c.Now.Add(72*time.Hour)) {
+		t.Errorf("after the delay: bookmark %+v, timer %+v; want the wait on o-42, timing out 72h later", bm, timer)
+	}
+
+	st = load("wait-literal-timeout.json")
+	c.Now = c.Now.Add(72 * time.Hour)
+	p.Apply(st, c, runner.TimerFired{Token: "t6"})
+	want := &weft.Failure{Code: "timeout", Message: "no order.approved stimulus within 72h0m0s", Step: "steps[2]"}
+	if st.Status != weft.StatusFailed || !reflect.DeepEqual(st.Error, want) {
+		t.Errorf("after the timeout: %s, %+v; want failed with %+v", st.Status, st.Error, want)
 	}
 }
