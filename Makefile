@@ -118,6 +118,7 @@ FUZZ_API_TIME ?= 3m
 FUZZ_TARGETS := \
 	./internal/definition:FuzzParse \
 	./internal/schedule:FuzzCompile \
+	./internal/schedule:FuzzParseDocument \
 	./internal/store/tuple:FuzzTuple \
 	./internal/store/redisstore:FuzzParseLease \
 	./host/api:FuzzAPI:$(FUZZ_API_TIME) \

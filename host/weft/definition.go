@@ -25,13 +25,12 @@ type Definition struct {
 // *DefinitionError for the list of problems.
 var ErrInvalidDefinition = errors.New("invalid workflow definition")
 
-// DefinitionProblem is one reason a definition was refused. Parsing and
-// validating (internal/definition's Parse and Load) report
-// problems of the same shape so that an HTTP layer can return them as
-// problem+json `errors: [{path, message}]`.
-type DefinitionProblem struct {
+// Problem is one reason a document (a workflow definition, a schedule)
+// was refused: where, and what is wrong, so that an HTTP layer can return
+// every problem as problem+json `errors: [{path, message, line, column}]`.
+type Problem struct {
 	// Path locates the problem in the document, e.g. `steps[2].retry.backoff`
-	// or `steps[1].then[0].wait.key`; "$" for the whole document.
+	// or `spec.cron[1]`; "$" or "" for the whole document.
 	Path string `json:"path"`
 	// Message says what is wrong, e.g. `backoff 0.5 is less than 1`.
 	Message string `json:"message"`
@@ -42,8 +41,9 @@ type DefinitionProblem struct {
 	Column int `json:"column,omitempty"`
 }
 
-// String formats the problem as "path: message".
-func (p DefinitionProblem) String() string {
+// String formats the problem as "path: message", and its place when it
+// has one.
+func (p Problem) String() string {
 	if p.Line > 0 && p.Column == 0 {
 		return fmt.Sprintf("%s: %s (line %d)", p.Path, p.Message, p.Line)
 	}
@@ -58,7 +58,7 @@ func (p DefinitionProblem) String() string {
 type DefinitionError struct {
 	// Name is the workflow's name when it could be read, else empty.
 	Name     string
-	Problems []DefinitionProblem
+	Problems []Problem
 }
 
 // Error implements error.

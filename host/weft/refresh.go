@@ -24,6 +24,6 @@ type RefreshedFile struct {
 	Name     string              `json:"name,omitempty"`
 	Version  int                 `json:"version,omitempty"`
 	Created  bool                `json:"created"`
-	Problems []DefinitionProblem `json:"problems,omitempty"`
+	Problems []Problem `json:"problems,omitempty"`
 	Error    string              `json:"error,omitempty"`
 }

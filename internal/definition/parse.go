@@ -79,7 +79,7 @@ func load(data []byte, catalog Catalog, saved bool) (*Definition, error) {
 type pos struct{ line, column int }
 
 type decoder struct {
-	problems []weft.DefinitionProblem
+	problems []weft.Problem
 	pos      map[string]pos // where each path is, to locate problems
 	nodes    int            // nodes visited, against MaxNodes
 	tooBig   bool
@@ -89,8 +89,8 @@ type decoder struct {
 
 // finish locates the problems, drops duplicates and sorts them in document
 // order.
-func (d *decoder) finish(ps []weft.DefinitionProblem) []weft.DefinitionProblem {
-	seen := map[weft.DefinitionProblem]bool{}
+func (d *decoder) finish(ps []weft.Problem) []weft.Problem {
+	seen := map[weft.Problem]bool{}
 	out := ps[:0:0]
 	for _, p := range ps {
 		if p.Line == 0 {
@@ -104,7 +104,7 @@ func (d *decoder) finish(ps []weft.DefinitionProblem) []weft.DefinitionProblem {
 				}
 			}
 		}
-		key := weft.DefinitionProblem{Path: p.Path, Message: p.Message}
+		key := weft.Problem{Path: p.Path, Message: p.Message}
 		if seen[key] {
 			continue
 		}
@@ -130,7 +130,7 @@ func parentPath(p string) string {
 }
 
 func (d *decoder) problem(n *yaml.Node, path, format string, args ...any) {
-	p := weft.DefinitionProblem{Path: path, Message: fmt.Sprintf(format, args...)}
+	p := weft.Problem{Path: path, Message: fmt.Sprintf(format, args...)}
 	if n != nil {
 		p.Line, p.Column = n.Line, n.Column
 	}
@@ -171,7 +171,7 @@ func (d *decoder) document(data []byte) *Definition {
 // encoding/json, which knows the column; yaml.v3 only knows the line.
 func (d *decoder) syntax(data []byte, err error) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	p := weft.DefinitionProblem{Path: RootPath}
+	p := weft.Problem{Path: RootPath}
 	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
 		p.Line, _ = strconv.Atoi(m[1])
 		msg = strings.TrimPrefix(err.Error(), m[0])

@@ -48,13 +48,13 @@ const MaxEventLen = 128
 type validator struct {
 	def      *Definition
 	catalog  Catalog
-	problems []weft.DefinitionProblem
+	problems []weft.Problem
 	ids      map[string]string // step id → path of its first use
 	cycles   *cycleFinder
 }
 
 func (v *validator) problem(path, format string, args ...any) {
-	v.problems = append(v.problems, weft.DefinitionProblem{Path: path, Message: fmt.Sprintf(format, args...)})
+	v.problems = append(v.problems, weft.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 // validate checks def as a whole and against catalog, and returns every
@@ -68,9 +68,9 @@ func (v *validator) problem(path, format string, args ...any) {
 //
 // When def is a new version of a workflow that catalog already holds, def
 // replaces it for the cycle check.
-func validate(def *Definition, catalog Catalog) []weft.DefinitionProblem {
+func validate(def *Definition, catalog Catalog) []weft.Problem {
 	if def == nil {
-		return []weft.DefinitionProblem{{Path: RootPath, Message: "no definition"}}
+		return []weft.Problem{{Path: RootPath, Message: "no definition"}}
 	}
 	v := &validator{def: def, catalog: catalog, ids: map[string]string{}}
 	v.cycles = &cycleFinder{def: def, catalog: catalog, clean: map[string]bool{}}

@@ -384,11 +384,11 @@ func encodeJSON(v any) ([]byte, error) {
 // compiler compiles values and collects problems.
 type compiler struct {
 	scope    []string // loop variables in scope
-	problems []weft.DefinitionProblem
+	problems []weft.Problem
 }
 
 func (c *compiler) problem(path, format string, args ...any) {
-	c.problems = append(c.problems, weft.DefinitionProblem{Path: path, Message: fmt.Sprintf(format, args...)})
+	c.problems = append(c.problems, weft.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 func (c *compiler) env() types.Map {

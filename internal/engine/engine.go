@@ -182,6 +182,10 @@ type Config struct {
 	ActivityTimeout time.Duration
 	// TimerInterval is how often due timers are swept. Defaults to 50ms.
 	TimerInterval time.Duration
+	// ScheduleInterval is how often due schedules are swept: a fire
+	// starts at most this late, and the time its sweep takes. Defaults to
+	// 100ms.
+	ScheduleInterval time.Duration
 	// StimulusTTL is how long a stimulus that found no bookmark waits for
 	// one before it moves to the dead letters. Defaults to 24h.
 	StimulusTTL time.Duration
@@ -249,6 +253,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ActivityTimeout == 0 {
 		c.ActivityTimeout = definition.DefaultActivityTimeout
+	}
+	if c.ScheduleInterval == 0 {
+		c.ScheduleInterval = 100 * time.Millisecond
 	}
 	if c.TimerInterval == 0 {
 		c.TimerInterval = 50 * time.Millisecond
@@ -323,7 +330,7 @@ func (c Config) Validate() error {
 		field string
 		d     time.Duration
 	}{
-		{"AcquireTimeout", c.AcquireTimeout}, {"ActivityTimeout", c.ActivityTimeout}, {"TimerInterval", c.TimerInterval},
+		{"AcquireTimeout", c.AcquireTimeout}, {"ActivityTimeout", c.ActivityTimeout}, {"TimerInterval", c.TimerInterval}, {"ScheduleInterval", c.ScheduleInterval},
 		{"StimulusTTL", c.StimulusTTL}, {"StimulusInterval", c.StimulusInterval}, {"RecoveryInterval", c.RecoveryInterval},
 		{"RetentionInterval", c.RetentionInterval},
 	} {
@@ -374,7 +381,8 @@ type Engine struct {
 	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
 	renewer    *renewer           // what the scheduler calls: renewals and its actions
 	grantCache grantCache
-	changes    changes // OnChange's functions
+	changes    changes      // OnChange's functions
+	schedules  scheduleDocs // parsed schedule documents, for the sweep
 
 	// pairCursor is where the recovery sweep's next look at the queued
 	// stimuli starts (see pairQueued), pendingCursor its next look at the
@@ -455,6 +463,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		work     func(context.Context)
 	}{
 		{"weft-timers-sweep", e.cfg.TimerInterval, e.sweepTimers},
+		{"weft-schedules-sweep", e.cfg.ScheduleInterval, e.sweepSchedules},
 		{"weft-recovery-sweep", e.cfg.RecoveryInterval, e.recoverySweep},
 		{"weft-stimuli-sweep", e.cfg.StimulusInterval, e.sweepStimuli},
 		{"weft-retention-sweep", e.cfg.RetentionInterval, e.sweepRetention},

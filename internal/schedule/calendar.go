@@ -61,10 +61,10 @@ type Calendar struct {
 }
 
 // Compile checks s and compiles it. Its problems come back together as an
-// *Error, each with the path of the field at fault (spec.cron[1],
+// *weft.ScheduleError, each with the path of the field at fault (spec.cron[1],
 // spec.time_zone); prefix names the spec's own path ("spec").
 func Compile(s Spec, prefix string) (*Calendar, error) {
-	var errs Error
+	var errs problems
 	at := func(field string) string { return prefix + "." + field }
 	c := &Calendar{start: s.Start, end: s.End, jitter: s.Jitter, loc: time.UTC}
 	if len(s.Cron)+len(s.Every) == 0 {
@@ -113,8 +113,8 @@ func Compile(s Spec, prefix string) (*Calendar, error) {
 	if s.Jitter < 0 || s.Jitter > MaxJitter {
 		errs.add(at("jitter"), "must be from 0s to %s, got %s", MaxJitter, s.Jitter)
 	}
-	if len(errs.Problems) > 0 {
-		return nil, &errs
+	if len(errs) > 0 {
+		return nil, errs.err()
 	}
 	return c, nil
 }

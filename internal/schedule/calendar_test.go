@@ -144,9 +144,9 @@ func TestCompileRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Compile(tt.spec, "spec")
-			var e *Error
+			var e *weft.ScheduleError
 			if !errors.As(err, &e) || !errors.Is(err, weft.ErrInvalid) {
-				t.Fatalf("Compile = %v, want an *Error matching weft.ErrInvalid", err)
+				t.Fatalf("Compile = %v, want an *weft.ScheduleError matching weft.ErrInvalid", err)
 			}
 			for _, p := range e.Problems {
 				if p.Path == tt.path && strings.Contains(p.Message, tt.msg) {
@@ -162,7 +162,7 @@ func TestCompileRefuses(t *testing.T) {
 func TestCompileListsEveryProblem(t *testing.T) {
 	t.Parallel()
 	_, err := Compile(Spec{Cron: []string{"x", "@every 1m"}, TimeZone: "Nowhere/Else", Jitter: -1}, "spec")
-	var e *Error
+	var e *weft.ScheduleError
 	if !errors.As(err, &e) || len(e.Problems) != 4 {
 		t.Fatalf("Compile = %v, want four problems", err)
 	}

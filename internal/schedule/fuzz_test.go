@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzCompile: no cron expression, zone or interval crashes the
-// compiler; one it refuses is an *Error matching weft.ErrInvalid; and a
+// compiler; one it refuses is an *weft.ScheduleError matching weft.ErrInvalid; and a
 // calendar it accepts answers fires that move forward, each after the
 // time asked about.
 func FuzzCompile(f *testing.F) {
@@ -40,9 +40,9 @@ func FuzzCompile(f *testing.F) {
 		}
 		cal, err := Compile(spec, "spec")
 		if err != nil {
-			var e *Error
+			var e *weft.ScheduleError
 			if !errors.As(err, &e) || !errors.Is(err, weft.ErrInvalid) || len(e.Problems) == 0 {
-				t.Fatalf("Compile(%q, %q) = %v, want an *Error", cron, zone, err)
+				t.Fatalf("Compile(%q, %q) = %v, want an *weft.ScheduleError", cron, zone, err)
 			}
 			return
 		}
@@ -56,6 +56,38 @@ func FuzzCompile(f *testing.F) {
 				t.Fatalf("Next(%s) = %s, not after it (%q in %q)", after, next, cron, zone)
 			}
 			after = next
+		}
+	})
+}
+
+// FuzzParseDocument: no document crashes the parser; a refused one is an
+// *weft.ScheduleError with problems; an accepted one has a canonical form that parses
+// to the same canonical form.
+func FuzzParseDocument(f *testing.F) {
+	f.Add([]byte(nightly))
+	f.Add([]byte(`{"id": "a", "workflow": "w", "spec": {"cron": "@daily"}}`))
+	f.Add([]byte("id: a\nworkflow: w\nspec: {every: [1m, {every: 1h, offset: 5m}]}\ninput: {t: '${ schedule.time }'}\n"))
+	f.Add([]byte("id: &a a\nworkflow: *a\nspec: {cron: [*a]}\n"))
+	f.Add([]byte("id: a\n---\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := ParseDocument(data)
+		if err != nil {
+			var e *weft.ScheduleError
+			if !errors.As(err, &e) || len(e.Problems) == 0 {
+				t.Fatalf("ParseDocument = %v, want an *weft.ScheduleError with problems", err)
+			}
+			return
+		}
+		canon, err := d.Canonical()
+		if err != nil {
+			t.Fatalf("Canonical of an accepted document: %v", err)
+		}
+		again, err := ParseDocument(canon)
+		if err != nil {
+			t.Fatalf("the canonical form %s does not parse: %v", canon, err)
+		}
+		if c2, err := again.Canonical(); err != nil || string(c2) != string(canon) {
+			t.Fatalf("canonical forms differ: %s and %s (%v)", canon, c2, err)
 		}
 	})
 }

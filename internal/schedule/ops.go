@@ -22,7 +22,7 @@ func Trigger(st State, now time.Time, overlap Overlap) (State, error) {
 		return st, fmt.Errorf("%w: %d triggers", ErrBusy, len(st.Triggers))
 	}
 	st = st.clone()
-	st.Triggers = append(st.Triggers, Fire{Nominal: now.Truncate(time.Second), Kind: FireTrigger, Overlap: overlap})
+	st.Triggers = append(st.Triggers, Fire{Nominal: now.Truncate(time.Second), Kind: weft.FireTrigger, Overlap: overlap})
 	return st, nil
 }
 
@@ -32,9 +32,9 @@ func Trigger(st State, now time.Time, overlap Overlap) (State, error) {
 // those times had, so a time that ran already does not run again while
 // that instance is kept. It returns how many fires the range holds.
 func AddBackfill(cal *Calendar, st State, from, to, now time.Time, overlap Overlap) (State, int, error) {
-	var errs Error
+	var errs problems
 	if err := checkOverlap(overlap); err != nil {
-		errs.Problems = append(errs.Problems, err.(*Error).Problems...)
+		errs = append(errs, err.(*weft.ScheduleError).Problems...)
 	}
 	switch {
 	case from.IsZero() || to.IsZero():
@@ -44,17 +44,17 @@ func AddBackfill(cal *Calendar, st State, from, to, now time.Time, overlap Overl
 	case to.After(now):
 		errs.add("to", "must not be in the future (now is %s), got %s: a backfill runs past times", now.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
-	if len(errs.Problems) > 0 {
-		return st, 0, &errs
+	if len(errs) > 0 {
+		return st, 0, errs.err()
 	}
 	n := 0
 	for t, ok := cal.Next(from.Add(-time.Nanosecond)); ok && !t.After(to); t, ok = cal.Next(t) {
 		if n++; n > MaxBackfillFires {
-			return st, 0, &Error{Problems: []Problem{{Path: "to", Message: fmt.Sprintf("the range holds more than %d fires: backfill it in parts", MaxBackfillFires)}}}
+			return st, 0, &weft.ScheduleError{Problems: []weft.Problem{{Path: "to", Message: fmt.Sprintf("the range holds more than %d fires: backfill it in parts", MaxBackfillFires)}}}
 		}
 	}
 	if n == 0 {
-		return st, 0, &Error{Problems: []Problem{{Path: "from", Message: "the schedule names no time in the range"}}}
+		return st, 0, &weft.ScheduleError{Problems: []weft.Problem{{Path: "from", Message: "the schedule names no time in the range"}}}
 	}
 	if len(st.Backfills) >= MaxBackfills {
 		return st, 0, fmt.Errorf("%w: %d backfills", ErrBusy, len(st.Backfills))
@@ -91,7 +91,7 @@ func Unpause(cal *Calendar, id string, st State, now time.Time) (State, []Skip) 
 			break
 		}
 		s.st.Cursor = nominal
-		s.skip(Fire{Nominal: nominal, Kind: FireScheduled}, SkipPaused)
+		s.skip(Fire{Nominal: nominal, Kind: weft.FireScheduled}, SkipPaused)
 		if last := &s.d.Skipped[len(s.d.Skipped)-1]; last.Count >= maxCounted {
 			s.st.Cursor, last.Last, last.More = now, now, true
 			break

@@ -54,7 +54,7 @@ func TestOperationsRefuse(t *testing.T) {
 			if !errors.Is(err, tt.is) {
 				t.Fatalf("err = %v, want one matching %v", err, tt.is)
 			}
-			var e *Error
+			var e *weft.ScheduleError
 			if !errors.As(err, &e) || e.Problems[0].Path != tt.path || !strings.Contains(e.Problems[0].Message, tt.contains) {
 				t.Errorf("err = %v, want a problem at %s containing %q", err, tt.path, tt.contains)
 			}
@@ -121,7 +121,7 @@ func TestRecent(t *testing.T) {
 func TestPolicyCheck(t *testing.T) {
 	t.Parallel()
 	err := Policy{Overlap: "never", CatchUpWindow: time.Millisecond, MaxRuns: -1}.Check("policy")
-	var e *Error
+	var e *weft.ScheduleError
 	if !errors.As(err, &e) || len(e.Problems) != 3 {
 		t.Fatalf("Check = %v, want three problems", err)
 	}
@@ -147,7 +147,7 @@ func TestStepDoesNotMutateItsInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := State{Cursor: day, Running: []Run{{InstanceID: InstanceID("s", day), Nominal: day, Status: weft.StatusRunning}}, Buffer: []Fire{{Nominal: day.Add(time.Minute), Kind: FireScheduled}}}
+	st := State{Cursor: day, Running: []weft.ScheduleRun{{InstanceID: InstanceID("s", day), Nominal: day, Status: weft.StatusRunning}}, Buffer: []Fire{{Nominal: day.Add(time.Minute), Kind: weft.FireScheduled}}}
 	d := Step(Input{ID: "s", Calendar: cal, Policy: Policy{Overlap: OverlapCancelOther, PauseOnFailure: true}, State: st, Now: day.Add(2 * time.Minute)})
 	if len(d.Cancel) != 1 || st.Running[0].CancelRequested || len(st.Buffer) != 1 || !st.Buffer[0].Nominal.Equal(day.Add(time.Minute)) {
 		t.Errorf("Step changed its input: %+v (decision %+v)", st, d)

@@ -3,6 +3,8 @@ package schedule
 import (
 	"fmt"
 	"time"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Overlap says what a fire does while a run of the schedule it started
@@ -85,9 +87,9 @@ func (p Policy) WithDefaults() Policy {
 }
 
 // Check reports p's problems, each with its path under prefix
-// ("policy"), as an *Error; nil when there is none.
+// ("policy"), as an *weft.ScheduleError; nil when there is none.
 func (p Policy) Check(prefix string) error {
-	var errs Error
+	var errs problems
 	if !p.Overlap.valid() {
 		errs.add(prefix+".overlap", "must be one of %v, got %q", overlaps, p.Overlap)
 	}
@@ -97,8 +99,8 @@ func (p Policy) Check(prefix string) error {
 	if p.MaxRuns < 0 {
 		errs.add(prefix+".max_runs", "must not be negative (0: no limit), got %d", p.MaxRuns)
 	}
-	if len(errs.Problems) > 0 {
-		return &errs
+	if len(errs) > 0 {
+		return errs.err()
 	}
 	return nil
 }
@@ -107,7 +109,7 @@ func (p Policy) Check(prefix string) error {
 // or a backfill.
 func checkOverlap(o Overlap) error {
 	if !o.valid() {
-		return &Error{Problems: []Problem{{Path: "overlap", Message: fmt.Sprintf("must be one of %v, got %q", overlaps, o)}}}
+		return &weft.ScheduleError{Problems: []weft.Problem{{Path: "overlap", Message: fmt.Sprintf("must be one of %v, got %q", overlaps, o)}}}
 	}
 	return nil
 }

@@ -6,45 +6,16 @@ import (
 	"github.com/weftworks/weft/host/weft"
 )
 
-// FireKind says where a fire came from.
-type FireKind string
-
-// The kinds of fire.
-const (
-	// FireScheduled: the calendar named the time.
-	FireScheduled FireKind = "scheduled"
-	// FireTrigger: an operator asked for a run now.
-	FireTrigger FireKind = "trigger"
-	// FireBackfill: an operator asked for the runs of a past range.
-	FireBackfill FireKind = "backfill"
-)
-
 // Fire is one time a schedule fires.
 type Fire struct {
 	// Nominal is the time the calendar names (for a trigger, the second
 	// it was asked for): it names the run (InstanceID) and is the
 	// ${ schedule.time } of its input.
-	Nominal time.Time `json:"nominal"`
-	Kind    FireKind  `json:"kind"`
+	Nominal time.Time     `json:"nominal"`
+	Kind    weft.FireKind `json:"kind"`
 	// Overlap is a trigger's or backfill's own policy; empty for the
 	// schedule's.
 	Overlap Overlap `json:"overlap,omitempty"`
-}
-
-// Run is a run the schedule started: an instance of its workflow.
-type Run struct {
-	InstanceID string    `json:"instance_id"`
-	Nominal    time.Time `json:"nominal"`
-	Kind       FireKind  `json:"kind"`
-	StartedAt  time.Time `json:"started_at"`
-	// Status is the instance's status as the caller last read it, before
-	// Step; Step takes a run with a terminal status as ended.
-	Status weft.Status `json:"status"`
-	// EndedAt is when Step saw the run ended.
-	EndedAt time.Time `json:"ended_at,omitzero"`
-	// CancelRequested is set once Step asked for the run's cancellation
-	// (OverlapCancelOther), so that it asks once.
-	CancelRequested bool `json:"cancel_requested,omitempty"`
 }
 
 // Backfill is an operator's request for the runs of a past range, taken
@@ -69,7 +40,7 @@ type State struct {
 	// creation.
 	Cursor time.Time `json:"cursor"`
 	// Running lists the runs started that had not ended at the last Step.
-	Running []Run `json:"running,omitempty"`
+	Running []weft.ScheduleRun `json:"running,omitempty"`
 	// Buffer lists the fires waiting for the running runs to end.
 	Buffer []Fire `json:"buffer,omitempty"`
 	// Triggers lists the triggers asked for and not yet taken.
@@ -77,7 +48,7 @@ type State struct {
 	// Backfills lists the backfills under way.
 	Backfills []Backfill `json:"backfills,omitempty"`
 	// Recent lists the last RecentRuns runs that ended, newest first.
-	Recent []Run `json:"recent,omitempty"`
+	Recent []weft.ScheduleRun `json:"recent,omitempty"`
 	// Paused stops scheduled fires (triggers and backfills still run).
 	Paused bool `json:"paused,omitempty"`
 	// Runs counts the scheduled runs started, for Policy.MaxRuns.
@@ -107,10 +78,10 @@ const (
 
 // clone returns a copy of s that shares no slice with it.
 func (s State) clone() State {
-	s.Running = append([]Run(nil), s.Running...)
+	s.Running = append([]weft.ScheduleRun(nil), s.Running...)
 	s.Buffer = append([]Fire(nil), s.Buffer...)
 	s.Triggers = append([]Fire(nil), s.Triggers...)
 	s.Backfills = append([]Backfill(nil), s.Backfills...)
-	s.Recent = append([]Run(nil), s.Recent...)
+	s.Recent = append([]weft.ScheduleRun(nil), s.Recent...)
 	return s
 }

@@ -36,12 +36,12 @@ const (
 // the last at Last. More says that there were more than were counted, and
 // Last is then a bound: no fire of the range is after it.
 type Skip struct {
-	Nominal time.Time  `json:"nominal"`
-	Last    time.Time  `json:"last,omitzero"`
-	Count   int        `json:"count"`
-	More    bool       `json:"more,omitempty"`
-	Kind    FireKind   `json:"kind"`
-	Reason  SkipReason `json:"reason"`
+	Nominal time.Time     `json:"nominal"`
+	Last    time.Time     `json:"last,omitzero"`
+	Count   int           `json:"count"`
+	More    bool          `json:"more,omitempty"`
+	Kind    weft.FireKind `json:"kind"`
+	Reason  SkipReason    `json:"reason"`
 }
 
 // Input is what Step decides from.
@@ -58,8 +58,12 @@ type Input struct {
 	Now   time.Time
 	// RunCheck is how soon to look again while a decision waits on a run's
 	// end (a buffered fire, a cancellation, a failure that would pause);
-	// zero means 5s. The scheduler also looks when it learns a run ended.
+	// zero means 5s.
 	RunCheck time.Duration
+	// RunSettle is how soon to look again while runs go on and nothing
+	// waits on their end, so that the state's runs and recent runs are
+	// at most this stale; zero means a minute.
+	RunSettle time.Duration
 }
 
 // Decision is what Step decided.
@@ -75,7 +79,7 @@ type Decision struct {
 	// Skipped records the fires that started nothing, and why.
 	Skipped []Skip
 	// Ended lists the runs seen ended, as State.Recent has them.
-	Ended []Run
+	Ended []weft.ScheduleRun
 	// Paused, when not empty, says why the schedule paused itself.
 	Paused string
 	// Wake is when to call Step again at the latest; zero when nothing is
@@ -91,6 +95,9 @@ func Step(in Input) Decision {
 	s := stepper{in: in, p: in.Policy.WithDefaults(), st: in.State.clone()}
 	if s.in.RunCheck <= 0 {
 		s.in.RunCheck = 5 * time.Second
+	}
+	if s.in.RunSettle <= 0 {
+		s.in.RunSettle = time.Minute
 	}
 	s.retire()
 	s.drainBuffer()
@@ -118,13 +125,13 @@ type stepper struct {
 func (s *stepper) retire() {
 	running := s.st.Running[:0]
 	for _, r := range s.st.Running {
-		if !r.Status.Terminal() {
+		if !r.Status.Terminal() && !r.Gone {
 			running = append(running, r)
 			continue
 		}
 		r.EndedAt = s.in.Now
 		s.d.Ended = append(s.d.Ended, r)
-		s.st.Recent = append([]Run{r}, s.st.Recent...)
+		s.st.Recent = append([]weft.ScheduleRun{r}, s.st.Recent...)
 		if r.Status == weft.StatusFailed && s.p.PauseOnFailure && !s.st.Paused {
 			s.d.Paused = fmt.Sprintf("run %s failed", r.InstanceID)
 			s.pause()
@@ -142,7 +149,7 @@ func (s *stepper) pause() {
 	s.st.Paused = true
 	kept := s.st.Buffer[:0]
 	for _, f := range s.st.Buffer {
-		if f.Kind == FireScheduled {
+		if f.Kind == weft.FireScheduled {
 			s.skip(f, SkipPaused)
 			continue
 		}
@@ -168,7 +175,7 @@ func (s *stepper) scheduled() {
 		return
 	}
 	for !s.full {
-		if s.p.MaxRuns > 0 && s.st.Runs+s.buffered(FireScheduled) >= s.p.MaxRuns {
+		if s.p.MaxRuns > 0 && s.st.Runs+s.buffered(weft.FireScheduled) >= s.p.MaxRuns {
 			return
 		}
 		nominal, ok := s.in.Calendar.Next(s.st.Cursor)
@@ -181,7 +188,7 @@ func (s *stepper) scheduled() {
 			return
 		}
 		s.st.Cursor = nominal
-		f := Fire{Nominal: nominal, Kind: FireScheduled}
+		f := Fire{Nominal: nominal, Kind: weft.FireScheduled}
 		if s.in.Now.Sub(due) <= s.p.CatchUpWindow {
 			s.offer(f, s.p.Overlap)
 			continue
@@ -201,7 +208,7 @@ func (s *stepper) scheduled() {
 }
 
 // buffered counts the fires of a kind waiting in the buffer.
-func (s *stepper) buffered(k FireKind) int {
+func (s *stepper) buffered(k weft.FireKind) int {
 	n := 0
 	for _, f := range s.st.Buffer {
 		if f.Kind == k {
@@ -239,7 +246,7 @@ func (s *stepper) backfills() {
 				after = time.Time{}
 				break
 			}
-			s.offer(Fire{Nominal: nominal, Kind: FireBackfill, Overlap: b.Overlap}, s.overlapOf(Fire{Overlap: b.Overlap}))
+			s.offer(Fire{Nominal: nominal, Kind: weft.FireBackfill, Overlap: b.Overlap}, s.overlapOf(Fire{Overlap: b.Overlap}))
 			after, b.Cursor = nominal, nominal
 		}
 		if !after.IsZero() {
@@ -318,8 +325,8 @@ func (s *stepper) start(f Fire) {
 		}
 	}
 	s.d.Start = append(s.d.Start, f)
-	s.st.Running = append(s.st.Running, Run{InstanceID: id, Nominal: f.Nominal, Kind: f.Kind, StartedAt: s.in.Now, Status: weft.StatusPending})
-	if f.Kind == FireScheduled {
+	s.st.Running = append(s.st.Running, weft.ScheduleRun{InstanceID: id, Nominal: f.Nominal, Kind: f.Kind, StartedAt: s.in.Now, Status: weft.StatusPending})
+	if f.Kind == weft.FireScheduled {
 		s.st.Runs++
 	}
 	if len(s.d.Start) >= maxStarts {
@@ -349,7 +356,7 @@ func (s *stepper) wake(t time.Time) {
 }
 
 // wakeForRuns brings the next Step to within RunCheck while a decision
-// waits on a run's end.
+// waits on a run's end, and within RunSettle while runs go on.
 func (s *stepper) wakeForRuns() {
 	if len(s.st.Running) == 0 {
 		return
@@ -360,5 +367,7 @@ func (s *stepper) wakeForRuns() {
 	}
 	if len(s.st.Buffer) > 0 || cancelling || s.p.PauseOnFailure && !s.st.Paused {
 		s.wake(s.in.Now.Add(s.in.RunCheck))
+		return
 	}
+	s.wake(s.in.Now.Add(s.in.RunSettle))
 }

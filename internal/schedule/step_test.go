@@ -204,19 +204,19 @@ func TestStep(t *testing.T) {
 		}},
 		{name: "max runs", spec: everyMinute, policy: Policy{MaxRuns: 2}, looks: []look{
 			{at: "00:01", start: []string{"00:01"}, wake: "00:02"},
-			{at: "00:02", ended: done("00:01", completed), start: []string{"00:02"}},
-			{at: "00:09", ended: done("00:02", completed)},
-			{at: "00:09:30", op: trigger(""), start: []string{"00:09:30"}},
+			{at: "00:02", ended: done("00:01", completed), start: []string{"00:02"}, wake: "00:03"},
+			{at: "00:09", ended: done("00:02", completed)}, // done: no wake
+			{at: "00:09:30", op: trigger(""), start: []string{"00:09:30"}, wake: "00:10:30"},
 		}},
 		{name: "max runs counts the buffered", spec: everyMinute, policy: Policy{MaxRuns: 2, Overlap: OverlapBufferAll, CatchUpWindow: 10 * time.Minute}, looks: []look{
 			{at: "00:03", start: []string{"00:01"}, wake: "00:03:05"},
-			{at: "00:04", ended: done("00:01", completed), start: []string{"00:02"}},
+			{at: "00:04", ended: done("00:01", completed), start: []string{"00:02"}, wake: "00:05"},
 		}},
 		{name: "triggers run while paused; one per second", spec: everyMinute, looks: []look{
 			{at: "00:00:10", op: pause, wake: ""},
-			{at: "00:00:20.4", op: trigger(""), start: []string{"00:00:20"}},
-			{at: "00:00:20.9", op: trigger(OverlapAllowAll), skip: []string{"duplicate 00:00:20"}},
-			{at: "00:00:40", op: trigger(OverlapAllowAll), start: []string{"00:00:40"}},
+			{at: "00:00:20.4", op: trigger(""), start: []string{"00:00:20"}, wake: "00:01:20"},
+			{at: "00:00:20.9", op: trigger(OverlapAllowAll), skip: []string{"duplicate 00:00:20"}, wake: "00:01:20"},
+			{at: "00:00:40", op: trigger(OverlapAllowAll), start: []string{"00:00:40"}, wake: "00:01:40"},
 		}},
 		{name: "backfill under skip", spec: everyMinute, looks: []look{
 			{at: "00:00:10", op: backfill("-23:50", "-23:55", ""), start: []string{"-23:50"},
@@ -227,7 +227,7 @@ func TestStep(t *testing.T) {
 		}},
 		{name: "a clock that jumps back fires nothing twice", spec: everyMinute, policy: Policy{Overlap: OverlapAllowAll, CatchUpWindow: 10 * time.Minute}, looks: []look{
 			{at: "00:05", start: []string{"00:01", "00:02", "00:03", "00:04", "00:05"}, wake: "00:06"},
-			{at: "00:03", wake: "00:06"},
+			{at: "00:03", wake: "00:04"}, // the runs settle within a minute
 			{at: "00:06", start: []string{"00:06"}, wake: "00:07"},
 		}},
 		{name: "jitter delays the fire, not its name", spec: Spec{Every: []Interval{{Every: time.Hour}}, Jitter: 30 * time.Minute}, looks: []look{

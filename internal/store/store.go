@@ -247,6 +247,42 @@ type Store interface {
 	// ErrNotFound. Revisions are never reused, not even after a delete.
 	DeleteGrants(ctx context.Context, plugin string) error
 
+	// CreateSchedule stores a new schedule with its first events, in one
+	// durable step, and returns it as stored: Revision 1, CreatedAt and
+	// UpdatedAt now, the events' Seq and Time set (Time is always the
+	// store's now). The id must pass weft.CheckID, the Document must be
+	// JSON, and the State and each event's Data JSON when not empty
+	// (ErrInvalid otherwise); a taken id is ErrExists.
+	CreateSchedule(ctx context.Context, s *weft.Schedule, events []weft.ScheduleEvent) (*weft.Schedule, error)
+
+	// GetSchedule returns a schedule, or ErrNotFound.
+	GetSchedule(ctx context.Context, id string) (*weft.Schedule, error)
+
+	// ListSchedules returns a page of schedules ordered by id, and the
+	// cursor of the next page ("" after the last).
+	ListSchedules(ctx context.Context, cursor string, limit int) (items []weft.Schedule, next string, err error)
+
+	// UpdateSchedule writes a schedule's Document, State, Note and Wake,
+	// and appends events, in one durable step, if the stored revision is
+	// s.Revision; it returns the schedule as stored (Revision + 1,
+	// UpdatedAt now). It is ErrNotFound when there is no such schedule and
+	// ErrConflict when another write came first (read it again). The
+	// store keeps the last weft.MaxScheduleEvents events.
+	UpdateSchedule(ctx context.Context, s *weft.Schedule, events []weft.ScheduleEvent) (*weft.Schedule, error)
+
+	// DeleteSchedule removes a schedule with its events, or returns
+	// ErrNotFound. The instances it started stay.
+	DeleteSchedule(ctx context.Context, id string) error
+
+	// DueSchedules returns up to limit ids of schedules whose Wake is set
+	// and not after now, the earliest Wake first (ties by id).
+	DueSchedules(ctx context.Context, now time.Time, limit int) ([]string, error)
+
+	// ScheduleEvents returns up to limit events of a schedule with Seq
+	// greater than afterSeq, in order; ErrNotFound when there is no such
+	// schedule.
+	ScheduleEvents(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.ScheduleEvent, error)
+
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error
 }

@@ -99,10 +99,10 @@ func (c Config) validate() error {
 
 // schemaVersion is stored in the meta bucket; Open refuses other values.
 // Buckets added without changing what the others hold (the inbox, the
-// grants, the delete-after index) keep the version: Open creates them in a
-// file written before they existed. (Instances finished before the
-// delete-after index existed have no DeleteAfter, so an empty index is
-// what such a file implies.)
+// grants, the delete-after index, the schedules) keep the version: Open
+// creates them in a file written before they existed. (Instances
+// finished before the delete-after index existed have no DeleteAfter, so
+// an empty index is what such a file implies.)
 const schemaVersion = "1"
 
 // Bucket names. See doc.go for the layout.
@@ -139,11 +139,15 @@ var (
 	bGrants     = []byte("grants")     // plugin name → grants
 	bGrantSeq   = []byte("grants_seq") // plugin name → highest revision ever
 	bExpiry     = []byte("instances_by_delete_after")
+	bSched      = []byte("schedules")         // id → schedule + last event seq
+	bSchedWake  = []byte("schedules_by_wake") // (wake, id), schedules with a Wake only
+	bSchedEvts  = []byte("schedule_events")   // (id, seq) → event
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
 		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX,
-		bGrants, bGrantSeq, bExpiry}
+		bGrants, bGrantSeq, bExpiry,
+		bSched, bSchedWake, bSchedEvts}
 )
 
 // ErrBroken is matched by the errors of writes to a store that a write

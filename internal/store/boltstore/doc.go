@@ -89,6 +89,9 @@
 //	grants_seq                    plugin name → highest revision ever (kept after delete)
 //	inbox                         (id, seq) → message
 //	inbox_ids                     (id, message id) → seq
+//	schedules                     id → schedule + last event seq
+//	schedules_by_wake             (wake, id), schedules with a Wake only
+//	schedule_events               (id, seq) → event, the last weft.MaxScheduleEvents of each
 //
 // GetDefinition and GetPlugin, which every start calls, answer from a
 // cache of the records they decoded (catalogcache.go). The file is this

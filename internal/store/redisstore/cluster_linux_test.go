@@ -208,7 +208,9 @@ func TestConformanceOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int(n.Load()) != len(slots) || keys < 10*len(slots) {
+	// Every store has its schema and catalog generation keys; most subtests
+	// write a few more (the schedule and grants subtests, three or four).
+	if int(n.Load()) != len(slots) || keys < 5*len(slots) {
 		t.Errorf("found %d keys of %d stores, opened %d stores", keys, len(slots), n.Load())
 	}
 }

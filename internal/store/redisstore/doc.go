@@ -14,8 +14,10 @@
 // RenewLeases (one script per batch: one round trip), Deliver,
 // EnqueueStimulus, ExpireStimuli, PutDefinition, DeleteDefinition,
 // PutPlugin, DeletePlugin (the in-use check and the delete), PutGrants
-// (the comparison with the stored document and the revision) and
-// DeleteGrants. Redis runs a script alone, so no other client sees a
+// (the comparison with the stored document and the revision),
+// DeleteGrants, CreateSchedule and UpdateSchedule (the revision compare,
+// the record, its wake index entry and the events appended and trimmed)
+// and DeleteSchedule. Redis runs a script alone, so no other client sees a
 // half-done transition.
 //
 // Scripts do every check before their first write and refuse by returning,
@@ -157,6 +159,12 @@
 //	P pn                  plugin names
 //	P g:<name>            grants of a plugin name: hash doc, rev, at (time)
 //	P gseq, P gn          highest grants revision ever per name; names with grants
+//	P sc:<id>             schedule hash: doc (JSON of its document, state, note and
+//	                      wake), rev, ct, ut (times), wx (the wake's time in P sw, ""
+//	                      for none), es (the Seq of its last event)
+//	P sh:<id>             list of the schedule's last weft.MaxScheduleEvents events:
+//	                      an event's Seq is es less its distance from the end
+//	P sn, P sw            schedules by id; schedules with a wake by (wake, id): time + id
 //	P cg                  the catalog's generation: a random token that every
 //	                      change of definitions or plugins sets with the change
 //
@@ -183,13 +191,14 @@
 // Only a lost connection leaves it unknown whether a script ran: the
 // error wraps the network error, and a retry is safe. go-redis itself
 // retries a command whose answer was lost (Options.MaxRetries), so a
-// script that did run may be answered as its retry is: Commit is a
-// compare-and-set (an applied create answers ErrExists, an applied update
-// ErrConflict: re-read, and find the write there), EnqueueStimulus and
-// Deliver answer with their own stimulus record, the puts answer
-// created=false and the deletes ErrNotFound. A Redis error is returned
-// wrapped, naming the operation, the id and the address; one that says the
-// server cannot be reached or cannot serve now (a network error, no free
-// connection, LOADING, READONLY, MASTERDOWN and the like) also matches
-// weft.ErrUnavailable, which the API answers as 503.
+// script that did run may be answered as its retry is: Commit and the
+// schedule writes are compare-and-sets (an applied create answers
+// ErrExists, an applied update ErrConflict: re-read, and find the write
+// there), EnqueueStimulus and Deliver answer with their own stimulus
+// record, the puts answer created=false and the deletes ErrNotFound. A
+// Redis error is returned wrapped, naming the operation, the id and the
+// address; one that says the server cannot be reached or cannot serve now
+// (a network error, no free connection, LOADING, READONLY, MASTERDOWN
+// and the like) also matches weft.ErrUnavailable, which the API answers
+// as 503.
 package redisstore

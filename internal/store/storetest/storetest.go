@@ -101,6 +101,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 		{"Closed", testClosed},
 	}
 	tests = append(tests, grantsTests...)
+	tests = append(tests, schedulesTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
