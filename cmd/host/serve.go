@@ -118,6 +118,11 @@ func openServer(ctx context.Context, cfg *config.Loaded, log *slog.Logger) (_ *s
 			return nil, err
 		}
 	}
+	if cfg.SchedulesFile != "" {
+		if err := applySchedules(ctx, n, cfg.SchedulesFile, cfg.Schedules(), log); err != nil {
+			return nil, err
+		}
+	}
 	apiCfg := cfg.API()
 	apiCfg.Logger, apiCfg.Gatherer = log, reg
 	srv, err := api.New(apiCfg, n)

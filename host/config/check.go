@@ -120,6 +120,13 @@ func (v *checker) host() {
 		}
 		c.grants = grants
 	}
+	if c.SchedulesFile != "" {
+		docs, problems := readSchedulesFile(c.SchedulesFile)
+		for _, p := range problems {
+			v.bad("schedules_file", "%s", p)
+		}
+		c.schedules = docs
+	}
 }
 
 // libraries has each library judge the fields the keys set, as they are

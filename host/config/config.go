@@ -53,6 +53,9 @@ type settings struct {
 	// GrantsFile is a YAML or JSON file mapping plugin names to grant
 	// documents, applied at every start. Empty applies none.
 	GrantsFile string `koanf:"grants_file"`
+	// SchedulesFile is a YAML or JSON file listing schedule documents,
+	// applied at every start. Empty applies none.
+	SchedulesFile string `koanf:"schedules_file"`
 
 	Log       logConfig       `koanf:"log"`
 	HTTP      httpConfig      `koanf:"http"`
@@ -171,11 +174,14 @@ type engineConfig struct {
 	Workers int `koanf:"workers"`
 	// EagerStarts runs a start on the node that took it when one of its
 	// workers is idle (engine.Config.EagerStarts). Defaults to true.
-	EagerStarts      bool          `koanf:"eager_starts"`
-	LockTTL          time.Duration `koanf:"lock_ttl"`
-	AcquireTimeout   time.Duration `koanf:"acquire_timeout"`
-	ActivityTimeout  time.Duration `koanf:"activity_timeout"`
-	TimerInterval    time.Duration `koanf:"timer_interval"`
+	EagerStarts     bool          `koanf:"eager_starts"`
+	LockTTL         time.Duration `koanf:"lock_ttl"`
+	AcquireTimeout  time.Duration `koanf:"acquire_timeout"`
+	ActivityTimeout time.Duration `koanf:"activity_timeout"`
+	TimerInterval   time.Duration `koanf:"timer_interval"`
+	// ScheduleInterval is how often due schedules are swept
+	// (engine.Config.ScheduleInterval).
+	ScheduleInterval time.Duration `koanf:"schedule_interval"`
 	StimulusTTL      time.Duration `koanf:"stimulus_ttl"`
 	StimulusInterval time.Duration `koanf:"stimulus_interval"`
 	RecoveryInterval time.Duration `koanf:"recovery_interval"`
@@ -333,6 +339,7 @@ func defaultConfig() settings {
 			AcquireTimeout:   eng.AcquireTimeout,
 			ActivityTimeout:  eng.ActivityTimeout,
 			TimerInterval:    eng.TimerInterval,
+			ScheduleInterval: eng.ScheduleInterval,
 			StimulusTTL:      eng.StimulusTTL,
 			StimulusInterval: eng.StimulusInterval,
 			RecoveryInterval: eng.RecoveryInterval,

@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -12,6 +13,8 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/schedule"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -172,4 +175,62 @@ func grantFromYAML(n *yamlv3.Node, bad func(*yamlv3.Node, string, ...any)) *gran
 		}
 	}
 	return s
+}
+
+// readSchedulesFile reads a schedules file: a YAML (or JSON) list of
+// schedule documents (docs/schedules.md). It returns each document,
+// checked, in its canonical JSON, or every problem, each naming the
+// schedule's place in the file and the field.
+func readSchedulesFile(path string) ([][]byte, []string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, []string{err.Error()}
+	}
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(b, &doc); err != nil {
+		return nil, []string{fmt.Sprintf("%s: %v", path, err)}
+	}
+	if len(doc.Content) == 0 {
+		return nil, nil // an empty file schedules nothing
+	}
+	top := doc.Content[0]
+	if top.Kind != yamlv3.SequenceNode {
+		return nil, []string{fmt.Sprintf("%s: want a list of schedule documents ({id, workflow, input, spec, policy})", path)}
+	}
+	var out [][]byte
+	var problems []string
+	seen := map[string]int{}
+	for i, item := range top.Content {
+		// Each document is checked as the API checks one; its problems'
+		// lines count from the document's own first line.
+		src, err := yamlv3.Marshal(item)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s line %d: schedules[%d]: %v", path, item.Line, i, err))
+			continue
+		}
+		d, err := schedule.ParseDocument(src)
+		var se *weft.ScheduleError
+		if errors.As(err, &se) {
+			for _, p := range se.Problems {
+				problems = append(problems, fmt.Sprintf("%s line %d: schedules[%d]: %s", path, item.Line, i, weft.Problem{Path: p.Path, Message: p.Message}))
+			}
+			continue
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s line %d: schedules[%d]: %v", path, item.Line, i, err))
+			continue
+		}
+		if j, dup := seen[d.ID]; dup {
+			problems = append(problems, fmt.Sprintf("%s line %d: schedules[%d]: schedule %s is in the file twice (first at schedules[%d])", path, item.Line, i, d.ID, j))
+			continue
+		}
+		seen[d.ID] = i
+		canon, err := d.Canonical()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s line %d: schedules[%d]: %v", path, item.Line, i, err))
+			continue
+		}
+		out = append(out, canon)
+	}
+	return out, problems
 }

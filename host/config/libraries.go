@@ -56,6 +56,7 @@ func (c *Loaded) libraries() libraries {
 				AcquireTimeout:    c.Engine.AcquireTimeout,
 				ActivityTimeout:   c.Engine.ActivityTimeout,
 				TimerInterval:     c.Engine.TimerInterval,
+				ScheduleInterval:  c.Engine.ScheduleInterval,
 				StimulusTTL:       c.Engine.StimulusTTL,
 				StimulusInterval:  c.Engine.StimulusInterval,
 				RecoveryInterval:  c.Engine.RecoveryInterval,
@@ -195,6 +196,7 @@ func bindings() []binding {
 		{"engine.acquire_timeout", engineLib, "AcquireTimeout"},
 		{"engine.activity_timeout", engineLib, "ActivityTimeout"},
 		{"engine.timer_interval", engineLib, "TimerInterval"},
+		{"engine.schedule_interval", engineLib, "ScheduleInterval"},
 		{"engine.stimulus_ttl", engineLib, "StimulusTTL"},
 		{"engine.stimulus_interval", engineLib, "StimulusInterval"},
 		{"engine.recovery_interval", engineLib, "RecoveryInterval"},
@@ -212,7 +214,7 @@ func bindings() []binding {
 // checker.host checks.
 func hostOnly() []string {
 	return []string{
-		"listen", "seed_dirs", "grants_file", "log.level", "log.format",
+		"listen", "seed_dirs", "grants_file", "schedules_file", "log.level", "log.format",
 		"http.shutdown_timeout", "plugins.http.ca_file",
 	}
 }

@@ -104,6 +104,9 @@ type Loaded struct {
 	rootCAs *x509.CertPool
 	// grants are grants_file's documents by plugin name, checked.
 	grants map[string][]byte
+	// schedules are schedules_file's documents, checked, in the file's
+	// order.
+	schedules [][]byte
 }
 
 // SourceOf says where key's value came from: a file, a variable or a flag,
@@ -118,6 +121,10 @@ func (c *Loaded) SourceOf(key string) string {
 // Grants are grants_file's grant documents by plugin name, each checked
 // and in its canonical JSON; none without a grants_file.
 func (c *Loaded) Grants() map[string][]byte { return c.grants }
+
+// Schedules are schedules_file's schedule documents, each checked and in
+// its canonical JSON, in the file's order; none without a schedules_file.
+func (c *Loaded) Schedules() [][]byte { return c.schedules }
 
 // noSuchSetting is the message for a key that names no setting.
 const noSuchSetting = "no such setting (see the configuration reference in README.md)"

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/weftworks/weft/host/weft"
+	"go.yaml.in/yaml/v3"
+
 	"github.com/weftworks/weft/internal/doctest"
 )
 
@@ -16,6 +18,7 @@ const docsFile = "docs/schedules.md"
 // TestDocsExamples keeps docs/schedules.md's YAML examples true: each
 // starts with a marker line,
 //   - "# schedule": a document ParseDocument accepts;
+//   - "# schedules_file": a list of documents it accepts;
 //   - "# refused": a document it refuses, followed by a ```text block
 //     listing exactly its problems, one a line (path: message, and the
 //     line when the problem has one).
@@ -34,6 +37,21 @@ func TestDocsExamples(t *testing.T) {
 			if _, err := ParseDocument([]byte(b.Text)); err != nil {
 				t.Errorf("%s:%d: the example is refused: %v", docsFile, b.Line, err)
 			}
+		case "# schedules_file":
+			accepted++
+			var items []yaml.Node
+			if err := yaml.Unmarshal([]byte(b.Text), &items); err != nil {
+				t.Errorf("%s:%d: the schedules file is not a YAML list: %v", docsFile, b.Line, err)
+			}
+			for i := range items {
+				src, err := yaml.Marshal(&items[i])
+				if err == nil {
+					_, err = ParseDocument(src)
+				}
+				if err != nil {
+					t.Errorf("%s:%d: schedules[%d] is refused: %v", docsFile, b.Line, i, err)
+				}
+			}
 		case "# refused":
 			refused++
 			_, err := ParseDocument([]byte(b.Text))
@@ -50,7 +68,7 @@ func TestDocsExamples(t *testing.T) {
 				t.Errorf("%s:%d: the problems shown are not the example's\ngot:\n%swant (the doc):\n%s", docsFile, blocks[i+1].Line, got, want)
 			}
 		default:
-			t.Errorf("%s:%d: a yaml block must start with # schedule or # refused; got %q", docsFile, b.Line, first)
+			t.Errorf("%s:%d: a yaml block must start with # schedule, # schedules_file or # refused; got %q", docsFile, b.Line, first)
 		}
 	}
 	if accepted == 0 || refused == 0 {
