@@ -104,6 +104,14 @@ type Observer interface {
 	// InstancesDeleted says that n instances were deleted, for reason
 	// DeletedOnRequest or DeletedByRetention.
 	InstancesDeleted(reason string, n int)
+	// ScheduleFired says that a schedule's fire of kind (weft.FireKind)
+	// started its run (started true) or could not (its workflow is gone,
+	// its input did not evaluate); a scheduled fire's late is how long
+	// after it was due its run started, zero for the others.
+	ScheduleFired(kind string, started bool, late time.Duration)
+	// SchedulesSkipped says that n fires of schedules were skipped, for
+	// reason (overlap, buffer_full, replaced, missed, paused, duplicate).
+	SchedulesSkipped(reason string, n int)
 }
 
 // Why instances were deleted, as Observer.InstancesDeleted is told.
@@ -138,6 +146,8 @@ type nopObserver struct{}
 func (nopObserver) InstanceStatus(string, weft.Status)                 {}
 func (nopObserver) StepFinished(string, string, string, time.Duration) {}
 func (nopObserver) InstancesDeleted(string, int)                       {}
+func (nopObserver) ScheduleFired(string, bool, time.Duration)          {}
+func (nopObserver) SchedulesSkipped(string, int)                       {}
 
 // Config configures an Engine.
 type Config struct {

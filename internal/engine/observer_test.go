@@ -32,7 +32,9 @@ func (o *observed) StepFinished(workflow, step, outcome string, d time.Duration)
 	o.slow[step] = max(o.slow[step], d)
 }
 
-func (o *observed) InstancesDeleted(reason string, n int) {}
+func (o *observed) InstancesDeleted(reason string, n int)                       {}
+func (o *observed) ScheduleFired(kind string, started bool, late time.Duration) {}
+func (o *observed) SchedulesSkipped(reason string, n int)                       {}
 
 func TestObserverSeesStatusesAndStepLatencies(t *testing.T) {
 	t.Parallel()

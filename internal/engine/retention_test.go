@@ -42,6 +42,8 @@ type deletions struct {
 
 func (deletions) InstanceStatus(string, weft.Status)                 {}
 func (deletions) StepFinished(string, string, string, time.Duration) {}
+func (deletions) ScheduleFired(string, bool, time.Duration)          {}
+func (deletions) SchedulesSkipped(string, int)                       {}
 func (d deletions) InstancesDeleted(reason string, n int) {
 	for range n {
 		d.ch <- reason

@@ -398,11 +398,17 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 			data["error"] = err.Error()
 			d.State.Running = dropRun(d.State.Running, runID)
 			e.log.Warn("a schedule's fire could not start its run", "schedule", doc.ID, "instance", runID, "err", err)
+			e.cfg.Observer.ScheduleFired(string(f.Kind), false, 0)
 			if err := add(weft.ScheduleStartFailed, data); err != nil {
 				return nil, err
 			}
 			continue
 		}
+		var late time.Duration
+		if f.Kind == weft.FireScheduled {
+			late = e.cfg.Now().Sub(doc.Calendar().Due(doc.ID, f.Nominal))
+		}
+		e.cfg.Observer.ScheduleFired(string(f.Kind), true, late)
 		if err := add(weft.ScheduleRunStarted, data); err != nil {
 			return nil, err
 		}
@@ -419,6 +425,9 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 	events, err := skippedEvent(events, ActorScheduler, d.Skipped)
 	if err != nil {
 		return nil, err
+	}
+	for _, sk := range d.Skipped {
+		e.cfg.Observer.SchedulesSkipped(string(sk.Reason), sk.Count)
 	}
 	if d.Paused != "" {
 		if err := add(weft.SchedulePaused, map[string]string{"note": d.Paused}); err != nil {

@@ -43,6 +43,9 @@ type Metrics struct {
 	transitions *prometheus.CounterVec
 	steps       *prometheus.HistogramVec
 	deleted     *prometheus.CounterVec
+	fires       *prometheus.CounterVec
+	lateness    prometheus.Histogram
+	skipped     *prometheus.CounterVec
 
 	activity    *prometheus.HistogramVec
 	attempts    *prometheus.CounterVec
@@ -88,6 +91,19 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time from a step's start to its end, by workflow, step and outcome (completed, failed).",
 			Buckets: latencyBuckets,
 		}, []string{"workflow", "step", "outcome"}),
+		fires: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "schedule_fires_total",
+			Help: "Schedules' fires, by kind (scheduled, trigger, backfill) and outcome: started (a run started) or start_failed (its workflow is gone, its input did not evaluate).",
+		}, []string{"kind", "outcome"}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "schedule_fire_lateness_seconds",
+			Help:    "How long after it was due (its nominal time and its jitter) a scheduled fire started its run.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "schedule_fires_skipped_total",
+			Help: "Schedules' fires that started nothing, by reason: overlap, buffer_full, replaced, missed, paused, duplicate.",
+		}, []string{"reason"}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "instances_deleted_total",
 			Help: "Instances deleted, by reason: request (DELETE /v1/instances/{id}) or retention (finished, past their delete_after).",
@@ -143,7 +159,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		plugins: map[string]string{},
 	}
 	for _, c := range []prometheus.Collector{
-		m.transitions, m.steps, m.deleted, m.activity, m.attempts, m.invocations, m.inFlight,
+		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
 		m.outbound, m.outboundDuration,
 	} {
@@ -170,6 +186,25 @@ func (m *Metrics) StepFinished(workflow, step, outcome string, d time.Duration) 
 // retention); it implements the engine's Observer.
 func (m *Metrics) InstancesDeleted(reason string, n int) {
 	m.deleted.WithLabelValues(reason).Add(float64(n))
+}
+
+// ScheduleFired counts a schedule's fire and records a scheduled fire's
+// lateness; it implements the engine's Observer.
+func (m *Metrics) ScheduleFired(kind string, started bool, late time.Duration) {
+	outcome := "started"
+	if !started {
+		outcome = "start_failed"
+	}
+	m.fires.WithLabelValues(kind, outcome).Inc()
+	if started && kind == string(weft.FireScheduled) {
+		m.lateness.Observe(late.Seconds())
+	}
+}
+
+// SchedulesSkipped counts n skipped fires for reason; it implements the
+// engine's Observer.
+func (m *Metrics) SchedulesSkipped(reason string, n int) {
+	m.skipped.WithLabelValues(reason).Add(float64(n))
 }
 
 // HTTPRequest records one answered HTTP request. route is the registered

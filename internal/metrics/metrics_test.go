@@ -107,6 +107,24 @@ func TestObserver(t *testing.T) {
 	if v := value(t, reg, "weft_instances_deleted_total", "reason", "request"); v != 1 {
 		t.Fatalf("instances deleted on request = %v, want 1", v)
 	}
+	obs.ScheduleFired("scheduled", true, 30*time.Millisecond)
+	obs.ScheduleFired("scheduled", true, 2*time.Second)
+	obs.ScheduleFired("trigger", true, 0)
+	obs.ScheduleFired("scheduled", false, 0)
+	obs.SchedulesSkipped("missed", 1000)
+	obs.SchedulesSkipped("overlap", 1)
+	if v := value(t, reg, "weft_schedule_fires_total", "kind", "scheduled", "outcome", "started"); v != 2 {
+		t.Fatalf("scheduled fires started = %v, want 2", v)
+	}
+	if v := value(t, reg, "weft_schedule_fires_total", "kind", "scheduled", "outcome", "start_failed"); v != 1 {
+		t.Fatalf("scheduled fires that failed to start = %v, want 1", v)
+	}
+	if v := value(t, reg, "weft_schedule_fire_lateness_seconds"); v != 2 {
+		t.Fatalf("lateness samples = %v, want 2 (triggers have none)", v)
+	}
+	if v := value(t, reg, "weft_schedule_fires_skipped_total", "reason", "missed"); v != 1000 {
+		t.Fatalf("missed fires = %v, want 1000", v)
+	}
 }
 
 // TestPlugins: calls through a real runtime are counted by outcome, with
