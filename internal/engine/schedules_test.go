@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +14,11 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/schedule"
+	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/lock/local"
+	"github.com/weftworks/weft/plugins"
 )
 
 // fakeClock is a clock the test moves; the engine's sweeps tick on real
@@ -349,5 +354,52 @@ func TestSaveScheduleRefuses(t *testing.T) {
 	s, created, changed, err := h.e.SaveSchedule(context.Background(), []byte(`{"id":"a","workflow":"hold","spec":{"every":"60s"}}`), "test")
 	if err != nil || created || changed || s.Revision != 1 {
 		t.Errorf("the same schedule again: created %v changed %v revision %d, %v", created, changed, s.Revision, err)
+	}
+}
+
+// TestScheduleRestartCatchesUp: a host stopped for five minutes, its
+// schedule firing every minute with a ten-minute catch-up window, runs
+// each missed fire once when it starts again: a new engine on the same
+// store, with nothing of the first in memory.
+func TestScheduleRestartCatchesUp(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: t0}
+	st := openStore(t)
+	rt := testplugins.Runtime(t, plugins.Config{})
+	start := func() (stop func()) {
+		e, err := engine.New(engine.Config{NodeID: "n1", ScheduleInterval: 10 * time.Millisecond, Now: clock.Now, Logger: slog.New(slog.DiscardHandler)},
+			st, local.New(local.Config{}), memqueue.New(1000), rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { _ = e.Run(ctx); close(done) }()
+		h := &schedHost{host: &host{t: t, e: e, store: st}, clock: clock}
+		if _, err := st.GetDefinition(context.Background(), "hold", 0); err != nil {
+			h.save(holdFlow)
+			h.put("nightly", "overlap: allow_all, catch_up_window: 10m")
+		}
+		return func() { cancel(); <-done }
+	}
+	stop := start()
+	clock.set(t0.Add(time.Minute))
+	h := &schedHost{host: &host{t: t, store: st}, clock: clock}
+	h.eventually("the first run", func() bool { return slices.Equal(h.runs("nightly"), []string{"1:open"}) })
+	stop()
+
+	clock.set(t0.Add(6*time.Minute + 30*time.Second)) // five minutes and a half later
+	stop = start()
+	defer stop()
+	want := []string{"1:open", "2:open", "3:open", "4:open", "5:open", "6:open"}
+	h.eventually("the missed runs", func() bool { return slices.Equal(h.runs("nightly"), want) })
+	started := 0
+	for _, e := range h.events("nightly") {
+		if e == "run_started" {
+			started++
+		}
+	}
+	if started != len(want) {
+		t.Errorf("%d runs started for %d fires: %v", started, len(want), h.events("nightly"))
 	}
 }
