@@ -288,9 +288,11 @@ func (e *Engine) BackfillSchedule(ctx context.Context, id string, from, to time.
 	return s, fires, err
 }
 
-// sweepSchedules steps the schedules that are due, up to a batch per
-// turn; the rest are due still at the next turn.
+// sweepSchedules steps the schedules that are due, several at a time, up
+// to a batch per turn and for half the turn's lock TTL at most: the rest
+// are due still at the next turn, which this node or another takes.
 func (e *Engine) sweepSchedules(ctx context.Context) {
+	stopAt := time.Now().Add(singletonTTL(e.cfg.ScheduleInterval) / 2)
 	ids, err := e.store.DueSchedules(ctx, e.cfg.Now(), scheduleBatch)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -298,15 +300,31 @@ func (e *Engine) sweepSchedules(ctx context.Context) {
 		}
 		return
 	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, scheduleSteppers)
 	for _, id := range ids {
-		if err := e.stepSchedule(ctx, id); err != nil && ctx.Err() == nil {
-			e.log.Warn("stepping a schedule", "schedule", id, "err", err)
+		if time.Now().After(stopAt) || ctx.Err() != nil {
+			break
 		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := e.stepSchedule(ctx, id); err != nil && ctx.Err() == nil {
+				e.log.Warn("stepping a schedule", "schedule", id, "err", err)
+			}
+		}()
 	}
+	wg.Wait()
 }
 
-// scheduleBatch is how many due schedules a sweep's turn steps at most.
-const scheduleBatch = 500
+// scheduleBatch is how many due schedules a sweep's turn steps at most,
+// and scheduleSteppers how many at once: a step waits on the store a few
+// times, and the store serves many callers at once.
+const (
+	scheduleBatch    = 1000
+	scheduleSteppers = 16
+)
 
 // stepSchedule reads a schedule and what became of its runs, decides
 // (schedule.Step), starts and cancels runs, and writes the new state with
