@@ -20,7 +20,7 @@ const actorSchedulesFile = "schedules_file"
 func applySchedules(ctx context.Context, n *node.Node, file string, docs [][]byte, log *slog.Logger) error {
 	var created, changed, unchanged []string
 	for _, doc := range docs {
-		v, isNew, isChanged, err := n.SaveSchedule(ctx, doc, actorSchedulesFile)
+		v, isNew, isChanged, err := n.SaveSchedule(ctx, doc, "", actorSchedulesFile)
 		if err != nil {
 			return fmt.Errorf("schedules_file %s: %w", file, err)
 		}

@@ -20,10 +20,10 @@ type RefreshResult struct {
 
 // RefreshedFile is one definition file of a refresh.
 type RefreshedFile struct {
-	File     string              `json:"file"`
-	Name     string              `json:"name,omitempty"`
-	Version  int                 `json:"version,omitempty"`
-	Created  bool                `json:"created"`
+	File     string    `json:"file"`
+	Name     string    `json:"name,omitempty"`
+	Version  int       `json:"version,omitempty"`
+	Created  bool      `json:"created"`
 	Problems []Problem `json:"problems,omitempty"`
-	Error    string              `json:"error,omitempty"`
+	Error    string    `json:"error,omitempty"`
 }

@@ -147,8 +147,9 @@ type ScheduleView struct {
 	// NextFires are the next nominal fire times; none while paused or
 	// past the end or the run limit.
 	NextFires []time.Time
-	// Running lists the runs going on when the scheduler last looked;
-	// Recent the last ones that ended, newest first.
+	// Running lists the runs going on when the scheduler last looked, each
+	// with its status as it is now; Recent the last ones the scheduler saw
+	// end, newest first.
 	Running, Recent []ScheduleRun
 	// Runs counts the scheduled runs started.
 	Runs int

@@ -89,14 +89,15 @@ func scheduleEvent(typ weft.ScheduleEventType, actor string, data any) (weft.Sch
 	return ev, nil
 }
 
-// SaveSchedule checks a schedule document and stores it: a new schedule
+// SaveSchedule checks a schedule document and stores it (when id is not
+// empty, the document must be that schedule's): a new schedule
 // starts from now (no fire before it runs); a changed one keeps its
 // state (its cursor, runs and pause) under the new document. changed is
 // false when the stored document is the same. Problems come back as a
 // *weft.ScheduleError (matching weft.ErrInvalid) with their paths: the
 // workflow must exist and the spec must fire after now.
-func (e *Engine) SaveSchedule(ctx context.Context, source []byte, actor string) (s *weft.Schedule, created, changed bool, err error) {
-	doc, err := schedule.ParseDocument(source)
+func (e *Engine) SaveSchedule(ctx context.Context, source []byte, id, actor string) (s *weft.Schedule, created, changed bool, err error) {
+	doc, err := schedule.ParseDocumentAs(source, id)
 	if err != nil {
 		return nil, false, false, err
 	}

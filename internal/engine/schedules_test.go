@@ -79,7 +79,7 @@ func newSchedHost(t *testing.T, opts ...hostOption) *schedHost {
 func (h *schedHost) put(id, policy string) {
 	h.t.Helper()
 	doc := fmt.Sprintf("id: %s\nworkflow: hold\ninput: {at: '${ schedule.time }'}\nspec: {every: 1m}\npolicy: {%s}\n", id, policy)
-	if _, _, _, err := h.e.SaveSchedule(context.Background(), []byte(doc), "test"); err != nil {
+	if _, _, _, err := h.e.SaveSchedule(context.Background(), []byte(doc), "", "test"); err != nil {
 		h.t.Fatalf("SaveSchedule: %v", err)
 	}
 }
@@ -307,7 +307,7 @@ func TestScheduleStartFailsVisibly(t *testing.T) {
 		"id: orphan\nworkflow: brief\nspec: {every: 1m}\n",
 		"id: bad-input\nworkflow: hold\ninput: {at: '${ schedule.time.nope }'}\nspec: {every: 1m}\n",
 	} {
-		if _, _, _, err := h.e.SaveSchedule(context.Background(), []byte(doc), "test"); err != nil {
+		if _, _, _, err := h.e.SaveSchedule(context.Background(), []byte(doc), "", "test"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -340,18 +340,18 @@ func TestSaveScheduleRefuses(t *testing.T) {
 		{"id: a\nworkflow: hold\nspec: {every: 1m, end: '2020-01-01T00:00:00Z'}\n", "spec"},
 		{"id: a\nworkflow: hold\nspec: {every: 1m}\npolicy: {overlap: often}\n", "policy.overlap"},
 	} {
-		_, _, _, err := h.e.SaveSchedule(context.Background(), []byte(tt.doc), "test")
+		_, _, _, err := h.e.SaveSchedule(context.Background(), []byte(tt.doc), "", "test")
 		var e *weft.ScheduleError
 		if !errors.As(err, &e) || !errors.Is(err, weft.ErrInvalid) || e.Problems[0].Path != tt.path {
 			t.Errorf("SaveSchedule(%q) = %v, want a problem at %s", tt.doc, err, tt.path)
 		}
 	}
 	doc := []byte("id: a\nworkflow: hold\nspec: {every: 1m}\n")
-	_, created, changed, err := h.e.SaveSchedule(context.Background(), doc, "test")
+	_, created, changed, err := h.e.SaveSchedule(context.Background(), doc, "", "test")
 	if err != nil || !created || !changed {
 		t.Fatalf("first save: created %v changed %v, %v", created, changed, err)
 	}
-	s, created, changed, err := h.e.SaveSchedule(context.Background(), []byte(`{"id":"a","workflow":"hold","spec":{"every":"60s"}}`), "test")
+	s, created, changed, err := h.e.SaveSchedule(context.Background(), []byte(`{"id":"a","workflow":"hold","spec":{"every":"60s"}}`), "", "test")
 	if err != nil || created || changed || s.Revision != 1 {
 		t.Errorf("the same schedule again: created %v changed %v revision %d, %v", created, changed, s.Revision, err)
 	}

@@ -43,6 +43,13 @@ const MaxDocument = 64 << 10
 // back at once in an *weft.ScheduleError, each with its path (spec.cron[0]) and, when
 // it has one, its line and column.
 func ParseDocument(data []byte) (*Document, error) {
+	return ParseDocumentAs(data, "")
+}
+
+// ParseDocumentAs is ParseDocument for a document that must be the
+// schedule id (its place in a URL, say): an id that differs is one more
+// problem, at path id, with the others.
+func ParseDocumentAs(data []byte, id string) (*Document, error) {
 	if len(data) > MaxDocument {
 		return nil, &weft.ScheduleError{Problems: []weft.Problem{{Path: "", Message: fmt.Sprintf("the document is %d bytes, more than %d", len(data), MaxDocument)}}}
 	}
@@ -61,6 +68,9 @@ func ParseDocument(data []byte) (*Document, error) {
 	}
 	p := parser{at: map[string]*yaml.Node{}}
 	d := p.document(root.Content[0])
+	if n := p.at["id"]; id != "" && d != nil && d.ID != "" && d.ID != id {
+		p.bad(n, "id", "the schedule is %q but was sent as %q", d.ID, id)
+	}
 	if len(p.errs) > 0 {
 		// In document order; the rules between fields, which have no
 		// place, last.
@@ -286,6 +296,7 @@ func (p *parser) spec(n *yaml.Node) Spec {
 				}
 			}
 		} else if v, ok := p.str(c, "spec.cron"); ok {
+			p.at["spec.cron[0]"] = c
 			s.Cron = []string{v}
 		}
 	}

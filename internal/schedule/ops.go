@@ -9,7 +9,13 @@ import (
 
 // ErrBusy: a schedule holds as many triggers or backfills waiting as it
 // may; it matches weft.ErrConflict, for the caller to retry later.
-var ErrBusy = fmt.Errorf("%w: the schedule has too many requests waiting", weft.ErrConflict)
+var ErrBusy error = busyError{}
+
+// busyError is ErrBusy: a conflict in its own words.
+type busyError struct{}
+
+func (busyError) Error() string        { return "the schedule has too many requests waiting" }
+func (busyError) Is(target error) bool { return target == weft.ErrConflict }
 
 // Trigger asks for a run now, under overlap (empty: the schedule's
 // policy). Its nominal time is now to the second, so two triggers in one
