@@ -15,8 +15,9 @@ import (
 // Role is what a token may do.
 type Role string
 
-// The roles. admin may do everything; operator may run instances and send
-// events, and read everything; reader may only read.
+// The roles. admin may do everything; operator may run instances, send
+// events, pause, unpause, trigger and backfill schedules, and read
+// everything; reader may only read.
 const (
 	RoleAdmin    Role = "admin"
 	RoleOperator Role = "operator"

@@ -50,6 +50,7 @@ func problemFor(err error) (p *apiv1.Problem, internal bool) {
 		prob *apiv1.Problem
 		fe   *fiber.Error
 		dve  *weft.DefinitionError
+		sce  *weft.ScheduleError
 		pve  *plugins.ValidationError
 		iue  *weft.InUseError
 		gce  *weft.GrantsConflictError
@@ -65,6 +66,8 @@ func problemFor(err error) (p *apiv1.Problem, internal bool) {
 			p.Errors = append(p.Errors, apiv1.FieldError{Path: pr.Path, Message: pr.Message, Line: pr.Line, Column: pr.Column})
 		}
 		return p, false
+	case errors.As(err, &sce):
+		return unprocessable(fmt.Sprintf("the schedule document has %d problem(s)", len(sce.Problems)), problemFields(sce.Problems)...), false
 	case errors.As(err, &pve):
 		p := unprocessable(fmt.Sprintf("the plugin module was refused for %d reason(s)", len(pve.Problems)))
 		for _, pr := range pve.Problems {

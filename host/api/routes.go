@@ -62,6 +62,16 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodDelete, path: "/v1/workflows/:name", perm: permAdmin, handler: s.deleteWorkflow},
 		{method: fiber.MethodPost, path: "/v1/workflows/:name/instances", perm: permOperate, handler: s.startInstance},
 
+		{method: fiber.MethodGet, path: "/v1/schedules", perm: permRead, handler: s.listSchedules},
+		{method: fiber.MethodPut, path: "/v1/schedules/:id", perm: permAdmin, handler: s.putSchedule},
+		{method: fiber.MethodGet, path: "/v1/schedules/:id", perm: permRead, handler: s.getSchedule},
+		{method: fiber.MethodDelete, path: "/v1/schedules/:id", perm: permAdmin, handler: s.deleteSchedule},
+		{method: fiber.MethodPost, path: "/v1/schedules/:id/pause", perm: permOperate, handler: s.pauseSchedule},
+		{method: fiber.MethodPost, path: "/v1/schedules/:id/unpause", perm: permOperate, handler: s.unpauseSchedule},
+		{method: fiber.MethodPost, path: "/v1/schedules/:id/trigger", perm: permOperate, handler: s.triggerSchedule},
+		{method: fiber.MethodPost, path: "/v1/schedules/:id/backfill", perm: permOperate, handler: s.backfillSchedule},
+		{method: fiber.MethodGet, path: "/v1/schedules/:id/events", perm: permRead, handler: s.scheduleEvents},
+
 		{method: fiber.MethodGet, path: "/v1/whoami", perm: permRead, handler: s.whoami},
 		{method: fiber.MethodGet, path: "/v1/counts/instances", perm: permRead, handler: s.countInstances},
 		{method: fiber.MethodGet, path: "/v1/streams/instances", perm: permRead, handler: s.streamInstances},

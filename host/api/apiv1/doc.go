@@ -1,8 +1,9 @@
 // Package apiv1 is the wire contract of Weft's HTTP API, version 1: the
 // JSON documents that the API under /v1 answers and accepts — an instance
 // as the API shows it, a page of a list, a history entry, a log line, a
-// stimulus, a workflow or plugin summary, the grants of a plugin, what an
-// event or a refresh did, and the problem document of an error answer.
+// stimulus, a workflow or plugin summary, the grants of a plugin, a
+// schedule and its record, what an event, a refresh or a backfill did, and
+// the problem document of an error answer.
 //
 // The API (host/api) encodes these types and the Go client (host/client)
 // decodes them, so that a shape is declared once and both ends agree on

@@ -39,6 +39,11 @@ var shapes = []struct {
 	{"/components/schemas/EventOutcome", reflect.TypeFor[apiv1.EventOutcome]()},
 	{"/components/schemas/Stimulus", reflect.TypeFor[apiv1.Stimulus]()},
 	{"/components/schemas/RefreshResult", reflect.TypeFor[apiv1.RefreshResult]()},
+	{"/components/schemas/Schedule", reflect.TypeFor[apiv1.Schedule]()},
+	{"/components/schemas/ScheduleRun", reflect.TypeFor[apiv1.ScheduleRun]()},
+	{"/components/schemas/ScheduleEvent", reflect.TypeFor[apiv1.ScheduleEvent]()},
+	{"/components/schemas/BackfillRequest", reflect.TypeFor[apiv1.BackfillRequest]()},
+	{"/components/schemas/BackfillResult", reflect.TypeFor[apiv1.BackfillResult]()},
 	{answer("/v1/plugins", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Plugin]]()},
 	{answer("/v1/workflows", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Workflow]]()},
 	{answer("/v1/instances", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Instance]]()},
@@ -52,6 +57,11 @@ var shapes = []struct {
 	{body("/v1/instances/{id}/cancel", "post"), reflect.TypeFor[apiv1.CancelRequest]()},
 	{body("/v1/instances/{id}/retry", "post"), reflect.TypeFor[apiv1.RetryRequest]()},
 	{body("/v1/admin/refresh", "post"), reflect.TypeFor[apiv1.RefreshRequest]()},
+	{answer("/v1/schedules", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Schedule]]()},
+	{answer("/v1/schedules/{id}/events", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.ScheduleEvent]]()},
+	{body("/v1/schedules/{id}/pause", "post"), reflect.TypeFor[apiv1.PauseRequest]()},
+	{body("/v1/schedules/{id}/unpause", "post"), reflect.TypeFor[apiv1.PauseRequest]()},
+	{body("/v1/schedules/{id}/trigger", "post"), reflect.TypeFor[apiv1.TriggerRequest]()},
 }
 
 // enumSchemas maps the schemas of openapi.json that are enumerations to
@@ -103,6 +113,8 @@ func TestOpenAPI(t *testing.T) {
 	// The history's types are open on the wire (apiv1.HistoryType has no
 	// constants); the ones this version writes are the host's.
 	consts["HistoryType"] = constantsIn(t, "../../weft")["HistoryType"]
+	// So are a schedule's record's (apiv1.ScheduleEventType).
+	consts["ScheduleEventType"] = constantsIn(t, "../../weft")["ScheduleEventType"]
 	mapped := map[string]bool{}
 	for _, s := range shapes {
 		if name, ok := strings.CutPrefix(s.pointer, "/components/schemas/"); ok {
