@@ -14,6 +14,8 @@
 //	weft instance ls|count|show|history|logs|cancel|retry|rm|export|import
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
 //	weft event ls|dead
+//	weft schedule create|update FILE|-
+//	weft schedule ls|show|pause|unpause|trigger|backfill|rm
 //	weft admin status
 //	weft admin refresh [WORKFLOW...]
 //	weft admin backup FILE|-
@@ -94,6 +96,17 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"admin status":     a.adminStatus,
 		"admin refresh":    a.adminRefresh,
 		"admin backup":     a.adminBackup,
+
+		// Schedules (docs/schedules.md).
+		"schedule create":   a.scheduleCreate,
+		"schedule update":   a.scheduleUpdate,
+		"schedule ls":       a.scheduleList,
+		"schedule show":     a.scheduleShow,
+		"schedule pause":    a.schedulePause,
+		"schedule unpause":  a.scheduleUnpause,
+		"schedule trigger":  a.scheduleTrigger,
+		"schedule backfill": a.scheduleBackfill,
+		"schedule rm":       a.scheduleRemove,
 	}
 }
 
@@ -147,7 +160,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 // isGroup reports whether name is a group of commands (weft instance ...).
 func isGroup(name string) bool {
 	switch name {
-	case "plugin", "workflow", "instance", "event", "admin":
+	case "plugin", "workflow", "instance", "event", "schedule", "admin":
 		return true
 	}
 	return false
@@ -241,6 +254,18 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
                                   the queued events: sent with nothing waiting for them yet
   weft event dead [--limit N] [--cursor C]
                                   the events that expired with nothing waiting for them
+  weft schedule create FILE|- | update FILE|-
+      save a schedule document (YAML or JSON, docs/schedules.md) as it is in the file:
+      create refuses an id that exists, update one that does not
+  weft schedule ls [--limit N] [--cursor C]
+  weft schedule show ID [--events N]
+      its spec and policy, its next 10 fires (in UTC and its zone), its runs, its last N events
+  weft schedule pause ID [--note TEXT] | unpause ID [--note TEXT]
+  weft schedule trigger ID [--overlap POLICY]
+                                  a run now, under the schedule's overlap policy or POLICY
+  weft schedule backfill ID --from T --to T [--overlap POLICY]
+      the runs of the times its calendar names from T to T (RFC 3339 or a duration ago)
+  weft schedule rm ID             deletes it and its record; the runs it started go on
   weft admin status               whether the host is alive and ready (exit 0 only when ready)
   weft admin refresh [WORKFLOW...]
   weft admin backup FILE|-        a backup of the embedded store, taken while the host runs
