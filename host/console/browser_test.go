@@ -586,7 +586,7 @@ func (tb *tab) press(keys string) {
 }
 
 // TestBrowserKeyboard: after each route change the focus is on the new
-// page's heading; "g" then i, w, p or e goes to a section; "/" focuses
+// page's heading; "g" then i, w, s, p or e goes to a section; "/" focuses
 // the search box; none of them fires while typing in a field; "?" shows
 // the list of shortcuts, which Escape closes; the skip link, focused,
 // is shown and moves the focus to main.
@@ -603,6 +603,7 @@ func TestBrowserKeyboard(t *testing.T) {
 
 	for _, c := range []struct{ key, hash, heading string }{
 		{"w", "#/workflows", "h1:Workflows"},
+		{"s", "#/schedules", "h1:Schedules"},
 		{"p", "#/plugins", "h1:Plugins"},
 		{"e", "#/events", "h1:Events"},
 		{"i", "#/instances", "h1:Instances"},
@@ -696,8 +697,8 @@ func checkPhoneFits(tb *tab, what string) {
 	type box struct{ Left, Right, Top, Bottom, Width, Height float64 }
 	links := eval[[]box](tb, `[...document.querySelectorAll('header nav a')].map((a) => { const r = a.getBoundingClientRect();
 		return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height}; })`)
-	if len(links) != 4 {
-		tb.t.Fatalf("%s: the nav has %d links, want 4", what, len(links))
+	if len(links) != 5 {
+		tb.t.Fatalf("%s: the nav has %d links, want 5", what, len(links))
 	}
 	w := float64(tb.w)
 	for i, b := range links {

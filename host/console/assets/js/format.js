@@ -99,6 +99,39 @@ export function timeEl(iso) {
   return h('time', {datetime: iso, title: `${iso} (UTC)`}, fmtTime(iso));
 }
 
+// fmtUTC shows an RFC 3339 time in UTC, to the second: 2026-03-31
+// 00:00:00 UTC, as a schedule's fires are named.
+export function fmtUTC(iso) {
+  if (isZeroTime(iso)) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ` +
+    `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} UTC`;
+}
+
+// fmtInZone shows an RFC 3339 time in an IANA time zone (a schedule's),
+// labelled with the zone's offset then: 2026-03-31 02:00:00 UTC+02:00.
+// It answers '' when the browser does not know the zone.
+export function fmtInZone(iso, zone) {
+  if (isZeroTime(iso)) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  let parts;
+  try {
+    parts = new Intl.DateTimeFormat('en-US', {timeZone: zone, hourCycle: 'h23', year: 'numeric', month: '2-digit',
+      day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit'}).formatToParts(d);
+  } catch {
+    return '';
+  }
+  const v = Object.fromEntries(parts.map((x) => [x.type, x.value]));
+  const hour = v.hour === '24' ? '00' : v.hour;
+  // The offset is the wall clock's distance from UTC at that instant.
+  const wall = Date.UTC(Number(v.year), Number(v.month) - 1, Number(v.day), Number(hour), Number(v.minute), Number(v.second));
+  const off = Math.round((wall - Math.floor(d.getTime() / 1000) * 1000) / 60000);
+  const sign = off >= 0 ? '+' : '-';
+  return `${v.year}-${v.month}-${v.day} ${hour}:${v.minute}:${v.second} UTC${sign}${pad(Math.floor(Math.abs(off) / 60))}:${pad(Math.abs(off) % 60)}`;
+}
+
 // fmtDuration shows milliseconds for people: 350ms, 1.2s, 2m 03s, 1h 02m, 3d 4h.
 export function fmtDuration(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return '—';
@@ -196,6 +229,7 @@ export const links = {
   workflow: (name, version) => route(['workflows', name], {version}),
   plugin: (name) => route(['plugins', name]),
   instances: (query) => route(['instances'], query),
+  schedule: (id) => route(['schedules', id]),
 };
 
 // --- timing ---

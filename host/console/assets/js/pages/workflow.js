@@ -67,15 +67,21 @@ export function graphOf(wf, opts) {
 // "name:" line. It need not be exact: the host checks that the name in
 // the URL is the definition's own (422 otherwise), and parses the rest.
 export function nameOf(text) {
+  return topField(text, 'name');
+}
+
+// topField reads a top-level string field (key, a plain word) of a
+// document about to be saved, as nameOf reads "name"; '' when it has none.
+export function topField(text, key) {
   if (contentTypeOf(text) === 'application/json') {
     try {
       const v = JSON.parse(text);
-      return v && typeof v.name === 'string' ? v.name : '';
+      return v && typeof v[key] === 'string' ? v[key] : '';
     } catch {
       return ''; // the host says what is wrong with it
     }
   }
-  const m = text.match(/^name[ \t]*:[ \t]*(?:"([^"]*)"|'([^']*)'|([^\s#"'][^#\r\n]*?))[ \t]*(?:#.*)?$/m);
+  const m = text.match(new RegExp(`^${key}[ \\t]*:[ \\t]*(?:"([^"]*)"|'([^']*)'|([^\\s#"'][^#\\r\\n]*?))[ \\t]*(?:#.*)?$`, 'm'));
   return m ? (m[1] ?? m[2] ?? m[3] ?? '').trim() : '';
 }
 
