@@ -222,6 +222,7 @@ func TestChaos(t *testing.T) {
 		"--set", fmt.Sprint("engine.workers=", cfg.Workers),
 		"--set", fmt.Sprint("plugins.pool_size=", cfg.Pool))
 	deployTo(t, r, chaosWorkflow)
+	deploySchedule(t, r)
 
 	plan := makePlan(cfg, seed)
 	outs := make([]outcome, len(plan))
@@ -244,6 +245,7 @@ func TestChaos(t *testing.T) {
 	awaitEnds(t, r, cfg, plan, outs)
 
 	res := checkChaos(t, r, cfg, plan, outs, faults, pressure)
+	checkSchedule(t, r, stats, res)
 	res.seed, res.t0, res.elapsed, res.faults, res.retries = seed, t0, elapsed, faults, stats.snapshot()
 	res.startPhase, res.cfg = startPhase, cfg
 	path := filepath.Join(dir, "report.md")
@@ -1060,7 +1062,7 @@ func (res *chaosResult) summary(path string) string {
 	if !res.cfg.BoundTakeovers {
 		unbounded = fmt.Sprintf(", %d late otherwise (reported, not bounded, in the short variant)", len(res.unbounded))
 	}
-	return fmt.Sprintf("chaos %s: seed %d, %d/%d instances completed in %s; violations %s (output/completion/wait/event/answer/details/takeover-time); "+
+	return fmt.Sprintf("chaos %s: seed %d, %d/%d instances completed in %s; violations %s (output/completion/wait/event/answer/details/takeover-time/schedule); "+
 		"%d takeovers (%d after a kill or pause: min %s median %s p99 %s max %s, bound %s, %d late while the CPU was saturated%s; %d after the Redis kill; %d unexplained); "+
 		"faults: %d kills, %d pause, %d Redis kill; report %s",
 		verdict, res.seed, res.completed, res.instances, res.elapsed.Round(time.Second), strings.Join(viol, "/"),
