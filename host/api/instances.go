@@ -430,12 +430,9 @@ func (s *Server) history(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	after := c.Query("after", c.Query("cursor"))
-	var afterSeq uint64
-	if after != "" {
-		if afterSeq, err = strconv.ParseUint(after, 10, 64); err != nil {
-			return invalidField("after", "must be an event sequence number, got %q", after)
-		}
+	afterSeq, err := afterParam(c)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
@@ -678,4 +675,19 @@ func (s *Server) importState(c *fiber.Ctx) error {
 		return err
 	}
 	return created(c, isNew, v)
+}
+
+// afterParam reads ?after= (or ?cursor=, the name every other list's
+// next page has), the sequence number a page of history entries or
+// schedule events starts after; 0 when absent.
+func afterParam(c *fiber.Ctx) (uint64, error) {
+	after := c.Query("after", c.Query("cursor"))
+	if after == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(after, 10, 64)
+	if err != nil {
+		return 0, invalidField("after", "must be an event sequence number, got %q", after)
+	}
+	return n, nil
 }

@@ -230,12 +230,9 @@ func (s *Server) scheduleEvents(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	after := c.Query("after", c.Query("cursor"))
-	var afterSeq uint64
-	if after != "" {
-		if afterSeq, err = strconv.ParseUint(after, 10, 64); err != nil {
-			return invalidField("after", "must be an event sequence number, got %q", after)
-		}
+	afterSeq, err := afterParam(c)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()

@@ -63,13 +63,19 @@ type DefinitionError struct {
 
 // Error implements error.
 func (e *DefinitionError) Error() string {
+	return problemsError("invalid workflow definition", e.Name, e.Problems)
+}
+
+// problemsError formats a document's problems on one line: what, the
+// document's name when it has one, and each problem.
+func problemsError(what, name string, ps []Problem) string {
 	var b strings.Builder
-	b.WriteString("invalid workflow definition")
-	if e.Name != "" {
-		fmt.Fprintf(&b, " %q", e.Name)
+	b.WriteString(what)
+	if name != "" {
+		fmt.Fprintf(&b, " %q", name)
 	}
 	b.WriteString(": ")
-	for i, p := range e.Problems {
+	for i, p := range ps {
 		if i > 0 {
 			b.WriteString("; ")
 		}

@@ -2,8 +2,6 @@ package weft
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
 	"time"
 )
 
@@ -87,21 +85,7 @@ type ScheduleError struct {
 }
 
 // Error implements error.
-func (e *ScheduleError) Error() string {
-	var b strings.Builder
-	b.WriteString("invalid schedule")
-	if e.ID != "" {
-		fmt.Fprintf(&b, " %q", e.ID)
-	}
-	b.WriteString(": ")
-	for i, p := range e.Problems {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(p.String())
-	}
-	return b.String()
-}
+func (e *ScheduleError) Error() string { return problemsError("invalid schedule", e.ID, e.Problems) }
 
 // Is reports whether target is ErrInvalid.
 func (e *ScheduleError) Is(target error) bool { return target == ErrInvalid }
