@@ -221,9 +221,24 @@ func skippedEvent(events []weft.ScheduleEvent, actor string, skipped []schedule.
 	return append(events, ev), nil
 }
 
+// MaxScheduleNote bounds the note of a pause or an unpause, in bytes: it
+// is kept with the schedule and in each event of its record.
+const MaxScheduleNote = 1024
+
+// checkNote refuses a note longer than MaxScheduleNote.
+func checkNote(id, note string) error {
+	if len(note) > MaxScheduleNote {
+		return &weft.ScheduleError{ID: id, Problems: []weft.Problem{{Path: "note", Message: fmt.Sprintf("is %d bytes, more than %d", len(note), MaxScheduleNote)}}}
+	}
+	return nil
+}
+
 // PauseSchedule pauses a schedule with a note: its scheduled fires stop
 // until UnpauseSchedule (triggers and backfills still run).
 func (e *Engine) PauseSchedule(ctx context.Context, id, note, actor string) (*weft.Schedule, error) {
+	if err := checkNote(id, note); err != nil {
+		return nil, err
+	}
 	return e.changeSchedule(ctx, id, func(_ *schedule.Document, s *weft.Schedule, st schedule.State) (schedule.State, []weft.ScheduleEvent, error) {
 		if st.Paused {
 			return st, nil, nil
@@ -242,6 +257,9 @@ func (e *Engine) PauseSchedule(ctx context.Context, id, note, actor string) (*we
 // UnpauseSchedule resumes a paused schedule from now: the fires that came
 // due while it was paused are recorded as skipped.
 func (e *Engine) UnpauseSchedule(ctx context.Context, id, note, actor string) (*weft.Schedule, error) {
+	if err := checkNote(id, note); err != nil {
+		return nil, err
+	}
 	return e.changeSchedule(ctx, id, func(doc *schedule.Document, s *weft.Schedule, st schedule.State) (schedule.State, []weft.ScheduleEvent, error) {
 		if !st.Paused {
 			return st, nil, nil

@@ -397,3 +397,21 @@ func TestScheduleRestartCatchesUp(t *testing.T) {
 		return slices.Equal(h.runs("nightly"), want) && slices.Equal(h.events("nightly"), slices.Repeat([]string{"run_started"}, len(want)))
 	})
 }
+
+// TestScheduleNoteBounded: a pause's note is kept with the schedule and in
+// every event of its record, so a long one is refused, naming the field.
+func TestScheduleNoteBounded(t *testing.T) {
+	t.Parallel()
+	h := newSchedHost(t)
+	h.put("noted", "overlap: skip")
+	for _, f := range []func(context.Context, string, string, string) (*weft.Schedule, error){h.e.PauseSchedule, h.e.UnpauseSchedule} {
+		_, err := f(context.Background(), "noted", strings.Repeat("x", engine.MaxScheduleNote+1), "test")
+		var e *weft.ScheduleError
+		if !errors.As(err, &e) || e.Problems[0].Path != "note" {
+			t.Errorf("a long note: %v, want a problem at note", err)
+		}
+	}
+	if _, err := h.e.PauseSchedule(context.Background(), "noted", strings.Repeat("x", engine.MaxScheduleNote), "test"); err != nil {
+		t.Errorf("a note of the bound: %v", err)
+	}
+}
