@@ -62,7 +62,10 @@ type Input struct {
 	RunCheck time.Duration
 	// RunSettle is how soon to look again while runs go on and nothing
 	// waits on their end, so that the state's runs and recent runs are
-	// at most this stale; zero means a minute.
+	// at most this stale (half as much again when the next fire is due by
+	// then: that fire's Step looks at them, and a second Step per fire
+	// would cost a large fleet with jitter a third more); zero means a
+	// minute.
 	RunSettle time.Duration
 }
 
@@ -356,7 +359,8 @@ func (s *stepper) wake(t time.Time) {
 }
 
 // wakeForRuns brings the next Step to within RunCheck while a decision
-// waits on a run's end, and within RunSettle while runs go on.
+// waits on a run's end, and within RunSettle while runs go on (1.5
+// RunSettle when the next fire is due by then).
 func (s *stepper) wakeForRuns() {
 	if len(s.st.Running) == 0 {
 		return
@@ -369,5 +373,9 @@ func (s *stepper) wakeForRuns() {
 		s.wake(s.in.Now.Add(s.in.RunCheck))
 		return
 	}
-	s.wake(s.in.Now.Add(s.in.RunSettle))
+	settle := s.in.Now.Add(s.in.RunSettle)
+	if !s.d.Wake.IsZero() && !s.d.Wake.After(settle.Add(s.in.RunSettle/2)) {
+		return // the next fire's Step is soon enough
+	}
+	s.wake(settle)
 }

@@ -230,6 +230,14 @@ func TestStep(t *testing.T) {
 			{at: "00:03", wake: "00:04"}, // the runs settle within a minute
 			{at: "00:06", start: []string{"00:06"}, wake: "00:07"},
 		}},
+		{name: "a run going on is looked at again within RunSettle", spec: Spec{Every: []Interval{{Every: 2 * time.Minute}}}, looks: []look{
+			{at: "00:02", start: []string{"00:02"}, wake: "00:03"},
+			{at: "00:03", wake: "00:04"},
+		}},
+		{name: "or at the next fire, when it is due within 1.5 RunSettle", spec: Spec{Every: []Interval{{Every: 90 * time.Second}}}, looks: []look{
+			{at: "00:01:30", start: []string{"00:01:30"}, wake: "00:03"},
+			{at: "00:03", ended: done("00:01:30", weft.StatusCompleted), start: []string{"00:03"}, wake: "00:04:30"},
+		}},
 		{name: "jitter delays the fire, not its name", spec: Spec{Every: []Interval{{Every: time.Hour}}, Jitter: 30 * time.Minute}, looks: []look{
 			{at: "01:00", wake: hm(clock(t, "01:00").Add(mustJitter(t, "s", clock(t, "01:00"))))},
 		}},
