@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/notify"
 	"github.com/weftworks/weft/internal/queue/redisqueue"
 	"github.com/weftworks/weft/internal/store/redisstore"
@@ -33,7 +34,8 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 	// default (ten per CPU), or idle workers starve every other call,
 	// and the lock calls, whose deadlines are a twentieth of a lock's
 	// TTL, time out waiting for a connection for as long as they idle.
-	pool := 10*runtime.GOMAXPROCS(0) + cfg.Engine.WithDefaults().Workers
+	// The schedules sweep's steppers get theirs too.
+	pool := 10*runtime.GOMAXPROCS(0) + cfg.Engine.WithDefaults().Workers + engine.ScheduleSteppers
 	for _, addr := range cfg.RedisAddrs {
 		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: 2 * time.Second, PoolSize: pool})
 		clients = append(clients, c)

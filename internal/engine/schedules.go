@@ -309,19 +309,29 @@ func (e *Engine) BackfillSchedule(ctx context.Context, id string, from, to time.
 
 // sweepSchedules steps the schedules that are due, several at a time, up
 // to a batch per turn and for half the turn's lock TTL at most: the rest
-// are due still at the next turn, which this node or another takes.
+// are due still at the next turn, which this node or another takes. The
+// batch's records and what became of their runs are read at once, two
+// reads for the whole batch.
 func (e *Engine) sweepSchedules(ctx context.Context) {
 	stopAt := time.Now().Add(singletonTTL(e.cfg.ScheduleInterval) / 2)
-	ids, err := e.store.DueSchedules(ctx, e.cfg.Now(), scheduleBatch)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.log.Warn("finding due schedules", "err", err)
+	due, err := e.store.DueSchedules(ctx, e.cfg.Now(), scheduleBatch)
+	if err == nil {
+		var statuses map[string]weft.Status
+		if statuses, err = e.runStatuses(ctx, due); err == nil {
+			e.stepSchedules(ctx, due, statuses, stopAt)
+			return
 		}
-		return
 	}
+	if ctx.Err() == nil {
+		e.log.Warn("finding due schedules", "err", err)
+	}
+}
+
+// stepSchedules steps due, ScheduleSteppers at a time, until stopAt.
+func (e *Engine) stepSchedules(ctx context.Context, due []weft.Schedule, statuses map[string]weft.Status, stopAt time.Time) {
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, scheduleSteppers)
-	for _, id := range ids {
+	slots := make(chan struct{}, ScheduleSteppers)
+	for i := range due {
 		if time.Now().After(stopAt) || ctx.Err() != nil {
 			break
 		}
@@ -329,36 +339,63 @@ func (e *Engine) sweepSchedules(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			if err := e.stepSchedule(ctx, id); err != nil && ctx.Err() == nil {
-				e.log.Warn("stepping a schedule", "schedule", id, "err", err)
+			if err := e.stepSchedule(ctx, &due[i], statuses); err != nil && ctx.Err() == nil {
+				e.log.Warn("stepping a schedule", "schedule", due[i].ID, "err", err)
 			}
 		}()
 	}
 	wg.Wait()
 }
 
-// scheduleBatch is how many due schedules a sweep's turn steps at most,
-// and scheduleSteppers how many at once: a step waits on the store a few
-// times, and the store serves many callers at once.
-const (
-	scheduleBatch    = 1000
-	scheduleSteppers = 16
-)
-
-// stepSchedule reads a schedule and what became of its runs, decides
-// (schedule.Step), starts and cancels runs, and writes the new state with
-// what it did. A start that fails for good (the workflow is gone, the
-// input does not evaluate) is recorded and not retried; any other error
-// leaves the schedule as it was, due still, for the next turn, whose
-// starts of the same fires find the instances this turn created.
-func (e *Engine) stepSchedule(ctx context.Context, id string) error {
-	for range scheduleWrites {
-		s, err := e.store.GetSchedule(ctx, id)
-		if errors.Is(err, weft.ErrNotFound) {
-			return nil // deleted since it was listed
-		}
+// runStatuses reads the status of the running runs of schedules, in one
+// read; a schedule whose state does not decode is left to its step, which
+// reports it.
+func (e *Engine) runStatuses(ctx context.Context, scs []weft.Schedule) (map[string]weft.Status, error) {
+	var ids []string
+	for i := range scs {
+		st, err := scheduleState(&scs[i])
 		if err != nil {
-			return err
+			continue
+		}
+		for _, r := range st.Running {
+			ids = append(ids, r.InstanceID)
+		}
+	}
+	if len(ids) == 0 {
+		return map[string]weft.Status{}, nil
+	}
+	return e.store.InstanceStatuses(ctx, ids)
+}
+
+// scheduleBatch is how many due schedules a sweep's turn steps at most.
+const scheduleBatch = 1000
+
+// ScheduleSteppers is how many schedules the sweep steps at once: a step
+// waits on the store a few times, and the store serves many callers at
+// once (the embedded one commits the writes that wait together in one
+// transaction, so more at once is fewer, larger transactions). A Redis
+// client's pool needs as many connections on top of the workers' (see
+// host/node).
+const ScheduleSteppers = 128
+
+// stepSchedule decides (schedule.Step) from a schedule's record s and the
+// statuses of its runs, starts and cancels runs, and writes the new state
+// with what it did; when another write came first, it reads both again
+// and decides again. A start that fails for good (the workflow is gone,
+// the input does not evaluate) is recorded and not retried; any other
+// error leaves the schedule as it was, due still, for the next turn, whose
+// starts of the same fires find the instances this turn created.
+func (e *Engine) stepSchedule(ctx context.Context, s *weft.Schedule, statuses map[string]weft.Status) error {
+	id := s.ID
+	for attempt := range scheduleWrites {
+		if attempt > 0 {
+			var err error
+			if s, err = e.store.GetSchedule(ctx, id); errors.Is(err, weft.ErrNotFound) {
+				return nil // deleted meanwhile
+			} else if err != nil {
+				return err
+			}
+			statuses = nil
 		}
 		doc, err := e.schedules.get(s)
 		if err != nil {
@@ -368,16 +405,17 @@ func (e *Engine) stepSchedule(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
+		if statuses == nil {
+			if statuses, err = e.runStatuses(ctx, []weft.Schedule{*s}); err != nil {
+				return err
+			}
+		}
 		for i := range st.Running {
 			r := &st.Running[i]
-			inst, err := e.store.GetInstance(ctx, r.InstanceID)
-			switch {
-			case errors.Is(err, weft.ErrNotFound):
+			if status, ok := statuses[r.InstanceID]; ok {
+				r.Status = status
+			} else {
 				r.Gone = true
-			case err != nil:
-				return err
-			default:
-				r.Status = inst.Status
 			}
 		}
 		now := e.cfg.Now()
@@ -394,7 +432,7 @@ func (e *Engine) stepSchedule(ctx context.Context, id string) error {
 		}
 		s.Wake = d.Wake
 		_, err = e.store.UpdateSchedule(ctx, s, events)
-		if errors.Is(err, weft.ErrConflict) {
+		if errors.Is(err, weft.ErrConflict) || errors.Is(err, weft.ErrNotFound) {
 			continue // an operator's change came first: decide again
 		}
 		return err
@@ -425,7 +463,7 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 		// An input that does not evaluate would not the next time either.
 		input, err := doc.RunInput(f)
 		if err == nil {
-			_, _, err = e.Start(ctx, doc.Workflow, input, runID)
+			err = e.startFire(ctx, doc.Workflow, input, runID)
 			if err != nil && !startFailsForGood(err) {
 				return nil, fmt.Errorf("engine: schedule %s: starting run %s: %w", doc.ID, runID, err)
 			}

@@ -188,10 +188,10 @@ func benchSchedules10k(b *testing.B, backend string, jitter bool) {
 		srv := redistest.Start(b)
 		admin = srv.Client(b)
 		// As host/node sizes it: idle workers each hold a connection in a
-		// blocking read of the ready queue.
+		// blocking read of the ready queue; the sweep's steppers need theirs.
 		opts := srv.Options()
 		opts.ContextTimeoutEnabled = true
-		opts.PoolSize = 10*runtime.GOMAXPROCS(0) + cfg.WithDefaults().Workers
+		opts.PoolSize = 10*runtime.GOMAXPROCS(0) + cfg.WithDefaults().Workers + engine.ScheduleSteppers
 		c := redis.NewClient(opts)
 		b.Cleanup(func() { _ = c.Close() })
 		rs, err := redisstore.Open(ctx, redisstore.Config{Client: c, Logger: cfg.Logger})

@@ -90,10 +90,31 @@ func (e *Engine) push(ctx context.Context, id, reason string) {
 	}
 }
 
+// startFire is Start for a schedule's fire, whose id is most likely new:
+// it does not look for an instance with the id before creating one (the
+// commit's create-if-absent finds it), which saves a fire a read.
+func (e *Engine) startFire(ctx context.Context, workflow string, input json.RawMessage, id string) error {
+	inst, created, err := e.createAs(ctx, workflow, input, id, nil, false)
+	if err != nil {
+		return err
+	}
+	if created || !inst.Status.Terminal() {
+		e.dispatch(ctx, inst.ID)
+	}
+	return nil
+}
+
 // create stores a new pending instance (idempotently by id, see Start)
 // without queueing it.
 func (e *Engine) create(ctx context.Context, workflow string, input json.RawMessage, id string, parent *weft.ParentRef) (*weft.Instance, bool, error) {
-	if id != "" {
+	return e.createAs(ctx, workflow, input, id, parent, true)
+}
+
+// createAs is create; lookFirst reads the instance with a given id before
+// anything else, which answers a retried start without the definition or
+// its plugins (they may have changed since).
+func (e *Engine) createAs(ctx context.Context, workflow string, input json.RawMessage, id string, parent *weft.ParentRef, lookFirst bool) (*weft.Instance, bool, error) {
+	if id != "" && lookFirst {
 		// The common case of a retried start, answered without needing the
 		// definition or its plugins, which may have changed since.
 		if old, err := e.existing(ctx, workflow, id); old != nil || err != nil {

@@ -38,6 +38,11 @@ type Store interface {
 	// GetInstance returns the instance with its State, or ErrNotFound.
 	GetInstance(ctx context.Context, id string) (*weft.Instance, error)
 
+	// InstanceStatuses returns the status of each instance of ids that
+	// exists; the others are absent from the map. It reads nothing else:
+	// the schedules sweep asks it what became of many runs at once.
+	InstanceStatuses(ctx context.Context, ids []string) (map[string]weft.Status, error)
+
 	// ListInstances returns a page of instances matching f, without their
 	// State, ordered by (CreatedAt, ID), oldest first unless f.NewestFirst,
 	// and the cursor of the next page ("" after the last page). Oldest
@@ -274,9 +279,10 @@ type Store interface {
 	// ErrNotFound. The instances it started stay.
 	DeleteSchedule(ctx context.Context, id string) error
 
-	// DueSchedules returns up to limit ids of schedules whose Wake is set
-	// and not after now, the earliest Wake first (ties by id).
-	DueSchedules(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// DueSchedules returns up to limit schedules whose Wake is set and not
+	// after now, the earliest Wake first (ties by id), each as GetSchedule
+	// returns it: the sweep steps them without reading each again.
+	DueSchedules(ctx context.Context, now time.Time, limit int) ([]weft.Schedule, error)
 
 	// ScheduleEvents returns up to limit events of a schedule with Seq
 	// greater than afterSeq, in order; ErrNotFound when there is no such

@@ -469,6 +469,31 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*weft.Instance, err
 	return out, err
 }
 
+// InstanceStatuses implements store.Store: one read transaction, and of
+// each record only its status is decoded.
+func (s *Store) InstanceStatuses(ctx context.Context, ids []string) (map[string]weft.Status, error) {
+	out := make(map[string]weft.Status, len(ids))
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		clear(out)
+		b := tx.Bucket(bInst)
+		for _, id := range ids {
+			raw := b.Get([]byte(id))
+			if raw == nil {
+				continue
+			}
+			var r struct {
+				Status weft.Status `json:"status"`
+			}
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("instance %q: corrupt record: %w", id, err)
+			}
+			out[id] = r.Status
+		}
+		return nil
+	})
+	return out, err
+}
+
 // ListInstances implements store.Store.
 func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]weft.Instance, string, error) {
 	if err := ctx.Err(); err != nil {

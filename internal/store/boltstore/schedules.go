@@ -35,6 +35,28 @@ func getSched(tx *bolt.Tx, id string) (*schedRecord, error) {
 	return decodeSched(id, raw)
 }
 
+// getSchedHead reads what a write of a schedule needs of its stored
+// record (revision, wake, creation, last event), skipping the document and
+// the state: a write transaction is the store's one writer's time.
+func getSchedHead(tx *bolt.Tx, id string) (*schedRecord, error) {
+	raw := tx.Bucket(bSched).Get([]byte(id))
+	if raw == nil {
+		return nil, nil
+	}
+	var h struct {
+		Wake      time.Time `json:"wake,omitzero"`
+		Revision  uint64    `json:"revision"`
+		CreatedAt time.Time `json:"created_at"`
+		EventSeq  uint64    `json:"event_seq,omitempty"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return nil, fmt.Errorf("schedule %q: corrupt record: %w", id, err)
+	}
+	r := &schedRecord{EventSeq: h.EventSeq}
+	r.ID, r.Wake, r.Revision, r.CreatedAt = id, h.Wake, h.Revision, h.CreatedAt
+	return r, nil
+}
+
 func decodeSched(id string, raw []byte) (*schedRecord, error) {
 	var r schedRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -233,7 +255,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, sc *weft.Schedule, events []
 	var out *weft.Schedule
 	err := s.write(ctx, func(tx *bolt.Tx) error {
 		out = nil
-		old, err := getSched(tx, base.ID)
+		old, err := getSchedHead(tx, base.ID)
 		if err != nil {
 			return err
 		}
@@ -293,10 +315,10 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 }
 
 // DueSchedules implements store.Store.
-func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]string, error) {
+func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]weft.Schedule, error) {
 	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
-	var out []string
+	var out []weft.Schedule
 	err := s.read(ctx, func(tx *bolt.Tx) error {
 		out = nil
 		c := tx.Bucket(bSchedWake).Cursor()
@@ -305,7 +327,14 @@ func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]s
 			if !ok {
 				return fmt.Errorf("corrupt schedule wake key %x", k)
 			}
-			out = append(out, id)
+			r, err := getSched(tx, id)
+			if err != nil {
+				return err
+			}
+			if r == nil {
+				return fmt.Errorf("schedule %q: a wake entry without its record", id)
+			}
+			out = append(out, r.Schedule)
 		}
 		return nil
 	})

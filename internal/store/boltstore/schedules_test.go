@@ -160,8 +160,8 @@ func TestOpenAddsSchedules(t *testing.T) {
 	if _, err := s.CreateSchedule(ctx, sc, skipped(1)); err != nil {
 		t.Fatal(err)
 	}
-	ids, err := s.DueSchedules(ctx, sc.Wake, 10)
-	if err != nil || len(ids) != 1 || ids[0] != "s" {
-		t.Errorf("DueSchedules = %v, %v; want [s]", ids, err)
+	due, err := s.DueSchedules(ctx, sc.Wake, 10)
+	if err != nil || len(due) != 1 || due[0].ID != "s" {
+		t.Errorf("DueSchedules = %v, %v; want [s]", due, err)
 	}
 }

@@ -509,6 +509,41 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 	return items, next, nil
 }
 
+// InstanceStatuses implements store.Store: one round trip reads the
+// records, of which only the status is decoded.
+func (s *Store) InstanceStatuses(ctx context.Context, ids []string) (map[string]weft.Status, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.StringCmd, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGet(ctx, s.p+"i:"+id, "doc")
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, s.fail(ctx, "statuses of instances", fmt.Sprintf("%d ids", len(ids)), err)
+	}
+	out := make(map[string]weft.Status, len(ids))
+	for i, c := range cmds {
+		doc, err := c.Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, s.fail(ctx, "status of instance", ids[i], err)
+		}
+		var r struct {
+			Status weft.Status `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(doc), &r); err != nil {
+			return nil, s.corrupt(fmt.Errorf("instance %q: corrupt record: %w", ids[i], err))
+		}
+		out[ids[i]] = r.Status
+	}
+	return out, nil
+}
+
 // CountInstances implements store.Store: the sizes of the status indexes,
 // in one round trip.
 func (s *Store) CountInstances(ctx context.Context, workflow string) (map[weft.Status]int, error) {

@@ -298,7 +298,7 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 // hex time, then the id, so byte order is (wake, id). Wakes after 2262 are
 // kept as 2262's (hexTime clamps them): they are due only then, and
 // among themselves by id.
-func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]string, error) {
+func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]weft.Schedule, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -306,12 +306,35 @@ func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]s
 	if err != nil {
 		return nil, s.fail(ctx, "due schedules at", now.UTC().Format(time.RFC3339Nano), err)
 	}
-	var out []string
-	for _, m := range ms {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
 		if len(m) < 17 {
 			return nil, s.corrupt(fmt.Errorf("corrupt schedule wake member %q", m))
 		}
-		out = append(out, m[16:])
+		ids[i] = m[16:]
+	}
+	// The records, in one round trip. A schedule deleted since the index
+	// was read is left out.
+	cmds := make([]*redis.SliceCmd, len(ids))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HMGet(ctx, s.p+"sc:"+id, scheduleFields...)
+		}
+		return nil
+	}); err != nil {
+		return nil, s.fail(ctx, "due schedules at", now.UTC().Format(time.RFC3339Nano), err)
+	}
+	out := make([]weft.Schedule, 0, len(ids))
+	for i, c := range cmds {
+		vals := c.Val()
+		if len(vals) == 0 || vals[0] == nil {
+			continue
+		}
+		sc, err := decodeSchedule(ids[i], vals)
+		if err != nil {
+			return nil, s.corrupt(err)
+		}
+		out = append(out, *sc)
 	}
 	return out, nil
 }

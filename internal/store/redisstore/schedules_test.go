@@ -217,7 +217,11 @@ func TestScheduleWakeOutsideHexTime(t *testing.T) {
 		{storetest.Epoch, "[early]"},
 		{late, "[early late]"},
 	} {
-		ids, err := s.DueSchedules(ctx, tt.now, 10)
+		due, err := s.DueSchedules(ctx, tt.now, 10)
+		var ids []string
+		for _, sc := range due {
+			ids = append(ids, sc.ID)
+		}
 		if err != nil || fmt.Sprint(ids) != tt.want {
 			t.Errorf("DueSchedules(%v) = %v, %v; want %s", tt.now, ids, err, tt.want)
 		}

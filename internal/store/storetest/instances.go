@@ -120,6 +120,24 @@ func testCreateAndGet(t *testing.T, h *harness) {
 	})
 }
 
+func testInstanceStatuses(t *testing.T, h *harness) {
+	h.create(t, instance("a", "w"))
+	b := h.create(t, instance("b", "w"))
+	b.Status = weft.StatusCompleted
+	h.commit(t, store.Commit{Instance: b})
+	got, err := h.s.InstanceStatuses(ctx(t), []string{"b", "nope", "a", "b"})
+	must(t, "InstanceStatuses", err)
+	want := map[string]weft.Status{"a": weft.StatusPending, "b": weft.StatusCompleted}
+	if !maps.Equal(got, want) {
+		t.Errorf("InstanceStatuses = %v, want %v", got, want)
+	}
+	got, err = h.s.InstanceStatuses(ctx(t), nil)
+	must(t, "InstanceStatuses of none", err)
+	if len(got) != 0 {
+		t.Errorf("InstanceStatuses of none = %v, want none", got)
+	}
+}
+
 func testCreateTwice(t *testing.T, h *harness) {
 	first := h.create(t, instance("x", "w"))
 	second := instance("x", "other")

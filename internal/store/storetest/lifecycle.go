@@ -125,6 +125,7 @@ func testCancelledContext(t *testing.T, h *harness) {
 		}},
 		{"Commit update", func() error { _, err := h.s.Commit(c, store.Commit{Instance: upd}); return err }},
 		{"GetInstance", func() error { _, err := h.s.GetInstance(c, "i"); return err }},
+		{"InstanceStatuses", func() error { _, err := h.s.InstanceStatuses(c, []string{"i"}); return err }},
 		{"ListInstances", func() error { _, _, err := h.s.ListInstances(c, weft.InstanceFilter{}); return err }},
 		{"DeleteInstance", func() error { return h.s.DeleteInstance(c, "i", 0) }},
 		{"History", func() error { _, err := h.s.History(c, "i", 0, 0); return err }},
@@ -195,6 +196,8 @@ func testClosed(t *testing.T, h *harness) {
 	must(t, "Close again", h.s.Close())
 	_, err := h.s.GetInstance(ctx(t), "i")
 	wantErr(t, "GetInstance after Close", err, weft.ErrClosed)
+	_, err = h.s.InstanceStatuses(ctx(t), []string{"i"})
+	wantErr(t, "InstanceStatuses after Close", err, weft.ErrClosed)
 	_, err = h.s.Commit(ctx(t), store.Commit{Instance: instance("j", "w")})
 	wantErr(t, "Commit after Close", err, weft.ErrClosed)
 }

@@ -81,6 +81,15 @@ func wantSchedule(t *testing.T, what string, got, want *weft.Schedule, rev uint6
 	wantTime(t, what+": UpdatedAt", got.UpdatedAt, updated)
 }
 
+// scheduleIDs returns the ids of schedules.
+func scheduleIDs(scs []weft.Schedule) []string {
+	var ids []string
+	for _, sc := range scs {
+		ids = append(ids, sc.ID)
+	}
+	return ids
+}
+
 // eventsOf returns a schedule's events as "seq:type:n" strings.
 func eventsOf(t *testing.T, h *harness, id string, after uint64, limit int) []string {
 	t.Helper()
@@ -274,10 +283,19 @@ func testListSchedules(t *testing.T, h *harness) {
 }
 
 func testDueSchedules(t *testing.T, h *harness) {
+	// due returns the ids of the due schedules, each record checked
+	// against GetSchedule's.
 	due := func(now time.Time, limit int) []string {
 		t.Helper()
-		ids, err := h.s.DueSchedules(ctx(t), now, limit)
+		scs, err := h.s.DueSchedules(ctx(t), now, limit)
 		must(t, "DueSchedules", err)
+		var ids []string
+		for i := range scs {
+			got := &scs[i]
+			want := h.getSchedule(t, got.ID)
+			wantSchedule(t, "due schedule "+got.ID, got, want, want.Revision, want.CreatedAt, want.UpdatedAt)
+			ids = append(ids, got.ID)
+		}
 		return ids
 	}
 	h.createSchedule(t, newSchedule("later", Epoch.Add(2*time.Hour)))
@@ -361,9 +379,9 @@ func testDeleteSchedule(t *testing.T, h *harness) {
 	_, err = h.s.ScheduleEvents(ctx(t), "gone", 0, 10)
 	wantErr(t, "ScheduleEvents after delete", err, weft.ErrNotFound)
 	wantErr(t, "DeleteSchedule twice", h.s.DeleteSchedule(ctx(t), "gone"), weft.ErrNotFound)
-	ids, err := h.s.DueSchedules(ctx(t), Epoch.Add(time.Hour), 10)
+	scs, err := h.s.DueSchedules(ctx(t), Epoch.Add(time.Hour), 10)
 	must(t, "DueSchedules", err)
-	wantStrings(t, "due after delete", ids, nil)
+	wantStrings(t, "due after delete", scheduleIDs(scs), nil)
 	// The id can be used again; the new schedule has its own events.
 	h.createSchedule(t, newSchedule("gone", time.Time{}), event(weft.ScheduleCreated, 7))
 	wantStrings(t, "events of the new schedule", eventsOf(t, h, "gone", 0, 0), []string{"1:created:7"})
@@ -381,9 +399,9 @@ func testScheduleDurability(t *testing.T, h *harness) {
 	h.s = h.reopen()
 	wantSchedule(t, "after reopen", h.getSchedule(t, "kept"), s, 2, Epoch, at)
 	wantStrings(t, "events after reopen", eventsOf(t, h, "kept", 0, 0), []string{"1:created:1", "2:paused:2"})
-	ids, err := h.s.DueSchedules(ctx(t), Epoch.Add(time.Hour), 10)
+	scs, err := h.s.DueSchedules(ctx(t), Epoch.Add(time.Hour), 10)
 	must(t, "DueSchedules", err)
-	wantStrings(t, "due after reopen", ids, []string{"kept"})
+	wantStrings(t, "due after reopen", scheduleIDs(scs), []string{"kept"})
 	_, err = h.s.UpdateSchedule(ctx(t), s, []weft.ScheduleEvent{event(weft.ScheduleUnpaused, 3)})
 	must(t, "UpdateSchedule after reopen", err)
 	wantStrings(t, "events after reopen and a write", eventsOf(t, h, "kept", 0, 0), []string{"1:created:1", "2:paused:2", "3:unpaused:3"})

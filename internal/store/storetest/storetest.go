@@ -52,6 +52,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	}{
 		{"CreateAndGet", testCreateAndGet},
 		{"CreateTwice", testCreateTwice},
+		{"InstanceStatuses", testInstanceStatuses},
 		{"CreateRace", testCreateRace},
 		{"CompareAndSet", testCompareAndSet},
 		{"CommitAt", testCommitAt},
