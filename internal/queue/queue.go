@@ -33,6 +33,15 @@ type Item struct {
 	// Reason says why, for logs and metrics: "start", "resume", "timer",
 	// "stimulus", "recovery".
 	Reason string `json:"reason"`
+	// Priority orders the queue: 1 is handed out first, 5 last; 0 is the
+	// default, 3. Values outside 1…5 are clamped (internal/queue/fair).
+	Priority int `json:"priority,omitempty"`
+	// Key is the fairness key (a tenant): within a priority, the keys
+	// with queued items take turns, each up to Weight items a turn (0 is
+	// 1); within a key, first in, first out. Items without a key share
+	// the key "".
+	Key    string `json:"key,omitempty"`
+	Weight int    `json:"weight,omitempty"`
 }
 
 // Delivery is a popped item.
@@ -42,7 +51,11 @@ type Delivery interface {
 	Ack(ctx context.Context) error
 }
 
-// Queue is a ready queue.
+// Queue is a ready queue. It hands items out in the order of
+// internal/queue/fair: by priority, then round-robin across fairness keys,
+// then first in, first out; a pushed item's order is that of its first
+// push while it is queued (a later push of the same instance coalesces
+// into it, changing nothing).
 type Queue interface {
 	// Push adds item unless an item for the same instance is already
 	// queued (not yet popped), waiting while the queue is full until ctx

@@ -55,7 +55,7 @@
 // # Input
 //
 // The caller validates priorities (the API, the definition) and the
-// order does not return errors: Push maps Priority 0 to DefaultPriority
+// order does not return errors: Push maps Priority 0 to weft.DefaultPriority
 // and clamps any other value into 1…5 (below 1 is 1, above 5 is 5), and
 // treats a Weight below 1 as 1. Pop and Remove return the entry as
 // normalised, so the caller sees the priority it was served at. Clamping

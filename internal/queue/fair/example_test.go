@@ -3,6 +3,7 @@ package fair_test
 import (
 	"fmt"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/queue/fair"
 )
 
@@ -16,7 +17,7 @@ func Example() {
 	}
 	o.Push(fair.Entry{ID: "b1", Key: "b"})
 	o.Push(fair.Entry{ID: "b2", Key: "b"})
-	o.Push(fair.Entry{ID: "urgent", Key: "b", Priority: fair.HighestPriority})
+	o.Push(fair.Entry{ID: "urgent", Key: "b", Priority: weft.HighestPriority})
 	for l := range o.Lanes() {
 		fmt.Printf("priority %d, key %s: %d queued\n", l.Priority, l.Key, l.Queued)
 	}

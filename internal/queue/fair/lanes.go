@@ -28,7 +28,7 @@ type Lane struct {
 func (o *Order) Len() int { return len(o.ids) }
 
 // LenAt returns the number of entries queued at a priority (normalised as
-// Push does: 0 is DefaultPriority).
+// Push does: 0 is weft.DefaultPriority).
 func (o *Order) LenAt(priority int) int { return o.levels[normPriority(priority)-1].n }
 
 // Lane returns the lane of key at priority (normalised as Push does), or

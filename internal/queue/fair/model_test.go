@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/queue/fair"
 )
 
@@ -16,8 +17,8 @@ import (
 // queue's Lua is held to fair.Order, and fair.Order is held to this.
 type model struct {
 	entries []fair.Entry                      // push order
-	ring    [fair.LowestPriority + 1][]string // by priority; the head first
-	used    [fair.LowestPriority + 1]int      // pops of the head in its turn
+	ring    [weft.LowestPriority + 1][]string // by priority; the head first
+	used    [weft.LowestPriority + 1]int      // pops of the head in its turn
 	weight  map[laneID]int
 }
 
@@ -34,11 +35,11 @@ func (m *model) push(e fair.Entry) bool {
 	}
 	switch {
 	case e.Priority == 0:
-		e.Priority = fair.DefaultPriority
-	case e.Priority < fair.HighestPriority:
-		e.Priority = fair.HighestPriority
-	case e.Priority > fair.LowestPriority:
-		e.Priority = fair.LowestPriority
+		e.Priority = weft.DefaultPriority
+	case e.Priority < weft.HighestPriority:
+		e.Priority = weft.HighestPriority
+	case e.Priority > weft.LowestPriority:
+		e.Priority = weft.LowestPriority
 	}
 	if e.Weight < 1 {
 		e.Weight = 1
@@ -52,7 +53,7 @@ func (m *model) push(e fair.Entry) bool {
 }
 
 func (m *model) pop() (fair.Entry, bool) {
-	for p := fair.HighestPriority; p <= fair.LowestPriority; p++ {
+	for p := weft.HighestPriority; p <= weft.LowestPriority; p++ {
 		if len(m.ring[p]) == 0 {
 			continue
 		}
@@ -115,7 +116,7 @@ func (m *model) count(p int, key string) int {
 
 func (m *model) lanes() []fair.Lane {
 	var ls []fair.Lane
-	for p := fair.HighestPriority; p <= fair.LowestPriority; p++ {
+	for p := weft.HighestPriority; p <= weft.LowestPriority; p++ {
 		for _, k := range m.ring[p] {
 			l := fair.Lane{Priority: p, Key: k, Weight: m.weight[laneID{p, k}]}
 			for _, e := range m.entries {
@@ -211,7 +212,7 @@ func compare(t *testing.T, step int, o *fair.Order, m *model) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("step %d: Lanes() = %+v, the model's are %+v", step, got, want)
 	}
-	for p := fair.HighestPriority; p <= fair.LowestPriority; p++ {
+	for p := weft.HighestPriority; p <= weft.LowestPriority; p++ {
 		n := 0
 		for _, l := range want {
 			if l.Priority == p {

@@ -1,23 +1,16 @@
 package fair
 
-import "time"
+import (
+	"time"
 
-// The priorities a start may carry: 1 is served first, 5 last. Priority 0
-// in an Entry means DefaultPriority.
-const (
-	// HighestPriority is served before every other priority.
-	HighestPriority = 1
-	// LowestPriority is served only when no other priority has entries.
-	LowestPriority = 5
-	// DefaultPriority is the priority of an Entry whose Priority is 0.
-	DefaultPriority = 3
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Entry is one queued instance and what the order needs to know of it.
 type Entry struct {
 	// ID names the instance. An ID is queued at most once.
 	ID string
-	// Priority is 1 (highest) to 5 (lowest); 0 means DefaultPriority.
+	// Priority is 1 (highest) to 5 (lowest); 0 means weft.DefaultPriority.
 	// The caller validates it: Push clamps anything else into 1…5 (see
 	// the package doc, "Input").
 	Priority int
@@ -44,9 +37,9 @@ func (e Entry) normalize() Entry {
 
 func normPriority(p int) int {
 	if p == 0 {
-		return DefaultPriority
+		return weft.DefaultPriority
 	}
-	return min(max(p, HighestPriority), LowestPriority)
+	return min(max(p, weft.HighestPriority), weft.LowestPriority)
 }
 
 // Order is the order in which the ready queue hands out work: priorities
@@ -67,7 +60,7 @@ type Order struct {
 	freeLane int32
 	// ids finds an entry by its ID, for duplicate pushes and Remove.
 	ids    map[string]int32
-	levels [LowestPriority]level
+	levels [weft.LowestPriority]level
 }
 
 // node is one queued entry, linked into its lane.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/queue/fair"
 )
 
@@ -138,7 +139,7 @@ func run(t *testing.T, o *fair.Order, d *datadriven.TestData) string {
 	case "stats":
 		only()
 		fmt.Fprintf(&out, "len=%d", o.Len())
-		for p := fair.HighestPriority; p <= fair.LowestPriority; p++ {
+		for p := weft.HighestPriority; p <= weft.LowestPriority; p++ {
 			fmt.Fprintf(&out, " p%d=%d", p, o.LenAt(p))
 		}
 		out.WriteString("\n")

@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weftworks/weft/internal/queue"
+	"github.com/weftworks/weft/internal/queue/fair"
 )
 
 // Exercise runs the suite; newQueue returns an empty queue with room for at
@@ -143,6 +146,80 @@ func Exercise(t *testing.T, newQueue func(t *testing.T, capacity int) queue.Queu
 			t.Fatalf("popped %v, want the waiting item among them", seen)
 		}
 	})
+	t.Run("priority order", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 10)
+		pushAll(t, q, []queue.Item{
+			{InstanceID: "a", Priority: 3}, {InstanceID: "b", Priority: 1}, {InstanceID: "c", Priority: 5},
+			{InstanceID: "d"}, {InstanceID: "e", Priority: 1},
+		})
+		wantPops(t, q, pop, "b e a d c")
+	})
+	t.Run("round-robin across keys", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 10)
+		pushAll(t, q, []queue.Item{
+			{InstanceID: "x1", Key: "x"}, {InstanceID: "x2", Key: "x"}, {InstanceID: "x3", Key: "x"},
+			{InstanceID: "y1", Key: "y"}, {InstanceID: "z1", Key: "z"}, {InstanceID: "z2", Key: "z"},
+		})
+		wantPops(t, q, pop, "x1 y1 z1 x2 z2 x3")
+	})
+	t.Run("weights", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 10)
+		pushAll(t, q, []queue.Item{
+			{InstanceID: "x1", Key: "x", Weight: 2}, {InstanceID: "x2", Key: "x", Weight: 2},
+			{InstanceID: "x3", Key: "x", Weight: 2}, {InstanceID: "x4", Key: "x", Weight: 2},
+			{InstanceID: "y1", Key: "y"}, {InstanceID: "y2", Key: "y"}, {InstanceID: "y3", Key: "y"},
+		})
+		wantPops(t, q, pop, "x1 x2 y1 x3 x4 y2 y3")
+	})
+	t.Run("a coalesced push keeps the first push's order", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 10)
+		pushAll(t, q, []queue.Item{
+			{InstanceID: "a", Priority: 4, Key: "k"}, {InstanceID: "b", Priority: 4},
+			{InstanceID: "a", Priority: 1, Key: "other"},
+		})
+		got := pop(t, q)
+		if want := (queue.Item{InstanceID: "a", Reason: "test", Priority: 4, Key: "k"}); got != want {
+			t.Fatalf("popped %+v, want %+v", got, want)
+		}
+		wantPops(t, q, pop, "b")
+	})
+	t.Run("order matches fair.Order", func(t *testing.T) {
+		t.Parallel()
+		q := newQueue(t, 200)
+		var model fair.Order
+		rng := rand.New(rand.NewPCG(35, 1))
+		keys := []string{"", "a", "b", "c", "d"}
+		for i := range 600 {
+			if rng.IntN(3) > 0 || model.Len() == 0 {
+				it := queue.Item{
+					InstanceID: fmt.Sprint("i", rng.IntN(150)), Reason: "test",
+					Priority: rng.IntN(6), Key: keys[rng.IntN(len(keys))], Weight: rng.IntN(4),
+				}
+				if model.Len() >= 150 {
+					continue // stay below the capacity: Push would wait
+				}
+				model.Push(fair.Entry{ID: it.InstanceID, Priority: it.Priority, Key: it.Key, Weight: it.Weight})
+				if err := q.Push(context.Background(), it); err != nil {
+					t.Fatalf("step %d: Push(%+v): %v", i, it, err)
+				}
+				continue
+			}
+			want, _ := model.Pop()
+			if got := pop(t, q); got.InstanceID != want.ID {
+				t.Fatalf("step %d: popped %s, the fair order pops %s", i, got.InstanceID, want.ID)
+			}
+		}
+		for model.Len() > 0 {
+			want, _ := model.Pop()
+			if got := pop(t, q); got.InstanceID != want.ID {
+				t.Fatalf("draining: popped %s, the fair order pops %s", got.InstanceID, want.ID)
+			}
+		}
+	})
 	t.Run("hammer: every item is delivered", func(t *testing.T) {
 		t.Parallel()
 		q := newQueue(t, 8)
@@ -206,4 +283,30 @@ func Exercise(t *testing.T, newQueue func(t *testing.T, capacity int) queue.Queu
 			t.Fatalf("%d distinct items delivered, want %d", len(got), producers*perProducer)
 		}
 	})
+}
+
+// pushAll pushes items in order (Reason "test" where it is empty).
+func pushAll(t *testing.T, q queue.Queue, items []queue.Item) {
+	t.Helper()
+	for _, it := range items {
+		if it.Reason == "" {
+			it.Reason = "test"
+		}
+		if err := q.Push(context.Background(), it); err != nil {
+			t.Fatalf("Push(%+v): %v", it, err)
+		}
+	}
+}
+
+// wantPops pops as many items as want names (space-separated) and
+// requires those, in that order.
+func wantPops(t *testing.T, q queue.Queue, pop func(*testing.T, queue.Queue) queue.Item, want string) {
+	t.Helper()
+	var got []string
+	for range strings.Fields(want) {
+		got = append(got, pop(t, q).InstanceID)
+	}
+	if g := strings.Join(got, " "); g != want {
+		t.Fatalf("popped %s, want %s", g, want)
+	}
 }

@@ -2,24 +2,38 @@ package redisqueue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/queue"
 )
 
-// group is the one consumer group every node reads through.
-const group = "workers"
+const (
+	// group is the one consumer group every node reads the stream through.
+	group = "workers"
+	// waiters is the group through which waiting Pops take wake tokens:
+	// each token goes to one Pop, and with NOACK none is ever pending.
+	waiters = "waiters"
+	// wakeTokens bounds the wake stream (approximately: MAXLEN ~). A
+	// burst of pushes wakes about this many waiting Pops at once; the
+	// others find the rest when a woken Pop's worker comes back for more,
+	// or at the next look.
+	wakeTokens = 64
+)
 
 const (
-	// blockMax bounds one XREADGROUP BLOCK window, so that a waiting Pop
-	// looks for entries to take over at least this often.
+	// blockMax bounds one wait for a wake token, so that a waiting Pop
+	// looks for entries to take over, and looks at the lanes, at least
+	// this often.
 	blockMax = time.Second
 	// pushPollMin and pushPollMax bound the polls of a Push waiting for
 	// room; pops on other nodes cannot wake it.
@@ -27,8 +41,9 @@ const (
 	pushPollMax = time.Second
 	// retryMax bounds the backoff of a Pop whose Redis calls fail.
 	retryMax = 2 * time.Second
-	// closeTimeout bounds the calls Close makes to hand entries back.
-	closeTimeout = 5 * time.Second
+	// callTimeout bounds one call a Pop makes outside a wait, and the
+	// calls Close makes to hand entries back.
+	callTimeout = 5 * time.Second
 )
 
 // Config configures a Queue. Client and Consumer are required; New fills
@@ -112,8 +127,11 @@ type Queue struct {
 	vt       time.Duration
 	log      *slog.Logger
 	now      func() time.Time
+	prefix   string // {prefix}: — the lanes, rings and weights follow it
 	stream   string // {prefix}:ready
 	queued   string // {prefix}:queued
+	used     string // {prefix}:used
+	wake     string // {prefix}:wake
 
 	done chan struct{} // closed by Close
 	wg   sync.WaitGroup
@@ -126,16 +144,17 @@ type Queue struct {
 	room        chan struct{}        // closed and replaced when an item is popped here
 	nextReclaim time.Time            // when a Pop next looks for entries to take over
 	reclaimFrom string               // XAUTOCLAIM cursor
+	nextLook    time.Time            // when a waiting Pop next looks at the lanes unwoken
 }
 
 // New returns a Queue; it makes no call to Redis, so a node can start while
-// Redis is down. The stream and group are created on first use.
+// Redis is down. The stream and groups are created on first use.
 func New(cfg Config) (*Queue, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	tag := "{" + cfg.Prefix + "}"
+	prefix := "{" + cfg.Prefix + "}:"
 	q := &Queue{
 		client:      cfg.Client,
 		consumer:    cfg.Consumer,
@@ -143,8 +162,11 @@ func New(cfg Config) (*Queue, error) {
 		vt:          cfg.VisibilityTimeout,
 		log:         cfg.Logger.With("queue", cfg.Prefix, "consumer", cfg.Consumer),
 		now:         cfg.Now,
-		stream:      tag + ":ready",
-		queued:      tag + ":queued",
+		prefix:      prefix,
+		stream:      prefix + "ready",
+		queued:      prefix + "queued",
+		used:        prefix + "used",
+		wake:        prefix + "wake",
 		done:        make(chan struct{}),
 		held:        map[string]*delivery{},
 		room:        make(chan struct{}),
@@ -156,6 +178,32 @@ func New(cfg Config) (*Queue, error) {
 	return q, nil
 }
 
+// place returns the priority and weight that order item (the input rules
+// of internal/queue/fair: priority 0 is the default, others are clamped
+// into 1…5, a weight below 1 is 1).
+func place(item queue.Item) (priority, weight int) {
+	priority = item.Priority
+	if priority == 0 {
+		priority = weft.DefaultPriority
+	}
+	return min(max(priority, weft.HighestPriority), weft.LowestPriority), max(item.Weight, 1)
+}
+
+// laneKeys returns the keys of the lane, the ring and the weight hash that
+// item goes to, after the queued hash and the stream, and before the wake
+// stream: the KEYS of pushScript and requeueScript.
+func (q *Queue) laneKeys(item queue.Item) (keys []string, weight int) {
+	p, w := place(item)
+	ps := strconv.Itoa(p)
+	return []string{
+		q.queued, q.stream,
+		q.prefix + "lane:" + ps + ":" + item.Key,
+		q.prefix + "ring:" + ps,
+		q.prefix + "weight:" + ps,
+		q.wake,
+	}, w
+}
+
 // Push implements queue.Queue. It returns ctx.Err() when ctx ends while the
 // queue is full, queue.ErrClosed after Close, and an error naming the
 // instance when Redis fails.
@@ -163,6 +211,11 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 	if item.InstanceID == "" {
 		return errors.New("redisqueue: push: empty instance id")
 	}
+	v, err := json.Marshal(item)
+	if err != nil {
+		return fmt.Errorf("redisqueue: encoding instance %s's item: %w", item.InstanceID, err)
+	}
+	keys, w := q.laneKeys(item)
 	wait := pushPollMin
 	for {
 		if err := ctx.Err(); err != nil {
@@ -174,8 +227,8 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 		if closed {
 			return queue.ErrClosed
 		}
-		n, err := pushScript.Run(ctx, q.client, []string{q.stream, q.queued},
-			item.InstanceID, item.Reason, q.capacity, group).Int()
+		n, err := pushScript.Run(ctx, q.client, keys,
+			item.InstanceID, string(v), q.capacity, group, item.Key, w, wakeTokens).Int()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -252,7 +305,7 @@ func (q *Queue) Pop(ctx context.Context) (queue.Delivery, error) {
 func (q *Queue) fetch(d *delivery, deadline time.Time, hasDeadline bool, got chan<- *delivery, abandon <-chan struct{}) {
 	defer q.wg.Done()
 	backoff := time.Duration(0)
-	quick := true // try the one-round-trip pop before blocking
+	look := true // pop at once before waiting
 	for {
 		select {
 		case <-abandon:
@@ -265,8 +318,8 @@ func (q *Queue) fetch(d *delivery, deadline time.Time, hasDeadline bool, got cha
 		}
 		var err error
 		if d == nil {
-			d, err = q.read(quick, deadline, hasDeadline)
-			quick = false
+			d, err = q.read(look, deadline, hasDeadline)
+			look = false
 		}
 		if err == nil && d != nil {
 			if !d.marked {
@@ -287,6 +340,7 @@ func (q *Queue) fetch(d *delivery, deadline time.Time, hasDeadline bool, got cha
 			backoff = 0
 			continue
 		}
+		look = true // Redis is back: pop at once
 		backoff = min(max(2*backoff, 50*time.Millisecond), retryMax)
 		q.log.Warn("redisqueue: popping; retrying", "in", backoff, "err", err)
 		t := time.NewTimer(backoff)
@@ -313,15 +367,17 @@ func (q *Queue) keep(d *delivery) {
 }
 
 // read returns an entry taken over from a stopped consumer, or else the
-// next new entry, or nil when none came within one block window. With
-// quick, it first tries popScript, which reads and does the bookkeeping in
-// one round trip when an entry is waiting.
-func (q *Queue) read(quick bool, deadline time.Time, hasDeadline bool) (*delivery, error) {
+// next item in the fair order, or nil when none came within one wait
+// window. It pops before waiting when look is set (a Pop's first read) or
+// when this Queue's periodic look is due, which finds what no wake token
+// announced (a token lost with a connection, an item pushed by a node of
+// the old version); otherwise it waits for a wake token first.
+func (q *Queue) read(look bool, deadline time.Time, hasDeadline bool) (*delivery, error) {
 	if d, err := q.reclaim(); d != nil || err != nil {
 		return d, err
 	}
-	if quick {
-		if d, err := q.quickPop(); d != nil || err != nil {
+	if look || q.lookDue() {
+		if d, err := q.popNext(); d != nil || err != nil {
 			return d, err
 		}
 	}
@@ -329,64 +385,108 @@ func (q *Queue) read(quick bool, deadline time.Time, hasDeadline bool) (*deliver
 	if hasDeadline {
 		block = min(block, time.Until(deadline))
 	}
-	block = max(block, time.Millisecond)
-	// Not the Pop's ctx: cancelling a read whose entry Redis has already
-	// delivered would lose the reply and leave the entry stranded until the
-	// visibility timeout. The window bounds the call instead.
-	ctx, cancel := context.WithTimeout(context.Background(), block+5*time.Second)
-	defer cancel()
-	res, err := q.client.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group:    group,
-		Consumer: q.consumer,
-		Streams:  []string{q.stream, ">"},
-		Count:    1,
-		Block:    block,
-	}).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
+	woke, err := q.waitWake(max(block, time.Millisecond))
+	if err != nil || !woke {
+		return nil, err
 	}
-	if isNoGroup(err) {
-		return nil, q.ensureGroup(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", q.stream, err)
-	}
-	for _, s := range res {
-		for _, m := range s.Messages {
-			return q.entry(ctx, m), nil
-		}
-	}
-	return nil, nil
+	return q.popNext()
 }
 
-// quickPop pops a waiting entry with popScript, or returns nil when none is
-// waiting.
-func (q *Queue) quickPop() (*delivery, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// lookDue reports whether it is time for a waiting Pop of this Queue to
+// look at the lanes without a wake token, once per wait window.
+func (q *Queue) lookDue() bool {
+	now := q.now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if now.Before(q.nextLook) {
+		return false
+	}
+	q.nextLook = now.Add(min(blockMax, q.vt/4))
+	return true
+}
+
+// waitWake waits up to block for a wake token (a push's, or a hand-back's)
+// and reports whether one came.
+func (q *Queue) waitWake(block time.Duration) (bool, error) {
+	// Not the Pop's ctx: a cancelled read loses its connection, and the
+	// token Redis may have handed it. The window bounds the call instead,
+	// and the Pop does not wait for it.
+	ctx, cancel := context.WithTimeout(context.Background(), block+callTimeout)
 	defer cancel()
-	res, err := popScript.Run(ctx, q.client, []string{q.stream, q.queued}, group, q.consumer).StringSlice()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
+	res, err := q.client.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group:    waiters,
+		Consumer: q.consumer,
+		Streams:  []string{q.wake, ">"},
+		Count:    1,
+		Block:    block,
+		NoAck:    true,
+	}).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	case isNoGroup(err):
+		return false, q.ensureGroups(ctx)
+	case err != nil:
+		return false, fmt.Errorf("waiting on %s: %w", q.wake, err)
 	}
-	if isNoGroup(err) {
-		return nil, q.ensureGroup(ctx)
+	return len(res) > 0 && len(res[0].Messages) > 0, nil
+}
+
+// popNext pops the next item in the fair order with popScript (or an
+// undelivered old-version entry of the stream), or returns nil when
+// nothing is queued. It drops malformed entries and pops again.
+func (q *Queue) popNext() (*delivery, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	created := false
+	for {
+		res, err := popScript.Run(ctx, q.client, []string{q.stream, q.queued, q.used},
+			group, q.consumer, q.prefix, weft.LowestPriority).Slice()
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		if isNoGroup(err) && !created {
+			if err := q.ensureGroups(ctx); err != nil {
+				return nil, err
+			}
+			created = true
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("popping from %s: %w", q.queued, err)
+		}
+		m, err := message(res)
+		if err != nil {
+			return nil, fmt.Errorf("popping from %s: %w", q.queued, err)
+		}
+		if d := q.entry(ctx, m); d != nil {
+			d.marked = true // the script did the bookkeeping
+			q.signalRoom()
+			return d, nil
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("popping from %s: %w", q.stream, err)
+}
+
+// message reads popScript's answer, {entry ID, {field, value...}}.
+func message(res []any) (redis.XMessage, error) {
+	var m redis.XMessage
+	var fields []any
+	ok := len(res) == 2
+	if ok {
+		m.ID, ok = res[0].(string)
 	}
-	if len(res) != 3 {
-		return nil, fmt.Errorf("popping from %s: script answered %q", q.stream, res)
+	if ok {
+		fields, ok = res[1].([]any)
 	}
-	m := redis.XMessage{ID: res[0], Values: map[string]any{}}
-	if res[1] != "" {
-		m.Values["instance"], m.Values["reason"] = res[1], res[2]
+	if !ok || len(fields)%2 != 0 {
+		return m, fmt.Errorf("script answered %v", res)
 	}
-	d := q.entry(ctx, m)
-	if d != nil {
-		d.marked = true
-		q.signalRoom()
+	m.Values = make(map[string]any, len(fields)/2)
+	for i := 0; i < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		m.Values[k] = fields[i+1]
 	}
-	return d, nil
+	return m, nil
 }
 
 // reclaim takes over one entry idle for longer than the visibility timeout,
@@ -403,7 +503,7 @@ func (q *Queue) reclaim() (*delivery, error) {
 	from := q.reclaimFrom
 	q.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	msgs, next, err := q.client.XAutoClaim(ctx, &redis.XAutoClaimArgs{
 		Stream:   q.stream,
@@ -414,7 +514,7 @@ func (q *Queue) reclaim() (*delivery, error) {
 		Count:    1,
 	}).Result()
 	if isNoGroup(err) {
-		return nil, q.ensureGroup(ctx)
+		return nil, q.ensureGroups(ctx)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("taking over idle entries of %s: %w", q.stream, err)
@@ -437,11 +537,12 @@ func (q *Queue) reclaim() (*delivery, error) {
 
 // entry turns a stream message into a delivery held by this Queue, or
 // acknowledges and drops a malformed one (it cannot be run, and left
-// pending it would be redelivered forever).
+// pending it would be redelivered forever). An entry that popScript added
+// carries its item, whose bookkeeping is done (marked); one of the old
+// version carries the instance and the reason, and its bookkeeping may
+// not be.
 func (q *Queue) entry(ctx context.Context, m redis.XMessage) *delivery {
 	inst, _ := m.Values["instance"].(string)
-	reason, _ := m.Values["reason"].(string)
-	d := &delivery{q: q, id: m.ID, item: queue.Item{InstanceID: inst, Reason: reason}}
 	if inst == "" {
 		q.log.Error("redisqueue: dropping a malformed entry (no instance field)", "stream", q.stream, "entry", m.ID, "values", m.Values)
 		if err := ackScript.Run(ctx, q.client, []string{q.stream, q.queued}, group, m.ID, "").Err(); err != nil {
@@ -449,16 +550,29 @@ func (q *Queue) entry(ctx context.Context, m redis.XMessage) *delivery {
 		}
 		return nil
 	}
+	d := &delivery{q: q, id: m.ID}
+	if v, ok := m.Values["item"].(string); ok {
+		d.marked = true
+		if err := json.Unmarshal([]byte(v), &d.item); err != nil {
+			// The instance has work in the store whatever its order was.
+			q.log.Warn("redisqueue: an entry's item is unreadable; delivering its instance alone", "instance", inst, "entry", m.ID, "err", err)
+			d.item = queue.Item{}
+		}
+	} else {
+		d.item.Reason, _ = m.Values["reason"].(string)
+	}
+	d.item.InstanceID = inst
 	q.mu.Lock()
 	q.held[m.ID] = d
 	q.mu.Unlock()
 	return d
 }
 
-// popped does the coalescing bookkeeping for a read entry: from now on a
-// Push for its instance queues a new entry.
+// popped does the coalescing bookkeeping of an old-version entry taken
+// over from a consumer that may have died before doing it: from now on a
+// Push for its instance queues a new item.
 func (q *Queue) popped(d *delivery) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	if err := poppedScript.Run(ctx, q.client, []string{q.queued}, d.item.InstanceID, d.id).Err(); err != nil {
 		return fmt.Errorf("marking instance %s (entry %s) popped: %w", d.item.InstanceID, d.id, err)
@@ -476,10 +590,15 @@ func (q *Queue) signalRoom() {
 	q.mu.Unlock()
 }
 
-func (q *Queue) ensureGroup(ctx context.Context) error {
-	err := q.client.XGroupCreateMkStream(ctx, q.stream, group, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return fmt.Errorf("creating group %s on %s: %w", group, q.stream, err)
+// ensureGroups creates the stream's consumer group and the wake stream's,
+// each at ID 0 (so that entries and tokens added before the first read
+// count) unless it exists.
+func (q *Queue) ensureGroups(ctx context.Context) error {
+	for _, g := range [...]struct{ stream, group string }{{q.stream, group}, {q.wake, waiters}} {
+		err := q.client.XGroupCreateMkStream(ctx, g.stream, g.group, "0").Err()
+		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			return fmt.Errorf("creating group %s on %s: %w", g.group, g.stream, err)
+		}
 	}
 	return nil
 }
@@ -558,7 +677,8 @@ func (q *Queue) dropLost(sent []any, kept []string) {
 }
 
 // Close stops the keep-alive and every waiting Pop and Push, and hands the
-// entries read for Pops that had given up back to the stream. Deliveries
+// entries read for Pops that had given up back to the queue, each at the
+// head of its lane, where it was popped from. Deliveries
 // handed out and not acked stay pending: another node takes them over after
 // VisibilityTimeout. Closing twice does nothing.
 func (q *Queue) Close() error {
@@ -576,12 +696,16 @@ func (q *Queue) Close() error {
 	stash := q.stash
 	q.stash = nil
 	q.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	var errs []error
 	for _, d := range stash {
-		err := requeueScript.Run(ctx, q.client, []string{q.stream, q.queued},
-			group, d.id, d.item.InstanceID, d.item.Reason).Err()
+		v, err := json.Marshal(d.item)
+		if err == nil {
+			keys, w := q.laneKeys(d.item)
+			err = requeueScript.Run(ctx, q.client, keys,
+				group, d.id, d.item.InstanceID, string(v), d.item.Key, w, wakeTokens).Err()
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("redisqueue: handing instance %s (entry %s) back: %w", d.item.InstanceID, d.id, err))
 			continue

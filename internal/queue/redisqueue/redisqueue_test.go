@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/queue/queuetest"
 	"github.com/weftworks/weft/internal/queue/redisqueue"
@@ -209,32 +210,57 @@ func TestTwoNodesShareWork(t *testing.T) {
 }
 
 // An item popped by a consumer that stops without acking goes to another
-// consumer once the visibility timeout has passed, and not before.
+// consumer once the visibility timeout has passed, and not before, as it
+// was pushed (its priority, key and weight too).
 func TestRedeliveryAfterVisibilityTimeout(t *testing.T) {
 	t.Parallel()
 	const vt = 400 * time.Millisecond
+	x := queue.Item{InstanceID: "x", Reason: "start", Priority: 2, Key: "tenant", Weight: 3}
 	tests := []struct {
 		name string
-		// die pops "x" as a consumer that then stops without acking.
-		die func(t *testing.T, s *redistest.Server, p string)
+		// die queues x and pops it as a consumer that then stops without
+		// acking; it returns the item as it will be delivered again.
+		die func(t *testing.T, s *redistest.Server, alive *redisqueue.Queue, p string) queue.Item
 	}{
-		{"node closed after Pop", func(t *testing.T, s *redistest.Server, p string) {
+		{"node closed after Pop", func(t *testing.T, s *redistest.Server, alive *redisqueue.Queue, p string) queue.Item {
+			push(t, alive, x)
 			q, err := redisqueue.New(redisqueue.Config{Client: s.Client(t), Consumer: "dead", Prefix: p, VisibilityTimeout: vt, Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			d, err := q.Pop(timeout(t, 5*time.Second))
-			if err != nil || d.Item().InstanceID != "x" {
+			if err != nil || d.Item() != x {
 				t.Fatalf("Pop: %v, %v", d, err)
 			}
 			if err := q.Close(); err != nil {
 				t.Fatal(err)
 			}
+			return x
 		}},
-		{"crash between read and bookkeeping", func(t *testing.T, s *redistest.Server, p string) {
-			// The raw read a Queue does first, without what follows.
+		{"reply of the pop lost", func(t *testing.T, s *redistest.Server, alive *redisqueue.Queue, p string) queue.Item {
+			// What a Pop runs in Redis, by a consumer that never reads
+			// the answer.
+			push(t, alive, x)
 			c := s.Client(t)
 			ctx := timeout(t, 5*time.Second)
+			if err := c.XGroupCreateMkStream(ctx, "{"+p+"}:ready", "workers", "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			keys := []string{"{" + p + "}:ready", "{" + p + "}:queued", "{" + p + "}:used"}
+			if err := redisqueue.PopScript.Run(ctx, c, keys, "workers", "dead", "{"+p+"}:", weft.LowestPriority).Err(); err != nil {
+				t.Fatalf("pop script: %v", err)
+			}
+			if n, err := alive.Depth(ctx); err != nil || n != 0 {
+				t.Fatalf("Depth after the lost pop = %d, %v; want 0", n, err)
+			}
+			return x
+		}},
+		{"old version: crash between read and bookkeeping", func(t *testing.T, s *redistest.Server, alive *redisqueue.Queue, p string) queue.Item {
+			// An entry queued by the version before the fair order, and
+			// the raw read that version did first, without what followed.
+			c := s.Client(t)
+			ctx := timeout(t, 5*time.Second)
+			legacyPush(t, c, p, "x", "start")
 			if err := c.XGroupCreateMkStream(ctx, "{"+p+"}:ready", "workers", "0").Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -242,6 +268,7 @@ func TestRedeliveryAfterVisibilityTimeout(t *testing.T) {
 			if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
 				t.Fatalf("XREADGROUP: %v, %v", res, err)
 			}
+			return queue.Item{InstanceID: "x", Reason: "start"}
 		}},
 	}
 	for _, tt := range tests {
@@ -251,23 +278,18 @@ func TestRedeliveryAfterVisibilityTimeout(t *testing.T) {
 			p := prefix(t)
 			other := newQueue(t, s, redisqueue.Config{Consumer: "alive", Prefix: p, VisibilityTimeout: vt})
 			ctx := timeout(t, 20*time.Second)
-			if err := other.Push(ctx, queue.Item{InstanceID: "x", Reason: "start"}); err != nil {
-				t.Fatal(err)
-			}
 			before := time.Now()
-			tt.die(t, s, p)
+			want := tt.die(t, s, other, p)
 
 			d, err := other.Pop(ctx)
 			if err != nil {
 				t.Fatalf("Pop on the other node: %v", err)
 			}
-			if waited := time.Since(before); d.Item().InstanceID != "x" || waited < vt {
-				t.Fatalf("other node got %q after %s, want x after at least %s", d.Item().InstanceID, waited, vt)
+			if waited := time.Since(before); d.Item() != want || waited < vt {
+				t.Fatalf("other node got %+v after %s, want %+v after at least %s", d.Item(), waited, want, vt)
 			}
 			// While it is held, a push for x queues a new item.
-			if err := other.Push(ctx, queue.Item{InstanceID: "x", Reason: "resume"}); err != nil {
-				t.Fatal(err)
-			}
+			push(t, other, queue.Item{InstanceID: "x", Reason: "resume"})
 			if n, err := other.Depth(ctx); err != nil || n != 1 {
 				t.Fatalf("Depth after a push for the held instance = %d, %v; want 1", n, err)
 			}
@@ -462,59 +484,6 @@ func TestBackpressureAcrossNodes(t *testing.T) {
 	}
 }
 
-func BenchmarkPushPopAck(b *testing.B) {
-	s := redistest.Start(b)
-	q := newQueue(b, s, redisqueue.Config{Consumer: "bench", Prefix: "bench", Logger: slog.New(slog.DiscardHandler)})
-	ctx := context.Background()
-	i := 0
-	for b.Loop() {
-		if err := q.Push(ctx, queue.Item{InstanceID: fmt.Sprint("i", i), Reason: "start"}); err != nil {
-			b.Fatal(err)
-		}
-		i++
-		d, err := q.Pop(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := d.Ack(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
-}
-
-// BenchmarkPushPopAckParallel runs producers and consumers at once, as a
-// node's workers do.
-func BenchmarkPushPopAckParallel(b *testing.B) {
-	s := redistest.Start(b)
-	q := newQueue(b, s, redisqueue.Config{Consumer: "bench", Prefix: "bench", Logger: slog.New(slog.DiscardHandler)})
-	ctx := context.Background()
-	var mu sync.Mutex
-	n := 0
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			mu.Lock()
-			n++
-			id := fmt.Sprint("i", n)
-			mu.Unlock()
-			if err := q.Push(ctx, queue.Item{InstanceID: id, Reason: "start"}); err != nil {
-				b.Error(err)
-				return
-			}
-			d, err := q.Pop(ctx)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := d.Ack(ctx); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "items/s")
-}
-
 // An entry without an instance (written by something else) is logged and
 // dropped, and does not stop the entries behind it.
 func TestMalformedEntryDropped(t *testing.T) {
@@ -620,29 +589,28 @@ func TestNodeDeathLosesNothing(t *testing.T) {
 	}
 }
 
-// A consumer that read an entry and died before its bookkeeping leaves the
-// entry in the queued hash. A later push for that instance (the recovery
-// sweep queueing an instance whose node died) must queue it anew, not
-// coalesce into the entry nobody can pop before the visibility timeout.
-// The chaos harness found takeovers delayed by up to that timeout.
+// A consumer of the version before the fair order that read an entry and
+// died before its bookkeeping leaves the entry in the queued hash. A later
+// push for that instance (the recovery sweep queueing an instance whose
+// node died) must queue it anew, not coalesce into the entry nobody can
+// pop before the visibility timeout. The chaos harness found takeovers
+// delayed by up to that timeout.
 func TestPushAfterALostBookkeepingQueuesAgain(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
 	p := prefix(t)
 	q := newQueue(t, s, redisqueue.Config{Consumer: "alive", Prefix: p, VisibilityTimeout: time.Minute})
 	ctx := timeout(t, 20*time.Second)
-	// Before any read: the group does not exist yet, and a repeated push
-	// coalesces.
-	for range 2 {
-		if err := q.Push(ctx, queue.Item{InstanceID: "x", Reason: "start"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := s.Client(t)
+	// Before any read: the group does not exist yet, and a push coalesces
+	// into the old entry.
+	legacyPush(t, c, p, "x", "start")
+	push(t, q, queue.Item{InstanceID: "x", Reason: "start"})
 	if n, err := q.Depth(ctx); err != nil || n != 1 {
 		t.Fatalf("Depth after two pushes = %d, %v; want 1", n, err)
 	}
-	// The raw read a Queue does first, without the bookkeeping after it.
-	c := s.Client(t)
+	// The raw read the old version did first, without the bookkeeping
+	// after it.
 	if err := c.XGroupCreateMkStream(ctx, "{"+p+"}:ready", "workers", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -650,28 +618,61 @@ func TestPushAfterALostBookkeepingQueuesAgain(t *testing.T) {
 	if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
 		t.Fatalf("XREADGROUP: %v, %v", res, err)
 	}
-	if err := q.Push(ctx, queue.Item{InstanceID: "x", Reason: "recovery"}); err != nil {
-		t.Fatal(err)
-	}
+	push(t, q, queue.Item{InstanceID: "x", Reason: "recovery", Key: "k"})
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	d, err := q.Pop(pctx)
 	if err != nil {
 		t.Fatalf("Pop after a push for an instance whose entry a dead consumer read: %v; want the new item at once, not after the visibility timeout", err)
 	}
-	if d.Item().InstanceID != "x" || d.Item().Reason != "recovery" {
-		t.Fatalf("Pop = %+v, want x's recovery item", d.Item())
+	if want := (queue.Item{InstanceID: "x", Reason: "recovery", Key: "k"}); d.Item() != want {
+		t.Fatalf("Pop = %+v, want %+v", d.Item(), want)
 	}
 	if err := d.Ack(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// A push while x's new entry waits unread coalesces again.
+	// A push while x's new item waits coalesces again.
 	for range 2 {
-		if err := q.Push(ctx, queue.Item{InstanceID: "x", Reason: "again"}); err != nil {
-			t.Fatal(err)
-		}
+		push(t, q, queue.Item{InstanceID: "x", Reason: "again"})
 	}
 	if n, err := q.Depth(ctx); err != nil || n != 1 {
 		t.Fatalf("Depth after two more pushes = %d, %v; want 1", n, err)
 	}
 }
+
+// push pushes item on q, failing the test on an error.
+func push(t testing.TB, q *redisqueue.Queue, item queue.Item) {
+	t.Helper()
+	if err := q.Push(timeout(t, 10*time.Second), item); err != nil {
+		t.Fatalf("Push(%+v): %v", item, err)
+	}
+}
+
+// legacyPush queues an instance as the version before the fair order did,
+// with that version's push script (capacity aside): a stream entry with
+// the fields instance and reason, and the queued hash naming it. It
+// returns the entry's ID.
+func legacyPush(t testing.TB, c redis.UniversalClient, p, instance, reason string) string {
+	t.Helper()
+	id, err := oldPushScript.Run(timeout(t, 5*time.Second), c, []string{"{" + p + "}:ready", "{" + p + "}:queued"},
+		instance, reason, 1_000_000, "workers").Text()
+	if err != nil {
+		t.Fatalf("pushing %s the old way: %v", instance, err)
+	}
+	return id
+}
+
+// oldPushScript is the push script of the version before the fair order,
+// returning the ID it added.
+var oldPushScript = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[2], ARGV[1])
+if cur then
+	local p = redis.pcall('XPENDING', KEYS[1], ARGV[4], cur, cur, 1)
+	if type(p) ~= 'table' or p.err or #p == 0 then return 0 end
+	redis.call('HDEL', KEYS[2], ARGV[1])
+end
+if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
+local id = redis.call('XADD', KEYS[1], '*', 'instance', ARGV[1], 'reason', ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], id)
+return id
+`)
