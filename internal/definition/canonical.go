@@ -3,6 +3,8 @@ package definition
 import (
 	"strconv"
 	"time"
+
+	"github.com/weftworks/weft/host/weft"
 )
 
 // Canonical returns the definition's canonical encoding: the model written
@@ -41,6 +43,20 @@ func (d *Definition) canonical() map[string]any {
 	// keep their hash.
 	if d.Retention != nil {
 		m["retention"] = d.Retention.String()
+	}
+	// Likewise priority and fairness, which are also left out when they
+	// spell out the defaults (3; the key "" with weight 1), as absent.
+	if n, ok := d.Priority.src.(int); d.Priority.src != nil && (!ok || n != weft.DefaultPriority) {
+		m["priority"] = d.Priority.src
+	}
+	if f := d.Fairness; f != nil && f.Key.src != nil {
+		weight := f.Weight.src
+		if weight == nil {
+			weight = weft.DefaultFairnessWeight
+		}
+		if f.Key.src != "" || weight != weft.DefaultFairnessWeight {
+			m["fairness"] = map[string]any{"key": f.Key.src, "weight": weight}
+		}
 	}
 	return m
 }

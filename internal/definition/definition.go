@@ -28,6 +28,37 @@ type Definition struct {
 	// say: the host's default (engine.retention) applies. The engine reads
 	// it when an instance finishes, from the version the instance runs.
 	Retention *time.Duration
+	// Priority is the priority of the workflow's instances in the ready
+	// queue: weft.HighestPriority (1) is served first, weft.LowestPriority (5)
+	// last. An integer literal, or a single ${ } expression over input,
+	// which is all there is when the order is decided (use Order). Zero
+	// when absent: weft.DefaultPriority.
+	Priority Value
+	// Fairness puts the workflow's instances in a lane of the ready queue
+	// that takes turns with the other lanes of their priority, so that a
+	// tenant with a large backlog does not starve the others. Nil when
+	// absent: the shared lane, key "", weight 1.
+	Fairness *Fairness
+}
+
+// Fairness is a workflow's fairness: which lane of the ready queue its
+// instances join, and how many of them the lane may hand out in its turn.
+// Both are decided once, when an instance is created, from its input (use
+// Definition.Order).
+type Fairness struct {
+	// Key names the lane, usually a tenant: a literal string or an
+	// expression or template over input, whose result is written as a
+	// template writes it (null is "", the shared lane); at most
+	// weft.MaxFairnessKey bytes. Always set: a fairness without a key is
+	// refused.
+	Key Value
+	// Weight is how many instances the lane hands out in its turn, from 1
+	// to weft.MaxFairnessWeight: an integer literal or a single ${ } expression
+	// over input. Zero when absent: weft.DefaultFairnessWeight.
+	Weight Value
+	// keyReported: the key is absent, and the parser reported a field
+	// that is likely it misspelt, so validation does not report it again.
+	keyReported bool
 }
 
 // MaxRetention bounds a retention: longer ones are refused (0, which

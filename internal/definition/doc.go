@@ -13,13 +13,15 @@
 //
 // A string of the form `${ expr }` is a github.com/expr-lang/expr expression
 // evaluated against `input`, `vars` and, inside a foreach's `do`, the loop
-// variable named by `as`. A string that is exactly one `${ … }` (no text or
-// whitespace around it) keeps the value's type; any other string containing
-// `${ … }` is a template and yields a string in which each result is written
-// as: a string as it is, null as nothing, numbers and booleans as in JSON,
-// maps and lists as JSON. `$${` writes a literal `${`. An expression ends at
-// the `}` that balances its `{` outside string literals, so map literals and
-// strings containing `}` work. Values may nest expressions in maps and lists.
+// variable named by `as`; `priority` and `fairness`, evaluated when an
+// instance is created, see `input` only. A string that is exactly one
+// `${ … }` (no text or whitespace around it) keeps the value's type; any
+// other string containing `${ … }` is a template and yields a string in
+// which each result is written as: a string as it is, null as nothing,
+// numbers and booleans as in JSON, maps and lists as JSON. `$${` writes a
+// literal `${`. An expression ends at the `}` that balances its `{` outside
+// string literals, so map literals and strings containing `}` work. Values
+// may nest expressions in maps and lists.
 //
 // Every expression is compiled once, when the definition is parsed, against
 // the names in scope: an unknown name (a typo, or a loop variable used
@@ -100,6 +102,25 @@
 //     default applies, so "not set" and "forever" differ. It is in the
 //     canonical form only when present, so adding the field did not change
 //     the hash of the definitions saved before it existed.
+//   - `priority` (1 is served first … 5 last; default 3) and `fairness`
+//     (`key`, required, and `weight`, 1 to 1000, default 1) place the
+//     instances in the ready queue (internal/queue/fair states the
+//     order). They are decided once, when an instance is created
+//     (Definition.Order), so their expressions see `input` only: naming
+//     `vars` is a problem when parsed, not an empty map at run time. A
+//     priority or a weight is an integer literal or a single ${ }
+//     expression (a template is a string); a literal out of range is a
+//     problem, and a result out of range, with a fraction or not a
+//     number is an *OrderError naming the field; an expression that
+//     yields null gives the default, so that `${ input.priority }` may
+//     be left out of an input. A key is a string literal (an unquoted
+//     number is refused: `007` would be 7) or an expression or template
+//     whose result is written as a template writes it, null as "" (the
+//     shared lane of workflows without fairness), a map or a list
+//     refused; at most weft.MaxFairnessKey (256) bytes, checked when
+//     parsed for a literal and when evaluated otherwise. Like retention,
+//     they are in the canonical form only when present, and not when
+//     they spell out the defaults (priority 3; key "" with weight 1).
 //   - A problem about the whole document has the path RootPath ("$").
 //
 // # Versioning

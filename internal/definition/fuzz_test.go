@@ -2,14 +2,15 @@ package definition
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/weftworks/weft/host/weft"
 )
 
-// FuzzParse checks that no input makes Parse, Load or Validate panic, that
-// every problem has a path, and that an accepted definition's canonical
-// encoding parses back to the same hash.
+// FuzzParse checks that no input makes Parse, Load, Validate or Order
+// panic, that every problem has a path, and that an accepted definition's
+// canonical encoding parses back to the same hash and the same order.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"name: wf\nsteps: [{id: a, delay: 1s}]",
@@ -19,6 +20,8 @@ func FuzzParse(f *testing.F) {
 		"name: wf\nsteps: [{id: a, parallel: [{steps: [{id: b, fail: {code: c}}]}]}]",
 		"a: &x [*x]",
 		"{\"name\": \"wf\", \"steps\": [{\"id\": \"a\", \"workflow\": \"wf\"}]}",
+		"name: wf\npriority: 2\nfairness: {key: '${ input.tenant }', weight: '${ input.w }'}\nsteps: [{id: a, delay: 1s}]",
+		"name: wf\npriority: 3\nfairness: {key: ''}\nsteps: [{id: a, delay: 1s}]",
 	} {
 		f.Add([]byte(s))
 	}
@@ -44,5 +47,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonical round trip changed the hash:\n%s\n%s", def.Canonical(), again.Canonical())
 		}
 		_ = validateDefinition(def, nil)
+		for _, in := range []any{nil, map[string]any{"tenant": "acme", "w": 2.0, "plan": "pro", "seats": 500.0}} {
+			o1, err1 := def.Order(in, 0)
+			o2, err2 := again.Order(in, 0)
+			if o1 != o2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
+				t.Fatalf("Order(%v) is %+v %v, and %+v %v after the canonical round trip", in, o1, err1, o2, err2)
+			}
+		}
 	})
 }

@@ -300,11 +300,12 @@ func (d *decoder) fields(n *yaml.Node, path, what string) (map[string]field, []s
 	return fs, order, true
 }
 
-// unknown reports the fields of fs not in allowed.
+// unknown reports the fields of fs not in allowed, suggesting the allowed
+// one a field is likely a typo of.
 func (d *decoder) unknown(fs map[string]field, order []string, allowed ...string) {
 	for _, k := range order {
 		if !contains(allowed, k) {
-			d.problem(fs[k].key, fs[k].path, "unknown field %q", k)
+			d.problem(fs[k].key, fs[k].path, "unknown field %q%s", k, didYouMean(k, allowed))
 		}
 	}
 }
@@ -464,7 +465,7 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 	if !ok {
 		return nil
 	}
-	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output", "retention")
+	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output", "retention", "priority", "fairness")
 	def := &Definition{Persistence: PersistenceLazy}
 	if f, ok := fs["name"]; ok {
 		def.Name, _ = d.str(f)
@@ -510,7 +511,73 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 			def.Retention = &r
 		}
 	}
+	if f, ok := fs["priority"]; ok {
+		def.Priority = d.orderInt(f, weft.HighestPriority, weft.LowestPriority)
+	}
+	if f, ok := fs["fairness"]; ok {
+		def.Fairness = d.fairness(f)
+	}
 	return def
+}
+
+// orderValue decodes and compiles a value that places an instance in the
+// ready queue: decided when the instance is created, it sees input only.
+func (d *decoder) orderValue(f field, w want) Value {
+	src, ok := d.plain(f.val, f.path)
+	if !ok {
+		return Value{}
+	}
+	c := compiler{inputOnly: true}
+	v := c.value(src, f.path, w)
+	for _, p := range c.problems {
+		d.problem(nil, p.Path, "%s", p.Message)
+	}
+	return v
+}
+
+// orderInt decodes a priority or a weight: an integer literal, whose
+// range [lo, hi] validate checks, or a ${ } expression over input.
+func (d *decoder) orderInt(f field, lo, hi int) Value {
+	switch {
+	case hasExpr(f.val):
+		return d.orderValue(f, wantInt)
+	case f.val.Kind == yaml.ScalarNode && f.val.ShortTag() == "!!int":
+		if _, ok := d.integer(f); !ok {
+			return Value{}
+		}
+		return d.orderValue(f, wantInt)
+	}
+	d.problem(f.val, f.path, "got %s, want an integer from %d to %d or a ${ } expression", describe(f.val), lo, hi)
+	return Value{}
+}
+
+// fairness decodes a workflow's fairness: a map with a key and an
+// optional weight.
+func (d *decoder) fairness(f field) *Fairness {
+	ffs, order, ok := d.fields(f.val, f.path, "a map with a key and an optional weight")
+	if !ok {
+		return nil
+	}
+	d.unknown(ffs, order, "key", "weight")
+	fa := &Fairness{}
+	switch kf, ok := ffs["key"]; {
+	case !ok:
+		// A misspelt key is one problem, with its suggestion, not also a
+		// missing key.
+		for _, k := range order {
+			fa.keyReported = fa.keyReported || closest(k, []string{"key", "weight"}) == "key"
+		}
+	case kf.val.Kind != yaml.ScalarNode || (kf.val.ShortTag() != "!!str" && kf.val.ShortTag() != "!!timestamp"):
+		// A literal is a string: the key of an unquoted 007 or 1e3 would
+		// be a guess (7? 1000?), so numbers and booleans are refused.
+		d.problem(kf.val, kf.path, "got %s, want a string or a ${ } expression (quote a number to use it as a key)", describe(kf.val))
+	default:
+		fa.Key = d.orderValue(kf, wantKey)
+	}
+	if wf, ok := ffs["weight"]; ok {
+		fa.Weight = d.orderInt(wf, 1, weft.MaxFairnessWeight)
+	}
+	return fa
 }
 
 // steps decodes a list of steps. A list item that is not a step leaves a nil

@@ -93,6 +93,7 @@ func validate(def *Definition, catalog Catalog) []weft.Problem {
 			v.problem("retention", "retention %s is longer than the limit of 100 years (%s); 0 keeps finished instances forever", *r, MaxRetention)
 		}
 	}
+	v.order(def)
 	events := map[string]bool{}
 	for i, t := range def.Triggers {
 		p := joinIndex("triggers", i) + ".event"
@@ -108,6 +109,29 @@ func validate(def *Definition, catalog Catalog) []weft.Problem {
 	}
 	v.steps("steps", def.Steps, nil, false)
 	return v.problems
+}
+
+// order checks the literals of priority and fairness; their expressions
+// are checked when evaluated (Definition.Order).
+func (v *validator) order(def *Definition) {
+	if n, ok := def.Priority.src.(int); ok && (n < weft.HighestPriority || n > weft.LowestPriority) {
+		v.problem("priority", "priority %d is out of range: want an integer from %d (served first) to %d (served last)", n, weft.HighestPriority, weft.LowestPriority)
+	}
+	f := def.Fairness
+	if f == nil {
+		return
+	}
+	if f.Key.IsZero() && !f.keyReported {
+		v.problem("fairness.key", `required: the lane's key, e.g. "${ input.tenant }"`)
+	} else if !f.Key.IsZero() && f.Key.IsConst() {
+		// As evaluated: $${ is one byte shorter than written.
+		if k, _ := f.Key.Eval(Env{}); len(stringify(k)) > weft.MaxFairnessKey {
+			v.problem("fairness.key", "the key is %d bytes long; the limit is %d", len(stringify(k)), weft.MaxFairnessKey)
+		}
+	}
+	if n, ok := f.Weight.src.(int); ok && (n < 1 || n > weft.MaxFairnessWeight) {
+		v.problem("fairness.weight", "weight %d is out of range: want an integer from 1 to %d", n, weft.MaxFairnessWeight)
+	}
 }
 
 // event checks an event name and reports whether it is valid.

@@ -70,6 +70,12 @@ const (
 	// wantTime: an absolute time, an RFC 3339 string (Value.EvalTime reads
 	// it).
 	wantTime
+	// wantInt: an integer (a priority, a weight; Definition.Order reads
+	// it).
+	wantInt
+	// wantKey: a fairness key, a scalar written as a string
+	// (Definition.Order reads it).
+	wantKey
 )
 
 // Value is a compiled value from a definition: a constant, a `${ expr }`
@@ -383,16 +389,26 @@ func encodeJSON(v any) ([]byte, error) {
 
 // compiler compiles values and collects problems.
 type compiler struct {
-	scope    []string // loop variables in scope
-	problems []weft.Problem
+	scope []string // loop variables in scope
+	// inputOnly leaves vars out of scope: for what is evaluated when an
+	// instance is created, before any step has set a variable.
+	inputOnly bool
+	problems  []weft.Problem
 }
+
+// inputOnlyHint ends the problem of an expression that names vars where
+// only input is in scope.
+const inputOnlyHint = "; only input is in scope here: priority and fairness are decided when the instance is created, before any step runs"
 
 func (c *compiler) problem(path, format string, args ...any) {
 	c.problems = append(c.problems, weft.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 func (c *compiler) env() types.Map {
-	m := types.Map{"input": types.Any, "vars": types.Any}
+	m := types.Map{"input": types.Any}
+	if !c.inputOnly {
+		m["vars"] = types.Any
+	}
 	for _, name := range c.scope {
 		m[name] = types.Any
 	}
@@ -438,6 +454,14 @@ func (c *compiler) node(src any, path string, w want) node {
 		}
 		return n
 	case nil, bool, int, float64:
+		if _, ok := src.(int); w == wantInt && !ok {
+			c.problem(path, "got %s, want %s", typeName(src), wantName(w))
+			return nil
+		}
+		if w == wantKey && src == nil {
+			c.problem(path, "got null, want %s", wantName(w))
+			return nil
+		}
 		if w == wantBool {
 			if _, ok := src.(bool); !ok {
 				c.problem(path, "got %s, want %s", typeName(src), wantName(w))
@@ -464,6 +488,10 @@ func wantName(w want) string {
 		return "a duration or a ${ } expression"
 	case wantTime:
 		return "a time or a ${ } expression"
+	case wantInt:
+		return "an integer or a ${ } expression"
+	case wantKey:
+		return "a string or a ${ } expression"
 	}
 	return "a value"
 }
@@ -476,7 +504,7 @@ func (c *compiler) str(s, path string, w want) node {
 	}
 	// A duration's or a time's string is read when its step runs; a
 	// template yields one.
-	typed := w == wantBool || w == wantList
+	typed := w == wantBool || w == wantList || w == wantInt
 	if len(srcs) == 0 {
 		if typed {
 			c.problem(path, "got a string, want %s", wantName(w))
@@ -486,7 +514,7 @@ func (c *compiler) str(s, path string, w want) node {
 	}
 	exact := len(srcs) == 1 && lits[0] == "" && lits[1] == "" && strings.HasPrefix(s, "${") && strings.HasSuffix(s, "}")
 	if !exact && typed {
-		c.problem(path, "a string template always yields a string; want a single ${ } expression yielding %s", map[want]string{wantBool: "a boolean", wantList: "a list"}[w])
+		c.problem(path, "a string template always yields a string; want a single ${ } expression yielding %s", map[want]string{wantBool: "a boolean", wantList: "a list", wantInt: "an integer"}[w])
 		return nil
 	}
 	exprs := make([]exprNode, len(srcs))
@@ -503,13 +531,28 @@ func (c *compiler) str(s, path string, w want) node {
 		}
 		prog, err := compileExpr(src, opts)
 		if err != nil {
-			c.problem(path, "expression %q does not compile: %s", strings.TrimSpace(src), exprMessage(err))
+			msg := exprMessage(err)
+			if c.inputOnly && strings.HasPrefix(msg, "unknown name vars ") {
+				msg += inputOnlyHint
+			}
+			c.problem(path, "expression %q does not compile: %s", strings.TrimSpace(src), msg)
 			ok = false
 			continue
 		}
 		if exact && w == wantList {
 			if t := prog.Node().Type(); t != nil && t.Kind() != reflect.Slice && t.Kind() != reflect.Array && t.Kind() != reflect.Interface {
 				c.problem(path, "expression %q yields %s, want a list", strings.TrimSpace(src), t)
+				ok = false
+				continue
+			}
+		}
+		if exact && (w == wantInt || w == wantKey) {
+			if t := prog.Node().Type(); t != nil && !yields(t, w) {
+				what := "an integer"
+				if w == wantKey {
+					what = "a string, a number or a boolean"
+				}
+				c.problem(path, "expression %q yields %s, want %s", strings.TrimSpace(src), t, what)
 				ok = false
 				continue
 			}
@@ -538,16 +581,27 @@ func (c *compiler) str(s, path string, w want) node {
 
 // yields reports whether a value of type t, as expr's type checker knows
 // it, may be what w wants: a duration is a string, a number or a
-// time.Duration; a time is a string or a time.Time. An unknown type
-// (interface) may be anything, and is checked when evaluated.
+// time.Duration; a time is a string or a time.Time; an integer is a
+// number (its fraction and range are checked when evaluated); a key is a
+// string, a number or a boolean. An unknown type (interface) may be
+// anything, and is checked when evaluated.
 func yields(t reflect.Type, w want) bool {
+	numeric := func(k reflect.Kind) bool {
+		return (k >= reflect.Int && k <= reflect.Uint64) || k == reflect.Float32 || k == reflect.Float64
+	}
 	switch k := t.Kind(); {
-	case k == reflect.Interface || k == reflect.String:
+	case k == reflect.Interface:
+		return true
+	case w == wantInt:
+		return numeric(k)
+	case w == wantKey:
+		return k == reflect.String || k == reflect.Bool || numeric(k)
+	case k == reflect.String:
 		return true
 	case w == wantTime:
 		return t == reflect.TypeOf(time.Time{})
 	default:
-		return (k >= reflect.Int && k <= reflect.Uint64) || k == reflect.Float32 || k == reflect.Float64
+		return numeric(k)
 	}
 }
 
