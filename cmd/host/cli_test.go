@@ -564,6 +564,8 @@ func TestCLIAgainstHost(t *testing.T) {
 		}
 	})
 
+	t.Run("priority", func(t *testing.T) { testPriority(t, ts) })
+
 	t.Run("admin refresh", func(t *testing.T) {
 		writeFile(t, ts.workflows, "fresh.yaml", "name: fresh\nsteps:\n  - id: s\n    set: { x: 1 }\n")
 		out := ts.ok(t, "admin", "refresh")

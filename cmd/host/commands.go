@@ -302,12 +302,30 @@ func (cmd *clientCmd) waitArg(pos []string, n int, wait *waitFlag, until *untilF
 	return pos[:min(len(pos), n)], true
 }
 
+// priorityFlag is --priority: a priority in the ready queue, from
+// weft.HighestPriority (served first) to weft.LowestPriority; unset (0),
+// the workflow's own.
+type priorityFlag int
+
+func (p *priorityFlag) String() string { return "" }
+
+func (p *priorityFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < weft.HighestPriority || n > weft.LowestPriority {
+		return fmt.Errorf("want %d (served first) to %d (served last), got %q", weft.HighestPriority, weft.LowestPriority, s)
+	}
+	*p = priorityFlag(n)
+	return nil
+}
+
 func (a *app) runCmd(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("run")
 	input := cmd.fs.String("input", "", "the input: JSON, @FILE or @- for stdin")
 	id := cmd.fs.String("id", "", "a client-chosen instance `ID`, which makes the start idempotent")
+	var priority priorityFlag
+	cmd.fs.Var(&priority, "priority", "the instance's priority in the ready queue, `N` from 1 (served first) to 5 (served last); without it, the one its workflow's definition gives (3 unless it says)")
 	wait, until := cmd.waitFlags("instance")
-	pos, ok := cmd.parse(args, 1, 2, "WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]] [--until finished|suspended]")
+	pos, ok := cmd.parse(args, 1, 2, "WORKFLOW [--input JSON|@FILE] [--id ID] [--priority N] [--wait[=DURATION]] [--until finished|suspended]")
 	if !ok {
 		return cmd.usageExit()
 	}
@@ -323,14 +341,14 @@ func (a *app) runCmd(ctx context.Context, args []string) int {
 	start := a.now()
 	stop := a.spinner(wait.set, pos[0], start)
 	var inst *apiv1.Instance
+	req := apiv1.StartRequest{Input: in, ID: *id, Priority: int(priority)}
 	if wait.set {
-		req := apiv1.StartRequest{Input: in, ID: *id}
 		inst, err = cmd.await(ctx, start, wait.d, until.until, func(d time.Duration) (*apiv1.Instance, error) {
 			inst, _, err := cmd.c.StartUntil(ctx, pos[0], req, d, until.until)
 			return inst, err
 		})
 	} else {
-		inst, _, err = cmd.c.Start(ctx, pos[0], apiv1.StartRequest{Input: in, ID: *id}, 0)
+		inst, _, err = cmd.c.Start(ctx, pos[0], req, 0)
 	}
 	stop()
 	if err != nil {
@@ -454,6 +472,12 @@ func (cmd *clientCmd) printInstance(ctx context.Context, in *apiv1.Instance) {
 	fmt.Fprintf(&w, "id:        %s\n", printable(in.ID, false))
 	fmt.Fprintf(&w, "workflow:  %s (version %d)\n", in.Workflow, in.Version)
 	fmt.Fprintf(&w, "status:    %s\n", in.Status)
+	if in.Priority != 0 { // 0: a host from before priorities
+		fmt.Fprintf(&w, "priority:  %d\n", in.Priority)
+	}
+	if in.FairnessKey != "" {
+		fmt.Fprintf(&w, "fairness:  key %s, weight %d\n", strconv.Quote(in.FairnessKey), in.FairnessWeight)
+	}
 	if in.Parent != nil {
 		fmt.Fprintf(&w, "parent:    %s (step %s)\n", in.Parent.InstanceID, in.Parent.StepID)
 	}
@@ -579,9 +603,24 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	return printPage(cmd, page, "ID\tWORKFLOW\tVERSION\tSTATUS\tCREATED\tUPDATED\tWAITING ON", func(in apiv1.Instance) string {
-		return fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%s\t%s", in.ID, in.Workflow, in.Version, in.Status, formatTime(in.CreatedAt), formatTime(in.UpdatedAt), waitingSummary(in.WaitingOn))
+	return printPage(cmd, page, "ID\tWORKFLOW\tVERSION\tSTATUS\tPRIORITY\tFAIRNESS KEY\tCREATED\tUPDATED\tWAITING ON", func(in apiv1.Instance) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s", in.ID, in.Workflow, in.Version, in.Status, in.Priority, fairnessCell(in.FairnessKey),
+			formatTime(in.CreatedAt), formatTime(in.UpdatedAt), waitingSummary(in.WaitingOn))
 	})
+}
+
+// fairnessCell is an instance's fairness key in one cell of a table: "-"
+// for the shared lane, a key escaped (a tab in it would split the row)
+// and cut to 32 runes.
+func fairnessCell(key string) string {
+	if key == "" {
+		return "-"
+	}
+	key = printable(key, false)
+	if r := []rune(key); len(r) > 32 {
+		key = string(r[:31]) + "…"
+	}
+	return key
 }
 
 // waitingSummary says in one cell what a suspended instance waits on:
@@ -974,11 +1013,13 @@ func (a *app) eventSend(ctx context.Context, args []string) int {
 	cmd.fs.StringVar(&ev.Key, "key", "", "the correlation `KEY` that waiting instances match")
 	payload := cmd.fs.String("payload", "", "the payload: JSON, @FILE or @- for stdin")
 	cmd.fs.StringVar(&ev.ID, "id", "", "an event `ID`, which makes sending it again harmless")
-	pos, ok := cmd.parse(args, 1, 1, "NAME [--key KEY] [--payload JSON|@FILE] [--id ID]")
+	var priority priorityFlag
+	cmd.fs.Var(&priority, "priority", "the priority in the ready queue, `N` from 1 (served first) to 5 (served last), of the instances the event's triggers start; without it, the ones their definitions give (an instance the event resumes keeps its own)")
+	pos, ok := cmd.parse(args, 1, 1, "NAME [--key KEY] [--payload JSON|@FILE] [--id ID] [--priority N]")
 	if !ok {
 		return cmd.usageExit()
 	}
-	ev.Name = pos[0]
+	ev.Name, ev.Priority = pos[0], int(priority)
 	var err error
 	if ev.Payload, err = a.readJSONArg("--payload", *payload); err != nil {
 		cmd.errorf("%v", err)

@@ -10,9 +10,9 @@
 //	weft plugin grant NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]... [--secret NAME=REF]... [-f FILE.json|-]
 //	weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... [--all]
 //	weft workflow put|ls|show|rm
-//	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--wait[=DURATION]] [--until finished|suspended]
+//	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--priority N] [--wait[=DURATION]] [--until finished|suspended]
 //	weft instance ls|count|show|history|logs|cancel|retry|rm|export|import
-//	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
+//	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID] [--priority N]
 //	weft event ls|dead
 //	weft schedule create|update FILE|-
 //	weft schedule ls|show|pause|unpause|trigger|backfill|rm
@@ -233,7 +233,9 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... | NAME --all
   weft workflow put FILE.yaml...
   weft workflow ls | show NAME [--version N] | rm NAME
-  weft run WORKFLOW [--input JSON|@FILE|@-] [--id ID] [--wait[=DURATION]] [--until finished|suspended]
+  weft run WORKFLOW [--input JSON|@FILE|@-] [--id ID] [--priority N] [--wait[=DURATION]]
+           [--until finished|suspended]
+      --priority: 1 (served first) to 5 (served last), before the definition's (3 unless it says);
       --until suspended: the wait ends when the instance suspends (waits for an event, a
       delay or a retry's backoff) as well as when it ends; --until implies --wait
   weft instance ls [--workflow W] [--status S] [--after T] [--before T] [--oldest]
@@ -249,7 +251,8 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft instance cancel ID... [--reason R] | rm ID
   weft instance retry ID [--reason R]  go on with a failed instance from the step that failed
   weft instance export ID [--file FILE] | import FILE|- [--id ID] [--replace]
-  weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID]
+  weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID] [--priority N]
+      --priority: that of the instances its triggers start, 1 to 5
   weft event ls [--limit N] [--cursor C]
                                   the queued events: sent with nothing waiting for them yet
   weft event dead [--limit N] [--cursor C]

@@ -31,6 +31,9 @@ func (s *Server) sendEvent(c *fiber.Ctx) error {
 			errs = append(errs, apiv1.FieldError{Path: "id", Message: clean(err)})
 		}
 	}
+	if msg := checkPriority(req.Priority); msg != "" {
+		errs = append(errs, apiv1.FieldError{Path: "priority", Message: msg})
+	}
 	if len(errs) > 0 {
 		return unprocessable("the event cannot be sent", errs...)
 	}
@@ -40,7 +43,7 @@ func (s *Server) sendEvent(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	out, err := s.node.Signal(ctx, weft.Event{ID: req.ID, Name: req.Name, Key: req.Key, Payload: payload})
+	out, err := s.node.Signal(ctx, weft.Event{ID: req.ID, Name: req.Name, Key: req.Key, Payload: payload, Priority: req.Priority})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func viewInstance(in *weft.Instance) apiv1.Instance {
 		Plugins: in.Plugins, Parent: viewParent(in.Parent), CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt,
 		DeleteAfter: in.DeleteAfter,
 	}
+	v.Priority, v.FairnessKey, v.FairnessWeight = viewOrder(in.Order)
 	if in.Status == weft.StatusCancelled && in.Error == nil {
 		// Cancelled before the engine kept the reason as the error (or
 		// imported so): the answer says so all the same, so that every
@@ -37,6 +38,37 @@ func viewInstance(in *weft.Instance) apiv1.Instance {
 		v.Error = &apiv1.Failure{Code: string(weft.StatusCancelled), Message: "cancelled; the reason, if one was given, is in the instance's history"}
 	}
 	return v
+}
+
+// viewOrder is an instance's order as answered: its priority always (the
+// default for 0, which an instance created before priorities, or whose
+// start and definition set none, keeps), and its fairness key with its
+// weight only when it has a key of its own ("" is the shared lane, whose
+// weight says nothing to a reader).
+func viewOrder(o weft.Order) (priority int, key string, weight int) {
+	priority = o.Priority
+	if priority == 0 {
+		priority = weft.DefaultPriority
+	}
+	if o.FairnessKey == "" {
+		return priority, "", 0
+	}
+	weight = o.FairnessWeight
+	if weight == 0 {
+		weight = weft.DefaultFairnessWeight
+	}
+	return priority, o.FairnessKey, weight
+}
+
+// checkPriority is the problem with a start's or an event's priority, ""
+// when there is none: 0 (the definition's) or one from
+// weft.HighestPriority to weft.LowestPriority.
+func checkPriority(p int) string {
+	if p == 0 || p >= weft.HighestPriority && p <= weft.LowestPriority {
+		return ""
+	}
+	return fmt.Sprintf("must be from %d (served first) to %d (served last), got %d; leave it out for the workflow's own",
+		weft.HighestPriority, weft.LowestPriority, p)
 }
 
 func viewFailure(f *weft.Failure) *apiv1.Failure {
@@ -83,21 +115,24 @@ func (s *Server) startInstance(c *fiber.Ctx) error {
 			return invalidField("id", "%s", clean(err))
 		}
 	}
+	if msg := checkPriority(req.Priority); msg != "" {
+		return invalidField("priority", "%s", msg)
+	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	name := param(c, "name")
 	// The engine decides, atomically, whether this start created the
 	// instance: of two concurrent starts with one id, one answers 201. A
-	// wait watches from before the instance is queued.
-	var inst *weft.Instance
-	var isNew bool
-	if w.d > 0 {
-		inst, isNew, w.watch, err = s.node.StartWatched(ctx, name, req.Input, req.ID)
-		if w.watch != nil {
-			defer w.watch.Stop()
-		}
-	} else {
-		inst, isNew, err = s.node.Start(ctx, name, req.Input, req.ID)
+	// wait watches from before the instance is queued. Only StartWatched
+	// takes a start's options (node.Start takes an id alone), so a start
+	// without a wait takes it too, and drops the watch at once.
+	inst, isNew, watch, err := s.node.StartWatched(ctx, name, req.Input, weft.StartOptions{ID: req.ID, Priority: req.Priority})
+	switch {
+	case watch != nil && w.d > 0:
+		w.watch = watch
+		defer watch.Stop()
+	case watch != nil:
+		watch.Stop()
 	}
 	switch {
 	case errors.Is(err, weft.ErrNoSuchWorkflow):

@@ -339,3 +339,37 @@ func TestClientLogs(t *testing.T) {
 		t.Errorf("Logs of an unknown instance: %v, want ErrNotFound", err)
 	}
 }
+
+// TestClientPriority: the priority of a start and of an event reaches the
+// instances they start, and the instances show it with their fairness
+// key.
+func TestClientPriority(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, startHost(t), adminToken)
+	ctx := context.Background()
+	if _, _, err := c.PutWorkflow(ctx, "tenant-job", []byte(`
+name: tenant-job
+triggers: [ { event: job.submitted } ]
+fairness: { key: "${ input.tenant }", weight: 2 }
+steps:
+  - { id: s, set: { n: 1 } }
+`)); err != nil {
+		t.Fatal(err)
+	}
+	in, _, err := c.Start(ctx, "tenant-job", apiv1.StartRequest{Input: json.RawMessage(`{"tenant": "acme"}`), Priority: 2}, time.Minute)
+	if err != nil || in.Priority != 2 || in.FairnessKey != "acme" || in.FairnessWeight != 2 {
+		t.Fatalf("Start with priority 2: %+v, %v", in, err)
+	}
+	res, err := c.SendEvent(ctx, apiv1.EventRequest{Name: "job.submitted", Payload: json.RawMessage(`{"tenant": "initech"}`), Priority: 5})
+	if err != nil || len(res.Started) != 1 {
+		t.Fatalf("SendEvent with priority 5: %+v, %v", res, err)
+	}
+	if in, err = c.Instance(ctx, res.Started[0]); err != nil || in.Priority != 5 || in.FairnessKey != "initech" {
+		t.Fatalf("the instance the event started: %+v, %v", in, err)
+	}
+	_, err = c.SendEvent(ctx, apiv1.EventRequest{Name: "job.submitted", Priority: 6})
+	var e *client.Error
+	if !errors.Is(err, client.ErrInvalid) || !errors.As(err, &e) || len(e.Errors) != 1 || e.Errors[0].Path != "priority" {
+		t.Fatalf("SendEvent with priority 6: %v, want ErrInvalid naming priority", err)
+	}
+}

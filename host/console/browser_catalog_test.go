@@ -104,3 +104,67 @@ func TestBrowserPluginPinnedInstancesPaged(t *testing.T) {
 	}
 	waitTrue(tb, "the button to go at the end", q("[data-test=pinned-more]")+".hidden")
 }
+
+// tieredFlow computes its priority and fairness key from the input, and
+// an event named tiered.submitted starts it.
+const tieredFlow = `
+name: tiered
+triggers: [ { event: tiered.submitted } ]
+priority: "${ input.plan == 'pro' ? 2 : 4 }"
+fairness: { key: "${ input.tenant }", weight: 3 }
+steps:
+  - { id: s, set: { n: 1 } }
+`
+
+// TestBrowserStartAndSendWithPriority: the workflow page's start form
+// and the events page's send form take a priority, which the instances
+// they start have, before the one their definition computes; left empty,
+// the instance has its definition's. The instance page shows the priority
+// and the fairness key with its weight.
+func TestBrowserStartAndSendWithPriority(t *testing.T) {
+	h := newHost(t)
+	h.PutWorkflow(t, "tiered", tieredFlow)
+
+	tb := openTab(t, h.url)
+	tb.open("/workflows/tiered", operatorSecret, "operator")
+	shown := func(wantPrio, wantKey string) {
+		t.Helper()
+		waitFor(tb, "the instance page's priority", q("[data-test=instance-priority]")+"?.textContent ?? ''", func(s string) bool { return s != "" })
+		if p := eval[string](tb, q("[data-test=instance-priority]")+".textContent"); p != wantPrio {
+			t.Errorf("the instance page shows priority %q, want %q", p, wantPrio)
+		}
+		if k := eval[string](tb, q("[data-test=instance-fairness-key]")+"?.parentElement.textContent ?? ''"); k != wantKey+" weight 3" {
+			t.Errorf("the instance page shows the fairness key %q, want %q", k, wantKey+" weight 3")
+		}
+	}
+
+	// Started from the form with priority 1: the start's.
+	input := `{"plan": "free", "tenant": "acme"}`
+	tb.do(chromedp.Evaluate[chromedp.Void](q("[data-test=start-input]") + ".value = " + js(input)))
+	tb.do(chromedp.SetValue(chromedp.CSS("[data-test=start-id]"), "tiered-1"))
+	tb.do(chromedp.SetValue(chromedp.CSS("[data-test=start-priority]"), "1"))
+	tb.click("[data-test=start-instance-submit]")
+	waitFor(tb, "the started instance's page", q("[data-test=instance-id]")+"?.textContent ?? ''", func(s string) bool { return s == "tiered-1" })
+	shown("1", "acme")
+
+	// Without a priority: the definition's, 4 for the free plan.
+	tb.goTo("/workflows/tiered")
+	waitTrue(tb, "the start form", q("[data-test=start-priority]")+" !== null")
+	tb.do(chromedp.Evaluate[chromedp.Void](q("[data-test=start-input]") + ".value = " + js(input)))
+	tb.do(chromedp.SetValue(chromedp.CSS("[data-test=start-id]"), "tiered-2"))
+	tb.click("[data-test=start-instance-submit]")
+	waitFor(tb, "the second instance's page", q("[data-test=instance-id]")+"?.textContent ?? ''", func(s string) bool { return s == "tiered-2" })
+	shown("4", "acme")
+
+	// An event sent from the events page with priority 5.
+	tb.goTo("/events")
+	waitTrue(tb, "the send form", q("[data-test=event-priority]")+" !== null")
+	tb.do(chromedp.SendKeys(chromedp.CSS("[data-test=event-name]"), "tiered.submitted"))
+	tb.do(chromedp.Evaluate[chromedp.Void](q("[data-test=event-payload]") + ".value = " + js(`{"plan": "pro", "tenant": "initech"}`)))
+	tb.do(chromedp.SetValue(chromedp.CSS("[data-test=event-id]"), "ev-5"))
+	tb.do(chromedp.SetValue(chromedp.CSS("[data-test=event-priority]"), "5"))
+	tb.click("[data-test=send-event-submit]")
+	waitFor(tb, "the event's result", q("[data-test=event-result]")+"?.textContent ?? ''", func(s string) bool { return strings.Contains(s, "stim-ev-5-tiered") })
+	tb.goTo("/instances/stim-ev-5-tiered")
+	shown("5", "initech")
+}

@@ -688,14 +688,16 @@ type overflow struct {
 }
 
 // checkPhoneFits fails the test when the page at a phone's width can be
-// scrolled sideways, or when a section of the nav is not on screen.
+// scrolled sideways, or when a section of the nav is not on screen at
+// the top of the page (the nav scrolls with the page: a click further
+// down, which scrolls to what it clicks, takes it off screen).
 func checkPhoneFits(tb *tab, what string) {
 	tb.t.Helper()
 	if o := eval[overflow](tb, overflowJS); o.Over > 0 {
 		tb.t.Errorf("%s: the page is %vpx wider than the phone's screen; past its right edge: %v", what, o.Over, o.Wide)
 	}
 	type box struct{ Left, Right, Top, Bottom, Width, Height float64 }
-	links := eval[[]box](tb, `[...document.querySelectorAll('header nav a')].map((a) => { const r = a.getBoundingClientRect();
+	links := eval[[]box](tb, `window.scrollTo(0, 0), [...document.querySelectorAll('header nav a')].map((a) => { const r = a.getBoundingClientRect();
 		return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width, height: r.height}; })`)
 	if len(links) != 5 {
 		tb.t.Fatalf("%s: the nav has %d links, want 5", what, len(links))
@@ -866,16 +868,18 @@ output: "${ vars.echoed }"
 `
 
 // TestBrowserInstancePageActions: the page of a suspended instance shows
-// the due time of its wait's timer, and, for an attempt, the node it ran
-// on and its log lines; its export downloads the instance's state; and
-// the event its wait expects, sent from the page with a payload,
-// completes it with that payload.
+// its priority (the start's), and no fairness key for an instance in the
+// shared lane, the due time of its wait's timer, and, for an attempt, the
+// node it ran on and its log lines; its export downloads the instance's
+// state; and the event its wait expects, sent from the page with a
+// payload, completes it with that payload.
 func TestBrowserInstancePageActions(t *testing.T) {
 	h := newHost(t)
 	h.PushPlugin(t, "kit")
 	h.PutWorkflow(t, "approve", approveFlow)
 	started := time.Now()
-	h.start("approve", "approve-1", map[string]any{"k": "doc-42"}, "suspended")
+	h.Do(t, "POST", "/v1/workflows/approve/instances?wait=60s&until=suspended",
+		map[string]any{"id": "approve-1", "input": map[string]any{"k": "doc-42"}, "priority": 2}).Want(t, http.StatusCreated)
 	keys := h.attemptKeys("approve-1")
 	if len(keys) != 1 {
 		t.Fatalf("the history has attempts %v, want the log step's one", keys)
@@ -891,6 +895,14 @@ func TestBrowserInstancePageActions(t *testing.T) {
 	}
 	tb.open("/instances/approve-1", operatorSecret, "operator")
 	waitStatus(tb, "suspended")
+
+	// The start's priority; no fairness key: the shared lane.
+	if p := eval[string](tb, q("[data-test=instance-priority]")+"?.textContent ?? ''"); p != "2" {
+		t.Errorf("the page shows priority %q, want the start's, 2", p)
+	}
+	if eval[bool](tb, q("[data-test=instance-fairness-key]")+" !== null") {
+		t.Error("the page shows a fairness key for an instance in the shared lane")
+	}
 
 	// The timer of the wait's timeout, due an hour after it began.
 	due := waitFor(tb, "the wait's timer", q("[data-test=timer] time")+"?.getAttribute('datetime') ?? ''", func(s string) bool { return s != "" })

@@ -35,8 +35,8 @@ type Watch interface {
 // StartWatched is Start with a Watch registered before the instance can
 // change, so that a wait for its end needs no first read. The Watch is
 // nil when the start failed.
-func (n *Node) StartWatched(ctx context.Context, workflow string, input json.RawMessage, id string) (*weft.Instance, bool, Watch, error) {
-	inst, created, w, err := n.engine.StartWatched(ctx, workflow, input, id)
+func (n *Node) StartWatched(ctx context.Context, workflow string, input json.RawMessage, opts weft.StartOptions) (*weft.Instance, bool, Watch, error) {
+	inst, created, w, err := n.engine.StartWatched(ctx, workflow, input, opts)
 	if w == nil {
 		// A nil *engine.Watch in the interface would not be nil.
 		return inst, created, nil, err

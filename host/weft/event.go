@@ -9,6 +9,10 @@ type Event struct {
 	Name    string
 	Key     string
 	Payload any
+	// Priority, when not 0, is the priority of the instances the event's
+	// triggers start (weft.HighestPriority … weft.LowestPriority), before
+	// the ones their definitions compute.
+	Priority int
 }
 
 // SignalOutcome is what an event did.

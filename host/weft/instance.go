@@ -69,6 +69,9 @@ type Instance struct {
 	Parent *ParentRef `json:"parent,omitempty"`
 	// Persistence is the instance's persistence strategy (lazy, activity).
 	Persistence string `json:"persistence,omitempty"`
+	// Order is the instance's place in the ready queue: its priority and
+	// fairness key, decided when it is created.
+	Order
 	// CreatedAt is set by the store when the instance is created (kept when
 	// a create supplies it, as an import does); UpdatedAt on every Commit
 	// (both to Commit.At when it is given).
@@ -119,6 +122,9 @@ type ParentRef struct {
 	// end is sent to. Children stored before it was kept have it in
 	// StepID (the engine reads either).
 	Token string `json:"token,omitempty"`
+	// Order is the parent's, for queueing the parent when the child
+	// ends.
+	Order Order `json:"order,omitzero"`
 }
 
 // Lease records which node (and which boot of it) runs an instance, until

@@ -15,6 +15,8 @@ type Bookmark struct {
 	// Token is the runner's name for the wait; a Message for this bookmark
 	// carries it. Optional for the store.
 	Token string `json:"token,omitempty"`
+	// Order is the instance's, for queueing it when an event comes.
+	Order Order `json:"order,omitzero"`
 }
 
 // Timer is a durable timer of an instance (a delay step, a wait's timeout,
@@ -27,4 +29,6 @@ type Timer struct {
 	Due  time.Time       `json:"due"`
 	Kind string          `json:"kind,omitempty"`
 	Data json.RawMessage `json:"data,omitempty"`
+	// Order is the instance's, for queueing it when the timer is due.
+	Order Order `json:"order,omitzero"`
 }

@@ -385,7 +385,7 @@ type Engine struct {
 	programs map[programKey]*runner.Program   // compiled definitions
 	waiters  map[string][]chan *weft.Instance // by instance id: Wait calls to wake
 	running  map[string]chan struct{}         // by instance id: executions on this node
-	eager    chan string                      // starts handed to an idle worker (Config.EagerStarts)
+	eager    chan queue.Item                  // starts handed to an idle worker (Config.EagerStarts)
 	failing  map[string]*backoff              // by instance id: runs failed in a row on this node
 
 	scheduler  *heartbeat.Service // renews leases and locks, watches attempts' heartbeats
@@ -414,7 +414,7 @@ func New(cfg Config, st store.Store, locks lock.Locker, q queue.Queue, pl Plugin
 		running: map[string]chan struct{}{}, failing: map[string]*backoff{},
 	}
 	if cfg.EagerStarts {
-		e.eager = make(chan string) // unbuffered: a send succeeds only into an idle worker
+		e.eager = make(chan queue.Item) // unbuffered: a send succeeds only into an idle worker
 	}
 	e.renewer = &renewer{e: e}
 	svc, err := heartbeat.NewService(cfg.Heartbeat, e.renewer, e.renewer, heartbeat.Env{Logger: e.log})
@@ -502,16 +502,16 @@ func (e *Engine) work(ctx context.Context, popping chan struct{}) {
 	for {
 		select {
 		case popping <- struct{}{}:
-		case id := <-e.eager: // nil without EagerStarts: never ready
+		case it := <-e.eager: // nil without EagerStarts: never ready
 			if ctx.Err() != nil {
 				// Taken as the engine stops: whoever runs next takes it
 				// from the queue (or, in memory, from the store at start).
 				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-				e.push(pctx, id, "start")
+				e.push(pctx, it)
 				cancel()
 				return
 			}
-			e.run(ctx, id, false)
+			e.run(ctx, it)
 			continue
 		case <-ctx.Done():
 			return
@@ -529,17 +529,18 @@ func (e *Engine) work(ctx context.Context, popping chan struct{}) {
 // the delivery.
 func (e *Engine) runDelivery(ctx context.Context, d queue.Delivery) {
 	id := d.Item().InstanceID
-	e.run(ctx, id, d.Item().Reason == reasonSwept)
+	e.run(ctx, d.Item())
 	if err := d.Ack(context.WithoutCancel(ctx)); err != nil {
 		// The queue delivers it again after its visibility timeout.
 		e.log.Warn("acknowledging a run of an instance", "instance", id, "err", err)
 	}
 }
 
-// run runs instance id (inbox: because a message reached its inbox) and
-// deals with a failed run.
-func (e *Engine) run(ctx context.Context, id string, inbox bool) {
-	err := e.process(ctx, id, inbox)
+// run runs the instance of a queue item (its reason reasonSwept: because
+// a message reached its inbox) and deals with a failed run.
+func (e *Engine) run(ctx context.Context, it queue.Item) {
+	id := it.InstanceID
+	err := e.process(ctx, id, it.Reason == reasonSwept)
 	switch {
 	case errors.Is(err, errBusy), errors.Is(err, errBackingOff):
 		// Nothing ran: the run that holds the instance, or the backoff's
@@ -550,7 +551,8 @@ func (e *Engine) run(ctx context.Context, id string, inbox bool) {
 	case runAgain(err):
 		n, delay := e.ranBadly(id)
 		e.log.Warn("running instance", "instance", id, "err", err, "failed_runs", n, "next_run_in", delay)
-		go e.runAgain(ctx, id, delay)
+		it.Reason = "retry"
+		go e.runAgain(ctx, it, delay)
 	default:
 		e.ranWell(id) // another node has it, or it is gone
 		e.log.Warn("running instance", "instance", id, "err", err)
@@ -653,10 +655,11 @@ func (e *Engine) ranWell(id string) {
 	e.mu.Unlock()
 }
 
-// runAgain queues the instance id again after a run failed, after delay
-// and then doubling up to LockTTL while the queue itself cannot be
+// runAgain queues the item's instance again after a run failed, after
+// delay and then doubling up to LockTTL while the queue itself cannot be
 // reached, until ctx ends.
-func (e *Engine) runAgain(ctx context.Context, id string, delay time.Duration) {
+func (e *Engine) runAgain(ctx context.Context, it queue.Item, delay time.Duration) {
+	id := it.InstanceID
 	for {
 		t := time.NewTimer(delay)
 		select {
@@ -666,7 +669,7 @@ func (e *Engine) runAgain(ctx context.Context, id string, delay time.Duration) {
 		case <-t.C:
 		}
 		e.letGo(id)
-		err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: "retry"})
+		err := e.queue.Push(ctx, it)
 		if err == nil || ctx.Err() != nil {
 			return
 		}

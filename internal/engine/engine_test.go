@@ -14,6 +14,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/store"
@@ -43,6 +44,9 @@ type hostParts struct {
 	// wrap, when set, is the store the engine uses around the real one:
 	// a fault to inject.
 	wrap func(store.Store) store.Store
+	// wrapQueue, when set, is the queue the engine uses around the
+	// in-process one.
+	wrapQueue func(queue.Queue) queue.Queue
 	// plugins configures the plugin runtime, and wrapPlugins, when set,
 	// is what the engine calls around it: a counter, or a fault to inject.
 	plugins     plugins.Config
@@ -120,7 +124,11 @@ func newHost(t testing.TB, opts ...hostOption) *host {
 	if parts.wrapPlugins != nil {
 		pl = parts.wrapPlugins(rt)
 	}
-	e, err := engine.New(cfg, engineStore, locks, memqueue.New(1000), pl)
+	var q queue.Queue = memqueue.New(1000)
+	if parts.wrapQueue != nil {
+		q = parts.wrapQueue(q)
+	}
+	e, err := engine.New(cfg, engineStore, locks, q, pl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +460,7 @@ func TestStartWatched(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, id := range []string{"", "watched", "watched"} {
-		inst, _, w, err := h.e.StartWatched(ctx, "echo", json.RawMessage(`{"n":1}`), id)
+		inst, _, w, err := h.e.StartWatched(ctx, "echo", json.RawMessage(`{"n":1}`), weft.StartOptions{ID: id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,12 +475,12 @@ func TestStartWatched(t *testing.T) {
 	}
 	// Stopped without a wait, and started again while it runs: the
 	// first Watch must not be woken for the second's commit.
-	_, _, w, err := h.e.StartWatched(ctx, "echo", json.RawMessage(`2`), "stopped")
+	_, _, w, err := h.e.StartWatched(ctx, "echo", json.RawMessage(`2`), weft.StartOptions{ID: "stopped"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Stop()
-	_, _, w2, err := h.e.StartWatched(ctx, "echo", json.RawMessage(`2`), "stopped")
+	_, _, w2, err := h.e.StartWatched(ctx, "echo", json.RawMessage(`2`), weft.StartOptions{ID: "stopped"})
 	if err != nil {
 		t.Fatal(err)
 	}

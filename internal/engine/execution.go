@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -614,7 +612,7 @@ func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 	}
 	x.e.log.Info("late completions refused: another node holds the instance", "instance", x.inst.ID, "count", len(notes))
 	x.e.publish(ctx, topicInbox, x.inst.ID)
-	x.e.pushSoon(ctx, x.inst.ID, "note")
+	x.e.pushSoon(ctx, itemOf(x.inst.ID, "note", x.inst.Order))
 }
 
 // input turns the end of attempt inv into the runner's input.
@@ -864,13 +862,22 @@ func (x *execution) commit(drains bool) error {
 	}
 	// Each set is written whole, unless it is empty and so is the
 	// stored one (nil leaves it as it is).
+	// Each carries the instance's order, for the sweeps that queue it.
 	var timers []weft.Timer
 	if len(x.timers) > 0 || x.storedTimers {
-		timers = slices.AppendSeq(make([]weft.Timer, 0, len(x.timers)), maps.Values(x.timers))
+		timers = make([]weft.Timer, 0, len(x.timers))
+		for _, t := range x.timers {
+			t.Order = inst.Order
+			timers = append(timers, t)
+		}
 	}
 	var bookmarks []weft.Bookmark
 	if len(x.bookmarks) > 0 || x.storedBookmarks {
-		bookmarks = slices.AppendSeq(make([]weft.Bookmark, 0, len(x.bookmarks)), maps.Values(x.bookmarks))
+		bookmarks = make([]weft.Bookmark, 0, len(x.bookmarks))
+		for _, b := range x.bookmarks {
+			b.Order = inst.Order
+			bookmarks = append(bookmarks, b)
+		}
 	}
 	// Children first: their ids come from the runner's deterministic
 	// tokens, so a parent replayed after a crash asks for the same ids and
@@ -880,7 +887,7 @@ func (x *execution) commit(drains bool) error {
 		if err != nil {
 			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, runner.ChildID(inst.ID, c.Token), err)
 		}
-		if _, _, err := x.e.create(x.ctx, c.Workflow, in, runner.ChildID(inst.ID, c.Token), &weft.ParentRef{InstanceID: inst.ID, StepID: c.StepID, Token: c.Token}); err != nil {
+		if _, _, err := x.e.create(x.ctx, c.Workflow, in, runner.ChildID(inst.ID, c.Token), &weft.ParentRef{InstanceID: inst.ID, StepID: c.StepID, Token: c.Token, Order: inst.Order}); err != nil {
 			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
 		}
 	}
@@ -931,10 +938,11 @@ func (x *execution) commit(drains bool) error {
 	children := x.next.children
 	x.next = nextCommit{}
 	for _, ch := range children {
-		x.e.pushSoon(x.ctx, runner.ChildID(inst.ID, ch.Token), "start")
+		// A child has its parent's order (create).
+		x.e.pushSoon(x.ctx, itemOf(runner.ChildID(inst.ID, ch.Token), "start", inst.Order))
 	}
 	if len(c.Send) > 0 {
-		x.e.pushSoon(x.ctx, inst.Parent.InstanceID, "child")
+		x.e.pushSoon(x.ctx, itemOf(inst.Parent.InstanceID, "child", inst.Parent.Order))
 	}
 	if inst.Status != weft.StatusRunning {
 		// A copy: later commits change x.inst in place.

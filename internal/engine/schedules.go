@@ -463,7 +463,7 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 		// An input that does not evaluate would not the next time either.
 		input, err := doc.RunInput(f)
 		if err == nil {
-			err = e.startFire(ctx, doc.Workflow, input, runID)
+			err = e.startFire(ctx, doc.Workflow, input, runID, doc.Priority)
 			if err != nil && !startFailsForGood(err) {
 				return nil, fmt.Errorf("engine: schedule %s: starting run %s: %w", doc.ID, runID, err)
 			}

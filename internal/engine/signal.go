@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/runner"
 )
 
@@ -21,6 +22,9 @@ import (
 func (e *Engine) Signal(ctx context.Context, s weft.Event) (*weft.SignalOutcome, error) {
 	if s.ID == "" {
 		s.ID = newID(e.cfg.Now())
+	}
+	if err := (weft.Order{Priority: s.Priority}).Check(); err != nil {
+		return nil, fmt.Errorf("engine: event %s: %w", s.ID, err)
 	}
 	if old, err := e.store.GetStimulus(ctx, s.ID); err == nil {
 		return outcomeOf(old)
@@ -40,7 +44,9 @@ func (e *Engine) Signal(ctx context.Context, s weft.Event) (*weft.SignalOutcome,
 	if err != nil {
 		return nil, err
 	}
-	out.Started = started
+	for _, in := range started {
+		out.Started = append(out.Started, in.ID)
+	}
 
 	bms, err := e.store.FindBookmarks(ctx, s.Name, s.Key)
 	if err != nil {
@@ -82,7 +88,7 @@ func (e *Engine) Signal(ctx context.Context, s weft.Event) (*weft.SignalOutcome,
 			return nil, err
 		}
 		for _, b := range late {
-			e.push(ctx, b.InstanceID, reasonStimulus)
+			e.push(ctx, itemOf(b.InstanceID, reasonStimulus, b.Order))
 		}
 		return out, nil
 	}
@@ -99,11 +105,11 @@ func (e *Engine) Signal(ctx context.Context, s weft.Event) (*weft.SignalOutcome,
 	if existing != nil {
 		return outcomeOf(existing)
 	}
-	for _, id := range out.Resumed {
-		e.notify(ctx, id, reasonStimulus)
+	for _, b := range bms {
+		e.notify(ctx, itemOf(b.InstanceID, reasonStimulus, b.Order))
 	}
-	for _, id := range out.Started {
-		e.push(ctx, id, "start")
+	for _, in := range started {
+		e.push(ctx, itemOf(in.ID, "start", in.Order))
 	}
 	return out, nil
 }
@@ -145,8 +151,7 @@ func outcomeOf(s *weft.Stimulus) (*weft.SignalOutcome, error) {
 // stimulus, with its payload (as JSON) as input. It also reports whether
 // the latest version of any saved workflow names the stimulus at all, in a
 // trigger or in a wait.
-func (e *Engine) trigger(ctx context.Context, s weft.Event, payload json.RawMessage) (started []string, heard bool, err error) {
-	started = []string{}
+func (e *Engine) trigger(ctx context.Context, s weft.Event, payload json.RawMessage) (started []*weft.Instance, heard bool, err error) {
 	for cursor := ""; ; {
 		defs, next, err := e.store.ListDefinitions(ctx, cursor, 100)
 		if err != nil {
@@ -163,11 +168,11 @@ func (e *Engine) trigger(ctx context.Context, s weft.Event, payload json.RawMess
 					continue
 				}
 				heard = true
-				inst, _, err := e.create(ctx, d.Name, payload, "stim-"+s.ID+"-"+d.Name, nil)
+				inst, _, err := e.createAs(ctx, creation{workflow: d.Name, input: payload, id: "stim-" + s.ID + "-" + d.Name, priority: s.Priority, lookFirst: true})
 				if err != nil {
 					return nil, false, err
 				}
-				started = append(started, inst.ID)
+				started = append(started, inst)
 				break
 			}
 			if !heard {
@@ -251,19 +256,19 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) (*weft.Instance,
 	if _, err := e.store.Deliver(ctx, nil, []weft.Message{{InstanceID: id, ID: "cancel", Kind: weft.MessageCancel, Payload: payload}}); err != nil {
 		return nil, err
 	}
-	e.notify(ctx, id, "cancel")
+	e.notify(ctx, itemOf(id, "cancel", inst.Order))
 	return inst, nil
 }
 
-// notify makes an instance look at its inbox: the execution running it on
-// this node at once, otherwise through the queue.
-func (e *Engine) notify(ctx context.Context, id, reason string) {
-	if !e.wakeExecution(id) {
+// notify makes the instance of it look at its inbox: the execution
+// running it on this node at once, otherwise through the queue.
+func (e *Engine) notify(ctx context.Context, it queue.Item) {
+	if !e.wakeExecution(it.InstanceID) {
 		// Maybe another node runs it.
-		e.publish(ctx, topicInbox, id)
+		e.publish(ctx, topicInbox, it.InstanceID)
 	}
 	// Queued too: the execution may be about to finish without looking.
-	e.push(ctx, id, reason)
+	e.push(ctx, it)
 }
 
 // wakeExecution makes the execution running an instance on this node, if
@@ -363,7 +368,7 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 	if _, err := e.store.Deliver(ctx, nil, []weft.Message{msg}); err != nil {
 		return err
 	}
-	e.push(ctx, id, "retry")
+	e.push(ctx, itemOf(id, "retry", inst.Order))
 	return nil
 }
 

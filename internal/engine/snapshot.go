@@ -79,6 +79,9 @@ func (e *Engine) Import(ctx context.Context, s *weft.Snapshot, opts ImportOption
 	if err != nil {
 		return nil, false, err
 	}
+	if err := s.Instance.Order.Check(); err != nil {
+		return nil, false, fmt.Errorf("engine: importing instance %s: %w", id, err)
+	}
 	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
 	lease, err := e.locks.Acquire(actx, InstanceLockKey(id), e.cfg.LockTTL)
 	cancel()
@@ -113,6 +116,13 @@ func (e *Engine) Import(ctx context.Context, s *weft.Snapshot, opts ImportOption
 	if timers == nil {
 		timers = []weft.Timer{}
 	}
+	// They carry the instance's order (a snapshot's may predate it).
+	for i := range bookmarks {
+		bookmarks[i].Order = in.Order
+	}
+	for i := range timers {
+		timers[i].Order = in.Order
+	}
 	inbox := slices.Clone(s.Inbox)
 	imported := weft.HistoryEntry{Type: weft.HistoryInstanceImported, Node: e.cfg.NodeID}
 	if copied {
@@ -143,7 +153,7 @@ func (e *Engine) Import(ctx context.Context, s *weft.Snapshot, opts ImportOption
 	// this node must not hold the imported state back.
 	e.ranWell(id)
 	e.changed(id)
-	e.push(ctx, id, "import")
+	e.push(ctx, itemOf(id, "import", in.Order))
 	inst, err = e.store.GetInstance(ctx, id)
 	return inst, !existed, err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/runner"
 	"github.com/weftworks/weft/internal/store"
@@ -33,24 +34,30 @@ import (
 // Starts with one id, exactly one creates: the store's commit creates only
 // if absent.
 func (e *Engine) Start(ctx context.Context, workflow string, input json.RawMessage, id string) (inst *weft.Instance, created bool, err error) {
-	inst, created, _, err = e.start(ctx, workflow, input, id, false)
+	inst, created, _, err = e.start(ctx, workflow, input, weft.StartOptions{ID: id}, false)
 	return inst, created, err
 }
 
-// StartWatched is Start, and returns a Watch of the instance, registered
-// before the instance is queued: waiting on it needs no first read of the
-// store, as no commit can come before it. The caller must Stop it.
-func (e *Engine) StartWatched(ctx context.Context, workflow string, input json.RawMessage, id string) (*weft.Instance, bool, *Watch, error) {
-	return e.start(ctx, workflow, input, id, true)
+// StartWatched is Start with options (an instance's own priority), and
+// returns a Watch of the instance, registered before the instance is
+// queued: waiting on it needs no first read of the store, as no commit can
+// come before it. The caller must Stop it. A priority out of bounds is an
+// error matching weft.ErrInvalid.
+func (e *Engine) StartWatched(ctx context.Context, workflow string, input json.RawMessage, opts weft.StartOptions) (*weft.Instance, bool, *Watch, error) {
+	return e.start(ctx, workflow, input, opts, true)
 }
 
-func (e *Engine) start(ctx context.Context, workflow string, input json.RawMessage, id string, watched bool) (*weft.Instance, bool, *Watch, error) {
+func (e *Engine) start(ctx context.Context, workflow string, input json.RawMessage, opts weft.StartOptions, watched bool) (*weft.Instance, bool, *Watch, error) {
+	if err := (weft.Order{Priority: opts.Priority}).Check(); err != nil {
+		return nil, false, nil, fmt.Errorf("engine: starting %s: %w", workflow, err)
+	}
+	id := opts.ID
 	var w *Watch
 	if watched && id != "" {
 		// Before create: an instance with this id may exist and change.
 		w = e.watch(id)
 	}
-	inst, created, err := e.create(ctx, workflow, input, id, nil)
+	inst, created, err := e.createAs(ctx, creation{workflow: workflow, input: input, id: id, priority: opts.Priority, lookFirst: true})
 	if err != nil {
 		if w != nil {
 			w.Stop()
@@ -66,40 +73,47 @@ func (e *Engine) start(ctx context.Context, workflow string, input json.RawMessa
 	// An existing instance is run again unless it has ended: the Start
 	// that created it may have died before running or queueing it.
 	if created || !inst.Status.Terminal() {
-		e.dispatch(ctx, inst.ID)
+		e.dispatch(ctx, inst)
 	}
 	return inst, created, w, nil
 }
 
 // dispatch hands a started instance to an idle worker of this node
 // (Config.EagerStarts), or else queues it.
-func (e *Engine) dispatch(ctx context.Context, id string) {
+func (e *Engine) dispatch(ctx context.Context, inst *weft.Instance) {
+	it := itemOf(inst.ID, "start", inst.Order)
 	select {
-	case e.eager <- id: // nil without EagerStarts: never ready
+	case e.eager <- it: // nil without EagerStarts: never ready
 		return
 	default:
 	}
-	e.push(ctx, id, "start")
+	e.push(ctx, it)
 }
 
-// push queues an instance, logging a failure: the sweeps find its work
-// again (due timers, inbox, lease expiry).
-func (e *Engine) push(ctx context.Context, id, reason string) {
-	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: reason}); err != nil && ctx.Err() == nil {
-		e.log.Warn("queueing instance", "instance", id, "err", err)
+// itemOf is the queue item of work of instance id, in the instance's
+// order.
+func itemOf(id, reason string, o weft.Order) queue.Item {
+	return queue.Item{InstanceID: id, Reason: reason, Priority: o.Priority, Key: o.FairnessKey, Weight: o.FairnessWeight}
+}
+
+// push queues an instance's work, logging a failure: the sweeps find its
+// work again (due timers, inbox, lease expiry).
+func (e *Engine) push(ctx context.Context, it queue.Item) {
+	if err := e.queue.Push(ctx, it); err != nil && ctx.Err() == nil {
+		e.log.Warn("queueing instance", "instance", it.InstanceID, "err", err)
 	}
 }
 
 // startFire is Start for a schedule's fire, whose id is most likely new:
 // it does not look for an instance with the id before creating one (the
 // commit's create-if-absent finds it), which saves a fire a read.
-func (e *Engine) startFire(ctx context.Context, workflow string, input json.RawMessage, id string) error {
-	inst, created, err := e.createAs(ctx, workflow, input, id, nil, false)
+func (e *Engine) startFire(ctx context.Context, workflow string, input json.RawMessage, id string, priority int) error {
+	inst, created, err := e.createAs(ctx, creation{workflow: workflow, input: input, id: id, priority: priority})
 	if err != nil {
 		return err
 	}
 	if created || !inst.Status.Terminal() {
-		e.dispatch(ctx, inst.ID)
+		e.dispatch(ctx, inst)
 	}
 	return nil
 }
@@ -107,14 +121,28 @@ func (e *Engine) startFire(ctx context.Context, workflow string, input json.RawM
 // create stores a new pending instance (idempotently by id, see Start)
 // without queueing it.
 func (e *Engine) create(ctx context.Context, workflow string, input json.RawMessage, id string, parent *weft.ParentRef) (*weft.Instance, bool, error) {
-	return e.createAs(ctx, workflow, input, id, parent, true)
+	return e.createAs(ctx, creation{workflow: workflow, input: input, id: id, parent: parent, lookFirst: true})
 }
 
-// createAs is create; lookFirst reads the instance with a given id before
-// anything else, which answers a retried start without the definition or
-// its plugins (they may have changed since).
-func (e *Engine) createAs(ctx context.Context, workflow string, input json.RawMessage, id string, parent *weft.ParentRef, lookFirst bool) (*weft.Instance, bool, error) {
-	if id != "" && lookFirst {
+// creation is what createAs creates an instance from.
+type creation struct {
+	workflow string
+	input    json.RawMessage
+	id       string // "" for a new one
+	parent   *weft.ParentRef
+	// priority, when not 0, is the start's own; otherwise a child has its
+	// parent's order and any other instance its definition's.
+	priority int
+	// lookFirst reads the instance with a given id before anything
+	// else, which answers a retried start without the definition or its
+	// plugins (they may have changed since).
+	lookFirst bool
+}
+
+// createAs is create, with the choices of c.
+func (e *Engine) createAs(ctx context.Context, c creation) (*weft.Instance, bool, error) {
+	workflow, input, id := c.workflow, c.input, c.id
+	if id != "" && c.lookFirst {
 		// The common case of a retried start, answered without needing the
 		// definition or its plugins, which may have changed since.
 		if old, err := e.existing(ctx, workflow, id); old != nil || err != nil {
@@ -129,9 +157,10 @@ func (e *Engine) createAs(ctx context.Context, workflow string, input json.RawMe
 	}
 	// The catalog as the store last read it, at no cost; if it changed
 	// since, the commit says so and the start reads it again.
-	inst, rev, at, err := e.createFrom(ctx, workflow, input, id, parent, true)
+	c.input, c.id = input, id
+	inst, rev, at, err := e.createFrom(ctx, c, true)
 	if errors.Is(err, store.ErrCatalogChanged) {
-		inst, rev, at, err = e.createFrom(ctx, workflow, input, id, parent, false)
+		inst, rev, at, err = e.createFrom(ctx, c, false)
 	}
 	if errors.Is(err, weft.ErrExists) {
 		// Another Start with the id created it between the check above
@@ -162,7 +191,8 @@ func (e *Engine) createAs(ctx context.Context, workflow string, input json.RawMe
 // them, which the store refuses with ErrCatalogChanged when a cached
 // catalog has changed since. It returns the instance committed, its
 // revision and time.
-func (e *Engine) createFrom(ctx context.Context, workflow string, input json.RawMessage, id string, parent *weft.ParentRef, cached bool) (*weft.Instance, uint64, time.Time, error) {
+func (e *Engine) createFrom(ctx context.Context, c creation, cached bool) (*weft.Instance, uint64, time.Time, error) {
+	workflow, input, id, parent := c.workflow, c.input, c.id, c.parent
 	var prog *runner.Program
 	var progErr error
 	uses := func(d *weft.Definition) ([]string, error) {
@@ -194,6 +224,9 @@ func (e *Engine) createFrom(ctx context.Context, workflow string, input json.Raw
 	inst := &weft.Instance{
 		ID: id, Workflow: d.Name, Version: d.Version, Status: weft.StatusPending, Input: input,
 		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
+	}
+	if inst.Order, err = e.orderOf(c, prog.Definition()); err != nil {
+		return nil, 0, time.Time{}, err
 	}
 	// No timers, no bookmarks: process relies on it to skip reading them
 	// for an instance at revision 1. At makes the stored times known here,
@@ -240,4 +273,29 @@ func newID(now time.Time) string {
 		ms >>= 8
 	}
 	return hex.EncodeToString(b) + randomHex(8)
+}
+
+// orderOf decides a new instance's order (weft.Order): a child's is its
+// parent's; any other's is its definition's, evaluated from its input
+// (an input that does not fit is refused, with weft.ErrInvalid); and a
+// start's own priority goes before either.
+func (e *Engine) orderOf(c creation, d *definition.Definition) (weft.Order, error) {
+	var o weft.Order
+	switch {
+	case c.parent != nil:
+		o = c.parent.Order
+	case !d.Priority.IsZero() || d.Fairness != nil:
+		var in any
+		if err := json.Unmarshal(c.input, &in); err != nil {
+			return o, fmt.Errorf("engine: starting %s: %w: the input is not JSON: %w", d.Name, weft.ErrInvalid, err)
+		}
+		var err error
+		if o, err = d.Order(in, c.priority); err != nil {
+			return o, fmt.Errorf("engine: starting %s: %w: the input does not fit the workflow's %w", d.Name, weft.ErrInvalid, err)
+		}
+	}
+	if c.priority != 0 {
+		o.Priority = c.priority // a child's, or a definition without an order's
+	}
+	return o, nil
 }

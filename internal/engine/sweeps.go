@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
@@ -47,7 +48,7 @@ func (e *Engine) sweepTimers(ctx context.Context) {
 			seen[tm.InstanceID] = true
 			// A timer stays due until its instance runs: the next sweep
 			// pushes it again.
-			if err := e.queue.Push(ctx, queue.Item{InstanceID: tm.InstanceID, Reason: "timer"}); err != nil && ctx.Err() == nil {
+			if err := e.queue.Push(ctx, itemOf(tm.InstanceID, "timer", tm.Order)); err != nil && ctx.Err() == nil {
 				e.log.Warn("queuing an instance whose timer is due", "instance", tm.InstanceID, "err", err)
 			}
 		}
@@ -69,7 +70,7 @@ func (e *Engine) requeuePending(ctx context.Context) {
 			return
 		}
 		for _, in := range items {
-			e.push(ctx, in.ID, "recovery")
+			e.push(ctx, itemOf(in.ID, "recovery", in.Order))
 			n++
 		}
 		if next == "" {
@@ -108,7 +109,7 @@ func (e *Engine) requeueExpiredLeases(ctx context.Context) {
 			continue // its run failed here: its backoff queues it (run)
 		}
 		e.log.Info("recovering instance whose lease expired", "instance", id)
-		e.push(ctx, id, "recovery")
+		e.push(ctx, e.itemRead(ctx, id, "recovery"))
 	}
 }
 
@@ -123,7 +124,7 @@ func (e *Engine) requeueWaitingInboxes(ctx context.Context) {
 		e.log.Warn("finding waiting inboxes", "err", err)
 	}
 	for _, id := range waiting {
-		e.push(ctx, id, reasonSwept)
+		e.push(ctx, e.itemRead(ctx, id, reasonSwept))
 	}
 }
 
@@ -148,7 +149,7 @@ func (e *Engine) requeueStalePending(ctx context.Context) {
 		if e.heldOff(in.ID) {
 			continue
 		}
-		e.push(ctx, in.ID, reasonSwept)
+		e.push(ctx, itemOf(in.ID, reasonSwept, in.Order))
 	}
 	if err != nil {
 		e.pendingCursor = ""
@@ -193,7 +194,7 @@ func (e *Engine) pairQueued(ctx context.Context) {
 		}
 		for _, b := range bms {
 			e.log.Info("a queued stimulus matches a bookmark set after it; queueing the instance", "stimulus", s.ID, "instance", b.InstanceID)
-			e.push(ctx, b.InstanceID, reasonStimulus)
+			e.push(ctx, itemOf(b.InstanceID, reasonStimulus, b.Order))
 		}
 	}
 }
@@ -211,12 +212,26 @@ const reasonStimulus = "stimulus"
 // pushSoon queues an instance from inside an execution, waiting at most a
 // moment for room: a worker that blocked on a full queue could wait for
 // itself. An item it could not queue is found by the recovery sweep.
-func (e *Engine) pushSoon(ctx context.Context, id, reason string) {
+func (e *Engine) pushSoon(ctx context.Context, it queue.Item) {
 	ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if err := e.queue.Push(ctx, queue.Item{InstanceID: id, Reason: reason}); err != nil {
-		e.log.Info("could not queue the instance now; the recovery sweep will", "instance", id, "err", err)
+	if err := e.queue.Push(ctx, it); err != nil {
+		e.log.Info("could not queue the instance now; the recovery sweep will", "instance", it.InstanceID, "err", err)
 	}
+}
+
+// itemRead is the queue item of work of instance id that a sweep found
+// by id alone (a lease expired, a wake-up lost): the instance is read for
+// its order, which these rare cases can afford; one that cannot be read
+// goes in the default order, and its run finds what became of it.
+func (e *Engine) itemRead(ctx context.Context, id, reason string) queue.Item {
+	var o weft.Order
+	if in, err := e.store.GetInstance(ctx, id); err == nil {
+		o = in.Order
+	} else if ctx.Err() == nil && !errors.Is(err, weft.ErrNotFound) {
+		e.log.Warn("reading the order of an instance to queue", "instance", id, "err", err)
+	}
+	return itemOf(id, reason, o)
 }
 
 // sweepStimuli moves stimuli whose TTL ended without a bookmark to the dead

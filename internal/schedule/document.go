@@ -27,9 +27,13 @@ type Document struct {
 	Workflow string
 	// Input is each run's input; its expressions read `schedule` (id,
 	// time, kind). Zero: each run's input is null.
-	Input  definition.Value
-	Spec   Spec
-	Policy Policy
+	Input definition.Value
+	// Priority, when not 0, is each run's priority in the ready queue
+	// (weft.HighestPriority … weft.LowestPriority), before the one its
+	// workflow's definition computes.
+	Priority int
+	Spec     Spec
+	Policy   Policy
 
 	input    any // Input's source, for Canonical
 	hasInput bool
@@ -228,7 +232,7 @@ func (p *parser) time(n *yaml.Node, path string) time.Time {
 }
 
 func (p *parser) document(n *yaml.Node) *Document {
-	f := p.fields(n, "", "id", "workflow", "input", "spec", "policy")
+	f := p.fields(n, "", "id", "workflow", "input", "priority", "spec", "policy")
 	if f == nil {
 		return nil
 	}
@@ -258,6 +262,18 @@ func (p *parser) document(n *yaml.Node) *Document {
 				p.errs = append(p.errs, weft.Problem{Path: pr.Path, Message: pr.Message, Line: in.Line, Column: in.Column})
 			}
 			d.Input, d.input, d.hasInput = v, src, true
+		}
+	}
+	if pr := f["priority"]; pr != nil {
+		pr = deref(pr)
+		v, err := strconv.Atoi(pr.Value)
+		switch {
+		case pr.Kind != yaml.ScalarNode || pr.Tag != "!!int" || err != nil:
+			p.bad(pr, "priority", "want a whole number from %d (first) to %d (last)", weft.HighestPriority, weft.LowestPriority)
+		case v < weft.HighestPriority || v > weft.LowestPriority:
+			p.bad(pr, "priority", "%d is not from %d (first) to %d (last)", v, weft.HighestPriority, weft.LowestPriority)
+		default:
+			d.Priority = v
 		}
 	}
 	if f["spec"] != nil {
@@ -438,9 +454,10 @@ func (d *Document) Canonical() ([]byte, error) {
 		ID       string  `json:"id"`
 		Workflow string  `json:"workflow"`
 		Input    any     `json:"input,omitempty"`
+		Priority int     `json:"priority,omitempty"`
 		Spec     spec    `json:"spec"`
 		Policy   *policy `json:"policy,omitempty"`
-	}{ID: d.ID, Workflow: d.Workflow, Spec: spec{Cron: d.Spec.Cron, TimeZone: d.Spec.TimeZone}}
+	}{ID: d.ID, Workflow: d.Workflow, Priority: d.Priority, Spec: spec{Cron: d.Spec.Cron, TimeZone: d.Spec.TimeZone}}
 	if d.hasInput {
 		doc.Input = d.input
 	}

@@ -16,6 +16,7 @@ input:
   day: "${ schedule.time }"
   run: "${ schedule.id }/${ schedule.kind }"
   fixed: 3
+priority: 2
 spec:
   cron: ["0 9 * * MON-FRI", "@monthly"]
   every: [{every: 15m, offset: 2m}, 1d]
@@ -46,6 +47,9 @@ func TestParseDocument(t *testing.T) {
 	}
 	if d.Policy != (Policy{Overlap: OverlapBufferOne, CatchUpWindow: 10 * time.Minute, PauseOnFailure: true, MaxRuns: 100}) {
 		t.Errorf("policy = %+v", d.Policy)
+	}
+	if d.Priority != 2 {
+		t.Errorf("priority = %d, want 2", d.Priority)
 	}
 	if d.Calendar() == nil || d.Calendar().Location().String() != "Europe/Berlin" {
 		t.Fatal("no calendar in the zone")
@@ -106,6 +110,8 @@ func TestParseDocumentRefuses(t *testing.T) {
 		{"bad overlap", "id: a\nworkflow: w\nspec: {cron: '@daily'}\npolicy: {overlap: sometimes}\n", "policy.overlap", "must be one of", 0},
 		{"zero window", "id: a\nworkflow: w\nspec: {cron: '@daily'}\npolicy: {catch_up_window: 0s}\n", "policy.catch_up_window", "at least 1s", 4},
 		{"max runs not a number", "id: a\nworkflow: w\nspec: {cron: '@daily'}\npolicy: {max_runs: many}\n", "policy.max_runs", "whole number", 4},
+		{"priority out of range", "id: a\nworkflow: w\nspec: {cron: '@daily'}\npriority: 6\n", "priority", "6 is not from 1 (first) to 5 (last)", 4},
+		{"priority not a number", "id: a\nworkflow: w\nspec: {cron: '@daily'}\npriority: high\n", "priority", "want a whole number", 4},
 		{"pause not a bool", "id: a\nworkflow: w\nspec: {cron: '@daily'}\npolicy: {pause_on_failure: yes please}\n", "policy.pause_on_failure", "true or false", 4},
 		{"input expression", "id: a\nworkflow: w\nspec: {cron: '@daily'}\ninput: {x: '${ schedule.time +* 1 }'}\n", "input.x", "", 4},
 		{"input not JSON", "id: a\nworkflow: w\nspec: {cron: '@daily'}\ninput: .inf\n", "input", "JSON", 4},

@@ -14,6 +14,11 @@ type EventRequest struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// ID makes the event idempotent; empty lets the host choose one.
 	ID string `json:"id,omitempty"`
+	// Priority, when not 0, is the priority in the ready queue (1,
+	// served first, to 5) of the instances the event's triggers start,
+	// before the ones their definitions compute; 0 leaves theirs. An
+	// instance the event resumes keeps its own.
+	Priority int `json:"priority,omitempty"`
 }
 
 // EventOutcome is what an event did, once durable: the instances it

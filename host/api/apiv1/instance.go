@@ -46,6 +46,19 @@ type Instance struct {
 	// DeleteAfter is when a finished instance will be deleted by the
 	// retention sweep; absent while it runs, and when it is kept forever.
 	DeleteAfter time.Time `json:"delete_after,omitzero"`
+	// Priority is the instance's priority in the ready queue, from 1
+	// (served first) to 5 (served last): its start's, else its
+	// definition's, else 3; a child's is its parent's. Decided when the
+	// instance is created, and always present.
+	Priority int `json:"priority"`
+	// FairnessKey is the lane (usually a tenant) in which the instance
+	// takes turns with the other lanes of its priority, from its
+	// definition's fairness.key; absent for the shared lane, "".
+	FairnessKey string `json:"fairness_key,omitempty"`
+	// FairnessWeight is how many instances its lane hands out in a turn
+	// (1 to 1000), from its definition's fairness.weight; present with
+	// FairnessKey.
+	FairnessWeight int `json:"fairness_weight,omitempty"`
 	// WaitingOn is set when one instance is shown, and in lists for a
 	// suspended instance.
 	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`
@@ -119,6 +132,12 @@ type StartRequest struct {
 	Input json.RawMessage `json:"input,omitempty"`
 	// ID is an optional client-chosen id that makes the start idempotent.
 	ID string `json:"id,omitempty"`
+	// Priority, when not 0, is the instance's priority in the ready
+	// queue, from 1 (served first) to 5 (served last), before the one its
+	// definition computes; 0 leaves the definition's (3 when it sets
+	// none). A start answered with an existing instance (ID) keeps that
+	// instance's.
+	Priority int `json:"priority,omitempty"`
 }
 
 // MaxWait is the longest wait (?wait=) the API accepts in one request;

@@ -123,6 +123,15 @@ export function field(label, control, hint) {
   return h('div', {class: 'field'}, h('label', {for: id}, label), control, hint ? h('p', {class: 'hint muted'}, hint) : null);
 }
 
+// prioritySelect is the choice of a priority in the ready queue, for a
+// start or an event: empty (the workflow's own, what its definition
+// gives) or 1 (served first) to 5 (served last).
+export function prioritySelect(attrs = {}) {
+  return h('select', {name: 'priority', ...attrs},
+    h('option', {value: ''}, 'the workflow\'s own'),
+    [1, 2, 3, 4, 5].map((p) => h('option', {value: String(p)}, p === 1 ? '1 (served first)' : p === 5 ? '5 (served last)' : String(p))));
+}
+
 // liveState is the onState of a page's stream, drawn into el: live, or
 // why not and when it tries again. A failure is shown, not swallowed.
 export function liveState(el) {

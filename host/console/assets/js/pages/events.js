@@ -5,7 +5,7 @@
 
 import * as api from '../api.js';
 import {h, replace, timeEl, pretty} from '../format.js';
-import {can, errorBox, section, field, actionForm, parseJSONField, notify} from '../ui.js';
+import {can, errorBox, section, field, actionForm, parseJSONField, notify, prioritySelect} from '../ui.js';
 
 // stimulusList is a table of the stimuli at path, a page at a time with
 // a "Load more" button; prefix names its data-test attributes
@@ -64,17 +64,20 @@ export async function render({main}) {
   const key = h('input', {type: 'text', placeholder: 'doc-42', 'data-test': 'event-key', autocomplete: 'off'});
   const payload = h('textarea', {class: 'code', rows: 4, spellcheck: 'false', placeholder: '{"approved": true}', 'data-test': 'event-payload'});
   const eventID = h('input', {type: 'text', placeholder: 'made by the host', 'data-test': 'event-id', autocomplete: 'off'});
+  const priority = prioritySelect({'data-test': 'event-priority'});
 
   replace(main,
     h('div', {class: 'page-head'}, h('h1', {}, 'Events')),
     can('operator') ? section('Send an event', {'data-test': 'send-event-section'},
       actionForm({'data-test': 'send-event'}, [field('Name', name), field('Key', key, 'The correlation key a wait names; empty for none.'),
-        field('Payload (JSON)', payload), field('Id (optional)', eventID, 'Makes the event idempotent: one seen before does nothing again.')], 'Send', async () => {
+        field('Payload (JSON)', payload), field('Id (optional)', eventID, 'Makes the event idempotent: one seen before does nothing again.'),
+        field('Priority', priority, 'Of the instances its triggers start: 1 is served first, 5 last. An instance it resumes keeps its own.')], 'Send', async () => {
         const body = {name: name.value.trim()};
         if (key.value.trim()) body.key = key.value.trim();
         const v = parseJSONField(payload.value, 'the payload');
         if (v !== undefined) body.payload = v;
         if (eventID.value.trim()) body.id = eventID.value.trim();
+        if (priority.value) body.priority = Number(priority.value);
         const res = await api.post('/v1/events', body);
         notify(`Event ${res.id} sent.`);
         if (res.queued) queued.load(true);

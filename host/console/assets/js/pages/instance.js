@@ -58,6 +58,11 @@ export async function render({main, params}) {
     replace(summary, section(null, {}, kv([
       ['workflow', [h('a', {href: links.workflow(inst.workflow, inst.version), 'data-test': 'workflow-link'}, inst.workflow), ` version ${inst.version}`]],
       ['status', statusBadge(inst.status)],
+      // Where it goes in the ready queue: 1 is served first. A host from
+      // before priorities answers none.
+      inst.priority ? ['priority', h('span', {'data-test': 'instance-priority', title: '1 is served first, 5 last'}, String(inst.priority))] : null,
+      inst.fairness_key ? ['fairness key', [h('code', {'data-test': 'instance-fairness-key'}, inst.fairness_key),
+        h('span', {class: 'muted'}, ` weight ${inst.fairness_weight || 1}`)]] : null,
       ['created', timeEl(inst.created_at)],
       ['updated', timeEl(inst.updated_at)],
       inst.delete_after ? ['deleted after', timeEl(inst.delete_after)] : null,

@@ -4,7 +4,7 @@
 
 import * as api from '../api.js';
 import {h, replace, timeEl, links, shortHash} from '../format.js';
-import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField} from '../ui.js';
+import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField, prioritySelect} from '../ui.js';
 import * as graph from '../graph.js';
 
 // sourceView shows a definition's text with line numbers; errors (a
@@ -129,6 +129,7 @@ export async function render({main, params, query}) {
   const startInput = h('textarea', {class: 'code', rows: 6, spellcheck: 'false', 'data-test': 'start-input'}, '{}');
   startInput.value = '{}';
   const startID = h('input', {type: 'text', placeholder: 'made by the host', 'data-test': 'start-id'});
+  const startPriority = prioritySelect({'data-test': 'start-priority'});
 
   replace(main,
     h('div', {class: 'page-head'}, h('h1', {}, 'Workflow ', h('code', {'data-test': 'workflow-name'}, wf.name)),
@@ -142,12 +143,14 @@ export async function render({main, params, query}) {
     ])),
     can('operator') ? section('Start an instance', {'data-test': 'start-section'},
       h('p', {class: 'muted'}, `Starts the latest version (${latest}).`),
-      actionForm({'data-test': 'start-instance'}, [field('Input (JSON)', startInput), field('Instance id (optional)', startID, 'A start with an id used before answers that instance instead of starting another.')],
+      actionForm({'data-test': 'start-instance'}, [field('Input (JSON)', startInput), field('Instance id (optional)', startID, 'A start with an id used before answers that instance instead of starting another.'),
+        field('Priority', startPriority, 'Where the instance goes in the ready queue when there is more work than workers: 1 is served first, 5 last. The workflow\'s own is its definition\'s priority (3 unless it says).')],
         'Start', async () => {
           const body = {};
           const input = parseJSONField(startInput.value, 'the input');
           if (input !== undefined) body.input = input;
           if (startID.value.trim()) body.id = startID.value.trim();
+          if (startPriority.value) body.priority = Number(startPriority.value);
           const inst = await api.post(`/v1/workflows/${api.p(wf.name)}/instances`, body);
           location.hash = links.instance(inst.id);
           return null;
