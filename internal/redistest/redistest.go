@@ -64,6 +64,7 @@ type config struct {
 	binary      string // Binary, or another path in this package's tests
 	appendFsync string // "always" | "everysec"
 	save        string // RDB snapshot rules; "" disables snapshots
+	cluster     bool   // cluster-enabled yes (StartCluster)
 }
 
 // WithAppendFsync sets the AOF fsync policy: "always" (every write is on
@@ -86,6 +87,7 @@ type Server struct {
 	cfg  config
 	dir  string
 	port int
+	bus  int // the cluster bus port, in cluster mode
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd     // the running process, nil when stopped
@@ -118,6 +120,11 @@ func Start(t testing.TB, opts ...Option) *Server {
 			t.Fatalf("redistest: finding a free port: %v", err)
 		}
 		s.port = port
+		if cfg.cluster {
+			if s.bus, err = freePort(); err != nil {
+				t.Fatalf("redistest: finding a free port: %v", err)
+			}
+		}
 		err = s.start()
 		if err == nil {
 			return s
@@ -316,6 +323,19 @@ func (s *Server) conf() string {
 		"maxmemory-policy noeviction",
 		"enable-debug-command local",
 		"",
+	}, "\n") + s.clusterConf()
+}
+
+// clusterConf is the configuration of cluster mode, when it is on.
+func (s *Server) clusterConf() string {
+	if !s.cfg.cluster {
+		return ""
+	}
+	return strings.Join([]string{
+		"cluster-enabled yes",
+		"cluster-port " + strconv.Itoa(s.bus),
+		"cluster-config-file nodes.conf",
+		"",
 	}, "\n")
 }
 
@@ -337,6 +357,9 @@ func (s *Server) waitReady(exited <-chan struct{}) error {
 	var last error
 	for {
 		last = ready(ctx, c)
+		if last == nil && s.cfg.cluster {
+			last = clusterReady(ctx, c)
+		}
 		if last == nil {
 			return nil
 		}
@@ -348,6 +371,20 @@ func (s *Server) waitReady(exited <-chan struct{}) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// clusterReady reports nil once a cluster node that owns slots says its
+// cluster is ok (after a restart it takes a moment), or at once for a new
+// node, which owns none yet (StartCluster gives it them).
+func clusterReady(ctx context.Context, c *redis.Client) error {
+	info, err := c.ClusterInfo(ctx).Result()
+	switch {
+	case err != nil:
+		return err
+	case strings.Contains(info, "cluster_slots_assigned:0\r"), strings.Contains(info, "cluster_state:ok"):
+		return nil
+	}
+	return errors.New("its cluster is not ok yet")
 }
 
 // ready reports nil once the server answers PING and has loaded its data.
