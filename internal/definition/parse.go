@@ -444,11 +444,16 @@ func (d *decoder) plain(n *yaml.Node, path string) (any, bool) {
 
 // value decodes and compiles a value with the loop variables of scope.
 func (d *decoder) value(f field, scope []string, w want) Value {
+	return d.compiled(f, compiler{scope: scope}, w)
+}
+
+// compiled decodes a value and compiles it with c, reporting c's
+// problems.
+func (d *decoder) compiled(f field, c compiler, w want) Value {
 	src, ok := d.plain(f.val, f.path)
 	if !ok {
 		return Value{}
 	}
-	c := compiler{scope: scope}
 	v := c.value(src, f.path, w)
 	for _, p := range c.problems {
 		d.problem(nil, p.Path, "%s", p.Message)
@@ -523,16 +528,7 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 // orderValue decodes and compiles a value that places an instance in the
 // ready queue: decided when the instance is created, it sees input only.
 func (d *decoder) orderValue(f field, w want) Value {
-	src, ok := d.plain(f.val, f.path)
-	if !ok {
-		return Value{}
-	}
-	c := compiler{inputOnly: true}
-	v := c.value(src, f.path, w)
-	for _, p := range c.problems {
-		d.problem(nil, p.Path, "%s", p.Message)
-	}
-	return v
+	return d.compiled(f, compiler{inputOnly: true}, w)
 }
 
 // orderInt decodes a priority or a weight: an integer literal, whose

@@ -2,17 +2,13 @@ package redisstore_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/internal/redistest"
-	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/store/storetest"
 )
 
 // TestConformanceOnCluster runs the store suite through a ClusterClient on
@@ -24,20 +20,7 @@ func TestConformanceOnCluster(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartCluster(t).ClusterClient(t)
 	var n atomic.Int64
-	t.Run("suite", func(t *testing.T) {
-		storetest.Exercise(t, func(t *testing.T, now func() time.Time) (store.Store, func() store.Store) {
-			prefix := fmt.Sprintf("cluster-%d:", n.Add(1))
-			s := open(t, c, prefix, now)
-			reopen := func() store.Store {
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-				s = open(t, c, prefix, now)
-				return s
-			}
-			return s, reopen
-		})
-	})
+	t.Run("suite", func(t *testing.T) { exercise(t, c, "cluster", &n) })
 
 	ctx := context.Background()
 	slots := map[string]int64{} // prefix → slot of its schema key

@@ -30,11 +30,15 @@ func open(t testing.TB, c redis.UniversalClient, prefix string, now func() time.
 // subtest has a key prefix of its own.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	c := srv.Client(t)
-	var n atomic.Int64
+	exercise(t, redistest.Start(t).Client(t), "conformance", new(atomic.Int64))
+}
+
+// exercise runs the conformance suite on c, each subtest under a key
+// prefix of its own, name-N, counting them in n (its subtests run in
+// parallel: n is whole once t's parent subtest has returned).
+func exercise(t *testing.T, c redis.UniversalClient, name string, n *atomic.Int64) {
 	storetest.Exercise(t, func(t *testing.T, now func() time.Time) (store.Store, func() store.Store) {
-		prefix := fmt.Sprintf("conformance-%d:", n.Add(1))
+		prefix := fmt.Sprintf("%s-%d:", name, n.Add(1))
 		s := open(t, c, prefix, now)
 		reopen := func() store.Store {
 			if err := s.Close(); err != nil {
