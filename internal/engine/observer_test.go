@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/heartbeat"
 )
 
 // observed records what an engine.Observer is told.
@@ -39,7 +40,14 @@ func (o *observed) SchedulesSkipped(reason string, n int)                       
 func TestObserverSeesStatusesAndStepLatencies(t *testing.T) {
 	t.Parallel()
 	o := &observed{status: map[string][]weft.Status{}, slow: map[string]time.Duration{}}
-	h := newHost(t, withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, Observer: o}))
+	// No renewal cycle within the test: an attempt that outlives one is
+	// committed running to get a lease (heartbeat.go), which a loaded
+	// machine's slow attempt would, against the lazy strategy's "no
+	// running commit" that the test checks. The locks outlive the test too.
+	h := newHost(t, withConfig(engine.Config{
+		NodeID: "n1", TimerInterval: 10 * time.Millisecond, Observer: o,
+		LockTTL: 10 * time.Minute, Heartbeat: heartbeat.Config{Cycle: 2 * time.Minute},
+	}))
 	h.save(`
 name: good
 persistence: activity
