@@ -310,39 +310,52 @@ func (e *Engine) BackfillSchedule(ctx context.Context, id string, from, to time.
 // sweepSchedules steps the schedules that are due, several at a time, up
 // to a batch per turn and for half the turn's lock TTL at most: the rest
 // are due still at the next turn, which this node or another takes. The
-// batch's records and what became of their runs are read at once, two
-// reads for the whole batch.
+// batch's records are read at once, and what became of their runs a chunk
+// at a time (stepSchedules).
 func (e *Engine) sweepSchedules(ctx context.Context) {
 	stopAt := time.Now().Add(singletonTTL(e.cfg.ScheduleInterval) / 2)
 	due, err := e.store.DueSchedules(ctx, e.cfg.Now(), scheduleBatch)
-	if err == nil {
-		var statuses map[string]weft.Status
-		if statuses, err = e.runStatuses(ctx, due); err == nil {
-			e.stepSchedules(ctx, due, statuses, stopAt)
-			return
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Warn("finding due schedules", "err", err)
 		}
+		return
 	}
-	if ctx.Err() == nil {
-		e.log.Warn("finding due schedules", "err", err)
-	}
+	e.stepSchedules(ctx, due, stopAt)
 }
 
-// stepSchedules steps due, ScheduleSteppers at a time, until stopAt.
-func (e *Engine) stepSchedules(ctx context.Context, due []weft.Schedule, statuses map[string]weft.Status, stopAt time.Time) {
+// stepSchedules steps due, ScheduleSteppers at a time, until stopAt. The
+// statuses of the runs are read a chunk of ScheduleSteppers schedules at a
+// time, just before the chunk is stepped: a turn that stops at stopAt has
+// read those of the schedules it stepped, not of the whole batch.
+func (e *Engine) stepSchedules(ctx context.Context, due []weft.Schedule, stopAt time.Time) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, ScheduleSteppers)
-	for i := range due {
+	for start := 0; start < len(due); start += ScheduleSteppers {
 		if time.Now().After(stopAt) || ctx.Err() != nil {
 			break
 		}
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			if err := e.stepSchedule(ctx, &due[i], statuses); err != nil && ctx.Err() == nil {
-				e.log.Warn("stepping a schedule", "schedule", due[i].ID, "err", err)
+		chunk := due[start:min(start+ScheduleSteppers, len(due))]
+		statuses, err := e.runStatuses(ctx, chunk)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("reading the statuses of schedules' runs", "err", err)
 			}
-		}()
+			break
+		}
+		for i := range chunk {
+			if time.Now().After(stopAt) || ctx.Err() != nil {
+				break
+			}
+			slots <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				if err := e.stepSchedule(ctx, &chunk[i], statuses); err != nil && ctx.Err() == nil {
+					e.log.Warn("stepping a schedule", "schedule", chunk[i].ID, "err", err)
+				}
+			}()
+		}
 	}
 	wg.Wait()
 }
