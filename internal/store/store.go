@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/slots"
 )
 
 // Store is where the host keeps everything durable: instances with their
@@ -288,6 +289,35 @@ type Store interface {
 	// greater than afterSeq, in order; ErrNotFound when there is no such
 	// schedule.
 	ScheduleEvents(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.ScheduleEvent, error)
+
+	// UpdateSlots applies op to the concurrency slots of key for id, with
+	// p, at now, atomically with every other UpdateSlots of key on any node
+	// (docs/flow-control.md), and returns op's Decision.
+	//
+	// The store keeps a key's holders and its line (as an index: a line
+	// may be long) and hands op a window of its State: the holders, the
+	// first slots.WindowFront(p) waiters, and id's own place in the line
+	// when it waits further back, in line order. It writes back the
+	// holders op returns, and the changes of the line that
+	// slots.LineChanges finds (the waiters that left the window are
+	// removed, those that joined are appended at the end of the whole
+	// line, with their Since); so the result is that of op on the whole
+	// State. It keeps p's Limit and Policy with the key (SlotKey), for
+	// the sweeps, and deletes a key left Empty. When op returns an error
+	// nothing is written and the error is returned as it is. A key must
+	// not be empty nor longer than MaxSlotKeyLen bytes, and an id must
+	// pass weft.CheckID: ErrInvalid otherwise.
+	UpdateSlots(ctx context.Context, key, id string, p slots.Params, now time.Time, op SlotOp) (slots.Decision, error)
+
+	// SlotKeys returns a page of the keys that have holders or waiters and
+	// start with prefix, in key order, and the cursor of the next page (""
+	// after the last).
+	SlotKeys(ctx context.Context, prefix, cursor string, limit int) (items []SlotKey, next string, err error)
+
+	// SlotLine returns a page of key's waiters in line order (first in line
+	// first), and the cursor of the next page ("" after the last); an
+	// empty page for a key nobody waits for.
+	SlotLine(ctx context.Context, key, cursor string, limit int) (items []slots.Waiter, next string, err error)
 
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error

@@ -1,10 +1,15 @@
 package boltstore_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/weftworks/weft/internal/slots"
 	"github.com/weftworks/weft/internal/store/boltstore"
 	"github.com/weftworks/weft/internal/store/storetest"
 )
@@ -30,6 +35,55 @@ func BenchmarkCommitWriters(b *testing.B) {
 	for _, writers := range []int{1, 10, 50, 200} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
 			storetest.BenchCommits(b, benchStore(b, boltstore.Config{}), writers)
+		})
+	}
+}
+
+// BenchmarkUpdateSlots: on a key of limit 1 whose line holds 100 or
+// 10,000 waiters, the holder releases its slot (the first waiter is
+// promoted) and acquires it again (it joins the end of the line): two
+// durable writes an iteration, whose cost does not grow with the line, as
+// an operation reads the holders, the front of the line and its caller's
+// own place only.
+func BenchmarkUpdateSlots(b *testing.B) {
+	for _, waiting := range []int{100, 10_000} {
+		b.Run(fmt.Sprintf("waiting=%d", waiting), func(b *testing.B) {
+			s := benchStore(b, boltstore.Config{})
+			ctx := context.Background()
+			p := slots.Params{Limit: 1, Policy: slots.Queue, Lease: time.Hour}
+			now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+			if _, err := s.UpdateSlots(ctx, "bench", "holder", p, now, slots.Acquire); err != nil {
+				b.Fatal(err)
+			}
+			// The line is built by concurrent callers, whose writes share
+			// commits.
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range 100 {
+				wg.Go(func() {
+					for i := next.Add(1); i <= int64(waiting); i = next.Add(1) {
+						if _, err := s.UpdateSlots(ctx, "bench", fmt.Sprintf("w%05d", i), p, now, slots.Acquire); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			holder := "holder"
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				now = now.Add(time.Millisecond)
+				d, err := s.UpdateSlots(ctx, "bench", holder, p, now, slots.Release)
+				if err != nil || d.Outcome != slots.Released || len(d.Promoted) != 1 {
+					b.Fatalf("Release %s: %+v, %v", holder, d, err)
+				}
+				if d, err := s.UpdateSlots(ctx, "bench", holder, p, now, slots.Acquire); err != nil || d.Outcome != slots.Waiting {
+					b.Fatalf("Acquire %s: %+v, %v", holder, d, err)
+				}
+				holder = d.Promoted[0].ID
+			}
 		})
 	}
 }

@@ -99,10 +99,10 @@ func (c Config) validate() error {
 
 // schemaVersion is stored in the meta bucket; Open refuses other values.
 // Buckets added without changing what the others hold (the inbox, the
-// grants, the delete-after index, the schedules) keep the version: Open
-// creates them in a file written before they existed. (Instances
-// finished before the delete-after index existed have no DeleteAfter, so
-// an empty index is what such a file implies.)
+// grants, the delete-after index, the schedules, the slots) keep the
+// version: Open creates them in a file written before they existed.
+// (Instances finished before the delete-after index existed have no
+// DeleteAfter, so an empty index is what such a file implies.)
 const schemaVersion = "1"
 
 // Bucket names. See doc.go for the layout.
@@ -143,11 +143,17 @@ var (
 	bSchedWake  = []byte("schedules_by_wake") // (wake, id), schedules with a Wake only
 	bSchedEvts  = []byte("schedule_events")   // (id, seq) → event
 
+	// Concurrency slots (slots.go).
+	bSlots       = []byte("slots")        // slot key → terms, holders, length of the line
+	bSlotLine    = []byte("slot_line")    // (slot key, seq) → waiter
+	bSlotWaiters = []byte("slot_waiters") // (slot key, waiter id) → seq
+
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
 		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX,
 		bGrants, bGrantSeq, bExpiry,
-		bSched, bSchedWake, bSchedEvts}
+		bSched, bSchedWake, bSchedEvts,
+		bSlots, bSlotLine, bSlotWaiters}
 )
 
 // ErrBroken is matched by the errors of writes to a store that a write

@@ -92,6 +92,16 @@
 //	schedules                     id → schedule + last event seq
 //	schedules_by_wake             (wake, id), schedules with a Wake only
 //	schedule_events               (id, seq) → event, the last weft.MaxScheduleEvents of each
+//	slots                         slot key → limit, policy, holders, length of the line
+//	slot_line                     (slot key, seq) → waiter, seq from one sequence of the store
+//	slot_waiters                  (slot key, waiter id) → seq
+//
+// UpdateSlots reads a key's record, the front of its line (one seek) and
+// its caller's own place (slot_waiters), never the whole line (but under
+// cancel_oldest, slots.WindowFront), and writes nothing when the
+// operation changes nothing: it runs the operation in a read transaction
+// first, and again in the write transaction only when that changes
+// something (slots.go).
 //
 // GetDefinition and GetPlugin, which every start calls, answer from a
 // cache of the records they decoded (catalogcache.go). The file is this

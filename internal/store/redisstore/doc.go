@@ -18,7 +18,10 @@
 // DeleteGrants, CreateSchedule and UpdateSchedule (the revision compare,
 // the record, its wake index entry and the events appended and trimmed)
 // and DeleteSchedule. Redis runs a script alone, so no other client sees a
-// half-done transition.
+// half-done transition. UpdateSlots is the exception: it runs the Go
+// operation of internal/slots on a window of the key's records read under
+// WATCH, and writes the changes in one MULTI/EXEC, which Redis applies
+// whole, and only if no watched record changed since (slots.go).
 //
 // Scripts do every check before their first write and refuse by returning,
 // so a refused write changes nothing. Redis does not roll a script back,
@@ -108,7 +111,9 @@
 // sorted set with score 0 read with ZRANGEBYLEX; nothing uses KEYS or SCAN.
 // The leases' index has the expiry as score so that a renewal updates a
 // member in place: ExpiredLeases compares the exact expiry (from P l) of
-// the members whose score is the rounded-up now.
+// the members whose score is the rounded-up now. A slot key's line is in
+// arrival order, its score a sequence number (the nodes' clocks may
+// disagree).
 //
 //	P schema              "3" (Open migrates a store of schema 1, whose leases were
 //	                      fields of the instance hashes and indexed in P lx, and
@@ -167,6 +172,13 @@
 //	P sn, P sw            schedules by id; schedules with a wake by (wake, id): time + id
 //	P cg                  the catalog's generation: a random token that every
 //	                      change of definitions or plugins sets with the change
+//	P ck:<key>            concurrency slots of a key (slots.go): hash h (the holders,
+//	                      JSON in grant order, times in Unix nanoseconds), lim and
+//	                      pol (the terms of its last UpdateSlots), seq (the last
+//	                      sequence number a waiter joined with)
+//	P cl:<key>, P cw:<key>   its line: waiter ids by sequence number (score); and
+//	                      waiter id → when it joined (time)
+//	P cx                  keys of concurrency slots with holders or waiters: key
 //
 // # Catalog cache
 //

@@ -123,6 +123,8 @@ type Store struct {
 	closed atomic.Bool
 
 	catalog catalogCache // latest definitions and current plugins, by generation
+
+	slotLocks slotLocks // serializes UpdateSlots per key within the process (slots.go)
 }
 
 var _ store.Store = (*Store)(nil)

@@ -103,6 +103,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	}
 	tests = append(tests, grantsTests...)
 	tests = append(tests, schedulesTests...)
+	tests = append(tests, slotsTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
