@@ -58,6 +58,15 @@ func (d *Definition) canonical() map[string]any {
 			m["fairness"] = map[string]any{"key": f.Key.src, "weight": weight}
 		}
 	}
+	// Concurrency, only when set, with its policy spelt out; a key of ""
+	// is left out, as absent: both are the one key "".
+	if c := d.Concurrency; c != nil {
+		cm := map[string]any{"limit": c.Limit, "policy": string(c.policy())}
+		if c.Key.src != nil && c.Key.src != "" {
+			cm["key"] = c.Key.src
+		}
+		m["concurrency"] = cm
+	}
 	return m
 }
 

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"time"
+
+	"github.com/weftworks/weft/internal/slots"
 )
 
 // Definition is a parsed workflow definition. Build one with Parse or Load;
@@ -39,6 +41,10 @@ type Definition struct {
 	// tenant with a large backlog does not starve the others. Nil when
 	// absent: the shared lane, key "", weight 1.
 	Fairness *Fairness
+	// Concurrency limits how many of the workflow's instances with the
+	// same key run at once, so that a service behind them sees no more
+	// than it can take. Nil when absent: no limit.
+	Concurrency *Concurrency
 }
 
 // Fairness is a workflow's fairness: which lane of the ready queue its
@@ -60,6 +66,38 @@ type Fairness struct {
 	// that is likely it misspelt, so validation does not report it again.
 	keyReported bool
 }
+
+// Concurrency is a workflow's concurrency limit: at most Limit of its
+// instances with the same key hold a slot at once, each from its start to
+// its end (waits included), and Policy says what a new instance does when
+// every slot is taken. The key is decided once, when an instance is
+// created, from its input (use Definition.ConcurrencyKey); the engine
+// keeps the slots (internal/slots, docs/flow-control.md).
+type Concurrency struct {
+	// Key names the group the limit counts, usually a customer or a
+	// tenant: a literal string or an expression or template over input,
+	// whose result is written as a template writes it (null is ""); at
+	// most weft.MaxFairnessKey bytes. Zero when absent: one key, "", for
+	// all the workflow's instances (a global limit).
+	Key Value
+	// Limit is how many instances of one key may hold a slot at once: an
+	// integer literal from 1 to MaxConcurrencyLimit. Required.
+	Limit int
+	// Policy is what a new instance does when every slot of its key is
+	// taken: wait in line (slots.Queue), be cancelled
+	// (slots.CancelNewest), or have the oldest beyond the newest Limit
+	// cancelled (slots.CancelOldest). slots.Queue when absent.
+	Policy slots.Policy
+	// limitReported: the limit is absent or not an integer, and the
+	// parser reported it (or a field that is likely it misspelt), so
+	// validation does not report it again.
+	limitReported bool
+}
+
+// MaxConcurrencyLimit bounds a workflow's concurrency.limit: a key with
+// more slots than this is as good as unlimited, and each holder is an
+// entry the engine keeps in the key's state.
+const MaxConcurrencyLimit = 10000
 
 // MaxRetention bounds a retention: longer ones are refused (0, which
 // keeps instances forever, is the way to say "longer"), so that a finish

@@ -13,8 +13,8 @@
 //
 // A string of the form `${ expr }` is a github.com/expr-lang/expr expression
 // evaluated against `input`, `vars` and, inside a foreach's `do`, the loop
-// variable named by `as`; `priority` and `fairness`, evaluated when an
-// instance is created, see `input` only. A string that is exactly one
+// variable named by `as`; `priority`, `fairness` and `concurrency.key`,
+// evaluated when an instance is created, see `input` only. A string that is exactly one
 // `${ … }` (no text or whitespace around it) keeps the value's type; any
 // other string containing `${ … }` is a template and yields a string in
 // which each result is written as: a string as it is, null as nothing,
@@ -121,6 +121,16 @@
 //     parsed for a literal and when evaluated otherwise. Like retention,
 //     they are in the canonical form only when present, and not when
 //     they spell out the defaults (priority 3; key "" with weight 1).
+//   - `concurrency` (`limit`, required, 1 to MaxConcurrencyLimit; `key`,
+//     optional; `policy`, queue by default, cancel_newest or
+//     cancel_oldest: slots.ParsePolicy) limits the instances of one key
+//     that run at once. The limit is a literal, the same for every
+//     instance, so that the engine applies one limit to a key whatever
+//     the input; the key is decided once, when an instance is created
+//     (Definition.ConcurrencyKey), by the rules of the fairness key, an
+//     absent key being "", one key for all the workflow's instances. It
+//     is in the canonical form only when present, with its policy spelt
+//     out and a key of "" left out, as absent.
 //   - A problem about the whole document has the path RootPath ("$").
 //
 // # Versioning

@@ -8,9 +8,10 @@ import (
 	"github.com/weftworks/weft/host/weft"
 )
 
-// FuzzParse checks that no input makes Parse, Load, Validate or Order
-// panic, that every problem has a path, and that an accepted definition's
-// canonical encoding parses back to the same hash and the same order.
+// FuzzParse checks that no input makes Parse, Load, Validate, Order or
+// ConcurrencyKey panic, that every problem has a path, and that an
+// accepted definition's canonical encoding parses back to the same hash,
+// the same order and the same concurrency key.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"name: wf\nsteps: [{id: a, delay: 1s}]",
@@ -22,6 +23,7 @@ func FuzzParse(f *testing.F) {
 		"{\"name\": \"wf\", \"steps\": [{\"id\": \"a\", \"workflow\": \"wf\"}]}",
 		"name: wf\npriority: 2\nfairness: {key: '${ input.tenant }', weight: '${ input.w }'}\nsteps: [{id: a, delay: 1s}]",
 		"name: wf\npriority: 3\nfairness: {key: ''}\nsteps: [{id: a, delay: 1s}]",
+		"name: wf\nconcurrency: {key: '${ input.customer }', limit: 2, policy: cancel_oldest}\nsteps: [{id: a, delay: 1s}]",
 	} {
 		f.Add([]byte(s))
 	}
@@ -47,11 +49,19 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonical round trip changed the hash:\n%s\n%s", def.Canonical(), again.Canonical())
 		}
 		_ = validateDefinition(def, nil)
-		for _, in := range []any{nil, map[string]any{"tenant": "acme", "w": 2.0, "plan": "pro", "seats": 500.0}} {
+		for _, in := range []any{nil, map[string]any{"tenant": "acme", "w": 2.0, "plan": "pro", "seats": 500.0, "customer": "c-42"}} {
 			o1, err1 := def.Order(in, 0)
 			o2, err2 := again.Order(in, 0)
 			if o1 != o2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
 				t.Fatalf("Order(%v) is %+v %v, and %+v %v after the canonical round trip", in, o1, err1, o2, err2)
+			}
+			if def.Concurrency == nil {
+				continue
+			}
+			k1, err1 := def.ConcurrencyKey(in)
+			k2, err2 := again.ConcurrencyKey(in)
+			if k1 != k2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
+				t.Fatalf("ConcurrencyKey(%v) is %q %v, and %q %v after the canonical round trip", in, k1, err1, k2, err2)
 			}
 		}
 	})

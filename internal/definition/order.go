@@ -9,20 +9,24 @@ import (
 	"github.com/weftworks/weft/host/weft"
 )
 
-// The fields Order evaluates, as OrderError.Field names them.
+// The fields evaluated when an instance is created, as OrderError.Field
+// names them: those Order evaluates, and the one ConcurrencyKey does.
 const (
 	FieldPriority       = "priority"
 	FieldFairnessKey    = "fairness.key"
 	FieldFairnessWeight = "fairness.weight"
+	FieldConcurrencyKey = "concurrency.key"
 )
 
-// OrderError is Definition.Order's error: one of the fields that place an
-// instance in the ready queue could not be evaluated for its input, or
-// yielded what the field cannot be. It wraps an *EvalError, so it matches
-// ErrEval, and names the field, since the expression alone does not say
-// where it is.
+// OrderError is the error of Definition.Order and
+// Definition.ConcurrencyKey: one of the fields decided when an instance is
+// created (where it goes in the ready queue, its concurrency key) could
+// not be evaluated for its input, or yielded what the field cannot be. It
+// wraps an *EvalError, so it matches ErrEval, and names the field, since
+// the expression alone does not say where it is.
 type OrderError struct {
-	// Field is FieldPriority, FieldFairnessKey or FieldFairnessWeight.
+	// Field is FieldPriority, FieldFairnessKey, FieldFairnessWeight or
+	// FieldConcurrencyKey.
 	Field string
 	// Err is the *EvalError: the value as written and what is wrong.
 	Err error
@@ -134,14 +138,16 @@ func resultName(x any) string {
 	return typeName(x)
 }
 
-// evalKey evaluates a fairness key. Errors are *EvalError.
+// evalKey evaluates a key, a fairness key or a concurrency key: a string
+// as it is, a number or a boolean as in JSON, null (or an absent v) as "".
+// Errors are *EvalError.
 func evalKey(v Value, env Env) (string, error) {
 	x, err := v.Eval(env)
 	if err != nil {
 		return "", err
 	}
 	if _, isList := toList(x); isList || reflect.ValueOf(x).Kind() == reflect.Map {
-		err = fmt.Errorf("got %s, want a string (a number or a boolean is written as in JSON, null is the shared lane \"\")", typeName(x))
+		err = fmt.Errorf("got %s, want a string (a number or a boolean is written as in JSON, null as \"\")", typeName(x))
 		return "", &EvalError{Source: sourceString(v.src), Err: err}
 	}
 	key := stringify(x)

@@ -75,9 +75,9 @@ func TestOrder(t *testing.T) {
 		{"key too long in a template", `fairness: {key: "t-${ input.t }"}`, map[string]any{"t": strings.Repeat("x", 299)},
 			`fairness.key: expression "t-${ input.t }": the key is 301 bytes long; the limit is 256`},
 		{"key a map", `fairness: {key: "${ input.t }"}`, map[string]any{"t": map[string]any{"id": 1.0}},
-			`fairness.key: expression "${ input.t }": got a map, want a string (a number or a boolean is written as in JSON, null is the shared lane "")`},
+			`fairness.key: expression "${ input.t }": got a map, want a string (a number or a boolean is written as in JSON, null as "")`},
 		{"key a list", `fairness: {key: "${ input.t }"}`, map[string]any{"t": []any{}},
-			`fairness.key: expression "${ input.t }": got a list, want a string (a number or a boolean is written as in JSON, null is the shared lane "")`},
+			`fairness.key: expression "${ input.t }": got a list, want a string (a number or a boolean is written as in JSON, null as "")`},
 		{"key not UTF-8", `fairness: {key: "${ input.t }"}`, map[string]any{"t": "\xff"},
 			`fairness.key: expression "${ input.t }": the key "\xff" is not valid UTF-8`},
 		{"key fails", `fairness: {key: "${ input.a.b }"}`, nil,
@@ -157,7 +157,7 @@ func TestOrderParses(t *testing.T) {
 // one problem with its suggestion, not also a missing key.
 func TestOrderProblems(t *testing.T) {
 	t.Parallel()
-	const onlyInput = "; only input is in scope here: priority and fairness are decided when the instance is created, before any step runs"
+	const onlyInput = "; only input is in scope here: priority, fairness and concurrency are decided when the instance is created, before any step runs"
 	tests := []struct {
 		name, fields string
 		want         []string // every problem, as Problem.String writes it

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/slots"
 )
 
 // MaxNodes bounds the number of YAML nodes a definition may hold once its
@@ -470,7 +471,7 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 	if !ok {
 		return nil
 	}
-	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output", "retention", "priority", "fairness")
+	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output", "retention", "priority", "fairness", "concurrency")
 	def := &Definition{Persistence: PersistenceLazy}
 	if f, ok := fs["name"]; ok {
 		def.Name, _ = d.str(f)
@@ -522,11 +523,15 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 	if f, ok := fs["fairness"]; ok {
 		def.Fairness = d.fairness(f)
 	}
+	if f, ok := fs["concurrency"]; ok {
+		def.Concurrency = d.concurrency(f)
+	}
 	return def
 }
 
-// orderValue decodes and compiles a value that places an instance in the
-// ready queue: decided when the instance is created, it sees input only.
+// orderValue decodes and compiles a value that is decided when an
+// instance is created — where it goes in the ready queue, its
+// concurrency key — so it sees input only.
 func (d *decoder) orderValue(f field, w want) Value {
 	return d.compiled(f, compiler{inputOnly: true}, w)
 }
@@ -556,24 +561,77 @@ func (d *decoder) fairness(f field) *Fairness {
 	}
 	d.unknown(ffs, order, "key", "weight")
 	fa := &Fairness{}
-	switch kf, ok := ffs["key"]; {
-	case !ok:
+	if kf, ok := ffs["key"]; ok {
+		fa.Key = d.key(kf)
+	} else {
 		// A misspelt key is one problem, with its suggestion, not also a
 		// missing key.
 		for _, k := range order {
 			fa.keyReported = fa.keyReported || closest(k, []string{"key", "weight"}) == "key"
 		}
-	case kf.val.Kind != yaml.ScalarNode || (kf.val.ShortTag() != "!!str" && kf.val.ShortTag() != "!!timestamp"):
-		// A literal is a string: the key of an unquoted 007 or 1e3 would
-		// be a guess (7? 1000?), so numbers and booleans are refused.
-		d.problem(kf.val, kf.path, "got %s, want a string or a ${ } expression (quote a number to use it as a key)", describe(kf.val))
-	default:
-		fa.Key = d.orderValue(kf, wantKey)
 	}
 	if wf, ok := ffs["weight"]; ok {
 		fa.Weight = d.orderInt(wf, 1, weft.MaxFairnessWeight)
 	}
 	return fa
+}
+
+// concurrency decodes a workflow's concurrency: a map with a limit, an
+// optional key and an optional policy. The limit is a literal, whose
+// range validate checks; the policy is kept as written, for validate to
+// read (slots.ParsePolicy).
+func (d *decoder) concurrency(f field) *Concurrency {
+	cfs, order, ok := d.fields(f.val, f.path, "a map with a limit, an optional key and an optional policy")
+	if !ok {
+		return nil
+	}
+	fields := []string{"key", "limit", "policy"}
+	d.unknown(cfs, order, fields...)
+	c := &Concurrency{Policy: slots.Queue}
+	if kf, ok := cfs["key"]; ok {
+		c.Key = d.key(kf)
+	}
+	switch lf, ok := cfs["limit"]; {
+	case !ok:
+		// A misspelt limit is one problem, with its suggestion, not also
+		// a missing limit.
+		c.limitReported = true
+		misspelt := false
+		for _, k := range order {
+			misspelt = misspelt || (!contains(fields, k) && closest(k, fields) == "limit")
+		}
+		if !misspelt {
+			d.problem(f.val, joinKey(f.path, "limit"), "required: how many instances of one key may run at once, from 1 to %d", MaxConcurrencyLimit)
+		}
+	case lf.val.Kind == yaml.ScalarNode && lf.val.ShortTag() == "!!int":
+		c.Limit, ok = d.integer(lf)
+		c.limitReported = !ok
+	case hasExpr(lf.val):
+		c.limitReported = true
+		d.problem(lf.val, lf.path, "got an expression, want an integer from 1 to %d: a limit is a literal, the same for every instance", MaxConcurrencyLimit)
+	default:
+		c.limitReported = true
+		d.problem(lf.val, lf.path, "got %s, want an integer from 1 to %d", describe(lf.val), MaxConcurrencyLimit)
+	}
+	if pf, ok := cfs["policy"]; ok {
+		if p, ok := d.str(pf); ok && p != "" {
+			c.Policy = slots.Policy(p)
+		}
+	}
+	return c
+}
+
+// key decodes a key that is decided when an instance is created, a
+// fairness key or a concurrency key: a string literal or a ${ }
+// expression or template over input.
+func (d *decoder) key(f field) Value {
+	if f.val.Kind != yaml.ScalarNode || (f.val.ShortTag() != "!!str" && f.val.ShortTag() != "!!timestamp") {
+		// A literal is a string: the key of an unquoted 007 or 1e3 would
+		// be a guess (7? 1000?), so numbers and booleans are refused.
+		d.problem(f.val, f.path, "got %s, want a string or a ${ } expression (quote a number to use it as a key)", describe(f.val))
+		return Value{}
+	}
+	return d.orderValue(f, wantKey)
 }
 
 // steps decodes a list of steps. A list item that is not a step leaves a nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/slots"
 )
 
 // Catalog is what Load needs to know about the rest of the host: which
@@ -61,10 +62,10 @@ func (v *validator) problem(path, format string, args ...any) {
 // problem, for Load to report with the parser's. It checks names, step ids
 // (unique across the definition, nested steps included), that each step
 // has exactly one kind, durations and their relations, retry policies,
-// concurrency, wait keys, variable names, that plugins, activities and
-// child workflows exist, and that child workflows form no cycle. A nil
-// catalog skips the checks that need one, except a workflow that starts
-// itself.
+// priority and fairness, concurrency (a workflow's and a foreach's), wait
+// keys, variable names, that plugins, activities and child workflows
+// exist, and that child workflows form no cycle. A nil catalog skips the
+// checks that need one, except a workflow that starts itself.
 //
 // When def is a new version of a workflow that catalog already holds, def
 // replaces it for the cycle check.
@@ -94,6 +95,7 @@ func validate(def *Definition, catalog Catalog) []weft.Problem {
 		}
 	}
 	v.order(def)
+	v.concurrency(def.Concurrency)
 	events := map[string]bool{}
 	for i, t := range def.Triggers {
 		p := joinIndex("triggers", i) + ".event"
@@ -122,15 +124,44 @@ func (v *validator) order(def *Definition) {
 		return
 	}
 	if f.Key.IsZero() && !f.keyReported {
-		v.problem("fairness.key", `required: the lane's key, e.g. "${ input.tenant }"`)
-	} else if !f.Key.IsZero() && f.Key.IsConst() {
-		// As evaluated: $${ is one byte shorter than written.
-		if k, _ := f.Key.Eval(Env{}); len(stringify(k)) > weft.MaxFairnessKey {
-			v.problem("fairness.key", "the key is %d bytes long; the limit is %d", len(stringify(k)), weft.MaxFairnessKey)
-		}
+		v.problem(FieldFairnessKey, `required: the lane's key, e.g. "${ input.tenant }"`)
 	}
+	v.literalKey(FieldFairnessKey, f.Key)
 	if n, ok := f.Weight.src.(int); ok && (n < 1 || n > weft.MaxFairnessWeight) {
 		v.problem("fairness.weight", "weight %d is out of range: want an integer from 1 to %d", n, weft.MaxFairnessWeight)
+	}
+}
+
+// literalKey checks the length of a key that is a literal (fairness.key,
+// concurrency.key); a computed one is checked when evaluated.
+func (v *validator) literalKey(path string, key Value) {
+	if key.IsZero() || !key.IsConst() {
+		return
+	}
+	// As evaluated: $${ is one byte shorter than written.
+	if k, _ := key.Eval(Env{}); len(stringify(k)) > weft.MaxFairnessKey {
+		v.problem(path, "the key is %d bytes long; the limit is %d", len(stringify(k)), weft.MaxFairnessKey)
+	}
+}
+
+// concurrency checks the literals of a workflow's concurrency: the
+// limit's range, the policy and a literal key's length; a computed key is
+// checked when evaluated (Definition.ConcurrencyKey).
+func (v *validator) concurrency(c *Concurrency) {
+	if c == nil {
+		return
+	}
+	v.literalKey(FieldConcurrencyKey, c.Key)
+	if !c.limitReported && (c.Limit < 1 || c.Limit > MaxConcurrencyLimit) {
+		v.problem("concurrency.limit", "limit %d is out of range: want an integer from 1 to %d", c.Limit, MaxConcurrencyLimit)
+	}
+	if _, err := slots.ParsePolicy(string(c.Policy)); err != nil {
+		policies := []string{string(slots.Queue), string(slots.CancelNewest), string(slots.CancelOldest)}
+		if hint := didYouMean(string(c.Policy), policies); hint != "" {
+			v.problem("concurrency.policy", "unknown policy %q%s", c.Policy, hint)
+		} else {
+			v.problem("concurrency.policy", "unknown policy %q; want queue (the default), cancel_newest or cancel_oldest", c.Policy)
+		}
 	}
 }
 

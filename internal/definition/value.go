@@ -73,8 +73,8 @@ const (
 	// wantInt: an integer (a priority, a weight; Definition.Order reads
 	// it).
 	wantInt
-	// wantKey: a fairness key, a scalar written as a string
-	// (Definition.Order reads it).
+	// wantKey: a fairness or concurrency key, a scalar written as a
+	// string (Definition.Order and Definition.ConcurrencyKey read it).
 	wantKey
 )
 
@@ -398,7 +398,7 @@ type compiler struct {
 
 // inputOnlyHint ends the problem of an expression that names vars where
 // only input is in scope.
-const inputOnlyHint = "; only input is in scope here: priority and fairness are decided when the instance is created, before any step runs"
+const inputOnlyHint = "; only input is in scope here: priority, fairness and concurrency are decided when the instance is created, before any step runs"
 
 func (c *compiler) problem(path, format string, args ...any) {
 	c.problems = append(c.problems, weft.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
