@@ -695,6 +695,8 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	case errors.Is(err, weft.ErrInstanceExists):
 		return problemf(fiber.StatusConflict, "instance-exists",
 			"instance %q exists; import with ?replace=true to replace it, or under another id", id)
+	case errors.Is(err, weft.ErrSlotsTaken):
+		return problemf(fiber.StatusConflict, "slots-taken", "%s; import it when one is free", clean(err))
 	case errors.Is(err, weft.ErrChildInFlight):
 		return unprocessable("the state cannot be imported under another id", apiv1.FieldError{Path: "runner", Message: clean(err)})
 	case errors.Is(err, weft.ErrNotFound):

@@ -115,6 +115,12 @@ var ErrIDInUse = errors.New("id in use")
 // exists and ImportOptions.Replace was not given.
 var ErrInstanceExists = errors.New("instance exists")
 
+// ErrSlotsTaken is returned by Import for an instance that has started
+// (it ran where it was exported from) when every slot of its concurrency
+// key is taken here: it cannot wait in the line, as only an instance
+// that has not started does, and running it would exceed the limit.
+var ErrSlotsTaken = errors.New("every slot of the concurrency key is taken")
+
 // ErrChildInFlight is returned by Import for a copy (ImportOptions.ID)
 // of an instance that waits for a child instance: the child reports its
 // end to the instance it was started by, never to the copy, which would

@@ -17,6 +17,12 @@ const (
 	// HistoryInstanceRetried: a failed instance was set to continue from
 	// the steps its failure stopped.
 	HistoryInstanceRetried HistoryType = "instance_retried"
+	// HistorySlotWaiting: every slot of the instance's concurrency key was
+	// taken; it waits in the key's line (data: key, limit).
+	HistorySlotWaiting HistoryType = "slot_waiting"
+	// HistorySlotAcquired: an instance that waited got its slot (data:
+	// key, limit, waited_ms).
+	HistorySlotAcquired HistoryType = "slot_acquired"
 
 	HistoryStepStarted   HistoryType = "step_started"
 	HistoryStepCompleted HistoryType = "step_completed"

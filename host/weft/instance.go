@@ -72,6 +72,10 @@ type Instance struct {
 	// Order is the instance's place in the ready queue: its priority and
 	// fairness key, decided when it is created.
 	Order
+	// Concurrency is set when the instance's workflow limits how many of
+	// its instances run at once per key: its key, and since when it waits
+	// for a slot. Nil otherwise.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
 	// CreatedAt is set by the store when the instance is created (kept when
 	// a create supplies it, as an import does); UpdatedAt on every Commit
 	// (both to Commit.At when it is given).

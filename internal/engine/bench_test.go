@@ -117,3 +117,67 @@ output: "${ vars.got }"
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkConcurrencyKey runs BenchmarkWorkflow's 3-activity workflow
+// (lazy, 50 in flight, embedded store) without a concurrency limit
+// (none), with one that never binds (free: 50 keys of limit 1000), and
+// with one that does (binding: 5 keys of limit 5, so that half the
+// instances in flight wait for a slot): workflows/s, and the process's
+// CPU per workflow, which is the issue's measure (docs/flow-control.md,
+// "Costs").
+func BenchmarkConcurrencyKey(b *testing.B) {
+	for _, bc := range []struct {
+		name, concurrency string
+		keys              int
+	}{
+		{"none", "", 1},
+		{"free", `concurrency: { key: "${ input.k }", limit: 1000 }`, 50},
+		{"binding", `concurrency: { key: "${ input.k }", limit: 5 }`, 5},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			const inFlight = 50
+			h := newHost(b, withConfig(engine.Config{NodeID: "bench", Workers: inFlight}))
+			h.save(`
+name: three
+` + bc.concurrency + `
+steps:
+  - { id: a, activity: kit.echo, input: "${ input }", output: a }
+  - { id: b, activity: kit.echo, input: "${ vars.a }", output: b }
+  - { id: c, activity: kit.echo, input: "${ vars.b }", output: c }
+output: "${ vars.c }"
+`)
+			ctx := context.Background()
+			var (
+				next atomic.Int64
+				wg   sync.WaitGroup
+			)
+			b.ResetTimer()
+			start, cpu0 := time.Now(), processCPU()
+			for w := range inFlight {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					in := json.RawMessage(`{"k": "k` + strconv.Itoa(w%bc.keys) + `"}`)
+					for next.Add(1) <= int64(b.N) {
+						inst, _, err := h.e.Start(ctx, "three", in, "")
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						done, err := h.e.WaitFinished(ctx, inst.ID)
+						if err != nil || done.Status != weft.StatusCompleted {
+							b.Errorf("instance %s: %v %v", inst.ID, done.Status, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed, cpu := time.Since(start), processCPU()-cpu0
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "workflows/s")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/workflow")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -112,6 +112,12 @@ type Observer interface {
 	// SchedulesSkipped says that n fires of schedules were skipped, for
 	// reason (overlap, buffer_full, replaced, missed, paused, duplicate).
 	SchedulesSkipped(reason string, n int)
+	// SlotWaited says that an instance of workflow that waited for a slot
+	// of its concurrency key got one after d.
+	SlotWaited(workflow string, d time.Duration)
+	// SlotCancelled says that an instance of workflow was cancelled by its
+	// concurrency policy (cancel_newest or cancel_oldest).
+	SlotCancelled(workflow, policy string)
 }
 
 // Why instances were deleted, as Observer.InstancesDeleted is told.
@@ -148,6 +154,8 @@ func (nopObserver) StepFinished(string, string, string, time.Duration) {}
 func (nopObserver) InstancesDeleted(string, int)                       {}
 func (nopObserver) ScheduleFired(string, bool, time.Duration)          {}
 func (nopObserver) SchedulesSkipped(string, int)                       {}
+func (nopObserver) SlotWaited(string, time.Duration)                   {}
+func (nopObserver) SlotCancelled(string, string)                       {}
 
 // Config configures an Engine.
 type Config struct {

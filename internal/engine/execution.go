@@ -306,9 +306,24 @@ func (x *execution) run() error {
 			x.err = x.commit(false)
 		}
 	}
-	if x.inst.Status == weft.StatusPending {
-		// As stored: the state keeps these bytes as its input's JSON.
-		x.apply(runner.Start{Input: x.inst.Input})
+	if x.inst.Status == weft.StatusPending || x.inst.Status == weft.StatusFailed {
+		// It starts, or runs again (a failed one asked to retry): under a
+		// concurrency limit, once it has a slot.
+		admitted, err := x.admit()
+		if err != nil {
+			return err
+		}
+		switch {
+		case admitted && x.inst.Status == weft.StatusPending:
+			// As stored: the state keeps these bytes as its input's JSON.
+			x.apply(runner.Start{Input: x.inst.Input})
+		case !admitted && !x.next.dirty:
+			// It waits for its turn, which queues it. A cancellation is
+			// the one message it takes while it waits: it leaves the line.
+			if cancel, err := x.cancelRequested(); !cancel || err != nil {
+				return err
+			}
+		}
 	}
 	// Due timers, earliest first.
 	now := x.e.cfg.Now()
@@ -915,6 +930,10 @@ func (x *execution) commit(drains bool) error {
 	// may have moved on).
 	inst.Rev, inst.Fence, inst.UpdatedAt = rev, c.Fence, c.At
 	x.drained = drains
+	if inst.Status.Terminal() && inst.Concurrency != nil {
+		// Its slot, or its place in the line, goes to the next in line.
+		x.e.releaseSlot(x.ctx, inst, x.prog.Definition().Concurrency)
+	}
 	x.storedTimers, x.storedBookmarks = len(x.timers) > 0, len(x.bookmarks) > 0
 	if inst.Status != x.status {
 		x.status = inst.Status

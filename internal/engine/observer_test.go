@@ -36,6 +36,8 @@ func (o *observed) StepFinished(workflow, step, outcome string, d time.Duration)
 func (o *observed) InstancesDeleted(reason string, n int)                       {}
 func (o *observed) ScheduleFired(kind string, started bool, late time.Duration) {}
 func (o *observed) SchedulesSkipped(reason string, n int)                       {}
+func (o *observed) SlotWaited(workflow string, d time.Duration)                 {}
+func (o *observed) SlotCancelled(workflow, policy string)                       {}
 
 func TestObserverSeesStatusesAndStepLatencies(t *testing.T) {
 	t.Parallel()

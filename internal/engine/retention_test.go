@@ -44,6 +44,8 @@ func (deletions) InstanceStatus(string, weft.Status)                 {}
 func (deletions) StepFinished(string, string, string, time.Duration) {}
 func (deletions) ScheduleFired(string, bool, time.Duration)          {}
 func (deletions) SchedulesSkipped(string, int)                       {}
+func (deletions) SlotWaited(string, time.Duration)                   {}
+func (deletions) SlotCancelled(string, string)                       {}
 func (d deletions) InstancesDeleted(reason string, n int) {
 	for range n {
 		d.ch <- reason

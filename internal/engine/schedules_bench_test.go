@@ -473,6 +473,8 @@ func (r *fireRecorder) InstanceStatus(_ string, status weft.Status) {
 
 func (*fireRecorder) StepFinished(string, string, string, time.Duration) {}
 func (*fireRecorder) InstancesDeleted(string, int)                       {}
+func (*fireRecorder) SlotWaited(string, time.Duration)                   {}
+func (*fireRecorder) SlotCancelled(string, string)                       {}
 
 // sweepKey is the schedules sweep's try-lock, and sweepTTL its TTL with
 // the default ScheduleInterval (engine's singletonTTL: four intervals, at

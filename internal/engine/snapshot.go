@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/runner"
 	"github.com/weftworks/weft/internal/store"
 )
@@ -97,6 +98,9 @@ func (e *Engine) Import(ctx context.Context, s *weft.Snapshot, opts ImportOption
 	in.Rev = 0
 	if in.Status.Terminal() && in.DeleteAfter.IsZero() {
 		in.DeleteAfter = e.deleteAfter(prog.Definition(), e.cfg.Now())
+	}
+	if err := e.importSlot(ctx, &in, prog.Definition().Concurrency); err != nil {
+		return nil, false, err
 	}
 	cur, err := e.store.GetInstance(ctx, id)
 	existed := err == nil
@@ -207,8 +211,21 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("engine: locking instance %s: %w", id, err)
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
+	// Read first for its concurrency key: a deleted instance gives back
+	// its slot, or its place in the line.
+	inst, err := e.store.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
 	if err := e.store.DeleteInstance(ctx, id, lease.Token()); err != nil {
 		return err
+	}
+	if inst.Concurrency != nil {
+		var dc *definition.Concurrency
+		if prog, err := e.program(ctx, inst.Workflow, inst.Version); err == nil {
+			dc = prog.Definition().Concurrency
+		}
+		e.releaseSlot(ctx, inst, dc)
 	}
 	e.changed(id)
 	e.cfg.Observer.InstancesDeleted(DeletedOnRequest, 1)

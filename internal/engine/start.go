@@ -225,7 +225,11 @@ func (e *Engine) createFrom(ctx context.Context, c creation, cached bool) (*weft
 		ID: id, Workflow: d.Name, Version: d.Version, Status: weft.StatusPending, Input: input,
 		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
 	}
-	if inst.Order, err = e.orderOf(c, prog.Definition()); err != nil {
+	decoded := decodeOnce(c.input)
+	if inst.Order, err = e.orderOf(c, prog.Definition(), decoded); err != nil {
+		return nil, 0, time.Time{}, err
+	}
+	if inst.Concurrency, err = concurrencyOf(prog.Definition(), decoded); err != nil {
 		return nil, 0, time.Time{}, err
 	}
 	// No timers, no bookmarks: process relies on it to skip reading them
@@ -279,17 +283,16 @@ func newID(now time.Time) string {
 // parent's; any other's is its definition's, evaluated from its input
 // (an input that does not fit is refused, with weft.ErrInvalid); and a
 // start's own priority goes before either.
-func (e *Engine) orderOf(c creation, d *definition.Definition) (weft.Order, error) {
+func (e *Engine) orderOf(c creation, d *definition.Definition, input func() (any, error)) (weft.Order, error) {
 	var o weft.Order
 	switch {
 	case c.parent != nil:
 		o = c.parent.Order
 	case !d.Priority.IsZero() || d.Fairness != nil:
-		var in any
-		if err := json.Unmarshal(c.input, &in); err != nil {
+		in, err := input()
+		if err != nil {
 			return o, fmt.Errorf("engine: starting %s: %w: the input is not JSON: %w", d.Name, weft.ErrInvalid, err)
 		}
-		var err error
 		if o, err = d.Order(in, c.priority); err != nil {
 			return o, fmt.Errorf("engine: starting %s: %w: the input does not fit the workflow's %w", d.Name, weft.ErrInvalid, err)
 		}
@@ -298,4 +301,42 @@ func (e *Engine) orderOf(c creation, d *definition.Definition) (weft.Order, erro
 		o.Priority = c.priority // a child's, or a definition without an order's
 	}
 	return o, nil
+}
+
+// decodeOnce returns a function that decodes input the first time it is
+// called, and returns that result from then on: the fields a new
+// instance's definition computes from its input share one decoding, and
+// a definition without any decodes nothing.
+func decodeOnce(input json.RawMessage) func() (any, error) {
+	var (
+		in   any
+		err  error
+		done bool
+	)
+	return func() (any, error) {
+		if !done {
+			done = true
+			err = json.Unmarshal(input, &in)
+		}
+		return in, err
+	}
+}
+
+// concurrencyOf decides a new instance's concurrency key, when its
+// workflow has a concurrency limit (a child's is its own workflow's, not
+// its parent's). An input that does not fit is refused with
+// weft.ErrInvalid.
+func concurrencyOf(d *definition.Definition, input func() (any, error)) (*weft.Concurrency, error) {
+	if d.Concurrency == nil {
+		return nil, nil
+	}
+	in, err := input()
+	if err != nil {
+		return nil, fmt.Errorf("engine: starting %s: %w: the input is not JSON: %w", d.Name, weft.ErrInvalid, err)
+	}
+	key, err := d.ConcurrencyKey(in)
+	if err != nil {
+		return nil, fmt.Errorf("engine: starting %s: %w: the input does not fit the workflow's %w", d.Name, weft.ErrInvalid, err)
+	}
+	return &weft.Concurrency{Key: key}, nil
 }

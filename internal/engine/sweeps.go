@@ -70,6 +70,9 @@ func (e *Engine) requeuePending(ctx context.Context) {
 			return
 		}
 		for _, in := range items {
+			if waitingSlot(&in) {
+				continue
+			}
 			e.push(ctx, itemOf(in.ID, "recovery", in.Order))
 			n++
 		}
@@ -83,15 +86,24 @@ func (e *Engine) requeuePending(ctx context.Context) {
 	}
 }
 
+// waitingSlot reports whether a pending instance waits in the line of its
+// concurrency key: its turn queues it (and the slots sweep, a turn whose
+// wake-up was lost), not the sweeps of pending instances.
+func waitingSlot(in *weft.Instance) bool {
+	return in.Concurrency != nil && !in.Concurrency.WaitingSince.IsZero()
+}
+
 // recoverySweep finds the work that a dead node, or a lost wake-up, left
 // behind, and queues it: instances whose lease expired, inboxes that
-// waited too long, instances created and never run, and queued stimuli
-// whose bookmark came after them.
+// waited too long, instances created and never run, queued stimuli
+// whose bookmark came after them, and concurrency slots held by
+// instances that ended (sweepSlots).
 func (e *Engine) recoverySweep(ctx context.Context) {
 	e.requeueExpiredLeases(ctx)
 	e.requeueWaitingInboxes(ctx)
 	e.requeueStalePending(ctx)
 	e.pairQueued(ctx)
+	e.sweepSlots(ctx)
 }
 
 // requeueExpiredLeases queues the instances whose lease expired: their
@@ -146,7 +158,7 @@ func (e *Engine) requeueStalePending(ctx context.Context) {
 			e.pendingCursor = "" // oldest first: the rest are younger
 			break
 		}
-		if e.heldOff(in.ID) {
+		if e.heldOff(in.ID) || waitingSlot(&in) {
 			continue
 		}
 		e.push(ctx, itemOf(in.ID, reasonSwept, in.Order))

@@ -46,6 +46,8 @@ type Metrics struct {
 	fires       *prometheus.CounterVec
 	lateness    prometheus.Histogram
 	skipped     *prometheus.CounterVec
+	slotWait    *prometheus.HistogramVec
+	slotCancels *prometheus.CounterVec
 
 	activity    *prometheus.HistogramVec
 	attempts    *prometheus.CounterVec
@@ -104,6 +106,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "schedule_fires_skipped_total",
 			Help: "Schedules' fires that started nothing, by reason: overlap, buffer_full, replaced, missed, paused, duplicate.",
 		}, []string{"reason"}),
+		slotWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "concurrency_slot_wait_seconds",
+			Help:    "How long instances that found every slot of their concurrency key taken waited for one, by workflow (observed when they get it).",
+			Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
+		}, []string{"workflow"}),
+		slotCancels: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "concurrency_cancellations_total",
+			Help: "Instances cancelled by their workflow's concurrency policy, by workflow and policy (cancel_newest, cancel_oldest).",
+		}, []string{"workflow", "policy"}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "instances_deleted_total",
 			Help: "Instances deleted, by reason: request (DELETE /v1/instances/{id}) or retention (finished, past their delete_after).",
@@ -159,7 +170,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		plugins: map[string]string{},
 	}
 	for _, c := range []prometheus.Collector{
-		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.activity, m.attempts, m.invocations, m.inFlight,
+		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.slotWait, m.slotCancels, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
 		m.outbound, m.outboundDuration,
 	} {
@@ -205,6 +216,18 @@ func (m *Metrics) ScheduleFired(kind string, started bool, late time.Duration) {
 // engine's Observer.
 func (m *Metrics) SchedulesSkipped(reason string, n int) {
 	m.skipped.WithLabelValues(reason).Add(float64(n))
+}
+
+// SlotWaited records how long an instance of workflow waited for a slot
+// of its concurrency key; it implements the engine's Observer.
+func (m *Metrics) SlotWaited(workflow string, d time.Duration) {
+	m.slotWait.WithLabelValues(workflow).Observe(d.Seconds())
+}
+
+// SlotCancelled counts an instance of workflow cancelled by its
+// concurrency policy; it implements the engine's Observer.
+func (m *Metrics) SlotCancelled(workflow, policy string) {
+	m.slotCancels.WithLabelValues(workflow, policy).Inc()
 }
 
 // HTTPRequest records one answered HTTP request. route is the registered
