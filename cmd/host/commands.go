@@ -478,6 +478,14 @@ func (cmd *clientCmd) printInstance(ctx context.Context, in *apiv1.Instance) {
 	if in.FairnessKey != "" {
 		fmt.Fprintf(&w, "fairness:  key %s, weight %d\n", strconv.Quote(in.FairnessKey), in.FairnessWeight)
 	}
+	if c := in.Concurrency; c != nil {
+		// Its place under its workflow's concurrency limit (weft flow show).
+		flow := "concurrency key " + strconv.Quote(c.Key)
+		if !c.WaitingSince.IsZero() {
+			flow += "; waiting for a slot since " + formatTime(c.WaitingSince)
+		}
+		fmt.Fprintf(&w, "flow:      %s\n", flow)
+	}
 	if in.Parent != nil {
 		fmt.Fprintf(&w, "parent:    %s (step %s)\n", in.Parent.InstanceID, in.Parent.StepID)
 	}

@@ -16,6 +16,7 @@
 //	weft event ls|dead
 //	weft schedule create|update FILE|-
 //	weft schedule ls|show|pause|unpause|trigger|backfill|rm
+//	weft flow ls [--workflow W] | show WORKFLOW [KEY]
 //	weft admin status
 //	weft admin refresh [WORKFLOW...]
 //	weft admin backup FILE|-
@@ -107,6 +108,10 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"schedule trigger":  a.scheduleTrigger,
 		"schedule backfill": a.scheduleBackfill,
 		"schedule rm":       a.scheduleRemove,
+
+		// Concurrency keys (docs/flow-control.md).
+		"flow ls":   a.flowList,
+		"flow show": a.flowShow,
 	}
 }
 
@@ -160,7 +165,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 // isGroup reports whether name is a group of commands (weft instance ...).
 func isGroup(name string) bool {
 	switch name {
-	case "plugin", "workflow", "instance", "event", "schedule", "admin":
+	case "plugin", "workflow", "instance", "event", "schedule", "flow", "admin":
 		return true
 	}
 	return false
@@ -269,6 +274,11 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft schedule backfill ID --from T --to T [--overlap POLICY]
       the runs of the times its calendar names from T to T (RFC 3339 or a duration ago)
   weft schedule rm ID             deletes it and its record; the runs it started go on
+  weft flow ls [--workflow W] [--limit N] [--cursor C]
+      the keys of the workflows' concurrency limits with running or waiting instances
+      (docs/flow-control.md): running against the limit, waiting, the oldest wait, the policy
+  weft flow show WORKFLOW [KEY] [--limit N] [--cursor C]
+      one key (KEY absent: the workflow-wide key ""): who holds its slots, and its line
   weft admin status               whether the host is alive and ready (exit 0 only when ready)
   weft admin refresh [WORKFLOW...]
   weft admin backup FILE|-        a backup of the embedded store, taken while the host runs

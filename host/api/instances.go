@@ -31,6 +31,7 @@ func viewInstance(in *weft.Instance) apiv1.Instance {
 		DeleteAfter: in.DeleteAfter,
 	}
 	v.Priority, v.FairnessKey, v.FairnessWeight = viewOrder(in.Order)
+	v.Concurrency = viewConcurrency(in.Concurrency)
 	if in.Status == weft.StatusCancelled && in.Error == nil {
 		// Cancelled before the engine kept the reason as the error (or
 		// imported so): the answer says so all the same, so that every

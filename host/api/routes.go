@@ -72,6 +72,9 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodPost, path: "/v1/schedules/:id/backfill", perm: permOperate, handler: s.backfillSchedule},
 		{method: fiber.MethodGet, path: "/v1/schedules/:id/events", perm: permRead, handler: s.scheduleEvents},
 
+		{method: fiber.MethodGet, path: "/v1/concurrency", perm: permRead, handler: s.listConcurrency},
+		{method: fiber.MethodGet, path: "/v1/concurrency/:workflow", perm: permRead, handler: s.getConcurrencyKey},
+
 		{method: fiber.MethodGet, path: "/v1/whoami", perm: permRead, handler: s.whoami},
 		{method: fiber.MethodGet, path: "/v1/counts/instances", perm: permRead, handler: s.countInstances},
 		{method: fiber.MethodGet, path: "/v1/streams/instances", perm: permRead, handler: s.streamInstances},

@@ -2,7 +2,8 @@
 // JSON documents that the API under /v1 answers and accepts — an instance
 // as the API shows it, a page of a list, a history entry, a log line, a
 // stimulus, a workflow or plugin summary, the grants of a plugin, a
-// schedule and its record, what an event, a refresh or a backfill did, and
+// schedule and its record, the keys of a workflow's concurrency limit with
+// their holders and lines, what an event, a refresh or a backfill did, and
 // the problem document of an error answer.
 //
 // The API (host/api) encodes these types and the Go client (host/client)

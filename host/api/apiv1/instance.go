@@ -59,6 +59,10 @@ type Instance struct {
 	// (1 to 1000), from its definition's fairness.weight; present with
 	// FairnessKey.
 	FairnessWeight int `json:"fairness_weight,omitempty"`
+	// Concurrency is set when the instance's workflow limits how many of
+	// its instances run at once per key (docs/flow-control.md): its key,
+	// and since when it waits for a slot.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
 	// WaitingOn is set when one instance is shown, and in lists for a
 	// suspended instance.
 	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`

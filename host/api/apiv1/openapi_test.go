@@ -44,6 +44,10 @@ var shapes = []struct {
 	{"/components/schemas/ScheduleEvent", reflect.TypeFor[apiv1.ScheduleEvent]()},
 	{"/components/schemas/BackfillRequest", reflect.TypeFor[apiv1.BackfillRequest]()},
 	{"/components/schemas/BackfillResult", reflect.TypeFor[apiv1.BackfillResult]()},
+	{"/components/schemas/ConcurrencyKey", reflect.TypeFor[apiv1.ConcurrencyKey]()},
+	{"/components/schemas/SlotHolder", reflect.TypeFor[apiv1.SlotHolder]()},
+	{"/components/schemas/SlotWaiter", reflect.TypeFor[apiv1.SlotWaiter]()},
+	{"/components/schemas/ConcurrencyLine", reflect.TypeFor[apiv1.ConcurrencyLine]()},
 	{answer("/v1/plugins", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Plugin]]()},
 	{answer("/v1/workflows", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Workflow]]()},
 	{answer("/v1/instances", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Instance]]()},
@@ -62,6 +66,7 @@ var shapes = []struct {
 	{body("/v1/schedules/{id}/pause", "post"), reflect.TypeFor[apiv1.PauseRequest]()},
 	{body("/v1/schedules/{id}/unpause", "post"), reflect.TypeFor[apiv1.PauseRequest]()},
 	{body("/v1/schedules/{id}/trigger", "post"), reflect.TypeFor[apiv1.TriggerRequest]()},
+	{answer("/v1/concurrency", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.ConcurrencyKey]]()},
 }
 
 // enumSchemas maps the schemas of openapi.json that are enumerations to

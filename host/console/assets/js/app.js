@@ -14,6 +14,8 @@ import * as workflows from './pages/workflows.js';
 import * as workflow from './pages/workflow.js';
 import * as schedules from './pages/schedules.js';
 import * as schedule from './pages/schedule.js';
+import * as flow from './pages/flow.js';
+import * as flowkey from './pages/flowkey.js';
 import * as plugins from './pages/plugins.js';
 import * as plugin from './pages/plugin.js';
 import * as events from './pages/events.js';
@@ -27,6 +29,8 @@ const routes = [
   [/^workflows\/([^/]+)$/, 'workflows', workflow],
   [/^schedules$/, 'schedules', schedules],
   [/^schedules\/([^/]+)$/, 'schedules', schedule],
+  [/^flow$/, 'flow', flow],
+  [/^flow\/([^/]+)$/, 'flow', flowkey],
   [/^plugins$/, 'plugins', plugins],
   [/^plugins\/([^/]+)$/, 'plugins', plugin],
   [/^events$/, 'events', events],
@@ -195,7 +199,7 @@ document.getElementById('forget').addEventListener('click', () => {
 // "?" shows the list (the keys dialog in index.html). None fires while
 // typing in a field, with Ctrl, Alt or Meta held, or over a dialog.
 
-const GO = {i: '#/instances', w: '#/workflows', s: '#/schedules', p: '#/plugins', e: '#/events'};
+const GO = {i: '#/instances', w: '#/workflows', s: '#/schedules', f: '#/flow', p: '#/plugins', e: '#/events'};
 const keysDialog = document.getElementById('keys-dialog');
 let pendingG = 0; // when "g" was pressed, for the letter that follows
 

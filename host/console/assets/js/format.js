@@ -230,6 +230,9 @@ export const links = {
   plugin: (name) => route(['plugins', name]),
   instances: (query) => route(['instances'], query),
   schedule: (id) => route(['schedules', id]),
+  // A concurrency key's page; no key is the workflow-wide key "".
+  flowKey: (workflow, key) => route(['flow', workflow], {key}),
+  flows: (query) => route(['flow'], query),
 };
 
 // --- timing ---

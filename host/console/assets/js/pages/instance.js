@@ -9,6 +9,7 @@ import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, 
 import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState} from '../ui.js';
 import * as timeline from '../timeline.js';
 import {graphOf} from './workflow.js';
+import {keyLabel} from './flow.js';
 
 export async function render({main, params}) {
   const id = params[0];
@@ -63,6 +64,11 @@ export async function render({main, params}) {
       inst.priority ? ['priority', h('span', {'data-test': 'instance-priority', title: '1 is served first, 5 last'}, String(inst.priority))] : null,
       inst.fairness_key ? ['fairness key', [h('code', {'data-test': 'instance-fairness-key'}, inst.fairness_key),
         h('span', {class: 'muted'}, ` weight ${inst.fairness_weight || 1}`)]] : null,
+      // Its key under its workflow's concurrency limit, linked to the
+      // key's page, and since when it waits for a slot.
+      inst.concurrency ? ['concurrency key', [
+        h('a', {href: links.flowKey(inst.workflow, inst.concurrency.key), 'data-test': 'instance-concurrency-key'}, keyLabel(inst.concurrency.key)),
+        inst.concurrency.waiting_since ? h('span', {'data-test': 'instance-slot-wait'}, ' — waiting for a slot since ', timeEl(inst.concurrency.waiting_since)) : null]] : null,
       ['created', timeEl(inst.created_at)],
       ['updated', timeEl(inst.updated_at)],
       inst.delete_after ? ['deleted after', timeEl(inst.delete_after)] : null,

@@ -1,0 +1,124 @@
+// Flow: the keys of the workflows' concurrency limits (docs/flow-control.md)
+// that have running or waiting instances, each with its running
+// instances against its limit, how many wait and since when the first
+// does, and its policy, linked to the key's page; a page at a time, for
+// every workflow or one. The host has no stream of them: while only the
+// first page is shown, the page reads it again every few seconds.
+
+import * as api from '../api.js';
+import {h, replace, timeEl, links, fmtDuration, fmtTime} from '../format.js';
+import {errorBox, field} from '../ui.js';
+
+const PAGE = 100;
+// REFRESH is how often, in ms, the first page is read again.
+const REFRESH = 3000;
+
+// What each policy does with an instance that finds every slot taken.
+export const POLICIES = {
+  queue: 'it waits in the line, first come, first served',
+  cancel_newest: 'it is cancelled',
+  cancel_oldest: 'the oldest beyond the limit are cancelled',
+};
+
+// keyLabel shows a key as code, and the workflow-wide key "" in words.
+export function keyLabel(key, attrs = {}) {
+  if (key === '') return h('span', {class: 'muted', ...attrs}, '"" (workflow-wide)');
+  return h('code', attrs, key);
+}
+
+// waitedFor says how long ago an RFC 3339 time was: 2m 03s.
+export function waitedFor(iso) {
+  return fmtDuration(Date.now() - new Date(iso));
+}
+
+// runningCell is a key's running instances against its limit, with those
+// being cancelled.
+export function runningCell(k) {
+  return [h('span', {'data-test': 'flow-running'}, `${k.running}/${k.limit}`),
+    k.cancelling ? h('span', {class: 'muted'}, ` (${k.cancelling} cancelling)`) : null];
+}
+
+export async function render({main, query}) {
+  const workflow = query.get('workflow') || '';
+  const rows = h('tbody', {'data-test': 'flow-rows'});
+  const listError = h('div');
+  const live = h('span', {class: 'live', 'data-test': 'refresh-state', 'aria-live': 'polite'});
+  const more = h('button', {type: 'button', hidden: true, 'data-test': 'flow-more', onclick: () => load(false)}, 'Load more');
+  const cols = ['workflow', 'key', 'running / limit', 'waiting', 'oldest wait', 'policy'];
+  let cursor = '';
+  // pagedOn is set once a page beyond the first is shown: the refresh
+  // would drop it, so it stops.
+  let pagedOn = false;
+  let stopped = false;
+  let timer = null;
+
+  function row(k) {
+    return h('tr', {'data-test': 'flow-row', 'data-workflow': k.workflow, 'data-key': k.key, 'data-waiting': String(k.waiting)},
+      h('td', {}, h('a', {href: links.workflow(k.workflow)}, k.workflow)),
+      h('td', {class: 'id'}, h('a', {href: links.flowKey(k.workflow, k.key), 'data-test': 'flow-key-link'}, keyLabel(k.key))),
+      h('td', {}, runningCell(k)),
+      h('td', {'data-test': 'flow-waiting'}, String(k.waiting)),
+      h('td', {}, k.waiting && k.oldest_wait ? [timeEl(k.oldest_wait), h('span', {class: 'muted'}, ` (${waitedFor(k.oldest_wait)})`)]
+        : h('span', {class: 'muted'}, 'none waits')),
+      h('td', {}, h('code', {title: POLICIES[k.policy] || ''}, k.policy)));
+  }
+
+  // load reads the first page again (first) or the next one.
+  async function load(first) {
+    more.disabled = true;
+    try {
+      const page = await api.get('/v1/concurrency', {workflow, limit: PAGE, cursor: first ? '' : cursor});
+      if (stopped) return;
+      const items = page.items || [];
+      if (first) rows.replaceChildren();
+      else pagedOn = true;
+      rows.append(...items.map(row));
+      if (!rows.children.length) {
+        rows.append(h('tr', {'data-test': 'flow-empty'}, h('td', {colspan: cols.length, class: 'muted'},
+          workflow ? `No key of ${workflow} has running or waiting instances.` : 'No concurrency key has running or waiting instances.')));
+      }
+      cursor = page.next_cursor || '';
+      more.hidden = !cursor;
+      listError.replaceChildren();
+      live.dataset.state = 'open';
+      replace(live, h('span', {class: 'dot'}), pagedOn ? `read ${fmtTime(new Date().toISOString())}; no longer read again` : `read ${fmtTime(new Date().toISOString())}`);
+    } catch (e) {
+      if (stopped) return;
+      replace(listError, errorBox(e, {'data-test': 'flow-error'}));
+    } finally {
+      more.disabled = false;
+    }
+  }
+
+  async function refresh() {
+    if (stopped || pagedOn) return;
+    await load(true);
+    if (!stopped && !pagedOn) timer = setTimeout(refresh, REFRESH);
+  }
+
+  const filter = h('input', {type: 'search', name: 'workflow', value: workflow, placeholder: 'every workflow', list: 'flow-wf-names',
+    autocomplete: 'off', spellcheck: 'false', 'data-search': true, 'data-test': 'flow-workflow', 'aria-keyshortcuts': '/'});
+  const names = h('datalist', {id: 'flow-wf-names'});
+  api.all('/v1/workflows', {}, 1000).then((ws) => replace(names, ws.map((w) => h('option', {value: w.name})))).catch(() => {});
+  const form = h('form', {class: 'filters', role: 'search', 'data-test': 'flow-filter'}, field('Workflow (/)', filter), names,
+    h('div', {class: 'buttons'}, h('button', {type: 'submit', class: 'primary', 'data-test': 'flow-filter-submit'}, 'Show')));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    location.hash = links.flows({workflow: filter.value.trim()});
+  });
+
+  replace(main,
+    h('div', {class: 'page-head'}, h('h1', {}, 'Flow'), live),
+    h('p', {class: 'muted'}, 'The keys of the workflows\' concurrency limits that have running or waiting instances: a key is listed while an instance holds one of its slots or waits in its line.'),
+    form,
+    listError,
+    h('div', {class: 'table-wrap'}, h('table', {class: 'list', 'data-test': 'flow-table'},
+      h('thead', {}, h('tr', {}, cols.map((c) => h('th', {scope: 'col'}, c)))),
+      rows)),
+    h('div', {class: 'buttons'}, more));
+  await refresh();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
