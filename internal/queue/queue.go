@@ -18,7 +18,10 @@
 //     leases, due timers, pending stimuli). The Redis queue redelivers an
 //     item a dead node had popped but not acked.
 //   - Push waits while the queue is full (backpressure) until its context
-//     ends.
+//     ends, but fairly: a lane (a priority and a fairness key) with few
+//     items queued is admitted past a full queue, up to twice its
+//     capacity (see [Admits]), so that one tenant's backlog does not
+//     hold another tenant's work at the door.
 package queue
 
 import (
@@ -58,13 +61,41 @@ type Delivery interface {
 // into it, changing nothing).
 type Queue interface {
 	// Push adds item unless an item for the same instance is already
-	// queued (not yet popped), waiting while the queue is full until ctx
-	// ends.
+	// queued (not yet popped), which is decided first, whatever the
+	// queue holds. Otherwise it waits until [Admits] admits item, or
+	// until ctx ends: with C the capacity, a push is admitted while the
+	// queue holds fewer than C items, or while item's lane (its
+	// priority and fairness key, as normalised by internal/queue/fair)
+	// holds fewer than [FairShare](C) items and the queue fewer than
+	// 2×C. At the in-process default of C = 10,000 a lane's fair share
+	// is 100, and the queue never holds more than 20,000 items. A
+	// waiting push is admitted as soon as pops make the rule hold for
+	// it; waiting pushes of different lanes need not be admitted in the
+	// order they came.
 	Push(ctx context.Context, item Item) error
 	// Pop waits for an item until ctx ends.
 	Pop(ctx context.Context) (Delivery, error)
 	// Depth returns the number of queued items, for metrics.
 	Depth(ctx context.Context) (int, error)
+}
+
+// FairShare is the number of items a lane may hold and still be admitted
+// past a full queue of the given capacity: max(1, capacity/100), so 100
+// at a capacity of 10,000 and 1 below a capacity of 200. It is small next
+// to the capacity, so that the queue's bound stays 2×capacity even with
+// every lane at its share, and at least 1, so that a lane with nothing
+// queued is never held back by others' backlog.
+func FairShare(capacity int) int { return max(1, capacity/100) }
+
+// Admits is the backpressure rule of every Queue: whether a Push is
+// admitted into a queue of the given capacity that holds queued items, of
+// which lane are in the pushed item's lane (its priority and fairness
+// key). A full queue admits the items of a lane below its [FairShare],
+// up to 2×capacity, so that the backlog of one lane cannot hold up
+// another lane's first items; a lane at its share waits for room as any
+// push did before.
+func Admits(capacity, queued, lane int) bool {
+	return queued < capacity || (lane < FairShare(capacity) && queued < 2*capacity)
 }
 
 // ErrClosed is returned by a closed queue.

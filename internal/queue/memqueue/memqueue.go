@@ -2,6 +2,26 @@
 // queue in the order of internal/queue/fair (priority, then round-robin
 // across fairness keys, then first in, first out), with coalescing by
 // instance and backpressure.
+//
+// # Backpressure
+//
+// A Push waits while the queue is full, by the rule of [queue.Admits]:
+// with C the capacity, a push is admitted while the queue holds fewer than
+// C items, or while the item's lane (its priority and fairness key) holds
+// fewer than [queue.FairShare](C) = max(1, C/100) items and the queue
+// fewer than 2×C. At the host's default capacity of 10,000, a tenant with
+// fewer than 100 items queued at a priority gets in whatever another
+// tenant's backlog, and the queue never holds more than 20,000 items. A
+// push for an instance already queued coalesces before any of this, so it
+// never waits.
+//
+// Waiting pushes sleep on one channel that a pop closes when pushes wait
+// (pops alone make room, and a pop may make room for any lane), and each
+// looks again under the lock: a push of a short lane that waited at 2×C
+// is admitted by the first pop, while one of a lane at its share waits on
+// until the queue holds fewer than C items or its lane fewer than its
+// share. The rule costs one map lookup more than a full-queue check, and
+// only when the queue holds C items or more.
 package memqueue
 
 import (
@@ -28,7 +48,9 @@ type Queue struct {
 	popWaiters, pushWaiters int
 }
 
-// New returns a queue that holds at most capacity items (at least 1).
+// New returns a queue whose Push waits at capacity items (at least 1),
+// but for the lanes below their fair share: it holds at most 2×capacity
+// items (see the package doc).
 func New(capacity int) *Queue {
 	return &Queue{
 		capacity: max(1, capacity), items: map[string]queue.Item{},
@@ -36,7 +58,9 @@ func New(capacity int) *Queue {
 	}
 }
 
-// Push implements queue.Queue.
+// Push implements queue.Queue: it waits, until ctx ends, while
+// queue.Admits refuses item (see the package doc), and returns ctx.Err()
+// if it ends first.
 func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -47,7 +71,7 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 			q.mu.Unlock()
 			return nil
 		}
-		if len(q.items) < q.capacity {
+		if q.admits(item) {
 			q.items[item.InstanceID] = item
 			q.order.Push(fair.Entry{ID: item.InstanceID, Priority: item.Priority, Key: item.Key, Weight: item.Weight})
 			if q.popWaiters > 0 {
@@ -68,6 +92,17 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 		q.pushWaiters--
 		q.mu.Unlock()
 	}
+}
+
+// admits applies queue.Admits to item; the caller holds mu. The lane is
+// looked up only when the queue is full, the rare case.
+func (q *Queue) admits(item queue.Item) bool {
+	n := len(q.items)
+	if n < q.capacity {
+		return true
+	}
+	lane, _ := q.order.Lane(item.Priority, item.Key)
+	return queue.Admits(q.capacity, n, lane.Queued)
 }
 
 // Pop implements queue.Queue. The instance counts as queued until Pop

@@ -220,9 +220,22 @@ func Exercise(t *testing.T, newQueue func(t *testing.T, capacity int) queue.Queu
 			}
 		}
 	})
+	t.Run("FairBackpressure", func(t *testing.T) {
+		t.Parallel()
+		// A share of 1 (8/100 rounds down), and of 2.
+		for _, capacity := range []int{8, 200} {
+			t.Run(fmt.Sprint("capacity=", capacity), func(t *testing.T) {
+				t.Parallel()
+				fairBackpressure(t, newQueue(t, capacity), capacity, pop)
+			})
+		}
+	})
 	t.Run("hammer: every item is delivered", func(t *testing.T) {
 		t.Parallel()
-		q := newQueue(t, 8)
+		// Over 7 lanes, so that pushes are admitted past a full queue too;
+		// never more than 2×capacity queued (capacity 9 if rounded up).
+		const capacity, lanes = 8, 7
+		q := newQueue(t, capacity)
 		const producers, perProducer, consumers = 4, 50, 3
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -250,6 +263,9 @@ func Exercise(t *testing.T, newQueue func(t *testing.T, capacity int) queue.Queu
 					got[d.Item().InstanceID]++
 					mu.Unlock()
 					_ = d.Ack(ctx)
+					if n, err := q.Depth(ctx); err == nil && n > 2*(capacity+1) {
+						t.Errorf("Depth = %d with capacity %d, want at most twice the capacity", n, capacity)
+					}
 				}
 			}()
 		}
@@ -259,7 +275,9 @@ func Exercise(t *testing.T, newQueue func(t *testing.T, capacity int) queue.Queu
 			go func(p int) {
 				defer pwg.Done()
 				for i := 0; i < perProducer; i++ {
-					if err := q.Push(ctx, item(fmt.Sprintf("p%d-%d", p, i))); err != nil {
+					it := item(fmt.Sprintf("p%d-%d", p, i))
+					it.Key = fmt.Sprint("k", (p*perProducer+i)%lanes)
+					if err := q.Push(ctx, it); err != nil {
 						t.Error(err)
 						return
 					}
@@ -308,5 +326,170 @@ func wantPops(t *testing.T, q queue.Queue, pop func(*testing.T, queue.Queue) que
 	}
 	if g := strings.Join(got, " "); g != want {
 		t.Fatalf("popped %s, want %s", g, want)
+	}
+}
+
+// fairBackpressure fills a queue of the given capacity with lane "a" and
+// checks queue.Admits's rule, spelled out here: with C the capacity the
+// queue admits, a push is admitted while the queue holds fewer than C
+// items, or while its lane holds fewer than max(1, C/100) and the queue
+// fewer than 2×C. A pusher of "a" waits from the start; "b" gets its fair
+// share at once and its next push waits; other lanes fill the queue to
+// 2×C, where a new lane's push waits too. Then every pop, in the fair
+// order (a fair.Order is the model), admits exactly the waiting pushes
+// that the rule admits, as soon as it does.
+func fairBackpressure(t *testing.T, q queue.Queue, capacity int, pop func(*testing.T, queue.Queue) queue.Item) {
+	t.Helper()
+	var model fair.Order
+	item := func(lane string, i int) queue.Item {
+		return queue.Item{InstanceID: fmt.Sprintf("%s-%d", lane, i), Reason: "test", Key: lane}
+	}
+	depth := func() int {
+		t.Helper()
+		n, err := q.Depth(context.Background())
+		if err != nil {
+			t.Fatalf("Depth: %v", err)
+		}
+		return n
+	}
+	// admitted pushes it, and requires it not to wait (a push that waits
+	// would reach the deadline).
+	admitted := func(it queue.Item) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := q.Push(ctx, it); err != nil {
+			t.Fatalf("Push(%s) with %d queued: %v, want it admitted", it.InstanceID, model.Len(), err)
+		}
+		model.Push(fair.Entry{ID: it.InstanceID, Key: it.Key})
+	}
+	// waits requires a push of it to wait until its deadline, and leave
+	// the queue as it was.
+	waits := func(it queue.Item) {
+		t.Helper()
+		before := depth()
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if err := q.Push(ctx, it); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Push(%s) with %d queued: %v, want it to wait", it.InstanceID, before, err)
+		}
+		if n := depth(); n != before {
+			t.Fatalf("Depth after a push that waited = %d, want %d", n, before)
+		}
+	}
+
+	// Fill lane a until a push waits, whatever the backend rounds the
+	// capacity to. A push that fits gets time to spare on a loaded
+	// machine; only the one that finds the queue full waits its second.
+	c := 0
+	for ; c <= capacity+1; c++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := q.Push(ctx, item("a", c))
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		model.Push(fair.Entry{ID: item("a", c).InstanceID, Key: "a"})
+	}
+	if c < capacity || c > capacity+1 || depth() != c {
+		t.Fatalf("lane a alone: %d pushes admitted (Depth %d) with capacity %d", c, depth(), capacity)
+	}
+	share := max(1, c/100)
+	admits := func(lane string) bool {
+		l, _ := model.Lane(0, lane)
+		return model.Len() < c || (l.Queued < share && model.Len() < 2*c)
+	}
+
+	// The waiting pushers report here, each once, when their push returns.
+	type result struct {
+		it  queue.Item
+		err error
+	}
+	results := make(chan result, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // before the queue closes: no pusher outlives the test
+	waiting := map[string]queue.Item{}
+	wait := func(it queue.Item) {
+		waiting[it.Key] = it
+		go func() { results <- result{it, q.Push(ctx, it)} }()
+	}
+	// noneReturned requires every waiting pusher to be waiting still.
+	noneReturned := func(when string) {
+		t.Helper()
+		select {
+		case r := <-results:
+			t.Fatalf("%s: Push(%s) returned %v with %d queued, want it to wait", when, r.it.InstanceID, r.err, depth())
+		default:
+		}
+	}
+	wait(item("a", c))
+
+	// An instance already queued coalesces before any capacity check.
+	admitted(item("a", 0))
+	if n := depth(); n != c {
+		t.Fatalf("Depth after a coalesced push = %d, want %d", n, c)
+	}
+	// Lane b gets its fair share at once, past the full queue; no more.
+	for i := range share {
+		admitted(item("b", i))
+	}
+	waits(item("b", share))
+	noneReturned("lane b at its share")
+	// Other lanes fill the queue to 2×C, where even a new lane waits.
+	for l := 0; model.Len() < 2*c; l++ {
+		for i := 0; i < share && model.Len() < 2*c; i++ {
+			admitted(item(fmt.Sprint("k", l), i))
+		}
+	}
+	if n := depth(); n != 2*c {
+		t.Fatalf("Depth with every lane at its share = %d, want %d", n, 2*c)
+	}
+	waits(item("z", 0))
+	noneReturned("the queue at 2×C")
+	wait(item("b", share))
+	wait(item("z", 0))
+
+	// Pop in the fair order; after each pop, the waiting pushes that the
+	// rule admits are admitted, one at a time, and no other.
+	deadline := 30 * time.Second
+	for model.Len() > 0 || len(waiting) > 0 {
+		for {
+			var can []string
+			for lane := range waiting {
+				if admits(lane) {
+					can = append(can, lane)
+				}
+			}
+			if len(can) == 0 {
+				break
+			}
+			select {
+			case r := <-results:
+				if r.err != nil {
+					t.Fatalf("Push(%s): %v", r.it.InstanceID, r.err)
+				}
+				if !admits(r.it.Key) {
+					t.Fatalf("Push(%s) admitted with %d queued; the rule admits only lanes %v", r.it.InstanceID, model.Len(), can)
+				}
+				delete(waiting, r.it.Key)
+				model.Push(fair.Entry{ID: r.it.InstanceID, Key: r.it.Key})
+			case <-time.After(deadline):
+				t.Fatalf("no waiting push admitted within %s with %d queued; the rule admits lanes %v", deadline, model.Len(), can)
+			}
+		}
+		if n := depth(); n != model.Len() || n > 2*c {
+			t.Fatalf("Depth = %d, want %d (at most 2×%d)", n, model.Len(), c)
+		}
+		if model.Len() == 0 {
+			t.Fatalf("the queue is empty and pushes of lanes %v still wait", waiting)
+		}
+		noneReturned("before a pop")
+		want, _ := model.Pop()
+		if got := pop(t, q); got.InstanceID != want.ID {
+			t.Fatalf("popped %s, the fair order pops %s", got.InstanceID, want.ID)
+		}
 	}
 }

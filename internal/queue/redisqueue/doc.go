@@ -67,7 +67,8 @@
 // bounded by the lanes with items; drained, only the two streams remain.
 //
 // Push runs one script: unless the instance is queued (then it coalesces,
-// changing nothing), and unless the queue is full, it stores the item,
+// changing nothing), and unless backpressure refuses it (below), it stores
+// the item,
 // appends the instance to its lane, puts the key at the end of its ring
 // when the lane is new, sets the weight, and adds a wake token. Pop runs
 // one script: from the highest priority with a ring, the head key (moved
@@ -108,15 +109,43 @@
 //     handed back by Close, at the head of its lane).
 //   - Pop retries Redis errors (logging them) until ctx ends: a worker loop
 //     that stopped on a Redis restart would stop the node.
-//   - Push waits while Depth ≥ Capacity, polling (50ms, doubling to 1s)
-//     and woken at once by pops on the same Queue, until ctx ends. Pushes
-//     coalesce before the capacity check, as in memqueue.
+//
+// # Backpressure
+//
+// Push waits while the rule of [queue.Admits] refuses its item, as in
+// memqueue: with C the Capacity, the push script admits an item while the
+// queued hash holds fewer than C items, or while the item's lane
+// (lane:P:K, its priority and fairness key) holds fewer than
+// [queue.FairShare](C) = max(1, C/100) items and the hash fewer than 2×C.
+// At the default Capacity of 1024 a lane's share is 10 and the bound 2,048
+// items; at the host's default of 10,000 (host/node's QueueCapacity), 100
+// and 20,000. So a tenant with few items queued is not held back by
+// another tenant's backlog, and Redis never holds more than twice the
+// capacity in the queue (but for the items Close hands back, which were
+// counted when first pushed and are not counted again). The rule is
+// decided in the one push script, atomically with the counts it reads,
+// so pushes from every node together keep to it.
+//
+//   - Pushes coalesce before any capacity check, so a push for a queued
+//     instance never waits.
+//   - A refused Push waits, polling (50ms, doubling to 1s) and woken at
+//     once by pops on the same Queue, until ctx ends, running the push
+//     script again at each look: a push of a lane below its share that
+//     waited at 2×C is admitted at its first look after a pop (at once
+//     after a pop on its own Queue, within a poll after one on another
+//     node), one of a lane at its share once the hash holds fewer than C
+//     items or its lane fewer than its share.
+//   - Every node must have the same Capacity for the rule to be the same
+//     on every node; a node of a version before this rule refuses every
+//     push at C, whatever its lane.
 //
 // # Costs
 //
 //   - Push: one round trip; its script runs 6 commands (HGET, HLEN, HSET,
 //     RPUSH, HSET of the weight, XADD of a token), 7 when the lane is new
-//     (RPUSH of the ring), where a push onto the stream alone ran 4.
+//     (RPUSH of the ring), where a push onto the stream alone ran 4. When
+//     the queue holds Capacity items or more, the rule reads the lane's
+//     LLEN, one command more (O(1)); a refused push runs 2 or 3.
 //   - Pop of a queued item: one round trip; its script runs XREADGROUP
 //     (for old-version entries), a LINDEX per priority down to the first
 //     with items, 2 HGETs (the turn, the weight), LMOVE and LINDEX when a

@@ -59,7 +59,10 @@ type Config struct {
 	Consumer string
 
 	// Capacity is the number of queued (pushed, not yet popped) items at
-	// which Push waits. Defaults to 1024.
+	// which Push waits, but for the pushes of a lane below its fair share
+	// (queue.FairShare: max(1, Capacity/100), 10 by default), which wait
+	// only at 2×Capacity (the package doc, "Backpressure"). Defaults to
+	// 1024.
 	Capacity int
 
 	// VisibilityTimeout is how long an entry popped by a node that stopped
@@ -124,6 +127,7 @@ type Queue struct {
 	client   redis.UniversalClient
 	consumer string
 	capacity int
+	share    int // queue.FairShare(capacity)
 	vt       time.Duration
 	log      *slog.Logger
 	now      func() time.Time
@@ -159,6 +163,7 @@ func New(cfg Config) (*Queue, error) {
 		client:      cfg.Client,
 		consumer:    cfg.Consumer,
 		capacity:    cfg.Capacity,
+		share:       queue.FairShare(cfg.Capacity),
 		vt:          cfg.VisibilityTimeout,
 		log:         cfg.Logger.With("queue", cfg.Prefix, "consumer", cfg.Consumer),
 		now:         cfg.Now,
@@ -204,8 +209,9 @@ func (q *Queue) laneKeys(item queue.Item) (keys []string, weight int) {
 	}, w
 }
 
-// Push implements queue.Queue. It returns ctx.Err() when ctx ends while the
-// queue is full, queue.ErrClosed after Close, and an error naming the
+// Push implements queue.Queue: it waits while queue.Admits refuses item
+// (the package doc, "Backpressure"). It returns ctx.Err() when ctx ends
+// while it waits, queue.ErrClosed after Close, and an error naming the
 // instance when Redis fails.
 func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 	if item.InstanceID == "" {
@@ -228,7 +234,7 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 			return queue.ErrClosed
 		}
 		n, err := pushScript.Run(ctx, q.client, keys,
-			item.InstanceID, string(v), q.capacity, group, item.Key, w, wakeTokens).Int()
+			item.InstanceID, string(v), q.capacity, group, item.Key, w, wakeTokens, q.share).Int()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -238,7 +244,7 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 		if n >= 0 {
 			return nil
 		}
-		// Full: wait for a pop here, or poll for pops elsewhere.
+		// Refused: wait for a pop here, or poll for pops elsewhere.
 		t := time.NewTimer(wait)
 		select {
 		case <-room:

@@ -16,8 +16,11 @@ import "github.com/redis/go-redis/v9"
 // the fair order), whose bookkeeping the scripts keep as that version did.
 
 // pushScript queues an item in its lane unless the instance is queued (0)
-// or the queue is full (-1); it returns 1 when it queued it, and then adds
-// a wake token for a waiting Pop.
+// or queue.Admits refuses it (-1); it returns 1 when it queued it, and then
+// adds a wake token for a waiting Pop. The rule, with C the capacity and S
+// the fair share: admitted while the queued hash holds fewer than C
+// items, or while the item's lane holds fewer than S and the hash fewer
+// than 2×C; the lane's LLEN is read only when the hash holds C or more.
 //
 // An instance queued as an old-version stream entry that is already
 // pending in the group was read by a consumer that has not done (or,
@@ -27,7 +30,8 @@ import "github.com/redis/go-redis/v9"
 // pending.
 //
 // KEYS: queued, stream, lane, ring, weights, wake.
-// ARGV: instance, item, capacity, group, key, weight, wake tokens kept.
+// ARGV: instance, item, capacity, group, key, weight, wake tokens kept,
+// fair share.
 var pushScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if cur then
@@ -36,7 +40,8 @@ if cur then
 	if type(p) ~= 'table' or p.err or #p == 0 then return 0 end
 	redis.call('HDEL', KEYS[1], ARGV[1])
 end
-if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return -1 end
+local n, c = redis.call('HLEN', KEYS[1]), tonumber(ARGV[3])
+if n >= c and (n >= 2 * c or redis.call('LLEN', KEYS[3]) >= tonumber(ARGV[8])) then return -1 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 if redis.call('RPUSH', KEYS[3], ARGV[1]) == 1 then
 	redis.call('RPUSH', KEYS[4], ARGV[5])
