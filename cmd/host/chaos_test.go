@@ -33,8 +33,10 @@ import (
 // kills Redis once. Afterwards it checks from the API, the histories and
 // the store that every instance completed with the right output, that no
 // step was completed twice, no wait resumed twice, every event applied
-// once, and that every takeover of a killed or paused node's instance
-// happened within the lock TTL and one heartbeat cycle.
+// once, that every takeover of a killed or paused node's instance
+// happened within the lock TTL and one heartbeat cycle, and that no
+// concurrency key (the workflow has a limit per group of instances) ever
+// ran more instances at once than its limit.
 //
 // `go test -run TestChaos ./cmd/host` runs the short variant; `make chaos`
 // runs 10,000 instances (-chaos.instances). The flags are read once, as
@@ -60,6 +62,11 @@ type chaosConfig struct {
 	// Lead: an event sent before its instance exists is sent up to this
 	// long before the start.
 	Lead time.Duration
+
+	// Groups: each instance is in group i % Groups, its workflow's
+	// concurrency key, which lets at most Limit of a group's instances run
+	// at once; the others wait for a slot (docs/flow-control.md).
+	Groups, Limit int
 
 	LockTTL, Cycle, Tick, Recovery time.Duration
 	Workers, Pool                  int
@@ -98,6 +105,12 @@ func defaultChaosConfig() chaosConfig {
 		Instances: 240, Rate: 8, InFlight: 96,
 		WorkMS: [2]int64{500, 3000}, BeatMS: 50,
 		EventLag: 3 * time.Second, Lead: time.Second,
+		// At 8 starts a second, a group starts one a second, and an
+		// instance holds its slot for its whole life (a median of 2.25s
+		// on an idle machine): a group is full now and then, and always
+		// while a killed node's instances keep their slots until they are
+		// taken over. On a loaded machine most instances wait.
+		Groups: 8, Limit: 3,
 		// Production ratios at half the production times: the TTL covers
 		// four renewal cycles (docs/architecture.md, "Defaults"), the
 		// recovery sweep runs twice per cycle. A dead node's instance
@@ -119,12 +132,19 @@ func defaultChaosConfig() chaosConfig {
 	}
 }
 
-// The workflow under test. Its output names everything the harness
-// checks: the instance's own key, the work step's result (how long it
-// worked, from where its last attempt resumed) and the last activity's
-// result, which depends on the event's payload.
-const chaosWorkflow = `
+// chaosWorkflow is the workflow under test, with cfg's concurrency limit
+// per group. Its output names everything the harness checks: the
+// instance's own key, the work step's result (how long it worked, from
+// where its last attempt resumed) and the last activity's result, which
+// depends on the event's payload.
+func chaosWorkflow(cfg chaosConfig) string {
+	return fmt.Sprintf(chaosFlow, cfg.Limit)
+}
+
+// chaosFlow is chaosWorkflow's text, its limit a verb.
+const chaosFlow = `
 name: chaos
+concurrency: { key: "${ input.group }", limit: %d }
 steps:
   - id: work
     activity: kit.work
@@ -154,6 +174,7 @@ const (
 // planned is one instance of the plan, all drawn from the seed.
 type planned struct {
 	ID    string
+	Group int // its concurrency key: its index % chaosConfig.Groups
 	MS    int64
 	Word  string
 	Early bool          // its event is sent before it exists
@@ -221,7 +242,7 @@ func TestChaos(t *testing.T) {
 		"--set", "heartbeat.cycle="+cfg.Cycle.String(),
 		"--set", fmt.Sprint("engine.workers=", cfg.Workers),
 		"--set", fmt.Sprint("plugins.pool_size=", cfg.Pool))
-	deployTo(t, r, chaosWorkflow)
+	deployTo(t, r, chaosWorkflow(cfg))
 	deploySchedule(t, r)
 
 	plan := makePlan(cfg, seed)
@@ -313,6 +334,7 @@ func makePlan(cfg chaosConfig, seed uint64) []planned {
 		}
 		p := planned{
 			ID:    fmt.Sprintf("chaos-%05d", i),
+			Group: i % max(cfg.Groups, 1),
 			MS:    cfg.WorkMS[0] + rng.Int64N(cfg.WorkMS[1]-cfg.WorkMS[0]+1),
 			Word:  string(word),
 			Early: rng.IntN(4) == 0,
@@ -396,7 +418,7 @@ func runOne(ctx context.Context, r *rig, cfg chaosConfig, seed uint64, p planned
 		events.Go(func() { sleep(p.Gap); send(evRNG, 1) })
 		sleep(p.Lead)
 	}
-	input, _ := json.Marshal(map[string]any{"key": p.ID, "ms": p.MS, "beat_ms": cfg.BeatMS})
+	input, _ := json.Marshal(map[string]any{"key": p.ID, "group": p.Group, "ms": p.MS, "beat_ms": cfg.BeatMS})
 	o.Started = time.Now()
 	_, err := r.call(ctx, rng, stats, 10*time.Second, func(ctx context.Context, c *client.Client) error {
 		_, _, err := c.Start(ctx, "chaos", apiv1.StartRequest{ID: p.ID, Input: input}, 0)
@@ -677,6 +699,32 @@ type chaosResult struct {
 	attempts             map[int]int // the work step's completing attempt → instances
 	counts               map[string]int
 	harness              []string // what the driver could not do
+	groups               []groupTally
+	slotWaits            []time.Duration // slot_acquired's waited_ms
+}
+
+// groupTally is what the histories say of one group's concurrency key.
+type groupTally struct {
+	instances, waited int
+	most              int // instances running at once, at most
+}
+
+// waited counts the instances that waited for a slot.
+func (res *chaosResult) waited() int {
+	n := 0
+	for _, g := range res.groups {
+		n += g.waited
+	}
+	return n
+}
+
+// mostAtOnceOfAll is the most instances of one key that ran at once.
+func (res *chaosResult) mostAtOnceOfAll() int {
+	most := 0
+	for _, g := range res.groups {
+		most = max(most, g.most)
+	}
+	return most
 }
 
 // chaosEv is a history event as checked, its data decoded.
@@ -704,7 +752,10 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 	if !cfg.BoundTakeovers {
 		vFast.name += "; the short variant reports later ones without failing"
 	}
-	res.verdicts = []*verdict{vOutput, vOnce, vWait, vEvent, vAnswer, vResume, vFast}
+	vLimit := &verdict{name: fmt.Sprintf("no concurrency key ever runs more than its limit (%d) at once; some instances waited for a slot, and none is left held", cfg.Limit)}
+	res.verdicts = []*verdict{vOutput, vOnce, vWait, vEvent, vAnswer, vResume, vFast, vLimit}
+	res.groups = make([]groupTally, max(cfg.Groups, 1))
+	spans := make([][]span, len(res.groups))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
@@ -784,6 +835,28 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 			res.counts[string(e.Type)]++
 		}
 		excerpt := func() string { return historyExcerpt(evs) }
+
+		// Its span under its group's limit, and its wait for a slot.
+		g := &res.groups[p.Group]
+		g.instances++
+		if sp, ok := runSpan(rd.hist); ok {
+			sp.ID = p.ID
+			spans[p.Group] = append(spans[p.Group], sp)
+		}
+		if slices.ContainsFunc(evs, func(e chaosEv) bool { return e.Type == "slot_waiting" }) {
+			g.waited++
+		}
+		for _, e := range evs {
+			switch e.Type {
+			case "slot_acquired":
+				var d struct {
+					WaitedMS int64 `json:"waited_ms"`
+				}
+				if json.Unmarshal(e.Data, &d) == nil {
+					res.slotWaits = append(res.slotWaits, time.Duration(d.WaitedMS)*time.Millisecond)
+				}
+			}
+		}
 
 		// The output.
 		var out chaosOutput
@@ -903,6 +976,42 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 			vResume.check(out.Work.ResumedFrom == d.DoneMS, "%s: attempt %d resumed from %d ms, the history's last details say %s\n%s",
 				p.ID, out.Work.Attempt, out.Work.ResumedFrom, details, excerpt())
 		}
+	}
+
+	// No key ran more than its limit at once, from the histories: the
+	// spans from instance_started to the instance's end.
+	for i, ss := range spans {
+		most, at := mostAtOnce(ss)
+		res.groups[i].most = most
+		var open []string
+		for _, sp := range ss {
+			if !sp.Start.After(at) && (sp.End.IsZero() || sp.End.After(at)) {
+				open = append(open, fmt.Sprintf("%s %s–%s", sp.ID, sp.Start.Format("15:04:05.000"), sp.End.Format("15:04:05.000")))
+			}
+		}
+		vLimit.check(most <= cfg.Limit, "group %d: %d instances ran at once at %s, limit %d:\n    %s",
+			i, most, at.Format(time.RFC3339Nano), cfg.Limit, strings.Join(open, "\n    "))
+	}
+	// A run where nobody waited tested nothing.
+	vLimit.check(res.waited() > 0, "no instance waited for a slot (the most at once of a key was %d, the limit %d): the check tested nothing",
+		res.mostAtOnceOfAll(), cfg.Limit)
+	// Every instance ended: no slot is left held, nobody left in a line
+	// (a slot its node died before giving back is the slots sweep's, in
+	// a recovery interval or two).
+	var left []apiv1.ConcurrencyKey
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, err := r.call(ctx, rand.New(rand.NewPCG(1, 3)), stats, 30*time.Second, func(ctx context.Context, c *client.Client) error {
+			page, err := c.ConcurrencyKeys(ctx, "chaos", client.ListOptions{Limit: 100})
+			if err == nil {
+				left = page.Items
+			}
+			return err
+		})
+		if err != nil || len(left) == 0 || time.Now().After(deadline) {
+			vLimit.check(err == nil && len(left) == 0, "keys still held or waited for 30s after every instance ended: %+v (%v)", left, err)
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // polling with a deadline
 	}
 
 	// Nothing else: no instance the plan did not start, no dead letter.
@@ -1062,12 +1171,15 @@ func (res *chaosResult) summary(path string) string {
 	if !res.cfg.BoundTakeovers {
 		unbounded = fmt.Sprintf(", %d late otherwise (reported, not bounded, in the short variant)", len(res.unbounded))
 	}
-	return fmt.Sprintf("chaos %s: seed %d, %d/%d instances completed in %s; violations %s (output/completion/wait/event/answer/details/takeover-time/schedule); "+
+	_, wmed, _, whi := quantiles(slices.Clone(res.slotWaits))
+	return fmt.Sprintf("chaos %s: seed %d, %d/%d instances completed in %s; violations %s (output/completion/wait/event/answer/details/takeover-time/limit/schedule); "+
 		"%d takeovers (%d after a kill or pause: min %s median %s p99 %s max %s, bound %s, %d late while the CPU was saturated%s; %d after the Redis kill; %d unexplained); "+
+		"concurrency: %d keys, at most %d of one running at once (limit %d), %d instances waited for a slot (median %s, max %s); "+
 		"faults: %d kills, %d pause, %d Redis kill; report %s",
 		verdict, res.seed, res.completed, res.instances, res.elapsed.Round(time.Second), strings.Join(viol, "/"),
 		len(res.takeovers), len(res.latencies("kill", "pause")), ms(lo), ms(med), ms(p99), ms(hi), res.cfg.LockTTL+res.cfg.Cycle,
 		len(res.starved), unbounded, len(res.latencies("redis-kill")), unexplained,
+		len(res.groups), res.mostAtOnceOfAll(), res.cfg.Limit, res.waited(), ms(wmed), ms(whi),
 		res.faultCount("kill"), res.faultCount("pause"), res.faultCount("redis-kill"), path)
 }
 
@@ -1084,6 +1196,7 @@ func (res *chaosResult) report() string {
 		res.instances, res.completed, res.instances, cfg.Rate, res.startPhase.Round(time.Second), res.elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "- three nodes: lock TTL %s, heartbeat cycle %s (tick %s), recovery sweep every %s, %d workers and %d guests per plugin version each; Redis with appendfsync always\n",
 		cfg.LockTTL, cfg.Cycle, cfg.Tick, cfg.Recovery, cfg.Workers, cfg.Pool)
+	fmt.Fprintf(&b, "- instance i in group i %% %d, the workflow's concurrency key, limit %d\n", cfg.Groups, cfg.Limit)
 	fmt.Fprintf(&b, "- work step %d–%d ms, heartbeat every %d ms; a quarter of the events sent up to %s before their instance exists, the others up to %s after its start; each sent twice, to random nodes, with one id\n",
 		cfg.WorkMS[0], cfg.WorkMS[1], cfg.BeatMS, cfg.Lead, cfg.EventLag)
 	lo, med, p99, hi := quantiles(res.durations)
@@ -1161,6 +1274,13 @@ func (res *chaosResult) report() string {
 	if len(unexplained) > 0 {
 		fmt.Fprintf(&b, "\n```\n%s\n```\n", strings.Join(unexplained[:min(len(unexplained), 20)], "\n"))
 	}
+
+	fmt.Fprintf(&b, "\n## Concurrency limit\n\nThe workflow lets %d instances of a group (its concurrency key) run at once. From the histories: the most of a group's spans, from `instance_started` to the instance's end, open at one moment, and the instances that waited for a slot (a `slot_waiting` entry).\n\n| group | instances | waited | most at once |\n|---|---|---|---|\n", cfg.Limit)
+	for i, g := range res.groups {
+		fmt.Fprintf(&b, "| %d | %d | %d | %d |\n", i, g.instances, g.waited, g.most)
+	}
+	wlo, wmed, wp99, whi := quantiles(slices.Clone(res.slotWaits))
+	fmt.Fprintf(&b, "\n%d instances waited for a slot: min %s, median %s, p99 %s, max %s (`slot_acquired`'s `waited_ms`)\n", res.waited(), ms(wlo), ms(wmed), ms(wp99), ms(whi))
 
 	b.WriteString("\n## Counts\n\n| what | count |\n|---|---|\n")
 	keys := make([]string, 0, len(res.counts))

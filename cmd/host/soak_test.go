@@ -99,7 +99,7 @@ func TestSoak(t *testing.T) {
 		"--set", "heartbeat.cycle="+cfg.Cycle.String(),
 		"--set", fmt.Sprint("engine.workers=", cfg.Workers),
 		"--set", fmt.Sprint("plugins.pool_size=", cfg.Pool))...)
-	deployTo(t, r, chaosWorkflow)
+	deployTo(t, r, chaosWorkflow(cfg))
 
 	plan := makePlan(cfg, seed)
 	outs := make([]outcome, len(plan))
