@@ -12,6 +12,8 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/queue"
+	"github.com/weftworks/weft/internal/queue/memqueue"
 )
 
 // BenchmarkWorkflow runs a 3-activity kit.echo workflow end to end on the
@@ -177,6 +179,112 @@ output: "${ vars.c }"
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "workflows/s")
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/workflow")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkFairness is the issue's tenant test: tenant A starts 20,000
+// instances of a 3-activity workflow (lazy, embedded store, the node's
+// default queue capacity of 10,000), and once they are all started or
+// queued, tenant B starts 20. It reports B's p50 and p99 latency (start to
+// completion) and their ratio to those of B's 20 on the idle host, with
+// the workflow's fairness key set to the tenant (fair) and without it
+// (fifo: B waits behind A's backlog). The engine has 16 workers, so that
+// A's starts (64 goroutines) outrun its runs and leave a backlog. Run it
+// once per configuration: -benchtime 1x.
+func BenchmarkFairness(b *testing.B) {
+	for _, bc := range []struct{ name, fairness string }{
+		{"fair", `fairness: { key: "${ input.tenant }" }`},
+		{"fifo", ""},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			// 16 workers: the instances are created faster than they run, so
+			// that A's starts leave a backlog, as a tenant's burst does.
+			h := newHost(b, withConfig(engine.Config{NodeID: "bench", Workers: 16}), func(p *hostParts) {
+				p.wrapQueue = func(queue.Queue) queue.Queue { return memqueue.New(10000) }
+			})
+			h.save(`
+name: three
+` + bc.fairness + `
+steps:
+  - { id: a, activity: kit.echo, input: "${ input }", output: a }
+  - { id: b, activity: kit.echo, input: "${ vars.a }", output: b }
+  - { id: c, activity: kit.echo, input: "${ vars.b }", output: c }
+output: "${ vars.c }"
+`)
+			ctx := context.Background()
+			// tenantB starts 20 instances at once and returns their latencies,
+			// sorted.
+			tenantB := func() []time.Duration {
+				var (
+					mu  sync.Mutex
+					lat []time.Duration
+					wg  sync.WaitGroup
+				)
+				for range 20 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						t0 := time.Now()
+						inst, _, err := h.e.Start(ctx, "three", json.RawMessage(`{"tenant": "B"}`), "")
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if _, err := h.e.WaitFinished(ctx, inst.ID); err != nil {
+							b.Error(err)
+							return
+						}
+						mu.Lock()
+						lat = append(lat, time.Since(t0))
+						mu.Unlock()
+					}()
+				}
+				wg.Wait()
+				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+				return lat
+			}
+			for b.Loop() {
+				idle := tenantB()
+				// Tenant A: 20,000 starts from 64 goroutines; B starts once A's
+				// starts have all returned (the queue then holds A's backlog).
+				var (
+					next atomic.Int64
+					wg   sync.WaitGroup
+					ids  = make([]string, 20000)
+				)
+				for range 64 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := next.Add(1) - 1; i < int64(len(ids)); i = next.Add(1) - 1 {
+							inst, _, err := h.e.Start(ctx, "three", json.RawMessage(`{"tenant": "A"}`), "")
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							ids[i] = inst.ID
+						}
+					}()
+				}
+				wg.Wait()
+				loaded := tenantB()
+				for _, id := range ids {
+					if id == "" {
+						continue
+					}
+					if _, err := h.e.WaitFinished(ctx, id); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if len(idle) == 20 && len(loaded) == 20 {
+					b.ReportMetric(float64(idle[10].Microseconds())/1000, "idle-p50-ms")
+					b.ReportMetric(float64(loaded[10].Microseconds())/1000, "B-p50-ms")
+					b.ReportMetric(float64(loaded[19].Microseconds())/1000, "B-max-ms")
+					b.ReportMetric(float64(loaded[10])/float64(idle[10]), "B/idle-p50")
+				}
+			}
 			b.ReportMetric(0, "ns/op")
 		})
 	}
