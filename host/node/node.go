@@ -312,6 +312,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 		if err := n.metrics.WatchHeartbeats(n.engine.HeartbeatStats); err != nil {
 			return nil, fmt.Errorf("node: metrics: %w", err)
 		}
+		if err := n.metrics.WatchConcurrency(n.engine.ConcurrencyKeys); err != nil {
+			return nil, fmt.Errorf("node: metrics: %w", err)
+		}
 	}
 	// Listening first: a version stored while the stored ones are listed
 	// is then loaded either way.
