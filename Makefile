@@ -117,6 +117,8 @@ FUZZTIME ?= 30s
 FUZZ_API_TIME ?= 3m
 FUZZ_TARGETS := \
 	./internal/definition:FuzzParse \
+	./internal/ratelimit:FuzzReserve \
+	./internal/ratelimit:FuzzSequence \
 	./internal/schedule:FuzzCompile \
 	./internal/schedule:FuzzParseDocument \
 	./internal/store/tuple:FuzzTuple \

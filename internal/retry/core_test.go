@@ -8,9 +8,10 @@ import (
 
 // TestCoreImportsNoIO: the deterministic cores — the runner, the retry
 // policy, the heartbeat scheduler, the schedule calculator, the ready
-// queue's order and the concurrency slots by key — decide from their inputs and an
-// injected clock; none of them links the plugin runtime, wazero, a store
-// or lock implementation, Redis, bbolt or a network stack. Importing one
+// queue's order, the concurrency slots by key and the rate limits' GCRA —
+// decide from their inputs and an injected clock; none of them links the
+// plugin runtime, wazero, a store or lock implementation, Redis, bbolt or
+// a network stack. Importing one
 // would let I/O into a decision that must replay the same way. (The
 // runner names statuses, failures and history entries from host/weft, the
 // vocabulary, which imports nothing.)
@@ -35,7 +36,7 @@ func TestCoreImportsNoIO(t *testing.T) {
 		"os/exec",
 	}
 	allowed := map[string]bool{"github.com/weftworks/weft/plugins/grant": true, "net/netip": true, "net/url": true}
-	for _, pkg := range []string{"../runner", ".", "../heartbeat", "../schedule", "../queue/fair", "../slots"} {
+	for _, pkg := range []string{"../runner", ".", "../heartbeat", "../schedule", "../queue/fair", "../slots", "../ratelimit"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)
