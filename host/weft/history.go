@@ -33,6 +33,10 @@ const (
 	HistoryActivityCompleted HistoryType = "activity_completed"
 	HistoryActivityFailed    HistoryType = "activity_failed"
 	HistoryRetryScheduled    HistoryType = "retry_scheduled"
+	// HistoryActivityDeferred: an attempt did not start, for the step's
+	// concurrency or rate limit; it starts when its turn comes (data:
+	// reason, key, until).
+	HistoryActivityDeferred HistoryType = "activity_deferred"
 	// HistoryAttemptAbandoned: an attempt in flight when its node died,
 	// given up by the run that took the instance over.
 	HistoryAttemptAbandoned HistoryType = "attempt_abandoned"

@@ -9,8 +9,9 @@ import (
 
 // Canonical returns the definition's canonical encoding: the model written
 // back as compact JSON in the source format, with map keys sorted, defaults
-// filled in (persistence, retry policy, concurrency), durations in
-// time.Duration.String form and values as written (expressions unevaluated).
+// filled in (persistence, retry policy, concurrency, a rate limit's burst),
+// durations in time.Duration.String form and values as written
+// (expressions unevaluated).
 // Parse accepts it and yields an equal definition. Hash hashes it.
 func (d *Definition) Canonical() []byte {
 	b, err := encodeJSON(d.canonical())
@@ -62,9 +63,7 @@ func (d *Definition) canonical() map[string]any {
 	// is left out, as absent: both are the one key "".
 	if c := d.Concurrency; c != nil {
 		cm := map[string]any{"limit": c.Limit, "policy": string(c.policy())}
-		if c.Key.src != nil && c.Key.src != "" {
-			cm["key"] = c.Key.src
-		}
+		putKey(cm, c.Key)
 		m["concurrency"] = cm
 	}
 	return m
@@ -123,6 +122,7 @@ func (s *Step) canonical() map[string]any {
 			r["non_retryable"] = codes
 		}
 		m["retry"] = r
+		canonicalStepLimits(m, a)
 	case s.Wait != nil:
 		w := map[string]any{"event": s.Wait.Event}
 		putValue(w, "key", s.Wait.Key)

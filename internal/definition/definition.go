@@ -94,9 +94,10 @@ type Concurrency struct {
 	limitReported bool
 }
 
-// MaxConcurrencyLimit bounds a workflow's concurrency.limit: a key with
-// more slots than this is as good as unlimited, and each holder is an
-// entry the engine keeps in the key's state.
+// MaxConcurrencyLimit bounds the concurrency.limit of a workflow and of
+// an activity step: a key with more slots than this is as good as
+// unlimited, and each holder is an entry the engine keeps in the key's
+// state.
 const MaxConcurrencyLimit = 10000
 
 // MaxRetention bounds a retention: longer ones are refused (0, which
@@ -215,6 +216,14 @@ type Activity struct {
 	HeartbeatTimeout time.Duration
 	// Retry is the retry policy, with defaults filled in.
 	Retry Retry
+	// Concurrency limits how many of the step's attempts with the same
+	// key run at once, across every step that names the key. Nil when
+	// absent: no limit.
+	Concurrency *StepConcurrency
+	// RateLimit spaces the starts of the step's attempts with the same
+	// key, on a budget shared with every step that names the key. Nil
+	// when absent: no limit.
+	RateLimit *StepRateLimit
 }
 
 // Retry is an activity's retry policy. The delay before attempt n+1 is

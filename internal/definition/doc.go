@@ -14,7 +14,8 @@
 // A string of the form `${ expr }` is a github.com/expr-lang/expr expression
 // evaluated against `input`, `vars` and, inside a foreach's `do`, the loop
 // variable named by `as`; `priority`, `fairness` and `concurrency.key`,
-// evaluated when an instance is created, see `input` only. A string that is exactly one
+// evaluated when an instance is created, see `input` only (an activity
+// step's `concurrency.key` and `rate_limit.key` see all the step's names). A string that is exactly one
 // `${ … }` (no text or whitespace around it) keeps the value's type; any
 // other string containing `${ … }` is a template and yields a string in
 // which each result is written as: a string as it is, null as nothing,
@@ -131,6 +132,19 @@
 //     absent key being "", one key for all the workflow's instances. It
 //     is in the canonical form only when present, with its policy spelt
 //     out and a key of "" left out, as absent.
+//   - An activity step's `concurrency` (`limit`, as the workflow's; `key`;
+//     `policy`, queue only: the cancel policies cancel whole instances)
+//     and `rate_limit` (`limit` 1 to ratelimit.MaxCount, `per` a duration
+//     literal from ratelimit.MinPer to ratelimit.MaxPer, `burst` 1 to
+//     ratelimit.MaxCount, default 1; `key`) limit the step's attempts:
+//     running at once, and starting per period. The numbers are literals,
+//     so that every attempt of a step asks for one limit; the keys, shared
+//     by value with every step that names them, see the step's scope
+//     (`input`, `vars`, loop variables) and are evaluated when the step
+//     starts, as its input is (StepConcurrency.EvalKey, StepRateLimit.EvalKey),
+//     an absent or empty one being the step's own key. Each is in the
+//     canonical form only when present, with its burst spelt out and a
+//     key of "" left out, as absent.
 //   - A problem about the whole document has the path RootPath ("$").
 //
 // # Versioning

@@ -8,10 +8,11 @@ import (
 	"github.com/weftworks/weft/host/weft"
 )
 
-// FuzzParse checks that no input makes Parse, Load, Validate, Order or
-// ConcurrencyKey panic, that every problem has a path, and that an
-// accepted definition's canonical encoding parses back to the same hash,
-// the same order and the same concurrency key.
+// FuzzParse checks that no input makes Parse, Load, Validate, Order,
+// ConcurrencyKey or a step limit's EvalKey panic, that every problem has
+// a path, and that an accepted definition's canonical encoding parses
+// back to the same hash, the same order, the same concurrency key and
+// the same step limits.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"name: wf\nsteps: [{id: a, delay: 1s}]",
@@ -24,6 +25,8 @@ func FuzzParse(f *testing.F) {
 		"name: wf\npriority: 2\nfairness: {key: '${ input.tenant }', weight: '${ input.w }'}\nsteps: [{id: a, delay: 1s}]",
 		"name: wf\npriority: 3\nfairness: {key: ''}\nsteps: [{id: a, delay: 1s}]",
 		"name: wf\nconcurrency: {key: '${ input.customer }', limit: 2, policy: cancel_oldest}\nsteps: [{id: a, delay: 1s}]",
+		"name: wf\nsteps: [{id: a, activity: p.q, concurrency: {key: '${ input.customer }', limit: 2}, rate_limit: {key: '${ vars.a }', limit: 10, per: 1s, burst: 20}}]",
+		"name: wf\nsteps: [{id: l, foreach: '${ input.items }', as: it, do: [{id: a, activity: p.q, rate_limit: {key: 'h-${ it }', limit: 1, per: 1d}}]}]",
 	} {
 		f.Add([]byte(s))
 	}
@@ -49,7 +52,9 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonical round trip changed the hash:\n%s\n%s", def.Canonical(), again.Canonical())
 		}
 		_ = validateDefinition(def, nil)
-		for _, in := range []any{nil, map[string]any{"tenant": "acme", "w": 2.0, "plan": "pro", "seats": 500.0, "customer": "c-42"}} {
+		inputs := []any{nil, map[string]any{"tenant": "acme", "w": 2.0, "plan": "pro", "seats": 500.0, "customer": "c-42", "items": []any{"x"}}}
+		checkStepLimits(t, def, again, inputs)
+		for _, in := range inputs {
 			o1, err1 := def.Order(in, 0)
 			o2, err2 := again.Order(in, 0)
 			if o1 != o2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
@@ -64,5 +69,61 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("ConcurrencyKey(%v) is %q %v, and %q %v after the canonical round trip", in, k1, err1, k2, err2)
 			}
 		}
+	})
+}
+
+// checkStepLimits fails t when an activity step's limits differ between
+// def and again, its canonical round trip, or their keys do for one of
+// inputs (with vars and every loop variable set to the input too).
+func checkStepLimits(t *testing.T, def, again *Definition, inputs []any) {
+	t.Helper()
+	type limits struct {
+		c *StepConcurrency
+		r *StepRateLimit
+	}
+	var before []limits
+	def.Walk(func(_ string, s *Step) bool {
+		if s.Activity != nil {
+			before = append(before, limits{s.Activity.Concurrency, s.Activity.RateLimit})
+		}
+		return true
+	})
+	i := 0
+	again.Walk(func(path string, s *Step) bool {
+		if s.Activity == nil {
+			return true
+		}
+		if i >= len(before) {
+			t.Fatalf("%s: an activity step the original has not", path)
+		}
+		b, a := before[i], limits{s.Activity.Concurrency, s.Activity.RateLimit}
+		i++
+		if (b.c == nil) != (a.c == nil) || (b.r == nil) != (a.r == nil) {
+			t.Fatalf("%s: step limits %+v, and %+v after the canonical round trip", path, b, a)
+		}
+		if b.c != nil && b.c.Limit != a.c.Limit || b.r != nil && b.r.Limit.String() != a.r.Limit.String() {
+			t.Fatalf("%s: step limits %+v %+v, and %+v %+v after the canonical round trip", path, b.c, b.r, a.c, a.r)
+		}
+		for _, in := range inputs {
+			env := Env{Input: in, Vars: map[string]any{}, Locals: map[string]any{}}
+			for _, name := range []string{"a", "b", "c", "x", "it", "item"} {
+				env.Vars[name], env.Locals[name] = in, in
+			}
+			if b.c != nil {
+				k1, err1 := b.c.EvalKey(env)
+				k2, err2 := a.c.EvalKey(env)
+				if k1 != k2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
+					t.Fatalf("%s: concurrency key %q %v, and %q %v after the canonical round trip", path, k1, err1, k2, err2)
+				}
+			}
+			if b.r != nil {
+				k1, err1 := b.r.EvalKey(env)
+				k2, err2 := a.r.EvalKey(env)
+				if k1 != k2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
+					t.Fatalf("%s: rate limit key %q %v, and %q %v after the canonical round trip", path, k1, err1, k2, err2)
+				}
+			}
+		}
+		return true
 	})
 }

@@ -591,28 +591,12 @@ func (d *decoder) concurrency(f field) *Concurrency {
 	if kf, ok := cfs["key"]; ok {
 		c.Key = d.key(kf)
 	}
-	switch lf, ok := cfs["limit"]; {
-	case !ok:
-		// A misspelt limit is one problem, with its suggestion, not also
-		// a missing limit.
-		c.limitReported = true
-		misspelt := false
-		for _, k := range order {
-			misspelt = misspelt || (!contains(fields, k) && closest(k, fields) == "limit")
-		}
-		if !misspelt {
-			d.problem(f.val, joinKey(f.path, "limit"), "required: how many instances of one key may run at once, from 1 to %d", MaxConcurrencyLimit)
-		}
-	case lf.val.Kind == yaml.ScalarNode && lf.val.ShortTag() == "!!int":
-		c.Limit, ok = d.integer(lf)
-		c.limitReported = !ok
-	case hasExpr(lf.val):
-		c.limitReported = true
-		d.problem(lf.val, lf.path, "got an expression, want an integer from 1 to %d: a limit is a literal, the same for every instance", MaxConcurrencyLimit)
-	default:
-		c.limitReported = true
-		d.problem(lf.val, lf.path, "got %s, want an integer from 1 to %d", describe(lf.val), MaxConcurrencyLimit)
-	}
+	c.Limit, c.limitReported = d.literalInt(f, cfs, order, fields, intField{
+		name:     "limit",
+		max:      MaxConcurrencyLimit,
+		required: "how many instances of one key may run at once",
+		same:     "a limit is a literal, the same for every instance",
+	})
 	if pf, ok := cfs["policy"]; ok {
 		if p, ok := d.str(pf); ok && p != "" {
 			c.Policy = slots.Policy(p)
@@ -621,17 +605,76 @@ func (d *decoder) concurrency(f field) *Concurrency {
 	return c
 }
 
+// intField describes an integer field that must be a literal: a limit, a
+// burst.
+type intField struct {
+	name string // the field's name
+	max  int    // its largest value, which problems name; the least is 1
+	// required says what the field is, when it is required; "" when it
+	// may be absent.
+	required string
+	// same says why an expression is refused: the value is the same for
+	// every instance (every attempt).
+	same string
+}
+
+// literalInt decodes the field li names from fs, the fields (in order) of
+// the map parent: an integer literal, whose range validate checks. It
+// returns the integer and whether a problem was reported, so that
+// validate does not report the field again. An absent required field is
+// reported, unless one of the map's unknown fields is likely it
+// misspelt: that is one problem, with its suggestion, already reported.
+func (d *decoder) literalInt(parent field, fs map[string]field, order, fields []string, li intField) (int, bool) {
+	f, ok := fs[li.name]
+	switch {
+	case !ok:
+		if li.required == "" {
+			return 0, false
+		}
+		if !misspelt(order, fields, li.name) {
+			d.problem(parent.val, joinKey(parent.path, li.name), "required: %s, from 1 to %d", li.required, li.max)
+		}
+		return 0, true
+	case f.val.Kind == yaml.ScalarNode && f.val.ShortTag() == "!!int":
+		n, ok := d.integer(f)
+		return n, !ok
+	case hasExpr(f.val):
+		d.problem(f.val, f.path, "got an expression, want an integer from 1 to %d: %s", li.max, li.same)
+	default:
+		d.problem(f.val, f.path, "got %s, want an integer from 1 to %d", describe(f.val), li.max)
+	}
+	return 0, true
+}
+
+// misspelt reports whether one of a map's keys (order), not among its
+// fields, is likely name misspelt: the parser reported it, with its
+// suggestion, and a missing name would be the same problem again.
+func misspelt(order, fields []string, name string) bool {
+	for _, k := range order {
+		if !contains(fields, k) && closest(k, fields) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // key decodes a key that is decided when an instance is created, a
 // fairness key or a concurrency key: a string literal or a ${ }
 // expression or template over input.
 func (d *decoder) key(f field) Value {
+	return d.keyIn(f, compiler{inputOnly: true})
+}
+
+// keyIn decodes a key, compiling it with c: a string literal or a ${ }
+// expression or template over the names c has in scope.
+func (d *decoder) keyIn(f field, c compiler) Value {
 	if f.val.Kind != yaml.ScalarNode || (f.val.ShortTag() != "!!str" && f.val.ShortTag() != "!!timestamp") {
 		// A literal is a string: the key of an unquoted 007 or 1e3 would
 		// be a guess (7? 1000?), so numbers and booleans are refused.
 		d.problem(f.val, f.path, "got %s, want a string or a ${ } expression (quote a number to use it as a key)", describe(f.val))
 		return Value{}
 	}
-	return d.orderValue(f, wantKey)
+	return d.compiled(f, c, wantKey)
 }
 
 // steps decodes a list of steps. A list item that is not a step leaves a nil
@@ -657,7 +700,7 @@ func (d *decoder) steps(f field, scope []string) []*Step {
 var (
 	commonFields = []string{"id", "persist"}
 	kindFields   = map[Kind][]string{
-		KindActivity: {"input", "output", "timeout", "schedule_to_close", "heartbeat_timeout", "retry"},
+		KindActivity: {"input", "output", "timeout", "schedule_to_close", "heartbeat_timeout", "retry", "concurrency", "rate_limit"},
 		KindWait:     {"output"},
 		KindIf:       {"then", "else"},
 		KindForeach:  {"as", "concurrency", "do"},
@@ -837,6 +880,12 @@ func (d *decoder) activity(f field, fs map[string]field, scope []string) *Activi
 	}
 	if f, ok := fs["retry"]; ok {
 		a.Retry = d.retry(f)
+	}
+	if f, ok := fs["concurrency"]; ok {
+		a.Concurrency = d.stepConcurrency(f, scope)
+	}
+	if f, ok := fs["rate_limit"]; ok {
+		a.RateLimit = d.stepRateLimit(f, scope)
 	}
 	return a
 }

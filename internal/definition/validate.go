@@ -62,7 +62,8 @@ func (v *validator) problem(path, format string, args ...any) {
 // problem, for Load to report with the parser's. It checks names, step ids
 // (unique across the definition, nested steps included), that each step
 // has exactly one kind, durations and their relations, retry policies,
-// priority and fairness, concurrency (a workflow's and a foreach's), wait
+// priority and fairness, concurrency (a workflow's, a foreach's and an
+// activity step's), an activity step's rate limit, wait
 // keys, variable names, that plugins, activities and child workflows
 // exist, and that child workflows form no cycle. A nil catalog skips the
 // checks that need one, except a workflow that starts itself.
@@ -414,6 +415,7 @@ func (v *validator) activity(path string, a *Activity) {
 	if a.HeartbeatTimeout > 0 && a.ScheduleToClose > 0 && a.HeartbeatTimeout > a.ScheduleToClose {
 		v.problem(path+".heartbeat_timeout", "heartbeat_timeout %s is larger than schedule_to_close %s", a.HeartbeatTimeout, a.ScheduleToClose)
 	}
+	v.stepLimits(path, a)
 	r, rp := a.Retry, path+".retry"
 	if r.MaxAttempts < 1 {
 		v.problem(rp+".max_attempts", "max_attempts %d must be at least 1", r.MaxAttempts)

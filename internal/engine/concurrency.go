@@ -287,84 +287,133 @@ const reasonSlot = "slot"
 // without giving them back (their node died between the commit and the
 // release), and queues again the holders that never started (their node
 // died between the promotion and the push): so nothing waits forever for
-// a slot freed by an instance that is gone. One pass over the keys that
-// have holders, a page at a time.
+// a slot freed by an instance that is gone. It does the same for the
+// slots of steps, whose holders are attempts, and also ends the leases
+// that ran out (an attempt on a node that died), waking the attempts next
+// in line. One pass over the keys that have holders, a page at a time.
 func (e *Engine) sweepSlots(ctx context.Context) {
-	for cursor := ""; ; {
-		page, next, err := e.store.SlotKeys(ctx, "wf/", cursor, 200)
-		if err != nil {
-			if ctx.Err() == nil {
-				e.log.Warn("listing concurrency keys", "err", err)
-			}
-			return
-		}
-		var ids []string
-		for _, k := range page {
-			for _, h := range k.Holders {
-				ids = append(ids, h.ID)
-			}
-		}
-		statuses, err := e.store.InstanceStatuses(ctx, ids)
-		if err != nil {
-			if ctx.Err() == nil {
-				e.log.Warn("reading the statuses of slot holders", "err", err)
-			}
-			return
-		}
-		now := e.cfg.Now()
-		for _, k := range page {
-			wf, key, _ := parseWorkflowSlotKey(k.Key)
-			p := slots.Params{Limit: max(k.Limit, 1), Policy: k.Policy, Lease: workflowSlotLease(now)}
-			for _, h := range k.Holders {
-				st, ok := statuses[h.ID]
-				switch {
-				case !ok || st.Terminal():
-					if err := e.reclaimSlot(ctx, k.Key, h.ID, p); err != nil {
-						if ctx.Err() == nil {
-							e.log.Warn("giving back a concurrency slot", "instance", h.ID, "workflow", wf, "key", key, "err", err)
-						}
-						return
-					}
-				case st == weft.StatusPending && now.Sub(h.Since) > e.cfg.LockTTL && !e.heldOff(h.ID):
-					// Its turn came a while ago and it has not started: its
-					// wake-up was lost. Only if its lock is free: a lazy
-					// instance stays pending while it runs.
-					e.push(ctx, e.itemRead(ctx, h.ID, reasonSwept))
+	for _, prefix := range []string{"wf/", "step/"} {
+		for cursor := ""; ; {
+			page, next, err := e.store.SlotKeys(ctx, prefix, cursor, 200)
+			if err != nil {
+				if ctx.Err() == nil {
+					e.log.Warn("listing concurrency keys", "err", err)
 				}
+				return
 			}
+			if err := e.sweepSlotPage(ctx, page); err != nil {
+				if ctx.Err() == nil {
+					e.log.Warn("sweeping concurrency keys", "err", err)
+				}
+				return
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
 		}
-		if next == "" {
-			return
-		}
-		cursor = next
 	}
 }
 
-// reclaimSlot gives back the slot of holder id, an instance the sweep
+// sweepSlotPage is sweepSlots' work on one page of keys.
+func (e *Engine) sweepSlotPage(ctx context.Context, page []store.SlotKey) error {
+	// holderInstance is the instance of a holder: itself for a workflow's
+	// key, its attempt's for a step's.
+	holderInstance := func(k store.SlotKey, holder string) string {
+		if strings.HasPrefix(k.Key, "step/") {
+			id, _ := runner.HolderInstance(holder)
+			return id
+		}
+		return holder
+	}
+	var ids []string
+	for _, k := range page {
+		for _, h := range k.Holders {
+			if id := holderInstance(k, h.ID); id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	statuses, err := e.store.InstanceStatuses(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("reading the statuses of slot holders: %w", err)
+	}
+	now := e.cfg.Now()
+	for _, k := range page {
+		step := strings.HasPrefix(k.Key, "step/")
+		p := slots.Params{Limit: max(k.Limit, 1), Policy: k.Policy, Lease: workflowSlotLease(now)}
+		if step {
+			p.Lease = e.cfg.LockTTL // unused by a release or an expiry, which grant nothing but promotions
+		}
+		expired := false
+		for _, h := range k.Holders {
+			id := holderInstance(k, h.ID)
+			st, ok := statuses[id]
+			switch {
+			case !h.Expiry.After(now):
+				expired = true
+			case id == "" || !ok || st.Terminal():
+				if err := e.reclaimSlot(ctx, k.Key, h.ID, id, p); err != nil {
+					return fmt.Errorf("giving back slot of %s under %q: %w", h.ID, k.Key, err)
+				}
+			case !step && st == weft.StatusPending && now.Sub(h.Since) > e.cfg.LockTTL && !e.heldOff(id):
+				// Its turn came a while ago and it has not started: its
+				// wake-up was lost. Only if its lock is free: a lazy
+				// instance stays pending while it runs.
+				e.push(ctx, e.itemRead(ctx, id, reasonSwept))
+			}
+		}
+		if expired {
+			// An attempt whose node died: its lease ran out, never
+			// earlier; the next in line get the slots.
+			d, err := e.store.UpdateSlots(ctx, k.Key, "sweep", p, now, store.ExpireSlots)
+			if err != nil {
+				return fmt.Errorf("expiring the leases of %q: %w", k.Key, err)
+			}
+			e.log.Info("concurrency slots whose lease ran out were given back", "key", k.Key, "holders", d.Expired)
+			e.keyDecided(ctx, k.Key, d)
+		}
+	}
+	return nil
+}
+
+// keyDecided does what a decision on the store's key asks, for a
+// workflow's key or a step's.
+func (e *Engine) keyDecided(ctx context.Context, key string, d slots.Decision) {
+	if strings.HasPrefix(key, "step/") {
+		e.stepSlotsDecided(ctx, d)
+		return
+	}
+	wf, k, _ := parseWorkflowSlotKey(key)
+	e.slotsDecided(ctx, wf, k, d)
+}
+
+// reclaimSlot gives back the slot of holder, whose instance id the sweep
 // found ended or gone, under the instance's lock, which every change of
 // its status holds: a failed instance retried since the sweep read its
 // status (it holds its slot again, as a holder that Acquires again) keeps
 // it. An instance whose lock is taken is left to a later sweep.
-func (e *Engine) reclaimSlot(ctx context.Context, key, id string, p slots.Params) error {
-	lease, ok, err := e.locks.TryAcquire(ctx, InstanceLockKey(id), e.cfg.LockTTL)
-	if err != nil || !ok {
-		return err
+func (e *Engine) reclaimSlot(ctx context.Context, key, holder, id string, p slots.Params) error {
+	if id != "" {
+		lease, ok, err := e.locks.TryAcquire(ctx, InstanceLockKey(id), e.cfg.LockTTL)
+		if err != nil || !ok {
+			return err
+		}
+		defer lease.Release(context.WithoutCancel(ctx))
+		st, err := e.store.InstanceStatuses(ctx, []string{id})
+		if err != nil {
+			return err
+		}
+		if s, ok := st[id]; ok && !s.Terminal() {
+			return nil
+		}
 	}
-	defer lease.Release(context.WithoutCancel(ctx))
-	st, err := e.store.InstanceStatuses(ctx, []string{id})
+	e.log.Info("giving back the concurrency slot of an instance that ended or is gone", "holder", holder, "key", key)
+	d, err := e.store.UpdateSlots(ctx, key, holder, p, e.cfg.Now(), slots.Release)
 	if err != nil {
 		return err
 	}
-	if s, ok := st[id]; ok && !s.Terminal() {
-		return nil
-	}
-	e.log.Info("giving back the concurrency slot of an instance that ended or is gone", "instance", id, "key", key)
-	d, err := e.store.UpdateSlots(ctx, key, id, p, e.cfg.Now(), slots.Release)
-	if err != nil {
-		return err
-	}
-	wf, k, _ := parseWorkflowSlotKey(key)
-	e.slotsDecided(ctx, wf, k, d)
+	e.keyDecided(ctx, key, d)
 	return nil
 }
 

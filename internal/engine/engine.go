@@ -80,6 +80,7 @@ import (
 	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/internal/queue"
+	"github.com/weftworks/weft/internal/ratelimit/locallimit"
 	"github.com/weftworks/weft/internal/runner"
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/lock"
@@ -249,6 +250,10 @@ type Config struct {
 	// Bus, in a cluster, tells the other nodes about inbox messages and
 	// finished instances; nil on a single node.
 	Bus Bus
+	// Limiter keeps the budgets of activity steps' rate limits: in
+	// process on one node, in Redis for a cluster, so that every node
+	// shares them. Defaults to an in-process limiter.
+	Limiter RateLimiter
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Defaults to time.Now.
@@ -301,6 +306,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Limiter == nil {
+		c.Limiter = locallimit.New(locallimit.Config{Now: c.Now})
 	}
 	return c
 }

@@ -75,6 +75,10 @@ type execution struct {
 	// message it did not consume (Commit.Drains), so the run need not read
 	// it again before it ends.
 	drained bool
+	// deferrals are the attempts the last Apply's Invokes could not start
+	// (step limits), for apply to hand back to the runner once it has
+	// performed that Apply's other actions.
+	deferrals []runner.ActivityDeferred
 }
 
 // nextCommit is what an execution writes at its next commit besides the
@@ -325,6 +329,8 @@ func (x *execution) run() error {
 			}
 		}
 	}
+	// Attempts whose turn for a step slot came, before their timer.
+	x.startPromoted()
 	// Due timers, earliest first.
 	now := x.e.cfg.Now()
 	var due []weft.Timer
@@ -412,6 +418,9 @@ func (x *execution) settle(poll bool) (bool, error) {
 		case r := <-x.inflight.results:
 			inv := x.inflight.attempts[r.token].inv
 			delete(x.inflight.attempts, r.token)
+			if s := inv.Slot; s != nil {
+				x.e.releaseStepSlot(x.ctx, s.Key, s.Holder, s.Limit)
+			}
 			x.apply(x.input(r, inv, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
 		case done := <-x.sched.persist:
 			if !x.sched.leased {
@@ -716,8 +725,17 @@ func (x *execution) apply(ev runner.Input) {
 					x.err = nil // the run loop reads the inbox, as drained is false
 				}
 			}
+		case runner.ReleaseSlot:
+			x.e.releaseStepSlot(x.ctx, a.Key, a.Holder, a.Limit)
 		case runner.Finish:
 		}
+	}
+	// After the actions of ev, whose history entries come first (the
+	// activity_scheduled of an attempt before its activity_deferred).
+	for len(x.deferrals) > 0 {
+		d := x.deferrals[0]
+		x.deferrals = x.deferrals[1:]
+		x.apply(d)
 	}
 }
 
@@ -738,11 +756,27 @@ func (x *execution) cancelChild(token string) {
 // scheduler sees the attempt as alive (track). The context's deadline is
 // only the step's schedule-to-close deadline, which is absolute.
 func (x *execution) invoke(inv runner.Invoke) {
+	var delay time.Duration
+	var gateErr error
+	if inv.Rate != nil || inv.Slot != nil {
+		var d runner.ActivityDeferred
+		var ok bool
+		if delay, d, ok, gateErr = x.gate(inv); gateErr == nil && !ok {
+			x.deferrals = append(x.deferrals, d)
+			return
+		}
+	}
 	// The zero time marks a guest that has not started; the runtime sets
 	// the heartbeat's clock when it starts.
 	hb := call.NewHeartbeat(time.Time{})
 	x.inflight.attempts[inv.Token] = flight{hb: hb, inv: inv}
 	x.track(inv, hb)
+	if gateErr != nil {
+		// The limiter or the store failed: the attempt fails as a host
+		// failure, retried, rather than start beyond its limits.
+		go func() { x.inflight.results <- result{token: inv.Token, err: gateErr, hb: hb} }()
+		return
+	}
 	timeout := inv.Timeout
 	if timeout == 0 {
 		timeout = x.e.cfg.ActivityTimeout
@@ -774,6 +808,15 @@ func (x *execution) invoke(inv runner.Invoke) {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, inv.Deadline)
 			defer cancel()
+		}
+		if delay > 0 {
+			// Its rate limit's turn, a moment away (gate).
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
 		}
 		// Read when the guest first needs them (an HTTP request, a config
 		// or secret lookup): an attempt that needs none reads none.

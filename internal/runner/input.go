@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/ratelimit"
 	"github.com/weftworks/weft/internal/retry"
 )
 
@@ -121,6 +122,18 @@ type Recover struct {
 	Heartbeats map[string]json.RawMessage
 }
 
+// ActivityDeferred says that the shell did not start the attempt of the
+// Invoke with Token, for a step limit (Reason: DeferredConcurrency or
+// DeferredRateLimit): the runner waits until Until, durably, and then
+// invokes the same attempt again (Invoke.Resumed). Key is the limit's key,
+// for the record.
+type ActivityDeferred struct {
+	Token  string
+	Until  time.Time
+	Reason string
+	Key    string
+}
+
 func (Start) input()             {}
 func (ActivityCompleted) input() {}
 func (ActivityFailed) input()    {}
@@ -131,6 +144,7 @@ func (ChildFailed) input()       {}
 func (Cancel) input()            {}
 func (Retry) input()             {}
 func (Recover) input()           {}
+func (ActivityDeferred) input()  {}
 
 // Action is an output of Apply, for the shell to perform in order.
 type Action interface{ action() }
@@ -159,6 +173,43 @@ type Invoke struct {
 	Deadline         time.Time
 	HeartbeatTimeout time.Duration
 	LastHeartbeat    json.RawMessage
+	// Slot is the step's concurrency limit, nil without one; Rate its rate
+	// limit, nil without one. The shell starts the attempt only within
+	// them, and otherwise defers it (ActivityDeferred).
+	Slot *StepSlot
+	Rate *StepRate
+	// Resumed is why this attempt was deferred before ("" if it was not):
+	// after DeferredRateLimit its start was reserved already.
+	Resumed string
+}
+
+// StepSlot is an attempt's place under its step's concurrency limit.
+type StepSlot struct {
+	// Key is the limit's key as the step names it.
+	Key   string
+	Limit int
+	// Holder names the attempt among the key's holders and waiters: the
+	// step's execution, the attempt's number and the instance
+	// ("e7/2/<instance id>", see HolderInstance), so that a deferred
+	// attempt invoked again is the same holder, and the next attempt is
+	// another.
+	Holder string
+}
+
+// StepRate is an attempt's rate limit.
+type StepRate struct {
+	Key   string
+	Limit ratelimit.Limit
+}
+
+// ReleaseSlot gives up the slot of a step's concurrency key that an
+// attempt holds or waits for, when the runner abandons the attempt without
+// its end (it was deferred and the step is cancelled; it was in flight on
+// a node that died).
+type ReleaseSlot struct {
+	Key, Holder string
+	// Limit is the step's, for the waiters the release lets in.
+	Limit int
 }
 
 // CancelActivity stops an attempt in flight; its late result is refused.
@@ -183,6 +234,8 @@ const (
 	TimerRetry TimerKind = "retry"
 	// TimerWaitTimeout ends a wait step that received nothing.
 	TimerWaitTimeout TimerKind = "wait_timeout"
+	// TimerDeferred starts a deferred attempt again.
+	TimerDeferred TimerKind = "deferred"
 )
 
 // CancelTimer disarms a timer.
@@ -250,3 +303,4 @@ func (CancelChild) action()    {}
 func (Persist) action()        {}
 func (Record) action()         {}
 func (Finish) action()         {}
+func (ReleaseSlot) action()    {}

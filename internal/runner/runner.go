@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
@@ -107,6 +108,8 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 		a.cancel(ev)
 	case Recover:
 		a.recover(a.st.Root, ev.Heartbeats)
+	case ActivityDeferred:
+		a.activityDeferred(ev)
 	case Retry:
 		a.record(weft.HistoryEventIgnored, "", 0, map[string]any{"reason": "instance " + string(st.Status) + ", not failed", "event": "retry"})
 	}
@@ -275,6 +278,18 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 			return a.exprFailed(f, "input", err)
 		}
 		run.Input, run.Attempt, run.Scheduled = in, 1, a.c.Now
+		if c := s.Activity.Concurrency; c != nil {
+			if run.SlotKey, err = c.EvalKey(env); err != nil {
+				return a.exprFailed(f, "concurrency key", err)
+			}
+			run.SlotKey = a.limitKey(run.SlotKey, s)
+		}
+		if r := s.Activity.RateLimit; r != nil {
+			if run.RateKey, err = r.EvalKey(env); err != nil {
+				return a.exprFailed(f, "rate limit key", err)
+			}
+			run.RateKey = a.limitKey(run.RateKey, s)
+		}
 		f.Run = run
 		a.invoke(f, s)
 		return false
@@ -474,6 +489,7 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 			data["last_heartbeat"] = d
 		}
 		a.record(weft.HistoryAttemptAbandoned, stepPath(f), r.Attempt, data)
+		a.releaseSlot(f) // its slot went with its node: the next attempt asks anew
 		r.Attempt++
 		a.invoke(f, a.step(f))
 	}
@@ -549,6 +565,10 @@ func (a *apply) cancelOutstanding(f *Frame) {
 		a.emit(CancelActivity{Token: r.Token})
 	case PendingRetry, PendingDelay:
 		a.emit(CancelTimer{Token: r.Token})
+	case PendingDeferred:
+		a.emit(CancelTimer{Token: r.Token})
+		a.releaseSlot(f)
+		r.Deferred = ""
 	case PendingBookmark:
 		a.emit(RemoveBookmark{Token: r.Token})
 	case PendingChild:
@@ -607,6 +627,13 @@ func (a *apply) invoke(f *Frame, s *definition.Step) {
 	if s.Activity.ScheduleToClose > 0 {
 		inv.Deadline = r.Scheduled.Add(s.Activity.ScheduleToClose)
 	}
+	if c := s.Activity.Concurrency; c != nil && r.SlotKey != "" {
+		inv.Slot = &StepSlot{Key: r.SlotKey, Limit: c.Limit, Holder: a.holder(r)}
+	}
+	if l := s.Activity.RateLimit; l != nil && r.RateKey != "" {
+		inv.Rate = &StepRate{Key: r.RateKey, Limit: l.Limit}
+	}
+	inv.Resumed, r.Deferred = r.Deferred, ""
 	data := map[string]any{"plugin": inv.Plugin, "activity": inv.Activity}
 	if a.c.AttemptDataLimit > 0 {
 		// Encoded here, once, for the record and for the call.
@@ -706,6 +733,91 @@ func (a *apply) activityFailed(ev ActivityFailed) {
 	a.record(weft.HistoryRetryScheduled, stepPath(f), r.Attempt+1, map[string]any{"due": due, "delay": d.Delay.String()})
 }
 
+// activityDeferred parks an attempt the shell did not start, for a step
+// limit, until ev.Until: a durable timer, so that the instance waits
+// without a worker; its wait counts toward the step's schedule-to-close
+// (Run.Scheduled is kept), and toward no attempt's timeout.
+func (a *apply) activityDeferred(ev ActivityDeferred) {
+	f := a.waiting(ev.Token, PendingActivity, "activity_deferred", ev)
+	if f == nil {
+		return
+	}
+	r := f.Run
+	r.Pending, r.Token, r.Deferred = PendingDeferred, a.next("t"), ev.Reason
+	a.emit(ArmTimer{Token: r.Token, Due: ev.Until, Kind: TimerDeferred})
+	a.record(weft.HistoryActivityDeferred, stepPath(f), r.Attempt, map[string]any{"reason": ev.Reason, "key": ev.Key, "until": ev.Until})
+}
+
+// releaseSlot gives up the slot, or the place in the line, of the
+// attempt of f's activity, when it has a concurrency limit.
+func (a *apply) releaseSlot(f *Frame) {
+	r := f.Run
+	if r.SlotKey == "" {
+		return
+	}
+	if s := a.step(f); s.Kind == definition.KindActivity && s.Activity.Concurrency != nil {
+		a.emit(ReleaseSlot{Key: r.SlotKey, Holder: a.holder(r), Limit: s.Activity.Concurrency.Limit})
+	}
+}
+
+// limitKey is the key of a step limit: the one the step names, or the
+// step's own, "<workflow>.<step id>", when it names none.
+func (a *apply) limitKey(key string, s *definition.Step) string {
+	if key == "" {
+		return a.p.def.Name + "." + s.ID
+	}
+	return key
+}
+
+// holder names an activity's attempt among the holders and waiters of its
+// step's concurrency key.
+func (a *apply) holder(r *Run) string {
+	return r.Exec + "/" + strconv.Itoa(r.Attempt) + "/" + a.c.InstanceID
+}
+
+// HolderInstance returns the instance of a StepSlot.Holder; false for a
+// string that is not one.
+func HolderInstance(holder string) (string, bool) {
+	_, rest, ok := strings.Cut(holder, "/")
+	if !ok {
+		return "", false
+	}
+	_, id, ok := strings.Cut(rest, "/")
+	return id, ok && id != ""
+}
+
+// DeferredSlot is an attempt deferred for its step's concurrency limit:
+// the timer that starts it again, and its place under the limit.
+type DeferredSlot struct {
+	Timer string
+	StepSlot
+}
+
+// DeferredSlots returns the attempts of st deferred for a concurrency
+// limit, for the shell to start at once those whose turn has come (their
+// timer is only a fallback).
+func (p *Program) DeferredSlots(st *State, instanceID string) []DeferredSlot {
+	var out []DeferredSlot
+	a := &apply{p: p, st: st, c: Context{InstanceID: instanceID}}
+	var walk func(f *Frame)
+	walk = func(f *Frame) {
+		if f == nil || f.Run == nil {
+			return
+		}
+		r := f.Run
+		if r.Pending == PendingDeferred && r.Deferred == DeferredConcurrency && r.SlotKey != "" {
+			if s := a.step(f); s.Kind == definition.KindActivity && s.Activity.Concurrency != nil {
+				out = append(out, DeferredSlot{Timer: r.Token, StepSlot: StepSlot{Key: r.SlotKey, Limit: s.Activity.Concurrency.Limit, Holder: a.holder(r)}})
+			}
+		}
+		for _, c := range r.Children {
+			walk(c)
+		}
+	}
+	walk(st.Root)
+	return out
+}
+
 func (a *apply) timerFired(ev TimerFired) {
 	f, ok := find(a.st.Root, ev.Token)
 	if !ok {
@@ -726,6 +838,8 @@ func (a *apply) timerFired(ev TimerFired) {
 	case r.Pending == PendingRetry:
 		r.Attempt++
 		a.invoke(f, s)
+	case r.Pending == PendingDeferred:
+		a.invoke(f, s) // the same attempt: it never started
 	case r.Pending == PendingDelay:
 		a.record(weft.HistoryTimerFired, stepPath(f), 0, nil)
 		a.complete(f, s, nil)

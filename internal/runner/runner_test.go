@@ -264,6 +264,14 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		}
 		fields(&f)
 		ev = runner.Retry{Reason: f.Reason}
+	case "activity-deferred":
+		var f struct {
+			Until  time.Duration `json:"until"`
+			Reason string        `json:"reason"`
+			Key    string        `json:"key"`
+		}
+		fields(&f)
+		ev = runner.ActivityDeferred{Token: token(), Until: t0.Add(f.Until), Reason: f.Reason, Key: f.Key}
 	case "recover":
 		// The keys are token references too: the tokens of the attempts
 		// that were lost.
@@ -298,7 +306,18 @@ func (s *script) trace(acts []runner.Action, now time.Time) string {
 			if a.LastHeartbeat != nil {
 				line += " last=" + string(a.LastHeartbeat)
 			}
+			if a.Slot != nil {
+				line += fmt.Sprintf(" slot=%s/%d/%s", a.Slot.Key, a.Slot.Limit, a.Slot.Holder)
+			}
+			if a.Rate != nil {
+				line += fmt.Sprintf(" rate=%s/%s", a.Rate.Key, a.Rate.Limit)
+			}
+			if a.Resumed != "" {
+				line += " resumed=" + a.Resumed
+			}
 			out = append(out, line)
+		case runner.ReleaseSlot:
+			out = append(out, fmt.Sprintf("release-slot %s/%d/%s", a.Key, a.Limit, a.Holder))
 		case runner.ArmTimer:
 			s.issue("timer", "", a.Token)
 			out = append(out, "timer +"+a.Due.Sub(now).String())

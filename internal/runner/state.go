@@ -180,6 +180,21 @@ const (
 	PendingDelay    Pending = "delay"
 	PendingBookmark Pending = "bookmark"
 	PendingChild    Pending = "child"
+	// PendingDeferred: an activity's attempt the shell did not start, for
+	// a step limit (Run.Deferred says which); Token is the timer that
+	// starts it again.
+	PendingDeferred Pending = "deferred"
+)
+
+// Why an attempt was deferred (Run.Deferred, ActivityDeferred.Reason,
+// Invoke.Resumed).
+const (
+	// DeferredConcurrency: every slot of the step's concurrency key was
+	// taken; the attempt waits in the key's line.
+	DeferredConcurrency = "concurrency"
+	// DeferredRateLimit: the step's rate limit reserved the attempt a
+	// later start.
+	DeferredRateLimit = "rate_limit"
 )
 
 // Run is the execution of the step under a frame's cursor.
@@ -206,6 +221,12 @@ type Run struct {
 	Input any `json:"input,omitempty"`
 	// LastHeartbeat is the details the last failed attempt reported.
 	LastHeartbeat json.RawMessage `json:"last_heartbeat,omitempty"`
+	// SlotKey and RateKey are an activity's concurrency and rate limit
+	// keys, evaluated when the step started ("" without a limit);
+	// Deferred is why its attempt waits (PendingDeferred).
+	SlotKey  string `json:"slot_key,omitempty"`
+	RateKey  string `json:"rate_key,omitempty"`
+	Deferred string `json:"deferred,omitempty"`
 
 	// Children are the frames of a container step: an if's chosen branch,
 	// a parallel's branches, a foreach's running iterations.
