@@ -284,6 +284,12 @@ type HTTPConfig struct {
 	// RootCAs are the certificate authorities a TLS server's certificate
 	// must chain to. Nil uses the system's.
 	RootCAs *x509.CertPool
+	// RateLimiter gives the requests under a host rule with a rate limit
+	// their turns. The budgets it keeps are shared by whoever shares it:
+	// a cluster's nodes share one in Redis. Nil gives the runtime an
+	// in-process limiter of its own, right for a single node: a rule's
+	// rate limit is always obeyed, never ignored for want of a limiter.
+	RateLimiter RateLimiter
 }
 
 func (c HTTPConfig) withDefaults() HTTPConfig {

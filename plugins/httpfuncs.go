@@ -145,6 +145,11 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	if err == nil {
 		rec.Status = resp.StatusCode
+		if r := h.refused; r != nil {
+			// Not sent: the guest reads the synthetic 429.
+			rec.Error = "rate_limited"
+			cs.emit(slog.LevelWarn, "http", []byte(r.note(method, rec.Host, rec.Path)))
+		}
 		cs.requested(rec)
 		cs.http.last = got
 		stack[0] = uint64(uint32(resp.StatusCode))
@@ -163,7 +168,12 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	var ge *call.GrantError
 	var ae *grant.AddressError
+	var le *limiterError
 	switch {
+	case errors.As(h.err, &le):
+		rec.Error = "rate_limiter_failed"
+		cs.requested(rec)
+		cs.fail(le)
 	case errors.As(h.err, &ge):
 		rec.Error, rec.Rule = "not_granted", ""
 		cs.requested(rec)

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weftworks/weft/internal/ratelimit/locallimit"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
@@ -30,6 +31,8 @@ type outbound struct {
 	client          *http.Client
 	// own are the host's listening addresses, which no request reaches.
 	own ownListeners
+	// limiter gives the hops under a rule with a rate limit their turns.
+	limiter RateLimiter
 }
 
 // OutboundHeader is the header the host sets on every request a plugin
@@ -45,7 +48,10 @@ const maxRedirects = 10
 var errTooManyRedirects = fmt.Errorf("more than %d redirects", maxRedirects)
 
 func newOutbound(cfg HTTPConfig) *outbound {
-	o := &outbound{cfg: cfg}
+	o := &outbound{cfg: cfg, limiter: cfg.RateLimiter}
+	if o.limiter == nil {
+		o.limiter = locallimit.New(locallimit.Config{})
+	}
 	o.public = o.transport(false)
 	o.private = o.transport(true)
 	o.client = &http.Client{
@@ -199,6 +205,9 @@ type hops struct {
 	err error
 	// rule is the pattern of the rule that allowed the latest hop.
 	rule string
+	// refused is set when the latest hop's rate limit kept it from being
+	// sent: the guest gets a synthetic 429.
+	refused *refusal
 }
 
 // route checks one hop (the first request or a redirect) against the
@@ -216,6 +225,25 @@ func (o *outbound) route(r *http.Request) (*http.Response, error) {
 		return nil, h.err
 	}
 	h.rule = rule.Pattern
+	if rule.RateLimit != nil {
+		// After the grant check, so that a hop no rule allows takes no
+		// turn; for every hop, so that a redirect to another rule's
+		// host waits for that rule's turn.
+		refused, err := o.takeTurn(r.Context(), rule)
+		if err != nil || refused != nil {
+			closeBody(r)
+		}
+		if err != nil {
+			if r.Context().Err() == nil {
+				h.err = err // the limiter failed: the call fails with it
+			}
+			return nil, err
+		}
+		if refused != nil {
+			h.refused = refused
+			return refused.response(r), nil
+		}
+	}
 	if rule.PrivateNetworks {
 		return o.private.RoundTrip(r)
 	}

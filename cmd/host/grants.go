@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
@@ -61,10 +64,48 @@ func (p *pairFlag) Set(s string) error {
 	return nil
 }
 
+// rateFlag is --rate N/PERIOD: 10/1s, 600/1m, and with a unit alone
+// one of it, 10/s.
+type rateFlag struct {
+	text  string
+	count int
+	per   time.Duration
+}
+
+func (r *rateFlag) String() string {
+	if r == nil {
+		return ""
+	}
+	return r.text
+}
+
+func (r *rateFlag) Set(s string) error {
+	n, per, ok := strings.Cut(s, "/")
+	count, err := strconv.Atoi(n)
+	if !ok || err != nil {
+		return fmt.Errorf("want N/PERIOD, such as 10/1s or 600/1m, got %q", s)
+	}
+	if per != "" && (per[0] < '0' || per[0] > '9') && per[0] != '.' {
+		per = "1" + per // "10/s"
+	}
+	d, err := time.ParseDuration(per)
+	if err != nil {
+		return fmt.Errorf("want N/PERIOD, such as 10/1s or 600/1m: %q is not a period such as 1s or 1m", per)
+	}
+	r.text, r.count, r.per = s, count, d
+	return nil
+}
+
 // grantFlags are the flags that name grant entries.
 type grantFlags struct {
 	hosts   listFlag
 	private bool
+	// rate, burst, maxWait and rateKey give the --host rules of the
+	// command a rate limit (grant.RateLimit).
+	rate    rateFlag
+	burst   int
+	maxWait time.Duration
+	rateKey string
 	config  *pairFlag
 	secrets *pairFlag
 }
@@ -74,6 +115,10 @@ func (f *grantFlags) add(fs *flag.FlagSet) {
 	f.secrets = newPairFlag("NAME=REF, REF being env:VARIABLE or file:/path")
 	fs.Var(&f.hosts, "host", "a host `PATTERN` the plugin's requests may reach: [http://]host[:port], *.example.com, an IP (repeatable)")
 	fs.BoolVar(&f.private, "private-networks", false, "let the --host rules of this command reach loopback and private addresses")
+	fs.Var(&f.rate, "rate", "limit the --host rules of this command to `N/PERIOD` requests (10/1s, 600/1m), on a budget shared across plugins and nodes")
+	fs.IntVar(&f.burst, "burst", 0, "with --rate: how many `requests` may go at once after a quiet period (default 1)")
+	fs.DurationVar(&f.maxWait, "max-wait", 0, "with --rate: how long a request may wait for its turn before the plugin gets a 429 instead, 0 to 5m (default 0)")
+	fs.StringVar(&f.rateKey, "rate-key", "", "with --rate: the `KEY` of the budget, which every rule with the same key shares (default: each rule's pattern)")
 	fs.Var(f.config, "config", "a configuration value `KEY=VALUE` (repeatable)")
 	fs.Var(f.secrets, "secret", "a secret `NAME=REF`, REF being env:VARIABLE or file:/path: where each node finds the value (repeatable)")
 }
@@ -82,7 +127,7 @@ func (f *grantFlags) add(fs *flag.FlagSet) {
 func (f *grantFlags) set() *grant.Set {
 	s := &grant.Set{}
 	for _, h := range f.hosts {
-		s.Hosts = append(s.Hosts, grant.Host{Pattern: h, PrivateNetworks: f.private})
+		s.Hosts = append(s.Hosts, grant.Host{Pattern: h, PrivateNetworks: f.private, RateLimit: f.rateLimit()})
 	}
 	if len(f.config.value) > 0 {
 		s.Config = maps.Clone(f.config.value)
@@ -91,6 +136,45 @@ func (f *grantFlags) set() *grant.Set {
 		s.Secrets = maps.Clone(f.secrets.value)
 	}
 	return s
+}
+
+// rateLimit is the rate limit of the flags, nil without --rate; a new
+// one each call.
+func (f *grantFlags) rateLimit() *grant.RateLimit {
+	if f.rate.text == "" {
+		return nil
+	}
+	rl := &grant.RateLimit{MaxWait: f.maxWait, Key: f.rateKey}
+	rl.Limit.Count, rl.Limit.Per, rl.Limit.Burst = f.rate.count, f.rate.per, f.burst
+	return rl
+}
+
+// rateFlagOf names the flag of each field of a rate limit.
+var rateFlagOf = map[string]string{"limit": "--rate", "per": "--rate", "burst": "--burst", "max_wait": "--max-wait", "key": "--rate-key"}
+
+// check returns what is wrong with how the flags go together, naming
+// them: what the grant document's check would say of a field, it says of
+// its flag.
+func (f *grantFlags) check() error {
+	switch {
+	case f.private && len(f.hosts) == 0:
+		return errors.New("--private-networks applies to the --host rules of the same command; give at least one")
+	case f.rate.text == "" && (f.burst != 0 || f.maxWait != 0 || f.rateKey != ""):
+		return errors.New("--burst, --max-wait and --rate-key go with --rate, which gives the --host rules of the command a rate limit")
+	case f.rate.text != "" && len(f.hosts) == 0:
+		return errors.New("--rate applies to the --host rules of the same command; give at least one")
+	}
+	if rl := f.rateLimit(); rl != nil {
+		var re *grant.RateLimitError
+		if err := rl.Check(); errors.As(err, &re) {
+			flag := rateFlagOf[re.Field]
+			if flag == "--rate" || flag == "" {
+				return fmt.Errorf("--rate %s: %s %s", f.rate.text, strings.ReplaceAll(re.Field, "limit", "N"), re.Problem)
+			}
+			return fmt.Errorf("%s: %s", flag, re.Problem)
+		}
+	}
+	return nil
 }
 
 func (f *grantFlags) empty() bool {
@@ -128,7 +212,7 @@ func (a *app) pluginGrant(ctx context.Context, args []string) int {
 	var f grantFlags
 	f.add(cmd.fs)
 	file := cmd.fs.String("f", "", "a grant document `FILE` (JSON) to PUT as it is, replacing everything granted; - reads stdin")
-	const what = "NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]... [--secret NAME=REF]... | NAME -f FILE.json|-"
+	const what = "NAME [--host PATTERN]... [--private-networks] [--rate N/PERIOD [--burst N] [--max-wait D] [--rate-key KEY]] [--config KEY=VALUE]... [--secret NAME=REF]... | NAME -f FILE.json|-"
 	pos, ok := cmd.parse(args, 1, 1, what)
 	if !ok {
 		return cmd.usageExit()
@@ -141,8 +225,9 @@ func (a *app) pluginGrant(ctx context.Context, args []string) int {
 	case *file == "" && f.empty():
 		cmd.errorf("plugin grant: nothing to grant: give --host, --config or --secret, or -f FILE\nusage: weft plugin grant %s", what)
 		return exitUsage
-	case f.private && len(f.hosts) == 0:
-		cmd.errorf("plugin grant: --private-networks applies to the --host rules of the same command; give at least one")
+	}
+	if err := f.check(); err != nil {
+		cmd.errorf("plugin grant: %v", err)
 		return exitUsage
 	}
 	var (
@@ -294,7 +379,12 @@ func (cmd *clientCmd) printGrants(g *apiv1.Grants) {
 func grantSet(g *apiv1.Grants) grant.Set {
 	s := grant.Set{Config: g.Config, Secrets: g.Secrets}
 	for _, h := range g.Hosts {
-		s.Hosts = append(s.Hosts, grant.Host{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks})
+		r := grant.Host{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks}
+		if h.RateLimit != nil {
+			r.RateLimit = &grant.RateLimit{}
+			copyRateLimit(h.RateLimit, r.RateLimit)
+		}
+		s.Hosts = append(s.Hosts, r)
 	}
 	return s
 }
@@ -303,9 +393,27 @@ func grantSet(g *apiv1.Grants) grant.Set {
 func grantDocument(s grant.Set) apiv1.GrantDocument {
 	d := apiv1.GrantDocument{Config: s.Config, Secrets: s.Secrets}
 	for _, h := range s.Hosts {
-		d.Hosts = append(d.Hosts, apiv1.GrantHost{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks})
+		r := apiv1.GrantHost{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks}
+		if h.RateLimit != nil {
+			r.RateLimit = &apiv1.GrantRateLimit{}
+			copyRateLimit(h.RateLimit, r.RateLimit)
+		}
+		d.Hosts = append(d.Hosts, r)
 	}
 	return d
+}
+
+// copyRateLimit copies a host rule's rate limit between the grant package's
+// form and the API's, which the grant document writes alike. What the
+// API answered always decodes; what the flags built, too.
+func copyRateLimit(from, to any) {
+	b, err := json.Marshal(from)
+	if err == nil {
+		err = json.Unmarshal(b, to)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("a rate limit's grant document and API forms differ: %v", err))
+	}
 }
 
 // writeGranted writes one line per entry of s: kind, then what.

@@ -36,6 +36,7 @@ hook:
   hosts:
     - pattern: hooks.example.com
     - { pattern: "http://10.0.0.7:*", private_networks: true }
+    - { pattern: api.partner.example, rate_limit: { limit: 10, per: 1s, burst: 20, max_wait: 5s, key: partner } }
   config: { url: "https://hooks.example.com/in", retries: 3 }
   secrets: { token: "env:HOOK_TOKEN" }
 other: {}
@@ -81,7 +82,8 @@ other: {}
 		t.Fatal(err)
 	}
 	g := read(t, s, "hook")
-	if g.Revision != 1 || len(g.Hosts) != 2 || g.Hosts[0].PrivateNetworks || !g.Hosts[1].PrivateNetworks ||
+	if g.Revision != 1 || len(g.Hosts) != 3 || g.Hosts[0].PrivateNetworks || !g.Hosts[1].PrivateNetworks ||
+		g.Hosts[2].RateLimit == nil || *g.Hosts[2].RateLimit != (apiv1.GrantRateLimit{Limit: 10, Per: "1s", Burst: 20, MaxWait: "5s", Key: "partner"}) ||
 		g.Config["retries"] != "3" || g.Config["url"] != "https://hooks.example.com/in" || g.Secrets["token"] != "env:HOOK_TOKEN" {
 		t.Fatalf("hook: %+v", g)
 	}
@@ -117,6 +119,8 @@ other: {}
 		{"unknown field", "hook:\n  hostz: []\n", []string{"plugin hook: unknown field \"hostz\""}},
 		{"unknown host field", "hook:\n  hosts: [{pattern: x.example.com, private: true}]\n", []string{"plugin hook: hosts[0]: unknown field \"private\""}},
 		{"bad key", "hook:\n  config: {'a b': v}\n", []string{"plugin hook: config \"a b\""}},
+		{"bad rate limit", "hook:\n  hosts: [{pattern: x.example.com, rate_limit: {limit: 10, per: 2d}}]\n", []string{"line 2: plugin hook: hosts[0].rate_limit.per: \"2d\" is not a duration"}},
+		{"unknown rate limit field", "hook:\n  hosts: [{pattern: x.example.com, rate_limit: {limit: 10, per: 1s, wait: 1s}}]\n", []string{"plugin hook: hosts[0].rate_limit.wait: unknown field"}},
 		{"secret value", "hook:\n  secrets: {token: hunter2-in-the-file}\n", []string{"plugin hook: secrets.token: not a reference"}},
 		{"bad name", "Hook.X: {}\n", []string{"plugin Hook.X: not a plugin name"}},
 		{"not a mapping", "- hook\n", []string{"want a mapping of plugin names"}},

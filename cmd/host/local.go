@@ -173,13 +173,13 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "weft: plugin call: -o must be text or json, got %q\n", *output)
 		return exitUsage
 	}
+	if err := grants.check(); err != nil {
+		fmt.Fprintf(stderr, "weft: %v\n", err)
+		return exitUsage
+	}
 	set := grants.set()
 	if err := set.Check(); err != nil {
 		fmt.Fprintf(stderr, "weft: -host, -config, -secret: %s\n", strings.TrimPrefix(err.Error(), grant.ErrInvalid.Error()+": "))
-		return exitUsage
-	}
-	if grants.private && len(grants.hosts) == 0 {
-		fmt.Fprintln(stderr, "weft: -private-networks applies to the -host rules; give at least one")
 		return exitUsage
 	}
 	in := []byte(*input)

@@ -44,11 +44,24 @@ func viewGrants(plugin string, g *weft.Grants) (apiv1.Grants, *grant.Set, error)
 	at := g.UpdatedAt
 	v.UpdatedAt = &at
 	for _, h := range set.Hosts {
-		v.Hosts = append(v.Hosts, apiv1.GrantHost{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks})
+		v.Hosts = append(v.Hosts, apiv1.GrantHost{Pattern: h.Pattern, PrivateNetworks: h.PrivateNetworks, RateLimit: viewRateLimit(h.RateLimit)})
 	}
 	maps.Copy(v.Config, set.Config)
 	maps.Copy(v.Secrets, set.Secrets)
 	return v, set, nil
+}
+
+// viewRateLimit is a host rule's rate limit as the API shows it: as the
+// grant document has it.
+func viewRateLimit(rl *grant.RateLimit) *apiv1.GrantRateLimit {
+	if rl == nil {
+		return nil
+	}
+	v := &apiv1.GrantRateLimit{Limit: rl.Limit.Count, Per: rl.Limit.Per.String(), Burst: rl.Limit.Burst, Key: rl.Key}
+	if rl.MaxWait > 0 {
+		v.MaxWait = rl.MaxWait.String()
+	}
+	return v
 }
 
 // grantName is the :name of a grants route, checked: grants belong to a
@@ -177,6 +190,17 @@ func grantProblems(s *grant.Set) []apiv1.FieldError {
 	for i, h := range s.Hosts {
 		if _, err := grant.ParseHost(h.Pattern, h.PrivateNetworks); err != nil {
 			add(fmt.Sprintf("hosts[%d].pattern", i), err)
+		}
+		if h.RateLimit == nil {
+			continue
+		}
+		var re *grant.RateLimitError
+		if err := h.RateLimit.Check(); errors.As(err, &re) {
+			path := fmt.Sprintf("hosts[%d].rate_limit", i)
+			if re.Field != "" {
+				path += "." + re.Field
+			}
+			ps = append(ps, apiv1.FieldError{Path: path, Message: re.Problem})
 		}
 	}
 	for _, f := range []struct {

@@ -127,6 +127,8 @@ func TestGrantsValidation(t *testing.T) {
 				"hosts[0].pattern": "path", `config["a b"]`: "printable ASCII",
 				"secrets.token": "env:NAME or file:/path", "secrets.other": "absolute",
 			}},
+		{name: "bad rate limits", body: `{"hosts": [{"pattern": "x.example.com", "rate_limit": {"limit": 10, "per": "0s"}}, {"pattern": "y.example.com", "rate_limit": {"limit": 10, "per": "1s", "burts": 2}}]}`,
+			status: 422, want: map[string]string{"hosts[0].rate_limit.per": "out of range: want 1ms to 24h", "hosts[1].rate_limit.burts": "unknown field"}},
 		{name: "a secret's value instead of a reference", body: `{"secrets": {"token": "hunter2-plain-value"}}`,
 			status: 422, want: map[string]string{"secrets.token": "never stored"}},
 		{name: "config value too long", body: `{"config": {"blob": "` + strings.Repeat("y", 65<<10) + `"}}`,
@@ -329,5 +331,24 @@ func TestGrantsIfMatch(t *testing.T) {
 		if len(p.Errors) != 1 || p.Errors[0].Path != "If-Match" {
 			t.Errorf("If-Match %s: %+v", bad, p)
 		}
+	}
+}
+
+// TestGrantsRateLimit: a host rule's rate limit is kept and answered as
+// the document wrote it, durations as Go writes them.
+func TestGrantsRateLimit(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	var g struct {
+		Hosts []struct {
+			Pattern   string         `json:"pattern"`
+			RateLimit map[string]any `json:"rate_limit"`
+		} `json:"hosts"`
+	}
+	h.putGrants(adminSecret, `{"hosts": [{"pattern": "api.partner.example", "rate_limit": {"limit": 10, "per": "1000ms", "burst": 20, "max_wait": "5s", "key": "partner"}}, {"pattern": "x.example.com"}]}`).
+		want(t, http.StatusOK).json(t, &g)
+	want := map[string]any{"limit": 10.0, "per": "1s", "burst": 20.0, "max_wait": "5s", "key": "partner"}
+	if len(g.Hosts) != 2 || !reflect.DeepEqual(g.Hosts[0].RateLimit, want) || g.Hosts[1].RateLimit != nil {
+		t.Fatalf("hosts %+v, want the first with %v, the second without", g.Hosts, want)
 	}
 }

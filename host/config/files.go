@@ -152,8 +152,10 @@ func grantFromYAML(n *yamlv3.Node, bad func(*yamlv3.Node, string, ...any)) *gran
 						if err := v.Decode(&rule.PrivateNetworks); err != nil || v.Kind != yamlv3.ScalarNode {
 							bad(v, "%s.private_networks: want true or false", field)
 						}
+					case "rate_limit":
+						rule.RateLimit = rateLimitFromYAML(v, field, bad)
 					default:
-						bad(h.Content[k], "%s: unknown field %q (a host rule has pattern and private_networks)", field, f)
+						bad(h.Content[k], "%s: unknown field %q (a host rule has pattern, private_networks and rate_limit)", field, f)
 					}
 				}
 				if _, err := grant.ParseHost(rule.Pattern, rule.PrivateNetworks); err != nil {
@@ -175,6 +177,30 @@ func grantFromYAML(n *yamlv3.Node, bad func(*yamlv3.Node, string, ...any)) *gran
 		}
 	}
 	return s
+}
+
+// rateLimitFromYAML reads a host rule's rate_limit, as a grant document
+// has it ({limit, per, burst, max_wait, key}), reporting its first problem
+// with bad, naming the field.
+func rateLimitFromYAML(n *yamlv3.Node, field string, bad func(*yamlv3.Node, string, ...any)) *grant.RateLimit {
+	var v any
+	err := n.Decode(&v)
+	var b []byte
+	if err == nil {
+		b, err = json.Marshal(v)
+	}
+	rl := &grant.RateLimit{}
+	if err == nil {
+		err = json.Unmarshal(b, rl)
+	}
+	if err == nil {
+		err = rl.Check()
+	}
+	if err != nil {
+		bad(n, "%s.%v", field, err)
+		return nil
+	}
+	return rl
 }
 
 // readSchedulesFile reads a schedules file: a YAML (or JSON) list of

@@ -51,6 +51,7 @@ import (
 	"github.com/weftworks/weft/internal/metrics"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/queue/memqueue"
+	"github.com/weftworks/weft/internal/ratelimit/locallimit"
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/boltstore"
 	"github.com/weftworks/weft/lock"
@@ -198,10 +199,14 @@ type Node struct {
 	bus   engine.Bus
 	store store.Store
 	// bolt is the store in embedded mode, nil in cluster mode.
-	bolt   *boltstore.Store
-	rt     *plugins.Runtime
-	queue  queue.Queue
-	engine *engine.Engine
+	bolt *boltstore.Store
+	rt   *plugins.Runtime
+	// limiter keeps the rate limits' budgets: in process on the
+	// embedded store, in Redis in a cluster, so that every node shares
+	// them.
+	limiter plugins.RateLimiter
+	queue   queue.Queue
+	engine  *engine.Engine
 	// closers release the cluster parts, in order, after the store.
 	closers []func() error
 	// pings check the lock backends in Ready.
@@ -270,10 +275,14 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 		}
 		n.queue = memqueue.New(cfg.QueueCapacity)
 		locks = local.New(local.Config{Logger: log})
+		n.limiter = locallimit.New(locallimit.Config{})
 	}
 	pcfg := cfg.Plugins
 	if pcfg.Logger == nil {
 		pcfg.Logger = log
+	}
+	if pcfg.HTTP.RateLimiter == nil {
+		pcfg.HTTP.RateLimiter = n.limiter
 	}
 	if n.rt, err = plugins.New(ctx, pcfg, blobs); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -299,6 +308,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 
 	ecfg := n.cfg.Engine
 	ecfg.Logger = log
+	if ecfg.Limiter == nil {
+		// The steps' rate limits share the node's limiter with the host
+		// rules' (their keys apart): in Redis, so a cluster shares them.
+		ecfg.Limiter = n.limiter
+	}
 	if n.bus != nil {
 		ecfg.Bus = n.bus
 	}

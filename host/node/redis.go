@@ -13,6 +13,7 @@ import (
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/notify"
 	"github.com/weftworks/weft/internal/queue/redisqueue"
+	"github.com/weftworks/weft/internal/ratelimit/redislimit"
 	"github.com/weftworks/weft/internal/store/redisstore"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/redislock"
@@ -58,6 +59,10 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 		return nil, nil, fmt.Errorf("node: opening the redis queue at %s: %w", cfg.RedisAddrs[0], err)
 	}
 	n.queue = q
+	// Under the store's prefix, with a hash tag per key of its own.
+	if n.limiter, err = redislimit.New(redislimit.Config{Client: data, Prefix: redisstore.DefaultPrefix}); err != nil {
+		return nil, nil, fmt.Errorf("node: the rate limiter on redis %s: %w", cfg.RedisAddrs[0], err)
+	}
 	bus, err := notify.NewRedis(notify.RedisConfig{Client: data, Logger: n.log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("node: opening the redis bus at %s: %w", cfg.RedisAddrs[0], err)

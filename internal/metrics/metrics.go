@@ -160,7 +160,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"method", "route"}),
 		outbound: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "plugin_http_requests_total",
-			Help: "Outbound HTTP requests of plugins, by plugin, the grant rule that allowed them (as the operator wrote it; none when no rule did) and code: the response status, or why none was used (timeout, unreachable, tls, bad_response, not_granted, limit, cancelled, dropped).",
+			Help: "Outbound HTTP requests of plugins, by plugin, the grant rule that allowed them (as the operator wrote it; none when no rule did) and code: the response status, or why none was used (timeout, unreachable, tls, bad_response, not_granted, limit, cancelled, rate_limited, rate_limiter_failed, dropped).",
 		}, []string{"plugin", "rule", "code"}),
 		outboundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "plugin_http_request_duration_seconds",

@@ -14,9 +14,12 @@ type Request struct {
 	// Status is the response's status code; 0 when none arrived.
 	Status int `json:"status,omitempty"`
 	// Error says why no response was used: "timeout", "unreachable",
-	// "tls", "bad_response", "not_granted", "limit" or "cancelled"; or,
-	// on the one record after the runtime's limit on a call's records
-	// (the first 1,000 requests are recorded), "dropped".
+	// "tls", "bad_response", "not_granted", "limit", "cancelled" or
+	// "rate_limiter_failed"; "rate_limited" when the rule's rate limit
+	// kept the request from being sent (Status is then the 429 the guest
+	// read in its place); or, on the one record after the runtime's limit
+	// on a call's records (the first 1,000 requests are recorded),
+	// "dropped".
 	Error string `json:"error,omitempty"`
 	// Sent and Received count body bytes.
 	Sent     int64 `json:"sent"`

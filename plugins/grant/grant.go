@@ -1,6 +1,7 @@
 // Package grant is what an operator allows one plugin: the hosts its HTTP
 // requests may reach, the configuration values it reads and the secrets it
-// may resolve. Nothing is allowed unless a grant says so.
+// may resolve. Nothing is allowed unless a grant says so. A host rule may
+// also limit the rate of the requests sent under it (RateLimit).
 //
 // The package parses and checks grants; it does no I/O. The plugin runtime
 // asks it, for every hop of every outbound request, which rule allows the
@@ -74,8 +75,14 @@ func (s *Set) Check() error {
 		return fmt.Errorf("%w: %d host rules, more than %d", ErrInvalid, len(s.Hosts), MaxHosts)
 	}
 	for i := range s.Hosts {
-		if err := s.Hosts[i].parse(); err != nil {
+		h := &s.Hosts[i]
+		if err := h.parse(); err != nil {
 			return fmt.Errorf("%w: hosts[%d]: %v", ErrInvalid, i, err)
+		}
+		if h.RateLimit != nil {
+			if err := h.RateLimit.Check(); err != nil {
+				return fmt.Errorf("%w: hosts[%d] (%s): %w", ErrInvalid, i, h.Pattern, err)
+			}
 		}
 	}
 	if len(s.Config) > MaxKeys {

@@ -21,6 +21,9 @@ type Host struct {
 	// private, link-local and other non-public addresses. Cloud metadata
 	// addresses are never reachable.
 	PrivateNetworks bool `json:"private_networks,omitempty"`
+	// RateLimit, when not nil, limits the requests sent under this rule,
+	// on a budget shared by every rule with the same key (RateKey).
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 
 	scheme string
 	host   string // lower case; "*" or "*.suffix" for globs
@@ -99,12 +102,20 @@ func (h *Host) parse() error {
 	return nil
 }
 
-// String returns the rule as the command line writes it.
+// String returns the rule as the command line writes it:
+// "api.example.com (private networks; 10/1s burst 20, max wait 5s)".
 func (h Host) String() string {
+	var notes []string
 	if h.PrivateNetworks {
-		return h.Pattern + " (private networks)"
+		notes = append(notes, "private networks")
 	}
-	return h.Pattern
+	if h.RateLimit != nil {
+		notes = append(notes, h.RateLimit.String())
+	}
+	if len(notes) == 0 {
+		return h.Pattern
+	}
+	return h.Pattern + " (" + strings.Join(notes, "; ") + ")"
 }
 
 func defaultPort(scheme string) int {

@@ -72,6 +72,28 @@ type GrantHost struct {
 	// private, link-local and other non-public addresses; cloud metadata
 	// addresses never.
 	PrivateNetworks bool `json:"private_networks"`
+	// RateLimit, when present, limits the requests sent under this rule,
+	// on a budget every rule with the same key shares, across plugins and
+	// nodes (docs/outbound-http.md, "Rate limits").
+	RateLimit *GrantRateLimit `json:"rate_limit,omitempty"`
+}
+
+// GrantRateLimit is a host rule's rate limit: Limit requests per Per, up
+// to Burst at once; a request whose turn is further away than MaxWait is
+// not sent, and the plugin gets a 429.
+type GrantRateLimit struct {
+	// Limit is how many requests per Per: 1 to 1,000,000.
+	Limit int `json:"limit"`
+	// Per is the period, a Go duration ("1s", "1m"): 1ms to 24h.
+	Per string `json:"per"`
+	// Burst is how many requests may go at once after a quiet period: 1
+	// to 1,000,000; absent is 1.
+	Burst int `json:"burst,omitempty"`
+	// MaxWait is how long a request may wait for its turn, a Go duration:
+	// 0 to 5m; absent is 0.
+	MaxWait string `json:"max_wait,omitempty"`
+	// Key names the budget; absent is the rule's pattern as written.
+	Key string `json:"key,omitempty"`
 }
 
 // GrantDocument is the body of PUT /v1/plugins/{name}/grants: everything
