@@ -7,7 +7,8 @@
 // or WEFT_SERVER, WEFT_TOKEN):
 //
 //	weft plugin push|ls|show|rm
-//	weft plugin grant NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]... [--secret NAME=REF]... [-f FILE.json|-]
+//	weft plugin grant NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]... [--secret NAME=REF]...
+//	    [--rate N/PERIOD [--burst N] [--max-wait D] [--rate-key KEY]] [-f FILE.json|-]
 //	weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... [--all]
 //	weft workflow put|ls|show|rm
 //	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--priority N] [--wait[=DURATION]] [--until finished|suspended]
@@ -28,6 +29,7 @@
 //	weft plugin check FILE.wasm
 //	weft plugin call FILE.wasm ACTIVITY [-input JSON|@FILE] [-attempt N] [-timeout D]
 //	    [-config k=v]... [-secret NAME=REF]... [-host PATTERN]... [-private-networks]
+//	    [-rate N/PERIOD [-burst N] [-max-wait D] [-rate-key KEY]]
 //	    [-last-heartbeat JSON] [-cancel-at-heartbeat N] [-o text|json]
 //
 // Exit codes: 0 ok; 1 failed (the run failed or was cancelled, the request
@@ -232,8 +234,12 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft plugin push FILE.wasm [--name NAME]
   weft plugin ls | show NAME | rm NAME [--force]
   weft plugin grant NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]...
-                         [--secret NAME=REF]... | NAME -f FILE.json|-
+                         [--secret NAME=REF]... [--rate N/PERIOD [--burst N] [--max-wait D]
+                         [--rate-key KEY]] | NAME -f FILE.json|-
       add to what the plugin may reach and read (REF: env:VARIABLE or file:/path);
+      --rate limits the requests under the command's --host rules (10/1s), --burst how many
+      go at once, --max-wait how long one waits for its turn before the plugin gets a 429,
+      --rate-key the budget they share (default: each rule's pattern);
       -f replaces everything granted with the file's grant document
   weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... | NAME --all
   weft workflow put FILE.yaml...
@@ -298,6 +304,8 @@ A plugin, locally, without a server:
       -secret NAME=REF    a secret, REF being env:VARIABLE or file:/path (repeatable)
       -host PATTERN       a host its HTTP requests may reach (repeatable)
       -private-networks   let the -host rules reach loopback and private addresses
+      -rate N/PERIOD      limit the -host rules' requests (with -burst N, -max-wait D,
+                          -rate-key KEY, as plugin grant's)
       -timeout D          the call's deadline (default 30s)
       -cancel-at-heartbeat N  request cancellation when heartbeat N arrives
       -o text|json        json: the output or failure, logs, heartbeats and requests

@@ -42,10 +42,7 @@ func (o *observed) SlotCancelled(workflow, policy string)                       
 func TestObserverSeesStatusesAndStepLatencies(t *testing.T) {
 	t.Parallel()
 	o := &observed{status: map[string][]weft.Status{}, slow: map[string]time.Duration{}}
-	// No renewal cycle within the test: an attempt that outlives one is
-	// committed running to get a lease (heartbeat.go), which a loaded
-	// machine's slow attempt would, against the lazy strategy's "no
-	// running commit" that the test checks. The locks outlive the test too.
+	// A long renewal cycle, and locks that outlive the test.
 	h := newHost(t, withConfig(engine.Config{
 		NodeID: "n1", TimerInterval: 10 * time.Millisecond, Observer: o,
 		LockTTL: 10 * time.Minute, Heartbeat: heartbeat.Config{Cycle: 2 * time.Minute},
@@ -73,8 +70,13 @@ steps:
 	if got, want := o.status["good"], []weft.Status{weft.StatusPending, weft.StatusRunning, weft.StatusCompleted}; !slices.Equal(got, want) {
 		t.Errorf("good's statuses %v, want %v", got, want)
 	}
-	if got, want := o.status["bad"], []weft.Status{weft.StatusPending, weft.StatusFailed}; !slices.Equal(got, want) {
-		t.Errorf("bad's statuses %v, want %v (lazy persistence: no running commit)", got, want)
+	// Lazy persistence commits bad only when it fails, unless the heartbeat
+	// scheduler visits its attempt first (it may, anywhere in its first
+	// cycle, and a starved process's overrun visits at once): then it is
+	// committed running to get a lease. Either is right.
+	if got := o.status["bad"]; !slices.Equal(got, []weft.Status{weft.StatusPending, weft.StatusFailed}) &&
+		!slices.Equal(got, []weft.Status{weft.StatusPending, weft.StatusRunning, weft.StatusFailed}) {
+		t.Errorf("bad's statuses %v, want pending, (running,) failed", got)
 	}
 	if want := []string{"good/nap completed", "good/shout completed", "bad/charge failed"}; !slices.Equal(o.steps, want) {
 		t.Errorf("steps %v, want %v", o.steps, want)
