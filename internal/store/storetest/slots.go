@@ -676,8 +676,8 @@ func testSlotsOpError(t *testing.T, h *harness) {
 	m.apply(t, h, "k", "a", p, Epoch, slots.Acquire)
 	m.apply(t, h, "k", "b", p, Epoch, slots.Acquire)
 	failing := func(st slots.State, id string, p slots.Params, now time.Time) (slots.State, slots.Decision, error) {
-		next, d, _ := slots.Release(st, "a", p, now)
-		next, d, _ = slots.Acquire(next, id, p, now)
+		next, _, _ := slots.Release(st, "a", p, now)
+		next, d, _ := slots.Acquire(next, id, p, now)
 		return next, d, fmt.Errorf("wrapped: %w", errOp)
 	}
 	other := slots.Params{Limit: 3, Policy: slots.CancelNewest, Lease: time.Minute}
