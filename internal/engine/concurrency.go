@@ -251,6 +251,16 @@ func (e *Engine) releaseSlot(ctx context.Context, inst *weft.Instance, dc *defin
 	e.slotsDecided(ctx, inst.Workflow, c.Key, d)
 }
 
+// slotChanged does what a commit's slot change asks (slotsDecided), and
+// logs one that failed after its commit (Redis): the sweeps repair it.
+func (e *Engine) slotChanged(ctx context.Context, inst *weft.Instance, sc *store.SlotChange) {
+	if sc.Err != nil {
+		e.log.Warn("a concurrency slot's change after its commit failed; the slots sweep repairs it", "instance", inst.ID, "key", sc.Key, "err", sc.Err)
+		return
+	}
+	e.slotsDecided(ctx, inst.Workflow, inst.Concurrency.Key, sc.Decision)
+}
+
 // storedParams are the terms the store keeps with a key (those of its last
 // call), for a caller without a definition's: zero when the key is gone.
 func (e *Engine) storedParams(ctx context.Context, key string, now time.Time) (slots.Params, error) {

@@ -332,7 +332,7 @@ func maxOverlap(spans [][2]time.Time) int {
 	return most
 }
 
-// lostRelease is a store whose first release of a slot fails: as if the
+// lostRelease is a store whose first release of a slot is lost: as if the
 // node died between the commit that ended an instance and the release.
 type lostRelease struct {
 	store.Store
@@ -349,6 +349,15 @@ func (s *lostRelease) UpdateSlots(ctx context.Context, key, id string, p slots.P
 		return next, d, err
 	})
 	return d, err
+}
+
+// Commit drops the first release that goes with a commit: Redis applies
+// it after the commit, and a node may die in between.
+func (s *lostRelease) Commit(ctx context.Context, c store.Commit) (uint64, error) {
+	if c.Slot != nil && c.Instance.Status.Terminal() && s.failed.CompareAndSwap(false, true) {
+		c.Slot = nil
+	}
+	return s.Store.Commit(ctx, c)
 }
 
 var errInjected = errors.New("injected: the node died")

@@ -16,6 +16,7 @@ import (
 	"github.com/weftworks/weft/internal/retry"
 	"github.com/weftworks/weft/internal/retry/classify"
 	"github.com/weftworks/weft/internal/runner"
+	"github.com/weftworks/weft/internal/slots"
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins/call"
@@ -954,6 +955,13 @@ func (x *execution) commit(drains bool) error {
 		Consumed: x.next.consumed, DeliveredStimulus: x.next.delivered, DeliveredOutcome: x.next.deliveredOutcome,
 		At: x.e.cfg.Now().UTC(), Drains: drains,
 	}
+	dc := x.prog.Definition().Concurrency
+	if inst.Status.Terminal() && inst.Concurrency != nil && dc != nil {
+		// Its slot, or its place in the line, goes to the next in line,
+		// with this commit where the store can.
+		now := x.e.cfg.Now()
+		c.Slot = &store.SlotChange{Key: workflowSlotKey(inst.Workflow, inst.Concurrency.Key), ID: inst.ID, Params: slotParams(dc, now), Now: now, Op: slots.Release}
+	}
 	if inst.Status.Terminal() && inst.Parent != nil {
 		end, err := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
 		if err != nil {
@@ -973,9 +981,13 @@ func (x *execution) commit(drains bool) error {
 	// may have moved on).
 	inst.Rev, inst.Fence, inst.UpdatedAt = rev, c.Fence, c.At
 	x.drained = drains
-	if inst.Status.Terminal() && inst.Concurrency != nil {
-		// Its slot, or its place in the line, goes to the next in line.
-		x.e.releaseSlot(x.ctx, inst, x.prog.Definition().Concurrency)
+	switch {
+	case c.Slot != nil:
+		x.e.slotChanged(x.ctx, inst, c.Slot)
+	case inst.Status.Terminal() && inst.Concurrency != nil:
+		// A limit its version does not have (an import): the key's own
+		// terms.
+		x.e.releaseSlot(x.ctx, inst, nil)
 	}
 	x.storedTimers, x.storedBookmarks = len(x.timers) > 0, len(x.bookmarks) > 0
 	if inst.Status != x.status {

@@ -14,6 +14,7 @@ import (
 	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/runner"
+	"github.com/weftworks/weft/internal/slots"
 	"github.com/weftworks/weft/internal/store"
 )
 
@@ -236,12 +237,22 @@ func (e *Engine) createFrom(ctx context.Context, c creation, cached bool) (*weft
 	// for an instance at revision 1. At makes the stored times known here,
 	// so the instance need not be read back.
 	at := e.cfg.Now().UTC()
-	rev, err := e.store.Commit(ctx, store.Commit{
+	commit := store.Commit{
 		Instance: inst, History: []weft.HistoryEntry{{Type: weft.HistoryInstanceCreated, Node: e.cfg.NodeID}},
 		Catalog: cat.Generation, At: at,
-	})
+	}
+	if inst.Concurrency != nil {
+		// It asks for its slot as it is created, in the same transaction
+		// where the store can: its first run then finds it holds one,
+		// and asks again without a write (admit).
+		commit.Slot = &store.SlotChange{Key: workflowSlotKey(inst.Workflow, inst.Concurrency.Key), ID: id, Params: slotParams(prog.Definition().Concurrency, at), Now: at, Op: slots.Acquire}
+	}
+	rev, err := e.store.Commit(ctx, commit)
 	if err != nil && !errors.Is(err, weft.ErrExists) && !errors.Is(err, store.ErrCatalogChanged) {
 		err = fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
+	}
+	if err == nil && commit.Slot != nil {
+		e.slotChanged(ctx, inst, commit.Slot)
 	}
 	return inst, rev, at, err
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/slots"
 )
 
 // Commit is one atomic write of an instance: its new state and everything
@@ -62,6 +63,29 @@ type Commit struct {
 	// committer that sets it knows the instance as stored without reading
 	// it back. Zero: the store's clock.
 	At time.Time
+	// Slot, when set, is an operation on a key's concurrency slots that
+	// goes with the commit (a new instance asks for its slot, a finished
+	// one gives it back): applied as UpdateSlots would, in the commit's
+	// transaction on the embedded store, and right after the commit on
+	// Redis, only when the commit succeeds. Its outcome is set in the
+	// SlotChange.
+	Slot *SlotChange
+}
+
+// SlotChange is a Commit's operation on concurrency slots: UpdateSlots's
+// arguments, and, once the commit returned, its outcome.
+type SlotChange struct {
+	Key, ID string
+	Params  slots.Params
+	Now     time.Time
+	Op      SlotOp
+	// Decision is the operation's, set when the commit succeeded.
+	Decision slots.Decision
+	// Err is set when the operation failed after a commit that succeeded
+	// (Redis applies it after the commit): the commit stands, and the
+	// caller's sweeps repair the slots. On the embedded store an
+	// operation's failure refuses the commit instead.
+	Err error
 }
 
 // LeaseRenewal is one batch of RenewLeases: the leases of a node's running

@@ -150,6 +150,17 @@ func (c Commit) Validate() error {
 			return err
 		}
 	}
+	if sc := c.Slot; sc != nil {
+		switch {
+		case sc.Key == "" || len(sc.Key) > MaxSlotKeyLen:
+			return Invalid("instance %q: slot key %q: want 1 to %d bytes", in.ID, sc.Key, MaxSlotKeyLen)
+		case sc.Op == nil:
+			return Invalid("instance %q: slot change on %q without an operation", in.ID, sc.Key)
+		}
+		if err := weft.CheckID("slot holder id", sc.ID); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -330,6 +330,22 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		if _, err := putMessages(tx, c.Send, now); err != nil {
 			return err
 		}
+		if sc := c.Slot; sc != nil {
+			v, err := readSlotView(tx, sc.Key, sc.ID, sc.Params)
+			if err != nil {
+				return err
+			}
+			ch, err := v.apply(sc.Op, sc.ID, sc.Params, sc.Now)
+			if err != nil {
+				return refuse(err)
+			}
+			if ch.changed {
+				if err := v.write(tx, sc.Key, ch); err != nil {
+					return err
+				}
+			}
+			sc.Decision = ch.d
+		}
 		rev = rec.Rev
 		return nil
 	})

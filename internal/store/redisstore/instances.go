@@ -283,6 +283,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	}
 	switch reason {
 	case "ok":
+		if sc := c.Slot; sc != nil {
+			// After the commit, not in its script: the slots run the Go
+			// core (UpdateSlots); a failure leaves the commit standing.
+			sc.Decision, sc.Err = s.UpdateSlots(context.WithoutCancel(ctx), sc.Key, sc.ID, sc.Params, sc.Now, sc.Op)
+		}
 		return u64(rest[0]), nil
 	case "exists":
 		return 0, commitError(id, weft.ErrExists, rest)

@@ -37,6 +37,7 @@ var slotsTests = []struct {
 	run  func(t *testing.T, h *harness)
 }{
 	{"SlotsModel", testSlotsModel},
+	{"SlotsWithCommit", testSlotsWithCommit},
 	{"SlotsRace", testSlotsRace},
 	{"SlotsLongLine", testSlotsLongLine},
 	{"SlotsLineCursor", testSlotsLineCursor},
@@ -891,3 +892,69 @@ func grantIDs(gs []slots.Grant) []string {
 }
 
 func sortedIDs(ids []string) []string { return slices.Sorted(slices.Values(ids)) }
+
+// testSlotsWithCommit: a Commit's SlotChange is applied when the commit
+// succeeds, with its decision set, and not at all when it is refused.
+func testSlotsWithCommit(t *testing.T, h *harness) {
+	p := slots.Params{Limit: 1, Policy: slots.Queue, Lease: time.Hour}
+	change := func(id string, op store.SlotOp) *store.SlotChange {
+		return &store.SlotChange{Key: "wf/c/k", ID: id, Params: p, Now: Epoch, Op: op}
+	}
+	holders := func() []string {
+		t.Helper()
+		page, _, err := h.s.SlotKeys(ctx(t), "wf/c/", "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, k := range page {
+			for _, hd := range k.Holders {
+				ids = append(ids, hd.ID)
+			}
+		}
+		return ids
+	}
+	// A create that asks for the slot gets it.
+	a := instance("a", "c")
+	ca := change("a", slots.Acquire)
+	h.commit(t, store.Commit{Instance: a, Slot: ca})
+	if ca.Decision.Outcome != slots.Granted || ca.Err != nil {
+		t.Fatalf("create a: %+v, %v; want granted", ca.Decision, ca.Err)
+	}
+	// The next waits in the line.
+	b := instance("b", "c")
+	cb := change("b", slots.Acquire)
+	h.commit(t, store.Commit{Instance: b, Slot: cb})
+	if cb.Decision.Outcome != slots.Waiting {
+		t.Fatalf("create b: %+v; want waiting", cb.Decision)
+	}
+	// A refused commit (the id exists) changes no slot.
+	dup := instance("a", "c")
+	cd := change("x", slots.Acquire)
+	if _, err := h.s.Commit(ctx(t), store.Commit{Instance: dup, Slot: cd}); !errors.Is(err, weft.ErrExists) {
+		t.Fatalf("a second create of a: %v, want ErrExists", err)
+	}
+	if line, _, err := h.s.SlotLine(ctx(t), "wf/c/k", "", 10); err != nil || len(line) != 1 || line[0].ID != "b" {
+		t.Fatalf("line after a refused commit: %v, %v; want b alone", line, err)
+	}
+	// The commit that finishes a gives its slot back, and b is promoted.
+	done := h.get(t, "a")
+	done.Status = weft.StatusCompleted
+	cr := change("a", slots.Release)
+	h.commit(t, store.Commit{Instance: done, Slot: cr})
+	if cr.Decision.Outcome != slots.Released || len(cr.Decision.Promoted) != 1 || cr.Decision.Promoted[0].ID != "b" {
+		t.Fatalf("finishing a: %+v; want released, b promoted", cr.Decision)
+	}
+	if got := holders(); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("holders %v, want b", got)
+	}
+	// A malformed change refuses the commit, which writes nothing.
+	bad := h.get(t, "b")
+	bad.Status = weft.StatusRunning
+	if _, err := h.s.Commit(ctx(t), store.Commit{Instance: bad, Slot: &store.SlotChange{Key: "", ID: "b", Params: p, Op: slots.Release}}); !errors.Is(err, weft.ErrInvalid) {
+		t.Fatalf("a commit with an empty slot key: %v, want ErrInvalid", err)
+	}
+	if got := h.get(t, "b"); got.Status != weft.StatusPending {
+		t.Fatalf("b is %s after a refused commit", got.Status)
+	}
+}
