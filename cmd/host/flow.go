@@ -12,12 +12,21 @@ import (
 )
 
 // The weft flow commands: the keys of the workflows' concurrency limits
-// (docs/flow-control.md) over the API, who holds their slots and who waits
-// in their lines. They only read.
+// and of the activity steps' (docs/flow-control.md) over the API, who
+// holds their slots and who waits in their lines. They only read.
 
 // flowKey is a concurrency key as the tables show it: quoted, so that the
 // workflow-wide key "" is seen, and a key with spaces reads as one.
 func flowKey(key string) string { return strconv.Quote(key) }
+
+// flowWorkflow is the workflow column of a key: "(steps)" for a key of
+// activity steps' limits, which steps of any workflow share.
+func flowWorkflow(k apiv1.ConcurrencyKey) string {
+	if k.Step {
+		return "(steps)"
+	}
+	return k.Workflow
+}
 
 // flowRunning is a key's running count against its limit, with those
 // being cancelled (which keep their slot until they end).
@@ -41,7 +50,7 @@ func (a *app) flowList(ctx context.Context, args []string) int {
 		return cmd.fail(err)
 	}
 	return printPage(cmd, page, "WORKFLOW\tKEY\tRUNNING/LIMIT\tWAITING\tOLDEST WAIT\tPOLICY", func(k apiv1.ConcurrencyKey) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s", k.Workflow, flowKey(k.Key), flowRunning(k), k.Waiting, formatTime(k.OldestWait), k.Policy)
+		return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s", flowWorkflow(k), flowKey(k.Key), flowRunning(k), k.Waiting, formatTime(k.OldestWait), k.Policy)
 	})
 }
 

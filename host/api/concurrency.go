@@ -19,7 +19,7 @@ import (
 // viewConcurrencyKey is a concurrency key as answered.
 func viewConcurrencyKey(k *weft.ConcurrencyKey) apiv1.ConcurrencyKey {
 	v := apiv1.ConcurrencyKey{
-		Workflow: k.Workflow, Key: k.Key, Limit: k.Limit, Policy: apiv1.ConcurrencyPolicy(k.Policy),
+		Workflow: k.Workflow, Key: k.Key, Step: k.Step, Limit: k.Limit, Policy: apiv1.ConcurrencyPolicy(k.Policy),
 		Running: k.Running, Cancelling: k.Cancelling, Waiting: k.Waiting, OldestWait: k.OldestWait,
 		Holders: make([]apiv1.SlotHolder, len(k.Holders)),
 	}

@@ -22,6 +22,11 @@ type ConcurrencyKey struct {
 	// concurrency.key ("" for a workflow-wide limit).
 	Workflow string `json:"workflow"`
 	Key      string `json:"key"`
+	// Step is set for a key of activity steps' concurrency limits
+	// (docs/flow-control.md, "Step limits"), which steps of any workflow
+	// share: Workflow is then empty, Key the steps' key, and each holder an
+	// attempt of its Instance.
+	Step bool `json:"step,omitempty"`
 	// Limit and Policy are those in force: the definition's, as of the
 	// key's last acquisition or release.
 	Limit  int    `json:"limit"`

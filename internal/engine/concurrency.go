@@ -44,7 +44,7 @@ func parseWorkflowSlotKey(k string) (workflow, key string, ok bool) {
 // running or waiting instances, of workflow (all workflows when it is
 // empty), ordered by workflow and key, and the cursor of the next page.
 func (e *Engine) ConcurrencyKeys(ctx context.Context, workflow, cursor string, limit int) ([]weft.ConcurrencyKey, string, error) {
-	prefix := "wf/"
+	prefix := "" // the steps' keys ("step/…"), then the workflows' ("wf/…")
 	if workflow != "" {
 		prefix = workflowSlotKey(workflow, "")
 	}
@@ -87,15 +87,19 @@ func (e *Engine) ConcurrencyLine(ctx context.Context, workflow, key, cursor stri
 	return &v, waiters, next, nil
 }
 
-// concurrencyKeyView is the API's view of a store's key.
+// concurrencyKeyView is the API's view of a store's key: a workflow's or
+// the steps'.
 func concurrencyKeyView(k store.SlotKey) (weft.ConcurrencyKey, bool) {
 	wf, key, ok := parseWorkflowSlotKey(k.Key)
+	step := false
 	if !ok {
-		return weft.ConcurrencyKey{}, false
+		if key, step = strings.CutPrefix(k.Key, "step/"); !step {
+			return weft.ConcurrencyKey{}, false
+		}
 	}
 	st := slots.State{Holders: k.Holders}.Stats()
 	v := weft.ConcurrencyKey{
-		Workflow: wf, Key: key, Limit: k.Limit, Policy: string(k.Policy),
+		Workflow: wf, Key: key, Step: step, Limit: k.Limit, Policy: string(k.Policy),
 		Running: st.Running, Cancelling: st.Cancelling, Waiting: k.Waiting, OldestWait: k.OldestWait,
 		Holders: make([]weft.SlotHolder, len(k.Holders)),
 	}
@@ -103,7 +107,11 @@ func concurrencyKeyView(k store.SlotKey) (weft.ConcurrencyKey, bool) {
 		v.Policy = string(slots.Queue)
 	}
 	for i, h := range k.Holders {
-		v.Holders[i] = weft.SlotHolder{Instance: h.ID, Since: h.Since, Cancelling: h.Cancelling}
+		id := h.ID
+		if step {
+			id, _ = runner.HolderInstance(h.ID)
+		}
+		v.Holders[i] = weft.SlotHolder{Instance: id, Since: h.Since, Cancelling: h.Cancelling}
 	}
 	return v, true
 }

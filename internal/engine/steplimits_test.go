@@ -179,6 +179,12 @@ steps:
 			keys, _, err := h.store.SlotKeys(ctx, "step/hold", "", 1)
 			return err == nil && len(keys) == 1 && len(keys[0].Holders) == 1
 		})
+		// The engine lists the steps' key, its holder an attempt of holder.
+		keys, _, err := h.e.ConcurrencyKeys(ctx, "", "", 10)
+		if err != nil || len(keys) != 1 || !keys[0].Step || keys[0].Key != "hold" || keys[0].Workflow != "" ||
+			len(keys[0].Holders) != 1 || keys[0].Holders[0].Instance != "holder" {
+			t.Fatalf("ConcurrencyKeys: %+v, %v; want the steps' key hold, held by an attempt of holder", keys, err)
+		}
 		if _, _, err := h.e.Start(ctx, "stephold", json.RawMessage(`{"ms": 1}`), "waiter"); err != nil {
 			t.Fatal(err)
 		}

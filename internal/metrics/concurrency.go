@@ -59,6 +59,9 @@ func (c *concurrencyCollector) Collect(ch chan<- prometheus.Metric) {
 			return
 		}
 		for _, k := range page {
+			if k.Step {
+				continue // the steps' keys belong to no one workflow
+			}
 			running[k.Workflow] += k.Running
 			waiting[k.Workflow] += k.Waiting
 		}

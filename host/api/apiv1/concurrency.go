@@ -13,6 +13,10 @@ type ConcurrencyKey struct {
 	// workflow-wide limit).
 	Workflow string `json:"workflow"`
 	Key      string `json:"key"`
+	// Step is set for a key of activity steps' concurrency limits, which
+	// steps of any workflow share: Workflow is then empty, and each holder
+	// is an attempt of its instance (docs/flow-control.md, "Step limits").
+	Step bool `json:"step,omitempty"`
 	// Limit and Policy are those in force: the definition's, as of the
 	// key's last acquisition or release.
 	Limit  int               `json:"limit"`

@@ -53,6 +53,18 @@ export async function render({main, query}) {
   let timer = null;
 
   function row(k) {
+    // A key of activity steps' limits is shared by steps of any workflow,
+    // and has no page of its own yet: its holders are in the row's title.
+    if (k.step) {
+      return h('tr', {'data-test': 'flow-row', 'data-step': 'true', 'data-key': k.key, 'data-waiting': String(k.waiting)},
+        h('td', {class: 'muted', title: 'a key of activity steps\' concurrency limits, shared by steps of any workflow'}, '(steps)'),
+        h('td', {class: 'id', title: (k.holders || []).map((x) => x.instance_id).join(', ')}, keyLabel(k.key)),
+        h('td', {}, runningCell(k)),
+        h('td', {'data-test': 'flow-waiting'}, String(k.waiting)),
+        h('td', {}, k.waiting && k.oldest_wait ? [timeEl(k.oldest_wait), h('span', {class: 'muted'}, ` (${waitedFor(k.oldest_wait)})`)]
+          : h('span', {class: 'muted'}, 'none waits')),
+        h('td', {}, h('code', {}, k.policy)));
+    }
     return h('tr', {'data-test': 'flow-row', 'data-workflow': k.workflow, 'data-key': k.key, 'data-waiting': String(k.waiting)},
       h('td', {}, h('a', {href: links.workflow(k.workflow)}, k.workflow)),
       h('td', {class: 'id'}, h('a', {href: links.flowKey(k.workflow, k.key), 'data-test': 'flow-key-link'}, keyLabel(k.key))),
@@ -109,7 +121,7 @@ export async function render({main, query}) {
 
   replace(main,
     h('div', {class: 'page-head'}, h('h1', {}, 'Flow'), live),
-    h('p', {class: 'muted'}, 'The keys of the workflows\' concurrency limits that have running or waiting instances: a key is listed while an instance holds one of its slots or waits in its line.'),
+    h('p', {class: 'muted'}, 'The keys of the workflows\' and the activity steps\' concurrency limits that have running or waiting instances: a key is listed while an instance (or a step\'s attempt) holds one of its slots or waits in its line.'),
     form,
     listError,
     h('div', {class: 'table-wrap'}, h('table', {class: 'list', 'data-test': 'flow-table'},
