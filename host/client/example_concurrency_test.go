@@ -37,25 +37,26 @@ steps:
 		log.Fatal(err)
 	}
 
-	// The second joins the line when it would start: wait for it.
-	var line *apiv1.ConcurrencyLine
+	// The second joins the line as it is created, and is marked waiting
+	// when it would start: wait for that.
+	var in *apiv1.Instance
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		l, err := c.ConcurrencyKey(ctx, "export", "acme", client.ListOptions{})
-		if err == nil && l.Key.Waiting == 1 {
-			line = l
+		got, err := c.Instance(ctx, "export-2")
+		if err == nil && got.Concurrency != nil && !got.Concurrency.WaitingSince.IsZero() {
+			in = got
 			break
 		}
 		if time.Now().After(deadline) {
-			log.Fatalf("export-2 is not waiting after 30s: %+v, %v", l, err)
+			log.Fatalf("export-2 is not waiting after 30s: %+v, %v", got, err)
 		}
+	}
+	line, err := c.ConcurrencyKey(ctx, "export", "acme", client.ListOptions{})
+	if err != nil {
+		log.Fatal(err)
 	}
 	k := line.Key
 	fmt.Printf("%s %q: %d/%d running (%s), %d waiting (%s), policy %s\n",
 		k.Workflow, k.Key, k.Running, k.Limit, k.Holders[0].InstanceID, k.Waiting, line.Waiting[0].InstanceID, k.Policy)
-	in, err := c.Instance(ctx, "export-2")
-	if err != nil {
-		log.Fatal(err)
-	}
 	fmt.Println(in.ID, in.Status, "waiting for a slot:", !in.Concurrency.WaitingSince.IsZero())
 	// Output:
 	// export "acme": 1/1 running (export-1), 1 waiting (export-2), policy queue
