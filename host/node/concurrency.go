@@ -7,9 +7,9 @@ import (
 )
 
 // ConcurrencyKeys returns a page of the concurrency keys that have running
-// or waiting instances (docs/flow-control.md), of workflow or of all
-// workflows when it is empty, ordered by workflow and key, and the cursor
-// of the next page.
+// or waiting instances (docs/flow-control.md), of workflow, or, when it is
+// empty, the activity steps' keys and then every workflow's, ordered by
+// workflow and key, and the cursor of the next page.
 func (n *Node) ConcurrencyKeys(ctx context.Context, workflow, cursor string, limit int) ([]weft.ConcurrencyKey, string, error) {
 	return n.engine.ConcurrencyKeys(ctx, workflow, cursor, limit)
 }

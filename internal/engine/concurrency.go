@@ -41,8 +41,9 @@ func parseWorkflowSlotKey(k string) (workflow, key string, ok bool) {
 }
 
 // ConcurrencyKeys returns a page of the concurrency keys that have
-// running or waiting instances, of workflow (all workflows when it is
-// empty), ordered by workflow and key, and the cursor of the next page.
+// running or waiting instances, of workflow, or, when it is empty, the
+// activity steps' keys and then every workflow's, ordered by workflow and
+// key, and the cursor of the next page.
 func (e *Engine) ConcurrencyKeys(ctx context.Context, workflow, cursor string, limit int) ([]weft.ConcurrencyKey, string, error) {
 	prefix := "" // the steps' keys ("step/…"), then the workflows' ("wf/…")
 	if workflow != "" {

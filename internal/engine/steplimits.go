@@ -138,6 +138,9 @@ func (e *Engine) stepSlotsDecided(ctx context.Context, d slots.Decision) {
 // wake-up. Each is asked for its slot (a holder is granted again); those
 // granted fire their timer now.
 func (x *execution) startPromoted() {
+	if len(x.timers) == 0 {
+		return // most executions: no deferred attempt to look for
+	}
 	for _, ds := range x.prog.DeferredSlots(x.st, x.inst.ID) {
 		if _, armed := x.timers[ds.Timer]; !armed {
 			continue
