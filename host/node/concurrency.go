@@ -21,3 +21,10 @@ func (n *Node) ConcurrencyKeys(ctx context.Context, workflow, cursor string, lim
 func (n *Node) ConcurrencyKey(ctx context.Context, workflow, key, cursor string, limit int) (*weft.ConcurrencyKey, []weft.SlotWaiter, string, error) {
 	return n.engine.ConcurrencyLine(ctx, workflow, key, cursor, limit)
 }
+
+// StepConcurrencyKey is ConcurrencyKey for a key of the activity steps'
+// concurrency limits: its line holds attempts, each shown as its
+// instance.
+func (n *Node) StepConcurrencyKey(ctx context.Context, key, cursor string, limit int) (*weft.ConcurrencyKey, []weft.SlotWaiter, string, error) {
+	return n.engine.StepConcurrencyLine(ctx, key, cursor, limit)
+}

@@ -204,7 +204,7 @@ type Node struct {
 	// limiter keeps the rate limits' budgets: in process on the
 	// embedded store, in Redis in a cluster, so that every node shares
 	// them.
-	limiter plugins.RateLimiter
+	limiter rateLimiter
 	queue   queue.Queue
 	engine  *engine.Engine
 	// closers release the cluster parts, in order, after the store.
@@ -277,12 +277,23 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 		locks = local.New(local.Config{Logger: log})
 		n.limiter = locallimit.New(locallimit.Config{})
 	}
+	if cfg.Registerer != nil {
+		if n.metrics, err = metrics.New(cfg.Registerer); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
+	// The steps' rate limits share the node's limiter with the host
+	// rules' (their keys apart): in Redis, so a cluster shares them.
+	var limiter plugins.RateLimiter = n.limiter
+	if n.metrics != nil {
+		limiter = metrics.RateLimiter(n.metrics, n.limiter)
+	}
 	pcfg := cfg.Plugins
 	if pcfg.Logger == nil {
 		pcfg.Logger = log
 	}
 	if pcfg.HTTP.RateLimiter == nil {
-		pcfg.HTTP.RateLimiter = n.limiter
+		pcfg.HTTP.RateLimiter = limiter
 	}
 	if n.rt, err = plugins.New(ctx, pcfg, blobs); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -292,10 +303,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 	n.bg.slots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 	var invoker engine.Plugins = n.rt
-	if cfg.Registerer != nil {
-		if n.metrics, err = metrics.New(cfg.Registerer); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
-		}
+	if n.metrics != nil {
 		if err := n.metrics.WatchPools(n.rt); err != nil {
 			return nil, fmt.Errorf("node: metrics: %w", err)
 		}
@@ -309,9 +317,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 	ecfg := n.cfg.Engine
 	ecfg.Logger = log
 	if ecfg.Limiter == nil {
-		// The steps' rate limits share the node's limiter with the host
-		// rules' (their keys apart): in Redis, so a cluster shares them.
-		ecfg.Limiter = n.limiter
+		ecfg.Limiter = limiter
 	}
 	if n.bus != nil {
 		ecfg.Bus = n.bus

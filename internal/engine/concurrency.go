@@ -67,23 +67,39 @@ func (e *Engine) ConcurrencyKeys(ctx context.Context, workflow, cursor string, l
 // of the next page. A key nobody holds or waits for is an error matching
 // weft.ErrNotFound.
 func (e *Engine) ConcurrencyLine(ctx context.Context, workflow, key, cursor string, limit int) (*weft.ConcurrencyKey, []weft.SlotWaiter, string, error) {
-	sk := workflowSlotKey(workflow, key)
+	return e.concurrencyLine(ctx, workflowSlotKey(workflow, key), fmt.Sprintf("concurrency key %q of workflow %s", key, workflow), cursor, limit)
+}
+
+// StepConcurrencyLine is ConcurrencyLine for a key of the activity steps'
+// concurrency limits (docs/flow-control.md, "Step limits"): its line holds
+// attempts, each shown as its instance, which may appear more than once
+// (a foreach's iterations, parallel branches).
+func (e *Engine) StepConcurrencyLine(ctx context.Context, key, cursor string, limit int) (*weft.ConcurrencyKey, []weft.SlotWaiter, string, error) {
+	return e.concurrencyLine(ctx, stepSlotKey(key), fmt.Sprintf("step concurrency key %q", key), cursor, limit)
+}
+
+// concurrencyLine reads the store's key sk; what names it in errors.
+func (e *Engine) concurrencyLine(ctx context.Context, sk, what, cursor string, limit int) (*weft.ConcurrencyKey, []weft.SlotWaiter, string, error) {
 	// The key itself: the first of the keys from it on, if it is that.
 	page, _, err := e.store.SlotKeys(ctx, sk, "", 1)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("engine: reading concurrency key %q of workflow %s: %w", key, workflow, err)
+		return nil, nil, "", fmt.Errorf("engine: reading %s: %w", what, err)
 	}
 	if len(page) == 0 || page[0].Key != sk {
-		return nil, nil, "", fmt.Errorf("engine: concurrency key %q of workflow %s: nothing runs or waits: %w", key, workflow, weft.ErrNotFound)
+		return nil, nil, "", fmt.Errorf("engine: %s: nothing runs or waits: %w", what, weft.ErrNotFound)
 	}
 	v, _ := concurrencyKeyView(page[0])
 	line, next, err := e.store.SlotLine(ctx, sk, cursor, weft.ClampLimit(limit))
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("engine: reading the line of concurrency key %q of workflow %s: %w", key, workflow, err)
+		return nil, nil, "", fmt.Errorf("engine: reading the line of %s: %w", what, err)
 	}
 	waiters := make([]weft.SlotWaiter, len(line))
 	for i, w := range line {
-		waiters[i] = weft.SlotWaiter{Instance: w.ID, Since: w.Since}
+		id := w.ID
+		if v.Step {
+			id, _ = runner.HolderInstance(w.ID)
+		}
+		waiters[i] = weft.SlotWaiter{Instance: id, Since: w.Since}
 	}
 	return &v, waiters, next, nil
 }

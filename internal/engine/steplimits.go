@@ -39,8 +39,13 @@ type RateLimiter interface {
 // stepSlotKey is the store's key of a step concurrency key's slots.
 func stepSlotKey(key string) string { return "step/" + key }
 
+// StepRateKeyPrefix starts the limiter's key of every step rate limit's
+// budget, as plugins.HostRateKeyPrefix starts the host rules': the two
+// share the node's limiter.
+const StepRateKeyPrefix = "step/"
+
 // stepRateKey is the limiter's key of a step rate limit's budget.
-func stepRateKey(key string) string { return "step/" + key }
+func stepRateKey(key string) string { return StepRateKeyPrefix + key }
 
 // Deferral terms.
 const (

@@ -48,6 +48,8 @@ type Metrics struct {
 	skipped     *prometheus.CounterVec
 	slotWait    *prometheus.HistogramVec
 	slotCancels *prometheus.CounterVec
+	rateTurns   *prometheus.CounterVec
+	rateWait    *prometheus.HistogramVec
 
 	activity    *prometheus.HistogramVec
 	attempts    *prometheus.CounterVec
@@ -115,6 +117,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "concurrency_cancellations_total",
 			Help: "Instances cancelled by their workflow's concurrency policy, by workflow and policy (cancel_newest, cancel_oldest).",
 		}, []string{"workflow", "policy"}),
+		rateTurns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "rate_limit_turns_total",
+			Help: "Turns asked of the rate limits, by kind of key (step: an activity step's rate_limit; host: a grant's host rule) and result: granted, refused (further ahead than the caller would wait), error (the limiter failed).",
+		}, []string{"kind", "result"}),
+		rateWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "rate_limit_wait_seconds",
+			Help:    "How far ahead the granted turns of the rate limits were (0: at once), by kind of key (step, host).",
+			Buckets: []float64{0, .01, .05, .1, .25, .5, 1, 5, 10, 30, 60, 300, 900, 3600},
+		}, []string{"kind"}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "instances_deleted_total",
 			Help: "Instances deleted, by reason: request (DELETE /v1/instances/{id}) or retention (finished, past their delete_after).",
@@ -170,7 +181,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		plugins: map[string]string{},
 	}
 	for _, c := range []prometheus.Collector{
-		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.slotWait, m.slotCancels, m.activity, m.attempts, m.invocations, m.inFlight,
+		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.slotWait, m.slotCancels, m.rateTurns, m.rateWait, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
 		m.outbound, m.outboundDuration,
 	} {

@@ -51,6 +51,19 @@
 // A clock that jumps forward makes the key idle, as real time passing
 // would.
 //
+// # What a key shows
+//
+// A limiter lists the keys whose TAT lies ahead (their States method) as
+// KeyStates: the TAT and the Limit of the last granted event. From them
+// [KeyState.Backlog] derives, at a given now, what an operator asks: how
+// many granted events are still to come — the callers waiting for their
+// turns — and when an event asked for then could happen. With B and I
+// those of the Limit, an event happens B·I before the TAT it left (or at
+// its call, when later), and the events granted since the key was last
+// idle left TATs one interval apart, so the count is ⌈(TAT − now)/I⌉ − B
+// when positive: exactly, as long as the terms did not change in between
+// (it reads the backlog with the last ones otherwise).
+//
 // # Exactness
 //
 // Times are integer Unix nanoseconds (between the years 1678 and 2262) and

@@ -34,6 +34,7 @@ func TestScripts(t *testing.T) {
 			t.Parallel()
 			s := &script{
 				tats: map[string]time.Time{},
+				lims: map[string]ratelimit.Limit{},
 				l:    ratelimit.Limit{Count: 10, Per: time.Second},
 			}
 			datadriven.RunTest(t, path, s.run)
@@ -45,10 +46,14 @@ func TestScripts(t *testing.T) {
 //
 //	params [limit=N/PER] [burst=N] [max_wait=D]         the defaults of later calls
 //	reserve [KEY] at=D [limit=N/PER] [burst=N] [max_wait=D]
+//	backlog [KEY] at=D
 //
-// KEY defaults to "k". A reservation prints its decision and the TATs.
+// KEY defaults to "k". A reservation prints its decision and the TATs; a
+// backlog, the KeyState.Backlog of the key's state (its TAT, and the
+// terms of its last granted event) at the time.
 type script struct {
-	tats    map[string]time.Time // the keys' states; absent: never reserved
+	tats    map[string]time.Time       // the keys' states; absent: never reserved
+	lims    map[string]ratelimit.Limit // the terms of each key's last granted event
 	l       ratelimit.Limit
 	maxWait time.Duration
 }
@@ -58,13 +63,16 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	var at time.Time
 	for i, arg := range d.CmdArgs {
 		if len(arg.Vals) == 0 {
-			if d.Cmd != "reserve" || i != 0 {
+			if (d.Cmd != "reserve" && d.Cmd != "backlog") || i != 0 {
 				d.Fatalf(t, "%s: unexpected word %q", d.Cmd, arg.Key)
 			}
 			key = arg.Key
 			continue
 		}
 		arg.ExpectNumVals(t, 1)
+		if d.Cmd == "backlog" && arg.Key != "at" {
+			d.Fatalf(t, "backlog: %s=: only KEY and at= apply", arg.Key)
+		}
 		v := arg.Vals[0]
 		switch arg.Key {
 		case "at":
@@ -88,6 +96,13 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 	case "params":
 		s.l, s.maxWait = l, maxWait
 		return fmt.Sprintf("limit=%d/%s burst=%d max_wait=%s\n", l.Count, l.Per, l.Burst, maxWait)
+	case "backlog":
+		if at.IsZero() {
+			d.Fatalf(t, "backlog: at= is missing")
+		}
+		st := ratelimit.KeyState{Key: key, Limit: s.lims[key], TAT: s.tats[key]}
+		ahead, next := st.Backlog(at)
+		return fmt.Sprintf("ahead=%d next=%s\n", ahead, offset(next))
 	case "reserve":
 		if at.IsZero() {
 			d.Fatalf(t, "reserve: at= is missing")
@@ -103,7 +118,7 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&out, "error: %v\n", err)
 		case dec.OK:
 			fmt.Fprintf(&out, "granted wait=%s (at %s)\n", dec.Wait, offset(at.Add(dec.Wait)))
-			s.tats[key] = dec.TAT
+			s.tats[key], s.lims[key] = dec.TAT, l
 		default:
 			fmt.Fprintf(&out, "refused wait=%s\n", dec.Wait)
 		}

@@ -5,5 +5,5 @@ package locallimit
 func (l *Limiter) Keys() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.tats)
+	return len(l.keys)
 }

@@ -2,11 +2,14 @@
 // embedded mode: one node, so a key's state lives in this process's
 // memory, and every decision is the GCRA of internal/ratelimit
 // ([ratelimit.Limit.Reserve]) on a map of theoretical arrival times
-// under one mutex.
+// under one mutex (with the terms of each key's last granted event, which
+// States shows).
 //
 //	l := locallimit.New(locallimit.Config{})
 //	wait, ok, err := l.Reserve(ctx, "partner", ratelimit.Limit{Count: 10, Per: time.Second}, 5*time.Second)
 //	// ok: act after wait; !ok: nothing was taken, the event would have waited wait
+//	states, now, truncated, err := l.States(ctx, "step/", 100)
+//	// the keys whose TAT lies ahead; states[i].Backlog(now): who waits for them
 //
 // # Why not golang.org/x/time/rate
 //
@@ -37,7 +40,8 @@
 //     here, both modes decide alike to the nanosecond, one model tests both
 //     (internal/ratelimit/ratelimittest), and floats decide nothing.
 //   - Memory: a key's GCRA state is one time (a map entry of its key and 8
-//     bytes), against a rate.Limiter of 80 bytes with its own mutex.
+//     bytes, and 24 more for the terms that States shows), against a
+//     rate.Limiter of 80 bytes with its own mutex.
 //
 // # Memory
 //
@@ -49,6 +53,14 @@
 // about twice the keys whose TAT lay ahead at the last sweep — the keys in
 // use within their last burst's refill time and maxWait.
 //
+// # Listing the keys
+//
+// States lists the keys whose TAT lies ahead, with the terms of their last
+// granted event, for an operator to see who waits for which key
+// ([ratelimit.KeyState.Backlog]). It copies the matching keys under the
+// mutex, so it holds up Reserve for a pass over the map (about the keys
+// in use, as above), and sorts them after.
+//
 // # Clock
 //
 // Config.Now is read once per call, under the mutex, so that decisions on
@@ -59,8 +71,11 @@
 package locallimit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +84,10 @@ import (
 
 // minSweep is the size of the map below which the limiter never sweeps.
 const minSweep = 1024
+
+// defaultStates is how many states States returns when its max is not
+// positive.
+const defaultStates = 1000
 
 // Config configures a Limiter. Its zero value is ready to use.
 type Config struct {
@@ -82,8 +101,15 @@ type Limiter struct {
 	now func() time.Time
 
 	mu    sync.Mutex
-	tats  map[string]int64 // key → TAT in Unix nanoseconds; only keys whose TAT was ahead when written
+	keys  map[string]entry // only keys whose TAT was ahead when written
 	sweep int              // the map's size that triggers the next sweep
+}
+
+// entry is a key's state: its TAT, and the terms of its last granted
+// event (which decide nothing; States shows them).
+type entry struct {
+	tat int64 // Unix nanoseconds
+	lim ratelimit.Limit
 }
 
 // New returns a Limiter with no state.
@@ -91,7 +117,7 @@ func New(cfg Config) *Limiter {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Limiter{now: cfg.Now, tats: map[string]int64{}, sweep: minSweep}
+	return &Limiter{now: cfg.Now, keys: map[string]entry{}, sweep: minSweep}
 }
 
 // Reserve takes the next event of key under lim if it may happen within
@@ -115,8 +141,8 @@ func (l *Limiter) Reserve(ctx context.Context, key string, lim ratelimit.Limit, 
 	defer l.mu.Unlock()
 	now := l.now()
 	var tat time.Time
-	if ns, found := l.tats[key]; found {
-		tat = time.Unix(0, ns)
+	if e, found := l.keys[key]; found {
+		tat = time.Unix(0, e.tat)
 	}
 	d, err := lim.Reserve(tat, now, maxWait)
 	if err != nil { // checked above
@@ -125,8 +151,8 @@ func (l *Limiter) Reserve(ctx context.Context, key string, lim ratelimit.Limit, 
 	if !d.OK {
 		return d.Wait, false, nil
 	}
-	l.tats[key] = d.TAT.UnixNano()
-	if len(l.tats) >= l.sweep {
+	l.keys[key] = entry{tat: d.TAT.UnixNano(), lim: lim}
+	if len(l.keys) >= l.sweep {
 		l.forget(now.UnixNano())
 	}
 	return d.Wait, true, nil
@@ -135,10 +161,42 @@ func (l *Limiter) Reserve(ctx context.Context, key string, lim ratelimit.Limit, 
 // forget deletes the idle keys, those whose TAT is not after now, and
 // sets the size of the next sweep.
 func (l *Limiter) forget(now int64) {
-	for k, tat := range l.tats {
-		if tat <= now {
-			delete(l.tats, k)
+	for k, e := range l.keys {
+		if e.tat <= now {
+			delete(l.keys, k)
 		}
 	}
-	l.sweep = max(2*len(l.tats), minSweep)
+	l.sweep = max(2*len(l.keys), minSweep)
+}
+
+// States returns the keys whose TAT is ahead of the limiter's now,
+// starting with prefix (all when empty), sorted by key, at most max of
+// them (max ≤ 0: 1000) and whether there were more; and the limiter's now
+// (Config.Now, read once), against which [ratelimit.KeyState.Backlog] is
+// read. The keys are those given to Reserve.
+//
+// # Errors
+//
+// States returns ctx.Err() when ctx is done.
+func (l *Limiter) States(ctx context.Context, prefix string, max int) (states []ratelimit.KeyState, now time.Time, truncated bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, time.Time{}, false, err
+	}
+	if max <= 0 {
+		max = defaultStates
+	}
+	l.mu.Lock()
+	now = l.now()
+	ns := now.UnixNano()
+	for k, e := range l.keys {
+		if e.tat > ns && strings.HasPrefix(k, prefix) {
+			states = append(states, ratelimit.KeyState{Key: k, Limit: e.lim, TAT: time.Unix(0, e.tat)})
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(states, func(a, b ratelimit.KeyState) int { return cmp.Compare(a.Key, b.Key) })
+	if len(states) > max {
+		states, truncated = states[:max:max], true
+	}
+	return states, now, truncated, nil
 }

@@ -3,6 +3,7 @@ package locallimit_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,9 +25,10 @@ func TestConformance(t *testing.T) {
 		t.Parallel()
 		frozen := func() time.Time { return epoch }
 		ratelimittest.Exercise(t, ratelimittest.Config{
-			New:   func(*testing.T) ratelimittest.Limiter { return locallimit.New(locallimit.Config{Now: frozen}) },
-			Share: share,
-			Now:   frozen,
+			New:    func(*testing.T) ratelimittest.Limiter { return locallimit.New(locallimit.Config{Now: frozen}) },
+			Share:  share,
+			Now:    frozen,
+			Frozen: true,
 		})
 	})
 	t.Run("real-clock", func(t *testing.T) {
@@ -119,6 +121,57 @@ func TestForgetsIdleKeys(t *testing.T) {
 	// A forgotten key is as new: its burst is whole.
 	if wait, ok, err := l.Reserve(context.Background(), "r0-0", lim, 0); !ok || wait != 0 || err != nil {
 		t.Errorf("a forgotten key: ok=%v wait=%s err=%v, want granted at once", ok, wait, err)
+	}
+}
+
+// TestStatesOfIdleKeys: States lists a key while its TAT is ahead of the
+// limiter's clock, and not once it has passed, though the limiter holds
+// the key until its next sweep; a later reservation lists it again.
+func TestStatesOfIdleKeys(t *testing.T) {
+	t.Parallel()
+	c := &clock{now: epoch}
+	l := locallimit.New(locallimit.Config{Now: c.Now})
+	lim := ratelimit.Limit{Count: 1, Per: time.Second, Burst: 3}
+	list := func() []string {
+		t.Helper()
+		states, now, truncated, err := l.States(context.Background(), "", 0)
+		if err != nil || truncated || !now.Equal(c.Now()) {
+			t.Fatalf("States: truncated %v, now %s, err %v; want the clock's now %s", truncated, now, err, c.Now())
+		}
+		var keys []string
+		for _, s := range states {
+			keys = append(keys, s.Key)
+		}
+		return keys
+	}
+	for range 2 {
+		if _, ok, err := l.Reserve(context.Background(), "k", lim, 0); !ok || err != nil {
+			t.Fatalf("Reserve: ok=%v err=%v", ok, err)
+		}
+	}
+	steps := []struct {
+		move time.Duration
+		want []string
+	}{
+		{want: []string{"k"}},
+		{move: 1999 * time.Millisecond, want: []string{"k"}},
+		{move: time.Millisecond}, // the TAT, 2s
+		{move: time.Hour},
+	}
+	for i, s := range steps {
+		c.Add(s.move)
+		if got := list(); !slices.Equal(got, s.want) {
+			t.Fatalf("step %d, at %s: States lists %q, want %q", i, c.Now().Sub(epoch), got, s.want)
+		}
+	}
+	if l.Keys() != 1 {
+		t.Fatalf("the limiter holds %d keys, want the idle one until its sweep", l.Keys())
+	}
+	if _, ok, err := l.Reserve(context.Background(), "k", lim, 0); !ok || err != nil {
+		t.Fatalf("Reserve: ok=%v err=%v", ok, err)
+	}
+	if got := list(); !slices.Equal(got, []string{"k"}) {
+		t.Fatalf("after a new reservation: States lists %q, want [k]", got)
 	}
 }
 

@@ -1,13 +1,14 @@
 // Package ratelimittest is the conformance suite every rate limiter by key
 // runs (internal/ratelimit/locallimit, internal/ratelimit/redislimit):
-// Exercise states the contract of Reserve as tests, with the GCRA of
-// package ratelimit as the model.
+// Exercise states the contract of Reserve and States as tests, with the
+// GCRA of package ratelimit as the model.
 //
 //	frozen := func() time.Time { return epoch }
 //	ratelimittest.Exercise(t, ratelimittest.Config{
-//		New:   func(*testing.T) ratelimittest.Limiter { return locallimit.New(locallimit.Config{Now: frozen}) },
-//		Share: func(_ *testing.T, l ratelimittest.Limiter) ratelimittest.Limiter { return l },
-//		Now:   frozen,
+//		New:    func(*testing.T) ratelimittest.Limiter { return locallimit.New(locallimit.Config{Now: frozen}) },
+//		Share:  func(_ *testing.T, l ratelimittest.Limiter) ratelimittest.Limiter { return l },
+//		Now:    frozen,
+//		Frozen: true,
 //	})
 //
 // # Fake and real clocks
@@ -24,7 +25,8 @@
 // first and the last instant the calls could have happened. The
 // scenarios leave seconds between a wait and the maximum wait that
 // decides it, so a loaded machine that stalls a call for a while changes
-// no decision, only the width of the bounds.
+// no decision, only the width of the bounds. A key that becomes idle needs
+// time to pass: the suite checks it on real clocks only (Config.Frozen).
 package ratelimittest
 
 import (
@@ -41,13 +43,20 @@ import (
 )
 
 // Limiter is what the suite exercises: the Reserve that the limiters'
-// consumers declare (plugins.RateLimiter for a grant's host rules).
+// consumers declare (plugins.RateLimiter for a grant's host rules), and
+// the States that shows their keys to an operator.
 type Limiter interface {
 	// Reserve takes the next event of key under l if it may happen within
 	// maxWait from now, and says how long to wait for it (0: at once).
 	// When the wait would be longer, it takes nothing (the key's state is
 	// unchanged) and returns ok false with the wait it would have had.
 	Reserve(ctx context.Context, key string, l ratelimit.Limit, maxWait time.Duration) (wait time.Duration, ok bool, err error)
+
+	// States returns the keys whose TAT is ahead of the limiter's now,
+	// starting with prefix (all when empty), sorted by key, at most max
+	// of them (max ≤ 0: 1000) and whether there were more; and the
+	// limiter's now, against which ratelimit.KeyState.Backlog is read.
+	States(ctx context.Context, prefix string, max int) (states []ratelimit.KeyState, now time.Time, truncated bool, err error)
 }
 
 // Config says how to make the limiters under test and read their clock.
@@ -71,6 +80,12 @@ type Config struct {
 	// 0 for the fake clock itself; Redis's TIME counts whole microseconds.
 	// Defaults to 0.
 	Slack time.Duration
+
+	// Frozen says that Now is a fake clock that never moves: the suite
+	// then skips what needs time to pass (a key whose TAT passes is no
+	// longer listed), which the limiter's own tests check with a clock
+	// they move. Defaults to false.
+	Frozen bool
 }
 
 // Exercise runs the suite. Each subtest calls New for limiters of its own
@@ -92,6 +107,17 @@ func Exercise(t *testing.T, cfg Config) {
 	t.Run("ConcurrentReserversGetDistinctSlots", func(t *testing.T) {
 		t.Parallel()
 		concurrent(t, cfg)
+	})
+	t.Run("States", func(t *testing.T) {
+		t.Parallel()
+		states(t, cfg)
+	})
+	t.Run("IdleKeysAreNotListed", func(t *testing.T) {
+		t.Parallel()
+		if cfg.Frozen {
+			t.Skip("a frozen clock: no key becomes idle")
+		}
+		idleKeys(t, cfg)
 	})
 	t.Run("DoneContext", func(t *testing.T) {
 		t.Parallel()
@@ -355,6 +381,9 @@ func doneContext(t *testing.T, cfg Config) {
 		_, ok, err := lim.Reserve(ctx, "k", twoAtOnce, time.Hour)
 		if ok || !errors.Is(err, ctx.Err()) {
 			t.Errorf("Reserve with a done context: ok=%v err=%v, want %v", ok, err, ctx.Err())
+		}
+		if states, _, _, err := lim.States(ctx, "", 0); len(states) != 0 || !errors.Is(err, ctx.Err()) {
+			t.Errorf("States with a done context: %d states, err=%v, want %v", len(states), err, ctx.Err())
 		}
 	}
 	for range twoAtOnce.EffectiveBurst() {

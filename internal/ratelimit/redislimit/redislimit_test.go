@@ -73,9 +73,10 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-// TestKeyLayout: a key's state is its TAT in decimal Unix nanoseconds,
-// under the prefix with the key as its hash tag, expiring when the TAT
-// passes; a refusal writes nothing.
+// TestKeyLayout: a key's state is its TAT in decimal Unix nanoseconds
+// and the terms of its last granted event, under the prefix with the key
+// as its hash tag, expiring when the TAT passes; a refusal writes
+// nothing.
 func TestKeyLayout(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t).Client(t)
@@ -100,7 +101,11 @@ func TestKeyLayout(t *testing.T) {
 		if err != nil {
 			t.Fatalf("GET %s: %v", l.Key("partner"), err)
 		}
-		ns, err := strconv.ParseInt(v, 10, 64)
+		digits, terms, _ := strings.Cut(v, " ")
+		if want := "1 60000000000 2"; terms != want {
+			t.Fatalf("GET %s = %q: terms %q, want %q (count, per in ns, burst)", l.Key("partner"), v, terms, want)
+		}
+		ns, err := strconv.ParseInt(digits, 10, 64)
 		if err != nil {
 			t.Fatalf("GET %s = %q: not Unix nanoseconds: %v", l.Key("partner"), v, err)
 		}
@@ -118,8 +123,8 @@ func TestKeyLayout(t *testing.T) {
 	if ttl <= 2*time.Minute-time.Since(before)-time.Second || ttl > 2*time.Minute {
 		t.Errorf("PTTL %s, want the time left until the TAT, about 2m", ttl)
 	}
-	// A refusal changes neither the TAT nor the expiry.
-	if _, ok, err := l.Reserve(ctx(t), "partner", lim, time.Second); ok || err != nil {
+	// A refusal changes neither the TAT, nor the terms, nor the expiry.
+	if _, ok, err := l.Reserve(ctx(t), "partner", ratelimit.Limit{Count: 7, Per: time.Second}, time.Second); ok || err != nil {
 		t.Fatalf("beyond the burst: ok=%v err=%v, want a refusal", ok, err)
 	}
 	tat2, ttl2 := read()

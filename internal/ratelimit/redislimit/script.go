@@ -3,26 +3,32 @@ package redislimit
 import "github.com/redis/go-redis/v9"
 
 // reserveScript is the GCRA of package ratelimit with reservation, on one
-// key (KEYS[1]) holding the key's TAT. ARGV: the interval, the burst's
+// key (KEYS[1]) holding the key's state. ARGV: the interval, the burst's
 // offset ((B-1)·I, saturated to an int64 by the caller) and the maximum
-// wait, all in nanoseconds. It answers {1, wait} when it took the event
-// and {0, wait} when it took nothing, wait in nanoseconds.
+// wait, all in nanoseconds; then the Limit's terms as the caller gave
+// them (count, per in nanoseconds, burst), which decide nothing and are
+// written with the TAT for States to show. It answers {1, wait} when it
+// took the event and {0, wait} when it took nothing, wait in nanoseconds.
 //
-// The TAT is kept as the decimal Unix nanoseconds, as Go's
-// time.Time.UnixNano writes them; Lua's numbers are doubles, exact for
-// integers below 2^53, so the script splits it into its seconds and
-// nanoseconds and computes every difference from now in nanoseconds, exact
-// within 104 days. Now is Redis's own TIME, so the nodes of a cluster,
-// whatever their clocks, share one timeline. The key expires when its TAT
-// passes (PX, rounded up to the millisecond): an idle key is no key.
+// The state is "<TAT> <count> <per> <burst>" (see the package doc), the
+// TAT as the decimal Unix nanoseconds, as Go's time.Time.UnixNano writes
+// them. A state of the TAT alone, as versions before the terms wrote it,
+// is read too: a rolling upgrade finds such keys until they expire. Lua's
+// numbers are doubles, exact for integers below 2^53, so the script splits
+// the TAT into its seconds and nanoseconds and computes every difference
+// from now in nanoseconds, exact within 104 days. Now is Redis's own
+// TIME, so the nodes of a cluster, whatever their clocks, share one
+// timeline. The key expires when its TAT passes (PX, rounded up to the
+// millisecond): an idle key is no key.
 //
 // Derived from the allowN script of github.com/go-redis/redis_rate v10.0.1
 // (lua.go), itself from rwz/redis-gcra's perform_gcra_ratelimit.lua. The
 // changes: the event is taken when its wait is at most the caller's maximum
 // wait, and nothing is written otherwise (redis_rate only allows an event
 // due now); the TAT is integer nanoseconds rather than floating seconds
-// since 2017; the cost is always one event; the answer is the decision and
-// the wait alone. Their notices, as their licences require:
+// since 2017, and kept with the terms of the last granted event; the cost
+// is always one event; the answer is the decision and the wait alone.
+// Their notices, as their licences require:
 //
 //	redis_rate: Copyright (c) 2013 The github.com/go-redis/redis_rate
 //	Authors. All rights reserved.
@@ -83,11 +89,17 @@ local t = redis.call("TIME")
 local now_s, now_ns = tonumber(t[1]), tonumber(t[2]) * 1000
 
 -- tat = max(TAT, now), as seconds and nanoseconds; ahead = tat - now.
+-- The TAT is the state up to its first space (all of an older state).
 local tat_s, tat_ns, ahead = now_s, now_ns, 0
 local v = redis.call("GET", KEYS[1])
 if v then
-  local s, ns = tonumber(string.sub(v, 1, -10)), tonumber(string.sub(v, -9))
-  if not s or not ns or #v < 10 then
+  local digits = v
+  local space = string.find(v, " ", 1, true)
+  if space then
+    digits = string.sub(v, 1, space - 1)
+  end
+  local s, ns = tonumber(string.sub(digits, 1, -10)), tonumber(string.sub(digits, -9))
+  if not s or not ns or #digits < 10 then
     return redis.error_reply("ratelimit state of " .. KEYS[1] .. " is not Unix nanoseconds: " .. v)
   end
   local d = (s - now_s) * 1e9 + (ns - now_ns)
@@ -112,6 +124,6 @@ end
 tat_ns = tat_ns + interval
 tat_s = tat_s + math.floor(tat_ns / 1e9)
 tat_ns = tat_ns % 1e9
-redis.call("SET", KEYS[1], string.format("%d%09d", tat_s, tat_ns), "PX", string.format("%.0f", math.ceil((ahead + interval) / 1e6)))
+redis.call("SET", KEYS[1], string.format("%d%09d %s %s %s", tat_s, tat_ns, ARGV[4], ARGV[5], ARGV[6]), "PX", string.format("%.0f", math.ceil((ahead + interval) / 1e6)))
 return {1, wait}
 `)
