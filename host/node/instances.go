@@ -55,6 +55,21 @@ func (n *Node) Instances(ctx context.Context, f weft.InstanceFilter) ([]weft.Ins
 	return n.store.ListInstances(ctx, f)
 }
 
+// SearchInstances is Instances with a query (docs/operations.md,
+// "Search"): the instances f selects that the query text q matches. A
+// query that does not parse or type is an error matching weft.ErrInvalid
+// that wraps a *query.Error (where, and what is wrong). A page may be
+// shorter than f.Limit, even empty, with a cursor to read on.
+func (n *Node) SearchInstances(ctx context.Context, q string, f weft.InstanceFilter) ([]weft.Instance, string, error) {
+	return n.engine.SearchInstances(ctx, q, f)
+}
+
+// SearchAttributes returns the registered search attributes: every name
+// a saved definition declared, with its type, ordered by name.
+func (n *Node) SearchAttributes(ctx context.Context) ([]weft.SearchAttribute, error) {
+	return n.store.SearchAttributes(ctx)
+}
+
 // CountInstances counts the instances in each status, of one workflow or
 // ("") of all.
 func (n *Node) CountInstances(ctx context.Context, workflow string) (map[weft.Status]int, error) {

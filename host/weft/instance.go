@@ -76,6 +76,10 @@ type Instance struct {
 	// its instances run at once per key: its key, and since when it waits
 	// for a slot. Nil otherwise.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	// Search holds the instance's search attributes (its definition's
+	// `search`, evaluated by the engine at each commit); the stores index
+	// them for InstanceFilter.Search.
+	Search SearchAttributes `json:"search,omitempty"`
 	// CreatedAt is set by the store when the instance is created (kept when
 	// a create supplies it, as an import does); UpdatedAt on every Commit
 	// (both to Commit.At when it is given).
@@ -164,6 +168,19 @@ type InstanceFilter struct {
 	// CreatedFrom, when not zero, keeps instances created at or after it;
 	// CreatedBefore, when not zero, those created before it.
 	CreatedFrom, CreatedBefore time.Time
+	// Search, when set, reads the instances through the index of one
+	// search attribute, those whose value is in the range, in the index's
+	// order: by value (by keyword for a keywords attribute), then by
+	// (CreatedAt, ID), the other way round when NewestFirst. The other
+	// fields still filter.
+	Search *SearchRange
+	// Match, when set, keeps only the instances it accepts (the rest of a
+	// query, evaluated on each instance read, without its State).
+	Match func(*Instance) bool
+	// Examine bounds the instances one call reads to fill its page when
+	// Match or Search filter them (0: MaxExamine): a page may then come
+	// back shorter than Limit, even empty, with a cursor to read on.
+	Examine int
 	// NewestFirst lists in the reverse order: the newest first.
 	NewestFirst bool
 	// Limit bounds the page: see ClampLimit.

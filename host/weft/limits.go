@@ -12,6 +12,10 @@ const (
 	DefaultListLimit = 100
 	// MaxListLimit bounds every page.
 	MaxListLimit = 1000
+	// MaxExamine bounds the instances a list reads for one page when a
+	// query filters them (InstanceFilter.Examine), so that a query that
+	// matches little answers in bounded time, with a cursor to read on.
+	MaxExamine = 10000
 )
 
 // ClampLimit returns the page size for a requested limit: DefaultListLimit

@@ -66,6 +66,7 @@ func (d *Definition) canonical() map[string]any {
 		putKey(cm, c.Key)
 		m["concurrency"] = cm
 	}
+	canonicalSearch(m, d.Search)
 	return m
 }
 

@@ -45,6 +45,11 @@ type Definition struct {
 	// same key run at once, so that a service behind them sees no more
 	// than it can take. Nil when absent: no limit.
 	Concurrency *Concurrency
+	// Search holds the workflow's search attributes, sorted by name: typed
+	// values computed from an instance's input and variables at every
+	// commit, which operators search instances by (use SearchValues).
+	// Nil when absent.
+	Search []SearchAttr
 }
 
 // Fairness is a workflow's fairness: which lane of the ready queue its

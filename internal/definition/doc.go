@@ -145,6 +145,19 @@
 //     an absent or empty one being the step's own key. Each is in the
 //     canonical form only when present, with its burst spelt out and a
 //     key of "" left out, as absent.
+//   - `search` declares typed attributes (weft.SearchType) that operators
+//     search instances by: names a query can name and does not name
+//     already (internal/query's built-in fields and keywords), at most
+//     weft.MaxSearchAttributes; each a literal, checked against its type
+//     when parsed, or an expression or template over `input` and `vars`,
+//     evaluated at every commit (Definition.SearchValues), so that an
+//     attribute over vars follows the instance. A value that does not fit
+//     its type is a SearchProblem, never an instance's failure: what
+//     operators search by must not break what the workflow does; null is
+//     absent, quietly. A string is not a number, nor a number a string:
+//     the index would order "10" before "9". It is in the canonical form
+//     only when present. That a name keeps its type across workflows is
+//     the engine's check, against the host's registry.
 //   - A problem about the whole document has the path RootPath ("$").
 //
 // # Versioning

@@ -1,6 +1,7 @@
 package definition
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -9,10 +10,12 @@ import (
 )
 
 // FuzzParse checks that no input makes Parse, Load, Validate, Order,
-// ConcurrencyKey or a step limit's EvalKey panic, that every problem has
-// a path, and that an accepted definition's canonical encoding parses
-// back to the same hash, the same order, the same concurrency key and
-// the same step limits.
+// ConcurrencyKey, a step limit's EvalKey or SearchValues panic, that
+// every problem has a path, that every search value is one of its
+// attribute's type within the limits, and that an accepted definition's
+// canonical encoding parses back to the same hash, the same order, the
+// same concurrency key, the same step limits and the same search
+// values.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"name: wf\nsteps: [{id: a, delay: 1s}]",
@@ -27,6 +30,8 @@ func FuzzParse(f *testing.F) {
 		"name: wf\nconcurrency: {key: '${ input.customer }', limit: 2, policy: cancel_oldest}\nsteps: [{id: a, delay: 1s}]",
 		"name: wf\nsteps: [{id: a, activity: p.q, concurrency: {key: '${ input.customer }', limit: 2}, rate_limit: {key: '${ vars.a }', limit: 10, per: 1s, burst: 20}}]",
 		"name: wf\nsteps: [{id: l, foreach: '${ input.items }', as: it, do: [{id: a, activity: p.q, rate_limit: {key: 'h-${ it }', limit: 1, per: 1d}}]}]",
+		"name: wf\nsearch: {customer: {type: string, value: '${ input.customer }'}, seats: {type: number, value: '${ input.seats }'}, tags: {type: keywords, value: [x, '${ input.plan }']}}\nsteps: [{id: a, delay: 1s}]",
+		"name: wf\nsearch:\n  due: {type: time, value: '${ vars.a?.due }'}\n  vip: {type: bool, value: \"${ input.plan == 'pro' }\"}\nsteps: [{id: a, set: {a: '${ input }'}}]",
 	} {
 		f.Add([]byte(s))
 	}
@@ -54,6 +59,7 @@ func FuzzParse(f *testing.F) {
 		_ = validateDefinition(def, nil)
 		inputs := []any{nil, map[string]any{"tenant": "acme", "w": 2.0, "plan": "pro", "seats": 500.0, "customer": "c-42", "items": []any{"x"}}}
 		checkStepLimits(t, def, again, inputs)
+		checkSearch(t, def, again, inputs)
 		for _, in := range inputs {
 			o1, err1 := def.Order(in, 0)
 			o2, err2 := again.Order(in, 0)
@@ -126,4 +132,48 @@ func checkStepLimits(t *testing.T, def, again *Definition, inputs []any) {
 		}
 		return true
 	})
+}
+
+// checkSearch fails t when def's search values for one of inputs (with
+// every variable set to the input too) differ from again's, its
+// canonical round trip, or one is not of its attribute's type within the
+// limits, or a problem names no attribute.
+func checkSearch(t *testing.T, def, again *Definition, inputs []any) {
+	t.Helper()
+	types := def.SearchTypes()
+	if fmt.Sprint(types) != fmt.Sprint(again.SearchTypes()) {
+		t.Fatalf("search types %v, and %v after the canonical round trip", types, again.SearchTypes())
+	}
+	for _, in := range inputs {
+		env := Env{Input: in, Vars: map[string]any{}}
+		for _, name := range []string{"a", "b", "c", "x"} {
+			env.Vars[name] = in
+		}
+		a1, p1 := def.SearchValues(env)
+		a2, p2 := again.SearchValues(env)
+		if fmt.Sprint(a1, p1) != fmt.Sprint(a2, p2) {
+			t.Fatalf("SearchValues(%v) is %v %v, and %v %v after the canonical round trip", in, a1, p1, a2, p2)
+		}
+		for name, v := range a1 {
+			if v.Type != types[name] {
+				t.Fatalf("search value %s is a %s, declared a %s", name, v.Type, types[name])
+			}
+			for _, s := range append([]string{v.String}, v.Keywords...) {
+				if searchString(s) != nil {
+					t.Fatalf("search value %s holds %q", name, s)
+				}
+			}
+			if len(v.Keywords) > weft.MaxSearchKeywords || v.Type == weft.SearchKeywords && len(v.Keywords) == 0 {
+				t.Fatalf("search value %s has %d keywords", name, len(v.Keywords))
+			}
+			if _, err := json.Marshal(v); err != nil {
+				t.Fatalf("search value %s does not encode: %v", name, err)
+			}
+		}
+		for _, p := range p1 {
+			if _, ok := types[p.Name]; !ok || p.Err == nil {
+				t.Fatalf("search problem %v", p)
+			}
+		}
+	}
 }

@@ -471,7 +471,7 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 	if !ok {
 		return nil
 	}
-	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output", "retention", "priority", "fairness", "concurrency")
+	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output", "retention", "priority", "fairness", "concurrency", "search")
 	def := &Definition{Persistence: PersistenceLazy}
 	if f, ok := fs["name"]; ok {
 		def.Name, _ = d.str(f)
@@ -525,6 +525,9 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 	}
 	if f, ok := fs["concurrency"]; ok {
 		def.Concurrency = d.concurrency(f)
+	}
+	if f, ok := fs["search"]; ok {
+		def.Search = d.search(f)
 	}
 	return def
 }

@@ -63,7 +63,7 @@ func (v *validator) problem(path, format string, args ...any) {
 // (unique across the definition, nested steps included), that each step
 // has exactly one kind, durations and their relations, retry policies,
 // priority and fairness, concurrency (a workflow's, a foreach's and an
-// activity step's), an activity step's rate limit, wait
+// activity step's), an activity step's rate limit, search attributes, wait
 // keys, variable names, that plugins, activities and child workflows
 // exist, and that child workflows form no cycle. A nil catalog skips the
 // checks that need one, except a workflow that starts itself.
@@ -97,6 +97,7 @@ func validate(def *Definition, catalog Catalog) []weft.Problem {
 	}
 	v.order(def)
 	v.concurrency(def.Concurrency)
+	v.search(def.Search)
 	events := map[string]bool{}
 	for i, t := range def.Triggers {
 		p := joinIndex("triggers", i) + ".event"

@@ -227,7 +227,14 @@ type exprNode struct {
 }
 
 func (n exprNode) eval(env map[string]any) (any, error) {
-	x, err := expr.Run(n.prog, env)
+	var machine vm.VM
+	return n.run(&machine, env)
+}
+
+// run evaluates the expression on machine, which it may reuse from a
+// previous run (expr.Run takes a new one each time).
+func (n exprNode) run(machine *vm.VM, env map[string]any) (any, error) {
+	x, err := machine.Run(n.prog, env)
 	if err != nil {
 		return nil, &EvalError{Source: "${" + n.src + "}", Err: errors.New(exprMessage(err))}
 	}
@@ -295,10 +302,16 @@ type templateNode struct {
 }
 
 func (n templateNode) eval(env map[string]any) (any, error) {
+	var machine vm.VM
+	return n.run(&machine, env)
+}
+
+// run evaluates the template, its expressions on machine.
+func (n templateNode) run(machine *vm.VM, env map[string]any) (any, error) {
 	var b strings.Builder
 	for i, e := range n.exprs {
 		b.WriteString(n.lits[i])
-		x, err := e.eval(env)
+		x, err := e.run(machine, env)
 		if err != nil {
 			return nil, err
 		}

@@ -18,7 +18,14 @@ import (
 // of syntax, structure, expressions or references, in one
 // *weft.DefinitionError.
 func (e *Engine) CheckDefinition(ctx context.Context, source []byte) (*definition.Definition, error) {
-	return definition.Load(source, catalog{ctx: ctx, st: e.store, timeout: e.cfg.ActivityTimeout})
+	def, err := definition.Load(source, catalog{ctx: ctx, st: e.store, timeout: e.cfg.ActivityTimeout})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.checkSearch(ctx, def); err != nil {
+		return nil, err
+	}
+	return def, nil
 }
 
 // SaveDefinition validates source against the stored plugins and workflows
@@ -28,6 +35,9 @@ func (e *Engine) CheckDefinition(ctx context.Context, source []byte) (*definitio
 func (e *Engine) SaveDefinition(ctx context.Context, source []byte) (*weft.Definition, bool, error) {
 	def, err := e.CheckDefinition(ctx, source)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := e.registerSearch(ctx, def); err != nil {
 		return nil, false, err
 	}
 	version, created, err := e.store.PutDefinition(ctx, def.Name, def.Hash(), source)

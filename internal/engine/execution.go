@@ -66,6 +66,10 @@ type execution struct {
 	// inflight are the activity attempts started and not yet ended.
 	inflight inFlight
 
+	// searchWarned holds the search attributes whose values did not fit,
+	// logged once per execution (searchOf).
+	searchWarned map[string]bool
+
 	// sched is what the heartbeat scheduler shares with this execution: it
 	// renews the lock and the lease from its own goroutine.
 	sched scheduling
@@ -898,6 +902,12 @@ func (x *execution) commit(drains bool) error {
 	}
 	inst.State, inst.Vars = enc.State, enc.Vars
 	inst.Status = x.st.Status
+	if def := x.prog.Definition(); len(def.Search) > 0 {
+		if x.searchWarned == nil {
+			x.searchWarned = map[string]bool{}
+		}
+		inst.Search = x.e.searchOf(def, inst.ID, x.st.Input, x.st.Vars, x.searchWarned)
+	}
 	if x.st.Status == weft.StatusCompleted {
 		inst.Output = enc.Output
 	}

@@ -233,6 +233,13 @@ func (e *Engine) createFrom(ctx context.Context, c creation, cached bool) (*weft
 	if inst.Concurrency, err = concurrencyOf(prog.Definition(), decoded); err != nil {
 		return nil, 0, time.Time{}, err
 	}
+	if def := prog.Definition(); len(def.Search) > 0 {
+		// Its attributes over input are searchable from its create; those
+		// over vars, from the commit that sets them.
+		if in, err := decoded(); err == nil {
+			inst.Search = e.searchOf(def, id, in, nil, nil)
+		}
+	}
 	// No timers, no bookmarks: process relies on it to skip reading them
 	// for an instance at revision 1. At makes the stored times known here,
 	// so the instance need not be read back.

@@ -51,6 +51,12 @@ func (e *Error) Error() string {
 // Is makes an *Error match ErrQuery.
 func (e *Error) Is(target error) bool { return target == ErrQuery }
 
+// Located returns Pos, Token and Msg: how a package that may not import
+// this one (host/api, which reaches the core through the node alone)
+// finds an *Error in an error's chain, with errors.As to an interface of
+// its own, to point at the offending token.
+func (e *Error) Located() (pos int, token, msg string) { return e.Pos, e.Token, e.Msg }
+
 // showToken is how an error message shows a token: a string literal as
 // written, since it has its quotes (cut after maxShownToken bytes, and
 // then followed by …), anything else quoted.

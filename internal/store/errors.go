@@ -22,6 +22,26 @@ var (
 	ErrCatalogChanged = errors.New("catalog changed since it was read")
 )
 
+// SearchTypeError is Store.RegisterSearchAttributes's refusal: a search
+// attribute is registered with another type. It matches weft.ErrInvalid:
+// the definition cannot be saved as it is.
+type SearchTypeError struct {
+	// Name is the attribute; Type the type asked for; Registered the
+	// type it has, since Workflow declared it.
+	Name       string
+	Type       weft.SearchType
+	Registered weft.SearchType
+	Workflow   string
+}
+
+// Error implements error.
+func (e *SearchTypeError) Error() string {
+	return fmt.Sprintf("search attribute %q is a %s (declared so by workflow %s), not a %s", e.Name, e.Registered, e.Workflow, e.Type)
+}
+
+// Unwrap returns weft.ErrInvalid.
+func (e *SearchTypeError) Unwrap() error { return weft.ErrInvalid }
+
 // PluginError is Store.ResolveStart's error for a plugin it could not
 // read; it wraps the reason (ErrNotFound when the plugin is not stored).
 type PluginError struct {

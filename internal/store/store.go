@@ -49,6 +49,19 @@ type Store interface {
 	// and the cursor of the next page ("" after the last page). Oldest
 	// first, instances created after the listing started appear on later
 	// pages; in either order none is listed twice.
+	//
+	// With f.Search, the order is that attribute's index instead: by
+	// value, then (CreatedAt, ID), reversed when f.NewestFirst; an
+	// instance holding several keywords of the range is listed once, at
+	// the first of them in that order. The cursor is then a position in
+	// the index, not a snapshot: an instance whose value does not change
+	// between pages is listed at most once (exactly once when it matches
+	// throughout); one whose value changes is listed again when its new
+	// place is after the cursor, and not at all when it is before. When
+	// f.Search or f.Match filters, one call reads at most f.Examine
+	// instances (weft.MaxExamine for 0), and may answer a short or empty
+	// page with a cursor. A range that its type cannot read (values of
+	// another type, a Prefix on a number, NaN) is ErrInvalid.
 	ListInstances(ctx context.Context, f weft.InstanceFilter) (items []weft.Instance, next string, err error)
 
 	// CountInstances counts the instances in each status, of one workflow
@@ -192,6 +205,20 @@ type Store interface {
 	// ErrNotFound. Instances are not checked: they keep their version
 	// number, which a later definition of the same name never reuses.
 	DeleteDefinition(ctx context.Context, name string) error
+
+	// RegisterSearchAttributes records, in one atomic step, the types of
+	// the search attributes that a definition of workflow declares: a
+	// name not registered yet gets its type (and workflow as the one that
+	// registered it); a name registered with the same type is left as it
+	// is. A name registered with another type refuses the whole call
+	// with a *SearchTypeError, and nothing is registered. Names are never
+	// unregistered: the stores' indexes keep values of that type, and a
+	// query reads the name with it (docs/operations.md, "Search").
+	RegisterSearchAttributes(ctx context.Context, workflow string, attrs map[string]weft.SearchType) error
+
+	// SearchAttributes returns every registered search attribute, ordered
+	// by name.
+	SearchAttributes(ctx context.Context) ([]weft.SearchAttribute, error)
 
 	// PutPlugin makes rec the current version of the plugin rec.Name (the
 	// store sets CreatedAt) and returns created=true, unless rec.Version is

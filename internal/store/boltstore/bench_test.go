@@ -2,6 +2,7 @@ package boltstore_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -86,4 +87,16 @@ func BenchmarkUpdateSlots(b *testing.B) {
 			}
 		})
 	}
+}
+
+// searchInstances is how many instances BenchmarkSearch fills the store
+// with: `go test -run '^$' -bench Search ./internal/store/boltstore
+// -search-instances 1000000` measures issue 36's million.
+var searchInstances = flag.Int("search-instances", 10_000, "instances that BenchmarkSearch stores")
+
+// BenchmarkSearch: the first page of `customer = <one value>` among
+// -search-instances instances of 1,000 distinct customers (a page of
+// min(n/1000, 100) instances), read through the search index.
+func BenchmarkSearch(b *testing.B) {
+	storetest.BenchSearch(b, benchStore(b, boltstore.Config{}), *searchInstances)
 }

@@ -99,10 +99,12 @@ func (c Config) validate() error {
 
 // schemaVersion is stored in the meta bucket; Open refuses other values.
 // Buckets added without changing what the others hold (the inbox, the
-// grants, the delete-after index, the schedules, the slots) keep the
-// version: Open creates them in a file written before they existed.
-// (Instances finished before the delete-after index existed have no
-// DeleteAfter, so an empty index is what such a file implies.)
+// grants, the delete-after index, the schedules, the slots, the search
+// index and registry) keep the version: Open creates them in a file
+// written before they existed. (Instances finished before the
+// delete-after index existed have no DeleteAfter, and instances written
+// before search attributes have none, so an empty index is what such a
+// file implies.)
 const schemaVersion = "1"
 
 // Bucket names. See doc.go for the layout.
@@ -153,7 +155,8 @@ var (
 		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX,
 		bGrants, bGrantSeq, bExpiry,
 		bSched, bSchedWake, bSchedEvts,
-		bSlots, bSlotLine, bSlotWaiters}
+		bSlots, bSlotLine, bSlotWaiters,
+		bSearch, bSearchAttrs}
 )
 
 // ErrBroken is matched by the errors of writes to a store that a write

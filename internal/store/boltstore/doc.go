@@ -95,6 +95,8 @@
 //	slots                         slot key → limit, policy, holders, length of the line
 //	slot_line                     (slot key, seq) → waiter, seq from one sequence of the store
 //	slot_waiters                  (slot key, waiter id) → seq
+//	instances_by_search           (name, type, value, created, id), see "Search attributes"
+//	search_attributes             name → type, workflow that registered it
 //
 // UpdateSlots reads a key's record, the front of its line (one seek) and
 // its caller's own place (slot_waiters), never the whole line (but under
@@ -107,6 +109,31 @@
 // cache of the records they decoded (catalogcache.go). The file is this
 // process's alone, so every change of the catalog is one of the store's
 // own writes, and each invalidates the whole cache once it has ended.
+//
+// # Search attributes
+//
+// An instance's search attributes (Instance.Search) are indexed in
+// instances_by_search, one key per attribute, and per distinct keyword of
+// a keywords attribute: the name (a tuple string), one byte for the type
+// (s string, n number, b bool, t time, k keywords), the value, then the
+// instance's created time and id as in the other list indexes. A value
+// sorts as its type does: a number is its IEEE 754 bits, big-endian, with
+// the sign bit flipped when positive and every bit flipped when negative
+// (-0 is 0; NaN and infinities are refused with ErrInvalid); a time is a
+// tuple time; a bool one byte, 0 or 1; a string and a keyword a tuple
+// string, whose escaping keeps the byte-wise order of the strings. Commit
+// takes the entries to delete from the record it replaces, which it reads
+// anyway, and writes only the keys that changed, so a commit of an
+// instance without attributes costs nothing more. A string that is not
+// UTF-8 is refused (ErrInvalid): JSON would store another string than the
+// one indexed.
+//
+// ListInstances with a SearchRange walks the keys of the range (one
+// interval per value of In) and reads each instance's record. A keywords
+// attribute's instance is listed at the first of its keywords in the
+// range in the walk's order: met under a later one, it is skipped when
+// another keyword it holds, in the range, comes first; no state is kept
+// across pages, and the cursor is the suffix of the last key read.
 //
 // # Inbox
 //

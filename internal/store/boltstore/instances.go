@@ -189,11 +189,15 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	if err := c.Validate(); err != nil {
 		return 0, err
 	}
+	if err := checkSearch(c.Instance.ID, c.Instance.Search); err != nil {
+		return 0, err
+	}
 	in := *c.Instance
 	id := in.ID
 	state := in.State
 	in.State = nil
 	in.Plugins = cloneMap(in.Plugins)
+	in.Search = normSearch(in.Search)
 	in.Lease.Expiry = in.Lease.Expiry.UTC()
 	in.DeleteAfter = in.DeleteAfter.UTC()
 	if !in.CreatedAt.IsZero() {
@@ -280,6 +284,9 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		}
 
 		if err := syncIndexes(tx, instIndexes(instOf(old)), instIndexes(&rec.Instance)); err != nil {
+			return err
+		}
+		if err := syncSearch(tx, instOf(old), &rec.Instance); err != nil {
 			return err
 		}
 		if len(state) > 0 {
@@ -511,12 +518,45 @@ func (s *Store) InstanceStatuses(ctx context.Context, ids []string) (map[string]
 }
 
 // ListInstances implements store.Store.
+//
+// Without f.Search it walks an index by creation: of the workflow and the
+// status when f names both, of one of them, or of every instance. With
+// f.Search it walks the search index (bSearch) over the keys of the range
+// (searchSpans), by (value, created, id), and filters every instance it
+// reads by the other fields; a keywords attribute's instance is listed at
+// the first of its keywords in the range, in the walk's order
+// (listedEarlier). f.Match filters either walk.
+//
+// A cursor is the key suffix where a page stopped, a position in the
+// walked index, not a snapshot: the next page lists what that index holds
+// after it then. So an instance whose indexed value does not change
+// between pages is listed at most once (exactly once when it matches
+// throughout); one whose value changed is listed again when its new key is
+// ahead of the cursor, and not at all when it moved behind it.
+//
+// When f.Search or f.Match filters, one call reads at most f.Examine
+// index entries (weft.MaxExamine for 0), every entry counting, whether
+// its instance is kept or not: a page may stop short of the limit, or
+// empty, with the cursor of the last entry read.
 func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]weft.Instance, string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, "", store.Invalid("unknown status %q", f.Status)
+	}
+	if f.Examine < 0 {
+		return nil, "", store.Invalid("examine must not be negative, got %d", f.Examine)
+	}
+	limit, examine := weft.ClampLimit(f.Limit), -1
+	if f.Search != nil || f.Match != nil {
+		examine = f.Examine
+		if examine == 0 {
+			examine = weft.MaxExamine
+		}
+	}
+	if f.Search != nil {
+		return s.listBySearch(ctx, f, limit, examine)
 	}
 	var after []byte
 	if f.Cursor != "" {
@@ -555,7 +595,6 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 			lo = append(append(bytes.Clone(prefix), after...), 0)
 		}
 	}
-	limit := weft.ClampLimit(f.Limit)
 	var items []weft.Instance
 	var next string
 	err := s.read(ctx, func(tx *bolt.Tx) error {
@@ -568,14 +607,18 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 		} else {
 			k, _ = c.Seek(lo)
 		}
+		examined := 0
+		var last []byte
 		for ; hasPrefix(k, prefix); k, _ = step() {
 			if f.NewestFirst && bytes.Compare(k, lo) < 0 || !f.NewestFirst && hi != nil && bytes.Compare(k, hi) >= 0 {
 				return nil
 			}
-			if len(items) == limit {
-				next = encodeCursor(lastSuffix(items[len(items)-1]))
+			if len(items) == limit || examined == examine {
+				next = encodeCursor(last[len(prefix):])
 				return nil
 			}
+			examined++
+			last = k
 			_, rest, ok := readTime(k[len(prefix):])
 			id, _, ok2 := readStr(rest)
 			if !ok || !ok2 {
@@ -587,6 +630,9 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 			}
 			if r == nil {
 				return fmt.Errorf("index %s names missing instance %q", bucket, id)
+			}
+			if f.Match != nil && !f.Match(&r.Instance) {
+				continue
 			}
 			items = append(items, r.Instance)
 		}
@@ -624,8 +670,6 @@ func (s *Store) CountInstances(ctx context.Context, workflow string) (map[weft.S
 	}
 	return counts, nil
 }
-
-func lastSuffix(in weft.Instance) []byte { return key(nil).time(in.CreatedAt).str(in.ID) }
 
 // seekBefore places c on the last key below hi (below the end of prefix's
 // keys when hi is nil) and returns it.
@@ -673,6 +717,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 			return refuse(&store.CommitError{InstanceID: id, Err: weft.ErrFenced, Rev: old.Rev, Fence: old.Fence})
 		}
 		if err := syncIndexes(tx, instIndexes(&old.Instance), nil); err != nil {
+			return err
+		}
+		if err := syncSearch(tx, &old.Instance, nil); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bInst).Delete([]byte(id)); err != nil {

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,7 +21,8 @@ import (
 
 // commandCalls sums INFO commandstats: scripts (EVALSHA and EVAL, the
 // round trips the store makes) and every command, the ones scripts run
-// included. INFO itself is not counted.
+// included. INFO and CONFIG (Redis 7 names it config|resetstat) are not
+// counted.
 func commandCalls(b testing.TB, c redis.UniversalClient) (scripts, all int64) {
 	b.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
@@ -29,7 +31,7 @@ func commandCalls(b testing.TB, c redis.UniversalClient) (scripts, all int64) {
 	}
 	for _, line := range strings.Split(info, "\n") {
 		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" || name == "cmdstat_config" {
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" || strings.HasPrefix(name, "cmdstat_config") {
 			continue
 		}
 		for _, kv := range strings.Split(stats, ",") {
@@ -120,4 +122,29 @@ func BenchmarkCommitRunParallel(b *testing.B) {
 			reportCommands(b, c, int(commits.Load()))
 		})
 	}
+}
+
+// searchInstances is how many instances BenchmarkSearch fills the store
+// with: `go test -run '^$' -bench Search ./internal/store/redisstore
+// -search-instances 1000000` measures issue 36's million.
+var searchInstances = flag.Int("search-instances", 10_000, "instances that BenchmarkSearch stores")
+
+// BenchmarkSearch: the first page of `customer = <one value>` among
+// -search-instances instances of 1,000 distinct customers (a page of
+// min(n/1000, 100) instances), read through the search index: one script
+// call, which reads the page and one entry more.
+func BenchmarkSearch(b *testing.B) {
+	c, s := benchServer(b, "everysec")
+	storetest.BenchSearch(b, s, *searchInstances)
+	b.StopTimer()
+	if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := s.ListInstances(context.Background(), weft.InstanceFilter{Search: &weft.SearchRange{
+		Name: "customer", Type: weft.SearchString, In: []weft.SearchValue{{Type: weft.SearchString, String: "customer-0500"}}}}); err != nil {
+		b.Fatal(err)
+	}
+	scripts, all := commandCalls(b, c)
+	b.ReportMetric(float64(scripts), "scripts/page")
+	b.ReportMetric(float64(all), "cmds/page")
 }

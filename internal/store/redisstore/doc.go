@@ -9,15 +9,17 @@
 // Every write that reads before it writes is one Lua script (go-redis
 // runs it with EVALSHA and loads it on NOSCRIPT): Commit (the rev
 // compare-and-set, the fence check, the delivered stimulus, the plugin
-// pins, then the instance, its indexes, history, bookmarks, timers,
-// inbox, heartbeats and the messages it sends), DeleteInstance,
+// pins, then the instance, its indexes (its search attributes' among
+// them), history, bookmarks, timers, inbox, heartbeats and the messages it
+// sends), DeleteInstance,
 // RenewLeases (one script per batch: one round trip), Deliver,
 // EnqueueStimulus, ExpireStimuli, PutDefinition, DeleteDefinition,
 // PutPlugin, DeletePlugin (the in-use check and the delete), PutGrants
 // (the comparison with the stored document and the revision),
-// DeleteGrants, CreateSchedule and UpdateSchedule (the revision compare,
-// the record, its wake index entry and the events appended and trimmed)
-// and DeleteSchedule. Redis runs a script alone, so no other client sees a
+// DeleteGrants, RegisterSearchAttributes (every name checked, then the
+// new ones registered), CreateSchedule and UpdateSchedule (the revision
+// compare, the record, its wake index entry and the events appended and
+// trimmed) and DeleteSchedule. Redis runs a script alone, so no other client sees a
 // half-done transition. UpdateSlots is the exception: it runs the Go
 // operation of internal/slots on a window of the key's records read under
 // WATCH, and writes the changes in one MULTI/EXEC, which Redis applies
@@ -129,7 +131,9 @@
 //	                      inbox holds a message), hb ("1" once an attempt's
 //	                      first heartbeat went into P e:<id>: the commit that
 //	                      ends the instance deletes e: only when hb or lh is set;
-//	                      lh covers the heartbeats of builds before hb)
+//	                      lh covers the heartbeats of builds before hb), sa (the
+//	                      search attributes it indexed: each name and encoded
+//	                      value as len ":" string, sorted; absent for none)
 //	P l                   leases, one hash for all instances: id → expiry (time),
 //	                      "1" if terminal else "0", len(boot) ":" boot node
 //	P h:<id>              list of history events; an event's Seq is its place
@@ -145,6 +149,15 @@
 //	                      indexes (of all workflows or of one): an instance is
 //	                      in exactly one, and a create writes two entries, not
 //	                      one more per filter a listing may use
+//	P ix:a:<name>         instances by the value of search attribute name: value +
+//	                      created time + id (an instance's entries follow from
+//	                      its sa field and ct). Values: a string or keyword
+//	                      tuple-encoded; a number as 16 hex digits of its
+//	                      float64 bits, all inverted when negative, else with
+//	                      the sign bit set (-0 as 0; NaN and infinities
+//	                      refused); a time as in every member; a bool "0" or
+//	                      "1". A keywords attribute has one entry per keyword
+//	P sr                  search attributes registered: name → type ":" workflow
 //	P lz                  leases of non-terminal instances: member id, score the
 //	                      expiry in Unix microseconds rounded up (exact to 2^53),
 //	                      so that renewing a batch of leases is one
@@ -192,6 +205,26 @@
 // Lists page with ZRANGEBYLEX from an exclusive start: cursors are the
 // base64 of the last member (or name) returned, opaque to clients.
 // Counters and revisions are Lua numbers in the scripts: exact up to 2^53.
+//
+// # Search
+//
+// A listing by a search attribute (InstanceFilter.Search) is a script
+// that walks P ix:a:<name> over the intervals of the range (one per value
+// of an IN), reads the hash of each instance it meets, and returns those
+// that the workflow, status and time filters accept, reading at most 500
+// entries a call (searchBatch); Go filters them with InstanceFilter.Match
+// and calls again until it has the page and one instance more, the range
+// ends, or InstanceFilter.Examine entries were read. A listing with Match
+// alone walks the status indexes the same way. ListInstances states what
+// a cursor guarantees when instances change between pages.
+//
+// A Commit passes the instance's sa field as an argument; the script
+// compares it with the stored one and touches no index when they are
+// equal: an instance without search attributes costs one more field read
+// and no command. A node of a build before search attributes neither
+// writes nor removes the entries: run the builds one at a time (as
+// docs/cluster.md says of every upgrade); an entry left behind by an
+// instance such a node deleted is skipped by listings.
 //
 // # Client and Close
 //

@@ -173,6 +173,10 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	id := in.ID
 	now := s.now()
 	in.DeleteAfter = in.DeleteAfter.UTC()
+	sa, err := searchField(id, in.Search)
+	if err != nil {
+		return 0, err
+	}
 	doc, err := docOf(in)
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: instance %q: %w", id, err)
@@ -212,7 +216,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		doc, in.State, string(in.Status), terminal, in.Workflow, hexTime(created),
 		in.Lease.Node, in.Lease.Boot, le,
 		c.DeliveredStimulus, []byte(compact(c.DeliveredOutcome)), hexTime(now.Add(s.cfg.DeliveredRetention)),
-		bmFlag, tmFlag, deleteAfter, hexTime(updated), drains, c.Catalog)
+		bmFlag, tmFlag, deleteAfter, hexTime(updated), drains, c.Catalog, sa)
 
 	names := make([]string, 0, len(in.Plugins))
 	for name := range in.Plugins {
@@ -449,12 +453,36 @@ func statusIndex(st weft.Status, wf string) string {
 }
 
 // ListInstances implements store.Store.
+//
+// Without f.Search it walks the status indexes by creation, the six merged
+// when f.Status is empty, and f.Match, when set, filters what it reads.
+// With f.Search it walks the index of that attribute (search.go). Either
+// way a cursor is a position in the walk: the member (for f.Search:
+// value, created time and id) of the last instance listed, or of the last
+// one read when f.Examine cut the page short. The next page starts after
+// it in the index as the index is then, which gives this guarantee for
+// the pages of one walk: an instance is listed at most once per index
+// entry it has during the walk (at most once per value it holds); one
+// whose entry does not change is listed exactly once when the filters
+// accept it throughout, and one whose value a commit changes between two
+// pages is listed again at its new value if that lies ahead of the
+// cursor, and not at all after it if that lies behind. An instance with
+// several keywords in the range is listed at the first of them in the
+// walk's order only: at a later one, the walk skips the instances that
+// hold an earlier keyword in the range, as they are then.
 func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]weft.Instance, string, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, "", err
 	}
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, "", store.Invalid("unknown status %q", f.Status)
+	}
+	if f.Examine < 0 {
+		return nil, "", store.Invalid("examine must not be negative, got %d", f.Examine)
+	}
+	limit := weft.ClampLimit(f.Limit)
+	if f.Search != nil {
+		return s.listSearch(ctx, f, limit)
 	}
 	// Members are the 16 hex digits of the creation time, then the id: a
 	// bare time bounds them by time alone.
@@ -489,7 +517,9 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 	for i, st := range sts {
 		keys[i] = statusIndex(st, f.Workflow)
 	}
-	limit := weft.ClampLimit(f.Limit)
+	if f.Match != nil {
+		return s.listMatching(ctx, f, keys, min, max, limit)
+	}
 	a := s.args(len(keys)).add(keys...).add(min, max, limit+1, rev)
 	res, err := s.run(ctx, listInstancesScript, a).Slice()
 	if err != nil {

@@ -65,6 +65,25 @@ local function indexed(id, ct, wf, st, term, pn, da)
   end
   return out
 end
+-- reindexSearch moves an instance's entries in the indexes of search
+-- attributes (ix:a:<name>, members value .. created .. id) from those of
+-- its sa field osa to those of nsa (searchField's lists of name, value).
+local function reindexSearch(id, ct, osa, nsa)
+  local o, n = splitNames(osa), splitNames(nsa)
+  local keep, had = {}, {}
+  for i = 1, #n, 2 do keep[ipair(n[i], n[i + 1])] = true end
+  for i = 1, #o, 2 do
+    local x = ipair(o[i], o[i + 1])
+    if keep[x] then
+      had[x] = true
+    else
+      redis.call("ZREM", P .. "ix:a:" .. o[i], o[i + 1] .. ct .. id)
+    end
+  end
+  for i = 1, #n, 2 do
+    if not had[ipair(n[i], n[i + 1])] then redis.call("ZADD", P .. "ix:a:" .. n[i], 0, n[i + 1] .. ct .. id) end
+  end
+end
 -- A lease as kept in the l hash: its expiry (16 hex digits), "1" if the
 -- instance is terminal else "0", then owner(node, boot).
 local function owner(node, boot) return #boot .. ":" .. boot .. node end
@@ -112,7 +131,8 @@ func script(body string) *redis.Script { return redis.NewScript(prelude + body) 
 // prefix: id, rev, fence, now, doc, state, status, terminal, workflow,
 // created, lease node, boot, expiry, delivered stimulus, outcome, its
 // forget time, replace bookmarks, replace timers, delete after ("" for
-// none), updated at, drains, catalog generation ("" for none); then
+// none), updated at, drains, catalog generation ("" for none), search
+// attributes (the hash's field sa: searchField; "" for none); then
 // counted lists:
 // pins (name, version), history events, bookmark members, timer members,
 // consumed ids, sent messages (target, id, doc).
@@ -122,7 +142,7 @@ local doc, state, status, terminal, wf, created = take(), take(), take(), take()
 local ln, lb, le = take(), take(), take()
 local sid, outcome, forget = take(), take(), take()
 local replaceBm, replaceTm = take() == "1", take() == "1"
-local deleteAfter, ut, drains, catalog = take(), take(), take() == "1", take()
+local deleteAfter, ut, drains, catalog, sa = take(), take(), take() == "1", take(), take()
 local pins = {}
 for i = 1, takeN() do pins[i] = {take(), take()} end
 local hist = {}
@@ -137,7 +157,7 @@ local sends = {}
 for i = 1, takeN() do sends[i] = {take(), take(), take()} end
 
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term", "lh", "st", "wf", "pn", "da", "ws", "hb")
+local old = redis.call("HMGET", ik, "rev", "fence", "ct", "term", "lh", "st", "wf", "pn", "da", "ws", "hb", "sa")
 local exists = old[1] ~= false
 local oln, olb, ole = "", "", ""
 if old[5] == "1" then oln, olb, ole = unlease(redis.call("HGET", P .. "l", id)) end
@@ -194,6 +214,18 @@ local fields = {"doc", doc, "rev", revs, "fence", fence, "ct", ct, "ut", ut,
 if state ~= "" then
   fields[#fields + 1] = "state"
   fields[#fields + 1] = state
+end
+-- Search attributes: nothing to do when they are what the instance
+-- indexed (most instances have none and had none).
+local osa = old[12] or ""
+if sa ~= osa then
+  reindexSearch(id, ct, osa, sa)
+  if sa ~= "" then
+    fields[#fields + 1] = "sa"
+    fields[#fields + 1] = sa
+  else
+    redis.call("HDEL", ik, "sa")
+  end
 end
 redis.call("HSET", ik, unpack(fields))
 if ln ~= "" then
@@ -283,7 +315,7 @@ return {"ok", revs}
 var deleteScript = script(`
 local id, fence = take(), take()
 local ik = P .. "i:" .. id
-local old = redis.call("HMGET", ik, "rev", "fence", "ws", "ct", "wf", "st", "term", "pn", "da")
+local old = redis.call("HMGET", ik, "rev", "fence", "ws", "ct", "wf", "st", "term", "pn", "da", "sa")
 if old[1] == false then return {"notfound"} end
 if tonumber(fence) < tonumber(old[2]) then return {"fenced", old[1], old[2]} end
 redis.call("ZREM", P .. "lz", id)
@@ -293,6 +325,7 @@ for _, x in ipairs(indexed(id, old[4], old[5], old[6], old[7] == "1", old[8], ol
   local k, m = unpair(x)
   redis.call("ZREM", k, m)
 end
+if old[10] then reindexSearch(id, old[4], old[10], "") end
 for _, m in ipairs(redis.call("SMEMBERS", P .. "b:" .. id)) do redis.call("ZREM", P .. "bk", m) end
 for _, m in ipairs(redis.call("SMEMBERS", P .. "t:" .. id)) do redis.call("ZREM", P .. "due", m) end
 redis.call("DEL", ik, P .. "b:" .. id, P .. "t:" .. id, P .. "h:" .. id, P .. "m:" .. id, P .. "e:" .. id)
@@ -409,6 +442,160 @@ for _ = 1, n do
   out[#out + 1] = f
 end
 return out
+`)
+
+// searchScript reads a filtered listing's part of the index of a search
+// attribute (listSearch). ARGV after the prefix: the index key (without
+// prefix), the values' width (0: tuple-encoded), "1" for a keywords
+// attribute, "1" for the newest first, workflow, status, created from
+// and before (times; "" for any), how many entries to read at most, how
+// many instances to return at most, the member to start after ("" for
+// the start), then the counted intervals of the range (min, max: the
+// ZRANGEBYLEX bounds, ascending). It returns how many entries it read,
+// the last one ("" for none), "1" when it read to the end of the range,
+// then member and the values of instanceFields and the lease per instance
+// the filters accept.
+var searchScript = script(`
+local key, width, kw, rev = P .. take(), takeN(), take() == "1", take() == "1"
+local wf, st, ctFrom, ctBefore = take(), take(), take(), take()
+local n, want, after = takeN(), takeN(), take()
+local segs = {}
+for i = 1, takeN() do segs[i] = {take(), take()} end
+-- Byte order, the order of ZRANGEBYLEX (Lua's < follows the locale).
+local function mlt(x, y)
+  for i = 1, math.min(#x, #y) do
+    local bx, by = string.byte(x, i), string.byte(y, i)
+    if bx ~= by then return bx < by end
+  end
+  return #x < #y
+end
+-- Whether member m is above a ZRANGEBYLEX min, and below a max.
+local function above(m, b)
+  if b == "-" then return true elseif b == "+" then return false end
+  local x = string.sub(b, 2)
+  if string.sub(b, 1, 1) == "[" then return not mlt(m, x) end
+  return mlt(x, m)
+end
+local function below(m, b)
+  if b == "+" then return true elseif b == "-" then return false end
+  local x = string.sub(b, 2)
+  if string.sub(b, 1, 1) == "[" then return not mlt(x, m) end
+  return mlt(m, x)
+end
+local function inRange(m)
+  for _, sg in ipairs(segs) do
+    if above(m, sg[1]) and below(m, sg[2]) then return true end
+  end
+  return false
+end
+-- The length of the value at the front of member m.
+local function vlen(m)
+  if width > 0 then return width end
+  local i = string.find(m, "\0\1", 1, true)
+  return i and i + 1 or #m
+end
+-- listedBefore reports whether the instance of member m (value, then
+-- created and id), whose sa field is sa, holds another keyword that is in
+-- the range and comes before m in the walk: it was listed there.
+local function listedBefore(m, sa)
+  local v = vlen(m)
+  local val, tail = string.sub(m, 1, v), string.sub(m, v + 1)
+  local name = string.sub(key, #P + 6)
+  local e = splitNames(sa)
+  for i = 1, #e, 2 do
+    if e[i] == name and e[i + 1] ~= val then
+      local earlier
+      if rev then earlier = mlt(val, e[i + 1]) else earlier = mlt(e[i + 1], val) end
+      if earlier and inRange(e[i + 1] .. tail) then return true end
+    end
+  end
+  return false
+end
+local read, found, last, out = 0, 0, "", {}
+-- walk reads one interval from after the cursor; it returns true when the
+-- listing must stop (enough read or found).
+local function walk(lo, hi)
+  if after ~= "" then
+    if rev then
+      if not above(after, lo) then return false end
+      if below(after, hi) then hi = "(" .. after end
+    else
+      if not below(after, hi) then return false end
+      if above(after, lo) then lo = "(" .. after end
+    end
+  end
+  while true do
+    local chunk = math.min(n - read, 256)
+    local ms
+    if rev then
+      ms = redis.call("ZREVRANGEBYLEX", key, hi, lo, "LIMIT", 0, chunk)
+    else
+      ms = redis.call("ZRANGEBYLEX", key, lo, hi, "LIMIT", 0, chunk)
+    end
+    for _, m in ipairs(ms) do
+      read = read + 1
+      last = m
+      local vl = vlen(m)
+      local id, ct = string.sub(m, vl + 17), string.sub(m, vl + 1, vl + 16)
+      local ok = (ctFrom == "" or not tlt(ct, ctFrom)) and (ctBefore == "" or tlt(ct, ctBefore))
+      -- The fields the filters read first, when there are filters: most
+      -- entries of a selective query are rejected without their record.
+      local ik = P .. "i:" .. id
+      if ok and (wf ~= "" or st ~= "" or kw) then
+        local g = redis.call("HMGET", ik, "wf", "st", "sa")
+        ok = g[1] and (wf == "" or g[1] == wf) and (st == "" or g[2] == st) and not (kw and g[3] and listedBefore(m, g[3]))
+      end
+      local f
+      if ok then
+        f = redis.call("HMGET", ik, "doc", "rev", "fence", "ct", "ut", "lh")
+        ok = f[1]
+      end
+      if ok then
+        local v = {f[1], f[2], f[3], f[4], f[5]}
+        if f[6] == "1" then v[6] = redis.call("HGET", P .. "l", id) end
+        out[#out + 1] = m
+        out[#out + 1] = v
+        found = found + 1
+        if found >= want then return true end
+      end
+      if read >= n then return true end
+    end
+    if #ms < chunk then return false end
+    if rev then hi = "(" .. last else lo = "(" .. last end
+  end
+end
+local stopped = false
+local first, final, step = 1, #segs, 1
+if rev then first, final, step = #segs, 1, -1 end
+for i = first, final, step do
+  if walk(segs[i][1], segs[i][2]) then
+    stopped = true
+    break
+  end
+end
+local res = {read, last, stopped and "0" or "1"}
+for _, x in ipairs(out) do res[#res + 1] = x end
+return res
+`)
+
+// registerSearchScript is RegisterSearchAttributes: the registry sr maps
+// a name to its type, ":" and the workflow that registered it. ARGV:
+// workflow, counted (name, type). It refuses the whole call with
+// {"conflict", name, registration} at the first name registered with
+// another type.
+var registerSearchScript = script(`
+local wf = take()
+local attrs = {}
+for i = 1, takeN() do attrs[i] = {take(), take()} end
+for _, x in ipairs(attrs) do
+  local reg = redis.call("HGET", P .. "sr", x[1])
+  if reg then
+    local i = string.find(reg, ":", 1, true)
+    if string.sub(reg, 1, i - 1) ~= x[2] then return {"conflict", x[1], reg} end
+  end
+end
+for _, x in ipairs(attrs) do redis.call("HSETNX", P .. "sr", x[1], x[2] .. ":" .. wf) end
+return {"ok"}
 `)
 
 // enqueueScript is EnqueueStimulus. ARGV: id, doc, expiry, queue prefix.

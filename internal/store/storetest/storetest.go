@@ -104,6 +104,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	tests = append(tests, grantsTests...)
 	tests = append(tests, schedulesTests...)
 	tests = append(tests, slotsTests...)
+	tests = append(tests, searchTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
