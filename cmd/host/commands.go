@@ -495,6 +495,7 @@ func (cmd *clientCmd) printInstance(ctx context.Context, in *apiv1.Instance) {
 		// A finished instance is kept until then, and deleted after.
 		fmt.Fprintf(&w, "retention: until %s\n", formatTime(in.DeleteAfter))
 	}
+	printSearch(&w, in.Search)
 	fmt.Fprintf(&w, "input:     %s\n", indentJSON(in.Input, "           "))
 	if len(in.Output) > 0 && string(in.Output) != "null" {
 		fmt.Fprintf(&w, "output:    %s\n", indentJSON(in.Output, "           "))
@@ -594,8 +595,13 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	cmd.fs.StringVar(&f.Key, "key", "", "the correlation key they wait with (alone: under any event the saved workflows wait for)")
 	cmd.fs.StringVar(&f.Plugin, "plugin", "", "only instances that pin this plugin")
 	cmd.fs.StringVar(&f.PluginVersion, "plugin-version", "", "with --plugin: only those that pin this version (its hash)")
-	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--after T] [--before T] [--oldest] [--id ID | --event E --key K | --key K] [--plugin P [--plugin-version V]] [--limit N] [--cursor C]"); !ok {
+	cmd.fs.StringVar(&f.Query, "query", "", "only the instances the query `Q` matches (docs/operations.md#search), such as 'customer = \"acme\" AND amount > 1000'")
+	if _, ok := cmd.parse(args, 0, 0, "[--workflow W] [--status S] [--after T] [--before T] [--oldest] [--id ID | --event E --key K | --key K | --query Q] [--plugin P [--plugin-version V]] [--limit N] [--cursor C]"); !ok {
 		return cmd.usageExit()
+	}
+	if f.Query != "" && (f.ID != "" || f.Event != "" || f.Key != "" || f.Plugin != "" || f.PluginVersion != "") {
+		cmd.errorf("instance ls: --query takes no --id, --event, --key or --plugin: write id = \"…\" in the query for one instance")
+		return exitUsage
 	}
 	f.Status = apiv1.Status(status)
 	var err error
@@ -607,10 +613,23 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 		cmd.errorf("instance ls: --before: %v", err)
 		return exitUsage
 	}
+	if f.Query != "" {
+		page, err := cmd.searchInstances(ctx, f)
+		if err != nil {
+			return cmd.failQuery(err, f.Query)
+		}
+		return printInstances(cmd, page)
+	}
 	page, err := cmd.c.Instances(ctx, f)
 	if err != nil {
 		return cmd.fail(err)
 	}
+	return printInstances(cmd, page)
+}
+
+// printInstances prints a page of instances, as a table or (-o json) as
+// the API answers them, search attributes included.
+func printInstances(cmd *clientCmd, page *apiv1.Page[apiv1.Instance]) int {
 	return printPage(cmd, page, "ID\tWORKFLOW\tVERSION\tSTATUS\tPRIORITY\tFAIRNESS KEY\tCREATED\tUPDATED\tWAITING ON", func(in apiv1.Instance) string {
 		return fmt.Sprintf("%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s", in.ID, in.Workflow, in.Version, in.Status, in.Priority, fairnessCell(in.FairnessKey),
 			formatTime(in.CreatedAt), formatTime(in.UpdatedAt), waitingSummary(in.WaitingOn))

@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/client"
 )
 
 // The weft flow commands: the keys of the workflows' concurrency limits
 // and of the activity steps' (docs/flow-control.md) over the API, who
-// holds their slots and who waits in their lines. They only read.
+// holds their slots and who waits in their lines; and the rate limits'
+// keys with the turns they have granted. They only read.
 
 // flowKey is a concurrency key as the tables show it: quoted, so that the
 // workflow-wide key "" is seen, and a key with spaces reads as one.
@@ -56,16 +60,39 @@ func (a *app) flowList(ctx context.Context, args []string) int {
 
 func (a *app) flowShow(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("flow show")
+	step := cmd.fs.String("step", "", "show the key `KEY` of the activity steps' concurrency limits, which the steps of any workflow share, instead of a workflow's")
 	opts := cmd.listFlags()
-	pos, ok := cmd.parse(args, 1, 2, "WORKFLOW [KEY] [--limit N] [--cursor C]")
+	const what = "WORKFLOW [KEY] | --step KEY [--limit N] [--cursor C]"
+	pos, ok := cmd.parse(args, 0, 2, what)
 	if !ok {
 		return cmd.usageExit()
 	}
-	key := ""
-	if len(pos) == 2 {
-		key = pos[1]
+	stepSet := false
+	cmd.fs.Visit(func(f *flag.Flag) { stepSet = stepSet || f.Name == "step" })
+	switch {
+	case stepSet && *step == "":
+		cmd.errorf("flow show: --step needs a KEY: a step's key is never empty\nusage: weft flow show %s", what)
+		return exitUsage
+	case stepSet && len(pos) > 0:
+		cmd.errorf("flow show: unexpected argument %q: --step shows a key of the steps, not a workflow's\nusage: weft flow show %s", pos[0], what)
+		return exitUsage
+	case !stepSet && len(pos) == 0:
+		cmd.errorf("flow show: missing WORKFLOW [KEY]\nusage: weft flow show %s", what)
+		return exitUsage
 	}
-	line, err := cmd.c.ConcurrencyKey(ctx, pos[0], key, *opts)
+	var (
+		line *apiv1.ConcurrencyLine
+		err  error
+	)
+	if stepSet {
+		line, err = cmd.c.StepConcurrencyKey(ctx, *step, *opts)
+	} else {
+		key := ""
+		if len(pos) == 2 {
+			key = pos[1]
+		}
+		line, err = cmd.c.ConcurrencyKey(ctx, pos[0], key, *opts)
+	}
 	if err != nil {
 		return cmd.fail(err)
 	}
@@ -85,7 +112,7 @@ func (a *app) flowShow(ctx context.Context, args []string) int {
 // places are not counted from the front).
 func writeFlowKey(w io.Writer, line *apiv1.ConcurrencyLine, later bool) {
 	k := line.Key
-	fmt.Fprintf(w, "workflow:  %s\n", k.Workflow)
+	fmt.Fprintf(w, "workflow:  %s\n", flowWorkflow(k))
 	fmt.Fprintf(w, "key:       %s\n", flowKey(k.Key))
 	fmt.Fprintf(w, "limit:     %d, policy %s\n", k.Limit, k.Policy)
 	running := fmt.Sprintf("%d", k.Running)
@@ -129,4 +156,72 @@ func writeFlowKey(w io.Writer, line *apiv1.ConcurrencyLine, later bool) {
 		}
 	}
 	tw.Flush()
+}
+
+func (a *app) flowRates(ctx context.Context, args []string) int {
+	cmd := a.newClientCmd("flow rates")
+	kind := cmd.fs.String("kind", "", "only the keys of `KIND`: step (activity steps' rate_limit) or host (grants' host rules)")
+	prefix := cmd.fs.String("prefix", "", "only the keys that start with `P`")
+	limit := cmd.fs.Int("limit", 0, "at most `N` keys (default 100, at most 1000)")
+	if _, ok := cmd.parse(args, 0, 0, "[--kind step|host] [--prefix P] [--limit N]"); !ok {
+		return cmd.usageExit()
+	}
+	rates, err := cmd.c.RateLimits(ctx, client.RateLimitFilter{Kind: apiv1.RateLimitKind(*kind), Prefix: *prefix, Limit: *limit})
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(rates)
+		return exitOK
+	}
+	now := a.now()
+	tw := cmd.table()
+	fmt.Fprintln(tw, "KIND\tKEY\tLIMIT\tAHEAD\tNEXT TURN")
+	for _, k := range rates.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", printable(string(k.Kind), false), printable(flowKey(k.Key), false),
+			rateTerms(k.Limit, k.Per, k.Burst), k.Ahead, nextTurn(k.NextTurn, now))
+	}
+	tw.Flush()
+	if rates.Truncated {
+		fmt.Fprintln(cmd.stderr, "(more: narrow with --prefix, or raise --limit)")
+	}
+	return exitOK
+}
+
+// rateTerms is a rate limit's terms for people: "10 per 1s, burst 20",
+// the period as short as it goes ("1h", not "1h0m0s").
+func rateTerms(limit int, per string, burst int) string {
+	return fmt.Sprintf("%d per %s, burst %d", limit, shortDuration(per), burst)
+}
+
+// shortDuration drops the zero units a Go duration string ends with:
+// "1h0m0s" is "1h", "2m0s" "2m"; anything else stays as it is.
+func shortDuration(s string) string {
+	d, err := time.ParseDuration(s)
+	if err != nil || d == 0 {
+		return s
+	}
+	out := d.String()
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
+}
+
+// nextTurn is when a rate limit's next turn comes: "now" when it has
+// come, else the time and how far it is from now.
+func nextTurn(at, now time.Time) string {
+	d := at.Sub(now)
+	if d <= 0 {
+		return "now"
+	}
+	if d < time.Second {
+		d = d.Round(time.Millisecond)
+	} else {
+		d = d.Round(time.Second)
+	}
+	return fmt.Sprintf("%s (in %s)", formatTime(at), shortDuration(d.String()))
 }

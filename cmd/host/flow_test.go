@@ -161,3 +161,183 @@ func TestFlowCommands(t *testing.T) {
 		}
 	})
 }
+
+// syncYAML lets one attempt of its step run at once under the step key
+// partner-api, each sleeping long enough to hold its slot; pingYAML's
+// step starts one attempt an hour under the rate limit key partner-api
+// (another set of keys), and escYAML's under a key a terminal would act
+// on, with a burst that leaves turns free for an hour.
+const (
+	syncYAML = `name: sync
+steps:
+  - id: call
+    activity: kit.sleep
+    input: { ms: 600000 }
+    timeout: 15m
+    concurrency: { key: partner-api, limit: 1 }
+`
+	pingYAML = `name: ping
+steps:
+  - { id: ping, activity: kit.echo, input: 1, rate_limit: { key: partner-api, limit: 1, per: 1h } }
+`
+	escYAML = `name: esc
+steps:
+  - { id: ping, activity: kit.echo, input: 1, rate_limit: { key: "k\e]0;x\a", limit: 10, per: 1h, burst: 20 } }
+`
+)
+
+// pollStepFlow runs weft flow show --step KEY -o json until done says the
+// key is as wanted, and fails the test after 30 seconds.
+func (ts *testServer) pollStepFlow(t *testing.T, key, what string, done func(apiv1.ConcurrencyLine) bool) apiv1.ConcurrencyLine {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := ts.weft(t, nil, "flow", "show", "--step", key, "-o", "json")
+		var line apiv1.ConcurrencyLine
+		if r.code == exitOK {
+			if err := json.Unmarshal([]byte(r.stdout), &line); err != nil {
+				t.Fatalf("weft flow show --step %s -o json: %v\n%s", key, err, r.stdout)
+			}
+			if done(line) {
+				return line
+			}
+		} else if r.code != exitNotFound {
+			t.Fatalf("weft flow show --step %s: exit %d\n%s", key, r.code, r.stderr)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("step concurrency key %q: no %s after 30s: %+v", key, what, line)
+		}
+		time.Sleep(20 * time.Millisecond) // polling, with a deadline
+	}
+}
+
+// TestFlowStepsAndRates runs weft flow show --step and weft flow rates
+// against one host: three instances whose step allows one attempt at once
+// make a step key with one attempt holding its slot and two in its line,
+// shown with the holder and the line in order; three instances whose
+// step starts one attempt an hour make a rate limit key with two turns
+// ahead and its next turn three hours away, listed with its terms, by
+// kind and prefix, as JSON too, and a key a terminal would act on is
+// escaped. The command lines that make no sense are usage errors.
+func TestFlowStepsAndRates(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	dir := t.TempDir()
+	for name, src := range map[string]string{"sync": syncYAML, "ping": pingYAML, "esc": escYAML} {
+		ts.ok(t, "workflow", "put", writeFile(t, dir, name+".yaml", src))
+	}
+	for i, id := range []string{"sync-1", "sync-2", "sync-3"} {
+		ts.ok(t, "run", "sync", "--id", id)
+		ts.pollStepFlow(t, "partner-api", "attempt", func(l apiv1.ConcurrencyLine) bool { return l.Key.Running == 1 && l.Key.Waiting == i })
+	}
+	before := time.Now()
+	for _, id := range []string{"ping-1", "ping-2", "ping-3"} {
+		ts.ok(t, "run", "ping", "--id", id)
+	}
+	ts.ok(t, "run", "esc", "--id", "esc-1", "--wait")
+
+	t.Run("show --step", func(t *testing.T) {
+		out := ts.ok(t, "flow", "show", "--step", "partner-api")
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`(?m)^workflow:  \(steps\)\nkey:       "partner-api"\nlimit:     1, policy queue\nrunning:   1\nwaiting:   2, the first since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n`),
+			regexp.MustCompile(`(?m)^holders:\n  INSTANCE +SINCE +CANCELLING\n  sync-1 +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +no\n`),
+			regexp.MustCompile(`(?m)^line: +first in line first\n  # +INSTANCE +SINCE\n  1 +sync-2 +\S+ \S+\n  2 +sync-3 +\S+ \S+\n$`),
+		} {
+			if !want.MatchString(out) {
+				t.Errorf("flow show --step partner-api does not match %s:\n%s", want, out)
+			}
+		}
+		var line apiv1.ConcurrencyLine
+		ts.okJSON(t, &line, "flow", "show", "--step", "partner-api", "--limit", "1")
+		if !line.Key.Step || len(line.Waiting) != 1 || line.Waiting[0].InstanceID != "sync-2" || line.NextCursor == "" {
+			t.Errorf("flow show --step --limit 1 -o json: %+v", line)
+		}
+		if out := ts.ok(t, "flow", "ls"); !regexp.MustCompile(`(?m)^\(steps\) +"partner-api" +1/1 +2 `).MatchString(out) {
+			t.Errorf("flow ls does not list the step key:\n%s", out)
+		}
+	})
+
+	t.Run("rates", func(t *testing.T) {
+		var rates apiv1.RateLimits
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ts.okJSON(t, &rates, "flow", "rates", "--kind", "step", "--prefix", "partner")
+			if len(rates.Items) == 1 && rates.Items[0].Ahead == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("flow rates: no key with two turns ahead after 30s: %+v", rates)
+			}
+			time.Sleep(20 * time.Millisecond) // polling, with a deadline
+		}
+		if k := rates.Items[0]; k.Kind != apiv1.RateLimitStep || k.Key != "partner-api" || k.Limit != 1 || k.Per != "1h0m0s" || k.Burst != 1 ||
+			k.NextTurn.Sub(before) < 3*time.Hour || k.NextTurn.Sub(before) > 3*time.Hour+time.Minute || rates.Truncated {
+			t.Errorf("flow rates -o json: %+v; want partner-api, 1 per 1h, burst 1, 2 ahead, the next turn 3h on", rates)
+		}
+
+		out := ts.ok(t, "flow", "rates")
+		if !regexp.MustCompile(`(?m)^KIND +KEY +LIMIT +AHEAD +NEXT TURN\nstep +"k\\x1b\]0;x\\a" +10 per 1h, burst 20 +0 +now\nstep +"partner-api" +1 per 1h, burst 1 +2 +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in (2h59m\d+s|3h)\)\n$`).MatchString(out) ||
+			strings.ContainsAny(out, "\x1b\a") {
+			t.Errorf("flow rates:\n%q", out)
+		}
+		if out := ts.ok(t, "flow", "rates", "--kind", "host"); out != "KIND  KEY  LIMIT  AHEAD  NEXT TURN\n" {
+			t.Errorf("flow rates --kind host lists keys:\n%s", out)
+		}
+		r := ts.weft(t, nil, "flow", "rates", "--limit", "1")
+		if r.code != exitOK || strings.Count(r.stdout, "\n") != 2 || !strings.Contains(r.stderr, "(more: narrow with --prefix") {
+			t.Errorf("flow rates --limit 1: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		for _, c := range []struct {
+			args []string
+			code int
+			want string
+		}{
+			{[]string{"flow", "show", "--step", "nobody"}, exitNotFound, `nothing runs or waits under step concurrency key "nobody"`},
+			{[]string{"flow", "show", "--step", ""}, exitUsage, "--step needs a KEY"},
+			{[]string{"flow", "show", "--step", "partner-api", "sync"}, exitUsage, `unexpected argument "sync"`},
+			{[]string{"flow", "show", "--step"}, exitUsage, "flag needs an argument"},
+			{[]string{"flow", "rates", "--kind", "queue"}, exitFailed, `kind: "queue" is no kind of rate limit`},
+			{[]string{"flow", "rates", "extra"}, exitUsage, `unexpected argument "extra"`},
+		} {
+			r := ts.weft(t, nil, c.args...)
+			if r.code != c.code || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+				t.Errorf("weft %s: exit %d (want %d)\nstdout: %s\nstderr: %s (want %q in it)", strings.Join(c.args, " "), r.code, c.code, r.stdout, r.stderr, c.want)
+			}
+		}
+	})
+}
+
+// TestRateTermsForPeople: a rate limit's period is shown without the zero
+// units Go's durations end with, and its next turn as now or as a time
+// with how far it is.
+func TestRateTermsForPeople(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ per, want string }{
+		{"1h0m0s", "1h"}, {"24h0m0s", "24h"}, {"1h30m0s", "1h30m"}, {"2m0s", "2m"}, {"1m30s", "1m30s"},
+		{"1s", "1s"}, {"10s", "10s"}, {"500ms", "500ms"}, {"1h0m1s", "1h0m1s"}, {"0s", "0s"}, {"soon", "soon"},
+	} {
+		if got := shortDuration(c.per); got != c.want {
+			t.Errorf("shortDuration(%q) = %q, want %q", c.per, got, c.want)
+		}
+	}
+	if got := rateTerms(10, "1s", 20); got != "10 per 1s, burst 20" {
+		t.Errorf("rateTerms = %q", got)
+	}
+	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.Local)
+	for _, c := range []struct {
+		in   time.Duration
+		want string
+	}{
+		{-time.Second, "now"}, {0, "now"},
+		{250*time.Millisecond + 400*time.Microsecond, "2026-11-29 10:00:00 (in 250ms)"},
+		{3*time.Hour - 300*time.Millisecond, "2026-11-29 12:59:59 (in 3h)"},
+		{90*time.Second + 600*time.Millisecond, "2026-11-29 10:01:30 (in 1m31s)"},
+	} {
+		if got := nextTurn(now.Add(c.in), now); got != c.want {
+			t.Errorf("nextTurn(now + %v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -13,11 +13,12 @@
 //	weft workflow put|ls|show|rm
 //	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--priority N] [--wait[=DURATION]] [--until finished|suspended]
 //	weft instance ls|count|show|history|logs|cancel|retry|rm|export|import
+//	weft search-attributes
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID] [--priority N]
 //	weft event ls|dead
 //	weft schedule create|update FILE|-
 //	weft schedule ls|show|pause|unpause|trigger|backfill|rm
-//	weft flow ls [--workflow W] | show WORKFLOW [KEY]
+//	weft flow ls [--workflow W] | show WORKFLOW [KEY] | show --step KEY | rates [--kind step|host] [--prefix P]
 //	weft admin status
 //	weft admin refresh [WORKFLOW...]
 //	weft admin backup FILE|-
@@ -111,9 +112,13 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"schedule backfill": a.scheduleBackfill,
 		"schedule rm":       a.scheduleRemove,
 
-		// Concurrency keys (docs/flow-control.md).
-		"flow ls":   a.flowList,
-		"flow show": a.flowShow,
+		// Concurrency and rate limit keys (docs/flow-control.md).
+		"flow ls":    a.flowList,
+		"flow show":  a.flowShow,
+		"flow rates": a.flowRates,
+
+		// Search attributes (docs/operations.md#search).
+		"search-attributes": a.searchAttributes,
 	}
 }
 
@@ -250,9 +255,11 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
       --until suspended: the wait ends when the instance suspends (waits for an event, a
       delay or a retry's backoff) as well as when it ends; --until implies --wait
   weft instance ls [--workflow W] [--status S] [--after T] [--before T] [--oldest]
-                   [--id ID | --event E --key K | --key K] [--plugin P [--plugin-version V]]
+                   [--id ID | --event E --key K | --key K | --query Q] [--plugin P [--plugin-version V]]
                    [--limit N] [--cursor C]
-      T: RFC 3339 (2026-11-25T10:00:00Z) or a duration ago (90m); the newest first
+      T: RFC 3339 (2026-11-25T10:00:00Z) or a duration ago (90m); the newest first;
+      Q: a query of the search attributes and built-in fields (docs/operations.md#search),
+      such as 'customer = "acme" AND amount > 1000'
   weft instance count [--workflow W]   the instances by status
   weft instance show ID [--wait[=DURATION]] [--until finished|suspended]
       with --wait, once the instance has ended (or suspended), exiting as weft run --wait does
@@ -262,6 +269,7 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft instance cancel ID... [--reason R] | rm ID
   weft instance retry ID [--reason R]  go on with a failed instance from the step that failed
   weft instance export ID [--file FILE] | import FILE|- [--id ID] [--replace]
+  weft search-attributes          the registered search attributes: name, type, first workflow
   weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID] [--priority N]
       --priority: that of the instances its triggers start, 1 to 5
   weft event ls [--limit N] [--cursor C]
@@ -285,6 +293,11 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
       (docs/flow-control.md): running against the limit, waiting, the oldest wait, the policy
   weft flow show WORKFLOW [KEY] [--limit N] [--cursor C]
       one key (KEY absent: the workflow-wide key ""): who holds its slots, and its line
+  weft flow show --step KEY [--limit N] [--cursor C]
+      one key of the activity steps' concurrency limits: the attempts holding its slots, its line
+  weft flow rates [--kind step|host] [--prefix P] [--limit N]
+      the keys of the steps' and the host rules' rate limits whose granted turns reach past
+      now: the terms, the turns granted that have not come yet, when the next turn would come
   weft admin status               whether the host is alive and ready (exit 0 only when ready)
   weft admin refresh [WORKFLOW...]
   weft admin backup FILE|-        a backup of the embedded store, taken while the host runs

@@ -12,9 +12,10 @@ import (
 
 // Concurrency limits by key (docs/flow-control.md): the routes under
 // /v1/concurrency show, through the node, the keys of the workflows'
-// limits that have running or waiting instances, who holds each key's
-// slots and who waits in its line. They only read: a key's slots change
-// as its instances start and end.
+// limits and of the activity steps' that have running or waiting
+// instances, who holds each key's slots and who waits in its line;
+// /v1/step-concurrency shows a step key's line. They only read: a key's
+// slots change as its instances (or attempts) start and end.
 
 // viewConcurrencyKey is a concurrency key as answered.
 func viewConcurrencyKey(k *weft.ConcurrencyKey) apiv1.ConcurrencyKey {
@@ -96,9 +97,40 @@ func (s *Server) getConcurrencyKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	return c.JSON(viewConcurrencyLine(k, line, next))
+}
+
+// getStepConcurrencyKey answers one key of the activity steps'
+// concurrency limits (?key=, required: a step's key is never empty) with a
+// page of its line, as getConcurrencyKey does a workflow's: its holders
+// and waiters are attempts, each shown as its instance, which may appear
+// more than once. 404 when nothing runs or waits under it.
+func (s *Server) getStepConcurrencyKey(c *fiber.Ctx) error {
+	limit, err := limitParam(c)
+	if err != nil {
+		return err
+	}
+	key := c.Query("key")
+	if key == "" {
+		return invalidField("key", "required: the step concurrency key to show")
+	}
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	k, line, next, err := s.node.StepConcurrencyKey(ctx, key, c.Query("cursor"), limit)
+	if errors.Is(err, weft.ErrNotFound) {
+		return notFoundf("nothing runs or waits under step concurrency key %q", key)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(viewConcurrencyLine(k, line, next))
+}
+
+// viewConcurrencyLine is a key with a page of its line as answered.
+func viewConcurrencyLine(k *weft.ConcurrencyKey, line []weft.SlotWaiter, next string) apiv1.ConcurrencyLine {
 	waiting := make([]apiv1.SlotWaiter, len(line))
 	for i, w := range line {
 		waiting[i] = apiv1.SlotWaiter{InstanceID: w.Instance, Since: w.Since}
 	}
-	return c.JSON(apiv1.ConcurrencyLine{Key: viewConcurrencyKey(k), Waiting: waiting, NextCursor: next})
+	return apiv1.ConcurrencyLine{Key: viewConcurrencyKey(k), Waiting: waiting, NextCursor: next}
 }

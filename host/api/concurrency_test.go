@@ -235,3 +235,107 @@ func TestConcurrencyReaders(t *testing.T) {
 		t.Errorf("the key as a reader reads it: %+v, want c-1 holding and an empty line, not null", line)
 	}
 }
+
+// syncFlow lets one attempt of its step run at once under the step key
+// partner-api; each sleeps long enough to hold its slot while the test
+// looks. Its instances' attempts that find the slot taken are deferred,
+// in the key's line.
+const syncFlow = `
+name: sync
+steps:
+  - id: call
+    activity: kit.sleep
+    input: { ms: 600000 }
+    timeout: 15m
+    concurrency: { key: partner-api, limit: 1 }
+`
+
+// awaitStepKey polls GET /v1/step-concurrency?key= until done says the
+// key is as wanted, and fails the test after 30 seconds.
+func (h *host) awaitStepKey(key, what string, done func(apiv1.ConcurrencyLine) bool) apiv1.ConcurrencyLine {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := h.do("GET", "/v1/step-concurrency?key="+url.QueryEscape(key), nil)
+		var line apiv1.ConcurrencyLine
+		if r.status == http.StatusOK {
+			r.json(h.t, &line)
+			if done(line) {
+				return line
+			}
+		} else if r.status != http.StatusNotFound {
+			h.t.Fatalf("GET /v1/step-concurrency?key=%s: status %d: %s", key, r.status, r.body)
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("step concurrency key %q: no %s after 30s (status %d, %s)", key, what, r.status, r.body)
+		}
+		time.Sleep(20 * time.Millisecond) // polling, with a deadline
+	}
+}
+
+// TestStepConcurrencyRoute: three instances whose activity step lets one
+// attempt run at once per key, started one after the other: the first's
+// attempt holds the slot (it sleeps), the others' wait in the key's line
+// in the order they came, each shown as its instance. The key's page shows
+// it as a step key (no workflow, policy queue) with its holder and its
+// line, a page at a time, as the list does; a workflow's key of the same
+// name is another key. A key nobody holds is a 404 naming it, no key a
+// 400 naming the parameter; a reader may read it.
+func TestStepConcurrencyRoute(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.pushKit()
+	h.putWorkflow("sync", syncFlow)
+	for i, id := range []string{"sync-1", "sync-2", "sync-3"} {
+		h.do("POST", "/v1/workflows/sync/instances", map[string]any{"id": id}).want(t, http.StatusCreated)
+		h.awaitStepKey("partner-api", "attempt of "+id, func(l apiv1.ConcurrencyLine) bool { return l.Key.Running == 1 && l.Key.Waiting == i })
+	}
+
+	var line apiv1.ConcurrencyLine
+	h.request("GET", "/v1/step-concurrency?key=partner-api", readerSecret, "", nil).want(t, http.StatusOK).json(t, &line)
+	k := line.Key
+	if !k.Step || k.Workflow != "" || k.Key != "partner-api" || k.Limit != 1 || k.Policy != apiv1.PolicyQueue || k.Running != 1 || k.Waiting != 2 ||
+		!slices.Equal(holderIDs(k), []string{"sync-1"}) || k.OldestWait.IsZero() || !k.OldestWait.Equal(line.Waiting[0].Since) {
+		t.Errorf("the step key is %+v; want partner-api of the steps, limit 1, sync-1 holding, 2 waiting since the first's wait", k)
+	}
+	if got := waiterIDs(line.Waiting); !slices.Equal(got, []string{"sync-2", "sync-3"}) || line.NextCursor != "" {
+		t.Errorf("the step key's line is %q (next cursor %q), want sync-2 then sync-3, one page", got, line.NextCursor)
+	}
+	// A page at a time.
+	var first, second apiv1.ConcurrencyLine
+	h.do("GET", "/v1/step-concurrency?key=partner-api&limit=1", nil).want(t, http.StatusOK).json(t, &first)
+	if got := waiterIDs(first.Waiting); !slices.Equal(got, []string{"sync-2"}) || first.NextCursor == "" {
+		t.Fatalf("the line's first page of 1 is %q with next cursor %q, want sync-2 and a cursor", got, first.NextCursor)
+	}
+	h.do("GET", "/v1/step-concurrency?key=partner-api&limit=1&cursor="+url.QueryEscape(first.NextCursor), nil).want(t, http.StatusOK).json(t, &second)
+	if got := waiterIDs(second.Waiting); !slices.Equal(got, []string{"sync-3"}) {
+		t.Errorf("the line's second page is %q, want sync-3", got)
+	}
+	// The list shows the same key, marked a step's.
+	if keys := h.concurrencyKeys(""); len(keys) != 1 || !keys[0].Step || keys[0].Key != "partner-api" || keys[0].Waiting != 2 {
+		t.Errorf("GET /v1/concurrency lists %+v, want the step key partner-api", keys)
+	}
+
+	for _, c := range []struct {
+		path   string
+		status int
+		field  string
+		detail string
+	}{
+		{"/v1/step-concurrency?key=nobody", http.StatusNotFound, "", `nothing runs or waits under step concurrency key "nobody"`},
+		{"/v1/concurrency/sync?key=partner-api", http.StatusNotFound, "", `concurrency key "partner-api" of workflow "sync"`},
+		{"/v1/step-concurrency", http.StatusBadRequest, "key", "required"},
+		{"/v1/step-concurrency?key=", http.StatusBadRequest, "key", "required"},
+		{"/v1/step-concurrency?key=partner-api&limit=0", http.StatusBadRequest, "limit", "must be an integer from 1 to"},
+		{"/v1/step-concurrency?key=partner-api&cursor=%21%21", http.StatusBadRequest, "", "cursor"},
+	} {
+		p := h.do("GET", c.path, nil).want(t, c.status).problem(t)
+		if !strings.Contains(p.Detail, c.detail) {
+			t.Errorf("GET %s: detail %q, want it to say %q", c.path, p.Detail, c.detail)
+		}
+		if c.field != "" && (len(p.Errors) != 1 || p.Errors[0].Path != c.field) {
+			t.Errorf("GET %s: errors %+v, want one naming %s", c.path, p.Errors, c.field)
+		}
+	}
+	h.request("GET", "/v1/step-concurrency?key=partner-api", "", "", nil).want(t, http.StatusUnauthorized).problem(t)
+}

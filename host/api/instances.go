@@ -32,6 +32,7 @@ func viewInstance(in *weft.Instance) apiv1.Instance {
 	}
 	v.Priority, v.FairnessKey, v.FairnessWeight = viewOrder(in.Order)
 	v.Concurrency = viewConcurrency(in.Concurrency)
+	v.Search = viewSearch(in.Search)
 	if in.Status == weft.StatusCancelled && in.Error == nil {
 		// Cancelled before the engine kept the reason as the error (or
 		// imported so): the answer says so all the same, so that every
@@ -326,7 +327,12 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 	var items []weft.Instance
 	var next string
 	id, event, key := c.Query("id"), c.Query("event"), c.Query("key")
+	q := c.Query("q")
 	switch {
+	case q != "" && (id != "" || event != "" || key != "" || c.Query("plugin") != "" || c.Query("plugin_version") != ""):
+		return invalidField("q", "takes no id, event, key or plugin: a query filters the list of instances (write id = \"…\" in it for one)")
+	case q != "":
+		items, next, err = s.searchInstances(ctx, q, f)
 	case id != "" && (event != "" || key != "" || f.Cursor != "" || c.Query("plugin") != ""):
 		return invalidField("id", "takes no event, key, plugin or cursor: it names one instance")
 	case (event != "" || key != "") && c.Query("plugin") != "":

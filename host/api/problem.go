@@ -35,6 +35,18 @@ func invalidField(path, format string, args ...any) *apiv1.Problem {
 	return p
 }
 
+// invalidQuery returns the 400 problem of a query (?q=) that does not
+// parse or type: its detail is the error's text, its one field error the
+// parameter q with what is wrong, and its position and token say where,
+// for a console or a CLI to point at.
+func invalidQuery(err queryError) *apiv1.Problem {
+	pos, token, msg := err.Located()
+	p := problemf(fiber.StatusBadRequest, "invalid-query", "%s", err.Error())
+	p.Errors = []apiv1.FieldError{{Path: "q", Message: msg}}
+	p.Position, p.Token = &pos, token
+	return p
+}
+
 // unprocessable returns a 422 problem listing errs.
 func unprocessable(detail string, errs ...apiv1.FieldError) *apiv1.Problem {
 	p := problemf(fiber.StatusUnprocessableEntity, "validation", "%s", detail)

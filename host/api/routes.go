@@ -74,12 +74,15 @@ func (s *Server) routeTable() []route {
 
 		{method: fiber.MethodGet, path: "/v1/concurrency", perm: permRead, handler: s.listConcurrency},
 		{method: fiber.MethodGet, path: "/v1/concurrency/:workflow", perm: permRead, handler: s.getConcurrencyKey},
+		{method: fiber.MethodGet, path: "/v1/step-concurrency", perm: permRead, handler: s.getStepConcurrencyKey},
+		{method: fiber.MethodGet, path: "/v1/rate-limits", perm: permRead, handler: s.listRateLimits},
 
 		{method: fiber.MethodGet, path: "/v1/whoami", perm: permRead, handler: s.whoami},
 		{method: fiber.MethodGet, path: "/v1/counts/instances", perm: permRead, handler: s.countInstances},
 		{method: fiber.MethodGet, path: "/v1/streams/instances", perm: permRead, handler: s.streamInstances},
 
 		{method: fiber.MethodGet, path: "/v1/instances", perm: permRead, handler: s.listInstances},
+		{method: fiber.MethodGet, path: "/v1/search-attributes", perm: permRead, handler: s.listSearchAttributes},
 		{method: fiber.MethodPost, path: "/v1/instances/cancel", perm: permOperate, handler: s.cancelInstances},
 		{method: fiber.MethodGet, path: "/v1/instances/:id", perm: permRead, handler: s.getInstance},
 		{method: fiber.MethodDelete, path: "/v1/instances/:id", perm: permOperate, handler: s.deleteInstance},

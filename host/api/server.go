@@ -349,7 +349,11 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 		// fasthttp would otherwise read a multipart body (to temporary
 		// files) before any handler ran, with no limit when streaming.
 		DisablePreParseMultipartForm: true,
-		ReadTimeout:                  cfg.ReadTimeout,
+		// The request line and headers must fit in it (431 otherwise): a
+		// search's ?q= holds up to 4096 bytes of query, which URL-escaping
+		// may triple. fasthttp's default is 4096 bytes.
+		ReadBufferSize: 16 << 10,
+		ReadTimeout:    cfg.ReadTimeout,
 		// fasthttp sets the write deadline once the handler has returned,
 		// for the whole response: a ?wait= (in the handler) is not cut.
 		WriteTimeout: cfg.WriteTimeout,

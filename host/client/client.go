@@ -10,7 +10,7 @@
 // *Error (the server answered with an error status; its Problem is the
 // answer's problem document, and errors.Is matches it against ErrNotFound,
 // ErrUnauthorized, ErrForbidden, ErrConflict, ErrStale, ErrInvalid,
-// ErrUnavailable) or a *TransportError (no answer: the server could not be
+// ErrUnavailable, and a search's ErrInvalidQuery) or a *TransportError (no answer: the server could not be
 // reached, or the answer could not be read). A method returns ctx.Err()
 // when ctx ends first.
 //
@@ -423,6 +423,15 @@ type InstanceFilter struct {
 	// Plugin, when set, keeps the instances that pin the plugin, at
 	// PluginVersion when it is set too.
 	Plugin, PluginVersion string
+	// Query, when set, keeps the instances it matches (docs/operations.md,
+	// "Search"), such as `customer = "acme" AND amount > 1000`; the
+	// fields above apply too, but ID, Event, Key and Plugin, which it
+	// takes none of. A page may then hold fewer than Limit instances,
+	// even none, with a NextCursor to read on from; and when the query
+	// reads a search attribute's index, the instances come by the
+	// attribute's value. A query that does not parse or type is an
+	// *Error matching ErrInvalidQuery, whose Position and Token say where.
+	Query string
 	ListOptions
 }
 
@@ -430,7 +439,7 @@ type InstanceFilter struct {
 func (c *Client) Instances(ctx context.Context, f InstanceFilter) (*apiv1.Page[apiv1.Instance], error) {
 	q := pageQuery(f.ListOptions)
 	for name, v := range map[string]string{"workflow": f.Workflow, "status": string(f.Status), "id": f.ID, "event": f.Event,
-		"plugin": f.Plugin, "plugin_version": f.PluginVersion} {
+		"plugin": f.Plugin, "plugin_version": f.PluginVersion, "q": f.Query} {
 		if v != "" {
 			q.Set(name, v)
 		}

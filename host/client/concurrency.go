@@ -39,3 +39,20 @@ func (c *Client) ConcurrencyKey(ctx context.Context, workflow, key string, opts 
 	}
 	return &l, nil
 }
+
+// StepConcurrencyKey returns one key of the activity steps' concurrency
+// limits (docs/flow-control.md, "Step limits"), which the steps of any
+// workflow that name it share, with a page of its line, first in line
+// first, as ConcurrencyKey does a workflow's: its holders and waiters are
+// attempts, each shown as its instance (which may appear more than once).
+// An *Error matching ErrNotFound when nothing runs or waits under the key;
+// ErrInvalid for an empty key, which no step has.
+func (c *Client) StepConcurrencyKey(ctx context.Context, key string, opts ListOptions) (*apiv1.ConcurrencyLine, error) {
+	q := pageQuery(opts)
+	q.Set("key", key)
+	var l apiv1.ConcurrencyLine
+	if err := c.getJSON(ctx, "/v1/step-concurrency", q, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/internal/testplugins"
 )
 
 // TestClientConcurrency reads a workflow's concurrency keys through the
@@ -106,6 +107,85 @@ func awaitLine(t *testing.T, c *client.Client, workflow, key string, done func(*
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("concurrency key %q of %s is not as wanted after 30s: %+v, %v", key, workflow, l, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// TestClientStepConcurrency reads a key of the activity steps'
+// concurrency limits through the client: an instance's attempt holds its
+// one slot (it sleeps), the next two instances' attempts wait in its
+// line, shown as their instances, a page at a time; a key nobody holds is
+// ErrNotFound, an empty one ErrInvalid naming key.
+func TestClientStepConcurrency(t *testing.T) {
+	t.Parallel()
+	url := startHost(t)
+	c := newClient(t, url, adminToken)
+	ctx := context.Background()
+	if _, _, err := c.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
+		t.Fatal(err)
+	}
+	src := []byte("name: sync\nsteps:\n  - id: call\n    activity: kit.sleep\n    input: { ms: 600000 }\n    timeout: 15m\n    concurrency: { key: partner-api, limit: 1 }\n")
+	if _, _, err := c.PutWorkflow(ctx, "sync", src); err != nil {
+		t.Fatal(err)
+	}
+	// One at a time, so that the line's order is theirs.
+	for i, id := range []string{"sync-1", "sync-2", "sync-3"} {
+		if _, _, err := c.Start(ctx, "sync", apiv1.StartRequest{ID: id}, 0); err != nil {
+			t.Fatal(err)
+		}
+		awaitStepLine(t, c, "partner-api", func(l *apiv1.ConcurrencyLine) bool {
+			return len(l.Key.Holders) == 1 && l.Key.Waiting == i
+		})
+	}
+
+	var line []string
+	opts := client.ListOptions{Limit: 1}
+	for {
+		l, err := c.StepConcurrencyKey(ctx, "partner-api", opts)
+		if err != nil {
+			t.Fatalf("StepConcurrencyKey: %v", err)
+		}
+		k := l.Key
+		if !k.Step || k.Workflow != "" || k.Key != "partner-api" || k.Limit != 1 || k.Running != 1 || k.Holders[0].InstanceID != "sync-1" || k.OldestWait.IsZero() {
+			t.Fatalf("StepConcurrencyKey's key: %+v", k)
+		}
+		for _, w := range l.Waiting {
+			line = append(line, w.InstanceID)
+		}
+		if l.NextCursor == "" {
+			break
+		}
+		opts.Cursor = l.NextCursor
+	}
+	if !slices.Equal(line, []string{"sync-2", "sync-3"}) {
+		t.Errorf("the step key's line, a waiter a page: %q, want sync-2 then sync-3", line)
+	}
+
+	if _, err := c.StepConcurrencyKey(ctx, "other", client.ListOptions{}); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("StepConcurrencyKey of a key nobody holds: %v, want ErrNotFound", err)
+	}
+	var e *client.Error
+	if _, err := c.StepConcurrencyKey(ctx, "", client.ListOptions{}); !errors.Is(err, client.ErrInvalid) || !errors.As(err, &e) || e.Errors[0].Path != "key" {
+		t.Errorf("StepConcurrencyKey of the empty key: %v, want ErrInvalid naming key", err)
+	}
+}
+
+// awaitStepLine polls a step concurrency key until done says it is as
+// wanted, and fails the test after 30 seconds.
+func awaitStepLine(t *testing.T, c *client.Client, key string, done func(*apiv1.ConcurrencyLine) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l, err := c.StepConcurrencyKey(context.Background(), key, client.ListOptions{})
+		if err != nil && !errors.Is(err, client.ErrNotFound) {
+			t.Fatalf("StepConcurrencyKey %q: %v", key, err)
+		}
+		if err == nil && done(l) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("step concurrency key %q is not as wanted after 30s: %+v, %v", key, l, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling with a deadline
 	}

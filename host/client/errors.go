@@ -27,6 +27,10 @@ var (
 	ErrStale = errors.New("stale revision")
 	// ErrUnavailable: 503, the host cannot serve now.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrInvalidQuery: 400 invalid-query, a search's query that does not
+	// parse or type (InstanceFilter.Query); the *Error's Position and
+	// Token say where. It matches ErrInvalid too.
+	ErrInvalidQuery = errors.New("invalid query")
 )
 
 // Error is an error answer: the server's problem document (RFC 9457
@@ -46,8 +50,12 @@ type Error struct {
 // field errors.
 func (e *Error) Error() string { return e.Problem.Error() }
 
-// Is matches the sentinel of the problem's status.
+// Is matches the sentinel of the problem's status, and ErrInvalidQuery
+// that of its type.
 func (e *Error) Is(target error) bool {
+	if target == ErrInvalidQuery {
+		return e.Status == http.StatusBadRequest && e.Type == problemInvalidQuery
+	}
 	switch e.Status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		return target == ErrInvalid

@@ -166,3 +166,169 @@ func TestBrowserFlowKeyGone(t *testing.T) {
 		t.Errorf("the page shows %q, want the host's 400 naming the workflow", problem)
 	}
 }
+
+// syncFlow lets one attempt of its step run at once per key (input.k);
+// each sleeps long enough to hold its slot while the test looks. pingFlow
+// starts one attempt of its step an hour per key (input.k): the first
+// runs, the next are deferred, each holding its turn.
+const (
+	syncFlow = `
+name: sync
+steps:
+  - id: call
+    activity: kit.sleep
+    input: { ms: 600000 }
+    timeout: 15m
+    concurrency: { key: "${ input.k }", limit: 1 }
+`
+	pingFlow = `
+name: ping
+steps:
+  - { id: ping, activity: kit.echo, input: 1, rate_limit: { key: "${ input.k }", limit: 1, per: 1h } }
+`
+)
+
+// awaitStep waits, up to 30 seconds, for the step concurrency key to
+// have n attempts in its line and one holding its slot.
+func (h *host) awaitStep(key string, n int) {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := h.Do(h.t, "GET", "/v1/step-concurrency?key="+url.QueryEscape(key), nil)
+		var l keyLine
+		if r.Status == http.StatusOK {
+			r.JSON(h.t, &l)
+			if l.Key.Waiting == n && len(l.Key.Holders) == 1 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("step key %q: %d waiting after 30s (status %d), want %d", key, l.Key.Waiting, r.Status, n)
+		}
+		time.Sleep(20 * time.Millisecond) // polling, with a deadline
+	}
+}
+
+// TestBrowserFlowStepsAndRates: with a reader's token, the Flow page
+// lists a key of the activity steps' concurrency limits, linked to its
+// page, which shows it as the steps' (no workflow), the attempt holding
+// its slot and the two in its line in order, each linked to its
+// instance; a step key made of markup is shown as text, on the list and
+// on its page. The page's rate limits table shows a step's rate limit key
+// with its terms, two turns ahead and its next turn an hour or more away,
+// and a key made of markup as text; at a phone's size the page fits the
+// screen.
+func TestBrowserFlowStepsAndRates(t *testing.T) {
+	h := newHost(t)
+	h.PushPlugin(t, "kit")
+	h.PutWorkflow(t, "sync", syncFlow)
+	h.PutWorkflow(t, "ping", pingFlow)
+	for i, id := range []string{"sync-1", "sync-2", "sync-3"} {
+		h.start("sync", id, map[string]any{"k": "partner-api"}, "")
+		h.awaitStep("partner-api", i)
+	}
+	h.start("sync", "sync-x", map[string]any{"k": hostile}, "")
+	h.awaitStep(hostile, 0)
+	for _, id := range []string{"ping-1", "ping-2", "ping-3"} {
+		h.start("ping", id, map[string]any{"k": "partner-api"}, "")
+	}
+	h.start("ping", "ping-x", map[string]any{"k": hostile}, "ended")
+
+	tb := openTab(t, h.url)
+	tb.open("/flow", readerSecret, "reader")
+	row := `[data-test=flow-row][data-step=true][data-key=partner-api]`
+	waitTrue(tb, "the step key's row", q(row)+" !== null")
+	if got := eval[string](tb, q(row+" [data-test=flow-waiting]")+".textContent"); got != "2" {
+		t.Errorf("the step key's row says %q waiting, want 2", got)
+	}
+	if got := eval[[]string](tb, textsJS("[data-test=flow-row][data-step=true] [data-test=flow-key-link]")); !slices.Contains(got, hostile) {
+		t.Errorf("the step keys shown are %q, want %q as text among them", got, hostile)
+	}
+
+	// The rate limits: the step key with its terms and two turns ahead
+	// (the other two instances' attempts, deferred), and the key made of
+	// markup, as text.
+	rate := `[data-test=rate-row][data-kind=step][data-key=partner-api]`
+	waitTrue(tb, "the rate limit key's row with two turns ahead", q(rate+" [data-test=rate-ahead]")+"?.textContent === '2'")
+	if got := eval[string](tb, q(rate+" [data-test=rate-terms]")+".textContent"); got != "1 per 1h, burst 1" {
+		t.Errorf("the rate limit's terms are %q, want 1 per 1h, burst 1", got)
+	}
+	if next := eval[string](tb, q(rate+" [data-test=rate-next]")+".textContent"); !strings.Contains(next, "(in 2h 59m)") && !strings.Contains(next, "(in 3h 00m)") {
+		t.Errorf("the next turn is %q, want one three hours on", next)
+	}
+	if got := eval[[]string](tb, `[...document.querySelectorAll('[data-test=rate-row]')].map((r) => r.dataset.key)`); !slices.Equal(got, []string{hostile, "partner-api"}) {
+		t.Errorf("the rate limit keys are %q, want the one made of markup, then partner-api", got)
+	}
+	if n := eval[int](tb, `document.querySelectorAll('main img').length`); n != 0 {
+		t.Errorf("the keys made %d <img> on the Flow page", n)
+	}
+	tb.viewport(390, 844)
+	checkPhoneFits(tb, "the flow list with its rate limits")
+	tb.viewport(1280, 900)
+
+	// The step key's page: no workflow, its holder, its line in order.
+	tb.click(row + " [data-test=flow-key-link]")
+	waitTrue(tb, "the step key's page", q("[data-test=flow-key]")+"?.textContent === 'partner-api'")
+	if hash := eval[string](tb, "location.hash"); hash != "#/flow/(steps)?key=partner-api" {
+		t.Errorf("the step key's page is at %q, want #/flow/(steps)?key=partner-api", hash)
+	}
+	holders := waitFor(tb, "the holder", textsJS("[data-test=holder-link]"), func(s []string) bool { return len(s) > 0 })
+	if !slices.Equal(holders, []string{"sync-1"}) {
+		t.Errorf("the holders are %q, want sync-1", holders)
+	}
+	if got := eval[[]string](tb, textsJS("[data-test=line-link]")); !slices.Equal(got, []string{"sync-2", "sync-3"}) {
+		t.Errorf("the line is %q, want sync-2 then sync-3", got)
+	}
+	if eval[bool](tb, q("[data-test=workflow-link]")+" !== null") || eval[bool](tb, q("[data-test=flow-steps]")+" === null") {
+		t.Error("the step key's page names a workflow, or does not say the steps share the key")
+	}
+	tb.click(`[data-test=line-row][data-id=sync-2] [data-test=line-link]`)
+	waitTrue(tb, "sync-2's page", q("[data-test=instance-id]")+"?.textContent === 'sync-2'")
+
+	// The page of the step key made of markup shows it as text.
+	tb.goTo("/flow/(steps)?key=" + url.QueryEscape(hostile))
+	waitTrue(tb, "the markup key's holder", q("[data-test=holder-row][data-id=sync-x]")+" !== null")
+	if got := eval[string](tb, q("[data-test=flow-key]")+".textContent"); got != hostile {
+		t.Errorf("the markup key's heading shows %q, want it as text", got)
+	}
+	if n := eval[int](tb, `document.querySelectorAll('main img').length`); n != 0 {
+		t.Errorf("the key made %d <img> on its page", n)
+	}
+	// A step key nobody holds is said so.
+	tb.goTo("/flow/(steps)?key=nobody")
+	waitTrue(tb, "the note that nothing runs under the step key", q("[data-test=flow-gone]")+" !== null")
+}
+
+// TestBrowserPluginRuleRateLimit: the plugin page shows each host rule of
+// its grants with its rate limit in words (terms, wait, key), a rule
+// without a key of its own under its pattern's, and a key made of markup
+// as text (a rule's key has no spaces: hostile's without them).
+func TestBrowserPluginRuleRateLimit(t *testing.T) {
+	const hostile = `<img/src=x/onerror=alert(1)>`
+	h := newHost(t)
+	h.PushPlugin(t, "kit")
+	grants := `{"hosts": [
+		{"pattern": "api.partner.example", "rate_limit": {"limit": 10, "per": "1s", "burst": 20, "max_wait": "5s", "key": "partner"}},
+		{"pattern": "hooks.example.com", "rate_limit": {"limit": 60, "per": "1h"}},
+		{"pattern": "x.example.com", "rate_limit": {"limit": 1, "per": "1m", "key": ` + js(hostile) + `}},
+		{"pattern": "free.example.com"}]}`
+	h.Request(t, "PUT", "/v1/plugins/kit/grants", adminSecret, "application/json", []byte(grants)).Want(t, http.StatusOK)
+
+	tb := openTab(t, h.url)
+	tb.open("/plugins/kit", readerSecret, "reader")
+	rule := func(pattern string) string { return `[data-test=grant-host][data-pattern="` + pattern + `"]` }
+	waitTrue(tb, "the grants' host rules", q(rule("api.partner.example"))+" !== null")
+	for pattern, want := range map[string]string{
+		"api.partner.example": "api.partner.example: 10 per 1s, burst 20, waits ≤ 5s, key partner",
+		"hooks.example.com":   "hooks.example.com: 60 per 1h, burst 1, never waits, key hooks.example.com",
+		"x.example.com":       "x.example.com: 1 per 1m, burst 1, never waits, key " + hostile,
+		"free.example.com":    "free.example.com",
+	} {
+		if got := eval[string](tb, q(rule(pattern))+".textContent"); got != want {
+			t.Errorf("the rule %s reads %q, want %q", pattern, got, want)
+		}
+	}
+	if n := eval[int](tb, `document.querySelectorAll('main img').length`); n != 0 {
+		t.Errorf("the rule's key made %d <img> on the plugin page", n)
+	}
+}

@@ -63,6 +63,11 @@ type Instance struct {
 	// its instances run at once per key (docs/flow-control.md): its key,
 	// and since when it waits for a slot.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
+	// Search holds the instance's search attributes by name, as of its
+	// last commit (docs/operations.md, "Search"): a string, a number, a
+	// bool, a time as an RFC 3339 string in UTC, or a list of strings,
+	// after its type (GET /v1/search-attributes). Absent when it has none.
+	Search map[string]any `json:"search,omitempty"`
 	// WaitingOn is set when one instance is shown, and in lists for a
 	// suspended instance.
 	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`

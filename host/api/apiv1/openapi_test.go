@@ -48,6 +48,10 @@ var shapes = []struct {
 	{"/components/schemas/SlotHolder", reflect.TypeFor[apiv1.SlotHolder]()},
 	{"/components/schemas/SlotWaiter", reflect.TypeFor[apiv1.SlotWaiter]()},
 	{"/components/schemas/ConcurrencyLine", reflect.TypeFor[apiv1.ConcurrencyLine]()},
+	{"/components/schemas/RateLimitKey", reflect.TypeFor[apiv1.RateLimitKey]()},
+	{"/components/schemas/RateLimits", reflect.TypeFor[apiv1.RateLimits]()},
+	{"/components/schemas/SearchAttribute", reflect.TypeFor[apiv1.SearchAttribute]()},
+	{"/components/schemas/SearchAttributes", reflect.TypeFor[apiv1.SearchAttributes]()},
 	{answer("/v1/plugins", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Plugin]]()},
 	{answer("/v1/workflows", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Workflow]]()},
 	{answer("/v1/instances", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Instance]]()},
@@ -67,6 +71,8 @@ var shapes = []struct {
 	{body("/v1/schedules/{id}/unpause", "post"), reflect.TypeFor[apiv1.PauseRequest]()},
 	{body("/v1/schedules/{id}/trigger", "post"), reflect.TypeFor[apiv1.TriggerRequest]()},
 	{answer("/v1/concurrency", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.ConcurrencyKey]]()},
+	{answer("/v1/step-concurrency", "get", "200"), reflect.TypeFor[apiv1.ConcurrencyLine]()},
+	{answer("/v1/rate-limits", "get", "200"), reflect.TypeFor[apiv1.RateLimits]()},
 }
 
 // enumSchemas maps the schemas of openapi.json that are enumerations to

@@ -25,6 +25,12 @@ type Problem struct {
 	// Workflows, for an in-use problem, names the saved workflows that use
 	// the plugin.
 	Workflows []string `json:"workflows,omitempty"`
+	// Position, for an invalid-query problem, is the byte offset (from 0)
+	// of the offending token in the query's text, and Token that token as
+	// written ("" when the problem is at the end of the query or concerns
+	// all of it): where a console or a CLI points.
+	Position *int   `json:"position,omitempty"`
+	Token    string `json:"token,omitempty"`
 	// RequestID is the request's X-Request-Id, to find its log lines.
 	RequestID string `json:"request_id,omitempty"`
 }

@@ -1,17 +1,20 @@
-// One key of a workflow's concurrency limit (docs/flow-control.md): its
-// limit and policy, the instances that hold its slots, and its line,
-// first in line first, each linked to its instance's page; the line a
-// page at a time. The route is #/flow/<workflow>?key=<key>; no key is the
-// workflow-wide key "". The page reads the key again every few seconds
-// while it is open (while only the line's first page is shown): its
-// holders end and its line moves up. A key nobody holds or waits for is
-// said so, not shown as an error: it comes back when an instance asks for
-// a slot.
+// One key of a workflow's concurrency limit (docs/flow-control.md), or of
+// the activity steps': its limit and policy, the instances that hold its
+// slots, and its line, first in line first, each linked to its instance's
+// page; the line a page at a time. The route is
+// #/flow/<workflow>?key=<key>, where no key is the workflow-wide key "";
+// a step key's is #/flow/(steps)?key=<key>, whose holders and waiters are
+// attempts, each shown as its instance (one instance may be there more
+// than once: a foreach's iterations). The page reads the key again every
+// few seconds while it is open (while only the line's first page is
+// shown): its holders end and its line moves up. A key nobody holds or
+// waits for is said so, not shown as an error: it comes back when an
+// instance asks for a slot.
 
 import * as api from '../api.js';
 import {h, replace, timeEl, links, fmtTime} from '../format.js';
 import {errorBox, section, kv} from '../ui.js';
-import {keyLabel, waitedFor, runningCell, POLICIES} from './flow.js';
+import {keyLabel, waitedFor, runningCell, POLICIES, STEPS} from './flow.js';
 
 const PAGE = 100;
 // REFRESH is how often, in ms, the page reads the key again.
@@ -20,12 +23,15 @@ const REFRESH = 2000;
 export async function render({main, params, query}) {
   const workflow = params[0];
   const key = query.get('key') || '';
-  const base = `/v1/concurrency/${api.p(workflow)}`;
+  // A step key has no workflow: the steps of any workflow share it.
+  const step = workflow === STEPS;
+  const base = step ? '/v1/step-concurrency' : `/v1/concurrency/${api.p(workflow)}`;
 
   const live = h('span', {class: 'live', 'data-test': 'refresh-state', 'aria-live': 'polite'});
   // The heading is drawn once and kept: the console moves the focus to it.
   const head = h('div', {class: 'page-head'},
-    h('h1', {}, 'Concurrency key ', keyLabel(key, {class: 'id', 'data-test': 'flow-key'})), live);
+    h('h1', {}, step ? 'Step concurrency key ' : 'Concurrency key ', step ? h('code', {class: 'id', 'data-test': 'flow-key'}, key)
+      : keyLabel(key, {class: 'id', 'data-test': 'flow-key'})), live);
   const summary = h('div');
   const holders = h('div');
   const lineBox = h('div');
@@ -39,22 +45,24 @@ export async function render({main, params, query}) {
 
   function drawKey(k) {
     replace(summary, section(null, {'data-test': 'flow-summary'}, kv([
-      ['workflow', h('a', {href: links.workflow(k.workflow), 'data-test': 'workflow-link'}, k.workflow)],
-      ['key', keyLabel(k.key)],
+      step ? ['shared by', h('span', {'data-test': 'flow-steps'}, 'the activity steps of any workflow whose concurrency names this key; each holder and waiter is an attempt of its instance')]
+        : ['workflow', h('a', {href: links.workflow(k.workflow), 'data-test': 'workflow-link'}, k.workflow)],
+      ['key', step ? h('code', {}, k.key) : keyLabel(k.key)],
       ['limit', h('span', {'data-test': 'flow-limit'}, String(k.limit))],
       ['policy', [h('code', {'data-test': 'flow-policy'}, k.policy), POLICIES[k.policy] ? h('span', {class: 'muted'}, `: at the limit, ${POLICIES[k.policy]}`) : '']],
       ['running', runningCell(k)],
       ['waiting', [h('span', {'data-test': 'flow-waiting'}, String(k.waiting)),
         k.waiting && k.oldest_wait ? [h('span', {class: 'muted'}, ', the first since '), timeEl(k.oldest_wait),
           h('span', {class: 'muted'}, ` (${waitedFor(k.oldest_wait)})`)] : '']],
-      ['instances', h('a', {href: links.instances({workflow: k.workflow})}, `the instances of ${k.workflow}`)],
+      step ? null : ['instances', h('a', {href: links.instances({workflow: k.workflow})}, `the instances of ${k.workflow}`)],
     ])));
     const list = k.holders || [];
     replace(holders, section('Holding a slot', {'data-test': 'holders-section'},
       list.length ? h('div', {class: 'table-wrap'}, h('table', {class: 'list'},
         h('thead', {}, h('tr', {}, ['instance', 'since', 'held for', ''].map((c) => h('th', {scope: 'col'}, c)))),
         h('tbody', {'data-test': 'holder-rows'}, list.map(holderRow))))
-        : h('p', {class: 'muted', 'data-test': 'no-holders'}, 'None: the instances in the line get the slots as they are handed out.')));
+        : h('p', {class: 'muted', 'data-test': 'no-holders'}, step ? 'None: the attempts in the line get the slots as they are handed out.'
+          : 'None: the instances in the line get the slots as they are handed out.')));
   }
 
   function holderRow(hd) {
@@ -89,7 +97,7 @@ export async function render({main, params, query}) {
   function gone() {
     replace(summary, section(null, {'data-test': 'flow-gone'}, h('p', {class: 'muted'},
       'Nothing runs or waits under this key now. It is shown again as soon as an instance asks for one of its slots. ',
-      h('a', {href: links.flows({workflow})}, `The keys of ${workflow}`), '.')));
+      step ? h('a', {href: links.flows({})}, 'The keys') : h('a', {href: links.flows({workflow})}, `The keys of ${workflow}`), '.')));
     holders.replaceChildren();
     lineBox.replaceChildren();
     more.hidden = true;

@@ -1,4 +1,5 @@
-// One instance: what it is and waits on, its data, its history as a
+// One instance: what it is and waits on, its search attributes, its
+// data, its history as a
 // timeline of steps and attempts with each attempt's input, output,
 // failure and log lines, its parent and children, and the actions the
 // token's role allows (cancel, retry, send the event a wait expects,
@@ -10,6 +11,30 @@ import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField, l
 import * as timeline from '../timeline.js';
 import {graphOf} from './workflow.js';
 import {keyLabel} from './flow.js';
+
+// queryValue writes a search attribute's value as a query does: a
+// string (a time too) as a JSON string, a number as JSON writes it, a
+// bool.
+function queryValue(v) {
+  return typeof v === 'string' ? JSON.stringify(v) : String(v);
+}
+
+// searchTable shows an instance's search attributes, by name, each value
+// (each keyword) linked to the instances that have it; null for none.
+export function searchTable(search) {
+  const names = Object.keys(search || {}).sort();
+  if (!names.length) return null;
+  const find = (name, v) => h('a', {href: links.instances({q: `${name} = ${queryValue(v)}`}), title: 'the instances with this value',
+    'data-test': 'search-value'}, typeof v === 'string' ? v : String(v));
+  return h('table', {class: 'list search-attrs', 'data-test': 'instance-search'},
+    h('thead', {}, h('tr', {}, h('th', {scope: 'col'}, 'name'), h('th', {scope: 'col'}, 'value'))),
+    h('tbody', {}, names.map((name) => {
+      const v = search[name];
+      return h('tr', {'data-test': 'search-attribute', 'data-name': name},
+        h('td', {}, h('code', {}, name)),
+        h('td', {}, Array.isArray(v) ? v.map((kw, i) => [i ? ', ' : '', find(name, kw)]) : find(name, v)));
+    })));
+}
 
 export async function render({main, params}) {
   const id = params[0];
@@ -77,6 +102,8 @@ export async function render({main, params}) {
       ['plugins', Object.keys(inst.plugins || {}).length ? h('ul', {class: 'inline'}, Object.entries(inst.plugins).map(([name, v]) =>
         h('li', {}, h('a', {href: links.plugin(name)}, name), ' ', shortHash(v)))) : h('span', {class: 'muted'}, 'none')],
       ['children', children],
+      // What operators search it by (docs/operations.md#search).
+      ['search attributes', searchTable(inst.search)],
     ])));
   }
 

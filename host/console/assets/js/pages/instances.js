@@ -1,6 +1,7 @@
 // The instances page: newest first, filtered by workflow, status and
 // time range, or found by exact id, or by the event and correlation key
-// they wait for (GET /v1/instances: id, event, key), with counts by
+// they wait for (GET /v1/instances: id, event, key), or by a query of
+// their search attributes (q, docs/operations.md#search), with counts by
 // status as chips, live updates from the instances stream, paging by
 // next_cursor and a bulk cancel of the selected rows.
 
@@ -19,8 +20,34 @@ export function waitingSummary(w) {
   return parts;
 }
 
+// byteOffsetToIndex converts a byte offset into the UTF-8 encoding of
+// text (where the host says a query is wrong) into an index of the
+// string, as JavaScript counts (UTF-16 code units).
+export function byteOffsetToIndex(text, offset) {
+  const bytes = new TextEncoder().encode(text);
+  return new TextDecoder().decode(bytes.slice(0, Math.max(0, Math.min(offset, bytes.length)))).length;
+}
+
+// queryProblem shows a query the host refused: the query with the
+// offending token marked (or a mark at its end when the problem is
+// there), and what is wrong. Everything is text: the query is the
+// user's, the message the host's.
+export function queryProblem(text, err) {
+  const p = err.problem || {};
+  const at = byteOffsetToIndex(text, Number(p.position) || 0);
+  let end = at;
+  if (p.token && text.startsWith(p.token, at)) end = at + p.token.length;
+  else if (p.token) end = Math.max(at + 1, text.slice(at).search(/\s|$/) + at);
+  const msg = (err.errors[0] && err.errors[0].message) || err.detail;
+  return h('div', {class: 'query-error', role: 'alert', 'data-test': 'query-error', 'data-position': String(p.position ?? '')},
+    h('code', {class: 'query-text'}, text.slice(0, at),
+      h('mark', {'data-test': 'query-token'}, end > at ? text.slice(at, end) : '\u00a0'), text.slice(end)),
+    h('p', {class: 'error-inline'}, msg));
+}
+
 export async function render({main, query}) {
   const f = {
+    q: query.get('q') || '',
     workflow: query.get('workflow') || '',
     status: query.get('status') || '',
     created_after: query.get('created_after') || '',
@@ -52,10 +79,18 @@ export async function render({main, query}) {
     'data-search': true, 'data-test': 'filter-id', 'aria-keyshortcuts': '/'});
   const evInput = h('input', {type: 'text', name: 'event', value: f.event, placeholder: 'document.approved', autocomplete: 'off', spellcheck: 'false', 'data-test': 'filter-event'});
   const keyInput = h('input', {type: 'text', name: 'key', value: f.key, placeholder: 'doc-42', autocomplete: 'off', spellcheck: 'false', 'data-test': 'filter-key'});
+  // The query of the instances' search attributes and built-in fields,
+  // applied with the other filters (Enter applies them all).
+  const queryInput = h('input', {type: 'text', name: 'q', value: f.q, autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'customer = "acme" AND amount > 1000', 'aria-describedby': 'query-help', 'data-test': 'filter-query'});
+  const queryError = h('div', {'data-test': 'query-error-box'});
   const order = h('select', {name: 'order', 'data-test': 'filter-order'},
     h('option', {value: 'newest', selected: f.order === 'newest'}, 'newest first'),
     h('option', {value: 'oldest', selected: f.order === 'oldest'}, 'oldest first'));
   const filterForm = h('form', {class: 'filters', role: 'search', 'data-test': 'instance-filters'},
+    h('div', {class: 'query-field'}, field('Query', queryInput,
+      h('span', {id: 'query-help'}, 'Search attributes and id, workflow, version, status, created_at, updated_at, with = != < <= > >= IN STARTS_WITH, AND, OR, NOT. The counts by status leave the query out.')),
+    queryError),
     field('Id (/)', search), field('Waiting for event', evInput), field('Correlation key', keyInput),
     field('Workflow', wfInput), wfList, field('Status', stSelect),
     field('Created after', after), field('Created before', before), field('Order', order),
@@ -66,7 +101,7 @@ export async function render({main, query}) {
       }}, 'Reset')));
   filterForm.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    go({workflow: wfInput.value.trim(), status: stSelect.value, created_after: toRFC3339(after.value),
+    go({q: queryInput.value.trim(), workflow: wfInput.value.trim(), status: stSelect.value, created_after: toRFC3339(after.value),
       created_before: toRFC3339(before.value), id: search.value.trim(), event: evInput.value.trim(),
       key: keyInput.value.trim(), order: order.value});
   });
@@ -102,12 +137,15 @@ export async function render({main, query}) {
     }
     drawRows();
   }});
-  const listQuery = () => ({workflow: f.workflow, status: f.status, created_after: f.created_after,
+  const listQuery = () => ({q: f.q, workflow: f.workflow, status: f.status, created_after: f.created_after,
     created_before: f.created_before, id: f.id, event: f.event, key: f.key, order: f.order === 'newest' ? '' : f.order});
 
   function drawRows() {
     if (!items.length) {
-      replace(tbody, h('tr', {}, h('td', {colspan: operator ? 7 : 6, class: 'muted'}, 'No instances match.')));
+      // A query's page may come back empty with a cursor: the host reads
+      // a bounded number of instances a page.
+      replace(tbody, h('tr', {}, h('td', {colspan: operator ? 7 : 6, class: 'muted'},
+        next ? 'None found among the instances read so far; load more to read on.' : 'No instances match.')));
     } else {
       replace(tbody, items.map((it) => h('tr', {'data-test': 'instance-row', 'data-id': it.id, 'data-status': it.status},
         operator ? h('td', {}, h('input', {type: 'checkbox', 'aria-label': `Select ${it.id}`, 'data-test': 'select-instance',
@@ -135,8 +173,17 @@ export async function render({main, query}) {
       next = page.next_cursor || '';
       for (const id of [...selected]) if (!items.some((it) => it.id === id)) selected.delete(id);
       listError.replaceChildren();
+      queryError.replaceChildren();
+      queryInput.removeAttribute('aria-invalid');
     } catch (e) {
-      replace(listError, errorBox(e, {'data-test': 'list-error'}));
+      if (e.type === 'urn:weft:problem:invalid-query') {
+        items = [];
+        next = '';
+        replace(queryError, queryProblem(f.q, e));
+        queryInput.setAttribute('aria-invalid', 'true');
+      } else {
+        replace(listError, errorBox(e, {'data-test': 'list-error'}));
+      }
     }
     drawRows();
   }

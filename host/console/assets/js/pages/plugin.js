@@ -6,9 +6,24 @@
 import * as api from '../api.js';
 import {h, replace, timeEl, links, fmtBytes, statusBadge} from '../format.js';
 import {errorBox, section, kv, slot} from '../ui.js';
+import {rateTerms, shortPer} from './flow.js';
 
 // SHOWN is how many instances pinned to a version the page lists.
 const SHOWN = 20;
+
+// hostRule shows a grant's host rule: its pattern, whether it reaches
+// private networks, and its rate limit (docs/outbound-http.md, "Rate
+// limits"): 10 per 1s, burst 20, waits ≤ 5s, key partner. A rule without
+// a key of its own shares the budget named by its pattern.
+function hostRule(x) {
+  const rl = x.rate_limit;
+  return h('li', {'data-test': 'grant-host', 'data-pattern': x.pattern}, h('code', {}, x.pattern),
+    x.private_networks ? ' (private networks allowed)' : '',
+    rl ? h('span', {class: 'muted', 'data-test': 'grant-rate',
+      title: 'requests under this rule take turns from the key\'s budget, shared by every rule with that key, across plugins and nodes'},
+    `: ${rateTerms(rl.limit, rl.per, rl.burst)}, `, rl.max_wait ? `waits ≤ ${shortPer(rl.max_wait)}` : 'never waits', ', key ',
+    h('code', {'data-test': 'grant-rate-key'}, rl.key || x.pattern)) : '');
+}
 
 // activitiesIn walks a definition's steps (nested ones too) and answers
 // the activity names it calls of the plugin.
@@ -80,7 +95,7 @@ export async function render({main, params}) {
         return kv([
           ['revision', String(g.revision)],
           ['updated', g.updated_at ? timeEl(g.updated_at) : h('span', {class: 'muted'}, 'never granted')],
-          ['hosts', g.hosts && g.hosts.length ? h('ul', {class: 'plain'}, g.hosts.map((x) => h('li', {}, h('code', {}, x.pattern), x.private_networks ? ' (private networks allowed)' : ''))) : h('span', {class: 'muted'}, 'none')],
+          ['hosts', g.hosts && g.hosts.length ? h('ul', {class: 'plain'}, g.hosts.map(hostRule)) : h('span', {class: 'muted'}, 'none')],
           ['config', mapList(g.config)],
           ['secrets (references, never values)', mapList(g.secrets)],
         ], {'data-test': 'plugin-grants'});
