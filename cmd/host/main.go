@@ -289,7 +289,7 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
       the runs of the times its calendar names from T to T (RFC 3339 or a duration ago)
   weft schedule rm ID             deletes it and its record; the runs it started go on
   weft flow ls [--workflow W] [--limit N] [--cursor C]
-      the keys of the workflows' concurrency limits with running or waiting instances
+      the concurrency keys, the steps' and the workflows', with running or waiting work
       (docs/flow-control.md): running against the limit, waiting, the oldest wait, the policy
   weft flow show WORKFLOW [KEY] [--limit N] [--cursor C]
       one key (KEY absent: the workflow-wide key ""): who holds its slots, and its line

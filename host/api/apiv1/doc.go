@@ -2,9 +2,10 @@
 // JSON documents that the API under /v1 answers and accepts — an instance
 // as the API shows it, a page of a list, a history entry, a log line, a
 // stimulus, a workflow or plugin summary, the grants of a plugin, a
-// schedule and its record, the keys of a workflow's concurrency limit with
-// their holders and lines, what an event, a refresh or a backfill did, and
-// the problem document of an error answer.
+// schedule and its record, the concurrency keys of workflows and steps
+// with their holders and lines, the rate limit keys, the registered search
+// attributes, what an event, a refresh or a backfill did, and the problem
+// document of an error answer.
 //
 // The API (host/api) encodes these types and the Go client (host/client)
 // decodes them, so that a shape is declared once and both ends agree on
