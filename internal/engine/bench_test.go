@@ -136,52 +136,76 @@ func BenchmarkConcurrencyKey(b *testing.B) {
 		{"free", `concurrency: { key: "${ input.k }", limit: 1000 }`, 50},
 		{"binding", `concurrency: { key: "${ input.k }", limit: 5 }`, 5},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			const inFlight = 50
-			h := newHost(b, withConfig(engine.Config{NodeID: "bench", Workers: inFlight}))
-			h.save(`
+		b.Run(bc.name, func(b *testing.B) { benchThree(b, bc.concurrency, bc.keys) })
+	}
+}
+
+// BenchmarkSearchAttributes is BenchmarkConcurrencyKey's workflow without
+// search attributes and with five (over input and vars), which the engine
+// evaluates at every commit and the store indexes: the CPU per workflow
+// they cost.
+func BenchmarkSearchAttributes(b *testing.B) {
+	for _, bc := range []struct{ name, search string }{
+		{"none", ""},
+		{"five", `search:
+  customer: { type: string, value: "${ input.k }" }
+  amount: { type: number, value: "${ input.n }" }
+  vip: { type: bool, value: "${ input.n > 10 }" }
+  due: { type: time, value: "2026-12-01T00:00:00Z" }
+  stage: { type: keywords, value: "${ vars.a.k }" }`},
+	} {
+		b.Run(bc.name, func(b *testing.B) { benchThree(b, bc.search, 50) })
+	}
+}
+
+// benchThree runs b.N instances of a 3-activity lazy workflow whose
+// definition starts with header, 50 in flight, each worker's input
+// {"k": "k<worker % keys>", "n": <worker>}, and reports the workflows a
+// second and the process's CPU per workflow.
+func benchThree(b *testing.B, header string, keys int) {
+	const inFlight = 50
+	h := newHost(b, withConfig(engine.Config{NodeID: "bench", Workers: inFlight}))
+	h.save(`
 name: three
-` + bc.concurrency + `
+` + header + `
 steps:
   - { id: a, activity: kit.echo, input: "${ input }", output: a }
   - { id: b, activity: kit.echo, input: "${ vars.a }", output: b }
   - { id: c, activity: kit.echo, input: "${ vars.b }", output: c }
 output: "${ vars.c }"
 `)
-			ctx := context.Background()
-			var (
-				next atomic.Int64
-				wg   sync.WaitGroup
-			)
-			b.ResetTimer()
-			start, cpu0 := time.Now(), processCPU()
-			for w := range inFlight {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					in := json.RawMessage(`{"k": "k` + strconv.Itoa(w%bc.keys) + `"}`)
-					for next.Add(1) <= int64(b.N) {
-						inst, _, err := h.e.Start(ctx, "three", in, "")
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						done, err := h.e.WaitFinished(ctx, inst.ID)
-						if err != nil || done.Status != weft.StatusCompleted {
-							b.Errorf("instance %s: %v %v", inst.ID, done.Status, err)
-							return
-						}
-					}
-				}()
+	ctx := context.Background()
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	b.ResetTimer()
+	start, cpu0 := time.Now(), processCPU()
+	for w := range inFlight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := json.RawMessage(`{"k": "k` + strconv.Itoa(w%keys) + `", "n": ` + strconv.Itoa(w) + `}`)
+			for next.Add(1) <= int64(b.N) {
+				inst, _, err := h.e.Start(ctx, "three", in, "")
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				done, err := h.e.WaitFinished(ctx, inst.ID)
+				if err != nil || done.Status != weft.StatusCompleted {
+					b.Errorf("instance %s: %v %v", inst.ID, done.Status, err)
+					return
+				}
 			}
-			wg.Wait()
-			elapsed, cpu := time.Since(start), processCPU()-cpu0
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "workflows/s")
-			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/workflow")
-			b.ReportMetric(0, "ns/op")
-		})
+		}()
 	}
+	wg.Wait()
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "workflows/s")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/workflow")
+	b.ReportMetric(0, "ns/op")
 }
 
 // BenchmarkFairness is the issue's tenant test: tenant A starts 20,000
