@@ -1,10 +1,6 @@
 package weft
 
-import (
-	"encoding/json"
-	"fmt"
-	"time"
-)
+import "time"
 
 // SearchType is the type of a search attribute: what a definition's
 // `search` declares for each attribute, how the stores index its values,
@@ -59,14 +55,18 @@ const (
 )
 
 // SearchValue is one search attribute's value: the field of its Type is
-// set (Keywords for SearchKeywords), the others are zero.
+// set (Keywords for SearchKeywords), the others are zero. As JSON (how
+// the stores keep it) it is its type and its one field, which an omitted
+// field's zero value reads back as: plain struct tags, so that the
+// stores decode it in one pass, with no method of its own (an instance is
+// decoded at every commit).
 type SearchValue struct {
-	Type     SearchType
-	String   string
-	Number   float64
-	Bool     bool
-	Time     time.Time
-	Keywords []string
+	Type     SearchType `json:"type"`
+	String   string     `json:"string,omitempty"`
+	Number   float64    `json:"number,omitempty"`
+	Bool     bool       `json:"bool,omitempty"`
+	Time     time.Time  `json:"time,omitzero"`
+	Keywords []string   `json:"keywords,omitempty"`
 }
 
 // Native returns v as a Go value of its type: a string, a float64, a
@@ -84,51 +84,6 @@ func (v SearchValue) Native() any {
 	case SearchKeywords:
 		return v.Keywords
 	}
-	return nil
-}
-
-// searchValueJSON is a SearchValue as stored: its type beside its value,
-// so that a time reads back as a time and not as a string.
-type searchValueJSON struct {
-	Type  SearchType      `json:"type"`
-	Value json.RawMessage `json:"value"`
-}
-
-// MarshalJSON writes {"type": …, "value": …}.
-func (v SearchValue) MarshalJSON() ([]byte, error) {
-	raw, err := json.Marshal(v.Native())
-	if err != nil {
-		return nil, fmt.Errorf("search value of type %s: %w", v.Type, err)
-	}
-	return json.Marshal(searchValueJSON{Type: v.Type, Value: raw})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (v *SearchValue) UnmarshalJSON(data []byte) error {
-	var j searchValueJSON
-	if err := json.Unmarshal(data, &j); err != nil {
-		return err
-	}
-	out := SearchValue{Type: j.Type}
-	var dst any
-	switch j.Type {
-	case SearchString:
-		dst = &out.String
-	case SearchNumber:
-		dst = &out.Number
-	case SearchBool:
-		dst = &out.Bool
-	case SearchTime:
-		dst = &out.Time
-	case SearchKeywords:
-		dst = &out.Keywords
-	default:
-		return fmt.Errorf("%w: search value of unknown type %q", ErrInvalid, j.Type)
-	}
-	if err := json.Unmarshal(j.Value, dst); err != nil {
-		return fmt.Errorf("search value of type %s: %w", j.Type, err)
-	}
-	*v = out
 	return nil
 }
 
