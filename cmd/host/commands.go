@@ -734,7 +734,7 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	tw := cmd.table()
-	fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tSTEP\tATTEMPT\tDATA")
+	fmt.Fprintln(tw, "SEQ\tTIME\tEVENT\tSTEP\tATTEMPT\tACTOR\tDATA")
 	for _, e := range events {
 		attempt := "-"
 		if e.Attempt > 0 {
@@ -744,8 +744,13 @@ func (a *app) instanceHistory(ctx context.Context, args []string) int {
 		if step == "" {
 			step = "-"
 		}
+		// Who asked, on an operator's action (docs/operations.md, "Audit").
+		actor := e.Actor
+		if actor == "" {
+			actor = "-"
+		}
 		data, message := splitMessage(e.Data)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, step, attempt, printable(compactJSON(data, 80), false))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format("15:04:05.000"), e.Type, step, attempt, printable(actor, false), printable(compactJSON(data, 80), false))
 		if message != "" {
 			// Whole, on lines of its own: a tabless line leaves the
 			// columns as they are.

@@ -498,7 +498,7 @@ func viewHistory(evs []weft.HistoryEntry) []apiv1.HistoryEntry {
 	out := make([]apiv1.HistoryEntry, len(evs))
 	for i, e := range evs {
 		out[i] = apiv1.HistoryEntry{Seq: e.Seq, Time: e.Time, Type: apiv1.HistoryType(e.Type), StepPath: e.StepPath,
-			Attempt: e.Attempt, Node: e.Node, Data: e.Data}
+			Attempt: e.Attempt, Node: e.Node, Actor: e.Actor, Data: e.Data}
 	}
 	return out
 }
@@ -514,7 +514,7 @@ func (s *Server) cancelInstance(c *fiber.Ctx) error {
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
 	id := param(c, "id")
-	in, err := s.node.Cancel(ctx, id, req.Reason)
+	in, err := s.node.Cancel(ctx, id, operation(c, req.Reason))
 	switch {
 	case errors.Is(err, weft.ErrNotFound):
 		return notFoundf("no instance %q", id)
@@ -547,7 +547,7 @@ func (s *Server) retryInstance(c *fiber.Ctx) error {
 	if _, err := s.instance(ctx, id); err != nil {
 		return err
 	}
-	err := s.node.Retry(ctx, id, req.Reason)
+	err := s.node.Retry(ctx, id, operation(c, req.Reason))
 	switch {
 	case errors.Is(err, weft.ErrNotFailed):
 		return conflictf("instance %q cannot be retried: only a failed instance can (%s)", id, clean(err))
@@ -593,6 +593,8 @@ func (s *Server) cancelInstances(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
+	// One operation for all: one request, one actor, one time.
+	op := operation(c, req.Reason)
 	items := make([]apiv1.BulkOutcome, 0, len(req.IDs))
 	for _, id := range req.IDs {
 		if ctx.Err() != nil {
@@ -601,7 +603,7 @@ func (s *Server) cancelInstances(c *fiber.Ctx) error {
 			items = append(items, apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeError, Detail: "not tried: the request ran out of time (http.request_timeout)"})
 			continue
 		}
-		items = append(items, s.cancelOne(ctx, c, id, req.Reason))
+		items = append(items, s.cancelOne(ctx, c, id, op))
 	}
 	return c.JSON(newPage(items, ""))
 }
@@ -609,7 +611,7 @@ func (s *Server) cancelInstances(c *fiber.Ctx) error {
 // cancelOne cancels one instance of a bulk request. Its error is told as
 // the error handler would answer it alone: an internal one is logged
 // under the request's id, not shown.
-func (s *Server) cancelOne(ctx context.Context, c *fiber.Ctx, id, reason string) apiv1.BulkOutcome {
+func (s *Server) cancelOne(ctx context.Context, c *fiber.Ctx, id string, op weft.Operation) apiv1.BulkOutcome {
 	failed := func(err error) apiv1.BulkOutcome {
 		p, internal := problemFor(err)
 		if internal {
@@ -617,7 +619,7 @@ func (s *Server) cancelOne(ctx context.Context, c *fiber.Ctx, id, reason string)
 		}
 		return apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeError, Detail: p.Detail}
 	}
-	_, err := s.node.Cancel(ctx, id, reason)
+	_, err := s.node.Cancel(ctx, id, op)
 	switch {
 	case errors.Is(err, weft.ErrNotFound):
 		return apiv1.BulkOutcome{ID: id, Outcome: apiv1.OutcomeNotFound, Detail: fmt.Sprintf("no instance %q", id)}
@@ -636,7 +638,9 @@ func (s *Server) deleteInstance(c *fiber.Ctx) error {
 	if _, err := s.instance(ctx, id); err != nil {
 		return err
 	}
-	err := s.node.Delete(ctx, id)
+	// The request has no body: the reason is the API's, as a cancel's
+	// default is.
+	err := s.node.Delete(ctx, id, operation(c, "deleted through the API"))
 	if errors.Is(err, weft.ErrNotFound) {
 		return notFoundf("no instance %q", id)
 	}
@@ -697,7 +701,7 @@ func (s *Server) importState(c *fiber.Ctx) error {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	in, isNew, err := s.node.Import(ctx, &st, id, replace)
+	in, isNew, err := s.node.Import(ctx, &st, id, replace, operation(c, ""))
 	switch {
 	case errors.Is(err, weft.ErrInstanceExists):
 		return problemf(fiber.StatusConflict, "instance-exists",

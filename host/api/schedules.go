@@ -19,17 +19,6 @@ import (
 // schedules sweep fires them. Every change is recorded with its actor: the
 // request's token's name.
 
-// anonymous is the actor of a change on a host without tokens.
-const anonymous = "anonymous"
-
-// actor names who makes a request's change, for the schedule's record.
-func actor(c *fiber.Ctx) string {
-	if cred, _ := c.Locals(localCred).(*credential); cred != nil {
-		return cred.name
-	}
-	return anonymous
-}
-
 // viewSchedule is a schedule as answered.
 func viewSchedule(v *weft.ScheduleView) apiv1.Schedule {
 	// The stored document is canonical JSON, checked when it was saved,

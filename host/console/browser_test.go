@@ -266,6 +266,12 @@ func TestBrowserCancelAndRetry(t *testing.T) {
 		t.Errorf("dialogs %q, want one confirmation of the cancel", d)
 	}
 	waitTrue(tb, "the cancel button to go", q("[data-test=cancel]")+" === null")
+	// The history says who cancelled it (the operator token's name), and why.
+	actor := q("[data-test=history] tr[data-type=instance_cancelled] [data-test=history-actor]")
+	waitTrue(tb, "the cancel's actor in the history", actor+" !== null")
+	if got := eval[string](tb, actor+".textContent"); got != "by ops: no longer needed" {
+		t.Errorf("the cancel's history entry shows %q, want %q", got, "by ops: no longer needed")
+	}
 	if in := h.get("hold-1"); in.Status != "cancelled" || !strings.Contains(string(in.Error), "no longer needed") {
 		t.Errorf("hold-1 is %s with error %s; want cancelled with the reason given", in.Status, in.Error)
 	}

@@ -107,7 +107,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 10 }, timeout
 	})
 	other := map[string]*node.Node{"a": b, "b": a}[runner]
 	start := time.Now()
-	if _, err := other.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
+	if _, err := other.Engine().Cancel(ctx, inst.ID, weft.Operation{Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -128,20 +128,25 @@ func (n *Node) OnChange(fn func(id string)) (stop func()) { return n.engine.OnCh
 // instance: true on a node alone, false in a cluster.
 func (n *Node) ChangesComplete() bool { return n.engine.ChangesComplete() }
 
-// Cancel cancels an instance, applied when it runs next; it returns the
+// Cancel cancels an instance, applied when it runs next, and records op
+// (who asked, why, when) in its instance_cancelled entry; it returns the
 // instance as it was before, an error matching weft.ErrNotFound, or a
 // *weft.FinishedError for one that finished already.
-func (n *Node) Cancel(ctx context.Context, id, reason string) (*weft.Instance, error) {
-	return n.engine.Cancel(ctx, id, reason)
+func (n *Node) Cancel(ctx context.Context, id string, op weft.Operation) (*weft.Instance, error) {
+	return n.engine.Cancel(ctx, id, op)
 }
 
-// Retry makes a failed instance continue from the step that failed.
-func (n *Node) Retry(ctx context.Context, id, reason string) error {
-	return n.engine.Retry(ctx, id, reason)
+// Retry makes a failed instance continue from the step that failed, and
+// records op in its instance_retried entry.
+func (n *Node) Retry(ctx context.Context, id string, op weft.Operation) error {
+	return n.engine.Retry(ctx, id, op)
 }
 
-// Delete deletes a finished instance with everything it left.
-func (n *Node) Delete(ctx context.Context, id string) error { return n.engine.Delete(ctx, id) }
+// Delete deletes a finished instance with everything it left; op is
+// logged ("instance deleted"), since the history goes with the instance.
+func (n *Node) Delete(ctx context.Context, id string, op weft.Operation) error {
+	return n.engine.Delete(ctx, id, op)
+}
 
 // Export returns an instance's whole state, to import elsewhere.
 func (n *Node) Export(ctx context.Context, id string) (*weft.Snapshot, error) {
@@ -151,7 +156,7 @@ func (n *Node) Export(ctx context.Context, id string) (*weft.Snapshot, error) {
 // Import recreates an instance from a snapshot: under id (empty: the id
 // it was exported with; another makes a copy), over an instance that
 // exists with that id only when replace is set (weft.ErrInstanceExists
-// otherwise).
-func (n *Node) Import(ctx context.Context, s *weft.Snapshot, id string, replace bool) (*weft.Instance, bool, error) {
-	return n.engine.Import(ctx, s, engine.ImportOptions{ID: id, Replace: replace})
+// otherwise); its instance_imported entry records op.
+func (n *Node) Import(ctx context.Context, s *weft.Snapshot, id string, replace bool, op weft.Operation) (*weft.Instance, bool, error) {
+	return n.engine.Import(ctx, s, engine.ImportOptions{ID: id, Replace: replace, Op: op})
 }

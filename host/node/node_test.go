@@ -175,7 +175,7 @@ steps:
 	if err := n.DeletePlugin(ctx, "kit", true); !errors.As(err, &iu) || len(iu.Instances) == 0 || iu.Instances[0] != "hold-1" {
 		t.Fatalf("DeletePlugin while pinned: %v", err)
 	}
-	if _, err := n.Engine().Cancel(ctx, inst.ID, "test"); err != nil {
+	if _, err := n.Engine().Cancel(ctx, inst.ID, weft.Operation{Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := n.Engine().WaitFinished(wctx, inst.ID); err != nil || got.Status != weft.StatusCancelled {

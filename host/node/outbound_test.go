@@ -116,7 +116,7 @@ output: "${ vars.call }"
 	// on (in Redis, from failed back to running and its plugin pinned
 	// again) and completes.
 	failed := done.ID
-	if err := a.Engine().Retry(ctx, failed, "granted"); err != nil {
+	if err := a.Engine().Retry(ctx, failed, weft.Operation{Reason: "granted"}); err != nil {
 		t.Fatal(err)
 	}
 	<-got
@@ -130,7 +130,7 @@ output: "${ vars.call }"
 	if retried.Error != nil || !retried.DeleteAfter.IsZero() {
 		t.Errorf("retried instance: error %+v, delete_after %s; want neither", retried.Error, retried.DeleteAfter)
 	}
-	if err := b.Engine().Retry(ctx, failed, "again"); !errors.Is(err, weft.ErrNotFailed) {
+	if err := b.Engine().Retry(ctx, failed, weft.Operation{Reason: "again"}); !errors.Is(err, weft.ErrNotFailed) {
 		t.Errorf("a retry of a completed instance: %v, want ErrNotFailed", err)
 	}
 	for range 2 {

@@ -194,10 +194,16 @@ type HistoryEntry struct {
 	// Seq is assigned by the store: 1, 2, 3… per instance.
 	Seq uint64 `json:"seq"`
 	// Time is when it happened; the store's clock when left zero.
-	Time     time.Time       `json:"time"`
-	Type     HistoryType     `json:"type"`
-	StepPath string          `json:"step_path,omitempty"`
-	Attempt  int             `json:"attempt,omitempty"`
-	Node     string          `json:"node,omitempty"`
-	Data     json.RawMessage `json:"data,omitempty"`
+	Time     time.Time   `json:"time"`
+	Type     HistoryType `json:"type"`
+	StepPath string      `json:"step_path,omitempty"`
+	Attempt  int         `json:"attempt,omitempty"`
+	Node     string      `json:"node,omitempty"`
+	// Actor is who asked for what the entry records, on the entries of an
+	// operator's action (instance_cancelled, instance_retried,
+	// instance_imported, the event_ignored of a cancel or a retry that
+	// came too late): an API token's name, or one of ActorAnonymous,
+	// ActorEngine, ActorScheduler (see Operation). Empty on the rest.
+	Actor string          `json:"actor,omitempty"`
+	Data  json.RawMessage `json:"data,omitempty"`
 }

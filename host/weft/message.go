@@ -21,6 +21,11 @@ type Message struct {
 	// child step's); empty for a cancel or a note.
 	Token   string          `json:"token,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// Op is who asked for the action a cancel or a retry carries, why and
+	// when, for the history entry that records it; nil in a message of
+	// another kind, or one written before actors were recorded. The
+	// payload keeps the reason too, for a node that does not read Op.
+	Op *Operation `json:"op,omitempty"`
 	// Seq orders an inbox; CreatedAt is set by the store.
 	Seq       uint64    `json:"seq"`
 	CreatedAt time.Time `json:"created_at"`
@@ -39,11 +44,12 @@ const (
 	// (Token).
 	MessageChild MessageKind = "child"
 	// MessageCancel: a request to cancel the instance; the payload is the
-	// reason, a JSON string.
+	// reason, a JSON string, and Op who asked.
 	MessageCancel MessageKind = "cancel"
 	// MessageRetry: a request to continue a failed instance from where its
-	// failure stopped it; the payload is the reason, a JSON string. The
-	// one message that runs a finished (failed) instance again.
+	// failure stopped it; the payload says which failure, with the
+	// reason, and Op who asked. The one message that runs a finished
+	// (failed) instance again.
 	MessageRetry MessageKind = "retry"
 	// MessageNote: a history record for the instance from another
 	// execution (an attempt's late result it refused), recorded as it is.

@@ -250,7 +250,7 @@ steps:
 	case <-wctx.Done():
 		t.Fatal("the activity was not called within 30s")
 	}
-	if _, err := h.e.Cancel(ctx, inst.ID, "test"); err != nil {
+	if _, err := h.e.Cancel(ctx, inst.ID, weft.Operation{Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := h.e.WaitFinished(wctx, inst.ID)

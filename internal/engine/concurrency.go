@@ -199,7 +199,8 @@ func (x *execution) admit() (bool, error) {
 			return false, nil
 		}
 		x.e.cfg.Observer.SlotCancelled(x.inst.Workflow, string(slots.CancelNewest))
-		x.apply(runner.Cancel{Reason: fmt.Sprintf("concurrency: %d instances of key %q run already, and the policy is %s", dc.Limit, c.Key, slots.CancelNewest)})
+		x.apply(runner.Cancel{Op: weft.Operation{Actor: weft.ActorEngine, At: now,
+			Reason: fmt.Sprintf("concurrency: %d instances of key %q run already, and the policy is %s", dc.Limit, c.Key, slots.CancelNewest)}})
 		return false, nil
 	}
 	// Waiting.
@@ -304,8 +305,8 @@ func (e *Engine) slotsDecided(ctx context.Context, workflow, key string, d slots
 		e.pushSoon(ctx, e.itemRead(ctx, g.ID, reasonSlot))
 	}
 	for _, c := range d.Cancel {
-		reason := fmt.Sprintf("concurrency: newer instances of key %q run, and the policy is %s", key, slots.CancelOldest)
-		_, err := e.Cancel(ctx, c.ID, reason)
+		op := weft.Operation{Actor: weft.ActorEngine, Reason: fmt.Sprintf("concurrency: newer instances of key %q run, and the policy is %s", key, slots.CancelOldest)}
+		_, err := e.Cancel(ctx, c.ID, op)
 		if err == nil {
 			e.cfg.Observer.SlotCancelled(workflow, string(slots.CancelOldest))
 		} else if !errors.Is(err, weft.ErrFinished) && !errors.Is(err, weft.ErrNotFound) && ctx.Err() == nil {

@@ -190,7 +190,7 @@ func TestConcurrencyQueue(t *testing.T) {
 			t.Fatalf("a3's history %v: want slot_waiting, then slot_acquired, then instance_started", types)
 		}
 		// a5 is cancelled while it waits: it leaves the line.
-		if _, err := h.e.Cancel(context.Background(), "a5", "no longer needed"); err != nil {
+		if _, err := h.e.Cancel(context.Background(), "a5", weft.Operation{Reason: "no longer needed"}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitStatus("a5", weft.StatusCancelled)
@@ -383,7 +383,7 @@ func TestConcurrencySweepReclaims(t *testing.T) {
 		}
 		// Deleted while it waits or holds: the slot returns at once.
 		h.startGated("gate", "s4", "S")
-		if err := h.e.Delete(context.Background(), "s2"); err != nil {
+		if err := h.e.Delete(context.Background(), "s2", weft.Operation{}); err != nil {
 			t.Fatal(err)
 		}
 		h.poll("s4 to run", func() bool { return h.statuses("s4")[0] == "suspended" })

@@ -820,7 +820,7 @@ func TestCancelledChildSaysWhyToItsParent(t *testing.T) {
 	if child.Parent == nil || child.Parent.InstanceID != parent.ID || child.Parent.StepID != "sub" || child.Parent.Token == "" {
 		t.Fatalf("child %s has parent %+v, want instance %s, step sub and the wait's token", child.ID, child.Parent, parent.ID)
 	}
-	if _, err := h.e.Cancel(ctx, child.ID, "no longer needed"); err != nil {
+	if _, err := h.e.Cancel(ctx, child.ID, weft.Operation{Reason: "no longer needed"}); err != nil {
 		t.Fatalf("Cancel %s: %v", child.ID, err)
 	}
 	got, err := h.e.WaitFinished(ctx, child.ID)
@@ -892,7 +892,7 @@ func TestChildStoredWithTheOldParentRefReachesItsParent(t *testing.T) {
 	if _, _, err := h.e.Import(ctx, st, engine.ImportOptions{Replace: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.e.Cancel(ctx, child.ID, "old record"); err != nil {
+	if _, err := h.e.Cancel(ctx, child.ID, weft.Operation{Reason: "old record"}); err != nil {
 		t.Fatalf("Cancel %s: %v", child.ID, err)
 	}
 	got, err := h.e.WaitFinished(ctx, parent.ID)

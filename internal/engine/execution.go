@@ -474,8 +474,12 @@ func (x *execution) pollInbox() (int, error) {
 			// A retry of a failure that is not the instance's now (it was
 			// retried already, ran again, maybe failed again): recorded,
 			// not applied.
-			x.next.history = append(x.next.history, weft.HistoryEntry{Type: weft.HistoryEventIgnored, Time: x.e.cfg.Now(),
-				Data: json.RawMessage(fmt.Sprintf(`{"event":"retry","reason":"it retries an earlier failure; the instance is %s"}`, x.st.Status))})
+			ignored := weft.HistoryEntry{Type: weft.HistoryEventIgnored, Time: x.e.cfg.Now(),
+				Data: json.RawMessage(fmt.Sprintf(`{"event":"retry","reason":"it retries an earlier failure; the instance is %s"}`, x.st.Status))}
+			if m.Op != nil {
+				ignored.Actor = m.Op.Actor // who asked for it
+			}
+			x.next.history = append(x.next.history, ignored)
 			x.next.dirty = true
 			continue
 		}
@@ -722,7 +726,7 @@ func (x *execution) apply(ev runner.Input) {
 					data, _ = json.Marshal(map[string]string{"encoding_error": err.Error()}) // a map of strings encodes
 				}
 			}
-			x.next.history = append(x.next.history, weft.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Data: data})
+			x.next.history = append(x.next.history, weft.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Actor: a.Actor, Data: data})
 		case runner.Persist:
 			if x.err == nil {
 				x.err = x.commit(len(x.inflight.attempts) == 0)
@@ -744,9 +748,10 @@ func (x *execution) apply(ev runner.Input) {
 	}
 }
 
-// cancelChild cancels a child instance.
+// cancelChild cancels a child instance, as the engine's own action.
 func (x *execution) cancelChild(token string) {
-	if _, err := x.e.Cancel(x.ctx, runner.ChildID(x.inst.ID, token), "parent "+x.inst.ID+" ended"); err != nil && !errors.Is(err, weft.ErrNotFound) && !errors.Is(err, weft.ErrFinished) {
+	op := weft.Operation{Actor: weft.ActorEngine, Reason: "parent " + x.inst.ID + " ended"}
+	if _, err := x.e.Cancel(x.ctx, runner.ChildID(x.inst.ID, token), op); err != nil && !errors.Is(err, weft.ErrNotFound) && !errors.Is(err, weft.ErrFinished) {
 		x.e.log.Warn("cancelling child", "instance", x.inst.ID, "err", err)
 	}
 }

@@ -54,7 +54,8 @@ type inboxEntry struct {
 // decodeMessage returns what m means to its instance. A child's end that
 // does not decode fails the child step with CodeCorruptMessage; a cancel
 // whose reason does not decode still cancels, with the raw payload as the
-// reason. A stimulus or a note that does not decode, or a kind this
+// reason. A cancel or a retry carries its message's Op (who asked) to the
+// runner. A stimulus or a note that does not decode, or a kind this
 // version does not know, is an error: the message stays in the inbox.
 func decodeMessage(m weft.Message) (inboxEntry, error) {
 	switch m.Kind {
@@ -71,13 +72,13 @@ func decodeMessage(m weft.Message) (inboxEntry, error) {
 		if err := json.Unmarshal(m.Payload, &reason); err != nil {
 			reason = string(m.Payload)
 		}
-		return inboxEntry{input: runner.Cancel{Reason: reason}}, nil
+		return inboxEntry{input: runner.Cancel{Op: operation(m, reason)}}, nil
 	case weft.MessageRetry:
 		var r retryRequest
 		if err := json.Unmarshal(m.Payload, &r); err != nil {
 			r.Reason = string(m.Payload)
 		}
-		return inboxEntry{input: runner.Retry{Reason: r.Reason}}, nil
+		return inboxEntry{input: runner.Retry{Op: operation(m, r.Reason)}}, nil
 	case weft.MessageNote:
 		var n lateNote
 		if err := json.Unmarshal(m.Payload, &n); err != nil {
@@ -86,6 +87,21 @@ func decodeMessage(m weft.Message) (inboxEntry, error) {
 		return inboxEntry{note: &weft.HistoryEntry{Type: n.Type, StepPath: n.StepPath, Attempt: n.Attempt, Node: n.Node, Data: m.Payload}}, nil
 	}
 	return inboxEntry{}, fmt.Errorf("inbox message %s: unknown kind %q", m.ID, m.Kind)
+}
+
+// operation is who asked for the action of m, a cancel or a retry whose
+// payload gives reason: its Op, with the payload's reason when Op has
+// none. A message written before actors were recorded has no Op: its
+// operation is the reason alone.
+func operation(m weft.Message, reason string) weft.Operation {
+	var op weft.Operation
+	if m.Op != nil {
+		op = *m.Op
+	}
+	if op.Reason == "" {
+		op.Reason = reason
+	}
+	return op
 }
 
 // childInput is the runner's input for a child's end.

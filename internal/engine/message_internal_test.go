@@ -19,6 +19,11 @@ func TestDecodeMessage(t *testing.T) {
 	msg := func(kind weft.MessageKind, payload string) weft.Message {
 		return weft.Message{ID: "m1", Kind: kind, Token: "t1", Payload: json.RawMessage(payload)}
 	}
+	withOp := func(m weft.Message, op weft.Operation) weft.Message {
+		m.Op = &op
+		return m
+	}
+	op := weft.Operation{Actor: "alice", Reason: "by ops", Batch: "b-1", At: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
 	tests := []struct {
 		name    string
 		m       weft.Message
@@ -39,8 +44,12 @@ func TestDecodeMessage(t *testing.T) {
 		{name: "child end not an object", m: msg(weft.MessageChild, `"done"`), failCode: CodeCorruptMessage, failMessage: "inbox message m1"},
 		{name: "child output not JSON", m: msg(weft.MessageChild, `{"id":"c1","status":"completed","output":{"a":}}`), failCode: CodeCorruptMessage},
 		{name: "child end without a status", m: msg(weft.MessageChild, `{"id":"c1"}`), failCode: CodeCorruptMessage, failMessage: `status ""`},
-		{name: "cancel", m: msg(weft.MessageCancel, `"by ops"`), input: runner.Cancel{Reason: "by ops"}},
-		{name: "cancel with a reason not a string", m: msg(weft.MessageCancel, `42`), input: runner.Cancel{Reason: "42"}},
+		{name: "cancel", m: withOp(msg(weft.MessageCancel, `"by ops"`), op), input: runner.Cancel{Op: op}},
+		{name: "cancel without an op", m: msg(weft.MessageCancel, `"by ops"`), input: runner.Cancel{Op: weft.Operation{Reason: "by ops"}}},
+		{name: "cancel whose op has no reason", m: withOp(msg(weft.MessageCancel, `"by ops"`), weft.Operation{Actor: "alice"}), input: runner.Cancel{Op: weft.Operation{Actor: "alice", Reason: "by ops"}}},
+		{name: "cancel with a reason not a string", m: msg(weft.MessageCancel, `42`), input: runner.Cancel{Op: weft.Operation{Reason: "42"}}},
+		{name: "retry", m: withOp(msg(weft.MessageRetry, `{"reason":"by ops","seq":7}`), op), input: runner.Retry{Op: op}},
+		{name: "retry without an op", m: msg(weft.MessageRetry, `{"reason":"fixed","seq":7}`), input: runner.Retry{Op: weft.Operation{Reason: "fixed"}}},
 		{name: "note", m: msg(weft.MessageNote, `{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`),
 			note: &weft.HistoryEntry{Type: "late_completion_refused", StepPath: "a", Attempt: 2, Node: "n2", Data: json.RawMessage(`{"type":"late_completion_refused","step_path":"a","attempt":2,"node":"n2"}`)}},
 		{name: "note not an object", m: msg(weft.MessageNote, `[]`), wantErr: "inbox message m1: the note"},

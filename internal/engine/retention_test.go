@@ -183,7 +183,7 @@ func TestDeleteIsObserved(t *testing.T) {
 	h := newHost(t, withConfig(engine.Config{NodeID: "n1", Observer: obs}))
 	h.save(retentionWorkflows["plain"])
 	inst := h.finish("plain", nil)
-	if err := h.e.Delete(context.Background(), inst.ID); err != nil {
+	if err := h.e.Delete(context.Background(), inst.ID, weft.Operation{}); err != nil {
 		t.Fatal(err)
 	}
 	if r := obs.next(t); r != engine.DeletedOnRequest {
@@ -285,7 +285,7 @@ func TestRetriedInstanceIsKeptForItsRetentionFromItsNewFinish(t *testing.T) {
 			// A minute before its retention runs out, it is retried.
 			clock.Advance(59 * time.Minute)
 			retried := clock.Now()
-			if err := h.e.Retry(ctx, failed.ID, "the service is back"); err != nil {
+			if err := h.e.Retry(ctx, failed.ID, weft.Operation{Reason: "the service is back"}); err != nil {
 				t.Fatal(err)
 			}
 			done := completedAfterRetry(t, h, failed.ID)
@@ -333,7 +333,7 @@ func TestStaleRetryIsIgnored(t *testing.T) {
 	if _, err := h.store.Deliver(ctx, nil, []weft.Message{stale}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.e.Retry(ctx, failed.ID, "the service is back"); err != nil {
+	if err := h.e.Retry(ctx, failed.ID, weft.Operation{Reason: "the service is back"}); err != nil {
 		t.Fatal(err)
 	}
 	done := completedAfterRetry(t, h, failed.ID)

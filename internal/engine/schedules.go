@@ -20,9 +20,6 @@ import (
 // the schedule and the fire's nominal time, so a fire that two writers
 // both compute starts one instance.
 
-// ActorScheduler is the actor of the events the sweep records.
-const ActorScheduler = "scheduler"
-
 // scheduleWrites bounds the attempts of a read-modify-write of one
 // schedule that keeps losing its compare-and-set.
 const scheduleWrites = 5
@@ -458,7 +455,7 @@ func (e *Engine) stepSchedule(ctx context.Context, s *weft.Schedule, statuses ma
 func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *schedule.Decision) ([]weft.ScheduleEvent, error) {
 	var events []weft.ScheduleEvent
 	add := func(typ weft.ScheduleEventType, data any) error {
-		ev, err := scheduleEvent(typ, ActorScheduler, data)
+		ev, err := scheduleEvent(typ, weft.ActorScheduler, data)
 		events = append(events, ev)
 		return err
 	}
@@ -502,7 +499,7 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 		}
 	}
 	for _, runID := range d.Cancel {
-		_, err := e.Cancel(ctx, runID, fmt.Sprintf("schedule %s: a later fire replaces it (overlap cancel_other)", doc.ID))
+		_, err := e.Cancel(ctx, runID, weft.Operation{Actor: weft.ActorScheduler, Reason: fmt.Sprintf("schedule %s: a later fire replaces it (overlap cancel_other)", doc.ID)})
 		if err != nil && !errors.Is(err, weft.ErrFinished) && !errors.Is(err, weft.ErrNotFound) {
 			return nil, fmt.Errorf("engine: schedule %s: cancelling run %s: %w", doc.ID, runID, err)
 		}
@@ -510,7 +507,7 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 			return nil, err
 		}
 	}
-	events, err := skippedEvent(events, ActorScheduler, d.Skipped)
+	events, err := skippedEvent(events, weft.ActorScheduler, d.Skipped)
 	if err != nil {
 		return nil, err
 	}

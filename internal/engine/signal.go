@@ -237,11 +237,17 @@ func (e *Engine) WaitedEvents(ctx context.Context) ([]string, error) {
 // cancellation through their heartbeat and are stopped after the plugin
 // runtime's grace period; timers, bookmarks and children are cancelled.
 //
+// op says who asks and why (its reason becomes the instance's error
+// message), and when (now, when op.At is zero); the instance_cancelled
+// entry records it. An instance has one cancel message: a second cancel
+// before the first applied writes nothing, and the first one's op is
+// recorded.
+//
 // It returns the instance as it was before the cancellation applied; an
 // error matching weft.ErrNotFound for no such instance, and a
 // *weft.FinishedError (matching weft.ErrFinished) for one that has
 // finished already.
-func (e *Engine) Cancel(ctx context.Context, id, reason string) (*weft.Instance, error) {
+func (e *Engine) Cancel(ctx context.Context, id string, op weft.Operation) (*weft.Instance, error) {
 	inst, err := e.store.GetInstance(ctx, id)
 	if err != nil {
 		return nil, err
@@ -249,11 +255,15 @@ func (e *Engine) Cancel(ctx context.Context, id, reason string) (*weft.Instance,
 	if inst.Status.Terminal() {
 		return nil, &weft.FinishedError{ID: id, Status: inst.Status}
 	}
-	payload, err := json.Marshal(reason)
+	if op.At.IsZero() {
+		op.At = e.cfg.Now()
+	}
+	// The reason in the payload too, for a node that does not read Op.
+	payload, err := json.Marshal(op.Reason)
 	if err != nil {
 		return nil, fmt.Errorf("engine: cancel of instance %s: reason: %w", id, err)
 	}
-	if _, err := e.store.Deliver(ctx, nil, []weft.Message{{InstanceID: id, ID: "cancel", Kind: weft.MessageCancel, Payload: payload}}); err != nil {
+	if _, err := e.store.Deliver(ctx, nil, []weft.Message{{InstanceID: id, ID: "cancel", Kind: weft.MessageCancel, Payload: payload, Op: &op}}); err != nil {
 		return nil, err
 	}
 	e.notify(ctx, itemOf(id, "cancel", inst.Order))
@@ -321,12 +331,13 @@ type retryRequest struct {
 // Retry makes a failed instance continue from where its failure stopped
 // it (see runner.Retry): a message in its inbox, and the instance queued,
 // so that the next execution applies it; the history records it as
-// instance_retried. It returns ErrNotFound for no such instance, an error
+// instance_retried, with op: who asks, why and when (now, when op.At is
+// zero). It returns ErrNotFound for no such instance, an error
 // matching ErrNotFailed for one that has not failed, and one matching
 // weft.ErrNotFound when a plugin version it is pinned to was deleted
 // since it failed (the retry could not run it). Two retries of one
-// failure are one.
-func (e *Engine) Retry(ctx context.Context, id, reason string) error {
+// failure are one, recorded with the first one's op.
+func (e *Engine) Retry(ctx context.Context, id string, op weft.Operation) error {
 	inst, err := e.store.GetInstance(ctx, id)
 	if err != nil {
 		return err
@@ -359,12 +370,15 @@ func (e *Engine) Retry(ctx context.Context, id, reason string) error {
 	if err != nil {
 		return err
 	}
-	payload, err := json.Marshal(retryRequest{Reason: reason, Seq: seq})
+	if op.At.IsZero() {
+		op.At = e.cfg.Now()
+	}
+	payload, err := json.Marshal(retryRequest{Reason: op.Reason, Seq: seq})
 	if err != nil {
 		return err
 	}
 	// One message per failure: a retry sent twice is applied once.
-	msg := weft.Message{InstanceID: id, ID: "retry:" + strconv.FormatUint(seq, 10), Kind: weft.MessageRetry, Payload: payload}
+	msg := weft.Message{InstanceID: id, ID: "retry:" + strconv.FormatUint(seq, 10), Kind: weft.MessageRetry, Payload: payload, Op: &op}
 	if _, err := e.store.Deliver(ctx, nil, []weft.Message{msg}); err != nil {
 		return err
 	}

@@ -190,7 +190,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 			t.Fatal(err)
 		}
 		h.waitStatus(inst.ID, weft.StatusSuspended)
-		if _, err := h.e.Cancel(ctx, inst.ID, "operator"); err != nil {
+		if _, err := h.e.Cancel(ctx, inst.ID, weft.Operation{Reason: "operator"}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitStatus(inst.ID, weft.StatusCancelled)
@@ -198,7 +198,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 			t.Errorf("bookmarks left: %+v", bms)
 		}
 		// A second cancel is the engine's to refuse, naming the status.
-		_, err = h.e.Cancel(ctx, inst.ID, "again")
+		_, err = h.e.Cancel(ctx, inst.ID, weft.Operation{Reason: "again"})
 		var fe *weft.FinishedError
 		if !errors.Is(err, weft.ErrFinished) || !errors.As(err, &fe) || fe.Status != weft.StatusCancelled || fe.ID != inst.ID {
 			t.Errorf("Cancel of a cancelled instance: %v, want a *weft.FinishedError for %s, cancelled", err, inst.ID)
@@ -214,7 +214,7 @@ steps: [ { id: w, activity: kit.work, input: { ms: 60000, beat_ms: 20 } } ]
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if _, err := h.e.Cancel(ctx, inst.ID, "stop"); err != nil {
+		if _, err := h.e.Cancel(ctx, inst.ID, weft.Operation{Reason: "stop"}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitStatus(inst.ID, weft.StatusCancelled)

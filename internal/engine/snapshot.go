@@ -43,6 +43,9 @@ type ImportOptions struct {
 	// Replace allows the import to replace an instance that exists with
 	// that id; without it Import refuses with ErrInstanceExists.
 	Replace bool
+	// Op is who imports, why and when it was asked: the
+	// instance_imported entry records it.
+	Op weft.Operation
 }
 
 // Import writes an exported state as an instance's state, under the
@@ -128,7 +131,10 @@ func (e *Engine) Import(ctx context.Context, s *weft.Snapshot, opts ImportOption
 		timers[i].Order = in.Order
 	}
 	inbox := slices.Clone(s.Inbox)
-	imported := weft.HistoryEntry{Type: weft.HistoryInstanceImported, Node: e.cfg.NodeID}
+	// The entry's time is the import's: op.At is recorded only as given.
+	op := opts.Op
+	data := op.Data(nil)
+	imported := weft.HistoryEntry{Type: weft.HistoryInstanceImported, Node: e.cfg.NodeID, Actor: op.Actor}
 	if copied {
 		in.Parent = nil
 		for i := range bookmarks {
@@ -140,8 +146,11 @@ func (e *Engine) Import(ctx context.Context, s *weft.Snapshot, opts ImportOption
 		for i := range inbox {
 			inbox[i].InstanceID = id
 		}
-		if imported.Data, err = json.Marshal(map[string]string{"from": from}); err != nil {
-			return nil, false, err
+		data["from"] = from
+	}
+	if len(data) > 0 {
+		if imported.Data, err = json.Marshal(data); err != nil {
+			return nil, false, fmt.Errorf("engine: importing instance %s: its history entry: %w", id, err)
 		}
 	}
 	if _, err := e.store.Commit(ctx, store.Commit{
@@ -203,7 +212,12 @@ func childrenFinished(s *weft.Snapshot) error {
 // under the instance lock, which every write of an instance holds: a
 // running instance is deleted when its run ends, never under it. (The
 // retention sweep deletes finished instances the same way.)
-func (e *Engine) Delete(ctx context.Context, id string) error {
+//
+// The history goes with the instance, so op (who deletes, why) cannot be
+// recorded there: it is logged, the Info line "instance deleted" with the
+// instance, its workflow and status, and op's actor and reason (its batch
+// when set).
+func (e *Engine) Delete(ctx context.Context, id string, op weft.Operation) error {
 	actx, cancel := context.WithTimeout(ctx, e.cfg.AcquireTimeout)
 	lease, err := e.locks.Acquire(actx, InstanceLockKey(id), e.cfg.LockTTL)
 	cancel()
@@ -229,5 +243,10 @@ func (e *Engine) Delete(ctx context.Context, id string) error {
 	}
 	e.changed(id)
 	e.cfg.Observer.InstancesDeleted(DeletedOnRequest, 1)
+	attrs := []any{"instance", id, "workflow", inst.Workflow, "status", inst.Status, "actor", op.Actor, "reason", op.Reason}
+	if op.Batch != "" {
+		attrs = append(attrs, "batch", op.Batch)
+	}
+	e.log.Info("instance deleted", attrs...)
 	return nil
 }

@@ -33,7 +33,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.e.Delete(ctx, inst.ID); err != nil {
+	if err := h.e.Delete(ctx, inst.ID, weft.Operation{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.store.GetInstance(ctx, inst.ID); !errors.Is(err, weft.ErrNotFound) {

@@ -194,7 +194,7 @@ steps:
 		})
 		// Deferred, it is suspended: it waits without a worker.
 		h.poll("the waiter to be suspended", func() bool { return h.statuses("waiter")[0] == "suspended" })
-		if _, err := h.e.Cancel(ctx, "waiter", "enough"); err != nil {
+		if _, err := h.e.Cancel(ctx, "waiter", weft.Operation{Reason: "enough"}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitStatus("waiter", weft.StatusCancelled)

@@ -92,8 +92,10 @@ type ChildFailed struct {
 	Failure weft.Failure
 }
 
-// Cancel cancels the instance.
-type Cancel struct{ Reason string }
+// Cancel cancels the instance. Op says who asked and why: its reason is
+// the instance's error message, and the instance_cancelled entry records
+// its actor, reason, batch and time (weft.Operation.Data).
+type Cancel struct{ Op weft.Operation }
 
 // ChildID is the id of the child instance a parent's child step starts
 // with token: deterministic, so that a parent replayed after a crash asks
@@ -105,8 +107,10 @@ func ChildID(parent, token string) string { return parent + "." + token }
 // the step that failed, and every step cancelled with it (a parallel's
 // other branches, a wait, a child), start again; an activity from attempt
 // 1 with a fresh schedule-to-close and its idempotency key unchanged. The
-// variables are as the failure left them. An instance that has not failed records the input as ignored.
-type Retry struct{ Reason string }
+// variables are as the failure left them. An instance that has not failed
+// records the input as ignored. Op says who asked, and why: the
+// instance_retried entry records it as Cancel's entry does.
+type Retry struct{ Op weft.Operation }
 
 // Recover tells the runner that no attempt of this instance is in flight
 // any more: the state was loaded by a new execution (after a crash, a
@@ -279,7 +283,11 @@ type Record struct {
 	// read it back out of Data.
 	Step    string
 	Attempt int
-	Data    map[string]any
+	// Actor is who asked for what the record says, on the records of an
+	// operator's action (a Cancel's, a Retry's: their Op.Actor), empty on
+	// the others; the shell writes it as the entry's Actor.
+	Actor string
+	Data  map[string]any
 	// Elapsed is, for step_completed and step_failed, how long the step
 	// took since it started (zero when the state predates Run.Started).
 	Elapsed time.Duration

@@ -86,7 +86,7 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 	if st.Status.Terminal() {
 		data := map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)}
 		path, attempt := a.attemptEnd(ev, data)
-		a.record(weft.HistoryEventIgnored, path, attempt, data)
+		a.emit(Record{Type: weft.HistoryEventIgnored, Path: path, Attempt: attempt, Actor: actorOf(ev), Data: data})
 		return a.out
 	}
 	switch ev := ev.(type) {
@@ -111,7 +111,7 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 	case ActivityDeferred:
 		a.activityDeferred(ev)
 	case Retry:
-		a.record(weft.HistoryEventIgnored, "", 0, map[string]any{"reason": "instance " + string(st.Status) + ", not failed", "event": "retry"})
+		a.emit(Record{Type: weft.HistoryEventIgnored, Actor: ev.Op.Actor, Data: map[string]any{"reason": "instance " + string(st.Status) + ", not failed", "event": "retry"}})
 	}
 	a.settle()
 	return a.out
@@ -121,6 +121,18 @@ func (a *apply) emit(act Action) { a.out = append(a.out, act) }
 
 func (a *apply) record(typ weft.HistoryType, path string, attempt int, data map[string]any) {
 	a.emit(Record{Type: typ, Path: path, Attempt: attempt, Data: data})
+}
+
+// actorOf is who asked for ev: an operator's action's actor, "" for any
+// other input.
+func actorOf(ev Input) string {
+	switch ev := ev.(type) {
+	case Cancel:
+		return ev.Op.Actor
+	case Retry:
+		return ev.Op.Actor
+	}
+	return ""
 }
 
 func (a *apply) next(prefix string) string {
@@ -502,11 +514,12 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 func (a *apply) retry(ev Retry) {
 	failed := a.st.Error
 	a.st.Status, a.st.Error = weft.StatusRunning, nil
-	data := map[string]any{"reason": ev.Reason}
+	// The reason always, as before actors were recorded.
+	data := ev.Op.Data(map[string]any{"reason": ev.Op.Reason})
 	if failed != nil {
 		data["code"], data["step"] = failed.Code, failed.Step
 	}
-	a.record(weft.HistoryInstanceRetried, "", 0, data)
+	a.emit(Record{Type: weft.HistoryInstanceRetried, Actor: ev.Op.Actor, Data: data})
 	a.restart(a.st.Root)
 	a.advance(a.st.Root)
 }
@@ -549,8 +562,9 @@ func (a *apply) restart(f *Frame) {
 func (a *apply) cancel(ev Cancel) {
 	a.cancelOutstanding(a.st.Root)
 	a.st.Status = weft.StatusCancelled
-	a.st.Error = &weft.Failure{Code: string(weft.StatusCancelled), Message: ev.Reason}
-	a.record(weft.HistoryInstanceCancelled, "", 0, map[string]any{"reason": ev.Reason})
+	a.st.Error = &weft.Failure{Code: string(weft.StatusCancelled), Message: ev.Op.Reason}
+	// The reason always, as before actors were recorded.
+	a.emit(Record{Type: weft.HistoryInstanceCancelled, Actor: ev.Op.Actor, Data: ev.Op.Data(map[string]any{"reason": ev.Op.Reason})})
 	a.emit(Finish{Status: weft.StatusCancelled, Error: a.st.Error})
 }
 

@@ -124,7 +124,11 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 				if err != nil {
 					d.Fatalf(t, "record %s: %v", r.Type, err)
 				}
-				out = append(out, r.Path+" "+string(data))
+				line := r.Path + " " + string(data)
+				if r.Actor != "" {
+					line += " by " + r.Actor
+				}
+				out = append(out, line)
 			}
 		}
 		if len(out) == 0 {
@@ -253,17 +257,13 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		fields(&f)
 		ev = runner.ChildFailed{Token: token(), Failure: f.Failure}
 	case "cancel":
-		var f struct {
-			Reason string `json:"reason"`
-		}
+		var f opFields
 		fields(&f)
-		ev = runner.Cancel{Reason: f.Reason}
+		ev = runner.Cancel{Op: f.op()}
 	case "retry-instance":
-		var f struct {
-			Reason string `json:"reason"`
-		}
+		var f opFields
 		fields(&f)
-		ev = runner.Retry{Reason: f.Reason}
+		ev = runner.Retry{Op: f.op()}
 	case "activity-deferred":
 		var f struct {
 			Until  time.Duration `json:"until"`
@@ -291,6 +291,24 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 	// A fixed draw keeps retry delays the same from run to run.
 	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: now, Rand: func() float64 { return 0.5 }}, ev)
 	return s.trace(acts, now)
+}
+
+// opFields are the fields of an operator's action (cancel,
+// retry-instance): its weft.Operation, with the time it was asked for as a
+// duration from the test's epoch (none when absent).
+type opFields struct {
+	Reason      string         `json:"reason"`
+	Actor       string         `json:"actor"`
+	Batch       string         `json:"batch"`
+	RequestedAt *time.Duration `json:"requested_at"`
+}
+
+func (f opFields) op() weft.Operation {
+	op := weft.Operation{Actor: f.Actor, Reason: f.Reason, Batch: f.Batch}
+	if f.RequestedAt != nil {
+		op.At = t0.Add(*f.RequestedAt)
+	}
+	return op
 }
 
 // trace prints the actions one per line, remembers the tokens they hand

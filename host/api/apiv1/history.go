@@ -17,6 +17,14 @@ type HistoryEntry struct {
 	StepPath string `json:"step_path,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`
 	Node     string `json:"node,omitempty"`
+	// Actor is who asked for what the entry records, on the entries of an
+	// operator's action (instance_cancelled, instance_retried,
+	// instance_imported, and the event_ignored of a cancel or a retry
+	// that came too late): the name of the API token, "anonymous" on a
+	// host without tokens, "engine" for the host's own actions,
+	// "scheduler" for a schedule's. Empty on the other entries. Their
+	// data holds the reason (docs/operations.md, "Audit").
+	Actor string `json:"actor,omitempty"`
 	// Data is the entry's own JSON document, which depends on its type
 	// (docs/http-api.md, "History").
 	Data json.RawMessage `json:"data,omitempty"`

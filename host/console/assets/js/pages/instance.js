@@ -316,7 +316,17 @@ export async function render({main, params}) {
         h('thead', {}, h('tr', {}, ['seq', 'time', 'type', 'step', 'attempt', 'node', 'data'].map((c) => h('th', {scope: 'col'}, c)))),
         h('tbody', {}, hist.map((e) => h('tr', {'data-type': e.type},
           h('td', {}, e.seq), h('td', {}, timeEl(e.time)), h('td', {}, h('code', {}, e.type)), h('td', {}, h('code', {}, e.step_path || '')),
-          h('td', {}, e.attempt || ''), h('td', {}, e.node || ''), h('td', {}, e.data ? h('code', {class: 'data'}, JSON.stringify(e.data)) : ''))))))));
+          h('td', {}, e.attempt || ''), h('td', {}, e.node || ''),
+          h('td', {}, byActor(e), e.data ? h('code', {class: 'data'}, JSON.stringify(e.data)) : ''))))))));
+  }
+
+  // byActor says who asked for an operator's action, and why: "by alice:
+  // the reason" (docs/operations.md, "Audit"); null for an entry without
+  // an actor. Text nodes, so a token's name or a reason is never markup.
+  function byActor(e) {
+    if (!e.actor) return null;
+    const reason = e.data && typeof e.data.reason === 'string' ? e.data.reason : '';
+    return h('div', {class: 'actor', 'data-test': 'history-actor'}, `by ${e.actor}${reason ? `: ${reason}` : ''}`);
   }
 
   // drawSteps draws the graph of the instance's workflow version with each
