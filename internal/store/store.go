@@ -317,6 +317,85 @@ type Store interface {
 	// schedule.
 	ScheduleEvents(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.ScheduleEvent, error)
 
+	// Batch jobs (docs/operations.md, "Batch operations"): a batch's
+	// record and its items, an instance each, kept together. Every batch
+	// the methods return carries its Counts, exact: the store adjusts them
+	// in the transactions that change the items. The checks of the
+	// arguments are ValidateBatch, BatchIDs, BatchChanges and
+	// BatchItemLimit (ErrInvalid).
+
+	// CreateBatch stores a new batch with its first items, in one durable
+	// step, and returns it as stored: Revision 1, CreatedAt and UpdatedAt
+	// the store's now, Document, State, Actor and Wake as given. The items
+	// are ids, pending, with Seq 1, 2… in the order given (an id given
+	// twice is one item, at its first place), their Time now. The id must
+	// pass weft.CheckID, the Document be JSON, the State JSON when not
+	// empty, and ids at most weft.MaxBatchIDs (a longer selection goes on
+	// with AddBatchItems): ErrInvalid otherwise. A taken id is ErrExists.
+	CreateBatch(ctx context.Context, b *weft.Batch, ids []string) (*weft.Batch, error)
+
+	// GetBatch returns a batch, or ErrNotFound.
+	GetBatch(ctx context.Context, id string) (*weft.Batch, error)
+
+	// ListBatches returns a page of batches, newest first: ordered by
+	// (CreatedAt, ID) descending, so batches created at the same time come
+	// by id from the last. It returns the cursor of the next page ("" after
+	// the last); a batch created after the listing started is not on a
+	// later page.
+	ListBatches(ctx context.Context, cursor string, limit int) (items []weft.Batch, next string, err error)
+
+	// UpdateBatch writes a batch's State and Wake (not its Document nor
+	// its Actor, which stay as created) if the stored revision is
+	// b.Revision, and returns it as stored (Revision + 1, UpdatedAt now).
+	// It is ErrNotFound when there is no such batch and ErrConflict when
+	// another write came first (read it again).
+	UpdateBatch(ctx context.Context, b *weft.Batch) (*weft.Batch, error)
+
+	// DeleteBatch removes a batch with all its items, or returns
+	// ErrNotFound. The instances stay.
+	DeleteBatch(ctx context.Context, id string) error
+
+	// DueBatches returns up to limit batches whose Wake is set and not
+	// after now, the earliest Wake first (ties by id), each as GetBatch
+	// returns it.
+	DueBatches(ctx context.Context, now time.Time, limit int) ([]weft.Batch, error)
+
+	// AddBatchItems appends ids to a batch's items, as CreateBatch does,
+	// and writes b's State and Wake, in one durable step, if the stored
+	// revision is b.Revision (ErrConflict otherwise, ErrNotFound for no
+	// batch); it returns the batch as stored (Revision + 1) and how many
+	// items it added. An instance is an item of a batch at most once: an
+	// id that is one already (or earlier in ids) is left out, so that a
+	// selection may list an instance twice, or be read again after a
+	// crash. At most weft.MaxBatchIDs ids (ErrInvalid).
+	AddBatchItems(ctx context.Context, b *weft.Batch, ids []string) (*weft.Batch, int, error)
+
+	// BatchItems returns a page of a batch's items in Seq order: those
+	// after f.AfterSeq with f.Outcome (any outcome when empty), up to
+	// f.Limit (weft.ClampLimit: 100 for 0, at most 1,000). ErrNotFound
+	// when there is no such batch.
+	BatchItems(ctx context.Context, batch string, f weft.BatchItemFilter) ([]weft.BatchItem, error)
+
+	// ApplyBatchItems is where each item of a batch is applied exactly
+	// once. In one durable step, if the stored revision is b.Revision
+	// (ErrConflict otherwise, ErrNotFound for no batch), it writes b's
+	// State and Wake (Revision + 1, UpdatedAt now), and for each change
+	// whose instance is a pending item of the batch:
+	//   - when the instance exists, the item gets the change's Outcome and
+	//     Reason, its Time now, and the change's Messages are written to
+	//     the instance's inbox exactly as Deliver writes them (an id the
+	//     inbox holds is not written twice; the inbox starts waiting, for
+	//     WaitingInboxes);
+	//   - when it does not, the item is skipped with Reason
+	//     weft.BatchNotFound and the messages are dropped.
+	// A change for an item that is not pending, or for an instance that is
+	// not an item of the batch, is ignored with its messages; so is a
+	// change for an instance that an earlier change of the call applied.
+	// The counts move with the items. It returns the batch as stored. At
+	// most weft.MaxBatchChanges changes; a change's outcome must not be
+	// pending and its messages must be for its instance (ErrInvalid).
+	ApplyBatchItems(ctx context.Context, b *weft.Batch, changes []weft.BatchChange) (*weft.Batch, error)
+
 	// UpdateSlots applies op to the concurrency slots of key for id, with
 	// p, at now, atomically with every other UpdateSlots of key on any node
 	// (docs/flow-control.md), and returns op's Decision.

@@ -97,6 +97,13 @@
 //	slot_waiters                  (slot key, waiter id) → seq
 //	instances_by_search           (name, type, value, created, id), see "Search attributes"
 //	search_attributes             name → type, workflow that registered it
+//	batches                       id → batch (without its document) + counts + last item seq
+//	batch_documents               id → the batch's document (written once, at create)
+//	batches_by_wake               (wake, id), batches with a Wake only
+//	batches_by_created            (created, id)
+//	batch_items                   (batch, instance) → (seq, outcome, time, reason)
+//	batch_items_by_seq            (batch, seq) → instance
+//	batch_items_by_outcome        (batch, outcome, seq) → instance
 //
 // UpdateSlots reads a key's record, the front of its line (one seek) and
 // its caller's own place (slot_waiters), never the whole line (but under

@@ -19,8 +19,10 @@
 // DeleteGrants, RegisterSearchAttributes (every name checked, then the
 // new ones registered), CreateSchedule and UpdateSchedule (the revision
 // compare, the record, its wake index entry and the events appended and
-// trimmed) and DeleteSchedule. Redis runs a script alone, so no other client sees a
-// half-done transition. UpdateSlots is the exception: it runs the Go
+// trimmed), DeleteSchedule, and the batch writes (CreateBatch, UpdateBatch,
+// AddBatchItems, ApplyBatchItems, DeleteBatch: see "Batches" below).
+// Redis runs a script alone, so no other client sees a half-done
+// transition. UpdateSlots is the exception: it runs the Go
 // operation of internal/slots on a window of the key's records read under
 // WATCH, and writes the changes in one MULTI/EXEC, which Redis applies
 // whole, and only if no watched record changed since (slots.go).
@@ -192,6 +194,16 @@
 //	P cl:<key>, P cw:<key>   its line: waiter ids by sequence number (score); and
 //	                      waiter id → when it joined (time)
 //	P cx                  keys of concurrency slots with holders or waiters: key
+//	P batch:<id>          batch hash: doc (its document, written once), state, rev,
+//	                      wake (RFC 3339, exact; "" for none), wx (the wake's time in
+//	                      P batches:due, "" for none), actor, ct, ut (times), n (the
+//	                      Seq of its last item), c:<outcome> (its items with it)
+//	P batch-items:<id>    its items: instance → "<seq>|<outcome>|<reason>|<unix nanos>"
+//	                      (the time the item got its outcome; a reason may hold "|")
+//	P batch-seq:<id>      its items' instances by Seq (score)
+//	P batch-o:<o>:<id>    its items' instances with outcome o, by Seq (score)
+//	P batches:all, P batches:due
+//	                      batches by (created, id); with a wake, by (wake, id): time + id
 //
 // # Catalog cache
 //
@@ -225,6 +237,27 @@
 // writes nor removes the entries: run the builds one at a time (as
 // docs/cluster.md says of every upgrade); an entry left behind by an
 // instance such a node deleted is skipped by listings.
+//
+// # Batches
+//
+// A batch's keys each start with a name of their own and end with the id
+// (batch:, batch-items:, batch-seq:, batch-o:<outcome>:), so that the keys
+// of two batches never meet, whatever their ids hold (the batch "x:items"
+// and the items of "x" are two keys). ApplyBatchItems is one script: the
+// revision compare-and-set, the batch's state and wake, and for each
+// pending item its outcome, its move between the outcome indexes, the
+// counts, and its messages, written by writeMessage, the function Deliver
+// writes an inbox with (the message's Seq from P mseq, the id checked
+// against the inbox, the wait started in the instance's ws field and P mw).
+// The store is one slot, so the inboxes of every instance of a chunk are in
+// it: an item's outcome and its messages are written by one script, never
+// one without the other, which is what makes a batch's operation reach each
+// instance exactly once. A chunk is at most weft.MaxBatchChanges (500)
+// items, so that no script holds Redis for long; CreateBatch and
+// AddBatchItems write at most weft.MaxBatchIDs (10,000) items, one HSETNX
+// each (an instance that is an item already is left out) and one ZADD per
+// 500 to each index. DeleteBatch UNLINKs the items' keys, which Redis frees
+// off its main thread.
 //
 // # Client and Close
 //

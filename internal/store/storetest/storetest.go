@@ -105,6 +105,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	tests = append(tests, schedulesTests...)
 	tests = append(tests, slotsTests...)
 	tests = append(tests, searchTests...)
+	tests = append(tests, batchesTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
