@@ -210,6 +210,12 @@ type historyConfig struct {
 	// larger one is recorded by its size only. 0 records neither.
 	// Defaults to engine.DefaultAttemptDataLimit (16KiB).
 	AttemptDataLimit byteSize `koanf:"attempt_data_limit"`
+	// VarsLimit caps the copy of an instance's variables that a top-level
+	// step's step_started entry keeps, for a reset to the step
+	// (engine.Config.VarsLimit); a larger one is recorded by its size
+	// only, and a reset to that step is refused. 0 records none.
+	// Defaults to engine.DefaultVarsLimit (256KiB).
+	VarsLimit byteSize `koanf:"vars_limit"`
 }
 
 // byteSize is a size in bytes, written as a number of bytes or with a unit:
@@ -353,7 +359,7 @@ func defaultConfig() settings {
 		Heartbeat: heartbeatConfig{Tick: hb.Tick, Batch: hb.Batch, Cycle: hb.Cycle, MaxRetries: heartbeat.DefaultMaxRetries},
 		// The engine's zero value records no attempt data; a host keeps
 		// documents of a readable size.
-		History: historyConfig{AttemptDataLimit: engine.DefaultAttemptDataLimit},
+		History: historyConfig{AttemptDataLimit: engine.DefaultAttemptDataLimit, VarsLimit: engine.DefaultVarsLimit},
 	}
 }
 

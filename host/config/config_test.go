@@ -292,6 +292,7 @@ func badValues() map[string]struct{ value, key string } {
 		"heartbeat.cycle":                 {value: "1ms"},
 		"heartbeat.max_retries":           {value: "-1"},
 		"history.attempt_data_limit":      {value: "1GiB"},
+		"history.vars_limit":              {value: "1GiB"},
 	}
 }
 

@@ -63,6 +63,7 @@ func (c *Loaded) libraries() libraries {
 				Retention:         c.Engine.Retention,
 				RetentionInterval: c.Engine.RetentionInterval,
 				AttemptDataLimit:  int(c.History.AttemptDataLimit),
+				VarsLimit:         int(c.History.VarsLimit),
 				Heartbeat: heartbeat.Config{
 					Tick:       c.Heartbeat.Tick,
 					Batch:      c.Heartbeat.Batch,
@@ -207,6 +208,7 @@ func bindings() []binding {
 		{"heartbeat.cycle", heartbeatLib, "Cycle"},
 		{"heartbeat.max_retries", heartbeatLib, "MaxRetries"},
 		{"history.attempt_data_limit", engineLib, "AttemptDataLimit"},
+		{"history.vars_limit", engineLib, "VarsLimit"},
 	}
 }
 

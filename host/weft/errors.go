@@ -130,6 +130,43 @@ var ErrChildInFlight = fmt.Errorf("%w: the state waits for a child instance", Er
 // ErrNotFailed is returned by Retry for an instance that has not failed.
 var ErrNotFailed = errors.New("not failed")
 
+// ErrNotPaused is returned by a resume of an instance that is not paused
+// (and has no pause on its way).
+var ErrNotPaused = errors.New("not paused")
+
+// ErrNotResettable is returned by a reset to a step the instance cannot be
+// reset to: it never began the step, the variables the step began with
+// were not recorded, the step is not in the definition's top-level list,
+// or the instance has not started.
+var ErrNotResettable = errors.New("not resettable")
+
+// ErrNotMigratable is what a migration answers for an instance that
+// cannot move to its target now; see *MigrationError.
+var ErrNotMigratable = errors.New("cannot migrate")
+
+// MigrationError is a migration refused before anything was sent: Plan
+// says why. It matches ErrNotMigratable.
+type MigrationError struct{ Plan *MigrationPlan }
+
+// Error says which instance, and its first problem.
+func (e *MigrationError) Error() string {
+	msg := fmt.Sprintf("instance %q cannot move from version %d to %d", e.Plan.Instance, e.Plan.FromVersion, e.Plan.ToVersion)
+	if len(e.Plan.Problems) > 0 {
+		p := e.Plan.Problems[0]
+		if p.Step != "" {
+			msg += ": step " + p.Step
+		}
+		msg += ": " + p.Message
+		if n := len(e.Plan.Problems) - 1; n > 0 {
+			msg += fmt.Sprintf(" (and %d more)", n)
+		}
+	}
+	return msg
+}
+
+// Is reports whether target is ErrNotMigratable.
+func (e *MigrationError) Is(target error) bool { return target == ErrNotMigratable }
+
 // ErrNotRetryable is returned by Retry for an instance that failed before
 // its first step or after its last (its input did not decode, its output
 // expression failed): run again, it would fail the same way.

@@ -17,6 +17,32 @@ const (
 	// HistoryInstanceRetried: a failed instance was set to continue from
 	// the steps its failure stopped.
 	HistoryInstanceRetried HistoryType = "instance_retried"
+	// HistoryInstancePaused: an operator paused the instance; it begins
+	// no step until resumed (data: reason, batch, requested_at; the
+	// entry's actor).
+	HistoryInstancePaused HistoryType = "instance_paused"
+	// HistoryInstanceResumed: an operator resumed a paused instance
+	// (data: as instance_paused's, and held: how many inputs it applies
+	// now).
+	HistoryInstanceResumed HistoryType = "instance_resumed"
+	// HistoryEventHeld: a timer's fire, a stimulus or a child's end for
+	// a paused instance, kept to be applied when it is resumed (data:
+	// event, token).
+	HistoryEventHeld HistoryType = "event_held"
+	// HistoryInstanceReset: an operator ran the instance again from a
+	// top-level step, with the variables it had when that step began
+	// (data: step, from_status, reason, batch, requested_at; the entry's
+	// actor).
+	HistoryInstanceReset HistoryType = "instance_reset"
+	// HistoryInstanceMigrated: the instance moved to another version of
+	// its workflow or of its plugins (data: from_version, to_version,
+	// plugins: name → {from, to}, notes, reason, batch, requested_at; the
+	// entry's actor).
+	HistoryInstanceMigrated HistoryType = "instance_migrated"
+	// HistoryMigrationRefused: a migration found, when it came to apply,
+	// that the instance could no longer move; nothing changed (data:
+	// from_version, to_version, problems, and the operation's).
+	HistoryMigrationRefused HistoryType = "migration_refused"
 	// HistorySlotWaiting: every slot of the instance's concurrency key was
 	// taken; it waits in the key's line (data: key, limit).
 	HistorySlotWaiting HistoryType = "slot_waiting"

@@ -9,26 +9,30 @@ import (
 // status.
 type Status string
 
-// The six statuses of an instance, as the API shows them (README.md,
+// The seven statuses of an instance, as the API shows them (README.md,
 // "Concepts").
 const (
 	StatusPending   Status = "pending"
 	StatusRunning   Status = "running"
 	StatusSuspended Status = "suspended"
+	// StatusPaused: an operator paused the instance; it begins no step
+	// until resumed, and keeps the timers and events that arrive meanwhile
+	// for then (docs/operations.md, "Pause and resume").
+	StatusPaused    Status = "paused"
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
 	StatusCancelled Status = "cancelled"
 )
 
-// Statuses returns the six statuses, in the order of an instance's life.
+// Statuses returns the seven statuses, in the order of an instance's life.
 func Statuses() []Status {
-	return []Status{StatusPending, StatusRunning, StatusSuspended, StatusCompleted, StatusFailed, StatusCancelled}
+	return []Status{StatusPending, StatusRunning, StatusSuspended, StatusPaused, StatusCompleted, StatusFailed, StatusCancelled}
 }
 
-// Valid reports whether s is one of the six statuses.
+// Valid reports whether s is one of the seven statuses.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusPending, StatusRunning, StatusSuspended, StatusCompleted, StatusFailed, StatusCancelled:
+	case StatusPending, StatusRunning, StatusSuspended, StatusPaused, StatusCompleted, StatusFailed, StatusCancelled:
 		return true
 	}
 	return false
@@ -50,7 +54,7 @@ type Instance struct {
 	// Workflow is the definition's name; Version its version.
 	Workflow string `json:"workflow"`
 	Version  int    `json:"version"`
-	// Status is one of the six statuses.
+	// Status is one of the seven statuses.
 	Status Status `json:"status"`
 	// Input, Output and Vars are JSON values (nil when absent). They come
 	// back compacted.

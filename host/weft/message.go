@@ -21,9 +21,10 @@ type Message struct {
 	// child step's); empty for a cancel or a note.
 	Token   string          `json:"token,omitempty"`
 	Payload json.RawMessage `json:"payload,omitempty"`
-	// Op is who asked for the action a cancel or a retry carries, why and
-	// when, for the history entry that records it; nil in a message of
-	// another kind, or one written before actors were recorded. The
+	// Op is who asked for the action a cancel, a retry, a pause or a
+	// resume carries, why and when, for the history entry that records
+	// it; nil in a message of another kind, or one written before actors
+	// were recorded. The
 	// payload keeps the reason too, for a node that does not read Op.
 	Op *Operation `json:"op,omitempty"`
 	// Seq orders an inbox; CreatedAt is set by the store.
@@ -51,6 +52,23 @@ const (
 	// reason, and Op who asked. The one message that runs a finished
 	// (failed) instance again.
 	MessageRetry MessageKind = "retry"
+	// MessagePause: an operator's pause of the instance; Op says who and
+	// why. Pause and resume messages have ids of their own, so that a
+	// pause, a resume and a pause again all apply, in order.
+	MessagePause MessageKind = "pause"
+	// MessageResume: an operator's resume of a paused instance; Op says
+	// who and why.
+	MessageResume MessageKind = "resume"
+	// MessageReset: an operator's reset of the instance to a top-level
+	// step; the payload names the step and holds the variables it began
+	// with, and Op says who asked. With a retry, the one message that runs
+	// a finished instance again.
+	MessageReset MessageKind = "reset"
+	// MessageMigrate: an operator's migration of the instance to another
+	// version of its workflow or plugins; the payload is the target as
+	// resolved, and Op says who asked. Applied when the instance is at
+	// rest.
+	MessageMigrate MessageKind = "migrate"
 	// MessageNote: a history record for the instance from another
 	// execution (an attempt's late result it refused), recorded as it is.
 	MessageNote MessageKind = "note"

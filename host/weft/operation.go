@@ -60,3 +60,28 @@ func (o Operation) Data(data map[string]any) map[string]any {
 	}
 	return data
 }
+
+// Pause is an instance's pause: since when, and the operator's action
+// that paused it (who, why). The runner keeps it in the instance's state
+// while the instance is paused (docs/operations.md, "Pause and resume").
+type Pause struct {
+	Since time.Time `json:"since"`
+	Op    Operation `json:"op"`
+}
+
+// ResetPoint is a top-level step an instance began, to which it can be
+// reset (docs/operations.md, "Reset"): its last beginning, and whether
+// the variables it began with were recorded.
+type ResetPoint struct {
+	// Step is the step's id; Index its place in the definition's steps.
+	Step  string `json:"step"`
+	Index int    `json:"index"`
+	// Seq and Time are those of the step's last step_started entry.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	// Vars says whether the variables are recorded; Reason why not when
+	// they are not (larger than history.vars_limit, or the step began
+	// before the host recorded them).
+	Vars   bool   `json:"vars"`
+	Reason string `json:"reason,omitempty"`
+}

@@ -239,6 +239,13 @@ type Config struct {
 	// log lines are kept whatever it is: the plugin runtime's log limits
 	// bound them.
 	AttemptDataLimit int
+	// VarsLimit caps, in bytes of JSON, the copy of an instance's
+	// variables that a top-level step's step_started entry keeps when
+	// they changed, for a Reset to the step (runner.Context.VarsLimit); a
+	// larger one is recorded by its size only, and a reset to that step
+	// is refused. 0 records none, and is what the zero Config does; the
+	// host sets DefaultVarsLimit (history.vars_limit).
+	VarsLimit int
 	// Heartbeat configures the heartbeat scheduler that times out attempts
 	// whose guest stopped heartbeating. Defaults to heartbeat's defaults;
 	// its MaxRetries 0 retries none, and the host sets
@@ -373,6 +380,9 @@ func (c Config) Validate() error {
 	if c.AttemptDataLimit < 0 || c.AttemptDataLimit > MaxAttemptDataLimit {
 		bad("AttemptDataLimit", "must be between 0 (record none) and %d (16 MiB), got %d", MaxAttemptDataLimit, c.AttemptDataLimit)
 	}
+	if c.VarsLimit < 0 || c.VarsLimit > MaxAttemptDataLimit {
+		bad("VarsLimit", "must be between 0 (record none) and %d (16 MiB), got %d", MaxAttemptDataLimit, c.VarsLimit)
+	}
 	return errors.Join(errs...)
 }
 
@@ -386,6 +396,11 @@ const DefaultRetention = 7 * 24 * time.Hour
 // whole, while an attempt that moves megabytes does not copy them into
 // every history entry.
 const DefaultAttemptDataLimit = 16 << 10
+
+// DefaultVarsLimit is the host's default Config.VarsLimit
+// (history.vars_limit): the variables of most workflows are a few
+// kilobytes, copied only at the top-level steps where they changed.
+const DefaultVarsLimit = 256 << 10
 
 // Engine runs workflow instances on one node.
 type Engine struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,6 +85,10 @@ type execution struct {
 	// (step limits), for apply to hand back to the runner once it has
 	// performed that Apply's other actions.
 	deferrals []runner.ActivityDeferred
+	// reopened: the instance had finished, and a message in its inbox
+	// runs it again (a retry, a reset); migrateOnly: it had finished, and
+	// the run only applies a migration to it, which leaves it finished.
+	reopened, migrateOnly bool
 }
 
 // nextCommit is what an execution writes at its next commit besides the
@@ -213,6 +218,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 	if err != nil {
 		return err
 	}
+	var reopened, migrateOnly bool
 	if inst.Status.Terminal() {
 		// One read of the inbox decides: a retry delivered after it is
 		// not consumed by the settling below, which takes only what it
@@ -221,16 +227,21 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 		if err != nil {
 			return err
 		}
-		if !retryIn(inst, msgs) {
+		reopened = reopens(inst, msgs)
+		migrateOnly = !reopened && slices.ContainsFunc(msgs, func(m weft.Message) bool { return m.Kind == weft.MessageMigrate })
+		if !reopened && !migrateOnly {
 			return e.settleInbox(ctx, inst, lease, msgs)
 		}
-		// A failed instance asked to retry runs: the execution applies the
-		// request from the inbox like any message. It is re-opened: the
+		// A failed instance asked to retry, or any finished one asked to
+		// reset, runs: the execution applies the request from the inbox
+		// like any message. It is re-opened: the
 		// commit that finishes it again decides its DeleteAfter from that
 		// finish, and one that leaves it running clears it (the retry in
 		// its inbox keeps the retention sweep off it until then).
 		inst.InboxWaiting = true
-		inst.DeleteAfter = time.Time{}
+		if reopened {
+			inst.DeleteAfter = time.Time{}
+		}
 	}
 	prog, err := e.program(ctx, inst.Workflow, inst.Version)
 	if err != nil {
@@ -241,6 +252,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 		inst: inst, status: inst.Status,
 		st: &runner.State{}, timers: map[string]weft.Timer{}, bookmarks: map[string]weft.Bookmark{},
 		seen: map[string]bool{}, checked: map[string]bool{}, wake: wake,
+		reopened: reopened, migrateOnly: migrateOnly,
 		inflight: inFlight{results: make(chan result), attempts: map[string]flight{}},
 		sched: scheduling{
 			key:     id + "#" + strconv.FormatUint(lease.Token(), 10),
@@ -315,9 +327,10 @@ func (x *execution) run() error {
 			x.err = x.commit(false)
 		}
 	}
-	if x.inst.Status == weft.StatusPending || x.inst.Status == weft.StatusFailed {
-		// It starts, or runs again (a failed one asked to retry): under a
-		// concurrency limit, once it has a slot.
+	if x.inst.Status == weft.StatusPending || x.reopened {
+		// It starts, or runs again (a failed one asked to retry, a
+		// finished one to reset): under a concurrency limit, once it has a
+		// slot.
 		admitted, err := x.admit()
 		if err != nil {
 			return err
@@ -461,6 +474,20 @@ func (x *execution) pollInbox() (int, error) {
 	n := 0
 	for _, m := range msgs {
 		if x.seen[m.ID] {
+			continue
+		}
+		if m.Kind == weft.MessageMigrate {
+			if len(x.inflight.attempts) > 0 || x.st.InFlight() {
+				// A migration applies at rest; the messages after it
+				// wait for it, in order.
+				break
+			}
+			x.seen[m.ID] = true
+			x.next.consumed = append(x.next.consumed, m.ID)
+			n++
+			if err := x.migrate(m); err != nil {
+				return n, err
+			}
 			continue
 		}
 		entry, err := decodeMessage(m)
@@ -688,7 +715,7 @@ func (x *execution) input(r result, inv runner.Invoke, watched *attempt) runner.
 // apply applies one event and performs the actions.
 func (x *execution) apply(ev runner.Input) {
 	now := x.e.cfg.Now()
-	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq), AttemptDataLimit: x.e.cfg.AttemptDataLimit}, ev)
+	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq), AttemptDataLimit: x.e.cfg.AttemptDataLimit, VarsLimit: x.e.cfg.VarsLimit}, ev)
 	x.next.dirty = true
 	for _, a := range acts {
 		switch a := a.(type) {
@@ -977,7 +1004,7 @@ func (x *execution) commit(drains bool) error {
 		now := x.e.cfg.Now()
 		c.Slot = &store.SlotChange{Key: workflowSlotKey(inst.Workflow, inst.Concurrency.Key), ID: inst.ID, Params: slotParams(dc, now), Now: now, Op: slots.Release}
 	}
-	if inst.Status.Terminal() && inst.Parent != nil {
+	if inst.Status.Terminal() && inst.Parent != nil && !x.migrateOnly {
 		end, err := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
 		if err != nil {
 			return fmt.Errorf("engine: encoding the end of instance %s for its parent %s: %w", inst.ID, inst.Parent.InstanceID, err)

@@ -54,8 +54,8 @@ type inboxEntry struct {
 // decodeMessage returns what m means to its instance. A child's end that
 // does not decode fails the child step with CodeCorruptMessage; a cancel
 // whose reason does not decode still cancels, with the raw payload as the
-// reason. A cancel or a retry carries its message's Op (who asked) to the
-// runner. A stimulus or a note that does not decode, or a kind this
+// reason. A cancel, a retry, a pause or a resume carries its message's Op
+// (who asked) to the runner. A stimulus or a note that does not decode, or a kind this
 // version does not know, is an error: the message stays in the inbox.
 func decodeMessage(m weft.Message) (inboxEntry, error) {
 	switch m.Kind {
@@ -79,6 +79,16 @@ func decodeMessage(m weft.Message) (inboxEntry, error) {
 			r.Reason = string(m.Payload)
 		}
 		return inboxEntry{input: runner.Retry{Op: operation(m, r.Reason)}}, nil
+	case weft.MessagePause:
+		return inboxEntry{input: runner.Pause{Op: operation(m, "")}}, nil
+	case weft.MessageResume:
+		return inboxEntry{input: runner.Resume{Op: operation(m, "")}}, nil
+	case weft.MessageReset:
+		var r resetRequest
+		if err := json.Unmarshal(m.Payload, &r); err != nil {
+			return inboxEntry{}, fmt.Errorf("inbox message %s: the reset: %w", m.ID, err)
+		}
+		return inboxEntry{input: runner.Reset{Step: r.Step, Vars: r.Vars, Op: operation(m, "")}}, nil
 	case weft.MessageNote:
 		var n lateNote
 		if err := json.Unmarshal(m.Payload, &n); err != nil {

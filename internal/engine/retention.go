@@ -106,7 +106,7 @@ func (e *Engine) expire(ctx context.Context, id string, now time.Time) (bool, er
 	}
 	// A failed instance someone asked to retry is kept: the retry, once
 	// applied, makes it run again.
-	if retry, err := e.retryWaiting(ctx, inst); err != nil || retry {
+	if retry, err := e.reopenWaiting(ctx, inst); err != nil || retry {
 		return false, err
 	}
 	err = e.store.DeleteInstance(ctx, id, lease.Token())

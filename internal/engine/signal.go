@@ -386,8 +386,12 @@ func (e *Engine) Retry(ctx context.Context, id string, op weft.Operation) error 
 	return nil
 }
 
-// retryIn reports whether msgs hold a retry of inst's failure.
-func retryIn(inst *weft.Instance, msgs []weft.Message) bool {
+// reopens reports whether msgs run the finished inst again: a reset, or a
+// retry of its failure.
+func reopens(inst *weft.Instance, msgs []weft.Message) bool {
+	if slices.ContainsFunc(msgs, func(m weft.Message) bool { return m.Kind == weft.MessageReset || migrateThen(m) == MigrateThenRetry }) {
+		return true // a migration that retries checks the failure itself
+	}
 	isRetry := func(m weft.Message) bool { return m.Kind == weft.MessageRetry }
 	if inst.Status != weft.StatusFailed || !slices.ContainsFunc(msgs, isRetry) {
 		return false // the state is decoded only when a retry is there
@@ -420,15 +424,15 @@ func retrySeq(m weft.Message) uint64 {
 	return r.Seq
 }
 
-// retryWaiting reports whether a finished instance has a retry of its
-// failure to apply.
-func (e *Engine) retryWaiting(ctx context.Context, inst *weft.Instance) (bool, error) {
-	if inst.Status != weft.StatusFailed || !inst.InboxWaiting {
+// reopenWaiting reports whether a finished instance has a retry of its
+// failure, or a reset, to apply.
+func (e *Engine) reopenWaiting(ctx context.Context, inst *weft.Instance) (bool, error) {
+	if !inst.InboxWaiting {
 		return false, nil
 	}
 	msgs, err := e.store.Inbox(ctx, inst.ID)
 	if err != nil {
 		return false, err
 	}
-	return retryIn(inst, msgs), nil
+	return reopens(inst, msgs), nil
 }

@@ -22,6 +22,13 @@ type Context struct {
 	// size only (input_omitted_bytes, output_omitted_bytes), never cut.
 	// 0 records neither.
 	AttemptDataLimit int
+	// VarsLimit caps, in bytes of JSON, the copy of the variables that
+	// a top-level step's step_started record keeps when they changed
+	// since the last copy (instance_started's keeps the empty ones), for
+	// a Reset to that step; a larger copy is recorded by its size only
+	// (vars_omitted_bytes), and a reset to the step is refused. 0
+	// records none.
+	VarsLimit int
 }
 
 // Input is an input to Apply.
@@ -112,6 +119,41 @@ func ChildID(parent, token string) string { return parent + "." + token }
 // instance_retried entry records it as Cancel's entry does.
 type Retry struct{ Op weft.Operation }
 
+// Pause pauses the instance (docs/operations.md, "Pause and resume"): it
+// begins no step from then on, not even its first or the next of a
+// branch, and does not complete; an attempt in flight completes and is
+// recorded, and a failure it ends with fails the instance as ever. Timer
+// fires, stimuli and children's ends that arrive meanwhile are held in
+// the state (State.Held) and applied by Resume, in the order they came;
+// an attempt deferred for its step's concurrency limit leaves the key's
+// line, to ask again on resume. The instance_paused entry records Op. A
+// paused instance's status is paused once nothing is in flight.
+type Pause struct{ Op weft.Operation }
+
+// Resume resumes a paused instance: the attempts a Recover found lost
+// while it was paused are invoked again, the held inputs applied in the
+// order they came, the attempts deferred for a concurrency limit ask for
+// their slot again, and the instance goes on. The instance_resumed entry
+// records Op. A Resume of an instance that is not paused, or a Pause of
+// one that is, is recorded as ignored.
+type Resume struct{ Op weft.Operation }
+
+// Reset runs the instance again from Step, a step of the definition's
+// top-level list, with Vars, the variables it had when that step began
+// (the step_started records keep them: Context.VarsLimit): every
+// outstanding operation is cancelled, the error and output forgotten,
+// and the step begins anew — a new execution, so new idempotency keys:
+// a reset does the work again. It applies to a finished instance too,
+// which runs again; a paused one stays paused, at the step. Op says who
+// asked; the instance_reset entry records it with the step and the
+// status the instance had. A step the definition's top-level list does
+// not have is recorded as ignored.
+type Reset struct {
+	Step string
+	Vars map[string]any
+	Op   weft.Operation
+}
+
 // Recover tells the runner that no attempt of this instance is in flight
 // any more: the state was loaded by a new execution (after a crash, a
 // restart, or another node's lease expired). Every activity the state shows
@@ -148,6 +190,9 @@ func (ChildFailed) input()       {}
 func (Cancel) input()            {}
 func (Retry) input()             {}
 func (Recover) input()           {}
+func (Pause) input()             {}
+func (Resume) input()            {}
+func (Reset) input()             {}
 func (ActivityDeferred) input()  {}
 
 // Action is an output of Apply, for the shell to perform in order.

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -83,10 +84,19 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 		a.settle()
 		return a.out
 	}
+	if r, ok := ev.(Reset); ok && st.Root != nil {
+		a.reset(r)
+		a.settle()
+		return a.out
+	}
 	if st.Status.Terminal() {
 		data := map[string]any{"reason": "instance " + string(st.Status), "event": fmt.Sprintf("%T", ev)}
 		path, attempt := a.attemptEnd(ev, data)
 		a.emit(Record{Type: weft.HistoryEventIgnored, Path: path, Attempt: attempt, Actor: actorOf(ev), Data: data})
+		return a.out
+	}
+	if st.Paused != nil && a.hold(ev) {
+		a.settle()
 		return a.out
 	}
 	switch ev := ev.(type) {
@@ -108,6 +118,12 @@ func (p *Program) Apply(st *State, c Context, ev Input) []Action {
 		a.cancel(ev)
 	case Recover:
 		a.recover(a.st.Root, ev.Heartbeats)
+	case Pause:
+		a.pause(ev)
+	case Resume:
+		a.resumeInstance(ev)
+	case Reset:
+		a.emit(Record{Type: weft.HistoryEventIgnored, Actor: ev.Op.Actor, Data: ev.Op.Data(map[string]any{"reason": "not started", "event": "reset"})})
 	case ActivityDeferred:
 		a.activityDeferred(ev)
 	case Retry:
@@ -131,6 +147,12 @@ func actorOf(ev Input) string {
 		return ev.Op.Actor
 	case Retry:
 		return ev.Op.Actor
+	case Pause:
+		return ev.Op.Actor
+	case Resume:
+		return ev.Op.Actor
+	case Reset:
+		return ev.Op.Actor
 	}
 	return ""
 }
@@ -150,7 +172,14 @@ func (a *apply) start(ev Start) {
 		return
 	}
 	a.st.Status = weft.StatusRunning
-	a.record(weft.HistoryInstanceStarted, "", 0, nil)
+	var data map[string]any
+	if a.c.VarsLimit > 0 {
+		// The variables the first step begins with: none. A reset finds
+		// every step's from here on.
+		data = map[string]any{"vars": map[string]any{}}
+		a.st.VarsRev, a.st.VarsMarked = 1, 1
+	}
+	a.record(weft.HistoryInstanceStarted, "", 0, data)
 	if len(ev.Input) > 0 {
 		var in any
 		if err := json.Unmarshal(ev.Input, &in); err != nil {
@@ -180,9 +209,17 @@ func (a *apply) settle() {
 		}
 	}
 	if !a.st.Status.Terminal() && a.st.Root != nil {
-		a.st.Status = weft.StatusSuspended
-		if a.st.InFlight() {
+		// Paused only once nothing is in flight: until then the attempt
+		// runs, and the instance with it. Decided here only, from the
+		// state, so that no end of an attempt can leave a status that
+		// contradicts the pause.
+		switch {
+		case a.st.InFlight():
 			a.st.Status = weft.StatusRunning
+		case a.st.Paused != nil:
+			a.st.Status = weft.StatusPaused
+		default:
+			a.st.Status = weft.StatusSuspended
 		}
 	}
 	// Suspended or finished after an input, or the strategy asks: persist.
@@ -200,6 +237,9 @@ func (a *apply) advance(f *Frame) {
 	for !f.Done && !a.st.Status.Terminal() {
 		steps := a.p.lists[f.List]
 		if f.Run == nil {
+			if a.st.Paused != nil {
+				return // a paused instance begins no step, nor ends a list
+			}
 			if f.Index >= len(steps) {
 				f.Done = true
 				return
@@ -224,7 +264,11 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 	path := stepPath(f)
 	env := a.env(f)
 	run := &Run{Exec: a.next("e"), Started: a.c.Now}
-	a.emit(Record{Type: weft.HistoryStepStarted, Path: path, Step: s.ID, Data: map[string]any{"step": s.ID, "kind": string(s.Kind)}})
+	data := map[string]any{"step": s.ID, "kind": string(s.Kind)}
+	if f == a.st.Root {
+		a.markVars(data)
+	}
+	a.emit(Record{Type: weft.HistoryStepStarted, Path: path, Step: s.ID, Data: data})
 	switch s.Kind {
 	case definition.KindSet:
 		values := make(map[string]any, len(s.Set))
@@ -238,6 +282,7 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 		for k, v := range values {
 			a.st.Vars[k] = v
 		}
+		a.st.VarsRev++
 		a.complete(f, s, nil)
 		return true
 	case definition.KindFail:
@@ -442,6 +487,7 @@ func (a *apply) advanceContainer(f *Frame, s *definition.Step) bool {
 func (a *apply) complete(f *Frame, s *definition.Step, result any) {
 	if s.Output != "" && (s.Kind == definition.KindActivity || s.Kind == definition.KindWait || s.Kind == definition.KindWorkflow) {
 		a.st.Vars[s.Output] = result
+		a.st.VarsRev++
 	}
 	a.emit(Record{Type: weft.HistoryStepCompleted, Path: stepPath(f), Step: s.ID, Data: map[string]any{"step": s.ID}, Elapsed: a.elapsed(f)})
 	if s.Persist == definition.PersistAlways {
@@ -483,6 +529,7 @@ func (a *apply) elapsed(f *Frame) time.Duration {
 // fail ends the instance as failed, cancelling everything outstanding.
 func (a *apply) fail(failure *weft.Failure) {
 	a.cancelOutstanding(a.st.Root)
+	a.unpause()
 	a.st.Status = weft.StatusFailed
 	a.st.Error = failure
 	a.record(weft.HistoryInstanceFailed, failure.Step, 0, map[string]any{"code": failure.Code, "message": failure.Message})
@@ -503,7 +550,11 @@ func (a *apply) recover(f *Frame, beats map[string]json.RawMessage) {
 		a.record(weft.HistoryAttemptAbandoned, stepPath(f), r.Attempt, data)
 		a.releaseSlot(f) // its slot went with its node: the next attempt asks anew
 		r.Attempt++
-		a.invoke(f, a.step(f))
+		if a.st.Paused != nil {
+			r.Pending, r.Token = PendingPaused, "" // Resume invokes it
+		} else {
+			a.invoke(f, a.step(f))
+		}
 	}
 	for _, c := range f.Run.Children {
 		a.recover(c, beats)
@@ -561,6 +612,7 @@ func (a *apply) restart(f *Frame) {
 // without completing always has one.
 func (a *apply) cancel(ev Cancel) {
 	a.cancelOutstanding(a.st.Root)
+	a.unpause()
 	a.st.Status = weft.StatusCancelled
 	a.st.Error = &weft.Failure{Code: string(weft.StatusCancelled), Message: ev.Op.Reason}
 	// The reason always, as before actors were recorded.
@@ -811,6 +863,9 @@ type DeferredSlot struct {
 // limit, for the shell to start at once those whose turn has come (their
 // timer is only a fallback).
 func (p *Program) DeferredSlots(st *State, instanceID string) []DeferredSlot {
+	if st.Paused != nil {
+		return nil // they left their lines when it paused: Resume asks again
+	}
 	var out []DeferredSlot
 	a := &apply{p: p, st: st, c: Context{InstanceID: instanceID}}
 	var walk func(f *Frame)
@@ -909,4 +964,151 @@ func addLogs(data map[string]any, l weft.AttemptLogs) {
 	if l.Dropped != nil {
 		data["logs_dropped"] = l.Dropped
 	}
+}
+
+// hold keeps ev for Resume when it is an input a paused instance holds
+// for an outstanding token, recorded as event_held; a second one for the
+// token is refused, as it would be after the first was applied. It
+// reports whether ev was dealt with.
+func (a *apply) hold(ev Input) bool {
+	h, ok := held(ev, a.c.Now)
+	if !ok {
+		return false
+	}
+	if _, out := find(a.st.Root, h.Token); !out {
+		return false // refused as ever by its handler
+	}
+	data := map[string]any{"event": h.Input, "token": h.Token}
+	for _, o := range a.st.Held {
+		if o.Token == h.Token {
+			data["reason"] = "one already held for the token"
+			a.record(weft.HistoryEventRefused, "", 0, data)
+			return true
+		}
+	}
+	a.st.Held = append(a.st.Held, h)
+	a.record(weft.HistoryEventHeld, "", 0, data)
+	return true
+}
+
+// pause pauses the instance (see Pause).
+func (a *apply) pause(ev Pause) {
+	if a.st.Paused != nil {
+		a.emit(Record{Type: weft.HistoryEventIgnored, Actor: ev.Op.Actor, Data: ev.Op.Data(map[string]any{"reason": "already paused", "event": "pause"})})
+		return
+	}
+	a.st.Paused = &weft.Pause{Since: a.c.Now, Op: ev.Op}
+	a.emit(Record{Type: weft.HistoryInstancePaused, Actor: ev.Op.Actor, Data: ev.Op.Data(nil)})
+	// An attempt waiting in its key's line would be let in and hold a
+	// slot it does not use: it leaves the line (its timer stays, and is
+	// held when it fires), and asks again on resume.
+	walk(a.st.Root, func(f *Frame) {
+		if r := f.Run; r.Pending == PendingDeferred && r.Deferred == DeferredConcurrency {
+			a.releaseSlot(f)
+		}
+	})
+}
+
+// resumeInstance resumes a paused instance (see Resume).
+func (a *apply) resumeInstance(ev Resume) {
+	if a.st.Paused == nil {
+		a.emit(Record{Type: weft.HistoryEventIgnored, Actor: ev.Op.Actor, Data: ev.Op.Data(map[string]any{"reason": "not paused", "event": "resume"})})
+		return
+	}
+	held := a.st.Held
+	data := ev.Op.Data(map[string]any{"held": len(held), "paused_ms": a.c.Now.Sub(a.st.Paused.Since).Milliseconds()})
+	a.unpause()
+	a.emit(Record{Type: weft.HistoryInstanceResumed, Actor: ev.Op.Actor, Data: data})
+	walk(a.st.Root, func(f *Frame) {
+		if f.Run.Pending == PendingPaused {
+			a.invoke(f, a.step(f))
+		}
+	})
+	for _, h := range held {
+		if a.st.Status.Terminal() {
+			break // a held input failed it: the others are moot
+		}
+		switch in := h.input().(type) {
+		case TimerFired:
+			a.timerFired(in)
+		case StimulusDelivered:
+			a.stimulusDelivered(in)
+		case ChildCompleted:
+			a.childCompleted(in)
+		case ChildFailed:
+			a.childFailed(in)
+		}
+	}
+	if a.st.Status.Terminal() {
+		return
+	}
+	// Those still deferred for a concurrency limit left their lines when
+	// the instance paused: they ask for their slot again now.
+	walk(a.st.Root, func(f *Frame) {
+		if r := f.Run; r.Pending == PendingDeferred && r.Deferred == DeferredConcurrency {
+			a.emit(CancelTimer{Token: r.Token})
+			a.invoke(f, a.step(f))
+		}
+	})
+	a.advance(a.st.Root)
+}
+
+// unpause forgets the pause and what it held.
+func (a *apply) unpause() { a.st.Paused, a.st.Held = nil, nil }
+
+// walk calls fn on every frame under f that has a run, parents first.
+func walk(f *Frame, fn func(*Frame)) {
+	if f == nil || f.Run == nil {
+		return
+	}
+	fn(f)
+	for _, c := range f.Run.Children {
+		walk(c, fn)
+	}
+}
+
+// markVars adds to data, a top-level step's step_started record's, a copy
+// of the variables when they changed since the last copy (or the state
+// has none: it predates them), for a Reset to the step; by their size
+// only when over Context.VarsLimit.
+func (a *apply) markVars(data map[string]any) {
+	if a.c.VarsLimit <= 0 || a.st.VarsRev == a.st.VarsMarked && a.st.VarsRev != 0 {
+		return
+	}
+	a.st.VarsRev = max(a.st.VarsRev, 1)
+	a.st.VarsMarked = a.st.VarsRev
+	doc, err := json.Marshal(a.st.Vars)
+	switch {
+	case err != nil:
+		// A value JSON has no form for (an expression's infinity): the
+		// store could not keep the state either, but say why here.
+		data["vars_error"] = err.Error()
+	case len(doc) > a.c.VarsLimit:
+		data["vars_omitted_bytes"] = len(doc)
+	default:
+		// The encoding, not the map: later actions of this Apply may
+		// change the variables before the shell writes the record.
+		data["vars"] = json.RawMessage(doc)
+	}
+}
+
+// reset runs the instance again from a top-level step (see Reset).
+func (a *apply) reset(ev Reset) {
+	index := slices.IndexFunc(a.p.lists["steps"], func(s *definition.Step) bool { return s.ID == ev.Step })
+	if index < 0 {
+		a.emit(Record{Type: weft.HistoryEventIgnored, Actor: ev.Op.Actor, Data: ev.Op.Data(map[string]any{"reason": "no top-level step " + strconv.Quote(ev.Step), "event": "reset"})})
+		return
+	}
+	from := a.st.Status
+	a.cancelOutstanding(a.st.Root)
+	a.st.Held = nil // for operations just cancelled
+	a.st.Status, a.st.Error, a.st.Output = weft.StatusRunning, nil, nil
+	a.st.Vars = maps.Clone(ev.Vars)
+	if a.st.Vars == nil {
+		a.st.Vars = map[string]any{}
+	}
+	a.st.VarsRev++
+	a.st.Root = &Frame{List: "steps", Path: "steps", Index: index}
+	a.emit(Record{Type: weft.HistoryInstanceReset, Actor: ev.Op.Actor, Data: ev.Op.Data(map[string]any{"step": ev.Step, "from_status": string(from)})})
+	a.advance(a.st.Root)
 }

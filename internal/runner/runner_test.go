@@ -186,7 +186,7 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		}
 	}
 	// Only the events that answer an operation name its token.
-	switch answers := name != "start" && name != "cancel" && name != "recover" && name != "retry-instance"; {
+	switch answers := name != "start" && name != "cancel" && name != "recover" && name != "retry-instance" && name != "pause" && name != "resume" && name != "reset-instance"; {
 	case answers && ref == "":
 		d.Fatalf(t, "%s wants token=REF", name)
 	case !answers && ref != "":
@@ -264,6 +264,22 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 		var f opFields
 		fields(&f)
 		ev = runner.Retry{Op: f.op()}
+	case "reset-instance":
+		var f struct {
+			opFields
+			Step string         `json:"step"`
+			Vars map[string]any `json:"vars"`
+		}
+		fields(&f)
+		ev = runner.Reset{Step: f.Step, Vars: f.Vars, Op: f.op()}
+	case "pause":
+		var f opFields
+		fields(&f)
+		ev = runner.Pause{Op: f.op()}
+	case "resume":
+		var f opFields
+		fields(&f)
+		ev = runner.Resume{Op: f.op()}
 	case "activity-deferred":
 		var f struct {
 			Until  time.Duration `json:"until"`
@@ -289,13 +305,17 @@ func (s *script) apply(t *testing.T, d *datadriven.TestData) string {
 	}
 	now := t0.Add(at)
 	// A fixed draw keeps retry delays the same from run to run.
-	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: now, Rand: func() float64 { return 0.5 }}, ev)
+	acts := s.p.Apply(s.st, runner.Context{InstanceID: "i1", Now: now, Rand: func() float64 { return 0.5 }, VarsLimit: varsLimit}, ev)
 	return s.trace(acts, now)
 }
 
 // opFields are the fields of an operator's action (cancel,
 // retry-instance): its weft.Operation, with the time it was asked for as a
 // duration from the test's epoch (none when absent).
+// varsLimit is the scripts' Context.VarsLimit: small, so that a script
+// can go past it.
+const varsLimit = 200
+
 type opFields struct {
 	Reason      string         `json:"reason"`
 	Actor       string         `json:"actor"`

@@ -76,6 +76,71 @@ type State struct {
 	Seq    uint64
 	Output any
 	Error  *weft.Failure
+	// Paused is the pause of a paused instance (Pause), nil otherwise;
+	// Held the inputs that came for it meanwhile, for Resume to apply.
+	Paused *weft.Pause
+	Held   []Held
+	// VarsRev counts the changes of Vars; VarsMarked is the VarsRev of
+	// the last copy a record kept (Context.VarsLimit). Both are 0 in a
+	// state that predates the copies: its next top-level step copies.
+	VarsRev, VarsMarked uint64
+}
+
+// Held is an input for a paused instance, kept to be applied when it is
+// resumed: a timer's fire, a stimulus, a child's end. Only an input for
+// an outstanding token is held, and one per token, so that Held never
+// holds more than the instance waits on.
+type Held struct {
+	// Input is the input's kind: timer_fired, stimulus_delivered,
+	// child_completed or child_failed.
+	Input string `json:"input"`
+	Token string `json:"token"`
+	// Payload is a stimulus's payload or a child's output.
+	Payload any `json:"payload,omitempty"`
+	// Failure is a child's failure.
+	Failure *weft.Failure `json:"failure,omitempty"`
+	// At is when it came.
+	At time.Time `json:"at"`
+}
+
+// The kinds of Held.Input.
+const (
+	heldTimer          = "timer_fired"
+	heldStimulus       = "stimulus_delivered"
+	heldChildCompleted = "child_completed"
+	heldChildFailed    = "child_failed"
+)
+
+// held is ev as State.Held keeps it; false for an input that is not held.
+func held(ev Input, at time.Time) (Held, bool) {
+	switch ev := ev.(type) {
+	case TimerFired:
+		return Held{Input: heldTimer, Token: ev.Token, At: at}, true
+	case StimulusDelivered:
+		return Held{Input: heldStimulus, Token: ev.Token, Payload: ev.Payload, At: at}, true
+	case ChildCompleted:
+		return Held{Input: heldChildCompleted, Token: ev.Token, Payload: ev.Output, At: at}, true
+	case ChildFailed:
+		return Held{Input: heldChildFailed, Token: ev.Token, Failure: &ev.Failure, At: at}, true
+	}
+	return Held{}, false
+}
+
+// input is h as the input it was.
+func (h Held) input() Input {
+	switch h.Input {
+	case heldStimulus:
+		return StimulusDelivered{Token: h.Token, Payload: h.Payload}
+	case heldChildCompleted:
+		return ChildCompleted{Token: h.Token, Output: h.Payload}
+	case heldChildFailed:
+		var f weft.Failure
+		if h.Failure != nil {
+			f = *h.Failure
+		}
+		return ChildFailed{Token: h.Token, Failure: f}
+	}
+	return TimerFired{Token: h.Token}
 }
 
 // document is the persisted form of a State. Input, Vars and Output are
@@ -89,6 +154,11 @@ type document struct {
 	Seq    uint64          `json:"seq"`
 	Output json.RawMessage `json:"output,omitempty"`
 	Error  *weft.Failure   `json:"error,omitempty"`
+	Paused *weft.Pause     `json:"paused,omitempty"`
+	Held   []Held          `json:"held,omitempty"`
+	// VarsRev and VarsMarked as State's.
+	VarsRev    uint64 `json:"vars_rev,omitempty"`
+	VarsMarked uint64 `json:"vars_marked,omitempty"`
 }
 
 // Encoded is a State as persisted: the document, and the parts of it that an
@@ -110,7 +180,7 @@ func (s *State) Encode() (Encoded, error) {
 	if enc.Output, err = json.Marshal(s.Output); err != nil {
 		return Encoded{}, fmt.Errorf("encoding output: %w", err)
 	}
-	doc := document{Status: s.Status, Vars: enc.Vars, Root: s.Root, Seq: s.Seq, Error: s.Error}
+	doc := document{Status: s.Status, Vars: enc.Vars, Root: s.Root, Seq: s.Seq, Error: s.Error, Paused: s.Paused, Held: s.Held, VarsRev: s.VarsRev, VarsMarked: s.VarsMarked}
 	if s.Output != nil {
 		doc.Output = enc.Output
 	}
@@ -138,7 +208,7 @@ func (s *State) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return err
 	}
-	st := State{Status: doc.Status, input: doc.Input, Root: doc.Root, Seq: doc.Seq, Error: doc.Error}
+	st := State{Status: doc.Status, input: doc.Input, Root: doc.Root, Seq: doc.Seq, Error: doc.Error, Paused: doc.Paused, Held: doc.Held, VarsRev: doc.VarsRev, VarsMarked: doc.VarsMarked}
 	for _, part := range []struct {
 		name string
 		raw  json.RawMessage
@@ -184,6 +254,10 @@ const (
 	// a step limit (Run.Deferred says which); Token is the timer that
 	// starts it again.
 	PendingDeferred Pending = "deferred"
+	// PendingPaused: an activity's attempt that was in flight when its
+	// node died while the instance was paused (Recover): Resume invokes it
+	// again; no token.
+	PendingPaused Pending = "paused"
 )
 
 // Why an attempt was deferred (Run.Deferred, ActivityDeferred.Reason,
