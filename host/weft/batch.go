@@ -157,3 +157,16 @@ const (
 // BatchNotFound is the Reason of an item that ApplyBatchItems skipped
 // because its instance no longer exists.
 const BatchNotFound = "not found"
+
+// BatchError lists every problem of a batch document, each with its JSON
+// path (args.event, ids[3]), so that the API answers them all at once. It
+// matches ErrInvalid.
+type BatchError struct {
+	Problems []Problem
+}
+
+// Error implements error: every problem on one line.
+func (e *BatchError) Error() string { return problemsError("invalid batch", "", e.Problems) }
+
+// Is reports whether target is ErrInvalid.
+func (e *BatchError) Is(target error) bool { return target == ErrInvalid }
