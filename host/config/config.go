@@ -190,6 +190,11 @@ type engineConfig struct {
 	// engine.DefaultRetention (7 days).
 	Retention         time.Duration `koanf:"retention"`
 	RetentionInterval time.Duration `koanf:"retention_interval"`
+	// BatchInterval, BatchRetention and BatchMaxItems are the batch
+	// jobs' terms (engine.Config's).
+	BatchInterval  time.Duration `koanf:"batch_interval"`
+	BatchRetention time.Duration `koanf:"batch_retention"`
+	BatchMaxItems  int           `koanf:"batch_max_items"`
 }
 
 // heartbeatConfig configures the heartbeat scheduler (heartbeat.Config).
@@ -353,6 +358,9 @@ func defaultConfig() settings {
 			// week unless told otherwise, so that its store stops growing.
 			Retention:         engine.DefaultRetention,
 			RetentionInterval: eng.RetentionInterval,
+			BatchInterval:     eng.BatchInterval,
+			BatchRetention:    eng.BatchRetention,
+			BatchMaxItems:     eng.BatchMaxItems,
 		},
 		// The scheduler's zero value retries none; a host retries a
 		// transient error within the cycle.

@@ -119,6 +119,9 @@ type Observer interface {
 	// SlotCancelled says that an instance of workflow was cancelled by its
 	// concurrency policy (cancel_newest or cancel_oldest).
 	SlotCancelled(workflow, policy string)
+	// BatchApplied says that n items of batch jobs of op were applied
+	// with outcome (weft.BatchOutcome).
+	BatchApplied(op, outcome string, n int)
 }
 
 // Why instances were deleted, as Observer.InstancesDeleted is told.
@@ -157,6 +160,7 @@ func (nopObserver) ScheduleFired(string, bool, time.Duration)          {}
 func (nopObserver) SchedulesSkipped(string, int)                       {}
 func (nopObserver) SlotWaited(string, time.Duration)                   {}
 func (nopObserver) SlotCancelled(string, string)                       {}
+func (nopObserver) BatchApplied(string, string, int)                   {}
 
 // Config configures an Engine.
 type Config struct {
@@ -205,6 +209,21 @@ type Config struct {
 	// starts at most this late, and the time its sweep takes. Defaults to
 	// 100ms.
 	ScheduleInterval time.Duration
+	// BatchInterval is how often due batch jobs are stepped. Defaults to
+	// 100ms: a batch's rate is kept within each turn.
+	BatchInterval time.Duration
+	// BatchRetention is how long a finished batch job is kept, with its
+	// items, for an operator to read. Defaults to 7 days.
+	BatchRetention time.Duration
+	// BatchMaxItems bounds the instances one batch job's query may select;
+	// a larger selection fails the batch before anything is applied.
+	// Defaults to 1,000,000.
+	BatchMaxItems int
+	// BatchChunk is how many items of a batch job one store transaction
+	// applies: short enough that it holds the embedded store's write
+	// lock, or runs as one Redis script, for a few milliseconds. Defaults
+	// to 200, at most weft.MaxBatchChanges.
+	BatchChunk int
 	// StimulusTTL is how long a stimulus that found no bookmark waits for
 	// one before it moves to the dead letters. Defaults to 24h.
 	StimulusTTL time.Duration
@@ -287,6 +306,18 @@ func (c Config) WithDefaults() Config {
 	if c.ScheduleInterval == 0 {
 		c.ScheduleInterval = 100 * time.Millisecond
 	}
+	if c.BatchInterval == 0 {
+		c.BatchInterval = 100 * time.Millisecond
+	}
+	if c.BatchRetention == 0 {
+		c.BatchRetention = 7 * 24 * time.Hour
+	}
+	if c.BatchMaxItems == 0 {
+		c.BatchMaxItems = 1_000_000
+	}
+	if c.BatchChunk == 0 {
+		c.BatchChunk = 200
+	}
 	if c.TimerInterval == 0 {
 		c.TimerInterval = 50 * time.Millisecond
 	}
@@ -363,7 +394,7 @@ func (c Config) Validate() error {
 		field string
 		d     time.Duration
 	}{
-		{"AcquireTimeout", c.AcquireTimeout}, {"ActivityTimeout", c.ActivityTimeout}, {"TimerInterval", c.TimerInterval}, {"ScheduleInterval", c.ScheduleInterval},
+		{"AcquireTimeout", c.AcquireTimeout}, {"ActivityTimeout", c.ActivityTimeout}, {"TimerInterval", c.TimerInterval}, {"ScheduleInterval", c.ScheduleInterval}, {"BatchInterval", c.BatchInterval}, {"BatchRetention", c.BatchRetention},
 		{"StimulusTTL", c.StimulusTTL}, {"StimulusInterval", c.StimulusInterval}, {"RecoveryInterval", c.RecoveryInterval},
 		{"RetentionInterval", c.RetentionInterval},
 	} {
@@ -379,6 +410,12 @@ func (c Config) Validate() error {
 	}
 	if c.AttemptDataLimit < 0 || c.AttemptDataLimit > MaxAttemptDataLimit {
 		bad("AttemptDataLimit", "must be between 0 (record none) and %d (16 MiB), got %d", MaxAttemptDataLimit, c.AttemptDataLimit)
+	}
+	if c.BatchMaxItems < 1 {
+		bad("BatchMaxItems", "must be at least 1, got %d", c.BatchMaxItems)
+	}
+	if c.BatchChunk < 1 || c.BatchChunk > weft.MaxBatchChanges {
+		bad("BatchChunk", "must be between 1 and %d, got %d", weft.MaxBatchChanges, c.BatchChunk)
 	}
 	if c.VarsLimit < 0 || c.VarsLimit > MaxAttemptDataLimit {
 		bad("VarsLimit", "must be between 0 (record none) and %d (16 MiB), got %d", MaxAttemptDataLimit, c.VarsLimit)
@@ -505,6 +542,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}{
 		{"weft-timers-sweep", e.cfg.TimerInterval, e.sweepTimers},
 		{"weft-schedules-sweep", e.cfg.ScheduleInterval, e.sweepSchedules},
+		{"weft-batches-sweep", e.cfg.BatchInterval, e.sweepBatches},
 		{"weft-recovery-sweep", e.cfg.RecoveryInterval, e.recoverySweep},
 		{"weft-stimuli-sweep", e.cfg.StimulusInterval, e.sweepStimuli},
 		{"weft-retention-sweep", e.cfg.RetentionInterval, e.sweepRetention},

@@ -64,7 +64,7 @@ func decodeMessage(m weft.Message) (inboxEntry, error) {
 		if err != nil {
 			return inboxEntry{}, fmt.Errorf("inbox message %s: the stimulus payload: %w", m.ID, err)
 		}
-		return inboxEntry{input: runner.StimulusDelivered{Token: m.Token, Payload: payload}}, nil
+		return inboxEntry{input: runner.StimulusDelivered{Token: m.Token, Payload: payload, Op: m.Op}}, nil
 	case weft.MessageChild:
 		return inboxEntry{input: childInput(m)}, nil
 	case weft.MessageCancel:

@@ -68,20 +68,28 @@ func (e *Engine) Migrate(ctx context.Context, id string, target weft.MigrationTa
 	if !plan.CanMove {
 		return plan, &weft.MigrationError{Plan: plan}
 	}
-	now := e.cfg.Now()
 	if op.At.IsZero() {
-		op.At = now
+		op.At = e.cfg.Now()
 	}
-	payload, err := json.Marshal(migrateRequest{Version: plan.ToVersion, Plugins: pins, Then: then})
+	msg, err := e.migrateMessage(plan, pins, then, op)
 	if err != nil {
-		return nil, fmt.Errorf("engine: migration of instance %s: %w", id, err)
+		return nil, err
 	}
-	msg := weft.Message{InstanceID: id, ID: "migrate:" + newID(now), Kind: weft.MessageMigrate, Payload: payload, Op: &op}
 	if _, err := e.store.Deliver(ctx, nil, []weft.Message{msg}); err != nil {
 		return nil, err
 	}
 	e.notify(ctx, itemOf(id, "migrate", inst.Order))
 	return plan, nil
+}
+
+// migrateMessage is the message that moves an instance as plan says,
+// with pins, then, and op.
+func (e *Engine) migrateMessage(plan *weft.MigrationPlan, pins map[string]string, then string, op weft.Operation) (weft.Message, error) {
+	payload, err := json.Marshal(migrateRequest{Version: plan.ToVersion, Plugins: pins, Then: then})
+	if err != nil {
+		return weft.Message{}, fmt.Errorf("engine: migration of instance %s: %w", plan.Instance, err)
+	}
+	return weft.Message{InstanceID: plan.Instance, ID: "migrate:" + opID(op, e.cfg.Now()), Kind: weft.MessageMigrate, Payload: payload, Op: &op}, nil
 }
 
 // planMigration plans the move of inst to target against its stored

@@ -38,6 +38,7 @@ func (o *observed) ScheduleFired(kind string, started bool, late time.Duration) 
 func (o *observed) SchedulesSkipped(reason string, n int)                       {}
 func (o *observed) SlotWaited(workflow string, d time.Duration)                 {}
 func (o *observed) SlotCancelled(workflow, policy string)                       {}
+func (o *observed) BatchApplied(string, string, int)                            {}
 
 func TestObserverSeesStatusesAndStepLatencies(t *testing.T) {
 	t.Parallel()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/weftworks/weft/host/weft"
 )
@@ -60,18 +61,32 @@ func (e *Engine) pauseOrResume(ctx context.Context, id string, kind weft.Message
 			return nil, fmt.Errorf("engine: instance %s is %s: %w", id, inst.Status, weft.ErrNotPaused)
 		}
 	}
-	now := e.cfg.Now()
 	if op.At.IsZero() {
-		op.At = now
+		op.At = e.cfg.Now()
 	}
-	// An id of its own: a pause, a resume and a pause again, all sent
-	// before the instance runs, all apply, in order.
-	msg := weft.Message{InstanceID: id, ID: string(kind) + ":" + newID(now), Kind: kind, Op: &op}
+	msg := pauseMessage(id, kind, op, e.cfg.Now())
 	if _, err := e.store.Deliver(ctx, nil, []weft.Message{msg}); err != nil {
 		return nil, err
 	}
 	e.notify(ctx, itemOf(id, string(kind), inst.Order))
 	return inst, nil
+}
+
+// pauseMessage is the message of a pause or a resume (kind) of instance
+// id, with op. Each has an id of its own: a pause, a resume and a pause
+// again, all sent before the instance runs, all apply, in order.
+func pauseMessage(id string, kind weft.MessageKind, op weft.Operation, now time.Time) weft.Message {
+	return weft.Message{InstanceID: id, ID: string(kind) + ":" + opID(op, now), Kind: kind, Op: &op}
+}
+
+// opID names the message of an operator's action: the batch's id for an
+// item of a batch, so that the batch's item, applied once, writes one
+// message however often its chunk is tried; a new id otherwise.
+func opID(op weft.Operation, now time.Time) string {
+	if op.Batch != "" {
+		return op.Batch
+	}
+	return newID(now)
 }
 
 // Paused returns the pause of a paused instance, with the number of

@@ -145,40 +145,49 @@ func (e *Engine) Reset(ctx context.Context, id, step string, op weft.Operation) 
 	if err != nil {
 		return err
 	}
-	if inst.Status == weft.StatusPending {
-		return fmt.Errorf("engine: instance %s has not started: %w", id, weft.ErrNotResettable)
-	}
-	prog, err := e.program(ctx, inst.Workflow, inst.Version)
-	if err != nil {
-		return err
-	}
-	points, vars, err := e.resetPoints(ctx, inst, prog)
-	if err != nil {
-		return err
-	}
-	p, ok := points[step]
-	switch {
-	case !ok && !topStep(prog, step):
-		return fmt.Errorf("engine: instance %s: %s version %d has no top-level step %q: %w", id, inst.Workflow, inst.Version, step, weft.ErrNotResettable)
-	case !ok:
-		return fmt.Errorf("engine: instance %s never began step %q: %w", id, step, weft.ErrNotResettable)
-	case !p.Vars:
-		return fmt.Errorf("engine: instance %s cannot be reset to step %q: %s: %w", id, step, p.Reason, weft.ErrNotResettable)
-	}
-	now := e.cfg.Now()
 	if op.At.IsZero() {
-		op.At = now
+		op.At = e.cfg.Now()
 	}
-	payload, err := json.Marshal(resetRequest{Step: step, Vars: vars[step]})
+	msg, err := e.resetMessage(ctx, inst, step, op)
 	if err != nil {
-		return fmt.Errorf("engine: reset of instance %s: %w", id, err)
+		return err
 	}
-	msg := weft.Message{InstanceID: id, ID: "reset:" + newID(now), Kind: weft.MessageReset, Payload: payload, Op: &op}
 	if _, err := e.store.Deliver(ctx, nil, []weft.Message{msg}); err != nil {
 		return err
 	}
 	e.notify(ctx, itemOf(id, "reset", inst.Order))
 	return nil
+}
+
+// resetMessage is the message that resets inst to step, with op, or why
+// it cannot (see Reset).
+func (e *Engine) resetMessage(ctx context.Context, inst *weft.Instance, step string, op weft.Operation) (weft.Message, error) {
+	id := inst.ID
+	if inst.Status == weft.StatusPending {
+		return weft.Message{}, fmt.Errorf("engine: instance %s has not started: %w", id, weft.ErrNotResettable)
+	}
+	prog, err := e.program(ctx, inst.Workflow, inst.Version)
+	if err != nil {
+		return weft.Message{}, err
+	}
+	points, vars, err := e.resetPoints(ctx, inst, prog)
+	if err != nil {
+		return weft.Message{}, err
+	}
+	p, ok := points[step]
+	switch {
+	case !ok && !topStep(prog, step):
+		return weft.Message{}, fmt.Errorf("engine: instance %s: %s version %d has no top-level step %q: %w", id, inst.Workflow, inst.Version, step, weft.ErrNotResettable)
+	case !ok:
+		return weft.Message{}, fmt.Errorf("engine: instance %s never began step %q: %w", id, step, weft.ErrNotResettable)
+	case !p.Vars:
+		return weft.Message{}, fmt.Errorf("engine: instance %s cannot be reset to step %q: %s: %w", id, step, p.Reason, weft.ErrNotResettable)
+	}
+	payload, err := json.Marshal(resetRequest{Step: step, Vars: vars[step]})
+	if err != nil {
+		return weft.Message{}, fmt.Errorf("engine: reset of instance %s: %w", id, err)
+	}
+	return weft.Message{InstanceID: id, ID: "reset:" + opID(op, e.cfg.Now()), Kind: weft.MessageReset, Payload: payload, Op: &op}, nil
 }
 
 // topStep reports whether prog's top-level list has a step with id.

@@ -46,6 +46,7 @@ func (deletions) ScheduleFired(string, bool, time.Duration)          {}
 func (deletions) SchedulesSkipped(string, int)                       {}
 func (deletions) SlotWaited(string, time.Duration)                   {}
 func (deletions) SlotCancelled(string, string)                       {}
+func (deletions) BatchApplied(string, string, int)                   {}
 func (d deletions) InstancesDeleted(reason string, n int) {
 	for range n {
 		d.ch <- reason

@@ -475,6 +475,7 @@ func (*fireRecorder) StepFinished(string, string, string, time.Duration) {}
 func (*fireRecorder) InstancesDeleted(string, int)                       {}
 func (*fireRecorder) SlotWaited(string, time.Duration)                   {}
 func (*fireRecorder) SlotCancelled(string, string)                       {}
+func (*fireRecorder) BatchApplied(string, string, int)                   {}
 
 // sweepKey is the schedules sweep's try-lock, and sweepTTL its TTL with
 // the default ScheduleInterval (engine's singletonTTL: four intervals, at

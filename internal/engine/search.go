@@ -97,20 +97,9 @@ func searchTypeProblem(workflow string, te *store.SearchTypeError) *weft.Definit
 // back short, with a cursor, when few of the instances read match
 // (weft.MaxExamine).
 func (e *Engine) SearchInstances(ctx context.Context, q string, f weft.InstanceFilter) ([]weft.Instance, string, error) {
-	parsed, err := query.Parse(q)
+	parsed, err := e.parseQuery(ctx, q)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", weft.ErrInvalid, err)
-	}
-	attrs, err := e.store.SearchAttributes(ctx)
-	if err != nil {
-		return nil, "", fmt.Errorf("engine: reading the search attributes: %w", err)
-	}
-	schema := make(query.Schema, len(attrs))
-	for _, a := range attrs {
-		schema[a.Name] = a.Type
-	}
-	if err := parsed.Check(schema); err != nil {
-		return nil, "", fmt.Errorf("%w: %w", weft.ErrInvalid, err)
+		return nil, "", err
 	}
 	if !narrow(&f, parsed.Plan()) {
 		return nil, "", nil // the query can match nothing
@@ -121,6 +110,27 @@ func (e *Engine) SearchInstances(ctx context.Context, q string, f weft.InstanceF
 		return nil, "", fmt.Errorf("engine: searching instances: %w", err)
 	}
 	return items, next, nil
+}
+
+// parseQuery parses q and checks it against the registered search
+// attributes; an error matching weft.ErrInvalid says what is wrong.
+func (e *Engine) parseQuery(ctx context.Context, q string) (*query.Query, error) {
+	parsed, err := query.Parse(q)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", weft.ErrInvalid, err)
+	}
+	attrs, err := e.store.SearchAttributes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("engine: reading the search attributes: %w", err)
+	}
+	schema := make(query.Schema, len(attrs))
+	for _, a := range attrs {
+		schema[a.Name] = a.Type
+	}
+	if err := parsed.Check(schema); err != nil {
+		return nil, fmt.Errorf("%w: %w", weft.ErrInvalid, err)
+	}
+	return parsed, nil
 }
 
 // narrow sets the fields of f that the query's plan allows, for the

@@ -258,16 +258,27 @@ func (e *Engine) Cancel(ctx context.Context, id string, op weft.Operation) (*wef
 	if op.At.IsZero() {
 		op.At = e.cfg.Now()
 	}
-	// The reason in the payload too, for a node that does not read Op.
-	payload, err := json.Marshal(op.Reason)
+	msg, err := cancelMessage(id, op)
 	if err != nil {
-		return nil, fmt.Errorf("engine: cancel of instance %s: reason: %w", id, err)
+		return nil, err
 	}
-	if _, err := e.store.Deliver(ctx, nil, []weft.Message{{InstanceID: id, ID: "cancel", Kind: weft.MessageCancel, Payload: payload, Op: &op}}); err != nil {
+	if _, err := e.store.Deliver(ctx, nil, []weft.Message{msg}); err != nil {
 		return nil, err
 	}
 	e.notify(ctx, itemOf(id, "cancel", inst.Order))
 	return inst, nil
+}
+
+// cancelMessage is the message that cancels instance id, with op. An
+// instance has one: a second cancel before the first applied writes
+// nothing.
+func cancelMessage(id string, op weft.Operation) (weft.Message, error) {
+	// The reason in the payload too, for a node that does not read Op.
+	payload, err := json.Marshal(op.Reason)
+	if err != nil {
+		return weft.Message{}, fmt.Errorf("engine: cancel of instance %s: reason: %w", id, err)
+	}
+	return weft.Message{InstanceID: id, ID: "cancel", Kind: weft.MessageCancel, Payload: payload, Op: &op}, nil
 }
 
 // notify makes the instance of it look at its inbox: the execution
@@ -342,48 +353,58 @@ func (e *Engine) Retry(ctx context.Context, id string, op weft.Operation) error 
 	if err != nil {
 		return err
 	}
+	if op.At.IsZero() {
+		op.At = e.cfg.Now()
+	}
+	msg, err := e.retryMessage(ctx, inst, op)
+	if err != nil {
+		return err
+	}
+	if _, err := e.store.Deliver(ctx, nil, []weft.Message{msg}); err != nil {
+		return err
+	}
+	e.push(ctx, itemOf(id, "retry", inst.Order))
+	return nil
+}
+
+// retryMessage is the message that retries inst's failure, with op, or
+// why it cannot be retried (see Retry).
+func (e *Engine) retryMessage(ctx context.Context, inst *weft.Instance, op weft.Operation) (weft.Message, error) {
+	id := inst.ID
 	if inst.Status != weft.StatusFailed {
-		return fmt.Errorf("engine: instance %s is %s: %w", id, inst.Status, weft.ErrNotFailed)
+		return weft.Message{}, fmt.Errorf("engine: instance %s is %s: %w", id, inst.Status, weft.ErrNotFailed)
 	}
 	if inst.Error == nil || inst.Error.Step == "" {
 		code := ""
 		if inst.Error != nil {
 			code = inst.Error.Code
 		}
-		return fmt.Errorf("engine: instance %s failed outside its steps (%s): %w", id, code, weft.ErrNotRetryable)
+		return weft.Message{}, fmt.Errorf("engine: instance %s failed outside its steps (%s): %w", id, code, weft.ErrNotRetryable)
 	}
 	if _, err := e.store.GetDefinition(ctx, inst.Workflow, inst.Version); errors.Is(err, weft.ErrNotFound) {
-		return fmt.Errorf("engine: instance %s cannot be retried: its workflow %s version %d was deleted: %w", id, inst.Workflow, inst.Version, err)
+		return weft.Message{}, fmt.Errorf("engine: instance %s cannot be retried: its workflow %s version %d was deleted: %w", id, inst.Workflow, inst.Version, err)
 	} else if err != nil {
-		return err
+		return weft.Message{}, err
 	}
 	for name, version := range inst.Plugins {
 		p, err := e.store.GetPlugin(ctx, name)
 		if err != nil && !errors.Is(err, weft.ErrNotFound) {
-			return err
+			return weft.Message{}, err
 		}
 		if p == nil || !slices.ContainsFunc(p.Versions, func(r weft.PluginRecord) bool { return r.Version == version }) {
-			return fmt.Errorf("engine: instance %s cannot be retried: it runs plugin %s version %s, which was deleted: %w", id, name, version, weft.ErrNotFound)
+			return weft.Message{}, fmt.Errorf("engine: instance %s cannot be retried: it runs plugin %s version %s, which was deleted: %w", id, name, version, weft.ErrNotFound)
 		}
 	}
 	seq, err := stateSeq(inst)
 	if err != nil {
-		return err
-	}
-	if op.At.IsZero() {
-		op.At = e.cfg.Now()
+		return weft.Message{}, err
 	}
 	payload, err := json.Marshal(retryRequest{Reason: op.Reason, Seq: seq})
 	if err != nil {
-		return err
+		return weft.Message{}, err
 	}
 	// One message per failure: a retry sent twice is applied once.
-	msg := weft.Message{InstanceID: id, ID: "retry:" + strconv.FormatUint(seq, 10), Kind: weft.MessageRetry, Payload: payload, Op: &op}
-	if _, err := e.store.Deliver(ctx, nil, []weft.Message{msg}); err != nil {
-		return err
-	}
-	e.push(ctx, itemOf(id, "retry", inst.Order))
-	return nil
+	return weft.Message{InstanceID: id, ID: "retry:" + strconv.FormatUint(seq, 10), Kind: weft.MessageRetry, Payload: payload, Op: &op}, nil
 }
 
 // reopens reports whether msgs run the finished inst again: a reset, or a

@@ -48,6 +48,7 @@ type Metrics struct {
 	skipped     *prometheus.CounterVec
 	slotWait    *prometheus.HistogramVec
 	slotCancels *prometheus.CounterVec
+	batchItems  *prometheus.CounterVec
 	rateTurns   *prometheus.CounterVec
 	rateWait    *prometheus.HistogramVec
 
@@ -117,6 +118,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "concurrency_cancellations_total",
 			Help: "Instances cancelled by their workflow's concurrency policy, by workflow and policy (cancel_newest, cancel_oldest).",
 		}, []string{"workflow", "policy"}),
+		batchItems: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "batch_items_total",
+			Help: "Items of batch jobs applied, by operation (cancel, retry, pause, resume, delete, signal, migrate, reset) and outcome (done, skipped, failed; can, cannot for a dry run).",
+		}, []string{"op", "outcome"}),
 		rateTurns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "rate_limit_turns_total",
 			Help: "Turns asked of the rate limits, by kind of key (step: an activity step's rate_limit; host: a grant's host rule) and result: granted, refused (further ahead than the caller would wait), error (the limiter failed).",
@@ -181,7 +186,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		plugins: map[string]string{},
 	}
 	for _, c := range []prometheus.Collector{
-		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.slotWait, m.slotCancels, m.rateTurns, m.rateWait, m.activity, m.attempts, m.invocations, m.inFlight,
+		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.slotWait, m.slotCancels, m.batchItems, m.rateTurns, m.rateWait, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
 		m.outbound, m.outboundDuration,
 	} {
@@ -239,6 +244,12 @@ func (m *Metrics) SlotWaited(workflow string, d time.Duration) {
 // concurrency policy; it implements the engine's Observer.
 func (m *Metrics) SlotCancelled(workflow, policy string) {
 	m.slotCancels.WithLabelValues(workflow, policy).Inc()
+}
+
+// BatchApplied counts n items of batch jobs of op applied with outcome;
+// it implements the engine's Observer.
+func (m *Metrics) BatchApplied(op, outcome string, n int) {
+	m.batchItems.WithLabelValues(op, outcome).Add(float64(n))
 }
 
 // HTTPRequest records one answered HTTP request. route is the registered

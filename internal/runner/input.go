@@ -81,10 +81,12 @@ type ActivityFailed struct {
 // TimerFired is a timer armed with ArmTimer coming due.
 type TimerFired struct{ Token string }
 
-// StimulusDelivered resumes a bookmark.
+// StimulusDelivered resumes a bookmark. Op, when set, is the operator's
+// action that sent it (a batch's signal): bookmark_resumed records it.
 type StimulusDelivered struct {
 	Token   string
 	Payload any
+	Op      *weft.Operation
 }
 
 // ChildCompleted is a child instance's output.

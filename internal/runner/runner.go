@@ -151,6 +151,10 @@ func actorOf(ev Input) string {
 		return ev.Op.Actor
 	case Resume:
 		return ev.Op.Actor
+	case StimulusDelivered:
+		if ev.Op != nil {
+			return ev.Op.Actor
+		}
 	case Reset:
 		return ev.Op.Actor
 	}
@@ -927,7 +931,11 @@ func (a *apply) stimulusDelivered(ev StimulusDelivered) {
 	// The stimulus consumed the bookmark: a later one with the same event
 	// and key must not find it.
 	a.emit(RemoveBookmark{Token: ev.Token})
-	a.record(weft.HistoryBookmarkResumed, stepPath(f), 0, nil)
+	if ev.Op != nil {
+		a.emit(Record{Type: weft.HistoryBookmarkResumed, Path: stepPath(f), Actor: ev.Op.Actor, Data: ev.Op.Data(nil)})
+	} else {
+		a.record(weft.HistoryBookmarkResumed, stepPath(f), 0, nil)
+	}
 	a.complete(f, a.step(f), ev.Payload)
 	a.resume(f)
 }

@@ -99,6 +99,8 @@ type Held struct {
 	Payload any `json:"payload,omitempty"`
 	// Failure is a child's failure.
 	Failure *weft.Failure `json:"failure,omitempty"`
+	// Op is a stimulus's operator's action (StimulusDelivered.Op).
+	Op *weft.Operation `json:"op,omitempty"`
 	// At is when it came.
 	At time.Time `json:"at"`
 }
@@ -117,7 +119,7 @@ func held(ev Input, at time.Time) (Held, bool) {
 	case TimerFired:
 		return Held{Input: heldTimer, Token: ev.Token, At: at}, true
 	case StimulusDelivered:
-		return Held{Input: heldStimulus, Token: ev.Token, Payload: ev.Payload, At: at}, true
+		return Held{Input: heldStimulus, Token: ev.Token, Payload: ev.Payload, Op: ev.Op, At: at}, true
 	case ChildCompleted:
 		return Held{Input: heldChildCompleted, Token: ev.Token, Payload: ev.Output, At: at}, true
 	case ChildFailed:
@@ -130,7 +132,7 @@ func held(ev Input, at time.Time) (Held, bool) {
 func (h Held) input() Input {
 	switch h.Input {
 	case heldStimulus:
-		return StimulusDelivered{Token: h.Token, Payload: h.Payload}
+		return StimulusDelivered{Token: h.Token, Payload: h.Payload, Op: h.Op}
 	case heldChildCompleted:
 		return ChildCompleted{Token: h.Token, Output: h.Payload}
 	case heldChildFailed:
