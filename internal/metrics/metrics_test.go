@@ -125,6 +125,15 @@ func TestObserver(t *testing.T) {
 	if v := value(t, reg, "weft_schedule_fires_skipped_total", "reason", "missed"); v != 1000 {
 		t.Fatalf("missed fires = %v, want 1000", v)
 	}
+	obs.BatchApplied("cancel", "done", 200)
+	obs.BatchApplied("cancel", "done", 3)
+	obs.BatchApplied("cancel", "skipped", 1)
+	if v := value(t, reg, "weft_batch_items_total", "op", "cancel", "outcome", "done"); v != 203 {
+		t.Fatalf("batch items done = %v, want 203", v)
+	}
+	if v := value(t, reg, "weft_batch_items_total", "op", "cancel", "outcome", "skipped"); v != 1 {
+		t.Fatalf("batch items skipped = %v, want 1", v)
+	}
 }
 
 // TestPlugins: calls through a real runtime are counted by outcome, with
