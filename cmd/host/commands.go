@@ -279,7 +279,7 @@ func (cmd *clientCmd) waitFlags(what string) (*waitFlag, *untilFlag) {
 	var wait waitFlag
 	var until untilFlag
 	cmd.fs.Var(&wait, "wait", "wait until the "+what+" ends (or suspends, with --until suspended); --wait=DURATION waits at most that long")
-	cmd.fs.Var(&until, "until", "what --wait waits for: `finished` (completed, failed or cancelled; the default) or suspended (waiting for an event, a delay or a retry's backoff, or finished); implies --wait")
+	cmd.fs.Var(&until, "until", "what --wait waits for: `finished` (completed, failed or cancelled; the default) or suspended (waiting for an event, a delay or a retry's backoff, paused, or finished); implies --wait")
 	return &wait, &until
 }
 
@@ -370,7 +370,9 @@ func (cmd *clientCmd) waitExit(inst *apiv1.Instance, until apiv1.Until) int {
 		return exitOK
 	case inst.Status == apiv1.StatusFailed || inst.Status == apiv1.StatusCancelled:
 		return exitFailed
-	case inst.Status == apiv1.StatusSuspended && until == apiv1.UntilSuspended:
+	case (inst.Status == apiv1.StatusSuspended || inst.Status == apiv1.StatusPaused) && until == apiv1.UntilSuspended:
+		// Paused, it goes no further until an operator resumes it: the
+		// server's wait ends there too.
 		return exitOK
 	}
 	if cmd.output == "table" {
@@ -394,7 +396,7 @@ const earlyPause = time.Second
 // server's wait for its end goes on through them.
 func (cmd *clientCmd) await(ctx context.Context, start time.Time, limit time.Duration, until apiv1.Until, first func(wait time.Duration) (*apiv1.Instance, error)) (*apiv1.Instance, error) {
 	done := func(in *apiv1.Instance) bool {
-		return in.Terminal() || until == apiv1.UntilSuspended && in.Status == apiv1.StatusSuspended
+		return in.Terminal() || until == apiv1.UntilSuspended && (in.Status == apiv1.StatusSuspended || in.Status == apiv1.StatusPaused)
 	}
 	// next is the wait of the next request: what is left of limit, at
 	// most the server's maximum.
@@ -495,6 +497,9 @@ func (cmd *clientCmd) printInstance(ctx context.Context, in *apiv1.Instance) {
 		// A finished instance is kept until then, and deleted after.
 		fmt.Fprintf(&w, "retention: until %s\n", formatTime(in.DeleteAfter))
 	}
+	if p := in.Paused; p != nil {
+		fmt.Fprintf(&w, "paused:    %s\n", pausedLine(p))
+	}
 	printSearch(&w, in.Search)
 	fmt.Fprintf(&w, "input:     %s\n", indentJSON(in.Input, "           "))
 	if len(in.Output) > 0 && string(in.Output) != "null" {
@@ -584,7 +589,7 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 	var f client.InstanceFilter
 	var status string
 	cmd.fs.StringVar(&f.Workflow, "workflow", "", "only instances of this workflow")
-	cmd.fs.StringVar(&status, "status", "", "only instances with this status (pending, running, suspended, completed, failed, cancelled)")
+	cmd.fs.StringVar(&status, "status", "", "only instances with this status ("+statusNames()+")")
 	cmd.fs.IntVar(&f.Limit, "limit", 50, "the most instances to list")
 	cmd.fs.StringVar(&f.Cursor, "cursor", "", "the cursor of the page to list, from a previous listing")
 	cmd.fs.BoolVar(&f.Oldest, "oldest", false, "list the oldest first (the newest come first)")
@@ -625,6 +630,15 @@ func (a *app) instanceList(ctx context.Context, args []string) int {
 		return cmd.fail(err)
 	}
 	return printInstances(cmd, page)
+}
+
+// statusNames lists the statuses an instance may have, for a flag's help.
+func statusNames() string {
+	names := make([]string, 0, len(weft.Statuses()))
+	for _, st := range weft.Statuses() {
+		names = append(names, string(st))
+	}
+	return strings.Join(names, ", ")
 }
 
 // printInstances prints a page of instances, as a table or (-o json) as
@@ -920,6 +934,96 @@ func (a *app) instanceRetry(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(cmd.stdout, "instance %s: retry requested; it continues from %s when it next runs\n", in.ID, failedStep(in))
 	return exitOK
+}
+
+func (a *app) instancePause(ctx context.Context, args []string) int {
+	return a.pauseOrResume(ctx, args, "instance pause", "pause")
+}
+
+func (a *app) instanceResume(ctx context.Context, args []string) int {
+	return a.pauseOrResume(ctx, args, "instance resume", "resume")
+}
+
+// pauseOrResume is weft instance pause and resume (docs/operations.md,
+// "Pause and resume"): the action asked of each instance named, in turn,
+// with a line each (-o json: the instances answered, one document for
+// one, a list for several); it fails when one was refused.
+func (a *app) pauseOrResume(ctx context.Context, args []string, name, action string) int {
+	cmd := a.newClientCmd(name)
+	reason := cmd.fs.String("reason", "", "why, recorded in the instance's history (and shown with the pause)")
+	pos, ok := cmd.parse(args, 1, apiv1.MaxBulk, "ID... [--reason TEXT]")
+	if !ok {
+		return cmd.usageExit()
+	}
+	act := cmd.c.Pause
+	if action == "resume" {
+		act = cmd.c.Resume
+	}
+	if len(pos) == 1 {
+		in, err := act(ctx, pos[0], *reason)
+		if err != nil {
+			return cmd.fail(err)
+		}
+		if cmd.output == "json" {
+			cmd.json(in)
+			return exitOK
+		}
+		fmt.Fprintln(cmd.stdout, printable(pauseOutcome(in, action), false))
+		return exitOK
+	}
+	code := exitOK
+	answered := []*apiv1.Instance{}
+	for _, id := range pos {
+		in, err := act(ctx, id, *reason)
+		if err != nil {
+			// What a request alone would say, under the instance's id.
+			detail := err.Error()
+			var p *client.Error
+			if errors.As(err, &p) && p.Detail != "" {
+				detail = p.Detail
+			}
+			if cmd.output == "json" {
+				cmd.errorf("%s %s: %s", name, printable(id, false), printable(detail, false))
+			} else {
+				fmt.Fprintf(cmd.stdout, "instance %s: %s\n", printable(id, false), printable(detail, false))
+			}
+			code = exitFailed
+			continue
+		}
+		answered = append(answered, in)
+		if cmd.output != "json" {
+			fmt.Fprintln(cmd.stdout, printable(pauseOutcome(in, action), false))
+		}
+	}
+	if cmd.output == "json" {
+		cmd.json(answered)
+	}
+	return code
+}
+
+// pauseOutcome says what a pause or a resume of in did, from the
+// instance answered (as it was before the action applied).
+func pauseOutcome(in *apiv1.Instance, action string) string {
+	if action == "pause" && in.Paused != nil {
+		return fmt.Sprintf("instance %s: paused already, %s", in.ID, pausedLine(in.Paused))
+	}
+	return fmt.Sprintf("instance %s: %s requested (status %s); it applies when the instance next runs", in.ID, action, in.Status)
+}
+
+// pausedLine says who paused an instance, when and why, and what it
+// holds: "since 2026-11-29 12:47:38 by alice: bad rollout (2 held)".
+func pausedLine(p *apiv1.Paused) string {
+	line := "since " + formatTime(p.Since)
+	if p.Actor != "" {
+		line += " by " + p.Actor
+	}
+	if p.Reason != "" {
+		line += ": " + p.Reason
+	}
+	if p.Batch != "" {
+		line += " (batch " + p.Batch + ")"
+	}
+	return line + fmt.Sprintf(" (%d held)", p.Held)
 }
 
 // failedStep names the step a failed instance stopped at.

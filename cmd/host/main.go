@@ -12,7 +12,7 @@
 //	weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... [--all]
 //	weft workflow put|ls|show|rm
 //	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--priority N] [--wait[=DURATION]] [--until finished|suspended]
-//	weft instance ls|count|show|history|logs|cancel|retry|rm|export|import
+//	weft instance ls|count|show|history|logs|cancel|retry|pause|resume|rm|export|import
 //	weft search-attributes
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID] [--priority N]
 //	weft event ls|dead
@@ -90,6 +90,8 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"instance logs":    a.instanceLogs,
 		"instance cancel":  a.instanceCancel,
 		"instance retry":   a.instanceRetry,
+		"instance pause":   a.instancePause,
+		"instance resume":  a.instanceResume,
 		"instance count":   a.instanceCount,
 		"instance rm":      a.instanceRemove,
 		"instance export":  a.instanceExport,
@@ -253,7 +255,7 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
            [--until finished|suspended]
       --priority: 1 (served first) to 5 (served last), before the definition's (3 unless it says);
       --until suspended: the wait ends when the instance suspends (waits for an event, a
-      delay or a retry's backoff) as well as when it ends; --until implies --wait
+      delay or a retry's backoff) or is paused, as well as when it ends; --until implies --wait
   weft instance ls [--workflow W] [--status S] [--after T] [--before T] [--oldest]
                    [--id ID | --event E --key K | --key K | --query Q] [--plugin P [--plugin-version V]]
                    [--limit N] [--cursor C]
@@ -268,6 +270,9 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
                                   its activity attempts' log lines, oldest first
   weft instance cancel ID... [--reason R] | rm ID
   weft instance retry ID [--reason R]  go on with a failed instance from the step that failed
+  weft instance pause ID... [--reason R] | resume ID... [--reason R]
+      pause: it begins no step until resumed, and keeps the timers and events that come
+      meanwhile for then (docs/operations.md#pause-and-resume); resume: it goes on
   weft instance export ID [--file FILE] | import FILE|- [--id ID] [--replace]
   weft search-attributes          the registered search attributes: name, type, first workflow
   weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID] [--priority N]

@@ -115,6 +115,22 @@ func TestConcurrencyRoutes(t *testing.T) {
 	h.awaitKey("charge", "cus_42", "waiter", func(l apiv1.ConcurrencyLine) bool { return l.Key.Waiting == 1 })
 	start("charge-3", false)
 	line := h.awaitKey("charge", "cus_42", "second waiter", func(l apiv1.ConcurrencyLine) bool { return l.Key.Waiting == 2 })
+	// A waiter is in the line from its create; its own record says since
+	// when once its first run found no slot (markWaiting).
+	for _, id := range []string{"charge-2", "charge-3"} {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var in apiv1.Instance
+			h.do("GET", "/v1/instances/"+id, nil).want(t, http.StatusOK).json(t, &in)
+			if in.Concurrency != nil && !in.Concurrency.WaitingSince.IsZero() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no waiting since after 30s: %+v", id, in.Concurrency)
+			}
+			time.Sleep(20 * time.Millisecond) // polling, with a deadline
+		}
+	}
 
 	// The list.
 	keys := h.concurrencyKeys("")

@@ -80,9 +80,37 @@ func viewFailure(f *weft.Failure) *apiv1.Failure {
 	return &apiv1.Failure{Code: f.Code, Message: f.Message, Details: f.Details, Step: f.Step}
 }
 
-// detail is viewInstance with waiting_on, read from the store. A finished
-// instance waits on nothing, whatever records it left.
+// detail is one instance as answered alone: withWaiting's view, and its
+// pause while it is paused (read from its state, which lists do not
+// read: their instances have none). A state that does not decode is
+// logged and shows no pause: the rest of the instance is still answered,
+// for an operator to look into it.
 func (s *Server) detail(ctx context.Context, in *weft.Instance) (apiv1.Instance, error) {
+	v, err := s.withWaiting(ctx, in)
+	if err != nil {
+		return v, err
+	}
+	p, held, err := s.node.Paused(in)
+	if err != nil {
+		s.log.Warn("instance state does not decode; its pause is not shown", "instance", in.ID, "err", err)
+		return v, nil
+	}
+	v.Paused = viewPaused(p, held)
+	return v, nil
+}
+
+// viewPaused is a pause as answered; nil for none.
+func viewPaused(p *weft.Pause, held int) *apiv1.Paused {
+	if p == nil {
+		return nil
+	}
+	return &apiv1.Paused{Since: p.Since, Actor: p.Op.Actor, Reason: p.Op.Reason, Batch: p.Op.Batch, Held: held}
+}
+
+// withWaiting is viewInstance with waiting_on, read from the store: what
+// a list shows of a suspended instance. A finished instance waits on
+// nothing, whatever records it left.
+func (s *Server) withWaiting(ctx context.Context, in *weft.Instance) (apiv1.Instance, error) {
 	v := viewInstance(in)
 	if in.Status.Terminal() {
 		v.WaitingOn = &apiv1.WaitingOn{Bookmarks: []apiv1.Bookmark{}, Timers: []apiv1.Timer{}}
@@ -307,7 +335,7 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 	}
 	f := weft.InstanceFilter{Workflow: c.Query("workflow"), Status: weft.Status(c.Query("status")), Limit: limit, Cursor: c.Query("cursor"), NewestFirst: true}
 	if f.Status != "" && !f.Status.Valid() {
-		return invalidField("status", "must be one of pending, running, suspended, completed, failed, cancelled, got %q", f.Status)
+		return invalidField("status", "must be one of %s, got %q", statusList(), f.Status)
 	}
 	switch o := c.Query("order"); o {
 	case "", "newest":
@@ -367,7 +395,7 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 		// instances asks next; two reads each, for a page of at most
 		// limit instances.
 		if items[i].Status == weft.StatusSuspended {
-			v, err := s.detail(ctx, &items[i])
+			v, err := s.withWaiting(ctx, &items[i])
 			if err != nil {
 				return err
 			}
@@ -377,6 +405,15 @@ func (s *Server) listInstances(c *fiber.Ctx) error {
 		views = append(views, viewInstance(&items[i]))
 	}
 	return c.JSON(newPage(views, next))
+}
+
+// statusList names the statuses, for a message about one that is not.
+func statusList() string {
+	names := make([]string, 0, len(weft.Statuses()))
+	for _, st := range weft.Statuses() {
+		names = append(names, string(st))
+	}
+	return strings.Join(names, ", ")
 }
 
 // timeParam reads an RFC 3339 time from the query; absent is zero.
@@ -569,6 +606,61 @@ func (s *Server) retryInstance(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusAccepted).JSON(v)
 }
 
+// pauseInstance pauses an instance (docs/operations.md, "Pause and
+// resume"). 202: like a cancel, the pause is applied when the instance
+// next runs (at once when it runs here); the answer shows the instance as
+// it was, with its pause when it was paused already.
+func (s *Server) pauseInstance(c *fiber.Ctx) error {
+	var req apiv1.InstancePauseRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Reason == "" {
+		req.Reason = "paused through the API"
+	}
+	return s.pauseOrResume(c, req.Reason, s.node.Pause)
+}
+
+// resumeInstance resumes a paused instance: 202 as a pause; 409 when it
+// is neither paused nor has a pause on its way.
+func (s *Server) resumeInstance(c *fiber.Ctx) error {
+	var req apiv1.InstanceResumeRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Reason == "" {
+		req.Reason = "resumed through the API"
+	}
+	return s.pauseOrResume(c, req.Reason, s.node.Resume)
+}
+
+// pauseOrResume asks act (Node.Pause or Node.Resume) to apply to the
+// instance of the path, and answers 202 with the instance as it was.
+func (s *Server) pauseOrResume(c *fiber.Ctx, reason string, act func(context.Context, string, weft.Operation) (*weft.Instance, error)) error {
+	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
+	defer cancel()
+	id := param(c, "id")
+	in, err := act(ctx, id, operation(c, reason))
+	switch {
+	case errors.Is(err, weft.ErrNotFound):
+		return notFoundf("no instance %q", id)
+	case errors.Is(err, weft.ErrFinished):
+		return conflictf("%s", err)
+	case errors.Is(err, weft.ErrNotPaused):
+		if now, err := s.node.Instance(ctx, id); err == nil {
+			return conflictf("instance %q is not paused: it is %s", id, now.Status)
+		}
+		return conflictf("instance %q is not paused", id)
+	case err != nil:
+		return err
+	}
+	v, err := s.detail(ctx, in)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(v)
+}
+
 // cancelInstances cancels each instance named, as POST
 // /v1/instances/{id}/cancel would, and answers what became of each: one
 // that fails does not stop the others.
@@ -691,7 +783,7 @@ func (s *Server) importState(c *fiber.Ctx) error {
 		errs = append(errs, apiv1.FieldError{Path: "instance.workflow", Message: "must not be empty"})
 	}
 	if !st.Instance.Status.Valid() {
-		errs = append(errs, apiv1.FieldError{Path: "instance.status", Message: fmt.Sprintf("must be one of pending, running, suspended, completed, failed, cancelled, got %q", st.Instance.Status)})
+		errs = append(errs, apiv1.FieldError{Path: "instance.status", Message: fmt.Sprintf("must be one of %s, got %q", statusList(), st.Instance.Status)})
 	}
 	if in := st.Instance; !in.DeleteAfter.IsZero() && in.Status.Valid() && !in.Status.Terminal() {
 		errs = append(errs, apiv1.FieldError{Path: "instance.delete_after", Message: fmt.Sprintf("is set on a %s instance; only a finished one is deleted after a time", in.Status)})

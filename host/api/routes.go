@@ -90,6 +90,8 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodGet, path: "/v1/instances/:id/logs", perm: permRead, handler: s.instanceLogs},
 		{method: fiber.MethodPost, path: "/v1/instances/:id/cancel", perm: permOperate, handler: s.cancelInstance},
 		{method: fiber.MethodPost, path: "/v1/instances/:id/retry", perm: permOperate, handler: s.retryInstance},
+		{method: fiber.MethodPost, path: "/v1/instances/:id/pause", perm: permOperate, handler: s.pauseInstance},
+		{method: fiber.MethodPost, path: "/v1/instances/:id/resume", perm: permOperate, handler: s.resumeInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/stream", perm: permRead, handler: s.streamInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/state", perm: permRead, handler: s.exportState},
 		{method: fiber.MethodPut, path: "/v1/instances/:id/state", perm: permOperate, handler: s.importState},

@@ -254,7 +254,7 @@ func (s *Server) sendChanged(w *sseWriter, ids []string, wf string) error {
 		}
 		v := viewInstance(in)
 		if in.Status == weft.StatusSuspended {
-			if v, err = s.detail(ctx, in); err != nil {
+			if v, err = s.withWaiting(ctx, in); err != nil {
 				return w.event(sseResync, struct{}{})
 			}
 		}

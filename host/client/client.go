@@ -553,6 +553,23 @@ func (c *Client) Retry(ctx context.Context, id, reason string) (*apiv1.Instance,
 	return c.instanceAction(ctx, id, "retry", reason != "", apiv1.RetryRequest{Reason: reason})
 }
 
+// Pause pauses an instance (docs/operations.md, "Pause and resume"):
+// applied when it next runs, it begins no step until resumed, and keeps
+// the timers and events that come meanwhile. It returns the instance as
+// it was before the pause applied (Paused set when it was paused
+// already); an *Error matching ErrConflict when it has ended, ErrNotFound
+// when there is none. An empty reason leaves the server's default.
+func (c *Client) Pause(ctx context.Context, id, reason string) (*apiv1.Instance, error) {
+	return c.instanceAction(ctx, id, "pause", reason != "", apiv1.InstancePauseRequest{Reason: reason})
+}
+
+// Resume resumes a paused instance, as Pause pauses it; an *Error
+// matching ErrConflict when it is not paused (nor has a pause on its way)
+// or has ended.
+func (c *Client) Resume(ctx context.Context, id, reason string) (*apiv1.Instance, error) {
+	return c.instanceAction(ctx, id, "resume", reason != "", apiv1.InstanceResumeRequest{Reason: reason})
+}
+
 // CancelMany cancels the instances named (at most apiv1.MaxBulk) and says
 // what became of each, in order.
 func (c *Client) CancelMany(ctx context.Context, ids []string, reason string) ([]apiv1.BulkOutcome, error) {

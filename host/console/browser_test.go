@@ -325,7 +325,7 @@ func TestBrowserCancelAndRetry(t *testing.T) {
 }
 
 // TestBrowserReaderHasNoActions: with a reader's token, the page of a
-// suspended instance offers no cancel, retry or send-event button (only
+// suspended instance offers no cancel, retry, pause or send-event button (only
 // what a reader may do, the export), nor does the list offer to select
 // instances for a bulk cancel; and a cancel forged from the page with the
 // reader's token, as the console keeps it, is refused with 403.
@@ -340,7 +340,7 @@ func TestBrowserReaderHasNoActions(t *testing.T) {
 	waitStatus(tb, "suspended")
 	// The actions and the waits are drawn: the export and the bookmark.
 	waitTrue(tb, "the page's actions and waits", q("[data-test=export]")+" !== null && "+q("[data-test=bookmark]")+" !== null")
-	for _, sel := range []string{"cancel", "cancel-submit", "retry", "retry-submit", "send-event", "send-event-submit"} {
+	for _, sel := range []string{"cancel", "cancel-submit", "retry", "retry-submit", "pause", "pause-submit", "resume", "resume-submit", "send-event", "send-event-submit"} {
 		if eval[bool](tb, q("[data-test="+sel+"]")+" !== null") {
 			t.Errorf("a reader is offered [data-test=%s]", sel)
 		}

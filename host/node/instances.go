@@ -142,6 +142,32 @@ func (n *Node) Retry(ctx context.Context, id string, op weft.Operation) error {
 	return n.engine.Retry(ctx, id, op)
 }
 
+// Pause pauses an instance (docs/operations.md, "Pause and resume"),
+// applied when it runs next, and records op in its instance_paused entry:
+// it begins no step from then on, and keeps the timers and events that
+// come for it until resumed. It returns the instance as it was before, an
+// error matching weft.ErrNotFound, or a *weft.FinishedError for one that
+// finished already. A pause of a paused instance changes nothing.
+func (n *Node) Pause(ctx context.Context, id string, op weft.Operation) (*weft.Instance, error) {
+	return n.engine.Pause(ctx, id, op)
+}
+
+// Resume resumes a paused instance, applied when it runs next, and
+// records op in its instance_resumed entry; it returns the instance as it
+// was before, or an error matching weft.ErrNotPaused (neither paused nor
+// with a pause on its way), weft.ErrNotFound or weft.ErrFinished.
+func (n *Node) Resume(ctx context.Context, id string, op weft.Operation) (*weft.Instance, error) {
+	return n.engine.Resume(ctx, id, op)
+}
+
+// Paused returns the pause of inst (read with its state, as Instance
+// reads it) and how many timers' fires and events it holds for its
+// resume; nil when it is not paused. It reads nothing: the pause is in
+// the state.
+func (n *Node) Paused(inst *weft.Instance) (*weft.Pause, int, error) {
+	return n.engine.Paused(inst)
+}
+
 // Delete deletes a finished instance with everything it left; op is
 // logged ("instance deleted"), since the history goes with the instance.
 func (n *Node) Delete(ctx context.Context, id string, op weft.Operation) error {

@@ -24,8 +24,9 @@ type announcement struct {
 }
 
 // nonTerminal are the statuses of the instances that pin plugin versions
-// (weft.Status.Terminal).
-var nonTerminal = [...]weft.Status{weft.StatusPending, weft.StatusRunning, weft.StatusSuspended}
+// (weft.Status.Terminal): a paused instance goes on when resumed, with the
+// versions it started with.
+var nonTerminal = [...]weft.Status{weft.StatusPending, weft.StatusRunning, weft.StatusSuspended, weft.StatusPaused}
 
 // background runs the node's background loads: an announced version is
 // loaded on a goroutine of its own, a bounded number at a time, until

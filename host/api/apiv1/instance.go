@@ -8,11 +8,14 @@ import (
 // Status is where an instance is in its life, as the API shows it.
 type Status string
 
-// The six statuses of an instance (openapi.json's InstanceStatus).
+// The seven statuses of an instance (openapi.json's InstanceStatus).
 const (
 	StatusPending   Status = "pending"
 	StatusRunning   Status = "running"
 	StatusSuspended Status = "suspended"
+	// StatusPaused: an operator paused the instance; it begins no step
+	// until resumed (docs/operations.md, "Pause and resume").
+	StatusPaused    Status = "paused"
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
 	StatusCancelled Status = "cancelled"
@@ -71,6 +74,28 @@ type Instance struct {
 	// WaitingOn is set when one instance is shown, and in lists for a
 	// suspended instance.
 	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`
+	// Paused is set when one instance is shown (and in the answers of a
+	// pause and a resume) while it is paused: by whom, why, since when,
+	// and what it holds for its resume. An instance paused while an
+	// attempt of it runs has it with the status running, until the
+	// attempt ends. Never in lists, which do not read instances' states.
+	Paused *Paused `json:"paused,omitempty"`
+}
+
+// Paused is an instance's pause (docs/operations.md, "Pause and resume").
+type Paused struct {
+	// Since is when the pause applied: when the instance stopped
+	// beginning steps.
+	Since time.Time `json:"since"`
+	// Actor is who paused it (an API token's name: docs/operations.md,
+	// "Audit"), Reason why, and Batch the batch job that did, if one
+	// did.
+	Actor  string `json:"actor,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Batch  string `json:"batch,omitempty"`
+	// Held counts the timers' fires and events that came meanwhile, kept
+	// to be applied, in the order they came, on resume.
+	Held int `json:"held"`
 }
 
 // Terminal reports whether the instance is completed, failed or cancelled.
@@ -176,6 +201,21 @@ type CancelRequest struct {
 // RetryRequest is the optional body of POST /v1/instances/{id}/retry.
 type RetryRequest struct {
 	// Reason is recorded in the instance_retried history entry.
+	Reason string `json:"reason,omitempty"`
+}
+
+// InstancePauseRequest is the optional body of POST
+// /v1/instances/{id}/pause.
+type InstancePauseRequest struct {
+	// Reason is recorded in the instance_paused history entry and shown
+	// with the pause.
+	Reason string `json:"reason,omitempty"`
+}
+
+// InstanceResumeRequest is the optional body of POST
+// /v1/instances/{id}/resume.
+type InstanceResumeRequest struct {
+	// Reason is recorded in the instance_resumed history entry.
 	Reason string `json:"reason,omitempty"`
 }
 

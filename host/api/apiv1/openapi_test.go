@@ -64,6 +64,8 @@ var shapes = []struct {
 	{body("/v1/instances/cancel", "post"), reflect.TypeFor[apiv1.BulkCancelRequest]()},
 	{body("/v1/instances/{id}/cancel", "post"), reflect.TypeFor[apiv1.CancelRequest]()},
 	{body("/v1/instances/{id}/retry", "post"), reflect.TypeFor[apiv1.RetryRequest]()},
+	{body("/v1/instances/{id}/pause", "post"), reflect.TypeFor[apiv1.InstancePauseRequest]()},
+	{body("/v1/instances/{id}/resume", "post"), reflect.TypeFor[apiv1.InstanceResumeRequest]()},
 	{body("/v1/admin/refresh", "post"), reflect.TypeFor[apiv1.RefreshRequest]()},
 	{answer("/v1/schedules", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.Schedule]]()},
 	{answer("/v1/schedules/{id}/events", "get", "200"), reflect.TypeFor[apiv1.Page[apiv1.ScheduleEvent]]()},

@@ -190,7 +190,7 @@ export function shortHash(hash) {
   return h('code', {class: 'hash', title: hash}, hash.slice(0, 12));
 }
 
-export const STATUSES = ['pending', 'running', 'suspended', 'completed', 'failed', 'cancelled'];
+export const STATUSES = ['pending', 'running', 'suspended', 'paused', 'completed', 'failed', 'cancelled'];
 export const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 // statusBadge shows an instance status; colour comes from its class.

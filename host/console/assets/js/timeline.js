@@ -3,7 +3,8 @@
 // shared time axis, the waits between attempts (retry backoff), timers,
 // event waits and children as spans, and the events worth a glance
 // (abandoned attempts, refused late completions, refused events) as
-// marks.
+// marks; an operator's pauses are spans of the time axis, with a mark
+// where each began and ended, and the inputs held meanwhile marks.
 //
 // Bars are HTML buttons positioned with el.style (allowed by the CSP,
 // unlike style attributes), so they are focusable, take Enter, and the
@@ -12,6 +13,16 @@
 import {h, fmtDuration, fmtTime, TERMINAL} from './format.js';
 
 const ms = (iso) => (iso ? new Date(iso).getTime() : NaN);
+
+// HELD names what a paused instance held (event_held's data.event).
+const HELD = {timer_fired: 'a timer\'s fire', stimulus_delivered: 'an event', child_completed: 'a child\'s end', child_failed: 'a child\'s end'};
+
+// byWhom says who asked for an operator's action, and why: "by alice:
+// carrier outage" ('' for an entry without an actor).
+function byWhom(e) {
+  const reason = e.data && typeof e.data.reason === 'string' ? e.data.reason : '';
+  return e.actor ? `by ${e.actor}${reason ? `: ${reason}` : ''}` : reason;
+}
 
 // timeoutLike tells an attempt that failed by a timeout (start-to-close,
 // schedule-to-close or a heartbeat) from other failures.
@@ -33,6 +44,7 @@ export function buildModel(history, instance, now = Date.now()) {
   const rows = new Map();
   const attempts = new Map();
   const instanceMarks = [];
+  const pauses = []; // {start, end, open, label}: the time axis's spans
   const row = (path) => {
     if (!rows.has(path)) rows.set(path, {path, step: '', kind: '', start: NaN, end: NaN, outcome: '', attempts: [], spans: [], marks: []});
     return rows.get(path);
@@ -55,6 +67,26 @@ export function buildModel(history, instance, now = Date.now()) {
       case 'instance_completed': case 'instance_failed': case 'instance_cancelled':
         tEnd = t;
         instanceMarks.push({t, kind: e.type, label: e.type.replace('instance_', ''), detail: d.message || d.reason || d.code || ''});
+        break;
+      case 'instance_paused': {
+        const why = byWhom(e);
+        instanceMarks.push({t, kind: e.type, label: 'paused', detail: why});
+        pauses.push({start: t, end: NaN, open: true, label: `paused${why ? ` ${why}` : ''}`});
+        break;
+      }
+      case 'instance_resumed': {
+        const p = pauses.find((x) => x.open);
+        if (p) {
+          p.end = t;
+          p.open = false;
+        }
+        const held = typeof d.held === 'number' ? ` (${d.held} held)` : '';
+        instanceMarks.push({t, kind: e.type, label: 'resumed', detail: `${byWhom(e)}${held}`.trim()});
+        break;
+      }
+      case 'event_held':
+        (path ? row(path).marks : instanceMarks).push({t, kind: 'held', label: `held ${HELD[d.event] || 'an input'}`,
+          detail: d.token ? `token ${d.token}, applied on resume` : 'applied on resume'});
         break;
       case 'instance_retried':
         tEnd = NaN;
@@ -243,9 +275,13 @@ export function buildModel(history, instance, now = Date.now()) {
       }
     }
   }
+  // A pause not resumed lasts until now, or until the instance ended.
+  for (const p of pauses) {
+    if (Number.isNaN(p.end)) p.end = close;
+  }
   const t1 = Math.max(close, ...[...rows.values()].flatMap((r) => r.spans.map((s) => s.end)).filter((x) => !Number.isNaN(x)));
   if (Number.isNaN(t0)) t0 = close;
-  return {rows: [...rows.values()], attempts, instanceMarks, t0, t1: Math.max(t1, t0 + 1), finished};
+  return {rows: [...rows.values()], attempts, instanceMarks, pauses, t0, t1: Math.max(t1, t0 + 1), finished};
 }
 
 const TICKS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 10e3, 15e3, 30e3, 60e3, 120e3, 300e3, 600e3, 900e3, 1800e3,
@@ -297,12 +333,15 @@ export function render(model, {onSelect, selected} = {}) {
   return h('div', {class: 'timeline', 'data-test': 'timeline'},
     h('p', {class: 'muted tl-origin'}, `Times from ${fmtTime(new Date(t0).toISOString())}; each row is a step, each bar an attempt.`),
     h('div', {class: 'tl-row tl-axis'}, h('div', {class: 'tl-label muted'}, 'time'),
-      h('div', {class: 'tl-track'}, ticks, model.instanceMarks.map(mark))),
+      h('div', {class: 'tl-track'}, ticks,
+        (model.pauses || []).map((p) => place(h('span', {class: 'tl-span sp-paused', 'data-span': 'paused',
+          title: `${p.label}${p.open ? ' (still paused)' : ''}`}), p.start, p.end)),
+        model.instanceMarks.map(mark))),
     rows.length ? rows : h('p', {class: 'muted'}, 'No steps have run yet.'),
     h('ul', {class: 'tl-legend muted', 'aria-label': 'Legend'},
       h('li', {}, h('span', {class: 'sw completed'}), 'attempt completed'), h('li', {}, h('span', {class: 'sw failed'}), 'failed'),
       h('li', {}, h('span', {class: 'sw timeout'}), 'timed out'), h('li', {}, h('span', {class: 'sw running'}), 'running'),
       h('li', {}, h('span', {class: 'sw abandoned'}), 'abandoned'), h('li', {}, h('span', {class: 'sw sp-retry'}), 'retry wait'),
       h('li', {}, h('span', {class: 'sw sp-timer'}), 'timer'), h('li', {}, h('span', {class: 'sw sp-wait'}), 'event wait'),
-      h('li', {}, h('span', {class: 'sw sp-child'}), 'child')));
+      h('li', {}, h('span', {class: 'sw sp-child'}), 'child'), h('li', {}, h('span', {class: 'sw sp-paused'}), 'paused')));
 }

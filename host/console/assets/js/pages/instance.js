@@ -2,8 +2,9 @@
 // data, its history as a
 // timeline of steps and attempts with each attempt's input, output,
 // failure and log lines, its parent and children, and the actions the
-// token's role allows (cancel, retry, send the event a wait expects,
-// export). It follows the instance's stream while it runs.
+// token's role allows (cancel, retry, pause and resume, send the event a
+// wait expects, export), and a banner while an operator has it paused.
+// It follows the instance's stream while it runs.
 
 import * as api from '../api.js';
 import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, throttle, fmtDuration, fmtTime, fmtBytes, download, pretty} from '../format.js';
@@ -58,6 +59,7 @@ export async function render({main, params}) {
   const live = h('span', {class: 'live', 'data-test': 'live-state', 'aria-live': 'polite'});
   const head = h('div', {class: 'page-head'});
   const summary = h('div');
+  const pausedBox = h('div');
   const actions = h('div', {class: 'actions', 'data-test': 'instance-actions'});
   const waiting = h('div');
   const data = h('div', {class: 'grid2'});
@@ -78,6 +80,27 @@ export async function render({main, params}) {
   replace(head, title, badge, live);
   function drawHead() {
     replace(badge, statusBadge(inst.status));
+    drawPaused();
+  }
+
+  // drawPaused shows the instance's pause, while it has one: "Paused by
+  // alice since …: the reason — 2 held events/timers" (docs/operations.md,
+  // "Pause and resume"). Text nodes: a token's name or a reason is never
+  // markup.
+  function drawPaused() {
+    const p = inst.paused;
+    if (!p) {
+      replace(pausedBox, '');
+      return;
+    }
+    const held = p.held || 0;
+    replace(pausedBox, h('section', {class: 'paused-banner', role: 'status', 'data-test': 'paused-banner'},
+      h('p', {}, h('strong', {}, 'Paused'), p.actor ? ` by ${p.actor}` : '', ' since ', timeEl(p.since),
+        p.reason ? `: ${p.reason}` : '', ` — ${held} held event${held === 1 ? '' : 's'}/timer${held === 1 ? '' : 's'}`,
+        p.batch ? h('span', {class: 'muted'}, ` (batch ${p.batch})`) : ''),
+      h('p', {class: 'muted'}, inst.status === 'paused'
+        ? 'It begins no step until resumed; what comes for it meanwhile is kept, and applied in order on resume.'
+        : 'An attempt in flight runs to its end first; then it begins no step until resumed.')));
   }
 
   function drawSummary() {
@@ -113,7 +136,7 @@ export async function render({main, params}) {
   let actionsSig = '';
   function drawActions() {
     const w = inst.waiting_on || {bookmarks: [], timers: []};
-    const sig = JSON.stringify([inst.status, w.bookmarks, w.timers, can('operator')]);
+    const sig = JSON.stringify([inst.status, Boolean(inst.paused), w.bookmarks, w.timers, can('operator')]);
     if (sig === actionsSig) return;
     actionsSig = sig;
     const list = [];
@@ -126,6 +149,34 @@ export async function render({main, params}) {
         notify('Cancellation requested; it applies when the instance next runs.');
         update();
         settle('3s');
+        return null;
+      }));
+    }
+    // Pause what may begin a step; resume what is paused, or has a pause
+    // (an attempt of it still running).
+    const paused = inst.status === 'paused' || Boolean(inst.paused);
+    if (can('operator') && !paused && ['pending', 'running', 'suspended'].includes(inst.status)) {
+      const pauseReason = h('input', {type: 'text', name: 'reason', placeholder: 'paused through the API', 'data-test': 'pause-reason'});
+      list.push(actionForm({'data-test': 'pause'}, field('Reason', pauseReason), 'Pause', async () => {
+        if (!confirm(`Pause instance ${inst.id}? It begins no step until resumed.`)) return null;
+        const body = pauseReason.value.trim() ? {reason: pauseReason.value.trim()} : {};
+        // 202 with the instance as it was: the pause applies when it
+        // next runs, and its stream shows it.
+        inst = await api.post(`${base}/pause`, body);
+        notify('Pause requested; it applies when the instance next runs.');
+        update();
+        settle();
+        return null;
+      }));
+    }
+    if (can('operator') && paused && !TERMINAL.has(inst.status)) {
+      const resumeReason = h('input', {type: 'text', name: 'reason', placeholder: 'resumed through the API', 'data-test': 'resume-reason'});
+      list.push(actionForm({'data-test': 'resume'}, field('Reason', resumeReason), 'Resume', async () => {
+        const body = resumeReason.value.trim() ? {reason: resumeReason.value.trim()} : {};
+        inst = await api.post(`${base}/resume`, body);
+        notify('Resume requested; it applies when the instance next runs.');
+        update();
+        settle();
         return null;
       }));
     }
@@ -160,7 +211,8 @@ export async function render({main, params}) {
     const bms = w.bookmarks || [];
     const tms = w.timers || [];
     if (!bms.length && !tms.length) {
-      replace(waiting, TERMINAL.has(inst.status) ? '' : section('Waiting on', {'data-test': 'waiting-on'}, h('p', {class: 'muted'}, 'Nothing: it has work to do, or is being run.')));
+      replace(waiting, TERMINAL.has(inst.status) ? '' : section('Waiting on', {'data-test': 'waiting-on'}, h('p', {class: 'muted'},
+        inst.status === 'paused' ? 'Nothing: it is paused, and begins its next step when resumed.' : 'Nothing: it has work to do, or is being run.')));
       return;
     }
     replace(waiting, section('Waiting on', {'data-test': 'waiting-on'},
@@ -417,7 +469,7 @@ export async function render({main, params}) {
     drawSteps();
   }
 
-  replace(main, head, summary, actions, waiting, tl, logBox, steps, data, histBox,
+  replace(main, head, pausedBox, summary, actions, waiting, tl, logBox, steps, data, histBox,
     h('details', {class: 'card'}, h('summary', {}, 'Raw JSON'), raw));
   update();
   await reload();
