@@ -84,6 +84,10 @@ type Instance struct {
 	// `search`, evaluated by the engine at each commit); the stores index
 	// them for InstanceFilter.Search.
 	Search SearchAttributes `json:"search,omitempty"`
+	// Hold is set on an instance created while its workflow was paused:
+	// it stays pending, not queued, until released (docs/operations.md,
+	// "Pause a workflow").
+	Hold *Hold `json:"hold,omitempty"`
 	// CreatedAt is set by the store when the instance is created (kept when
 	// a create supplies it, as an import does); UpdatedAt on every Commit
 	// (both to Commit.At when it is given).

@@ -237,8 +237,9 @@ type Store interface {
 	// definition (ErrNotFound when there is none, before uses is called)
 	// and the current version of each plugin uses names for it (an error
 	// reading one, ErrNotFound when it is not stored, is a *PluginError
-	// naming it). An error from uses is returned as it is; uses may be
-	// called more than once. With cached,
+	// naming it), and the workflow's pause (StartCatalog.Paused). An error
+	// from uses is returned as it is; uses may be called more than once.
+	// With cached,
 	// the store may answer from what it read before, without a round trip
 	// and without checking that it is still current, and says so with
 	// StartCatalog.Generation (see there); without, the answer is current
@@ -395,6 +396,34 @@ type Store interface {
 	// most weft.MaxBatchChanges changes; a change's outcome must not be
 	// pending and its messages must be for its instance (ErrInvalid).
 	ApplyBatchItems(ctx context.Context, b *weft.Batch, changes []weft.BatchChange) (*weft.Batch, error)
+
+	// Workflow pauses (docs/operations.md, "Pause a workflow"): a paused
+	// workflow's starts are created held (weft.Instance.Hold). Every start
+	// reads its workflow's pause with its definition (ResolveStart,
+	// StartCatalog.Paused), and both writes change the catalog as a
+	// definition's save does: a create made from a StartCatalog read
+	// before them carries a Generation that Commit then refuses
+	// (ErrCatalogChanged), so no start that read "not paused" commits
+	// after a pause without reading again.
+
+	// PauseWorkflow records p, with Since the store's now, and returns it
+	// as stored. When p.Workflow is paused already it changes nothing and
+	// returns the pause stored, whose Since and Op are the first pause's.
+	// The workflow need not have a definition; its name must pass
+	// weft.CheckID (ErrInvalid otherwise).
+	PauseWorkflow(ctx context.Context, p weft.WorkflowPause) (*weft.WorkflowPause, error)
+
+	// UnpauseWorkflow removes the pause of the workflow name and returns
+	// it, or returns ErrNotFound when it is not paused.
+	UnpauseWorkflow(ctx context.Context, name string) (*weft.WorkflowPause, error)
+
+	// WorkflowPauses returns every workflow pause, ordered by workflow
+	// name (there are few: one per paused workflow).
+	WorkflowPauses(ctx context.Context) ([]weft.WorkflowPause, error)
+
+	// GetWorkflowPause returns the pause of the workflow name, or
+	// ErrNotFound when it is not paused.
+	GetWorkflowPause(ctx context.Context, name string) (*weft.WorkflowPause, error)
 
 	// UpdateSlots applies op to the concurrency slots of key for id, with
 	// p, at now, atomically with every other UpdateSlots of key on any node

@@ -100,7 +100,7 @@ func (c Config) validate() error {
 // schemaVersion is stored in the meta bucket; Open refuses other values.
 // Buckets added without changing what the others hold (the inbox, the
 // grants, the delete-after index, the schedules, the slots, the search
-// index and registry, the batches) keep the version: Open creates them in a file
+// index and registry, the batches, the workflow pauses) keep the version: Open creates them in a file
 // written before they existed. (Instances finished before the
 // delete-after index existed have no DeleteAfter, and instances written
 // before search attributes have none, so an empty index is what such a
@@ -157,7 +157,8 @@ var (
 		bSched, bSchedWake, bSchedEvts,
 		bSlots, bSlotLine, bSlotWaiters,
 		bSearch, bSearchAttrs,
-		bBatch, bBatchDoc, bBatchDue, bBatchAll, bBatchItems, bBatchSeq, bBatchOutcome}
+		bBatch, bBatchDoc, bBatchDue, bBatchAll, bBatchItems, bBatchSeq, bBatchOutcome,
+		bPauses}
 )
 
 // ErrBroken is matched by the errors of writes to a store that a write

@@ -341,8 +341,9 @@ func (s *Store) CurrentPlugin(ctx context.Context, name string) (*weft.PluginRec
 }
 
 // ResolveStart implements store.Store. Its answers are always current
-// (Generation ""): GetDefinition and GetPlugin answer from a cache that
-// this process's own writes invalidate, so a cached answer costs no more.
+// (Generation ""): GetDefinition, GetPlugin and GetWorkflowPause answer
+// from a cache that this process's own writes invalidate (a pause's
+// included), so a cached answer costs no more.
 func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*weft.Definition) ([]string, error), _ bool) (*store.StartCatalog, error) {
 	return store.ResolveCurrent(ctx, s, workflow, uses)
 }

@@ -8,11 +8,12 @@ import (
 	"github.com/weftworks/weft/internal/store/internal/gencache"
 )
 
-// catalogCache keeps decoded definitions and plugin records, which every
-// start reads (the latest definition, the current version of each plugin
-// it uses) and which change seldom. The file is this process's alone (bbolt
-// locks it), so every change goes through the store's own writes, and each
-// of them bumps gen once its transaction has ended, committed or not.
+// catalogCache keeps decoded definitions, plugin records and workflow
+// pauses, which every start reads (the latest definition, the current
+// version of each plugin it uses, whether its workflow is paused) and
+// which change seldom. The file is this process's alone (bbolt locks it),
+// so every change goes through the store's own writes, and each of them
+// bumps gen once its transaction has ended, committed or not.
 //
 // An entry is valid for the generation it was read in. A reader takes the
 // generation before it reads: a write that commits meanwhile bumps gen
@@ -24,6 +25,10 @@ type catalogCache struct {
 
 	defs    gencache.Cache[defID, uint64, weft.Definition]
 	plugins gencache.Cache[string, uint64, weft.Plugin]
+	// pauses holds every workflow pause, by workflow name, under the one
+	// key struct{}{}: read whole, so that one read answers every workflow
+	// until the next change. Its maps are never changed once cached.
+	pauses gencache.Cache[struct{}, uint64, map[string]weft.WorkflowPause]
 }
 
 // defID names a definition lookup: version 0 is the latest.
@@ -32,12 +37,14 @@ type defID struct {
 	version int
 }
 
-// changed invalidates every entry: a catalog write has ended. Each call
-// observes a generation of its own, so each empties both caches.
+// changed invalidates every entry: a catalog write (of a definition, a
+// plugin or a workflow pause) has ended. Each call observes a generation of
+// its own, so each empties the three caches.
 func (c *catalogCache) changed() {
 	gen := c.gen.Add(1)
 	c.defs.Observe(gen)
 	c.plugins.Observe(gen)
+	c.pauses.Observe(gen)
 }
 
 // plugin returns a copy of the cached plugin record, if valid at gen,

@@ -104,6 +104,7 @@
 //	batch_items                   (batch, instance) → (seq, outcome, time, reason)
 //	batch_items_by_seq            (batch, seq) → instance
 //	batch_items_by_outcome        (batch, outcome, seq) → instance
+//	workflow_pauses               workflow name → pause (who, why, since)
 //
 // UpdateSlots reads a key's record, the front of its line (one seek) and
 // its caller's own place (slot_waiters), never the whole line (but under
@@ -112,10 +113,12 @@
 // first, and again in the write transaction only when that changes
 // something (slots.go).
 //
-// GetDefinition and GetPlugin, which every start calls, answer from a
-// cache of the records they decoded (catalogcache.go). The file is this
-// process's alone, so every change of the catalog is one of the store's
-// own writes, and each invalidates the whole cache once it has ended.
+// GetDefinition, GetPlugin and GetWorkflowPause, which every start calls,
+// answer from a cache of the records they decoded (catalogcache.go; the
+// pauses are read and cached all at once). The file is this process's
+// alone, so every change of the catalog (definitions, plugins, workflow
+// pauses) is one of the store's own writes, and each invalidates the whole
+// cache once it has ended.
 //
 // # Search attributes
 //

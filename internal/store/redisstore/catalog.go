@@ -285,36 +285,53 @@ func (s *Store) CurrentPlugin(ctx context.Context, name string) (*weft.PluginRec
 }
 
 // ResolveStart implements store.Store: with cached, from the catalog
-// cache without a round trip when it holds the definition and each plugin
-// it uses from one generation (catalogcache.go); otherwise with
-// GetDefinition and CurrentPlugin, and an empty Generation.
+// cache without a round trip when it holds the definition, each plugin it
+// uses and the workflow pauses from one generation (catalogcache.go);
+// otherwise with GetDefinition, CurrentPlugin and GetWorkflowPause, and an
+// empty Generation.
 func (s *Store) ResolveStart(ctx context.Context, workflow string, uses func(*weft.Definition) ([]string, error), cached bool) (*store.StartCatalog, error) {
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
 	if cached {
-		// A generation of "" is a store no catalog change has set cg in
-		// (Open sets it): nothing a commit could check.
-		if d, gen, ok := s.catalog.defs.Peek(defID{workflow, 0}); ok && gen != "" {
-			names, err := uses(&d)
-			if err != nil {
-				return nil, err
-			}
-			sc := &store.StartCatalog{Definition: &d, Plugins: make(map[string]*weft.PluginRecord, len(names)), Generation: gen}
-			for _, name := range names {
-				r, ok := s.catalog.plugins.Get(name, gen)
-				if !ok {
-					sc = nil
-					break
-				}
-				sc.Plugins[name] = &r
-			}
-			if sc != nil {
-				return sc, nil
-			}
+		if sc, err := s.cachedStart(workflow, uses); sc != nil || err != nil {
+			return sc, err
 		}
 	}
 	return store.ResolveCurrent(ctx, s, workflow, uses)
+}
+
+// cachedStart answers ResolveStart from the catalog cache alone: when the
+// latest definition of workflow, the workflow pauses and every plugin uses
+// names for it are cached with one generation, a StartCatalog with that
+// Generation; otherwise nil, and the start reads the catalog. A
+// generation of "" is a store no catalog change has set cg in (Open sets
+// it): nothing a commit could check, so never used.
+func (s *Store) cachedStart(workflow string, uses func(*weft.Definition) ([]string, error)) (*store.StartCatalog, error) {
+	d, gen, ok := s.catalog.defs.Peek(defID{workflow, 0})
+	if !ok || gen == "" {
+		return nil, nil
+	}
+	pauses, ok := s.catalog.pauses.Get(struct{}{}, gen)
+	if !ok {
+		return nil, nil
+	}
+	names, err := uses(&d)
+	if err != nil {
+		return nil, err
+	}
+	sc := &store.StartCatalog{Definition: &d, Plugins: make(map[string]*weft.PluginRecord, len(names)), Generation: gen}
+	if p, ok := pauses[workflow]; ok {
+		sc.Paused = &p
+	}
+	for _, name := range names {
+		r, ok := s.catalog.plugins.Get(name, gen)
+		if !ok {
+			return nil, nil
+		}
+		sc.Plugins[name] = &r
+	}
+	return sc, nil
 }
 
 // ListPlugins implements store.Store.

@@ -11,12 +11,14 @@ import (
 	"github.com/weftworks/weft/internal/store/internal/gencache"
 )
 
-// catalogCache keeps the decoded definitions and current plugin records
-// that every start reads (the latest definition, the current version of
-// each plugin it uses), and which change seldom.
+// catalogCache keeps the decoded definitions, current plugin records and
+// workflow pauses that every start reads (the latest definition, the
+// current version of each plugin it uses, whether its workflow is paused),
+// and which change seldom.
 //
 // Every script that changes the catalog (PutDefinition, DeleteDefinition,
-// PutPlugin, DeletePlugin) sets the store's catalog generation, the key
+// PutPlugin, DeletePlugin, PauseWorkflow, UnpauseWorkflow) sets the
+// store's catalog generation, the key
 // cg, to a new random token, in the same step as the change. A read
 // script answers the generation it read in, so an entry is tagged with the
 // generation its value belongs to. The tokens are random rather than
@@ -25,12 +27,13 @@ import (
 //
 // The cache is used two ways:
 //
-//   - GetDefinition and CurrentPlugin read cg first (GET) and use an entry
-//     only when its tag is that generation: then no change has been made
-//     since the entry was read, on this node or any other.
+//   - GetDefinition, CurrentPlugin and GetWorkflowPause read cg first
+//     (GET) and use an entry only when its tag is that generation: then no
+//     change has been made since the entry was read, on this node or any
+//     other.
 //   - ResolveStart, for a start, uses the entries without a round trip
-//     when the definition and every plugin it uses are cached with one
-//     tag, and answers that tag as the StartCatalog's Generation. The
+//     when the definition, every plugin it uses and the pauses are cached
+//     with one tag, and answers that tag as the StartCatalog's Generation. The
 //     create commits with it (Commit.Catalog), and the commit script
 //     compares it with cg, in the same step as the create: the start is as
 //     if it had read the catalog then. When they differ the commit is
@@ -39,6 +42,11 @@ import (
 type catalogCache struct {
 	defs    gencache.Cache[defID, string, weft.Definition]
 	plugins gencache.Cache[string, string, weft.PluginRecord]
+	// pauses holds every workflow pause, by workflow name, under the one
+	// key struct{}{}: read whole, so that one read answers every workflow
+	// until the next change (a "not paused" included). Its maps are never
+	// changed once cached.
+	pauses gencache.Cache[struct{}, string, map[string]weft.WorkflowPause]
 }
 
 // saw notes that the catalog's generation is gen now: when it is not the
@@ -48,6 +56,7 @@ type catalogCache struct {
 func (c *catalogCache) saw(gen string) {
 	c.defs.Observe(gen)
 	c.plugins.Observe(gen)
+	c.pauses.Observe(gen)
 }
 
 // defID names a definition lookup: version 0 is the latest.

@@ -16,8 +16,9 @@
 // EnqueueStimulus, ExpireStimuli, PutDefinition, DeleteDefinition,
 // PutPlugin, DeletePlugin (the in-use check and the delete), PutGrants
 // (the comparison with the stored document and the revision),
-// DeleteGrants, RegisterSearchAttributes (every name checked, then the
-// new ones registered), CreateSchedule and UpdateSchedule (the revision
+// DeleteGrants, PauseWorkflow and UnpauseWorkflow (the pause and the
+// catalog generation), RegisterSearchAttributes (every name checked, then
+// the new ones registered), CreateSchedule and UpdateSchedule (the revision
 // compare, the record, its wake index entry and the events appended and
 // trimmed), DeleteSchedule, and the batch writes (CreateBatch, UpdateBatch,
 // AddBatchItems, ApplyBatchItems, DeleteBatch: see "Batches" below).
@@ -186,7 +187,9 @@
 //	                      an event's Seq is es less its distance from the end
 //	P sn, P sw            schedules by id; schedules with a wake by (wake, id): time + id
 //	P cg                  the catalog's generation: a random token that every
-//	                      change of definitions or plugins sets with the change
+//	                      change of definitions, plugins or workflow pauses sets
+//	                      with the change
+//	P workflow-pauses     paused workflows: name → JSON of its weft.WorkflowPause
 //	P ck:<key>            concurrency slots of a key (slots.go): hash h (the holders,
 //	                      JSON in grant order, times in Unix nanoseconds), lim and
 //	                      pol (the terms of its last UpdateSlots), seq (the last
@@ -207,12 +210,14 @@
 //
 // # Catalog cache
 //
-// GetDefinition and CurrentPlugin, which every start calls, answer from a
-// cache of what they read, tagged with the generation (cg) they read it
-// in, after one GET of cg: an entry is used only while the generation is
-// still its own, so a change made through any node is seen by the next
-// read on every node. A start reads two small keys instead of running two
-// scripts of two reads each (catalogcache.go).
+// GetDefinition, CurrentPlugin and GetWorkflowPause, which every start
+// calls, answer from a cache of what they read, tagged with the generation
+// (cg) they read it in, after one GET of cg: an entry is used only while
+// the generation is still its own, so a change made through any node is
+// seen by the next read on every node. A start reads small keys instead of
+// running scripts of two reads each (catalogcache.go). The pauses are read
+// whole (few workflows are paused), so that one read answers every
+// workflow, paused or not, until the next change.
 //
 // Lists page with ZRANGEBYLEX from an exclusive start: cursors are the
 // base64 of the last member (or name) returned, opaque to clients.
@@ -273,7 +278,8 @@
 // schedule writes are compare-and-sets (an applied create answers
 // ErrExists, an applied update ErrConflict: re-read, and find the write
 // there), EnqueueStimulus and Deliver answer with their own stimulus
-// record, the puts answer created=false and the deletes ErrNotFound. A
+// record, the puts answer created=false, PauseWorkflow answers the pause
+// it stored, and the deletes (UnpauseWorkflow too) ErrNotFound. A
 // Redis error is returned wrapped, naming the operation, the id and the
 // address; one that says the server cannot be reached or cannot serve now
 // (a network error, no free connection, LOADING, READONLY, MASTERDOWN

@@ -36,6 +36,7 @@ func testCreateAndGet(t *testing.T, h *harness) {
 				Plugins:     map[string]string{"payments": "h1"},
 				Parent:      &weft.ParentRef{InstanceID: "p", StepID: "audit", Token: "c2"},
 				Persistence: "activity",
+				Hold:        &weft.Hold{Since: Epoch.Add(-time.Minute)},
 				Lease:       weft.Lease{Node: "n1", Boot: "b1", Expiry: Epoch.Add(time.Minute)},
 			},
 			fence:       7,
@@ -85,6 +86,9 @@ func testCreateAndGet(t *testing.T, h *harness) {
 			}
 			if (got.Parent == nil) != (in.Parent == nil) || (in.Parent != nil && *got.Parent != *in.Parent) {
 				t.Errorf("Parent = %v, want %v", got.Parent, in.Parent)
+			}
+			if (got.Hold == nil) != (in.Hold == nil) || (in.Hold != nil && !got.Hold.Since.Equal(in.Hold.Since)) {
+				t.Errorf("Hold = %+v, want %+v", got.Hold, in.Hold)
 			}
 			if got.Lease.Node != in.Lease.Node || got.Lease.Boot != in.Lease.Boot || !got.Lease.Expiry.Equal(in.Lease.Expiry) {
 				t.Errorf("Lease = %+v, want %+v", got.Lease, in.Lease)

@@ -106,6 +106,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	tests = append(tests, slotsTests...)
 	tests = append(tests, searchTests...)
 	tests = append(tests, batchesTests...)
+	tests = append(tests, workflowPauseTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
