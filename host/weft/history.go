@@ -43,6 +43,13 @@ const (
 	// that the instance could no longer move; nothing changed (data:
 	// from_version, to_version, problems, and the operation's).
 	HistoryMigrationRefused HistoryType = "migration_refused"
+	// HistoryStartHeld: the instance was created while its workflow was
+	// paused; it is held, pending, until the workflow is resumed (data:
+	// the pause's reason; the entry's actor is who paused the workflow).
+	HistoryStartHeld HistoryType = "start_held"
+	// HistoryStartReleased: a held instance's workflow was resumed; it
+	// starts (data: held_ms).
+	HistoryStartReleased HistoryType = "start_released"
 	// HistorySlotWaiting: every slot of the instance's concurrency key was
 	// taken; it waits in the key's line (data: key, limit).
 	HistorySlotWaiting HistoryType = "slot_waiting"

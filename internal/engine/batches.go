@@ -40,8 +40,18 @@ func (e *Engine) StartBatch(ctx context.Context, doc []byte, actor string) (*wef
 	if err != nil {
 		return nil, err
 	}
-	if d.Op == weft.BatchRelease {
+	if isRelease(d) {
 		return nil, &weft.BatchError{Problems: []weft.Problem{{Path: "op", Message: "release is the host's own: it releases the starts a paused workflow held when the workflow is resumed"}}}
+	}
+	return e.startBatch(ctx, doc, actor)
+}
+
+// startBatch is StartBatch for any operation, the host's own release
+// included.
+func (e *Engine) startBatch(ctx context.Context, doc []byte, actor string) (*weft.Batch, error) {
+	d, err := batch.ParseDocument(doc)
+	if err != nil {
+		return nil, err
 	}
 	if d.Query != "" {
 		if _, err := e.parseQuery(ctx, d.Query); err != nil {
@@ -329,8 +339,11 @@ func (e *Engine) applyChunk(ctx context.Context, b *weft.Batch, d *batch.Documen
 	// The messages are durable: wake their instances (a wake-up lost here
 	// is found by the recovery sweep's look at waiting inboxes).
 	for _, c := range changes {
-		if len(c.Messages) > 0 {
+		switch {
+		case len(c.Messages) > 0:
 			e.notify(ctx, itemOf(c.InstanceID, "batch", orders[c.InstanceID]))
+		case isRelease(d) && c.Outcome == weft.BatchDone:
+			e.push(ctx, itemOf(c.InstanceID, "release", orders[c.InstanceID]))
 		}
 	}
 	outcomes := map[weft.BatchOutcome]int{}
@@ -405,6 +418,8 @@ func (e *Engine) batchChange(ctx context.Context, d *batch.Document, id string, 
 		return e.signalChange(ctx, c, d, op)
 	case weft.BatchMigrate:
 		return e.migrateChange(ctx, c, inst, d, op)
+	case weft.BatchRelease:
+		return releaseChange(c, inst), nil
 	case weft.BatchDelete:
 		// Deleted here, under the instance's lock, before the item is
 		// marked: a stepper that dies in between finds the instance gone

@@ -327,7 +327,22 @@ func (x *execution) run() error {
 			x.err = x.commit(false)
 		}
 	}
-	if x.inst.Status == weft.StatusPending || x.reopened {
+	held := false
+	if x.inst.Status == weft.StatusPending && x.inst.Hold != nil {
+		released, err := x.release()
+		if err != nil {
+			return err
+		}
+		if !released {
+			// Its workflow is still paused. A cancellation is the one
+			// message it takes while held.
+			if cancel, err := x.cancelRequested(); !cancel || err != nil {
+				return err
+			}
+			held = true
+		}
+	}
+	if !held && (x.inst.Status == weft.StatusPending || x.reopened) {
 		// It starts, or runs again (a failed one asked to retry, a
 		// finished one to reset): under a concurrency limit, once it has a
 		// slot.
@@ -947,6 +962,9 @@ func (x *execution) commit(drains bool) error {
 	if f := x.st.Error; f != nil {
 		failure := *f
 		inst.Error = &failure
+	}
+	if inst.Status.Terminal() {
+		inst.Hold = nil // cancelled while held
 	}
 	inst.Lease = weft.Lease{}
 	if inst.Status == weft.StatusRunning {

@@ -82,6 +82,9 @@ func (e *Engine) start(ctx context.Context, workflow string, input json.RawMessa
 // dispatch hands a started instance to an idle worker of this node
 // (Config.EagerStarts), or else queues it.
 func (e *Engine) dispatch(ctx context.Context, inst *weft.Instance) {
+	if inst.Hold != nil {
+		return // its workflow is paused: the resume queues it
+	}
 	it := itemOf(inst.ID, "start", inst.Order)
 	select {
 	case e.eager <- it: // nil without EagerStarts: never ready
@@ -248,7 +251,17 @@ func (e *Engine) createFrom(ctx context.Context, c creation, cached bool) (*weft
 		Instance: inst, History: []weft.HistoryEntry{{Type: weft.HistoryInstanceCreated, Node: e.cfg.NodeID}},
 		Catalog: cat.Generation, At: at,
 	}
-	if inst.Concurrency != nil {
+	if p := cat.Paused; p != nil {
+		// Its workflow is paused: created, held, not queued, and without a
+		// slot, which it asks for when it is released.
+		inst.Hold = &weft.Hold{Since: at}
+		data, err := json.Marshal(p.Op.Data(nil))
+		if err != nil {
+			return nil, 0, time.Time{}, err
+		}
+		commit.History = append(commit.History, weft.HistoryEntry{Type: weft.HistoryStartHeld, Node: e.cfg.NodeID, Actor: p.Op.Actor, Data: data})
+	}
+	if inst.Concurrency != nil && inst.Hold == nil {
 		// It asks for its slot as it is created, in the same transaction
 		// where the store can: its first run then finds it holds one,
 		// and asks again without a write (admit).

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
@@ -69,8 +70,15 @@ func (e *Engine) requeuePending(ctx context.Context) {
 			}
 			return
 		}
+		paused, err := e.pausedWorkflows(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("reading the paused workflows", "err", err)
+			}
+			return
+		}
 		for _, in := range items {
-			if waitingSlot(&in) {
+			if waitingSlot(&in) || in.Hold != nil && paused[in.Workflow] {
 				continue
 			}
 			e.push(ctx, itemOf(in.ID, "recovery", in.Order))
@@ -84,6 +92,19 @@ func (e *Engine) requeuePending(ctx context.Context) {
 	if n > 0 {
 		e.log.Info("queued pending instances at start-up", "count", n)
 	}
+}
+
+// pausedWorkflows reads the names of the paused workflows.
+func (e *Engine) pausedWorkflows(ctx context.Context) (map[string]bool, error) {
+	ps, err := e.store.WorkflowPauses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	paused := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		paused[p.Workflow] = true
+	}
+	return paused, nil
 }
 
 // waitingSlot reports whether a pending instance waits in the line of its
@@ -153,12 +174,24 @@ func (e *Engine) requeueStalePending(ctx context.Context) {
 	}
 	cutoff := e.cfg.Now().Add(-e.cfg.LockTTL)
 	e.pendingCursor = next
+	var paused map[string]bool
+	if slices.ContainsFunc(pending, func(in weft.Instance) bool { return in.Hold != nil }) {
+		if paused, err = e.pausedWorkflows(ctx); err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("reading the paused workflows", "err", err)
+			}
+			return
+		}
+	}
 	for _, in := range pending {
 		if !in.CreatedAt.Before(cutoff) {
 			e.pendingCursor = "" // oldest first: the rest are younger
 			break
 		}
-		if e.heldOff(in.ID) || waitingSlot(&in) {
+		// A held instance whose workflow is no longer paused is one the
+		// release went past (its start read "paused" and committed after
+		// the release's selection): queued, it releases itself.
+		if e.heldOff(in.ID) || waitingSlot(&in) || in.Hold != nil && paused[in.Workflow] {
 			continue
 		}
 		e.push(ctx, itemOf(in.ID, reasonSwept, in.Order))
