@@ -39,9 +39,12 @@ type app struct {
 	stdout, stderr io.Writer
 	// env is the environment, as os.Environ returns it.
 	env []string
-	// terminal reports whether stderr is a terminal (the --wait spinner is
-	// drawn only then).
+	// terminal reports whether stderr is a terminal (the --wait spinner
+	// and a batch's progress bar are drawn only then).
 	terminal bool
+	// interactive reports whether stdin and stderr are a terminal, with
+	// someone to answer a question (weft batch start's confirmation).
+	interactive bool
 	// now is the clock of the spinner and of the limit of --wait=DURATION.
 	now func() time.Time
 }

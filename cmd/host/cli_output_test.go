@@ -111,7 +111,7 @@ func TestCLIGroupHelp(t *testing.T) {
 			verbs[group] = append(verbs[group], verb)
 		}
 	}
-	for _, group := range []string{"plugin", "workflow", "instance", "event", "schedule", "flow", "admin"} {
+	for _, group := range []string{"plugin", "workflow", "instance", "event", "schedule", "flow", "batch", "admin"} {
 		for _, args := range [][]string{{group, "-h"}, {group, "--help"}, {group, "help"}, {"help", group}} {
 			r := ts.weft(t, nil, args...)
 			if r.code != exitOK || !strings.HasPrefix(r.stdout, "usage: weft "+group+" COMMAND") {

@@ -12,7 +12,9 @@
 //	weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... [--all]
 //	weft workflow put|ls|show|rm
 //	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--priority N] [--wait[=DURATION]] [--until finished|suspended]
-//	weft instance ls|count|show|history|logs|cancel|retry|pause|resume|rm|export|import
+//	weft instance ls|count|show|history|logs|cancel|retry|pause|resume|reset|reset-points|migrate|rm|export|import
+//	weft batch start OP (--query Q | --ids FILE|-) [flags]
+//	weft batch ls|show|items|confirm|cancel
 //	weft search-attributes
 //	weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID] [--priority N]
 //	weft event ls|dead
@@ -57,7 +59,8 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), terminal: isTerminal(os.Stderr), now: time.Now}
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: os.Environ(), terminal: isTerminal(os.Stderr),
+		interactive: isTerminal(os.Stdin) && isTerminal(os.Stderr), now: time.Now}
 	os.Exit(a.run(ctx, os.Args[1:]))
 }
 
@@ -92,6 +95,8 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"instance retry":   a.instanceRetry,
 		"instance pause":   a.instancePause,
 		"instance resume":  a.instanceResume,
+		"instance reset":   a.instanceReset,
+		"instance migrate": a.instanceMigrate,
 		"instance count":   a.instanceCount,
 		"instance rm":      a.instanceRemove,
 		"instance export":  a.instanceExport,
@@ -121,6 +126,16 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 
 		// Search attributes (docs/operations.md#search).
 		"search-attributes": a.searchAttributes,
+
+		// Reset points and batch jobs (docs/operations.md#reset,
+		// #batch-operations).
+		"instance reset-points": a.instanceResetPoints,
+		"batch start":           a.batchStart,
+		"batch ls":              a.batchList,
+		"batch show":            a.batchShow,
+		"batch items":           a.batchItems,
+		"batch confirm":         a.batchConfirm,
+		"batch cancel":          a.batchCancel,
 	}
 }
 
@@ -174,7 +189,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 // isGroup reports whether name is a group of commands (weft instance ...).
 func isGroup(name string) bool {
 	switch name {
-	case "plugin", "workflow", "instance", "event", "schedule", "flow", "admin":
+	case "plugin", "workflow", "instance", "event", "schedule", "flow", "batch", "admin":
 		return true
 	}
 	return false
@@ -273,6 +288,14 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft instance pause ID... [--reason R] | resume ID... [--reason R]
       pause: it begins no step until resumed, and keeps the timers and events that come
       meanwhile for then (docs/operations.md#pause-and-resume); resume: it goes on
+  weft instance reset ID --step S [--reason R] | reset-points ID
+      reset: run it again from a top-level step it began, with the variables it had when the
+      step began (docs/operations.md#reset); reset-points: the steps it can be reset to
+  weft instance migrate ID [--to-version N] [--plugin NAME=SHA256]... [--dry-run]
+                           [--retry|--resume] [--reason R]
+      move it to another version of its workflow (default: the latest) or of its plugins,
+      printing the plan; --dry-run sends nothing; --retry or --resume it once moved
+      (docs/operations.md#migrate); admin
   weft instance export ID [--file FILE] | import FILE|- [--id ID] [--replace]
   weft search-attributes          the registered search attributes: name, type, first workflow
   weft event send NAME [--key KEY] [--payload JSON|@FILE] [--id ID] [--priority N]
@@ -293,6 +316,19 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft schedule backfill ID --from T --to T [--overlap POLICY]
       the runs of the times its calendar names from T to T (RFC 3339 or a duration ago)
   weft schedule rm ID             deletes it and its record; the runs it started go on
+  weft batch start OP (--query Q | --ids FILE|-) [--reason R] [--rate N] [--yes] [--watch]
+                   [--event E [--key K] [--payload JSON|@FILE]] [--step S] [--dry-run]
+                   [--to-version N] [--plugin NAME=SHA256]... [--retry|--resume]
+      OP (cancel, retry, pause, resume, delete, signal, migrate, reset) applied on the host
+      to each instance --query matches or --ids FILE lists, one id a line, at --rate a second
+      (docs/operations.md#batch-operations); the batch of a query asks "N instances match;
+      OP them? [y/N]" on a terminal, and without one needs --yes (else it is left waiting
+      for weft batch confirm); --watch: its progress until it ends; a migrate may --retry or
+      --resume each moved instance; delete and migrate: admin
+  weft batch ls [--limit N] [--cursor C] | show ID [--watch]
+  weft batch items ID [--outcome O] [--limit N] [--cursor C]
+                                  each instance and what became of it: done, skipped, failed…
+  weft batch confirm ID [--watch] | cancel ID [--reason R]
   weft flow ls [--workflow W] [--limit N] [--cursor C]
       the concurrency keys, the steps' and the workflows', with running or waiting work
       (docs/flow-control.md): running against the limit, waiting, the oldest wait, the policy

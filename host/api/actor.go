@@ -27,3 +27,13 @@ func actor(c *fiber.Ctx) string {
 func operation(c *fiber.Ctx, reason string) weft.Operation {
 	return weft.Operation{Actor: actor(c), Reason: reason, At: time.Now()}
 }
+
+// role is the request's token's role: what it may do, beyond its route's
+// least role (a batch's operation), decided by the handler. On a host
+// without tokens every request is an admin's.
+func role(c *fiber.Ctx) Role {
+	if cred, _ := c.Locals(localCred).(*credential); cred != nil {
+		return cred.role
+	}
+	return RoleAdmin
+}

@@ -15,7 +15,9 @@ import (
 // Role is what a token may do.
 type Role string
 
-// The roles. admin may do everything; operator may run instances, send
+// The roles. admin may do everything; operator may run instances (start,
+// cancel, retry, pause, resume, reset and delete them, and batch jobs of
+// all but delete and migrate, which change what exists or runs), send
 // events, pause, unpause, trigger and backfill schedules, and read
 // everything; reader may only read.
 const (

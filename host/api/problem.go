@@ -63,6 +63,7 @@ func problemFor(err error) (p *apiv1.Problem, internal bool) {
 		fe   *fiber.Error
 		dve  *weft.DefinitionError
 		sce  *weft.ScheduleError
+		bte  *weft.BatchError
 		pve  *plugins.ValidationError
 		iue  *weft.InUseError
 		gce  *weft.GrantsConflictError
@@ -80,6 +81,8 @@ func problemFor(err error) (p *apiv1.Problem, internal bool) {
 		return p, false
 	case errors.As(err, &sce):
 		return unprocessable(fmt.Sprintf("the schedule document has %d problem(s)", len(sce.Problems)), problemFields(sce.Problems)...), false
+	case errors.As(err, &bte):
+		return unprocessable(fmt.Sprintf("the batch document has %d problem(s)", len(bte.Problems)), problemFields(bte.Problems)...), false
 	case errors.As(err, &pve):
 		p := unprocessable(fmt.Sprintf("the plugin module was refused for %d reason(s)", len(pve.Problems)))
 		for _, pr := range pve.Problems {

@@ -72,6 +72,13 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodPost, path: "/v1/schedules/:id/backfill", perm: permOperate, handler: s.backfillSchedule},
 		{method: fiber.MethodGet, path: "/v1/schedules/:id/events", perm: permRead, handler: s.scheduleEvents},
 
+		{method: fiber.MethodGet, path: "/v1/batches", perm: permRead, handler: s.listBatches},
+		{method: fiber.MethodPost, path: "/v1/batches", perm: permOperate, handler: s.startBatch},
+		{method: fiber.MethodGet, path: "/v1/batches/:id", perm: permRead, handler: s.getBatch},
+		{method: fiber.MethodGet, path: "/v1/batches/:id/items", perm: permRead, handler: s.batchItems},
+		{method: fiber.MethodPost, path: "/v1/batches/:id/confirm", perm: permOperate, handler: s.confirmBatch},
+		{method: fiber.MethodPost, path: "/v1/batches/:id/cancel", perm: permOperate, handler: s.cancelBatch},
+
 		{method: fiber.MethodGet, path: "/v1/concurrency", perm: permRead, handler: s.listConcurrency},
 		{method: fiber.MethodGet, path: "/v1/concurrency/:workflow", perm: permRead, handler: s.getConcurrencyKey},
 		{method: fiber.MethodGet, path: "/v1/step-concurrency", perm: permRead, handler: s.getStepConcurrencyKey},
@@ -92,6 +99,9 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodPost, path: "/v1/instances/:id/retry", perm: permOperate, handler: s.retryInstance},
 		{method: fiber.MethodPost, path: "/v1/instances/:id/pause", perm: permOperate, handler: s.pauseInstance},
 		{method: fiber.MethodPost, path: "/v1/instances/:id/resume", perm: permOperate, handler: s.resumeInstance},
+		{method: fiber.MethodGet, path: "/v1/instances/:id/reset-points", perm: permRead, handler: s.resetPoints},
+		{method: fiber.MethodPost, path: "/v1/instances/:id/reset", perm: permOperate, handler: s.resetInstance},
+		{method: fiber.MethodPost, path: "/v1/instances/:id/migrate", perm: permAdmin, handler: s.migrateInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/stream", perm: permRead, handler: s.streamInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/state", perm: permRead, handler: s.exportState},
 		{method: fiber.MethodPut, path: "/v1/instances/:id/state", perm: permOperate, handler: s.importState},

@@ -1,9 +1,11 @@
 // Package console is Weft's web console: the pages that `weft serve`
-// answers at / and /assets/, to search, inspect, start, signal and cancel
-// instances, read workflows and plugins, follow, pause, trigger and
-// backfill schedules, and see the concurrency keys with their holders and
-// lines, the rate limit keys, the queued events and the dead letters, all
-// through the HTTP API under /v1 (docs/architecture.md, "The console").
+// answers at / and /assets/, to search, inspect, start, signal, cancel,
+// pause, reset and migrate instances, apply an operation to every
+// instance a query matches as a batch job and follow its progress, read
+// workflows and plugins, follow, pause, trigger and backfill schedules,
+// and see the concurrency keys with their holders and lines, the rate
+// limit keys, the queued events and the dead letters, all through the
+// HTTP API under /v1 (docs/architecture.md, "The console").
 //
 // It is plain files: an index.html, one stylesheet and JavaScript modules,
 // embedded in the binary as they are written. No build step turns them

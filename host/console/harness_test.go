@@ -36,9 +36,11 @@ func newHost(t testing.TB) *host {
 		API: api.Config{Tokens: hosttest.Tokens()},
 		Node: node.Config{
 			// Attempts carry their input and output, so the timeline's
-			// detail shows them. Heartbeats checked often, so a
-			// heartbeat_timeout of a second is noticed in about one.
-			Engine: engine.Config{AttemptDataLimit: 4096,
+			// detail shows them; steps record their variables, as a
+			// host does (history.vars_limit), so instances can be reset.
+			// Heartbeats checked often, so a heartbeat_timeout of a
+			// second is noticed in about one.
+			Engine: engine.Config{AttemptDataLimit: 4096, VarsLimit: engine.DefaultVarsLimit,
 				Heartbeat: heartbeat.Config{Tick: 20 * time.Millisecond, Cycle: 200 * time.Millisecond}},
 		},
 	})

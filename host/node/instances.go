@@ -186,3 +186,41 @@ func (n *Node) Export(ctx context.Context, id string) (*weft.Snapshot, error) {
 func (n *Node) Import(ctx context.Context, s *weft.Snapshot, id string, replace bool, op weft.Operation) (*weft.Instance, bool, error) {
 	return n.engine.Import(ctx, s, engine.ImportOptions{ID: id, Replace: replace, Op: op})
 }
+
+// ResetPoints returns the steps an instance can be reset to
+// (docs/operations.md, "Reset"): the top-level steps it began, each at its
+// last beginning, in the order of its definition, with whether the
+// variables it began with were recorded. An error matching
+// weft.ErrNotFound for no such instance.
+func (n *Node) ResetPoints(ctx context.Context, id string) ([]weft.ResetPoint, error) {
+	return n.engine.ResetPoints(ctx, id)
+}
+
+// Reset runs an instance again from step, a top-level step it began,
+// with the variables it had when that step last began: applied when it
+// runs next, and recorded with op in its instance_reset entry. A step it
+// cannot be reset to is an error matching weft.ErrNotResettable that says
+// why; no such instance, weft.ErrNotFound.
+func (n *Node) Reset(ctx context.Context, id, step string, op weft.Operation) error {
+	return n.engine.Reset(ctx, id, step, op)
+}
+
+// PlanMigration is a migration's dry run (docs/operations.md, "Migrate"):
+// whether the instance can move to target, and how, with nothing changed.
+// An error matching weft.ErrNotFound for no such instance or no such
+// target version.
+func (n *Node) PlanMigration(ctx context.Context, id string, target weft.MigrationTarget) (*weft.MigrationPlan, error) {
+	return n.engine.PlanMigration(ctx, id, target)
+}
+
+// Migrate moves an instance to target when it can: the move is sent to
+// its inbox and applied when it is at rest (instance_migrated, or
+// migration_refused should it no longer fit then), with op. then is "",
+// "retry" (a failed instance continues from its failed step once moved)
+// or "resume" (a paused one resumes). It returns the plan of the move
+// sent; a *weft.MigrationError carrying the plan (matching
+// weft.ErrNotMigratable) when the instance cannot move, and nothing is
+// sent.
+func (n *Node) Migrate(ctx context.Context, id string, target weft.MigrationTarget, then string, op weft.Operation) (*weft.MigrationPlan, error) {
+	return n.engine.Migrate(ctx, id, target, then, op)
+}

@@ -4,8 +4,9 @@
 // stimulus, a workflow or plugin summary, the grants of a plugin, a
 // schedule and its record, the concurrency keys of workflows and steps
 // with their holders and lines, the rate limit keys, the registered search
-// attributes, what an event, a refresh or a backfill did, and the problem
-// document of an error answer.
+// attributes, a batch job and its items, an instance's reset points and a
+// migration's plan, what an event, a refresh or a backfill did, and the
+// problem document of an error answer.
 //
 // The API (host/api) encodes these types and the Go client (host/client)
 // decodes them, so that a shape is declared once and both ends agree on

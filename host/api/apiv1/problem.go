@@ -31,6 +31,10 @@ type Problem struct {
 	// all of it): where a console or a CLI points.
 	Position *int   `json:"position,omitempty"`
 	Token    string `json:"token,omitempty"`
+	// Migration, for a migration refused (POST
+	// /v1/instances/{id}/migrate), is its plan: why the instance cannot
+	// move.
+	Migration *MigrationPlan `json:"migration,omitempty"`
 	// RequestID is the request's X-Request-Id, to find its log lines.
 	RequestID string `json:"request_id,omitempty"`
 }

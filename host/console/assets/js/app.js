@@ -19,6 +19,8 @@ import * as flowkey from './pages/flowkey.js';
 import * as plugins from './pages/plugins.js';
 import * as plugin from './pages/plugin.js';
 import * as events from './pages/events.js';
+import * as batches from './pages/batches.js';
+import * as batch from './pages/batch.js';
 
 // Each route: a pattern over the path after "#/", the nav section it
 // belongs to, and the page module whose render(ctx) draws it.
@@ -34,6 +36,8 @@ const routes = [
   [/^plugins$/, 'plugins', plugins],
   [/^plugins\/([^/]+)$/, 'plugins', plugin],
   [/^events$/, 'events', events],
+  [/^batches$/, 'batches', batches],
+  [/^batches\/([^/]+)$/, 'batches', batch],
 ];
 
 const main = document.getElementById('main');
@@ -199,7 +203,7 @@ document.getElementById('forget').addEventListener('click', () => {
 // "?" shows the list (the keys dialog in index.html). None fires while
 // typing in a field, with Ctrl, Alt or Meta held, or over a dialog.
 
-const GO = {i: '#/instances', w: '#/workflows', s: '#/schedules', f: '#/flow', p: '#/plugins', e: '#/events'};
+const GO = {i: '#/instances', w: '#/workflows', s: '#/schedules', f: '#/flow', p: '#/plugins', e: '#/events', b: '#/batches'};
 const keysDialog = document.getElementById('keys-dialog');
 let pendingG = 0; // when "g" was pressed, for the letter that follows
 

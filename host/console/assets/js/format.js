@@ -132,6 +132,22 @@ export function fmtInZone(iso, zone) {
   return `${v.year}-${v.month}-${v.day} ${hour}:${v.minute}:${v.second} UTC${sign}${pad(Math.floor(Math.abs(off) / 60))}:${pad(Math.abs(off) % 60)}`;
 }
 
+// compareTimes orders two RFC 3339 times to the nanosecond, where a Date
+// keeps milliseconds: negative when a is before b, 0 when they are the
+// same instant (or either does not parse), positive after.
+export function compareTimes(a, b) {
+  const split = (iso) => {
+    const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$/.exec(String(iso || ''));
+    if (!m) return null;
+    const secs = Date.parse(m[1] + m[3]);
+    return Number.isNaN(secs) ? null : [secs, Number((m[2] || '').padEnd(9, '0').slice(0, 9))];
+  };
+  const x = split(a);
+  const y = split(b);
+  if (!x || !y) return 0;
+  return x[0] - y[0] || x[1] - y[1];
+}
+
 // fmtDuration shows milliseconds for people: 350ms, 1.2s, 2m 03s, 1h 02m, 3d 4h.
 export function fmtDuration(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return '—';
@@ -233,6 +249,8 @@ export const links = {
   // A concurrency key's page; no key is the workflow-wide key "".
   flowKey: (workflow, key) => route(['flow', workflow], {key}),
   flows: (query) => route(['flow'], query),
+  batch: (id) => route(['batches', id]),
+  batches: () => route(['batches']),
 };
 
 // --- timing ---

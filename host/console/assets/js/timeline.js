@@ -4,7 +4,9 @@
 // event waits and children as spans, and the events worth a glance
 // (abandoned attempts, refused late completions, refused events) as
 // marks; an operator's pauses are spans of the time axis, with a mark
-// where each began and ended, and the inputs held meanwhile marks.
+// where each began and ended, and the inputs held meanwhile marks; a
+// reset (which begins a new round of attempts, as a retry does) and a
+// migration, done or refused, are marks of the instance.
 //
 // Bars are HTML buttons positioned with el.style (allowed by the CSP,
 // unlike style attributes), so they are focusable, take Enter, and the
@@ -92,6 +94,19 @@ export function buildModel(history, instance, now = Date.now()) {
         tEnd = NaN;
         round++;
         instanceMarks.push({t, kind: e.type, label: 'retried', detail: `${d.reason || ''}${d.code ? ` (after ${d.code}${d.step ? ` at ${d.step}` : ''})` : ''}`.trim()});
+        break;
+      case 'instance_reset':
+        // A new execution from the step: its attempts count from 1 again.
+        tEnd = NaN;
+        round++;
+        instanceMarks.push({t, kind: e.type, label: `reset to ${d.step || '?'}`, detail: `${byWhom(e)}${d.from_status ? ` (was ${d.from_status})` : ''}`.trim()});
+        break;
+      case 'instance_migrated':
+        instanceMarks.push({t, kind: e.type, label: `migrated from version ${d.from_version ?? '?'} to ${d.to_version ?? '?'}`, detail: byWhom(e)});
+        break;
+      case 'migration_refused':
+        instanceMarks.push({t, kind: 'refused', label: 'migration refused',
+          detail: (Array.isArray(d.problems) ? d.problems : []).map((x) => (x && x.message) || '').filter(Boolean).join('; ')});
         break;
       case 'step_started': {
         const r = row(path);

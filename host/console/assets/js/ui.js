@@ -146,3 +146,45 @@ export function liveState(el) {
     }
   };
 }
+
+// modal opens a dialog over the page (a <dialog> shown modal, in main, so
+// that it goes with the page): its title, a Close button, and body, where
+// the caller draws. Esc and Close close it; once closed it leaves the
+// page and onClose runs, once. A page that moves on removes it with the
+// rest of main: a caller that waits on the host checks m.closed, which
+// says either. It answers {dialog, body, close(), closed}.
+let modalSeq = 0;
+export function modal(title, attrs = {}, onClose = null) {
+  const id = `modal-${++modalSeq}`;
+  const test = attrs['data-test'];
+  const body = h('div', {class: 'modal-body'});
+  const dialog = h('dialog', {class: 'modal', 'aria-labelledby': id, ...attrs},
+    h('div', {class: 'modal-head'}, h('h2', {id}, title),
+      h('button', {type: 'button', class: 'small', 'data-test': test ? `${test}-close` : null, onclick: () => close()}, 'Close')),
+    body);
+  let ended = false;
+  const close = () => {
+    if (dialog.open) dialog.close();
+  };
+  dialog.addEventListener('close', () => {
+    if (ended) return;
+    ended = true;
+    dialog.remove();
+    if (onClose) onClose();
+  });
+  document.getElementById('main').append(dialog);
+  dialog.showModal();
+  return {
+    dialog, body, close,
+    get closed() {
+      return ended || !dialog.isConnected;
+    },
+  };
+}
+
+// sleep waits ms, for a page that polls the host.
+export function sleep(ms) {
+  return new Promise((resolve) => {
+    setTimeout(resolve, ms);
+  });
+}

@@ -3,12 +3,13 @@
 // timeline of steps and attempts with each attempt's input, output,
 // failure and log lines, its parent and children, and the actions the
 // token's role allows (cancel, retry, pause and resume, send the event a
-// wait expects, export), and a banner while an operator has it paused.
-// It follows the instance's stream while it runs.
+// wait expects, reset to an earlier step, migrate to another version,
+// export), and a banner while an operator has it paused. It follows the
+// instance's stream while it runs.
 
 import * as api from '../api.js';
-import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, throttle, fmtDuration, fmtTime, fmtBytes, download, pretty} from '../format.js';
-import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState} from '../ui.js';
+import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, throttle, fmtDuration, fmtTime, fmtBytes, download, pretty, compareTimes} from '../format.js';
+import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState, modal, slot} from '../ui.js';
 import * as timeline from '../timeline.js';
 import {graphOf} from './workflow.js';
 import {keyLabel} from './flow.js';
@@ -37,6 +38,24 @@ export function searchTable(search) {
     })));
 }
 
+// planView shows a migration's plan: whether the instance can move, from
+// which version to which, where it is in both, the problems (each with
+// its step and path), the notes and the plugin pins that change.
+export function planView(p) {
+  const pins = Object.entries(p.plugins || {});
+  return h('div', {class: 'plan', 'data-test': 'plan', 'data-can-move': String(Boolean(p.can_move))},
+    h('p', {'data-test': 'plan-verdict'}, h('strong', {class: p.can_move ? 'st-completed' : 'st-failed'}, p.can_move ? 'It can move' : 'It cannot move'),
+      ` from version ${p.from_version ?? '?'} to version ${p.to_version ?? '?'}.`),
+    (p.at || []).length ? h('table', {class: 'list'}, h('thead', {}, h('tr', {}, ['step', 'kind', 'at (now)', 'at (after)'].map((c) => h('th', {scope: 'col'}, c)))),
+      h('tbody', {}, p.at.map((a) => h('tr', {}, h('td', {}, h('code', {}, a.step)), h('td', {}, a.kind || ''),
+        h('td', {}, h('code', {}, a.from || '')), h('td', {}, h('code', {}, a.to || '')))))) : null,
+    (p.problems || []).length ? [h('h3', {}, 'Problems'), h('ul', {class: 'plain', 'data-test': 'plan-problems'}, p.problems.map((x) => h('li', {'data-test': 'plan-problem'},
+      x.step ? [h('code', {}, x.step), x.path ? [' (', h('code', {}, x.path), ')'] : '', ': '] : x.path ? [h('code', {}, x.path), ': '] : '', x.message || '')))] : null,
+    (p.notes || []).length ? [h('h3', {}, 'Notes'), h('ul', {class: 'plain', 'data-test': 'plan-notes'}, p.notes.map((n) => h('li', {}, n)))] : null,
+    pins.length ? [h('h3', {}, 'Plugin pins that change'), h('ul', {class: 'plain', 'data-test': 'plan-pins'}, pins.map(([name, c]) =>
+      h('li', {}, h('code', {}, name), ': ', c.from ? shortHash(c.from) : h('span', {class: 'muted'}, 'not pinned'), ' → ', shortHash(c.to))))] : null);
+}
+
 export async function render({main, params}) {
   const id = params[0];
   const base = `/v1/instances/${api.p(id)}`;
@@ -52,8 +71,10 @@ export async function render({main, params}) {
   let logs = null; // null: not (yet) read; else the lines
   let logsError = null;
   let selectedKey = '';
-  // retrying is set by a retry while the instance is still failed as the
-  // retry's answer showed it: {at, updated} (when, and its updated_at).
+  // retrying is set by a retry or a reset while the instance is still as
+  // the action's answer showed it: {at, status, updated} (when, and its
+  // status and updated_at then). Its stream, which ends while it is
+  // finished, is opened again until it has run since.
   let retrying = null;
 
   const live = h('span', {class: 'live', 'data-test': 'live-state', 'aria-live': 'polite'});
@@ -71,6 +92,16 @@ export async function render({main, params}) {
   const children = h('div', {'data-test': 'children'});
   const steps = h('details', {class: 'card', 'data-test': 'instance-graph'}, h('summary', {}, 'Steps, coloured by how far it got'));
   let def = null; // the instance's workflow version as the host parsed it, once read
+
+  // adopt takes a view of the instance, unless it is older than the one
+  // shown: an action's answer (the instance as it was), or a read sent
+  // before a change that the stream has shown already, may arrive after
+  // it, and must not undo it (nothing would redraw it again).
+  function adopt(v) {
+    if (compareTimes(v.updated_at, inst.updated_at) < 0) return false;
+    inst = v;
+    return true;
+  }
 
   // --- drawing ---
   // The heading is drawn once and kept: the console moves the focus to
@@ -145,7 +176,7 @@ export async function render({main, params}) {
       list.push(actionForm({'data-test': 'cancel', danger: true}, field('Reason', reason), 'Cancel instance', async () => {
         if (!confirm(`Cancel instance ${inst.id}?`)) return null;
         const body = reason.value.trim() ? {reason: reason.value.trim()} : {};
-        inst = await api.post(`${base}/cancel`, body);
+        adopt(await api.post(`${base}/cancel`, body));
         notify('Cancellation requested; it applies when the instance next runs.');
         update();
         settle('3s');
@@ -162,7 +193,7 @@ export async function render({main, params}) {
         const body = pauseReason.value.trim() ? {reason: pauseReason.value.trim()} : {};
         // 202 with the instance as it was: the pause applies when it
         // next runs, and its stream shows it.
-        inst = await api.post(`${base}/pause`, body);
+        adopt(await api.post(`${base}/pause`, body));
         notify('Pause requested; it applies when the instance next runs.');
         update();
         settle();
@@ -173,7 +204,7 @@ export async function render({main, params}) {
       const resumeReason = h('input', {type: 'text', name: 'reason', placeholder: 'resumed through the API', 'data-test': 'resume-reason'});
       list.push(actionForm({'data-test': 'resume'}, field('Reason', resumeReason), 'Resume', async () => {
         const body = resumeReason.value.trim() ? {reason: resumeReason.value.trim()} : {};
-        inst = await api.post(`${base}/resume`, body);
+        adopt(await api.post(`${base}/resume`, body));
         notify('Resume requested; it applies when the instance next runs.');
         update();
         settle();
@@ -186,13 +217,20 @@ export async function render({main, params}) {
         const body = retryReason.value.trim() ? {reason: retryReason.value.trim()} : {};
         // 202 with the instance, still failed: the retry applies when it
         // next runs. Follow its stream again until it has left failed.
-        inst = await api.post(`${base}/retry`, body);
+        adopt(await api.post(`${base}/retry`, body));
         notify('Retry requested; it applies when the instance next runs.');
-        retrying = {at: Date.now(), updated: inst.updated_at};
+        retrying = {at: Date.now(), status: inst.status, updated: inst.updated_at};
         update();
         follow();
         return null;
       }));
+    }
+    // Reset: what has begun a step; migrate: what is at rest.
+    if (can('operator') && inst.status !== 'pending') {
+      list.push(h('button', {type: 'button', 'data-test': 'reset-open', onclick: openReset}, 'Reset…'));
+    }
+    if (can('admin') && ['suspended', 'paused', 'failed'].includes(inst.status)) {
+      list.push(h('button', {type: 'button', 'data-test': 'migrate-open', onclick: openMigrate}, 'Migrate…'));
     }
     list.push(h('button', {type: 'button', 'data-test': 'export', onclick: async (ev) => {
       ev.target.disabled = true;
@@ -222,6 +260,140 @@ export async function render({main, params}) {
       tms.length ? h('table', {class: 'list'}, h('thead', {}, h('tr', {}, h('th', {}, 'timer'), h('th', {}, 'kind'), h('th', {}, 'due'))),
         h('tbody', {}, tms.map((t) => h('tr', {'data-test': 'timer'}, h('td', {}, h('code', {}, t.id)), h('td', {}, t.kind || 'timer'),
           h('td', {}, timeEl(t.due), h('span', {class: 'muted'}, ` (in ${fmtDuration(new Date(t.due) - Date.now())})`)))))) : null));
+  }
+
+  // openReset asks for a reset (docs/operations.md, "Reset"): the reset
+  // points, the top-level steps the instance began, each at its last
+  // beginning (those whose variables were not recorded cannot be chosen,
+  // and say why), and a reason.
+  function openReset() {
+    const m = modal(`Reset instance ${inst.id}`, {'data-test': 'reset-dialog', class: 'modal wide'});
+    replace(m.body, slot(async () => {
+      const res = await api.get(`${base}/reset-points`);
+      const points = res.items || [];
+      if (!points.length) return h('p', {class: 'muted', 'data-test': 'no-reset-points'}, 'It has begun no top-level step: there is nothing to reset to.');
+      const reason = h('input', {type: 'text', name: 'reason', placeholder: 'reset through the API', 'data-test': 'reset-reason'});
+      const choices = h('fieldset', {class: 'choices', 'data-test': 'reset-points'}, h('legend', {}, 'Run it again from'),
+        points.map((pt) => h('label', {class: `choice${pt.vars ? '' : ' disabled'}`, 'data-test': 'reset-point', 'data-step': pt.step, 'data-vars': String(Boolean(pt.vars))},
+          h('input', {type: 'radio', name: 'reset-step', value: pt.step, disabled: !pt.vars, 'data-test': 'reset-point-choice'}),
+          h('code', {}, pt.step), h('span', {class: 'muted'}, ` step ${(pt.index ?? 0) + 1}, last began `, timeEl(pt.time)),
+          pt.vars ? '' : h('span', {class: 'warn', 'data-test': 'reset-point-reason'}, ` — ${pt.reason || 'its variables were not recorded'}`))));
+      return actionForm({'data-test': 'reset', danger: true}, [choices, field('Reason', reason),
+        h('p', {class: 'muted small-text'}, 'What it waits on is cancelled, its error and output are forgotten, and the step begins anew with the variables it had then: '
+          + 'a new execution, whose activities run again.')], 'Reset', async (form) => {
+        const chosen = form.querySelector('input[name=reset-step]:checked');
+        if (!chosen) throw new Error('Choose the step to run it again from.');
+        const body = {step: chosen.value};
+        if (reason.value.trim()) body.reason = reason.value.trim();
+        // 202 with the instance as it was: the reset applies when it
+        // next runs. Follow its stream again until it has run.
+        adopt(await api.post(`${base}/reset`, body));
+        m.close();
+        notify(`Reset to ${body.step} requested; it applies when the instance next runs.`);
+        retrying = {at: Date.now(), status: inst.status, updated: inst.updated_at};
+        update();
+        follow();
+        return null;
+      });
+    }, {'data-test': 'reset-body'}));
+  }
+
+  // openMigrate asks for a migration (docs/operations.md, "Migrate"): a
+  // workflow version (empty: the latest) and plugin versions, a dry run
+  // that shows the plan (whether it can move, and why not; the notes; the
+  // pins that change), then the move of that plan, with a retry or a
+  // resume after it.
+  function openMigrate() {
+    const m = modal(`Migrate instance ${inst.id}`, {'data-test': 'migrate-dialog', class: 'modal wide'});
+    const version = h('input', {type: 'number', name: 'version', min: 1, step: 1, placeholder: `latest (now version ${inst.version})`, 'data-test': 'migrate-version'});
+    const pins = Object.keys(inst.plugins || {}).sort().map((name) => {
+      const pinned = inst.plugins[name];
+      const sel = h('select', {name: `pin-${name}`, 'data-test': 'migrate-pin', 'data-plugin': name},
+        h('option', {value: ''}, `keep ${pinned.slice(0, 12)}`));
+      const box = h('div', {}, field(`Plugin ${name}`, sel));
+      api.get(`/v1/plugins/${api.p(name)}`).then((pl) => {
+        const versions = pl.versions && pl.versions.length ? pl.versions : [pl];
+        for (const v of versions) {
+          if (v.version === pinned) continue;
+          sel.append(h('option', {value: v.version}, `${v.version.slice(0, 12)}${v.version === pl.version ? ' (current)' : ''}, uploaded ${fmtTime(v.created_at)}`));
+        }
+      }, (e) => box.append(errorBox(e)));
+      return {name, sel, box};
+    });
+    const plan = h('div', {'data-test': 'migrate-plan'});
+    const move = h('div');
+    // planned is the target of the dry run whose plan is shown: a move
+    // sends that, and a change of the fields forgets it.
+    let planned = null;
+    const target = () => {
+      const t = {};
+      if (version.value.trim()) t.version = Number(version.value);
+      const pl = {};
+      for (const {name, sel} of pins) if (sel.value) pl[name] = sel.value;
+      if (Object.keys(pl).length) t.plugins = pl;
+      return t;
+    };
+    const forget = () => {
+      if (!planned) return;
+      planned = null;
+      replace(plan, h('p', {class: 'muted'}, 'The target changed: run the dry run again.'));
+      replace(move, '');
+    };
+    version.addEventListener('input', forget);
+    for (const {sel} of pins) sel.addEventListener('change', forget);
+
+    const dry = actionForm({'data-test': 'migrate-dry'}, [field('Workflow version', version, 'Empty: the workflow\'s latest version.'),
+      pins.length ? pins.map((x) => x.box) : h('p', {class: 'muted small-text'}, 'It pins no plugin.'),
+      h('p', {class: 'muted small-text'}, 'A plugin not named keeps its pin; one only the target calls gets its current version.')], 'Dry run', async () => {
+      const t = target();
+      let res;
+      try {
+        res = await api.post(`${base}/migrate`, {...t, dry_run: true});
+      } catch (e) {
+        if (e.status !== 409 || !e.problem || !e.problem.migration) throw e;
+        res = e.problem.migration;
+      }
+      planned = t;
+      replace(plan, planView(res));
+      drawMove(res);
+      return null;
+    });
+
+    function drawMove(p) {
+      if (!p.can_move) {
+        replace(move, '');
+        return;
+      }
+      // A failed instance may be retried, a paused one resumed, with the move.
+      const next = inst.status === 'failed' ? ['retry', 'retry it from its failed step'] : inst.status === 'paused' ? ['resume', 'resume it'] : null;
+      const then = h('select', {name: 'then', 'data-test': 'migrate-then'}, h('option', {value: ''}, `nothing: it stays ${inst.status}`),
+        next ? h('option', {value: next[0]}, next[1]) : null);
+      const reason = h('input', {type: 'text', name: 'reason', placeholder: 'migrated through the API', 'data-test': 'migrate-reason'});
+      replace(move, actionForm({'data-test': 'migrate-move', danger: true}, [next ? field('Then', then) : null, field('Reason', reason)],
+        `Move to version ${p.to_version}`, async () => {
+          const body = {...planned};
+          if (then.value) body.then = then.value;
+          if (reason.value.trim()) body.reason = reason.value.trim();
+          let res;
+          try {
+            res = await api.post(`${base}/migrate`, body);
+          } catch (e) {
+            if (e.status !== 409 || !e.problem || !e.problem.migration) throw e;
+            // It no longer fits: the plan says why.
+            replace(plan, planView(e.problem.migration));
+            replace(move, '');
+            throw e;
+          }
+          m.close();
+          notify(`Migration to version ${res.to_version} sent; it applies when the instance is at rest.`);
+          retrying = {at: Date.now(), status: inst.status, updated: inst.updated_at};
+          follow();
+          settle();
+          return null;
+        }));
+    }
+    replace(m.body, dry, plan, move);
+    version.focus();
   }
 
   function sendEventForm(b) {
@@ -420,7 +592,7 @@ export async function render({main, params}) {
   // next runs), so the page does not depend on the stream to show it.
   async function settle(wait) {
     try {
-      inst = await api.get(base, wait ? {wait} : {});
+      adopt(await api.get(base, wait ? {wait} : {}));
       update();
       await reload();
     } catch (e) {
@@ -498,9 +670,9 @@ export async function render({main, params}) {
           return;
         }
         if (type !== 'instance' || !v || typeof v !== 'object') return;
-        // It ran since the retry (and may have failed again).
-        if (retrying && (v.status !== 'failed' || v.updated_at !== retrying.updated)) retrying = null;
-        inst = v;
+        if (!adopt(v)) return;
+        // It ran since the retry or the reset (and may have failed again).
+        if (retrying && (v.status !== retrying.status || v.updated_at !== retrying.updated)) retrying = null;
         update();
         refresh();
       },

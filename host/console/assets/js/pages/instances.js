@@ -3,11 +3,14 @@
 // they wait for (GET /v1/instances: id, event, key), or by a query of
 // their search attributes (q, docs/operations.md#search), with counts by
 // status as chips, live updates from the instances stream, paging by
-// next_cursor and a bulk cancel of the selected rows.
+// next_cursor, a bulk cancel of the selected rows, and, for a query, a
+// batch job over every instance it matches ("Apply to all matching…",
+// docs/operations.md#batch-operations).
 
 import * as api from '../api.js';
 import {h, replace, timeEl, statusBadge, STATUSES, TERMINAL, links, toRFC3339, toLocalInput, throttle} from '../format.js';
-import {can, errorBox, field, notify, liveState} from '../ui.js';
+import {can, errorBox, field, notify, liveState, modal, actionForm, parseJSONField, sleep} from '../ui.js';
+import {FINISHED} from './batch.js';
 
 const PAGE = 50;
 
@@ -43,6 +46,155 @@ export function queryProblem(text, err) {
     h('code', {class: 'query-text'}, text.slice(0, at),
       h('mark', {'data-test': 'query-token'}, end > at ? text.slice(at, end) : '\u00a0'), text.slice(end)),
     h('p', {class: 'error-inline'}, msg));
+}
+
+// batchQuery is the query a batch of "all matching" selects with: the
+// list's query, with those of its other filters a query can say (the
+// workflow, the status, the creation range; the list takes no id, event
+// or key with a query), so that the batch matches what the list shows.
+export function batchQuery(f) {
+  const parts = [];
+  if (f.workflow) parts.push(`workflow = ${JSON.stringify(f.workflow)}`);
+  if (f.status) parts.push(`status = ${JSON.stringify(f.status)}`);
+  if (f.created_after) parts.push(`created_at >= ${JSON.stringify(f.created_after)}`);
+  if (f.created_before) parts.push(`created_at < ${JSON.stringify(f.created_before)}`);
+  if (!parts.length) return f.q;
+  return [`(${f.q})`, ...parts].join(' AND ');
+}
+
+// BATCH_OPS are the operations "Apply to all matching…" offers, with the
+// role each needs and what it does to each instance.
+const BATCH_OPS = [
+  ['cancel', 'operator', 'cancel each unfinished instance'],
+  ['retry', 'operator', 'retry each failed instance from its failed step'],
+  ['pause', 'operator', 'pause each started, unfinished instance'],
+  ['resume', 'operator', 'resume each paused instance'],
+  ['signal', 'operator', 'send an event to each instance waiting for it'],
+  ['reset', 'operator', 'run each instance again from a step'],
+  ['delete', 'admin', 'delete each finished instance, with its history'],
+];
+
+// SELECT_POLL is how often, in ms, the dialog reads a batch that is
+// selecting its instances.
+const SELECT_POLL = 300;
+
+// applyToAll opens the dialog of a batch over every instance the query
+// matches: the operation, its arguments and a reason; then a held batch
+// (hold: true) selects them and says how many; then Confirm applies it
+// and goes to the batch's page, or Cancel (or closing the dialog)
+// cancels it, having applied nothing.
+function applyToAll(q) {
+  let b = null; // the batch, once started
+  let settled = false; // confirmed or cancelled: nothing to cancel on close
+  const m = modal('Apply to all matching', {'data-test': 'apply-dialog', class: 'modal wide'}, () => {
+    if (b && !settled) {
+      api.post(`/v1/batches/${api.p(b.id)}/cancel`, {reason: 'not confirmed in the console'})
+        .then(() => notify(`Batch ${b.id} cancelled: nothing was applied.`), (e) => notify(`Batch ${b.id} could not be cancelled: ${e.detail || e.message}`));
+    }
+  });
+  const opSelect = h('select', {name: 'op', 'data-test': 'apply-op'},
+    BATCH_OPS.filter(([, role]) => can(role)).map(([op, , what]) => h('option', {value: op}, `${op}: ${what}`)));
+  const event = h('input', {type: 'text', name: 'event', autocomplete: 'off', spellcheck: 'false', placeholder: 'order.paid', 'data-test': 'apply-event'});
+  const key = h('input', {type: 'text', name: 'key', autocomplete: 'off', spellcheck: 'false', placeholder: 'every key', 'data-test': 'apply-key'});
+  const payload = h('textarea', {rows: 3, name: 'payload', spellcheck: 'false', placeholder: '{"paid": true}', 'data-test': 'apply-payload'});
+  const step = h('input', {type: 'text', name: 'step', autocomplete: 'off', spellcheck: 'false', placeholder: 'a top-level step id', 'data-test': 'apply-step'});
+  const reason = h('input', {type: 'text', name: 'reason', placeholder: 'why: in each instance\'s history', 'data-test': 'apply-reason'});
+  const rate = h('input', {type: 'number', name: 'rate', min: 0, step: 'any', placeholder: '1000', 'data-test': 'apply-rate'});
+  const signalFields = h('div', {}, field('Event', event), field('Correlation key', key, 'Only the waits with this key; empty: every wait for the event.'),
+    field('Payload (JSON)', payload));
+  const resetFields = h('div', {}, field('Step', step, 'Each instance runs again from this step, with the variables it had when the step began.'));
+  const showArgs = () => {
+    signalFields.hidden = opSelect.value !== 'signal';
+    resetFields.hidden = opSelect.value !== 'reset';
+  };
+  opSelect.addEventListener('change', showArgs);
+  showArgs();
+
+  const form = actionForm({'data-test': 'apply'}, [
+    h('p', {}, 'Every instance this query matches, among those created before the batch:'),
+    h('code', {class: 'query-text', 'data-test': 'apply-query'}, q),
+    field('Operation', opSelect), signalFields, resetFields, field('Reason', reason),
+    field('Rate (instances per second)', rate, 'Empty: the host\'s default, 1000. 0: as fast as the host goes.'),
+    h('p', {class: 'muted small-text'}, 'The host first selects the instances and says how many; nothing is applied until you confirm.'),
+  ], 'Select the instances', async () => {
+    const op = opSelect.value;
+    const doc = {op, query: q, hold: true};
+    if (reason.value.trim()) doc.reason = reason.value.trim();
+    if (rate.value.trim() !== '') doc.rate = Number(rate.value);
+    if (op === 'signal') {
+      doc.args = {event: event.value.trim()};
+      if (key.value.trim()) doc.args.key = key.value.trim();
+      const v = parseJSONField(payload.value, 'the payload');
+      if (v !== undefined) doc.args.payload = v;
+    } else if (op === 'reset') {
+      doc.args = {step: step.value.trim()};
+    }
+    b = await api.post('/v1/batches', doc);
+    selecting().catch((e) => {
+      if (!m.closed) m.body.append(errorBox(e));
+    });
+    return null;
+  });
+  replace(m.body, form);
+  opSelect.focus();
+
+  // selecting waits while the batch selects its instances, then asks for
+  // the confirmation.
+  async function selecting() {
+    const status = h('p', {'aria-live': 'polite', 'data-test': 'apply-selecting'});
+    replace(m.body, h('p', {}, 'Batch ', h('a', {href: links.batch(b.id), 'data-test': 'apply-batch-link'}, b.id), `: ${b.op} over `,
+      h('code', {class: 'query-text'}, q)), status);
+    while (b.phase === 'selecting') {
+      replace(status, `Selecting the instances… ${b.matched || 0} so far.`);
+      await sleep(SELECT_POLL);
+      if (m.closed) return;
+      b = await api.get(`/v1/batches/${api.p(b.id)}`);
+    }
+    if (m.closed) return;
+    const n = b.matched || 0;
+    const result = h('div', {class: 'form-result'});
+    if (b.phase === 'selected' && n > 0) {
+      const confirmButton = h('button', {type: 'button', class: 'danger', 'data-test': 'apply-confirm'}, `Confirm: ${b.op} ${n} instance${n === 1 ? '' : 's'}`);
+      const cancelButton = h('button', {type: 'button', 'data-test': 'apply-cancel'}, 'Cancel');
+      const act = async (path, body, then) => {
+        confirmButton.disabled = true;
+        cancelButton.disabled = true;
+        try {
+          b = await api.post(`/v1/batches/${api.p(b.id)}/${path}`, body);
+          settled = true;
+          then();
+        } catch (e) {
+          replace(result, errorBox(e));
+        } finally {
+          confirmButton.disabled = false;
+          cancelButton.disabled = false;
+        }
+      };
+      confirmButton.addEventListener('click', () => act('confirm', {}, () => {
+        m.close();
+        notify(`Batch ${b.id} confirmed: ${b.op} ${n} instance${n === 1 ? '' : 's'}.`);
+        location.hash = links.batch(b.id);
+      }));
+      cancelButton.addEventListener('click', () => act('cancel', {reason: 'not confirmed in the console'}, () => {
+        m.close();
+        notify(`Batch ${b.id} cancelled: nothing was applied.`);
+      }));
+      replace(status, h('strong', {'data-test': 'apply-matched', 'data-count': String(n)}, `${n} instance${n === 1 ? '' : 's'} match${n === 1 ? 'es' : ''}`),
+        ` the query now. Confirm to ${b.op} ${n === 1 ? 'it' : 'each'}; instances it does not apply to are skipped, with why.`);
+      m.body.append(h('div', {class: 'buttons'}, confirmButton, cancelButton), result);
+      confirmButton.focus();
+    } else if (b.phase === 'selected' || (FINISHED.has(b.phase) && n === 0 && !b.error)) {
+      replace(status, h('strong', {'data-test': 'apply-matched', 'data-count': '0'}, 'No instances match'), ' the query: there is nothing to apply.');
+    } else if (b.phase === 'failed') {
+      settled = true;
+      replace(status, h('span', {class: 'error-inline', 'data-test': 'apply-failed'}, `The batch failed: ${b.error || 'no reason given'}`));
+    } else {
+      // Applying already (a host that does not hold it): its page follows it.
+      settled = true;
+      m.close();
+      location.hash = links.batch(b.id);
+    }
+  }
 }
 
 export async function render({main, query}) {
@@ -240,6 +392,14 @@ export async function render({main, query}) {
     replace(bulkCount, `${selected.size} selected`);
   }
 
+  // --- apply to all matching ---
+  // A batch job over every instance the query (with the other filters)
+  // matches: offered for a query, to a token that may operate.
+  const applyBar = operator && f.q ? h('div', {class: 'apply-all', 'data-test': 'apply-bar'},
+    h('button', {type: 'button', 'data-test': 'apply-all', onclick: () => applyToAll(batchQuery(f))}, 'Apply to all matching…'),
+    h('span', {class: 'muted small-text'}, 'A batch job on the host over every instance the query matches, not only those shown; ',
+      h('a', {href: links.batches()}, 'the batches'), '.')) : null;
+
   // --- live updates ---
   // The list stream tells of each instance that changed ("instance"), of
   // each deleted ("deleted", {id}), and asks for the list to be read
@@ -284,7 +444,7 @@ export async function render({main, query}) {
   replace(main,
     h('div', {class: 'page-head'}, h('h1', {}, 'Instances'), live,
       h('button', {type: 'button', 'data-test': 'refresh', onclick: () => refresh()}, 'Refresh')),
-    filterForm, chips, bulk, bulkResult, listError,
+    filterForm, chips, applyBar, bulk, bulkResult, listError,
     h('div', {class: 'table-wrap'}, h('table', {class: 'list', 'data-test': 'instances-table'},
       h('thead', {}, h('tr', {},
         operator ? h('th', {scope: 'col'}, selectAll) : null,
