@@ -209,7 +209,7 @@ func TestCLIInstanceResetMigrate(t *testing.T) {
 	}
 	r := ts.weft(t, nil, "instance", "migrate", "roll-w")
 	if r.code != exitFailed || !strings.Contains(r.stdout, "instance roll-w cannot move from version 1 to 2\n") || !regexp.MustCompile(`(?m)^problem: step a, .+ \(steps\[0\]\)$`).MatchString(r.stdout) ||
-		!strings.Contains(r.stderr, "weft: instance roll-w: not migrated: instance \"roll-w\" cannot move from version 1 to 2: step a: ") {
+		!strings.Contains(r.stderr, "weft: instance roll-w: not migrated: instance \"roll-w\" cannot move from version 1 to 2: step a, ") {
 		t.Errorf("a refused migration: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	out := ts.ok(t, "instance", "migrate", "roll-f", "--retry", "--reason", "fixed")

@@ -152,11 +152,8 @@ type MigrationError struct{ Plan *MigrationPlan }
 func (e *MigrationError) Error() string {
 	msg := fmt.Sprintf("instance %q cannot move from version %d to %d", e.Plan.Instance, e.Plan.FromVersion, e.Plan.ToVersion)
 	if len(e.Plan.Problems) > 0 {
-		p := e.Plan.Problems[0]
-		if p.Step != "" {
-			msg += ": step " + p.Step
-		}
-		msg += ": " + p.Message
+		// A problem's message names its step.
+		msg += ": " + e.Plan.Problems[0].Message
 		if n := len(e.Plan.Problems) - 1; n > 0 {
 			msg += fmt.Sprintf(" (and %d more)", n)
 		}

@@ -55,7 +55,8 @@ func (e *Engine) startBatch(ctx context.Context, doc []byte, actor string) (*wef
 	}
 	if d.Query != "" {
 		if _, err := e.parseQuery(ctx, d.Query); err != nil {
-			return nil, &weft.BatchError{Problems: []weft.Problem{{Path: "query", Message: strings.TrimPrefix(err.Error(), weft.ErrInvalid.Error()+": ")}}}
+			msg := strings.TrimPrefix(err.Error(), weft.ErrInvalid.Error()+": ")
+			return nil, &weft.BatchError{Problems: []weft.Problem{{Path: "query", Message: strings.TrimPrefix(msg, "query: ")}}}
 		}
 	}
 	now := e.cfg.Now()
@@ -248,12 +249,7 @@ func (e *Engine) selectPage(ctx context.Context, b *weft.Batch, d *batch.Documen
 		ids[i] = items[i].ID
 	}
 	st.SelectCursor = next
-	if next == "" {
-		st.Phase = batch.PhaseApplying
-		if d.Hold {
-			st.Phase, b.Wake = batch.PhaseSelected, time.Time{}
-		}
-	}
+	st.Matched = b.Counts.Total() // so far: the items of the pages before
 	if b.State, err = st.Encode(); err != nil {
 		return nil, err
 	}
@@ -261,19 +257,23 @@ func (e *Engine) selectPage(ctx context.Context, b *weft.Batch, d *batch.Documen
 	if err != nil {
 		return nil, err
 	}
-	if n := b.Counts.Total(); n > e.cfg.BatchMaxItems {
-		st.Matched = n
+	st.Matched = b.Counts.Total()
+	if st.Matched > e.cfg.BatchMaxItems {
 		return e.failBatch(ctx, b, st, now, fmt.Sprintf("the query matches more than %d instances (engine.batch_max_items)", e.cfg.BatchMaxItems))
 	}
-	if st.Phase != batch.PhaseSelecting {
-		// Selected: the count is the items'.
-		st.Matched = b.Counts.Total()
-		if b.State, err = st.Encode(); err != nil {
-			return nil, err
-		}
-		return e.store.UpdateBatch(ctx, b)
+	if next != "" {
+		return b, nil
 	}
-	return b, nil
+	// Selected, with its count, in one write: a reader never sees the
+	// phase without the count.
+	st.Phase = batch.PhaseApplying
+	if d.Hold {
+		st.Phase, b.Wake = batch.PhaseSelected, time.Time{}
+	}
+	if b.State, err = st.Encode(); err != nil {
+		return nil, err
+	}
+	return e.store.UpdateBatch(ctx, b)
 }
 
 // failBatch ends a batch that cannot go on, saying why.
