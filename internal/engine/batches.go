@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -165,7 +166,7 @@ func (e *Engine) changeBatch(ctx context.Context, id string, change func(*batch.
 // singleton's TTL: a turn that runs late hands over to the next holder
 // before its lock runs out.
 func (e *Engine) sweepBatches(ctx context.Context) {
-	stopAt := time.Now().Add(singletonTTL(e.cfg.BatchInterval) / 2)
+	stopAt := time.Now().Add(batchesTTL(e.cfg.BatchInterval) / 2)
 	due, err := e.store.DueBatches(ctx, e.cfg.Now(), batchesPerTurn)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -216,9 +217,9 @@ func (e *Engine) stepBatch(ctx context.Context, b *weft.Batch, stopAt time.Time)
 			b, err = e.selectPage(ctx, b, d, st, now)
 		case batch.PhaseApplying:
 			var wait bool
-			b, wait, err = e.applyChunk(ctx, b, d, st, now)
-			if wait {
-				return err
+			b, wait, err = e.applyChunk(ctx, b, d, st, now, stopAt)
+			if wait && err == nil {
+				return nil
 			}
 		}
 		if errors.Is(err, weft.ErrConflict) {
@@ -291,7 +292,7 @@ func (e *Engine) failBatch(ctx context.Context, b *weft.Batch, st batch.State, n
 // applyChunk applies the operation to the next pending items, as many as
 // the rate allows now; wait says the batch waits (for its rate, or it is
 // done), until b.Wake.
-func (e *Engine) applyChunk(ctx context.Context, b *weft.Batch, d *batch.Document, st batch.State, now time.Time) (_ *weft.Batch, wait bool, _ error) {
+func (e *Engine) applyChunk(ctx context.Context, b *weft.Batch, d *batch.Document, st batch.State, now, stopAt time.Time) (_ *weft.Batch, wait bool, _ error) {
 	n, wake := batch.Budget(d.Limit(), st.LastApply, now, e.cfg.BatchChunk)
 	if n == 0 {
 		if wake.Equal(b.Wake) {
@@ -318,15 +319,11 @@ func (e *Engine) applyChunk(ctx context.Context, b *weft.Batch, d *batch.Documen
 		return updated, true, err
 	}
 	op := weft.Operation{Actor: b.Actor, Reason: d.Reason, Batch: b.ID, At: b.CreatedAt}
-	changes := make([]weft.BatchChange, 0, len(items))
-	orders := make(map[string]weft.Order, len(items))
-	for _, it := range items {
-		c, err := e.batchChange(ctx, d, it.InstanceID, op, orders)
-		if err != nil {
-			return nil, true, err
-		}
-		changes = append(changes, c)
+	changes, orders, err := e.batchChanges(ctx, d, items, op, stopAt)
+	if err != nil {
+		return nil, true, err
 	}
+	items = items[:len(changes)]
 	st.ApplyAfter, st.LastApply = items[len(items)-1].Seq, now
 	if b.State, err = st.Encode(); err != nil {
 		return nil, true, err
@@ -354,6 +351,46 @@ func (e *Engine) applyChunk(ctx context.Context, b *weft.Batch, d *batch.Documen
 		e.cfg.Observer.BatchApplied(string(d.Op), string(o), n)
 	}
 	return updated, false, nil
+}
+
+// batchSteppers is how many items of a chunk are looked at at once: each
+// costs a round trip or two to the store (the instance, its bookmarks).
+const batchSteppers = 8
+
+// batchChanges works out the changes of items, batchSteppers at a time,
+// in their order, and their instances' orders. Past stopAt it stops, with
+// the changes of a prefix of items (one at least): the sweep's lock must
+// outlast the chunk's write.
+func (e *Engine) batchChanges(ctx context.Context, d *batch.Document, items []weft.BatchItem, op weft.Operation, stopAt time.Time) ([]weft.BatchChange, map[string]weft.Order, error) {
+	changes := make([]weft.BatchChange, 0, len(items))
+	orders := make(map[string]weft.Order, len(items))
+	for start := 0; start < len(items); start += batchSteppers {
+		if start > 0 && time.Now().After(stopAt) {
+			break
+		}
+		group := items[start:min(start+batchSteppers, len(items))]
+		got := make([]weft.BatchChange, len(group))
+		errs := make([]error, len(group))
+		found := make([]map[string]weft.Order, len(group))
+		var wg sync.WaitGroup
+		for i, it := range group {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				found[i] = map[string]weft.Order{}
+				got[i], errs[i] = e.batchChange(ctx, d, it.InstanceID, op, found[i])
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, nil, err
+		}
+		changes = append(changes, got...)
+		for _, f := range found {
+			maps.Copy(orders, f)
+		}
+	}
+	return changes, orders, nil
 }
 
 // batchChange is what the batch does to one instance: the messages of
@@ -502,6 +539,12 @@ func (e *Engine) migrateChange(ctx context.Context, c weft.BatchChange, inst *we
 	c.Messages = []weft.Message{m}
 	return c, nil
 }
+
+// batchesTTL is the batches sweep's lock TTL: longer than the other
+// sweeps', since a turn applies whole chunks, each looking at up to
+// BatchChunk instances; a node that dies holding it hands its batches
+// over that much later.
+func batchesTTL(interval time.Duration) time.Duration { return max(5*time.Second, 4*interval) }
 
 // clean is an engine error as an operator reads it in a batch's item:
 // without the package's prefix.

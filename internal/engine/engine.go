@@ -538,19 +538,20 @@ func (e *Engine) Run(ctx context.Context) error {
 	for _, w := range []struct {
 		key      string
 		interval time.Duration
+		ttl      time.Duration
 		work     func(context.Context)
 	}{
-		{"weft-timers-sweep", e.cfg.TimerInterval, e.sweepTimers},
-		{"weft-schedules-sweep", e.cfg.ScheduleInterval, e.sweepSchedules},
-		{"weft-batches-sweep", e.cfg.BatchInterval, e.sweepBatches},
-		{"weft-recovery-sweep", e.cfg.RecoveryInterval, e.recoverySweep},
-		{"weft-stimuli-sweep", e.cfg.StimulusInterval, e.sweepStimuli},
-		{"weft-retention-sweep", e.cfg.RetentionInterval, e.sweepRetention},
+		{"weft-timers-sweep", e.cfg.TimerInterval, singletonTTL(e.cfg.TimerInterval), e.sweepTimers},
+		{"weft-schedules-sweep", e.cfg.ScheduleInterval, singletonTTL(e.cfg.ScheduleInterval), e.sweepSchedules},
+		{"weft-batches-sweep", e.cfg.BatchInterval, batchesTTL(e.cfg.BatchInterval), e.sweepBatches},
+		{"weft-recovery-sweep", e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), e.recoverySweep},
+		{"weft-stimuli-sweep", e.cfg.StimulusInterval, singletonTTL(e.cfg.StimulusInterval), e.sweepStimuli},
+		{"weft-retention-sweep", e.cfg.RetentionInterval, singletonTTL(e.cfg.RetentionInterval), e.sweepRetention},
 	} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.singleton(ctx, w.key, w.interval, w.work)
+			e.singleton(ctx, w.key, w.interval, w.ttl, w.work)
 		}()
 	}
 	<-ctx.Done()

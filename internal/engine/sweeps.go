@@ -13,9 +13,9 @@ import (
 // The singleton sweeps: due timers, recovery of expired leases and lost wake-ups, expired stimuli; and the requeue of pending instances at start.
 
 // singleton runs work every interval on the one node that holds the
-// try-lock key; the others skip their turn (docs/cluster.md, "Singleton
-// work").
-func (e *Engine) singleton(ctx context.Context, key string, interval time.Duration, work func(context.Context)) {
+// try-lock key, for ttl at most; the others skip their turn
+// (docs/cluster.md, "Singleton work").
+func (e *Engine) singleton(ctx context.Context, key string, interval, ttl time.Duration, work func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -24,7 +24,7 @@ func (e *Engine) singleton(ctx context.Context, key string, interval time.Durati
 			return
 		case <-t.C:
 		}
-		lease, ok, err := e.locks.TryAcquire(ctx, key, singletonTTL(interval))
+		lease, ok, err := e.locks.TryAcquire(ctx, key, ttl)
 		if err != nil || !ok {
 			continue
 		}
