@@ -320,6 +320,11 @@ func (e *Engine) applyChunk(ctx context.Context, b *weft.Batch, d *batch.Documen
 	}
 	op := weft.Operation{Actor: b.Actor, Reason: d.Reason, Batch: b.ID, At: b.CreatedAt}
 	changes, orders, err := e.batchChanges(ctx, d, items, op, stopAt)
+	if errors.Is(err, errStillPaused) {
+		b.Wake = now.Add(e.cfg.BatchInterval)
+		updated, err := e.store.UpdateBatch(ctx, b)
+		return updated, true, err
+	}
 	if err != nil {
 		return nil, true, err
 	}
@@ -456,6 +461,11 @@ func (e *Engine) batchChange(ctx context.Context, d *batch.Document, id string, 
 	case weft.BatchMigrate:
 		return e.migrateChange(ctx, c, inst, d, op)
 	case weft.BatchRelease:
+		if _, err := e.store.GetWorkflowPause(ctx, inst.Workflow); err == nil {
+			return c, errStillPaused
+		} else if !errors.Is(err, weft.ErrNotFound) {
+			return c, err
+		}
 		return releaseChange(c, inst), nil
 	case weft.BatchDelete:
 		// Deleted here, under the instance's lock, before the item is

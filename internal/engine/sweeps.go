@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -174,9 +175,24 @@ func (e *Engine) requeueStalePending(ctx context.Context) {
 	}
 	cutoff := e.cfg.Now().Add(-e.cfg.LockTTL)
 	e.pendingCursor = next
+	// A held instance waits while its workflow is paused, or while a
+	// release batch releases it (at its rate, oldest first).
 	var paused map[string]bool
 	if slices.ContainsFunc(pending, func(in weft.Instance) bool { return in.Hold != nil }) {
-		if paused, err = e.pausedWorkflows(ctx); err != nil {
+		if paused, err = e.pausedWorkflows(ctx); err == nil {
+			unpaused := map[string]bool{}
+			for _, in := range pending {
+				if in.Hold != nil && !paused[in.Workflow] {
+					unpaused[in.Workflow] = true
+				}
+			}
+			var busy map[string]bool
+			if len(unpaused) > 0 {
+				busy, err = e.releasing(ctx, unpaused)
+			}
+			maps.Copy(paused, busy)
+		}
+		if err != nil {
 			if ctx.Err() == nil {
 				e.log.Warn("reading the paused workflows", "err", err)
 			}

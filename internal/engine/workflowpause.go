@@ -47,26 +47,82 @@ func (e *Engine) ResumeWorkflow(ctx context.Context, name string, op weft.Operat
 	if op.At.IsZero() {
 		op.At = e.cfg.Now()
 	}
-	p, err := e.store.UnpauseWorkflow(ctx, name)
-	if err != nil {
+	if _, err := e.store.GetWorkflowPause(ctx, name); err != nil {
 		return nil, nil, fmt.Errorf("engine: resuming workflow %s: %w", name, err)
 	}
-	e.log.Info("workflow resumed", "workflow", name, "actor", op.Actor, "reason", op.Reason)
-	doc, err := json.Marshal(map[string]any{
-		"op": weft.BatchRelease, "query": "workflow = " + strconv.Quote(name) + ` AND status = "pending"`,
-		"reason": op.Reason, "rate": rate,
-	})
+	// The release first, then the resume: the recovery sweep, which
+	// queues a held start whose workflow is not paused, leaves those a
+	// release batch is releasing, and so finds this one as soon as the
+	// workflow is resumed; the batch applies nothing until then.
+	doc, err := json.Marshal(map[string]any{"op": weft.BatchRelease, "query": releaseQuery(name), "reason": op.Reason, "rate": rate})
 	if err != nil {
-		return p, nil, err
+		return nil, nil, err
 	}
 	b, err := e.startBatch(ctx, doc, op.Actor)
 	if err != nil {
-		// The workflow is resumed: the recovery sweep releases what the
-		// batch would have, without its order.
-		return p, nil, fmt.Errorf("engine: releasing the starts workflow %s held: %w", name, err)
+		return nil, nil, fmt.Errorf("engine: the release of the starts workflow %s held: %w", name, err)
 	}
+	p, err := e.store.UnpauseWorkflow(ctx, name)
+	if err != nil {
+		stop := weft.Operation{Actor: weft.ActorEngine, Reason: "the resume of workflow " + name + " failed"}
+		if _, cerr := e.CancelBatch(context.WithoutCancel(ctx), b.ID, stop); cerr != nil {
+			e.log.Warn("cancelling the release of a workflow that was not resumed", "workflow", name, "batch", b.ID, "err", cerr)
+		}
+		return nil, nil, fmt.Errorf("engine: resuming workflow %s: %w", name, err)
+	}
+	e.log.Info("workflow resumed", "workflow", name, "actor", op.Actor, "reason", op.Reason, "release", b.ID)
 	return p, b, nil
 }
+
+// errStillPaused: a release batch met a start whose workflow is still
+// paused (its resume has not landed yet); it waits for it.
+var errStillPaused = errors.New("the workflow is still paused")
+
+// releaseQuery selects the held starts of workflow name.
+func releaseQuery(name string) string {
+	return "workflow = " + strconv.Quote(name) + ` AND status = "pending"`
+}
+
+// releasing returns those of workflows whose held starts a release batch
+// is still releasing: the recovery sweep leaves them to it, so that its
+// rate and its order hold. It reads the newest batches, where a release
+// started by a recent resume is.
+func (e *Engine) releasing(ctx context.Context, workflows map[string]bool) (map[string]bool, error) {
+	queries := map[string]string{} // a release batch's query, canonical → workflow
+	for name := range workflows {
+		doc, err := json.Marshal(map[string]any{"op": weft.BatchRelease, "query": releaseQuery(name)})
+		if err != nil {
+			return nil, err
+		}
+		d, err := batch.ParseDocument(doc)
+		if err != nil {
+			return nil, err
+		}
+		queries[d.Query] = name
+	}
+	bs, _, err := e.store.ListBatches(ctx, "", releaseLookback)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, b := range bs {
+		d, err := batch.ParseDocument(b.Document)
+		if err != nil || d.Op != weft.BatchRelease {
+			continue
+		}
+		st, err := batch.ParseState(b.State)
+		if err != nil || st.Phase.Finished() {
+			continue
+		}
+		if name, ok := queries[d.Query]; ok {
+			out[name] = true
+		}
+	}
+	return out, nil
+}
+
+// releaseLookback is how many of the newest batches releasing reads.
+const releaseLookback = 100
 
 // WorkflowPauses returns the paused workflows.
 func (e *Engine) WorkflowPauses(ctx context.Context) ([]weft.WorkflowPause, error) {

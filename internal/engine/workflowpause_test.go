@@ -129,3 +129,50 @@ func TestHeldStartReleasedByRecovery(t *testing.T) {
 	h.waitStatus(inst.ID, weft.StatusCompleted)
 	onlyEntry(t, h, inst.ID, weft.HistoryStartReleased)
 }
+
+// TestReleaseBatchKeepsItsRate: starts held longer than a lease's TTL are
+// left to the release batch while it runs: the recovery sweep, which
+// queues a held start its release went past, does not release them ahead
+// of it, so each is released by the batch, at its rate, oldest first.
+func TestReleaseBatchKeepsItsRate(t *testing.T) {
+	t.Parallel()
+	cfg := engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, BatchInterval: 10 * time.Millisecond,
+		RecoveryInterval: 10 * time.Millisecond, LockTTL: time.Second}
+	h := newHost(t, withConfig(cfg))
+	h.save("name: quick\nsteps: [{id: a, activity: kit.echo, input: 1}]")
+	ctx := context.Background()
+	if _, err := h.e.PauseWorkflow(ctx, "quick", weft.Operation{Actor: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range 4 {
+		inst, _, err := h.e.Start(ctx, "quick", nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, inst.ID)
+	}
+	// Older than a lease's TTL: the sweep would queue them, were they
+	// not the batch's.
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond) // letting them age past the sweep's cutoff
+	}
+	_, b, err := h.e.ResumeWorkflow(ctx, "quick", weft.Operation{Actor: "alice"}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = h.waitBatch(b.ID, batch.PhaseDone)
+	items, err := h.e.BatchItems(ctx, b.ID, weft.BatchItemFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, it := range items {
+		if it.InstanceID != ids[i] || it.Outcome != weft.BatchDone {
+			t.Errorf("release item %d: %s %s %q, want %s done", i, it.InstanceID, it.Outcome, it.Reason, ids[i])
+		}
+	}
+	for _, id := range ids {
+		h.waitStatus(id, weft.StatusCompleted)
+	}
+}
