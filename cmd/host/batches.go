@@ -261,12 +261,42 @@ func (cmd *clientCmd) followBatch(ctx context.Context, b *apiv1.Batch, done func
 	return b, nil
 }
 
-// watchBatch follows a batch until it ends, drawing its progress: a bar on
-// stderr when it is a terminal, else a line on stdout when the phase
-// changes and at most every batchLineEvery while the counts do (none with
-// -o json). Then it prints the batch (a line, or -o json the batch), and
-// exits 0 when it is done with no item failed, 1 otherwise.
+// watchBatch follows a batch until it ends, drawing its progress
+// (followProgress). Then it prints the batch (a line, or -o json the
+// batch), and exits as batchExit says.
 func (cmd *clientCmd) watchBatch(ctx context.Context, b *apiv1.Batch) int {
+	b, err := cmd.followProgress(ctx, b)
+	if err != nil {
+		return cmd.fail(err)
+	}
+	if cmd.output == "json" {
+		cmd.json(b)
+	} else {
+		fmt.Fprintln(cmd.stdout, printable(endedLine(b), true))
+	}
+	return cmd.batchExit(b)
+}
+
+// batchExit is the exit code of a command that followed b to its end: 0
+// when it is done with no item failed, 1 otherwise (saying how to confirm
+// one that waits for a confirmation).
+func (cmd *clientCmd) batchExit(b *apiv1.Batch) int {
+	switch {
+	case b.Phase == apiv1.PhaseSelected:
+		cmd.errorf("batch %s waits for a confirmation: weft batch confirm %s", b.ID, b.ID)
+		return exitFailed
+	case b.Phase != apiv1.PhaseDone || b.Counts[apiv1.ItemFailed] > 0:
+		return exitFailed
+	}
+	return exitOK
+}
+
+// followProgress follows a batch until it ends or waits for a
+// confirmation, and returns it then, drawing its progress meanwhile: a
+// bar on stderr when it is a terminal, else a line on stdout when the
+// phase changes and at most every batchLineEvery while the counts do
+// (none with -o json).
+func (cmd *clientCmd) followProgress(ctx context.Context, b *apiv1.Batch) (*apiv1.Batch, error) {
 	start := cmd.now()
 	var lastLine string
 	var lastPhase apiv1.BatchPhase
@@ -296,22 +326,7 @@ func (cmd *clientCmd) watchBatch(ctx context.Context, b *apiv1.Batch) int {
 		}
 		fmt.Fprintln(cmd.stderr)
 	}
-	if err != nil {
-		return cmd.fail(err)
-	}
-	if cmd.output == "json" {
-		cmd.json(b)
-	} else {
-		fmt.Fprintln(cmd.stdout, printable(endedLine(b), true))
-	}
-	switch {
-	case b.Phase == apiv1.PhaseSelected:
-		cmd.errorf("batch %s waits for a confirmation: weft batch confirm %s", b.ID, b.ID)
-		return exitFailed
-	case b.Phase != apiv1.PhaseDone || b.Counts[apiv1.ItemFailed] > 0:
-		return exitFailed
-	}
-	return exitOK
+	return b, err
 }
 
 // batchOutcomes are the outcomes of a batch item, in the order they are

@@ -176,8 +176,8 @@ func (a *app) workflowList(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	return printPage(cmd, page, "NAME\tVERSION\tHASH\tCREATED", func(w apiv1.Workflow) string {
-		return fmt.Sprintf("%s\t%d\t%s\t%s", w.Name, w.Version, shortHash(w.Hash), formatTime(w.CreatedAt))
+	return printPage(cmd, page, "NAME\tVERSION\tHASH\tCREATED\tPAUSED", func(w apiv1.Workflow) string {
+		return fmt.Sprintf("%s\t%d\t%s\t%s\t%s", w.Name, w.Version, shortHash(w.Hash), formatTime(w.CreatedAt), pausedCell(w.Paused))
 	})
 }
 
@@ -197,6 +197,10 @@ func (a *app) workflowShow(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(cmd.stdout, "# workflow %s, version %d, created %s\n", w.Name, w.Version, formatTime(w.CreatedAt))
+	if w.Paused != nil {
+		// A comment, as the header: the output stays the definition.
+		fmt.Fprintln(cmd.stdout, printable(fmt.Sprintf("# paused %s; its new starts are held until weft workflow resume %s", workflowPausedLine(w.Paused), w.Name), false))
+	}
 	src := ""
 	if w.Source != nil {
 		src = *w.Source
@@ -376,7 +380,11 @@ func (cmd *clientCmd) waitExit(inst *apiv1.Instance, until apiv1.Until) int {
 		return exitOK
 	}
 	if cmd.output == "table" {
-		fmt.Fprintf(cmd.stderr, "weft: the wait ended with the instance %s\n", inst.Status)
+		held := ""
+		if inst.Hold != nil {
+			held = fmt.Sprintf(", held: its workflow is paused (weft workflow resume %s)", inst.Workflow)
+		}
+		fmt.Fprintf(cmd.stderr, "weft: the wait ended with the instance %s%s\n", inst.Status, held)
 	}
 	return exitPending
 }
@@ -499,6 +507,9 @@ func (cmd *clientCmd) printInstance(ctx context.Context, in *apiv1.Instance) {
 	}
 	if p := in.Paused; p != nil {
 		fmt.Fprintf(&w, "paused:    %s\n", pausedLine(p))
+	}
+	if h := in.Hold; h != nil {
+		fmt.Fprintf(&w, "held:      since %s: its workflow is paused; it starts when the workflow is resumed\n", formatTime(h.Since))
 	}
 	printSearch(&w, in.Search)
 	fmt.Fprintf(&w, "input:     %s\n", indentJSON(in.Input, "           "))
@@ -646,8 +657,17 @@ func statusNames() string {
 func printInstances(cmd *clientCmd, page *apiv1.Page[apiv1.Instance]) int {
 	return printPage(cmd, page, "ID\tWORKFLOW\tVERSION\tSTATUS\tPRIORITY\tFAIRNESS KEY\tCREATED\tUPDATED\tWAITING ON", func(in apiv1.Instance) string {
 		return fmt.Sprintf("%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%s", in.ID, in.Workflow, in.Version, in.Status, in.Priority, fairnessCell(in.FairnessKey),
-			formatTime(in.CreatedAt), formatTime(in.UpdatedAt), waitingSummary(in.WaitingOn))
+			formatTime(in.CreatedAt), formatTime(in.UpdatedAt), waitingCell(&in))
 	})
+}
+
+// waitingCell says in one cell what an instance waits on: its workflow's
+// resume for a held start, else waitingSummary.
+func waitingCell(in *apiv1.Instance) string {
+	if in.Hold != nil {
+		return "held: workflow paused"
+	}
+	return waitingSummary(in.WaitingOn)
 }
 
 // fairnessCell is an instance's fairness key in one cell of a table: "-"

@@ -11,6 +11,7 @@
 //	    [--rate N/PERIOD [--burst N] [--max-wait D] [--rate-key KEY]] [-f FILE.json|-]
 //	weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... [--all]
 //	weft workflow put|ls|show|rm
+//	weft workflow pause NAME [--reason R] | resume NAME [--reason R] [--rate N] [--watch]
 //	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--priority N] [--wait[=DURATION]] [--until finished|suspended]
 //	weft instance ls|count|show|history|logs|cancel|retry|pause|resume|reset|reset-points|migrate|rm|export|import
 //	weft batch start OP (--query Q | --ids FILE|-) [flags]
@@ -86,6 +87,8 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"workflow ls":      a.workflowList,
 		"workflow show":    a.workflowShow,
 		"workflow rm":      a.workflowRemove,
+		"workflow pause":   a.workflowPause,
+		"workflow resume":  a.workflowResume,
 		"run":              a.runCmd,
 		"instance ls":      a.instanceList,
 		"instance show":    a.instanceShow,
@@ -266,6 +269,10 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... | NAME --all
   weft workflow put FILE.yaml...
   weft workflow ls | show NAME [--version N] | rm NAME
+  weft workflow pause NAME [--reason R] | resume NAME [--reason R] [--rate N] [--watch]
+      pause: its new starts (API, triggers, schedules, child steps) are held, pending, until
+      resume releases them, oldest first, through a batch at --rate a second (default 1000;
+      0: no limit), which --watch follows (docs/operations.md#pause-a-workflow)
   weft run WORKFLOW [--input JSON|@FILE|@-] [--id ID] [--priority N] [--wait[=DURATION]]
            [--until finished|suspended]
       --priority: 1 (served first) to 5 (served last), before the definition's (3 unless it says);

@@ -164,9 +164,15 @@ func (s *Server) listWorkflows(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	paused, err := s.pausedByName(ctx)
+	if err != nil {
+		return err
+	}
 	items := make([]apiv1.Workflow, 0, len(defs))
 	for i := range defs {
-		items = append(items, viewWorkflow(&defs[i], false))
+		v := viewWorkflow(&defs[i], false)
+		v.Paused = paused[v.Name]
+		items = append(items, v)
 	}
 	return c.JSON(newPage(items, next))
 }
@@ -201,6 +207,9 @@ func (s *Server) getWorkflow(c *fiber.Ctx) error {
 	v.Versions = make([]apiv1.WorkflowVersion, len(kept))
 	for i, k := range kept {
 		v.Versions[i] = apiv1.WorkflowVersion{Version: k.Version, CreatedAt: k.CreatedAt}
+	}
+	if v.Paused, err = s.workflowPaused(ctx, name); err != nil {
+		return err
 	}
 	return c.JSON(v)
 }

@@ -33,6 +33,7 @@ func viewInstance(in *weft.Instance) apiv1.Instance {
 	v.Priority, v.FairnessKey, v.FairnessWeight = viewOrder(in.Order)
 	v.Concurrency = viewConcurrency(in.Concurrency)
 	v.Search = viewSearch(in.Search)
+	v.Hold = viewHold(in.Hold)
 	if in.Status == weft.StatusCancelled && in.Error == nil {
 		// Cancelled before the engine kept the reason as the error (or
 		// imported so): the answer says so all the same, so that every

@@ -61,6 +61,9 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodGet, path: "/v1/workflows/:name", perm: permRead, handler: s.getWorkflow},
 		{method: fiber.MethodDelete, path: "/v1/workflows/:name", perm: permAdmin, handler: s.deleteWorkflow},
 		{method: fiber.MethodPost, path: "/v1/workflows/:name/instances", perm: permOperate, handler: s.startInstance},
+		{method: fiber.MethodPost, path: "/v1/workflows/:name/pause", perm: permOperate, handler: s.pauseWorkflow},
+		{method: fiber.MethodPost, path: "/v1/workflows/:name/resume", perm: permOperate, handler: s.resumeWorkflow},
+		{method: fiber.MethodGet, path: "/v1/workflow-pauses", perm: permRead, handler: s.listWorkflowPauses},
 
 		{method: fiber.MethodGet, path: "/v1/schedules", perm: permRead, handler: s.listSchedules},
 		{method: fiber.MethodPut, path: "/v1/schedules/:id", perm: permAdmin, handler: s.putSchedule},

@@ -126,6 +126,10 @@ type Workflow struct {
 	// leaves a gap in the numbers, so a client cannot count them down
 	// from the latest.
 	Versions []WorkflowVersion `json:"versions,omitempty"`
+	// Paused is set while the workflow is paused (in lists too): its new
+	// starts are held until it is resumed. Its Held is counted when one
+	// workflow is shown.
+	Paused *WorkflowPause `json:"paused,omitempty"`
 }
 
 // WorkflowVersion is one version kept of a workflow.

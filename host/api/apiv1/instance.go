@@ -71,6 +71,10 @@ type Instance struct {
 	// bool, a time as an RFC 3339 string in UTC, or a list of strings,
 	// after its type (GET /v1/search-attributes). Absent when it has none.
 	Search map[string]any `json:"search,omitempty"`
+	// Hold is set on a pending instance created while its workflow was
+	// paused (docs/operations.md, "Pause a workflow"): it starts when the
+	// workflow is resumed. In lists too.
+	Hold *Hold `json:"hold,omitempty"`
 	// WaitingOn is set when one instance is shown, and in lists for a
 	// suspended instance.
 	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`

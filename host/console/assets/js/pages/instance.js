@@ -120,6 +120,15 @@ export async function render({main, params}) {
   // markup.
   function drawPaused() {
     const p = inst.paused;
+    if (inst.hold) {
+      // Held: created while its workflow was paused
+      // (docs/operations.md#pause-a-workflow).
+      replace(pausedBox, h('section', {class: 'paused-banner', role: 'status', 'data-test': 'held-banner'},
+        h('p', {}, h('strong', {}, 'Held'), ' since ', timeEl(inst.hold.since), ': its workflow ',
+          h('a', {href: links.workflow(inst.workflow)}, inst.workflow), ' is paused.'),
+        h('p', {class: 'muted'}, 'It starts when the workflow is resumed, oldest first; until then it takes no concurrency slot. It can be cancelled.')));
+      return;
+    }
     if (!p) {
       replace(pausedBox, '');
       return;
@@ -141,6 +150,7 @@ export async function render({main, params}) {
       // Where it goes in the ready queue: 1 is served first. A host from
       // before priorities answers none.
       inst.priority ? ['priority', h('span', {'data-test': 'instance-priority', title: '1 is served first, 5 last'}, String(inst.priority))] : null,
+      inst.hold ? ['held', h('span', {'data-test': 'instance-held'}, 'since ', timeEl(inst.hold.since), ': its workflow is paused')] : null,
       inst.fairness_key ? ['fairness key', [h('code', {'data-test': 'instance-fairness-key'}, inst.fairness_key),
         h('span', {class: 'muted'}, ` weight ${inst.fairness_weight || 1}`)]] : null,
       // Its key under its workflow's concurrency limit, linked to the
@@ -167,7 +177,7 @@ export async function render({main, params}) {
   let actionsSig = '';
   function drawActions() {
     const w = inst.waiting_on || {bookmarks: [], timers: []};
-    const sig = JSON.stringify([inst.status, Boolean(inst.paused), w.bookmarks, w.timers, can('operator')]);
+    const sig = JSON.stringify([inst.status, Boolean(inst.paused), Boolean(inst.hold), w.bookmarks, w.timers, can('operator')]);
     if (sig === actionsSig) return;
     actionsSig = sig;
     const list = [];
@@ -250,7 +260,8 @@ export async function render({main, params}) {
     const tms = w.timers || [];
     if (!bms.length && !tms.length) {
       replace(waiting, TERMINAL.has(inst.status) ? '' : section('Waiting on', {'data-test': 'waiting-on'}, h('p', {class: 'muted'},
-        inst.status === 'paused' ? 'Nothing: it is paused, and begins its next step when resumed.' : 'Nothing: it has work to do, or is being run.')));
+        inst.status === 'paused' ? 'Nothing: it is paused, and begins its next step when resumed.'
+          : inst.hold ? 'Its workflow\'s resume: it is held while the workflow is paused.' : 'Nothing: it has work to do, or is being run.')));
       return;
     }
     replace(waiting, section('Waiting on', {'data-test': 'waiting-on'},

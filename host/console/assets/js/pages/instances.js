@@ -23,6 +23,14 @@ export function waitingSummary(w) {
   return parts;
 }
 
+// heldNote says that a start is held: created while its workflow was
+// paused, it starts when the workflow is resumed
+// (docs/operations.md#pause-a-workflow).
+export function heldNote(it) {
+  return h('a', {class: 'wait st-paused', href: links.workflow(it.workflow), 'data-test': 'held',
+    title: 'created while its workflow was paused; it starts when the workflow is resumed'}, 'held: workflow paused');
+}
+
 // byteOffsetToIndex converts a byte offset into the UTF-8 encoding of
 // text (where the host says a query is wrong) into an index of the
 // string, as JavaScript counts (UTF-16 code units).
@@ -311,7 +319,7 @@ export async function render({main, query}) {
         h('td', {}, statusBadge(it.status)),
         h('td', {}, timeEl(it.created_at)),
         h('td', {}, timeEl(it.updated_at)),
-        h('td', {class: 'waiting'}, it.status === 'suspended' ? waitingSummary(it.waiting_on) : (it.error ? h('span', {class: 'muted'}, it.error.code) : '')))));
+        h('td', {class: 'waiting'}, it.hold ? heldNote(it) : it.status === 'suspended' ? waitingSummary(it.waiting_on) : (it.error ? h('span', {class: 'muted'}, it.error.code) : '')))));
     }
     more.hidden = !next;
     drawBulk();

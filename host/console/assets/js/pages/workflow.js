@@ -1,6 +1,8 @@
 // A workflow: its versions, its source, the graph of its steps, a form
-// to start an instance, and (for admins) an editor that saves a new
-// version and, when the host refuses it, marks each problem on its line.
+// to start an instance, its pause (a banner while it is paused, and
+// for operators Pause and Resume, docs/operations.md#pause-a-workflow),
+// and (for admins) an editor that saves a new version and, when the
+// host refuses it, marks each problem on its line.
 
 import * as api from '../api.js';
 import {h, replace, timeEl, links, shortHash} from '../format.js';
@@ -107,6 +109,28 @@ export function saveForm(name, initial, onSaved) {
   });
 }
 
+// PAUSE_POLL is how often, in ms, the page reads a paused workflow's
+// pause again, for its count of held starts.
+const PAUSE_POLL = 2000;
+
+// heldText says how many starts a paused workflow holds: "3 held
+// starts", "at least 10000 held starts" when the host stopped counting.
+export function heldText(p) {
+  const n = p.held || 0;
+  return `${p.held_more ? 'at least ' : ''}${n} held start${n === 1 ? '' : 's'}`;
+}
+
+// pauseBanner shows a workflow's pause: "Paused by alice since …: the
+// reason — 3 held starts", the held starts linked to the list of them.
+// Text nodes: a token's name or a reason is never markup.
+export function pauseBanner(p) {
+  return h('section', {class: 'paused-banner', role: 'status', 'data-test': 'workflow-paused-banner'},
+    h('p', {}, h('strong', {}, 'Paused'), p.actor ? ` by ${p.actor}` : '', ' since ', timeEl(p.since),
+      p.reason ? `: ${p.reason}` : '', ' — ',
+      h('a', {href: links.instances({workflow: p.workflow, status: 'pending'}), 'data-test': 'held-starts'}, heldText(p))),
+    h('p', {class: 'muted'}, 'Its new starts are accepted and held, pending, without a concurrency slot; a resume releases them, oldest first. Its instances already started go on.'));
+}
+
 export async function render({main, params, query}) {
   const name = params[0];
   const version = query.get('version') || '';
@@ -131,9 +155,76 @@ export async function render({main, params, query}) {
   const startID = h('input', {type: 'text', placeholder: 'made by the host', 'data-test': 'start-id'});
   const startPriority = prioritySelect({'data-test': 'start-priority'});
 
+  // The pause: a banner while paused, and the operator's Pause or
+  // Resume, redrawn from what the host answers; read again every
+  // PAUSE_POLL while paused, for the count of held starts.
+  const pauseBox = h('div');
+  const pauseActions = h('div');
+  const pauseResult = h('div', {'data-test': 'pause-result'});
+  let paused = wf.paused || null;
+  let pauseSig = '';
+  function drawPause() {
+    replace(pauseBox, paused ? pauseBanner(paused) : '');
+    const sig = JSON.stringify([Boolean(paused), can('operator')]);
+    if (sig === pauseSig) return;
+    pauseSig = sig;
+    if (!can('operator')) {
+      replace(pauseActions, '');
+      return;
+    }
+    const base = `/v1/workflows/${api.p(wf.name)}`;
+    if (!paused) {
+      const reason = h('input', {type: 'text', name: 'reason', placeholder: 'paused through the API', 'data-test': 'workflow-pause-reason'});
+      replace(pauseActions, section('Pause', {'data-test': 'workflow-pause-section'},
+        h('p', {class: 'muted'}, 'Hold its new starts (the API\'s, its triggers\', its schedules\' fires, its parents\' child steps) until it is resumed. Its instances already started go on.'),
+        actionForm({'data-test': 'workflow-pause'}, field('Reason', reason), 'Pause workflow', async () => {
+          if (!confirm(`Pause workflow ${wf.name}? Its new starts are held until it is resumed.`)) return null;
+          const body = reason.value.trim() ? {reason: reason.value.trim()} : {};
+          await api.post(`${base}/pause`, body);
+          notify(`Workflow ${wf.name} paused; its new starts are held.`);
+          replace(pauseResult, '');
+          await refreshPause();
+          return null;
+        })));
+      return;
+    }
+    const reason = h('input', {type: 'text', name: 'reason', placeholder: 'resumed through the API', 'data-test': 'workflow-resume-reason'});
+    const rate = h('input', {type: 'number', name: 'rate', min: '0', step: 'any', placeholder: '1000', 'data-test': 'workflow-resume-rate'});
+    replace(pauseActions, section('Resume', {'data-test': 'workflow-resume-section'},
+      h('p', {class: 'muted'}, 'Start its new starts again, and release the held ones, oldest first, through a batch job at the rate given.'),
+      actionForm({'data-test': 'workflow-resume'}, [field('Reason', reason),
+        field('Rate', rate, 'Held starts released a second: 1000 when empty, 0 for no limit.')], 'Resume workflow', async () => {
+        const body = {};
+        if (reason.value.trim()) body.reason = reason.value.trim();
+        if (rate.value.trim() !== '') body.rate = Number(rate.value);
+        const res = await api.post(`${base}/resume`, body);
+        notify(`Workflow ${wf.name} resumed.`);
+        replace(pauseResult, res.release
+          ? h('p', {role: 'status'}, 'Resumed; its held starts are released by ',
+            h('a', {href: links.batch(res.release.id), 'data-test': 'release-link'}, `batch ${res.release.id}`), '.')
+          : h('p', {class: 'error-inline', role: 'alert'}, `Resumed, but its release batch did not start (${res.release_error || 'no reason given'}): the host's recovery sweep releases its held starts.`));
+        await refreshPause();
+        return null;
+      })));
+  }
+  async function refreshPause() {
+    try {
+      const now = await api.get(`/v1/workflows/${api.p(wf.name)}`, {version});
+      paused = now.paused || null;
+    } catch {
+      return; // the next look tries again
+    }
+    drawPause();
+  }
+  drawPause();
+  const poll = setInterval(() => {
+    if (paused) refreshPause();
+  }, PAUSE_POLL);
+
   replace(main,
     h('div', {class: 'page-head'}, h('h1', {}, 'Workflow ', h('code', {'data-test': 'workflow-name'}, wf.name)),
       h('a', {href: links.instances({workflow: wf.name})}, 'Its instances')),
+    pauseBox,
     section(null, {}, kv([
       ['version', [String(wf.version), wf.version !== latest ? h('span', {class: 'muted'}, ` (latest is ${latest})`) : '']],
       ['hash', shortHash(wf.hash)],
@@ -155,10 +246,13 @@ export async function render({main, params, query}) {
           location.hash = links.instance(inst.id);
           return null;
         })) : null,
+    pauseActions,
+    pauseResult,
     section('Steps', {'data-test': 'graph-section'}, graphOf(wf)),
     section('Source', {}, sourceView(source)),
     can('admin') ? h('details', {class: 'card', 'data-test': 'edit-section'}, h('summary', {}, 'Edit and save a new version'),
       saveForm(wf.name, source, (res) => {
         location.hash = links.workflow(res.name, res.version);
       })) : null);
+  return () => clearInterval(poll);
 }
