@@ -596,6 +596,12 @@ func (s *Server) retryInstance(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
+	return s.accepted(ctx, c, id)
+}
+
+// accepted answers 202 with instance id as it is now: an action sent to
+// its inbox (a retry, a reset) applies when it next runs.
+func (s *Server) accepted(ctx context.Context, c *fiber.Ctx, id string) error {
 	in, err := s.instance(ctx, id)
 	if err != nil {
 		return err

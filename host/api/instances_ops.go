@@ -68,15 +68,7 @@ func (s *Server) resetInstance(c *fiber.Ctx) error {
 	case err != nil:
 		return err
 	}
-	in, err := s.instance(ctx, id)
-	if err != nil {
-		return err
-	}
-	v, err := s.detail(ctx, in)
-	if err != nil {
-		return err
-	}
-	return c.Status(fiber.StatusAccepted).JSON(v)
+	return s.accepted(ctx, c, id)
 }
 
 // migrateInstance moves an instance to another version of its workflow or
