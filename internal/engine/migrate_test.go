@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/weftworks/weft/host/weft"
@@ -141,4 +142,48 @@ func TestMigrateFailedInstanceStaysFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	pollUntil(t, "the retried instance completed", func() bool { return h.status(failed.ID) == weft.StatusCompleted })
+}
+
+// TestMigratePluginVersion: a migration pins a plugin to another of its
+// versions when that version has every activity the rest of the run
+// calls, and refuses one that lacks one, naming it.
+func TestMigratePluginVersion(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(rollV1)
+	ctx := context.Background()
+	failed := h.finish("roll", map[string]any{"n": 5, "wait": false})
+	old := failed.Plugins["kit"]
+	lacking, full := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	for _, r := range []weft.PluginRecord{{Name: "kit", Version: lacking, Size: 1, Activities: []string{"echo"}}, {Name: "kit", Version: full, Size: 1, Activities: []string{"echo", "fail"}}} {
+		if _, err := h.store.PutPlugin(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan, err := h.e.PlanMigration(ctx, failed.ID, weft.MigrationTarget{Version: 1, Plugins: map[string]string{"kit": lacking}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.CanMove || len(plan.Problems) != 1 || !strings.Contains(plan.Problems[0].Message, "has no activity fail") {
+		t.Fatalf("plan to a version without fail: %+v, want one problem naming fail", plan)
+	}
+	plan, err = h.e.Migrate(ctx, failed.ID, weft.MigrationTarget{Version: 1, Plugins: map[string]string{"kit": full}}, "", weft.Operation{Actor: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.CanMove || plan.Plugins["kit"] != (weft.PinChange{From: old, To: full}) {
+		t.Fatalf("plan: %+v, want kit moved from %s to %s", plan, old, full)
+	}
+	pollUntil(t, "the migration applied", func() bool { return count(h.history(failed.ID), weft.HistoryInstanceMigrated) == 1 })
+	moved, err := h.store.GetInstance(ctx, failed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved.Plugins["kit"] != full || moved.Version != 1 || moved.Status != weft.StatusFailed {
+		t.Errorf("moved: plugins %v version %d status %s; want kit %s, version 1, still failed", moved.Plugins, moved.Version, moved.Status, full)
+	}
+	e := onlyEntry(t, h, failed.ID, weft.HistoryInstanceMigrated)
+	if d := entryData(t, e); d["plugins"] == nil {
+		t.Errorf("instance_migrated data %s, want the pin change", e.Data)
+	}
 }
