@@ -1034,7 +1034,10 @@ func (a *apply) resumeInstance(ev Resume) {
 	})
 	for _, h := range held {
 		if a.st.Status.Terminal() {
-			break // a held input failed it: the others are moot
+			// A held input failed it (a wait's timeout came first): the
+			// others are recorded, as after any end, not applied.
+			a.record(weft.HistoryEventIgnored, "", 0, map[string]any{"event": h.Input, "token": h.Token, "reason": "instance " + string(a.st.Status)})
+			continue
 		}
 		switch in := h.input().(type) {
 		case TimerFired:
