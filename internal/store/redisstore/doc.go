@@ -148,7 +148,7 @@
 //	                      instance's memberships here and in u: and rx follow
 //	                      from its hash (ct, wf, st, term, pn, da), so a Commit
 //	                      or a delete removes exactly the entries it made. A
-//	                      listing without a status merges the six status
+//	                      listing without a status merges the status
 //	                      indexes (of all workflows or of one): an instance is
 //	                      in exactly one, and a create writes two entries, not
 //	                      one more per filter a listing may use

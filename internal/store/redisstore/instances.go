@@ -508,7 +508,7 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 	if f.NewestFirst {
 		rev = "1"
 	}
-	// Without a status, the listing merges the six status indexes.
+	// Without a status, the listing merges the status indexes (one per status).
 	sts := []weft.Status{f.Status}
 	if f.Status == "" {
 		sts = weft.Statuses()

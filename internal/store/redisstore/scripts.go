@@ -397,7 +397,7 @@ return f
 `)
 
 // listInstancesScript reads a page of the union of instance indexes (one,
-// or the six status indexes an instance is in exactly one of), merging
+// or the status indexes (one per status) an instance is in exactly one of), merging
 // their pages in byte order (Lua's < on strings follows the server's
 // locale). ARGV after the prefix: index count, the index keys (without
 // prefix), min, max, count, "1" for the newest first. It returns member,
