@@ -53,7 +53,10 @@ func TestSingletonRunsOnOneNodeAtATime(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); e.singleton(ctx, "weft-test-sweep", 5*time.Millisecond, singletonTTL(5*time.Millisecond), work) }()
+		go func() {
+			defer wg.Done()
+			e.singleton(ctx, "weft-test-sweep", 5*time.Millisecond, singletonTTL(5*time.Millisecond), work)
+		}()
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for runs.Load() < 40 && time.Now().Before(deadline) {
