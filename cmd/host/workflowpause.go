@@ -59,15 +59,6 @@ func (a *app) workflowResume(ctx context.Context, args []string) int {
 	if err != nil {
 		return cmd.fail(err)
 	}
-	if res.Release == nil {
-		// Resumed all the same; the host's recovery sweep releases them.
-		cmd.errorf("workflow %s resumed, but its release batch did not start (%s): the host's recovery sweep releases its held starts, without their order",
-			printable(res.Pause.Workflow, false), printable(res.ReleaseError, false))
-		if cmd.output == "json" {
-			cmd.json(res)
-		}
-		return exitOK
-	}
 	if cmd.output != "json" {
 		fmt.Fprintln(cmd.stdout, printable(fmt.Sprintf("workflow %s resumed (paused %s); its held starts are released, oldest first, by batch %s",
 			res.Pause.Workflow, workflowPausedLine(&res.Pause), res.Release.ID), false))

@@ -61,16 +61,12 @@ func (s *Server) resumeWorkflow(c *fiber.Ctx) error {
 	defer cancel()
 	p, b, err := s.node.ResumeWorkflow(ctx, name, operation(c, req.Reason), req.Rate)
 	switch {
-	case p == nil && errors.Is(err, weft.ErrNotFound):
+	case errors.Is(err, weft.ErrNotFound):
 		return notFoundf("workflow %q is not paused", name)
-	case p == nil && err != nil:
+	case err != nil:
 		return err
 	}
 	out := apiv1.WorkflowResume{Pause: viewWorkflowPause(p)}
-	if err != nil {
-		s.log.Warn("workflow resumed, but its release batch did not start; the recovery sweep releases its held starts", "workflow", name, "err", err)
-		out.ReleaseError = clean(err)
-	}
 	if b != nil {
 		v := viewBatch(b)
 		out.Release = &v

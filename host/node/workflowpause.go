@@ -38,11 +38,8 @@ func (n *Node) PauseWorkflow(ctx context.Context, name string, op weft.Operation
 // whose progress shows the release. It returns the pause it removed and
 // that batch. An error matching weft.ErrNotFound when the workflow is not
 // paused, weft.ErrInvalid for a rate or a reason no batch takes (checked
-// before anything changes).
-//
-// When the release batch cannot be started the workflow is resumed all
-// the same: the pause is returned with the error and no batch, and the
-// recovery sweep releases the held starts, without their order.
+// before anything changes). A release batch that cannot be started fails
+// the resume, and the workflow stays paused.
 func (n *Node) ResumeWorkflow(ctx context.Context, name string, op weft.Operation, rate *float64) (*weft.WorkflowPause, *BatchView, error) {
 	if err := checkPauseReason(name, "resuming", op.Reason); err != nil {
 		return nil, nil, err
@@ -55,8 +52,8 @@ func (n *Node) ResumeWorkflow(ctx context.Context, name string, op weft.Operatio
 		return nil, nil, fmt.Errorf("%w: resuming workflow %s: the rate %v is not a number of starts a second at least 0 (0: no limit)", weft.ErrInvalid, name, r)
 	}
 	p, b, err := n.engine.ResumeWorkflow(ctx, name, op, r)
-	if err != nil || b == nil {
-		return p, nil, err
+	if err != nil {
+		return nil, nil, err
 	}
 	v, err := batchView(b)
 	if err != nil {

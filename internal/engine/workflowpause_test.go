@@ -176,3 +176,21 @@ func TestReleaseBatchKeepsItsRate(t *testing.T) {
 		h.waitStatus(id, weft.StatusCompleted)
 	}
 }
+
+// TestResumeRefusedLeavesTheWorkflowPaused: a resume whose release batch
+// cannot be started (a rate no batch takes) fails, and the workflow stays
+// paused: the release is created before the pause is lifted.
+func TestResumeRefusedLeavesTheWorkflowPaused(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	ctx := context.Background()
+	if _, err := h.e.PauseWorkflow(ctx, "quick", weft.Operation{Actor: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.e.ResumeWorkflow(ctx, "quick", weft.Operation{Actor: "alice"}, -1); !errors.Is(err, weft.ErrInvalid) {
+		t.Fatalf("ResumeWorkflow at rate -1: %v, want ErrInvalid", err)
+	}
+	if _, err := h.store.GetWorkflowPause(ctx, "quick"); err != nil {
+		t.Fatalf("the workflow's pause after a refused resume: %v, want it still paused", err)
+	}
+}

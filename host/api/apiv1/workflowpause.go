@@ -48,11 +48,9 @@ type WorkflowResumeRequest struct {
 // oldest first (op release), whose progress shows the release.
 type WorkflowResume struct {
 	Pause WorkflowPause `json:"pause"`
-	// Release is null when the batch could not be started; the workflow
-	// is resumed all the same, ReleaseError says why, and the host's
-	// recovery sweep releases the held starts, without their order.
-	Release      *Batch `json:"release"`
-	ReleaseError string `json:"release_error,omitempty"`
+	// Release is the release batch. A batch that cannot be started
+	// fails the request, and the workflow stays paused.
+	Release *Batch `json:"release"`
 }
 
 // Hold marks an instance held: created while its workflow was paused, it
