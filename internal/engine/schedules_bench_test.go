@@ -169,12 +169,11 @@ func (m meter) since(r reading, idle usage) usage {
 	return out
 }
 
-func benchSchedules10k(b *testing.B, backend string, jitter bool) {
-	n := *benchSchedules
+// benchBackend opens the store, locks and ready queue of backend
+// ("embedded" or "redis", where it also sets cfg.Bus and returns an
+// admin client of the redis-server), as host/node would.
+func benchBackend(b *testing.B, backend string, cfg *engine.Config) (store.Store, lock.Locker, queue.Queue, *redis.Client) {
 	ctx := context.Background()
-	clock := &benchClock{base: t0}
-	rec := &fireRecorder{}
-	cfg := engine.Config{NodeID: "n1", EagerStarts: true, Now: clock.Now, Observer: rec, Logger: slog.New(slog.DiscardHandler)}
 	var (
 		st    store.Store
 		locks lock.Locker
@@ -214,6 +213,16 @@ func benchSchedules10k(b *testing.B, backend string, jitter bool) {
 		}
 		st, q, cfg.Bus = rs, rq, bus
 	}
+	return st, locks, q, admin
+}
+
+func benchSchedules10k(b *testing.B, backend string, jitter bool) {
+	n := *benchSchedules
+	ctx := context.Background()
+	clock := &benchClock{base: t0}
+	rec := &fireRecorder{}
+	cfg := engine.Config{NodeID: "n1", EagerStarts: true, Now: clock.Now, Observer: rec, Logger: slog.New(slog.DiscardHandler)}
+	st, locks, q, admin := benchBackend(b, backend, &cfg)
 	turns := &turnTimer{Locker: locks}
 	e, err := engine.New(cfg, st, turns, q, nil)
 	if err != nil {
@@ -652,3 +661,116 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.0fms", d.Seconds()*1000)
 
 // perUnit is d in microseconds per one of n.
 func perUnit(d time.Duration, n int) float64 { return d.Seconds() * 1e6 / float64(n) }
+
+// BenchmarkStartBurst10k is the floor under BenchmarkSchedules10k's
+// "at-once" lateness: no schedules, the same 10,000 starts of the same
+// workflow released at once through Engine.Start by as many callers as
+// the sweep has steppers (ScheduleSteppers), on the same backends with
+// the same defaults. A round measures, from the release, the real time
+// until each Start returned (the instance durably created and handed to
+// a worker), and the process's CPU until the last one did and until
+// every run completed. Whatever the scheduler does per fire, its fires
+// cannot all start sooner than the engine starts the same instances
+// with nothing else to do. Run as:
+//
+//	go test -run '^$' -bench BenchmarkStartBurst10k -benchtime 3x -timeout 60m ./internal/engine/
+func BenchmarkStartBurst10k(b *testing.B) {
+	for _, backend := range []string{"embedded", "redis"} {
+		b.Run(backend, func(b *testing.B) { benchStartBurst(b, backend) })
+	}
+}
+
+func benchStartBurst(b *testing.B, backend string) {
+	n := *benchSchedules
+	ctx := context.Background()
+	rec := &fireRecorder{}
+	cfg := engine.Config{NodeID: "n1", EagerStarts: true, Observer: rec, Logger: slog.New(slog.DiscardHandler)}
+	st, locks, q, admin := benchBackend(b, backend, &cfg)
+	e, err := engine.New(cfg, st, locks, q, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runEngine(b, e)
+	if _, _, err := e.SaveDefinition(ctx, []byte(tickFlow)); err != nil {
+		b.Fatalf("saving the workflow: %v", err)
+	}
+	m := meter{b: b, admin: admin}
+	burst := func(round int) (late []time.Duration, toLast, all usage) {
+		before := m.read()
+		time.Sleep(idleWindow) // measuring the idle node over a window
+		idle := m.since(before, usage{})
+
+		completed0 := rec.completed.Load()
+		late = make([]time.Duration, n)
+		var next atomic.Int64
+		errs := make(chan error, 1)
+		var wg sync.WaitGroup
+		before = m.read()
+		released := time.Now()
+		for range engine.ScheduleSteppers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+					id := fmt.Sprintf("burst-%d-%05d", round, i)
+					if _, _, err := e.Start(ctx, "tick", nil, id); err != nil {
+						select {
+						case errs <- fmt.Errorf("starting %s: %w", id, err):
+						default:
+						}
+						return
+					}
+					late[i] = time.Since(released)
+				}
+			}()
+		}
+		wg.Wait()
+		toLast = m.since(before, idle)
+		select {
+		case err := <-errs:
+			b.Fatalf("round %d: %v", round, err)
+		default:
+		}
+		settle(b, "the burst's runs", func() bool { return rec.completed.Load() >= completed0+int64(n) })
+		all = m.since(before, idle)
+		slices.Sort(late)
+		b.Logf("round %d: start p50 %s p99 %s max %s (%.0f starts/s); CPU per start %.0f µs to the last, %.0f µs with the runs",
+			round, ms(late[n/2]), ms(late[n*99/100]), ms(late[n-1]), float64(n)/late[n-1].Seconds(), perUnit(toLast.cpu, n), perUnit(all.cpu, n))
+		if admin != nil {
+			b.Logf("round %d: redis per start %.1f commands, %.0f µs CPU (%s)", round, float64(all.total())/float64(n), perUnit(all.redisCPU, n), all.top(n, 14))
+		}
+		return late, toLast, all
+	}
+	burst(0) // unmeasured: the store and the pools warm
+	type result struct {
+		p50, p99, last float64
+		cpuToLast, cpu float64
+	}
+	var results []result
+	round := 0
+	b.ResetTimer()
+	for b.Loop() {
+		round++
+		late, toLast, all := burst(round)
+		results = append(results, result{
+			p50: late[n/2].Seconds() * 1000, p99: late[n*99/100].Seconds() * 1000, last: late[n-1].Seconds() * 1000,
+			cpuToLast: perUnit(toLast.cpu, n), cpu: perUnit(all.cpu, n),
+		})
+	}
+	b.StopTimer()
+	med := func(f func(result) float64) float64 {
+		v := make([]float64, len(results))
+		for i, r := range results {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	b.ReportMetric(med(func(r result) float64 { return r.p50 }), "start-p50-ms")
+	b.ReportMetric(med(func(r result) float64 { return r.p99 }), "start-p99-ms")
+	b.ReportMetric(med(func(r result) float64 { return r.last }), "start-max-ms")
+	b.ReportMetric(med(func(r result) float64 { return float64(n) / r.last * 1000 }), "starts/s")
+	b.ReportMetric(med(func(r result) float64 { return r.cpuToLast }), "µs-CPU/start-to-last")
+	b.ReportMetric(med(func(r result) float64 { return r.cpu }), "µs-CPU/start")
+	b.ReportMetric(0, "ns/op")
+}
