@@ -140,6 +140,7 @@ FUZZ_TARGETS := \
 	./internal/schedule:FuzzParseDocument \
 	./internal/store/tuple:FuzzTuple \
 	./internal/store/redisstore:FuzzParseLease \
+	./internal/redistest:FuzzParseClusterNodes \
 	./host/api:FuzzAPI:$(FUZZ_API_TIME) \
 	./sdk:FuzzAppendJSONString \
 	./plugins:FuzzLoad \

@@ -9,6 +9,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// WithClusterNodeTimeout sets cluster-node-timeout: how long a cluster node
+// may stay silent before the others count it as failing, and so about how
+// long a failover takes to begin. [StartClusterOf] sets 1s, so that a
+// failover test waits seconds rather than Redis's default 15s. Start fails
+// the test unless d is a positive whole number of milliseconds.
+func WithClusterNodeTimeout(d time.Duration) Option {
+	return func(c *config) { c.nodeTimeout, c.nodeTimeoutSet = d, true }
+}
+
 // StartCluster starts a redis-server in cluster mode that owns all 16384
 // slots, as Start starts a plain one (same options, same controls: Kill and
 // Restart keep its slots, which its nodes.conf holds), and waits until the

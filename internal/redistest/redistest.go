@@ -22,6 +22,15 @@
 //     runs leave no servers behind.
 //   - DEBUG commands are enabled for loopback clients, for tests that want
 //     DEBUG SLEEP and friends.
+//
+// # Clusters
+//
+// [StartCluster] starts one node in cluster mode that owns every slot: enough
+// to check that commands stay within one slot. [StartClusterOf] starts a real
+// Redis Cluster of several masters with replicas, formed by redis-cli, for
+// tests of partitioning and failover: kill the master of a key's slot, wait
+// for its replica's promotion ([Cluster.WaitFailover]), restart the old
+// master and it rejoins as a replica.
 package redistest
 
 import (
@@ -65,6 +74,11 @@ type config struct {
 	appendFsync string // "always" | "everysec"
 	save        string // RDB snapshot rules; "" disables snapshots
 	cluster     bool   // cluster-enabled yes (StartCluster)
+	// nodeTimeout is cluster-node-timeout when nodeTimeoutSet, else Redis's
+	// default (15s) applies; see WithClusterNodeTimeout.
+	nodeTimeout    time.Duration
+	nodeTimeoutSet bool
+	cli            string // redis-cli, which StartClusterOf forms a cluster with
 }
 
 // WithAppendFsync sets the AOF fsync policy: "always" (every write is on
@@ -107,6 +121,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	if cfg.appendFsync != "always" && cfg.appendFsync != "everysec" {
 		t.Fatalf("redistest: WithAppendFsync(%q): want \"always\" or \"everysec\"", cfg.appendFsync)
+	}
+	if cfg.nodeTimeoutSet && (cfg.nodeTimeout <= 0 || cfg.nodeTimeout%time.Millisecond != 0) {
+		t.Fatalf("redistest: WithClusterNodeTimeout(%s): want a positive number of milliseconds", cfg.nodeTimeout)
 	}
 	if _, err := os.Stat(cfg.binary); err != nil {
 		t.Fatalf("redistest: %s not found: install redis-server (make deps): %v", cfg.binary, err)
@@ -331,12 +348,22 @@ func (s *Server) clusterConf() string {
 	if !s.cfg.cluster {
 		return ""
 	}
-	return strings.Join([]string{
+	lines := []string{
 		"cluster-enabled yes",
 		"cluster-port " + strconv.Itoa(s.bus),
 		"cluster-config-file nodes.conf",
-		"",
-	}, "\n")
+		// Every node tells the others the address its tests dial.
+		"cluster-announce-ip 127.0.0.1",
+		// A replica may take over however long it has not heard from its
+		// master: on a loaded test machine a slot must not stay masterless.
+		"cluster-replica-validity-factor 0",
+		// A master syncs a replica at once instead of waiting 5s for others.
+		"repl-diskless-sync-delay 0",
+	}
+	if s.cfg.nodeTimeoutSet {
+		lines = append(lines, "cluster-node-timeout "+strconv.FormatInt(s.cfg.nodeTimeout.Milliseconds(), 10))
+	}
+	return strings.Join(append(lines, ""), "\n")
 }
 
 // waitReady polls the server until PING answers and INFO says loading is
