@@ -290,7 +290,23 @@ func (e *Engine) existing(ctx context.Context, workflow, id string) (*weft.Insta
 	case old.Workflow != workflow:
 		return nil, fmt.Errorf("engine: %w: instance %q belongs to workflow %q", weft.ErrIDInUse, id, old.Workflow)
 	}
+	if b, ok := e.store.(durabilityBarrier); ok {
+		// A retried start is answered from a create that may not have
+		// reached the replicas yet (its first answer was an error).
+		if err := b.Barrier(ctx); err != nil {
+			return nil, fmt.Errorf("engine: instance %s exists: %w", id, err)
+		}
+	}
 	return old, nil
+}
+
+// durabilityBarrier is a store whose writes can be applied before they
+// are durable (redisstore waiting for replicas): Barrier returns once
+// everything the store held when it was called is durable, or an error
+// matching store.ErrNotDurable. An answer the engine gives from a read
+// rather than from its own write calls it first.
+type durabilityBarrier interface {
+	Barrier(ctx context.Context) error
 }
 
 func randomHex(n int) string {

@@ -20,6 +20,11 @@ var (
 	// ErrCatalogChanged: a create read its definition and plugins from a
 	// catalog that has changed since (Commit.Catalog): read them again.
 	ErrCatalogChanged = errors.New("catalog changed since it was read")
+	// ErrNotDurable: the write was applied but fewer replicas than the
+	// store requires confirmed it in time, so a failover may lose it. The
+	// error also matches weft.ErrUnavailable: treat the write as failed
+	// and retry it (a store that returns it makes retries safe).
+	ErrNotDurable = errors.New("write not confirmed by enough replicas")
 )
 
 // SearchTypeError is Store.RegisterSearchAttributes's refusal: a search

@@ -355,7 +355,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *weft.Batch, ids []string) (*
 	for _, id := range ids {
 		a = a.add(id)
 	}
-	res, err := s.run(writeCtx(ctx), createBatchScript, a).Result()
+	res, err := s.write(ctx, createBatchScript, a).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "create batch", b.ID, err)
 	}
@@ -441,7 +441,7 @@ func (s *Store) UpdateBatch(ctx context.Context, b *weft.Batch) (*weft.Batch, er
 	}
 	wake, wx := batchWake(b.Wake)
 	a := s.args(b.ID, strconv.FormatUint(b.Revision, 10), []byte(b.State), wake, wx, hexTime(s.now()))
-	res, err := s.run(writeCtx(ctx), updateBatchScript, a).Result()
+	res, err := s.write(ctx, updateBatchScript, a).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "update batch", b.ID, err)
 	}
@@ -462,7 +462,7 @@ func (s *Store) DeleteBatch(ctx context.Context, id string) error {
 	for _, o := range weft.BatchOutcomes() {
 		a = a.add(string(o))
 	}
-	res, err := s.run(writeCtx(ctx), deleteBatchScript, a).Result()
+	res, err := s.write(ctx, deleteBatchScript, a).Result()
 	if err != nil {
 		return s.fail(ctx, "delete batch", id, err)
 	}
@@ -540,7 +540,7 @@ func (s *Store) AddBatchItems(ctx context.Context, b *weft.Batch, ids []string) 
 	for _, id := range ids {
 		a = a.add(id)
 	}
-	res, err := s.run(writeCtx(ctx), addBatchItemsScript, a).Result()
+	res, err := s.write(ctx, addBatchItemsScript, a).Result()
 	if err != nil {
 		return nil, 0, s.fail(ctx, "add items to batch", b.ID, err)
 	}
@@ -626,7 +626,7 @@ func (s *Store) ApplyBatchItems(ctx context.Context, b *weft.Batch, changes []we
 			a = a.add(ms[i+1], ms[i+2]) // id, record (the target is the change's)
 		}
 	}
-	res, err := s.run(writeCtx(ctx), applyBatchItemsScript, a).Result()
+	res, err := s.write(ctx, applyBatchItemsScript, a).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "apply items of batch", b.ID, err)
 	}

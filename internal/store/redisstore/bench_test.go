@@ -16,6 +16,7 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/internal/store/redisstore"
 	"github.com/weftworks/weft/internal/store/storetest"
 )
 
@@ -147,4 +148,31 @@ func BenchmarkSearch(b *testing.B) {
 	scripts, all := commandCalls(b, c)
 	b.ReportMetric(float64(scripts), "scripts/page")
 	b.ReportMetric(float64(all), "cmds/page")
+}
+
+// BenchmarkCommitWait is the cost of Config.WaitReplicas: the creates of
+// BenchmarkCommitParallel (50 writers, appendfsync everysec) on a master
+// with one replica, answered as the master applied them ("wait=0") and
+// once the replica has them ("wait=1": an INCR and a WAIT after each
+// script, on the script's connection). Run the two in turns to compare.
+func BenchmarkCommitWait(b *testing.B) {
+	for _, replicas := range []int{0, 1} {
+		b.Run(fmt.Sprintf("wait=%d", replicas), func(b *testing.B) {
+			master, _ := replicatedB(b)
+			opts := master.Options()
+			opts.PoolSize = 64
+			c := redis.NewClient(opts)
+			b.Cleanup(func() { _ = c.Close() })
+			s, err := redisstore.Open(context.Background(), redisstore.Config{Client: c, Prefix: "bench:", WaitReplicas: replicas, WaitTimeout: 10 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
+				b.Fatal(err)
+			}
+			storetest.BenchCommits(b, s, 50)
+			reportCommands(b, c, b.N)
+		})
+	}
 }

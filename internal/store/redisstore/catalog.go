@@ -44,7 +44,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 	if err != nil {
 		return 0, false, fmt.Errorf("redisstore: definition %q: %w", name, err)
 	}
-	res, err := s.run(writeCtx(ctx), putDefinitionScript, s.args(name, hash, doc, newGeneration())).StringSlice()
+	res, err := s.write(ctx, putDefinitionScript, s.args(name, hash, doc, newGeneration())).StringSlice()
 	if err != nil {
 		return 0, false, s.fail(ctx, "put definition", name, err)
 	}
@@ -187,7 +187,7 @@ func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	res, err := s.run(writeCtx(ctx), deleteDefinitionScript, s.args(name, newGeneration())).Result()
+	res, err := s.write(ctx, deleteDefinitionScript, s.args(name, newGeneration())).Result()
 	if err != nil {
 		return s.fail(ctx, "delete definition", name, err)
 	}
@@ -213,7 +213,7 @@ func (s *Store) PutPlugin(ctx context.Context, rec weft.PluginRecord) (bool, err
 	if err != nil {
 		return false, fmt.Errorf("redisstore: plugin %q: %w", rec.Name, err)
 	}
-	n, err := s.run(writeCtx(ctx), putPluginScript, s.args(rec.Name, rec.Version, doc, newGeneration())).Int()
+	n, err := s.write(ctx, putPluginScript, s.args(rec.Name, rec.Version, doc, newGeneration())).Int()
 	if err != nil {
 		return false, s.fail(ctx, "put plugin", rec.Name, err)
 	}
@@ -347,7 +347,7 @@ func (s *Store) DeletePlugin(ctx context.Context, name string) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	res, err := s.run(writeCtx(ctx), deletePluginScript, s.args(name, weft.MaxInUseListed, newGeneration())).Result()
+	res, err := s.write(ctx, deletePluginScript, s.args(name, weft.MaxInUseListed, newGeneration())).Result()
 	if err != nil {
 		return s.fail(ctx, "delete plugin", name, err)
 	}

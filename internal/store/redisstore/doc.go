@@ -79,8 +79,16 @@
 //   - Replication is asynchronous: a failover to a replica can lose writes
 //     the old primary acknowledged. Fencing still holds (a lost write is
 //     lost whole, never half applied), but the API's promise that a 201
-//     means durably stored holds for a failover only with WAIT, which this
-//     store does not issue.
+//     means durably stored holds for a failover only with
+//     Config.WaitReplicas: every write script is then followed, on its
+//     connection, by an INCR of P sync and WAIT, and is answered only
+//     once that many replicas have it (or what a refusal refused
+//     against); a shortfall after Config.WaitTimeout is an error matching
+//     store.ErrNotDurable and weft.ErrUnavailable (wait.go). Lease
+//     renewals are not waited for: one that a failover loses hands an
+//     instance over early, under a higher fencing token. Barrier waits
+//     the same way for what a read found (the engine calls it before it
+//     answers a retried start from the instance its first attempt made).
 //
 // Redis logs a script's effects as one MULTI/EXEC block, and on load drops
 // a block truncated by a crash, so a restart never finds half a Commit.
@@ -113,7 +121,8 @@
 // tuple-encoded (0x00 escaped as 0x00 0xFF, each string ended by
 // 0x00 0x01), so byte order is tuple order and event "a" with key "bc"
 // never meets event "ab" with key "c". Every index but the leases' is a
-// sorted set with score 0 read with ZRANGEBYLEX; nothing uses KEYS or SCAN.
+// sorted set with score 0 read with ZRANGEBYLEX (the orders below that a
+// score keeps say so); nothing uses KEYS or SCAN.
 // The leases' index has the expiry as score so that a renewal updates a
 // member in place: ExpiredLeases compares the exact expiry (from P l) of
 // the members whose score is the rounded-up now. A slot key's line is in
@@ -142,6 +151,8 @@
 //	P h:<id>              list of history events; an event's Seq is its place
 //	P b:<id>, P t:<id>    sets of the instance's members of bk and due
 //	P m:<id>              inbox hash: message id → "<seq>|<message>"
+//	P mw                  inboxes holding messages, by when they began to: time (the
+//	                      instance's ws) + id (WaitingInboxes)
 //	P e:<id>              heartbeats hash: token → heartbeat
 //	P ix:s:<status>, ix:ws:<status>:<wf>
 //	                      instances by (created, id): member time + id; an
@@ -174,6 +185,8 @@
 //	P sq                  queue: (name, key) + 20-digit sequence + id
 //	P sx, P sd, P sf      queued by expiry, dead by death, settled by forget time: time + id
 //	P mseq, P sseq, P pseq   counters: inbox Seq, queue order, plugin order
+//	P sync                counter each write waited for (Config.WaitReplicas) increments
+//	                      after its script, so that its WAIT covers what it read
 //	P d:<name>            definition versions: v:<n> → definition, h:<n> → hash
 //	P dl, P dseq, P dn    latest version and highest version ever per name; names
 //	P p:<name>, P o:<name>   plugin versions: version → record; order of becoming current

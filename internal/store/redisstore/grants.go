@@ -42,7 +42,7 @@ func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevi
 	if ifRevision != weft.AnyRevision {
 		want = strconv.FormatUint(ifRevision, 10)
 	}
-	res, err := s.run(writeCtx(ctx), putGrantsScript, s.args(plugin, doc, hexTime(s.now()), want)).StringSlice()
+	res, err := s.write(ctx, putGrantsScript, s.args(plugin, doc, hexTime(s.now()), want)).StringSlice()
 	if err != nil {
 		return 0, s.fail(ctx, "put grants of plugin", plugin, err)
 	}
@@ -105,7 +105,7 @@ func (s *Store) DeleteGrants(ctx context.Context, plugin string) error {
 	if err := store.CheckPluginName(plugin); err != nil {
 		return err
 	}
-	res, err := s.run(writeCtx(ctx), deleteGrantsScript, s.args(plugin)).Result()
+	res, err := s.write(ctx, deleteGrantsScript, s.args(plugin)).Result()
 	if err != nil {
 		return s.fail(ctx, "delete grants of plugin", plugin, err)
 	}

@@ -277,7 +277,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		return 0, fmt.Errorf("redisstore: instance %q: message: %w", id, err)
 	}
 
-	res, err := s.run(writeCtx(ctx), commitScript, a).Result()
+	res, err := s.write(ctx, commitScript, a).Result()
 	if err != nil {
 		return 0, s.fail(ctx, "commit instance", id, err)
 	}
@@ -610,7 +610,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	res, err := s.run(writeCtx(ctx), deleteScript, s.args(id, strconv.FormatUint(fence, 10))).Result()
+	res, err := s.write(ctx, deleteScript, s.args(id, strconv.FormatUint(fence, 10))).Result()
 	if err != nil {
 		return s.fail(ctx, "delete instance", id, err)
 	}
@@ -768,7 +768,10 @@ func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string
 		a = a.add(h.InstanceID, h.Token, raw)
 	}
 	// The script answers the places in r.IDs (from 1) of the leases it did
-	// not renew: usually none.
+	// not renew: usually none. Not waited for (Config.WaitReplicas): a
+	// renewal a failover loses makes a lease look older than it is, which
+	// at worst hands the instance over early, under a higher fencing token;
+	// and renewals run against the lock's deadline.
 	lost, err := s.run(writeCtx(ctx), renewScript, a).Int64Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "renew leases of node", r.Node, err)

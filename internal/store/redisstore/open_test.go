@@ -42,6 +42,8 @@ func TestOpenErrors(t *testing.T) {
 	dead := deadAddr(t)
 	deadClient := redis.NewClient(&redis.Options{Addr: dead, DialTimeout: time.Second, MaxRetries: -1})
 	t.Cleanup(func() { _ = deadClient.Close() })
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr()}})
+	t.Cleanup(func() { _ = ring.Close() })
 	tests := []struct {
 		name string
 		cfg  redisstore.Config
@@ -50,6 +52,10 @@ func TestOpenErrors(t *testing.T) {
 		{"no client", redisstore.Config{}, []string{"Client is required"}},
 		{"hash tag in the prefix", redisstore.Config{Client: c, Prefix: "a{b}:"}, []string{"Prefix", "a{b}:"}},
 		{"negative retention", redisstore.Config{Client: c, DeliveredRetention: -time.Second}, []string{"DeliveredRetention"}},
+		{"negative replicas", redisstore.Config{Client: c, WaitReplicas: -1}, []string{"WaitReplicas", "-1"}},
+		{"wait too long", redisstore.Config{Client: c, WaitReplicas: 1, WaitTimeout: 2 * time.Minute}, []string{"WaitTimeout", "2m0s"}},
+		{"wait under a millisecond", redisstore.Config{Client: c, WaitTimeout: time.Microsecond}, []string{"WaitTimeout", "1µs"}},
+		{"wait on a ring", redisstore.Config{Client: ring, WaitReplicas: 1}, []string{"WaitReplicas", "*redis.Ring"}},
 		{"nothing listens", redisstore.Config{Client: deadClient}, []string{dead, "ping"}},
 		{"newer schema", redisstore.Config{Client: c, Prefix: "newer:"}, []string{srv.Addr(), "{newer:}schema", `schema version "4"`}},
 	}

@@ -53,6 +53,18 @@ type Config struct {
 	// letters (and its id is remembered) after it expired. Defaults to
 	// 7 days.
 	DeadLetterRetention time.Duration
+
+	// WaitReplicas, when above 0, makes every write wait (Redis WAIT)
+	// until that many replicas of the store's master have it before it is
+	// answered; a write they do not all confirm within WaitTimeout fails
+	// with an error matching store.ErrNotDurable (wait.go). 0, the
+	// default, answers once the master has applied the write: a failover
+	// may then lose writes already answered. Needs Client to be a
+	// *redis.Client or a *redis.ClusterClient.
+	WaitReplicas int
+
+	// WaitTimeout bounds a write's wait for the replicas. Defaults to 1s.
+	WaitTimeout time.Duration
 }
 
 // Defaults of Config.
@@ -60,6 +72,10 @@ const (
 	DefaultPrefix              = "weft:"
 	DefaultDeliveredRetention  = 24 * time.Hour
 	DefaultDeadLetterRetention = 7 * 24 * time.Hour
+	DefaultWaitTimeout         = time.Second
+	// MaxWaitTimeout bounds WaitTimeout: a write holds its connection
+	// while it waits.
+	MaxWaitTimeout = time.Minute
 )
 
 // WithDefaults returns a copy of c with every unset field but Client set
@@ -80,6 +96,9 @@ func (c Config) WithDefaults() Config {
 	if c.DeadLetterRetention == 0 {
 		c.DeadLetterRetention = DefaultDeadLetterRetention
 	}
+	if c.WaitTimeout == 0 {
+		c.WaitTimeout = DefaultWaitTimeout
+	}
 	return c
 }
 
@@ -93,6 +112,18 @@ func (c Config) validate() error {
 		return fmt.Errorf("redisstore: DeliveredRetention must not be negative, got %s", c.DeliveredRetention)
 	case c.DeadLetterRetention < 0:
 		return fmt.Errorf("redisstore: DeadLetterRetention must not be negative, got %s", c.DeadLetterRetention)
+	case c.WaitReplicas < 0:
+		return fmt.Errorf("redisstore: WaitReplicas must not be negative, got %d", c.WaitReplicas)
+	case c.WaitTimeout < time.Millisecond || c.WaitTimeout > MaxWaitTimeout:
+		// WAIT counts in milliseconds; 0 would wait for ever.
+		return fmt.Errorf("redisstore: WaitTimeout must be from 1ms to %s, got %s", MaxWaitTimeout, c.WaitTimeout)
+	}
+	if c.WaitReplicas > 0 {
+		switch c.Client.(type) {
+		case *redis.Client, *redis.ClusterClient:
+		default:
+			return fmt.Errorf("redisstore: WaitReplicas needs Client to be a *redis.Client or a *redis.ClusterClient, not a %T", c.Client)
+		}
 	}
 	return nil
 }
@@ -205,7 +236,7 @@ func (s *Store) migrate(ctx context.Context, from string) error {
 	for _, st := range steps[i:] {
 		after := "-"
 		for {
-			last, err := s.run(writeCtx(ctx), st.page, s.args(after, migrateBatch)).Text()
+			last, err := s.write(ctx, st.page, s.args(after, migrateBatch)).Text()
 			if err != nil {
 				return fmt.Errorf("schema %s to %s: instances after %q: %w", st.from, st.to, after, err)
 			}
@@ -214,7 +245,7 @@ func (s *Store) migrate(ctx context.Context, from string) error {
 			}
 			after = "(" + last
 		}
-		if err := s.run(writeCtx(ctx), markSchemaScript, s.args(st.from, st.to)).Err(); err != nil {
+		if err := s.write(ctx, markSchemaScript, s.args(st.from, st.to)).Err(); err != nil {
 			return fmt.Errorf("schema %s to %s: marking: %w", st.from, st.to, err)
 		}
 	}

@@ -211,7 +211,7 @@ func (s *Store) putSchedule(ctx context.Context, sc *weft.Schedule, events []wef
 		}
 	}
 
-	res, err := s.run(writeCtx(ctx), putScheduleScript, a).Result()
+	res, err := s.write(ctx, putScheduleScript, a).Result()
 	if err != nil {
 		return nil, s.fail(ctx, op, id, err)
 	}
@@ -281,7 +281,7 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	if err := weft.CheckID("schedule id", id); err != nil {
 		return err
 	}
-	res, err := s.run(writeCtx(ctx), deleteScheduleScript, s.args(id)).Result()
+	res, err := s.write(ctx, deleteScheduleScript, s.args(id)).Result()
 	if err != nil {
 		return s.fail(ctx, "delete schedule", id, err)
 	}

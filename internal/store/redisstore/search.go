@@ -468,7 +468,7 @@ func (s *Store) RegisterSearchAttributes(ctx context.Context, workflow string, a
 	for _, name := range names {
 		a = a.add(name, string(attrs[name]))
 	}
-	res, err := s.run(writeCtx(ctx), registerSearchScript, a).Result()
+	res, err := s.write(ctx, registerSearchScript, a).Result()
 	if err != nil {
 		return s.fail(ctx, "register search attributes of workflow", workflow, err)
 	}

@@ -396,6 +396,10 @@ func (s *Store) UpdateSlots(ctx context.Context, key, id string, p slots.Params,
 			}
 			return nil
 		})
+		if err == nil && s.cfg.WaitReplicas > 0 {
+			// On the watched connection, which wrote (wait.go).
+			err = s.waitOn(writeCtx(ctx), tx)
+		}
 		return err
 	}
 

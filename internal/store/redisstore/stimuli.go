@@ -94,7 +94,7 @@ func (s *Store) EnqueueStimulus(ctx context.Context, st weft.Stimulus) (*weft.St
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: stimulus %q: %w", st.ID, err)
 	}
-	res, err := s.run(writeCtx(ctx), enqueueScript, s.args(st.ID, doc, hexTime(st.ExpiresAt), queuePrefix(st.Name, st.Key))).Result()
+	res, err := s.write(ctx, enqueueScript, s.args(st.ID, doc, hexTime(st.ExpiresAt), queuePrefix(st.Name, st.Key))).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "enqueue stimulus", st.ID, err)
 	}
@@ -129,7 +129,7 @@ func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []weft.Mess
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: deliver: message: %w", err)
 	}
-	res, err := s.run(writeCtx(ctx), deliverScript, a).Result()
+	res, err := s.write(ctx, deliverScript, a).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "deliver stimulus", id, err)
 	}
@@ -209,7 +209,7 @@ func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]
 		return nil, err
 	}
 	now = now.UTC()
-	res, err := s.run(writeCtx(ctx), expireScript, s.args(hexTime(now), upTo(now), weft.ClampLimit(limit), hexTime(now.Add(s.cfg.DeadLetterRetention)))).Slice()
+	res, err := s.write(ctx, expireScript, s.args(hexTime(now), upTo(now), weft.ClampLimit(limit), hexTime(now.Add(s.cfg.DeadLetterRetention)))).Slice()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.fail(ctx, "expire stimuli at", now.Format(time.RFC3339Nano), err)
 	}

@@ -70,7 +70,7 @@ func (s *Store) PauseWorkflow(ctx context.Context, p weft.WorkflowPause) (*weft.
 		return nil, fmt.Errorf("redisstore: pause of workflow %q: %w", p.Workflow, err)
 	}
 	gen := newGeneration()
-	res, err := s.run(writeCtx(ctx), pauseWorkflowScript, s.args(p.Workflow, doc, gen)).Result()
+	res, err := s.write(ctx, pauseWorkflowScript, s.args(p.Workflow, doc, gen)).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "pause workflow", p.Workflow, err)
 	}
@@ -98,7 +98,7 @@ func (s *Store) UnpauseWorkflow(ctx context.Context, name string) (*weft.Workflo
 		return nil, err
 	}
 	gen := newGeneration()
-	res, err := s.run(writeCtx(ctx), unpauseWorkflowScript, s.args(name, gen)).Result()
+	res, err := s.write(ctx, unpauseWorkflowScript, s.args(name, gen)).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "unpause workflow", name, err)
 	}
