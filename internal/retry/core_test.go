@@ -9,7 +9,8 @@ import (
 // TestCoreImportsNoIO: the deterministic cores — the runner, the retry
 // policy, the heartbeat scheduler, the schedule calculator, the ready
 // queue's order, the concurrency slots by key, the rate limits' GCRA,
-// the instance query language and the batch jobs' core — decide from their inputs and an injected clock; none of them links the
+// the instance query language, the batch jobs' core and the partitions
+// of the Redis layout — decide from their inputs and an injected clock; none of them links the
 // plugin runtime, wazero, a store or lock implementation, Redis, bbolt or
 // a network stack. Importing one
 // would let I/O into a decision that must replay the same way. (The
@@ -36,7 +37,7 @@ func TestCoreImportsNoIO(t *testing.T) {
 		"os/exec",
 	}
 	allowed := map[string]bool{"github.com/weftworks/weft/plugins/grant": true, "net/netip": true, "net/url": true}
-	for _, pkg := range []string{"../runner", ".", "../heartbeat", "../schedule", "../queue/fair", "../slots", "../ratelimit", "../query", "../batch"} {
+	for _, pkg := range []string{"../runner", ".", "../heartbeat", "../schedule", "../queue/fair", "../slots", "../ratelimit", "../query", "../batch", "../partition"} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)
