@@ -50,6 +50,7 @@ func newHostFlags(name string, stderr io.Writer) *hostFlags {
 		{"node-id", "node_id", "this node's `ID` (default: the host name and the process id)", false},
 		{"store", "store", "embedded or redis (default embedded)", false},
 		{"redis-addr", "redis_addrs", "a Redis `HOST:PORT` (repeatable, or a comma list)", true},
+		{"redis-cluster", "redis_cluster", "a Redis Cluster seed `HOST:PORT` (repeatable, or a comma list)", true},
 		{"workflows-dir", "workflows_dir", "the `DIR` that admin refresh reads definitions from", false},
 		{"seed", "seed_dirs", "a `DIR` of plugins (*.wasm) and workflows (*.yaml) to load on a first start (repeatable)", true},
 		{"log-level", "log.level", "debug, info, warn or error (default info)", false},

@@ -65,6 +65,12 @@ func TestHostFlags(t *testing.T) {
 			sources: map[string]string{"redis_addrs": "flag --redis-addr", "store": "flag --store"},
 		},
 		{
+			name:    "redis cluster seeds: flags repeat and split on commas",
+			args:    []string{"--redis-cluster", "a:1,b:2", "--redis-cluster", "c:3", "--store", "redis"},
+			check:   func(c *config.Loaded) (string, string) { return strings.Join(c.RedisCluster, " "), "a:1 b:2 c:3" },
+			sources: map[string]string{"redis_cluster": "flag --redis-cluster", "store": "flag --store"},
+		},
+		{
 			name:    "--set list values accumulate",
 			args:    []string{"--set", "redis_addrs=a:1", "--set", "redis_addrs=b:2,c:3", "--store", "redis"},
 			check:   func(c *config.Loaded) (string, string) { return strings.Join(c.RedisAddrs, " "), "a:1 b:2 c:3" },

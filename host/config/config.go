@@ -44,6 +44,9 @@ type settings struct {
 	Store string `koanf:"store"`
 	// RedisAddrs are the Redis servers of cluster mode.
 	RedisAddrs []string `koanf:"redis_addrs"`
+	// RedisCluster are seed addresses of a Redis Cluster, for cluster
+	// mode on one (instead of RedisAddrs).
+	RedisCluster []string `koanf:"redis_cluster"`
 	// WorkflowsDir is where POST /v1/admin/refresh reads definitions from.
 	// Empty disables refresh.
 	WorkflowsDir string `koanf:"workflows_dir"`

@@ -132,6 +132,30 @@ redis_addrs: [file:1]
 			check: func(c *Loaded) (any, any) { return strings.Join(c.RedisAddrs, " "), "x:1 y:2" },
 		},
 		{
+			name: "redis cluster seeds from the file", file: "store: redis\nredis_cluster: [s:1, 't:2']\n",
+			check:  func(c *Loaded) (any, any) { return strings.Join(c.RedisCluster, " "), "s:1 t:2" },
+			source: "redis_cluster", wantSrc: "file ",
+		},
+		{
+			name: "redis cluster seeds from env", env: []string{"WEFT_REDIS_CLUSTER=x:1, y:2", "WEFT_STORE=redis"},
+			check:  func(c *Loaded) (any, any) { return strings.Join(c.RedisCluster, " "), "x:1 y:2" },
+			source: "redis_cluster", wantSrc: "env WEFT_REDIS_CLUSTER",
+		},
+		{
+			name: "redis cluster seeds: --set over the environment", env: []string{"WEFT_REDIS_CLUSTER=x:1", "WEFT_STORE=redis"},
+			flags:  set("redis_cluster=a:1", "redis_cluster=b:2,c:3"),
+			check:  func(c *Loaded) (any, any) { return strings.Join(c.RedisCluster, " "), "a:1 b:2 c:3" },
+			source: "redis_cluster", wantSrc: "flag --set redis_cluster",
+		},
+		{
+			name: "redis cluster seeds reach the node", flags: []Flag{named("redis-cluster", "redis_cluster", "a:1,b:2"), named("store", "store", "redis")},
+			check: func(c *Loaded) (any, any) {
+				n := c.Node(nil)
+				return fmt.Sprintf("%s %v %d", n.Store, n.RedisCluster, len(n.RedisAddrs)), "redis [a:1 b:2] 0"
+			},
+			source: "redis_cluster", wantSrc: "flag --redis-cluster",
+		},
+		{
 			name: "eager starts by default", check: func(c *Loaded) (any, any) { return c.Engine.EagerStarts, true },
 		},
 		{
@@ -231,6 +255,7 @@ func badValues() map[string]struct{ value, key string } {
 		"node_id":                         {value: "'a node'"},
 		"store":                           {value: "postgres"},
 		"redis_addrs":                     {value: "localhost"},
+		"redis_cluster":                   {value: "localhost"},
 		"workflows_dir":                   {value: "/nonexistent/workflows"},
 		"seed_dirs":                       {value: "/nonexistent/seed"},
 		"grants_file":                     {value: "/nonexistent/grants.yaml"},
@@ -387,7 +412,11 @@ func TestLoadInvalid(t *testing.T) {
 		{name: "unknown --set key", flags: set("engine.wrokers=3"), want: []string{"engine.wrokers (from flag --set engine.wrokers)"}},
 		{name: "bad store", flags: []Flag{named("store", "store", "postgres")}, want: []string{`store (from flag --store): must be "embedded" or "redis", got "postgres"`}},
 		{name: "attempt data limit too large", env: []string{"WEFT_HISTORY_ATTEMPT_DATA_LIMIT=1GiB"}, want: []string{"history.attempt_data_limit (from env WEFT_HISTORY_ATTEMPT_DATA_LIMIT): must be between 0 (record none) and 16777216 (16 MiB), got 1073741824"}},
-		{name: "redis without addresses", flags: []Flag{named("store", "store", "redis")}, want: []string{`redis_addrs: store "redis" needs at least one address in redis_addrs`}},
+		{name: "redis without addresses", flags: []Flag{named("store", "store", "redis")}, want: []string{`redis_addrs: store "redis" needs at least one address in redis_addrs or redis_cluster`}},
+		{name: "redis addresses and cluster seeds", env: []string{"WEFT_REDIS_CLUSTER=c:1"}, flags: []Flag{named("store", "store", "redis"), named("redis-addr", "redis_addrs", "a:1")},
+			want: []string{"redis_cluster (from env WEFT_REDIS_CLUSTER): redis_addrs and redis_cluster are both set"}},
+		{name: "bad cluster seed", flags: []Flag{named("store", "store", "redis"), named("redis-cluster", "redis_cluster", "a:1,b:2,localhost")},
+			want: []string{`redis_cluster (from flag --redis-cluster): [2]: must be HOST:PORT, got "localhost"`}},
 		{name: "bad listen", env: []string{"WEFT_LISTEN=localhost"}, want: []string{"listen (from env WEFT_LISTEN)", "HOST:PORT"}},
 		{name: "bad port", flags: []Flag{named("listen", "listen", "127.0.0.1:99999")}, want: []string{"listen (from flag --listen)", "port"}},
 		{name: "workers", file: "engine: {workers: 0}\n", want: []string{"engine.workers (from file", "must be at least 1, got 0"}},
@@ -843,7 +872,7 @@ func TestKeyNames(t *testing.T) {
 		{pluginsLib, "must be between 1 and PoolSize (2), got 3", "must be between 1 and plugins.pool_size (2), got 3"},
 		{pluginsLib, "HTTP.MaxHeaders and HTTP.MaxHeaderBytes", "plugins.http.max_headers and plugins.http.max_header_bytes"},
 		{apiLib, "at least BodyLimit and PluginBodyLimit", "at least http.body_limit and http.plugin_body_limit"},
-		{nodeLib, `Store "redis" needs at least one address in RedisAddrs`, `store "redis" needs at least one address in redis_addrs`},
+		{nodeLib, `Store "redis" needs at least one address in RedisAddrs or RedisCluster`, `store "redis" needs at least one address in redis_addrs or redis_cluster`},
 		{engineLib, "StoreKeys and MaxWorkers are no fields", "StoreKeys and MaxWorkers are no fields"},
 	} {
 		if got := keyNames(tt.lib, tt.msg); got != tt.want {
@@ -856,6 +885,7 @@ func TestKeyNames(t *testing.T) {
 	}{
 		{apiLib, "Tokens[1].Role", "auth.tokens[1].role", ""},
 		{nodeLib, "RedisAddrs[2]", "redis_addrs", "[2]: "},
+		{nodeLib, "RedisCluster[0]", "redis_cluster", "[0]: "},
 		{pluginsLib, "HTTP.Timeout", "plugins.http.timeout", ""},
 	} {
 		if key, detail, ok := keyOf(tt.lib, tt.field); !ok || key != tt.key || detail != tt.detail {

@@ -47,6 +47,7 @@ func (c *Loaded) libraries() libraries {
 			DataDir:      c.DataDir,
 			Store:        c.Store,
 			RedisAddrs:   c.RedisAddrs,
+			RedisCluster: c.RedisCluster,
 			WorkflowsDir: c.WorkflowsDir,
 			Engine: engine.Config{
 				NodeID:            c.NodeID,
@@ -157,6 +158,7 @@ func bindings() []binding {
 		{"node_id", engineLib, "NodeID"},
 		{"store", nodeLib, "Store"},
 		{"redis_addrs", nodeLib, "RedisAddrs"},
+		{"redis_cluster", nodeLib, "RedisCluster"},
 		{"workflows_dir", nodeLib, "WorkflowsDir"},
 		{"http.body_limit", apiLib, "BodyLimit"},
 		{"http.plugin_body_limit", apiLib, "PluginBodyLimit"},

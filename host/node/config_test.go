@@ -25,6 +25,15 @@ func TestConfigValidate(t *testing.T) {
 		{"no store", node.Config{DataDir: "d", QueueCapacity: 1}, []string{"Store"}, `Store must be "embedded" or "redis", got ""`},
 		{"bad addresses", node.Config{DataDir: "d", Store: node.StoreRedis, RedisAddrs: []string{"a:1", "localhost", "b:99999"}, QueueCapacity: 1},
 			[]string{"RedisAddrs[1]", "RedisAddrs[2]"}, `RedisAddrs[1] must be HOST:PORT, got "localhost"`},
+		{"redis cluster", node.Config{DataDir: "d", Store: node.StoreRedis, RedisCluster: []string{"a:1", "[::1]:7000"}, QueueCapacity: 1}, nil, ""},
+		{"redis servers and cluster", node.Config{DataDir: "d", Store: node.StoreRedis, RedisAddrs: []string{"a:1"}, RedisCluster: []string{"b:2"}, QueueCapacity: 1},
+			[]string{"RedisCluster"}, "RedisAddrs and RedisCluster are both set"},
+		{"redis without either", node.Config{DataDir: "d", Store: node.StoreRedis, QueueCapacity: 1},
+			[]string{"RedisAddrs"}, `Store "redis" needs at least one address in RedisAddrs or RedisCluster`},
+		{"bad seeds", node.Config{DataDir: "d", Store: node.StoreRedis, RedisCluster: []string{"localhost", "a:1", "b:x"}, QueueCapacity: 1},
+			[]string{"RedisCluster[0]", "RedisCluster[2]"}, `RedisCluster[2] must have a port between 0 and 65535, got "x"`},
+		{"seeds judged in embedded mode too", node.Config{DataDir: "d", Store: node.StoreEmbedded, RedisCluster: []string{"a b:1"}, QueueCapacity: 1},
+			[]string{"RedisCluster[0]"}, `RedisCluster[0] must have a host name or IP address, got "a b"`},
 		{"no queue", node.Config{DataDir: "d", Store: node.StoreEmbedded}, []string{"QueueCapacity"}, "QueueCapacity must be at least 1, got 0"},
 	}
 	for _, tt := range tests {

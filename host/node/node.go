@@ -19,7 +19,10 @@
 // Config.RedisAddrs, the store (internal/store/redisstore), the plugin blobs
 // (plugins/redisblobs), the ready queue (internal/queue/redisqueue) and the
 // notification bus (internal/notify); the instance locks (lock/redislock) live
-// on every address given, a Redlock quorum when there are several. DataDir
+// on every address given, a Redlock quorum when there are several. With
+// Config.RedisCluster instead, one cluster client of a Redis Cluster carries
+// all of them, the locks included (one lock server from Redlock's view;
+// the fencing tokens the store checks stay the guarantee). DataDir
 // then holds only the node's compilation cache. A plugin uploaded or a
 // definition saved on one node is usable on every node at once: versions
 // are immutable and read from the shared store. The node that stores a
@@ -96,6 +99,16 @@ type Config struct {
 	// first holds the store, blobs, queue and bus; the locks live on all of
 	// them (a Redlock quorum of len/2+1 when there are several).
 	RedisAddrs []string
+	// RedisCluster are seed addresses (host:port) of a Redis Cluster, the
+	// other way to run cluster mode: one go-redis cluster client discovers
+	// the slots' masters from any of them, follows MOVED and ASK, and
+	// carries the store, blobs, queue, bus and locks, so that the cluster's
+	// failover covers them all. The locks are then one Redlock vote: the
+	// fencing tokens the store checks keep a lock lost in a failover from
+	// letting a stale holder write (docs/cluster.md, "On a Redis
+	// Cluster"). With Store "redis", set exactly one of RedisAddrs and
+	// RedisCluster.
+	RedisCluster []string
 	// WorkflowsDir is the directory Refresh reads definitions from. Empty
 	// disables Refresh (ErrRefreshDisabled).
 	WorkflowsDir string
@@ -160,8 +173,11 @@ func (c Config) Validate() error {
 	switch c.Store {
 	case StoreEmbedded:
 	case StoreRedis:
-		if len(c.RedisAddrs) == 0 {
-			bad("RedisAddrs", "Store %q needs at least one address in RedisAddrs", c.Store)
+		switch {
+		case len(c.RedisAddrs) > 0 && len(c.RedisCluster) > 0:
+			bad("RedisCluster", "RedisAddrs and RedisCluster are both set: set RedisAddrs for independent Redis servers or RedisCluster for a Redis Cluster's seeds, not both")
+		case len(c.RedisAddrs) == 0 && len(c.RedisCluster) == 0:
+			bad("RedisAddrs", "Store %q needs at least one address in RedisAddrs or RedisCluster", c.Store)
 		}
 	default:
 		bad("Store", "Store must be %q or %q, got %q", StoreEmbedded, StoreRedis, c.Store)
@@ -169,6 +185,11 @@ func (c Config) Validate() error {
 	for i, a := range c.RedisAddrs {
 		if err := checkHostPort(a); err != nil {
 			bad(fmt.Sprintf("RedisAddrs[%d]", i), "RedisAddrs[%d] %v", i, err)
+		}
+	}
+	for i, a := range c.RedisCluster {
+		if err := checkHostPort(a); err != nil {
+			bad(fmt.Sprintf("RedisCluster[%d]", i), "RedisCluster[%d] %v", i, err)
 		}
 	}
 	if c.QueueCapacity < 1 {
@@ -398,7 +419,8 @@ func (n *Node) ProtectListener(addr net.Addr) error { return n.rt.ProtectListene
 
 // Ready reports whether the node can serve: nil when it has loaded the
 // stored plugins (ErrWarming until then), the store answers a read and,
-// in cluster mode, a quorum of the lock servers answers. An embedded store
+// in cluster mode, a quorum of the lock servers answers (on a Redis
+// Cluster, every master: each holds a share of the slots). An embedded store
 // that a write found corrupt is not ready (it refuses every write;
 // boltstore.ErrBroken).
 func (n *Node) Ready(ctx context.Context) error {
