@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/plugins"
@@ -67,6 +68,18 @@ type settings struct {
 	Engine    engineConfig    `koanf:"engine"`
 	Heartbeat heartbeatConfig `koanf:"heartbeat"`
 	History   historyConfig   `koanf:"history"`
+	Redis     redisConfig     `koanf:"redis"`
+}
+
+// redisConfig configures how cluster mode uses Redis.
+type redisConfig struct {
+	// WaitReplicas, when above 0, makes every write of the store wait
+	// until that many replicas have it before it is answered
+	// (node.Config.RedisWaitReplicas). Defaults to 0.
+	WaitReplicas int `koanf:"wait_replicas"`
+	// WaitTimeout bounds that wait: a write not confirmed in time fails
+	// as not durable. Defaults to 1s.
+	WaitTimeout time.Duration `koanf:"wait_timeout"`
 }
 
 // logConfig configures the host's own log, on stderr.
@@ -290,6 +303,7 @@ func defaultConfig() settings {
 	pl := plugins.Config{}.WithDefaults()
 	ad := api.Config{}.WithDefaults()
 	hb := heartbeat.Config{}.WithDefaults()
+	nodeDefaults := node.Config{}.WithDefaults()
 	// Unique per process, so that nodes started on one machine are told
 	// apart in leases and history; node_id gives a stable name.
 	host, err := os.Hostname()
@@ -371,6 +385,7 @@ func defaultConfig() settings {
 		// The engine's zero value records no attempt data; a host keeps
 		// documents of a readable size.
 		History: historyConfig{AttemptDataLimit: engine.DefaultAttemptDataLimit, VarsLimit: engine.DefaultVarsLimit},
+		Redis:   redisConfig{WaitTimeout: nodeDefaults.RedisWaitTimeout},
 	}
 }
 

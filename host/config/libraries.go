@@ -48,6 +48,8 @@ func (c *Loaded) libraries() libraries {
 			Store:        c.Store,
 			RedisAddrs:   c.RedisAddrs,
 			RedisCluster: c.RedisCluster,
+			RedisWaitReplicas: c.Redis.WaitReplicas,
+			RedisWaitTimeout:  c.Redis.WaitTimeout,
 			WorkflowsDir: c.WorkflowsDir,
 			Engine: engine.Config{
 				NodeID:            c.NodeID,
@@ -159,6 +161,8 @@ func bindings() []binding {
 		{"store", nodeLib, "Store"},
 		{"redis_addrs", nodeLib, "RedisAddrs"},
 		{"redis_cluster", nodeLib, "RedisCluster"},
+		{"redis.wait_replicas", nodeLib, "RedisWaitReplicas"},
+		{"redis.wait_timeout", nodeLib, "RedisWaitTimeout"},
 		{"workflows_dir", nodeLib, "WorkflowsDir"},
 		{"http.body_limit", apiLib, "BodyLimit"},
 		{"http.plugin_body_limit", apiLib, "PluginBodyLimit"},

@@ -57,6 +57,7 @@ import (
 	"github.com/weftworks/weft/internal/ratelimit/locallimit"
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/redisstore"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -109,6 +110,16 @@ type Config struct {
 	// Cluster"). With Store "redis", set exactly one of RedisAddrs and
 	// RedisCluster.
 	RedisCluster []string
+	// RedisWaitReplicas, when above 0, makes every write of the Redis
+	// store wait until that many replicas of its master have it before it
+	// is answered (Redis WAIT), so that a failover loses nothing the store
+	// acknowledged; a write they do not confirm within RedisWaitTimeout
+	// fails as not durable (weft.ErrUnavailable: the API answers 503, the
+	// engine retries). 0 answers once the master applied a write.
+	RedisWaitReplicas int
+	// RedisWaitTimeout bounds a write's wait for the replicas, from 1ms to
+	// a minute. Defaults to 1s.
+	RedisWaitTimeout time.Duration
 	// WorkflowsDir is the directory Refresh reads definitions from. Empty
 	// disables Refresh (ErrRefreshDisabled).
 	WorkflowsDir string
@@ -133,6 +144,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.QueueCapacity == 0 {
 		c.QueueCapacity = 10000
+	}
+	if c.RedisWaitTimeout == 0 {
+		c.RedisWaitTimeout = redisstore.DefaultWaitTimeout
 	}
 	if c.Plugins.CacheDir == "" && c.DataDir != "" {
 		c.Plugins.CacheDir = filepath.Join(c.DataDir, "cache")
@@ -191,6 +205,15 @@ func (c Config) Validate() error {
 		if err := checkHostPort(a); err != nil {
 			bad(fmt.Sprintf("RedisCluster[%d]", i), "RedisCluster[%d] %v", i, err)
 		}
+	}
+	if c.RedisWaitReplicas < 0 {
+		bad("RedisWaitReplicas", "RedisWaitReplicas must not be negative, got %d", c.RedisWaitReplicas)
+	}
+	if c.RedisWaitReplicas > 0 && c.Store != StoreRedis {
+		bad("RedisWaitReplicas", "RedisWaitReplicas is %d, but Store %q has no replicas to wait for (Store %q has)", c.RedisWaitReplicas, c.Store, StoreRedis)
+	}
+	if c.RedisWaitReplicas > 0 && (c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > redisstore.MaxWaitTimeout) {
+		bad("RedisWaitTimeout", "RedisWaitTimeout must be from 1ms to %s, got %s", redisstore.MaxWaitTimeout, c.RedisWaitTimeout)
 	}
 	if c.QueueCapacity < 1 {
 		bad("QueueCapacity", "QueueCapacity must be at least 1, got %d", c.QueueCapacity)

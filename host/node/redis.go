@@ -77,7 +77,7 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 		}
 		data = lockClients[0]
 	}
-	st, err := redisstore.Open(ctx, redisstore.Config{Client: data, Logger: n.log})
+	st, err := redisstore.Open(ctx, redisstore.Config{Client: data, Logger: n.log, WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout})
 	if err != nil {
 		return nil, nil, fmt.Errorf("node: opening the store on %s: %w", where, err)
 	}
