@@ -43,14 +43,14 @@ func (c *Loaded) libraries() libraries {
 	p, ph := c.Plugins, c.Plugins.HTTP
 	return libraries{
 		node: node.Config{
-			NodeID:       c.NodeID,
-			DataDir:      c.DataDir,
-			Store:        c.Store,
-			RedisAddrs:   c.RedisAddrs,
-			RedisCluster: c.RedisCluster,
+			NodeID:            c.NodeID,
+			DataDir:           c.DataDir,
+			Store:             c.Store,
+			RedisAddrs:        c.RedisAddrs,
+			RedisCluster:      c.RedisCluster,
 			RedisWaitReplicas: c.Redis.WaitReplicas,
 			RedisWaitTimeout:  c.Redis.WaitTimeout,
-			WorkflowsDir: c.WorkflowsDir,
+			WorkflowsDir:      c.WorkflowsDir,
 			Engine: engine.Config{
 				NodeID:            c.NodeID,
 				Workers:           c.Engine.Workers,
