@@ -212,7 +212,8 @@ func (c Config) Validate() error {
 	if c.RedisWaitReplicas > 0 && c.Store != StoreRedis {
 		bad("RedisWaitReplicas", "RedisWaitReplicas is %d, but Store %q has no replicas to wait for (Store %q has)", c.RedisWaitReplicas, c.Store, StoreRedis)
 	}
-	if c.RedisWaitReplicas > 0 && (c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > redisstore.MaxWaitTimeout) {
+	// 0 is refused only where a wait would use it.
+	if (c.RedisWaitReplicas > 0 || c.RedisWaitTimeout != 0) && (c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > redisstore.MaxWaitTimeout) {
 		bad("RedisWaitTimeout", "RedisWaitTimeout must be from 1ms to %s, got %s", redisstore.MaxWaitTimeout, c.RedisWaitTimeout)
 	}
 	if c.QueueCapacity < 1 {
