@@ -7,21 +7,34 @@
 // # Delivery is at most once
 //
 // A notification published while a node is disconnected from Redis (a
-// Redis restart, a network cut, a node pause) is lost for that node, and so
-// is one published before a Subscribe has returned. Notifications are
-// therefore a latency optimisation and never the record: correctness comes
-// from the store (the instance's inbox, the cancel flag, the definitions)
-// and from the ready queue, which every node also reads on its own
-// schedule. A notification says "look now" instead of "look at the next
-// sweep".
+// Redis restart, a network cut, a node pause, the failover of the master
+// that serves a shard) is lost for that node, and so is one published
+// before a Subscribe has returned. Notifications are therefore a latency
+// optimisation and never the record: correctness comes from the store (the
+// instance's inbox, the cancel flag, the definitions) and from the ready
+// queue, which every node also reads on its own schedule. A notification
+// says "look now" instead of "look at the next sweep".
 //
 // # Order and callbacks
 //
 // Each bus calls its subscribers' functions on one goroutine of its own, in
-// the order the notifications arrived (per publisher, the order it
-// published in). A function must therefore return quickly and hand longer
-// work to another goroutine; it may call Publish, Subscribe and unsubscribe.
-// Each call gets its own copy of the payload.
+// the order the notifications arrived on each of its connections: per
+// publisher, the order it published in, for a topic that is not sharded,
+// and for the payloads of one shard of a sharded topic (two payloads of
+// different shards travel on different connections, and may arrive in
+// either order). A function must therefore return quickly and hand longer
+// work to another goroutine; it may call Publish, Subscribe and
+// unsubscribe. Each call gets its own copy of the payload.
+//
+// # Shards
+//
+// On a Redis Cluster a classic PUBLISH is broadcast to every node of the
+// cluster. The topics whose payload is an instance id can go sharded
+// instead (RedisConfig.Shards, RedisConfig.Sharded): each payload to the
+// channel of its shard with SPUBLISH, which the cluster delivers within the
+// shard's slot's master and replicas alone. Every bus still receives every
+// shard: the engine wakes the instances that it runs whichever shard
+// their ids fall in.
 package notify
 
 import (

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/internal/notify"
+	"github.com/weftworks/weft/internal/partition"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -81,8 +82,10 @@ func (in *inbox) snapshot() []string {
 }
 
 // exercise is the conformance suite of a bus; newBus returns buses
-// that share their notifications (nodes of one cluster).
-func exercise(t *testing.T, newBus func(t *testing.T) bus) {
+// that share their notifications (nodes of one cluster). shardOf says in
+// which shard the bus sends a payload of a sharded topic (0 for all on a
+// classic bus): order is kept within a shard only.
+func exercise(t *testing.T, newBus func(t *testing.T) bus, shardOf func(payload string) int) {
 	t.Run("publish reaches the topic's subscribers on every bus", func(t *testing.T) {
 		t.Parallel()
 		a, b := newBus(t), newBus(t)
@@ -130,8 +133,22 @@ func exercise(t *testing.T, newBus func(t *testing.T) bus) {
 				t.Fatal(err)
 			}
 		}
-		if got := in.wait(t, len(want)); strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Fatalf("received out of order: %q", got)
+		got := in.wait(t, len(want))
+		byShard := func(payloads []string) map[int]string {
+			out := map[int]string{}
+			for _, p := range payloads {
+				out[shardOf(p)] += p + ","
+			}
+			return out
+		}
+		wantBy, gotBy := byShard(want), byShard(got)
+		if len(gotBy) != len(wantBy) {
+			t.Fatalf("received %q, want %q", got, want)
+		}
+		for q, w := range wantBy {
+			if gotBy[q] != w {
+				t.Fatalf("shard %d received out of order: %q, want %q", q, gotBy[q], w)
+			}
 		}
 	})
 	t.Run("each call gets its own payload", func(t *testing.T) {
@@ -226,7 +243,17 @@ func exercise(t *testing.T, newBus func(t *testing.T) bus) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range []string{"x", "y"} {
+		// Every payload in x's shard, so that they travel in order on a
+		// sharded bus too.
+		inShard := func(base string) string {
+			for i := 0; ; i++ {
+				if p := fmt.Sprint(base, i); shardOf(p) == shardOf("x") {
+					return p
+				}
+			}
+		}
+		y, end, end2 := inShard("y"), inShard("end"), inShard("end2")
+		for _, p := range []string{"x", y} {
 			if err := a.Publish(ctx, "in", []byte(p)); err != nil {
 				t.Fatal(err)
 			}
@@ -235,14 +262,44 @@ func exercise(t *testing.T, newBus func(t *testing.T) bus) {
 		// Were y relayed, its relay would be published while y is handled,
 		// before the bus handles anything published after x was relayed:
 		// so before end2 at the latest.
-		for i, p := range []string{"end", "end2"} {
+		for i, p := range []string{end, end2} {
 			if err := a.Publish(ctx, "out", []byte(p)); err != nil {
 				t.Fatal(err)
 			}
 			relayed.wait(t, i+2)
 		}
-		if got := relayed.snapshot(); strings.Join(got, ",") != "x,end,end2" {
-			t.Fatalf("relayed %q, want x, end, end2 (y came after the unsubscribe)", got)
+		if got, want := relayed.snapshot(), []string{"x", end, end2}; strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("relayed %q, want %q (%s came after the unsubscribe)", got, want, y)
+		}
+	})
+	t.Run("functions may subscribe", func(t *testing.T) {
+		t.Parallel()
+		a := newBus(t)
+		ctx := timeout(t, 20*time.Second)
+		got := newInbox()
+		subscribed := make(chan error, 1)
+		if _, err := a.Subscribe(ctx, "in", func([]byte) {
+			_, err := a.Subscribe(ctx, "out", got.fn)
+			subscribed <- err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Publish(ctx, "in", []byte("go")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-subscribed:
+			if err != nil {
+				t.Fatalf("Subscribe from a function: %v", err)
+			}
+		case <-ctx.Done():
+			t.Fatal("Subscribe from a function did not return")
+		}
+		if err := a.Publish(ctx, "out", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if g := got.wait(t, 1); g[0] != "x" {
+			t.Fatalf("got %q, want x", g)
 		}
 	})
 	t.Run("bad input and cancelled contexts", func(t *testing.T) {
@@ -299,52 +356,124 @@ func TestRedis(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = r.Close() })
 		return r
-	})
+	}, func(string) int { return 0 })
 }
 
-// After a restart of Redis the bus subscribes again: a publish is received
-// within a deadline, on a bus that subscribed before the restart.
-func TestRedisResubscribesAfterRestart(t *testing.T) {
+// shardedTopics are the topics the suite's sharded buses send sharded;
+// "definitions" stays classic.
+var shardedTopics = []string{"cancel", "t", "in", "out"}
+
+// The suite on a single redis-server with four shards: sharded pub/sub
+// outside cluster mode, where the shards share one connection.
+func TestRedisSharded(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
-	newBus := func() *notify.Redis {
-		r, err := notify.NewRedis(notify.RedisConfig{Client: s.Client(t), Logger: testLogger(t)})
+	exercise(t, func(t *testing.T) bus {
+		r, err := notify.NewRedis(notify.RedisConfig{
+			Client: s.Client(t), Prefix: t.Name() + ":", Shards: 4, Sharded: shardedTopics, Logger: testLogger(t),
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = r.Close() })
 		return r
-	}
-	pub, sub := newBus(), newBus()
-	ctx := timeout(t, 60*time.Second)
-	in := newInbox()
-	if _, err := sub.Subscribe(ctx, "cancel", in.fn); err != nil {
-		t.Fatal(err)
-	}
-	if err := pub.Publish(ctx, "cancel", []byte("before")); err != nil {
-		t.Fatal(err)
-	}
-	in.wait(t, 1)
+	}, func(p string) int { return partition.Of(p, 4) })
+}
 
-	for _, restart := range []func(testing.TB){s.Restart, func(t testing.TB) { s.Kill(t); s.Restart(t) }} {
-		restart(t)
-		// Published before the bus has reconnected, a notification is lost
-		// (at most once): publish until one gets through.
-		n := len(in.snapshot())
-		deadline := time.Now().Add(15 * time.Second)
-		for len(in.snapshot()) == n {
-			if time.Now().After(deadline) {
-				t.Fatal("no notification received within 15s of the restart")
-			}
-			_ = pub.Publish(ctx, "cancel", []byte("after"))
-			select {
-			case <-in.more:
-			case <-time.After(100 * time.Millisecond): // publish again
+// busConfigs are the two kinds of bus the recovery tests run: classic
+// pub/sub, and four shards with the topic "cancel" sharded.
+var busConfigs = []struct {
+	name   string
+	shards int
+}{{"classic", 1}, {"sharded", 4}}
+
+// idsOfShards returns, for each of n shards, a payload that falls in it,
+// with tag in the name so that successive calls give new payloads.
+func idsOfShards(n int, tag string) []string {
+	ids := make([]string, n)
+	for q := range n {
+		for j := 0; ids[q] == ""; j++ {
+			if id := fmt.Sprintf("%s-%d-%d", tag, q, j); partition.Of(id, n) == q {
+				ids[q] = id
 			}
 		}
-		if got := in.snapshot(); got[len(got)-1] != "after" {
-			t.Fatalf("received %q", got)
+	}
+	return ids
+}
+
+// publishUntilReceived publishes payloads of topic on pub again and again
+// until every inbox has received each of them at least once since the call,
+// and fails the test after within.
+func publishUntilReceived(t *testing.T, pub bus, topic string, payloads []string, within time.Duration, inboxes ...*inbox) {
+	t.Helper()
+	ctx := timeout(t, within+10*time.Second)
+	base := make([]int, len(inboxes))
+	for i, in := range inboxes {
+		base[i] = len(in.snapshot())
+	}
+	deadline := time.Now().Add(within)
+	for {
+		missing := 0
+		for i, in := range inboxes {
+			got := map[string]bool{}
+			for _, p := range in.snapshot()[base[i]:] {
+				got[p] = true
+			}
+			for _, p := range payloads {
+				if !got[p] {
+					missing++
+				}
+			}
 		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d payloads on %s not received within %s", missing, len(payloads)*len(inboxes), topic, within)
+		}
+		// Published before a bus has subscribed again, a notification is
+		// lost (at most once): publish again.
+		for _, p := range payloads {
+			_ = pub.Publish(ctx, topic, []byte(p))
+		}
+		wait := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-inboxes[0].more:
+		case <-wait.C:
+		}
+		wait.Stop()
+	}
+}
+
+// After a restart of Redis the bus subscribes again: a publish is received
+// within a deadline, in every shard, on a bus that subscribed before the
+// restart.
+func TestRedisResubscribesAfterRestart(t *testing.T) {
+	t.Parallel()
+	for _, c := range busConfigs {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := redistest.Start(t)
+			newBus := func() *notify.Redis {
+				r, err := notify.NewRedis(notify.RedisConfig{Client: s.Client(t), Shards: c.shards, Sharded: []string{"cancel"}, Logger: testLogger(t)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = r.Close() })
+				return r
+			}
+			pub, sub := newBus(), newBus()
+			ctx := timeout(t, 60*time.Second)
+			in := newInbox()
+			if _, err := sub.Subscribe(ctx, "cancel", in.fn); err != nil {
+				t.Fatal(err)
+			}
+			publishUntilReceived(t, pub, "cancel", idsOfShards(c.shards, "before"), 10*time.Second, in)
+			for i, restart := range []func(testing.TB){s.Restart, func(t testing.TB) { s.Kill(t); s.Restart(t) }} {
+				restart(t)
+				publishUntilReceived(t, pub, "cancel", idsOfShards(c.shards, fmt.Sprint("after", i)), 15*time.Second, in)
+			}
+		})
 	}
 }
 
@@ -356,39 +485,34 @@ func TestNewRedisNeedsAClient(t *testing.T) {
 }
 
 // A server that stops answering without closing the connection (paused)
-// makes the bus replace its silent connection; once the server is back, a
-// publish is received again within a deadline.
+// makes the bus replace its silent connections; once the server is back, a
+// publish is received again, in every shard, within a deadline.
 func TestRedisRecoversFromASilentServer(t *testing.T) {
 	t.Parallel()
-	s := redistest.Start(t)
-	newBus := func() *notify.Redis {
-		r, err := notify.NewRedis(notify.RedisConfig{Client: s.Client(t), Logger: testLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = r.Close() })
-		return r
-	}
-	pub, sub := newBus(), newBus()
-	ctx := timeout(t, 60*time.Second)
-	in := newInbox()
-	if _, err := sub.Subscribe(ctx, "cancel", in.fn); err != nil {
-		t.Fatal(err)
-	}
-	s.Pause(t)
-	// Silent for three health intervals: long enough for a replacement.
-	paused := time.NewTimer(3 * time.Second)
-	<-paused.C
-	s.Resume(t)
-	deadline := time.Now().Add(15 * time.Second)
-	for len(in.snapshot()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no notification received within 15s of the resume")
-		}
-		_ = pub.Publish(timeout(t, time.Second), "cancel", []byte("after"))
-		select {
-		case <-in.more:
-		case <-time.After(100 * time.Millisecond): // publish again
-		}
+	for _, c := range busConfigs {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := redistest.Start(t)
+			newBus := func() *notify.Redis {
+				r, err := notify.NewRedis(notify.RedisConfig{Client: s.Client(t), Shards: c.shards, Sharded: []string{"cancel"}, Logger: testLogger(t)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = r.Close() })
+				return r
+			}
+			pub, sub := newBus(), newBus()
+			ctx := timeout(t, 60*time.Second)
+			in := newInbox()
+			if _, err := sub.Subscribe(ctx, "cancel", in.fn); err != nil {
+				t.Fatal(err)
+			}
+			s.Pause(t)
+			// Silent for three health intervals: long enough for a replacement.
+			paused := time.NewTimer(3 * time.Second)
+			<-paused.C
+			s.Resume(t)
+			publishUntilReceived(t, pub, "cancel", idsOfShards(c.shards, "after"), 15*time.Second, in)
+		})
 	}
 }
