@@ -22,6 +22,7 @@ import (
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -38,13 +39,21 @@ import (
 // concurrency key (the workflow has a limit per group of instances) ever
 // ran more instances at once than its limit.
 //
+// With -chaos.redis=cluster the nodes run on a Redis Cluster of three
+// masters with a replica each, waiting for a replica to have each write
+// (redis.wait_replicas 1), and the Redis fault is a master's death instead:
+// the master of the store's slot gets SIGKILL, its replica is promoted, and
+// the dead master is restarted and rejoins as a replica; later the master
+// of the ready queue's slot goes the same way.
+//
 // `go test -run TestChaos ./cmd/host` runs the short variant; `make chaos`
-// runs 10,000 instances (-chaos.instances). The flags are read once, as
-// the test's configuration.
+// runs 10,000 instances (-chaos.instances), `make chaos-cluster` as many on
+// the cluster. The flags are read once, as the test's configuration.
 var (
 	chaosInstances = flag.Int("chaos.instances", 0, "chaos: instances to run (0: the short variant's 240)")
 	chaosRate      = flag.Float64("chaos.rate", 0, "chaos: instance starts per second (0: the default, 8)")
 	chaosSeed      = flag.Uint64("chaos.seed", 0, "chaos: the seed of the plan and the faults (0: from the clock)")
+	chaosRedis     = flag.String("chaos.redis", string(redisSingle), "chaos: what the nodes run on, single (one redis-server, killed once) or cluster (a Redis Cluster of three masters with a replica each, the masters of the store and of the queue killed)")
 	chaosOut       = flag.String("chaos.out", "", "chaos and soak: directory for reports and node logs (default bin/chaos under the repository)")
 )
 
@@ -77,6 +86,13 @@ type chaosConfig struct {
 	PauseFor  time.Duration    // beyond the lock TTL
 	RedisAt   float64          // fraction of the start phase
 	RedisDown time.Duration
+	// Redis is what the nodes run on. On redisCluster the fault at RedisAt
+	// kills the master of the store's slot instead of the one Redis; it
+	// stays down RedisDown after its replica's promotion. QueueMasterAt
+	// (a fraction of the start phase, 0 for none) kills the master of the
+	// ready queue's slot the same way.
+	Redis         rigRedis
+	QueueMasterAt float64
 	// Deadline bounds one instance, from its start to its end, as the
 	// driver waits for it; the checks wait longer still for an instance
 	// not ended by then (endWait), rather than read it while it runs.
@@ -126,6 +142,7 @@ func defaultChaosConfig() chaosConfig {
 		DownFor:   [2]time.Duration{500 * time.Millisecond, 2500 * time.Millisecond},
 		PauseAt:   0.3, PauseFor: 1500 * time.Millisecond,
 		RedisAt: 0.6, RedisDown: time.Second,
+		Redis: redisSingle, QueueMasterAt: 0.85,
 		// Short runs on a loaded machine took up to 37s from start to
 		// end: the deadline is far above it.
 		Deadline: 5 * time.Minute,
@@ -212,8 +229,16 @@ type sent struct {
 
 // fault is one thing the injector did.
 type fault struct {
-	At   time.Time
-	Kind string // kill, restart, pause, resume, redis-kill, redis-up
+	At time.Time
+	// Kind is kill, restart, pause, resume, redis-kill or redis-up; on a
+	// Redis Cluster master-kill (SIGKILL to a master), master-promoted
+	// (its replica serves its slots, as the cluster's nodes agree) and
+	// master-rejoined (the dead master restarted and in sync as a
+	// replica) instead of the last two.
+	Kind string
+	// Node is the node id for a node's fault; for a master's, what the
+	// master serves (masterRole) and its address ("store+queue
+	// 127.0.0.1:port").
 	Node string
 }
 
@@ -230,12 +255,17 @@ func TestChaos(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
+	switch cfg.Redis = rigRedis(*chaosRedis); cfg.Redis {
+	case redisSingle, redisCluster:
+	default:
+		t.Fatalf("-chaos.redis=%s: want %s or %s", cfg.Redis, redisSingle, redisCluster)
+	}
 	long := cfg.Instances > defaultChaosConfig().Instances
 	cfg.BoundTakeovers = long
-	dir := runDir(t, "chaos", seed)
-	t.Logf("chaos: seed %d (-chaos.seed=%d repeats the plan and the faults), %d instances at %.1f/s; logs and report in %s", seed, seed, cfg.Instances, cfg.Rate, dir)
+	dir := runDir(t, cfg.kind(), seed)
+	t.Logf("%s: seed %d (-chaos.seed=%d repeats the plan and the faults), %d instances at %.1f/s on %s Redis; logs and report in %s", cfg.kind(), seed, seed, cfg.Instances, cfg.Rate, cfg.Redis, dir)
 
-	r := startRig(t, bin, 3, dir,
+	r := startRigOn(t, bin, cfg.Redis, 3, dir,
 		"--set", "engine.lock_ttl="+cfg.LockTTL.String(),
 		"--set", "engine.recovery_interval="+cfg.Recovery.String(),
 		"--set", "heartbeat.tick="+cfg.Tick.String(),
@@ -275,7 +305,7 @@ func TestChaos(t *testing.T) {
 	}
 	summary := res.summary(path)
 	t.Log(summary)
-	fmt.Println(summary) // the one line `make chaos` prints
+	fmt.Println(summary) // the one line `make chaos` (`make chaos-cluster`) prints
 	for _, v := range res.verdicts {
 		if v.failed > 0 {
 			t.Errorf("%s: %d of %d violate it (seed %d), e.g.\n  %s", v.name, v.failed, v.checked, seed, strings.Join(v.examples, "\n  "))
@@ -289,6 +319,24 @@ func TestChaos(t *testing.T) {
 			_ = os.Remove(n.logPath)
 		}
 	}
+}
+
+// kind names a run of cfg: chaos, or chaos-cluster on a Redis Cluster.
+// It starts the summary line and names the run's directory.
+func (cfg chaosConfig) kind() string {
+	if cfg.Redis == redisCluster {
+		return "chaos-cluster"
+	}
+	return "chaos"
+}
+
+// redisFault is the kind of fault that kills Redis: the one redis-server,
+// or a master of the cluster.
+func (cfg chaosConfig) redisFault() string {
+	if cfg.Redis == redisCluster {
+		return "master-kill"
+	}
+	return "redis-kill"
 }
 
 // runDir makes the directory of one run: -chaos.out, or bin/chaos under
@@ -449,9 +497,11 @@ func runOne(ctx context.Context, r *rig, cfg chaosConfig, seed uint64, p planned
 }
 
 // injectFaults kills, restarts, pauses and resumes nodes and kills Redis
-// once, on the test's goroutine (redistest fails the test from it), until
-// the start phase is over or the driver is done; nodes it took down are
-// back up when it returns.
+// once (on a cluster: the store's master, then the queue's), on the test's
+// goroutine (redistest fails the test from it), until the start phase is
+// over or the driver is done; nodes it took down are back up when it
+// returns. While Redis is down or a master fails over, it waits: a node
+// due back meanwhile comes back after that.
 func injectFaults(t *testing.T, r *rig, cfg chaosConfig, rng *rand.Rand, t0 time.Time, startPhase time.Duration, driven <-chan struct{}) []fault {
 	t.Helper()
 	var faults []fault
@@ -467,7 +517,9 @@ func injectFaults(t *testing.T, r *rig, cfg chaosConfig, rng *rand.Rand, t0 time
 	nextKill := t0.Add(between(cfg.KillEvery))
 	pauseAt := t0.Add(time.Duration(cfg.PauseAt * float64(startPhase)))
 	redisAt := t0.Add(time.Duration(cfg.RedisAt * float64(startPhase)))
+	queueAt := t0.Add(time.Duration(cfg.QueueMasterAt * float64(startPhase)))
 	paused, redisDone, injecting := false, false, true
+	queueDone := cfg.Redis != redisCluster || cfg.QueueMasterAt <= 0
 	// victim picks a node that serves, leaving at least one other serving.
 	victim := func() *rigNode {
 		up := r.up()
@@ -485,6 +537,9 @@ func injectFaults(t *testing.T, r *rig, cfg chaosConfig, rng *rand.Rand, t0 time
 			}
 			if !redisDone && redisAt.Before(next) {
 				next = redisAt
+			}
+			if !queueDone && queueAt.Before(next) {
+				next = queueAt
 			}
 			if end.Before(next) {
 				next = end
@@ -529,7 +584,22 @@ func injectFaults(t *testing.T, r *rig, cfg chaosConfig, rng *rand.Rand, t0 time
 		if !injecting {
 			continue
 		}
+		if !redisDone && !now.Before(redisAt) || !queueDone && !now.Before(queueAt) {
+			// A node that boots while Redis (or the store's master) is
+			// down cannot open its store and exits, to be restarted by
+			// its supervisor; the rig has none, so the nodes that are
+			// starting serve before Redis goes down. (A run on the
+			// cluster found it: a node restarted 1.5s before a master's
+			// kill, slow to boot under -race, exited.)
+			r.waitUp(t, 2*time.Minute)
+		}
 		switch {
+		case !redisDone && !now.Before(redisAt) && cfg.Redis == redisCluster:
+			redisDone = true
+			killMaster(t, r, cfg, storeSlotKey, record)
+		case !queueDone && !now.Before(queueAt):
+			queueDone = true
+			killMaster(t, r, cfg, queueSlotKey, record)
 		case !redisDone && !now.Before(redisAt):
 			redisDone = true
 			r.srv.Kill(t)
@@ -564,6 +634,48 @@ func injectFaults(t *testing.T, r *rig, cfg chaosConfig, rng *rand.Rand, t0 time
 		}
 	}
 	return faults
+}
+
+// killMaster kills the master of key's slot in the rig's cluster with
+// SIGKILL, waits until its replica is promoted and every node of the
+// cluster agrees, keeps the dead master down cfg.RedisDown longer, then
+// restarts it on its directory and waits until it has rejoined as the new
+// master's replica, in sync. The faults it records name the master by
+// what it serves (masterRole) and its address. With redis.wait_replicas 1,
+// the store's writes fail from the kill of its master until the rejoin:
+// until the promotion no master serves its slot, and after it the new
+// master has no replica to wait for.
+func killMaster(t *testing.T, r *rig, cfg chaosConfig, key string, record func(kind, node string)) {
+	t.Helper()
+	dead := r.cluster.MasterOf(t, key)
+	role := masterRole(t, r, dead)
+	dead.Kill(t)
+	record("master-kill", role+" "+dead.Addr())
+	heir := r.cluster.WaitFailover(t, key)
+	record("master-promoted", role+" "+heir.Addr())
+	time.Sleep(cfg.RedisDown) // the dead master stays down this long: fault pacing
+	dead.Restart(t)
+	r.cluster.WaitHealthy(t)
+	record("master-rejoined", role+" "+dead.Addr())
+}
+
+// masterRole says which of the store's and the ready queue's slots m
+// serves: store, queue, store+queue, or other. Today the two hash tags'
+// slots (9610 and 7963) fall in the same third of the slots, so on three
+// masters one master serves both.
+func masterRole(t *testing.T, r *rig, m *redistest.Server) string {
+	t.Helper()
+	var roles []string
+	if r.cluster.MasterOf(t, storeSlotKey) == m {
+		roles = append(roles, "store")
+	}
+	if r.cluster.MasterOf(t, queueSlotKey) == m {
+		roles = append(roles, "queue")
+	}
+	if len(roles) == 0 {
+		return "other"
+	}
+	return strings.Join(roles, "+")
 }
 
 // healRig brings every node back: the driver is done, but the checks read
@@ -759,7 +871,7 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	st := openRedisStore(t, r.srv)
+	st := r.openStore(t)
 	stats := &callStats{}
 	type read struct {
 		inst *apiv1.Instance
@@ -947,7 +1059,9 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 					tk.Stall = pressure.share(tk.Cause.At, e.Time)
 					late := tk.Latency > cfg.LockTTL+cfg.Cycle
 					switch {
-					case tk.Cause.Kind == "redis-kill":
+					case tk.Cause.Kind == "redis-kill", tk.Cause.Kind == "master-kill":
+						// Every node lost Redis (or a master's slots),
+						// not one: reported, not bounded.
 					case late && tk.Stall >= starvedShare:
 						// The bound holds for a host that gets the CPU:
 						// counted apart, not as the host's failure.
@@ -1054,17 +1168,19 @@ func share(f float64) string {
 }
 
 // causeOf returns the fault that explains a takeover of an attempt node
-// scheduled: the first kill of node or of Redis between the scheduling
-// and the takeover; failing that, a pause of node or a Redis outage that
-// began before the takeover and ended less than a TTL before the attempt
-// was scheduled (an execution that lost its lease then records a step
-// before it finds out).
+// scheduled: the first kill of node, of Redis or of a Redis Cluster's
+// master between the scheduling and the takeover; failing that, a pause
+// of node or a Redis outage that began before the takeover and ended less
+// than a TTL before the attempt was scheduled (an execution that lost its
+// lease then records a step before it finds out). A master's outage lasts
+// from its kill to its rejoining: until then the store's writes do not
+// reach a replica, and with redis.wait_replicas they fail.
 func causeOf(faults []fault, node string, scheduled, takenOver time.Time, ttl time.Duration) *fault {
 	for i, f := range faults {
 		if f.At.After(takenOver) {
 			break
 		}
-		if (f.Kind == "kill" && f.Node == node || f.Kind == "redis-kill") && !f.At.Before(scheduled) {
+		if (f.Kind == "kill" && f.Node == node || f.Kind == "redis-kill" || f.Kind == "master-kill") && !f.At.Before(scheduled) {
 			return &faults[i]
 		}
 	}
@@ -1078,6 +1194,8 @@ func causeOf(faults []fault, node string, scheduled, takenOver time.Time, ttl ti
 			ends = func(g fault) bool { return g.Kind == "resume" && g.Node == node }
 		case f.Kind == "redis-kill":
 			ends = func(g fault) bool { return g.Kind == "redis-up" }
+		case f.Kind == "master-kill":
+			ends = func(g fault) bool { return g.Kind == "master-rejoined" }
 		default:
 			continue
 		}
@@ -1172,15 +1290,45 @@ func (res *chaosResult) summary(path string) string {
 		unbounded = fmt.Sprintf(", %d late otherwise (reported, not bounded, in the short variant)", len(res.unbounded))
 	}
 	_, wmed, _, whi := quantiles(slices.Clone(res.slotWaits))
-	return fmt.Sprintf("chaos %s: seed %d, %d/%d instances completed in %s; violations %s (output/completion/wait/event/answer/details/takeover-time/limit/schedule); "+
-		"%d takeovers (%d after a kill or pause: min %s median %s p99 %s max %s, bound %s, %d late while the CPU was saturated%s; %d after the Redis kill; %d unexplained); "+
+	afterRedis, redisFaults := "after the Redis kill", fmt.Sprintf("%d Redis kill", res.faultCount("redis-kill"))
+	if res.cfg.Redis == redisCluster {
+		afterRedis = "after a master kill"
+		redisFaults = fmt.Sprintf("%d master kills (%s)", res.faultCount("master-kill"), strings.Join(res.failovers(), "; "))
+	}
+	return fmt.Sprintf("%s %s: seed %d, %d/%d instances completed in %s; violations %s (output/completion/wait/event/answer/details/takeover-time/limit/schedule); "+
+		"%d takeovers (%d after a kill or pause: min %s median %s p99 %s max %s, bound %s, %d late while the CPU was saturated%s; %d %s; %d unexplained); "+
 		"concurrency: %d keys, at most %d of one running at once (limit %d), %d instances waited for a slot (median %s, max %s); "+
-		"faults: %d kills, %d pause, %d Redis kill; report %s",
-		verdict, res.seed, res.completed, res.instances, res.elapsed.Round(time.Second), strings.Join(viol, "/"),
+		"faults: %d kills, %d pause, %s; report %s",
+		res.cfg.kind(), verdict, res.seed, res.completed, res.instances, res.elapsed.Round(time.Second), strings.Join(viol, "/"),
 		len(res.takeovers), len(res.latencies("kill", "pause")), ms(lo), ms(med), ms(p99), ms(hi), res.cfg.LockTTL+res.cfg.Cycle,
-		len(res.starved), unbounded, len(res.latencies("redis-kill")), unexplained,
+		len(res.starved), unbounded, len(res.latencies(res.cfg.redisFault())), afterRedis, unexplained,
 		len(res.groups), res.mostAtOnceOfAll(), res.cfg.Limit, res.waited(), ms(wmed), ms(whi),
-		res.faultCount("kill"), res.faultCount("pause"), res.faultCount("redis-kill"), path)
+		res.faultCount("kill"), res.faultCount("pause"), redisFaults, path)
+}
+
+// failovers describes each master kill of a cluster run: which master
+// died, and how long after its kill its replica was seen promoted and it
+// was back as a replica, as "the store+queue master 127.0.0.1:port:
+// promoted 2.1s rejoined 4.3s".
+func (res *chaosResult) failovers() []string {
+	var out []string
+	for i, f := range res.faults {
+		if f.Kind != "master-kill" {
+			continue
+		}
+		what, addr, _ := strings.Cut(f.Node, " ")
+		d := fmt.Sprintf("the %s master %s:", what, addr)
+		for _, kind := range []string{"master-promoted", "master-rejoined"} {
+			for _, g := range res.faults[i:] {
+				if g.Kind == kind {
+					d += fmt.Sprintf(" %s %s", strings.TrimPrefix(kind, "master-"), ms(g.At.Sub(f.At)))
+					break
+				}
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
@@ -1189,13 +1337,26 @@ func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
 func (res *chaosResult) report() string {
 	var b strings.Builder
 	cfg := res.cfg
-	fmt.Fprintf(&b, "# Chaos run, seed %d\n\n", res.seed)
-	fmt.Fprintf(&b, "Repeat the plan and the faults: `go test -run '^TestChaos$' -timeout 60m ./cmd/host -args -chaos.instances=%d -chaos.rate=%g -chaos.seed=%d`\n\n",
-		cfg.Instances, cfg.Rate, res.seed)
+	on, redisArg := "", ""
+	if cfg.Redis == redisCluster {
+		on, redisArg = " on a Redis Cluster", " -chaos.redis=cluster"
+	}
+	fmt.Fprintf(&b, "# Chaos run%s, seed %d\n\n", on, res.seed)
+	fmt.Fprintf(&b, "Repeat the plan and the faults: `go test -run '^TestChaos$' -timeout 60m ./cmd/host -args -chaos.instances=%d -chaos.rate=%g -chaos.seed=%d%s`\n\n",
+		cfg.Instances, cfg.Rate, res.seed, redisArg)
 	fmt.Fprintf(&b, "- %d instances, %d completed; %d started at %.1f/s (planned start phase %s), all ended after %s\n",
 		res.instances, res.completed, res.instances, cfg.Rate, res.startPhase.Round(time.Second), res.elapsed.Round(time.Second))
-	fmt.Fprintf(&b, "- three nodes: lock TTL %s, heartbeat cycle %s (tick %s), recovery sweep every %s, %d workers and %d guests per plugin version each; Redis with appendfsync always\n",
-		cfg.LockTTL, cfg.Cycle, cfg.Tick, cfg.Recovery, cfg.Workers, cfg.Pool)
+	redis := "Redis with appendfsync always"
+	if cfg.Redis == redisCluster {
+		redis = "a Redis Cluster of three masters with a replica each (cluster-node-timeout 1s), every Redis node with appendfsync always; " +
+			"each write of the store waits for a replica (redis.wait_replicas 1)"
+	}
+	fmt.Fprintf(&b, "- three nodes: lock TTL %s, heartbeat cycle %s (tick %s), recovery sweep every %s, %d workers and %d guests per plugin version each; %s\n",
+		cfg.LockTTL, cfg.Cycle, cfg.Tick, cfg.Recovery, cfg.Workers, cfg.Pool, redis)
+	if cfg.Redis == redisCluster {
+		fmt.Fprintf(&b, "- master kills, from the SIGKILL to the replica's promotion as the cluster agrees, and to the dead master's return as a replica in sync: %s\n",
+			strings.Join(res.failovers(), "; "))
+	}
 	fmt.Fprintf(&b, "- instance i in group i %% %d, the workflow's concurrency key, limit %d\n", cfg.Groups, cfg.Limit)
 	fmt.Fprintf(&b, "- work step %d–%d ms, heartbeat every %d ms; a quarter of the events sent up to %s before their instance exists, the others up to %s after its start; each sent twice, to random nodes, with one id\n",
 		cfg.WorkMS[0], cfg.WorkMS[1], cfg.BeatMS, cfg.Lead, cfg.EventLag)
@@ -1216,7 +1377,7 @@ func (res *chaosResult) report() string {
 	}
 
 	b.WriteString("\n## Takeovers\n\nFrom the fault to the `attempt_abandoned` event of the node that took the instance over.\n\n| cause | takeovers | min | median | p99 | max |\n|---|---|---|---|---|---|\n")
-	for _, kinds := range [][]string{{"kill"}, {"pause"}, {"kill", "pause"}, {"redis-kill"}} {
+	for _, kinds := range [][]string{{"kill"}, {"pause"}, {"kill", "pause"}, {cfg.redisFault()}} {
 		ds := res.latencies(kinds...)
 		lo, med, p99, hi := quantiles(ds)
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", strings.Join(kinds, " or "), len(ds), ms(lo), ms(med), ms(p99), ms(hi))
@@ -1308,8 +1469,12 @@ func (res *chaosResult) report() string {
 		fmt.Fprintf(&b, "| client calls retried on another node (%s) | %d |\n", k, res.retries[k])
 	}
 
-	fmt.Fprintf(&b, "\n## Faults (%d kills, %d pause, %d Redis kill)\n\n| time | since start | what | node |\n|---|---|---|---|\n",
-		res.faultCount("kill"), res.faultCount("pause"), res.faultCount("redis-kill"))
+	redisFaults := fmt.Sprintf("%d Redis kill", res.faultCount("redis-kill"))
+	if cfg.Redis == redisCluster {
+		redisFaults = fmt.Sprintf("%d master kills", res.faultCount("master-kill"))
+	}
+	fmt.Fprintf(&b, "\n## Faults (%d kills, %d pause, %s)\n\n| time | since start | what | node |\n|---|---|---|---|\n",
+		res.faultCount("kill"), res.faultCount("pause"), redisFaults)
 	for _, f := range res.faults {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.At.Format("15:04:05.000"), f.At.Sub(res.t0).Round(time.Millisecond), f.Kind, f.Node)
 	}
@@ -1322,32 +1487,48 @@ func TestChaosCauseOf(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	faults := []fault{
+	single := []fault{
 		{at(1), "kill", "node1"}, {at(2), "restart", "node1"},
 		{at(10), "pause", "node2"}, {at(15), "resume", "node2"},
 		{at(20), "redis-kill", ""}, {at(21), "redis-up", ""},
 		{at(30), "kill", "node2"},
 	}
+	// On a Redis Cluster, a master's outage lasts from its kill to its
+	// return as a replica: its replica's promotion does not end it.
+	cluster := []fault{
+		{at(1), "kill", "node1"}, {at(2), "restart", "node1"},
+		{at(20), "master-kill", "store 127.0.0.1:7001"}, {at(22), "master-promoted", "store 127.0.0.1:7004"},
+		{at(25), "master-rejoined", "store 127.0.0.1:7001"},
+		{at(40), "master-kill", "queue 127.0.0.1:7002"}, {at(42), "master-promoted", "queue 127.0.0.1:7005"},
+		{at(44), "master-rejoined", "queue 127.0.0.1:7002"},
+	}
 	tests := []struct {
 		name                 string
+		faults               []fault
 		node                 string
 		scheduled, takenOver float64
 		want                 string // "" for none
 	}{
-		{"killed after scheduling", "node1", 0.5, 5, "kill node1"},
-		{"killed before scheduling: another process", "node1", 3, 5, ""},
-		{"another node's kill", "node3", 0.5, 5, ""},
-		{"paused while running", "node2", 9, 14, "pause node2"},
-		{"recorded after waking up from the pause", "node2", 16, 17, "pause node2"},
-		{"long after the pause", "node2", 25, 26, ""},
-		{"a kill after the scheduling wins over an earlier pause", "node2", 16, 31, "redis-kill "},
-		{"Redis killed while running", "node3", 19, 24, "redis-kill "},
-		{"recorded during the Redis outage", "node3", 20.5, 24, "redis-kill "},
-		{"the node's kill after the outage", "node2", 26, 33, "kill node2"},
+		{"killed after scheduling", single, "node1", 0.5, 5, "kill node1"},
+		{"killed before scheduling: another process", single, "node1", 3, 5, ""},
+		{"another node's kill", single, "node3", 0.5, 5, ""},
+		{"paused while running", single, "node2", 9, 14, "pause node2"},
+		{"recorded after waking up from the pause", single, "node2", 16, 17, "pause node2"},
+		{"long after the pause", single, "node2", 25, 26, ""},
+		{"a kill after the scheduling wins over an earlier pause", single, "node2", 16, 31, "redis-kill "},
+		{"Redis killed while running", single, "node3", 19, 24, "redis-kill "},
+		{"recorded during the Redis outage", single, "node3", 20.5, 24, "redis-kill "},
+		{"the node's kill after the outage", single, "node2", 26, 33, "kill node2"},
+		{"the store's master killed while running", cluster, "node3", 19, 24, "master-kill store 127.0.0.1:7001"},
+		{"recorded after the promotion, before the rejoin", cluster, "node3", 23, 27, "master-kill store 127.0.0.1:7001"},
+		{"recorded within a TTL of the rejoin", cluster, "node2", 28.5, 30, "master-kill store 127.0.0.1:7001"},
+		{"recorded long after the rejoin", cluster, "node2", 30, 31, ""},
+		{"the queue's master killed while running", cluster, "node2", 39, 45, "master-kill queue 127.0.0.1:7002"},
+		{"a node's kill before a master's", cluster, "node1", 0.5, 21, "kill node1"},
 	}
 	for _, tt := range tests {
 		got := ""
-		if f := causeOf(faults, tt.node, at(tt.scheduled), at(tt.takenOver), 4*time.Second); f != nil {
+		if f := causeOf(tt.faults, tt.node, at(tt.scheduled), at(tt.takenOver), 4*time.Second); f != nil {
 			got = f.Kind + " " + f.Node
 		}
 		if got != tt.want {

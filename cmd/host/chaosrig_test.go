@@ -23,14 +23,16 @@ import (
 
 	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/internal/redistest"
+	"github.com/weftworks/weft/internal/store/redisstore"
 )
 
-// The rig the chaos and soak tests share: a real redis-server and real
-// `weft serve --store redis` processes on loopback that the test can kill,
-// restart on their data directories, pause and resume while it drives them
-// over HTTP. Unlike startProcess, a rig node writes its log to a file
-// (a long run logs far more than a channel can hold unread) and survives
-// restarts under the same node id and data directory.
+// The rig the chaos and soak tests share: a real redis-server (or a real
+// Redis Cluster) and real `weft serve --store redis` processes on loopback
+// that the test can kill, restart on their data directories, pause and
+// resume while it drives them over HTTP. Unlike startProcess, a rig node
+// writes its log to a file (a long run logs far more than a channel can
+// hold unread) and survives restarts under the same node id and data
+// directory.
 
 // nodeState is where a rig node's process is.
 type nodeState int
@@ -197,13 +199,37 @@ func (n *rigNode) status() (nodeState, int, error) {
 	return n.state, n.boots, n.err
 }
 
+// rigRedis is what a rig's nodes store their state in.
+type rigRedis string
+
+const (
+	// redisSingle is one redis-server; every node runs with --redis-addr.
+	redisSingle rigRedis = "single"
+	// redisCluster is a Redis Cluster of three masters with one replica
+	// each; every node runs with --redis-cluster and waits for a replica
+	// to have each write before it answers (redis.wait_replicas 1, see
+	// docs/cluster.md, "Durability across failover"), so that a master's
+	// death loses nothing acknowledged.
+	redisCluster rigRedis = "cluster"
+)
+
+// The keys whose slots the cluster rig's faults aim at: every key of the
+// store shares the first one's hash tag, every key of the ready queue the
+// second's (docs/cluster.md, "Where things live").
+const (
+	storeSlotKey = "{weft:}schema"
+	queueSlotKey = "{weft:queue}"
+)
+
 // rig is a Redis and the nodes on it.
 type rig struct {
-	t     *testing.T
-	srv   *redistest.Server
-	nodes []*rigNode
-	dir   string // where the nodes' logs go
-	hc    *http.Client
+	t       *testing.T
+	redis   rigRedis
+	srv     *redistest.Server  // redisSingle's server
+	cluster *redistest.Cluster // redisCluster's cluster
+	nodes   []*rigNode
+	dir     string // where the nodes' logs go
+	hc      *http.Client
 }
 
 // startRig starts Redis (AOF, appendfsync always) and n nodes with the
@@ -211,12 +237,31 @@ type rig struct {
 // to logDir.
 func startRig(t *testing.T, bin string, n int, logDir string, args ...string) *rig {
 	t.Helper()
-	srv := redistest.Start(t, redistest.WithAppendFsync("always"))
+	return startRigOn(t, bin, redisSingle, n, logDir, args...)
+}
+
+// startRigOn is startRig on the Redis that on names: one redis-server, or
+// a Redis Cluster of three masters with a replica each (every node
+// appendfsync always too), which the nodes reach through its seeds and on
+// which each of their writes waits for a replica.
+func startRigOn(t *testing.T, bin string, on rigRedis, n int, logDir string, args ...string) *rig {
+	t.Helper()
 	// One transport for every node: keep-alive connections to a node that
 	// died fail once and are dropped.
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
-	r := &rig{t: t, srv: srv, dir: logDir, hc: &http.Client{Transport: tr}}
+	r := &rig{t: t, redis: on, dir: logDir, hc: &http.Client{Transport: tr}}
+	var redisArgs []string
+	switch on {
+	case redisSingle:
+		r.srv = redistest.Start(t, redistest.WithAppendFsync("always"))
+		redisArgs = []string{"--redis-addr", r.srv.Addr()}
+	case redisCluster:
+		r.cluster = redistest.StartClusterOf(t, 3, 1, redistest.WithAppendFsync("always"))
+		redisArgs = []string{"--redis-cluster", strings.Join(r.cluster.Addrs(), ","), "--set", "redis.wait_replicas=1"}
+	default:
+		t.Fatalf("rig: Redis %q: want %q or %q", on, redisSingle, redisCluster)
+	}
 	t.Cleanup(func() {
 		for _, n := range r.nodes {
 			if err := n.kill(); err != nil {
@@ -229,7 +274,7 @@ func startRig(t *testing.T, bin string, n int, logDir string, args ...string) *r
 		id := fmt.Sprintf("node%d", i+1)
 		node := &rigNode{
 			id: id, dataDir: t.TempDir(), logPath: filepath.Join(logDir, id+".log"), bin: bin, hc: r.hc,
-			args: append([]string{"--store", "redis", "--redis-addr", srv.Addr(), "--node-id", id}, args...),
+			args: append(append([]string{"--store", "redis", "--node-id", id}, redisArgs...), args...),
 		}
 		node.args = append(node.args, "--data-dir", node.dataDir)
 		r.nodes = append(r.nodes, node)
@@ -361,10 +406,27 @@ func (r *rig) call(ctx context.Context, rng *rand.Rand, stats *callStats, each t
 	}
 }
 
+// openStore opens the store the rig's nodes share, for the checks to read
+// what the API does not show; it is closed when the test ends.
+func (r *rig) openStore(t *testing.T) *redisstore.Store {
+	t.Helper()
+	if r.cluster == nil {
+		return openRedisStore(t, r.srv)
+	}
+	st, err := redisstore.Open(t.Context(), redisstore.Config{Client: r.cluster.Client(t)})
+	if err != nil {
+		t.Fatalf("opening the store on the Redis Cluster %s: %v", strings.Join(r.cluster.Addrs(), ","), err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 // postMortem keeps what explains a failed run in dir: each node that runs
 // gets SIGQUIT, so that the Go runtime writes every goroutine's stack to
 // its log before it exits, and Redis's directory (its AOF) is copied to
-// dir/redis, to be loaded by a redis-server for inspection.
+// dir/redis, to be loaded by a redis-server for inspection; on a cluster,
+// each Redis node's directory (its AOF, log and nodes.conf) to
+// dir/redis/PORT.
 func (r *rig) postMortem(t *testing.T) {
 	t.Helper()
 	for _, n := range r.nodes {
@@ -382,13 +444,28 @@ func (r *rig) postMortem(t *testing.T) {
 			t.Logf("node %s did not exit within 30s of SIGQUIT", n.id)
 		}
 	}
-	r.srv.Stop(t)
 	dst := filepath.Join(r.dir, "redis")
-	if out, err := exec.Command("cp", "-a", r.srv.Dir(), dst).CombinedOutput(); err != nil {
-		t.Logf("copying Redis's directory: %v\n%s", err, out)
+	if r.cluster == nil {
+		r.srv.Stop(t)
+		if out, err := exec.Command("cp", "-a", r.srv.Dir(), dst).CombinedOutput(); err != nil {
+			t.Logf("copying Redis's directory: %v\n%s", err, out)
+			return
+		}
+		t.Logf("post mortem: goroutine dumps at the end of the node logs, Redis's data in %s", dst)
 		return
 	}
-	t.Logf("post mortem: goroutine dumps at the end of the node logs, Redis's data in %s", dst)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Logf("post mortem: %v", err)
+		return
+	}
+	for _, s := range r.cluster.Nodes() {
+		s.Stop(t)
+		_, port, _ := strings.Cut(s.Addr(), ":")
+		if out, err := exec.Command("cp", "-a", s.Dir(), filepath.Join(dst, port)).CombinedOutput(); err != nil {
+			t.Logf("copying the directory of Redis %s: %v\n%s", s.Addr(), err, out)
+		}
+	}
+	t.Logf("post mortem: goroutine dumps at the end of the node logs, each Redis node's data in %s/PORT", dst)
 }
 
 // cpuPressure samples the kernel's CPU pressure (/proc/pressure/cpu, the
