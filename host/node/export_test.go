@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/redis/go-redis/v9"
+
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/store"
 )
@@ -13,3 +15,11 @@ func (n *Node) Engine() *engine.Engine { return n.engine }
 
 // Store returns the node's store.
 func (n *Node) Store() store.Store { return n.store }
+
+// WithRedisHook returns c with h watching every command that the node's
+// Redis Cluster client sends, from the first, on the cluster client and on
+// each node's client.
+func WithRedisHook(c Config, h redis.Hook) Config {
+	c.redisHook = h
+	return c
+}

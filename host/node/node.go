@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
@@ -120,6 +121,9 @@ type Config struct {
 	// RedisWaitTimeout bounds a write's wait for the replicas, from 1ms to
 	// a minute. Defaults to 1s.
 	RedisWaitTimeout time.Duration
+	// redisHook, set by the node's own tests (export_test.go), sees every
+	// command of the Redis Cluster client and of its nodes' clients.
+	redisHook redis.Hook
 	// WorkflowsDir is the directory Refresh reads definitions from. Empty
 	// disables Refresh (ErrRefreshDisabled).
 	WorkflowsDir string

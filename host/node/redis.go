@@ -59,6 +59,13 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 			Addrs: cfg.RedisCluster, ContextTimeoutEnabled: true, DialTimeout: 2 * time.Second, PoolSize: pool,
 			ClusterStateReloadInterval: time.Second,
 		})
+		if h := cfg.redisHook; h != nil {
+			// Before the first command: on the cluster client, and on
+			// each node's client, which carries a WATCH's commands and
+			// those of a connection of its own (the store's WAIT).
+			cc.AddHook(h)
+			cc.OnNewNode(func(c *redis.Client) { c.AddHook(h) })
+		}
 		n.closers = append(n.closers, cc.Close)
 		n.pings = append(n.pings, func(ctx context.Context) error { return pingMasters(ctx, cc, where) })
 		data, lockClients = cc, []redis.UniversalClient{cc}
