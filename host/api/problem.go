@@ -122,11 +122,29 @@ func problemFor(err error) (p *apiv1.Problem, internal bool) {
 // clean drops the package prefixes that the layers below put on errors.
 func clean(err error) string {
 	s := err.Error()
-	for _, p := range []string{"engine: ", "store: ", "node: ", "boltstore: "} {
-		s = strings.ReplaceAll(s, p, "")
+	for _, p := range []string{"engine: ", "store: ", "node: ", "boltstore: ", "redisstore: "} {
+		var b strings.Builder
+		for {
+			i := strings.Index(s, p)
+			if i < 0 {
+				break
+			}
+			// Only where an error's text begins: at the start or after
+			// the ": " of a wrap ("store: " inside "redisstore: ", or
+			// after "the ", stays).
+			if i > 0 && !strings.HasSuffix(s[:i], ": ") {
+				b.WriteString(s[:i+len(p)])
+			} else {
+				b.WriteString(s[:i])
+			}
+			s = s[i+len(p):]
+		}
+		b.WriteString(s)
+		s = b.String()
 	}
 	return s
 }
+
 
 // fiberProblem maps Fiber's own errors: unknown route, wrong method, body
 // too large, and what the server answers before any handler runs
