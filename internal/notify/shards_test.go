@@ -22,8 +22,8 @@ func TestNewRedisRefusesBadConfig(t *testing.T) {
 		cfg  notify.RedisConfig
 		want string // in the error; "" for none
 	}{
-		{"negative shards", notify.RedisConfig{Client: client, Shards: -1}, "RedisConfig.Shards is -1: want 1 to 16384"},
-		{"too many shards", notify.RedisConfig{Client: client, Shards: partition.Max + 1}, "RedisConfig.Shards is 16385"},
+		{"negative shards", notify.RedisConfig{Client: client, Shards: -1}, "RedisConfig.Shards is -1: want 1 to 1024"},
+		{"too many shards", notify.RedisConfig{Client: client, Shards: partition.Max + 1}, "RedisConfig.Shards is 1025"},
 		{"an empty sharded topic", notify.RedisConfig{Client: client, Shards: 2, Sharded: []string{"inbox", ""}}, "RedisConfig.Sharded: empty topic"},
 		{"a brace in the prefix of shards", notify.RedisConfig{Client: client, Prefix: "weft:{n}:", Shards: 2}, "RedisConfig.Prefix with 2 shards"},
 		{"a brace in the prefix of one shard", notify.RedisConfig{Client: client, Prefix: "weft:{n}:", Sharded: []string{"inbox"}}, ""},

@@ -16,8 +16,11 @@ import (
 // Slots is the number of hash slots of a Redis Cluster.
 const Slots = 16384
 
-// Max bounds the number of partitions: one slot each at most.
-const Max = Slots
+// Max bounds the number of partitions (and of queue or bus shards): far
+// more than a cluster has masters, and few enough that Tags, whose search
+// grows with the square of the number, takes milliseconds (about half a
+// second at Max).
+const Max = 1024
 
 // Of returns the partition of id among n (n ≥ 1): FNV-1a of the id, so
 // that it needs no lookup and every node computes the same.

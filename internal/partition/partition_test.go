@@ -105,8 +105,8 @@ func TestTags(t *testing.T) {
 		n      int
 		want   string
 	}{
-		{"weft:", 0, "from 1 to 16384"},
-		{"weft:", partition.Max + 1, "from 1 to 16384"},
+		{"weft:", 0, "from 1 to 1024"},
+		{"weft:", partition.Max + 1, "from 1 to 1024"},
 		{"a{b", 4, `"a{b"`},
 	} {
 		if _, err := partition.Tags(tt.prefix, tt.n); err == nil || !contains(err.Error(), tt.want) {

@@ -80,13 +80,14 @@ func (m *meter) report(b *testing.B, items int) {
 	b.ReportMetric(float64(items)/b.Elapsed().Seconds(), "items/s")
 }
 
-// benchQueue returns a queue on its own server, with a metered client.
-func benchQueue(b *testing.B) (*redisqueue.Queue, *meter) {
+// benchQueue returns a queue of the given number of shards on its own
+// server, with a metered client.
+func benchQueue(b *testing.B, shards int) (*redisqueue.Queue, *meter) {
 	s := redistest.Start(b)
 	m := &meter{admin: s.Client(b)}
 	c := s.Client(b)
 	c.AddHook(m)
-	q, err := redisqueue.New(redisqueue.Config{Client: c, Consumer: "bench", Prefix: "bench", Logger: slog.New(slog.DiscardHandler)})
+	q, err := redisqueue.New(redisqueue.Config{Client: c, Consumer: "bench", Prefix: "bench", Shards: shards, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -95,56 +96,65 @@ func benchQueue(b *testing.B) (*redisqueue.Queue, *meter) {
 }
 
 // BenchmarkPushPopAck pushes, pops and acks one item at a time: the cost
-// of an item on an idle queue, where the Pop finds it waiting.
+// of an item on an idle queue, where the Pop finds it waiting (with
+// several shards, after a pop script per empty shard it looks at first).
 func BenchmarkPushPopAck(b *testing.B) {
-	q, m := benchQueue(b)
-	ctx := context.Background()
-	m.start(b)
-	i := 0
-	for b.Loop() {
-		if err := q.Push(ctx, queue.Item{InstanceID: fmt.Sprint("i", i), Reason: "start"}); err != nil {
-			b.Fatal(err)
-		}
-		i++
-		d, err := q.Pop(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := d.Ack(ctx); err != nil {
-			b.Fatal(err)
-		}
+	for _, shards := range []int{1, 4} { // on one server: the shards' cost, not their gain
+		b.Run(fmt.Sprint("shards=", shards), func(b *testing.B) {
+			q, m := benchQueue(b, shards)
+			ctx := context.Background()
+			m.start(b)
+			i := 0
+			for b.Loop() {
+				if err := q.Push(ctx, queue.Item{InstanceID: fmt.Sprint("i", i), Reason: "start"}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+				d, err := q.Pop(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := d.Ack(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			m.report(b, i)
+		})
 	}
-	m.report(b, i)
 }
 
 // BenchmarkPushPopAckParallel runs producers and consumers at once, as a
 // node's workers do: some Pops wait, and are woken.
 func BenchmarkPushPopAckParallel(b *testing.B) {
-	q, m := benchQueue(b)
-	ctx := context.Background()
-	var mu sync.Mutex
-	n := 0
-	m.start(b)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			mu.Lock()
-			n++
-			id := fmt.Sprint("i", n)
-			mu.Unlock()
-			if err := q.Push(ctx, queue.Item{InstanceID: id, Reason: "start"}); err != nil {
-				b.Error(err)
-				return
-			}
-			d, err := q.Pop(ctx)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			if err := d.Ack(ctx); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	m.report(b, n)
+	for _, shards := range []int{1, 4} { // on one server: the shards' cost, not their gain
+		b.Run(fmt.Sprint("shards=", shards), func(b *testing.B) {
+			q, m := benchQueue(b, shards)
+			ctx := context.Background()
+			var mu sync.Mutex
+			n := 0
+			m.start(b)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					mu.Lock()
+					n++
+					id := fmt.Sprint("i", n)
+					mu.Unlock()
+					if err := q.Push(ctx, queue.Item{InstanceID: id, Reason: "start"}); err != nil {
+						b.Error(err)
+						return
+					}
+					d, err := q.Pop(ctx)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if err := d.Ack(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			m.report(b, n)
+		})
+	}
 }

@@ -7,12 +7,14 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/partition"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/queue/fair"
 	"github.com/weftworks/weft/internal/queue/redisqueue"
@@ -32,45 +34,58 @@ func TestOrderMatchesModel(t *testing.T) {
 				newQueue(t, s, redisqueue.Config{Consumer: "a", Prefix: p, Capacity: 10_000}),
 				newQueue(t, s, redisqueue.Config{Consumer: "b", Prefix: p, Capacity: 10_000}),
 			}
-			exerciseOrder(t, s.Client(t), nodes, p, seed, 1500)
+			exerciseOrder(t, s.Client(t), nodes, p, 1, seed, 1500)
 		})
 	}
 }
 
-// exerciseOrder drives two nodes of one queue with a seeded random
-// sequence of pushes (over 40 keys, priorities -1…6, weights -1…4, and
-// instances from a pool small enough that pushes of queued instances
-// coalesce), pops on either node, and acks that come a few steps late, and
-// holds it to fair.Order:
-//   - every pop hands out the instance the Order pops, as first pushed;
-//   - after every step, each priority's ring in Redis is the Order's lanes
-//     in ring order, each lane list is as long as the Order's lane, each
-//     weight is the lane's, the queued hash holds the queued instances, and
-//     no other lane, ring or weight key exists;
-//   - drained and acked, only the stream (empty) and the wake stream are
-//     left under the queue's prefix.
-func exerciseOrder(t *testing.T, c redis.UniversalClient, nodes [2]*redisqueue.Queue, p string, seed uint64, steps int) {
+// exerciseOrder drives two nodes of one queue of the given number of
+// shards with a seeded random sequence of pushes (over 40 keys, priorities
+// -1…6, weights -1…4, and instances from a pool small enough that pushes
+// of queued instances coalesce), pops on either node, and acks that come a
+// few steps late, and holds each shard to a fair.Order of the items pushed
+// to it (instances go to shard partition.Of(id, shards)):
+//   - every pop hands out the instance its shard's Order pops, as first
+//     pushed;
+//   - after every step, in each shard, each priority's ring in Redis is the
+//     Order's lanes in ring order, each lane list is as long as the Order's
+//     lane, each weight is the lane's, the queued hash holds the queued
+//     instances, and no other lane, ring or weight key exists;
+//   - drained and acked, only the streams (empty) and the wake streams are
+//     left under the shards' tags.
+func exerciseOrder(t *testing.T, c redis.UniversalClient, nodes [2]*redisqueue.Queue, p string, shards int, seed uint64, steps int) {
 	ctx := timeout(t, 2*time.Minute)
 	rng := rand.New(rand.NewPCG(seed, 35))
 	keys := []string{""}
 	for i := range 40 {
 		keys = append(keys, fmt.Sprint("tenant-", i))
 	}
-	var model fair.Order
+	tags := shardTags(t, p, shards)
+	models := make([]fair.Order, shards)
+	queued := func() (n int) {
+		for i := range models {
+			n += models[i].Len()
+		}
+		return n
+	}
 	first := map[string]queue.Item{} // queued instances, as first pushed
 	var held []queue.Delivery        // popped, acked later
-	pop := func(step int) {
+	popped := make([]int, shards)    // by shard
+	pop := func(step int) (shard int) {
 		t.Helper()
-		want, _ := model.Pop()
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		d, err := nodes[rng.IntN(2)].Pop(pctx)
 		cancel()
 		if err != nil {
-			t.Fatalf("step %d: Pop: %v (the fair order pops %s)", step, err, want.ID)
+			t.Fatalf("step %d: Pop: %v (%d queued)", step, err, queued())
 		}
-		if got := d.Item(); got != first[want.ID] {
-			t.Fatalf("step %d: popped %+v, the fair order pops %+v", step, got, first[want.ID])
+		got := d.Item()
+		q := partition.Of(got.InstanceID, shards)
+		want, ok := models[q].Pop()
+		if !ok || got != first[want.ID] {
+			t.Fatalf("step %d: popped %+v, the fair order of its shard %d pops %+v", step, got, q, first[want.ID])
 		}
+		popped[q]++
 		delete(first, want.ID)
 		held = append(held, d)
 		for len(held) > rng.IntN(4) {
@@ -79,9 +94,10 @@ func exerciseOrder(t *testing.T, c redis.UniversalClient, nodes [2]*redisqueue.Q
 			}
 			held = held[1:]
 		}
+		return q
 	}
 	for step := range steps {
-		if model.Len() == 0 || rng.IntN(5) < 3 {
+		if queued() == 0 || rng.IntN(5) < 3 {
 			it := queue.Item{
 				InstanceID: fmt.Sprint("i", rng.IntN(300)),
 				Reason:     fmt.Sprint("r", step),
@@ -89,16 +105,18 @@ func exerciseOrder(t *testing.T, c redis.UniversalClient, nodes [2]*redisqueue.Q
 				Key:        keys[rng.IntN(len(keys))],
 				Weight:     rng.IntN(6) - 1,
 			}
-			if model.Push(fair.Entry{ID: it.InstanceID, Priority: it.Priority, Key: it.Key, Weight: it.Weight}) {
+			q := partition.Of(it.InstanceID, shards)
+			if models[q].Push(fair.Entry{ID: it.InstanceID, Priority: it.Priority, Key: it.Key, Weight: it.Weight}) {
 				first[it.InstanceID] = it
 			}
 			push(t, nodes[rng.IntN(2)], it)
+			checkLayout(t, ctx, c, tags[q], &models[q], step)
 		} else {
-			pop(step)
+			q := pop(step)
+			checkLayout(t, ctx, c, tags[q], &models[q], step)
 		}
-		checkLayout(t, ctx, c, p, &model, step)
 	}
-	for step := steps; model.Len() > 0; step++ {
+	for step := steps; queued() > 0; step++ {
 		pop(step)
 	}
 	for _, d := range held {
@@ -106,27 +124,54 @@ func exerciseOrder(t *testing.T, c redis.UniversalClient, nodes [2]*redisqueue.Q
 			t.Fatal(err)
 		}
 	}
-	checkLayout(t, ctx, c, p, &model, -1)
-	left := scanKeys(t, ctx, c, "{"+p+"}:*")
+	var want []string
+	for q, tag := range tags {
+		checkLayout(t, ctx, c, tag, &models[q], -1)
+		want = append(want, tag+":ready", tag+":wake")
+		if n, err := c.XLen(ctx, tag+":ready").Result(); err != nil || n != 0 {
+			t.Errorf("stream length of shard %d after every ack = %d, %v; want 0", q, n, err)
+		}
+		// Trimmed to about 64 tokens (MAXLEN ~): whole stream nodes of
+		// up to 100 entries (stream-node-max-entries) go at once.
+		if n, err := c.XLen(ctx, tag+":wake").Result(); err != nil || n > 64+100 {
+			t.Errorf("wake stream length of shard %d = %d, %v; want at most 164", q, n, err)
+		}
+		if shards > 1 && popped[q] == 0 {
+			t.Errorf("shard %d: nothing popped from it", q)
+		}
+	}
+	var left []string
+	for _, tag := range tags {
+		left = append(left, scanKeys(t, ctx, c, tag+":*")...)
+	}
 	slices.Sort(left)
-	if want := []string{"{" + p + "}:ready", "{" + p + "}:wake"}; !slices.Equal(left, want) {
+	slices.Sort(want)
+	if !slices.Equal(left, want) {
 		t.Errorf("keys left after draining: %q, want %q", left, want)
 	}
-	if n, err := c.XLen(ctx, "{"+p+"}:ready").Result(); err != nil || n != 0 {
-		t.Errorf("stream length after every ack = %d, %v; want 0", n, err)
-	}
-	// Trimmed to about 64 tokens (MAXLEN ~): whole stream nodes of up to
-	// 100 entries (stream-node-max-entries) go at once.
-	if n, err := c.XLen(ctx, "{"+p+"}:wake").Result(); err != nil || n > 64+100 {
-		t.Errorf("wake stream length = %d, %v; want at most 164", n, err)
-	}
+	t.Logf("items popped by shard: %v", popped)
 }
 
-// checkLayout compares the fair structures in Redis with the model (see
-// exerciseOrder).
-func checkLayout(t *testing.T, ctx context.Context, c redis.UniversalClient, p string, model *fair.Order, step int) {
+// shardTags returns the hash tags of the shards of a queue under prefix p,
+// as the package doc's layout names them: "{p}" for one shard, and
+// partition.Tags(p + ":", shards) for several.
+func shardTags(t testing.TB, p string, shards int) []string {
 	t.Helper()
-	tag := "{" + p + "}:"
+	if shards == 1 {
+		return []string{"{" + p + "}"}
+	}
+	tags, err := partition.Tags(p+":", shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tags
+}
+
+// checkLayout compares the fair structures of the shard whose hash tag is
+// tag with the model (see exerciseOrder).
+func checkLayout(t *testing.T, ctx context.Context, c redis.UniversalClient, tag string, model *fair.Order, step int) {
+	t.Helper()
+	tag += ":"
 	type lane struct {
 		queued *redis.IntCmd
 		weight *redis.StringCmd
@@ -178,16 +223,30 @@ func checkLayout(t *testing.T, ctx context.Context, c redis.UniversalClient, p s
 	}
 }
 
-// scanKeys returns the keys matching pattern. On a Redis Cluster it scans
-// one node, which is all of the one-node cluster the tests start.
+// scanKeys returns the keys matching pattern; on a Redis Cluster, those of
+// every master.
 func scanKeys(t *testing.T, ctx context.Context, c redis.UniversalClient, pattern string) []string {
 	t.Helper()
-	var keys []string
-	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
+	} else {
+		err = scan(ctx, c)
+	}
+	if err != nil {
 		t.Fatalf("scanning %s: %v", pattern, err)
 	}
 	return keys

@@ -6,14 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/partition"
 	"github.com/weftworks/weft/internal/queue"
 )
 
@@ -32,8 +33,8 @@ const (
 
 const (
 	// blockMax bounds one wait for a wake token, so that a waiting Pop
-	// looks for entries to take over, and looks at the lanes, at least
-	// this often.
+	// looks for entries to take over, and looks at the lanes of every
+	// shard, at least this often.
 	blockMax = time.Second
 	// pushPollMin and pushPollMax bound the polls of a Push waiting for
 	// room; pops on other nodes cannot wake it.
@@ -61,9 +62,24 @@ type Config struct {
 	// Capacity is the number of queued (pushed, not yet popped) items at
 	// which Push waits, but for the pushes of a lane below its fair share
 	// (queue.FairShare: max(1, Capacity/100), 10 by default), which wait
-	// only at 2×Capacity (the package doc, "Backpressure"). Defaults to
-	// 1024.
+	// only at 2×Capacity (the package doc, "Backpressure"). With several
+	// Shards, each shard has ceil(Capacity/Shards) of it, and the rule
+	// holds within the shard of the pushed item. Defaults to 1024.
 	Capacity int
+
+	// Shards is the number of shards the queue is divided into, each
+	// under a hash tag of its own, so that a Redis Cluster spreads the
+	// queue's pushes, pops and acks over its masters. An item goes to the
+	// shard of its instance id; the fair order and the Capacity hold
+	// within each shard, and every Pop takes from all of them (the
+	// package doc, "Shards"). 1 keeps every key under one tag, the layout
+	// of the versions before shards; more than 1 needs Redis 7.0 or
+	// newer. From 1 to partition.Max; New computes the shards' tags,
+	// which takes time quadratic in their number (4ms for 64 on the
+	// two-core reference machine, half a second for 1,024). Every node of
+	// a deployment must have the same (the package doc, "Notes").
+	// Defaults to 1.
+	Shards int
 
 	// VisibilityTimeout is how long an entry popped by a node that stopped
 	// (crashed, or paused) stays with it before another node takes it
@@ -71,8 +87,10 @@ type Config struct {
 	// At least 10ms. Defaults to 30s.
 	VisibilityTimeout time.Duration
 
-	// Prefix starts the Redis keys, inside a cluster hash tag; it must not
-	// contain braces. Defaults to "weft:queue".
+	// Prefix starts the Redis keys, inside a cluster hash tag: the tag is
+	// "{Prefix}" with one shard, and "{Prefix:Q~S}" for shard Q of
+	// several (partition.Tags). It must not contain braces. Defaults to
+	// "weft:queue".
 	Prefix string
 
 	// Logger receives the queue's logs: Redis errors while popping,
@@ -89,6 +107,9 @@ type Config struct {
 func (c Config) WithDefaults() Config {
 	if c.Capacity == 0 {
 		c.Capacity = 1024
+	}
+	if c.Shards == 0 {
+		c.Shards = 1
 	}
 	if c.VisibilityTimeout == 0 {
 		c.VisibilityTimeout = 30 * time.Second
@@ -113,6 +134,8 @@ func (c Config) validate() error {
 		return errors.New("redisqueue: Config.Consumer is required (the node id)")
 	case c.Capacity < 1:
 		return fmt.Errorf("redisqueue: Config.Capacity must be at least 1, got %d", c.Capacity)
+	case c.Shards < 1 || c.Shards > partition.Max:
+		return fmt.Errorf("redisqueue: Config.Shards must be from 1 to %d, got %d", partition.Max, c.Shards)
 	case c.VisibilityTimeout < 10*time.Millisecond:
 		return fmt.Errorf("redisqueue: Config.VisibilityTimeout must be at least 10ms, got %s", c.VisibilityTimeout)
 	case strings.ContainsAny(c.Prefix, "{}"):
@@ -126,29 +149,31 @@ func (c Config) validate() error {
 type Queue struct {
 	client   redis.UniversalClient
 	consumer string
-	capacity int
+	capacity int // each shard's: ceil(Config.Capacity / shards)
 	share    int // queue.FairShare(capacity)
 	vt       time.Duration
 	log      *slog.Logger
 	now      func() time.Time
-	prefix   string // {prefix}: — the lanes, rings and weights follow it
-	stream   string // {prefix}:ready
-	queued   string // {prefix}:queued
-	used     string // {prefix}:used
-	wake     string // {prefix}:wake
+	shards   []*shard
+	scripts  *scripts
+	turn     atomic.Uint64 // counts Pops, whose start shards rotate
 
 	done chan struct{} // closed by Close
 	wg   sync.WaitGroup
 
-	mu          sync.Mutex
-	closed      bool
-	stash       []*delivery          // read for a Pop that had given up
-	stashed     chan struct{}        // closed and replaced when an entry is stashed
-	held        map[string]*delivery // by entry ID: handed out or stashed, not acked
-	room        chan struct{}        // closed and replaced when an item is popped here
-	nextReclaim time.Time            // when a Pop next looks for entries to take over
-	reclaimFrom string               // XAUTOCLAIM cursor
-	nextLook    time.Time            // when a waiting Pop next looks at the lanes unwoken
+	mu       sync.Mutex
+	closed   bool
+	stash    []*delivery            // read for a Pop that had given up
+	stashed  chan struct{}          // closed and replaced when an entry is stashed
+	held     map[entryRef]*delivery // handed out or stashed, not acked
+	room     chan struct{}          // closed and replaced when an item is popped here
+	nextLook time.Time              // when a waiting Pop next looks at the lanes unwoken
+}
+
+// entryRef names a stream entry: two shards' streams may give the same ID.
+type entryRef struct {
+	shard int
+	id    string
 }
 
 // New returns a Queue; it makes no call to Redis, so a node can start while
@@ -158,25 +183,28 @@ func New(cfg Config) (*Queue, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	prefix := "{" + cfg.Prefix + "}:"
+	shards, err := layout(cfg.Prefix, cfg.Shards)
+	if err != nil {
+		return nil, err
+	}
+	capacity := shardCapacity(cfg.Capacity, cfg.Shards)
 	q := &Queue{
-		client:      cfg.Client,
-		consumer:    cfg.Consumer,
-		capacity:    cfg.Capacity,
-		share:       queue.FairShare(cfg.Capacity),
-		vt:          cfg.VisibilityTimeout,
-		log:         cfg.Logger.With("queue", cfg.Prefix, "consumer", cfg.Consumer),
-		now:         cfg.Now,
-		prefix:      prefix,
-		stream:      prefix + "ready",
-		queued:      prefix + "queued",
-		used:        prefix + "used",
-		wake:        prefix + "wake",
-		done:        make(chan struct{}),
-		held:        map[string]*delivery{},
-		room:        make(chan struct{}),
-		stashed:     make(chan struct{}),
-		reclaimFrom: "0-0",
+		client:   cfg.Client,
+		consumer: cfg.Consumer,
+		capacity: capacity,
+		share:    queue.FairShare(capacity),
+		vt:       cfg.VisibilityTimeout,
+		log:      cfg.Logger.With("queue", cfg.Prefix, "consumer", cfg.Consumer),
+		now:      cfg.Now,
+		shards:   shards,
+		scripts:  plainScripts,
+		done:     make(chan struct{}),
+		held:     map[entryRef]*delivery{},
+		room:     make(chan struct{}),
+		stashed:  make(chan struct{}),
+	}
+	if len(shards) > 1 {
+		q.scripts = guardedScripts
 	}
 	q.wg.Add(1)
 	go q.keepAlive()
@@ -194,23 +222,9 @@ func place(item queue.Item) (priority, weight int) {
 	return min(max(priority, weft.HighestPriority), weft.LowestPriority), max(item.Weight, 1)
 }
 
-// laneKeys returns the keys of the lane, the ring and the weight hash that
-// item goes to, after the queued hash and the stream, and before the wake
-// stream: the KEYS of pushScript and requeueScript.
-func (q *Queue) laneKeys(item queue.Item) (keys []string, weight int) {
-	p, w := place(item)
-	ps := strconv.Itoa(p)
-	return []string{
-		q.queued, q.stream,
-		q.prefix + "lane:" + ps + ":" + item.Key,
-		q.prefix + "ring:" + ps,
-		q.prefix + "weight:" + ps,
-		q.wake,
-	}, w
-}
-
-// Push implements queue.Queue: it waits while queue.Admits refuses item
-// (the package doc, "Backpressure"). It returns ctx.Err() when ctx ends
+// Push implements queue.Queue: it queues item in its instance's shard, and
+// waits while queue.Admits refuses it there (the package doc,
+// "Backpressure"). It returns ctx.Err() when ctx ends
 // while it waits, queue.ErrClosed after Close, and an error naming the
 // instance when Redis fails.
 func (q *Queue) Push(ctx context.Context, item queue.Item) error {
@@ -221,7 +235,7 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 	if err != nil {
 		return fmt.Errorf("redisqueue: encoding instance %s's item: %w", item.InstanceID, err)
 	}
-	keys, w := q.laneKeys(item)
+	keys, w := q.shardOf(item.InstanceID).laneKeys(item)
 	wait := pushPollMin
 	for {
 		if err := ctx.Err(); err != nil {
@@ -233,7 +247,7 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 		if closed {
 			return queue.ErrClosed
 		}
-		n, err := pushScript.Run(ctx, q.client, keys,
+		n, err := q.scripts.push.Run(ctx, q.client, keys,
 			item.InstanceID, string(v), q.capacity, group, item.Key, w, wakeTokens, q.share).Int()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -257,9 +271,10 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 	}
 }
 
-// Pop implements queue.Queue. It returns a delivery, ctx.Err() when ctx
-// ends first, or queue.ErrClosed after Close; Redis errors are logged and
-// retried.
+// Pop implements queue.Queue: it takes from every shard, starting from the
+// next shard in turn at each call (the package doc, "Shards"). It returns a
+// delivery, ctx.Err() when ctx ends first, or queue.ErrClosed after Close;
+// Redis errors are logged and retried.
 func (q *Queue) Pop(ctx context.Context) (queue.Delivery, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -286,7 +301,7 @@ func (q *Queue) Pop(ctx context.Context) (queue.Delivery, error) {
 		got := make(chan *delivery)
 		abandon := make(chan struct{})
 		deadline, hasDeadline := ctx.Deadline()
-		go q.fetch(first, deadline, hasDeadline, got, abandon)
+		go q.fetch(first, q.nextStart(), deadline, hasDeadline, got, abandon)
 		select {
 		case d := <-got:
 			return d, nil
@@ -305,10 +320,11 @@ func (q *Queue) Pop(ctx context.Context) (queue.Delivery, error) {
 }
 
 // fetch reads one entry for a Pop (or starts from d, a stashed entry whose
-// bookkeeping failed), marks it popped, and hands it over on got, or stashes
-// it when the Pop has given up (abandon closed) by then. It stops reading
-// when abandon or q.done is closed.
-func (q *Queue) fetch(d *delivery, deadline time.Time, hasDeadline bool, got chan<- *delivery, abandon <-chan struct{}) {
+// bookkeeping failed), looking at the shards from start on, marks it
+// popped, and hands it over on got, or stashes it when the Pop has given
+// up (abandon closed) by then. It stops reading when abandon or q.done is
+// closed.
+func (q *Queue) fetch(d *delivery, start int, deadline time.Time, hasDeadline bool, got chan<- *delivery, abandon <-chan struct{}) {
 	defer q.wg.Done()
 	backoff := time.Duration(0)
 	look := true // pop at once before waiting
@@ -324,7 +340,7 @@ func (q *Queue) fetch(d *delivery, deadline time.Time, hasDeadline bool, got cha
 		}
 		var err error
 		if d == nil {
-			d, err = q.read(look, deadline, hasDeadline)
+			d, err = q.read(look, start, deadline, hasDeadline)
 			look = false
 		}
 		if err == nil && d != nil {
@@ -373,33 +389,44 @@ func (q *Queue) keep(d *delivery) {
 }
 
 // read returns an entry taken over from a stopped consumer, or else the
-// next item in the fair order, or nil when none came within one wait
-// window. It pops before waiting when look is set (a Pop's first read) or
-// when this Queue's periodic look is due, which finds what no wake token
-// announced (a token lost with a connection, an item pushed by a node of
-// the old version); otherwise it waits for a wake token first.
-func (q *Queue) read(look bool, deadline time.Time, hasDeadline bool) (*delivery, error) {
-	if d, err := q.reclaim(); d != nil || err != nil {
+// next item in the fair order of a shard, or nil when none came within one
+// wait window. It looks at the shards from start on. It pops from every
+// shard before waiting when look is set (a Pop's first read) or when this
+// Queue's periodic look is due, which finds what no wake token announced
+// (a token lost with a connection, an item of a shard no Pop of this Queue
+// waits on, an item pushed by a node of the old version); otherwise it
+// waits for a wake token of one shard (enterWait's), and pops from that
+// shard when one comes.
+func (q *Queue) read(look bool, start int, deadline time.Time, hasDeadline bool) (*delivery, error) {
+	if d, err := q.reclaim(start); d != nil || err != nil {
 		return d, err
 	}
 	if look || q.lookDue() {
-		if d, err := q.popNext(); d != nil || err != nil {
+		if d, err := q.popAny(start); d != nil || err != nil {
 			return d, err
 		}
 	}
-	block := min(blockMax, q.vt/4)
+	block := q.window()
 	if hasDeadline {
 		block = min(block, time.Until(deadline))
 	}
-	woke, err := q.waitWake(max(block, time.Millisecond))
+	s := q.enterWait(start)
+	woke, err := q.waitWake(s, max(block, time.Millisecond))
+	q.leaveWait(s)
 	if err != nil || !woke {
 		return nil, err
 	}
-	return q.popNext()
+	return q.popFrom(s)
 }
 
+// window is the longest wait for a wake token: at most 1s, and at most a
+// quarter of the visibility timeout, so that entries to take over are
+// looked for in time. It is also the period of the look at every shard.
+func (q *Queue) window() time.Duration { return min(blockMax, q.vt/4) }
+
 // lookDue reports whether it is time for a waiting Pop of this Queue to
-// look at the lanes without a wake token, once per wait window.
+// look at the lanes of every shard without a wake token, once per wait
+// window.
 func (q *Queue) lookDue() bool {
 	now := q.now()
 	q.mu.Lock()
@@ -407,13 +434,13 @@ func (q *Queue) lookDue() bool {
 	if now.Before(q.nextLook) {
 		return false
 	}
-	q.nextLook = now.Add(min(blockMax, q.vt/4))
+	q.nextLook = now.Add(q.window())
 	return true
 }
 
-// waitWake waits up to block for a wake token (a push's, or a hand-back's)
-// and reports whether one came.
-func (q *Queue) waitWake(block time.Duration) (bool, error) {
+// waitWake waits up to block for a wake token of shard s (a push's, or a
+// hand-back's) and reports whether one came.
+func (q *Queue) waitWake(s *shard, block time.Duration) (bool, error) {
 	// Not the Pop's ctx: a cancelled read loses its connection, and the
 	// token Redis may have handed it. The window bounds the call instead,
 	// and the Pop does not wait for it.
@@ -422,7 +449,7 @@ func (q *Queue) waitWake(block time.Duration) (bool, error) {
 	res, err := q.client.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group:    waiters,
 		Consumer: q.consumer,
-		Streams:  []string{q.wake, ">"},
+		Streams:  []string{s.wake, ">"},
 		Count:    1,
 		Block:    block,
 		NoAck:    true,
@@ -431,41 +458,59 @@ func (q *Queue) waitWake(block time.Duration) (bool, error) {
 	case errors.Is(err, redis.Nil):
 		return false, nil
 	case isNoGroup(err):
-		return false, q.ensureGroups(ctx)
+		return false, q.ensureGroups(ctx, s)
 	case err != nil:
-		return false, fmt.Errorf("waiting on %s: %w", q.wake, err)
+		return false, fmt.Errorf("waiting on %s: %w", s.wake, err)
 	}
 	return len(res) > 0 && len(res[0].Messages) > 0, nil
 }
 
-// popNext pops the next item in the fair order with popScript (or an
-// undelivered old-version entry of the stream), or returns nil when
-// nothing is queued. It drops malformed entries and pops again.
-func (q *Queue) popNext() (*delivery, error) {
+// popAny pops from the shards in turn from start on, and returns the first
+// item one gives, or nil when none has any: a shard with nothing queued
+// costs one script. A shard whose Redis fails does not stop the others;
+// its error is returned when no shard gave an item.
+func (q *Queue) popAny(start int) (*delivery, error) {
+	var errs []error
+	for i := range q.shards {
+		d, err := q.popFrom(q.shards[(start+i)%len(q.shards)])
+		if d != nil {
+			return d, nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// popFrom pops the next item in s's fair order with the pop script (or an
+// undelivered old-version entry of its stream), or returns nil when
+// nothing is queued there. It drops malformed entries and pops again.
+func (q *Queue) popFrom(s *shard) (*delivery, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	created := false
 	for {
-		res, err := popScript.Run(ctx, q.client, []string{q.stream, q.queued, q.used},
-			group, q.consumer, q.prefix, weft.LowestPriority).Slice()
+		res, err := q.scripts.pop.Run(ctx, q.client, s.popKeys,
+			group, q.consumer, weft.LowestPriority).Slice()
 		if errors.Is(err, redis.Nil) {
 			return nil, nil
 		}
 		if isNoGroup(err) && !created {
-			if err := q.ensureGroups(ctx); err != nil {
+			if err := q.ensureGroups(ctx, s); err != nil {
 				return nil, err
 			}
 			created = true
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("popping from %s: %w", q.queued, err)
+			return nil, fmt.Errorf("popping from %s: %w", s.queued, err)
 		}
 		m, err := message(res)
 		if err != nil {
-			return nil, fmt.Errorf("popping from %s: %w", q.queued, err)
+			return nil, fmt.Errorf("popping from %s: %w", s.queued, err)
 		}
-		if d := q.entry(ctx, m); d != nil {
+		if d := q.entry(ctx, s, m); d != nil {
 			d.marked = true // the script did the bookkeeping
 			q.signalRoom()
 			return d, nil
@@ -495,24 +540,53 @@ func message(res []any) (redis.XMessage, error) {
 	return m, nil
 }
 
-// reclaim takes over one entry idle for longer than the visibility timeout,
-// if it is time to look. After a success it looks again at once, so that a
-// dead node's entries move as fast as they are popped.
-func (q *Queue) reclaim() (*delivery, error) {
+// reclaim takes over one entry idle for longer than the visibility timeout
+// from the shards whose look is due (every VisibilityTimeout/4 per shard),
+// from start on. After a success it looks at that shard again at once, so
+// that a dead node's entries move as fast as they are popped. A shard
+// whose Redis fails does not stop the others; its error is returned when
+// no shard gave an entry.
+func (q *Queue) reclaim(start int) (*delivery, error) {
 	now := q.now()
+	var due []*shard
 	q.mu.Lock()
-	if now.Before(q.nextReclaim) {
-		q.mu.Unlock()
-		return nil, nil
+	for i := range q.shards {
+		s := q.shards[(start+i)%len(q.shards)]
+		if !now.Before(s.nextReclaim) {
+			s.nextReclaim = now.Add(q.vt / 4)
+			due = append(due, s)
+		}
 	}
-	q.nextReclaim = now.Add(q.vt / 4)
-	from := q.reclaimFrom
 	q.mu.Unlock()
+	var errs []error
+	for i, s := range due {
+		d, err := q.reclaimShard(s, now)
+		if d != nil {
+			// The shards not looked at yet are looked at by the next read.
+			q.mu.Lock()
+			for _, s := range due[i+1:] {
+				s.nextReclaim = now
+			}
+			q.mu.Unlock()
+			return d, nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return nil, errors.Join(errs...)
+}
 
+// reclaimShard takes over one entry of s idle for longer than the visibility
+// timeout (XAUTOCLAIM from the shard's cursor), or returns nil.
+func (q *Queue) reclaimShard(s *shard, now time.Time) (*delivery, error) {
+	q.mu.Lock()
+	from := s.reclaimFrom
+	q.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	msgs, next, err := q.client.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream:   q.stream,
+		Stream:   s.stream,
 		Group:    group,
 		Consumer: q.consumer,
 		MinIdle:  q.vt,
@@ -520,48 +594,48 @@ func (q *Queue) reclaim() (*delivery, error) {
 		Count:    1,
 	}).Result()
 	if isNoGroup(err) {
-		return nil, q.ensureGroups(ctx)
+		return nil, q.ensureGroups(ctx, s)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("taking over idle entries of %s: %w", q.stream, err)
+		return nil, fmt.Errorf("taking over idle entries of %s: %w", s.stream, err)
 	}
 	q.mu.Lock()
-	q.reclaimFrom = next
+	s.reclaimFrom = next
 	if len(msgs) > 0 || next != "0-0" {
-		q.nextReclaim = now // more may be waiting
+		s.nextReclaim = now // more may be waiting
 	}
 	q.mu.Unlock()
 	if len(msgs) == 0 { // Count is 1
 		return nil, nil
 	}
-	d := q.entry(ctx, msgs[0])
+	d := q.entry(ctx, s, msgs[0])
 	if d != nil {
-		q.log.Info("redisqueue: took over an entry from a stopped consumer", "instance", d.item.InstanceID, "entry", d.id)
+		q.log.Info("redisqueue: took over an entry from a stopped consumer", "instance", d.item.InstanceID, "stream", s.stream, "entry", d.id)
 	}
 	return d, nil
 }
 
-// entry turns a stream message into a delivery held by this Queue, or
+// entry turns a stream message of s into a delivery held by this Queue, or
 // acknowledges and drops a malformed one (it cannot be run, and left
 // pending it would be redelivered forever). An entry that popScript added
 // carries its item, whose bookkeeping is done (marked); one of the old
 // version carries the instance and the reason, and its bookkeeping may
 // not be.
-func (q *Queue) entry(ctx context.Context, m redis.XMessage) *delivery {
+func (q *Queue) entry(ctx context.Context, s *shard, m redis.XMessage) *delivery {
 	inst, _ := m.Values["instance"].(string)
 	if inst == "" {
-		q.log.Error("redisqueue: dropping a malformed entry (no instance field)", "stream", q.stream, "entry", m.ID, "values", m.Values)
-		if err := ackScript.Run(ctx, q.client, []string{q.stream, q.queued}, group, m.ID, "").Err(); err != nil {
-			q.log.Warn("redisqueue: acknowledging a malformed entry", "entry", m.ID, "err", err)
+		q.log.Error("redisqueue: dropping a malformed entry (no instance field)", "stream", s.stream, "entry", m.ID, "values", m.Values)
+		if err := q.scripts.ack.Run(ctx, q.client, []string{s.stream, s.queued}, group, m.ID, "").Err(); err != nil {
+			q.log.Warn("redisqueue: acknowledging a malformed entry", "stream", s.stream, "entry", m.ID, "err", err)
 		}
 		return nil
 	}
-	d := &delivery{q: q, id: m.ID}
+	d := &delivery{q: q, s: s, id: m.ID}
 	if v, ok := m.Values["item"].(string); ok {
 		d.marked = true
 		if err := json.Unmarshal([]byte(v), &d.item); err != nil {
 			// The instance has work in the store whatever its order was.
-			q.log.Warn("redisqueue: an entry's item is unreadable; delivering its instance alone", "instance", inst, "entry", m.ID, "err", err)
+			q.log.Warn("redisqueue: an entry's item is unreadable; delivering its instance alone", "instance", inst, "stream", s.stream, "entry", m.ID, "err", err)
 			d.item = queue.Item{}
 		}
 	} else {
@@ -569,7 +643,7 @@ func (q *Queue) entry(ctx context.Context, m redis.XMessage) *delivery {
 	}
 	d.item.InstanceID = inst
 	q.mu.Lock()
-	q.held[m.ID] = d
+	q.held[d.ref()] = d
 	q.mu.Unlock()
 	return d
 }
@@ -580,8 +654,8 @@ func (q *Queue) entry(ctx context.Context, m redis.XMessage) *delivery {
 func (q *Queue) popped(d *delivery) error {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if err := poppedScript.Run(ctx, q.client, []string{q.queued}, d.item.InstanceID, d.id).Err(); err != nil {
-		return fmt.Errorf("marking instance %s (entry %s) popped: %w", d.item.InstanceID, d.id, err)
+	if err := q.scripts.popped.Run(ctx, q.client, []string{d.s.queued}, d.item.InstanceID, d.id).Err(); err != nil {
+		return fmt.Errorf("marking instance %s (entry %s of %s) popped: %w", d.item.InstanceID, d.id, d.s.stream, err)
 	}
 	d.marked = true
 	q.signalRoom()
@@ -596,11 +670,11 @@ func (q *Queue) signalRoom() {
 	q.mu.Unlock()
 }
 
-// ensureGroups creates the stream's consumer group and the wake stream's,
+// ensureGroups creates s's stream's consumer group and its wake stream's,
 // each at ID 0 (so that entries and tokens added before the first read
 // count) unless it exists.
-func (q *Queue) ensureGroups(ctx context.Context) error {
-	for _, g := range [...]struct{ stream, group string }{{q.stream, group}, {q.wake, waiters}} {
+func (q *Queue) ensureGroups(ctx context.Context, s *shard) error {
+	for _, g := range [...]struct{ stream, group string }{{s.stream, group}, {s.wake, waiters}} {
 		err := q.client.XGroupCreateMkStream(ctx, g.stream, g.group, "0").Err()
 		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 			return fmt.Errorf("creating group %s on %s: %w", g.group, g.stream, err)
@@ -614,21 +688,35 @@ func isNoGroup(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "NOGROUP")
 }
 
-// Depth implements queue.Queue: the number of queued items not yet popped.
+// Depth implements queue.Queue: the number of queued items not yet popped,
+// in every shard (one pipeline, which a cluster client sends to each
+// master in parallel).
 func (q *Queue) Depth(ctx context.Context) (int, error) {
-	n, err := q.client.HLen(ctx, q.queued).Result()
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		return 0, fmt.Errorf("redisqueue: depth of %s: %w", q.queued, err)
+	pipe := q.client.Pipeline()
+	lens := make([]*redis.IntCmd, len(q.shards))
+	for i, s := range q.shards {
+		lens[i] = pipe.HLen(ctx, s.queued)
 	}
-	return int(n), nil
+	_, err := pipe.Exec(ctx)
+	if err != nil && ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	n := 0
+	for i, c := range lens {
+		if err := c.Err(); err != nil {
+			return 0, fmt.Errorf("redisqueue: depth of %s: %w", q.shards[i].queued, err)
+		}
+		n += int(c.Val())
+	}
+	if err != nil { // not a command's: the pipeline's
+		return 0, fmt.Errorf("redisqueue: depth: %w", err)
+	}
+	return n, nil
 }
 
 // keepAlive resets the idle time of this Queue's unacked entries every
-// VisibilityTimeout/3, so that no other node takes them over while this one
-// is alive.
+// VisibilityTimeout/3, one script per shard that holds any, so that no
+// other node takes them over while this one is alive.
 func (q *Queue) keepAlive() {
 	defer q.wg.Done()
 	every := q.vt / 3
@@ -641,44 +729,44 @@ func (q *Queue) keepAlive() {
 		case <-t.C:
 		}
 		q.mu.Lock()
-		ids := make([]any, 0, 2+len(q.held))
-		ids = append(ids, group, q.consumer)
-		for id := range q.held {
-			ids = append(ids, id)
+		ids := map[*shard][]any{}
+		for ref := range q.held {
+			s := q.shards[ref.shard]
+			ids[s] = append(ids[s], ref.id)
 		}
 		q.mu.Unlock()
-		if len(ids) == 2 {
-			continue
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
-		kept, err := keepAliveScript.Run(ctx, q.client, []string{q.stream}, ids...).StringSlice()
-		cancel()
-		if err != nil {
-			q.log.Warn("redisqueue: keeping entries alive", "entries", len(ids)-2, "err", err)
-			continue
+		for s, sent := range ids {
+			args := append([]any{group, q.consumer}, sent...)
+			kept, err := q.scripts.keepAlive.Run(ctx, q.client, []string{s.stream}, args...).StringSlice()
+			if err != nil {
+				q.log.Warn("redisqueue: keeping entries alive", "stream", s.stream, "entries", len(sent), "err", err)
+				continue
+			}
+			q.dropLost(s, sent, kept)
 		}
-		q.dropLost(ids[2:], kept)
+		cancel()
 	}
 }
 
-// dropLost forgets the entries among sent that are not in kept: another
-// consumer took them over (this process was paused past the visibility
-// timeout) or they were acked meanwhile.
-func (q *Queue) dropLost(sent []any, kept []string) {
+// dropLost forgets the entries of s among sent that are not in kept:
+// another consumer took them over (this process was paused past the
+// visibility timeout) or they were acked meanwhile.
+func (q *Queue) dropLost(s *shard, sent []any, kept []string) {
 	ok := make(map[string]bool, len(kept))
 	for _, id := range kept {
 		ok[id] = true
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, s := range sent {
-		id := s.(string)
-		d, held := q.held[id]
-		if ok[id] || !held {
+	for _, v := range sent {
+		ref := entryRef{s.index, v.(string)}
+		d, held := q.held[ref]
+		if ok[ref.id] || !held {
 			continue
 		}
-		delete(q.held, id)
-		q.log.Warn("redisqueue: an entry held here was taken over by another consumer", "instance", d.item.InstanceID, "entry", id)
+		delete(q.held, ref)
+		q.log.Warn("redisqueue: an entry held here was taken over by another consumer", "instance", d.item.InstanceID, "stream", s.stream, "entry", ref.id)
 	}
 }
 
@@ -708,34 +796,37 @@ func (q *Queue) Close() error {
 	for _, d := range stash {
 		v, err := json.Marshal(d.item)
 		if err == nil {
-			keys, w := q.laneKeys(d.item)
-			err = requeueScript.Run(ctx, q.client, keys,
+			keys, w := d.s.laneKeys(d.item)
+			err = q.scripts.requeue.Run(ctx, q.client, keys,
 				group, d.id, d.item.InstanceID, string(v), d.item.Key, w, wakeTokens).Err()
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("redisqueue: handing instance %s (entry %s) back: %w", d.item.InstanceID, d.id, err))
+			errs = append(errs, fmt.Errorf("redisqueue: handing instance %s (entry %s of %s) back: %w", d.item.InstanceID, d.id, d.s.stream, err))
 			continue
 		}
-		q.forget(d.id)
+		q.forget(d.ref())
 	}
 	return errors.Join(errs...)
 }
 
-func (q *Queue) forget(id string) {
+func (q *Queue) forget(ref entryRef) {
 	q.mu.Lock()
-	delete(q.held, id)
+	delete(q.held, ref)
 	q.mu.Unlock()
 }
 
 // delivery is an entry handed out by Pop.
 type delivery struct {
 	q    *Queue
+	s    *shard // whose stream holds the entry
 	id   string // stream entry ID
 	item queue.Item
 	// marked: the coalescing bookkeeping is done. Only the goroutine that
 	// has the delivery (a fetch, or Pop via the stash) touches it.
 	marked bool
 }
+
+func (d *delivery) ref() entryRef { return entryRef{d.s.index, d.id} }
 
 // Item implements queue.Delivery.
 func (d *delivery) Item() queue.Item { return d.item }
@@ -746,13 +837,13 @@ func (d *delivery) Ack(ctx context.Context) error {
 	// Forget first, so that the keep-alive does not report the entry lost
 	// while it is being acked; a failed Ack leaves it to the visibility
 	// timeout, which is at-least-once.
-	d.q.forget(d.id)
-	err := ackScript.Run(ctx, d.q.client, []string{d.q.stream, d.q.queued}, group, d.id, d.item.InstanceID).Err()
+	d.q.forget(d.ref())
+	err := d.q.scripts.ack.Run(ctx, d.q.client, []string{d.s.stream, d.s.queued}, group, d.id, d.item.InstanceID).Err()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("redisqueue: acking instance %s (entry %s): %w", d.item.InstanceID, d.id, err)
+		return fmt.Errorf("redisqueue: acking instance %s (entry %s of %s): %w", d.item.InstanceID, d.id, d.s.stream, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/partition"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/queue/queuetest"
 	"github.com/weftworks/weft/internal/queue/redisqueue"
@@ -84,6 +86,9 @@ func TestConfigErrors(t *testing.T) {
 		{"negative capacity", redisqueue.Config{Client: client, Consumer: "n", Capacity: -1}, "Config.Capacity"},
 		{"tiny visibility timeout", redisqueue.Config{Client: client, Consumer: "n", VisibilityTimeout: time.Millisecond}, "Config.VisibilityTimeout"},
 		{"braces in prefix", redisqueue.Config{Client: client, Consumer: "n", Prefix: "a{b}"}, "Config.Prefix"},
+		{"braces in a sharded prefix", redisqueue.Config{Client: client, Consumer: "n", Prefix: "a}", Shards: 2}, "Config.Prefix"},
+		{"negative shards", redisqueue.Config{Client: client, Consumer: "n", Shards: -1}, "Config.Shards"},
+		{"more shards than partition.Max", redisqueue.Config{Client: client, Consumer: "n", Shards: partition.Max + 1}, "Config.Shards"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,89 +128,96 @@ func TestConfigErrors(t *testing.T) {
 // item is handled exactly once.
 func TestTwoNodesShareWork(t *testing.T) {
 	t.Parallel()
-	s := redistest.Start(t)
-	p := prefix(t)
-	nodes := []*redisqueue.Queue{
-		newQueue(t, s, redisqueue.Config{Consumer: "node-a", Prefix: p}),
-		newQueue(t, s, redisqueue.Config{Consumer: "node-b", Prefix: p}),
-	}
-	const items = 100
-	ctx := timeout(t, 30*time.Second)
-	for i := range items {
-		if err := nodes[i%2].Push(ctx, queue.Item{InstanceID: fmt.Sprint("i", i), Reason: "start"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var (
-		mu       sync.Mutex
-		handled  = map[string]int{}
-		byNode   = map[int]int{}
-		bothHeld = make(chan struct{}) // closed when each node holds an item at once
-		holding  = 0
-	)
-	var wg sync.WaitGroup
-	for n, q := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			first := true
-			for {
-				mu.Lock()
-				done := len(handled) == items
-				mu.Unlock()
-				if done {
-					return
-				}
-				pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-				d, err := q.Pop(pctx)
-				cancel()
-				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-					continue
-				}
-				if err != nil {
-					t.Errorf("node %d: Pop: %v", n, err)
-					return
-				}
-				if first {
-					// Hold the first item until the other node holds one
-					// too: proof that work goes to both.
-					first = false
-					mu.Lock()
-					holding++
-					if holding == len(nodes) {
-						close(bothHeld)
-					}
-					mu.Unlock()
-					select {
-					case <-bothHeld:
-					case <-ctx.Done():
-						t.Errorf("node %d: the other node got no item while this one held %s", n, d.Item().InstanceID)
-						return
-					}
-				}
-				mu.Lock()
-				handled[d.Item().InstanceID]++
-				byNode[n]++
-				mu.Unlock()
-				if err := d.Ack(ctx); err != nil {
-					t.Errorf("node %d: Ack: %v", n, err)
-					return
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprint("shards=", shards), func(t *testing.T) {
+			t.Parallel()
+			s := redistest.Start(t)
+			p := prefix(t)
+			nodes := []*redisqueue.Queue{
+				newQueue(t, s, redisqueue.Config{Consumer: "node-a", Prefix: p, Shards: shards}),
+				newQueue(t, s, redisqueue.Config{Consumer: "node-b", Prefix: p, Shards: shards}),
+			}
+			const items = 100
+			ctx := timeout(t, 30*time.Second)
+			for i := range items {
+				if err := nodes[i%2].Push(ctx, queue.Item{InstanceID: fmt.Sprint("i", i), Reason: "start"}); err != nil {
+					t.Fatal(err)
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	for id, n := range handled {
-		if n != 1 {
-			t.Errorf("%s handled %d times", id, n)
-		}
-	}
-	if len(handled) != items {
-		t.Errorf("%d items handled, want %d", len(handled), items)
-	}
-	t.Logf("items per node: %v", byNode)
-	if n, err := s.Client(t).XLen(ctx, "{"+p+"}:ready").Result(); err != nil || n != 0 {
-		t.Errorf("stream length after every ack = %d, %v; want 0 (acked entries are deleted)", n, err)
+			var (
+				mu       sync.Mutex
+				handled  = map[string]int{}
+				byNode   = map[int]int{}
+				bothHeld = make(chan struct{}) // closed when each node holds an item at once
+				holding  = 0
+			)
+			var wg sync.WaitGroup
+			for n, q := range nodes {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					first := true
+					for {
+						mu.Lock()
+						done := len(handled) == items
+						mu.Unlock()
+						if done {
+							return
+						}
+						pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+						d, err := q.Pop(pctx)
+						cancel()
+						if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+							continue
+						}
+						if err != nil {
+							t.Errorf("node %d: Pop: %v", n, err)
+							return
+						}
+						if first {
+							// Hold the first item until the other node holds one
+							// too: proof that work goes to both.
+							first = false
+							mu.Lock()
+							holding++
+							if holding == len(nodes) {
+								close(bothHeld)
+							}
+							mu.Unlock()
+							select {
+							case <-bothHeld:
+							case <-ctx.Done():
+								t.Errorf("node %d: the other node got no item while this one held %s", n, d.Item().InstanceID)
+								return
+							}
+						}
+						mu.Lock()
+						handled[d.Item().InstanceID]++
+						byNode[n]++
+						mu.Unlock()
+						if err := d.Ack(ctx); err != nil {
+							t.Errorf("node %d: Ack: %v", n, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			for id, n := range handled {
+				if n != 1 {
+					t.Errorf("%s handled %d times", id, n)
+				}
+			}
+			if len(handled) != items {
+				t.Errorf("%d items handled, want %d", len(handled), items)
+			}
+			t.Logf("items per node: %v", byNode)
+			for _, tag := range shardTags(t, p, shards) {
+				if n, err := s.Client(t).XLen(ctx, tag+":ready").Result(); err != nil || n != 0 {
+					t.Errorf("length of %s:ready after every ack = %d, %v; want 0 (acked entries are deleted)", tag, n, err)
+				}
+			}
+		})
 	}
 }
 
@@ -246,8 +258,14 @@ func TestRedeliveryAfterVisibilityTimeout(t *testing.T) {
 			if err := c.XGroupCreateMkStream(ctx, "{"+p+"}:ready", "workers", "0").Err(); err != nil {
 				t.Fatal(err)
 			}
-			keys := []string{"{" + p + "}:ready", "{" + p + "}:queued", "{" + p + "}:used"}
-			if err := redisqueue.PopScript.Run(ctx, c, keys, "workers", "dead", "{"+p+"}:", weft.LowestPriority).Err(); err != nil {
+			tag := "{" + p + "}:"
+			keys := []string{tag + "ready", tag + "queued", tag + "used"}
+			for _, kind := range []string{"ring:", "weight:"} {
+				for pr := weft.HighestPriority; pr <= weft.LowestPriority; pr++ {
+					keys = append(keys, tag+kind+strconv.Itoa(pr))
+				}
+			}
+			if err := redisqueue.PopScript.Run(ctx, c, keys, "workers", "dead", weft.LowestPriority).Err(); err != nil {
 				t.Fatalf("pop script: %v", err)
 			}
 			if n, err := alive.Depth(ctx); err != nil || n != 0 {
@@ -315,30 +333,35 @@ func TestRedeliveryAfterVisibilityTimeout(t *testing.T) {
 // loaded machine cannot delay the consumer's refresh (every vt/3) past it.
 func TestLiveConsumerKeepsItsItem(t *testing.T) {
 	t.Parallel()
-	const vt = 2 * time.Second
-	s := redistest.Start(t)
-	p := prefix(t)
-	a := newQueue(t, s, redisqueue.Config{Consumer: "a", Prefix: p, VisibilityTimeout: vt})
-	b := newQueue(t, s, redisqueue.Config{Consumer: "b", Prefix: p, VisibilityTimeout: vt})
-	ctx := timeout(t, time.Minute)
-	if err := a.Push(ctx, queue.Item{InstanceID: "long", Reason: "start"}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := a.Pop(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := b.Pop(timeout(t, 4*vt)); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("other node popped %v, %v while the first worked on it; want DeadlineExceeded", got, err)
-	}
-	if err := d.Ack(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Ack(ctx); err != nil {
-		t.Fatalf("second Ack: %v", err)
-	}
-	if got, err := b.Pop(timeout(t, 2*vt)); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("other node popped %v, %v after the Ack; want DeadlineExceeded", got, err)
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprint("shards=", shards), func(t *testing.T) {
+			t.Parallel()
+			const vt = 2 * time.Second
+			s := redistest.Start(t)
+			p := prefix(t)
+			a := newQueue(t, s, redisqueue.Config{Consumer: "a", Prefix: p, Shards: shards, VisibilityTimeout: vt})
+			b := newQueue(t, s, redisqueue.Config{Consumer: "b", Prefix: p, Shards: shards, VisibilityTimeout: vt})
+			ctx := timeout(t, time.Minute)
+			if err := a.Push(ctx, queue.Item{InstanceID: "long", Reason: "start"}); err != nil {
+				t.Fatal(err)
+			}
+			d, err := a.Pop(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := b.Pop(timeout(t, 4*vt)); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("other node popped %v, %v while the first worked on it; want DeadlineExceeded", got, err)
+			}
+			if err := d.Ack(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Ack(ctx); err != nil {
+				t.Fatalf("second Ack: %v", err)
+			}
+			if got, err := b.Pop(timeout(t, 2*vt)); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("other node popped %v, %v after the Ack; want DeadlineExceeded", got, err)
+			}
+		})
 	}
 }
 
@@ -513,79 +536,87 @@ func TestMalformedEntryDropped(t *testing.T) {
 
 // Three nodes share a stream of work; one of them takes items and stops
 // without acking them. The two live nodes handle every item, those of the
-// dead node included, each exactly once.
+// dead node included, each exactly once; with several shards, the dead
+// node's items are in several of them, each taken over from its own.
 func TestNodeDeathLosesNothing(t *testing.T) {
 	t.Parallel()
-	const vt, items, taken = 2 * time.Second, 150, 5
-	s := redistest.Start(t)
-	p := prefix(t)
-	ctx := timeout(t, 60*time.Second)
-	dead, err := redisqueue.New(redisqueue.Config{Client: s.Client(t), Consumer: "dead", Prefix: p, VisibilityTimeout: vt, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := []*redisqueue.Queue{
-		newQueue(t, s, redisqueue.Config{Consumer: "live-1", Prefix: p, VisibilityTimeout: vt}),
-		newQueue(t, s, redisqueue.Config{Consumer: "live-2", Prefix: p, VisibilityTimeout: vt}),
-	}
-	for i := range items {
-		if err := live[i%2].Push(ctx, queue.Item{InstanceID: fmt.Sprint("i", i), Reason: "start"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for range taken {
-		if _, err := dead.Pop(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := dead.Close(); err != nil { // stops without acking
-		t.Fatal(err)
-	}
-
-	var mu sync.Mutex
-	handled := map[string]int{}
-	var wg sync.WaitGroup
-	for _, q := range live {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				done := len(handled) == items // the dead node's included
-				mu.Unlock()
-				if done || ctx.Err() != nil {
-					return
-				}
-				pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-				d, err := q.Pop(pctx)
-				cancel()
-				if err != nil {
-					continue
-				}
-				mu.Lock()
-				handled[d.Item().InstanceID]++
-				mu.Unlock()
-				if err := d.Ack(ctx); err != nil {
-					t.Error(err)
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprint("shards=", shards), func(t *testing.T) {
+			t.Parallel()
+			const vt, items, taken = 2 * time.Second, 150, 5
+			s := redistest.Start(t)
+			p := prefix(t)
+			ctx := timeout(t, 60*time.Second)
+			dead, err := redisqueue.New(redisqueue.Config{Client: s.Client(t), Consumer: "dead", Prefix: p, Shards: shards, VisibilityTimeout: vt, Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			live := []*redisqueue.Queue{
+				newQueue(t, s, redisqueue.Config{Consumer: "live-1", Prefix: p, Shards: shards, VisibilityTimeout: vt}),
+				newQueue(t, s, redisqueue.Config{Consumer: "live-2", Prefix: p, Shards: shards, VisibilityTimeout: vt}),
+			}
+			for i := range items {
+				if err := live[i%2].Push(ctx, queue.Item{InstanceID: fmt.Sprint("i", i), Reason: "start"}); err != nil {
+					t.Fatal(err)
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	if len(handled) != items {
-		t.Fatalf("%d distinct items handled, want %d", len(handled), items)
-	}
-	for id, n := range handled {
-		if n != 1 {
-			t.Errorf("%s handled %d times by the live nodes", id, n)
-		}
-	}
-	if n, err := live[0].Depth(ctx); err != nil || n != 0 {
-		t.Errorf("Depth at the end = %d, %v", n, err)
-	}
-	pending, err := s.Client(t).XPending(ctx, "{"+p+"}:ready", "workers").Result()
-	if err != nil || pending.Count != 0 {
-		t.Errorf("pending entries at the end: %+v, %v", pending, err)
+			for range taken {
+				if _, err := dead.Pop(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := dead.Close(); err != nil { // stops without acking
+				t.Fatal(err)
+			}
+
+			var mu sync.Mutex
+			handled := map[string]int{}
+			var wg sync.WaitGroup
+			for _, q := range live {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						mu.Lock()
+						done := len(handled) == items // the dead node's included
+						mu.Unlock()
+						if done || ctx.Err() != nil {
+							return
+						}
+						pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+						d, err := q.Pop(pctx)
+						cancel()
+						if err != nil {
+							continue
+						}
+						mu.Lock()
+						handled[d.Item().InstanceID]++
+						mu.Unlock()
+						if err := d.Ack(ctx); err != nil {
+							t.Error(err)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if len(handled) != items {
+				t.Fatalf("%d distinct items handled, want %d", len(handled), items)
+			}
+			for id, n := range handled {
+				if n != 1 {
+					t.Errorf("%s handled %d times by the live nodes", id, n)
+				}
+			}
+			if n, err := live[0].Depth(ctx); err != nil || n != 0 {
+				t.Errorf("Depth at the end = %d, %v", n, err)
+			}
+			for _, tag := range shardTags(t, p, shards) {
+				pending, err := s.Client(t).XPending(ctx, tag+":ready", "workers").Result()
+				if err != nil || pending.Count != 0 {
+					t.Errorf("pending entries of %s:ready at the end: %+v, %v", tag, pending, err)
+				}
+			}
+		})
 	}
 }
 

@@ -3,19 +3,62 @@ package redisqueue
 import "github.com/redis/go-redis/v9"
 
 // The scripts keep the fair structures (the lanes, the rings, the weights,
-// the turn counters), the queued hash and the stream consistent with each
-// other; each runs atomically, so no other call ever sees them half
-// changed. See the package doc for the layout. A lane's, a ring's and a
-// weight hash's name is computed in the script from the prefix for the pop
-// (which visits every priority) and passed as a key elsewhere; every name
-// is under the queue's hash tag, so a script touches one cluster slot.
+// the turn counters), the queued hash and the stream of one shard
+// consistent with each other; each runs atomically, so no other call ever
+// sees them half changed. See the package doc for the layout. Every key a
+// script touches is one of its KEYS but the pop's lanes, whose names it
+// reads from the rings: it builds each from its ring's declared name, so
+// that a lane is under its ring's hash tag, and a script touches one
+// cluster slot.
 //
 // A value of the queued hash is either an item (JSON, so it starts with
 // "{"), queued in its lane, or the ID of a stream entry pushed by the
 // version of this package that kept queued items in the stream (before
 // the fair order), whose bookkeeping the scripts keep as that version did.
 
-// pushScript queues an item in its lane unless the instance is queued (0)
+// scripts are the Lua scripts a Queue runs. A queue of one shard runs
+// them as they are, which Redis 6.2 accepts; a queue of several runs them
+// with the shebang "#!lua" (Redis 7.0 and newer), under which a Redis
+// Cluster refuses a script's access to a key of another slot than its
+// declared keys' even when the same node serves it (without the shebang,
+// Redis 7 allows it, for the scripts written before Redis Cluster checked
+// keys), so that a key outside its shard is an error and not a silent
+// cross-shard write.
+//
+// Under the shebang Redis also refuses a whole script, before it runs,
+// while it is out of memory (maxmemory reached with noeviction), where a
+// script without it is refused at its first write only if that write can
+// grow memory. The scripts that only delete or rewrite in place (ack,
+// popped, keep-alive) carry the flag allow-oom, so that, as without the
+// shebang, a full Redis still takes the acks that free it.
+type scripts struct {
+	push, pop, popped, ack, requeue, keepAlive *redis.Script
+}
+
+// newScripts returns the scripts, with the shebang when guarded.
+func newScripts(guarded bool) *scripts {
+	head, freeing := "", ""
+	if guarded {
+		head, freeing = "#!lua\n", "#!lua flags=allow-oom\n"
+	}
+	return &scripts{
+		push:      redis.NewScript(head + pushSource),
+		pop:       redis.NewScript(head + popSource),
+		popped:    redis.NewScript(freeing + poppedSource),
+		ack:       redis.NewScript(freeing + ackSource),
+		requeue:   redis.NewScript(head + requeueSource),
+		keepAlive: redis.NewScript(freeing + keepAliveSource),
+	}
+}
+
+// plainScripts are the scripts of a queue of one shard, and
+// guardedScripts those of a queue of several (see scripts).
+var (
+	plainScripts   = newScripts(false)
+	guardedScripts = newScripts(true)
+)
+
+// pushSource queues an item in its lane unless the instance is queued (0)
 // or queue.Admits refuses it (-1); it returns 1 when it queued it, and then
 // adds a wake token for a waiting Pop. The rule, with C the capacity and S
 // the fair share: admitted while the queued hash holds fewer than C
@@ -32,7 +75,7 @@ import "github.com/redis/go-redis/v9"
 // KEYS: queued, stream, lane, ring, weights, wake.
 // ARGV: instance, item, capacity, group, key, weight, wake tokens kept,
 // fair share.
-var pushScript = redis.NewScript(`
+const pushSource = `
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if cur then
 	if string.byte(cur, 1) == 123 then return 0 end
@@ -49,9 +92,9 @@ end
 redis.call('HSET', KEYS[5], ARGV[5], ARGV[6])
 redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[7], '*', 't', '1')
 return 1
-`)
+`
 
-// popScript takes the next item in the fair order, adds it to the stream
+// popSource takes the next item in the fair order, adds it to the stream
 // and reads it for the consumer (XREADGROUP without BLOCK, which scripts
 // may use), so that it is in the consumer's pending entries from the
 // moment it leaves its lane. It returns {entry ID, {field, value...}}, or
@@ -68,9 +111,13 @@ return 1
 // hand edit can cause) is dropped, and an instance without its item is
 // delivered with its id alone: it has work in the store either way.
 //
-// KEYS: stream, queued, used. ARGV: group, consumer, key prefix, lowest
-// priority.
-var popScript = redis.NewScript(`
+// A lane's name cannot be declared, since the ring names its key: it is
+// its ring's name with "ring:P" replaced by "lane:P:" and the key, under
+// the same tag.
+//
+// KEYS: stream, queued, used, the ring of each priority from 1 to L, the
+// weight hash of each. ARGV: group, consumer, the lowest priority L.
+const popSource = `
 local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', 1, 'STREAMS', KEYS[1], '>')
 if r then
 	local e = r[1][2][1]
@@ -85,9 +132,10 @@ if r then
 	end
 	return {id, f}
 end
-for p = 1, tonumber(ARGV[4]) do
-	local ring = ARGV[3] .. 'ring:' .. p
-	local weights = ARGV[3] .. 'weight:' .. p
+local lowest = tonumber(ARGV[3])
+for p = 1, lowest do
+	local ring, weights = KEYS[3 + p], KEYS[3 + lowest + p]
+	local lanes = string.sub(ring, 1, -#('ring:' .. p) - 1) .. 'lane:' .. p .. ':'
 	local k = redis.call('LINDEX', ring, 0)
 	while k do
 		local used = tonumber(redis.call('HGET', KEYS[3], p) or '0')
@@ -96,7 +144,7 @@ for p = 1, tonumber(ARGV[4]) do
 			k = redis.call('LINDEX', ring, 0)
 			used = 0
 		end
-		local lane = ARGV[3] .. 'lane:' .. p .. ':' .. k
+		local lane = lanes .. k
 		local inst = redis.call('LPOP', lane)
 		if redis.call('LLEN', lane) == 0 then
 			redis.call('LPOP', ring)
@@ -116,35 +164,35 @@ for p = 1, tonumber(ARGV[4]) do
 	end
 end
 return false
-`)
+`
 
-// poppedScript removes instance from the queued hash if its queued entry is
+// poppedSource removes instance from the queued hash if its queued entry is
 // the one popped: the bookkeeping of an old-version entry taken over from
 // a consumer that read it and died before doing it.
 //
 // KEYS: queued. ARGV: instance, entry ID.
-var poppedScript = redis.NewScript(`
+const poppedSource = `
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
 	return redis.call('HDEL', KEYS[1], ARGV[1])
 end
 return 0
-`)
+`
 
-// ackScript acknowledges and deletes an entry, and repeats the popped
+// ackSource acknowledges and deletes an entry, and repeats the popped
 // bookkeeping of an old-version entry in case its reader died before
 // doing it (an item's JSON never equals an entry ID).
 //
 // KEYS: stream, queued. ARGV: group, entry ID, instance.
-var ackScript = redis.NewScript(`
+const ackSource = `
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[1], ARGV[2])
 if redis.call('HGET', KEYS[2], ARGV[3]) == ARGV[2] then
 	redis.call('HDEL', KEYS[2], ARGV[3])
 end
 return 1
-`)
+`
 
-// requeueScript hands a popped, unhandled entry back: it acknowledges and
+// requeueSource hands a popped, unhandled entry back: it acknowledges and
 // deletes it and, unless the instance was queued again meanwhile, queues
 // the item at the head of its lane, where it was (its key joins the end of
 // the ring if its lane had emptied; a lane that exists keeps its weight,
@@ -153,7 +201,7 @@ return 1
 //
 // KEYS: queued, stream, lane, ring, weights, wake (pushScript's).
 // ARGV: group, entry ID, instance, item, key, weight, wake tokens kept.
-var requeueScript = redis.NewScript(`
+const requeueSource = `
 redis.call('XACK', KEYS[2], ARGV[1], ARGV[2])
 redis.call('XDEL', KEYS[2], ARGV[2])
 local cur = redis.call('HGET', KEYS[1], ARGV[3])
@@ -165,14 +213,14 @@ end
 redis.call('HSETNX', KEYS[5], ARGV[5], ARGV[6])
 redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[7], '*', 't', '1')
 return 1
-`)
+`
 
-// keepAliveScript resets the idle time of the given pending entries that
+// keepAliveSource resets the idle time of the given pending entries that
 // the consumer still owns, and returns their IDs; the others were acked or
 // taken over by another consumer.
 //
 // KEYS: stream. ARGV: group, consumer, entry IDs...
-var keepAliveScript = redis.NewScript(`
+const keepAliveSource = `
 local kept = {}
 for i = 3, #ARGV do
 	local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
@@ -182,4 +230,4 @@ for i = 3, #ARGV do
 	end
 end
 return kept
-`)
+`
