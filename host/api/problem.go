@@ -145,7 +145,6 @@ func clean(err error) string {
 	return s
 }
 
-
 // fiberProblem maps Fiber's own errors: unknown route, wrong method, body
 // too large, and what the server answers before any handler runs
 // (malformed requests, timeouts, oversized headers). Its details are

@@ -80,6 +80,10 @@ type redisConfig struct {
 	// WaitTimeout bounds that wait: a write not confirmed in time fails
 	// as not durable. Defaults to 1s.
 	WaitTimeout time.Duration `koanf:"wait_timeout"`
+	// Shards divides the ready queue and the per-instance notifications
+	// into hash-tag shards that a Redis Cluster's masters share
+	// (node.Config.RedisShards). Defaults to 1.
+	Shards int `koanf:"shards"`
 }
 
 // logConfig configures the host's own log, on stderr.
@@ -385,7 +389,7 @@ func defaultConfig() settings {
 		// The engine's zero value records no attempt data; a host keeps
 		// documents of a readable size.
 		History: historyConfig{AttemptDataLimit: engine.DefaultAttemptDataLimit, VarsLimit: engine.DefaultVarsLimit},
-		Redis:   redisConfig{WaitTimeout: nodeDefaults.RedisWaitTimeout},
+		Redis:   redisConfig{WaitTimeout: nodeDefaults.RedisWaitTimeout, Shards: nodeDefaults.RedisShards},
 	}
 }
 

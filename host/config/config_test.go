@@ -323,6 +323,7 @@ func badValues() map[string]struct{ value, key string } {
 		"history.vars_limit":              {value: "1GiB"},
 		"redis.wait_replicas":             {value: "-1"},
 		"redis.wait_timeout":              {value: "2m"},
+		"redis.shards":                    {value: "1025"},
 	}
 }
 

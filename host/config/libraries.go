@@ -50,6 +50,7 @@ func (c *Loaded) libraries() libraries {
 			RedisCluster:      c.RedisCluster,
 			RedisWaitReplicas: c.Redis.WaitReplicas,
 			RedisWaitTimeout:  c.Redis.WaitTimeout,
+			RedisShards:       c.Redis.Shards,
 			WorkflowsDir:      c.WorkflowsDir,
 			Engine: engine.Config{
 				NodeID:            c.NodeID,
@@ -163,6 +164,7 @@ func bindings() []binding {
 		{"redis_cluster", nodeLib, "RedisCluster"},
 		{"redis.wait_replicas", nodeLib, "RedisWaitReplicas"},
 		{"redis.wait_timeout", nodeLib, "RedisWaitTimeout"},
+		{"redis.shards", nodeLib, "RedisShards"},
 		{"workflows_dir", nodeLib, "WorkflowsDir"},
 		{"http.body_limit", apiLib, "BodyLimit"},
 		{"http.plugin_body_limit", apiLib, "PluginBodyLimit"},

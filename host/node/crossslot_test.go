@@ -260,6 +260,10 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 	openNode := func(id string) (*node.Node, *logtest.Buffer) {
 		cfg := clusterConfig(t, id)
 		cfg.RedisCluster = cl.Addrs()
+		// The ready queue and the notifications in shards, as a
+		// deployment on a cluster runs them: their scripts and sharded
+		// pub/sub are under the watch too.
+		cfg.RedisShards = 4
 		cfg.Engine.RetentionInterval = 200 * time.Millisecond
 		n, logs, _ := open(t, node.WithRedisHook(cfg, watch))
 		return n, logs

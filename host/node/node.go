@@ -53,6 +53,7 @@ import (
 	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/metrics"
+	"github.com/weftworks/weft/internal/partition"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/ratelimit/locallimit"
@@ -121,6 +122,15 @@ type Config struct {
 	// RedisWaitTimeout bounds a write's wait for the replicas, from 1ms to
 	// a minute. Defaults to 1s.
 	RedisWaitTimeout time.Duration
+	// RedisShards divides the ready queue and the notifications about one
+	// instance into that many shards, each under a hash tag of its own
+	// (redisqueue.Config.Shards, notify.RedisConfig.Shards), so that the
+	// masters of a Redis Cluster share them; an instance's items and
+	// notifications go to its shard. Every node of a deployment must have
+	// the same; more than 1 needs Redis 7.0. From 1 to partition.Max.
+	// Defaults to 1: the queue under one tag, notifications on classic
+	// pub/sub.
+	RedisShards int
 	// redisHook, set by the node's own tests (export_test.go), sees every
 	// command of the Redis Cluster client and of its nodes' clients.
 	redisHook redis.Hook
@@ -151,6 +161,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RedisWaitTimeout == 0 {
 		c.RedisWaitTimeout = redisstore.DefaultWaitTimeout
+	}
+	if c.RedisShards == 0 {
+		c.RedisShards = 1
 	}
 	if c.Plugins.CacheDir == "" && c.DataDir != "" {
 		c.Plugins.CacheDir = filepath.Join(c.DataDir, "cache")
@@ -219,6 +232,9 @@ func (c Config) Validate() error {
 	// 0 is refused only where a wait would use it.
 	if (c.RedisWaitReplicas > 0 || c.RedisWaitTimeout != 0) && (c.RedisWaitTimeout < time.Millisecond || c.RedisWaitTimeout > redisstore.MaxWaitTimeout) {
 		bad("RedisWaitTimeout", "RedisWaitTimeout must be from 1ms to %s, got %s", redisstore.MaxWaitTimeout, c.RedisWaitTimeout)
+	}
+	if (c.Store == StoreRedis || c.RedisShards != 0) && (c.RedisShards < 1 || c.RedisShards > partition.Max) {
+		bad("RedisShards", "RedisShards must be from 1 to %d, got %d", partition.Max, c.RedisShards)
 	}
 	if c.QueueCapacity < 1 {
 		bad("QueueCapacity", "QueueCapacity must be at least 1, got %d", c.QueueCapacity)

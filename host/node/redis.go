@@ -89,7 +89,7 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 		return nil, nil, fmt.Errorf("node: opening the store on %s: %w", where, err)
 	}
 	n.store = st
-	q, err := redisqueue.New(redisqueue.Config{Client: data, Consumer: cfg.Engine.NodeID, Capacity: cfg.QueueCapacity, Logger: n.log})
+	q, err := redisqueue.New(redisqueue.Config{Client: data, Consumer: cfg.Engine.NodeID, Capacity: cfg.QueueCapacity, Shards: cfg.RedisShards, Logger: n.log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("node: opening the ready queue on %s: %w", where, err)
 	}
@@ -98,7 +98,7 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 	if n.limiter, err = redislimit.New(redislimit.Config{Client: data, Prefix: redisstore.DefaultPrefix}); err != nil {
 		return nil, nil, fmt.Errorf("node: the rate limiter on %s: %w", where, err)
 	}
-	bus, err := notify.NewRedis(notify.RedisConfig{Client: data, Logger: n.log})
+	bus, err := notify.NewRedis(notify.RedisConfig{Client: data, Shards: cfg.RedisShards, Sharded: engine.InstanceTopics(), Logger: n.log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("node: opening the bus on %s: %w", where, err)
 	}

@@ -151,6 +151,11 @@ const (
 	topicChanged = "changed"
 )
 
+// InstanceTopics are the Bus topics whose payload is an instance's id,
+// so that a bus may carry each on a channel of the instance's own (Redis
+// sharded pub/sub: notify.RedisConfig.Sharded).
+func InstanceTopics() []string { return []string{topicInbox, topicChanged} }
+
 type nopObserver struct{}
 
 func (nopObserver) InstanceStatus(string, weft.Status)                 {}
