@@ -2,6 +2,7 @@ package partition_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/weftworks/weft/internal/partition"
@@ -109,17 +110,8 @@ func TestTags(t *testing.T) {
 		{"weft:", partition.Max + 1, "from 1 to 1024"},
 		{"a{b", 4, `"a{b"`},
 	} {
-		if _, err := partition.Tags(tt.prefix, tt.n); err == nil || !contains(err.Error(), tt.want) {
+		if _, err := partition.Tags(tt.prefix, tt.n); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Tags(%q, %d): %v, want an error with %q", tt.prefix, tt.n, err, tt.want)
 		}
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
