@@ -486,7 +486,11 @@ func (n *Node) Ready(ctx context.Context) error {
 		}
 	}
 	if len(n.pings) > 0 && len(failed) > len(n.pings)-(len(n.pings)/2+1) {
-		return fmt.Errorf("node: lock backend not ready: %w", errors.Join(failed...))
+		what := "lock backend"
+		if len(n.cfg.RedisCluster) > 0 {
+			what = "redis cluster" // one ping for every master: store, queue and locks
+		}
+		return fmt.Errorf("node: %s not ready: %w", what, errors.Join(failed...))
 	}
 	return nil
 }
