@@ -16,6 +16,11 @@
 //	weft:lock:{workflow-instance:42}        the redsync mutex (random value, PX ttl)
 //	weft:lock:{workflow-instance:42}:fence  the fence counter
 //
+// A key that begins with a hash tag of its own, such as
+// "{weft:3~17}workflow-instance:42", keeps that tag instead
+// (weft:lock:{weft:3~17}workflow-instance:42 and its :fence), so that a
+// lock can share the slot, and so the master, of the data it guards.
+//
 // # Acquiring
 //
 // An acquisition is one redsync attempt (SET NX PX on every server; it

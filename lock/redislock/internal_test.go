@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/weftworks/weft/internal/partition"
 	"github.com/weftworks/weft/internal/redistest"
 )
 
@@ -174,5 +175,26 @@ func TestWaitersLeaveNoEntries(t *testing.T) {
 	defer l.mu.Unlock()
 	if n := len(l.watched); n != 0 {
 		t.Errorf("%d wake-up entries left", n)
+	}
+}
+
+// TestMutexKeyKeepsALeadingTag: a lock key is its own hash tag, unless it
+// begins with one, which the mutex and the fence counter then share.
+func TestMutexKeyKeepsALeadingTag(t *testing.T) {
+	t.Parallel()
+	l := &locker{prefix: "weft:"}
+	for _, tt := range []struct{ key, want string }{
+		{"workflow-instance:42", "weft:lock:{workflow-instance:42}"},
+		{"{weft:3~17}workflow-instance:42", "weft:lock:{weft:3~17}workflow-instance:42"},
+		{"{}empty-tag", "weft:lock:{{}empty-tag}"},
+		{"{unclosed", "weft:lock:{{unclosed}"},
+		{"mid{tag}", "weft:lock:{mid{tag}}"},
+	} {
+		if got := l.mutexKey(tt.key); got != tt.want {
+			t.Errorf("mutexKey(%q) = %q, want %q", tt.key, got, tt.want)
+		}
+		if got, want := partition.Slot(l.mutexKey(tt.key)+":fence"), partition.Slot(l.mutexKey(tt.key)); got != want {
+			t.Errorf("%q: the fence counter's slot %d is not the mutex's %d", tt.key, got, want)
+		}
 	}
 }

@@ -197,8 +197,17 @@ func checkArgs(key string, ttl time.Duration) error {
 }
 
 // mutexKey returns the redsync mutex's key for a lock key. The braces make
-// the key its own cluster hash tag, shared with the fence counter.
-func (l *locker) mutexKey(key string) string { return l.prefix + "lock:{" + key + "}" }
+// the key its own cluster hash tag, shared with the fence counter; a key
+// that begins with a hash tag of its own ("{tag}rest") keeps it, so that
+// a lock can live in the slot of the data it guards.
+func (l *locker) mutexKey(key string) string {
+	if strings.HasPrefix(key, "{") {
+		if end := strings.IndexByte(key, '}'); end > 1 {
+			return l.prefix + "lock:" + key
+		}
+	}
+	return l.prefix + "lock:{" + key + "}"
+}
 
 // Acquire implements lock.Locker.
 func (l *locker) Acquire(ctx context.Context, key string, ttl time.Duration) (lock.Lease, error) {
