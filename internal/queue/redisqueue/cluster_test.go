@@ -73,16 +73,16 @@ func TestOnCluster(t *testing.T) {
 }
 
 // TestOnMultiMasterCluster runs queues of 4 shards on a Redis Cluster of
-// three masters: the conformance suite, the order's model test with two
-// nodes and items spread over the shards by their ids, and a check that
-// every key the queues wrote is under a shard's tag, in that tag's slot,
-// and that the shards' keys live on more than one master. The scripts run
-// under the shebang there, so a key of another slot than a script's
-// declared keys would fail it, on whichever node.
+// three masters with a replica each: the conformance suite, the order's
+// model test with two nodes and items spread over the shards by their
+// ids, and a check that every key the queues wrote is under a shard's
+// tag, in that tag's slot, and that the shards' keys live on more than one
+// master. The scripts run under the shebang there, so a key of another
+// slot than a script's declared keys would fail it, on whichever node.
 func TestOnMultiMasterCluster(t *testing.T) {
 	t.Parallel()
 	const shards = 4
-	cluster := redistest.StartClusterOf(t, 3, 0)
+	cluster := redistest.StartClusterOf(t, 3, 1)
 	c := cluster.Client(t)
 	open := func(t *testing.T, cfg redisqueue.Config) *redisqueue.Queue {
 		cfg.Client, cfg.Logger = c, testLogger(t)

@@ -66,6 +66,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceOnCluster runs the suite on a Redis Cluster of three
+// masters with a replica each, through a cluster client per node: each
+// key is its own hash tag, on whichever master serves its slot.
+func TestConformanceOnCluster(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartClusterOf(t, 3, 1)
+	ratelimittest.Exercise(t, suite(t, func(t *testing.T) redis.UniversalClient { return c.Client(t) }))
+}
+
 // ctx bounds a test's Redis calls.
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
