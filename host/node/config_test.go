@@ -39,6 +39,8 @@ func TestConfigValidate(t *testing.T) {
 		{"seeds judged in embedded mode too", node.Config{DataDir: "d", Store: node.StoreEmbedded, RedisCluster: []string{"a b:1"}, QueueCapacity: 1},
 			[]string{"RedisCluster[0]"}, `RedisCluster[0] must have a host name or IP address, got "a b"`},
 		{"no queue", node.Config{DataDir: "d", Store: node.StoreEmbedded}, []string{"QueueCapacity"}, "QueueCapacity must be at least 1, got 0"},
+		{"shards without redis", node.Config{DataDir: "d", Store: node.StoreEmbedded, QueueCapacity: 1, RedisShards: 4},
+			[]string{"RedisShards"}, `RedisShards is 4, but Store "embedded" has no Redis to divide`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -235,6 +235,8 @@ func (c Config) Validate() error {
 	}
 	if (c.Store == StoreRedis || c.RedisShards != 0) && (c.RedisShards < 1 || c.RedisShards > partition.Max) {
 		bad("RedisShards", "RedisShards must be from 1 to %d, got %d", partition.Max, c.RedisShards)
+	} else if c.RedisShards > 1 && c.Store != StoreRedis {
+		bad("RedisShards", "RedisShards is %d, but Store %q has no Redis to divide (Store %q has)", c.RedisShards, c.Store, StoreRedis)
 	}
 	if c.QueueCapacity < 1 {
 		bad("QueueCapacity", "QueueCapacity must be at least 1, got %d", c.QueueCapacity)

@@ -108,7 +108,11 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 	n.closers = append([]func() error{q.Close, bus.Close}, n.closers...)
 	locks, err := redislock.New(redislock.Config{Clients: lockClients, Logger: n.log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("node: the locks on %s: %w", where, err)
+		locksOn := where
+		if len(cfg.RedisAddrs) > 1 {
+			locksOn = "redis " + strings.Join(cfg.RedisAddrs, ",") // every server holds the locks
+		}
+		return nil, nil, fmt.Errorf("node: the locks on %s: %w", locksOn, err)
 	}
 	return redisblobs.New(data, ""), locks, nil
 }

@@ -287,15 +287,17 @@ func (e *Engine) existing(ctx context.Context, workflow, id string) (*weft.Insta
 		return nil, nil
 	case err != nil:
 		return nil, err
-	case old.Workflow != workflow:
-		return nil, fmt.Errorf("engine: %w: instance %q belongs to workflow %q", weft.ErrIDInUse, id, old.Workflow)
 	}
 	if b, ok := e.store.(durabilityBarrier); ok {
 		// A retried start is answered from a create that may not have
-		// reached the replicas yet (its first answer was an error).
+		// reached the replicas yet (its first answer was an error), and
+		// so is a refusal of the id.
 		if err := b.Barrier(ctx); err != nil {
 			return nil, fmt.Errorf("engine: instance %s exists: %w", id, err)
 		}
+	}
+	if old.Workflow != workflow {
+		return nil, fmt.Errorf("engine: %w: instance %q belongs to workflow %q", weft.ErrIDInUse, id, old.Workflow)
 	}
 	return old, nil
 }

@@ -326,14 +326,18 @@ func (s *Store) fail(ctx context.Context, op, what string, err error) error {
 // unavailable reports whether err says the server cannot be reached or
 // cannot serve now, rather than that the call was wrong: a network error
 // (a refused or lost connection, a timeout: syscall errors are net.Errors
-// too), no free connection in the pool, or a server loading its data,
-// read-only, or out of clients.
+// too), no free connection in the pool, a server loading its data,
+// read-only, or out of clients, or a cluster's slot that moved or is
+// moving (MOVED, ASK, TRYAGAIN, CLUSTERDOWN).
 func unavailable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) ||
 		redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
-		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMaxClientsError(err)
+		redis.IsClusterDownError(err) || redis.IsTryAgainError(err) || redis.IsMaxClientsError(err) ||
+		// A cluster node's redirection, which reaches a caller only from
+		// a connection of the store's own (wait.go): the slot moved.
+		moved(err)
 }
 
 // now is the configured clock in UTC, without its monotonic reading.

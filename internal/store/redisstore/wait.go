@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,18 +37,34 @@ import (
 
 // write runs a write script with the schema key as KEYS[1] (as run does)
 // on a context that outlives the caller's (writeCtx), and, with
-// WaitReplicas set, waits for the replicas.
+// WaitReplicas set, waits for the replicas. The waited path sends its
+// commands to the master that the cluster client's slot map names, not
+// through the client, so it follows no MOVED itself: when the script is
+// redirected (a failover, a manual one, a resharding moved the store's
+// slot: the script did not run), it reads the slot map again and tries
+// once more.
 func (s *Store) write(ctx context.Context, sc *redis.Script, a args) *redis.Cmd {
 	ctx = writeCtx(ctx)
 	if s.cfg.WaitReplicas == 0 {
 		return s.run(ctx, sc, a)
 	}
+	cmd, redirected := s.writeWaited(ctx, sc, a)
+	if redirected && s.followMoved(ctx, cmd.Err()) == nil {
+		cmd, _ = s.writeWaited(ctx, sc, a)
+	}
+	return cmd
+}
+
+// writeWaited is write's waited path, once: the script and an INCR of P
+// sync on one connection to the store's master, then WAIT on it. It
+// reports whether the script was redirected to another node.
+func (s *Store) writeWaited(ctx context.Context, sc *redis.Script, a args) (_ *redis.Cmd, redirected bool) {
 	key := s.p + "schema"
 	cmd := redis.NewCmd(ctx)
 	conn, err := s.connFor(ctx, key)
 	if err != nil {
 		cmd.SetErr(err)
-		return cmd
+		return cmd, false
 	}
 	defer conn.Close() // back to the pool
 	keys := []string{key}
@@ -64,7 +82,7 @@ func (s *Store) write(ctx context.Context, sc *redis.Script, a args) *redis.Cmd 
 		}
 		if err := sc.Load(ctx, conn).Err(); err != nil {
 			cmd.SetErr(err)
-			return cmd
+			return cmd, moved(err)
 		}
 	}
 	if err == nil {
@@ -75,13 +93,61 @@ func (s *Store) write(ctx context.Context, sc *redis.Script, a args) *redis.Cmd 
 			cmd.SetErr(err)
 		}
 		s.lostRoute(ctx, err)
-		return cmd
+		return cmd, moved(cmd.Err())
 	}
 	if err := s.waitOn(ctx, conn); err != nil {
 		cmd.SetErr(err)
 	}
-	return cmd
+	return cmd, false
 }
+
+// moved reports a command that a cluster node sent elsewhere: the slot is
+// served by another node (MOVED), or is being moved to it (ASK).
+func moved(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
+}
+
+// followMoved reads a cluster client's slot map again until it names the
+// node that a MOVED answer (err) named, for at most movedPatience: right
+// after a failover, the node the client asks for the map may not know of
+// it yet. ASK (a slot being migrated) is not followed: the write fails as
+// unavailable, and is retried by its caller.
+func (s *Store) followMoved(ctx context.Context, err error) error {
+	cc, ok := s.c.(*redis.ClusterClient)
+	if !ok {
+		return errors.New("redisstore: not a cluster client")
+	}
+	var to string
+	if f := strings.Fields(err.Error()); len(f) == 3 && f[0] == "MOVED" {
+		to = f[2]
+	} else {
+		return fmt.Errorf("redisstore: not a MOVED answer: %w", err)
+	}
+	key := s.p + "schema"
+	deadline := time.Now().Add(movedPatience)
+	for {
+		// ForEachMaster reads the map at once; ReloadState only asks for it.
+		if err := cc.ForEachMaster(ctx, func(context.Context, *redis.Client) error { return nil }); err == nil {
+			if m, err := cc.MasterForKey(ctx, key); err == nil && m.Options().Addr == to {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redisstore: the cluster's slot map did not name %s within %s", to, movedPatience)
+		}
+		t := time.NewTimer(20 * time.Millisecond) // the cluster's nodes learn of the failover by gossip
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+}
+
+// movedPatience bounds how long a redirected write waits for the cluster's
+// slot map to name the node that redirected it.
+const movedPatience = 2 * time.Second
 
 // waiter is a connection of its own: *redis.Conn, or the *redis.Tx of a
 // WATCH.
@@ -117,20 +183,29 @@ func (s *Store) Barrier(ctx context.Context) error {
 		return err
 	}
 	ctx = writeCtx(ctx)
+	err := s.barrier(ctx)
+	if moved(err) && s.followMoved(ctx, err) == nil {
+		err = s.barrier(ctx) // the slot moved (write)
+	}
+	if err != nil {
+		return s.fail(ctx, "barrier of store", s.cfg.Prefix, err)
+	}
+	return nil
+}
+
+// barrier is Barrier, once.
+func (s *Store) barrier(ctx context.Context) error {
 	key := s.p + "sync"
 	conn, err := s.connFor(ctx, key)
 	if err != nil {
-		return s.fail(ctx, "barrier of store", s.cfg.Prefix, err)
+		return err
 	}
 	defer conn.Close() // back to the pool
 	if err := conn.Incr(ctx, key).Err(); err != nil {
 		s.lostRoute(ctx, err)
-		return s.fail(ctx, "barrier of store", s.cfg.Prefix, err)
+		return err
 	}
-	if err := s.waitOn(ctx, conn); err != nil {
-		return s.fail(ctx, "barrier of store", s.cfg.Prefix, err)
-	}
-	return nil
+	return s.waitOn(ctx, conn)
 }
 
 // connFor returns a connection of its own (Close gives it back to the
@@ -157,7 +232,7 @@ func (s *Store) connFor(ctx context.Context, key string) (*redis.Conn, error) {
 // as the client's own commands do.
 func (s *Store) lostRoute(ctx context.Context, err error) {
 	cc, ok := s.c.(*redis.ClusterClient)
-	if !ok || !(unavailable(err) || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")) {
+	if !ok || !unavailable(err) {
 		return
 	}
 	cc.ReloadState(ctx)

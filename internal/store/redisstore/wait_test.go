@@ -106,12 +106,17 @@ func TestWaitReplicas(t *testing.T) {
 	t.Parallel()
 	master, replica := replicated(t)
 	ctx := t.Context()
+	// Two stores on the same keys: one whose short wait the stopped
+	// replica fails, one patient enough for a loaded machine, for what
+	// must succeed.
 	s := openWaiting(t, master.Client(t), "w:", 300*time.Millisecond)
+	patient := openWaiting(t, master.Client(t), "w:", 10*time.Second)
 	rc := replica.Client(t)
-	create := func(id string) error {
-		_, err := s.Commit(ctx, store.Commit{Instance: &weft.Instance{ID: id, Workflow: "wf", Version: 1, Status: weft.StatusPending}, At: time.Now()})
+	createIn := func(st *redisstore.Store, id string) error {
+		_, err := st.Commit(ctx, store.Commit{Instance: &weft.Instance{ID: id, Workflow: "wf", Version: 1, Status: weft.StatusPending}, At: time.Now()})
 		return err
 	}
+	create := func(id string) error { return createIn(s, id) }
 	onReplica := func(id string) bool {
 		n, err := rc.Exists(ctx, "{w:}i:"+id).Result()
 		if err != nil {
@@ -120,7 +125,7 @@ func TestWaitReplicas(t *testing.T) {
 		return n == 1
 	}
 
-	if err := create("a"); err != nil {
+	if err := createIn(patient, "a"); err != nil {
 		t.Fatalf("create with the replica up: %v", err)
 	}
 	if !onReplica("a") {
@@ -145,20 +150,13 @@ func TestWaitReplicas(t *testing.T) {
 	replica.Resume(t)
 
 	// "b" was applied on the master: its retry is refused, durably now.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := create("b")
-		if errors.Is(err, weft.ErrExists) {
-			break
-		}
-		if !errors.Is(err, store.ErrNotDurable) || time.Now().After(deadline) {
-			t.Fatalf("retrying create b after the replica came back: %v, want ErrExists", err)
-		}
+	if err := createIn(patient, "b"); !errors.Is(err, weft.ErrExists) {
+		t.Fatalf("retrying create b after the replica came back: %v, want ErrExists", err)
 	}
 	if !onReplica("b") {
 		t.Fatal("b's refusal was answered before b was on the replica")
 	}
-	if err := s.Barrier(ctx); err != nil {
+	if err := patient.Barrier(ctx); err != nil {
 		t.Fatalf("barrier with the replica back: %v", err)
 	}
 }
@@ -174,5 +172,65 @@ func TestWaitReplicasNone(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "50ms") {
 		t.Errorf("the message %q does not name the timeout", err)
+	}
+}
+
+// TestWaitReplicasFollowsAManualFailover: after a manual failover (CLUSTER
+// FAILOVER on the replica, the old master demoted and answering MOVED), a
+// waited write sent to the old master by a stale slot map reads the map
+// again and lands on the new master: it succeeds, rather than failing as
+// an error the API would answer 500.
+func TestWaitReplicasFollowsAManualFailover(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartClusterOf(t, 3, 1)
+	// A client of its own, which the cluster's helpers do not refresh,
+	// whose slot map goes stale for a minute unless it reads it again.
+	opts := cl.Options()
+	opts.ClusterStateReloadInterval = time.Minute
+	c := redis.NewClusterClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	s := openWaiting(t, c, "mf:", 10*time.Second)
+	ctx := t.Context()
+	create := func(id string) error {
+		_, err := s.Commit(ctx, store.Commit{Instance: &weft.Instance{ID: id, Workflow: "wf", Version: 1, Status: weft.StatusPending}, At: time.Now()})
+		return err
+	}
+	if err := create("a"); err != nil {
+		t.Fatalf("create before the failover: %v", err)
+	}
+	old := cl.MasterOf(t, "{mf:}schema")
+	replica := cl.ReplicasOf(t, old)[0]
+	if err := replica.Client(t).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER on %s: %v", replica.Addr(), err)
+	}
+	role := func(srv *redistest.Server) string {
+		info, err := srv.Client(t).Info(ctx, "replication").Result()
+		if err != nil {
+			return err.Error()
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if r, ok := strings.CutPrefix(line, "role:"); ok {
+				return r
+			}
+		}
+		return info
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for role(replica) != "master" || role(old) != "slave" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failover after 30s: %s is %s, %s is %s", replica.Addr(), role(replica), old.Addr(), role(old))
+		}
+		time.Sleep(20 * time.Millisecond) // polling the servers' roles
+	}
+	if m, err := c.MasterForKey(ctx, "{mf:}schema"); err != nil || m.Options().Addr != old.Addr() {
+		t.Fatalf("the client's slot map should still name the old master %s: %v %v", old.Addr(), m, err)
+	}
+	// The old master, now a replica, answers MOVED (and needs its replica
+	// count: the new master has the old one as its replica).
+	if err := create("b"); err != nil {
+		t.Fatalf("create after the manual failover, with a stale slot map: %v", err)
+	}
+	if n, err := replica.Client(t).Exists(ctx, "{mf:}i:b").Result(); err != nil || n != 1 {
+		t.Fatalf("b is not on the new master: %d, %v", n, err)
 	}
 }
