@@ -1,6 +1,8 @@
 package notify_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -185,4 +187,93 @@ func TestRedisCluster(t *testing.T) {
 			q, time.Since(promotedAt).Round(time.Millisecond), old.Addr(), c.MasterOf(t, channel).Addr())
 		publishUntilReceived(t, b, "cancel", idsOfShards(clusterShards, "after-manual"), 20*time.Second, receivers("cancel")...)
 	})
+}
+
+// A shard's master that stops answering (paused, as a stalled host) makes
+// the receivers of its shards replace their silent connections, and the
+// new connection's dial waits for the master until it times out, again
+// and again. Meanwhile the notifications of the other shards go on being
+// dispatched, each within much less than such a dial: no receiver dials
+// while it holds what the others and the dispatcher need.
+func TestRedisClusterPausedMasterHoldsUpNoOtherShard(t *testing.T) {
+	t.Parallel()
+	const (
+		// healthEvery and callTimeout of redis.go: a silent connection is
+		// replaced after two health intervals, and a dial waits up to a
+		// call's timeout.
+		healthEvery = time.Second
+		callTimeout = 5 * time.Second
+		// bound is how long a healthy shard's notification may take,
+		// well under a dial that waits for the paused master.
+		bound = 2 * time.Second
+	)
+	// No failover within the test: the paused master keeps its slots, and
+	// the cluster stays ok for the others.
+	c := redistest.StartClusterOf(t, 3, 0, redistest.WithClusterNodeTimeout(5*time.Minute))
+	const prefix = "weft:notify:"
+	newBus := func() *notify.Redis {
+		r, err := notify.NewRedis(notify.RedisConfig{
+			Client: c.Client(t), Prefix: prefix, Shards: clusterShards, Sharded: []string{"cancel"}, Logger: testLogger(t),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close() })
+		return r
+	}
+	sub, pub := newBus(), newBus()
+	ctx := timeout(t, 2*time.Minute)
+	in := newInbox()
+	if _, err := sub.Subscribe(ctx, "cancel", in.fn); err != nil {
+		t.Fatal(err)
+	}
+	publishUntilReceived(t, pub, "cancel", idsOfShards(clusterShards, "before"), 10*time.Second, in)
+
+	tags, err := partition.Tags(prefix, clusterShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := c.MasterOf(t, tags[0]+":cancel")
+	var healthy []int // the shards another master serves
+	for q, tag := range tags {
+		if c.MasterOf(t, tag+":cancel") != paused {
+			healthy = append(healthy, q)
+		}
+	}
+	if len(healthy) == 0 || len(healthy) == clusterShards {
+		t.Fatalf("%d of %d shards on other masters than %s, want some", len(healthy), clusterShards, paused.Addr())
+	}
+	paused.Pause(t)
+	t.Cleanup(func() { paused.Resume(t) }) // before the buses close: a dial in progress ends sooner
+	pausedAt := time.Now()
+
+	// Past the replacement of the paused shards' connections and one
+	// dial's timeout, one healthy shard's notification after another.
+	var worst time.Duration
+	n := 0
+	for time.Since(pausedAt) < 2*healthEvery+2*callTimeout {
+		q := healthy[n%len(healthy)]
+		p := idsOfShards(clusterShards, fmt.Sprint("paused-", n))[q]
+		n++
+		base := len(in.snapshot())
+		sent := time.Now()
+		if err := pub.Publish(ctx, "cancel", []byte(p)); err != nil {
+			t.Fatalf("publishing to shard %d, served by a live master: %v", q, err)
+		}
+		for !slices.Contains(in.snapshot()[base:], p) {
+			if wait := time.Since(sent); wait > bound {
+				t.Fatalf("shard %d's notification not received %s after it was published, %s after %s was paused", q, wait.Round(time.Millisecond), time.Since(pausedAt).Round(time.Millisecond), paused.Addr())
+			}
+			tick := time.NewTimer(10 * time.Millisecond)
+			select {
+			case <-in.more:
+			case <-tick.C:
+			}
+			tick.Stop()
+		}
+		worst = max(worst, time.Since(sent))
+		pace := time.NewTimer(20 * time.Millisecond)
+		<-pace.C
+	}
+	t.Logf("%d notifications of the %d healthy shards while %s was paused, each received within %s", n, len(healthy), paused.Addr(), worst.Round(time.Millisecond))
 }

@@ -516,3 +516,94 @@ func TestRedisRecoversFromASilentServer(t *testing.T) {
 		})
 	}
 }
+
+// A function that calls Subscribe while the dispatcher's buffer is full,
+// with more notifications behind it on the connection, gets its
+// subscription within a deadline: the receivers read on, past the
+// notifications that wait for the dispatcher, to the confirmation's
+// answer. Every notification is still delivered, in order.
+func TestSubscribeFromAFunctionPastAFullBuffer(t *testing.T) {
+	t.Parallel()
+	const (
+		buffered = 4
+		// Past the buffer and the notification the function holds,
+		// more wait on the connection, before the confirmation's answer.
+		published = 3 * buffered
+	)
+	for _, c := range busConfigs {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := redistest.Start(t)
+			cfg := func() notify.RedisConfig {
+				return notify.RedisConfig{Client: s.Client(t), Shards: c.shards, Sharded: []string{"in", "out"}, Logger: testLogger(t)}
+			}
+			sub, err := notify.NewRedisBuffered(cfg(), buffered)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sub.Close() })
+			pub, err := notify.NewRedis(cfg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = pub.Close() })
+			ctx := timeout(t, time.Minute)
+
+			// Payloads of one shard, which keep their order.
+			var payloads []string
+			for i := 0; len(payloads) < published; i++ {
+				if p := fmt.Sprint("n", i); partition.Of(p, c.shards) == 0 {
+					payloads = append(payloads, p)
+				}
+			}
+			in, out := newInbox(), newInbox()
+			release := make(chan struct{})
+			subscribed := make(chan error, 1)
+			var once sync.Once
+			if _, err := sub.Subscribe(ctx, "in", func(p []byte) {
+				in.fn(p)
+				once.Do(func() {
+					<-release
+					within, cancel := context.WithTimeout(ctx, 10*time.Second)
+					defer cancel()
+					_, err := sub.Subscribe(within, "out", out.fn)
+					subscribed <- err
+				})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range payloads {
+				if err := pub.Publish(ctx, "in", []byte(p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The function holds the first; the buffer fills with the next.
+			deadline := time.Now().Add(10 * time.Second)
+			for sub.Buffered() < buffered {
+				if time.Now().After(deadline) {
+					t.Fatalf("the buffer holds %d notifications after 10s, want %d", sub.Buffered(), buffered)
+				}
+				poll := time.NewTimer(10 * time.Millisecond)
+				<-poll.C
+			}
+			close(release)
+			select {
+			case err := <-subscribed:
+				if err != nil {
+					t.Fatalf("Subscribe from a function, the buffer full: %v", err)
+				}
+			case <-ctx.Done():
+				t.Fatal("Subscribe from a function, the buffer full, did not return")
+			}
+			if got := in.wait(t, len(payloads)); strings.Join(got, ",") != strings.Join(payloads, ",") {
+				t.Fatalf("received %q, want %q", got, payloads)
+			}
+			if err := pub.Publish(ctx, "out", []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if got := out.wait(t, 1); got[0] != "x" {
+				t.Fatalf("the subscription made from the function got %q, want x", got)
+			}
+		})
+	}
+}

@@ -28,7 +28,8 @@ const (
 	// callTimeout bounds calls made on the bus's own behalf.
 	callTimeout = 5 * time.Second
 	// receivedMax bounds the notifications received and not yet handed to
-	// the subscribers' functions; past it the receivers wait.
+	// the subscribers' functions; past it the receivers wait, but while a
+	// Subscribe waits for their answer (receiver.pass).
 	receivedMax = 1024
 )
 
@@ -140,6 +141,11 @@ func (c RedisConfig) layout() (layout, error) {
 //     meanwhile is lost (see the package doc): after a master's failover,
 //     its shards' notifications arrive again within about a second of the
 //     promotion (0.1–0.9s measured by TestRedisCluster).
+//   - A connection is dialled under its own receiver's lock, never under
+//     the lock that the receivers and the dispatcher share: a shard whose
+//     node does not answer delays its own notifications alone, and the
+//     Subscribes that must be confirmed there
+//     (TestRedisClusterPausedMasterHoldsUpNoOtherShard).
 type Redis struct {
 	client  redis.UniversalClient
 	cluster *redis.ClusterClient // client, when it is a cluster client
@@ -168,6 +174,12 @@ type Redis struct {
 // It fails without a Client, with Shards out of range, with an empty topic
 // in Sharded, and with Shards above 1 and a Prefix that contains a brace.
 func NewRedis(cfg RedisConfig) (*Redis, error) {
+	return newRedis(cfg, receivedMax)
+}
+
+// newRedis is NewRedis with a buffer of buffered notifications between
+// the receivers and the dispatcher: receivedMax, or what a test needs.
+func newRedis(cfg RedisConfig, buffered int) (*Redis, error) {
 	cfg = cfg.WithDefaults()
 	l, err := cfg.layout()
 	if err != nil {
@@ -180,7 +192,7 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 		shards:   map[int]*receiver{},
 		pongs:    map[string]pong{},
 		done:     make(chan struct{}),
-		received: make(chan delivery, receivedMax),
+		received: make(chan delivery, buffered),
 	}
 	r.cluster, _ = cfg.Client.(*redis.ClusterClient)
 	r.classic = r.start("classic", false, r.client.Subscribe(context.Background()), nil)
@@ -190,8 +202,14 @@ func NewRedis(cfg RedisConfig) (*Redis, error) {
 }
 
 // start returns a receiver of channels on ps and starts its goroutine.
+// With ps nil, the receiver's connection is opened by the first sync, of
+// the Subscribe that made it or of its goroutine. The caller holds mu, or
+// is NewRedis.
 func (r *Redis) start(name string, sharded bool, ps *redis.PubSub, channels []string) *receiver {
-	rc := &receiver{name: name, sharded: sharded, ps: ps, channels: map[string]struct{}{}, stop: make(chan struct{})}
+	rc := &receiver{
+		name: name, sharded: sharded, ps: ps, channels: map[string]struct{}{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}),
+	}
 	for _, ch := range channels {
 		rc.channels[ch] = struct{}{}
 	}
@@ -264,11 +282,16 @@ func (r *Redis) Subscribe(ctx context.Context, topic string, fn func(payload []b
 	}
 	id, first := r.subs.add(topic, fn)
 	if first {
-		r.listen(ctx, topic)
+		r.listen(topic)
 	}
 	receivers := r.receiversOf(topic)
 	r.mu.Unlock()
 	unsubscribe = func() { r.unsubscribe(topic, id) }
+	// Written by now: this Subscribe's subscriptions, and those of every
+	// Subscribe before it, which this one's confirmation must not pass.
+	for _, rc := range receivers {
+		r.sync(rc, false)
+	}
 	if err := r.confirm(ctx, receivers); err != nil {
 		unsubscribe()
 		return nil, err
@@ -276,30 +299,26 @@ func (r *Redis) Subscribe(ctx context.Context, topic string, fn func(payload []b
 	return unsubscribe, nil
 }
 
-// listen subscribes the receivers to topic's channels, opening the shards'
-// receivers that do not run yet. A channel is recorded even when the
-// write fails, and subscribed again with the next connection. The caller
+// listen records topic's channels with their receivers, starting the
+// shards' receivers that do not run yet, for sync to subscribe to them
+// (outside mu: it may dial). A channel stays recorded when the write
+// fails, and is subscribed to again with the next connection. The caller
 // holds mu.
-func (r *Redis) listen(ctx context.Context, topic string) {
+func (r *Redis) listen(topic string) {
 	if !r.layout.isSharded(topic) {
-		ch := r.layout.classicChannel(topic)
-		r.classic.channels[ch] = struct{}{}
-		_ = r.classic.ps.Subscribe(ctx, ch)
+		r.classic.record(true, []string{r.layout.classicChannel(topic)})
 		return
 	}
 	for g, channels := range r.shardChannels(topic) {
 		if rc := r.shards[g]; rc != nil {
-			for _, ch := range channels {
-				rc.channels[ch] = struct{}{}
-			}
-			_ = rc.ps.SSubscribe(ctx, channels...)
+			rc.record(true, channels)
 			continue
 		}
 		name := "shards"
 		if r.cluster != nil {
 			name = "shard " + strconv.Itoa(g)
 		}
-		r.shards[g] = r.start(name, true, r.open(true, channels), channels)
+		r.shards[g] = r.start(name, true, nil, channels)
 	}
 }
 
@@ -348,6 +367,7 @@ func (p pong) answer(rc *receiver) {
 		return
 	}
 	delete(p.c.left, rc)
+	rc.confirming--
 	if len(p.c.left) == 0 {
 		close(p.c.done)
 	}
@@ -360,12 +380,23 @@ func (p pong) answer(rc *receiver) {
 // broke is never answered (and a new connection subscribes to every
 // channel before any ping). A connection that Redis answers with an error
 // (a refused SSUBSCRIBE) is replaced before its later answers are read, so
-// the answer to a ping is the confirmation of what came before it.
+// the answer to a ping is the confirmation of what came before it. While
+// it waits, the receivers read on past a full dispatcher's buffer (pass).
 func (r *Redis) confirm(ctx context.Context, receivers []*receiver) error {
 	c := &confirmation{left: map[*receiver]struct{}{}, done: make(chan struct{})}
+	r.mu.Lock()
 	for _, rc := range receivers {
+		if _, ok := c.left[rc]; ok {
+			continue
+		}
 		c.left[rc] = struct{}{}
+		rc.confirming++
+		select {
+		case rc.wake <- struct{}{}:
+		default: // a wake is pending already
+		}
 	}
+	r.mu.Unlock()
 	if len(c.left) == 0 {
 		return nil
 	}
@@ -375,6 +406,10 @@ func (r *Redis) confirm(ctx context.Context, receivers []*receiver) error {
 		for _, p := range sent {
 			delete(r.pongs, p)
 		}
+		for rc := range c.left {
+			rc.confirming--
+		}
+		clear(c.left)
 		r.mu.Unlock()
 	}()
 	t := time.NewTicker(confirmEvery)
@@ -391,6 +426,9 @@ func (r *Redis) confirm(ctx context.Context, receivers []*receiver) error {
 		}
 		pings := make([]ping, 0, len(c.left))
 		for rc := range c.left {
+			if rc.ps == nil {
+				continue // not opened (its Subscribe stopped it): pinged at the next tick
+			}
 			r.nonce++
 			payload := "confirm-" + strconv.FormatUint(r.nonce, 10)
 			r.pongs[payload] = pong{rc, c}
@@ -413,43 +451,50 @@ func (r *Redis) confirm(ctx context.Context, receivers []*receiver) error {
 	}
 }
 
+// unsubscribe drops subscription id of topic and, with the topic's last
+// one, its channels: a receiver left with none is stopped and its
+// connection closed, and the others unsubscribe (sync). A channel is
+// forgotten even when the write fails, so the next connection does not
+// subscribe to it; messages that still arrive find no subscriber.
 func (r *Redis) unsubscribe(topic string, id uint64) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if !r.subs.remove(topic, id) || r.closed.Load() {
+		r.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	// A channel is forgotten even when the write fails, so the next
-	// connection does not subscribe to it; messages that still arrive
-	// find no subscriber.
+	var (
+		changed []*receiver
+		dropped []*redis.PubSub
+	)
 	if !r.layout.isSharded(topic) {
-		ch := r.layout.classicChannel(topic)
-		delete(r.classic.channels, ch)
-		if err := r.classic.ps.Unsubscribe(ctx, ch); err != nil {
-			r.log.Debug("notify: unsubscribing", "topic", topic, "err", err)
-		}
-		return
-	}
-	for g, channels := range r.shardChannels(topic) {
-		rc := r.shards[g]
-		if rc == nil {
-			continue
-		}
-		for _, ch := range channels {
-			delete(rc.channels, ch)
-		}
-		if len(rc.channels) == 0 {
-			// Its goroutine ends on its own; Close waits for it.
+		r.classic.record(false, []string{r.layout.classicChannel(topic)})
+		changed = append(changed, r.classic)
+	} else {
+		for g, channels := range r.shardChannels(topic) {
+			rc := r.shards[g]
+			if rc == nil {
+				continue
+			}
+			rc.record(false, channels)
+			if len(rc.channels) > 0 {
+				changed = append(changed, rc)
+				continue
+			}
+			// Its goroutine ends on its own; Close waits for it. A
+			// connection that a sync opens from now on is closed by it.
 			delete(r.shards, g)
 			close(rc.stop)
-			_ = rc.ps.Close()
-			continue
+			if rc.ps != nil {
+				dropped = append(dropped, rc.ps)
+			}
 		}
-		if err := rc.ps.SUnsubscribe(ctx, channels...); err != nil {
-			r.log.Debug("notify: unsubscribing", "topic", topic, "receiver", rc.name, "err", err)
-		}
+	}
+	r.mu.Unlock()
+	for _, ps := range dropped {
+		_ = ps.Close() // may wait for a dial in progress on it: outside mu
+	}
+	for _, rc := range changed {
+		r.sync(rc, false)
 	}
 }
 
@@ -475,6 +520,9 @@ func (r *Redis) Close() error {
 	r.mu.Unlock()
 	var errs []error
 	for i, ps := range conns {
+		if ps == nil {
+			continue // never opened; a sync opening it now closes it
+		}
 		// Ends a receive in progress.
 		if err := ps.Close(); err != nil && !errors.Is(err, redis.ErrClosed) {
 			errs = append(errs, fmt.Errorf("notify: closing the %s receiving connection: %w", receivers[i].name, err))

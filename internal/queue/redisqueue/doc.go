@@ -130,7 +130,20 @@
 //     next shard in turn (a counter per Queue) and runs the pop script on
 //     each shard from there until one gives an item, so a shard with
 //     nothing queued costs one script and every shard is first in turn;
-//     none starves. A shard whose Redis fails does not stop the others.
+//     none starves.
+//   - A shard whose Redis fails does not stop the others. Once a Pop's
+//     call on it failed, the Queue's Pops leave it out (their pops, their
+//     waits, their takeovers) while another shard answers, since a call to
+//     an unreachable Redis can last its whole timeout (5s), and wait on the
+//     wake streams of the others, whose pushes wake them at once. A look
+//     at every shard (a Pop's first, or the periodic one, below) starts a
+//     probe of it in the background instead, at most one a window, which
+//     pops from it as a Pop would: an item it gets goes to the next Pop,
+//     and the shard is back in the rotation once it answers. Its error is
+//     logged once a window. Only when every
+//     shard fails does a Pop try them all, backing off between tries (up
+//     to 2s), as with one shard. TestShardDownLeavesTheOthersAwake pauses
+//     one shard's master of a cluster.
 //   - A waiting Pop blocks on one shard's wake stream, since XREADGROUP
 //     BLOCK on several streams must be one slot: of the shards from its
 //     start on, the first with the fewest of its Queue's waiting Pops, so
@@ -186,7 +199,8 @@
 //     after its Pop gave up is kept for the next Pop on this Queue (and
 //     handed back by Close, at the head of its lane).
 //   - Pop retries Redis errors (logging them) until ctx ends: a worker loop
-//     that stopped on a Redis restart would stop the node.
+//     that stopped on a Redis restart would stop the node. With several
+//     shards, one whose Redis fails is left to probes (Shards, above).
 //
 // # Backpressure
 //

@@ -163,7 +163,7 @@ type Queue struct {
 
 	mu       sync.Mutex
 	closed   bool
-	stash    []*delivery            // read for a Pop that had given up
+	stash    []*delivery            // read for a Pop that had given up, or by a probe
 	stashed  chan struct{}          // closed and replaced when an entry is stashed
 	held     map[entryRef]*delivery // handed out or stashed, not acked
 	room     chan struct{}          // closed and replaced when an item is popped here
@@ -274,7 +274,8 @@ func (q *Queue) Push(ctx context.Context, item queue.Item) error {
 // Pop implements queue.Queue: it takes from every shard, starting from the
 // next shard in turn at each call (the package doc, "Shards"). It returns a
 // delivery, ctx.Err() when ctx ends first, or queue.ErrClosed after Close;
-// Redis errors are logged and retried.
+// Redis errors are logged and retried, and a shard that fails is left to
+// probes while another answers.
 func (q *Queue) Pop(ctx context.Context) (queue.Delivery, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -396,27 +397,51 @@ func (q *Queue) keep(d *delivery) {
 // (a token lost with a connection, an item of a shard no Pop of this Queue
 // waits on, an item pushed by a node of the old version); otherwise it
 // waits for a wake token of one shard (enterWait's), and pops from that
-// shard when one comes.
+// shard when one comes. A shard that failed does not stop the others
+// (popAny): it waits on one that is up, and returns an error only when
+// every shard is down, or when the shard it waits on fails.
 func (q *Queue) read(look bool, start int, deadline time.Time, hasDeadline bool) (*delivery, error) {
-	if d, err := q.reclaim(start); d != nil || err != nil {
-		return d, err
+	var errs []error
+	d, err := q.reclaim(start)
+	if d != nil {
+		return d, nil
+	}
+	if err != nil {
+		q.mu.Lock()
+		up := q.anyUp()
+		q.mu.Unlock()
+		if !up {
+			return nil, err
+		}
+		errs = append(errs, err)
 	}
 	if look || q.lookDue() {
-		if d, err := q.popAny(start); d != nil || err != nil {
-			return d, err
+		d, err := q.popAny(start)
+		if d != nil {
+			return d, nil
 		}
+		errs = append(errs, err)
 	}
 	block := q.window()
 	if hasDeadline {
 		block = min(block, time.Until(deadline))
 	}
 	s := q.enterWait(start)
+	if s == nil {
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return nil, q.allDown()
+	}
 	woke, err := q.waitWake(s, max(block, time.Millisecond))
 	q.leaveWait(s)
+	q.note(s, err)
 	if err != nil || !woke {
 		return nil, err
 	}
-	return q.popFrom(s)
+	d, err = q.popFrom(s)
+	q.note(s, err)
+	return d, err
 }
 
 // window is the longest wait for a wake token: at most 1s, and at most a
@@ -467,12 +492,24 @@ func (q *Queue) waitWake(s *shard, block time.Duration) (bool, error) {
 
 // popAny pops from the shards in turn from start on, and returns the first
 // item one gives, or nil when none has any: a shard with nothing queued
-// costs one script. A shard whose Redis fails does not stop the others;
-// its error is returned when no shard gave an item.
+// costs one script. A shard whose Redis fails does not stop the others:
+// it is marked down (note), and while another shard is up the Pops leave
+// it out, since a call to an unreachable Redis can last its whole
+// timeout, and start a probe of it instead, at most once a window. When
+// every shard is down, each is tried. The errors are returned when no
+// shard gave an item.
 func (q *Queue) popAny(start int) (*delivery, error) {
+	up, down := q.rotation(start)
+	if len(up) == 0 {
+		up, down = down, nil
+	}
+	for _, s := range down {
+		q.probe(s)
+	}
 	var errs []error
-	for i := range q.shards {
-		d, err := q.popFrom(q.shards[(start+i)%len(q.shards)])
+	for _, s := range up {
+		d, err := q.popFrom(s)
+		q.note(s, err)
 		if d != nil {
 			return d, nil
 		}
@@ -544,14 +581,19 @@ func message(res []any) (redis.XMessage, error) {
 // from the shards whose look is due (every VisibilityTimeout/4 per shard),
 // from start on. After a success it looks at that shard again at once, so
 // that a dead node's entries move as fast as they are popped. A shard
-// whose Redis fails does not stop the others; its error is returned when
-// no shard gave an entry.
+// whose Redis fails does not stop the others: as in popAny, a shard that
+// is down is left out while another is up (and looked at once it is up
+// again), and the errors are returned when no shard gave an entry.
 func (q *Queue) reclaim(start int) (*delivery, error) {
 	now := q.now()
 	var due []*shard
 	q.mu.Lock()
+	anyUp := q.anyUp()
 	for i := range q.shards {
 		s := q.shards[(start+i)%len(q.shards)]
+		if s.down && anyUp {
+			continue
+		}
 		if !now.Before(s.nextReclaim) {
 			s.nextReclaim = now.Add(q.vt / 4)
 			due = append(due, s)
@@ -561,6 +603,7 @@ func (q *Queue) reclaim(start int) (*delivery, error) {
 	var errs []error
 	for i, s := range due {
 		d, err := q.reclaimShard(s, now)
+		q.note(s, err)
 		if d != nil {
 			// The shards not looked at yet are looked at by the next read.
 			q.mu.Lock()

@@ -1,7 +1,9 @@
 package redisqueue
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,6 +33,14 @@ type shard struct {
 	nextReclaim time.Time // when a Pop next looks for entries to take over
 	reclaimFrom string    // XAUTOCLAIM cursor
 	waiters     int       // this Queue's Pops waiting on the wake stream
+	// down: the last of a Pop's calls on the shard failed, with lastErr,
+	// and none has succeeded since; the Pops leave the shard to probes
+	// while another is up (Queue.popAny).
+	down      bool
+	lastErr   error
+	warned    time.Time // when its failure was last logged
+	probing   bool      // a probe runs
+	nextProbe time.Time // when a look may start the next probe
 }
 
 // layout returns the n shards of the queue whose keys start with prefix
@@ -97,20 +107,24 @@ func (q *Queue) nextStart() int {
 }
 
 // enterWait returns the shard whose wake stream a waiting Pop blocks on:
-// of the shards from start on, the first with the fewest of this Queue's
-// Pops waiting on it, so that the waiting Pops spread over the shards (one
-// a shard while there are fewer than shards). leaveWait undoes it.
+// of the shards from start on that are up, the first with the fewest of
+// this Queue's Pops waiting on it, so that the waiting Pops spread over
+// the shards (one a shard while there are fewer than shards); or nil when
+// every shard is down. leaveWait undoes it.
 func (q *Queue) enterWait(start int) *shard {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	n := len(q.shards)
-	best := q.shards[start%n]
-	for i := 1; i < n && best.waiters > 0; i++ {
-		if s := q.shards[(start+i)%n]; s.waiters < best.waiters {
+	var best *shard
+	for i := 0; i < n && (best == nil || best.waiters > 0); i++ {
+		s := q.shards[(start+i)%n]
+		if !s.down && (best == nil || s.waiters < best.waiters) {
 			best = s
 		}
 	}
-	best.waiters++
+	if best != nil {
+		best.waiters++
+	}
 	return best
 }
 
@@ -119,6 +133,93 @@ func (q *Queue) leaveWait(s *shard) {
 	q.mu.Lock()
 	s.waiters--
 	q.mu.Unlock()
+}
+
+// anyUp reports whether a shard is up. The caller holds Queue.mu.
+func (q *Queue) anyUp() bool {
+	return slices.ContainsFunc(q.shards, func(s *shard) bool { return !s.down })
+}
+
+// rotation returns the shards from start on, those that are up and those
+// that are down, each in turn.
+func (q *Queue) rotation(start int) (up, down []*shard) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i := range q.shards {
+		s := q.shards[(start+i)%len(q.shards)]
+		if s.down {
+			down = append(down, s)
+		} else {
+			up = append(up, s)
+		}
+	}
+	return up, down
+}
+
+// note records the outcome of a Pop's call on s: a failure marks s down,
+// and is logged at most once a window per shard (every Pop of a node
+// would otherwise log it at each of its tries); a success marks s up
+// again. With one shard there is nothing to leave out, and the failed
+// Pop's backoff logs (fetch).
+func (q *Queue) note(s *shard, err error) {
+	now := q.now()
+	q.mu.Lock()
+	wasDown, warn := s.down, false
+	if err != nil {
+		s.down, s.lastErr = true, err
+		if warn = len(q.shards) > 1 && !now.Before(s.warned.Add(q.window())); warn {
+			s.warned = now
+		}
+	} else {
+		s.down, s.lastErr = false, nil
+	}
+	q.mu.Unlock()
+	switch {
+	case warn:
+		q.log.Warn("redisqueue: a shard failed; popping from the others, and probing it every window", "shard", s.index, "stream", s.stream, "err", err)
+	case err == nil && wasDown && len(q.shards) > 1:
+		q.log.Info("redisqueue: a shard answers again", "shard", s.index, "stream", s.stream)
+	}
+}
+
+// allDown returns the error of a Pop that found every shard down: the
+// last error of each.
+func (q *Queue) allDown() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	errs := make([]error, 0, len(q.shards))
+	for _, s := range q.shards {
+		if s.lastErr != nil {
+			errs = append(errs, s.lastErr)
+		}
+	}
+	return fmt.Errorf("every shard failed: %w", errors.Join(errs...))
+}
+
+// probe runs the pop script on s, a shard that is down, on a goroutine of
+// its own, since a call to an unreachable Redis can last its whole
+// timeout: it marks s up again when it answers, and an item it pops goes
+// to the stash, which hands it to a Pop at once. At most one probe of a
+// shard runs at a time, and one starts at most once a window.
+func (q *Queue) probe(s *shard) {
+	now := q.now()
+	q.mu.Lock()
+	if q.closed || s.probing || now.Before(s.nextProbe) {
+		q.mu.Unlock()
+		return
+	}
+	s.probing, s.nextProbe = true, now.Add(q.window())
+	q.wg.Add(1)
+	q.mu.Unlock()
+	go func() {
+		defer q.wg.Done()
+		d, err := q.popFrom(s)
+		q.note(s, err)
+		q.mu.Lock()
+		s.probing = false
+		q.mu.Unlock()
+		q.keep(d)
+	}()
 }
 
 // shardCapacity is the capacity of each of n shards of a queue of the
