@@ -56,8 +56,18 @@ func TestOf(t *testing.T) {
 			t.Errorf("Of(x, %d) = %d, want 0", n, got)
 		}
 	}
-	if partition.Of("same", 64) != partition.Of("same", 64) {
-		t.Error("Of is not a function of the id")
+	// Pinned: a store's instances stay where these put them, so Of must
+	// never change (FNV-1a 64, computed apart from this package).
+	for _, tt := range []struct {
+		id     string
+		n, got int
+	}{
+		{"same", 64, 27}, {"instance-1", 64, 52}, {"01HZX3", 64, 5}, {"schedule:s1:20261129T090000Z", 64, 2},
+		{"same", 3, 0}, {"01HZX3", 3, 1},
+	} {
+		if got := partition.Of(tt.id, tt.n); got != tt.got {
+			t.Errorf("Of(%q, %d) = %d, want %d", tt.id, tt.n, got, tt.got)
+		}
 	}
 }
 
