@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,6 +90,11 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 		return nil, nil, fmt.Errorf("node: opening the store on %s: %w", where, err)
 	}
 	n.store = st
+	if cfg.RedisShards > 1 {
+		if err := checkRedis7(ctx, data); err != nil {
+			return nil, nil, fmt.Errorf("node: RedisShards is %d on %s: %w", cfg.RedisShards, where, err)
+		}
+	}
 	q, err := redisqueue.New(redisqueue.Config{Client: data, Consumer: cfg.Engine.NodeID, Capacity: cfg.QueueCapacity, Shards: cfg.RedisShards, Logger: n.log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("node: opening the ready queue on %s: %w", where, err)
@@ -138,4 +144,46 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// checkRedis7 refuses a Redis older than 7.0, on every master of a
+// cluster: shards need its script flags (#!lua) and sharded pub/sub, and
+// an older server would fail each push and notification while the node
+// looked ready.
+func checkRedis7(ctx context.Context, c redis.UniversalClient) error {
+	check := func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return fmt.Errorf("reading the version of redis %s: %w", c.Options().Addr, err)
+		}
+		if v := infoField(info, "redis_version"); !atLeast7(v) {
+			return fmt.Errorf("redis %s is version %q: shards need Redis 7.0 or newer", c.Options().Addr, v)
+		}
+		return nil
+	}
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, check)
+	case *redis.Client:
+		return check(ctx, c)
+	}
+	return fmt.Errorf("a %T: shards need a *redis.Client or a *redis.ClusterClient", c)
+}
+
+// atLeast7 reports whether a Redis version ("7.0.15") is 7.0 or newer.
+func atLeast7(v string) bool {
+	major, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 7
+}
+
+// infoField returns the value of a field of an INFO answer, "" when it
+// has none.
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
 }

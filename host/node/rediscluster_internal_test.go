@@ -37,3 +37,21 @@ func TestPingMastersNamesTheFailingNode(t *testing.T) {
 		}
 	}
 }
+
+// TestShardsNeedRedis7: the version check that refuses shards on a Redis
+// older than 7.0, and the INFO field it reads.
+func TestShardsNeedRedis7(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]bool{"7.0.15": true, "7.2.4": true, "10.0.0": true, "6.2.14": false, "6": false, "": false, "x.y": false} {
+		if got := atLeast7(v); got != want {
+			t.Errorf("atLeast7(%q) = %v, want %v", v, got, want)
+		}
+	}
+	info := "# Server\r\nredis_version:7.0.15\r\nredis_git_sha1:00000000\r\n"
+	if got := infoField(info, "redis_version"); got != "7.0.15" {
+		t.Errorf("infoField(redis_version) = %q", got)
+	}
+	if got := infoField(info, "nothing"); got != "" {
+		t.Errorf("infoField(nothing) = %q", got)
+	}
+}
