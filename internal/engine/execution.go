@@ -516,12 +516,7 @@ func (x *execution) pollInbox() (int, error) {
 			// A retry of a failure that is not the instance's now (it was
 			// retried already, ran again, maybe failed again): recorded,
 			// not applied.
-			ignored := weft.HistoryEntry{Type: weft.HistoryEventIgnored, Time: x.e.cfg.Now(),
-				Data: json.RawMessage(fmt.Sprintf(`{"event":"retry","reason":"it retries an earlier failure; the instance is %s"}`, x.st.Status))}
-			if m.Op != nil {
-				ignored.Actor = m.Op.Actor // who asked for it
-			}
-			x.next.history = append(x.next.history, ignored)
+			x.next.history = append(x.next.history, ignoredRetry(m, x.st.Status, x.e.cfg.Now()))
 			x.next.dirty = true
 			continue
 		}
@@ -623,6 +618,13 @@ func (e *Engine) settleInbox(ctx context.Context, inst *weft.Instance, lease loc
 	c := store.Commit{Instance: inst, Fence: lease.Token()}
 	for _, m := range msgs {
 		c.Consumed = append(c.Consumed, m.ID)
+		if m.Kind == weft.MessageRetry {
+			// A retry of an earlier failure (reopens found none of the
+			// failure it is at): recorded, as a running instance records
+			// it (pollInbox), not dropped unseen.
+			c.History = append(c.History, ignoredRetry(m, inst.Status, e.cfg.Now()))
+			continue
+		}
 		if m.Kind != weft.MessageNote {
 			continue
 		}
@@ -641,6 +643,18 @@ func (e *Engine) settleInbox(ctx context.Context, inst *weft.Instance, lease loc
 	}
 	e.changed(inst.ID)
 	return nil
+}
+
+// ignoredRetry is the history entry of a retry message that retries a
+// failure the instance is not at (it was retried already, ran again,
+// maybe failed again): recorded with who asked, not applied.
+func ignoredRetry(m weft.Message, status weft.Status, now time.Time) weft.HistoryEntry {
+	e := weft.HistoryEntry{Type: weft.HistoryEventIgnored, Time: now,
+		Data: json.RawMessage(fmt.Sprintf(`{"event":"retry","reason":"it retries an earlier failure; the instance is %s"}`, status))}
+	if m.Op != nil {
+		e.Actor = m.Op.Actor
+	}
+	return e
 }
 
 // superseded is called when another node took the instance over (its lease

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -368,5 +369,52 @@ func completedAfterRetry(t *testing.T, h *host, id string) *weft.Instance {
 			t.Fatalf("after the retry the instance is %s after 30s", got.Status)
 		}
 		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// TestStaleRetryOfAFinishedInstanceIsRecorded: a retry message of an
+// earlier failure that reaches a failed instance alone (its run settles
+// the inbox of a finished instance) is recorded as ignored, with who
+// asked, as a running instance records it.
+func TestStaleRetryOfAFinishedInstanceIsRecorded(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, withPluginsWrapped(func(p engine.Plugins) engine.Plugins { return &failingFirst{inner: p} }))
+	h.save("name: again\nsteps: [{id: a, activity: kit.echo, input: 1, retry: {max_attempts: 1}}]")
+	ctx := context.Background()
+	failed := h.finish("again", nil)
+	if failed.Status != weft.StatusFailed {
+		t.Fatalf("first run: %s, want failed", failed.Status)
+	}
+	stale := weft.Message{InstanceID: failed.ID, ID: "retry:stale", Kind: weft.MessageRetry,
+		Payload: json.RawMessage(`{"reason":"old","seq":99999}`), Op: &weft.Operation{Actor: "alice"}}
+	if _, err := h.store.Deliver(ctx, nil, []weft.Message{stale}); err != nil {
+		t.Fatal(err)
+	}
+	// Its run is the recovery sweep's, for an inbox that waits.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		msgs, err := h.store.Inbox(ctx, failed.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stale retry is still in the inbox after a minute: %+v", msgs)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+	var ignored []weft.HistoryEntry
+	for _, e := range h.history(failed.ID) {
+		if e.Type == weft.HistoryEventIgnored {
+			ignored = append(ignored, e)
+		}
+	}
+	if len(ignored) != 1 || ignored[0].Actor != "alice" || !strings.Contains(string(ignored[0].Data), "earlier failure") {
+		t.Fatalf("event_ignored entries %+v: want one, by alice, saying it retries an earlier failure", ignored)
+	}
+	if inst, err := h.store.GetInstance(ctx, failed.ID); err != nil || inst.Status != weft.StatusFailed {
+		t.Fatalf("the instance after the stale retry: %v, %v; want failed still", inst, err)
 	}
 }
