@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/redisstore"
-	"github.com/weftworks/weft/internal/store/storetest"
 )
 
 // replicated starts a redis-server and a replica of it, and waits until
@@ -76,27 +74,7 @@ func openWaiting(t *testing.T, c redis.UniversalClient, prefix string, timeout t
 func TestWaitReplicasConformance(t *testing.T) {
 	t.Parallel()
 	master, _ := replicated(t)
-	c := master.Client(t)
-	var n atomic.Int64
-	storetest.Exercise(t, func(t *testing.T, now func() time.Time) (store.Store, func() store.Store) {
-		prefix := fmt.Sprintf("waited-%d:", n.Add(1))
-		open := func() *redisstore.Store {
-			s, err := redisstore.Open(context.Background(), redisstore.Config{Client: c, Prefix: prefix, Now: now, WaitReplicas: 1, WaitTimeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
-			return s
-		}
-		s := open()
-		return s, func() store.Store {
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s = open()
-			return s
-		}
-	})
+	exerciseWaited(t, master.Client(t), "waited", new(atomic.Int64))
 }
 
 // TestWaitReplicas: an answered write is on the replica; with the replica
