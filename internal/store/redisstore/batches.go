@@ -120,17 +120,23 @@ local added = appendItems(id, ids, nanos)
 return {"ok", redis.call("HGETALL", bkey(id)), added}
 `)
 
-// applyBatchItemsScript is ApplyBatchItems. ARGV: as updateBatchScript's,
-// then now in Unix nanoseconds, the reason of an item whose instance is
-// gone, the outcomes an item can move to (counted), and counted changes:
-// instance, outcome, reason, counted messages (id, record). It returns a
-// refusal or {"ok", the batch's fields}.
+// applyBatchItemsScript is ApplyBatchItems. ARGV: the store's role
+// (role.String), then as updateBatchScript's, then now in Unix
+// nanoseconds, the reason of an item whose instance is gone, the outcomes
+// an item can move to (counted), and counted changes: instance, outcome,
+// reason, counted messages (id, record). It returns a refusal or {"ok",
+// the batch's fields, the outbox entries written (in order)}.
 //
 // A change applies only to a pending item: it takes the item out of
 // pending and writes the messages with writeMessage, Deliver's own, in
 // the one script; so a change applied twice, by two steppers or after a
-// crash, writes nothing the second time.
+// crash, writes nothing the second time. In a catalog (role "catalog"),
+// which holds no instance, the messages go into the outbox (outboxWrite)
+// for the router to relay, and an item is applied without looking for its
+// instance: the router has turned the changes of instances that do not
+// exist into skipped ones before the call.
 var applyBatchItemsScript = batchScript(`
+outboxMode = take() == "catalog"
 local id, want, state, wake, wx, now, nanos, gone = take(), take(), take(), take(), take(), take(), take(), take()
 local outcomes = {}
 for i = 1, takeN() do outcomes[i] = take() end
@@ -144,14 +150,16 @@ local refused, f = casBatch(id, want)
 if refused then return refused end
 writeBatch(id, f, state, wake, wx, now)
 local bk, ik, pk = bkey(id), ikey(id), okey(id, "pending")
-local moved, left = {}, 0
+local moved, left, eids = {}, 0, {}
 for _, c in ipairs(changes) do
   local inst, outcome, reason = c[1], c[2], c[3]
   local v = redis.call("HGET", ik, inst)
   local i = v and string.find(v, "|", 1, true)
   if i and string.sub(v, i + 1, i + 8) == "pending|" then
     local seq = string.sub(v, 1, i - 1)
-    if redis.call("EXISTS", P .. "i:" .. inst) == 1 then
+    if outboxMode then
+      for _, m in ipairs(c[4]) do eids[#eids + 1] = outboxWrite(inst, m[1], m[2], now) end
+    elseif redis.call("EXISTS", P .. "i:" .. inst) == 1 then
       for _, m in ipairs(c[4]) do writeMessage(inst, m[1], m[2], now) end
     else
       outcome, reason = "skipped", gone
@@ -167,7 +175,7 @@ if left > 0 then redis.call("HINCRBY", bk, "c:pending", -left) end
 for _, o in ipairs(outcomes) do
   if moved[o] then redis.call("HINCRBY", bk, "c:" .. o, moved[o]) end
 end
-return {"ok", redis.call("HGETALL", bk)}
+return {"ok", redis.call("HGETALL", bk), eids}
 `)
 
 // deleteBatchScript is DeleteBatch. ARGV: id, counted outcomes. Its items
@@ -596,19 +604,28 @@ func (s *Store) BatchItems(ctx context.Context, batch string, f weft.BatchItemFi
 // compares the revision, writes the state and the wake, and applies each
 // pending item with its messages.
 func (s *Store) ApplyBatchItems(ctx context.Context, b *weft.Batch, changes []weft.BatchChange) (*weft.Batch, error) {
+	out, _, err := s.applyBatchItems(ctx, b, changes)
+	return out, err
+}
+
+// applyBatchItems is ApplyBatchItems, answering also the ids of the
+// outbox entries it wrote, in order: in a catalog (roleCatalog) the
+// messages go into the outbox, and the router relays these entries; in
+// the other roles there are none.
+func (s *Store) applyBatchItems(ctx context.Context, b *weft.Batch, changes []weft.BatchChange) (*weft.Batch, []string, error) {
 	if err := s.begin(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := store.ValidateBatch(b, false); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	changes, err := store.BatchChanges(b.ID, changes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := s.now()
 	wake, wx := batchWake(b.Wake)
-	a := s.args(b.ID, strconv.FormatUint(b.Revision, 10), []byte(b.State), wake, wx, hexTime(now), strconv.FormatInt(unixNanos(now), 10), weft.BatchNotFound)
+	a := s.args(s.cfg.role.String(), b.ID, strconv.FormatUint(b.Revision, 10), []byte(b.State), wake, wx, hexTime(now), strconv.FormatInt(unixNanos(now), 10), weft.BatchNotFound)
 	a = a.add(len(weft.BatchOutcomes()))
 	for _, o := range weft.BatchOutcomes() {
 		a = a.add(string(o))
@@ -619,7 +636,7 @@ func (s *Store) ApplyBatchItems(ctx context.Context, b *weft.Batch, changes []we
 		// As Deliver writes them: the record without its Seq, created now.
 		ms, err := messageArgs(nil, c.Messages, now)
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: batch %q: message to %q: %w", b.ID, c.InstanceID, err)
+			return nil, nil, fmt.Errorf("redisstore: batch %q: message to %q: %w", b.ID, c.InstanceID, err)
 		}
 		a = a.add(ms[0])
 		for i := 1; i+2 < len(ms); i += 3 {
@@ -628,8 +645,37 @@ func (s *Store) ApplyBatchItems(ctx context.Context, b *weft.Batch, changes []we
 	}
 	res, err := s.write(ctx, applyBatchItemsScript, a).Result()
 	if err != nil {
-		return nil, s.fail(ctx, "apply items of batch", b.ID, err)
+		return nil, nil, s.fail(ctx, "apply items of batch", b.ID, err)
 	}
-	out, _, err := s.batchAnswer("apply items of batch", b, res)
-	return out, err
+	out, rest, err := s.batchAnswer("apply items of batch", b, res)
+	if err != nil {
+		return nil, nil, err
+	}
+	eids, ok := outboxIDs(rest)
+	if !ok {
+		return nil, nil, fmt.Errorf("redisstore: apply items of batch %q on %s: unexpected answer %v", b.ID, s.addr, res)
+	}
+	return out, eids, nil
+}
+
+// outboxIDs reads the one list of strings that ends a script's answer
+// (rest, after what the caller read): the ids of the outbox entries the
+// script wrote. ok is false for anything else.
+func outboxIDs(rest []any) (_ []string, ok bool) {
+	if len(rest) != 1 {
+		return nil, false
+	}
+	l, ok := rest[0].([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, len(l))
+	for _, v := range l {
+		s, ok := v.(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
 }

@@ -367,7 +367,15 @@ func (s *Store) DeletePlugin(ctx context.Context, name string) error {
 				}
 			}
 		}
-		return &weft.InUseError{Plugin: name, Instances: slices.Clip(users)}
+		return inUse(name, users)
 	}
 	return fmt.Errorf("redisstore: delete plugin %q on %s: unexpected answer %v", name, s.addr, res)
+}
+
+// inUse is DeletePlugin's refusal of plugin name, which the instances
+// users pin: one error for the whole store's delete and the partitioned
+// one's (finishPluginDelete), so that the API answers both alike. It names
+// at most weft.MaxInUseListed of them.
+func inUse(name string, users []string) *weft.InUseError {
+	return &weft.InUseError{Plugin: name, Instances: slices.Clip(slices.Clone(users[:min(len(users), weft.MaxInUseListed)]))}
 }

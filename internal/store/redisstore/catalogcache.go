@@ -19,11 +19,14 @@ import (
 // Every script that changes the catalog (PutDefinition, DeleteDefinition,
 // PutPlugin, DeletePlugin, PauseWorkflow, UnpauseWorkflow) sets the
 // store's catalog generation, the key
-// cg, to a new random token, in the same step as the change. A read
-// script answers the generation it read in, so an entry is tagged with the
-// generation its value belongs to. The tokens are random rather than
-// counted so that a generation lost with its change (a Redis restart with
-// appendfsync everysec) is never handed out again for another change.
+// cg, to a new generation, in the same step as the change
+// (bumpGeneration): a counter, which orders the generations for the
+// partitions (role.go), and a random token. A read script answers the
+// generation it read in, so an entry is tagged with the generation its
+// value belongs to. The token keeps a generation lost with its change (a
+// Redis restart with appendfsync everysec, which also loses the count) from
+// being handed out again for another change: the counter may repeat, the
+// whole generation does not.
 //
 // The cache is used two ways:
 //

@@ -161,13 +161,30 @@ func messageArgs(a args, msgs []weft.Message, now time.Time) (args, error) {
 }
 
 // Commit implements store.Store: one script does every check and then
-// every write.
+// every write. Every message it sends is for an instance of this store.
 func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
+	rev, _, err := s.commitTo(ctx, c, nil)
+	return rev, err
+}
+
+// commitTo is Commit for the router of a partitioned store, whose
+// instances' messages may be for other partitions: remote[i] true sends
+// c.Send[i] into this store's outbox (outbox.go) instead of an inbox
+// here, and eids are those entries' ids, in order, for the router to
+// relay. remote nil (or empty) means every message is local. In
+// rolePartition the commit also differs as commitScript says (the catalog
+// generation, the pins, the delivered stimulus's marker), a catalog
+// refusal carries the partition's generation (catalogRefusal), and
+// c.Slot is left to the router: the slots are in the catalog.
+func (s *Store) commitTo(ctx context.Context, c store.Commit, remote []bool) (rev uint64, eids []string, err error) {
 	if err := s.begin(ctx); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if err := c.Validate(); err != nil {
-		return 0, err
+		return 0, nil, err
+	}
+	if len(remote) > 0 && len(remote) != len(c.Send) {
+		return 0, nil, fmt.Errorf("redisstore: commit instance %q: %d remote flags for %d messages", c.Instance.ID, len(remote), len(c.Send))
 	}
 	in := *c.Instance
 	id := in.ID
@@ -175,11 +192,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	in.DeleteAfter = in.DeleteAfter.UTC()
 	sa, err := searchField(id, in.Search)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	doc, err := docOf(in)
 	if err != nil {
-		return 0, fmt.Errorf("redisstore: instance %q: %w", id, err)
+		return 0, nil, fmt.Errorf("redisstore: instance %q: %w", id, err)
 	}
 	updated := now
 	if !c.At.IsZero() {
@@ -212,11 +229,20 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	if !in.DeleteAfter.IsZero() {
 		deleteAfter = hexTime(in.DeleteAfter)
 	}
+	// Which messages go into the outbox: one "0" or "1" per message.
+	var flags []byte
+	for _, r := range remote {
+		flags = append(flags, '0')
+		if r {
+			flags[len(flags)-1] = '1'
+		}
+	}
 	a := s.args(id, strconv.FormatUint(in.Rev, 10), strconv.FormatUint(c.Fence, 10), hexTime(now),
 		doc, in.State, string(in.Status), terminal, in.Workflow, hexTime(created),
 		in.Lease.Node, in.Lease.Boot, le,
 		c.DeliveredStimulus, []byte(compact(c.DeliveredOutcome)), hexTime(now.Add(s.cfg.DeliveredRetention)),
-		bmFlag, tmFlag, deleteAfter, hexTime(updated), drains, c.Catalog, sa)
+		bmFlag, tmFlag, deleteAfter, hexTime(updated), drains, c.Catalog, sa,
+		s.cfg.role.String(), flags, max(s.cfg.DeliveredRetention.Milliseconds(), 1))
 
 	names := make([]string, 0, len(in.Plugins))
 	for name := range in.Plugins {
@@ -237,7 +263,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		e.Time = e.Time.UTC()
 		raw, err := json.Marshal(e)
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: instance %q: event: %w", id, err)
+			return 0, nil, fmt.Errorf("redisstore: instance %q: event: %w", id, err)
 		}
 		a = a.add(raw)
 	}
@@ -249,7 +275,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		b.InstanceID = id
 		m, err := bookmarkMember(b)
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: instance %q: bookmark: %w", id, err)
+			return 0, nil, fmt.Errorf("redisstore: instance %q: bookmark: %w", id, err)
 		}
 		bms[[3]string{b.StepPath, b.Event, b.Key}] = m
 	}
@@ -264,7 +290,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		t.Due = t.Due.UTC()
 		m, err := timerMember(t)
 		if err != nil {
-			return 0, fmt.Errorf("redisstore: instance %q: timer: %w", id, err)
+			return 0, nil, fmt.Errorf("redisstore: instance %q: timer: %w", id, err)
 		}
 		a = a.add(m)
 	}
@@ -274,43 +300,102 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		a = a.add(mid)
 	}
 	if a, err = messageArgs(a, c.Send, now); err != nil {
-		return 0, fmt.Errorf("redisstore: instance %q: message: %w", id, err)
+		return 0, nil, fmt.Errorf("redisstore: instance %q: message: %w", id, err)
 	}
 
 	res, err := s.write(ctx, commitScript, a).Result()
 	if err != nil {
-		return 0, s.fail(ctx, "commit instance", id, err)
+		return 0, nil, s.fail(ctx, "commit instance", id, err)
 	}
 	reason, rest, ok := refusal(res)
 	if !ok {
-		return 0, fmt.Errorf("redisstore: commit instance %q on %s: unexpected answer %v", id, s.addr, res)
+		return 0, nil, fmt.Errorf("redisstore: commit instance %q on %s: unexpected answer %v", id, s.addr, res)
 	}
 	switch reason {
 	case "ok":
-		if sc := c.Slot; sc != nil {
+		if sc := c.Slot; sc != nil && s.cfg.role != rolePartition {
 			// After the commit, not in its script: the slots run the Go
 			// core (UpdateSlots); a failure leaves the commit standing.
 			sc.Decision, sc.Err = s.UpdateSlots(context.WithoutCancel(ctx), sc.Key, sc.ID, sc.Params, sc.Now, sc.Op)
 		}
-		return u64(rest[0]), nil
+		for _, e := range rest[1:] {
+			eid, _ := e.(string)
+			eids = append(eids, eid)
+		}
+		return u64(rest[0]), eids, nil
 	case "exists":
-		return 0, commitError(id, weft.ErrExists, rest)
+		return 0, nil, commitError(id, weft.ErrExists, rest)
 	case "notfound":
-		return 0, commitError(id, weft.ErrNotFound, nil)
+		return 0, nil, commitError(id, weft.ErrNotFound, nil)
 	case "fenced":
-		return 0, commitError(id, weft.ErrFenced, rest)
+		return 0, nil, commitError(id, weft.ErrFenced, rest)
 	case "conflict":
-		return 0, commitError(id, weft.ErrConflict, rest)
+		return 0, nil, commitError(id, weft.ErrConflict, rest)
 	case "notqueued":
-		return 0, &store.CommitError{InstanceID: id, Err: store.ErrNotQueued, Stimulus: c.DeliveredStimulus}
+		return 0, nil, &store.CommitError{InstanceID: id, Err: store.ErrNotQueued, Stimulus: c.DeliveredStimulus}
 	case "inbox":
-		return 0, commitError(id, store.ErrInboxNotEmpty, rest)
+		return 0, nil, commitError(id, store.ErrInboxNotEmpty, rest)
 	case "catalog":
-		return 0, commitError(id, store.ErrCatalogChanged, nil)
+		ce := commitError(id, store.ErrCatalogChanged, nil)
+		if len(rest) > 0 { // a partition's refusal names its generation
+			gen, _ := rest[0].(string)
+			return 0, nil, &catalogRefusedError{ce: ce, gen: gen}
+		}
+		return 0, nil, ce
 	case "noplugin":
-		return 0, store.NotFound("instance %q pins plugin %q version %s", id, rest[0], rest[1])
+		return 0, nil, store.NotFound("instance %q pins plugin %q version %s", id, rest[0], rest[1])
 	}
-	return 0, fmt.Errorf("redisstore: commit instance %q on %s: unexpected answer %v", id, s.addr, res)
+	return 0, nil, fmt.Errorf("redisstore: commit instance %q on %s: unexpected answer %v", id, s.addr, res)
+}
+
+// deliveredMarker reads the marker that a partition's commit consuming
+// stimulus sid left (commitScript): the outcome it stored, and whether
+// there is one. The stimulus itself is in the catalog, reserved by the
+// router before the commit; the marker tells the router, for
+// Config.DeliveredRetention, that the commit happened, so that it can
+// confirm a reservation whose confirmation a crash lost.
+func (s *Store) deliveredMarker(ctx context.Context, sid string) (outcome []byte, ok bool, err error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, false, err
+	}
+	v, err := s.c.Get(ctx, s.p+"sdl:"+sid).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, s.fail(ctx, "delivered marker of stimulus", sid, err)
+	}
+	return v, true, nil
+}
+
+// catalogRefusedError is a partition's refusal of a create that read an older
+// catalog generation than the partition holds: the *store.CommitError
+// (ErrCatalogChanged), which it unwraps to, and the partition's
+// generation, which the router reads (catalogRefusal) to know how far
+// the catalog it reads from must have come before it retries.
+type catalogRefusedError struct {
+	ce  *store.CommitError
+	gen string
+}
+
+// Error implements error.
+func (e *catalogRefusedError) Error() string {
+	return fmt.Sprintf("%v (the partition holds catalog generation %q)", e.ce, e.gen)
+}
+
+// Unwrap returns the commit error, so that errors.Is(err,
+// store.ErrCatalogChanged) and errors.As(err, **store.CommitError) hold.
+func (e *catalogRefusedError) Unwrap() error { return e.ce }
+
+// catalogRefusal returns the partition's catalog generation that a
+// commitTo error carries, and whether it carries one (a partition's
+// catalog refusal).
+func catalogRefusal(err error) (string, bool) {
+	var r *catalogRefusedError
+	if errors.As(err, &r) {
+		return r.gen, true
+	}
+	return "", false
 }
 
 // compact returns v compacted (v is valid JSON: Validate checked it).
@@ -441,107 +526,6 @@ func decodeCursor(c string, minLen int) (string, error) {
 		return "", store.Invalid("bad cursor %q", c)
 	}
 	return string(b), nil
-}
-
-// statusIndex is the key (without prefix) of the index of the instances
-// in status st, of workflow wf or of any ("").
-func statusIndex(st weft.Status, wf string) string {
-	if wf != "" {
-		return "ix:ws:" + string(st) + ":" + wf
-	}
-	return "ix:s:" + string(st)
-}
-
-// ListInstances implements store.Store.
-//
-// Without f.Search it walks the status indexes by creation, the six merged
-// when f.Status is empty, and f.Match, when set, filters what it reads.
-// With f.Search it walks the index of that attribute (search.go). Either
-// way a cursor is a position in the walk: the member (for f.Search:
-// value, created time and id) of the last instance listed, or of the last
-// one read when f.Examine cut the page short. The next page starts after
-// it in the index as the index is then, which gives this guarantee for
-// the pages of one walk: an instance is listed at most once per index
-// entry it has during the walk (at most once per value it holds); one
-// whose entry does not change is listed exactly once when the filters
-// accept it throughout, and one whose value a commit changes between two
-// pages is listed again at its new value if that lies ahead of the
-// cursor, and not at all after it if that lies behind. An instance with
-// several keywords in the range is listed at the first of them in the
-// walk's order only: at a later one, the walk skips the instances that
-// hold an earlier keyword in the range, as they are then.
-func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]weft.Instance, string, error) {
-	if err := s.begin(ctx); err != nil {
-		return nil, "", err
-	}
-	if f.Status != "" && !f.Status.Valid() {
-		return nil, "", store.Invalid("unknown status %q", f.Status)
-	}
-	if f.Examine < 0 {
-		return nil, "", store.Invalid("examine must not be negative, got %d", f.Examine)
-	}
-	limit := weft.ClampLimit(f.Limit)
-	if f.Search != nil {
-		return s.listSearch(ctx, f, limit)
-	}
-	// Members are the 16 hex digits of the creation time, then the id: a
-	// bare time bounds them by time alone.
-	min, max := "-", "+"
-	if !f.CreatedFrom.IsZero() {
-		min = "[" + hexTime(f.CreatedFrom)
-	}
-	if !f.CreatedBefore.IsZero() {
-		max = "(" + hexTime(f.CreatedBefore)
-	}
-	if f.Cursor != "" {
-		after, err := decodeCursor(f.Cursor, 17)
-		if err != nil {
-			return nil, "", err
-		}
-		if f.NewestFirst {
-			max = "(" + after
-		} else {
-			min = "(" + after
-		}
-	}
-	rev := "0"
-	if f.NewestFirst {
-		rev = "1"
-	}
-	// Without a status, the listing merges the status indexes (one per status).
-	sts := []weft.Status{f.Status}
-	if f.Status == "" {
-		sts = weft.Statuses()
-	}
-	keys := make([]any, len(sts))
-	for i, st := range sts {
-		keys[i] = statusIndex(st, f.Workflow)
-	}
-	if f.Match != nil {
-		return s.listMatching(ctx, f, keys, min, max, limit)
-	}
-	a := s.args(len(keys)).add(keys...).add(min, max, limit+1, rev)
-	res, err := s.run(ctx, listInstancesScript, a).Slice()
-	if err != nil {
-		return nil, "", s.fail(ctx, "list instances", "workflow="+f.Workflow+" status="+string(f.Status), err)
-	}
-	var items []weft.Instance
-	var next string
-	for i := 0; i+1 < len(res); i += 2 {
-		member, _ := res[i].(string)
-		if len(items) == limit {
-			prev, _ := res[i-2].(string)
-			next = encodeCursor(prev)
-			break
-		}
-		vals, _ := res[i+1].([]any)
-		in, err := decodeInstance(member[16:], vals)
-		if err != nil {
-			return nil, "", s.corrupt(err)
-		}
-		items = append(items, *in)
-	}
-	return items, next, nil
 }
 
 // InstanceStatuses implements store.Store: one round trip reads the

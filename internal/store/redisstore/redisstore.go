@@ -65,6 +65,13 @@ type Config struct {
 
 	// WaitTimeout bounds a write's wait for the replicas. Defaults to 1s.
 	WaitTimeout time.Duration
+
+	// tag, when set, is the whole hash tag of the store's keys (such as
+	// "{weft:3~17}"), in place of "{" + Prefix + "}": a partition's
+	// (role.go).
+	tag string
+	// role is what the store is to a partitioned store (role.go).
+	role role
 }
 
 // Defaults of Config.
@@ -188,17 +195,30 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{c: cfg.Client, cfg: cfg, log: cfg.Logger, p: "{" + cfg.Prefix + "}", addr: addrOf(cfg.Client)}
+	if cfg.tag != "" {
+		s.p = cfg.tag
+	}
 	if err := s.c.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: open %s: ping: %w", s.addr, err)
 	}
 	s.checkAOF(ctx)
 	key := s.p + "schema"
-	if err := s.c.SetNX(ctx, key, schemaVersion, 0).Err(); err != nil {
+	want := schemaVersion
+	if cfg.role == roleCatalog {
+		want = partitionedSchema
+	}
+	if err := s.c.SetNX(ctx, key, want, 0).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: open %s: writing %s: %w", s.addr, key, err)
 	}
 	v, err := s.c.Get(ctx, key).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: open %s: reading %s: %w", s.addr, key, err)
+	}
+	switch {
+	case v == partitionedSchema && want != v:
+		return nil, fmt.Errorf("redisstore: open %s: the store under %s is divided into partitions: open it with them (redis.partitions)", s.addr, s.p)
+	case want == partitionedSchema && v != want:
+		return nil, fmt.Errorf("redisstore: open %s: the store under %s is whole (schema %s), not divided into partitions: moving a whole store into partitions is not built yet; use another prefix, or no partitions", s.addr, s.p, v)
 	}
 	if v == "1" || v == "2" {
 		if err := s.migrate(ctx, v); err != nil {
@@ -206,8 +226,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		}
 		v = schemaVersion
 	}
-	if v != schemaVersion {
-		return nil, fmt.Errorf("redisstore: open %s: key %s holds schema version %q, this build reads %q", s.addr, key, v, schemaVersion)
+	if v != want {
+		return nil, fmt.Errorf("redisstore: open %s: key %s holds schema version %q, this build reads %q", s.addr, key, v, want)
 	}
 	// A catalog generation for a store no catalog change has set one in
 	// (catalogcache.go).

@@ -106,10 +106,46 @@ local function unlease(v)
   local n = tonumber(string.sub(v, 18, i - 1))
   return string.sub(v, i + n + 1), string.sub(v, i + 1, i + n), string.sub(v, 1, 16), string.sub(v, 17, 17) == "1"
 end
+-- bumpGeneration sets the catalog's generation (cg) to a new one, ordered
+-- after every one before it: the counter cgn as 15 digits, "." and r (a
+-- random token from Go, newGeneration). A partition compares only the
+-- order (genOrder): see role.go.
+local function bumpGeneration(r)
+  local g = string.format("%015.0f", redis.call("INCR", P .. "cgn")) .. "." .. r
+  redis.call("SET", P .. "cg", g)
+  return g
+end
+-- genOrder is a generation's counter: 0 for one without (a store's first
+-- generation, which Open sets at random, or one of a build before orders).
+local function genOrder(g)
+  local i = string.find(g or "", ".", 1, true)
+  if not i then return 0 end
+  return tonumber(string.sub(g, 1, i - 1)) or 0
+end
+-- outboxMode, when a script sets it (a store of roleCatalog, which holds
+-- no instance), makes writeMessage write the message into the outbox, for
+-- the router to relay to the target's partition (outbox.go).
+local outboxMode = false
+-- outboxWrite records a message for an instance of another store in the
+-- outbox: P ob holds entry id -> now .. len(target) ":" target
+-- len(mid) ":" mid doc, and P obx the entries by (time, id). It returns
+-- the entry's id, unique within the store (the counter obseq).
+local function outboxWrite(target, mid, doc, now)
+  local eid = string.format("%.0f", redis.call("INCR", P .. "obseq"))
+  redis.call("HSET", P .. "ob", eid, now .. #target .. ":" .. target .. #mid .. ":" .. mid .. doc)
+  redis.call("ZADD", P .. "obx", 0, now .. eid)
+  return eid
+end
 -- writeMessage puts a message into an existing instance's inbox unless it
 -- holds the id; it reports whether it wrote. An inbox that was empty starts
--- waiting at now (the instance's "ws" field and the mw index).
+-- waiting at now (the instance's "ws" field and the mw index). In
+-- outboxMode it writes the message into the outbox instead, and reports
+-- true: the router has checked that the target exists.
 local function writeMessage(target, mid, doc, now)
+  if outboxMode then
+    outboxWrite(target, mid, doc, now)
+    return true
+  end
   local ik = P .. "i:" .. target
   if redis.call("EXISTS", ik) == 0 then return false end
   local mk = P .. "m:" .. target
@@ -127,15 +163,28 @@ end
 
 func script(body string) *redis.Script { return redis.NewScript(prelude + body) }
 
-// commitScript is Commit: every check, then every write. ARGV after the
-// prefix: id, rev, fence, now, doc, state, status, terminal, workflow,
-// created, lease node, boot, expiry, delivered stimulus, outcome, its
-// forget time, replace bookmarks, replace timers, delete after ("" for
-// none), updated at, drains, catalog generation ("" for none), search
-// attributes (the hash's field sa: searchField; "" for none); then
-// counted lists:
+// commitScript is Commit (commitTo): every check, then every write. ARGV
+// after the prefix: id, rev, fence, now, doc, state, status, terminal,
+// workflow, created, lease node, boot, expiry, delivered stimulus,
+// outcome, its forget time, replace bookmarks, replace timers, delete
+// after ("" for none), updated at, drains, catalog generation ("" for
+// none), search attributes (the hash's field sa: searchField; "" for
+// none), the store's role (role.String()), which sent messages are for
+// another store ("1" or "0" per message, "" for all local), the delivered
+// marker's lifetime in milliseconds; then counted lists:
 // pins (name, version), history events, bookmark members, timer members,
 // consumed ids, sent messages (target, id, doc).
+//
+// In a partition (role "partition") three things differ, because the
+// catalog and the stimuli are in another store (role.go): the catalog
+// generation is compared by order, not equality, and raises the
+// partition's; the pins are not checked; and a delivered stimulus is not
+// consumed here (the router reserved it in the catalog) but leaves a
+// marker, sdl:<sid> holding the outcome, that outlives the commit by the
+// retention, so that the router can confirm the reservation after a crash.
+// In every role, a message flagged as for another store goes into the
+// outbox (outboxWrite), and the answer lists those entries' ids:
+// {"ok", rev, eid...}.
 var commitScript = script(`
 local id, grev, fence, now = take(), take(), take(), take()
 local doc, state, status, terminal, wf, created = take(), take(), take(), take() == "1", take(), take()
@@ -143,6 +192,7 @@ local ln, lb, le = take(), take(), take()
 local sid, outcome, forget = take(), take(), take()
 local replaceBm, replaceTm = take() == "1", take() == "1"
 local deleteAfter, ut, drains, catalog, sa = take(), take(), take() == "1", take(), take()
+local part, remote, markerMs = take() == "partition", take(), take()
 local pins = {}
 for i = 1, takeN() do pins[i] = {take(), take()} end
 local hist = {}
@@ -169,9 +219,26 @@ else
   if grev ~= old[1] then return {"conflict", old[1], old[2]} end
 end
 -- A create from cached catalog reads: the catalog must be as it was read.
-if catalog ~= "" and (redis.call("GET", P .. "cg") or "") ~= catalog then return {"catalog"} end
+-- A partition's cg is a copy that is only ever raised: a create that read
+-- an older catalog than the partition holds is refused (with the
+-- partition's generation, for the router), and one that read a newer one
+-- raises the partition's to it (raiseCg), the copy it missed.
+local raiseCg = false
+if catalog ~= "" then
+  local cg = redis.call("GET", P .. "cg") or ""
+  if part then
+    if genOrder(cg) > genOrder(catalog) then return {"catalog", cg} end
+    raiseCg = genOrder(catalog) > genOrder(cg)
+  elseif cg ~= catalog then
+    return {"catalog"}
+  end
+end
 local sk, stim
-if sid ~= "" then
+-- In a partition, a marker of the stimulus means a commit consumed it
+-- here already, or the sweep settled its reservation as released
+-- (settleMarkerScript): either way it is not this commit's to consume.
+if sid ~= "" and part and redis.call("EXISTS", P .. "sdl:" .. sid) == 1 then return {"notqueued"} end
+if sid ~= "" and not part then
   sk = P .. "s:" .. sid
   stim = redis.call("HMGET", sk, "state", "ex", "qm")
   if stim[1] ~= "queued" or not tlt(now, stim[2]) then return {"notqueued"} end
@@ -188,8 +255,10 @@ if drains and exists and old[10] and old[10] ~= "" then
   end
   if n > have then return {"inbox", old[1], old[2]} end
 end
--- The pins of a create checked against the catalog's generation exist.
-if not terminal and catalog == "" then
+-- The pins of a create checked against the catalog's generation exist
+-- (in a partition they are in the catalog: DeletePlugin fences the
+-- partitions instead).
+if not terminal and catalog == "" and not part then
   for _, p in ipairs(pins) do
     if redis.call("HEXISTS", P .. "p:" .. p[1], p[2]) == 0 then return {"noplugin", p[1], p[2]} end
   end
@@ -283,7 +352,10 @@ if replaceTm then
     redis.call("SADD", tk, m)
   end
 end
-if sid ~= "" then
+if raiseCg then redis.call("SET", P .. "cg", catalog) end
+if sid ~= "" and part then
+  redis.call("SET", P .. "sdl:" .. sid, outcome, "PX", markerMs)
+elseif sid ~= "" then
   redis.call("ZREM", P .. "sq", stim[3])
   redis.call("ZREM", P .. "sx", stim[2] .. sid)
   if tlt(forget, stim[2]) then forget = stim[2] end
@@ -307,8 +379,15 @@ end
 -- Heartbeats are stored only under a lease: an instance that never had
 -- one (lh) nor marked them (hb; older builds did not) has none.
 if terminal and (old[11] == "1" or old[5] == "1") then redis.call("DEL", P .. "e:" .. id) end
-for _, m in ipairs(sends) do writeMessage(m[1], m[2], m[3], now) end
-return {"ok", revs}
+local res = {"ok", revs}
+for i, m in ipairs(sends) do
+  if string.sub(remote, i, i) == "1" then
+    res[#res + 1] = outboxWrite(m[1], m[2], m[3], now)
+  else
+    writeMessage(m[1], m[2], m[3], now)
+  end
+end
+return res
 `)
 
 // deleteScript is DeleteInstance. ARGV: id, fence.
@@ -683,9 +762,10 @@ end
 return out
 `)
 
-// The scripts that change the catalog take a new catalog generation as
-// their last ARGV and set cg to it with the change (catalogcache.go); the
-// reads the cache fills answer the generation they read in.
+// The scripts that change the catalog take a random token as their last
+// ARGV and set cg to a new generation made of it with the change
+// (bumpGeneration, catalogcache.go); the reads the cache fills answer the
+// generation they read in.
 
 // putDefinitionScript is PutDefinition. ARGV: name, hash, doc, generation.
 var putDefinitionScript = script(`
@@ -699,7 +779,7 @@ redis.call("HSET", dk, "v:" .. v, doc, "h:" .. v, hash)
 redis.call("HSET", P .. "dl", name, v)
 redis.call("HSET", P .. "dseq", name, v)
 redis.call("ZADD", P .. "dn", 0, name)
-redis.call("SET", P .. "cg", ARGV[#ARGV])
+bumpGeneration(ARGV[#ARGV])
 return {v, "1"}
 `)
 
@@ -753,7 +833,7 @@ if redis.call("HEXISTS", P .. "dl", name) == 0 then return {"notfound"} end
 redis.call("DEL", P .. "d:" .. name)
 redis.call("HDEL", P .. "dl", name)
 redis.call("ZREM", P .. "dn", name)
-redis.call("SET", P .. "cg", ARGV[#ARGV])
+bumpGeneration(ARGV[#ARGV])
 return {"ok"}
 `)
 
@@ -768,7 +848,7 @@ if cur[1] == version then return 0 end
 redis.call("HSET", P .. "p:" .. name, version, doc)
 redis.call("ZADD", ok, redis.call("INCR", P .. "pseq"), version)
 redis.call("ZADD", P .. "pn", 0, name)
-redis.call("SET", P .. "cg", ARGV[#ARGV])
+bumpGeneration(ARGV[#ARGV])
 return 1
 `)
 
@@ -813,7 +893,7 @@ local users = redis.call("ZRANGE", P .. "u:" .. name, 0, n - 1)
 if #users > 0 then return {"inuse", users} end
 redis.call("DEL", P .. "p:" .. name, P .. "o:" .. name)
 redis.call("ZREM", P .. "pn", name)
-redis.call("SET", P .. "cg", ARGV[#ARGV])
+bumpGeneration(ARGV[#ARGV])
 return {"ok"}
 `)
 

@@ -291,28 +291,39 @@ func examineOf(f weft.InstanceFilter) int {
 	return weft.MaxExamine
 }
 
-// listSearch is ListInstances with f.Search set: a walk of the index of
-// f.Search.Name over the range, from after the cursor (an index member),
-// by calls of searchScript that read up to searchBatch entries each and
-// filter by workflow, status and creation time (and list an instance
-// that holds several keywords in the range at the first of them only);
-// Go filters what they return with f.Match. The walk ends when the page
-// and one more instance are found (the cursor is then the page's last
-// instance), when the index is read to the end of the range (no cursor),
-// or when it read examineOf(f) entries (the cursor is then the last one
-// read).
-func (s *Store) listSearch(ctx context.Context, f weft.InstanceFilter, limit int) ([]weft.Instance, string, error) {
+// listSearch is listInstancesKeyed with f.Search set: a walk of the index
+// of f.Search.Name over the range, from after the cursor (an index
+// member), by calls of searchScript that read up to searchBatch entries
+// each and filter by workflow, status and creation time (and list an
+// instance that holds several keywords in the range at the first of them
+// only); Go filters what they return with f.Match. The walk ends when the
+// page and one more instance are found (the cursor is then the page's
+// last instance), when the index is read to the end of the range (no
+// cursor), or when it read examineOf(f) entries (the cursor is then the
+// last one read). keys[i] is the member at which items[i] was met. With
+// a stop (listInstancesUntil), the range ends at it, and a walk that
+// reaches its end answers keyCursor(stop).
+func (s *Store) listSearch(ctx context.Context, f weft.InstanceFilter, limit int, stop string) (items []weft.Instance, keys []string, next string, err error) {
 	p, err := planSearch(*f.Search)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	if len(p.segs) == 0 {
-		return nil, "", nil
+		return nil, nil, "", nil
+	}
+	end := ""
+	if stop != "" {
+		// Clipping cannot hide an earlier keyword from the script's check
+		// of one: it lies before the entry being read, so before stop.
+		end = keyCursor(stop)
+		for i, sg := range p.segs {
+			p.segs[i][0], p.segs[i][1] = clipRange(f.NewestFirst, sg[0], sg[1], stop)
+		}
 	}
 	after := ""
 	if f.Cursor != "" {
-		if after, err = decodeCursor(f.Cursor, 17); err != nil {
-			return nil, "", err
+		if after, err = cursorKey(f.Cursor); err != nil {
+			return nil, nil, "", err
 		}
 	}
 	ctFrom, ctBefore := "", ""
@@ -330,8 +341,6 @@ func (s *Store) listSearch(ctx context.Context, f weft.InstanceFilter, limit int
 		kw = "1"
 	}
 	budget := examineOf(f)
-	var items []weft.Instance
-	listed := ""
 	for {
 		n := min(budget, searchBatch)
 		a := s.args(p.key, p.width, kw, rev, f.Workflow, string(f.Status), ctFrom, ctBefore, n, limit+1-len(items), after, len(p.segs))
@@ -340,10 +349,10 @@ func (s *Store) listSearch(ctx context.Context, f weft.InstanceFilter, limit int
 		}
 		res, err := s.run(ctx, searchScript, a).Slice()
 		if err != nil {
-			return nil, "", s.fail(ctx, "search instances by", f.Search.Name, err)
+			return nil, nil, "", s.fail(ctx, "search instances by", f.Search.Name, err)
 		}
 		if len(res) < 3 {
-			return nil, "", fmt.Errorf("redisstore: search instances by %q on %s: unexpected answer %v", f.Search.Name, s.addr, res)
+			return nil, nil, "", fmt.Errorf("redisstore: search instances by %q on %s: unexpected answer %v", f.Search.Name, s.addr, res)
 		}
 		examined, _ := res[0].(int64)
 		last, _ := res[1].(string)
@@ -353,37 +362,39 @@ func (s *Store) listSearch(ctx context.Context, f weft.InstanceFilter, limit int
 			member, _ := res[i].(string)
 			id, ok := searchMemberID(p.width, member)
 			if !ok {
-				return nil, "", s.corrupt(fmt.Errorf("corrupt member %q of index %s", member, p.key))
+				return nil, nil, "", s.corrupt(fmt.Errorf("corrupt member %q of index %s", member, p.key))
 			}
 			vals, _ := res[i+1].([]any)
 			in, err := decodeInstance(id, vals)
 			if err != nil {
-				return nil, "", s.corrupt(err)
+				return nil, nil, "", s.corrupt(err)
 			}
 			if f.Match != nil && !f.Match(in) {
 				continue
 			}
 			if len(items) == limit {
-				return items, encodeCursor(listed), nil
+				return items, keys, keyCursor(keys[len(keys)-1]), nil
 			}
 			items = append(items, *in)
-			listed = member
+			keys = append(keys, member)
 		}
 		switch {
 		case done || last == "":
-			return items, "", nil
+			return items, keys, end, nil
 		case budget <= 0:
-			return items, encodeCursor(last), nil
+			return items, keys, keyCursor(last), nil
 		}
 		after = last
 	}
 }
 
-// listMatching is ListInstances with f.Match and without f.Search: the
-// walk by creation of ListInstances, in calls of listInstancesScript of
-// growing size (from the page, doubling, to searchBatch), whose instances
-// f.Match filters, reading at most examineOf(f) instances.
-func (s *Store) listMatching(ctx context.Context, f weft.InstanceFilter, keys []any, min, max string, limit int) ([]weft.Instance, string, error) {
+// listMatching is listInstancesKeyed with f.Match and without f.Search:
+// the walk by creation of ListInstances over the status indexes ixs, in
+// calls of listInstancesScript of growing size (from the page, doubling,
+// to searchBatch), whose instances f.Match filters, reading at most
+// examineOf(f) instances. keys[i] is the member of items[i]; a walk that
+// reads to max answers end ("", or the cursor of listInstancesUntil's stop).
+func (s *Store) listMatching(ctx context.Context, f weft.InstanceFilter, ixs []any, min, max string, limit int, end string) (items []weft.Instance, keys []string, next string, err error) {
 	rev := "0"
 	if f.NewestFirst {
 		rev = "1"
@@ -393,8 +404,6 @@ func (s *Store) listMatching(ctx context.Context, f weft.InstanceFilter, keys []
 	if batch > searchBatch {
 		batch = searchBatch
 	}
-	var items []weft.Instance
-	listed := ""
 	for {
 		n := batch
 		if n > budget {
@@ -404,10 +413,10 @@ func (s *Store) listMatching(ctx context.Context, f weft.InstanceFilter, keys []
 		if batch > searchBatch {
 			batch = searchBatch
 		}
-		a := s.args(len(keys)).add(keys...).add(min, max, n, rev)
+		a := s.args(len(ixs)).add(ixs...).add(min, max, n, rev)
 		res, err := s.run(ctx, listInstancesScript, a).Slice()
 		if err != nil {
-			return nil, "", s.fail(ctx, "list instances", "workflow="+f.Workflow+" status="+string(f.Status), err)
+			return nil, nil, "", s.fail(ctx, "list instances", "workflow="+f.Workflow+" status="+string(f.Status), err)
 		}
 		read, last := 0, ""
 		for i := 0; i+1 < len(res); i += 2 {
@@ -417,23 +426,23 @@ func (s *Store) listMatching(ctx context.Context, f weft.InstanceFilter, keys []
 			vals, _ := res[i+1].([]any)
 			in, err := decodeInstance(member[16:], vals)
 			if err != nil {
-				return nil, "", s.corrupt(err)
+				return nil, nil, "", s.corrupt(err)
 			}
 			if !f.Match(in) {
 				continue
 			}
 			if len(items) == limit {
-				return items, encodeCursor(listed), nil
+				return items, keys, keyCursor(keys[len(keys)-1]), nil
 			}
 			items = append(items, *in)
-			listed = member
+			keys = append(keys, member)
 		}
 		budget -= read
 		switch {
 		case read < n:
-			return items, "", nil
+			return items, keys, end, nil
 		case budget <= 0:
-			return items, encodeCursor(last), nil
+			return items, keys, keyCursor(last), nil
 		}
 		if f.NewestFirst {
 			max = "(" + last
@@ -441,6 +450,99 @@ func (s *Store) listMatching(ctx context.Context, f weft.InstanceFilter, keys []
 			min = "(" + last
 		}
 	}
+}
+
+// walkKeys returns the next n entries (index members) of the walk of a
+// listing by f after f.Cursor, in the walk's order, fewer when the walk
+// ends first: the entries ListInstances would read and count against
+// f.Examine, before any filter that reads a record (with f.Search every
+// entry of the range, whatever its workflow, status and creation time;
+// without it every entry of the status indexes in the creation range). It
+// reads members only, one ZRANGEBYLEX per index or interval in one round
+// trip, so that a router can find where the first n entries of all its
+// partitions end (see listInstancesKeyed) at little cost.
+func (s *Store) walkKeys(ctx context.Context, f weft.InstanceFilter, n int) ([]string, error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, store.Invalid("unknown status %q", f.Status)
+	}
+	if n <= 0 {
+		return nil, store.Invalid("walk keys: count must be positive, got %d", n)
+	}
+	type span struct{ key, min, max string }
+	var spans []span
+	what := "workflow=" + f.Workflow + " status=" + string(f.Status)
+	if f.Search != nil {
+		p, err := planSearch(*f.Search)
+		if err != nil {
+			return nil, err
+		}
+		after := ""
+		if f.Cursor != "" {
+			if after, err = cursorKey(f.Cursor); err != nil {
+				return nil, err
+			}
+		}
+		what = "search " + f.Search.Name
+		// The intervals after the cursor, as searchScript's walk clips them.
+		for _, sg := range p.segs {
+			lo, hi := sg[0], sg[1]
+			if after != "" {
+				switch {
+				case f.NewestFirst && !aboveMin(after, lo), !f.NewestFirst && !belowMax(after, hi):
+					continue // wholly behind the cursor
+				case f.NewestFirst && belowMax(after, hi):
+					hi = "(" + after
+				case !f.NewestFirst && aboveMin(after, lo):
+					lo = "(" + after
+				}
+			}
+			spans = append(spans, span{p.key, lo, hi})
+		}
+		if f.NewestFirst {
+			slices.Reverse(spans)
+		}
+	} else {
+		ixs, min, max, err := statusRange(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, ix := range ixs {
+			spans = append(spans, span{ix.(string), min, max})
+		}
+	}
+	cmds := make([]*redis.StringSliceCmd, len(spans))
+	if _, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, sp := range spans {
+			by := &redis.ZRangeBy{Min: sp.min, Max: sp.max, Count: int64(n)}
+			if f.NewestFirst {
+				cmds[i] = p.ZRevRangeByLex(ctx, s.p+sp.key, by)
+			} else {
+				cmds[i] = p.ZRangeByLex(ctx, s.p+sp.key, by)
+			}
+		}
+		return nil
+	}); err != nil {
+		return nil, s.fail(ctx, "read the walk's keys of listing", what, err)
+	}
+	var out []string
+	for _, c := range cmds {
+		out = append(out, c.Val()...)
+	}
+	if f.Search == nil {
+		// The status indexes merged; a search's intervals are disjoint and
+		// already in the walk's order.
+		slices.Sort(out)
+		if f.NewestFirst {
+			slices.Reverse(out)
+		}
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
 }
 
 // RegisterSearchAttributes implements store.Store: one script checks

@@ -105,14 +105,25 @@ func (s *Store) EnqueueStimulus(ctx context.Context, st weft.Stimulus) (*weft.St
 // DeliveredTo set to the instance of the first message written, or empty
 // when no message was.
 func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []weft.Message) (*weft.Stimulus, error) {
+	existing, _, err := s.deliverTo(ctx, st, msgs)
+	return existing, err
+}
+
+// deliverTo is Deliver, answering also the ids of the outbox entries it
+// wrote, in order. In a catalog (roleCatalog), which holds no instance,
+// the messages go into the outbox (deliverOutboxScript) for the router to
+// relay, which has dropped those for instances that do not exist: the
+// stimulus's DeliveredTo is the first message's target. In the other roles
+// they go into the inboxes (deliverScript), and there are no entries.
+func (s *Store) deliverTo(ctx context.Context, st *weft.Stimulus, msgs []weft.Message) (existing *weft.Stimulus, eids []string, err error) {
 	if err := s.begin(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := store.ValidateDeliver(st, msgs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if st == nil && len(msgs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	now := s.now()
 	a := s.args("", "", "", "", hexTime(now), "")
@@ -121,19 +132,34 @@ func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []weft.Mess
 		id = st.ID
 		doc, err := stimDocOf(*st, now)
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: stimulus %q: %w", st.ID, err)
+			return nil, nil, fmt.Errorf("redisstore: stimulus %q: %w", st.ID, err)
 		}
 		a = s.args(st.ID, doc, hexTime(st.ExpiresAt), []byte(compact(st.Outcome)), hexTime(now), hexTime(now.Add(s.cfg.DeliveredRetention)))
 	}
-	a, err := messageArgs(a, msgs, now)
+	a, err = messageArgs(a, msgs, now)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: deliver: message: %w", err)
+		return nil, nil, fmt.Errorf("redisstore: deliver: message: %w", err)
 	}
-	res, err := s.write(ctx, deliverScript, a).Result()
+	if s.cfg.role != roleCatalog {
+		res, err := s.write(ctx, deliverScript, a).Result()
+		if err != nil {
+			return nil, nil, s.fail(ctx, "deliver stimulus", id, err)
+		}
+		existing, err := s.existing("deliver stimulus", id, res)
+		return existing, nil, err
+	}
+	res, err := s.write(ctx, deliverOutboxScript, a).Result()
 	if err != nil {
-		return nil, s.fail(ctx, "deliver stimulus", id, err)
+		return nil, nil, s.fail(ctx, "deliver stimulus", id, err)
 	}
-	return s.existing("deliver stimulus", id, res)
+	if reason, rest, _ := refusal(res); reason == "ok" {
+		if eids, ok := outboxIDs(rest); ok {
+			return nil, eids, nil
+		}
+		return nil, nil, fmt.Errorf("redisstore: deliver stimulus %q on %s: unexpected answer %v", id, s.addr, res)
+	}
+	existing, err = s.existing("deliver stimulus", id, res)
+	return existing, nil, err
 }
 
 // Inbox implements store.Store.

@@ -22,29 +22,28 @@ import (
 // refused by the commit script (catalogcache.go), and the cache keeps them
 // all for the starts that read them.
 
-// pauseWorkflowScript is PauseWorkflow. ARGV: name, the pause's JSON,
-// generation. It returns {"ok"}, or {"exists", the stored pause's JSON}
-// and writes nothing.
+// pauseWorkflowScript is PauseWorkflow. ARGV: name, the pause's JSON, a
+// random token for the generation. It returns {"ok", the new generation},
+// or {"exists", the stored pause's JSON} and writes nothing.
 var pauseWorkflowScript = script(`
 local name, doc = take(), take()
 local k = P .. "workflow-pauses"
 local cur = redis.call("HGET", k, name)
 if cur then return {"exists", cur} end
 redis.call("HSET", k, name, doc)
-redis.call("SET", P .. "cg", ARGV[#ARGV])
-return {"ok"}
+return {"ok", bumpGeneration(ARGV[#ARGV])}
 `)
 
-// unpauseWorkflowScript is UnpauseWorkflow. ARGV: name, generation. It
-// returns {"ok", the removed pause's JSON}, or {"notfound"}.
+// unpauseWorkflowScript is UnpauseWorkflow. ARGV: name, a random token
+// for the generation. It returns {"ok", the removed pause's JSON, the new
+// generation}, or {"notfound"}.
 var unpauseWorkflowScript = script(`
 local name = take()
 local k = P .. "workflow-pauses"
 local cur = redis.call("HGET", k, name)
 if not cur then return {"notfound"} end
 redis.call("HDEL", k, name)
-redis.call("SET", P .. "cg", ARGV[#ARGV])
-return {"ok", cur}
+return {"ok", cur, bumpGeneration(ARGV[#ARGV])}
 `)
 
 // workflowPausesScript reads every workflow pause with the generation it
@@ -69,16 +68,16 @@ func (s *Store) PauseWorkflow(ctx context.Context, p weft.WorkflowPause) (*weft.
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: pause of workflow %q: %w", p.Workflow, err)
 	}
-	gen := newGeneration()
-	res, err := s.write(ctx, pauseWorkflowScript, s.args(p.Workflow, doc, gen)).Result()
+	res, err := s.write(ctx, pauseWorkflowScript, s.args(p.Workflow, doc, newGeneration())).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "pause workflow", p.Workflow, err)
 	}
 	switch reason, rest, _ := refusal(res); {
-	case reason == "ok":
+	case reason == "ok" && len(rest) == 1:
 		// This node drops what it cached at once: its next start reads the
 		// catalog again instead of committing from before the pause, to
 		// be refused.
+		gen, _ := rest[0].(string)
 		s.catalog.saw(gen)
 		return &p, nil
 	case reason == "exists" && len(rest) == 1:
@@ -97,15 +96,15 @@ func (s *Store) UnpauseWorkflow(ctx context.Context, name string) (*weft.Workflo
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
-	gen := newGeneration()
-	res, err := s.write(ctx, unpauseWorkflowScript, s.args(name, gen)).Result()
+	res, err := s.write(ctx, unpauseWorkflowScript, s.args(name, newGeneration())).Result()
 	if err != nil {
 		return nil, s.fail(ctx, "unpause workflow", name, err)
 	}
 	switch reason, rest, _ := refusal(res); {
 	case reason == "notfound":
 		return nil, store.NotFound("pause of workflow %q", name)
-	case reason == "ok" && len(rest) == 1:
+	case reason == "ok" && len(rest) == 2:
+		gen, _ := rest[1].(string)
 		s.catalog.saw(gen)
 		raw, _ := rest[0].(string)
 		p, err := decodePause(name, raw)
