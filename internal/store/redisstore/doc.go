@@ -65,6 +65,18 @@
 // the engine needs from one store; several stores (prefixes) land in
 // different slots and so on different shards.
 //
+// # Partitions
+//
+// Partitioned (partitioned.go) divides a store into P partitions, each a
+// Store of this package under a hash tag of its own (partition.Tags)
+// holding the instances whose ids hash to it, and a catalog, a Store under
+// the store's own tag holding the rest: a Redis Cluster spreads the
+// partitions over its masters. The scripts are the same in every role;
+// role.go says what differs, and the router's doc the protocols it runs
+// where one call spans two stores (the outbox, stimulus reservations, the
+// catalog generation copied into the partitions, the plugin delete's
+// barrier).
+//
 // # Durability
 //
 // The store assumes AOF (appendonly yes); Open logs a warning when
@@ -181,7 +193,10 @@
 //	P bk                  bookmarks: (event, key, instance, step) + bookmark
 //	P due                 timers: time + (instance, id) + timer
 //	P s:<id>              stimulus hash: doc, state, ex (expiry), set (settled),
-//	                      to, out, qm (its queue member while queued)
+//	                      to, out, qm (its queue member while queued), rv (while a
+//	                      partition's commit has it reserved: deadline (time) +
+//	                      instance; the stimulus is then in neither sq nor sx)
+//	P sv                  reserved stimuli by deadline: time + id (stimreserve.go)
 //	P sq                  queue: (name, key) + 20-digit sequence + id
 //	P sx, P sd, P sf      queued by expiry, dead by death, settled by forget time: time + id
 //	P mseq, P sseq, P pseq   counters: inbox Seq, queue order, plugin order
@@ -199,9 +214,25 @@
 //	P sh:<id>             list of the schedule's last weft.MaxScheduleEvents events:
 //	                      an event's Seq is es less its distance from the end
 //	P sn, P sw            schedules by id; schedules with a wake by (wake, id): time + id
-//	P cg                  the catalog's generation: a random token that every
-//	                      change of definitions, plugins or workflow pauses sets
-//	                      with the change
+//	P cg                  the catalog's generation, "<order, 15 digits>.<random>"
+//	                      (bumpGeneration), set with every change of definitions,
+//	                      plugins or workflow pauses (a store's first is random,
+//	                      of order 0); a partition's is a copy, only ever raised
+//	                      (by the router's copy, or a create that read a later
+//	                      one); a plugin delete's barrier is an order handed out
+//	                      to the partitions and never set in the catalog
+//	P cgn                 counter of the generations' orders
+//	P partitions          (catalog) the number of partitions, fixed at creation;
+//	                      the schema key of a partitioned store's catalog is "3p"
+//	P sdl:<sid>           (partition) marker of a commit that consumed stimulus sid:
+//	                      its outcome, or releasedMarker once the sweep released
+//	                      the reservation; expires after DeliveredRetention
+//	P ob, P obx, P obseq  outbox: entry id -> time + len ":" target + len ":" message
+//	                      id + message record; the entries by (time, id); the
+//	                      entry counter. Messages for another store's instances
+//	                      (a catalog's: all of Deliver's and a batch's)
+//	P rcv, P rcvx         entries received from other stores' outboxes: source tag
+//	                      "/" entry id -> forget time; by (forget time, entry)
 //	P workflow-pauses     paused workflows: name → JSON of its weft.WorkflowPause
 //	P ck:<key>            concurrency slots of a key (slots.go): hash h (the holders,
 //	                      JSON in grant order, times in Unix nanoseconds), lim and
