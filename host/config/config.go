@@ -84,6 +84,10 @@ type redisConfig struct {
 	// into hash-tag shards that a Redis Cluster's masters share
 	// (node.Config.RedisShards). Defaults to 1.
 	Shards int `koanf:"shards"`
+	// Partitions divides the store into hash-tag partitions that a Redis
+	// Cluster's masters share (node.Config.RedisPartitions), fixed when
+	// the store is created. Defaults to 1: the whole store under one tag.
+	Partitions int `koanf:"partitions"`
 }
 
 // logConfig configures the host's own log, on stderr.
@@ -389,7 +393,7 @@ func defaultConfig() settings {
 		// The engine's zero value records no attempt data; a host keeps
 		// documents of a readable size.
 		History: historyConfig{AttemptDataLimit: engine.DefaultAttemptDataLimit, VarsLimit: engine.DefaultVarsLimit},
-		Redis:   redisConfig{WaitTimeout: nodeDefaults.RedisWaitTimeout, Shards: nodeDefaults.RedisShards},
+		Redis:   redisConfig{WaitTimeout: nodeDefaults.RedisWaitTimeout, Shards: nodeDefaults.RedisShards, Partitions: nodeDefaults.RedisPartitions},
 	}
 }
 

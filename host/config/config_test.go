@@ -324,6 +324,7 @@ func badValues() map[string]struct{ value, key string } {
 		"redis.wait_replicas":             {value: "-1"},
 		"redis.wait_timeout":              {value: "2m"},
 		"redis.shards":                    {value: "1025"},
+		"redis.partitions":                {value: "1025"},
 	}
 }
 

@@ -51,6 +51,7 @@ func (c *Loaded) libraries() libraries {
 			RedisWaitReplicas: c.Redis.WaitReplicas,
 			RedisWaitTimeout:  c.Redis.WaitTimeout,
 			RedisShards:       c.Redis.Shards,
+			RedisPartitions:   c.Redis.Partitions,
 			WorkflowsDir:      c.WorkflowsDir,
 			Engine: engine.Config{
 				NodeID:            c.NodeID,
@@ -165,6 +166,7 @@ func bindings() []binding {
 		{"redis.wait_replicas", nodeLib, "RedisWaitReplicas"},
 		{"redis.wait_timeout", nodeLib, "RedisWaitTimeout"},
 		{"redis.shards", nodeLib, "RedisShards"},
+		{"redis.partitions", nodeLib, "RedisPartitions"},
 		{"workflows_dir", nodeLib, "WorkflowsDir"},
 		{"http.body_limit", apiLib, "BodyLimit"},
 		{"http.plugin_body_limit", apiLib, "PluginBodyLimit"},

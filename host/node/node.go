@@ -131,6 +131,14 @@ type Config struct {
 	// Defaults to 1: the queue under one tag, notifications on classic
 	// pub/sub.
 	RedisShards int
+	// RedisPartitions divides the store into that many partitions, each
+	// under a hash tag of its own, so that the masters of a Redis Cluster
+	// share the commits (redisstore.OpenPartitioned; docs/cluster.md,
+	// "Partitions"). It is fixed when the store is created: a node refuses
+	// a store made with another number. 0 or 1, the default, keeps the
+	// whole store under one tag (WithDefaults sets 1). Up to
+	// partition.Max; more than 1 needs Redis 7.0.
+	RedisPartitions int
 	// redisHook, set by the node's own tests (export_test.go), sees every
 	// command of the Redis Cluster client and of its nodes' clients.
 	redisHook redis.Hook
@@ -164,6 +172,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RedisShards == 0 {
 		c.RedisShards = 1
+	}
+	if c.RedisPartitions == 0 {
+		c.RedisPartitions = 1
 	}
 	if c.Plugins.CacheDir == "" && c.DataDir != "" {
 		c.Plugins.CacheDir = filepath.Join(c.DataDir, "cache")
@@ -237,6 +248,11 @@ func (c Config) Validate() error {
 		bad("RedisShards", "RedisShards must be from 1 to %d, got %d", partition.Max, c.RedisShards)
 	} else if c.RedisShards > 1 && c.Store != StoreRedis {
 		bad("RedisShards", "RedisShards is %d, but Store %q has no Redis to divide (Store %q has)", c.RedisShards, c.Store, StoreRedis)
+	}
+	if c.RedisPartitions < 0 || c.RedisPartitions > partition.Max {
+		bad("RedisPartitions", "RedisPartitions must be from 0 to %d, got %d", partition.Max, c.RedisPartitions)
+	} else if c.RedisPartitions > 1 && c.Store != StoreRedis {
+		bad("RedisPartitions", "RedisPartitions is %d, but Store %q has no Redis to divide (Store %q has)", c.RedisPartitions, c.Store, StoreRedis)
 	}
 	if c.QueueCapacity < 1 {
 		bad("QueueCapacity", "QueueCapacity must be at least 1, got %d", c.QueueCapacity)

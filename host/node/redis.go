@@ -85,15 +85,27 @@ func (n *Node) openRedis(ctx context.Context) (plugins.Blobs, lock.Locker, error
 		}
 		data = lockClients[0]
 	}
-	st, err := redisstore.Open(ctx, redisstore.Config{Client: data, Logger: n.log, WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout})
-	if err != nil {
-		return nil, nil, fmt.Errorf("node: opening the store on %s: %w", where, err)
-	}
-	n.store = st
 	if cfg.RedisShards > 1 {
 		if err := checkRedis7(ctx, data); err != nil {
 			return nil, nil, fmt.Errorf("node: RedisShards is %d on %s: %w", cfg.RedisShards, where, err)
 		}
+	}
+	sc := redisstore.Config{Client: data, Logger: n.log, WaitReplicas: cfg.RedisWaitReplicas, WaitTimeout: cfg.RedisWaitTimeout}
+	if cfg.RedisPartitions > 1 {
+		if err := checkRedis7(ctx, data); err != nil {
+			return nil, nil, fmt.Errorf("node: RedisPartitions is %d on %s: %w", cfg.RedisPartitions, where, err)
+		}
+		st, err := redisstore.OpenPartitioned(ctx, redisstore.PartitionedConfig{Config: sc, Partitions: cfg.RedisPartitions})
+		if err != nil {
+			return nil, nil, fmt.Errorf("node: opening the store on %s: %w", where, err)
+		}
+		n.store = st
+	} else {
+		st, err := redisstore.Open(ctx, sc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("node: opening the store on %s: %w", where, err)
+		}
+		n.store = st
 	}
 	q, err := redisqueue.New(redisqueue.Config{Client: data, Consumer: cfg.Engine.NodeID, Capacity: cfg.QueueCapacity, Shards: cfg.RedisShards, Logger: n.log})
 	if err != nil {
