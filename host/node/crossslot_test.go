@@ -1,10 +1,13 @@
 package node_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,19 +245,49 @@ output: "${ vars.e }"
 // when the other slot lives on another master. It drives workflows with
 // activities, a rate limit, a concurrency key, search attributes, a timer,
 // a wait signalled through the other node (before the wait begins, so that
-// the stimulus is queued first), a child workflow, a pause and resume with
-// an event held meanwhile, batch jobs that signal and cancel, a paused
-// workflow whose held start a resume releases, a schedule firing every
-// second, and retention deleting a finished instance. Everything
-// completes; then the watch, the servers' error counts and the nodes'
-// logs show no cross-slot error. Last, a cross-slot script sent on
-// purpose shows that the watch and the servers' counts do catch one.
+// the stimulus is queued first, then consumed), a child workflow, a pause
+// and resume with an event held meanwhile, a forced delete of a plugin
+// that a paused instance pins (refused), one signal that resumes six
+// instances, batch jobs that signal and cancel, listings page by page and
+// counts, a paused workflow whose held start a resume releases, a schedule
+// firing every second, and retention deleting a finished instance.
+// Everything completes, once; then the watch, the servers' error counts
+// and the nodes' logs show no cross-slot error. Last, a cross-slot script
+// sent on purpose shows that the watch and the servers' counts do catch
+// one.
+//
+// It runs twice, one layout after the other: the whole store under one
+// hash tag, and the store in eight partitions (RedisPartitions) spread
+// over the three masters. There what spans partitions runs protocols of
+// several commands, each of which must stay in one slot: a child's end
+// relayed to its parent in another partition through an outbox, a signal
+// delivered to instances of every master through the catalog's outbox, a
+// queued stimulus reserved in the catalog for a commit in a partition, a
+// batch's items applied through the catalog's outbox, a plugin delete
+// that fences every partition and asks each for its pins, listings merged
+// over the partitions and counts summed, and the relay loop that runs
+// every second on each node.
 //
 // A script that reads an undeclared key of another slot of its own master
 // is not refused by Redis (scripts without flags keep that leeway), so this
 // test cannot see such an access; it would fail once the slots move apart.
 func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 	t.Parallel()
+	// One after the other: each starts three redis-servers and two nodes.
+	for _, tc := range []struct {
+		name       string
+		partitions int
+	}{
+		{"whole", 0},
+		{"partitions=8", 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) { engineOnACluster(t, tc.partitions) })
+	}
+}
+
+// engineOnACluster runs TestEngineOnAClusterSendsNoCrossSlotCommand with
+// the store in partitions (0: the whole store).
+func engineOnACluster(t *testing.T, partitions int) {
 	cl := redistest.StartClusterOf(t, 3, 0)
 	watch := &crossSlotWatch{}
 	openNode := func(id string) (*node.Node, *logtest.Buffer) {
@@ -264,6 +297,7 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 		// deployment on a cluster runs them: their scripts and sharded
 		// pub/sub are under the watch too.
 		cfg.RedisShards = 4
+		cfg.RedisPartitions = partitions
 		cfg.Engine.RetentionInterval = 200 * time.Millisecond
 		n, logs, _ := open(t, node.WithRedisHook(cfg, watch))
 		return n, logs
@@ -271,6 +305,13 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 	a, logsA := openNode("a")
 	b, logsB := openNode("b")
 	ctx := context.Background()
+	// Where the partitions live, to check that the workload crosses them
+	// (nil for the whole store).
+	var layout *storeLayout
+	if partitions > 1 {
+		layout = layoutOf(t, cl, partitions)
+		t.Logf("the store's layout: %s", layout)
+	}
 	op := weft.Operation{Actor: "test", Reason: "cross-slot test"}
 	if _, _, err := a.PutPlugin(ctx, "kit", testplugins.Bytes(t, "kit")); err != nil {
 		t.Fatal(err)
@@ -290,11 +331,13 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 			t.Fatalf("starting %s %s: %v", workflow, id, err)
 		}
 	}
-	signal := func(n *node.Node, event, key string, payload any) {
+	signal := func(n *node.Node, event, key string, payload any) *weft.SignalOutcome {
 		t.Helper()
-		if _, err := n.Engine().Signal(ctx, weft.Event{Name: event, Key: key, Payload: payload}); err != nil {
+		out, err := n.Engine().Signal(ctx, weft.Event{Name: event, Key: key, Payload: payload})
+		if err != nil {
 			t.Fatalf("signalling %s %s: %v", event, key, err)
 		}
+		return out
 	}
 	get := func(id string) *weft.Instance {
 		t.Helper()
@@ -303,6 +346,14 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 			t.Fatalf("reading %s: %v", id, err)
 		}
 		return inst
+	}
+	history := func(id string) []weft.HistoryEntry {
+		t.Helper()
+		hist, err := b.Store().History(ctx, id, 0, 1000)
+		if err != nil {
+			t.Fatalf("history of %s: %v", id, err)
+		}
+		return hist
 	}
 	finished := func(id string, want weft.Status) *weft.Instance {
 		t.Helper()
@@ -317,6 +368,14 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 		}
 		return inst
 	}
+	// once checks that id's history has exactly one entry of typ: what a
+	// message relayed twice, or a stimulus consumed twice, would repeat.
+	once := func(id string, typ weft.HistoryType) {
+		t.Helper()
+		if hist := history(id); count(hist, typ) != 1 {
+			t.Errorf("%s has %d %s entries, want 1:\n%s", id, count(hist, typ), typ, dump(hist))
+		}
+	}
 
 	// Orders, through both nodes: o2 waits for acme's slot behind o1.
 	orders := []struct {
@@ -328,9 +387,18 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 		start(o.via, "xs-order", o.id, map[string]any{"id": o.id, "customer": o.customer, "amount": o.amount})
 	}
 	// Signalled through the node that did not start it, before its wait
-	// begins (after the one-second timer): queued, then delivered.
-	signal(b, "xs.approved", "o1", map[string]string{"by": "b"})
-	signal(a, "xs.approved", "o2", map[string]string{"by": "a"})
+	// begins (after the one-second timer): queued, then consumed by the
+	// instance when it reaches the wait (reserved in the catalog first,
+	// when the store has partitions).
+	queued := map[string]*weft.SignalOutcome{
+		"o1": signal(b, "xs.approved", "o1", map[string]string{"by": "b"}),
+		"o2": signal(a, "xs.approved", "o2", map[string]string{"by": "a"}),
+	}
+	for id, out := range queued {
+		if !out.Queued || len(out.Resumed) > 0 {
+			t.Errorf("the approval of %s was answered %+v, want queued: sent before the wait began", id, out)
+		}
+	}
 	// o3 is paused while it waits; its event is held, and applied on
 	// resume.
 	within(t, time.Minute, "o3 waits for its approval", func() bool {
@@ -341,6 +409,16 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 		t.Fatalf("pausing o3: %v", err)
 	}
 	within(t, time.Minute, "o3 paused", func() bool { return get("o3").Status == weft.StatusPaused })
+	// A plugin that an unfinished instance pins is not deleted, even
+	// forced: o3 pins kit. With partitions, the delete fences every
+	// partition and asks each which instances pin it.
+	var inUse *weft.InUseError
+	if err := b.DeletePlugin(ctx, "kit", true); !errors.As(err, &inUse) || !slices.Contains(inUse.Instances, "o3") {
+		t.Fatalf("a forced delete of kit, which o3 pins, answered %v; want in use by o3", err)
+	}
+	if _, err := a.GetPlugin(ctx, "kit"); err != nil {
+		t.Fatalf("kit after its refused delete: %v", err)
+	}
 	signal(a, "xs.approved", "o3", map[string]string{"by": "a"})
 	within(t, time.Minute, "o3 holds its event", func() bool {
 		hist, err := a.Store().History(ctx, "o3", 0, 1000)
@@ -349,6 +427,7 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 	if _, err := a.Engine().Resume(ctx, "o3", op); err != nil {
 		t.Fatalf("resuming o3: %v", err)
 	}
+	var children []string
 	for _, o := range orders {
 		inst := finished(o.id, weft.StatusCompleted)
 		want := fmt.Sprintf(`{"by":"%s","child":"%s"}`, map[*node.Node]string{a: "b", b: "a"}[o.via], strings.ToUpper(o.customer))
@@ -358,6 +437,40 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 		if got := compactJSON(t, inst.Output); got != want {
 			t.Errorf("%s: output %s, want %s", o.id, got, want)
 		}
+		// The child's end reached its parent once.
+		child := childOf(t, o.id, history(o.id))
+		children = append(children, child)
+		finished(child, weft.StatusCompleted)
+		once(o.id, weft.HistoryChildCompleted)
+	}
+	// The queued approvals were consumed once, by the instance they name.
+	for id, out := range queued {
+		st, err := b.Store().GetStimulus(ctx, out.ID)
+		if err != nil {
+			t.Fatalf("reading the approval %s of %s: %v", out.ID, id, err)
+		}
+		if st.State != weft.StimulusDelivered || st.DeliveredTo != id {
+			t.Errorf("the approval %s of %s is %s, delivered to %q; want delivered to %s", out.ID, id, st.State, st.DeliveredTo, id)
+		}
+	}
+	if layout != nil {
+		// Each child's end went through an outbox: the children live in
+		// other partitions than their parents, some on another master.
+		masters := 0
+		var where []string
+		for i, o := range orders {
+			where = append(where, fmt.Sprintf("%s in %d, its child %s in %d", o.id, layout.part(o.id), children[i], layout.part(children[i])))
+			if layout.part(children[i]) == layout.part(o.id) {
+				t.Errorf("%s and its child %s are both in partition %d: pick ids whose children are in other partitions", o.id, children[i], layout.part(o.id))
+			}
+			if layout.master(children[i]) != layout.master(o.id) {
+				masters++
+			}
+		}
+		if masters == 0 {
+			t.Errorf("every order's child %v lives on its parent's master: pick ids that cross masters", children)
+		}
+		t.Logf("partitions: %s; %d of the children on another master than their parent", strings.Join(where, "; "), masters)
 	}
 	// Search attributes, read through the other node.
 	found, _, err := b.Engine().SearchInstances(ctx, `customer = "acme" AND amount > 100`, weft.InstanceFilter{Limit: 10})
@@ -369,6 +482,35 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 	}
 	if _, _, err := a.Engine().ConcurrencyKeys(ctx, "xs-order", "", 10); err != nil {
 		t.Errorf("listing xs-order's concurrency keys: %v", err)
+	}
+
+	// One signal resumes six instances, spread over the partitions.
+	var fan []string
+	for i := range 6 {
+		id := fmt.Sprintf("f%d", i)
+		fan = append(fan, id)
+		start([]*node.Node{a, b}[i%2], "xs-hold", id, map[string]string{"k": "fan"})
+	}
+	if layout != nil {
+		on := layout.mastersOf(fan)
+		if len(on) < 2 {
+			t.Errorf("the fan's instances %v all live on one master: pick ids that spread", fan)
+		}
+		t.Logf("the fan's instances live on %d masters", len(on))
+	}
+	within(t, time.Minute, "the fan's six instances wait", func() bool {
+		bms, err := a.Store().FindBookmarks(ctx, "xs.go", "fan")
+		return err == nil && len(bms) == len(fan)
+	})
+	out := signal(b, "xs.go", "fan", map[string]string{"by": "fan"})
+	if got := slices.Sorted(slices.Values(out.Resumed)); !slices.Equal(got, fan) || out.Queued {
+		t.Errorf("the fan's signal answered %+v, want %v resumed", out, fan)
+	}
+	for _, id := range fan {
+		if inst := finished(id, weft.StatusCompleted); compactJSON(t, inst.Output) != `{"by":"fan"}` {
+			t.Errorf("%s: output %s, want the fan's payload", id, inst.Output)
+		}
+		once(id, weft.HistoryBookmarkResumed)
 	}
 
 	// Batch jobs: a signal by ids, a cancel by query.
@@ -401,15 +543,79 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 			}
 			return st.Phase == batch.PhaseDone
 		})
+		items, err := b.Engine().BatchItems(ctx, bt.ID, weft.BatchItemFilter{Limit: 10})
+		if err != nil {
+			t.Fatalf("batch %s's items: %v", bt.ID, err)
+		}
+		done := 0
+		for _, it := range items {
+			if it.Outcome == weft.BatchDone {
+				done++
+			}
+		}
+		if done != 3 || len(items) != 3 {
+			t.Errorf("batch %s %s: items %+v, want three, done", bt.ID, doc, items)
+		}
 	}
 	for i := range 3 {
-		if inst := finished(fmt.Sprintf("h%d", i), weft.StatusCompleted); compactJSON(t, inst.Output) != `{"by":"batch"}` {
-			t.Errorf("h%d: output %s, want the batch's payload", i, inst.Output)
+		h, d := fmt.Sprintf("h%d", i), fmt.Sprintf("d%d", i)
+		if inst := finished(h, weft.StatusCompleted); compactJSON(t, inst.Output) != `{"by":"batch"}` {
+			t.Errorf("%s: output %s, want the batch's payload", h, inst.Output)
 		}
-		finished(fmt.Sprintf("d%d", i), weft.StatusCancelled)
+		once(h, weft.HistoryBookmarkResumed)
+		finished(d, weft.StatusCancelled)
+		once(d, weft.HistoryInstanceCancelled)
 	}
 	if _, _, err := b.Engine().ListBatches(ctx, "", 10); err != nil {
 		t.Errorf("listing batches: %v", err)
+	}
+
+	// Listings page by page, merged over the partitions, and counts:
+	// every instance so far, once, in order.
+	all := []string{"d0", "d1", "d2", "h0", "h1", "h2", "o1", "o2", "o3"}
+	all = append(all, fan...)
+	all = append(all, children...)
+	slices.Sort(all)
+	holds := []string{"f0", "f1", "f2", "f3", "f4", "f5", "h0", "h1", "h2"}
+	for _, tc := range []struct {
+		what  string
+		f     weft.InstanceFilter
+		query string
+		want  []string
+		// inOrder: want is in the listing's order; else the listing
+		// is checked against the creation order.
+		inOrder bool
+	}{
+		{"every instance", weft.InstanceFilter{Limit: 4}, "", all, false},
+		{"every instance, newest first", weft.InstanceFilter{Limit: 5, NewestFirst: true}, "", all, false},
+		{"xs-hold's completed", weft.InstanceFilter{Limit: 2, Workflow: "xs-hold", Status: weft.StatusCompleted}, "", holds, false},
+		{"a search reading four at most per call", weft.InstanceFilter{Limit: 3, Examine: 4}, `workflow = "xs-hold" OR workflow = "xs-doomed"`, append(slices.Clone(holds), "d0", "d1", "d2"), false},
+		{"the orders by amount", weft.InstanceFilter{Limit: 1}, `amount >= 0`, []string{"o2", "o1", "o3"}, true},
+	} {
+		got := listAll(t, a, tc.query, tc.f)
+		switch {
+		case tc.inOrder && !slices.Equal(ids(got), tc.want):
+			t.Errorf("listing %s: %v, want %v", tc.what, ids(got), tc.want)
+		case !tc.inOrder && !slices.Equal(slices.Sorted(slices.Values(ids(got))), slices.Sorted(slices.Values(tc.want))):
+			t.Errorf("listing %s: %v, want %v in any order", tc.what, ids(got), tc.want)
+		case !tc.inOrder && !inOrder(got, tc.f.NewestFirst):
+			t.Errorf("listing %s: %v, not in creation order", tc.what, ids(got))
+		}
+	}
+	for wf, want := range map[string]map[weft.Status]int{
+		"xs-hold":   {weft.StatusCompleted: len(holds)},
+		"xs-doomed": {weft.StatusCancelled: 3},
+		"xs-order":  {weft.StatusCompleted: 3},
+		"greet":     {weft.StatusCompleted: 3},
+		"":          {weft.StatusCompleted: len(all) - 3, weft.StatusCancelled: 3},
+	} {
+		got, err := b.CountInstances(ctx, wf)
+		if err != nil {
+			t.Fatalf("counting the instances of %q: %v", wf, err)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("counting the instances of %q: %v, want %v", wf, got, want)
+		}
 	}
 
 	// A paused workflow holds a start; its resume releases it; the
@@ -487,6 +693,74 @@ func TestEngineOnAClusterSendsNoCrossSlotCommand(t *testing.T) {
 	if n := crossSlotErrors(t, cl); n != 1 {
 		t.Errorf("after the control the servers count %d CROSSSLOT errors, want 1", n)
 	}
+}
+
+// childOf returns the id of the child workflow that parent's history
+// (hist) says it started.
+func childOf(t *testing.T, parent string, hist []weft.HistoryEntry) string {
+	t.Helper()
+	for _, ev := range hist {
+		if ev.Type != weft.HistoryChildStarted {
+			continue
+		}
+		var data struct {
+			Instance string `json:"instance"`
+		}
+		if err := json.Unmarshal(ev.Data, &data); err != nil || data.Instance == "" {
+			t.Fatalf("%s's child_started entry %s: %v", parent, ev.Data, err)
+		}
+		return data.Instance
+	}
+	t.Fatalf("%s started no child:\n%s", parent, dump(hist))
+	return ""
+}
+
+// listAll reads every page of a listing through n, of a search when query
+// is not empty, and fails the test when it does not end within 100 pages
+// or lists an instance twice.
+func listAll(t *testing.T, n *node.Node, query string, f weft.InstanceFilter) []weft.Instance {
+	t.Helper()
+	ctx := context.Background()
+	var all []weft.Instance
+	seen := map[string]bool{}
+	for range 100 {
+		var page []weft.Instance
+		var next string
+		var err error
+		if query != "" {
+			page, next, err = n.SearchInstances(ctx, query, f)
+		} else {
+			page, next, err = n.Instances(ctx, f)
+		}
+		if err != nil {
+			t.Fatalf("listing %+v %q after %d instances: %v", f, query, len(all), err)
+		}
+		for _, in := range page {
+			if seen[in.ID] {
+				t.Errorf("listing %+v %q: %s listed twice", f, query, in.ID)
+			}
+			seen[in.ID] = true
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all
+		}
+		f.Cursor = next
+	}
+	t.Fatalf("listing %+v %q: no end within 100 pages (%d instances)", f, query, len(all))
+	return nil
+}
+
+// inOrder reports whether insts are in creation order (by CreatedAt, then
+// ID), the newest first when newestFirst.
+func inOrder(insts []weft.Instance, newestFirst bool) bool {
+	return slices.IsSortedFunc(insts, func(x, y weft.Instance) int {
+		c := cmp.Or(x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.ID, y.ID))
+		if newestFirst {
+			return -c
+		}
+		return c
+	})
 }
 
 // compactJSON returns raw compacted, its object keys sorted.

@@ -69,22 +69,36 @@ const (
 // the window it measured: the acknowledged starts lost, and the
 // replication lag at the kill (the master's replication offset, read just
 // before the kill, against what the promoted replica had received of it).
+//
+// The third case divides the store into eight partitions
+// (RedisPartitions), with wait_replicas 1, and kills a master that serves
+// partitions but neither the catalog nor the ready queue: the same
+// promises hold for every acknowledged start, and the masters that live
+// on go on alone. What no write can be confirmed on, from the kill until
+// the old master is back, is the killed master's partitions only: starts
+// whose instance lives in another partition are acknowledged meanwhile.
 func TestClusterFailover(t *testing.T) {
 	t.Parallel()
 	// One after the other: each starts six redis-servers and three nodes.
 	for _, tc := range []struct {
 		name         string
 		waitReplicas int
+		partitions   int
 	}{
-		{"wait_replicas=1", 1},
-		{"no_wait", 0},
+		{"wait_replicas=1", 1, 0},
+		{"no_wait", 0, 0},
+		{"partitions=8,wait_replicas=1", 1, 8},
 	} {
-		t.Run(tc.name, func(t *testing.T) { failover(t, tc.waitReplicas) })
+		t.Run(tc.name, func(t *testing.T) { failover(t, tc.waitReplicas, tc.partitions) })
 	}
 }
 
-// failover runs TestClusterFailover with waitReplicas.
-func failover(t *testing.T, waitReplicas int) {
+// queueKey is a key of the ready queue's slot, with one shard.
+const queueKey = "{weft:queue}:queued"
+
+// failover runs TestClusterFailover with waitReplicas, and the store in
+// partitions (0: the whole store).
+func failover(t *testing.T, waitReplicas, partitions int) {
 	cl := redistest.StartClusterOf(t, 3, 1)
 	ctx := context.Background()
 	hosts := make([]*hosttest.Host, 3)
@@ -92,6 +106,7 @@ func failover(t *testing.T, waitReplicas int) {
 		cfg := clusterConfig(t, fmt.Sprintf("n%d", i))
 		cfg.RedisCluster = cl.Addrs()
 		cfg.RedisWaitReplicas = waitReplicas
+		cfg.RedisPartitions = partitions
 		cfg.RedisWaitTimeout = 2 * time.Second
 		// Runs that failed during the failover back off from this.
 		cfg.Engine.RecoveryInterval = 250 * time.Millisecond
@@ -102,10 +117,32 @@ func failover(t *testing.T, waitReplicas int) {
 	for i, h := range hosts {
 		within(t, 2*time.Minute, fmt.Sprintf("node n%d ready", i), func() bool { return h.Node.Ready(ctx) == nil })
 	}
-	master := cl.MasterOf(t, storeKey)
+	// The master to kill: the store's, or with partitions one that
+	// serves some and neither the catalog nor the ready queue, whose
+	// masters the cases of the whole store kill (the catalog's is the
+	// store's). killKey is a key of its slots; down says whether an
+	// instance lives on it.
+	killKey, down := storeKey, func(string) bool { return true }
+	var layout *storeLayout
+	if partitions > 1 {
+		layout = layoutOf(t, cl, partitions)
+		queue := cl.MasterOf(t, queueKey)
+		for _, m := range cl.Masters(t) {
+			if parts := layout.partsOn(m); len(parts) > 0 && m != layout.catalog && m != queue {
+				killKey = layout.tags[parts[0]] + "schema"
+				down = func(id string) bool { return layout.master(id) == m }
+				t.Logf("the store's layout: %s; the queue on %s; killing %s, which serves partitions %v", layout, layout.name(queue), layout.name(m), parts)
+				break
+			}
+		}
+		if killKey == storeKey {
+			t.Fatalf("no master serves partitions without the catalog or the queue: %s; the queue on %s", layout, layout.name(queue))
+		}
+	}
+	master := cl.MasterOf(t, killKey)
 	replicas := cl.ReplicasOf(t, master)
 	if len(replicas) != 1 {
-		t.Fatalf("the store's master %s has %d replicas, want 1", master.Addr(), len(replicas))
+		t.Fatalf("the master %s of %s has %d replicas, want 1", master.Addr(), killKey, len(replicas))
 	}
 
 	l := &failoverLoad{hosts: hosts}
@@ -124,13 +161,13 @@ func failover(t *testing.T, waitReplicas int) {
 	// its stream it had written, at least, when it died.
 	masterOffset := replOffset(t, master, "master_repl_offset")
 	killedAt := time.Now()
-	if killed := cl.KillMasterOf(t, storeKey); killed != master {
-		t.Fatalf("killed %s, the store's master was %s", killed.Addr(), master.Addr())
+	if killed := cl.KillMasterOf(t, killKey); killed != master {
+		t.Fatalf("killed %s, the master of %s was %s", killed.Addr(), killKey, master.Addr())
 	}
-	promoted := cl.WaitFailover(t, storeKey)
+	promoted := cl.WaitFailover(t, killKey)
 	promotedAt := time.Now()
 	if promoted != replicas[0] {
-		t.Errorf("the store's slot went to %s, not to the master's replica %s", promoted.Addr(), replicas[0].Addr())
+		t.Errorf("the slot of %s went to %s, not to the master's replica %s", killKey, promoted.Addr(), replicas[0].Addr())
 	}
 	// A promoted replica keeps the old master's stream up to its
 	// second_repl_offset (exclusive): what it had received when promoted.
@@ -165,8 +202,8 @@ func failover(t *testing.T, waitReplicas int) {
 			firstProblem[a.answer()] = a.problem
 		}
 	}
-	t.Logf("store's master %s killed; replica %s promoted %s later; old master back as a replica %s after the kill",
-		master.Addr(), promoted.Addr(), promotedAt.Sub(killedAt).Round(time.Millisecond), healthyAt.Sub(killedAt).Round(time.Millisecond))
+	t.Logf("master %s of %s killed; replica %s promoted %s later; old master back as a replica %s after the kill",
+		master.Addr(), killKey, promoted.Addr(), promotedAt.Sub(killedAt).Round(time.Millisecond), healthyAt.Sub(killedAt).Round(time.Millisecond))
 	if missed := masterOffset - received; missed > 0 {
 		t.Logf("replication at the kill: the promoted replica had received the master's stream up to offset %d, %d bytes short of the %d the master had written when last read before the kill",
 			received, missed, masterOffset)
@@ -180,17 +217,58 @@ func failover(t *testing.T, waitReplicas int) {
 	}
 	t.Logf("writes failed: %s", failureWindow(attempts, killedAt))
 	// Between the promotion and the old master's restart the promoted
-	// replica has no replica: with wait_replicas, no write of the store
-	// can be confirmed, so no start sent then is acknowledged.
+	// replica has no replica: with wait_replicas, no write of its slots
+	// can be confirmed, so no start sent then whose instance lives there
+	// is acknowledged.
 	alone := 0
 	for _, a := range acked {
-		if !a.sent.Before(promotedAt) && a.answered.Before(restartAt) {
+		if down(a.id) && !a.sent.Before(promotedAt) && a.answered.Before(restartAt) {
 			alone++
 		}
 	}
-	t.Logf("%d starts sent after the promotion were acknowledged before the old master restarted", alone)
+	t.Logf("%d starts on the killed master's slots sent after the promotion were acknowledged before the old master restarted", alone)
 	if waitReplicas > 0 && alone > 0 {
-		t.Errorf("with wait_replicas %d, %d starts were acknowledged while the store's master had no replica", waitReplicas, alone)
+		t.Errorf("with wait_replicas %d, %d starts were acknowledged while the master of their slot had no replica", waitReplicas, alone)
+	}
+	if layout != nil {
+		// The other masters' partitions went on: starts whose instance
+		// lives there were acknowledged from the kill until the old
+		// master restarted, and every one sent once the replica was
+		// promoted. Before that, from when the cluster marks the master
+		// failed, the cluster refuses every slot (CLUSTERDOWN, with
+		// Redis's default cluster-require-full-coverage).
+		upAnswers, downAnswers := map[string]int{}, map[string]int{}
+		upProblem := map[string]string{}
+		var refused []string
+		for _, a := range attempts {
+			if a.sent.Before(killedAt) || !a.answered.Before(restartAt) {
+				continue
+			}
+			if down(a.id) {
+				downAnswers[a.answer()]++
+				continue
+			}
+			upAnswers[a.answer()]++
+			if a.status == http.StatusCreated {
+				continue
+			}
+			if _, ok := upProblem[a.answer()]; !ok {
+				upProblem[a.answer()] = a.problem
+			}
+			if !a.sent.Before(promotedAt) {
+				refused = append(refused, fmt.Sprintf("%s, sent %s after the promotion: %s %s", a.id, a.sent.Sub(promotedAt).Round(time.Millisecond), a.answer(), a.problem))
+			}
+		}
+		t.Logf("starts sent once the kill began and answered before the old master restarted: on the killed master's partitions %v, on the others %v", downAnswers, upAnswers)
+		for answer, problem := range upProblem {
+			t.Logf("first %s answer on the others: %s", answer, problem)
+		}
+		if upAnswers["201"] == 0 {
+			t.Errorf("no start on the partitions of the masters that lived on was acknowledged while the killed master's were down: %v", upAnswers)
+		}
+		if len(refused) > 0 {
+			t.Errorf("%d starts on the partitions of the masters that lived on, sent after the promotion, failed; the first: %s", len(refused), strings.Join(refused[:min(len(refused), 3)], "\n"))
+		}
 	}
 	for answer := range answers {
 		switch answer {

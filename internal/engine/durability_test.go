@@ -13,7 +13,7 @@ import (
 
 // laggingReplicas is a store whose replicas fall behind while behind is
 // set, as redisstore with WaitReplicas sees it: a create is applied and
-// then answered as not durable, and Barrier fails.
+// then answered as not durable, and BarrierOf fails.
 type laggingReplicas struct {
 	store.Store
 	behind   atomic.Bool
@@ -28,7 +28,7 @@ func (s *laggingReplicas) Commit(ctx context.Context, c store.Commit) (uint64, e
 	return rev, err
 }
 
-func (s *laggingReplicas) Barrier(context.Context) error {
+func (s *laggingReplicas) BarrierOf(context.Context, string) error {
 	s.barriers.Add(1)
 	if s.behind.Load() {
 		return fmt.Errorf("0 of 1 replicas: %w: %w", weft.ErrUnavailable, store.ErrNotDurable)

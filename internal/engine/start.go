@@ -292,7 +292,7 @@ func (e *Engine) existing(ctx context.Context, workflow, id string) (*weft.Insta
 		// A retried start is answered from a create that may not have
 		// reached the replicas yet (its first answer was an error), and
 		// so is a refusal of the id.
-		if err := b.Barrier(ctx); err != nil {
+		if err := b.BarrierOf(ctx, id); err != nil {
 			return nil, fmt.Errorf("engine: instance %s exists: %w", id, err)
 		}
 	}
@@ -303,12 +303,12 @@ func (e *Engine) existing(ctx context.Context, workflow, id string) (*weft.Insta
 }
 
 // durabilityBarrier is a store whose writes can be applied before they
-// are durable (redisstore waiting for replicas): Barrier returns once
-// everything the store held when it was called is durable, or an error
-// matching store.ErrNotDurable. An answer the engine gives from a read
-// rather than from its own write calls it first.
+// are durable (redisstore waiting for replicas): BarrierOf returns once
+// everything the store held of instance id when it was called is durable,
+// or an error matching store.ErrNotDurable. An answer the engine gives
+// from a read rather than from its own write calls it first.
 type durabilityBarrier interface {
-	Barrier(ctx context.Context) error
+	BarrierOf(ctx context.Context, id string) error
 }
 
 func randomHex(n int) string {

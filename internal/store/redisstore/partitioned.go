@@ -1150,6 +1150,13 @@ func (r *Partitioned) SlotLine(ctx context.Context, key, cursor string, limit in
 	return r.cat.SlotLine(ctx, key, cursor, limit)
 }
 
+// BarrierOf waits, as Store.Barrier does, on the partition of instance
+// id alone: a master without its replicas elsewhere does not hold up an
+// answer about an instance it does not hold.
+func (r *Partitioned) BarrierOf(ctx context.Context, id string) error {
+	return r.part(id).Barrier(ctx)
+}
+
 // Barrier waits, as Store.Barrier does, on the catalog and every
 // partition: what a read found is then on the replicas whatever store it
 // came from.

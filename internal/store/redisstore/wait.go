@@ -169,6 +169,10 @@ func (s *Store) waitOn(ctx context.Context, conn waiter) error {
 	return nil
 }
 
+// BarrierOf is Barrier: the store's one master holds every instance, id
+// among them. (A partitioned store waits on the instance's partition.)
+func (s *Store) BarrierOf(ctx context.Context, _ string) error { return s.Barrier(ctx) }
+
 // Barrier returns once WaitReplicas replicas have everything the master
 // held when it was called (an INCR of P sync and WAIT), at once when
 // WaitReplicas is 0; a shortfall is an error matching
