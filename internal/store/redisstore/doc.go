@@ -223,7 +223,14 @@
 //	                      to the partitions and never set in the catalog
 //	P cgn                 counter of the generations' orders
 //	P partitions          (catalog) the number of partitions, fixed at creation;
-//	                      the schema key of a partitioned store's catalog is "3p"
+//	                      the schema key of a partitioned store's catalog is "3p",
+//	                      "3>3p" while OpenPartitioned moves a whole store's
+//	                      instances into the partitions (migratepartitions.go)
+//	P moving              (partition) set only while a whole store is being moved:
+//	                      the move adopts instances only while it exists
+//	P mv:<kind>:<id>      (partition) an instance's key restored by the move, before
+//	                      the adopt script renames it into place; expires after 10
+//	                      minutes
 //	P sdl:<sid>           (partition) marker of a commit that consumed stimulus sid:
 //	                      its outcome, or releasedMarker once the sweep released
 //	                      the reservation; expires after DeliveredRetention

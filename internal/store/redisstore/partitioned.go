@@ -88,7 +88,11 @@ const (
 
 // OpenPartitioned opens the partitioned store of cfg: the catalog and
 // every partition (Open's checks, each), recording cfg.Partitions in a new
-// store and refusing another number in an existing one.
+// store and refusing another number in an existing one. A whole store
+// under cfg.Prefix (one made by Open) becomes the catalog, and its
+// instances are moved into the partitions before OpenPartitioned returns
+// (migratepartitions.go): every node of the whole store must be stopped
+// first, as for every migration.
 func OpenPartitioned(ctx context.Context, cfg PartitionedConfig) (*Partitioned, error) {
 	cfg.Config = cfg.Config.WithDefaults()
 	if cfg.RelayInterval == 0 {
@@ -129,6 +133,9 @@ func OpenPartitioned(ctx context.Context, cfg PartitionedConfig) (*Partitioned, 
 		if r.parts[i], err = Open(ctx, pc); err != nil {
 			return nil, fmt.Errorf("redisstore: partition %d: %w", i, err)
 		}
+	}
+	if err := r.moveWhole(ctx); err != nil {
+		return nil, err
 	}
 	loop, stop := context.WithCancel(context.WithoutCancel(ctx))
 	r.stop, r.done = stop, make(chan struct{})

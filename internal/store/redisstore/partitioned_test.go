@@ -123,23 +123,18 @@ func TestPartitionedConformanceOnCluster(t *testing.T) {
 	}
 }
 
-// TestPartitionedOpenRefusesAnotherLayout: a whole store is not opened as
-// a partitioned one (moving it is not built), a partitioned one is not
-// opened whole, nor with another number of partitions.
+// TestPartitionedOpenRefusesAnotherLayout: a partitioned store is not
+// opened whole, nor with another number of partitions. (A whole store
+// opened as partitioned is moved: migratepartitions_test.go.)
 func TestPartitionedOpenRefusesAnotherLayout(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t).Client(t)
 	ctx := t.Context()
-	open(t, c, "whole:", time.Now)
 	for _, tt := range []struct {
 		name string
 		open func() error
 		want string
 	}{
-		{"a whole store as partitioned", func() error {
-			_, err := redisstore.OpenPartitioned(ctx, redisstore.PartitionedConfig{Config: redisstore.Config{Client: c, Prefix: "whole:"}, Partitions: 4})
-			return err
-		}, "is whole (schema 3), not divided into partitions"},
 		{"a partitioned store whole", func() error {
 			openPartitioned(t, c, "parted:", 4, time.Now)
 			_, err := redisstore.Open(ctx, redisstore.Config{Client: c, Prefix: "parted:"})

@@ -182,7 +182,11 @@ var _ store.Store = (*Store)(nil)
 // Open migrates a store of an older schema (doc.go's layout names each)
 // before it returns. Nodes of the older build must be stopped first: they
 // check the schema only when they open the store, and would go on writing
-// the older layout.
+// the older layout. Opened as the catalog of a partitioned store
+// (OpenPartitioned), a whole store is marked as moving into partitions
+// (its schema key holds movingSchema) before Open returns, and
+// OpenPartitioned moves its instances (migratepartitions.go); a whole
+// Open refuses a store so marked.
 //
 // # Notes
 //
@@ -217,14 +221,29 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	switch {
 	case v == partitionedSchema && want != v:
 		return nil, fmt.Errorf("redisstore: open %s: the store under %s is divided into partitions: open it with them (redis.partitions)", s.addr, s.p)
-	case want == partitionedSchema && v != want:
-		return nil, fmt.Errorf("redisstore: open %s: the store under %s is whole (schema %s), not divided into partitions: moving a whole store into partitions is not built yet; use another prefix, or no partitions", s.addr, s.p, v)
+	case v == movingSchema && want != partitionedSchema:
+		return nil, fmt.Errorf("redisstore: open %s: the store under %s is being moved into partitions (schema %s): open it with them (redis.partitions), which finishes the move", s.addr, s.p, v)
 	}
 	if v == "1" || v == "2" {
 		if err := s.migrate(ctx, v); err != nil {
 			return nil, fmt.Errorf("redisstore: open %s: migrating schema %s to %s: %w", s.addr, v, schemaVersion, err)
 		}
 		v = schemaVersion
+	}
+	if want == partitionedSchema && v == schemaVersion {
+		// A whole store opened as a partitioned store's catalog: its tag
+		// becomes the catalog's, and OpenPartitioned moves its instances
+		// into the partitions (migratepartitions.go). The mark makes every
+		// whole Open refuse it from now on, this build's and older ones.
+		if err := s.write(ctx, markSchemaScript, s.args(schemaVersion, movingSchema)).Err(); err != nil {
+			return nil, fmt.Errorf("redisstore: open %s: marking %s as moving into partitions: %w", s.addr, key, err)
+		}
+		if v, err = s.c.Get(ctx, key).Result(); err != nil {
+			return nil, fmt.Errorf("redisstore: open %s: reading %s: %w", s.addr, key, err)
+		}
+	}
+	if want == partitionedSchema && v == movingSchema {
+		v = want // OpenPartitioned finishes the move before it answers
 	}
 	if v != want {
 		return nil, fmt.Errorf("redisstore: open %s: key %s holds schema version %q, this build reads %q", s.addr, key, v, want)

@@ -47,7 +47,7 @@ func (r role) String() string {
 }
 
 // partitionedSchema marks the catalog of a partitioned store (its schema
-// key), so that a build that reads only whole stores refuses it, and
-// OpenPartitioned refuses a whole store (moving one into partitions is
-// not built yet).
+// key), so that a build that reads only whole stores refuses it;
+// OpenPartitioned moves a whole store into partitions before it marks it
+// (migratepartitions.go).
 const partitionedSchema = "3p"
