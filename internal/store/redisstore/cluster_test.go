@@ -39,27 +39,7 @@ func TestConformanceOnCluster(t *testing.T) {
 	t.Run("suite", func(t *testing.T) { exercise(t, c, "cluster", &plain) })
 	t.Run("waited", func(t *testing.T) { exerciseWaited(t, c, "waited", &waited) })
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var mu sync.Mutex
-	held := map[string][]string{} // master's address → its keys
-	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		var keys []string
-		iter := node.Scan(ctx, 0, "*", 1000).Iterator()
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			return fmt.Errorf("SCAN on %s: %w", node.Options().Addr, err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		held[node.Options().Addr] = keys
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := keysByMaster(t, c)
 
 	stores := map[string]string{} // store's hash tag → the master that holds it
 	synced := 0                   // waited stores with a sync counter
@@ -129,4 +109,32 @@ func exerciseWaited(t *testing.T, c redis.UniversalClient, name string, n *atomi
 			return s
 		}
 	})
+}
+
+// keysByMaster returns every key of the cluster, by the address of the
+// master that holds it (SCAN on each).
+func keysByMaster(t *testing.T, c *redis.ClusterClient) map[string][]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	held := map[string][]string{}
+	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		var keys []string
+		iter := node.Scan(ctx, 0, "*", 1000).Iterator()
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return fmt.Errorf("SCAN on %s: %w", node.Options().Addr, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		held[node.Options().Addr] = keys
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held
 }

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,27 +70,7 @@ func TestPartitionedConformanceOnCluster(t *testing.T) {
 	var count atomic.Int64
 	t.Run("suite", func(t *testing.T) { exercisePartitioned(t, c, "pc", n, &count) })
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var mu sync.Mutex
-	held := map[string][]string{} // master's address → its keys
-	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		var keys []string
-		iter := node.Scan(ctx, 0, "*", 1000).Iterator()
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			return fmt.Errorf("SCAN on %s: %w", node.Options().Addr, err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		held[node.Options().Addr] = keys
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := keysByMaster(t, c)
 	tags := map[string]bool{}
 	for i := range count.Load() {
 		prefix := fmt.Sprintf("pc-%d:", i+1)
