@@ -540,19 +540,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}()
 	}
 	e.requeuePending(ctx)
-	for _, w := range []struct {
-		key      string
-		interval time.Duration
-		ttl      time.Duration
-		work     func(context.Context)
-	}{
-		{"weft-timers-sweep", e.cfg.TimerInterval, singletonTTL(e.cfg.TimerInterval), e.sweepTimers},
-		{"weft-schedules-sweep", e.cfg.ScheduleInterval, singletonTTL(e.cfg.ScheduleInterval), e.sweepSchedules},
-		{"weft-batches-sweep", e.cfg.BatchInterval, batchesTTL(e.cfg.BatchInterval), e.sweepBatches},
-		{"weft-recovery-sweep", e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), e.recoverySweep},
-		{"weft-stimuli-sweep", e.cfg.StimulusInterval, singletonTTL(e.cfg.StimulusInterval), e.sweepStimuli},
-		{"weft-retention-sweep", e.cfg.RetentionInterval, singletonTTL(e.cfg.RetentionInterval), e.sweepRetention},
-	} {
+	for _, w := range e.sweeps() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -763,4 +751,58 @@ func seeded(id string, seq uint64) func() float64 {
 	h.Write(b[:])
 	r := mrand.New(mrand.NewPCG(h.Sum64(), seq))
 	return r.Float64
+}
+
+// sweep is singleton work: run every interval on the one node that holds
+// the try-lock key (for ttl at most).
+type sweep struct {
+	key      string
+	interval time.Duration
+	ttl      time.Duration
+	work     func(context.Context)
+}
+
+// sweepLanes is a store divided into partitions (redisstore.Partitioned)
+// that hands out views of shares of them: a view answers the sweeps'
+// reads of instances (DueTimers, ExpiredLeases, WaitingInboxes,
+// ExpiredInstances, ListInstances) from its share, and every other call as
+// the store.
+type sweepLanes interface {
+	SweepLanes() []store.Store
+}
+
+// sweeps lists the singleton sweeps. On a store with sweep lanes, the
+// sweeps that read instances (timers, the recovery of instances,
+// retention) run once per lane, each under a try-lock of its own
+// ("weft-timers-sweep:2/8"), so that the nodes share them; the rest of
+// the recovery sweep (queued stimuli, concurrency slots) and the sweeps
+// of the catalog stay one singleton each.
+func (e *Engine) sweeps() []sweep {
+	out := []sweep{
+		{"weft-schedules-sweep", e.cfg.ScheduleInterval, singletonTTL(e.cfg.ScheduleInterval), e.sweepSchedules},
+		{"weft-batches-sweep", e.cfg.BatchInterval, batchesTTL(e.cfg.BatchInterval), e.sweepBatches},
+		{"weft-stimuli-sweep", e.cfg.StimulusInterval, singletonTTL(e.cfg.StimulusInterval), e.sweepStimuli},
+	}
+	var lanes []store.Store
+	if l, ok := e.store.(sweepLanes); ok {
+		lanes = l.SweepLanes()
+	}
+	if len(lanes) < 2 {
+		return append(out,
+			sweep{"weft-timers-sweep", e.cfg.TimerInterval, singletonTTL(e.cfg.TimerInterval), func(ctx context.Context) { e.sweepTimers(ctx, e.store) }},
+			sweep{"weft-recovery-sweep", e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), e.recoverySweep},
+			sweep{"weft-retention-sweep", e.cfg.RetentionInterval, singletonTTL(e.cfg.RetentionInterval), func(ctx context.Context) { e.sweepRetention(ctx, e.store) }},
+		)
+	}
+	out = append(out, sweep{"weft-recovery-sweep", e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), e.recoverCatalog})
+	for i, s := range lanes {
+		name := fmt.Sprintf(":%d/%d", i, len(lanes))
+		cursor := new(string) // the lane's walk of pending instances; its singleton's alone
+		out = append(out,
+			sweep{"weft-timers-sweep" + name, e.cfg.TimerInterval, singletonTTL(e.cfg.TimerInterval), func(ctx context.Context) { e.sweepTimers(ctx, s) }},
+			sweep{"weft-recovery-sweep" + name, e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), func(ctx context.Context) { e.recoverInstances(ctx, s, cursor) }},
+			sweep{"weft-retention-sweep" + name, e.cfg.RetentionInterval, singletonTTL(e.cfg.RetentionInterval), func(ctx context.Context) { e.sweepRetention(ctx, s) }},
+		)
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/store"
 )
 
 // Retention: the commit that finishes an instance stamps it with the time
@@ -34,11 +35,12 @@ func (e *Engine) deleteAfter(def *definition.Definition, finished time.Time) tim
 }
 
 // sweepRetention deletes the finished instances whose DeleteAfter has
-// passed, asking the store for RetentionBatch at a time, again while
+// passed, asking s (the store, or one of its sweep lanes) for
+// RetentionBatch at a time, again while
 // batches come back full and it deletes some of each, until half the
 // singleton lock's TTL has passed (the next node's turn must not overlap
 // this one) or ctx ends.
-func (e *Engine) sweepRetention(ctx context.Context) {
+func (e *Engine) sweepRetention(ctx context.Context, s store.Store) {
 	start := e.cfg.Now()
 	stop := start.Add(singletonTTL(e.cfg.RetentionInterval) / 2)
 	total := 0
@@ -50,7 +52,7 @@ func (e *Engine) sweepRetention(ctx context.Context) {
 	}()
 	for {
 		now := e.cfg.Now()
-		ids, err := e.store.ExpiredInstances(ctx, now, e.cfg.RetentionBatch)
+		ids, err := s.ExpiredInstances(ctx, now, e.cfg.RetentionBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.log.Warn("finding instances past their retention", "err", err)

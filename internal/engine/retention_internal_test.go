@@ -100,7 +100,7 @@ func TestRetentionSweepBatches(t *testing.T) {
 
 	// Batches of 3: due-0..2 (all deleted), due-3..5 (due-4 busy), then
 	// due-4 and due-6: short, the last.
-	e.sweepRetention(ctx)
+	e.sweepRetention(ctx, e.store)
 	if got, want := st.calls(), []int{3, 3, 3}; !slices.Equal(got, want) {
 		t.Errorf("ExpiredInstances called with limits %v, want %v", got, want)
 	}
@@ -126,7 +126,7 @@ func TestRetentionSweepBatches(t *testing.T) {
 
 	// Once free, the busy one goes at the next turn.
 	busy.Release(ctx)
-	e.sweepRetention(ctx)
+	e.sweepRetention(ctx, e.store)
 	if got, want := st.calls(), []int{3}; !slices.Equal(got, want) {
 		t.Errorf("second turn: ExpiredInstances called with limits %v, want %v", got, want)
 	}
@@ -141,7 +141,7 @@ func TestRetentionSweepBatches(t *testing.T) {
 	st.mu.Lock()
 	st.stale = []string{"live", "gone"}
 	st.mu.Unlock()
-	e.sweepRetention(ctx)
+	e.sweepRetention(ctx, e.store)
 	if got, want := left(), []string{"live", "not-yet"}; !slices.Equal(got, want) {
 		t.Errorf("after a turn on stale ids, instances %v are left, want %v", got, want)
 	}
@@ -170,7 +170,7 @@ func TestRetentionSweepStopsWithItsContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	e.sweepRetention(ctx)
+	e.sweepRetention(ctx, e.store)
 	if _, err := bolt.GetInstance(context.Background(), "due"); err != nil {
 		t.Errorf("a cancelled sweep deleted the instance: %v", err)
 	}

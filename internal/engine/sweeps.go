@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/queue"
+	"github.com/weftworks/weft/internal/store"
 )
 
 // The singleton sweeps: due timers, recovery of expired leases and lost wake-ups, expired stimuli; and the requeue of pending instances at start.
@@ -38,9 +39,10 @@ func (e *Engine) singleton(ctx context.Context, key string, interval, ttl time.D
 // turn that takes longer may overlap the next node's.
 func singletonTTL(interval time.Duration) time.Duration { return max(time.Second, 4*interval) }
 
-// sweepTimers queues the instances whose timers are due.
-func (e *Engine) sweepTimers(ctx context.Context) {
-	due, err := e.store.DueTimers(ctx, e.cfg.Now(), 1000)
+// sweepTimers queues the instances whose timers s says are due (the
+// store, or one of its sweep lanes).
+func (e *Engine) sweepTimers(ctx context.Context, s store.Store) {
+	due, err := s.DueTimers(ctx, e.cfg.Now(), 1000)
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn("sweeping timers", "err", err)
 	}
@@ -121,9 +123,22 @@ func waitingSlot(in *weft.Instance) bool {
 // whose bookmark came after them, and concurrency slots held by
 // instances that ended (sweepSlots).
 func (e *Engine) recoverySweep(ctx context.Context) {
-	e.requeueExpiredLeases(ctx)
-	e.requeueWaitingInboxes(ctx)
-	e.requeueStalePending(ctx)
+	e.recoverInstances(ctx, e.store, &e.pendingCursor)
+	e.recoverCatalog(ctx)
+}
+
+// recoverInstances is the part of the recovery sweep that reads the
+// instances s holds (the store, or one of its sweep lanes), pendingCursor
+// where its walk of the pending instances goes on.
+func (e *Engine) recoverInstances(ctx context.Context, s store.Store, pendingCursor *string) {
+	e.requeueExpiredLeases(ctx, s)
+	e.requeueWaitingInboxes(ctx, s)
+	e.requeueStalePending(ctx, s, pendingCursor)
+}
+
+// recoverCatalog is the part of the recovery sweep that reads what is
+// not an instance: queued stimuli and concurrency slots.
+func (e *Engine) recoverCatalog(ctx context.Context) {
 	e.pairQueued(ctx)
 	e.sweepSlots(ctx)
 }
@@ -133,8 +148,8 @@ func (e *Engine) recoverySweep(ctx context.Context) {
 // not "not updated for a while", decides (docs/architecture.md, "Locks and
 // fencing"); the instance lock then makes sure a live instance is never
 // run twice.
-func (e *Engine) requeueExpiredLeases(ctx context.Context) {
-	ids, err := e.store.ExpiredLeases(ctx, e.cfg.Now(), 1000)
+func (e *Engine) requeueExpiredLeases(ctx context.Context, s store.Store) {
+	ids, err := s.ExpiredLeases(ctx, e.cfg.Now(), 1000)
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn("finding expired leases", "err", err)
 	}
@@ -152,8 +167,8 @@ func (e *Engine) requeueExpiredLeases(ctx context.Context) {
 // the message died before queueing the instance, or its queue was in
 // memory). A worker takes such an item only when the instance's lock is
 // free (reasonSwept).
-func (e *Engine) requeueWaitingInboxes(ctx context.Context) {
-	waiting, err := e.store.WaitingInboxes(ctx, e.cfg.Now().Add(-e.cfg.LockTTL), 1000)
+func (e *Engine) requeueWaitingInboxes(ctx context.Context, s store.Store) {
+	waiting, err := s.WaitingInboxes(ctx, e.cfg.Now().Add(-e.cfg.LockTTL), 1000)
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn("finding waiting inboxes", "err", err)
 	}
@@ -168,13 +183,13 @@ func (e *Engine) requeueWaitingInboxes(ctx context.Context) {
 // oldest pending ones first, a lease's TTL old, a page per turn, going on
 // where the last turn stopped, so that one found behind many older ones
 // (lazy instances stay pending while they run) waits a few turns at most.
-func (e *Engine) requeueStalePending(ctx context.Context) {
-	pending, next, err := e.store.ListInstances(ctx, weft.InstanceFilter{Status: weft.StatusPending, Cursor: e.pendingCursor, Limit: 1000})
+func (e *Engine) requeueStalePending(ctx context.Context, s store.Store, cursor *string) {
+	pending, next, err := s.ListInstances(ctx, weft.InstanceFilter{Status: weft.StatusPending, Cursor: *cursor, Limit: 1000})
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn("listing pending instances", "err", err)
 	}
 	cutoff := e.cfg.Now().Add(-e.cfg.LockTTL)
-	e.pendingCursor = next
+	*cursor = next
 	// A held instance waits while its workflow is paused, or while a
 	// release batch releases it (at its rate, oldest first).
 	var paused map[string]bool
@@ -201,7 +216,7 @@ func (e *Engine) requeueStalePending(ctx context.Context) {
 	}
 	for _, in := range pending {
 		if !in.CreatedAt.Before(cutoff) {
-			e.pendingCursor = "" // oldest first: the rest are younger
+			*cursor = "" // oldest first: the rest are younger
 			break
 		}
 		// A held instance whose workflow is no longer paused is one the
@@ -213,7 +228,7 @@ func (e *Engine) requeueStalePending(ctx context.Context) {
 		e.push(ctx, itemOf(in.ID, reasonSwept, in.Order))
 	}
 	if err != nil {
-		e.pendingCursor = ""
+		*cursor = ""
 	}
 }
 

@@ -182,17 +182,27 @@ func (r *Partitioned) Close() error {
 
 func (r *Partitioned) begin(ctx context.Context) error { return r.cat.begin(ctx) }
 
+// whole is the lane of every partition (lanes.go): the sweeps' reads of
+// the whole store.
+func (r *Partitioned) whole() *lane { return &lane{Partitioned: r, share: r.parts} }
+
 // part returns the partition of instance id.
 func (r *Partitioned) part(id string) *Store { return r.parts[partition.Of(id, len(r.parts))] }
 
-// each calls f for every partition at once and returns the first error.
+// each calls f for every partition at once and returns their errors.
 func (r *Partitioned) each(ctx context.Context, f func(ctx context.Context, i int, p *Store) error) error {
-	if len(r.parts) == 1 {
-		return f(ctx, 0, r.parts[0])
+	return eachIn(ctx, r.parts, f)
+}
+
+// eachIn calls f for every store of parts at once (i is its place in
+// parts) and returns their errors.
+func eachIn(ctx context.Context, parts []*Store, f func(ctx context.Context, i int, p *Store) error) error {
+	if len(parts) == 1 {
+		return f(ctx, 0, parts[0])
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(r.parts))
-	for i, p := range r.parts {
+	errs := make([]error, len(parts))
+	for i, p := range parts {
 		wg.Go(func() { errs[i] = f(ctx, i, p) })
 	}
 	wg.Wait()
@@ -519,7 +529,11 @@ func (r *Partitioned) FindBookmarks(ctx context.Context, event, key string) ([]w
 // DueTimers implements store.Store: up to limit from every partition,
 // merged in (Due, InstanceID, ID) order and cut to limit.
 func (r *Partitioned) DueTimers(ctx context.Context, now time.Time, limit int) ([]weft.Timer, error) {
-	all, err := gather(ctx, r, func(ctx context.Context, p *Store) ([]weft.Timer, error) {
+	return r.dueTimersIn(ctx, r.parts, now, limit)
+}
+
+func (r *Partitioned) dueTimersIn(ctx context.Context, parts []*Store, now time.Time, limit int) ([]weft.Timer, error) {
+	all, err := gatherIn(ctx, r, parts, func(ctx context.Context, p *Store) ([]weft.Timer, error) {
 		return p.DueTimers(ctx, now, limit)
 	})
 	slices.SortFunc(all, func(a, b weft.Timer) int {
@@ -534,35 +548,29 @@ func (r *Partitioned) DueTimers(ctx context.Context, now time.Time, limit int) (
 // WaitingInboxes implements store.Store: up to limit from every
 // partition, merged longest waiting first.
 func (r *Partitioned) WaitingInboxes(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	return r.mergeSweep(ctx, limit, func(ctx context.Context, p *Store) ([]keyedID, error) {
-		return p.waitingInboxesKeyed(ctx, before, limit)
-	})
+	return r.whole().WaitingInboxes(ctx, before, limit)
 }
 
 // ExpiredLeases implements store.Store: up to limit from every partition,
 // merged earliest expiry first.
 func (r *Partitioned) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	return r.mergeSweep(ctx, limit, func(ctx context.Context, p *Store) ([]keyedID, error) {
-		return p.expiredLeasesKeyed(ctx, now, limit)
-	})
+	return r.whole().ExpiredLeases(ctx, now, limit)
 }
 
 // ExpiredInstances implements store.Store: up to limit from every
 // partition, merged by (DeleteAfter, ID).
 func (r *Partitioned) ExpiredInstances(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	return r.mergeSweep(ctx, limit, func(ctx context.Context, p *Store) ([]keyedID, error) {
-		return p.expiredInstancesKeyed(ctx, now, limit)
-	})
+	return r.whole().ExpiredInstances(ctx, now, limit)
 }
 
 // mergeSweep reads a sweep's list from every partition and merges them in
 // the order of their keys (sweepkeys.go), up to limit.
-func (r *Partitioned) mergeSweep(ctx context.Context, limit int, read func(ctx context.Context, p *Store) ([]keyedID, error)) ([]string, error) {
+func (r *Partitioned) mergeSweep(ctx context.Context, parts []*Store, limit int, read func(ctx context.Context, p *Store) ([]keyedID, error)) ([]string, error) {
 	if err := r.begin(ctx); err != nil {
 		return nil, err
 	}
-	lists := make([][]keyedID, len(r.parts))
-	err := r.each(ctx, func(ctx context.Context, i int, p *Store) error {
+	lists := make([][]keyedID, len(parts))
+	err := eachIn(ctx, parts, func(ctx context.Context, i int, p *Store) error {
 		var err error
 		lists[i], err = read(ctx, p)
 		return err
@@ -575,11 +583,16 @@ func (r *Partitioned) mergeSweep(ctx context.Context, limit int, read func(ctx c
 
 // gather concatenates every partition's answer.
 func gather[T any](ctx context.Context, r *Partitioned, read func(ctx context.Context, p *Store) ([]T, error)) ([]T, error) {
+	return gatherIn(ctx, r, r.parts, read)
+}
+
+// gatherIn concatenates the answers of parts.
+func gatherIn[T any](ctx context.Context, r *Partitioned, parts []*Store, read func(ctx context.Context, p *Store) ([]T, error)) ([]T, error) {
 	if err := r.begin(ctx); err != nil {
 		return nil, err
 	}
-	lists := make([][]T, len(r.parts))
-	err := r.each(ctx, func(ctx context.Context, i int, p *Store) error {
+	lists := make([][]T, len(parts))
+	err := eachIn(ctx, parts, func(ctx context.Context, i int, p *Store) error {
 		var err error
 		lists[i], err = read(ctx, p)
 		return err
@@ -721,6 +734,11 @@ func (r *Partitioned) ApplyBatchItems(ctx context.Context, b *weft.Batch, change
 // item's place in the walk), never past the nearest place where a
 // partition stopped with more to read.
 func (r *Partitioned) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]weft.Instance, string, error) {
+	return r.listIn(ctx, r.parts, f)
+}
+
+// listIn is ListInstances over the partitions parts.
+func (r *Partitioned) listIn(ctx context.Context, parts []*Store, f weft.InstanceFilter) ([]weft.Instance, string, error) {
 	if err := r.begin(ctx); err != nil {
 		return nil, "", err
 	}
@@ -741,10 +759,10 @@ func (r *Partitioned) ListInstances(ctx context.Context, f weft.InstanceFilter) 
 	// stop, and no further; the partitions with none before it are not
 	// read. Examine 0 (weft.MaxExamine) skips this: each partition reads up
 	// to MaxExamine.
-	stop, skip := "", make([]bool, len(r.parts))
+	stop, skip := "", make([]bool, len(parts))
 	if (f.Match != nil || f.Search != nil) && f.Examine > 0 {
-		walks := make([][]string, len(r.parts))
-		if err := r.each(ctx, func(ctx context.Context, i int, p *Store) error {
+		walks := make([][]string, len(parts))
+		if err := eachIn(ctx, parts, func(ctx context.Context, i int, p *Store) error {
 			var err error
 			walks[i], err = p.walkKeys(ctx, f, f.Examine)
 			return err
@@ -768,8 +786,8 @@ func (r *Partitioned) ListInstances(ctx context.Context, f weft.InstanceFilter) 
 			}
 		}
 	}
-	pages := make([]page, len(r.parts))
-	err := r.each(ctx, func(ctx context.Context, i int, p *Store) error {
+	pages := make([]page, len(parts))
+	err := eachIn(ctx, parts, func(ctx context.Context, i int, p *Store) error {
 		if skip[i] {
 			return nil
 		}

@@ -318,3 +318,74 @@ func TestPartitionedDeletePluginRacesCreates(t *testing.T) {
 	}
 	t.Logf("%d of 8 deletes went through", deleted)
 }
+
+// TestSweepLanesShareThePartitions: every partition is in exactly one
+// lane, and a lane's sweep reads answer from its partitions alone; the
+// lanes together answer what the store does.
+func TestSweepLanesShareThePartitions(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t).Client(t)
+	clock := newFakeClock()
+	const n = 6
+	r := openRouter(t, c, n, clock)
+	ctx := t.Context()
+	lanes := r.SweepLanes()
+	if len(lanes) != min(n, MaxSweepLanes) {
+		t.Fatalf("%d lanes of %d partitions, want %d", len(lanes), n, min(n, MaxSweepLanes))
+	}
+	seen := map[*Store]int{}
+	for _, l := range lanes {
+		for _, p := range l.(*lane).share {
+			seen[p]++
+		}
+	}
+	for i, p := range r.parts {
+		if seen[p] != 1 {
+			t.Fatalf("partition %d is in %d lanes, want 1", i, seen[p])
+		}
+	}
+	// A timer due in each of 24 instances, spread over the partitions.
+	due := clock.Now().Add(-time.Second)
+	for i := range 24 {
+		id := fmt.Sprintf("t%02d", i)
+		in := pendingInstance(id)
+		if _, err := r.Commit(ctx, store.Commit{Instance: in, Timers: []weft.Timer{{InstanceID: id, ID: "x", Due: due}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var union []string
+	for li, l := range lanes {
+		ts, err := l.DueTimers(ctx, clock.Now(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tm := range ts {
+			if !slices.Contains(l.(*lane).share, r.part(tm.InstanceID)) {
+				t.Errorf("lane %d answered the timer of %s, of another lane's partition", li, tm.InstanceID)
+			}
+			union = append(union, tm.InstanceID)
+		}
+		pending, _, err := l.ListInstances(ctx, weft.InstanceFilter{Status: weft.StatusPending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range pending {
+			if !slices.Contains(l.(*lane).share, r.part(in.ID)) {
+				t.Errorf("lane %d listed %s, of another lane's partition", li, in.ID)
+			}
+		}
+	}
+	slices.Sort(union)
+	all, err := r.DueTimers(ctx, clock.Now(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, tm := range all {
+		want = append(want, tm.InstanceID)
+	}
+	slices.Sort(want)
+	if !slices.Equal(union, want) || len(want) != 24 {
+		t.Errorf("the lanes' due timers %v, the store's %v: want the same 24", union, want)
+	}
+}
