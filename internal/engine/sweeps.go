@@ -184,11 +184,13 @@ func (e *Engine) requeueWaitingInboxes(ctx context.Context, s store.Store) {
 // where the last turn stopped, so that one found behind many older ones
 // (lazy instances stay pending while they run) waits a few turns at most.
 func (e *Engine) requeueStalePending(ctx context.Context, s store.Store, cursor *string) {
-	pending, next, err := s.ListInstances(ctx, weft.InstanceFilter{Status: weft.StatusPending, Cursor: *cursor, Limit: 1000})
+	// Only those a lease's TTL old: the store reads no younger one (a
+	// partitioned store would read a page of each partition's).
+	cutoff := e.cfg.Now().Add(-e.cfg.LockTTL)
+	pending, next, err := s.ListInstances(ctx, weft.InstanceFilter{Status: weft.StatusPending, CreatedBefore: cutoff, Cursor: *cursor, Limit: 1000})
 	if err != nil && ctx.Err() == nil {
 		e.log.Warn("listing pending instances", "err", err)
 	}
-	cutoff := e.cfg.Now().Add(-e.cfg.LockTTL)
 	*cursor = next
 	// A held instance waits while its workflow is paused, or while a
 	// release batch releases it (at its rate, oldest first).
@@ -215,10 +217,6 @@ func (e *Engine) requeueStalePending(ctx context.Context, s store.Store, cursor 
 		}
 	}
 	for _, in := range pending {
-		if !in.CreatedAt.Before(cutoff) {
-			*cursor = "" // oldest first: the rest are younger
-			break
-		}
 		// A held instance whose workflow is no longer paused is one the
 		// release went past (its start read "paused" and committed after
 		// the release's selection): queued, it releases itself.
