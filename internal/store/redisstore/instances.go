@@ -177,6 +177,15 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 // refusal carries the partition's generation (catalogRefusal), and
 // c.Slot is left to the router: the slots are in the catalog.
 func (s *Store) commitTo(ctx context.Context, c store.Commit, remote []bool) (rev uint64, eids []string, err error) {
+	return s.commitMarked(ctx, c, remote, c.DeliveredStimulus)
+}
+
+// commitMarked is commitTo with the name of the delivered stimulus's
+// marker in a partition: the router names it after the stimulus and its
+// reservation (reservationMarker), so that a reservation the sweep
+// released, and marked so, refuses that attempt's commit alone, not a
+// later reservation's.
+func (s *Store) commitMarked(ctx context.Context, c store.Commit, remote []bool, marker string) (rev uint64, eids []string, err error) {
 	if err := s.begin(ctx); err != nil {
 		return 0, nil, err
 	}
@@ -240,7 +249,7 @@ func (s *Store) commitTo(ctx context.Context, c store.Commit, remote []bool) (re
 	a := s.args(id, strconv.FormatUint(in.Rev, 10), strconv.FormatUint(c.Fence, 10), hexTime(now),
 		doc, in.State, string(in.Status), terminal, in.Workflow, hexTime(created),
 		in.Lease.Node, in.Lease.Boot, le,
-		c.DeliveredStimulus, []byte(compact(c.DeliveredOutcome)), hexTime(now.Add(s.cfg.DeliveredRetention)),
+		stimulusArg(s.cfg.role, c.DeliveredStimulus, marker), []byte(compact(c.DeliveredOutcome)), hexTime(now.Add(s.cfg.DeliveredRetention)),
 		bmFlag, tmFlag, deleteAfter, hexTime(updated), drains, c.Catalog, sa,
 		s.cfg.role.String(), flags, max(s.cfg.DeliveredRetention.Milliseconds(), 1))
 
@@ -837,4 +846,13 @@ func parseAll[T any](s *Store, ms []string, parse func(string) (T, error)) ([]T,
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// stimulusArg is commitScript's stimulus argument: the stimulus's id, or,
+// in a partition, the name of its marker ("" for none).
+func stimulusArg(r role, sid, marker string) string {
+	if r == rolePartition && sid != "" {
+		return marker
+	}
+	return sid
 }

@@ -247,16 +247,18 @@ func (r *Partitioned) Commit(ctx context.Context, c store.Commit) (uint64, error
 			remote[i] = true
 		}
 	}
-	sid := c.DeliveredStimulus
+	sid, marker := c.DeliveredStimulus, ""
 	if sid != "" {
 		now := r.now()
-		if err := r.cat.reserveStimulus(ctx, sid, id, now, now.Add(r.cfg.ReserveFor)); err != nil {
+		deadline := now.Add(r.cfg.ReserveFor)
+		if err := r.cat.reserveStimulus(ctx, sid, id, now, deadline); err != nil {
 			return 0, err
 		}
+		marker = reservationMarker(sid, deadline)
 	}
 	slot := c.Slot
 	c.Slot = nil
-	rev, eids, err := r.commitIn(ctx, p, c, remote)
+	rev, eids, err := r.commitIn(ctx, p, c, remote, marker)
 	if sid != "" {
 		r.settleReservation(ctx, sid, id, c.DeliveredOutcome, err)
 	}
@@ -278,7 +280,7 @@ func (r *Partitioned) Commit(ctx context.Context, c store.Commit) (uint64, error
 // generation read before the check, so that a plugin delete that fences
 // the partitions after it refuses the create, which is then checked
 // again.
-func (r *Partitioned) commitIn(ctx context.Context, p *Store, c store.Commit, remote []bool) (uint64, []string, error) {
+func (r *Partitioned) commitIn(ctx context.Context, p *Store, c store.Commit, remote []bool, marker string) (uint64, []string, error) {
 	check := c.Instance.Rev == 0 && c.Catalog == "" && len(c.Instance.Plugins) > 0 && !c.Instance.Status.Terminal()
 	for attempt := 0; ; attempt++ {
 		if check {
@@ -291,7 +293,7 @@ func (r *Partitioned) commitIn(ctx context.Context, p *Store, c store.Commit, re
 			}
 			c.Catalog = g
 		}
-		rev, eids, err := p.commitTo(ctx, c, remote)
+		rev, eids, err := p.commitMarked(ctx, c, remote, marker)
 		pg, refused := catalogRefusal(err)
 		if !refused {
 			return rev, eids, err
@@ -1228,7 +1230,7 @@ func (r *Partitioned) sweep(ctx context.Context) error {
 	res, err := r.cat.expiredReservations(ctx, r.now(), page)
 	errs = append(errs, err)
 	for _, rv := range res {
-		outcome, ok, err := r.part(rv.Instance).settleMarker(ctx, rv.Stimulus)
+		outcome, ok, err := r.part(rv.Instance).settleMarker(ctx, reservationMarker(rv.Stimulus, rv.Deadline))
 		switch {
 		case err != nil:
 		case ok:

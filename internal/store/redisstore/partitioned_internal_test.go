@@ -156,12 +156,14 @@ func TestPartitionedSettlesLeftReservations(t *testing.T) {
 	}
 	// s2: reserved and committed (the marker is in the partition), then
 	// the node died before the confirmation.
-	if err := r.cat.reserveStimulus(ctx, "s2", "i", clock.Now(), clock.Now().Add(DefaultReserveFor)); err != nil {
+	deadline := clock.Now().Add(DefaultReserveFor)
+	if err := r.cat.reserveStimulus(ctx, "s2", "i", clock.Now(), deadline); err != nil {
 		t.Fatal(err)
 	}
 	in := pendingInstance("i")
 	in.Rev = 1
-	if _, _, err := r.part("i").commitTo(ctx, store.Commit{Instance: in, DeliveredStimulus: "s2", DeliveredOutcome: json.RawMessage(`"took it"`)}, nil); err != nil {
+	commit := store.Commit{Instance: in, DeliveredStimulus: "s2", DeliveredOutcome: json.RawMessage(`"took it"`)}
+	if _, _, err := r.part("i").commitMarked(ctx, commit, nil, reservationMarker("s2", deadline)); err != nil {
 		t.Fatal(err)
 	}
 	if got := pending(); len(got) != 0 {
@@ -197,6 +199,20 @@ func TestPartitionedSettlesLeftReservations(t *testing.T) {
 	}
 	if got := pending(); !slices.Equal(got, []string{"s1"}) {
 		t.Errorf("pending after a refused commit = %v, want [s1]", got)
+	}
+	// The sweep released s1 and marked that reservation released in the
+	// partition: a new reservation of s1 by the same instance commits.
+	cur := pendingInstance("i")
+	cur.Rev = 2
+	if _, err := r.Commit(ctx, store.Commit{Instance: cur, DeliveredStimulus: "s1"}); err != nil {
+		t.Fatalf("consuming s1 after the sweep released it: %v", err)
+	}
+	s1, err := r.GetStimulus(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s1.State != weft.StimulusDelivered || s1.DeliveredTo != "i" {
+		t.Errorf("s1 after its second reservation: state %s, to %q; want delivered to i", s1.State, s1.DeliveredTo)
 	}
 }
 

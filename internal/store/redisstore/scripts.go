@@ -234,9 +234,10 @@ if catalog ~= "" then
   end
 end
 local sk, stim
--- In a partition, a marker of the stimulus means a commit consumed it
--- here already, or the sweep settled its reservation as released
--- (settleMarkerScript): either way it is not this commit's to consume.
+-- In a partition, sid names the marker of this reservation of the
+-- stimulus (reservationMarker): if it is there, the sweep settled the
+-- reservation as released (settleMarkerScript), or this very commit ran
+-- already: either way it is not this commit's to consume.
 if sid ~= "" and part and redis.call("EXISTS", P .. "sdl:" .. sid) == 1 then return {"notqueued"} end
 if sid ~= "" and not part then
   sk = P .. "s:" .. sid

@@ -249,11 +249,12 @@ redis.call("SET", k, "` + releasedMarker + `", "PX", take())
 return {"released"}
 `)
 
-// settleMarker settles, in a partition, the reservation of stimulus sid
-// that a commit of this partition may have consumed: it returns the
-// commit's outcome and true when the commit happened, or false, after
-// which no commit of the partition can consume sid (the router then
-// releases the reservation). Deciding in the partition, in one script,
+// settleMarker settles, in a partition, the reservation of a stimulus
+// that a commit of this partition may have consumed, by the name of its
+// marker (reservationMarker): it returns the commit's outcome and true
+// when the commit happened, or false, after which that reservation's
+// commit cannot run (the router then releases the reservation; a later
+// reservation of the stimulus has a marker of its own). Deciding in the partition, in one script,
 // is what keeps a commit that comes late from consuming a stimulus the
 // sweep released: the nodes' clocks decide nothing.
 func (s *Store) settleMarker(ctx context.Context, sid string) (outcome []byte, delivered bool, err error) {
@@ -273,4 +274,12 @@ func (s *Store) settleMarker(ctx context.Context, sid string) (outcome []byte, d
 		return []byte(v), true, nil
 	}
 	return nil, false, nil
+}
+
+// reservationMarker names the marker a partition's commit leaves for the
+// reservation of stimulus sid that ends at deadline: the stimulus and the
+// reservation, so that each reservation of a stimulus (one released by
+// the sweep, then another) is settled on its own.
+func reservationMarker(sid string, deadline time.Time) string {
+	return sid + "@" + hexTime(deadline)
 }
