@@ -772,11 +772,11 @@ type sweepLanes interface {
 }
 
 // sweeps lists the singleton sweeps. On a store with sweep lanes, the
-// sweeps that read instances (timers, the recovery of instances,
-// retention) run once per lane, each under a try-lock of its own
-// ("weft-timers-sweep:2/8"), so that the nodes share them; the rest of
-// the recovery sweep (queued stimuli, concurrency slots) and the sweeps
-// of the catalog stay one singleton each.
+// heavy sweeps of instances (the recovery of instances, retention) run
+// once per lane, each under a try-lock of its own
+// ("weft-recovery-sweep:2/4"), so that the nodes share them; the timers
+// sweep, the rest of the recovery sweep (queued stimuli, concurrency
+// slots) and the sweeps of the catalog stay one singleton each.
 func (e *Engine) sweeps() []sweep {
 	out := []sweep{
 		{"weft-schedules-sweep", e.cfg.ScheduleInterval, singletonTTL(e.cfg.ScheduleInterval), e.sweepSchedules},
@@ -787,9 +787,13 @@ func (e *Engine) sweeps() []sweep {
 	if l, ok := e.store.(sweepLanes); ok {
 		lanes = l.SweepLanes()
 	}
+	// The timers sweep stays one: it runs every few milliseconds, and
+	// its turn (one read a partition, a push a due instance) is cheap,
+	// while a try-lock per lane and turn on every node is not (measured:
+	// BENCHMARKS.md, "Partitions").
+	out = append(out, sweep{"weft-timers-sweep", e.cfg.TimerInterval, singletonTTL(e.cfg.TimerInterval), func(ctx context.Context) { e.sweepTimers(ctx, e.store) }})
 	if len(lanes) < 2 {
 		return append(out,
-			sweep{"weft-timers-sweep", e.cfg.TimerInterval, singletonTTL(e.cfg.TimerInterval), func(ctx context.Context) { e.sweepTimers(ctx, e.store) }},
 			sweep{"weft-recovery-sweep", e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), e.recoverySweep},
 			sweep{"weft-retention-sweep", e.cfg.RetentionInterval, singletonTTL(e.cfg.RetentionInterval), func(ctx context.Context) { e.sweepRetention(ctx, e.store) }},
 		)
@@ -799,7 +803,6 @@ func (e *Engine) sweeps() []sweep {
 		name := fmt.Sprintf(":%d/%d", i, len(lanes))
 		cursor := new(string) // the lane's walk of pending instances; its singleton's alone
 		out = append(out,
-			sweep{"weft-timers-sweep" + name, e.cfg.TimerInterval, singletonTTL(e.cfg.TimerInterval), func(ctx context.Context) { e.sweepTimers(ctx, s) }},
 			sweep{"weft-recovery-sweep" + name, e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), func(ctx context.Context) { e.recoverInstances(ctx, s, cursor) }},
 			sweep{"weft-retention-sweep" + name, e.cfg.RetentionInterval, singletonTTL(e.cfg.RetentionInterval), func(ctx context.Context) { e.sweepRetention(ctx, s) }},
 		)
