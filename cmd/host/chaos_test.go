@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,10 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/partition"
 	"github.com/weftworks/weft/internal/redistest"
+	"github.com/weftworks/weft/internal/store/redisstore"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -46,6 +51,14 @@ import (
 // the dead master is restarted and rejoins as a replica; later the master
 // of the ready queue's slot goes the same way.
 //
+// With -chaos.partitions=N (N from 2 to 1,024) the nodes divide the store
+// into N partitions (redis.partitions, docs/cluster.md "Partitions"). On
+// the cluster, the first master killed is the catalog's (it holds
+// partitions too when N >= 3), the second one that holds partitions and
+// is not the catalog's master at that moment, so that the two kills hit
+// two masters and the partitions on each; the checks read the stimuli
+// through the partitioned store, as the nodes do.
+//
 // `go test -run TestChaos ./cmd/host` runs the short variant; `make chaos`
 // runs 10,000 instances (-chaos.instances), `make chaos-cluster` as many on
 // the cluster. The flags are read once, as the test's configuration.
@@ -54,6 +67,7 @@ var (
 	chaosRate      = flag.Float64("chaos.rate", 0, "chaos: instance starts per second (0: the default, 8)")
 	chaosSeed      = flag.Uint64("chaos.seed", 0, "chaos: the seed of the plan and the faults (0: from the clock)")
 	chaosRedis     = flag.String("chaos.redis", string(redisSingle), "chaos: what the nodes run on, single (one redis-server, killed once) or cluster (a Redis Cluster of three masters with a replica each, the masters of the store and of the queue killed)")
+	chaosParts     = flag.Int("chaos.partitions", 1, "chaos: the store's partitions (redis.partitions, 2 to 1024; 1: the whole store), on either Redis")
 	chaosOut       = flag.String("chaos.out", "", "chaos and soak: directory for reports and node logs (default bin/chaos under the repository)")
 )
 
@@ -93,6 +107,11 @@ type chaosConfig struct {
 	// ready queue's slot the same way.
 	Redis         rigRedis
 	QueueMasterAt float64
+	// Partitions divides the store (redis.partitions) when above 1. On
+	// redisCluster the kill at RedisAt then hits the catalog's master and
+	// the one at QueueMasterAt a master of partitions other than the
+	// catalog's (masterKillKey), instead of the queue's.
+	Partitions int
 	// Deadline bounds one instance, from its start to its end, as the
 	// driver waits for it; the checks wait longer still for an instance
 	// not ended by then (endWait), rather than read it while it runs.
@@ -142,7 +161,7 @@ func defaultChaosConfig() chaosConfig {
 		DownFor:   [2]time.Duration{500 * time.Millisecond, 2500 * time.Millisecond},
 		PauseAt:   0.3, PauseFor: 1500 * time.Millisecond,
 		RedisAt: 0.6, RedisDown: time.Second,
-		Redis: redisSingle, QueueMasterAt: 0.85,
+		Redis: redisSingle, QueueMasterAt: 0.85, Partitions: 1,
 		// Short runs on a loaded machine took up to 37s from start to
 		// end: the deadline is far above it.
 		Deadline: 5 * time.Minute,
@@ -260,18 +279,27 @@ func TestChaos(t *testing.T) {
 	default:
 		t.Fatalf("-chaos.redis=%s: want %s or %s", cfg.Redis, redisSingle, redisCluster)
 	}
+	if cfg.Partitions = max(*chaosParts, 1); cfg.Partitions > partition.Max {
+		t.Fatalf("-chaos.partitions=%d: want 1 to %d", cfg.Partitions, partition.Max)
+	}
 	long := cfg.Instances > defaultChaosConfig().Instances
 	cfg.BoundTakeovers = long
 	dir := runDir(t, cfg.kind(), seed)
-	t.Logf("%s: seed %d (-chaos.seed=%d repeats the plan and the faults), %d instances at %.1f/s on %s Redis; logs and report in %s", cfg.kind(), seed, seed, cfg.Instances, cfg.Rate, cfg.Redis, dir)
+	t.Logf("%s: seed %d (-chaos.seed=%d repeats the plan and the faults), %d instances at %.1f/s on %s Redis, the store in %d partition(s); logs and report in %s",
+		cfg.kind(), seed, seed, cfg.Instances, cfg.Rate, cfg.Redis, cfg.Partitions, dir)
 
-	r := startRigOn(t, bin, cfg.Redis, 3, dir,
-		"--set", "engine.lock_ttl="+cfg.LockTTL.String(),
-		"--set", "engine.recovery_interval="+cfg.Recovery.String(),
-		"--set", "heartbeat.tick="+cfg.Tick.String(),
-		"--set", "heartbeat.cycle="+cfg.Cycle.String(),
+	args := []string{
+		"--set", "engine.lock_ttl=" + cfg.LockTTL.String(),
+		"--set", "engine.recovery_interval=" + cfg.Recovery.String(),
+		"--set", "heartbeat.tick=" + cfg.Tick.String(),
+		"--set", "heartbeat.cycle=" + cfg.Cycle.String(),
 		"--set", fmt.Sprint("engine.workers=", cfg.Workers),
-		"--set", fmt.Sprint("plugins.pool_size=", cfg.Pool))
+		"--set", fmt.Sprint("plugins.pool_size=", cfg.Pool),
+	}
+	if cfg.Partitions > 1 {
+		args = append(args, "--set", fmt.Sprint("redis.partitions=", cfg.Partitions))
+	}
+	r := startRigOn(t, bin, cfg.Redis, 3, dir, args...)
 	deployTo(t, r, chaosWorkflow(cfg))
 	deploySchedule(t, r)
 
@@ -321,13 +349,18 @@ func TestChaos(t *testing.T) {
 	}
 }
 
-// kind names a run of cfg: chaos, or chaos-cluster on a Redis Cluster.
-// It starts the summary line and names the run's directory.
+// kind names a run of cfg: chaos, or chaos-cluster on a Redis Cluster;
+// with a partitioned store, -partitions after either. It starts the
+// summary line and names the run's directory.
 func (cfg chaosConfig) kind() string {
+	k := "chaos"
 	if cfg.Redis == redisCluster {
-		return "chaos-cluster"
+		k = "chaos-cluster"
 	}
-	return "chaos"
+	if cfg.Partitions > 1 {
+		k += "-partitions"
+	}
+	return k
 }
 
 // redisFault is the kind of fault that kills Redis: the one redis-server,
@@ -596,10 +629,10 @@ func injectFaults(t *testing.T, r *rig, cfg chaosConfig, rng *rand.Rand, t0 time
 		switch {
 		case !redisDone && !now.Before(redisAt) && cfg.Redis == redisCluster:
 			redisDone = true
-			killMaster(t, r, cfg, storeSlotKey, record)
+			killMaster(t, r, cfg, masterKillKey(t, r, cfg, true), record)
 		case !queueDone && !now.Before(queueAt):
 			queueDone = true
-			killMaster(t, r, cfg, queueSlotKey, record)
+			killMaster(t, r, cfg, masterKillKey(t, r, cfg, false), record)
 		case !redisDone && !now.Before(redisAt):
 			redisDone = true
 			r.srv.Kill(t)
@@ -648,7 +681,13 @@ func injectFaults(t *testing.T, r *rig, cfg chaosConfig, rng *rand.Rand, t0 time
 func killMaster(t *testing.T, r *rig, cfg chaosConfig, key string, record func(kind, node string)) {
 	t.Helper()
 	dead := r.cluster.MasterOf(t, key)
-	role := masterRole(t, r, dead)
+	role := masterRole(t, r, cfg, dead)
+	if cfg.Partitions >= 3 && !strings.Contains(role, "partitions[") {
+		// Every master holds partitions from three on (partition.Tags
+		// spreads them over the slots): a kill that hit none would test
+		// nothing of the partitioned store.
+		t.Errorf("the master %s killed for %s serves no partition of %d (%s): the run does not test what it claims", dead.Addr(), key, cfg.Partitions, role)
+	}
 	dead.Kill(t)
 	record("master-kill", role+" "+dead.Addr())
 	heir := r.cluster.WaitFailover(t, key)
@@ -662,20 +701,124 @@ func killMaster(t *testing.T, r *rig, cfg chaosConfig, key string, record func(k
 // masterRole says which of the store's and the ready queue's slots m
 // serves: store, queue, store+queue, or other. Today the two hash tags'
 // slots (9610 and 7963) fall in the same third of the slots, so on three
-// masters one master serves both.
-func masterRole(t *testing.T, r *rig, m *redistest.Server) string {
+// masters one master serves both. With a partitioned store, the store's
+// tag is the catalog's, and the partitions m serves follow in brackets:
+// "catalog+queue+partitions[5-10]". It has no space: the failovers split
+// a fault's node at the first.
+func masterRole(t *testing.T, r *rig, cfg chaosConfig, m *redistest.Server) string {
 	t.Helper()
+	store := "store"
+	if cfg.Partitions > 1 {
+		store = "catalog"
+	}
 	var roles []string
 	if r.cluster.MasterOf(t, storeSlotKey) == m {
-		roles = append(roles, "store")
+		roles = append(roles, store)
 	}
 	if r.cluster.MasterOf(t, queueSlotKey) == m {
 		roles = append(roles, "queue")
+	}
+	if cfg.Partitions > 1 {
+		var held []int
+		for i, tag := range partitionTags(t, cfg) {
+			if r.cluster.MasterOf(t, tag) == m {
+				held = append(held, i)
+			}
+		}
+		if len(held) > 0 {
+			roles = append(roles, "partitions["+indexRanges(held)+"]")
+		}
 	}
 	if len(roles) == 0 {
 		return "other"
 	}
 	return strings.Join(roles, "+")
+}
+
+// partitionTags are the hash tags of cfg's partitions, as the nodes
+// compute them (redisstore.OpenPartitioned), each a key of its slot.
+func partitionTags(t *testing.T, cfg chaosConfig) []string {
+	t.Helper()
+	tags, err := partition.Tags(redisstore.DefaultPrefix, cfg.Partitions)
+	if err != nil {
+		t.Fatalf("the tags of %d partitions: %v", cfg.Partitions, err)
+	}
+	return tags
+}
+
+// masterKillKey is a key of the slot whose master a cluster run kills:
+// first the store's (the catalog's, with partitions), then the ready
+// queue's. With partitions, the second kill instead aims at the first
+// partition whose master is not the one serving the catalog now (after
+// the first kill, its promoted replica), so that the two kills hit two
+// masters and the partitions each holds; the queue's master when every
+// partition is the catalog's master's (two partitions can be).
+func masterKillKey(t *testing.T, r *rig, cfg chaosConfig, first bool) string {
+	t.Helper()
+	switch {
+	case first:
+		return storeSlotKey
+	case cfg.Partitions <= 1:
+		return queueSlotKey
+	}
+	catalog := r.cluster.MasterOf(t, storeSlotKey)
+	for _, tag := range partitionTags(t, cfg) {
+		if r.cluster.MasterOf(t, tag) != catalog {
+			return tag
+		}
+	}
+	return queueSlotKey
+}
+
+// indexRanges writes sorted indexes as ranges: 0-2,5,7-8.
+func indexRanges(ix []int) string {
+	var parts []string
+	for i := 0; i < len(ix); {
+		j := i
+		for j+1 < len(ix) && ix[j+1] == ix[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(ix[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ix[i], ix[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
+// stimulusReader is what the checks read from the store beyond the API.
+type stimulusReader interface {
+	GetStimulus(ctx context.Context, id string) (*weft.Stimulus, error)
+	PendingStimuli(ctx context.Context, name, key string) ([]weft.Stimulus, error)
+}
+
+// openCheckStore opens the store the rig's nodes share as they do: whole,
+// or divided into cfg.Partitions, whose stimuli are in the catalog. The
+// partitioned store's relay loop is kept from running (an hour's
+// interval): the checks read, the nodes relay. It is closed when the test
+// ends.
+func openCheckStore(t *testing.T, r *rig, cfg chaosConfig) stimulusReader {
+	t.Helper()
+	if cfg.Partitions <= 1 {
+		return r.openStore(t)
+	}
+	var c redis.UniversalClient
+	where := ""
+	if r.cluster != nil {
+		c, where = r.cluster.Client(t), "the Redis Cluster "+strings.Join(r.cluster.Addrs(), ",")
+	} else {
+		c, where = r.srv.Client(t), "redis "+r.srv.Addr()
+	}
+	st, err := redisstore.OpenPartitioned(t.Context(), redisstore.PartitionedConfig{
+		Config: redisstore.Config{Client: c}, Partitions: cfg.Partitions, RelayInterval: time.Hour,
+	})
+	if err != nil {
+		t.Fatalf("opening the store of %d partitions on %s: %v", cfg.Partitions, where, err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 // healRig brings every node back: the driver is done, but the checks read
@@ -871,7 +1014,7 @@ func checkChaos(t *testing.T, r *rig, cfg chaosConfig, plan []planned, outs []ou
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	st := r.openStore(t)
+	st := openCheckStore(t, r, cfg)
 	stats := &callStats{}
 	type read struct {
 		inst *apiv1.Instance
@@ -1341,6 +1484,10 @@ func (res *chaosResult) report() string {
 	if cfg.Redis == redisCluster {
 		on, redisArg = " on a Redis Cluster", " -chaos.redis=cluster"
 	}
+	if cfg.Partitions > 1 {
+		on += fmt.Sprintf(", the store in %d partitions", cfg.Partitions)
+		redisArg += fmt.Sprint(" -chaos.partitions=", cfg.Partitions)
+	}
 	fmt.Fprintf(&b, "# Chaos run%s, seed %d\n\n", on, res.seed)
 	fmt.Fprintf(&b, "Repeat the plan and the faults: `go test -run '^TestChaos$' -timeout 60m ./cmd/host -args -chaos.instances=%d -chaos.rate=%g -chaos.seed=%d%s`\n\n",
 		cfg.Instances, cfg.Rate, res.seed, redisArg)
@@ -1350,6 +1497,9 @@ func (res *chaosResult) report() string {
 	if cfg.Redis == redisCluster {
 		redis = "a Redis Cluster of three masters with a replica each (cluster-node-timeout 1s), every Redis node with appendfsync always; " +
 			"each write of the store waits for a replica (redis.wait_replicas 1)"
+	}
+	if cfg.Partitions > 1 {
+		redis += fmt.Sprintf("; the store divided into %d partitions and a catalog (redis.partitions %d)", cfg.Partitions, cfg.Partitions)
 	}
 	fmt.Fprintf(&b, "- three nodes: lock TTL %s, heartbeat cycle %s (tick %s), recovery sweep every %s, %d workers and %d guests per plugin version each; %s\n",
 		cfg.LockTTL, cfg.Cycle, cfg.Tick, cfg.Recovery, cfg.Workers, cfg.Pool, redis)
@@ -1533,6 +1683,26 @@ func TestChaosCauseOf(t *testing.T) {
 		}
 		if got != tt.want {
 			t.Errorf("%s: cause %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// indexRanges names the partitions a killed master held in the chaos
+// report's fault lines.
+func TestChaosIndexRanges(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		ix   []int
+		want string
+	}{
+		{nil, ""},
+		{[]int{3}, "3"},
+		{[]int{0, 1, 2, 3, 4}, "0-4"},
+		{[]int{0, 1, 2, 5, 7, 8}, "0-2,5,7-8"},
+		{[]int{10, 12, 14, 15}, "10,12,14-15"},
+	} {
+		if got := indexRanges(tt.ix); got != tt.want {
+			t.Errorf("indexRanges(%v) = %q, want %q", tt.ix, got, tt.want)
 		}
 	}
 }

@@ -166,42 +166,51 @@ func runBenchFlow(b *testing.B, nodes []*node.Node) []string {
 // the notifications spread with RedisShards, and the instance locks (a
 // tag per instance) spread already. The variants: three masters alone with
 // 1 and 4 shards, and three masters with a replica each, without and with
-// RedisWaitReplicas 1 (the cost of WAIT).
+// RedisWaitReplicas 1 (the cost of WAIT), with 1 shard and with 4. The
+// partitions=16 variants divide the store (RedisPartitions 16,
+// docs/cluster.md "Partitions"), to be compared in turns with the whole
+// store of the same replicas, shards and wait.
 //
 // It reports workflows/s; per master (m1, m2, m3, in the order the
 // cluster's nodes were started, which is the order of their slots) the
 // redis-server CPU per workflow (INFO cpu) and the commands per workflow
 // step (INFO commandstats, without the benchmark's INFO); their sums over
 // the masters; the share of the masters' CPU taken by the one that serves
-// {weft:}; the replicas' CPU per workflow; and this process's CPU per
+// {weft:} (with partitions: the masters that serve the catalog's tag or
+// a partition's, all three from three partitions on) and the share of the
+// busiest master; the replicas' CPU per workflow; and this process's CPU per
 // workflow (the three nodes). With -v it logs a line per master: what it
 // serves, its figures and its busiest commands. Every redis-server and the
 // nodes share the machine's cores, so the figures say what each process
 // spent, not what it would do with a machine of its own.
 func BenchmarkClusterMasters(b *testing.B) {
-	for _, v := range []struct{ replicas, shards, wait int }{
-		{0, 1, 0}, {0, 4, 0}, {1, 1, 0}, {1, 1, 1},
+	for _, v := range []struct{ replicas, shards, partitions, wait int }{
+		{0, 1, 0, 0}, {0, 4, 0, 0}, {1, 1, 0, 0}, {1, 1, 0, 1}, {1, 4, 0, 1},
+		{0, 4, 16, 0}, {1, 4, 16, 1},
 	} {
 		name := fmt.Sprintf("replicas=%d/shards=%d", v.replicas, v.shards)
+		if v.partitions > 1 {
+			name += fmt.Sprintf("/partitions=%d", v.partitions)
+		}
 		if v.replicas > 0 {
 			name += fmt.Sprintf("/wait=%d", v.wait)
 		}
-		b.Run(name, func(b *testing.B) { benchMasters(b, v.replicas, v.shards, v.wait) })
+		b.Run(name, func(b *testing.B) { benchMasters(b, v.replicas, v.shards, v.partitions, v.wait) })
 	}
 }
 
-func benchMasters(b *testing.B, replicas, shards, wait int) {
+func benchMasters(b *testing.B, replicas, shards, partitions, wait int) {
 	cl := redistest.StartClusterOf(b, 3, replicas)
 	masters, replicaServers := cl.Masters(b), cl.Replicas(b)
 	nodes := benchNodes(b, 3, func(i int) node.Config {
 		return node.Config{
 			NodeID: fmt.Sprintf("n%d", i+1), DataDir: b.TempDir(), Store: node.StoreRedis,
-			RedisCluster: cl.Addrs(), RedisShards: shards, RedisWaitReplicas: wait,
+			RedisCluster: cl.Addrs(), RedisShards: shards, RedisPartitions: partitions, RedisWaitReplicas: wait,
 			Plugins: plugins.Config{CacheDir: testplugins.CacheDir(b)},
 			Engine:  engine.Config{TimerInterval: 10 * time.Millisecond},
 		}
 	})
-	serves := servedTags(b, cl, shards)
+	serves, store := servedTags(b, cl, shards, partitions)
 	clients := make([]*redis.Client, len(masters))
 	for i, m := range masters {
 		clients[i] = m.Client(b)
@@ -230,7 +239,7 @@ func benchMasters(b *testing.B, replicas, shards, wait int) {
 	replicaUsed -= replica0
 
 	steps := b.N * 3
-	var sumCPU, storeCPU time.Duration
+	var sumCPU, storeCPU, mostCPU time.Duration
 	var sumCalls int64
 	for i, c := range clients {
 		used := redisCPU(b, c) - redis0[i]
@@ -240,15 +249,15 @@ func benchMasters(b *testing.B, replicas, shards, wait int) {
 			cmds[name] = n - cmds0[i][name]
 			calls += cmds[name]
 		}
-		sumCPU, sumCalls = sumCPU+used, sumCalls+calls
-		if slices.Contains(serves[masters[i]], "{weft:}") {
+		sumCPU, sumCalls, mostCPU = sumCPU+used, sumCalls+calls, max(mostCPU, used)
+		if slices.ContainsFunc(serves[masters[i]], func(tag string) bool { return store[tag] }) {
 			storeCPU += used
 		}
 		label := fmt.Sprintf("m%d", i+1)
 		b.ReportMetric(msPer(used, b.N), label+"-redis-ms/wf")
 		b.ReportMetric(float64(calls)/float64(steps), label+"-cmds/step")
 		if testing.Verbose() {
-			holds := strings.Join(serves[masters[i]], " ")
+			holds := describeTags(serves[masters[i]])
 			if holds == "" {
 				holds = "no shared tag"
 			}
@@ -262,6 +271,7 @@ func benchMasters(b *testing.B, replicas, shards, wait int) {
 	b.ReportMetric(float64(sumCalls)/float64(steps), "redis-cmds/step")
 	if sumCPU > 0 {
 		b.ReportMetric(float64(storeCPU)/float64(sumCPU), "store-master-share")
+		b.ReportMetric(float64(mostCPU)/float64(sumCPU), "busiest-master-share")
 	}
 	if len(replicaClients) > 0 {
 		b.ReportMetric(msPer(replicaUsed, b.N), "replicas-ms/wf")
@@ -270,14 +280,29 @@ func benchMasters(b *testing.B, replicas, shards, wait int) {
 }
 
 // servedTags names, for each master of cl, the hash tags of the
-// deployment's shared keys that it serves: the store's {weft:}, the ready
-// queue's shards and, with several shards, the sharded notifications'
-// (with one, notifications go over classic pub/sub, which every node of
-// a cluster relays). The locks, a tag per lock key (an instance's, a
-// singleton sweep's), are spread over every master.
-func servedTags(b *testing.B, cl *redistest.Cluster, shards int) map[*redistest.Server][]string {
+// deployment's shared keys that it serves: the store's {weft:} (with
+// partitions, the catalog's) and, with partitions, every partition's; the
+// ready queue's shards and, with several shards, the sharded
+// notifications' (with one, notifications go over classic pub/sub, which
+// every node of a cluster relays). The locks, a tag per lock key (an
+// instance's, a singleton sweep's), are spread over every master. It also
+// returns the store's tags: a master that serves one of them is a store
+// master.
+func servedTags(b *testing.B, cl *redistest.Cluster, shards, partitions int) (map[*redistest.Server][]string, map[string]bool) {
 	b.Helper()
-	tags := []string{"{" + redisstore.DefaultPrefix + "}", "{weft:queue}"}
+	catalog := "{" + redisstore.DefaultPrefix + "}"
+	store := map[string]bool{catalog: true}
+	tags := []string{catalog, "{weft:queue}"}
+	if partitions > 1 {
+		parts, err := partition.Tags(redisstore.DefaultPrefix, partitions)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, tag := range parts {
+			store[tag] = true
+		}
+		tags = append(tags, parts...)
+	}
 	if shards > 1 {
 		queue, err := partition.Tags("weft:queue:", shards)
 		if err != nil {
@@ -287,14 +312,35 @@ func servedTags(b *testing.B, cl *redistest.Cluster, shards int) map[*redistest.
 		if err != nil {
 			b.Fatal(err)
 		}
-		tags = append(append(tags[:1], queue...), bus...)
+		tags = slices.Concat(slices.DeleteFunc(tags, func(tag string) bool { return tag == "{weft:queue}" }), queue, bus)
 	}
 	out := map[*redistest.Server][]string{}
 	for _, tag := range tags {
 		m := cl.MasterOf(b, tag)
 		out[m] = append(out[m], tag)
 	}
-	return out
+	return out, store
+}
+
+// describeTags lists a master's tags for the benchmark's log, a store's
+// partitions as their count and numbers ("5 partitions 0-4") rather than
+// sixteen tags.
+func describeTags(tags []string) string {
+	var parts []string
+	var other []string
+	for _, tag := range tags {
+		// A partition's tag: {weft:<n>~<s>}.
+		n, ok := strings.CutPrefix(tag, "{"+redisstore.DefaultPrefix)
+		if i, err := strconv.Atoi(strings.SplitN(n, "~", 2)[0]); ok && strings.Contains(n, "~") && err == nil {
+			parts = append(parts, strconv.Itoa(i))
+			continue
+		}
+		other = append(other, tag)
+	}
+	if len(parts) > 0 {
+		other = append(other, fmt.Sprintf("%d partitions %s", len(parts), strings.Join(parts, ",")))
+	}
+	return strings.Join(other, " ")
 }
 
 // busiest lists the n commands with the most calls, with their calls per
