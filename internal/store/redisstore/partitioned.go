@@ -565,18 +565,10 @@ func (r *Partitioned) ExpiredInstances(ctx context.Context, now time.Time, limit
 	return r.whole().ExpiredInstances(ctx, now, limit)
 }
 
-// mergeSweep reads a sweep's list from every partition and merges them in
-// the order of their keys (sweepkeys.go), up to limit.
+// mergeSweep reads a sweep's list from every partition of parts and
+// merges them in the order of their keys (sweepkeys.go), up to limit.
 func (r *Partitioned) mergeSweep(ctx context.Context, parts []*Store, limit int, read func(ctx context.Context, p *Store) ([]keyedID, error)) ([]string, error) {
-	if err := r.begin(ctx); err != nil {
-		return nil, err
-	}
-	lists := make([][]keyedID, len(parts))
-	err := eachIn(ctx, parts, func(ctx context.Context, i int, p *Store) error {
-		var err error
-		lists[i], err = read(ctx, p)
-		return err
-	})
+	lists, err := collect(ctx, r, parts, read)
 	if err != nil {
 		return nil, err
 	}
@@ -590,6 +582,16 @@ func gather[T any](ctx context.Context, r *Partitioned, read func(ctx context.Co
 
 // gatherIn concatenates the answers of parts.
 func gatherIn[T any](ctx context.Context, r *Partitioned, parts []*Store, read func(ctx context.Context, p *Store) ([]T, error)) ([]T, error) {
+	lists, err := collect(ctx, r, parts, read)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(lists...), nil
+}
+
+// collect reads a list from every store of parts at once, in the order of
+// parts.
+func collect[T any](ctx context.Context, r *Partitioned, parts []*Store, read func(ctx context.Context, p *Store) ([]T, error)) ([][]T, error) {
 	if err := r.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -602,7 +604,7 @@ func gatherIn[T any](ctx context.Context, r *Partitioned, parts []*Store, read f
 	if err != nil {
 		return nil, err
 	}
-	return slices.Concat(lists...), nil
+	return lists, nil
 }
 
 // ---- Messages between stores.
