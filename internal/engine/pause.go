@@ -19,7 +19,8 @@ import (
 //
 // op says who asks and why, and when (now, when op.At is zero); the
 // instance_paused entry records it. A pause of a paused instance writes
-// nothing. It returns the instance as it was before the pause applied; an
+// nothing, unless a resume is on its way in its inbox: then the pause
+// follows it, and the instance ends paused. It returns the instance as it was before the pause applied; an
 // error matching weft.ErrNotFound for no such instance and a
 // *weft.FinishedError for one that has finished.
 func (e *Engine) Pause(ctx context.Context, id string, op weft.Operation) (*weft.Instance, error) {
@@ -49,15 +50,32 @@ func (e *Engine) pauseOrResume(ctx context.Context, id string, kind weft.Message
 	if err != nil {
 		return nil, err
 	}
+	// What the instance's record says may be undone by a message on its
+	// way: a paused instance with a resume in its inbox is to be paused
+	// again (a pause, a resume and a pause sent before it runs), and a
+	// running one with a pause in its inbox may be resumed.
+	pending := func(want weft.MessageKind) (bool, error) {
+		msgs, err := e.store.Inbox(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(msgs, func(m weft.Message) bool { return m.Kind == want }), nil
+	}
 	switch {
 	case kind == weft.MessagePause && p != nil:
-		return inst, nil // paused already: its pause says who paused it
-	case kind == weft.MessageResume && p == nil:
-		msgs, err := e.store.Inbox(ctx, id)
+		resuming, err := pending(weft.MessageResume)
 		if err != nil {
 			return nil, err
 		}
-		if !slices.ContainsFunc(msgs, func(m weft.Message) bool { return m.Kind == weft.MessagePause }) {
+		if !resuming {
+			return inst, nil // paused already: its pause says who paused it
+		}
+	case kind == weft.MessageResume && p == nil:
+		pausing, err := pending(weft.MessagePause)
+		if err != nil {
+			return nil, err
+		}
+		if !pausing {
 			return nil, fmt.Errorf("engine: instance %s is %s: %w", id, inst.Status, weft.ErrNotPaused)
 		}
 	}
