@@ -99,8 +99,9 @@
 //     store.ErrNotDurable and weft.ErrUnavailable (wait.go). Lease
 //     renewals are not waited for: one that a failover loses hands an
 //     instance over early, under a higher fencing token. Barrier waits
-//     the same way for what a read found (the engine calls it before it
-//     answers a retried start from the instance its first attempt made).
+//     the same way for what a read found (the engine calls it, through
+//     BarrierOf, before it answers a retried start from the instance its
+//     first attempt made).
 //
 // Redis logs a script's effects as one MULTI/EXEC block, and on load drops
 // a block truncated by a crash, so a restart never finds half a Commit.

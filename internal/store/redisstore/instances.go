@@ -357,26 +357,6 @@ func (s *Store) commitMarked(ctx context.Context, c store.Commit, remote []bool,
 	return 0, nil, fmt.Errorf("redisstore: commit instance %q on %s: unexpected answer %v", id, s.addr, res)
 }
 
-// deliveredMarker reads the marker that a partition's commit consuming
-// stimulus sid left (commitScript): the outcome it stored, and whether
-// there is one. The stimulus itself is in the catalog, reserved by the
-// router before the commit; the marker tells the router, for
-// Config.DeliveredRetention, that the commit happened, so that it can
-// confirm a reservation whose confirmation a crash lost.
-func (s *Store) deliveredMarker(ctx context.Context, sid string) (outcome []byte, ok bool, err error) {
-	if err := s.begin(ctx); err != nil {
-		return nil, false, err
-	}
-	v, err := s.c.Get(ctx, s.p+"sdl:"+sid).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, s.fail(ctx, "delivered marker of stimulus", sid, err)
-	}
-	return v, true, nil
-}
-
 // catalogRefusedError is a partition's refusal of a create that read an older
 // catalog generation than the partition holds: the *store.CommitError
 // (ErrCatalogChanged), which it unwraps to, and the partition's

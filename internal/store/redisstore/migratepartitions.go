@@ -182,10 +182,11 @@ return res
 
 // moveDropScript is the move's last step in the whole store: it deletes
 // the keys and index entries of instances their partitions hold, as
-// deleteScript does without the fence check. ARGV: the status whose index
-// the members are from, counted members. A member whose instance is gone
-// (another run dropped it) is removed from the status index, which is all
-// that can be left of it.
+// deleteScript does without the fence check (both call removeInstance,
+// in the scripts' prelude). ARGV: the status whose index the members are
+// from, counted members. A member whose instance is gone (another run
+// dropped it) is removed from the status index, which is all that can be
+// left of it.
 var moveDropScript = script(`
 local st = take()
 for i = 1, takeN() do
@@ -196,17 +197,7 @@ for i = 1, takeN() do
   if not old[2] then
     redis.call("ZREM", P .. "ix:s:" .. st, m)
   else
-    redis.call("ZREM", P .. "lz", id)
-    redis.call("HDEL", P .. "l", id)
-    if old[1] and old[1] ~= "" then redis.call("ZREM", P .. "mw", old[1] .. id) end
-    for _, x in ipairs(indexed(id, old[2], old[3], old[4], old[5] == "1", old[6], old[7])) do
-      local k, mm = unpair(x)
-      redis.call("ZREM", k, mm)
-    end
-    if old[8] then reindexSearch(id, old[2], old[8], "") end
-    for _, b in ipairs(redis.call("SMEMBERS", P .. "b:" .. id)) do redis.call("ZREM", P .. "bk", b) end
-    for _, t in ipairs(redis.call("SMEMBERS", P .. "t:" .. id)) do redis.call("ZREM", P .. "due", t) end
-    redis.call("DEL", ik, P .. "b:" .. id, P .. "t:" .. id, P .. "h:" .. id, P .. "m:" .. id, P .. "e:" .. id)
+    removeInstance(id, unpack(old, 1, 8))
   end
 end
 return "ok"

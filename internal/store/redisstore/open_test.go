@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,7 +78,8 @@ func TestOpenErrors(t *testing.T) {
 }
 
 // TestOpenWarnsWithoutAOF: a server without an append-only file is named
-// in a warning; with one, nothing is said.
+// in a warning; with one, nothing is said. A partitioned store warns
+// once, not once per partition.
 func TestOpenWarnsWithoutAOF(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t) // its own: the test turns AOF off
@@ -93,13 +96,72 @@ func TestOpenWarnsWithoutAOF(t *testing.T) {
 	if logs := open(); strings.Contains(logs, "WARN") {
 		t.Errorf("warning with AOF on: %s", logs)
 	}
+	if logs := openPartitionedLogs(t, c); strings.Contains(logs, "WARN") {
+		t.Errorf("partitioned open warns with AOF on: %s", logs)
+	}
 	if err := c.ConfigSet(context.Background(), "appendonly", "no").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if logs := open(); !strings.Contains(logs, "level=WARN") || !strings.Contains(logs, "appendonly no") || !strings.Contains(logs, srv.Addr()) {
 		t.Errorf("logs without AOF = %q, want a warning naming the address", logs)
 	}
+	logs := openPartitionedLogs(t, c)
+	if n := strings.Count(logs, "level=WARN"); n != 1 || !strings.Contains(logs, "appendonly no") || !strings.Contains(logs, srv.Addr()) {
+		t.Errorf("partitioned open without AOF logged %d warnings: %q, want one naming %s", n, logs, srv.Addr())
+	}
 }
+
+// TestOpenWarnsWithoutAOFOnCluster: on a Redis Cluster every node is
+// asked, not the one a keyless CONFIG GET reaches: with AOF off on one
+// master, a whole store and a partitioned store (whose catalog may be on
+// another master) warn once, naming that master and no other.
+func TestOpenWarnsWithoutAOFOnCluster(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartClusterOf(t, 3, 0)
+	c := cluster.Client(t)
+	masters := cluster.Masters(t)
+	off := masters[len(masters)-1]
+	if err := off.Client(t).ConfigSet(t.Context(), "appendonly", "no").Err(); err != nil {
+		t.Fatalf("turning AOF off on %s: %v", off.Addr(), err)
+	}
+	var logs logtest.Buffer
+	s, err := redisstore.Open(t.Context(), redisstore.Config{Client: c, Prefix: "aof:", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	for name, logs := range map[string]string{"whole": logs.String(), "partitioned": openPartitionedLogs(t, c)} {
+		if n := strings.Count(logs, "level=WARN"); n != 1 || !strings.Contains(logs, "appendonly no") || !strings.Contains(logs, off.Addr()) {
+			t.Errorf("%s open with AOF off on %s logged %d warnings: %q, want one naming it", name, off.Addr(), n, logs)
+		}
+		for _, m := range masters[:len(masters)-1] {
+			if strings.Contains(logs, m.Addr()) {
+				t.Errorf("%s open names %s, which keeps an AOF: %q", name, m.Addr(), logs)
+			}
+		}
+	}
+}
+
+// openPartitionedLogs opens and closes a partitioned store of four
+// partitions on c under a prefix of its own, and returns what it logged.
+func openPartitionedLogs(t *testing.T, c redis.UniversalClient) string {
+	t.Helper()
+	var logs logtest.Buffer
+	s, err := redisstore.OpenPartitioned(t.Context(), redisstore.PartitionedConfig{
+		Config:     redisstore.Config{Client: c, Prefix: "aofp-" + strconv.Itoa(int(aofStores.Add(1))) + ":", Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		Partitions: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return logs.String()
+}
+
+// aofStores numbers openPartitionedLogs's stores.
+var aofStores atomic.Int64
 
 // TestErrors: a Redis that went away gives errors naming the operation, the
 // id and the address; Close makes every call ErrClosed; a cancelled

@@ -1186,16 +1186,6 @@ func (r *Partitioned) BarrierOf(ctx context.Context, id string) error {
 	return r.part(id).Barrier(ctx)
 }
 
-// Barrier waits, as Store.Barrier does, on the catalog and every
-// partition: what a read found is then on the replicas whatever store it
-// came from.
-func (r *Partitioned) Barrier(ctx context.Context) error {
-	if err := r.cat.Barrier(ctx); err != nil {
-		return err
-	}
-	return r.each(ctx, func(ctx context.Context, _ int, p *Store) error { return p.Barrier(ctx) })
-}
-
 // ---- The loop that finishes what crashed writers left.
 
 // run relays the outbox entries older than RelayAfter and settles the

@@ -202,6 +202,27 @@ func TestPartitionDeliveredMarker(t *testing.T) {
 	}
 }
 
+// deliveredMarker reads the marker that a partition's commit consuming
+// stimulus sid left (commitScript): the outcome it stored, and whether
+// there is one. The stimulus itself is in the catalog, reserved by the
+// router before the commit; the marker tells the router, for
+// Config.DeliveredRetention, that the commit happened, so that it can
+// confirm a reservation whose confirmation a crash lost. Only tests read
+// it: the router's sweep settles a reservation with settleMarker.
+func (s *Store) deliveredMarker(ctx context.Context, sid string) (outcome []byte, ok bool, err error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, false, err
+	}
+	v, err := s.c.Get(ctx, s.p+"sdl:"+sid).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, s.fail(ctx, "delivered marker of stimulus", sid, err)
+	}
+	return v, true, nil
+}
+
 // message is a child's end message for instance to.
 func message(to, id string) weft.Message {
 	return weft.Message{InstanceID: to, ID: id, Kind: weft.MessageChild, Payload: json.RawMessage(`{"x": 1}`)}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -191,8 +192,10 @@ var _ store.Store = (*Store)(nil)
 // # Notes
 //
 // The store assumes AOF (appendonly yes). When CONFIG GET says it is off,
-// Open logs a warning and goes on; when CONFIG is disabled (renamed, or
-// refused by an ACL), it logs at debug level.
+// on the server or on any node of a Redis Cluster, Open logs a warning
+// and goes on; when CONFIG is disabled (renamed, or refused by an ACL), it
+// logs at debug level. A partition's Open skips the check: the catalog's,
+// which OpenPartitioned opens first, asks the same servers.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -205,7 +208,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.c.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: open %s: ping: %w", s.addr, err)
 	}
-	s.checkAOF(ctx)
+	if cfg.role != rolePartition {
+		s.checkAOF(ctx)
+	}
 	key := s.p + "schema"
 	want := schemaVersion
 	if cfg.role == roleCatalog {
@@ -291,18 +296,42 @@ func (s *Store) migrate(ctx context.Context, from string) error {
 	return nil
 }
 
-// checkAOF logs a warning when the server does not keep an append-only
-// file: acknowledged writes would then not survive a restart.
+// checkAOF logs a warning when a server the store writes to does not
+// keep an append-only file: acknowledged writes would then not survive
+// its restart. On a Redis Cluster it asks every node, masters and
+// replicas: a keyless CONFIG GET goes to one node picked at random, a
+// partitioned store's keys spread over every master, and a replica
+// becomes a master on failover. One warning names every node without AOF.
 func (s *Store) checkAOF(ctx context.Context) {
-	res, err := s.c.ConfigGet(ctx, "appendonly").Result()
-	if err != nil {
-		s.log.Debug("redisstore: cannot read appendonly (CONFIG disabled?); durability is not checked", "addr", s.addr, "err", err)
-		return
-	}
-	for k, v := range res { // a cluster client may answer for several nodes
-		if k == "appendonly" && v != "yes" {
-			s.log.Warn("redisstore: Redis runs without AOF (appendonly no): acknowledged writes are lost when it restarts", "addr", s.addr)
+	var (
+		mu  sync.Mutex
+		off []string // addresses without AOF
+	)
+	check := func(ctx context.Context, c redis.Cmdable, addr string) {
+		res, err := c.ConfigGet(ctx, "appendonly").Result()
+		if err != nil {
+			s.log.Debug("redisstore: cannot read appendonly (CONFIG disabled?); durability is not checked", "addr", addr, "err", err)
+			return
 		}
+		if v, ok := res["appendonly"]; ok && v != "yes" {
+			mu.Lock()
+			off = append(off, addr)
+			mu.Unlock()
+		}
+	}
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		if err := cc.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
+			check(ctx, n, n.Options().Addr)
+			return nil
+		}); err != nil {
+			s.log.Debug("redisstore: cannot list the cluster's nodes; durability is not checked", "addr", s.addr, "err", err)
+		}
+	} else {
+		check(ctx, s.c, s.addr)
+	}
+	if len(off) > 0 {
+		slices.Sort(off)
+		s.log.Warn("redisstore: Redis runs without AOF (appendonly no): acknowledged writes are lost when it restarts", "addr", strings.Join(off, ","))
 	}
 }
 

@@ -84,6 +84,24 @@ local function reindexSearch(id, ct, osa, nsa)
     if not had[ipair(n[i], n[i + 1])] then redis.call("ZADD", P .. "ix:a:" .. n[i], 0, n[i + 1] .. ct .. id) end
   end
 end
+-- removeInstance deletes instance id: its keys, its lease and its entries
+-- in every index, which follow from its hash's fields ws, ct, wf, st,
+-- term, pn, da and sa (as HMGET returns them, in this order).
+-- DeleteInstance (deleteScript) and the move's drop (moveDropScript)
+-- share it, so that both remove the same.
+local function removeInstance(id, ws, ct, wf, st, term, pn, da, sa)
+  redis.call("ZREM", P .. "lz", id)
+  redis.call("HDEL", P .. "l", id)
+  if ws and ws ~= "" then redis.call("ZREM", P .. "mw", ws .. id) end
+  for _, x in ipairs(indexed(id, ct, wf, st, term == "1", pn, da)) do
+    local k, m = unpair(x)
+    redis.call("ZREM", k, m)
+  end
+  if sa then reindexSearch(id, ct, sa, "") end
+  for _, m in ipairs(redis.call("SMEMBERS", P .. "b:" .. id)) do redis.call("ZREM", P .. "bk", m) end
+  for _, m in ipairs(redis.call("SMEMBERS", P .. "t:" .. id)) do redis.call("ZREM", P .. "due", m) end
+  redis.call("DEL", P .. "i:" .. id, P .. "b:" .. id, P .. "t:" .. id, P .. "h:" .. id, P .. "m:" .. id, P .. "e:" .. id)
+end
 -- A lease as kept in the l hash: its expiry (16 hex digits), "1" if the
 -- instance is terminal else "0", then owner(node, boot).
 local function owner(node, boot) return #boot .. ":" .. boot .. node end
@@ -398,17 +416,7 @@ local ik = P .. "i:" .. id
 local old = redis.call("HMGET", ik, "rev", "fence", "ws", "ct", "wf", "st", "term", "pn", "da", "sa")
 if old[1] == false then return {"notfound"} end
 if tonumber(fence) < tonumber(old[2]) then return {"fenced", old[1], old[2]} end
-redis.call("ZREM", P .. "lz", id)
-redis.call("HDEL", P .. "l", id)
-if old[3] and old[3] ~= "" then redis.call("ZREM", P .. "mw", old[3] .. id) end
-for _, x in ipairs(indexed(id, old[4], old[5], old[6], old[7] == "1", old[8], old[9])) do
-  local k, m = unpair(x)
-  redis.call("ZREM", k, m)
-end
-if old[10] then reindexSearch(id, old[4], old[10], "") end
-for _, m in ipairs(redis.call("SMEMBERS", P .. "b:" .. id)) do redis.call("ZREM", P .. "bk", m) end
-for _, m in ipairs(redis.call("SMEMBERS", P .. "t:" .. id)) do redis.call("ZREM", P .. "due", m) end
-redis.call("DEL", ik, P .. "b:" .. id, P .. "t:" .. id, P .. "h:" .. id, P .. "m:" .. id, P .. "e:" .. id)
+removeInstance(id, unpack(old, 3, 10))
 return {"ok"}
 `)
 
