@@ -171,6 +171,12 @@ type Info struct {
 	// DeadlineUnixMilli is when the host stops the attempt; 0 when nothing
 	// bounds it in time (never under weft serve).
 	DeadlineUnixMilli int64 `json:"deadline_unix_ms"`
+	// TraceID and SpanID are the W3C trace context of the attempt's span
+	// (32 and 16 lowercase hex digits) when the host traces it, so that a
+	// plugin's own logs and outbound calls can carry them; empty
+	// otherwise.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
 
 // MaxNameLen is the longest plugin or activity name.

@@ -1,6 +1,8 @@
 package plugins
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -102,6 +104,12 @@ type Config struct {
 	// Logger receives the runtime's own logs and, when a call gives no log
 	// function, the guests' logs. Defaults to slog.Default().
 	Logger *slog.Logger
+
+	// Tracer makes a span of each outbound HTTP request, under the span
+	// of the call's context, and the request carries its W3C trace
+	// context (docs/observability.md, "Traces"); nil makes none and adds
+	// no header.
+	Tracer trace.TracerProvider
 
 	// Now is the clock used for heartbeat times. Defaults to time.Now.
 	Now func() time.Time

@@ -73,6 +73,9 @@ type Instance struct {
 	Parent *ParentRef `json:"parent,omitempty"`
 	// Persistence is the instance's persistence strategy (lazy, activity).
 	Persistence string `json:"persistence,omitempty"`
+	// Trace is where the instance's spans go, set when it was created
+	// while tracing was on; nil otherwise.
+	Trace *Trace `json:"trace,omitempty"`
 	// Order is the instance's place in the ready queue: its priority and
 	// fairness key, decided when it is created.
 	Order

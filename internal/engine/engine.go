@@ -83,6 +83,7 @@ import (
 	"github.com/weftworks/weft/internal/ratelimit/locallimit"
 	"github.com/weftworks/weft/internal/runner"
 	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/internal/tracing"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins/call"
 )
@@ -122,7 +123,27 @@ type Observer interface {
 	// BatchApplied says that n items of batch jobs of op were applied
 	// with outcome (weft.BatchOutcome).
 	BatchApplied(op, outcome string, n int)
+	// InstanceFinished says that an instance of workflow reached the
+	// terminal status, d after it was created.
+	InstanceFinished(workflow string, status weft.Status, d time.Duration)
+	// TimerFired says that a timer (a sleep, a wait's timeout, a retry's
+	// backoff) fired late after it was due.
+	TimerFired(late time.Duration)
+	// InstanceTakenOver says that this node took over an instance whose
+	// lease had expired (its node died or stalled).
+	InstanceTakenOver()
+	// AttemptAbandoned says that an attempt ended without its result
+	// being applied, for reason AbandonedNodeLost (its node lost the
+	// instance: found at a takeover) or AbandonedSuperseded (the
+	// instance moved on without it: cancelled, reset, timed out).
+	AttemptAbandoned(reason string)
 }
+
+// Why attempts were abandoned, as Observer.AttemptAbandoned is told.
+const (
+	AbandonedNodeLost   = "node_lost"
+	AbandonedSuperseded = "superseded"
+)
 
 // Why instances were deleted, as Observer.InstancesDeleted is told.
 const (
@@ -158,14 +179,18 @@ func InstanceTopics() []string { return []string{topicInbox, topicChanged} }
 
 type nopObserver struct{}
 
-func (nopObserver) InstanceStatus(string, weft.Status)                 {}
-func (nopObserver) StepFinished(string, string, string, time.Duration) {}
-func (nopObserver) InstancesDeleted(string, int)                       {}
-func (nopObserver) ScheduleFired(string, bool, time.Duration)          {}
-func (nopObserver) SchedulesSkipped(string, int)                       {}
-func (nopObserver) SlotWaited(string, time.Duration)                   {}
-func (nopObserver) SlotCancelled(string, string)                       {}
-func (nopObserver) BatchApplied(string, string, int)                   {}
+func (nopObserver) InstanceStatus(string, weft.Status)                  {}
+func (nopObserver) StepFinished(string, string, string, time.Duration)  {}
+func (nopObserver) InstancesDeleted(string, int)                        {}
+func (nopObserver) ScheduleFired(string, bool, time.Duration)           {}
+func (nopObserver) SchedulesSkipped(string, int)                        {}
+func (nopObserver) SlotWaited(string, time.Duration)                    {}
+func (nopObserver) SlotCancelled(string, string)                        {}
+func (nopObserver) BatchApplied(string, string, int)                    {}
+func (nopObserver) InstanceFinished(string, weft.Status, time.Duration) {}
+func (nopObserver) TimerFired(time.Duration)                            {}
+func (nopObserver) InstanceTakenOver()                                  {}
+func (nopObserver) AttemptAbandoned(string)                             {}
 
 // Config configures an Engine.
 type Config struct {
@@ -278,6 +303,9 @@ type Config struct {
 	// Observer is told about status changes and step latencies; nil
 	// observes nothing.
 	Observer Observer
+	// Tracer makes the spans of instances, steps and attempts
+	// (docs/observability.md, "Traces"); nil makes none.
+	Tracer *tracing.Tracer
 	// Bus, in a cluster, tells the other nodes about inbox messages and
 	// finished instances; nil on a single node.
 	Bus Bus

@@ -39,6 +39,10 @@ func (o *observed) SchedulesSkipped(reason string, n int)                       
 func (o *observed) SlotWaited(workflow string, d time.Duration)                 {}
 func (o *observed) SlotCancelled(workflow, policy string)                       {}
 func (o *observed) BatchApplied(string, string, int)                            {}
+func (o *observed) InstanceFinished(string, weft.Status, time.Duration)         {}
+func (o *observed) TimerFired(time.Duration)                                    {}
+func (o *observed) InstanceTakenOver()                                          {}
+func (o *observed) AttemptAbandoned(string)                                     {}
 
 func TestObserverSeesStatusesAndStepLatencies(t *testing.T) {
 	t.Parallel()

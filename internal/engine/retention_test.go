@@ -41,13 +41,17 @@ type deletions struct {
 	ch chan string // reason, once per instance
 }
 
-func (deletions) InstanceStatus(string, weft.Status)                 {}
-func (deletions) StepFinished(string, string, string, time.Duration) {}
-func (deletions) ScheduleFired(string, bool, time.Duration)          {}
-func (deletions) SchedulesSkipped(string, int)                       {}
-func (deletions) SlotWaited(string, time.Duration)                   {}
-func (deletions) SlotCancelled(string, string)                       {}
-func (deletions) BatchApplied(string, string, int)                   {}
+func (deletions) InstanceStatus(string, weft.Status)                  {}
+func (deletions) StepFinished(string, string, string, time.Duration)  {}
+func (deletions) ScheduleFired(string, bool, time.Duration)           {}
+func (deletions) SchedulesSkipped(string, int)                        {}
+func (deletions) SlotWaited(string, time.Duration)                    {}
+func (deletions) SlotCancelled(string, string)                        {}
+func (deletions) BatchApplied(string, string, int)                    {}
+func (deletions) InstanceFinished(string, weft.Status, time.Duration) {}
+func (deletions) TimerFired(time.Duration)                            {}
+func (deletions) InstanceTakenOver()                                  {}
+func (deletions) AttemptAbandoned(string)                             {}
 func (d deletions) InstancesDeleted(reason string, n int) {
 	for range n {
 		d.ch <- reason

@@ -480,11 +480,15 @@ func (r *fireRecorder) InstanceStatus(_ string, status weft.Status) {
 	}
 }
 
-func (*fireRecorder) StepFinished(string, string, string, time.Duration) {}
-func (*fireRecorder) InstancesDeleted(string, int)                       {}
-func (*fireRecorder) SlotWaited(string, time.Duration)                   {}
-func (*fireRecorder) SlotCancelled(string, string)                       {}
-func (*fireRecorder) BatchApplied(string, string, int)                   {}
+func (*fireRecorder) StepFinished(string, string, string, time.Duration)  {}
+func (*fireRecorder) InstancesDeleted(string, int)                        {}
+func (*fireRecorder) SlotWaited(string, time.Duration)                    {}
+func (*fireRecorder) SlotCancelled(string, string)                        {}
+func (*fireRecorder) BatchApplied(string, string, int)                    {}
+func (*fireRecorder) InstanceFinished(string, weft.Status, time.Duration) {}
+func (*fireRecorder) TimerFired(time.Duration)                            {}
+func (*fireRecorder) InstanceTakenOver()                                  {}
+func (*fireRecorder) AttemptAbandoned(string)                             {}
 
 // sweepKey is the schedules sweep's try-lock, and sweepTTL its TTL with
 // the default ScheduleInterval (engine's singletonTTL: four intervals, at

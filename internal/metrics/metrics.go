@@ -49,8 +49,16 @@ type Metrics struct {
 	slotWait    *prometheus.HistogramVec
 	slotCancels *prometheus.CounterVec
 	batchItems  *prometheus.CounterVec
-	rateTurns   *prometheus.CounterVec
-	rateWait    *prometheus.HistogramVec
+	// instanceDuration, timerLateness, takeovers and abandoned are the
+	// engine's instance life: how long instances take end to end, how
+	// late timers fire, how often nodes take instances over and lose
+	// attempts.
+	instanceDuration *prometheus.HistogramVec
+	timerLateness    prometheus.Histogram
+	takeovers        prometheus.Counter
+	abandoned        *prometheus.CounterVec
+	rateTurns        *prometheus.CounterVec
+	rateWait         *prometheus.HistogramVec
 
 	activity    *prometheus.HistogramVec
 	attempts    *prometheus.CounterVec
@@ -73,6 +81,14 @@ type Metrics struct {
 
 // latencyBuckets cover a fast plugin call (100µs) to a long activity (10m).
 var latencyBuckets = []float64{.0001, .0005, .001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 600}
+
+// instanceBuckets cover a workflow of fast steps (1ms) to one that waits
+// for a signal or a sleep for a week.
+var instanceBuckets = []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400}
+
+// latenessBuckets cover a timer fired by the next sweep (a few ms) to one
+// fired after a long outage.
+var latenessBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
 
 // New returns Metrics registered with reg. A nil reg keeps the metrics
 // unregistered: they are counted but exported nowhere.
@@ -122,6 +138,24 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "batch_items_total",
 			Help: "Items of batch jobs applied, by operation (cancel, retry, pause, resume, delete, signal, migrate, reset) and outcome (done, skipped, failed; can, cannot for a dry run).",
 		}, []string{"op", "outcome"}),
+		instanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "instance_duration_seconds",
+			Help:    "Time from an instance's creation to its end, by workflow and terminal status (completed, failed, cancelled, timed_out).",
+			Buckets: instanceBuckets,
+		}, []string{"workflow", "status"}),
+		timerLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "timer_lateness_seconds",
+			Help:    "How long after it was due a timer (a sleep, a wait's timeout, a retry's backoff) fired.",
+			Buckets: latenessBuckets,
+		}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "instance_takeovers_total",
+			Help: "Instances this node took over after their lease expired (their node died or stalled).",
+		}),
+		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "attempts_abandoned_total",
+			Help: "Attempts that ended without their result applied, by reason (node_lost, superseded).",
+		}, []string{"reason"}),
 		rateTurns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "rate_limit_turns_total",
 			Help: "Turns asked of the rate limits, by kind of key (step: an activity step's rate_limit; host: a grant's host rule) and result: granted, refused (further ahead than the caller would wait), error (the limiter failed).",
@@ -188,7 +222,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.slotWait, m.slotCancels, m.batchItems, m.rateTurns, m.rateWait, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
-		m.outbound, m.outboundDuration,
+		m.outbound, m.outboundDuration, m.instanceDuration, m.timerLateness, m.takeovers, m.abandoned,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: registering: %w", err)
@@ -251,6 +285,27 @@ func (m *Metrics) SlotCancelled(workflow, policy string) {
 func (m *Metrics) BatchApplied(op, outcome string, n int) {
 	m.batchItems.WithLabelValues(op, outcome).Add(float64(n))
 }
+
+// InstanceFinished records how long an instance of workflow took, from
+// its creation to its terminal status; it implements the engine's
+// Observer.
+func (m *Metrics) InstanceFinished(workflow string, status weft.Status, d time.Duration) {
+	m.instanceDuration.WithLabelValues(workflow, string(status)).Observe(d.Seconds())
+}
+
+// TimerFired records how late a timer fired; it implements the engine's
+// Observer.
+func (m *Metrics) TimerFired(late time.Duration) {
+	m.timerLateness.Observe(max(late, 0).Seconds())
+}
+
+// InstanceTakenOver counts a takeover; it implements the engine's
+// Observer.
+func (m *Metrics) InstanceTakenOver() { m.takeovers.Inc() }
+
+// AttemptAbandoned counts an attempt whose result was not applied, by
+// reason; it implements the engine's Observer.
+func (m *Metrics) AttemptAbandoned(reason string) { m.abandoned.WithLabelValues(reason).Inc() }
 
 // HTTPRequest records one answered HTTP request. route is the registered
 // pattern (such as /v1/instances/:id), or "unmatched" for requests that
