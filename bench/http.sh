@@ -11,6 +11,10 @@
 #	N=500 WARMUP=50 bench/http.sh  # a quick check that it all works
 #	STORES=embedded bench/http.sh  # only the embedded store
 #	STORES="embedded temporal" bench/http.sh  # Weft against Temporal's dev server
+#	STORES="redis redis-partitioned cluster cluster-partitioned" bench/http.sh
+#	                               # the whole store and PARTITIONS (16) partitions,
+#	                               # on one redis-server and on a Redis Cluster of
+#	                               # three masters (no replicas; SHARDS, 4, queue shards)
 #
 # Scenarios (seq3: three kit.echo steps; sleep3: three kit.sleep steps of
 # 100 ms each):
@@ -34,6 +38,8 @@ n=${N:-2000}
 warmup=${WARMUP:-200}
 rate=${RATE:-500}
 stores=${STORES:-"embedded redis"}
+partitions=${PARTITIONS:-16}
+shards=${SHARDS:-4}
 mkdir -p "$out"
 results=$out/http.jsonl
 : >"$results"
@@ -54,18 +60,21 @@ load=$bench/work/load
 	echo "go: $(go version)"
 	echo "nproc: $(nproc)"
 	lscpu | grep -E '^(Model name|CPU\(s\)):' || true
-	echo "rounds: $rounds, n: $n, warmup: $warmup, rate: $rate/s, stores: $stores"
+	echo "rounds: $rounds, n: $n, warmup: $warmup, rate: $rate/s, stores: $stores (partitions: $partitions, cluster shards: $shards)"
 	echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/http-machine.txt"
 
 work=$(mktemp -d)
 host_pid=
-redis_pid=
+redis_pids=()
+redis_addrs=
 temporal_pid=
 cleanup() {
 	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
 	[ -n "$temporal_pid" ] && kill "$temporal_pid" 2>/dev/null && wait "$temporal_pid" 2>/dev/null
-	[ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null
+	for pid in ${redis_pids[@]+"${redis_pids[@]}"}; do
+		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -88,25 +97,69 @@ await_ready() {
 	return 1
 }
 
-# start_host STORE starts a weft serve on a fresh data dir (and, for redis,
-# a fresh redis-server with AOF, appendfsync everysec).
+# start_redis DIR [ARGS...] starts a redis-server with AOF (appendfsync
+# everysec) on a free port in DIR and prints nothing; its address is
+# appended to redis_addrs.
+start_redis() {
+	local dir=$1 port
+	shift
+	mkdir -p "$dir"
+	port=$(free_port)
+	# A cluster node listens on its port + 10000 too (the cluster bus).
+	while [ "$port" -gt 55000 ]; do port=$(free_port); done
+	redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --appendonly yes \
+		--appendfsync everysec --save '' --daemonize no "$@" >"$dir/redis.log" 2>&1 &
+	redis_pids+=($!)
+	for _ in $(seq 100); do
+		redis-cli -p "$port" ping >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	redis_addrs=${redis_addrs:+$redis_addrs,}127.0.0.1:$port
+}
+
+# start_cluster starts a Redis Cluster of three masters without replicas
+# and waits until every master says cluster_state:ok.
+start_cluster() {
+	local i addr
+	for i in 1 2 3; do
+		start_redis "$work/redis/m$i" --cluster-enabled yes --cluster-config-file nodes.conf
+	done
+	if ! redis-cli --cluster create ${redis_addrs//,/ } --cluster-yes >"$work/redis/create.log" 2>&1; then
+		cat "$work/redis/create.log" >&2
+		return 1
+	fi
+	for addr in ${redis_addrs//,/ }; do
+		for _ in $(seq 100); do
+			redis-cli -h "${addr%:*}" -p "${addr#*:}" cluster info 2>/dev/null | grep -q 'cluster_state:ok' && break
+			sleep 0.1
+		done
+	done
+}
+
+# start_host STORE starts a weft serve on a fresh data dir: on the embedded
+# store; or a fresh redis-server (redis, redis-partitioned) or Redis
+# Cluster (cluster, cluster-partitioned), the store whole or in PARTITIONS
+# partitions.
 start_host() {
 	local store=$1 port
 	rm -rf "$work/data" "$work/redis"
 	mkdir -p "$work/data" "$work/redis"
 	port=$(free_port)
 	local args=(serve --listen "127.0.0.1:$port" --data-dir "$work/data")
-	if [ "$store" = redis ]; then
-		redis_port=$(free_port)
-		redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work/redis" --appendonly yes \
-			--appendfsync everysec --save '' --daemonize no >"$work/redis.log" 2>&1 &
-		redis_pid=$!
-		for _ in $(seq 100); do
-			redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
-			sleep 0.1
-		done
-		args+=(--store redis --redis-addr "127.0.0.1:$redis_port")
-	fi
+	redis_addrs=
+	case $store in
+	redis | redis-partitioned)
+		start_redis "$work/redis"
+		args+=(--store redis --redis-addr "$redis_addrs")
+		;;
+	cluster | cluster-partitioned)
+		start_cluster
+		args+=(--store redis --redis-cluster "$redis_addrs" --set "redis.shards=$shards")
+		;;
+	esac
+	case $store in
+	*-partitioned) args+=(--set "redis.partitions=$partitions") ;;
+	esac
 	"$weft" "${args[@]}" >"$work/host.log" 2>&1 &
 	host_pid=$!
 	await_ready "$port"
@@ -116,10 +169,10 @@ start_host() {
 stop_host() {
 	kill "$host_pid" && wait "$host_pid" || true
 	host_pid=
-	if [ -n "$redis_pid" ]; then
-		kill "$redis_pid" && wait "$redis_pid" || true
-		redis_pid=
-	fi
+	for pid in ${redis_pids[@]+"${redis_pids[@]}"}; do
+		kill "$pid" && wait "$pid" || true
+	done
+	redis_pids=()
 }
 
 # run_temporal runs the seq3 scenarios on a fresh Temporal dev server.
@@ -155,8 +208,8 @@ for round in $(seq "$rounds"); do
 		start_host "$store"
 		common=(-server "$server" -json "$results" -warmup "$warmup")
 		redis=()
-		if [ "$store" = redis ]; then
-			redis=(-redis "127.0.0.1:$redis_port")
+		if [ -n "$redis_addrs" ]; then
+			redis=(-redis "$redis_addrs")
 		fi
 		"$load" "${common[@]}" "${redis[@]}" -setup -plugin "$root/bin/plugins/kit.wasm" \
 			-label "$store: seq3, 50 in flight" -workflow seq3 -n "$n" -concurrency 50

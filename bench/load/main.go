@@ -98,9 +98,14 @@ type result struct {
 	// and RedisCalls the same by command (INFO commandstats); with -redis.
 	RedisCommands float64            `json:"redis_commands_per_workflow,omitempty"`
 	RedisCalls    map[string]float64 `json:"redis_calls_per_workflow,omitempty"`
-	LoadCPUms     float64            `json:"load_cpu_ms_per_workflow"` // this process
-	FirstError    string             `json:"first_error,omitempty"`
-	GeneratedAt   string             `json:"generated_at"`
+	// RedisCPUByServer is RedisCPUms for each address of -redis, in
+	// order, when there are several (the masters of a Redis Cluster);
+	// RedisBusiestShare is the largest of them over their sum.
+	RedisCPUByServer  []float64 `json:"redis_cpu_ms_per_workflow_by_server,omitempty"`
+	RedisBusiestShare float64   `json:"redis_busiest_share,omitempty"`
+	LoadCPUms         float64   `json:"load_cpu_ms_per_workflow"` // this process
+	FirstError        string    `json:"first_error,omitempty"`
+	GeneratedAt       string    `json:"generated_at"`
 }
 
 func main() {
@@ -111,7 +116,7 @@ func main() {
 	flag.StringVar(&c.workflow, "workflow", "seq3", "the workflow to start: seq3 or sleep3 with -setup, or any saved one")
 	flag.StringVar(&c.plugin, "plugin", "bin/plugins/kit.wasm", "the kit plugin that -setup uploads")
 	flag.StringVar(&c.label, "label", "", "a name for the run in -json output (default: workflow and loop)")
-	flag.StringVar(&c.redis, "redis", "", "redis-server address whose CPU time to count (cluster mode)")
+	flag.StringVar(&c.redis, "redis", "", "redis-server addresses whose CPU time and commands to count, comma-separated (the masters of a Redis Cluster: summed, and each one's CPU reported)")
 	flag.IntVar(&c.n, "n", 2000, "workflows measured")
 	flag.IntVar(&c.warmup, "warmup", 200, "workflows run before measuring")
 	flag.IntVar(&c.concurrency, "concurrency", 50, "closed loop: workflows in flight")
@@ -216,6 +221,12 @@ func run(ctx context.Context, c config) error {
 	}
 	if c.redis != "" && r.Completed > 0 {
 		r.RedisCPUms = per(redisAfter.cpu - redisBefore.cpu)
+		if len(redisAfter.byServer) > 1 {
+			for i, cpu := range redisAfter.byServer {
+				r.RedisCPUByServer = append(r.RedisCPUByServer, per(cpu-redisBefore.byServer[i]))
+			}
+			r.RedisBusiestShare = slices.Max(r.RedisCPUByServer) / r.RedisCPUms
+		}
 		// The commands of the measured run, a few INFO calls aside.
 		r.RedisCommands = float64(redisAfter.commands-redisBefore.commands) / float64(r.Completed)
 		r.RedisCalls = map[string]float64{}
@@ -231,6 +242,9 @@ func run(ctx context.Context, c config) error {
 		r.Label, r.Completed, r.Errors, r.Seconds, r.PerSecond, r.P50ms, r.P90ms, r.P99ms, r.HostCPUms)
 	if c.redis != "" {
 		fmt.Printf(", redis CPU %.3f ms/workflow, %.1f redis commands/workflow", r.RedisCPUms, r.RedisCommands)
+		if len(r.RedisCPUByServer) > 1 {
+			fmt.Printf(" (by server %.3f ms, the busiest %.2f of the sum)", r.RedisCPUByServer, r.RedisBusiestShare)
+		}
 	}
 	fmt.Printf(" (load generator %.3f ms/workflow)\n", r.LoadCPUms)
 	if r.FirstError != "" {
@@ -405,21 +419,43 @@ func (c *client) processCPU(ctx context.Context) (time.Duration, error) {
 	return 0, errors.New("the host exports no process_cpu_seconds_total")
 }
 
-// redisStats is what redis-server says it has done so far.
+// redisStats is what redis-server says it has done so far, summed over
+// the servers of -redis.
 type redisStats struct {
 	cpu      time.Duration // used_cpu_user + used_cpu_sys
 	commands int64         // total_commands_processed
 	// calls counts the calls of each command (INFO commandstats), by name.
 	calls map[string]int64
+	// byServer is each server's cpu, in the order of -redis.
+	byServer []time.Duration
 }
 
-// readRedis reads redis-server's CPU time and command counts with INFO;
-// the zero value without an address.
-func readRedis(ctx context.Context, addr string) (redisStats, error) {
+// readRedis reads the CPU time and command counts of each redis-server
+// of a comma-separated address list with INFO and sums them; the zero
+// value without an address.
+func readRedis(ctx context.Context, addrs string) (redisStats, error) {
 	st := redisStats{calls: map[string]int64{}}
-	if addr == "" {
+	if addrs == "" {
 		return st, nil
 	}
+	for addr := range strings.SplitSeq(addrs, ",") {
+		one, err := readOneRedis(ctx, strings.TrimSpace(addr))
+		if err != nil {
+			return st, err
+		}
+		st.cpu += one.cpu
+		st.commands += one.commands
+		for name, n := range one.calls {
+			st.calls[name] += n
+		}
+		st.byServer = append(st.byServer, one.cpu)
+	}
+	return st, nil
+}
+
+// readOneRedis reads one redis-server's CPU time and command counts.
+func readOneRedis(ctx context.Context, addr string) (redisStats, error) {
+	st := redisStats{calls: map[string]int64{}}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	info, err := rdb.Info(ctx, "cpu", "stats", "commandstats").Result()
@@ -492,8 +528,8 @@ func summarizeFile(path string, w io.Writer) error {
 		}
 		byLabel[r.Label] = append(byLabel[r.Label], r)
 	}
-	fmt.Fprintln(w, "| scenario | runs | workflows/s | p50 ms | p90 ms | p99 ms | host CPU ms/wf | redis CPU ms/wf | redis commands/wf | errors |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| scenario | runs | workflows/s | p50 ms | p90 ms | p99 ms | host CPU ms/wf | redis CPU ms/wf | busiest redis's share | redis commands/wf | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, label := range order {
 		rs := byLabel[label]
 		col := func(f func(result) float64, prec int) string {
@@ -516,18 +552,21 @@ func summarizeFile(path string, w io.Writer) error {
 		for _, r := range rs {
 			errs += r.Errors
 		}
-		redis, commands := "–", "–"
+		redis, share, commands := "–", "–", "–"
 		if rs[0].RedisCPUms > 0 {
 			redis = col(func(r result) float64 { return r.RedisCPUms }, 3)
 			commands = col(func(r result) float64 { return r.RedisCommands }, 1)
 		}
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d |\n", label, len(rs),
+		if rs[0].RedisBusiestShare > 0 {
+			share = col(func(r result) float64 { return r.RedisBusiestShare }, 2)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", label, len(rs),
 			col(func(r result) float64 { return r.PerSecond }, 0),
 			col(func(r result) float64 { return r.P50ms }, 1),
 			col(func(r result) float64 { return r.P90ms }, 1),
 			col(func(r result) float64 { return r.P99ms }, 1),
 			col(func(r result) float64 { return r.HostCPUms }, 3),
-			redis, commands, errs)
+			redis, share, commands, errs)
 	}
 	return nil
 }
