@@ -119,6 +119,11 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	reqCtx, cancel := context.WithTimeout(cs.ctx, cfg.Timeout)
 	defer cancel()
 	h := &hops{cs: cs}
+	if h.tracer = o.tracer(cs.rt.cfg.Tracer); h.tracer != nil {
+		// The guest propagates a context of its own: its hops carry it
+		// as the guest wrote it (abi/README.md §13, "Trace context").
+		h.guestTrace = header.Get("Traceparent") != "" || header.Get("Tracestate") != ""
+	}
 	var rd io.Reader
 	if len(body) > 0 { // none: no "Content-Length: 0" on a GET
 		rd = bytes.NewReader(body)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weftworks/weft/internal/ratelimit/locallimit"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
@@ -33,6 +35,10 @@ type outbound struct {
 	own ownListeners
 	// limiter gives the hops under a rule with a rate limit their turns.
 	limiter RateLimiter
+	// traceWith makes the hops' spans: the tracer of the runtime's
+	// Config.Tracer, made once, at the first request (see tracer).
+	tracerOnce sync.Once
+	traceWith  trace.Tracer
 }
 
 // OutboundHeader is the header the host sets on every request a plugin
@@ -208,6 +214,12 @@ type hops struct {
 	// refused is set when the latest hop's rate limit kept it from being
 	// sent: the guest gets a synthetic 429.
 	refused *refusal
+	// tracer makes a span of each hop; nil makes none (outbound_trace.go).
+	tracer trace.Tracer
+	// guestTrace is set when the guest sent a traceparent or tracestate
+	// of its own: its hops carry the guest's trace context, not the
+	// host's.
+	guestTrace bool
 }
 
 // route checks one hop (the first request or a redirect) against the
@@ -225,29 +237,40 @@ func (o *outbound) route(r *http.Request) (*http.Response, error) {
 		return nil, h.err
 	}
 	h.rule = rule.Pattern
+	r, span := h.startHop(r, rule.Pattern)
+	resp, refused, err := o.send(r, h, rule)
+	return h.endHop(span, r, resp, refused, err)
+}
+
+// send sends a hop the grants allow under rule, after its turn when the
+// rule has a rate limit; refused says that the rate limit kept it from
+// being sent, and resp is then the guest's synthetic 429.
+func (o *outbound) send(r *http.Request, h *hops, rule *grant.Host) (resp *http.Response, refused bool, err error) {
 	if rule.RateLimit != nil {
 		// After the grant check, so that a hop no rule allows takes no
 		// turn; for every hop, so that a redirect to another rule's
 		// host waits for that rule's turn.
-		refused, err := o.takeTurn(r.Context(), rule)
-		if err != nil || refused != nil {
+		ref, err := o.takeTurn(r.Context(), rule)
+		if err != nil || ref != nil {
 			closeBody(r)
 		}
 		if err != nil {
 			if r.Context().Err() == nil {
 				h.err = err // the limiter failed: the call fails with it
 			}
-			return nil, err
+			return nil, false, err
 		}
-		if refused != nil {
-			h.refused = refused
-			return refused.response(r), nil
+		if ref != nil {
+			h.refused = ref
+			return ref.response(r), true, nil
 		}
 	}
 	if rule.PrivateNetworks {
-		return o.private.RoundTrip(r)
+		resp, err = o.private.RoundTrip(r)
+	} else {
+		resp, err = o.public.RoundTrip(r)
 	}
-	return o.public.RoundTrip(r)
+	return resp, false, err
 }
 
 // denied turns a refusal of the grant package into the *call.GrantError the call

@@ -62,6 +62,12 @@ type Info struct {
 	IdempotencyKey string
 	// DeadlineUnixMilli is when the host stops this attempt; 0 when never.
 	DeadlineUnixMilli int64
+	// TraceID and SpanID are the W3C trace context of the attempt's span
+	// (32 and 16 lowercase hex digits), for the plugin's own logs and
+	// telemetry; both empty when the host does not trace the attempt.
+	// Outbound requests need neither: the host adds the trace context
+	// to them.
+	TraceID, SpanID string
 }
 
 // Heartbeat proves that the activity is alive and records details, which
@@ -107,6 +113,8 @@ func (c *Context) Info() Info {
 			Attempt:           w.Attempt,
 			IdempotencyKey:    w.IdempotencyKey,
 			DeadlineUnixMilli: w.DeadlineUnixMilli,
+			TraceID:           w.TraceID,
+			SpanID:            w.SpanID,
 		}
 		if c.info.Activity == "" {
 			c.info.Activity = c.activity

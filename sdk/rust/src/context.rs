@@ -43,6 +43,14 @@ pub struct Info {
     /// When the host stops this attempt, in ms since the Unix epoch; 0 for
     /// never.
     pub deadline_unix_ms: i64,
+    /// The W3C trace id of the attempt's span (32 lowercase hex digits),
+    /// for the plugin's own logs and telemetry; empty when the host does
+    /// not trace the attempt. Outbound requests need it not: the host adds
+    /// the trace context to them (§13).
+    pub trace_id: String,
+    /// The attempt's span id (16 lowercase hex digits); empty when the
+    /// host does not trace the attempt.
+    pub span_id: String,
 }
 
 impl Context {
@@ -77,7 +85,8 @@ impl Context {
         unsafe { sys::cancelled() == 1 }
     }
 
-    /// The call info: instance, step, attempt, idempotency key, deadline.
+    /// The call info: instance, step, attempt, idempotency key, deadline,
+    /// and the attempt's trace context when the host traces it.
     pub fn info(&self) -> Info {
         // SAFETY: sized writes at most cap bytes at buf.
         let doc = sized(|buf, cap| unsafe { sys::info(buf, cap) }).unwrap_or_default();
@@ -92,6 +101,8 @@ impl Context {
             attempt: v["attempt"].as_u64().unwrap_or_default(),
             idempotency_key: s("idempotency_key"),
             deadline_unix_ms: v["deadline_unix_ms"].as_i64().unwrap_or_default(),
+            trace_id: s("trace_id"),
+            span_id: s("span_id"),
         }
     }
 
