@@ -3,7 +3,13 @@
 // engine.Observer), activity
 // latency and attempts by outcome (a decorator around the engine's plugin
 // runner), plugin pool occupancy, heartbeat scheduler statistics, lock
-// acquisitions, queue depth and HTTP requests.
+// acquisitions, queue depth and HTTP requests; store operations (a
+// decorator around the store: InstrumentStore), instances by status and
+// stimuli queued and dead (gauges refreshed from the store at most every
+// few seconds: WatchStore), and the binary's build (weft_build_info).
+// docs/grafana-dashboard.json graphs them and docs/prometheus-alerts.yml
+// alerts on them; dashboard_test.go checks both against what New and the
+// Watch methods register.
 //
 // # Decisions
 //
@@ -18,6 +24,29 @@
 //     definitions, plugin and activity names from uploaded manifests, lock
 //     keys are reduced to their kind (the part before the first ':'), HTTP
 //     routes are the registered patterns, never raw paths.
+//
+// # Label cardinality
+//
+// Every label has a bounded set of values, and none is an instance, a
+// stimulus, a schedule or a concurrency key id, whose number has no
+// bound. The largest sets are workflow (the saved definitions), step (a
+// definition's steps), plugin and activity (the uploaded manifests),
+// route (the API's patterns), rule (the operators' grant rules) and
+// operation (the store's methods, about 65). The others are enumerations:
+// status (7), outcome, reason, kind, result, mode, state, code (HTTP
+// statuses and a fixed list of causes), key (lock key kinds, a handful).
+// The costliest families are the histograms by workflow and step
+// (weft_step_duration_seconds) and by plugin and activity
+// (weft_activity_duration_seconds): their series grow with the product
+// of those names.
+//
+// # Gauges of the store
+//
+// weft_instances, weft_stimuli, weft_concurrency_running and
+// weft_concurrency_waiting, and in a cluster weft_queue_depth, are read
+// from the shared store or queue: every node reports the same global
+// values. Aggregate them across nodes with max(), never sum(); the
+// dashboard and the alert rules do.
 package metrics
 
 import (
@@ -59,6 +88,13 @@ type Metrics struct {
 	abandoned        *prometheus.CounterVec
 	rateTurns        *prometheus.CounterVec
 	rateWait         *prometheus.HistogramVec
+	// storeDuration and storeErrors are the store's operations, timed and
+	// counted by InstrumentStore's decorator.
+	storeDuration *prometheus.HistogramVec
+	storeErrors   *prometheus.CounterVec
+	// gaugeRefreshErrors counts the failed refreshes of the store gauges
+	// (WatchStore).
+	gaugeRefreshErrors prometheus.Counter
 
 	activity    *prometheus.HistogramVec
 	attempts    *prometheus.CounterVec
@@ -85,6 +121,10 @@ var latencyBuckets = []float64{.0001, .0005, .001, .005, .01, .05, .1, .25, .5, 
 // instanceBuckets cover a workflow of fast steps (1ms) to one that waits
 // for a signal or a sleep for a week.
 var instanceBuckets = []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400}
+
+// storeBuckets cover an embedded store's read (50µs) to a commit stalled
+// by a Redis failover (10s).
+var storeBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10}
 
 // latenessBuckets cover a timer fired by the next sweep (a few ms) to one
 // fired after a long outage.
@@ -140,7 +180,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"op", "outcome"}),
 		instanceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Name: "instance_duration_seconds",
-			Help:    "Time from an instance's creation to its end, by workflow and terminal status (completed, failed, cancelled, timed_out).",
+			Help:    "Time from an instance's creation to its end, by workflow and terminal status (completed, failed, cancelled).",
 			Buckets: instanceBuckets,
 		}, []string{"workflow", "status"}),
 		timerLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -165,6 +205,19 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "How far ahead the granted turns of the rate limits were (0: at once), by kind of key (step, host).",
 			Buckets: []float64{0, .01, .05, .1, .25, .5, 1, 5, 10, 30, 60, 300, 900, 3600},
 		}, []string{"kind"}),
+		storeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Name: "store_operation_duration_seconds",
+			Help:    "Duration of the store's operations, refusals and errors included, by operation (the Store method in snake case: commit, get_instance, due_timers...).",
+			Buckets: storeBuckets,
+		}, []string{"operation"}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "store_operation_errors_total",
+			Help: "Store operations that failed, by operation: refusals that are answers (not found, conflict, fenced, exists, in use, invalid) and cancellations by the caller are not counted.",
+		}, []string{"operation"}),
+		gaugeRefreshErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "store_gauges_refresh_errors_total",
+			Help: "Refreshes of the store gauges (weft_instances, weft_stimuli) that failed; the gauges keep their last values.",
+		}),
 		deleted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "instances_deleted_total",
 			Help: "Instances deleted, by reason: request (DELETE /v1/instances/{id}) or retention (finished, past their delete_after).",
@@ -223,6 +276,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.slotWait, m.slotCancels, m.batchItems, m.rateTurns, m.rateWait, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
 		m.outbound, m.outboundDuration, m.instanceDuration, m.timerLateness, m.takeovers, m.abandoned,
+		m.storeDuration, m.storeErrors, m.gaugeRefreshErrors, newBuildInfo(),
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: registering: %w", err)
@@ -290,7 +344,9 @@ func (m *Metrics) BatchApplied(op, outcome string, n int) {
 // its creation to its terminal status; it implements the engine's
 // Observer.
 func (m *Metrics) InstanceFinished(workflow string, status weft.Status, d time.Duration) {
-	m.instanceDuration.WithLabelValues(workflow, string(status)).Observe(d.Seconds())
+	// Clamped: the creation and the end may be stamped by two nodes
+	// whose clocks differ.
+	m.instanceDuration.WithLabelValues(workflow, string(status)).Observe(max(d, 0).Seconds())
 }
 
 // TimerFired records how late a timer fired; it implements the engine's

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -347,5 +348,98 @@ func TestHeartbeats(t *testing.T) {
 		if v := value(t, reg, c.family, c.labels...); v != c.want {
 			t.Errorf("%s%v = %v, want %v", c.family, c.labels, v, c.want)
 		}
+	}
+}
+
+// sum returns the sum of the one histogram series of family with labels.
+func sum(t *testing.T, reg *prometheus.Registry, family string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != family {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			return m.GetHistogram().GetSampleSum()
+		}
+	}
+	t.Fatalf("no histogram %s%v", family, labels)
+	return 0
+}
+
+// TestObserverInstanceLife: instance durations by workflow and terminal
+// status, timer lateness, takeovers and abandoned attempts by reason;
+// negative durations (two nodes' clocks) are clamped to 0.
+func TestObserverInstanceLife(t *testing.T) {
+	t.Parallel()
+	m, reg := newMetrics(t)
+	var obs engine.Observer = m
+	obs.InstanceFinished("greet", weft.StatusCompleted, 2*time.Second)
+	obs.InstanceFinished("greet", weft.StatusCompleted, 3*time.Second)
+	obs.InstanceFinished("greet", weft.StatusFailed, -time.Second)
+	obs.TimerFired(250 * time.Millisecond)
+	obs.TimerFired(-5 * time.Millisecond)
+	obs.InstanceTakenOver()
+	obs.InstanceTakenOver()
+	obs.AttemptAbandoned(engine.AbandonedNodeLost)
+	obs.AttemptAbandoned(engine.AbandonedSuperseded)
+	obs.AttemptAbandoned(engine.AbandonedSuperseded)
+	for _, c := range []struct {
+		family string
+		labels []string
+		want   float64
+	}{
+		{"weft_instance_duration_seconds", []string{"workflow", "greet", "status", "completed"}, 2},
+		{"weft_instance_duration_seconds", []string{"workflow", "greet", "status", "failed"}, 1},
+		{"weft_timer_lateness_seconds", nil, 2},
+		{"weft_instance_takeovers_total", nil, 2},
+		{"weft_attempts_abandoned_total", []string{"reason", "node_lost"}, 1},
+		{"weft_attempts_abandoned_total", []string{"reason", "superseded"}, 2},
+	} {
+		if v := value(t, reg, c.family, c.labels...); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.family, c.labels, v, c.want)
+		}
+	}
+	for _, c := range []struct {
+		family string
+		labels []string
+		want   float64
+	}{
+		{"weft_instance_duration_seconds", []string{"workflow", "greet", "status", "completed"}, 5},
+		{"weft_instance_duration_seconds", []string{"workflow", "greet", "status", "failed"}, 0},
+		{"weft_timer_lateness_seconds", nil, 0.25},
+	} {
+		if v := sum(t, reg, c.family, c.labels...); v != c.want {
+			t.Errorf("sum of %s%v = %v, want %v", c.family, c.labels, v, c.want)
+		}
+	}
+}
+
+// TestBuildInfo: weft_build_info is 1, labelled with the binary's build.
+func TestBuildInfo(t *testing.T) {
+	t.Parallel()
+	_, reg := newMetrics(t)
+	bi := metrics.ReadBuildInfo()
+	if bi.GoVersion != runtime.Version() {
+		t.Errorf("go_version = %q, want %q", bi.GoVersion, runtime.Version())
+	}
+	if bi.Version == "" || bi.Revision == "" {
+		t.Errorf("build info with empty labels: %+v", bi)
+	}
+	if v := value(t, reg, "weft_build_info", "version", bi.Version, "go_version", bi.GoVersion, "revision", bi.Revision); v != 1 {
+		t.Fatalf("weft_build_info = %v, want 1", v)
 	}
 }
