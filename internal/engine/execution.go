@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/retry"
 	"github.com/weftworks/weft/internal/retry/classify"
 	"github.com/weftworks/weft/internal/runner"
@@ -89,6 +92,15 @@ type execution struct {
 	// runs it again (a retry, a reset); migrateOnly: it had finished, and
 	// the run only applies a migration to it, which leaves it finished.
 	reopened, migrateOnly bool
+
+	// span is this turn's span (tracing.SpanRun), a no-op one when the instance
+	// is not traced. traced says its spans are recorded: then each Apply
+	// follows the step executions it ends (stepsEnded), stepsDone those
+	// whose span was emitted, and lists the definition's step lists.
+	span      trace.Span
+	traced    bool
+	stepsDone map[string]bool
+	lists     map[string][]*definition.Step
 }
 
 // nextCommit is what an execution writes at its next commit besides the
@@ -108,6 +120,9 @@ type nextCommit struct {
 	// children are the child instances the runner started since the last
 	// commit; the commit creates them before it writes the parent.
 	children []runner.StartChild
+	// stepEnds are the step executions that ended since the last commit,
+	// whose spans are emitted once it succeeds.
+	stepEnds []stepEnd
 }
 
 // inFlight are an execution's activity attempts that have not ended. Each
@@ -124,6 +139,8 @@ type flight struct {
 	hb *call.Heartbeat
 	// inv names the attempt, for the notes of a superseded execution.
 	inv runner.Invoke
+	// span is the attempt's span, ended with its outcome.
+	span trace.Span
 }
 
 // scheduling is an execution's side of the heartbeat scheduler, which
@@ -178,6 +195,7 @@ type result struct {
 // backoff runs out (errBackingOff; see Engine.run).
 func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err error) {
 	var lease lock.Lease
+	asked := e.cfg.Now()
 	if onlyIfFree {
 		var ok bool
 		lease, ok, err = e.locks.TryAcquire(ctx, InstanceLockKey(id), e.cfg.LockTTL)
@@ -218,6 +236,20 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 	if err != nil {
 		return err
 	}
+	span := e.startRun(ctx, inst, asked)
+	defer func() { endRun(span, err) }()
+	if span.IsRecording() {
+		span.AddEvent("lock", trace.WithTimestamp(acquired), trace.WithAttributes(attrDurationMS.Float64(millis(acquired.Sub(asked)))))
+	}
+	if inst.Status == weft.StatusRunning && !inst.Lease.IsZero() && !inst.Lease.Held(e.cfg.NodeID, e.boot) {
+		// Its lease was another node's (or this node's previous life's):
+		// that node died, stalled or handed it back, and this run takes
+		// the instance over.
+		e.cfg.Observer.InstanceTakenOver()
+		if span.IsRecording() {
+			span.AddEvent("takeover", trace.WithAttributes(attrPreviousNode.String(inst.Lease.Node)))
+		}
+	}
 	var reopened, migrateOnly bool
 	if inst.Status.Terminal() {
 		// One read of the inbox decides: a retry delivered after it is
@@ -253,6 +285,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 		st: &runner.State{}, timers: map[string]weft.Timer{}, bookmarks: map[string]weft.Bookmark{},
 		seen: map[string]bool{}, checked: map[string]bool{}, wake: wake,
 		reopened: reopened, migrateOnly: migrateOnly,
+		span: span, traced: e.traced(ctx, inst), stepsDone: map[string]bool{},
 		inflight: inFlight{results: make(chan result), attempts: map[string]flight{}},
 		sched: scheduling{
 			key:     id + "#" + strconv.FormatUint(lease.Token(), 10),
@@ -377,6 +410,10 @@ func (x *execution) run() error {
 		if _, still := x.timers[t.ID]; still {
 			delete(x.timers, t.ID)
 			x.next.dirty = true
+			x.e.cfg.Observer.TimerFired(now.Sub(t.Due))
+			if x.span.IsRecording() {
+				x.event("timer", now, attrKind.String(t.Kind), attrLateMS.Float64(millis(now.Sub(t.Due))))
+			}
 			x.apply(runner.TimerFired{Token: t.ID})
 		}
 	}
@@ -449,12 +486,21 @@ func (x *execution) settle(poll bool) (bool, error) {
 		}
 		select {
 		case r := <-x.inflight.results:
-			inv := x.inflight.attempts[r.token].inv
+			f := x.inflight.attempts[r.token]
+			inv := f.inv
 			delete(x.inflight.attempts, r.token)
 			if s := inv.Slot; s != nil {
 				x.e.releaseStepSlot(x.ctx, s.Key, s.Holder, s.Limit)
 			}
-			x.apply(x.input(r, inv, x.e.renewer.forget(attemptItem(x.sched.key, r.token))))
+			in := x.input(r, inv, x.e.renewer.forget(attemptItem(x.sched.key, r.token)))
+			refused := !awaited(x.st.Root, r.token)
+			if refused {
+				// The instance moved on without it (its step was
+				// cancelled, timed out, reset): the runner refuses its end.
+				x.e.cfg.Observer.AttemptAbandoned(AbandonedSuperseded)
+			}
+			endAttempt(f.span, in, refused)
+			x.apply(in)
 		case done := <-x.sched.persist:
 			if !x.sched.leased {
 				x.err = x.commit(false)
@@ -500,6 +546,9 @@ func (x *execution) pollInbox() (int, error) {
 			x.seen[m.ID] = true
 			x.next.consumed = append(x.next.consumed, m.ID)
 			n++
+			if x.span.IsRecording() {
+				x.event("message", x.e.cfg.Now(), attrKind.String(string(m.Kind)))
+			}
 			if err := x.migrate(m); err != nil {
 				return n, err
 			}
@@ -508,6 +557,9 @@ func (x *execution) pollInbox() (int, error) {
 		entry, err := decodeMessage(m)
 		if err != nil {
 			return n, fmt.Errorf("instance %s: %w", x.inst.ID, err)
+		}
+		if x.span.IsRecording() {
+			x.event("message", x.e.cfg.Now(), attrKind.String(string(m.Kind)))
 		}
 		x.seen[m.ID] = true
 		x.next.consumed = append(x.next.consumed, m.ID)
@@ -557,6 +609,9 @@ func (x *execution) pollQueued() (int, error) {
 			return n, fmt.Errorf("instance %s: the payload of queued stimulus %s: %w", x.inst.ID, s.ID, err)
 		}
 		x.next.delivered, x.next.deliveredOutcome = s.ID, queuedOutcome(s)
+		if x.span.IsRecording() {
+			x.event("message", x.e.cfg.Now(), attrKind.String("queued_stimulus"))
+		}
 		x.apply(runner.StimulusDelivered{Token: token, Payload: payload})
 		if x.next.delivered != "" { // not committed by a Persist action
 			if err := x.commit(false); err != nil {
@@ -599,8 +654,10 @@ func (x *execution) cancelAll() (completed []stoppedAttempt) {
 	for range x.inflight.attempts {
 		r := <-x.inflight.results
 		x.e.renewer.forget(attemptItem(x.sched.key, r.token))
+		f := x.inflight.attempts[r.token]
+		endStopped(f.span, r.err == nil)
 		if r.err == nil {
-			completed = append(completed, stoppedAttempt{inv: x.inflight.attempts[r.token].inv, logs: r.logs})
+			completed = append(completed, stoppedAttempt{inv: f.inv, logs: r.logs})
 		}
 	}
 	clear(x.inflight.attempts)
@@ -694,6 +751,9 @@ func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 	if len(notes) == 0 {
 		return
 	}
+	for range notes {
+		x.e.cfg.Observer.AttemptAbandoned(AbandonedSuperseded)
+	}
 	ctx := context.WithoutCancel(x.ctx)
 	if _, err := x.e.store.Deliver(ctx, nil, notes); err != nil {
 		x.e.log.Warn("recording refused late completions", "instance", x.inst.ID, "err", err)
@@ -744,7 +804,9 @@ func (x *execution) input(r result, inv runner.Invoke, watched *attempt) runner.
 // apply applies one event and performs the actions.
 func (x *execution) apply(ev runner.Input) {
 	now := x.e.cfg.Now()
+	before := x.stepsBefore()
 	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq), AttemptDataLimit: x.e.cfg.AttemptDataLimit, VarsLimit: x.e.cfg.VarsLimit}, ev)
+	x.stepsEnded(before, acts, now)
 	x.next.dirty = true
 	for _, a := range acts {
 		switch a := a.(type) {
@@ -770,6 +832,9 @@ func (x *execution) apply(ev runner.Input) {
 			switch a.Type {
 			case weft.HistoryStepCompleted, weft.HistoryStepFailed:
 				x.e.cfg.Observer.StepFinished(x.inst.Workflow, a.Step, strings.TrimPrefix(string(a.Type), "step_"), a.Elapsed)
+			case weft.HistoryAttemptAbandoned:
+				// In flight on a node that lost the instance (Recover).
+				x.e.cfg.Observer.AttemptAbandoned(AbandonedNodeLost)
 			}
 			var data json.RawMessage
 			if a.Data != nil {
@@ -835,7 +900,15 @@ func (x *execution) invoke(inv runner.Invoke) {
 	// The zero time marks a guest that has not started; the runtime sets
 	// the heartbeat's clock when it starts.
 	hb := call.NewHeartbeat(time.Time{})
-	x.inflight.attempts[inv.Token] = flight{hb: hb, inv: inv}
+	version := x.inst.Plugins[inv.Plugin]
+	info := abi.Info{
+		InstanceID: x.inst.ID, Workflow: x.inst.Workflow, StepID: inv.StepID, Plugin: inv.Plugin, Activity: inv.Activity,
+		Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey,
+	}
+	// Under the span of its step execution; its outbound requests' spans
+	// are its children.
+	actx, span := x.startAttempt(inv, version, &info)
+	x.inflight.attempts[inv.Token] = flight{hb: hb, inv: inv, span: span}
 	x.track(inv, hb)
 	if gateErr != nil {
 		// The limiter or the store failed: the attempt fails as a host
@@ -853,23 +926,19 @@ func (x *execution) invoke(inv runner.Invoke) {
 	if in == nil {
 		in, err = json.Marshal(inv.Input)
 	}
-	version := x.inst.Plugins[inv.Plugin]
 	c := call.Call{
 		Activity: inv.Activity, Input: in, LastHeartbeat: inv.LastHeartbeat, Heartbeat: hb, Timeout: timeout,
 		// Info.DeadlineUnixMilli is set by the runtime when the guest
 		// starts: the sooner of the start-to-close and the context's
 		// deadline.
-		Info: abi.Info{
-			InstanceID: x.inst.ID, Workflow: x.inst.Workflow, StepID: inv.StepID, Plugin: inv.Plugin, Activity: inv.Activity,
-			Attempt: inv.Attempt, IdempotencyKey: inv.IdempotencyKey,
-		},
+		Info: info,
 	}
 	go func() {
 		if err != nil {
 			x.inflight.results <- result{token: inv.Token, err: fmt.Errorf("encoding input: %w", err), hb: hb}
 			return
 		}
-		ctx := x.ctx
+		ctx := actx
 		if !inv.Deadline.IsZero() {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithDeadline(ctx, inv.Deadline)
@@ -1020,7 +1089,7 @@ func (x *execution) commit(drains bool) error {
 		if err != nil {
 			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, runner.ChildID(inst.ID, c.Token), err)
 		}
-		if _, _, err := x.e.create(x.ctx, c.Workflow, in, runner.ChildID(inst.ID, c.Token), &weft.ParentRef{InstanceID: inst.ID, StepID: c.StepID, Token: c.Token, Order: inst.Order}); err != nil {
+		if _, _, err := x.e.create(x.childContext(c), c.Workflow, in, runner.ChildID(inst.ID, c.Token), &weft.ParentRef{InstanceID: inst.ID, StepID: c.StepID, Token: c.Token, Order: inst.Order}); err != nil {
 			return fmt.Errorf("instance %s: starting child %s: %w", inst.ID, c.Workflow, err)
 		}
 	}
@@ -1043,7 +1112,11 @@ func (x *execution) commit(drains bool) error {
 		}
 		c.Send = []weft.Message{{InstanceID: inst.Parent.InstanceID, ID: "child:" + inst.ID, Kind: weft.MessageChild, Token: waitToken(inst.Parent), Payload: end}}
 	}
+	began := x.e.cfg.Now()
 	rev, err := x.e.store.Commit(x.ctx, c)
+	if err == nil && x.span.IsRecording() {
+		x.event("commit", began, attrRev.Int64(int64(rev)), attrDurationMS.Float64(millis(x.e.cfg.Now().Sub(began))), attrEntries.Int(len(c.History)))
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrInboxNotEmpty) {
 			x.drained = false
@@ -1065,8 +1138,12 @@ func (x *execution) commit(drains bool) error {
 	}
 	x.storedTimers, x.storedBookmarks = len(x.timers) > 0, len(x.bookmarks) > 0
 	if inst.Status != x.status {
+		wasTerminal := x.status.Terminal()
 		x.status = inst.Status
 		x.e.cfg.Observer.InstanceStatus(inst.Workflow, inst.Status)
+		if inst.Status.Terminal() && !wasTerminal {
+			x.finished(inst, c.At)
+		}
 	}
 	switch {
 	case inst.Status == weft.StatusRunning && !x.sched.leased:
@@ -1084,6 +1161,7 @@ func (x *execution) commit(drains bool) error {
 		x.e.renewer.releaseLease(x)
 	}
 	children := x.next.children
+	x.emitSteps(x.next.stepEnds)
 	x.next = nextCommit{}
 	for _, ch := range children {
 		// A child has its parent's order (create).

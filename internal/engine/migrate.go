@@ -264,6 +264,7 @@ func (x *execution) migrate(m weft.Message) error {
 	}
 	base["plugins"], base["notes"] = changed, rp.Notes
 	x.prog = to
+	x.lists = nil // the step lists of its new version, when a span needs them
 	x.inst.Version, x.inst.Plugins = req.Version, req.Plugins
 	x.inst.Persistence = string(to.Definition().Persistence)
 	if err := record(weft.HistoryInstanceMigrated, base); err != nil {

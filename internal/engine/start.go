@@ -228,6 +228,10 @@ func (e *Engine) createFrom(ctx context.Context, c creation, cached bool) (*weft
 	inst := &weft.Instance{
 		ID: id, Workflow: d.Name, Version: d.Version, Status: weft.StatusPending, Input: input,
 		Plugins: pins, Persistence: string(prog.Definition().Persistence), Parent: parent,
+		// Its trace, decided now and kept with it (nil when tracing is
+		// off): a child of ctx's span when ctx joins it (a traceparent
+		// on the request, a parent's step), else a trace of its own.
+		Trace: e.cfg.Tracer.Begin(ctx),
 	}
 	decoded := decodeOnce(c.input)
 	if inst.Order, err = e.orderOf(c, prog.Definition(), decoded); err != nil {

@@ -117,6 +117,9 @@ const (
 	SpanInstance = "weft.instance"
 	SpanStep     = "weft.step"
 	SpanAttempt  = "weft.attempt"
+	// SpanRun is a turn of an instance on a node: from asking for its
+	// lock until the execution ends, with its commits as events.
+	SpanRun = "weft.run"
 )
 
 // InInstance returns ctx carrying inst's span as the (remote) parent of
