@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,11 +18,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel"
 
 	"github.com/weftworks/weft/host/api"
 	"github.com/weftworks/weft/host/config"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/tracing"
 )
 
 // ErrUnsafeListen: the host was asked to listen beyond loopback without
@@ -155,6 +158,9 @@ func (s *server) start() {
 	go func() { s.ran <- s.node.Run(ctx) }()
 	go func() { s.served <- s.api.Serve(s.ln) }()
 	attrs := []any{"addr", s.ln.Addr().String(), "node", s.cfg.NodeID, "store", s.cfg.Store, "data_dir", s.cfg.DataDir}
+	if t := s.cfg.Tracing; t.Exporter == tracing.ExporterOTLP {
+		attrs = append(attrs, "tracing", t.Protocol, "tracing_endpoint", cmp.Or(t.Endpoint, "(the exporter's default)"), "sample_rate", t.SampleRate)
+	}
 	if len(s.cfg.Auth.Tokens) == 0 {
 		s.log.Warn("authentication is off: no auth.tokens configured, so the host listens on loopback only", "addr", s.ln.Addr().String())
 	} else {
@@ -246,6 +252,18 @@ func serveCmd(args, env []string, stderr io.Writer) int {
 		return exitFailed
 	}
 	log := cfg.Logger(stderr)
+	if cfg.Tracing.Exporter == tracing.ExporterOTLP {
+		// The OpenTelemetry SDK reports what goes wrong inside it (a
+		// collector's partial success, a resource it cannot read) to the
+		// process's one global error handler, by default the standard
+		// log package, outside the host's log and its format. The
+		// process is the host's: it routes them to its log, once, here.
+		// Export failures do not come this way: the node's exporter logs
+		// them itself, a line a minute at most (tracing.New).
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			log.Warn("tracing: the OpenTelemetry SDK reported an error", "err", err)
+		}))
+	}
 	if cfg.File != "" {
 		log.Info("configuration file read", "file", cfg.File)
 	}

@@ -112,6 +112,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/internal/tracing"
 )
 
 // Config configures a Server.
@@ -312,6 +313,8 @@ type Server struct {
 
 	silent silentConns // connections that have sent nothing yet
 
+	tracer *tracing.Tracer // the node's; nil when tracing is off
+
 	mu       sync.Mutex
 	shutdown bool         // Shutdown was called
 	ln       net.Listener // the listener Serve was given
@@ -332,7 +335,7 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, node: n, auth: auth, budget: newBudget(int64(cfg.BodyBudget)), draining: make(chan struct{}), streams: make(chan struct{}, cfg.MaxStreams)}
+	s := &Server{cfg: cfg, log: cfg.Logger, node: n, auth: auth, budget: newBudget(int64(cfg.BodyBudget)), draining: make(chan struct{}), streams: make(chan struct{}, cfg.MaxStreams), tracer: n.Tracer()}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "weft",
 		DisableStartupMessage: true,
@@ -473,13 +476,15 @@ const (
 	localParams        = "weft.params" // the decoded path parameters, by name
 )
 
-// requestScope gives the request its id and logger, answers errors as
-// problems, and writes the access log and the HTTP metrics.
+// requestScope gives the request its id, logger and span (when tracing
+// is on), answers errors as problems, and writes the access log, the HTTP
+// metrics and the span.
 func (s *Server) requestScope(c *fiber.Ctx) error {
 	start := time.Now()
 	id := requestID(c)
 	log := s.log.With("request_id", id)
 	c.Locals(localLogger, log)
+	span := s.startSpan(c)
 	err := c.Next()
 	if err != nil {
 		if herr := s.errorHandler(c, err); herr != nil {
@@ -504,6 +509,8 @@ func (s *Server) requestScope(c *fiber.Ctx) error {
 		method, methodLabel = quoteMethod(m), "other"
 	}
 	s.node.ObserveHTTPRequest(methodLabel, route, status, d)
+	// After the access log: its line carries the span's ids.
+	defer endSpan(span, c, route, status)
 	// Successes at debug: at info they buried the plugins' own log lines
 	// (and a waiting client's long polls) under one line per request.
 	level := slog.LevelDebug

@@ -14,6 +14,7 @@ import (
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/heartbeat"
+	"github.com/weftworks/weft/internal/tracing"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -142,6 +143,7 @@ func (v *checker) libraries() {
 	v.library(heartbeatLib, hbErr)
 	v.library(pluginsLib, asSet(n.Plugins, n.Plugins.WithDefaults(), pluginsLib).Validate())
 	v.library(apiLib, asSet(libs.api, libs.api.WithDefaults(), apiLib).Validate())
+	v.library(tracingLib, asSet(n.Tracing, n.Tracing.WithDefaults(), tracingLib).Validate())
 
 	// Leases are renewed once per heartbeat cycle. The scheduler warns of
 	// a TTL that does not exceed two cycles, which may expire between two
@@ -213,6 +215,8 @@ func fieldError(err error) (field, msg string, ok bool) {
 	case *plugins.ConfigError:
 		return e.Field, e.Message, true
 	case *api.ConfigError:
+		return e.Field, e.Message, true
+	case *tracing.ConfigError:
 		return e.Field, e.Message, true
 	}
 	return "", "", false

@@ -22,6 +22,7 @@ import (
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/heartbeat"
+	"github.com/weftworks/weft/internal/tracing"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -69,6 +70,24 @@ type settings struct {
 	Heartbeat heartbeatConfig `koanf:"heartbeat"`
 	History   historyConfig   `koanf:"history"`
 	Redis     redisConfig     `koanf:"redis"`
+	Tracing   tracingConfig   `koanf:"tracing"`
+}
+
+// tracingConfig configures the host's traces (tracing.Config). The
+// standard OpenTelemetry variables set these keys too, below the WEFT_*
+// ones (see otelEnv); headers, TLS files and compression are the
+// exporter's own OTEL_EXPORTER_OTLP_* variables.
+type tracingConfig struct {
+	// Exporter is none (tracing off) or otlp. Defaults to none.
+	Exporter string `koanf:"exporter"`
+	// Endpoint is the collector's URL (http:// or https://). Empty: the
+	// exporter's default, localhost:4318 or localhost:4317.
+	Endpoint string `koanf:"endpoint"`
+	// Protocol is grpc or http/protobuf. Defaults to http/protobuf.
+	Protocol string `koanf:"protocol"`
+	// SampleRate is the fraction of new traces recorded, 0 to 1.
+	// Defaults to 1.
+	SampleRate float64 `koanf:"sample_rate"`
 }
 
 // redisConfig configures how cluster mode uses Redis.
@@ -312,6 +331,7 @@ func defaultConfig() settings {
 	ad := api.Config{}.WithDefaults()
 	hb := heartbeat.Config{}.WithDefaults()
 	nodeDefaults := node.Config{}.WithDefaults()
+	tr := tracing.Config{}.WithDefaults()
 	// Unique per process, so that nodes started on one machine are told
 	// apart in leases and history; node_id gives a stable name.
 	host, err := os.Hostname()
@@ -394,6 +414,8 @@ func defaultConfig() settings {
 		// documents of a readable size.
 		History: historyConfig{AttemptDataLimit: engine.DefaultAttemptDataLimit, VarsLimit: engine.DefaultVarsLimit},
 		Redis:   redisConfig{WaitTimeout: nodeDefaults.RedisWaitTimeout, Shards: nodeDefaults.RedisShards, Partitions: nodeDefaults.RedisPartitions},
+		// Off unless chosen; every new trace sampled once it is on.
+		Tracing: tracingConfig{Exporter: tr.Exporter, Protocol: tr.Protocol, SampleRate: 1},
 	}
 }
 

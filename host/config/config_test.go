@@ -325,6 +325,10 @@ func badValues() map[string]struct{ value, key string } {
 		"redis.wait_timeout":              {value: "2m"},
 		"redis.shards":                    {value: "1025"},
 		"redis.partitions":                {value: "1025"},
+		"tracing.exporter":                {value: "zipkin"},
+		"tracing.endpoint":                {value: "collector:4317"},
+		"tracing.protocol":                {value: "http/json"},
+		"tracing.sample_rate":             {value: "1.5"},
 	}
 }
 
@@ -588,6 +592,8 @@ func TestBindings(t *testing.T) {
 			f.SetInt(int64(1000 + i))
 		case f.Kind() == reflect.Bool:
 			f.SetBool(!f.Bool())
+		case f.Kind() == reflect.Float64:
+			f.SetFloat(float64(i) / 1000)
 		case f.Kind() == reflect.String:
 			f.SetString("v" + strconv.Itoa(i))
 		}
@@ -600,6 +606,7 @@ func TestBindings(t *testing.T) {
 		heartbeatLib: reflect.ValueOf(libs.node.Engine.Heartbeat),
 		pluginsLib:   reflect.ValueOf(libs.node.Plugins),
 		apiLib:       reflect.ValueOf(libs.api),
+		tracingLib:   reflect.ValueOf(libs.node.Tracing),
 	}
 	for _, b := range bindings() {
 		f := field(configs[b.lib], b.field)
@@ -644,6 +651,7 @@ func TestDefaultsAreKept(t *testing.T) {
 			{heartbeatLib, n.Engine.Heartbeat, n.Engine.Heartbeat.WithDefaults()},
 			{pluginsLib, n.Plugins, n.Plugins.WithDefaults()},
 			{apiLib, c.API(), c.API().WithDefaults()},
+			{tracingLib, n.Tracing, n.Tracing.WithDefaults()},
 		} {
 			for _, b := range bindings() {
 				if b.lib != l.lib {

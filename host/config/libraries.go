@@ -11,6 +11,7 @@ import (
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/heartbeat"
+	"github.com/weftworks/weft/internal/tracing"
 	"github.com/weftworks/weft/plugins"
 )
 
@@ -53,6 +54,12 @@ func (c *Loaded) libraries() libraries {
 			RedisShards:       c.Redis.Shards,
 			RedisPartitions:   c.Redis.Partitions,
 			WorkflowsDir:      c.WorkflowsDir,
+			Tracing: tracing.Config{
+				Exporter:   c.Tracing.Exporter,
+				Endpoint:   c.Tracing.Endpoint,
+				Protocol:   c.Tracing.Protocol,
+				SampleRate: c.Tracing.SampleRate,
+			},
 			Engine: engine.Config{
 				NodeID:            c.NodeID,
 				Workers:           c.Engine.Workers,
@@ -143,6 +150,7 @@ const (
 	heartbeatLib library = "heartbeat"
 	pluginsLib   library = "plugins"
 	apiLib       library = "api"
+	tracingLib   library = "tracing"
 )
 
 // binding ties a key to the field of a library's configuration it sets,
@@ -225,6 +233,10 @@ func bindings() []binding {
 		{"heartbeat.max_retries", heartbeatLib, "MaxRetries"},
 		{"history.attempt_data_limit", engineLib, "AttemptDataLimit"},
 		{"history.vars_limit", engineLib, "VarsLimit"},
+		{"tracing.exporter", tracingLib, "Exporter"},
+		{"tracing.endpoint", tracingLib, "Endpoint"},
+		{"tracing.protocol", tracingLib, "Protocol"},
+		{"tracing.sample_rate", tracingLib, "SampleRate"},
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/tracing"
 )
 
 // Problem is one invalid configuration value.
@@ -129,7 +130,8 @@ func (c *Loaded) Schedules() [][]byte { return c.schedules }
 // noSuchSetting is the message for a key that names no setting.
 const noSuchSetting = "no such setting (see the configuration reference in README.md)"
 
-// Load merges defaults ← file ← environment ← flags with koanf, decodes
+// Load merges defaults ← file ← environment ← flags with koanf (the
+// standard OTEL_* variables under the WEFT_* ones, see otelEnv), decodes
 // the result over the defaults with koanf's Unmarshal, validates it, and
 // returns every problem at once as an *Error.
 func Load(src Sources) (*Loaded, error) {
@@ -168,6 +170,11 @@ func Load(src Sources) (*Loaded, error) {
 		load(fileSource, file.Provider(path), yaml.Parser(), func(string) string { return fileSource })
 	}
 
+	// The standard OpenTelemetry variables, under the WEFT_* ones.
+	otel, otelProblems := otelEnv(src.Env)
+	problems = append(problems, otelProblems...)
+	load("env", confmap.Provider(otel.values, "."), nil, func(key string) string { return "env " + otel.vars[key] })
+
 	// The environment. koanf cannot tell which underscores of
 	// WEFT_ENGINE_LOCK_TTL were dots, so each variable is looked up by
 	// name; a WEFT_* variable that names no key is a typo worth stopping
@@ -202,6 +209,11 @@ func Load(src Sources) (*Loaded, error) {
 		MatchName: func(key, field string) bool { return key == field },
 	}})
 	problems = append(problems, decodeProblems(err, out.Source)...)
+	// A base endpoint takes the traces' path over http/protobuf,
+	// whichever layer chose the protocol.
+	if out.Source["tracing.endpoint"] == "env OTEL_EXPORTER_OTLP_ENDPOINT" && out.Tracing.Protocol == tracing.ProtocolHTTP {
+		out.Tracing.Endpoint = otelBaseEndpoint(out.Tracing.Endpoint)
+	}
 	// Unless chosen, the body budget follows the body limits.
 	if out.Source["http.body_budget"] == "" {
 		out.HTTP.BodyBudget = 4 * max(out.HTTP.BodyLimit, out.HTTP.PluginBodyLimit)
@@ -323,6 +335,22 @@ func decodeSetting(from, to reflect.Value) (any, error) {
 			return int(n), nil
 		}
 		return nil, fmt.Errorf("want a whole number, got %v", raw)
+	case reflect.Float64:
+		switch x := raw.(type) {
+		case string:
+			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				return nil, fmt.Errorf("want a number such as 0.25, got %q", x)
+			}
+			return f, nil
+		case float64:
+			return x, nil
+		case int:
+			return float64(x), nil
+		case int64:
+			return float64(x), nil
+		}
+		return nil, fmt.Errorf("want a number such as 0.25, got %v", raw)
 	case reflect.Bool:
 		if s, ok := raw.(string); ok {
 			switch strings.ToLower(strings.TrimSpace(s)) {
@@ -421,6 +449,11 @@ func decodeProblems(err error, source map[string]string) []Problem {
 		return []Problem{{Key: "config", Message: err.Error()}}
 	}
 	name, msg := de.Name(), de.Unwrap().Error()
+	// mapstructure (from v2.5.0) names the root by its type where it
+	// named it "".
+	if name == reflect.TypeFor[settings]().String() {
+		name = ""
+	}
 	// ErrorUnused's error lists the section's unknown keys; each is a
 	// problem of its own, with its own source. The message is
 	// mapstructure's: should it change, the error is reported as it is.

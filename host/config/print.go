@@ -104,6 +104,14 @@ func valueNode(v reflect.Value) *yamlv3.Node {
 	if v.Kind() == reflect.Int {
 		return &yamlv3.Node{Kind: yamlv3.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(v.Int(), 10)}
 	}
+	if v.Kind() == reflect.Float64 {
+		f := strconv.FormatFloat(v.Float(), 'g', -1, 64)
+		tag := "!!float"
+		if _, err := strconv.Atoi(f); err == nil {
+			tag = "!!int" // 1, not 1.0: read back as a number all the same
+		}
+		return &yamlv3.Node{Kind: yamlv3.ScalarNode, Tag: tag, Value: f}
+	}
 	if v.Kind() == reflect.Bool {
 		return &yamlv3.Node{Kind: yamlv3.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(v.Bool())}
 	}

@@ -47,6 +47,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
@@ -60,6 +62,7 @@ import (
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/boltstore"
 	"github.com/weftworks/weft/internal/store/redisstore"
+	"github.com/weftworks/weft/internal/tracing"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -157,7 +160,16 @@ type Config struct {
 	Plugins plugins.Config
 	// Registerer receives the node's metrics. Nil: no metrics.
 	Registerer prometheus.Registerer
+	// Tracing configures the node's traces (docs/observability.md,
+	// "Traces"): Open builds the Tracer (none with the exporter "none",
+	// the default) and hands it to the engine and the plugin runtime;
+	// Close flushes it, within tracingShutdownTimeout.
+	Tracing tracing.Config
 }
+
+// tracingShutdownTimeout bounds Close's flush of the spans still queued:
+// a collector that is down must not hold a node's shutdown.
+const tracingShutdownTimeout = 5 * time.Second
 
 // WithDefaults returns c with every unset field set to its default.
 func (c Config) WithDefaults() Config {
@@ -284,6 +296,8 @@ type Node struct {
 	// bolt is the store in embedded mode, nil in cluster mode.
 	bolt *boltstore.Store
 	rt   *plugins.Runtime
+	// tracer makes the node's spans; nil when tracing is off.
+	tracer *tracing.Tracer
 	// limiter keeps the rate limits' budgets: in process on the
 	// embedded store, in Redis in a cluster, so that every node shares
 	// them.
@@ -365,15 +379,32 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
+	// The engine and the API get the store timed by the metrics.
+	if err := n.instrumentStore(); err != nil {
+		return nil, err
+	}
 	// The steps' rate limits share the node's limiter with the host
 	// rules' (their keys apart): in Redis, so a cluster shares them.
 	var limiter plugins.RateLimiter = n.limiter
 	if n.metrics != nil {
 		limiter = metrics.RateLimiter(n.metrics, n.limiter)
 	}
+	// The engine's id names the node in the traces' resource, so it is
+	// decided here when the configuration leaves it to the engine.
+	if n.cfg.Engine.NodeID == "" {
+		n.cfg.Engine.NodeID = n.cfg.Engine.WithDefaults().NodeID
+	}
+	if n.tracer, err = tracing.New(ctx, cfg.Tracing, []attribute.KeyValue{semconv.ServiceInstanceID(n.cfg.Engine.NodeID)}, log); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	pcfg := cfg.Plugins
 	if pcfg.Logger == nil {
 		pcfg.Logger = log
+	}
+	// Only a Tracer that is on: a nil *Tracer's Provider is a nil
+	// interface, and the runtime then adds no header and no span.
+	if pcfg.Tracer == nil && n.tracer != nil {
+		pcfg.Tracer = n.tracer.Provider()
 	}
 	if pcfg.HTTP.RateLimiter == nil {
 		pcfg.HTTP.RateLimiter = limiter
@@ -399,6 +430,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 
 	ecfg := n.cfg.Engine
 	ecfg.Logger = log
+	if ecfg.Tracer == nil {
+		ecfg.Tracer = n.tracer
+	}
 	if ecfg.Limiter == nil {
 		ecfg.Limiter = limiter
 	}
@@ -438,6 +472,10 @@ func (n *Node) now() time.Time {
 	return time.Now()
 }
 
+// Tracer is the node's Tracer, for the spans of the API's requests; nil
+// when tracing is off.
+func (n *Node) Tracer() *tracing.Tracer { return n.tracer }
+
 // Run runs the engine until ctx ends and returns once its workers and
 // background loops stopped.
 func (n *Node) Run(ctx context.Context) error { return n.engine.Run(ctx) }
@@ -457,6 +495,15 @@ func (n *Node) Close() error {
 		}
 		for _, c := range n.closers {
 			errs = append(errs, c())
+		}
+		// Last: the runtime's and the engine's last spans are queued by
+		// now. A collector that does not take them in time loses them.
+		if n.tracer != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), tracingShutdownTimeout)
+			if err := n.tracer.Shutdown(ctx); err != nil {
+				n.log.Warn("tracing: the spans still queued were not all exported before the node closed", "node", n.cfg.Engine.NodeID, "err", err)
+			}
+			cancel()
 		}
 		n.closeErr = errors.Join(errs...)
 	})
