@@ -412,15 +412,19 @@ func (cs *callState) emit(level slog.Level, source string, msg []byte) {
 }
 
 // deliver hands a record to the call's log function or the runtime's
-// logger.
+// logger, with the export call's context (its trace, when it has one).
 func (cs *callState) deliver(rec call.Record) {
+	ctx := cs.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	switch {
 	case cs.call == nil:
-		cs.rt.log.Log(context.Background(), rec.Level, "plugin: "+rec.Message, "source", rec.Source)
+		cs.rt.log.Log(ctx, rec.Level, "plugin: "+rec.Message, "source", rec.Source)
 	case cs.call.Log != nil:
 		cs.call.Log(rec)
 	default:
-		cs.call.LogTo(cs.rt.log, rec)
+		cs.call.LogToContext(ctx, cs.rt.log, rec)
 	}
 }
 

@@ -258,8 +258,9 @@ func slotData(key string, limit int, more map[string]any) json.RawMessage {
 
 // releaseSlot gives back the slot of an instance that ended, or its place
 // in its key's line, and wakes whom that lets run. A failure is logged:
-// the slots sweep gives the slot back later.
-func (e *Engine) releaseSlot(ctx context.Context, inst *weft.Instance, dc *definition.Concurrency) {
+// the slots sweep gives the slot back later, with logCtx (a turn's, a
+// request's).
+func (e *Engine) releaseSlot(ctx, logCtx context.Context, inst *weft.Instance, dc *definition.Concurrency) {
 	c := inst.Concurrency
 	key := workflowSlotKey(inst.Workflow, c.Key)
 	var p slots.Params
@@ -271,17 +272,18 @@ func (e *Engine) releaseSlot(ctx context.Context, inst *weft.Instance, dc *defin
 	}
 	d, err := e.store.UpdateSlots(context.WithoutCancel(ctx), key, inst.ID, p, now, slots.Release)
 	if err != nil {
-		e.log.Warn("giving back a concurrency slot; the slots sweep will", "instance", inst.ID, "key", c.Key, "err", err)
+		e.log.WarnContext(logCtx, "giving back a concurrency slot; the slots sweep will", "instance", inst.ID, "workflow", inst.Workflow, "key", c.Key, "err", err)
 		return
 	}
 	e.slotsDecided(ctx, inst.Workflow, c.Key, d)
 }
 
 // slotChanged does what a commit's slot change asks (slotsDecided), and
-// logs one that failed after its commit (Redis): the sweeps repair it.
-func (e *Engine) slotChanged(ctx context.Context, inst *weft.Instance, sc *store.SlotChange) {
+// logs one that failed after its commit (Redis), with logCtx: the sweeps
+// repair it.
+func (e *Engine) slotChanged(ctx, logCtx context.Context, inst *weft.Instance, sc *store.SlotChange) {
 	if sc.Err != nil {
-		e.log.Warn("a concurrency slot's change after its commit failed; the slots sweep repairs it", "instance", inst.ID, "key", sc.Key, "err", sc.Err)
+		e.log.WarnContext(logCtx, "a concurrency slot's change after its commit failed; the slots sweep repairs it", "instance", inst.ID, "workflow", inst.Workflow, "key", sc.Key, "err", sc.Err)
 		return
 	}
 	e.slotsDecided(ctx, inst.Workflow, inst.Concurrency.Key, sc.Decision)
@@ -310,7 +312,7 @@ func (e *Engine) slotsDecided(ctx context.Context, workflow, key string, d slots
 		if err == nil {
 			e.cfg.Observer.SlotCancelled(workflow, string(slots.CancelOldest))
 		} else if !errors.Is(err, weft.ErrFinished) && !errors.Is(err, weft.ErrNotFound) && ctx.Err() == nil {
-			e.log.Warn("cancelling an instance for a newer one of its concurrency key", "instance", c.ID, "workflow", workflow, "key", key, "err", err)
+			e.log.WarnContext(ctx, "cancelling an instance for a newer one of its concurrency key", "instance", c.ID, "workflow", workflow, "key", key, "err", err)
 		}
 	}
 }
@@ -444,7 +446,11 @@ func (e *Engine) reclaimSlot(ctx context.Context, key, holder, id string, p slot
 			return nil
 		}
 	}
-	e.log.Info("giving back the concurrency slot of an instance that ended or is gone", "holder", holder, "key", key)
+	attrs := []any{"holder", holder, "key", key}
+	if id != "" {
+		attrs = append(attrs, "instance", id)
+	}
+	e.log.InfoContext(ctx, "giving back the concurrency slot of an instance that ended or is gone", attrs...)
 	d, err := e.store.UpdateSlots(ctx, key, holder, p, e.cfg.Now(), slots.Release)
 	if err != nil {
 		return err

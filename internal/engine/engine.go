@@ -620,18 +620,21 @@ func (e *Engine) work(ctx context.Context, popping chan struct{}) {
 // the delivery.
 func (e *Engine) runDelivery(ctx context.Context, d queue.Delivery) {
 	id := d.Item().InstanceID
-	e.run(ctx, d.Item())
+	logCtx := e.run(ctx, d.Item())
 	if err := d.Ack(context.WithoutCancel(ctx)); err != nil {
 		// The queue delivers it again after its visibility timeout.
-		e.log.Warn("acknowledging a run of an instance", "instance", id, "err", err)
+		e.log.WarnContext(logCtx, "acknowledging a run of an instance", "instance", id, "err", err)
 	}
 }
 
 // run runs the instance of a queue item (its reason reasonSwept: because
-// a message reached its inbox) and deals with a failed run.
-func (e *Engine) run(ctx context.Context, it queue.Item) {
+// a message reached its inbox) and deals with a failed run. It returns the
+// context of the run's log lines: ctx, holding the execution's span when the
+// run read the instance (process).
+func (e *Engine) run(ctx context.Context, it queue.Item) context.Context {
 	id := it.InstanceID
-	err := e.process(ctx, id, it.Reason == reasonSwept)
+	logCtx := ctx
+	err := e.process(ctx, id, it.Reason == reasonSwept, &logCtx)
 	switch {
 	case errors.Is(err, errBusy), errors.Is(err, errBackingOff):
 		// Nothing ran: the run that holds the instance, or the backoff's
@@ -641,13 +644,14 @@ func (e *Engine) run(ctx context.Context, it queue.Item) {
 	case ctx.Err() != nil:
 	case runAgain(err):
 		n, delay := e.ranBadly(id)
-		e.log.Warn("running instance", "instance", id, "err", err, "failed_runs", n, "next_run_in", delay)
+		e.log.WarnContext(logCtx, "running instance", "instance", id, "err", err, "failed_runs", n, "next_run_in", delay)
 		it.Reason = "retry"
 		go e.runAgain(ctx, it, delay)
 	default:
 		e.ranWell(id) // another node has it, or it is gone
-		e.log.Warn("running instance", "instance", id, "err", err)
+		e.log.WarnContext(logCtx, "running instance", "instance", id, "err", err)
 	}
+	return logCtx
 }
 
 // errBusy is process's answer when it was asked to run an instance only
@@ -764,7 +768,7 @@ func (e *Engine) runAgain(ctx context.Context, it queue.Item, delay time.Duratio
 		if err == nil || ctx.Err() != nil {
 			return
 		}
-		e.log.Info("could not queue a failed run again; retrying", "instance", id, "in", delay, "err", err)
+		e.log.InfoContext(ctx, "could not queue a failed run again; retrying", "instance", id, "in", delay, "err", err)
 		delay = min(2*delay, e.cfg.LockTTL)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strconv"
@@ -93,7 +94,7 @@ type execution struct {
 	// the run only applies a migration to it, which leaves it finished.
 	reopened, migrateOnly bool
 
-	// span is this turn's span (tracing.SpanRun), a no-op one when the instance
+	// span is this execution's span (tracing.SpanExecution), a no-op one when the instance
 	// is not traced. traced says its spans are recorded: then each Apply
 	// follows the step executions it ends (stepsEnded), stepsDone those
 	// whose span was emitted, and lists the definition's step lists.
@@ -101,6 +102,38 @@ type execution struct {
 	traced    bool
 	stepsDone map[string]bool
 	lists     map[string][]*definition.Step
+
+	// logCtx is the context the execution's log lines are logged with
+	// (logAt): ctx holding the execution's span, so that a node's logger
+	// wrapped by tracing.LogHandler gives each line the instance's trace.
+	// ctx itself does not hold it: the store and the queue are called
+	// with ctx, and what a span in it would change there is not a log
+	// line's business. Set once, before the scheduler's goroutine sees
+	// the execution.
+	logCtx context.Context
+}
+
+// logAt logs a line about the execution's instance at level: with its
+// instance and workflow, and the execution's trace when it has one (logCtx).
+// args are key-value pairs, as slog.Logger.Log takes them. The
+// scheduler's goroutine calls it too: it reads only what does not change
+// during the execution.
+func (x *execution) logAt(level slog.Level, msg string, args ...any) {
+	l := x.e.log
+	if !l.Enabled(x.logCtx, level) {
+		return
+	}
+	l.Log(x.logCtx, level, msg, append([]any{"instance", x.inst.ID, "workflow", x.inst.Workflow}, args...)...)
+}
+
+// logContext is ctx holding span, for the log lines of an execution: ctx as it
+// is when span has no valid context (tracing off, an instance without a
+// trace).
+func logContext(ctx context.Context, span trace.Span) context.Context {
+	if !span.SpanContext().IsValid() {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, span)
 }
 
 // nextCommit is what an execution writes at its next commit besides the
@@ -193,7 +226,11 @@ type result struct {
 // before it finishes, so a wake-up for an inbox (reasonSwept) has nothing
 // to add. An instance whose last run here failed is not run before its
 // backoff runs out (errBackingOff; see Engine.run).
-func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err error) {
+//
+// It sets *logCtx, once it has read the instance, to the context of the
+// run's log lines, holding the execution's span (logContext): the lines its
+// caller logs about the run then carry the instance's trace.
+func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool, logCtx *context.Context) (err error) {
 	var lease lock.Lease
 	asked := e.cfg.Now()
 	if onlyIfFree {
@@ -238,6 +275,8 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 	}
 	span := e.startRun(ctx, inst, asked)
 	defer func() { endRun(span, err) }()
+	lctx := logContext(ctx, span)
+	*logCtx = lctx
 	if span.IsRecording() {
 		span.AddEvent("lock", trace.WithTimestamp(acquired), trace.WithAttributes(attrDurationMS.Float64(millis(acquired.Sub(asked)))))
 	}
@@ -246,6 +285,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 		// that node died, stalled or handed it back, and this run takes
 		// the instance over.
 		e.cfg.Observer.InstanceTakenOver()
+		e.log.InfoContext(lctx, "taking over an instance from another node", "instance", id, "workflow", inst.Workflow, "previous_node", inst.Lease.Node)
 		if span.IsRecording() {
 			span.AddEvent("takeover", trace.WithAttributes(attrPreviousNode.String(inst.Lease.Node)))
 		}
@@ -262,7 +302,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 		reopened = reopens(inst, msgs)
 		migrateOnly = !reopened && slices.ContainsFunc(msgs, func(m weft.Message) bool { return m.Kind == weft.MessageMigrate })
 		if !reopened && !migrateOnly {
-			return e.settleInbox(ctx, inst, lease, msgs)
+			return e.settleInbox(ctx, lctx, inst, lease, msgs)
 		}
 		// A failed instance asked to retry, or any finished one asked to
 		// reset, runs: the execution applies the request from the inbox
@@ -285,7 +325,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool) (err e
 		st: &runner.State{}, timers: map[string]weft.Timer{}, bookmarks: map[string]weft.Bookmark{},
 		seen: map[string]bool{}, checked: map[string]bool{}, wake: wake,
 		reopened: reopened, migrateOnly: migrateOnly,
-		span: span, traced: e.traced(ctx, inst), stepsDone: map[string]bool{},
+		span: span, traced: e.traced(ctx, inst), stepsDone: map[string]bool{}, logCtx: lctx,
 		inflight: inFlight{results: make(chan result), attempts: map[string]flight{}},
 		sched: scheduling{
 			key:     id + "#" + strconv.FormatUint(lease.Token(), 10),
@@ -490,7 +530,7 @@ func (x *execution) settle(poll bool) (bool, error) {
 			inv := f.inv
 			delete(x.inflight.attempts, r.token)
 			if s := inv.Slot; s != nil {
-				x.e.releaseStepSlot(x.ctx, s.Key, s.Holder, s.Limit)
+				x.e.releaseStepSlot(x.ctx, x.logCtx, s.Key, s.Holder, s.Limit)
 			}
 			in := x.input(r, inv, x.e.renewer.forget(attemptItem(x.sched.key, r.token)))
 			refused := !awaited(x.st.Root, r.token)
@@ -634,7 +674,7 @@ func (x *execution) handBack() {
 	ctx := context.WithoutCancel(x.ctx)
 	_, err := x.e.store.RenewLeases(ctx, store.LeaseRenewal{Node: x.e.cfg.NodeID, Boot: x.e.boot, IDs: []string{x.inst.ID}, Expiry: x.e.cfg.Now()})
 	if err != nil {
-		x.e.log.Warn("handing an instance back at shutdown; its lease will expire instead", "instance", x.inst.ID, "err", err)
+		x.logAt(slog.LevelWarn, "handing an instance back at shutdown; its lease will expire instead", "err", err)
 	}
 }
 
@@ -668,7 +708,9 @@ func (x *execution) cancelAll() (completed []stoppedAttempt) {
 // completions (which may arrive after the holder finished) go to its
 // history; messages nothing will apply any more (a child's end after the
 // parent was cancelled) are dropped.
-func (e *Engine) settleInbox(ctx context.Context, inst *weft.Instance, lease lock.Lease, msgs []weft.Message) error {
+//
+// Its log lines are logged with logCtx, the execution's (process).
+func (e *Engine) settleInbox(ctx, logCtx context.Context, inst *weft.Instance, lease lock.Lease, msgs []weft.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -688,7 +730,7 @@ func (e *Engine) settleInbox(ctx context.Context, inst *weft.Instance, lease loc
 		entry, err := decodeMessage(m)
 		if err != nil {
 			// The instance is finished: the note is consumed either way.
-			e.log.Warn("settling the inbox of a finished instance", "instance", inst.ID, "err", err)
+			e.log.WarnContext(logCtx, "settling the inbox of a finished instance", "instance", inst.ID, "workflow", inst.Workflow, "message", m.ID, "err", err)
 			continue
 		}
 		ev := *entry.note
@@ -727,9 +769,9 @@ func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 		data, err := json.Marshal(lateNote{Type: weft.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error(), AttemptLogs: logs})
 		if err != nil {
 			// Its logs hold what does not encode: the note goes without them.
-			x.e.log.Error("encoding the note of a refused late completion; keeping it without its logs", "instance", x.inst.ID, "step_path", path, "attempt", attempt, "err", err)
+			x.logAt(slog.LevelError, "encoding the note of a refused late completion; keeping it without its logs", "step_path", path, "attempt", attempt, "err", err)
 			if data, err = json.Marshal(lateNote{Type: weft.HistoryLateCompletionRefused, Outcome: outcome, StepPath: path, Attempt: attempt, Node: x.e.cfg.NodeID, Reason: cause.Error()}); err != nil {
-				x.e.log.Error("encoding the note of a refused late completion; dropping it", "instance", x.inst.ID, "step_path", path, "attempt", attempt, "err", err)
+				x.logAt(slog.LevelError, "encoding the note of a refused late completion; dropping it", "step_path", path, "attempt", attempt, "err", err)
 				return
 			}
 		}
@@ -756,10 +798,10 @@ func (x *execution) superseded(stopped []stoppedAttempt, cause error) {
 	}
 	ctx := context.WithoutCancel(x.ctx)
 	if _, err := x.e.store.Deliver(ctx, nil, notes); err != nil {
-		x.e.log.Warn("recording refused late completions", "instance", x.inst.ID, "err", err)
+		x.logAt(slog.LevelWarn, "recording refused late completions", "count", len(notes), "err", err)
 		return
 	}
-	x.e.log.Info("late completions refused: another node holds the instance", "instance", x.inst.ID, "count", len(notes))
+	x.logAt(slog.LevelInfo, "late completions refused: another node holds the instance", "count", len(notes))
 	x.e.publish(ctx, topicInbox, x.inst.ID)
 	x.e.pushSoon(ctx, itemOf(x.inst.ID, "note", x.inst.Order))
 }
@@ -843,7 +885,7 @@ func (x *execution) apply(ev runner.Input) {
 					// A value the runner recorded does not encode (a raw
 					// document that is not JSON): the entry stays, saying so,
 					// rather than the run failing on every try.
-					x.e.log.Error("encoding a history entry's data", "instance", x.inst.ID, "type", a.Type, "step_path", a.Path, "err", err)
+					x.logAt(slog.LevelError, "encoding a history entry's data", "type", a.Type, "step_path", a.Path, "err", err)
 					data, _ = json.Marshal(map[string]string{"encoding_error": err.Error()}) // a map of strings encodes
 				}
 			}
@@ -856,7 +898,7 @@ func (x *execution) apply(ev runner.Input) {
 				}
 			}
 		case runner.ReleaseSlot:
-			x.e.releaseStepSlot(x.ctx, a.Key, a.Holder, a.Limit)
+			x.e.releaseStepSlot(x.ctx, x.logCtx, a.Key, a.Holder, a.Limit)
 		case runner.Finish:
 		}
 	}
@@ -872,8 +914,9 @@ func (x *execution) apply(ev runner.Input) {
 // cancelChild cancels a child instance, as the engine's own action.
 func (x *execution) cancelChild(token string) {
 	op := weft.Operation{Actor: weft.ActorEngine, Reason: "parent " + x.inst.ID + " ended"}
-	if _, err := x.e.Cancel(x.ctx, runner.ChildID(x.inst.ID, token), op); err != nil && !errors.Is(err, weft.ErrNotFound) && !errors.Is(err, weft.ErrFinished) {
-		x.e.log.Warn("cancelling child", "instance", x.inst.ID, "err", err)
+	child := runner.ChildID(x.inst.ID, token)
+	if _, err := x.e.Cancel(x.ctx, child, op); err != nil && !errors.Is(err, weft.ErrNotFound) && !errors.Is(err, weft.ErrFinished) {
+		x.logAt(slog.LevelWarn, "cancelling child", "child", child, "err", err)
 	}
 }
 
@@ -960,7 +1003,7 @@ func (x *execution) invoke(inv runner.Invoke) {
 		// returns.
 		var requests []call.Request
 		c.Requested = func(r call.Request) { requests = append(requests, r) }
-		logs := x.keepLogs(&c)
+		logs := x.keepLogs(ctx, &c)
 		out, err := x.e.plugins.Invoke(ctx, version, c)
 		x.inflight.results <- result{token: inv.Token, version: version, activity: inv.Activity, out: out, err: err, hb: hb, requests: requests, logs: *logs}
 	}()
@@ -968,14 +1011,14 @@ func (x *execution) invoke(inv runner.Invoke) {
 
 // keepLogs has c keep its guest's log records, as the lines of the
 // attempt's history entry, and still pass them on to the node's log, where
-// they went before the history kept them. What the runtime's log limits
-// dropped is noted with them. The lines are the caller's once Invoke
-// returned.
-func (x *execution) keepLogs(c *call.Call) *weft.AttemptLogs {
+// they went before the history kept them, logged with ctx, the attempt's
+// (its span's ids go with them). What the runtime's log limits dropped is
+// noted with them. The lines are the caller's once Invoke returned.
+func (x *execution) keepLogs(ctx context.Context, c *call.Call) *weft.AttemptLogs {
 	logs := &weft.AttemptLogs{}
 	info := *c // for LogTo: the call's names, not its later changes
 	c.Log = func(rec call.Record) {
-		info.LogTo(x.e.log, rec)
+		info.LogToContext(ctx, x.e.log, rec)
 		if d := rec.Dropped; d != nil {
 			limit := weft.LogLimitBytes
 			if d.OnRecords {
@@ -1036,7 +1079,7 @@ func (x *execution) commit(drains bool) error {
 		if x.searchWarned == nil {
 			x.searchWarned = map[string]bool{}
 		}
-		inst.Search = x.e.searchOf(def, inst.ID, x.st.Input, x.st.Vars, x.searchWarned)
+		inst.Search = x.e.searchOf(x.logCtx, def, inst.ID, x.st.Input, x.st.Vars, x.searchWarned)
 	}
 	if x.st.Status == weft.StatusCompleted {
 		inst.Output = enc.Output
@@ -1130,11 +1173,11 @@ func (x *execution) commit(drains bool) error {
 	x.drained = drains
 	switch {
 	case c.Slot != nil:
-		x.e.slotChanged(x.ctx, inst, c.Slot)
+		x.e.slotChanged(x.ctx, x.logCtx, inst, c.Slot)
 	case inst.Status.Terminal() && inst.Concurrency != nil:
 		// A limit its version does not have (an import): the key's own
 		// terms.
-		x.e.releaseSlot(x.ctx, inst, nil)
+		x.e.releaseSlot(x.ctx, x.logCtx, inst, nil)
 	}
 	x.storedTimers, x.storedBookmarks = len(x.timers) > 0, len(x.bookmarks) > 0
 	if inst.Status != x.status {

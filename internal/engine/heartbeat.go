@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -240,7 +241,7 @@ func (b *renewer) holdLock(x *execution) {
 	id := lockPrefix + x.sched.key
 	b.runs.Store(id, x)
 	if _, err := b.e.scheduler.Track(heartbeat.Item{ID: id, Kind: heartbeat.LockLease, TTL: b.e.cfg.LockTTL}); err != nil {
-		b.e.log.Warn("tracking lock", "instance", x.inst.ID, "err", err)
+		x.logAt(slog.LevelWarn, "tracking lock", "err", err)
 	}
 }
 
@@ -284,7 +285,7 @@ func (b *renewer) LeaseLost(_ context.Context, it heartbeat.Item, why heartbeat.
 		what = "instance lock lost"
 	}
 	x.sched.lost.Store(true)
-	b.e.log.Warn(what, "instance", x.inst.ID, "token", x.lease.Token(), "outcome", why)
+	x.logAt(slog.LevelWarn, what, "token", x.lease.Token(), "outcome", why)
 	select {
 	case x.wake <- struct{}{}:
 	default: // already woken
@@ -296,7 +297,7 @@ func (b *renewer) holdLease(x *execution) {
 	id := leasePrefix + x.sched.key
 	b.runs.Store(id, x)
 	if _, err := b.e.scheduler.Track(heartbeat.Item{ID: id, Kind: heartbeat.InstanceLease, TTL: b.e.cfg.LockTTL}); err != nil {
-		b.e.log.Warn("tracking lease", "instance", x.inst.ID, "err", err)
+		x.logAt(slog.LevelWarn, "tracking lease", "err", err)
 	}
 }
 
@@ -312,10 +313,10 @@ func (b *renewer) watch(id string, a *attempt, pulse heartbeat.Pulse) {
 	b.attempts.Store(id, a)
 	warns, err := b.e.scheduler.Track(heartbeat.Item{ID: id, Kind: heartbeat.Activity, HeartbeatTimeout: a.timeout, Pulse: pulse})
 	if err != nil {
-		b.e.log.Warn("tracking attempt", "attempt", id, "err", err)
+		a.x.logAt(slog.LevelWarn, "tracking attempt", "item", id, "attempt", a.number, "err", err)
 	}
 	for _, w := range warns {
-		b.e.log.Warn("heartbeat scheduler", "attempt", id, "warning", w.Message)
+		a.x.logAt(slog.LevelWarn, "heartbeat scheduler", "item", id, "attempt", a.number, "warning", w.Message)
 	}
 }
 

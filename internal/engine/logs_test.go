@@ -1,7 +1,9 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,7 +11,13 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
+	"github.com/weftworks/weft/internal/heartbeat"
+	"github.com/weftworks/weft/internal/logtest"
+	"github.com/weftworks/weft/internal/queue/memqueue"
+	"github.com/weftworks/weft/internal/tracing"
+	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // chattyFlow's step logs on every attempt and fails the first one.
@@ -182,5 +190,168 @@ steps:
 	}
 	if ends != 2 {
 		t.Errorf("%d attempts ended, want 2", ends)
+	}
+}
+
+// jsonLogger is a logger as a traced node's: JSON lines into buf, at info
+// and above, wrapped by tracing.LogHandler.
+func jsonLogger(buf *logtest.Buffer) *slog.Logger {
+	return slog.New(tracing.LogHandler(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+}
+
+// logLine is what TestLogLinesCarryTrace reads of a JSON log line.
+type logLine struct {
+	Msg      string `json:"msg"`
+	Node     string `json:"node"`
+	Instance string `json:"instance"`
+	Workflow string `json:"workflow"`
+	Step     string `json:"step"`
+	Attempt  int    `json:"attempt"`
+	TraceID  string `json:"trace_id"`
+	SpanID   string `json:"span_id"`
+}
+
+// linesOf decodes the JSON lines in buf that name instance id.
+func linesOf(t *testing.T, buf *logtest.Buffer, id string) []logLine {
+	t.Helper()
+	var out []logLine
+	for _, raw := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if raw == "" {
+			continue
+		}
+		var l logLine
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("log line %q: %v", raw, err)
+		}
+		if l.Instance == id {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestLogLinesCarryTrace: with tracing on and the node's logger wrapped
+// by tracing.LogHandler, every line about an instance — its guest's lines
+// from a failing attempt and its retry, the takeover by another node
+// after the first stopped mid-attempt, the recovery that queued it —
+// carries the instance's id and workflow, and the trace_id and span_id of
+// a span of the instance's trace: a guest's line its attempt's span, the
+// takeover the execution's.
+func TestLogLinesCarryTrace(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	ctx := context.Background()
+	var buf logtest.Buffer
+	trA, expA := newTracer(t)
+	trB, expB := newTracer(t)
+	node := func(name string, tr *tracing.Tracer) (*engine.Engine, func() func()) {
+		e, err := engine.New(engine.Config{
+			NodeID: name, LockTTL: lockTTL, RecoveryInterval: 50 * time.Millisecond, TimerInterval: 10 * time.Millisecond,
+			Heartbeat: heartbeat.Config{Tick: 10 * time.Millisecond, Cycle: 200 * time.Millisecond},
+			Tracer:    tr, Logger: jsonLogger(&buf),
+		}, c.store, local.New(local.Config{}), memqueue.New(100), c.rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, func() func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { _ = e.Run(ctx); close(done) }()
+			stop := func() { cancel(); <-done }
+			t.Cleanup(stop)
+			return stop
+		}
+	}
+	a, runA := node("node-a", trA)
+	if _, _, err := a.SaveDefinition(ctx, []byte(`
+name: chatter
+persistence: activity
+steps:
+  - id: talk
+    activity: kit.log
+    input: { lines: ["first", "warn:careful"], fail_attempts: 1 }
+    retry: { max_attempts: 3, initial_interval: 10ms }
+  - { id: work, activity: kit.work, input: { ms: 600, beat_ms: 50 } }
+`)); err != nil {
+		t.Fatal(err)
+	}
+	stopA := runA()
+	inst, _, err := a.Start(ctx, "chatter", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both attempts of talk logged on A, and it holds the instance's
+	// lease (work runs, or is about to): A stops, B takes it over.
+	c.waitStored(inst.ID, "talk's attempts logged on A, its lease A's", func(in *weft.Instance) bool {
+		n := 0
+		for _, l := range linesOf(t, &buf, inst.ID) {
+			if strings.HasPrefix(l.Msg, "plugin: careful") {
+				n++
+			}
+		}
+		return n == 2 && in.Status == weft.StatusRunning && in.Lease.Node == "node-a"
+	})
+	stopA()
+	b, runB := node("node-b", trB)
+	runB()
+	if done := c.waitFinished(b, inst.ID); done.Status != weft.StatusCompleted {
+		t.Fatalf("instance %s error %+v", done.Status, done.Error)
+	}
+	_, sc := storedTrace(t, c.store.GetInstance, inst.ID)
+
+	// The spans the lines name are exported once they end (the instance's
+	// when it finished, B's last turn as it returns): poll for all of them.
+	lines := linesOf(t, &buf, inst.ID)
+	for _, l := range lines {
+		if l.TraceID == "" || l.SpanID == "" {
+			t.Fatalf("line %q on %s has trace_id %q span_id %q: want both", l.Msg, l.Node, l.TraceID, l.SpanID)
+		}
+	}
+	spans := map[string]tracetest.SpanStub{}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		clear(spans)
+		for _, s := range append(expA.GetSpans(), expB.GetSpans()...) {
+			if s.SpanContext.TraceID() == sc.TraceID() {
+				spans[s.SpanContext.SpanID().String()] = s
+			}
+		}
+		missing := ""
+		for _, l := range lines {
+			if _, ok := spans[l.SpanID]; !ok {
+				missing = l.Msg + " (span " + l.SpanID + ")"
+				break
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("line %q names no span of the instance's trace %s within 30s", missing, sc.TraceID())
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+
+	var guest, takeover int
+	for _, l := range lines {
+		if l.TraceID != sc.TraceID().String() || l.Workflow != "chatter" {
+			t.Errorf("line %q on %s: trace_id %q, workflow %q; want %s, chatter", l.Msg, l.Node, l.TraceID, l.Workflow, sc.TraceID())
+		}
+		s := spans[l.SpanID]
+		switch {
+		case strings.HasPrefix(l.Msg, "plugin: "):
+			guest++
+			if s.Name != tracing.SpanAttempt || attr(s, "weft.attempt").AsInt64() != int64(l.Attempt) || attr(s, "weft.step.id").Emit() != l.Step {
+				t.Errorf("guest line %q (step %s, attempt %d) under span %s %v, want its attempt's", l.Msg, l.Step, l.Attempt, s.Name, s.Attributes)
+			}
+		case strings.HasPrefix(l.Msg, "taking over"):
+			takeover++
+			if l.Node != "node-b" || s.Name != tracing.SpanExecution || !hasEvent(s, "takeover") {
+				t.Errorf("takeover line on %s under span %s %v, want B's turn that took the instance over", l.Node, s.Name, s.Events)
+			}
+		}
+	}
+	if guest < 4 || takeover != 1 {
+		t.Errorf("%d guest lines, %d takeover lines about %s; want 4 (two by each attempt of talk) and 1:\n%s", guest, takeover, inst.ID, buf.String())
 	}
 }

@@ -66,7 +66,7 @@ func (e *Engine) sweepRetention(ctx context.Context, s store.Store) {
 				if ctx.Err() != nil {
 					return
 				}
-				e.log.Warn("deleting an instance past its retention; the next turn tries again", "instance", id, "err", err)
+				e.log.WarnContext(ctx, "deleting an instance past its retention; the next turn tries again", "instance", id, "err", err)
 				continue
 			}
 			if ok {

@@ -482,7 +482,7 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 		if err != nil {
 			data["error"] = err.Error()
 			d.State.Running = dropRun(d.State.Running, runID)
-			e.log.Warn("a schedule's fire could not start its run", "schedule", doc.ID, "instance", runID, "err", err)
+			e.log.WarnContext(ctx, "a schedule's fire could not start its run", "schedule", doc.ID, "instance", runID, "workflow", doc.Workflow, "err", err)
 			e.cfg.Observer.ScheduleFired(string(f.Kind), false, 0)
 			if err := add(weft.ScheduleStartFailed, data); err != nil {
 				return nil, err

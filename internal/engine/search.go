@@ -23,8 +23,9 @@ import (
 // searchOf returns the search attributes of an instance of def for its
 // input and vars, nil when def declares none. warned holds the
 // attributes already warned about in this execution (nil: warn of all),
-// so that a value that never fits is logged once per run, not per commit.
-func (e *Engine) searchOf(def *definition.Definition, id string, input any, vars map[string]any, warned map[string]bool) weft.SearchAttributes {
+// so that a value that never fits is logged once per run, not per commit;
+// logCtx is the context it is logged with (the instance's trace).
+func (e *Engine) searchOf(logCtx context.Context, def *definition.Definition, id string, input any, vars map[string]any, warned map[string]bool) weft.SearchAttributes {
 	if len(def.Search) == 0 {
 		return nil
 	}
@@ -36,7 +37,7 @@ func (e *Engine) searchOf(def *definition.Definition, id string, input any, vars
 		if warned != nil {
 			warned[p.Name] = true
 		}
-		e.log.Warn("search attribute left out", "instance", id, "workflow", def.Name, "attribute", p.Name, "reason", p.Err)
+		e.log.WarnContext(logCtx, "search attribute left out", "instance", id, "workflow", def.Name, "attribute", p.Name, "reason", p.Err)
 	}
 	return attrs
 }

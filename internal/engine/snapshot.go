@@ -239,7 +239,7 @@ func (e *Engine) Delete(ctx context.Context, id string, op weft.Operation) error
 		if prog, err := e.program(ctx, inst.Workflow, inst.Version); err == nil {
 			dc = prog.Definition().Concurrency
 		}
-		e.releaseSlot(ctx, inst, dc)
+		e.releaseSlot(ctx, ctx, inst, dc)
 	}
 	e.changed(id)
 	e.cfg.Observer.InstancesDeleted(DeletedOnRequest, 1)
@@ -247,6 +247,6 @@ func (e *Engine) Delete(ctx context.Context, id string, op weft.Operation) error
 	if op.Batch != "" {
 		attrs = append(attrs, "batch", op.Batch)
 	}
-	e.log.Info("instance deleted", attrs...)
+	e.log.InfoContext(ctx, "instance deleted", attrs...)
 	return nil
 }

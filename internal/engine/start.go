@@ -104,7 +104,7 @@ func itemOf(id, reason string, o weft.Order) queue.Item {
 // work again (due timers, inbox, lease expiry).
 func (e *Engine) push(ctx context.Context, it queue.Item) {
 	if err := e.queue.Push(ctx, it); err != nil && ctx.Err() == nil {
-		e.log.Warn("queueing instance", "instance", it.InstanceID, "err", err)
+		e.log.WarnContext(ctx, "queueing instance", "instance", it.InstanceID, "err", err)
 	}
 }
 
@@ -244,7 +244,7 @@ func (e *Engine) createFrom(ctx context.Context, c creation, cached bool) (*weft
 		// Its attributes over input are searchable from its create; those
 		// over vars, from the commit that sets them.
 		if in, err := decoded(); err == nil {
-			inst.Search = e.searchOf(def, id, in, nil, nil)
+			inst.Search = e.searchOf(e.cfg.Tracer.InInstance(ctx, inst), def, id, in, nil, nil)
 		}
 	}
 	// No timers, no bookmarks: process relies on it to skip reading them
@@ -276,7 +276,7 @@ func (e *Engine) createFrom(ctx context.Context, c creation, cached bool) (*weft
 		err = fmt.Errorf("engine: creating instance of %s: %w", workflow, err)
 	}
 	if err == nil && commit.Slot != nil {
-		e.slotChanged(ctx, inst, commit.Slot)
+		e.slotChanged(ctx, e.cfg.Tracer.InInstance(ctx, inst), inst, commit.Slot)
 	}
 	return inst, rev, at, err
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/weftworks/weft/internal/ratelimit"
@@ -117,12 +118,16 @@ func (x *execution) stepSlotParams(limit int, timeout time.Duration) slots.Param
 }
 
 // releaseStepSlot gives back an attempt's slot, or its place in the line.
-// A failure is logged: the slot's lease returns it.
-func (e *Engine) releaseStepSlot(ctx context.Context, key, holder string, limit int) {
+// A failure is logged, with logCtx: the slot's lease returns it.
+func (e *Engine) releaseStepSlot(ctx, logCtx context.Context, key, holder string, limit int) {
 	p := slots.Params{Limit: max(limit, 1), Policy: slots.Queue, Lease: e.cfg.LockTTL}
 	dec, err := e.store.UpdateSlots(context.WithoutCancel(ctx), stepSlotKey(key), holder, p, e.cfg.Now(), slots.Release)
 	if err != nil {
-		e.log.Warn("giving back a step's concurrency slot; its lease will", "holder", holder, "key", key, "err", err)
+		attrs := []any{"holder", holder, "key", key, "err", err}
+		if id, ok := runner.HolderInstance(holder); ok {
+			attrs = append(attrs, "instance", id)
+		}
+		e.log.WarnContext(logCtx, "giving back a step's concurrency slot; its lease will", attrs...)
 		return
 	}
 	e.stepSlotsDecided(ctx, dec)
@@ -152,7 +157,7 @@ func (x *execution) startPromoted() {
 		}
 		dec, err := x.e.store.UpdateSlots(x.ctx, stepSlotKey(ds.Key), ds.Holder, x.stepSlotParams(ds.Limit, 0), x.e.cfg.Now(), slots.Acquire)
 		if err != nil {
-			x.e.log.Warn("asking for a step's concurrency slot", "instance", x.inst.ID, "key", ds.Key, "err", err)
+			x.logAt(slog.LevelWarn, "asking for a step's concurrency slot", "key", ds.Key, "err", err)
 			return
 		}
 		x.e.stepSlotsDecided(x.ctx, dec)

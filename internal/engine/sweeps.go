@@ -53,7 +53,7 @@ func (e *Engine) sweepTimers(ctx context.Context, s store.Store) {
 			// A timer stays due until its instance runs: the next sweep
 			// pushes it again.
 			if err := e.queue.Push(ctx, itemOf(tm.InstanceID, "timer", tm.Order)); err != nil && ctx.Err() == nil {
-				e.log.Warn("queuing an instance whose timer is due", "instance", tm.InstanceID, "err", err)
+				e.log.WarnContext(ctx, "queuing an instance whose timer is due", "instance", tm.InstanceID, "err", err)
 			}
 		}
 	}
@@ -157,8 +157,15 @@ func (e *Engine) requeueExpiredLeases(ctx context.Context, s store.Store) {
 		if e.heldOff(id) {
 			continue // its run failed here: its backoff queues it (run)
 		}
-		e.log.Info("recovering instance whose lease expired", "instance", id)
-		e.push(ctx, e.itemRead(ctx, id, "recovery"))
+		it, inst := e.readItem(ctx, id, "recovery")
+		if inst != nil {
+			// With its trace, and the node whose lease expired.
+			e.log.InfoContext(e.cfg.Tracer.InInstance(ctx, inst), "recovering instance whose lease expired",
+				"instance", id, "workflow", inst.Workflow, "previous_node", inst.Lease.Node)
+		} else {
+			e.log.InfoContext(ctx, "recovering instance whose lease expired", "instance", id)
+		}
+		e.push(ctx, it)
 	}
 }
 
@@ -267,7 +274,7 @@ func (e *Engine) pairQueued(ctx context.Context) {
 			return
 		}
 		for _, b := range bms {
-			e.log.Info("a queued stimulus matches a bookmark set after it; queueing the instance", "stimulus", s.ID, "instance", b.InstanceID)
+			e.log.InfoContext(ctx, "a queued stimulus matches a bookmark set after it; queueing the instance", "stimulus", s.ID, "instance", b.InstanceID)
 			e.push(ctx, itemOf(b.InstanceID, reasonStimulus, b.Order))
 		}
 	}
@@ -290,7 +297,7 @@ func (e *Engine) pushSoon(ctx context.Context, it queue.Item) {
 	ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	if err := e.queue.Push(ctx, it); err != nil {
-		e.log.Info("could not queue the instance now; the recovery sweep will", "instance", it.InstanceID, "err", err)
+		e.log.InfoContext(ctx, "could not queue the instance now; the recovery sweep will", "instance", it.InstanceID, "err", err)
 	}
 }
 
@@ -299,13 +306,21 @@ func (e *Engine) pushSoon(ctx context.Context, it queue.Item) {
 // its order, which these rare cases can afford; one that cannot be read
 // goes in the default order, and its run finds what became of it.
 func (e *Engine) itemRead(ctx context.Context, id, reason string) queue.Item {
-	var o weft.Order
-	if in, err := e.store.GetInstance(ctx, id); err == nil {
-		o = in.Order
-	} else if ctx.Err() == nil && !errors.Is(err, weft.ErrNotFound) {
-		e.log.Warn("reading the order of an instance to queue", "instance", id, "err", err)
+	it, _ := e.readItem(ctx, id, reason)
+	return it
+}
+
+// readItem is itemRead, also returning the instance it read (nil when it
+// could not), for a caller that logs about it.
+func (e *Engine) readItem(ctx context.Context, id, reason string) (queue.Item, *weft.Instance) {
+	in, err := e.store.GetInstance(ctx, id)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, weft.ErrNotFound) {
+			e.log.WarnContext(ctx, "reading the order of an instance to queue", "instance", id, "err", err)
+		}
+		return itemOf(id, reason, weft.Order{}), nil
 	}
-	return itemOf(id, reason, o)
+	return itemOf(id, reason, in.Order), in
 }
 
 // sweepStimuli moves stimuli whose TTL ended without a bookmark to the dead

@@ -18,8 +18,8 @@ import (
 	"github.com/weftworks/weft/internal/tracing"
 )
 
-// The engine's spans (docs/observability.md, "Traces"): a turn of an
-// instance on this node (tracing.SpanRun) with its commits, lock, timers and
+// The engine's spans (docs/observability.md, "Traces"): an execution of an
+// instance on this node (tracing.SpanExecution) with its commits, lock, timers and
 // messages as events; each attempt (tracing.SpanAttempt), child of its
 // step's span; each step execution's span (tracing.Tracer.EndStep) and
 // the instance's (EndInstance), emitted when they end. With a nil
@@ -67,20 +67,20 @@ func (e *Engine) traced(ctx context.Context, inst *weft.Instance) bool {
 	return trace.SpanContextFromContext(e.cfg.Tracer.InInstance(ctx, inst)).IsSampled()
 }
 
-// startRun starts the span of a turn of inst on this node, from start
+// startRun starts the span of an execution of inst on this node, from start
 // (when its lock was asked for); a no-op span when inst has no trace.
 func (e *Engine) startRun(ctx context.Context, inst *weft.Instance, start time.Time) trace.Span {
 	if e.cfg.Tracer == nil || inst.Trace == nil {
 		return trace.SpanFromContext(context.Background()) // no-op
 	}
-	_, span := e.cfg.Tracer.Start(e.cfg.Tracer.InInstance(ctx, inst), tracing.SpanRun, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal))
+	_, span := e.cfg.Tracer.Start(e.cfg.Tracer.InInstance(ctx, inst), tracing.SpanExecution, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(attrInstance.String(inst.ID), attrWorkflow.String(inst.Workflow), attrNode.String(e.cfg.NodeID))
 	}
 	return span
 }
 
-// endRun ends a turn's span, failed with err unless err says only that
+// endRun ends an execution's span, failed with err unless err says only that
 // nothing ran or that the node is shutting down.
 func endRun(span trace.Span, err error) {
 	if err != nil && span.IsRecording() && !errors.Is(err, context.Canceled) {
@@ -89,7 +89,7 @@ func endRun(span trace.Span, err error) {
 	span.End()
 }
 
-// event adds a span event to the execution's turn. Callers check
+// event adds a span event to the execution. Callers check
 // x.span.IsRecording() first, so that nothing is built for a span that
 // records nothing.
 func (x *execution) event(name string, at time.Time, attrs ...attribute.KeyValue) {

@@ -220,7 +220,7 @@ output: "${ vars.result.attempt }"
 			}
 
 			spans := waitSpans(t, exp, "instance, step, 2 attempts, a turn that fired the timer", func(s tracetest.SpanStubs) bool {
-				runs := named(s, "weft.run", "", "")
+				runs := named(s, tracing.SpanExecution, "", "")
 				timed := false
 				for _, r := range runs {
 					timed = timed || hasEvent(r, "timer")
@@ -264,7 +264,7 @@ output: "${ vars.result.attempt }"
 			// Every turn took the lock; a turn may commit nothing (woken
 			// again once the instance finished).
 			commits := 0
-			for _, r := range named(spans, "weft.run", "", "") {
+			for _, r := range named(spans, tracing.SpanExecution, "", "") {
 				if r.Parent.SpanID() != sc.SpanID() || attr(r, "weft.node").Emit() != "n1" || attr(r, "weft.instance.id").Emit() != inst.ID || attr(r, "weft.workflow").Emit() != "flaky" {
 					t.Errorf("run span parent %s attrs %v", r.Parent.SpanID(), r.Attributes)
 				}
@@ -423,7 +423,7 @@ output: "${ vars.work.done_ms }"
 	_, sc := storedTrace(t, c.store.GetInstance, inst.ID)
 	spansB := waitSpans(t, expB, "B's instance span, its work step and attempt, its turn", func(s tracetest.SpanStubs) bool {
 		return len(named(s, tracing.SpanInstance, "", "")) == 1 && len(named(s, tracing.SpanStep, "weft.step.id", "work")) == 1 &&
-			len(named(s, tracing.SpanAttempt, "weft.step.id", "work")) == 1 && len(named(s, "weft.run", "", "")) >= 1
+			len(named(s, tracing.SpanAttempt, "weft.step.id", "work")) == 1 && len(named(s, tracing.SpanExecution, "", "")) >= 1
 	})
 	spansA := expA.GetSpans() // A stopped: all its spans ended
 	for _, s := range append(append(tracetest.SpanStubs{}, spansA...), spansB...) {
@@ -448,7 +448,7 @@ output: "${ vars.work.done_ms }"
 		t.Errorf("A's spans %s: want the step first's", spanNames(spansA))
 	}
 	tookOver := false
-	for _, r := range named(spansB, "weft.run", "", "") {
+	for _, r := range named(spansB, tracing.SpanExecution, "", "") {
 		tookOver = tookOver || hasEvent(r, "takeover")
 	}
 	if !tookOver {

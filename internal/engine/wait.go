@@ -170,7 +170,7 @@ func (e *Engine) publish(ctx context.Context, topic, id string) {
 		return
 	}
 	if err := e.cfg.Bus.Publish(context.WithoutCancel(ctx), topic, []byte(id)); err != nil {
-		e.log.Debug("publishing", "topic", topic, "instance", id, "err", err)
+		e.log.DebugContext(ctx, "publishing", "topic", topic, "instance", id, "err", err)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -110,13 +109,50 @@ func traceparent(sc trace.SpanContext) string {
 	return fmt.Sprintf("00-%s-%s-%s", sc.TraceID(), sc.SpanID(), sc.TraceFlags())
 }
 
-// parseTraceparent reads a W3C traceparent header value as a remote span
-// context.
+// parseTraceparent reads a W3C traceparent header value of version 00
+// ("00-<32 hex>-<16 hex>-<2 hex>", as traceparent writes it) as a remote
+// span context. It is read on every span of an instance, so it decodes
+// the fixed positions itself rather than going through a propagator.
 func parseTraceparent(s string) (trace.SpanContext, error) {
-	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": s})
-	sc := trace.SpanContextFromContext(ctx)
+	var tid trace.TraceID
+	var sid trace.SpanID
+	var flags [1]byte
+	if len(s) != 55 || s[:3] != "00-" || s[35] != '-' || s[52] != '-' ||
+		!decodeHex(tid[:], s[3:35]) || !decodeHex(sid[:], s[36:52]) || !decodeHex(flags[:], s[53:55]) {
+		return trace.SpanContext{}, fmt.Errorf("tracing: %q is not a W3C traceparent", s)
+	}
+	// As the W3C propagator: flags beyond sampled (1) and random (2) are
+	// not version 00's.
+	if flags[0] > 3 {
+		return trace.SpanContext{}, fmt.Errorf("tracing: %q is not a W3C traceparent", s)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]), Remote: true})
 	if !sc.IsValid() {
 		return sc, fmt.Errorf("tracing: %q is not a W3C traceparent", s)
 	}
 	return sc, nil
+}
+
+// decodeHex decodes lowercase hex s into dst, which is len(s)/2 long.
+func decodeHex(dst []byte, s string) bool {
+	for i := range dst {
+		hi, ok1 := hexDigit(s[2*i])
+		lo, ok2 := hexDigit(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+// hexDigit is the value of a lowercase hex digit.
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }

@@ -117,9 +117,10 @@ const (
 	SpanInstance = "weft.instance"
 	SpanStep     = "weft.step"
 	SpanAttempt  = "weft.attempt"
-	// SpanRun is a turn of an instance on a node: from asking for its
-	// lock until the execution ends, with its commits as events.
-	SpanRun = "weft.run"
+	// SpanExecution is an execution: a node's work on an instance while
+	// it holds its lock, from asking for the lock until the execution
+	// ends, with its commits as events.
+	SpanExecution = "weft.execution"
 )
 
 // InInstance returns ctx carrying inst's span as the (remote) parent of
@@ -163,7 +164,7 @@ func (t *Tracer) EndStep(ctx context.Context, inst *weft.Instance, key string, s
 		return
 	}
 	sc, perr := parseTraceparent(inst.Trace.Span)
-	if perr != nil {
+	if perr != nil || !sc.IsSampled() {
 		return
 	}
 	ctx = withIDs(trace.ContextWithRemoteSpanContext(ctx, sc), forcedIDs{span: derivedSpanID(sc.TraceID(), key)})
@@ -179,8 +180,10 @@ func (t *Tracer) EndInstance(ctx context.Context, inst *weft.Instance, end time.
 	if t == nil || inst.Trace == nil {
 		return
 	}
+	// An unsampled instance's span would be dropped by the sampler:
+	// nothing is built for it.
 	sc, perr := parseTraceparent(inst.Trace.Span)
-	if perr != nil {
+	if perr != nil || !sc.IsSampled() {
 		return
 	}
 	parent := context.Background()

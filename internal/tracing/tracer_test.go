@@ -3,10 +3,12 @@ package tracing_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -167,4 +169,43 @@ func TestANilTracerIsOff(t *testing.T) {
 	if tr.Provider() != nil || tr.Shutdown(ctx) != nil {
 		t.Error("a nil Tracer has a provider or fails to shut down")
 	}
+}
+
+// FuzzTraceparent: what parseTraceparent accepts is what the W3C
+// propagator accepts of a version-00 traceparent, and it writes back the
+// same.
+func FuzzTraceparent(f *testing.F) {
+	for _, s := range []string{
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+		"00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+		"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+		"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"", "00--", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sc, err := tracing.ParseTraceparent(s)
+		want := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": s}))
+		if len(s) != 55 || !strings.HasPrefix(s, "00-") {
+			// Other versions and lengths are not what traceparent writes.
+			if err == nil {
+				t.Fatalf("%q accepted as %v", s, sc)
+			}
+			return
+		}
+		if (err == nil) != want.IsValid() {
+			t.Fatalf("%q: parse err %v, the propagator's valid %v", s, err, want.IsValid())
+		}
+		if err != nil {
+			return
+		}
+		if sc.TraceID() != want.TraceID() || sc.SpanID() != want.SpanID() || sc.TraceFlags() != want.TraceFlags() {
+			t.Fatalf("%q: parsed %v, the propagator %v", s, sc, want)
+		}
+		if back, err := tracing.ParseTraceparent(tracing.Traceparent(sc)); err != nil || !back.Equal(sc) {
+			t.Fatalf("%q: written back as %q, read again as %v (%v)", s, tracing.Traceparent(sc), back, err)
+		}
+	})
 }

@@ -68,13 +68,24 @@ type Call struct {
 	Log func(Record)
 }
 
-// LogTo writes rec to log as the runtime writes the records of a call that
-// has no Log function: with the attributes that find the attempt among a
-// node's records (abi/README.md §4).
-func (c *Call) LogTo(log *slog.Logger, rec Record) {
+// LogTo writes rec to log as LogToContext does, without a context: the
+// record carries no trace.
+func (c *Call) LogTo(log *slog.Logger, rec Record) { c.LogToContext(context.Background(), log, rec) }
+
+// LogToContext writes rec to log as the runtime writes the records of a
+// call that has no Log function: with the attributes that find the
+// attempt among a node's records (abi/README.md §4), and logged with ctx,
+// the call's, so that a logger wrapped by tracing.LogHandler adds the
+// attempt span's trace_id and span_id: a guest's line leads to its
+// attempt's trace.
+func (c *Call) LogToContext(ctx context.Context, log *slog.Logger, rec Record) {
+	if !log.Enabled(ctx, rec.Level) {
+		return
+	}
 	info := &c.Info
-	log.Log(context.Background(), rec.Level, "plugin: "+rec.Message, "source", rec.Source,
-		"plugin", info.Plugin, "activity", c.Activity, "instance", info.InstanceID, "step", info.StepID, "attempt", info.Attempt)
+	log.Log(ctx, rec.Level, "plugin: "+rec.Message, "source", rec.Source,
+		"plugin", info.Plugin, "activity", c.Activity, "instance", info.InstanceID, "workflow", info.Workflow,
+		"step", info.StepID, "attempt", info.Attempt)
 }
 
 // Record is one line a guest logged.
