@@ -505,6 +505,11 @@ func (cmd *clientCmd) printInstance(ctx context.Context, in *apiv1.Instance) {
 		// A finished instance is kept until then, and deleted after.
 		fmt.Fprintf(&w, "retention: until %s\n", formatTime(in.DeleteAfter))
 	}
+	if in.TraceID != "" {
+		// Its trace, to look up in the collector's trace viewer: only a
+		// sampled one, which has spans.
+		fmt.Fprintf(&w, "trace:     %s\n", printable(in.TraceID, false))
+	}
 	if p := in.Paused; p != nil {
 		fmt.Fprintf(&w, "paused:    %s\n", pausedLine(p))
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/node"
@@ -34,6 +36,7 @@ func viewInstance(in *weft.Instance) apiv1.Instance {
 	v.Concurrency = viewConcurrency(in.Concurrency)
 	v.Search = viewSearch(in.Search)
 	v.Hold = viewHold(in.Hold)
+	v.TraceID = viewTraceID(in.Trace)
 	if in.Status == weft.StatusCancelled && in.Error == nil {
 		// Cancelled before the engine kept the reason as the error (or
 		// imported so): the answer says so all the same, so that every
@@ -41,6 +44,23 @@ func viewInstance(in *weft.Instance) apiv1.Instance {
 		v.Error = &apiv1.Failure{Code: string(weft.StatusCancelled), Message: "cancelled; the reason, if one was given, is in the instance's history"}
 	}
 	return v
+}
+
+// viewTraceID is the trace id of an instance's trace as answered: its
+// span's trace id when the trace is sampled, "" when it has no trace
+// (created with tracing off) or an unsampled one, whose id would lead an
+// operator to a trace no collector has. A traceparent that does not
+// parse (written by a later version, or damaged) shows none either.
+func viewTraceID(tr *weft.Trace) string {
+	if tr == nil || tr.Span == "" {
+		return ""
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tr.Span})
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || !sc.IsSampled() {
+		return ""
+	}
+	return sc.TraceID().String()
 }
 
 // viewOrder is an instance's order as answered: its priority always (the

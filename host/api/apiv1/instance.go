@@ -78,6 +78,13 @@ type Instance struct {
 	// WaitingOn is set when one instance is shown, and in lists for a
 	// suspended instance.
 	WaitingOn *WaitingOn `json:"waiting_on,omitempty"`
+	// TraceID is the instance's trace (32 lowercase hex digits), in which
+	// the host sent the spans of its requests, runs, steps and attempts,
+	// for an operator to find it in a trace viewer. Absent when the
+	// instance was created with tracing off, and when its trace is not
+	// sampled: such a trace has no spans, and an id pointing nowhere
+	// would mislead.
+	TraceID string `json:"trace_id,omitempty"`
 	// Paused is set when one instance is shown (and in the answers of a
 	// pause and a resume) while it is paused: by whom, why, since when,
 	// and what it holds for its resume. An instance paused while an

@@ -1,5 +1,5 @@
 // One instance: what it is and waits on, its search attributes, its
-// data, its history as a
+// trace id (with a button that copies it), its data, its history as a
 // timeline of steps and attempts with each attempt's input, output,
 // failure and log lines, its parent and children, and the actions the
 // token's role allows (cancel, retry, pause and resume, send the event a
@@ -36,6 +36,27 @@ export function searchTable(search) {
         h('td', {}, h('code', {}, name)),
         h('td', {}, Array.isArray(v) ? v.map((kw, i) => [i ? ', ' : '', find(name, kw)]) : find(name, v)));
     })));
+}
+
+// traceCell shows an instance's trace id (only a sampled trace's: the
+// API answers no other) with a button that copies it, to look it up in
+// the trace viewer of the collector the host sends its spans to. Where
+// the page may not write the clipboard (served over plain HTTP from
+// another machine, it is not a secure context), the button selects the
+// id, for the operator to copy.
+export function traceCell(traceID) {
+  const code = h('code', {class: 'id', 'data-test': 'instance-trace-id'}, traceID);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(traceID);
+      notify('Trace id copied.');
+    } catch {
+      window.getSelection().selectAllChildren(code);
+      notify('Trace id selected: copy it with Ctrl+C (⌘C).');
+    }
+  };
+  return [code, ' ', h('button', {type: 'button', class: 'small', 'data-test': 'copy-trace-id',
+    title: 'Copy the trace id, to look it up in your trace viewer', onclick: copy}, 'copy')];
 }
 
 // planView shows a migration's plan: whether the instance can move, from
@@ -161,6 +182,8 @@ export async function render({main, params}) {
       ['created', timeEl(inst.created_at)],
       ['updated', timeEl(inst.updated_at)],
       inst.delete_after ? ['deleted after', timeEl(inst.delete_after)] : null,
+      // Its trace, when the host traced it and sampled it.
+      inst.trace_id ? ['trace', traceCell(inst.trace_id)] : null,
       inst.parent ? ['parent', [h('a', {href: links.instance(inst.parent.instance_id), 'data-test': 'parent-link'}, inst.parent.instance_id),
         inst.parent.step_id ? h('span', {class: 'muted'}, ` step ${inst.parent.step_id}`) : '']] : null,
       ['plugins', Object.keys(inst.plugins || {}).length ? h('ul', {class: 'inline'}, Object.entries(inst.plugins).map(([name, v]) =>

@@ -1,0 +1,106 @@
+package console_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/internal/hosttest"
+	"github.com/weftworks/weft/internal/otlptest"
+	"github.com/weftworks/weft/internal/tracing"
+)
+
+// traceWaitFlow needs no plugin: an instance of it waits for its event.
+const traceWaitFlow = `
+name: waiter
+steps:
+  - id: w
+    wait: { event: order.go, key: "${ input.id }", timeout: 1h }
+`
+
+// callerTrace is the trace of the caller's sampled traceparent that
+// TestBrowserInstanceTraceID starts an instance under.
+const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+// startTraced starts an instance of traceWaitFlow with id, under the
+// traceparent tp (none when empty), and answers its trace_id.
+func startTraced(t *testing.T, h *hosttest.Host, id, tp string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"id": id, "input": map[string]any{"id": id}})
+	req, err := http.NewRequest(http.MethodPost, h.URL+"/v1/workflows/waiter/instances", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminSecret)
+	req.Header.Set("Content-Type", "application/json")
+	if tp != "" {
+		req.Header.Set("traceparent", tp)
+	}
+	res, err := h.HTTP.Do(req)
+	if err != nil {
+		t.Fatalf("starting %s: %v", id, err)
+	}
+	defer res.Body.Close()
+	var in struct {
+		TraceID string `json:"trace_id"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&in); err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("starting %s: status %d (%v), want 201", id, res.StatusCode, err)
+	}
+	return in.TraceID
+}
+
+// TestBrowserInstanceTraceID: the instance page of a traced (sampled)
+// instance shows its trace id, with a button that copies it (or, where
+// the page may not write the clipboard, selects it); an instance whose
+// trace is not sampled shows no trace.
+func TestBrowserInstanceTraceID(t *testing.T) {
+	rcv := otlptest.Start(t)
+	// Nothing sampled but what a caller sampled: one host has both kinds.
+	h := hosttest.New(t, hosttest.Options{API: api.Config{Tokens: hosttest.Tokens()}, Node: node.Config{
+		Tracing: tracing.Config{Exporter: tracing.ExporterOTLP, Endpoint: rcv.HTTPEndpoint(), SampleRate: 0},
+	}})
+	h.PutWorkflow(t, "waiter", traceWaitFlow)
+	if id := startTraced(t, h, "traced", "00-"+callerTrace+"-00f067aa0ba902b7-01"); id != callerTrace {
+		t.Fatalf("the API answers the traced instance's trace_id %q, want the caller's %s", id, callerTrace)
+	}
+	if id := startTraced(t, h, "unsampled", ""); id != "" {
+		t.Fatalf("the API answers an unsampled instance's trace_id %q, want none", id)
+	}
+
+	tb := openTab(t, h.URL)
+	tb.open("/instances/traced", readerSecret, "reader")
+	waitStatus(tb, "suspended")
+	shown := waitFor(tb, "the trace id", q("[data-test=instance-trace-id]")+"?.textContent ?? ''", func(s string) bool { return s != "" })
+	if shown != callerTrace {
+		t.Errorf("the instance page shows trace id %q, want %s", shown, callerTrace)
+	}
+	if row := eval[string](tb, q("[data-test=instance-trace-id]")+".closest('dd').previousElementSibling.textContent"); row != "trace" {
+		t.Errorf("the trace id is in the row %q, want trace", row)
+	}
+
+	// Copied, or selected where the clipboard may not be written.
+	tb.click("[data-test=copy-trace-id]")
+	notice := waitFor(tb, "the copy's notice", q("[data-test=notice]")+".textContent", func(s string) bool { return strings.HasPrefix(s, "Trace id") })
+	switch {
+	case strings.Contains(notice, "copied"):
+	case strings.Contains(notice, "selected"):
+		if sel := eval[string](tb, "window.getSelection().toString()"); sel != callerTrace {
+			t.Errorf("the copy button selected %q, want the trace id %s", sel, callerTrace)
+		}
+	default:
+		t.Errorf("the copy button says %q, want the id copied or selected", notice)
+	}
+
+	tb.goTo("/instances/unsampled")
+	waitFor(tb, "the unsampled instance's page", q("[data-test=instance-id]")+"?.textContent ?? ''", func(s string) bool { return s == "unsampled" })
+	waitStatus(tb, "suspended")
+	if eval[bool](tb, q("[data-test=instance-trace-id]")+" !== null") {
+		t.Error("the page of an instance whose trace is not sampled shows a trace id")
+	}
+	tb.checkErrors()
+}
