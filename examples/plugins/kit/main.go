@@ -178,6 +178,11 @@ type infoOut struct {
 	Attempt           int    `json:"attempt"`
 	IdempotencyKey    string `json:"idempotency_key"`
 	DeadlineUnixMilli int64  `json:"deadline_unix_ms"`
+	// TraceID and SpanID are the attempt's span when the host traces it;
+	// absent otherwise, as in the info document (ABI §9), so that kit
+	// and ckit answer alike for an untraced attempt.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
 
 func info(ctx *sdk.Context, _ struct{}) (infoOut, error) {
@@ -191,6 +196,8 @@ func info(ctx *sdk.Context, _ struct{}) (infoOut, error) {
 		Attempt:           i.Attempt,
 		IdempotencyKey:    i.IdempotencyKey,
 		DeadlineUnixMilli: i.DeadlineUnixMilli,
+		TraceID:           i.TraceID,
+		SpanID:            i.SpanID,
 	}, nil
 }
 
