@@ -12,7 +12,7 @@ import (
 // the decorated store so that their cost shows among the operations. It
 // does nothing on a node without metrics. Open calls it once the metrics
 // exist and before it creates the engine, which must get the decorated
-// store; the decorator keeps the store's barrier and sweep lanes, and
+// store; the decorator keeps the store's barrier and sweep stripes, and
 // n.bolt stays the embedded store itself, for backups.
 func (n *Node) instrumentStore() error {
 	if n.metrics == nil {

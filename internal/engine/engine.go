@@ -794,18 +794,18 @@ type sweep struct {
 	work     func(context.Context)
 }
 
-// sweepLanes is a store divided into partitions (redisstore.Partitioned)
+// sweepStripes is a store divided into partitions (redisstore.Partitioned)
 // that hands out views of shares of them: a view answers the sweeps'
 // reads of instances (DueTimers, ExpiredLeases, WaitingInboxes,
 // ExpiredInstances, ListInstances) from its share, and every other call as
 // the store.
-type sweepLanes interface {
-	SweepLanes() []store.Store
+type sweepStripes interface {
+	SweepStripes() []store.Store
 }
 
-// sweeps lists the singleton sweeps. On a store with sweep lanes, the
+// sweeps lists the singleton sweeps. On a store with sweep stripes, the
 // heavy sweeps of instances (the recovery of instances, retention) run
-// once per lane, each under a try-lock of its own
+// once per stripe, each under a try-lock of its own
 // ("weft-recovery-sweep:2/4"), so that the nodes share them; the timers
 // sweep, the rest of the recovery sweep (queued stimuli, concurrency
 // slots) and the sweeps of the catalog stay one singleton each.
@@ -815,25 +815,29 @@ func (e *Engine) sweeps() []sweep {
 		{"weft-batches-sweep", e.cfg.BatchInterval, batchesTTL(e.cfg.BatchInterval), e.sweepBatches},
 		{"weft-stimuli-sweep", e.cfg.StimulusInterval, singletonTTL(e.cfg.StimulusInterval), e.sweepStimuli},
 	}
-	var lanes []store.Store
-	if l, ok := e.store.(sweepLanes); ok {
-		lanes = l.SweepLanes()
+	var stripes []store.Store
+	if st, ok := e.store.(sweepStripes); ok {
+		stripes = st.SweepStripes()
 	}
 	// The timers sweep stays one: it runs every few milliseconds, and
 	// its turn (one read a partition, a push a due instance) is cheap,
-	// while a try-lock per lane and turn on every node is not (measured:
-	// BENCHMARKS.md, "Partitions").
+	// while a try-lock per stripe and turn on every node is not
+	// (measured: BENCHMARKS.md, "Partitions").
 	out = append(out, sweep{"weft-timers-sweep", e.cfg.TimerInterval, singletonTTL(e.cfg.TimerInterval), func(ctx context.Context) { e.sweepTimers(ctx, e.store) }})
-	if len(lanes) < 2 {
+	if len(stripes) < 2 {
 		return append(out,
 			sweep{"weft-recovery-sweep", e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), e.recoverySweep},
 			sweep{"weft-retention-sweep", e.cfg.RetentionInterval, singletonTTL(e.cfg.RetentionInterval), func(ctx context.Context) { e.sweepRetention(ctx, e.store) }},
 		)
 	}
 	out = append(out, sweep{"weft-recovery-sweep", e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), e.recoverCatalog})
-	for i, s := range lanes {
-		name := fmt.Sprintf(":%d/%d", i, len(lanes))
-		cursor := new(string) // the lane's walk of pending instances; its singleton's alone
+	for i, s := range stripes {
+		// The try-lock keys ("weft-recovery-sweep:2/4") keep their form
+		// from when stripes were called lanes: running clusters hold them
+		// in Redis, and a node with other names would sweep a stripe at
+		// the same time as an older node does during a rolling upgrade.
+		name := fmt.Sprintf(":%d/%d", i, len(stripes))
+		cursor := new(string) // the stripe's walk of pending instances; its singleton's alone
 		out = append(out,
 			sweep{"weft-recovery-sweep" + name, e.cfg.RecoveryInterval, singletonTTL(e.cfg.RecoveryInterval), func(ctx context.Context) { e.recoverInstances(ctx, s, cursor) }},
 			sweep{"weft-retention-sweep" + name, e.cfg.RetentionInterval, singletonTTL(e.cfg.RetentionInterval), func(ctx context.Context) { e.sweepRetention(ctx, s) }},

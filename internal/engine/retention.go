@@ -35,7 +35,7 @@ func (e *Engine) deleteAfter(def *definition.Definition, finished time.Time) tim
 }
 
 // sweepRetention deletes the finished instances whose DeleteAfter has
-// passed, asking s (the store, or one of its sweep lanes) for
+// passed, asking s (the store, or one of its sweep stripes) for
 // RetentionBatch at a time, again while
 // batches come back full and it deletes some of each, until half the
 // singleton lock's TTL has passed (the next node's turn must not overlap

@@ -40,7 +40,7 @@ func (e *Engine) singleton(ctx context.Context, key string, interval, ttl time.D
 func singletonTTL(interval time.Duration) time.Duration { return max(time.Second, 4*interval) }
 
 // sweepTimers queues the instances whose timers s says are due (the
-// store, or one of its sweep lanes).
+// store, or one of its sweep stripes).
 func (e *Engine) sweepTimers(ctx context.Context, s store.Store) {
 	due, err := s.DueTimers(ctx, e.cfg.Now(), 1000)
 	if err != nil && ctx.Err() == nil {
@@ -128,8 +128,8 @@ func (e *Engine) recoverySweep(ctx context.Context) {
 }
 
 // recoverInstances is the part of the recovery sweep that reads the
-// instances s holds (the store, or one of its sweep lanes), pendingCursor
-// where its walk of the pending instances goes on.
+// instances s holds (the store, or one of its sweep stripes),
+// pendingCursor where its walk of the pending instances goes on.
 func (e *Engine) recoverInstances(ctx context.Context, s store.Store, pendingCursor *string) {
 	e.requeueExpiredLeases(ctx, s)
 	e.requeueWaitingInboxes(ctx, s)

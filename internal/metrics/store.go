@@ -19,8 +19,8 @@ import (
 // The decorator keeps the optional interfaces the engine looks for on its
 // store, so that decorating changes no behaviour: when s has BarrierOf
 // (redisstore waiting for replicas) the result has it too, timed as
-// "barrier_of", and when s has SweepLanes (redisstore.Partitioned) the
-// result has it too and its lanes are decorated alike. A decorator that
+// "barrier_of", and when s has SweepStripes (redisstore.Partitioned) the
+// result has it too and its stripes are decorated alike. A decorator that
 // dropped them would silently turn off the replicas' barrier and the
 // sharing of the sweeps between nodes.
 //
@@ -37,14 +37,14 @@ func InstrumentStore(s store.Store, m *Metrics) store.Store {
 		m.storeErrors.WithLabelValues(op)
 	}
 	b, hasBarrier := s.(durabilityBarrier)
-	l, hasLanes := s.(laneStore)
+	sp, hasStripes := s.(stripeStore)
 	switch {
-	case hasBarrier && hasLanes:
-		return &timedBarrierLanes{timedStore: t, barrier: barrier{t, b}, lanes: lanes{t, l}}
+	case hasBarrier && hasStripes:
+		return &timedBarrierStripes{timedStore: t, barrier: barrier{t, b}, stripes: stripes{t, sp}}
 	case hasBarrier:
 		return &timedBarrier{timedStore: t, barrier: barrier{t, b}}
-	case hasLanes:
-		return &timedLanes{timedStore: t, lanes: lanes{t, l}}
+	case hasStripes:
+		return &timedStripes{timedStore: t, stripes: stripes{t, sp}}
 	default:
 		return t
 	}
@@ -56,10 +56,10 @@ type durabilityBarrier interface {
 	BarrierOf(ctx context.Context, id string) error
 }
 
-// laneStore is the engine's optional interface of a store divided into
+// stripeStore is the engine's optional interface of a store divided into
 // partitions that hands out views of shares of them.
-type laneStore interface {
-	SweepLanes() []store.Store
+type stripeStore interface {
+	SweepStripes() []store.Store
 }
 
 // timedStore times every method of store.Store.
@@ -82,18 +82,18 @@ func (b barrier) BarrierOf(ctx context.Context, id string) error {
 	return err
 }
 
-// lanes forwards SweepLanes, decorating each lane.
-type lanes struct {
+// stripes forwards SweepStripes, decorating each stripe.
+type stripes struct {
 	t     *timedStore
-	inner laneStore
+	inner stripeStore
 }
 
-// SweepLanes implements the engine's sweepLanes.
-func (l lanes) SweepLanes() []store.Store {
-	in := l.inner.SweepLanes()
+// SweepStripes implements the engine's sweepStripes.
+func (st stripes) SweepStripes() []store.Store {
+	in := st.inner.SweepStripes()
 	out := make([]store.Store, len(in))
 	for i, s := range in {
-		out[i] = InstrumentStore(s, l.t.m)
+		out[i] = InstrumentStore(s, st.t.m)
 	}
 	return out
 }
@@ -104,17 +104,17 @@ type timedBarrier struct {
 	barrier
 }
 
-// timedLanes is a timedStore with SweepLanes.
-type timedLanes struct {
+// timedStripes is a timedStore with SweepStripes.
+type timedStripes struct {
 	*timedStore
-	lanes
+	stripes
 }
 
-// timedBarrierLanes is a timedStore with BarrierOf and SweepLanes.
-type timedBarrierLanes struct {
+// timedBarrierStripes is a timedStore with BarrierOf and SweepStripes.
+type timedBarrierStripes struct {
 	*timedStore
 	barrier
-	lanes
+	stripes
 }
 
 // refusals are the store's errors that answer a call rather than fail it.

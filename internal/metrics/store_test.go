@@ -27,7 +27,7 @@ type (
 	barrierer interface {
 		BarrierOf(ctx context.Context, id string) error
 	}
-	laner interface{ SweepLanes() []store.Store }
+	striper interface{ SweepStripes() []store.Store }
 )
 
 var camel = regexp.MustCompile(`([a-z0-9])([A-Z])`)
@@ -69,8 +69,8 @@ func TestInstrumentStoreTimesEveryMethod(t *testing.T) {
 	if _, ok := s.(barrierer); ok {
 		t.Error("the decorated store has BarrierOf, which its inner store has not")
 	}
-	if _, ok := s.(laner); ok {
-		t.Error("the decorated store has SweepLanes, which its inner store has not")
+	if _, ok := s.(striper); ok {
+		t.Error("the decorated store has SweepStripes, which its inner store has not")
 	}
 	// Every operation's error series exists before any error.
 	for i := range reflect.TypeFor[store.Store]().NumMethod() {
@@ -130,8 +130,8 @@ func TestInstrumentStoreEmbedded(t *testing.T) {
 	if _, ok := s.(barrierer); ok {
 		t.Error("the decorated embedded store has BarrierOf")
 	}
-	if _, ok := s.(laner); ok {
-		t.Error("the decorated embedded store has SweepLanes")
+	if _, ok := s.(striper); ok {
+		t.Error("the decorated embedded store has SweepStripes")
 	}
 	ctx := t.Context()
 	if _, err := s.EnqueueStimulus(ctx, weft.Stimulus{ID: "s1", Name: "paid", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
@@ -156,8 +156,8 @@ func TestInstrumentStoreEmbedded(t *testing.T) {
 }
 
 // TestInstrumentStoreKeepsOptionalInterfaces: on real Redis stores, the
-// decorator keeps BarrierOf (redisstore) and SweepLanes
-// (redisstore.Partitioned), times them, and decorates the lanes.
+// decorator keeps BarrierOf (redisstore) and SweepStripes
+// (redisstore.Partitioned), times them, and decorates the stripes.
 func TestInstrumentStoreKeepsOptionalInterfaces(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -175,8 +175,8 @@ func TestInstrumentStoreKeepsOptionalInterfaces(t *testing.T) {
 		if !ok {
 			t.Fatal("the decorated redis store lost BarrierOf")
 		}
-		if _, ok := s.(laner); ok {
-			t.Error("the decorated redis store (one partition) has SweepLanes")
+		if _, ok := s.(striper); ok {
+			t.Error("the decorated redis store (one partition) has SweepStripes")
 		}
 		if err := b.BarrierOf(ctx, "a"); err != nil {
 			t.Fatalf("BarrierOf: %v", err)
@@ -199,21 +199,21 @@ func TestInstrumentStoreKeepsOptionalInterfaces(t *testing.T) {
 		if _, ok := s.(barrierer); !ok {
 			t.Error("the decorated partitioned store lost BarrierOf")
 		}
-		l, ok := s.(laner)
+		l, ok := s.(striper)
 		if !ok {
-			t.Fatal("the decorated partitioned store lost SweepLanes")
+			t.Fatal("the decorated partitioned store lost SweepStripes")
 		}
-		lanes := l.SweepLanes()
-		if want := len(ps.SweepLanes()); len(lanes) != want || want < 2 {
-			t.Fatalf("decorated SweepLanes = %d lanes, the store's %d", len(lanes), want)
+		stripes := l.SweepStripes()
+		if want := len(ps.SweepStripes()); len(stripes) != want || want < 2 {
+			t.Fatalf("decorated SweepStripes = %d stripes, the store's %d", len(stripes), want)
 		}
-		for i, lane := range lanes {
-			if _, err := lane.DueTimers(ctx, time.Now(), 10); err != nil {
-				t.Fatalf("lane %d: DueTimers: %v", i, err)
+		for i, stripe := range stripes {
+			if _, err := stripe.DueTimers(ctx, time.Now(), 10); err != nil {
+				t.Fatalf("stripe %d: DueTimers: %v", i, err)
 			}
 		}
-		if v := value(t, reg, "weft_store_operation_duration_seconds", "operation", "due_timers"); v != float64(len(lanes)) {
-			t.Errorf("due_timers samples = %v, want one per lane (%d)", v, len(lanes))
+		if v := value(t, reg, "weft_store_operation_duration_seconds", "operation", "due_timers"); v != float64(len(stripes)) {
+			t.Errorf("due_timers samples = %v, want one per stripe (%d)", v, len(stripes))
 		}
 	})
 }

@@ -182,9 +182,9 @@ func (r *Partitioned) Close() error {
 
 func (r *Partitioned) begin(ctx context.Context) error { return r.cat.begin(ctx) }
 
-// whole is the lane of every partition (lanes.go): the sweeps' reads of
-// the whole store.
-func (r *Partitioned) whole() *lane { return &lane{Partitioned: r, share: r.parts} }
+// whole is the stripe of every partition (stripes.go): the sweeps' reads
+// of the whole store.
+func (r *Partitioned) whole() *stripe { return &stripe{Partitioned: r, share: r.parts} }
 
 // part returns the partition of instance id.
 func (r *Partitioned) part(id string) *Store { return r.parts[partition.Of(id, len(r.parts))] }

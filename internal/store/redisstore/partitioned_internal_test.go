@@ -335,29 +335,29 @@ func TestPartitionedDeletePluginRacesCreates(t *testing.T) {
 	t.Logf("%d of 8 deletes went through", deleted)
 }
 
-// TestSweepLanesShareThePartitions: every partition is in exactly one
-// lane, and a lane's sweep reads answer from its partitions alone; the
-// lanes together answer what the store does.
-func TestSweepLanesShareThePartitions(t *testing.T) {
+// TestSweepStripesShareThePartitions: every partition is in exactly one
+// stripe, and a stripe's sweep reads answer from its partitions alone;
+// the stripes together answer what the store does.
+func TestSweepStripesShareThePartitions(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t).Client(t)
 	clock := newFakeClock()
 	const n = 6
 	r := openRouter(t, c, n, clock)
 	ctx := t.Context()
-	lanes := r.SweepLanes()
-	if len(lanes) != min(n, MaxSweepLanes) {
-		t.Fatalf("%d lanes of %d partitions, want %d", len(lanes), n, min(n, MaxSweepLanes))
+	stripes := r.SweepStripes()
+	if len(stripes) != min(n, MaxSweepStripes) {
+		t.Fatalf("%d stripes of %d partitions, want %d", len(stripes), n, min(n, MaxSweepStripes))
 	}
 	seen := map[*Store]int{}
-	for _, l := range lanes {
-		for _, p := range l.(*lane).share {
+	for _, l := range stripes {
+		for _, p := range l.(*stripe).share {
 			seen[p]++
 		}
 	}
 	for i, p := range r.parts {
 		if seen[p] != 1 {
-			t.Fatalf("partition %d is in %d lanes, want 1", i, seen[p])
+			t.Fatalf("partition %d is in %d stripes, want 1", i, seen[p])
 		}
 	}
 	// A timer due in each of 24 instances, spread over the partitions.
@@ -370,14 +370,14 @@ func TestSweepLanesShareThePartitions(t *testing.T) {
 		}
 	}
 	var union []string
-	for li, l := range lanes {
+	for li, l := range stripes {
 		ts, err := l.DueTimers(ctx, clock.Now(), 100)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, tm := range ts {
-			if !slices.Contains(l.(*lane).share, r.part(tm.InstanceID)) {
-				t.Errorf("lane %d answered the timer of %s, of another lane's partition", li, tm.InstanceID)
+			if !slices.Contains(l.(*stripe).share, r.part(tm.InstanceID)) {
+				t.Errorf("stripe %d answered the timer of %s, of another stripe's partition", li, tm.InstanceID)
 			}
 			union = append(union, tm.InstanceID)
 		}
@@ -386,8 +386,8 @@ func TestSweepLanesShareThePartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, in := range pending {
-			if !slices.Contains(l.(*lane).share, r.part(in.ID)) {
-				t.Errorf("lane %d listed %s, of another lane's partition", li, in.ID)
+			if !slices.Contains(l.(*stripe).share, r.part(in.ID)) {
+				t.Errorf("stripe %d listed %s, of another stripe's partition", li, in.ID)
 			}
 		}
 	}
@@ -402,6 +402,6 @@ func TestSweepLanesShareThePartitions(t *testing.T) {
 	}
 	slices.Sort(want)
 	if !slices.Equal(union, want) || len(want) != 24 {
-		t.Errorf("the lanes' due timers %v, the store's %v: want the same 24", union, want)
+		t.Errorf("the stripes' due timers %v, the store's %v: want the same 24", union, want)
 	}
 }
