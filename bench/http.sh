@@ -15,6 +15,10 @@
 #	                               # the whole store and PARTITIONS (16) partitions,
 #	                               # on one redis-server and on a Redis Cluster of
 #	                               # three masters (no replicas; SHARDS, 4, queue shards)
+#	STORES="embedded embedded+trace=1 embedded+trace=0.01 embedded+trace=down" bench/http.sh
+#	                               # tracing off, on at 100% and 1% sampling into a
+#	                               # collector (bench/otlpsink), and on at 100% with
+#	                               # the collector down (nothing listening)
 #
 # Scenarios (seq3: three kit.echo steps; sleep3: three kit.sleep steps of
 # 100 ms each):
@@ -46,7 +50,7 @@ results=$out/http.jsonl
 
 echo "== building"
 (cd "$root" && make --no-print-directory build plugins >/dev/null)
-(cd "$bench" && go build -o work/load ./load)
+(cd "$bench" && go build -o work/load ./load && go build -o work/otlpsink ./otlpsink)
 case " $stores " in
 *" temporal "*)
 	(cd "$bench/temporal" && go build -o ../work/bin/temporal github.com/temporalio/cli/cmd/temporal && go build -o ../work/temporal-load .)
@@ -69,8 +73,10 @@ host_pid=
 redis_pids=()
 redis_addrs=
 temporal_pid=
+sink_pid=
 cleanup() {
 	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
+	[ -n "$sink_pid" ] && kill "$sink_pid" 2>/dev/null && wait "$sink_pid" 2>/dev/null
 	[ -n "$temporal_pid" ] && kill "$temporal_pid" 2>/dev/null && wait "$temporal_pid" 2>/dev/null
 	for pid in ${redis_pids[@]+"${redis_pids[@]}"}; do
 		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
@@ -139,9 +145,13 @@ start_cluster() {
 # start_host STORE starts a weft serve on a fresh data dir: on the embedded
 # store; or a fresh redis-server (redis, redis-partitioned) or Redis
 # Cluster (cluster, cluster-partitioned), the store whole or in PARTITIONS
-# partitions.
+# partitions. A suffix +trace=R turns tracing on at sample rate R into a
+# fresh bench/otlpsink; +trace=down at rate 1 into a port nothing listens on.
 start_host() {
-	local store=$1 port
+	local store=${1%%+*} trace= port
+	case $1 in
+	*+trace=*) trace=${1#*+trace=} ;;
+	esac
 	rm -rf "$work/data" "$work/redis"
 	mkdir -p "$work/data" "$work/redis"
 	port=$(free_port)
@@ -160,6 +170,15 @@ start_host() {
 	case $store in
 	*-partitioned) args+=(--set "redis.partitions=$partitions") ;;
 	esac
+	if [ "$trace" = down ]; then
+		args+=(--set tracing.exporter=otlp --set "tracing.endpoint=http://127.0.0.1:$(free_port)")
+	elif [ -n "$trace" ]; then
+		local sink_port
+		sink_port=$(free_port)
+		"$bench/work/otlpsink" -listen "127.0.0.1:$sink_port" >>"$out/otlpsink.log" 2>&1 &
+		sink_pid=$!
+		args+=(--set tracing.exporter=otlp --set "tracing.sample_rate=$trace" --set "tracing.endpoint=http://127.0.0.1:$sink_port")
+	fi
 	"$weft" "${args[@]}" >"$work/host.log" 2>&1 &
 	host_pid=$!
 	await_ready "$port"
@@ -169,6 +188,10 @@ start_host() {
 stop_host() {
 	kill "$host_pid" && wait "$host_pid" || true
 	host_pid=
+	if [ -n "$sink_pid" ]; then
+		kill "$sink_pid" && wait "$sink_pid" || true
+		sink_pid=
+	fi
 	for pid in ${redis_pids[@]+"${redis_pids[@]}"}; do
 		kill "$pid" && wait "$pid" || true
 	done

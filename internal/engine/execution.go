@@ -325,7 +325,7 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool, logCtx
 		st: &runner.State{}, timers: map[string]weft.Timer{}, bookmarks: map[string]weft.Bookmark{},
 		seen: map[string]bool{}, checked: map[string]bool{}, wake: wake,
 		reopened: reopened, migrateOnly: migrateOnly,
-		span: span, traced: e.traced(ctx, inst), stepsDone: map[string]bool{}, logCtx: lctx,
+		span: span, traced: e.traced(inst), stepsDone: map[string]bool{}, logCtx: lctx,
 		inflight: inFlight{results: make(chan result), attempts: map[string]flight{}},
 		sched: scheduling{
 			key:     id + "#" + strconv.FormatUint(lease.Token(), 10),

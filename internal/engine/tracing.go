@@ -60,17 +60,14 @@ const (
 // traced reports whether inst's spans are recorded: tracing is on, the
 // instance was created with a trace, and that trace is sampled. Only then
 // does an execution follow its steps for their spans.
-func (e *Engine) traced(ctx context.Context, inst *weft.Instance) bool {
-	if e.cfg.Tracer == nil || inst.Trace == nil {
-		return false
-	}
-	return trace.SpanContextFromContext(e.cfg.Tracer.InInstance(ctx, inst)).IsSampled()
+func (e *Engine) traced(inst *weft.Instance) bool {
+	return e.cfg.Tracer.Records(inst)
 }
 
 // startRun starts the span of an execution of inst on this node, from start
 // (when its lock was asked for); a no-op span when inst has no trace.
 func (e *Engine) startRun(ctx context.Context, inst *weft.Instance, start time.Time) trace.Span {
-	if e.cfg.Tracer == nil || inst.Trace == nil {
+	if !e.cfg.Tracer.Records(inst) {
 		return trace.SpanFromContext(context.Background()) // no-op
 	}
 	_, span := e.cfg.Tracer.Start(e.cfg.Tracer.InInstance(ctx, inst), tracing.SpanExecution, trace.WithTimestamp(start), trace.WithSpanKind(trace.SpanKindInternal))
@@ -105,7 +102,7 @@ func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisec
 // children). It fills info with the span's ids when it is sampled.
 func (x *execution) startAttempt(inv runner.Invoke, version string, info *abi.Info) (context.Context, trace.Span) {
 	t := x.e.cfg.Tracer
-	if t == nil || x.inst.Trace == nil {
+	if !t.Records(x.inst) {
 		return x.ctx, trace.SpanFromContext(context.Background()) // no-op
 	}
 	ctx := t.InStep(t.InInstance(x.ctx, x.inst), x.inst, inv.IdempotencyKey)

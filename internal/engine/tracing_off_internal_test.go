@@ -52,7 +52,7 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Engine{cfg: Config{NodeID: "n1", Tracer: tc.tracer, Observer: nopObserver{}}}
 			inst := &weft.Instance{ID: "i1", Workflow: "three", Status: weft.StatusFailed, CreatedAt: now}
-			x := &execution{e: e, ctx: ctx, inst: inst, traced: e.traced(ctx, inst), stepsDone: map[string]bool{}}
+			x := &execution{e: e, ctx: ctx, inst: inst, traced: e.traced(inst), stepsDone: map[string]bool{}}
 			if x.traced {
 				t.Fatalf("instance %s: traced with %s, want not", inst.ID, tc.name)
 			}
@@ -61,7 +61,7 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 				name string
 				f    func()
 			}{
-				{"traced", func() { _ = e.traced(ctx, inst) }},
+				{"traced", func() { _ = e.traced(inst) }},
 				{"startRun+endRun", func() {
 					span := e.startRun(ctx, inst, now)
 					if span.IsRecording() {

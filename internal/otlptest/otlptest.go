@@ -6,7 +6,6 @@
 package otlptest
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/hex"
@@ -93,8 +92,7 @@ func Start(t testing.TB) *Receiver {
 	}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		_ = hl.Close()
-		t.Fatalf("otlptest: listening for OTLP/gRPC: %v", err)
+		t.Fatalf("otlptest: listening for OTLP/gRPC: %v", errors.Join(err, hl.Close()))
 	}
 	r.httpAddr, r.grpcAddr = hl.Addr().String(), gl.Addr().String()
 	r.serve(hl, gl)
@@ -156,7 +154,13 @@ func (r *Receiver) Stop() {
 	r.running = false
 	h, g := r.httpSrv, r.grpcSrv
 	r.mu.Unlock()
-	_ = h.Close()
+	// Shutdown, not Close: it waits for the exports being answered, so
+	// that none logs after the test.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Shutdown(ctx); err != nil {
+		r.t.Errorf("otlptest: stopping the OTLP/HTTP server: %v", err)
+	}
 	g.Stop()
 	r.done.Wait()
 }
@@ -176,8 +180,7 @@ func (r *Receiver) Restart() {
 	}
 	gl, err := net.Listen("tcp", r.grpcAddr)
 	if err != nil {
-		_ = hl.Close()
-		r.t.Fatalf("otlptest: listening again on %s: %v", r.grpcAddr, err)
+		r.t.Fatalf("otlptest: listening again on %s: %v", r.grpcAddr, errors.Join(err, hl.Close()))
 	}
 	r.serve(hl, gl)
 }
@@ -246,7 +249,9 @@ func (r *Receiver) handleHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = io.Copy(w, bytes.NewReader(out))
+	if _, err := w.Write(out); err != nil {
+		r.t.Logf("otlptest: answering an export: %v", err)
+	}
 }
 
 // grpcService is the receiver's TraceService.

@@ -197,8 +197,7 @@ func New(ctx context.Context, cfg Config, res []attribute.KeyValue, log *slog.Lo
 	r, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
 	if err != nil {
 		if r == nil {
-			_ = exp.Shutdown(ctx)
-			return nil, fmt.Errorf("tracing: building the resource: %w", err)
+			return nil, errors.Join(fmt.Errorf("tracing: building the resource: %w", err), exp.Shutdown(ctx))
 		}
 		// A partial resource (an OTEL_RESOURCE_ATTRIBUTES entry that does
 		// not parse): the rest is kept.

@@ -123,6 +123,24 @@ const (
 	SpanExecution = "weft.execution"
 )
 
+// Records reports whether inst's spans are recorded: t is not nil, inst
+// was created with a trace, and that trace is sampled. Its caller starts
+// no span for an instance that is not: an unsampled span would be built
+// and dropped for nothing.
+func (t *Tracer) Records(inst *weft.Instance) bool {
+	if t == nil || inst.Trace == nil {
+		return false
+	}
+	// The flags are the traceparent's last two hex digits; sampled is
+	// the low bit.
+	s := inst.Trace.Span
+	if len(s) != 55 {
+		return false
+	}
+	d, ok := hexDigit(s[54])
+	return ok && d&1 == 1
+}
+
 // InInstance returns ctx carrying inst's span as the (remote) parent of
 // the spans started under it: a turn of the instance on this node. It
 // returns ctx when t is nil or inst has no trace.

@@ -153,6 +153,30 @@ func TestSamplingIsDecidedOnce(t *testing.T) {
 	}
 }
 
+// TestRecordsFollowsTheSampledFlag: an instance's spans are recorded
+// when its trace is sampled, whatever the Tracer's ratio now.
+func TestRecordsFollowsTheSampledFlag(t *testing.T) {
+	tr, _ := newTracer(t, 0)
+	var off *tracing.Tracer
+	for _, tc := range []struct {
+		name  string
+		tr    *tracing.Tracer
+		trace *weft.Trace
+		want  bool
+	}{
+		{"sampled", tr, &weft.Trace{Span: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, true},
+		{"sampled and random", tr, &weft.Trace{Span: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03"}, true},
+		{"not sampled", tr, &weft.Trace{Span: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"}, false},
+		{"no trace", tr, nil, false},
+		{"malformed", tr, &weft.Trace{Span: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0x"}, false},
+		{"tracing off", off, &weft.Trace{Span: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, false},
+	} {
+		if got := tc.tr.Records(&weft.Instance{Trace: tc.trace}); got != tc.want {
+			t.Errorf("%s: Records = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestANilTracerIsOff: every method of a nil Tracer returns at once.
 func TestANilTracerIsOff(t *testing.T) {
 	var tr *tracing.Tracer
