@@ -175,6 +175,11 @@ type whoamiView struct {
 	Authenticated bool `json:"authenticated"`
 	// Token is the token's configured name, never its secret.
 	Token string `json:"token,omitempty"`
+	// TraceURL is Config.TraceViewerURL, the link to an instance's trace
+	// with {trace_id} in it; omitted when the host has none. It is said
+	// here because the console asks this first, whatever the token's
+	// role.
+	TraceURL string `json:"trace_url,omitempty"`
 }
 
 // whoami answers what the request's token may do, so that a client (the
@@ -182,9 +187,9 @@ type whoamiView struct {
 func (s *Server) whoami(c *fiber.Ctx) error {
 	cred, _ := c.Locals(localCred).(*credential)
 	if cred == nil {
-		return c.JSON(whoamiView{Role: RoleAdmin})
+		return c.JSON(whoamiView{Role: RoleAdmin, TraceURL: s.cfg.TraceViewerURL})
 	}
-	return c.JSON(whoamiView{Role: cred.role, Authenticated: true, Token: cred.name})
+	return c.JSON(whoamiView{Role: cred.role, Authenticated: true, Token: cred.name, TraceURL: s.cfg.TraceViewerURL})
 }
 
 // admit decides whether a request may use a route that requires p: it

@@ -99,8 +99,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,7 +172,19 @@ type Config struct {
 	// MaxStreams bounds the event streams open at once; one more is a
 	// 503. Defaults to defaultMaxStreams.
 	MaxStreams int
+	// TraceViewerURL is a link to the operators' trace viewer with
+	// TraceIDPlaceholder where a trace id goes
+	// ("https://jaeger.example.com/trace/{trace_id}"). GET /v1/whoami
+	// answers it as trace_url, so that the console links an instance's
+	// trace id to its trace: the host cannot know where its spans are
+	// looked at. Empty (the default): no link, the console offers a
+	// copy of the id only.
+	TraceViewerURL string
 }
+
+// TraceIDPlaceholder is what Config.TraceViewerURL holds once, for a
+// client to replace with a trace id.
+const TraceIDPlaceholder = "{trace_id}"
 
 // The defaults of Config.StreamPoll and MaxStreams.
 const (
@@ -290,10 +304,30 @@ func (c Config) Validate() error {
 	if c.MaxStreams < 1 || c.MaxStreams > 100_000 {
 		bad("MaxStreams", "must be between 1 and 100000, got %d", c.MaxStreams)
 	}
+	if c.TraceViewerURL != "" {
+		if err := checkTraceViewerURL(c.TraceViewerURL); err != nil {
+			bad("TraceViewerURL", "%v", err)
+		}
+	}
 	if _, err := newAuthenticator(c.Tokens); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// checkTraceViewerURL accepts a trace viewer's link: an absolute http://
+// or https:// URL once its TraceIDPlaceholder, which it holds exactly
+// once, is a trace id. A browser is sent there, so nothing else (no
+// relative link, no javascript:) is.
+func checkTraceViewerURL(tmpl string) error {
+	if n := strings.Count(tmpl, TraceIDPlaceholder); n != 1 {
+		return fmt.Errorf("must contain %s exactly once, got %q (%d times)", TraceIDPlaceholder, tmpl, n)
+	}
+	u, err := url.Parse(strings.Replace(tmpl, TraceIDPlaceholder, "4bf92f3577b34da6a3ce929d0e0e4736", 1))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("must be an absolute http:// or https:// URL, got %q", tmpl)
+	}
+	return nil
 }
 
 // Server is the HTTP API of one node.

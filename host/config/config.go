@@ -88,6 +88,10 @@ type tracingConfig struct {
 	// SampleRate is the fraction of new traces recorded, 0 to 1.
 	// Defaults to 1.
 	SampleRate float64 `koanf:"sample_rate"`
+	// ViewerURL is the operators' trace viewer, a link with {trace_id}
+	// where an instance's trace id goes (api.Config.TraceViewerURL): the
+	// console links the id there. Empty (the default): no link.
+	ViewerURL string `koanf:"viewer_url"`
 }
 
 // redisConfig configures how cluster mode uses Redis.

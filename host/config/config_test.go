@@ -329,6 +329,7 @@ func badValues() map[string]struct{ value, key string } {
 		"tracing.endpoint":                {value: "collector:4317"},
 		"tracing.protocol":                {value: "http/json"},
 		"tracing.sample_rate":             {value: "1.5"},
+		"tracing.viewer_url":              {value: "https://jaeger.example.com/trace/"},
 	}
 }
 

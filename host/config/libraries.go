@@ -129,6 +129,7 @@ func (c *Loaded) libraries() libraries {
 			RequestTimeout:  c.HTTP.RequestTimeout,
 			MaxStreams:      c.HTTP.MaxStreams,
 			StreamPoll:      c.HTTP.StreamPoll,
+			TraceViewerURL:  c.Tracing.ViewerURL,
 		},
 	}
 }
@@ -237,6 +238,7 @@ func bindings() []binding {
 		{"tracing.endpoint", tracingLib, "Endpoint"},
 		{"tracing.protocol", tracingLib, "Protocol"},
 		{"tracing.sample_rate", tracingLib, "SampleRate"},
+		{"tracing.viewer_url", apiLib, "TraceViewerURL"},
 	}
 }
 

@@ -54,10 +54,17 @@ func startTraced(t *testing.T, h *hosttest.Host, id, tp string) string {
 	return in.TraceID
 }
 
+// traceViewer is the tracing.viewer_url of TestBrowserInstanceTraceID's
+// second host: a query after the id, so that the id is shown replacing
+// the placeholder, not appended.
+const traceViewer = "https://jaeger.example.com/trace/{trace_id}?uiFind=weft"
+
 // TestBrowserInstanceTraceID: the instance page of a traced (sampled)
 // instance shows its trace id, with a button that copies it (or, where
 // the page may not write the clipboard, selects it); an instance whose
-// trace is not sampled shows no trace.
+// trace is not sampled shows no trace. The id is a link only on a host
+// that names its trace viewer (tracing.viewer_url): to the viewer's URL
+// with the id in it, in a new tab, the copy button kept.
 func TestBrowserInstanceTraceID(t *testing.T) {
 	rcv := otlptest.Start(t)
 	// Nothing sampled but what a caller sampled: one host has both kinds.
@@ -82,6 +89,9 @@ func TestBrowserInstanceTraceID(t *testing.T) {
 	if row := eval[string](tb, q("[data-test=instance-trace-id]")+".closest('dd').previousElementSibling.textContent"); row != "trace" {
 		t.Errorf("the trace id is in the row %q, want trace", row)
 	}
+	if eval[bool](tb, q("[data-test=instance-trace-id]")+".closest('a') !== null") {
+		t.Error("the trace id is a link on a host that names no trace viewer")
+	}
 
 	// Copied, or selected where the clipboard may not be written.
 	tb.click("[data-test=copy-trace-id]")
@@ -101,6 +111,31 @@ func TestBrowserInstanceTraceID(t *testing.T) {
 	waitStatus(tb, "suspended")
 	if eval[bool](tb, q("[data-test=instance-trace-id]")+" !== null") {
 		t.Error("the page of an instance whose trace is not sampled shows a trace id")
+	}
+	tb.checkErrors()
+
+	// A host that names its trace viewer: the same browser, on it.
+	linked := hosttest.New(t, hosttest.Options{API: api.Config{Tokens: hosttest.Tokens(), TraceViewerURL: traceViewer}, Node: node.Config{
+		Tracing: tracing.Config{Exporter: tracing.ExporterOTLP, Endpoint: rcv.HTTPEndpoint(), SampleRate: 0},
+	}})
+	linked.PutWorkflow(t, "waiter", traceWaitFlow)
+	startTraced(t, linked, "linked", "00-"+callerTrace+"-00f067aa0ba902b7-01")
+	tb.base = linked.URL
+	tb.open("/instances/linked", readerSecret, "reader")
+	waitStatus(tb, "suspended")
+	link := q("[data-test=instance-trace-link]")
+	href := waitFor(tb, "the trace id's link", link+"?.getAttribute('href') ?? ''", func(s string) bool { return s != "" })
+	if want := strings.Replace(traceViewer, "{trace_id}", callerTrace, 1); href != want {
+		t.Errorf("the trace id links to %q, want %q", href, want)
+	}
+	if got := eval[string](tb, link+".querySelector('[data-test=instance-trace-id]')?.textContent ?? ''"); got != callerTrace {
+		t.Errorf("the link shows %q, want the trace id %s", got, callerTrace)
+	}
+	if target, rel := eval[string](tb, link+".target"), eval[string](tb, link+".rel"); target != "_blank" || !strings.Contains(rel, "noopener") {
+		t.Errorf("the trace link opens with target %q rel %q, want a new tab with noopener", target, rel)
+	}
+	if eval[bool](tb, q("[data-test=copy-trace-id]")+" === null") {
+		t.Error("the copy button is gone beside the trace link")
 	}
 	tb.checkErrors()
 }

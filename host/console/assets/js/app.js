@@ -174,6 +174,7 @@ async function refreshSession() {
     session.authenticated = Boolean(w.authenticated);
     sessionError = null;
     session.token = w.token || '';
+    session.traceURL = w.trace_url || '';
     replace(who, h('span', {class: `badge role-${session.role}`, 'data-role': session.role}, session.role),
       session.authenticated ? (session.token ? h('span', {class: 'muted', 'data-test': 'token-name'}, ` token ${session.token}`) : '')
         : h('span', {class: 'muted'}, ' (no tokens on this host)'));
@@ -181,6 +182,7 @@ async function refreshSession() {
     session.role = null;
     session.authenticated = false;
     session.token = '';
+    session.traceURL = '';
     replace(who, h('span', {class: 'badge'}, 'role unknown'));
     sessionError = null;
     if (e.status !== 401) {

@@ -5,8 +5,10 @@ import {h, replace} from './format.js';
 
 // session is what GET /v1/whoami said of the token: role is null until
 // it answered (or when it could not), and then no action is offered;
-// token is the token's configured name (never its secret).
-export const session = {role: null, authenticated: false, token: ''};
+// token is the token's configured name (never its secret); traceURL is
+// the host's trace viewer, a URL with {trace_id} where a trace id goes
+// (tracing.viewer_url), or '' when it has none.
+export const session = {role: null, authenticated: false, token: '', traceURL: ''};
 
 const rank = {reader: 1, operator: 2, admin: 3};
 

@@ -9,7 +9,7 @@
 
 import * as api from '../api.js';
 import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, throttle, fmtDuration, fmtTime, fmtBytes, download, pretty, compareTimes} from '../format.js';
-import {can, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState, modal, slot} from '../ui.js';
+import {can, session, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState, modal, slot} from '../ui.js';
 import * as timeline from '../timeline.js';
 import {graphOf} from './workflow.js';
 import {keyLabel} from './flow.js';
@@ -38,14 +38,25 @@ export function searchTable(search) {
     })));
 }
 
+// traceURL is the host's trace viewer's link to the trace traceID
+// (session.traceURL with the id in place of {trace_id}), or '' when the
+// host names no viewer.
+function traceURL(traceID) {
+  return session.traceURL ? session.traceURL.replace('{trace_id}', () => encodeURIComponent(traceID)) : '';
+}
+
 // traceCell shows an instance's trace id (only a sampled trace's: the
 // API answers no other) with a button that copies it, to look it up in
-// the trace viewer of the collector the host sends its spans to. Where
-// the page may not write the clipboard (served over plain HTTP from
-// another machine, it is not a secure context), the button selects the
-// id, for the operator to copy.
+// the trace viewer of the collector the host sends its spans to; when
+// the host names its viewer (tracing.viewer_url), the id is a link to
+// the trace there, in a new tab. Where the page may not write the
+// clipboard (served over plain HTTP from another machine, it is not a
+// secure context), the button selects the id, for the operator to copy.
 export function traceCell(traceID) {
   const code = h('code', {class: 'id', 'data-test': 'instance-trace-id'}, traceID);
+  const url = traceURL(traceID);
+  const shown = url ? h('a', {href: url, target: '_blank', rel: 'noopener', 'data-test': 'instance-trace-link',
+    title: 'Open the trace in your trace viewer'}, code) : code;
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(traceID);
@@ -55,7 +66,7 @@ export function traceCell(traceID) {
       notify('Trace id selected: copy it with Ctrl+C (⌘C).');
     }
   };
-  return [code, ' ', h('button', {type: 'button', class: 'small', 'data-test': 'copy-trace-id',
+  return [shown, ' ', h('button', {type: 'button', class: 'small', 'data-test': 'copy-trace-id',
     title: 'Copy the trace id, to look it up in your trace viewer', onclick: copy}, 'copy')];
 }
 
