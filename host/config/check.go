@@ -91,6 +91,7 @@ func (v *checker) host() {
 	if c.HTTP.ShutdownTimeout <= 0 {
 		v.bad("http.shutdown_timeout", "must be positive, got %s", c.HTTP.ShutdownTimeout)
 	}
+	v.tapes()
 	if c.HTTP.PluginBodyLimit < c.Plugins.MaxModuleBytes && c.Source["http.plugin_body_limit"] != "" {
 		// Only worth saying when someone chose the limit: it hides
 		// plugins.max_module_bytes.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/weftworks/weft/host/api"
 	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/internal/tracing"
@@ -69,6 +70,7 @@ type settings struct {
 	Engine    engineConfig    `koanf:"engine"`
 	Heartbeat heartbeatConfig `koanf:"heartbeat"`
 	History   historyConfig   `koanf:"history"`
+	Tapes     tapesConfig     `koanf:"tapes"`
 	Redis     redisConfig     `koanf:"redis"`
 	Tracing   tracingConfig   `koanf:"tracing"`
 }
@@ -420,6 +422,9 @@ func defaultConfig() settings {
 		Redis:   redisConfig{WaitTimeout: nodeDefaults.RedisWaitTimeout, Shards: nodeDefaults.RedisShards, Partitions: nodeDefaults.RedisPartitions},
 		// Off unless chosen; every new trace sampled once it is on.
 		Tracing: tracingConfig{Exporter: tr.Exporter, Protocol: tr.Protocol, SampleRate: 1},
+		// Failed attempts' tapes, capped at 1MiB each (docs/workflows.md,
+		// "Recorded attempts").
+		Tapes: tapesConfig{Policy: weft.DefaultRecordPolicy.String(), MaxBytes: weft.DefaultTapeBytes},
 	}
 }
 

@@ -321,6 +321,8 @@ func badValues() map[string]struct{ value, key string } {
 		"heartbeat.max_retries":           {value: "-1"},
 		"history.attempt_data_limit":      {value: "1GiB"},
 		"history.vars_limit":              {value: "1GiB"},
+		"tapes.policy":                    {value: "0.05"},
+		"tapes.max_bytes":                 {value: "0"},
 		"redis.wait_replicas":             {value: "-1"},
 		"redis.wait_timeout":              {value: "2m"},
 		"redis.shards":                    {value: "1025"},

@@ -248,6 +248,9 @@ func hostOnly() []string {
 	return []string{
 		"listen", "seed_dirs", "grants_file", "schedules_file", "log.level", "log.format",
 		"http.shutdown_timeout", "plugins.http.ca_file",
+		// The engine will read them (recorded attempts); until then the
+		// host checks them.
+		"tapes.policy", "tapes.max_bytes",
 	}
 }
 

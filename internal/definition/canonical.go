@@ -67,6 +67,10 @@ func (d *Definition) canonical() map[string]any {
 		m["concurrency"] = cm
 	}
 	canonicalSearch(m, d.Search)
+	// The record policy only when set, as written in its text form.
+	if !d.Record.IsZero() {
+		m["record"] = d.Record.String()
+	}
 	return m
 }
 
@@ -124,6 +128,9 @@ func (s *Step) canonical() map[string]any {
 		}
 		m["retry"] = r
 		canonicalStepLimits(m, a)
+		if !a.Record.IsZero() {
+			m["record"] = a.Record.String()
+		}
 	case s.Wait != nil:
 		w := map[string]any{"event": s.Wait.Event}
 		putValue(w, "key", s.Wait.Key)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/slots"
 )
 
@@ -50,6 +51,11 @@ type Definition struct {
 	// commit, which operators search instances by (use SearchValues).
 	// Nil when absent.
 	Search []SearchAttr
+	// Record says which attempts of the workflow's activity steps keep
+	// their tape (docs/replay.md), for the steps that do not say
+	// (Activity.Record). Zero when absent: the host's tapes.policy
+	// applies. Use RecordPolicy for a step's effective policy.
+	Record weft.RecordPolicy
 }
 
 // Fairness is a workflow's fairness: which lane of the ready queue its
@@ -229,6 +235,9 @@ type Activity struct {
 	// key, on a budget shared with every step that names the key. Nil
 	// when absent: no limit.
 	RateLimit *StepRateLimit
+	// Record says which of the step's attempts keep their tape, over the
+	// workflow's Record. Zero when absent.
+	Record weft.RecordPolicy
 }
 
 // Retry is an activity's retry policy. The delay before attempt n+1 is
@@ -408,4 +417,15 @@ func DefaultRetry() Retry {
 		Backoff:         DefaultBackoff,
 		MaxInterval:     DefaultMaxIntervalFactor * DefaultInitialInterval,
 	}
+}
+
+// RecordPolicy returns the record policy of step s of the definition: the
+// step's own (an activity step's record:), else the workflow's, else
+// host, the host's tapes.policy. A step that is not an activity keeps no
+// tape: off.
+func (d *Definition) RecordPolicy(s *Step, host weft.RecordPolicy) weft.RecordPolicy {
+	if s == nil || s.Activity == nil {
+		return weft.RecordPolicy{Mode: weft.RecordOff}
+	}
+	return s.Activity.Record.Or(d.Record).Or(host)
 }

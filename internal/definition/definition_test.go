@@ -176,6 +176,13 @@ func TestProblems(t *testing.T) {
 		{"nan", withStep("id: a\nset: {x: .nan}"), "steps[0].set.x", "not finite"},
 		{"merge key", "name: wf\nsteps: [{<<: {id: a}, delay: 1s}]", "steps[0]", "merge keys"},
 		{"two documents", "name: wf\n---\nname: x\n", RootPath, "more than one YAML document"},
+		{"record unknown", "name: wf\nrecord: failures\nsteps: [{id: a, delay: 1s}]", "record", `record policy "failures": want off, failed, all or a percentage`},
+		{"record bare fraction", "name: wf\nrecord: 0.05\nsteps: [{id: a, delay: 1s}]", "record", "got a number, want off, failed, all or a percentage of attempts such as 5% (write 5% for a share of 0.05)"},
+		{"record zero percent", withStep("id: a\nactivity: payments.charge\nrecord: 0%"), "steps[0].record", "more than 0% and at most 100%"},
+		{"record over 100 percent", withStep("id: a\nactivity: payments.charge\nrecord: 150%"), "steps[0].record", "more than 0% and at most 100%"},
+		{"record not a string", withStep("id: a\nactivity: payments.charge\nrecord: [all]"), "steps[0].record", "got a list, want off, failed, all"},
+		{"record on a delay", withStep("id: a\ndelay: 1s\nrecord: all"), "steps[0].record", `field "record" does not apply to delay steps`},
+		{"record nested", withStep("id: a\nif: ${ true }\nthen: [{id: b, activity: payments.charge, record: everything}]"), "steps[0].then[0].record", `record policy "everything"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

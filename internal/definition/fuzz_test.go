@@ -31,6 +31,7 @@ func FuzzParse(f *testing.F) {
 		"name: wf\nsteps: [{id: a, activity: p.q, concurrency: {key: '${ input.customer }', limit: 2}, rate_limit: {key: '${ vars.a }', limit: 10, per: 1s, burst: 20}}]",
 		"name: wf\nsteps: [{id: l, foreach: '${ input.items }', as: it, do: [{id: a, activity: p.q, rate_limit: {key: 'h-${ it }', limit: 1, per: 1d}}]}]",
 		"name: wf\nsearch: {customer: {type: string, value: '${ input.customer }'}, seats: {type: number, value: '${ input.seats }'}, tags: {type: keywords, value: [x, '${ input.plan }']}}\nsteps: [{id: a, delay: 1s}]",
+		"name: wf\nrecord: 5%\nsteps: [{id: a, activity: p.q, record: off}, {id: b, activity: p.q, record: all}]",
 		"name: wf\nsearch:\n  due: {type: time, value: '${ vars.a?.due }'}\n  vip: {type: bool, value: \"${ input.plan == 'pro' }\"}\nsteps: [{id: a, set: {a: '${ input }'}}]",
 	} {
 		f.Add([]byte(s))

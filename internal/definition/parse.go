@@ -471,7 +471,7 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 	if !ok {
 		return nil
 	}
-	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output", "retention", "priority", "fairness", "concurrency", "search")
+	d.unknown(fs, order, "name", "persistence", "triggers", "steps", "output", "retention", "priority", "fairness", "concurrency", "search", "record")
 	def := &Definition{Persistence: PersistenceLazy}
 	if f, ok := fs["name"]; ok {
 		def.Name, _ = d.str(f)
@@ -529,7 +529,37 @@ func (d *decoder) definition(n *yaml.Node) *Definition {
 	if f, ok := fs["search"]; ok {
 		def.Search = d.search(f)
 	}
+	if f, ok := fs["record"]; ok {
+		def.Record = d.record(f)
+	}
 	return def
+}
+
+// record decodes a record policy: off, failed, all or a percentage such
+// as 5% (weft.ParseRecordPolicy). A bare number is refused with the
+// percentage it likely means.
+func (d *decoder) record(f field) weft.RecordPolicy {
+	const want = "off, failed, all or a percentage of attempts such as 5%"
+	switch {
+	case f.val.Kind == yaml.ScalarNode && (f.val.ShortTag() == "!!int" || f.val.ShortTag() == "!!float"):
+		x, ok := d.number(f)
+		if !ok {
+			return weft.RecordPolicy{}
+		}
+		d.problem(f.val, f.path, "got a number, want %s (write %s%% for a share of %s)", want,
+			strconv.FormatFloat(x*100, 'g', -1, 64), f.val.Value)
+		return weft.RecordPolicy{}
+	case f.val.Kind != yaml.ScalarNode || f.val.ShortTag() != "!!str":
+		d.problem(f.val, f.path, "got %s, want %s", describe(f.val), want)
+		return weft.RecordPolicy{}
+	}
+	p, err := weft.ParseRecordPolicy(f.val.Value)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), weft.ErrInvalid.Error()+": ")
+		d.problem(f.val, f.path, "%s", msg)
+		return weft.RecordPolicy{}
+	}
+	return p
 }
 
 // orderValue decodes and compiles a value that is decided when an
@@ -703,7 +733,7 @@ func (d *decoder) steps(f field, scope []string) []*Step {
 var (
 	commonFields = []string{"id", "persist"}
 	kindFields   = map[Kind][]string{
-		KindActivity: {"input", "output", "timeout", "schedule_to_close", "heartbeat_timeout", "retry", "concurrency", "rate_limit"},
+		KindActivity: {"input", "output", "timeout", "schedule_to_close", "heartbeat_timeout", "retry", "concurrency", "rate_limit", "record"},
 		KindWait:     {"output"},
 		KindIf:       {"then", "else"},
 		KindForeach:  {"as", "concurrency", "do"},
@@ -889,6 +919,9 @@ func (d *decoder) activity(f field, fs map[string]field, scope []string) *Activi
 	}
 	if f, ok := fs["rate_limit"]; ok {
 		a.RateLimit = d.stepRateLimit(f, scope)
+	}
+	if f, ok := fs["record"]; ok {
+		a.Record = d.record(f)
 	}
 	return a
 }

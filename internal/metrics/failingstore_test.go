@@ -333,3 +333,17 @@ func (f *failingStore) SlotLine(_ context.Context, _, _ string, _ int) (_ []slot
 func (f *failingStore) Close() error {
 	return f.err
 }
+
+func (f *failingStore) PutTape(_ context.Context, _ weft.TapeRecord, _ []byte) error {
+	return f.err
+}
+
+func (f *failingStore) GetTape(_ context.Context, _ weft.TapeKey) (_ *weft.TapeRecord, _ []byte, err error) {
+	err = f.err
+	return
+}
+
+func (f *failingStore) ListTapes(_ context.Context, _ string) (_ []weft.TapeRecord, err error) {
+	err = f.err
+	return
+}

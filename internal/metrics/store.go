@@ -657,6 +657,30 @@ func (t *timedStore) SlotLine(ctx context.Context, key, cursor string, limit int
 	return r0, r1, err
 }
 
+// PutTape implements store.Store.
+func (t *timedStore) PutTape(ctx context.Context, rec weft.TapeRecord, data []byte) error {
+	start := time.Now()
+	err := t.inner.PutTape(ctx, rec, data)
+	t.track("put_tape", start, err)
+	return err
+}
+
+// GetTape implements store.Store.
+func (t *timedStore) GetTape(ctx context.Context, key weft.TapeKey) (*weft.TapeRecord, []byte, error) {
+	start := time.Now()
+	r0, r1, err := t.inner.GetTape(ctx, key)
+	t.track("get_tape", start, err)
+	return r0, r1, err
+}
+
+// ListTapes implements store.Store.
+func (t *timedStore) ListTapes(ctx context.Context, instanceID string) ([]weft.TapeRecord, error) {
+	start := time.Now()
+	r0, err := t.inner.ListTapes(ctx, instanceID)
+	t.track("list_tapes", start, err)
+	return r0, err
+}
+
 // Close implements store.Store.
 func (t *timedStore) Close() error {
 	start := time.Now()
@@ -732,6 +756,9 @@ var storeOperations = []string{
 	"update_slots",
 	"slot_keys",
 	"slot_line",
+	"put_tape",
+	"get_tape",
+	"list_tapes",
 	"close",
 	"barrier_of",
 }

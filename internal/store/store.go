@@ -454,6 +454,52 @@ type Store interface {
 	// empty page for a key nobody waits for.
 	SlotLine(ctx context.Context, key, cursor string, limit int) (items []slots.Waiter, next string, err error)
 
+	// Recorded attempts (docs/replay.md): an activity attempt's tape, the
+	// bytes of internal/tape's Marshal, kept with its instance (in its
+	// partition) and deleted with it by DeleteInstance. Tapes count
+	// against nothing else: no index, no listing of instances.
+
+	// PutTape stores data as the tape of rec.Key, with rec's summary; the
+	// store sets rec.Size (len(data)) and rec.RecordedAt (its now). A tape
+	// is written once: when rec.Key has one already, PutTape changes
+	// nothing and returns nil, so that a write retried after a lost
+	// answer is safe. ErrNotFound when the instance does not exist (a
+	// tape never outlives its instance); ErrInvalid for a key that
+	// TapeKey.Check refuses, or data empty or longer than
+	// weft.MaxTapeData.
+	PutTape(ctx context.Context, rec weft.TapeRecord, data []byte) error
+
+	// GetTape returns the summary and the bytes of the tape of key, or
+	// ErrNotFound.
+	GetTape(ctx context.Context, key weft.TapeKey) (*weft.TapeRecord, []byte, error)
+
+	// ListTapes returns the summaries of an instance's tapes, without
+	// their bytes, ordered by weft.TapeKey.Compare (step, execution,
+	// attempt); ErrNotFound when there is no such instance.
+	ListTapes(ctx context.Context, instanceID string) ([]weft.TapeRecord, error)
+
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error
+}
+
+// ValidateTape reports what PutTape refuses in rec and data: a key that
+// weft.TapeKey.Check refuses, no data, more than weft.MaxTapeData bytes,
+// or an outcome that is not one of weft's. The error matches ErrInvalid
+// and names the tape. Implementations call it before writing.
+func ValidateTape(rec weft.TapeRecord, data []byte) error {
+	if err := rec.Key.Check(); err != nil {
+		return err
+	}
+	switch {
+	case len(data) == 0:
+		return Invalid("tape %s: no data", rec.Key)
+	case len(data) > weft.MaxTapeData:
+		return Invalid("tape %s: %d bytes, more than %d", rec.Key, len(data), weft.MaxTapeData)
+	}
+	switch rec.Outcome {
+	case weft.TapeCompleted, weft.TapeFailed, weft.TapeTimedOut, weft.TapeCancelled:
+	default:
+		return Invalid("tape %s: unknown outcome %q", rec.Key, rec.Outcome)
+	}
+	return nil
 }

@@ -100,11 +100,11 @@ func (c Config) validate() error {
 // schemaVersion is stored in the meta bucket; Open refuses other values.
 // Buckets added without changing what the others hold (the inbox, the
 // grants, the delete-after index, the schedules, the slots, the search
-// index and registry, the batches, the workflow pauses) keep the version: Open creates them in a file
-// written before they existed. (Instances finished before the
-// delete-after index existed have no DeleteAfter, and instances written
-// before search attributes have none, so an empty index is what such a
-// file implies.)
+// index and registry, the batches, the workflow pauses, the tapes) keep
+// the version: Open creates them in a file written before they existed.
+// (Instances finished before the delete-after index existed have no
+// DeleteAfter, and instances written before search attributes have none,
+// so an empty index is what such a file implies.)
 const schemaVersion = "1"
 
 // Bucket names. See doc.go for the layout.
@@ -150,6 +150,10 @@ var (
 	bSlotLine    = []byte("slot_line")    // (slot key, seq) → waiter
 	bSlotWaiters = []byte("slot_waiters") // (slot key, waiter id) → seq
 
+	// Recorded attempts (tapes.go).
+	bTapes    = []byte("tapes")     // (id, step path, exec, attempt) → summary
+	bTapeData = []byte("tape_data") // (id, step path, exec, attempt) → the tape's bytes
+
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
 		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX,
@@ -158,7 +162,7 @@ var (
 		bSlots, bSlotLine, bSlotWaiters,
 		bSearch, bSearchAttrs,
 		bBatch, bBatchDoc, bBatchDue, bBatchAll, bBatchItems, bBatchSeq, bBatchOutcome,
-		bPauses}
+		bPauses, bTapes, bTapeData}
 )
 
 // ErrBroken is matched by the errors of writes to a store that a write

@@ -105,6 +105,8 @@
 //	batch_items_by_seq            (batch, seq) → instance
 //	batch_items_by_outcome        (batch, outcome, seq) → instance
 //	workflow_pauses               workflow name → pause (who, why, since)
+//	tapes                         (id, step path, exec, attempt) → a recorded attempt's summary
+//	tape_data                     (id, step path, exec, attempt) → its tape's bytes
 //
 // UpdateSlots reads a key's record, the front of its line (one seek) and
 // its caller's own place (slot_waiters), never the whole line (but under

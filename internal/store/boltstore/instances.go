@@ -744,6 +744,9 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 		if err := clearHeartbeats(tx, id); err != nil {
 			return err
 		}
+		if err := clearTapes(tx, id); err != nil {
+			return err
+		}
 		return replaceTimers(tx, id, nil)
 	})
 }

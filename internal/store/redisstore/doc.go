@@ -13,7 +13,7 @@
 // them), history, bookmarks, timers, inbox, heartbeats and the messages it
 // sends), DeleteInstance,
 // RenewLeases (one script per batch: one round trip), Deliver,
-// EnqueueStimulus, ExpireStimuli, PutDefinition, DeleteDefinition,
+// EnqueueStimulus, ExpireStimuli, PutTape, PutDefinition, DeleteDefinition,
 // PutPlugin, DeletePlugin (the in-use check and the delete), PutGrants
 // (the comparison with the stored document and the revision),
 // DeleteGrants, PauseWorkflow and UnpauseWorkflow (the pause and the
@@ -167,6 +167,9 @@
 //	P mw                  inboxes holding messages, by when they began to: time (the
 //	                      instance's ws) + id (WaitingInboxes)
 //	P e:<id>              heartbeats hash: token → heartbeat
+//	P r:<id>, P a:<id>    recorded attempts (tapes.go): hashes of the tapes' summaries
+//	                      (JSON of weft.TapeRecord) and of their bytes, both by step
+//	                      path, 0x00, exec, 0x00, attempt; deleted with the instance
 //	P ix:s:<status>, ix:ws:<status>:<wf>
 //	                      instances by (created, id): member time + id; an
 //	                      instance's memberships here and in u: and rx follow

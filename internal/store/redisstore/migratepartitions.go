@@ -19,7 +19,7 @@ import (
 // OpenPartitioned on a whole store (schema 3, or 1 and 2, which Open
 // migrates to 3 first) keeps the whole store's tag as the catalog's, with
 // everything a catalog holds in place, and moves each instance into its
-// partition: its keys (i:, h:, b:, t:, m:, e:), its lease (its field of
+// partition: its keys (i:, h:, b:, t:, m:, e:, and its tapes' r:, a:), its lease (its field of
 // l) and its entries in the indexes a commit maintains. Open marks the
 // schema key movingSchema first, so that a whole Open (of this build or an
 // older one) refuses the store from then on, and a partitioned Open
@@ -74,8 +74,8 @@ const moveStaging = 10 * time.Minute
 
 // moveKinds are the kinds of an instance's keys, each the first letter of
 // its name (P <kind> ":" <id>): the hash, history, bookmarks, timers,
-// inbox and heartbeats.
-const moveKinds = "ihbtme"
+// inbox, heartbeats, and the tapes' summaries and bytes.
+const moveKinds = "ihbtmera"
 
 // moveAwait bounds how long a node whose move was ended by another node
 // waits for that node to mark the schema.
@@ -83,7 +83,7 @@ const moveAwait = 30 * time.Second
 
 // movePrelude holds what the move's scripts share.
 const movePrelude = `
-local kinds = {"i", "h", "b", "t", "m", "e"}
+local kinds = {"i", "h", "b", "t", "m", "e", "r", "a"}
 `
 
 // moveReadScript reads a page of the whole store's index of one status

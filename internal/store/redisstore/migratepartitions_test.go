@@ -105,6 +105,7 @@ type moveFixture struct {
 // status and two workflows, with state, history, bookmarks, timers (due
 // and not), leases (live, expired, on finished instances), heartbeats,
 // search attributes, plugin pins, delete-after times (past and future),
+// recorded attempts,
 // inbox messages (delivered, sent by a commit, partly consumed), queued
 // and delivered stimuli, a definition, a plugin and grants.
 func fillWhole(t *testing.T, s *Store, clock *fakeClock, n int) moveFixture {
@@ -173,6 +174,18 @@ func fillWhole(t *testing.T, s *Store, clock *fakeClock, n int) moveFixture {
 			t.Fatalf("create %s: %v", id, err)
 		}
 		clock.Advance(time.Second)
+	}
+	// Recorded attempts of every third instance, two each.
+	for i, id := range fx.ids {
+		if i%3 != 1 {
+			continue
+		}
+		for a := 1; a <= 2; a++ {
+			rec := weft.TapeRecord{Key: weft.TapeKey{InstanceID: id, StepPath: "steps[0]", Exec: "e1", Attempt: a}, Outcome: weft.TapeFailed, Plugin: "pay"}
+			if err := s.PutTape(ctx, rec, []byte(fmt.Sprintf("tape\x00%s/%d", id, a))); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	// Heartbeats of the live leases.
 	var beats []store.Heartbeat
@@ -259,6 +272,12 @@ func moveSnapshot(t *testing.T, s store.Store, fx moveFixture) map[string]string
 		put("inbox "+id, m, err)
 		hb, err := s.Heartbeats(ctx, id)
 		put("heartbeats "+id, hb, err)
+		tapes, err := s.ListTapes(ctx, id)
+		put("tapes "+id, tapes, err)
+		for _, rec := range tapes {
+			_, data, err := s.GetTape(ctx, rec.Key)
+			put("tape "+rec.Key.String(), string(data), err)
+		}
 	}
 	sts, err := s.InstanceStatuses(ctx, append(slices.Clone(fx.ids), "nope"))
 	put("statuses", sts, err)
@@ -411,7 +430,7 @@ func scanTag(t *testing.T, c redis.UniversalClient, tag string) []string {
 // instance's or one of the indexes a commit maintains, which a catalog
 // holds none of.
 func instanceKey(k string) bool {
-	for _, p := range []string{"i:", "h:", "b:", "t:", "m:", "e:", "ix:", "u:", "mv:"} {
+	for _, p := range []string{"i:", "h:", "b:", "t:", "m:", "e:", "r:", "a:", "ix:", "u:", "mv:"} {
 		if strings.HasPrefix(k, p) {
 			return true
 		}

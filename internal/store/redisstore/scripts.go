@@ -84,9 +84,10 @@ local function reindexSearch(id, ct, osa, nsa)
     if not had[ipair(n[i], n[i + 1])] then redis.call("ZADD", P .. "ix:a:" .. n[i], 0, n[i + 1] .. ct .. id) end
   end
 end
--- removeInstance deletes instance id: its keys, its lease and its entries
--- in every index, which follow from its hash's fields ws, ct, wf, st,
--- term, pn, da and sa (as HMGET returns them, in this order).
+-- removeInstance deletes instance id: its keys (its tapes' too), its
+-- lease and its entries in every index, which follow from its hash's
+-- fields ws, ct, wf, st, term, pn, da and sa (as HMGET returns them, in
+-- this order).
 -- DeleteInstance (deleteScript) and the move's drop (moveDropScript)
 -- share it, so that both remove the same.
 local function removeInstance(id, ws, ct, wf, st, term, pn, da, sa)
@@ -101,6 +102,8 @@ local function removeInstance(id, ws, ct, wf, st, term, pn, da, sa)
   for _, m in ipairs(redis.call("SMEMBERS", P .. "b:" .. id)) do redis.call("ZREM", P .. "bk", m) end
   for _, m in ipairs(redis.call("SMEMBERS", P .. "t:" .. id)) do redis.call("ZREM", P .. "due", m) end
   redis.call("DEL", P .. "i:" .. id, P .. "b:" .. id, P .. "t:" .. id, P .. "h:" .. id, P .. "m:" .. id, P .. "e:" .. id)
+  -- The tapes, whose bytes may be large: freed off Redis's main thread.
+  redis.call("UNLINK", P .. "r:" .. id, P .. "a:" .. id)
 end
 -- A lease as kept in the l hash: its expiry (16 hex digits), "1" if the
 -- instance is terminal else "0", then owner(node, boot).

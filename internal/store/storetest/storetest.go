@@ -107,6 +107,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	tests = append(tests, searchTests...)
 	tests = append(tests, batchesTests...)
 	tests = append(tests, workflowPauseTests...)
+	tests = append(tests, tapesTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
