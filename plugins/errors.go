@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
 )
 
@@ -33,10 +34,18 @@ type maskedError struct {
 func newMaskedError(msg string, err error) *maskedError {
 	e := &maskedError{msg: msg}
 	for _, s := range []error{call.ErrTimeout, call.ErrCancelled, call.ErrTrap, call.ErrLimit, call.ErrProtocol, call.ErrUnknownActivity,
-		ErrNotFound, ErrClosed, call.ErrNotGranted, call.ErrSecret, context.Canceled, context.DeadlineExceeded} {
+		ErrNotFound, ErrClosed, call.ErrNotGranted, call.ErrSecret, context.Canceled, context.DeadlineExceeded,
+		call.ErrDiverged, tape.ErrTruncated, tape.ErrMalformed} {
 		if errors.Is(err, s) {
 			e.kinds = append(e.kinds, s)
 		}
+	}
+	// A divergence holds only Asks, which the runtime masks before it
+	// records or compares them: kept, so that a caller finds the first
+	// differing call.
+	var d *tape.Divergence
+	if errors.As(err, &d) {
+		e.kinds = append(e.kinds, d)
 	}
 	return e
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
@@ -33,7 +34,11 @@ type callState struct {
 	// function also stops the guest.
 	violation error
 
-	info []byte // encoded lazily
+	info []byte // encoded lazily, or the tape's
+	// lastHB is the last heartbeat's details the guest reads, found at
+	// its first read (lastHBRead): the call's, or the tape's.
+	lastHB     []byte
+	lastHBRead bool
 	// configKeyMax is the length of the longest key in call.Config, found
 	// lazily (configKeyMaxSet): a longer key is not looked up at all.
 	configKeyMax    int
@@ -87,6 +92,12 @@ type callState struct {
 	// what Call.LoadGrants returned (needGrants).
 	grants     *grant.Set
 	grantsRead bool
+
+	// rec and play are the call's Record and Replay (also while a fresh
+	// instance for it initialises: pool.fresh); nil when it does
+	// neither.
+	rec  *tape.Recorder
+	play *tape.Player
 
 	// outOfMemory is set when the guest said so on stderr (Go's runtime,
 	// wasi-libc's abort) before trapping.
@@ -274,6 +285,21 @@ func hostHeartbeat(ctx context.Context, mod api.Module, stack []uint64) {
 	if details != nil {
 		details = cs.maskDoc(details, withheldDetails)
 	}
+	if cs.tapeOn() {
+		ask := askOf(details)
+		var stop bool
+		if cs.play != nil {
+			stop = cs.replay(tape.KindHeartbeat, ask).Value != 0
+			if cs.hb != nil { // a watcher still sees the progress; the tape answers
+				cs.hb.Beat(details, cs.rt.cfg.Now())
+			}
+		} else {
+			stop = cs.hb != nil && cs.hb.Beat(details, cs.rt.cfg.Now())
+		}
+		cs.record(tape.KindHeartbeat, ask, nil, int64(b2u(stop)))
+		stack[0] = b2u(stop)
+		return
+	}
 	if cs.hb == nil { // nobody watches this call: nothing to record, nothing can cancel it
 		stack[0] = 0
 		return
@@ -284,6 +310,17 @@ func hostHeartbeat(ctx context.Context, mod api.Module, stack []uint64) {
 func hostCancelled(ctx context.Context, _ api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportCancelled)
 	stopIfDone(ctx, abi.HostModule+"."+abi.ImportCancelled)
+	if cs.tapeOn() {
+		var stop bool
+		if cs.play != nil {
+			stop = cs.replay(tape.KindCancelled, nil).Value != 0
+		} else {
+			stop = cs.hb != nil && cs.hb.CancelRequested()
+		}
+		cs.record(tape.KindCancelled, nil, nil, int64(b2u(stop)))
+		stack[0] = b2u(stop)
+		return
+	}
 	stack[0] = b2u(cs.hb != nil && cs.hb.CancelRequested())
 }
 
@@ -291,11 +328,19 @@ func hostInfo(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportInfo)
 	stopIfDone(ctx, abi.HostModule+"."+abi.ImportInfo)
 	if cs.info == nil {
-		info := cs.call.Info
-		if info.Activity == "" {
-			info.Activity = cs.call.Activity
+		if cs.play != nil {
+			cs.info = cs.replay(tape.KindInfo, nil).Answer
+			if len(cs.info) == 0 {
+				cs.badTape(tape.KindInfo, "no document")
+			}
+		} else {
+			info := cs.call.Info
+			if info.Activity == "" {
+				info.Activity = cs.call.Activity
+			}
+			cs.info, _ = json.Marshal(info)
 		}
-		cs.info, _ = json.Marshal(info)
+		cs.record(tape.KindInfo, nil, cs.info, 0)
 	}
 	cs.writeSized(mod, abi.ImportInfo, cs.info, true, uint32(stack[0]), uint32(stack[1]), stack)
 }
@@ -303,7 +348,20 @@ func hostInfo(ctx context.Context, mod api.Module, stack []uint64) {
 func hostLastHeartbeat(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportLastHeartbeat)
 	stopIfDone(ctx, abi.HostModule+"."+abi.ImportLastHeartbeat)
-	lhb := cs.call.LastHeartbeat
+	if !cs.lastHBRead {
+		cs.lastHB, cs.lastHBRead = cs.call.LastHeartbeat, true
+		if cs.tapeOn() {
+			if cs.play != nil {
+				e := cs.replay(tape.KindLastHeartbeat, nil)
+				cs.lastHB = e.Answer
+				if e.Value == -1 {
+					cs.lastHB = nil
+				}
+			}
+			cs.record(tape.KindLastHeartbeat, nil, cs.lastHB, noneIf(len(cs.lastHB) == 0))
+		}
+	}
+	lhb := cs.lastHB
 	cs.writeSized(mod, abi.ImportLastHeartbeat, lhb, len(lhb) > 0, uint32(stack[0]), uint32(stack[1]), stack)
 }
 
@@ -311,6 +369,13 @@ func hostConfig(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportConfig)
 	stopIfDone(ctx, abi.HostModule+"."+abi.ImportConfig)
 	key := cs.read(mod, abi.ImportConfig, uint32(stack[0]), uint32(stack[1]))
+	if cs.play != nil {
+		ask := askOf(key)
+		e := cs.replay(tape.KindConfig, ask)
+		cs.record(tape.KindConfig, ask, e.Answer, e.Value)
+		cs.writeSized(mod, abi.ImportConfig, e.Answer, e.Value != -1, uint32(stack[2]), uint32(stack[3]), stack)
+		return
+	}
 	cs.needGrants()
 	if !cs.configKeyMaxSet {
 		for k := range cs.config() {
@@ -322,6 +387,9 @@ func hostConfig(ctx context.Context, mod api.Module, stack []uint64) {
 	var ok bool
 	if len(key) <= cs.configKeyMax { // hashing a key of the whole memory takes a while
 		v, ok = cs.config()[string(key)]
+	}
+	if cs.rec != nil {
+		cs.record(tape.KindConfig, askOf(key), []byte(v), noneIf(!ok))
 	}
 	cs.writeSized(mod, abi.ImportConfig, []byte(v), ok, uint32(stack[2]), uint32(stack[3]), stack)
 }
@@ -370,6 +438,14 @@ func (cs *callState) writeSized(mod api.Module, fn string, v []byte, found bool,
 		mod.Memory().Write(buf, v) // inside memory: cannot fail
 	}
 	stack[0] = uint64(uint32(len(v)))
+}
+
+// noneIf is a tape entry's Value: -1 for "none" when none is set.
+func noneIf(none bool) int64 {
+	if none {
+		return -1
+	}
+	return 0
 }
 
 func b2u(b bool) uint64 {

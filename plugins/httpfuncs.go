@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -26,6 +27,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
 )
@@ -89,6 +91,10 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	// Copied: the guest's memory may move while the request is sent (a
 	// redirect sends the body again).
 	body := bytes.Clone(cs.read(mod, abi.ImportHTTPRequest, uint32(stack[6]), uint32(stack[7])))
+	var ask []byte // the request as a tape holds it, before the host adds headers
+	if cs.tapeOn() {
+		ask = cs.httpAsk(method, rawURL, header, body)
+	}
 
 	cs.http.requests++
 	if header.Get("Idempotency-Key") == "" {
@@ -103,6 +109,10 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	rec := call.Request{Method: method, Host: u.Host, Path: u.EscapedPath(), Sent: int64(len(body))}
 	if rec.Path == "" {
 		rec.Path = "/"
+	}
+	if cs.play != nil {
+		cs.replayHTTP(ask, rec, stack)
+		return
 	}
 
 	// The guest cannot heartbeat while it waits for the answer; it is not
@@ -157,6 +167,9 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 		cs.requested(rec)
 		cs.http.last = got
+		if cs.rec != nil {
+			cs.record(tape.KindHTTP, ask, cs.httpAnswer(got), int64(resp.StatusCode))
+		}
 		stack[0] = uint64(uint32(resp.StatusCode))
 		return
 	}
@@ -211,7 +224,37 @@ func hostHTTPRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	rec.Error = reason
 	cs.requested(rec)
 	cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: no response (%s): %s", method, rec.Host, rec.Path, reason, describe(err))))
+	if cs.rec != nil {
+		cs.record(tape.KindHTTP, ask, []byte(reason), int64(code))
+	}
 	stack[0] = uint64(uint32(code))
+}
+
+// replayHTTP answers a replayed guest's request from the tape: the
+// response it read when recorded, or the failure it was told of. Nothing
+// is sent, no grant or rate limit is consulted, and the call's request
+// record says what the tape says (without a duration).
+func (cs *callState) replayHTTP(ask []byte, rec call.Request, stack []uint64) {
+	e := cs.replay(tape.KindHTTP, ask)
+	cs.record(tape.KindHTTP, ask, e.Answer, e.Value)
+	switch {
+	case e.Value >= 100 && e.Value <= 599:
+		got, ok := responseOf(e.Answer)
+		if !ok {
+			cs.badTape(tape.KindHTTP, "a status %d without the empty line that ends the header lines", e.Value)
+		}
+		rec.Status, rec.Received = int(e.Value), int64(len(got.body))
+		cs.requested(rec)
+		cs.http.last = got
+		stack[0] = uint64(uint32(e.Value))
+	case e.Value < 0 && e.Value >= math.MinInt32:
+		rec.Error = string(e.Answer)
+		cs.requested(rec)
+		cs.emit(slog.LevelWarn, "http", []byte(fmt.Sprintf("%s %s%s: no response (%s), as recorded", rec.Method, rec.Host, rec.Path, excerpt(e.Answer))))
+		stack[0] = uint64(uint32(int32(e.Value)))
+	default:
+		cs.badTape(tape.KindHTTP, "value %d is neither a status nor an error", e.Value)
+	}
 }
 
 // readResponse reads a response's head and body within the limits. A
@@ -333,6 +376,23 @@ func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
 	cs := inInvoke(ctx, abi.ImportSecret)
 	stopIfDone(ctx, fn)
 	name := cs.read(mod, abi.ImportSecret, uint32(stack[0]), uint32(stack[1]))
+	if cs.play != nil {
+		// The tape names the secret and never holds its value: a value
+		// the caller gives, or a placeholder. No grant is read.
+		ask := askOf(name)
+		cs.replay(tape.KindSecret, ask)
+		cs.record(tape.KindSecret, ask, nil, 0)
+		v, ok := cs.secrets[string(name)]
+		if !ok {
+			v = cs.replaySecret(string(name))
+			if cs.secrets == nil {
+				cs.secrets = map[string]string{}
+			}
+			cs.secrets[string(name)] = v
+		}
+		cs.writeSized(mod, abi.ImportSecret, []byte(v), true, uint32(stack[2]), uint32(stack[3]), stack)
+		return
+	}
 	cs.needGrants()
 	var refs map[string]string
 	if cs.grants != nil {
@@ -359,6 +419,9 @@ func hostSecret(ctx context.Context, mod api.Module, stack []uint64) {
 			cs.secrets = map[string]string{}
 		}
 		cs.secrets[string(name)] = v
+	}
+	if cs.rec != nil {
+		cs.record(tape.KindSecret, askOf(name), nil, 0) // the name only, never the value
 	}
 	cs.writeSized(mod, abi.ImportSecret, []byte(v), true, uint32(stack[2]), uint32(stack[3]), stack)
 }

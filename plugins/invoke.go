@@ -69,7 +69,13 @@ func (r *Runtime) Invoke(ctx context.Context, version string, c call.Call) ([]by
 		// (or learn that the runtime is closed).
 	}
 	defer p.pool.calls.Done()
-	in, err := p.pool.get(ctx)
+	var in *instance
+	var err error
+	if c.Record != nil || c.Replay != nil {
+		in, err = p.pool.fresh(ctx, &c)
+	} else {
+		in, err = p.pool.get(ctx)
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			err = fmt.Errorf("%w: the deadline passed while an instance was made ready (%w)", call.ErrTimeout, err)
@@ -134,7 +140,7 @@ func (in *instance) run(ctx context.Context, c *call.Call) (out []byte, healthy 
 	// it becomes the caller's output.
 	cs := &in.cs
 	keep, records := cs.keepRequest, cs.records[:0]
-	*cs = callState{rt: rt, call: c, hb: c.Heartbeat, stderr: cs.stderr[:0], grants: c.Grants, version: in.pool.version}
+	*cs = callState{rt: rt, call: c, hb: c.Heartbeat, stderr: cs.stderr[:0], grants: c.Grants, version: in.pool.version, rec: c.Record, play: c.Replay}
 	cs.keepRequest, cs.records = keep, records
 	if c.Requested != nil {
 		// Kept until the end of the call, and masked then.
@@ -181,7 +187,7 @@ func (in *instance) run(ctx context.Context, c *call.Call) (out []byte, healthy 
 		cs.records = cs.records[:0]
 		// Before the instance goes back to its pool: the next call on it
 		// masks what this one read.
-		rt.seen.add(c.Info.Plugin, in.pool.version, cs.secrets)
+		rt.seen.add(c.Info.Plugin, in.pool.version, cs.seenSecrets())
 	}()
 
 	// 1. A block for the request, from the guest's allocator.

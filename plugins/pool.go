@@ -215,7 +215,42 @@ type instance struct {
 	lastUsed time.Time
 }
 
+// instantiate makes an instance for the pool.
 func (p *pool) instantiate(ctx context.Context) (*instance, error) {
+	return p.instantiateTaped(ctx, nil)
+}
+
+// fresh returns a new instance for a call that records or replays (c),
+// whose _initialize is recorded or replayed on c's tape too: a guest's
+// state after its initialisation (a runtime's random seeds, the clock
+// readings its timers count from) and after earlier calls is part of
+// what it observes, so only a new instance, initialised from the tape,
+// runs the call again byte for byte. It takes a free slot, or the slot
+// of an idle instance, which it closes; otherwise it waits for one.
+func (p *pool) fresh(ctx context.Context, c *call.Call) (*instance, error) {
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		select {
+		case p.slots <- struct{}{}:
+		case in := <-p.idle: // its slot becomes the new instance's
+			in.close(ctx)
+			p.evicted.Add(1)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	in, err := p.instantiateTaped(ctx, c)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	return in, nil
+}
+
+// instantiateTaped makes an instance, recording or replaying its
+// _initialize on taped's tape when taped is not nil.
+func (p *pool) instantiateTaped(ctx context.Context, taped *call.Call) (*instance, error) {
 	in := &instance{pool: p}
 	in.stdout = &guestWriter{in: in, source: "stdout"}
 	in.stderr = &guestWriter{in: in, source: "stderr"}
@@ -235,6 +270,9 @@ func (p *pool) instantiate(ctx context.Context) (*instance, error) {
 		return nil, err
 	}
 	init := &callState{rt: p.rt, initialising: true}
+	if taped != nil {
+		init.rec, init.play = taped.Record, taped.Replay
+	}
 	// _initialize may log; what it writes sees the call's deadline.
 	mod, err := p.rt.rt.InstantiateModule(experimental.WithMemoryAllocator(in.begin(ctx, init), adm), p.cm, mc)
 	in.end()
@@ -249,6 +287,9 @@ func (p *pool) instantiate(ctx context.Context) (*instance, error) {
 		adm.abort()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if init.violation != nil { // a divergence from the tape, say
+			return nil, fmt.Errorf("instantiating: %w", init.violation)
 		}
 		if serr := stopped(err); serr != nil {
 			return nil, fmt.Errorf("instantiating: %w", serr)

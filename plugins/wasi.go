@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/tape"
 )
 
 // WASI preview 1 errnos the host's own functions return.
@@ -129,19 +130,36 @@ func clockTimeGet(ctx context.Context, mod api.Module, stack []uint64) {
 	id, result := uint32(stack[0]), uint32(stack[2])
 	var v uint64
 	switch id {
-	case clockRealtime:
-		v = uint64(time.Now().UnixNano())
-	case clockMonotonic:
-		v = monotonicNow()
+	case clockRealtime, clockMonotonic:
 	default:
-		stack[0] = errnoInval
+		stack[0] = errnoInval // whatever the world: not taped
 		return
+	}
+	if cs := taping(ctx); cs != nil {
+		var buf [20]byte
+		ask := numberAsk(&buf, uint64(id))
+		if cs.play != nil {
+			v = uint64(cs.replay(tape.KindClock, ask).Value)
+		} else {
+			v = readClock(id)
+		}
+		cs.record(tape.KindClock, ask, nil, int64(v))
+	} else {
+		v = readClock(id)
 	}
 	if !mod.Memory().WriteUint64Le(result, v) {
 		stack[0] = errnoFault
 		return
 	}
 	stack[0] = errnoSuccess
+}
+
+// readClock reads clock id, CLOCK_REALTIME or CLOCK_MONOTONIC.
+func readClock(id uint32) uint64 {
+	if id == clockRealtime {
+		return uint64(time.Now().UnixNano())
+	}
+	return monotonicNow()
 }
 
 // randomChunk is how many random bytes random_get produces between two
@@ -159,6 +177,20 @@ func randomGet(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = errnoFault
 		return
 	}
+	cs := taping(ctx)
+	if cs != nil && cs.play != nil {
+		var buf [20]byte
+		ask := numberAsk(&buf, uint64(len(b)))
+		e := cs.replay(tape.KindRandom, ask)
+		if len(e.Answer) != len(b) {
+			cs.badTape(tape.KindRandom, "%d bytes for %d asked", len(e.Answer), len(b))
+		}
+		copy(b, e.Answer)
+		cs.record(tape.KindRandom, ask, b, 0)
+		stack[0] = errnoSuccess
+		return
+	}
+	all := b
 	for len(b) > 0 {
 		chunk := b[:min(len(b), randomChunk)]
 		if _, err := rand.Read(chunk); err != nil {
@@ -167,6 +199,10 @@ func randomGet(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 		b = b[len(chunk):]
 		stopIfDone(ctx, fn)
+	}
+	if cs != nil {
+		var buf [20]byte
+		cs.record(tape.KindRandom, numberAsk(&buf, uint64(len(all))), all, 0)
 	}
 	stack[0] = errnoSuccess
 }

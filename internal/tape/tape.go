@@ -31,8 +31,13 @@ const (
 	KindClock         Kind = "clock"          // clock_time_get: a clock's reading
 	KindRandom        Kind = "random"         // random_get: the bytes given
 	KindPoll          Kind = "poll"           // poll_oneoff: the events it returned
-	KindRead          Kind = "read"           // fd_read: what stdin gave
 )
+
+// No kind for fd_read: a guest's stdin is always at end of file, so what
+// it reads never depends on the world. Nor for the other WASI functions a
+// plugin may import: their answers are fixed (empty arguments and
+// environment, clock_res_get, fd_write's counts, fd_fdstat_get) or end
+// the call (proc_exit).
 
 // Entry is one host call: what the guest asked and what it was answered.
 type Entry struct {

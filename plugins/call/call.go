@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/grant"
 )
 
@@ -66,7 +67,45 @@ type Call struct {
 	// runtime's logger; a function that keeps them passes them on with
 	// LogTo, so that the host's log still has every line.
 	Log func(Record)
+
+	// Record, when not nil, receives every answer of the host that
+	// depends on the world, in the order the guest asked (docs/replay.md):
+	// the info document, the last heartbeat, configuration values, which
+	// secrets it read (their names, never their values), heartbeat and
+	// cancellation answers, each HTTP request's response or failure (with
+	// secret-looking header values and the call's secrets masked), the
+	// clocks, random bytes and what poll_oneoff returned. With nil nothing
+	// is recorded, at the cost of a nil check per host call. A call that
+	// records (or replays) runs on a new instance whose initialisation
+	// is on the tape too: a guest's state from its start and its earlier
+	// calls (a runtime's random seeds and timers) is part of what it
+	// observes. That instance costs the call an instantiation.
+	Record *tape.Recorder
+	// Replay, when not nil, answers those host calls from a tape instead
+	// of the world: no network, no real clock, no sleep, no rate limiter,
+	// no grants (the tape's requests were granted when recorded, and
+	// nothing leaves the host). The guest runs in the same sandbox, under
+	// the same deadline (Timeout and ctx); its info document is the
+	// tape's, so it reads the recorded deadline. The first host call that
+	// differs from the tape stops the guest with an error matching
+	// ErrDiverged. A guest that returns with entries left on the tape
+	// "ended early": the call succeeds, and Replay.Left() is above zero.
+	Replay *tape.Player
+	// ReplaySecrets, when not nil, gives a replayed guest the value of
+	// the secret it reads; with nil, or when it returns false, the guest
+	// reads ReplaySecret(name), since a tape never holds a secret's value.
+	ReplaySecrets func(name string) ([]byte, bool)
 }
+
+// replaySecretPrefix starts the value a replayed guest reads for a secret
+// that Call.ReplaySecrets does not give.
+const replaySecretPrefix = "replay:secret:"
+
+// ReplaySecret is the value a replayed guest reads for the secret name
+// when Call.ReplaySecrets does not give one: "replay:secret:" and the
+// name. The runtime masks it as it masks a secret's value, so that an
+// output that held a masked secret when recorded holds it masked again.
+func ReplaySecret(name string) string { return replaySecretPrefix + name }
 
 // LogTo writes rec to log as LogToContext does, without a context: the
 // record carries no trace.

@@ -33,6 +33,12 @@ var (
 	// ErrSecret: a granted secret's reference did not resolve on this node
 	// (an unset variable, a missing file). Another node may resolve it.
 	ErrSecret = errors.New("secret unavailable")
+	// ErrDiverged: a replayed guest asked the host something other than
+	// what its tape holds (Call.Replay). The error also matches the
+	// *tape.Divergence that names the first differing call (errors.As),
+	// and tape.ErrTruncated when the guest went past the end of a tape
+	// cut at its size cap.
+	ErrDiverged = errors.New("replay diverged from the tape")
 )
 
 // Error is the error of a failed call: it names the call and wraps the
