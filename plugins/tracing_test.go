@@ -129,12 +129,12 @@ func TestTracedRequestCarriesItsSpan(t *testing.T) {
 		"weft.plugin": "probe", "weft.grant.rule": "http://127.0.0.1:*",
 	}
 	for k, v := range want {
-		if a[k].Emit() != v {
-			t.Errorf("attribute %s = %q, want %q", k, a[k].Emit(), v)
+		if a[k].String() != v {
+			t.Errorf("attribute %s = %q, want %q", k, a[k].String(), v)
 		}
 	}
 	if _, ok := a["error.type"]; ok || s.Status.Code != codes.Unset {
-		t.Errorf("a 200 has error.type %q and status %v, want neither", a["error.type"].Emit(), s.Status)
+		t.Errorf("a 200 has error.type %q and status %v, want neither", a["error.type"].String(), s.Status)
 	}
 }
 
@@ -169,7 +169,7 @@ func TestTracedRequestFailures(t *testing.T) {
 		}
 		s := spans[len(spans)-1]
 		a := attrs(s)
-		if got := a["error.type"].Emit(); got != tc.errorType {
+		if got := a["error.type"].String(); got != tc.errorType {
 			t.Errorf("%s: error.type %q, want %q", tc.url, got, tc.errorType)
 		}
 		if failed := s.Status.Code == codes.Error; failed != (tc.errorType != "") {
@@ -208,7 +208,7 @@ func TestTracedRedirectIsASpanPerHop(t *testing.T) {
 		}
 	}
 	if a0, a1 := attrs(spans[0]), attrs(spans[1]); a0["http.response.status_code"].AsInt64() != 302 ||
-		a1["http.response.status_code"].AsInt64() != 200 || a1["url.full"].Emit() != srv.URL+"/s/200" {
+		a1["http.response.status_code"].AsInt64() != 200 || a1["url.full"].String() != srv.URL+"/s/200" {
 		t.Errorf("hops %v then %v, want the 302 then the 200 of /s/200", a0, a1)
 	}
 }
@@ -268,7 +268,7 @@ func TestTracedRateLimitedRequest(t *testing.T) {
 		t.Fatalf("%d client spans, want 2", len(spans))
 	}
 	a := attrs(spans[1])
-	if !a["weft.http.rate_limited"].AsBool() || a["error.type"].Emit() != "rate_limited" || spans[1].Status.Code != codes.Error ||
+	if !a["weft.http.rate_limited"].AsBool() || a["error.type"].String() != "rate_limited" || spans[1].Status.Code != codes.Error ||
 		a["http.response.status_code"].AsInt64() != 429 {
 		t.Errorf("the refused hop's span: %v %+v", a, spans[1].Status)
 	}
@@ -310,10 +310,10 @@ func TestTracedRequestHoldsNoSecret(t *testing.T) {
 	if strings.Contains(string(b), leakSecret[:12]) {
 		t.Errorf("a span holds the secret:\n%s", b)
 	}
-	if got := attrs(spans[0])["url.full"].Emit(); got != srv.URL+"/hook/[secret]" {
+	if got := attrs(spans[0])["url.full"].String(); got != srv.URL+"/hook/[secret]" {
 		t.Errorf("url.full %q, want the path's secret masked", got)
 	}
-	if got := attrs(spans[1])["url.full"].Emit(); got != srv.URL+"/hook" {
+	if got := attrs(spans[1])["url.full"].String(); got != srv.URL+"/hook" {
 		t.Errorf("url.full %q, want no query", got)
 	}
 }

@@ -341,7 +341,7 @@ steps:
 		switch {
 		case strings.HasPrefix(l.Msg, "plugin: "):
 			guest++
-			if s.Name != tracing.SpanAttempt || attr(s, "weft.attempt").AsInt64() != int64(l.Attempt) || attr(s, "weft.step.id").Emit() != l.Step {
+			if s.Name != tracing.SpanAttempt || attr(s, "weft.attempt").AsInt64() != int64(l.Attempt) || attr(s, "weft.step.id").String() != l.Step {
 				t.Errorf("guest line %q (step %s, attempt %d) under span %s %v, want its attempt's", l.Msg, l.Step, l.Attempt, s.Name, s.Attributes)
 			}
 		case strings.HasPrefix(l.Msg, "taking over"):

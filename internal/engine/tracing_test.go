@@ -115,7 +115,7 @@ func attr(s tracetest.SpanStub, key string) attribute.Value {
 func named(spans tracetest.SpanStubs, name, key, value string) tracetest.SpanStubs {
 	var out tracetest.SpanStubs
 	for _, s := range spans {
-		if s.Name == name && (key == "" || attr(s, key).Emit() == value) {
+		if s.Name == name && (key == "" || attr(s, key).String() == value) {
 			out = append(out, s)
 		}
 	}
@@ -151,7 +151,7 @@ func waitSpans(t *testing.T, exp *tracetest.InMemoryExporter, what string, ok fu
 func spanNames(spans tracetest.SpanStubs) string {
 	var names []string
 	for _, s := range spans {
-		names = append(names, s.Name+"("+attr(s, "weft.step.id").Emit()+")")
+		names = append(names, s.Name+"("+attr(s, "weft.step.id").String()+")")
 	}
 	return strings.Join(names, " ")
 }
@@ -237,12 +237,12 @@ output: "${ vars.result.attempt }"
 			if root.SpanContext.SpanID() != sc.SpanID() || root.Parent.IsValid() {
 				t.Errorf("instance span %s parent %v, want %s as a root", root.SpanContext.SpanID(), root.Parent, sc.SpanID())
 			}
-			if got := attr(root, "weft.status").Emit(); got != "completed" || attr(root, "weft.instance.id").Emit() != inst.ID {
+			if got := attr(root, "weft.status").String(); got != "completed" || attr(root, "weft.instance.id").String() != inst.ID {
 				t.Errorf("instance span status %q attrs %v", got, root.Attributes)
 			}
 			step := named(spans, tracing.SpanStep, "", "")[0]
-			if step.Parent.SpanID() != sc.SpanID() || attr(step, "weft.step.id").Emit() != "try" ||
-				attr(step, "weft.attempts").AsInt64() != 2 || attr(step, "weft.outcome").Emit() != "completed" || attr(step, "weft.activity").Emit() != "kit.fail" {
+			if step.Parent.SpanID() != sc.SpanID() || attr(step, "weft.step.id").String() != "try" ||
+				attr(step, "weft.attempts").AsInt64() != 2 || attr(step, "weft.outcome").String() != "completed" || attr(step, "weft.activity").String() != "kit.fail" {
 				t.Errorf("step span parent %s attrs %v", step.Parent.SpanID(), step.Attributes)
 			}
 			byAttempt := map[int64]tracetest.SpanStub{}
@@ -250,22 +250,22 @@ output: "${ vars.result.attempt }"
 				if a.Parent.SpanID() != step.SpanContext.SpanID() {
 					t.Errorf("attempt %d's parent %s, want the step's %s", attr(a, "weft.attempt").AsInt64(), a.Parent.SpanID(), step.SpanContext.SpanID())
 				}
-				if attr(a, "weft.plugin").Emit() != "kit" || attr(a, "weft.activity").Emit() != "fail" || attr(a, "weft.plugin.version").Emit() == "" || attr(a, "weft.step.id").Emit() != "try" {
+				if attr(a, "weft.plugin").String() != "kit" || attr(a, "weft.activity").String() != "fail" || attr(a, "weft.plugin.version").String() == "" || attr(a, "weft.step.id").String() != "try" {
 					t.Errorf("attempt attrs %v", a.Attributes)
 				}
 				byAttempt[attr(a, "weft.attempt").AsInt64()] = a
 			}
-			if a := byAttempt[1]; attr(a, "weft.outcome").Emit() != "failed" || attr(a, "weft.failure.code").Emit() != "busy" || a.Status.Code != codes.Error {
+			if a := byAttempt[1]; attr(a, "weft.outcome").String() != "failed" || attr(a, "weft.failure.code").String() != "busy" || a.Status.Code != codes.Error {
 				t.Errorf("attempt 1: attrs %v status %v, want failed with busy", a.Attributes, a.Status)
 			}
-			if a := byAttempt[2]; attr(a, "weft.outcome").Emit() != "completed" || a.Status.Code == codes.Error {
+			if a := byAttempt[2]; attr(a, "weft.outcome").String() != "completed" || a.Status.Code == codes.Error {
 				t.Errorf("attempt 2: attrs %v status %v, want completed", a.Attributes, a.Status)
 			}
 			// Every turn took the lock; a turn may commit nothing (woken
 			// again once the instance finished).
 			commits := 0
 			for _, r := range named(spans, tracing.SpanExecution, "", "") {
-				if r.Parent.SpanID() != sc.SpanID() || attr(r, "weft.node").Emit() != "n1" || attr(r, "weft.instance.id").Emit() != inst.ID || attr(r, "weft.workflow").Emit() != "flaky" {
+				if r.Parent.SpanID() != sc.SpanID() || attr(r, "weft.node").String() != "n1" || attr(r, "weft.instance.id").String() != inst.ID || attr(r, "weft.workflow").String() != "flaky" {
 					t.Errorf("run span parent %s attrs %v", r.Parent.SpanID(), r.Attributes)
 				}
 				if !hasEvent(r, "lock") {
@@ -331,7 +331,7 @@ output: "${ vars.k }"
 	if kid.SpanContext.TraceID() != parent.TraceID() || kid.Parent.SpanID() != sub.SpanContext.SpanID() {
 		t.Errorf("kid's span in trace %s under %s, want %s under the step sub's %s", kid.SpanContext.TraceID(), kid.Parent.SpanID(), parent.TraceID(), sub.SpanContext.SpanID())
 	}
-	kidTrace, _ := storedTrace(t, h.store.GetInstance, attr(kid, "weft.instance.id").Emit())
+	kidTrace, _ := storedTrace(t, h.store.GetInstance, attr(kid, "weft.instance.id").String())
 	if kidTrace.Parent != sub.SpanContext.SpanID().String() {
 		t.Errorf("kid's stored trace %+v, want parent %s", kidTrace, sub.SpanContext.SpanID())
 	}
@@ -434,10 +434,10 @@ output: "${ vars.work.done_ms }"
 	workA := named(spansA, tracing.SpanAttempt, "weft.step.id", "work")
 	workB := named(spansB, tracing.SpanAttempt, "weft.step.id", "work")
 	step := named(spansB, tracing.SpanStep, "weft.step.id", "work")[0]
-	if len(workA) != 1 || attr(workA[0], "weft.attempt").AsInt64() != 1 || attr(workA[0], "weft.outcome").Emit() != "cancelled" {
+	if len(workA) != 1 || attr(workA[0], "weft.attempt").AsInt64() != 1 || attr(workA[0], "weft.outcome").String() != "cancelled" {
 		t.Fatalf("A's work attempts %v", workA)
 	}
-	if attr(workB[0], "weft.attempt").AsInt64() != 2 || attr(workB[0], "weft.outcome").Emit() != "completed" {
+	if attr(workB[0], "weft.attempt").AsInt64() != 2 || attr(workB[0], "weft.outcome").String() != "completed" {
 		t.Errorf("B's work attempt attrs %v", workB[0].Attributes)
 	}
 	if workA[0].Parent.SpanID() != step.SpanContext.SpanID() || workB[0].Parent.SpanID() != step.SpanContext.SpanID() || step.Parent.SpanID() != sc.SpanID() {

@@ -204,7 +204,9 @@ func (t *Tracer) EndInstance(ctx context.Context, inst *weft.Instance, end time.
 	if perr != nil || !sc.IsSampled() {
 		return
 	}
-	parent := context.Background()
+	// ctx's values stay; its span does not: the instance's span hangs
+	// from what its Trace says, not from whatever span ends it.
+	parent := trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 	if inst.Trace.Parent != "" {
 		if id, err := trace.SpanIDFromHex(inst.Trace.Parent); err == nil {
 			parent = trace.ContextWithRemoteSpanContext(parent, trace.NewSpanContext(trace.SpanContextConfig{
