@@ -79,6 +79,7 @@ func (c *Loaded) libraries() libraries {
 				BatchMaxItems:     c.Engine.BatchMaxItems,
 				AttemptDataLimit:  int(c.History.AttemptDataLimit),
 				VarsLimit:         int(c.History.VarsLimit),
+				Tapes:             engine.TapeConfig{Policy: c.tapePolicyAsSet(), MaxBytes: c.TapeMaxBytes()},
 				Heartbeat: heartbeat.Config{
 					Tick:       c.Heartbeat.Tick,
 					Batch:      c.Heartbeat.Batch,
@@ -234,6 +235,8 @@ func bindings() []binding {
 		{"heartbeat.max_retries", heartbeatLib, "MaxRetries"},
 		{"history.attempt_data_limit", engineLib, "AttemptDataLimit"},
 		{"history.vars_limit", engineLib, "VarsLimit"},
+		{"tapes.policy", engineLib, "Tapes.Policy"},
+		{"tapes.max_bytes", engineLib, "Tapes.MaxBytes"},
 		{"tracing.exporter", tracingLib, "Exporter"},
 		{"tracing.endpoint", tracingLib, "Endpoint"},
 		{"tracing.protocol", tracingLib, "Protocol"},
@@ -248,9 +251,6 @@ func hostOnly() []string {
 	return []string{
 		"listen", "seed_dirs", "grants_file", "schedules_file", "log.level", "log.format",
 		"http.shutdown_timeout", "plugins.http.ca_file",
-		// The engine will read them (recorded attempts); until then the
-		// host checks them.
-		"tapes.policy", "tapes.max_bytes",
 	}
 }
 

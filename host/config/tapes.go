@@ -36,10 +36,24 @@ func (c *Loaded) TapePolicy() weft.RecordPolicy {
 	return p
 }
 
+// tapePolicyAsSet is tapes.policy for the engine's configuration: the
+// policy it parses to, or, when it does not parse, its text as a mode,
+// for the engine to refuse as it is (the host's own rule, tapes, has
+// named the key already).
+func (c *Loaded) tapePolicyAsSet() weft.RecordPolicy {
+	p, err := weft.ParseRecordPolicy(c.Tapes.Policy)
+	if err != nil {
+		return weft.RecordPolicy{Mode: weft.RecordMode(c.Tapes.Policy)}
+	}
+	return p
+}
+
 // TapeMaxBytes is the cap on one attempt's tape (tapes.max_bytes).
 func (c *Loaded) TapeMaxBytes() int { return int(c.Tapes.MaxBytes) }
 
-// tapes checks the tapes keys.
+// tapes checks the tapes keys with the host's words (a size in KiB, the
+// forms of a policy); the engine judges them too (engine.TapeConfig),
+// and its words give way to these.
 func (v *checker) tapes() {
 	c := v.c
 	if _, err := weft.ParseRecordPolicy(c.Tapes.Policy); err != nil {

@@ -1,6 +1,7 @@
 package weft
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -100,6 +101,25 @@ func (p *RecordPolicy) UnmarshalText(b []byte) error {
 		return err
 	}
 	*p = q
+	return nil
+}
+
+// Check reports a policy that ParseRecordPolicy would not return: an
+// unknown mode, a sample's share out of (0, 100], a share on another
+// mode. The zero policy is valid. The error matches ErrInvalid.
+func (p RecordPolicy) Check() error {
+	switch p.Mode {
+	case "", RecordOff, RecordFailed, RecordAll:
+		if p.Percent != 0 {
+			return fmt.Errorf("%w: record policy %q with a share of %g%%: only a sample has one", ErrInvalid, p.Mode, p.Percent)
+		}
+	case RecordSample:
+		if math.IsNaN(p.Percent) || p.Percent <= 0 || p.Percent > 100 {
+			return fmt.Errorf("%w: record policy: a sample is more than 0%% and at most 100%% of attempts, got %g%%", ErrInvalid, p.Percent)
+		}
+	default:
+		return fmt.Errorf("%w: record policy %q: want off, failed, all or a percentage of attempts such as 5%%", ErrInvalid, string(p.Mode))
+	}
 	return nil
 }
 
@@ -329,4 +349,88 @@ type TapeRecord struct {
 	Plugin        string `json:"plugin"`
 	PluginVersion string `json:"plugin_version"`
 	Activity      string `json:"activity"`
+}
+
+// ReplayOutcome is how a replayed attempt compares with its recording.
+type ReplayOutcome string
+
+// The outcomes of a replay, from the most alike.
+const (
+	// ReplaySame: the replay ended as the recording did (the same output
+	// bytes, or the same failure code) having asked every call the tape
+	// holds.
+	ReplaySame ReplayOutcome = "same"
+	// ReplayDifferentOutput: the replay completed with an output other
+	// than the recording's, or completed where the recording failed.
+	ReplayDifferentOutput ReplayOutcome = "different_output"
+	// ReplayDiverged: the guest asked the host something other than what
+	// the tape holds (ReplayReport.Divergence says where).
+	ReplayDiverged ReplayOutcome = "diverged"
+	// ReplayFailed: the replay failed where the recording completed, or
+	// failed with another code.
+	ReplayFailed ReplayOutcome = "failed"
+	// ReplayTruncated: the guest went past the end of a tape cut at its
+	// size cap: the recording cannot say what came next.
+	ReplayTruncated ReplayOutcome = "truncated"
+	// ReplayEndedEarly: the replay ended as the recording did, with calls
+	// on the tape it never asked.
+	ReplayEndedEarly ReplayOutcome = "ended_early"
+)
+
+// ReplayReport is what replaying a recorded attempt found: the recording
+// and the replay side by side, and how they compare.
+type ReplayReport struct {
+	// Key names the recorded attempt.
+	Key TapeKey `json:"key"`
+	// Activity and Plugin name what ran.
+	Activity string `json:"activity"`
+	Plugin   string `json:"plugin"`
+	// RecordedVersion is the version hash the attempt ran; ReplayedVersion
+	// the one the replay ran: the same, or a candidate's.
+	RecordedVersion string `json:"recorded_version"`
+	ReplayedVersion string `json:"replayed_version"`
+	// Outcome is how the replay compares with the recording.
+	Outcome ReplayOutcome `json:"outcome"`
+	// RecordedOutput and Output are the outputs, when each completed.
+	RecordedOutput json.RawMessage `json:"recorded_output,omitempty"`
+	Output         json.RawMessage `json:"output,omitempty"`
+	// RecordedFailure and Failure say how each failed, nil when it
+	// completed.
+	RecordedFailure *ReplayFailure `json:"recorded_failure,omitempty"`
+	Failure         *ReplayFailure `json:"failure,omitempty"`
+	// Divergence says where the replay first asked what the tape does
+	// not hold; nil unless Outcome is diverged or truncated.
+	Divergence *ReplayDivergence `json:"divergence,omitempty"`
+	// Left is how many of the tape's calls the replay never asked.
+	Left int `json:"left,omitempty"`
+	// Duration is how long the replay ran.
+	Duration time.Duration `json:"duration"`
+}
+
+// ReplayFailure is how an attempt failed: its code and message.
+type ReplayFailure struct {
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
+}
+
+// ReplayDivergence is the first host call of a replay that the tape
+// does not hold.
+type ReplayDivergence struct {
+	// Index is the call's place in the tape, from 0 (the tape's length
+	// past its end).
+	Index int `json:"index"`
+	// Want is the tape's call there, zero past the end; Got what the
+	// guest asked.
+	Want ReplayCall `json:"want"`
+	Got  ReplayCall `json:"got"`
+	// Note says it in words.
+	Note string `json:"note"`
+}
+
+// ReplayCall is a host call as a divergence shows it: its kind (a host
+// function, tape.Kind) and what it asked, in the runtime's canonical
+// form.
+type ReplayCall struct {
+	Kind string `json:"kind,omitempty"`
+	Ask  string `json:"ask,omitempty"`
 }

@@ -1,8 +1,10 @@
 package weft_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -128,5 +130,57 @@ func TestTapeKey(t *testing.T) {
 		if k.Compare(k) != 0 || (i > 0 && (ordered[i-1].Compare(k) >= 0 || k.Compare(ordered[i-1]) <= 0)) {
 			t.Errorf("Compare around %s is not a strict order", k)
 		}
+	}
+}
+
+// TestRecordPolicyCheck: what ParseRecordPolicy returns, and the zero
+// policy, pass; an unknown mode, a sample's share out of range and a
+// share on another mode are refused as invalid.
+func TestRecordPolicyCheck(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"off", "failed", "all", "5%", "0.5%", "100%"} {
+		p, err := weft.ParseRecordPolicy(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Check(); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	if err := (weft.RecordPolicy{}).Check(); err != nil {
+		t.Errorf("zero policy: %v", err)
+	}
+	for _, p := range []weft.RecordPolicy{
+		{Mode: "failures"},
+		{Mode: weft.RecordSample},
+		{Mode: weft.RecordSample, Percent: 101},
+		{Mode: weft.RecordSample, Percent: math.NaN()},
+		{Mode: weft.RecordAll, Percent: 5},
+	} {
+		if err := p.Check(); !errors.Is(err, weft.ErrInvalid) {
+			t.Errorf("%+v: %v, want invalid", p, err)
+		}
+	}
+}
+
+// TestReplayReportJSON: a report encodes with its documented names, its
+// outputs as documents.
+func TestReplayReportJSON(t *testing.T) {
+	t.Parallel()
+	r := weft.ReplayReport{
+		Key: weft.TapeKey{InstanceID: "i1", StepPath: "steps[0]", Exec: "e1", Attempt: 2}, Activity: "fail", Plugin: "kit",
+		RecordedVersion: "v1", ReplayedVersion: "v2", Outcome: weft.ReplayDiverged, RecordedOutput: json.RawMessage(`{"a":1}`),
+		Failure:    &weft.ReplayFailure{Code: "diverged", Message: "m"},
+		Divergence: &weft.ReplayDivergence{Index: 1, Want: weft.ReplayCall{Kind: "http", Ask: "GET x"}, Got: weft.ReplayCall{Kind: "random", Ask: "8"}, Note: "n"},
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"key":{"instance_id":"i1","step_path":"steps[0]","exec":"e1","attempt":2},"activity":"fail","plugin":"kit",` +
+		`"recorded_version":"v1","replayed_version":"v2","outcome":"diverged","recorded_output":{"a":1},` +
+		`"failure":{"code":"diverged","message":"m"},"divergence":{"index":1,"want":{"kind":"http","ask":"GET x"},"got":{"kind":"random","ask":"8"},"note":"n"},"duration":0}`
+	if string(b) != want {
+		t.Errorf("JSON:\n%s\nwant\n%s", b, want)
 	}
 }

@@ -74,6 +74,7 @@ import (
 	mrand "math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
@@ -295,6 +296,12 @@ type Config struct {
 	// is refused. 0 records none, and is what the zero Config does; the
 	// host sets DefaultVarsLimit (history.vars_limit).
 	VarsLimit int
+	// Tapes says which activity attempts keep the tape of the host's
+	// answers (docs/replay.md), for the workflows and steps whose
+	// definition does not say. The zero Config keeps none unless a
+	// definition's record asks; the host sets weft.DefaultRecordPolicy
+	// (tapes.policy) and weft.DefaultTapeBytes (tapes.max_bytes).
+	Tapes TapeConfig
 	// Heartbeat configures the heartbeat scheduler that times out attempts
 	// whose guest stopped heartbeating. Defaults to heartbeat's defaults;
 	// its MaxRetries 0 retries none, and the host sets
@@ -368,6 +375,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RetentionBatch == 0 {
 		c.RetentionBatch = 500
+	}
+	if c.Tapes.MaxBytes == 0 {
+		c.Tapes.MaxBytes = weft.DefaultTapeBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -453,6 +463,12 @@ func (c Config) Validate() error {
 	if c.VarsLimit < 0 || c.VarsLimit > MaxAttemptDataLimit {
 		bad("VarsLimit", "must be between 0 (record none) and %d (16 MiB), got %d", MaxAttemptDataLimit, c.VarsLimit)
 	}
+	if err := c.Tapes.Policy.Check(); err != nil {
+		bad("Tapes.Policy", "%s", strings.TrimPrefix(err.Error(), weft.ErrInvalid.Error()+": "))
+	}
+	if c.Tapes.MaxBytes < 1 || c.Tapes.MaxBytes > weft.MaxTapeBytes {
+		bad("Tapes.MaxBytes", "must be between 1 and %d (64 MiB), got %d", weft.MaxTapeBytes, c.Tapes.MaxBytes)
+	}
 	return errors.Join(errs...)
 }
 
@@ -501,6 +517,9 @@ type Engine struct {
 	// uses them.
 	pairCursor    string
 	pendingCursor string
+
+	// tapeErrors counts the tapes that could not be written (TapeErrors).
+	tapeErrors atomic.Uint64
 }
 
 // New returns an Engine.

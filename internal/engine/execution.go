@@ -23,6 +23,7 @@ import (
 	"github.com/weftworks/weft/internal/runner"
 	"github.com/weftworks/weft/internal/slots"
 	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
@@ -102,6 +103,9 @@ type execution struct {
 	traced    bool
 	stepsDone map[string]bool
 	lists     map[string][]*definition.Step
+	// recordSaid caches whether the definition says record anywhere
+	// (recordPolicy): 0 not looked yet, 1 no, 2 yes.
+	recordSaid uint8
 
 	// logCtx is the context the execution's log lines are logged with
 	// (logAt): ctx holding the execution's span, so that a node's logger
@@ -174,6 +178,8 @@ type flight struct {
 	inv runner.Invoke
 	// span is the attempt's span, ended with its outcome.
 	span trace.Span
+	// tape is the attempt's recording, nil when its policy records none.
+	tape *recording
 }
 
 // scheduling is an execution's side of the heartbeat scheduler, which
@@ -540,6 +546,8 @@ func (x *execution) settle(poll bool) (bool, error) {
 				x.e.cfg.Observer.AttemptAbandoned(AbandonedSuperseded)
 			}
 			endAttempt(f.span, in, refused)
+			// Before the commit that records the attempt's end.
+			x.keepTape(f, in)
 			x.apply(in)
 		case done := <-x.sched.persist:
 			if !x.sched.leased {
@@ -951,9 +959,10 @@ func (x *execution) invoke(inv runner.Invoke) {
 	// Under the span of its step execution; its outbound requests' spans
 	// are its children.
 	actx, span := x.startAttempt(inv, version, &info)
-	x.inflight.attempts[inv.Token] = flight{hb: hb, inv: inv, span: span}
+	fl := flight{hb: hb, inv: inv, span: span}
 	x.track(inv, hb)
 	if gateErr != nil {
+		x.inflight.attempts[inv.Token] = fl
 		// The limiter or the store failed: the attempt fails as a host
 		// failure, retried, rather than start beyond its limits.
 		go func() { x.inflight.results <- result{token: inv.Token, err: gateErr, hb: hb} }()
@@ -976,6 +985,11 @@ func (x *execution) invoke(inv runner.Invoke) {
 		// deadline.
 		Info: info,
 	}
+	if p := x.recordPolicy(inv); p.Records() && err == nil {
+		fl.tape = &recording{policy: p, rec: tape.NewRecorder(x.e.cfg.Tapes.MaxBytes), version: version, input: in}
+		c.Record = fl.tape.rec
+	}
+	x.inflight.attempts[inv.Token] = fl
 	go func() {
 		if err != nil {
 			x.inflight.results <- result{token: inv.Token, err: fmt.Errorf("encoding input: %w", err), hb: hb}
