@@ -93,9 +93,9 @@ type callState struct {
 	grants     *grant.Set
 	grantsRead bool
 
-	// rec and play are the call's Record and Replay (also while a fresh
-	// instance for it initialises: pool.fresh); nil when it does
-	// neither.
+	// rec and play are the call's Record and Replay (also while an
+	// instance made for it initialises from or onto its tape: pool.fresh,
+	// pool.get); nil when it does neither.
 	rec  *tape.Recorder
 	play *tape.Player
 

@@ -71,10 +71,21 @@ func (r *Runtime) Invoke(ctx context.Context, version string, c call.Call) ([]by
 	defer p.pool.calls.Done()
 	var in *instance
 	var err error
-	if c.Record != nil || c.Replay != nil {
+	switch {
+	case c.Replay != nil:
+		// A fresh tape initialises the instance from the tape; any other
+		// initialises it live (Call.Replay).
+		taped := &c
+		if !c.Replay.Fresh() {
+			taped = nil
+		}
+		in, err = p.pool.fresh(ctx, taped)
+	case c.Record != nil && c.RecordExact:
 		in, err = p.pool.fresh(ctx, &c)
-	} else {
-		in, err = p.pool.get(ctx)
+	case c.Record != nil:
+		in, err = p.pool.get(ctx, &c) // a new instance records its start
+	default:
+		in, err = p.pool.get(ctx, nil)
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {

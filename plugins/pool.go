@@ -56,8 +56,10 @@ func newPool(rt *Runtime, version string, cm wazero.CompiledModule) *pool {
 }
 
 // get returns an idle instance, creating one while there is a free slot, or
-// waits for one until ctx ends.
-func (p *pool) get(ctx context.Context) (*instance, error) {
+// waits for one until ctx ends. recording, when not nil, is a call that
+// records: an instance made for it records its _initialize on the call's
+// tape, which is then fresh (exactness for free; call.Call.RecordExact).
+func (p *pool) get(ctx context.Context, recording *call.Call) (*instance, error) {
 	select {
 	case in := <-p.idle:
 		return in, nil
@@ -67,7 +69,7 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 	case in := <-p.idle:
 		return in, nil
 	case p.slots <- struct{}{}:
-		in, err := p.instantiate(ctx)
+		in, err := p.instantiateTaped(ctx, recording)
 		if err != nil {
 			<-p.slots
 			return nil, err
@@ -220,14 +222,16 @@ func (p *pool) instantiate(ctx context.Context) (*instance, error) {
 	return p.instantiateTaped(ctx, nil)
 }
 
-// fresh returns a new instance for a call that records or replays (c),
-// whose _initialize is recorded or replayed on c's tape too: a guest's
-// state after its initialisation (a runtime's random seeds, the clock
-// readings its timers count from) and after earlier calls is part of
-// what it observes, so only a new instance, initialised from the tape,
-// runs the call again byte for byte. It takes a free slot, or the slot
-// of an idle instance, which it closes; otherwise it waits for one.
-func (p *pool) fresh(ctx context.Context, c *call.Call) (*instance, error) {
+// fresh returns a new instance for a call that records exactly or
+// replays. With taped not nil, its _initialize is recorded or replayed on
+// taped's tape too: a guest's state after its initialisation (a runtime's
+// random seeds, the clock readings its timers count from) and after
+// earlier calls is part of what it observes, so only a new instance,
+// initialised from the tape, runs the call again byte for byte. With nil
+// (the replay of a tape that is not fresh), it initialises live. It takes
+// a free slot, or the slot of an idle instance, which it closes;
+// otherwise it waits for one.
+func (p *pool) fresh(ctx context.Context, taped *call.Call) (*instance, error) {
 	select {
 	case p.slots <- struct{}{}:
 	default:
@@ -240,7 +244,7 @@ func (p *pool) fresh(ctx context.Context, c *call.Call) (*instance, error) {
 			return nil, ctx.Err()
 		}
 	}
-	in, err := p.instantiateTaped(ctx, c)
+	in, err := p.instantiateTaped(ctx, taped)
 	if err != nil {
 		<-p.slots
 		return nil, err
@@ -249,7 +253,8 @@ func (p *pool) fresh(ctx context.Context, c *call.Call) (*instance, error) {
 }
 
 // instantiateTaped makes an instance, recording or replaying its
-// _initialize on taped's tape when taped is not nil.
+// _initialize on taped's tape when taped is not nil; a recorded tape is
+// marked fresh.
 func (p *pool) instantiateTaped(ctx context.Context, taped *call.Call) (*instance, error) {
 	in := &instance{pool: p}
 	in.stdout = &guestWriter{in: in, source: "stdout"}
@@ -298,6 +303,9 @@ func (p *pool) instantiateTaped(ctx context.Context, taped *call.Call) (*instanc
 	}
 	adm.done()
 	p.created.Add(1)
+	if init.rec != nil {
+		init.rec.MarkFresh()
+	}
 	in.mod = mod
 	in.mem = mod.Memory()
 	in.abiVersion = mod.ExportedFunction(abi.ExportABIVersion)

@@ -9,13 +9,18 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
 )
 
-// Recording and replaying a call's host answers (call.Call's Record and
-// Replay; internal/tape). Each host function whose answer depends on the
+// Recording and replaying a call's host answers (call.Call's Record,
+// RecordExact and Replay; internal/tape). A recording runs on the instance
+// the pool gives; only RecordExact, or an instance made for the call,
+// puts the instance's _initialize on the tape and marks it fresh
+// (pool.get, pool.fresh). A replay runs on a new instance, initialised
+// from a fresh tape or live otherwise. Each host function whose answer depends on the
 // world asks taping for the call's state: nil when the call neither
 // records nor replays, which is the whole cost of the feature then. The
 // canonical Ask and Answer of each kind:
@@ -39,11 +44,21 @@ import (
 //     serve them (secret-looking header values and the call's secrets
 //     masked: a replayed guest reads "[secret]" there); or Value the
 //     negative abi.HTTPError and Answer its reason ("unreachable", …).
-//   - clock: Ask the clock's id in decimal; Value its reading in ns.
-//   - random: Ask the length in decimal; Answer the bytes.
-//   - poll: Ask the subscriptions, a line each ("clock id=1 timeout=… flags=0
+//   - clock: Ask the clock's id in decimal; Value its reading in ns. A
+//     replay of a tape that is not fresh matches them loosely: how often
+//     a runtime reads its clock depends on its state (tape.Player).
+//   - random: Ask the length in decimal; Answer the bytes. A replay of a
+//     tape that is not fresh answers a seed the tape does not hold with
+//     zeros (tape.Player.Random).
+//   - poll: Ask the subscriptions, a line each ("clock id=1 flags=0
 //     userdata=…", "fd_read fd=0 userdata=…"); Answer the events written,
-//     32 bytes each.
+//     32 bytes each. A clock's timeout is not in the Ask: a guest computes
+//     it from its own clock readings and timers, and a replay of a tape
+//     that is not fresh starts from another instance's (a Go runtime's
+//     timers count from readings taken before the call, which the tape
+//     does not hold), so the number differs where the guest does not.
+//     Which clock, relative or absolute (flags) and the userdata still
+//     tell one wait from another; the Answer says which fired.
 //
 // An Ask longer than maxAsk is kept as "sha256:HEX (N bytes)": a guest
 // may ask with most of its memory, and only equality matters.
@@ -91,6 +106,26 @@ func (cs *callState) replay(kind tape.Kind, ask []byte) tape.Entry {
 	return e
 }
 
+// replayClock is replay for a clock read, which a tape that is not fresh
+// answers loosely (tape.Player.Clock).
+func (cs *callState) replayClock(ask []byte) tape.Entry {
+	e, err := cs.play.Clock(ask)
+	if err != nil {
+		cs.fail(fmt.Errorf("%w: %w", call.ErrDiverged, err))
+	}
+	return e
+}
+
+// replayRandom is replay for a read of n random bytes, which a tape that
+// is not fresh may answer without holding it (tape.Player.Random).
+func (cs *callState) replayRandom(ask []byte, n int) tape.Entry {
+	e, err := cs.play.Random(ask, n)
+	if err != nil {
+		cs.fail(fmt.Errorf("%w: %w", call.ErrDiverged, err))
+	}
+	return e
+}
+
 // badTape stops the guest for a tape entry that cannot be the answer it
 // says (a tape this runtime did not write, or a corrupt one).
 func (cs *callState) badTape(kind tape.Kind, format string, args ...any) {
@@ -112,8 +147,23 @@ func numberAsk(buf *[20]byte, n uint64) []byte { return strconv.AppendUint(buf[:
 
 // secretHeader reports whether a header's values may be credentials: a
 // tape keeps "[secret]" in their place.
-func secretHeader(name string) bool {
-	n := strings.ToLower(name)
+func secretHeader(name []byte) bool {
+	var buf [64]byte // lowered here, not on the heap, for the usual names
+	var n string
+	if len(name) <= len(buf) {
+		for i, c := range name {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[i] = c
+		}
+		n = unsafe.String(&buf[0], len(name)) // read only, within this call
+		if len(name) == 0 {
+			n = ""
+		}
+	} else {
+		n = strings.ToLower(string(name))
+	}
 	switch n {
 	case "authorization", "proxy-authorization", "cookie", "set-cookie":
 		return true
@@ -126,59 +176,80 @@ func secretHeader(name string) bool {
 	return false
 }
 
-// tapeHeaderLines returns "Name: value\n" lines as a tape keeps them:
-// secret-looking values replaced, the call's secrets masked in the rest.
-func (cs *callState) tapeHeaderLines(lines []byte) []byte {
-	var out []byte
+// appendHeaderLines appends "Name: value\n" lines to dst as a tape keeps
+// them: secret-looking values replaced, the call's secrets masked in the
+// rest.
+func (cs *callState) appendHeaderLines(dst, lines []byte) []byte {
 	for len(lines) > 0 {
 		var l []byte
 		l, lines, _ = bytes.Cut(lines, []byte{'\n'})
 		name, _, _ := bytes.Cut(l, []byte{':'})
-		if secretHeader(string(name)) {
-			out = append(out, name...)
-			out = append(out, ": "+secretMark+"\n"...)
+		if secretHeader(name) {
+			dst = append(dst, name...)
+			dst = append(dst, ": "+secretMark+"\n"...)
 			continue
 		}
-		out = append(out, cs.mask(string(l))...)
-		out = append(out, '\n')
+		dst = cs.appendMasked(dst, l)
+		dst = append(dst, '\n')
 	}
-	return out
+	return dst
+}
+
+// appendMasked appends b to dst with the call's secrets masked (mask).
+func (cs *callState) appendMasked(dst, b []byte) []byte { return append(dst, cs.maskedBytes(b)...) }
+
+// maskedBytes is b with the call's secrets masked (mask): b itself when
+// it holds none, which is the usual case and costs no copy.
+func (cs *callState) maskedBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return b
+	}
+	forms := cs.maskForms()
+	s := unsafe.String(&b[0], len(b)) // read only, within this call
+	for _, f := range forms {
+		if strings.Contains(s, f) {
+			return []byte(maskWith(forms, string(b)))
+		}
+	}
+	return b
 }
 
 // httpAsk is the Ask of an outbound request: see the kinds above.
 func (cs *callState) httpAsk(method string, rawURL []byte, header http.Header, body []byte) []byte {
-	u := cs.mask(string(rawURL))
-	if len(u) > maxAsk {
-		u = string(askOf([]byte(u)))
-	}
-	ask := make([]byte, 0, len(method)+len(u)+128)
+	u := askOf(cs.maskedBytes(rawURL))
+	raw := formatHeaderLines(header)
+	ask := make([]byte, 0, len(method)+len(u)+len(raw)+112)
 	ask = append(ask, method...)
 	ask = append(ask, ' ')
 	ask = append(ask, u...)
 	ask = append(ask, '\n')
-	lines := cs.tapeHeaderLines(formatHeaderLines(header))
-	if len(lines) > maxAsk {
-		ask = append(ask, "headers "...)
-		ask = append(ask, askOf(lines)...)
+	start := len(ask)
+	ask = cs.appendHeaderLines(ask, raw)
+	if len(ask)-start > maxAsk {
+		digest := askOf(ask[start:])
+		ask = append(ask[:start], "headers "...)
+		ask = append(ask, digest...)
 		ask = append(ask, '\n')
-	} else {
-		ask = append(ask, lines...)
 	}
 	if len(body) == 0 {
 		return append(ask, "no body\n"...)
 	}
 	// Masked before hashing: a replay reads another value for a secret,
 	// which the guest may send in the body.
-	sum := sha256.Sum256([]byte(cs.mask(string(body))))
-	return fmt.Appendf(ask, "body sha256:%s %d\n", hex.EncodeToString(sum[:]), len(body))
+	sum := sha256.Sum256(cs.maskedBytes(body))
+	ask = append(ask, "body sha256:"...)
+	ask = hex.AppendEncode(ask, sum[:])
+	ask = append(ask, ' ')
+	ask = strconv.AppendInt(ask, int64(len(body)), 10)
+	return append(ask, '\n')
 }
 
 // httpAnswer is the Answer of a response: its header lines as the tape
 // keeps them, an empty line, and its body with the call's secrets masked.
 func (cs *callState) httpAnswer(r *response) []byte {
-	a := cs.tapeHeaderLines(r.header)
+	a := cs.appendHeaderLines(make([]byte, 0, len(r.header)+len(r.body)+16), r.header)
 	a = append(a, '\n')
-	return append(a, cs.mask(string(r.body))...)
+	return cs.appendMasked(a, r.body)
 }
 
 // responseOf decodes httpAnswer's form.
@@ -205,7 +276,7 @@ func pollAsk(in []byte, n uint32) []byte {
 		}
 		switch sub[8] {
 		case eventTypeClock:
-			ask = fmt.Appendf(ask, "clock id=%d timeout=%d flags=%d userdata=%d", le.Uint32(sub[16:]), le.Uint64(sub[24:]), le.Uint16(sub[40:]), le.Uint64(sub))
+			ask = fmt.Appendf(ask, "clock id=%d flags=%d userdata=%d", le.Uint32(sub[16:]), le.Uint16(sub[40:]), le.Uint64(sub))
 		case eventTypeFdRead:
 			ask = fmt.Appendf(ask, "fd_read fd=%d userdata=%d", int32(le.Uint32(sub[16:])), le.Uint64(sub))
 		default:

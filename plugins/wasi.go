@@ -139,7 +139,7 @@ func clockTimeGet(ctx context.Context, mod api.Module, stack []uint64) {
 		var buf [20]byte
 		ask := numberAsk(&buf, uint64(id))
 		if cs.play != nil {
-			v = uint64(cs.replay(tape.KindClock, ask).Value)
+			v = uint64(cs.replayClock(ask).Value)
 		} else {
 			v = readClock(id)
 		}
@@ -181,7 +181,7 @@ func randomGet(ctx context.Context, mod api.Module, stack []uint64) {
 	if cs != nil && cs.play != nil {
 		var buf [20]byte
 		ask := numberAsk(&buf, uint64(len(b)))
-		e := cs.replay(tape.KindRandom, ask)
+		e := cs.replayRandom(ask, len(b))
 		if len(e.Answer) != len(b) {
 			cs.badTape(tape.KindRandom, "%d bytes for %d asked", len(e.Answer), len(b))
 		}

@@ -11,7 +11,8 @@ import (
 
 // The encoded form of a tape: gzip of
 //
-//	magic "WEFTTAPE" | version (1 byte) | flags (1 byte: bit 0 truncated)
+//	magic "WEFTTAPE" | version (1 byte) | flags (1 byte: bit 0 truncated,
+//	bit 1 fresh; a tape written before bit 1 decodes as not fresh)
 //	| entry count (uvarint) | entries
 //
 // where an entry is its kind, ask and answer, each a uvarint length and
@@ -21,6 +22,9 @@ import (
 const (
 	magic   = "WEFTTAPE"
 	version = 1
+
+	flagTruncated = 1 << 0
+	flagFresh     = 1 << 1
 )
 
 // MaxDecoded bounds what Unmarshal inflates: a tape's entries are capped
@@ -39,7 +43,10 @@ func (t *Tape) Marshal() ([]byte, error) {
 	raw.WriteByte(version)
 	var flags byte
 	if t.Truncated {
-		flags |= 1
+		flags |= flagTruncated
+	}
+	if t.Fresh {
+		flags |= flagFresh
 	}
 	raw.WriteByte(flags)
 	var n [binary.MaxVarintLen64]byte
@@ -86,7 +93,7 @@ func Unmarshal(b []byte) (*Tape, error) {
 		return nil, fmt.Errorf("%w: version %d, this host reads version %d", ErrMalformed, v, version)
 	}
 	flags := raw[len(magic)+1]
-	if flags&^1 != 0 {
+	if flags&^(flagTruncated|flagFresh) != 0 {
 		return nil, fmt.Errorf("%w: unknown flags %#x", ErrMalformed, flags)
 	}
 	d.at = len(magic) + 2
@@ -96,7 +103,7 @@ func Unmarshal(b []byte) (*Tape, error) {
 	if d.err == nil && count > uint64(len(raw)-d.at)/4 {
 		return nil, fmt.Errorf("%w: %d entries in %d bytes", ErrMalformed, count, len(raw)-d.at)
 	}
-	t := &Tape{Truncated: flags&1 == 1, Entries: make([]Entry, 0, count)}
+	t := &Tape{Truncated: flags&flagTruncated != 0, Fresh: flags&flagFresh != 0, Entries: make([]Entry, 0, count)}
 	for i := uint64(0); i < count && d.err == nil; i++ {
 		var e Entry
 		e.Kind = Kind(d.bytes(i, "kind"))

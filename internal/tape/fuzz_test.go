@@ -26,6 +26,16 @@ func FuzzUnmarshal(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(good, false)
+	fresh := sample()
+	fresh.Fresh, fresh.Truncated = true, true
+	goodFresh, err := fresh.Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(goodFresh, false)
+	f.Add([]byte("WEFTTAPE\x01\x02\x01\x04info\x00\x02{}\x00"), true)
+	f.Add([]byte("WEFTTAPE\x01\x03\x00"), true)
+	f.Add([]byte("WEFTTAPE\x01\x06\x00"), true)
 	f.Add([]byte("WEFTTAPE\x01\x00\x00"), true)
 	f.Add([]byte("WEFTTAPE\x01\x01\x01\x04info\x00\x02{}\x00"), true)
 	f.Fuzz(func(t *testing.T, b []byte, compress bool) {
@@ -48,8 +58,8 @@ func FuzzUnmarshal(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a decoded tape does not decode again: %v", err)
 		}
-		if back.Truncated != tp.Truncated || len(back.Entries) != len(tp.Entries) {
-			t.Fatalf("round trip changed the tape: %d/%v vs %d/%v", len(back.Entries), back.Truncated, len(tp.Entries), tp.Truncated)
+		if back.Truncated != tp.Truncated || back.Fresh != tp.Fresh || len(back.Entries) != len(tp.Entries) {
+			t.Fatalf("round trip changed the tape: %d/%v/%v vs %d/%v/%v", len(back.Entries), back.Truncated, back.Fresh, len(tp.Entries), tp.Truncated, tp.Fresh)
 		}
 		for i := range tp.Entries {
 			a, c := tp.Entries[i], back.Entries[i]

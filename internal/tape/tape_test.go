@@ -3,6 +3,7 @@ package tape_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/weftworks/weft/internal/tape"
@@ -29,6 +30,8 @@ func TestMarshalRoundTrips(t *testing.T) {
 		{"empty", &tape.Tape{}},
 		{"every kind", sample()},
 		{"truncated", func() *tape.Tape { s := sample(); s.Truncated = true; return s }()},
+		{"fresh", func() *tape.Tape { s := sample(); s.Fresh = true; return s }()},
+		{"fresh and truncated", func() *tape.Tape { s := sample(); s.Fresh, s.Truncated = true, true; return s }()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := tc.tape.Marshal()
@@ -39,14 +42,39 @@ func TestMarshalRoundTrips(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Truncated != tc.tape.Truncated || len(got.Entries) != len(tc.tape.Entries) {
-				t.Fatalf("got %d entries truncated %v, want %d, %v", len(got.Entries), got.Truncated, len(tc.tape.Entries), tc.tape.Truncated)
+			if got.Truncated != tc.tape.Truncated || got.Fresh != tc.tape.Fresh || len(got.Entries) != len(tc.tape.Entries) {
+				t.Fatalf("got %d entries truncated %v fresh %v, want %d, %v, %v", len(got.Entries), got.Truncated, got.Fresh,
+					len(tc.tape.Entries), tc.tape.Truncated, tc.tape.Fresh)
 			}
 			for i, e := range got.Entries {
 				w := tc.tape.Entries[i]
 				if e.Kind != w.Kind || !bytes.Equal(e.Ask, w.Ask) || !bytes.Equal(e.Answer, w.Answer) || e.Value != w.Value {
 					t.Errorf("entry %d = %+v, want %+v", i, e, w)
 				}
+			}
+		})
+	}
+}
+
+// TestUnmarshalReadsTapesWrittenBeforeFresh: a tape whose flags have no
+// fresh bit (all tapes written before it existed) decodes as not fresh.
+func TestUnmarshalReadsTapesWrittenBeforeFresh(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		b                []byte
+		truncated, fresh bool
+	}{
+		{"old, whole", gz(t, []byte("WEFTTAPE\x01\x00\x01\x04info\x00\x02{}\x00")), false, false},
+		{"old, truncated", gz(t, []byte("WEFTTAPE\x01\x01\x01\x04info\x00\x02{}\x00")), true, false},
+		{"fresh", gz(t, []byte("WEFTTAPE\x01\x02\x01\x04info\x00\x02{}\x00")), false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tape.Unmarshal(tc.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Truncated != tc.truncated || got.Fresh != tc.fresh || len(got.Entries) != 1 || string(got.Entries[0].Answer) != "{}" {
+				t.Errorf("decoded %+v, want truncated %v fresh %v and one info entry", got, tc.truncated, tc.fresh)
 			}
 		})
 	}
@@ -109,6 +137,7 @@ func TestRecorderCapsAndMarksTruncated(t *testing.T) {
 
 func TestPlayerAnswersInOrderAndNamesTheFirstDivergence(t *testing.T) {
 	s := sample()
+	s.Fresh = true // matched exactly (see TestPlayerLooseOnATapeThatIsNotFresh)
 	for _, tc := range []struct {
 		name   string
 		calls  []tape.Entry // kind and ask of each call
@@ -156,6 +185,126 @@ func TestPlayerAnswersInOrderAndNamesTheFirstDivergence(t *testing.T) {
 	}
 	if _, err := p.Next(tape.KindClock, []byte("0")); !errors.Is(err, tape.ErrTruncated) {
 		t.Errorf("past a truncated tape's end: %v, want ErrTruncated", err)
+	}
+}
+
+// TestCarriedStateHint: a divergence on a tape that is not fresh, and a
+// replay whose result differs from one, say that the recorded instance
+// carried state from earlier calls; on a fresh tape they do not.
+func TestCarriedStateHint(t *testing.T) {
+	for _, fresh := range []bool{false, true} {
+		s := sample()
+		s.Fresh = fresh
+		p := tape.NewPlayer(s)
+		if p.Fresh() != fresh {
+			t.Errorf("Player.Fresh() = %v, want %v", p.Fresh(), fresh)
+		}
+		_, err := p.Next(tape.KindCancelled, nil)
+		var d *tape.Divergence
+		if !errors.As(err, &d) || d.Carried == fresh {
+			t.Fatalf("fresh %v: divergence %#v, want Carried %v", fresh, err, !fresh)
+		}
+		hinted := strings.Contains(err.Error(), "carried state from earlier calls")
+		if errors.Is(err, tape.ErrCarriedState) != !fresh || hinted != !fresh {
+			t.Errorf("fresh %v: %q matches ErrCarriedState %v", fresh, err, errors.Is(err, tape.ErrCarriedState))
+		}
+		if errors.Is(err, tape.ErrTruncated) {
+			t.Errorf("fresh %v: %q matches ErrTruncated", fresh, err)
+		}
+		derr := s.Differs("output {\"a\":1}, recorded {\"a\":2}")
+		if !errors.Is(derr, tape.ErrDiffers) || errors.Is(derr, tape.ErrCarriedState) != !fresh || !strings.Contains(derr.Error(), `{"a":2}`) {
+			t.Errorf("fresh %v: Differs = %q", fresh, derr)
+		}
+	}
+	cut := &tape.Tape{Truncated: true}
+	_, err := tape.NewPlayer(cut).Next(tape.KindInfo, nil)
+	if !errors.Is(err, tape.ErrTruncated) || !errors.Is(err, tape.ErrCarriedState) {
+		t.Errorf("past the end of a truncated tape that is not fresh: %v", err)
+	}
+	r := tape.NewRecorder(0)
+	r.MarkFresh()
+	if !r.Tape().Fresh {
+		t.Error("MarkFresh did not mark the tape fresh")
+	}
+}
+
+// TestPlayerLooseOnATapeThatIsNotFresh: on a tape that is not fresh, a
+// clock read the tape does not hold is answered with that clock's latest
+// reading (or its next one), readings the guest does not ask for are
+// passed over, a seed's worth of random bytes it does not hold is zeros,
+// and Left counts no clock reading; never endlessly, and never on a
+// fresh tape.
+func TestPlayerLooseOnATapeThatIsNotFresh(t *testing.T) {
+	clock := func(id string, v int64) tape.Entry {
+		return tape.Entry{Kind: tape.KindClock, Ask: []byte(id), Value: v}
+	}
+	poll := tape.Entry{Kind: tape.KindPoll, Ask: []byte("clock id=1 flags=0 userdata=0"), Answer: make([]byte, 32)}
+	hb := tape.Entry{Kind: tape.KindHeartbeat, Ask: []byte("{}")}
+	tp := &tape.Tape{Entries: []tape.Entry{clock("1", 10), clock("1", 11), poll, clock("0", 500), clock("1", 20), clock("1", 21), hb, clock("1", 30)}}
+
+	p := tape.NewPlayer(tp)
+	want := func(e tape.Entry, err error, v int64) {
+		t.Helper()
+		if err != nil || e.Value != v {
+			t.Fatalf("answered %+v, %v; want %d", e, err, v)
+		}
+	}
+	e, err := p.Clock([]byte("1"))
+	want(e, err, 10)
+	e, err = p.Clock([]byte("1"))
+	want(e, err, 11)
+	e, err = p.Clock([]byte("1")) // one more than recorded: the latest again
+	want(e, err, 11)
+	if _, err := p.Next(poll.Kind, poll.Ask); err != nil {
+		t.Fatal(err)
+	}
+	e, err = p.Clock([]byte("1")) // passes over clock 0
+	want(e, err, 20)
+	if _, err := p.Next(hb.Kind, hb.Ask); err != nil { // passes over clock 1 at 21
+		t.Fatal(err)
+	}
+	e, err = p.Clock([]byte("0")) // passed over: its latest
+	want(e, err, 500)
+	if p.Left() != 0 {
+		t.Errorf("Left() = %d with only a clock reading left", p.Left())
+	}
+	e, err = p.Random([]byte("16"), 16) // a seed the tape does not hold
+	if err != nil || len(e.Answer) != 16 || !bytes.Equal(e.Answer, make([]byte, 16)) {
+		t.Errorf("a loose seed: %+v, %v", e, err)
+	}
+	if _, err := p.Random([]byte("128"), 128); !errors.As(err, new(*tape.Divergence)) {
+		t.Errorf("128 random bytes the tape does not hold: %v, want a divergence", err)
+	}
+	e, err = p.Clock([]byte("1"))
+	want(e, err, 30)
+	var err2 error
+	for range 100 { // a guest waiting for its clock to move
+		if _, err2 = p.Clock([]byte("1")); err2 != nil {
+			break
+		}
+	}
+	if !errors.Is(err2, tape.ErrCarriedState) {
+		t.Errorf("endless reads of a clock that does not move: %v, want a divergence", err2)
+	}
+
+	// A clock the tape never read diverges.
+	if _, err := tape.NewPlayer(tp).Clock([]byte("2")); !errors.As(err, new(*tape.Divergence)) {
+		t.Errorf("a clock the tape never read: %v", err)
+	}
+	// The same calls on a fresh tape are matched exactly.
+	fresh := *tp
+	fresh.Fresh = true
+	p = tape.NewPlayer(&fresh)
+	p.Clock([]byte("1"))
+	p.Clock([]byte("1"))
+	if _, err := p.Clock([]byte("1")); !errors.As(err, new(*tape.Divergence)) {
+		t.Errorf("a clock read more than recorded on a fresh tape: %v", err)
+	}
+	if _, err := tape.NewPlayer(&fresh).Random([]byte("16"), 16); !errors.As(err, new(*tape.Divergence)) {
+		t.Errorf("random bytes a fresh tape does not hold: %v", err)
+	}
+	if n := tape.NewPlayer(&fresh).Left(); n != len(fresh.Entries) {
+		t.Errorf("Left() of a fresh tape = %d, want %d", n, len(fresh.Entries))
 	}
 }
 

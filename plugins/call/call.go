@@ -75,20 +75,36 @@ type Call struct {
 	// cancellation answers, each HTTP request's response or failure (with
 	// secret-looking header values and the call's secrets masked), the
 	// clocks, random bytes and what poll_oneoff returned. With nil nothing
-	// is recorded, at the cost of a nil check per host call. A call that
-	// records (or replays) runs on a new instance whose initialisation
-	// is on the tape too: a guest's state from its start and its earlier
-	// calls (a runtime's random seeds and timers) is part of what it
-	// observes. That instance costs the call an instantiation.
+	// is recorded, at the cost of a nil check per host call. The call
+	// runs on whatever instance the pool gives, as without Record, so
+	// recording costs only the entries; when that instance was made for
+	// the call, its initialisation is on the tape too and the tape is
+	// Fresh (see RecordExact).
 	Record *tape.Recorder
+	// RecordExact makes a call that records run on a new instance whose
+	// initialisation is on the tape too (a Fresh tape), at the cost of
+	// an instantiation (milliseconds for a Go guest): a guest's state
+	// from its start and its earlier calls (a runtime's random seeds,
+	// the clock readings its timers count from, its heap) is part of
+	// what it observes, and only a tape that begins at the instance's
+	// start holds all of it, so that a replay runs the call again byte
+	// for byte whatever the guest. Without it, a replay initialises a
+	// new instance live and answers the call from the tape, which most
+	// guests follow exactly; one that does not is reported with
+	// tape.ErrCarriedState. Ignored without Record.
+	RecordExact bool
 	// Replay, when not nil, answers those host calls from a tape instead
 	// of the world: no network, no real clock, no sleep, no rate limiter,
 	// no grants (the tape's requests were granted when recorded, and
-	// nothing leaves the host). The guest runs in the same sandbox, under
+	// nothing leaves the host). It runs on a new instance: initialised
+	// from the tape when the tape is Fresh, and otherwise live (the real
+	// clocks and random bytes, nothing compared with or taken from the
+	// tape), the tape answering the call itself. The guest runs in the same sandbox, under
 	// the same deadline (Timeout and ctx); its info document is the
 	// tape's, so it reads the recorded deadline. The first host call that
 	// differs from the tape stops the guest with an error matching
-	// ErrDiverged. A guest that returns with entries left on the tape
+	// ErrDiverged (and tape.ErrCarriedState too when the tape is not
+	// Fresh: see RecordExact). A guest that returns with entries left on the tape
 	// "ended early": the call succeeds, and Replay.Left() is above zero.
 	Replay *tape.Player
 	// ReplaySecrets, when not nil, gives a replayed guest the value of
