@@ -24,7 +24,6 @@ import (
 	"github.com/weftworks/weft/host/config"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/tracing"
 )
 
 // ErrUnsafeListen: the host was asked to listen beyond loopback without
@@ -158,7 +157,7 @@ func (s *server) start() {
 	go func() { s.ran <- s.node.Run(ctx) }()
 	go func() { s.served <- s.api.Serve(s.ln) }()
 	attrs := []any{"addr", s.ln.Addr().String(), "node", s.cfg.NodeID, "store", s.cfg.Store, "data_dir", s.cfg.DataDir}
-	if t := s.cfg.Tracing; t.Exporter == tracing.ExporterOTLP {
+	if t := s.cfg.Tracing; t.On() {
 		attrs = append(attrs, "tracing", t.Protocol, "tracing_endpoint", cmp.Or(t.Endpoint, "(the exporter's default)"), "sample_rate", t.SampleRate)
 	}
 	if len(s.cfg.Auth.Tokens) == 0 {
@@ -252,7 +251,7 @@ func serveCmd(args, env []string, stderr io.Writer) int {
 		return exitFailed
 	}
 	log := cfg.Logger(stderr)
-	if cfg.Tracing.Exporter == tracing.ExporterOTLP {
+	if cfg.Tracing.On() {
 		// The OpenTelemetry SDK reports what goes wrong inside it (a
 		// collector's partial success, a resource it cannot read) to the
 		// process's one global error handler, by default the standard

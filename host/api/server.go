@@ -112,9 +112,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/weftworks/weft/host/node"
-	"github.com/weftworks/weft/internal/tracing"
 )
 
 // Config configures a Server.
@@ -347,7 +347,7 @@ type Server struct {
 
 	silent silentConns // connections that have sent nothing yet
 
-	tracer *tracing.Tracer // the node's; nil when tracing is off
+	tracer trace.Tracer // of the node's provider; nil when tracing is off
 
 	mu       sync.Mutex
 	shutdown bool         // Shutdown was called
@@ -369,7 +369,10 @@ func New(cfg Config, n *node.Node) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, node: n, auth: auth, budget: newBudget(int64(cfg.BodyBudget)), draining: make(chan struct{}), streams: make(chan struct{}, cfg.MaxStreams), tracer: n.Tracer()}
+	s := &Server{cfg: cfg, log: cfg.Logger, node: n, auth: auth, budget: newBudget(int64(cfg.BodyBudget)), draining: make(chan struct{}), streams: make(chan struct{}, cfg.MaxStreams)}
+	if tp := n.TracerProvider(); tp != nil {
+		s.tracer = tp.Tracer(tracerScope)
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "weft",
 		DisableStartupMessage: true,

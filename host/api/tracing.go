@@ -10,9 +10,10 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/weftworks/weft/internal/tracing"
 )
+
+// tracerScope is the instrumentation scope of the API's spans.
+const tracerScope = "github.com/weftworks/weft/host/api"
 
 // attrRequestID is the span attribute of the request's id (X-Request-Id).
 const attrRequestID = "weft.request_id"
@@ -21,7 +22,7 @@ const attrRequestID = "weft.request_id"
 // span when the request carries a valid W3C traceparent (and its
 // tracestate), and makes it the request's context for the handlers, which
 // pass it to the node and the engine. A traceparent also marks the context
-// with tracing.Join: an instance the request starts is then a child of
+// with the node's JoinCallerTrace: an instance the request starts is then a child of
 // the request's span, in the caller's trace; without one the instance
 // gets a trace of its own, linked to the request's. It returns nil, and
 // does nothing else, when tracing is off. The span is named after the
@@ -32,7 +33,7 @@ func (s *Server) startSpan(c *fiber.Ctx) trace.Span {
 	}
 	ctx := propagation.TraceContext{}.Extract(c.UserContext(), headerCarrier{&c.Request().Header})
 	if trace.SpanContextFromContext(ctx).IsValid() {
-		ctx = tracing.Join(ctx)
+		ctx = s.node.JoinCallerTrace(ctx)
 	}
 	method := c.Method()
 	if _, unknown := c.Locals(localUnknownMethod).(string); unknown {

@@ -74,7 +74,7 @@ func (h *host) flush() {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.node.Tracer().Provider().(interface{ ForceFlush(context.Context) error }).ForceFlush(ctx); err != nil {
+	if err := h.node.TracerProvider().(interface{ ForceFlush(context.Context) error }).ForceFlush(ctx); err != nil {
 		h.t.Fatalf("flushing the spans: %v", err)
 	}
 }
@@ -171,7 +171,7 @@ func TestTracingRequestSpans(t *testing.T) {
 func TestTracingOffMakesNoSpans(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	if h.node.Tracer() != nil {
+	if h.node.TracerProvider() != nil {
 		t.Fatal("a node without tracing configured has a Tracer")
 	}
 	if res := h.traced(http.MethodGet, "/v1/instances/nope", callerTP, nil); res.StatusCode != http.StatusNotFound {

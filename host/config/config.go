@@ -96,6 +96,9 @@ type tracingConfig struct {
 	ViewerURL string `koanf:"viewer_url"`
 }
 
+// On reports whether the host exports traces (tracing.exporter: otlp).
+func (t tracingConfig) On() bool { return t.Exporter == tracing.ExporterOTLP }
+
 // redisConfig configures how cluster mode uses Redis.
 type redisConfig struct {
 	// WaitReplicas, when above 0, makes every write of the store wait

@@ -32,6 +32,8 @@
 package node
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -472,9 +474,20 @@ func (n *Node) now() time.Time {
 	return time.Now()
 }
 
-// Tracer is the node's Tracer, for the spans of the API's requests; nil
-// when tracing is off.
-func (n *Node) Tracer() *tracing.Tracer { return n.tracer }
+// TracerProvider is the provider of the node's spans, for the faces that
+// make spans of their own (the API's requests); nil when tracing is off.
+func (n *Node) TracerProvider() trace.TracerProvider {
+	if n.tracer == nil {
+		return nil
+	}
+	return n.tracer.Provider()
+}
+
+// JoinCallerTrace marks ctx so that an instance started under it is a
+// child of ctx's span, in its caller's trace, rather than a trace of its
+// own linked to it: what a request that carried a W3C traceparent asks
+// (docs/observability.md, "Who is the parent").
+func (n *Node) JoinCallerTrace(ctx context.Context) context.Context { return tracing.Join(ctx) }
 
 // Run runs the engine until ctx ends and returns once its workers and
 // background loops stopped.
