@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // The runtime's own errors, about a version rather than one call; the

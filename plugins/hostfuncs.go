@@ -10,9 +10,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // callState is what the host functions know about the call in progress.

@@ -27,9 +27,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // response is the last response of a call, kept for the guest to read.

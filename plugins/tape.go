@@ -11,8 +11,8 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // Recording and replaying a call's host answers (call.Call's Record,

@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // tapedCall is one activity call of a record-then-replay test. Heartbeat

@@ -12,7 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/internal/tape"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // WASI preview 1 errnos the host's own functions return.

@@ -9,7 +9,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/internal/tape"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // WASI preview 1 poll_oneoff layout: a subscription is 48 bytes (userdata

@@ -181,19 +181,19 @@ func TestEngineLinksNoWazero(t *testing.T) {
 // chaos harness among them, read the stores directly); the API reaches the
 // core through the node alone, naming things with the vocabulary (weft),
 // the wire types and the faces whose documents and errors it maps (abi,
-// plugins, plugins/grant, lock); the client links only the wire types; the
+// plugins, plugins/grant, plugins/tape, lock); the client links only the wire types; the
 // wire types import nothing of the module, the vocabulary only abi.
 func TestImportRules(t *testing.T) {
 	t.Parallel()
 	const module = "github.com/weftworks/weft/"
 	faces := []string{"abi", "host/api", "host/api/apiv1", "host/client", "host/config", "host/node", "host/weft",
-		"plugins", "plugins/blobfile", "plugins/call", "plugins/grant"}
+		"plugins", "plugins/blobfile", "plugins/call", "plugins/grant", "plugins/tape"}
 	rules := map[string][]string{
 		"cmd/host":       faces,
 		"host/client":    {"host/api/apiv1"},
 		"host/api/apiv1": {},
 		"host/weft":      {"abi"},
-		"host/api":       {"abi", "host/api/apiv1", "host/console", "host/node", "host/weft", "lock", "plugins", "plugins/grant"},
+		"host/api":       {"abi", "host/api/apiv1", "host/console", "host/node", "host/weft", "lock", "plugins", "plugins/grant", "plugins/tape"},
 	}
 	var pkgs []string
 	for p := range rules {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,11 +15,14 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/blobfile"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // The local plugin commands run a plugin in the host's sandbox without a
@@ -139,6 +143,9 @@ type callLog struct {
 }
 
 func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-replay" || args[0] == "--replay" || strings.HasPrefix(args[0], "-replay=") || strings.HasPrefix(args[0], "--replay=")) {
+		return pluginReplay(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("weft plugin call", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	input := fs.String("input", "", "the input `document` (JSON), or @FILE")
@@ -151,7 +158,7 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	grants.add(fs)
 	const synopsis = "usage: weft plugin call FILE.wasm ACTIVITY [flags]"
 	if asksForHelp(args) {
-		fmt.Fprintf(stdout, "%s\n\nRuns one activity call in the host's sandbox, without a server.\n\nflags:\n", synopsis)
+		fmt.Fprintf(stdout, "%s\n\nRuns one activity call in the host's sandbox, without a server.\nweft plugin call --replay BUNDLE [--plugin FILE.wasm] replays a bundled attempt (weft attempt export) instead.\n\nflags:\n", synopsis)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		return exitOK
@@ -275,4 +282,148 @@ func pluginCall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitFailed
 	}
 	return exitOK
+}
+
+// pluginReplay is weft plugin call --replay BUNDLE [--plugin FILE.wasm]:
+// it replays a recorded attempt that weft attempt export bundled, offline,
+// in the local runtime: the bundle's module (or the candidate --plugin)
+// runs the attempt's activity with its input, answered from its tape, and
+// the report says how the replay compares with the recording, as weft
+// attempt replay prints it. Exit 0 when it ended as recorded, 1 otherwise.
+func pluginReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("weft plugin call --replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bundlePath := fs.String("replay", "", "a `BUNDLE` that weft attempt export wrote")
+	candidate := fs.String("plugin", "", "a candidate module `FILE.wasm` to run in place of the bundle's")
+	timeout := fs.Duration("timeout", 30*time.Second, "the call's `deadline`")
+	output := fs.String("o", "text", "output: text or json (the report)")
+	const synopsis = "usage: weft plugin call --replay BUNDLE [--plugin FILE.wasm] [-timeout D] [-o text|json]"
+	if asksForHelp(args) {
+		fmt.Fprintf(stdout, "%s\n\nReplays a bundled attempt offline, answered from its tape.\n\nflags:\n", synopsis)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return exitOK
+	}
+	fs.Usage = func() { fmt.Fprintln(stderr, synopsis) }
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() > 0 || *bundlePath == "" || (*output != "text" && *output != "json") {
+		fmt.Fprintln(stderr, synopsis)
+		return exitUsage
+	}
+	data, err := readCandidate(*bundlePath)
+	if err != nil {
+		fmt.Fprintf(stderr, "weft: --replay: %v\n", err)
+		return exitUsage
+	}
+	b, at, err := tape.UnmarshalBundle(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "weft: --replay %s: %v\n", *bundlePath, err)
+		return exitFailed
+	}
+	rt, cleanup, err := localRuntime(ctx, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "weft: %v\n", err)
+		return exitInternal
+	}
+	defer cleanup()
+	wasm := b.Module
+	if *candidate != "" {
+		if wasm, err = readCandidate(*candidate); err != nil {
+			fmt.Fprintf(stderr, "weft: --plugin: %v\n", err)
+			return exitUsage
+		}
+	}
+	m, err := rt.Load(ctx, wasm)
+	if err != nil {
+		fmt.Fprintf(stderr, "weft: loading the module to replay: %v\n", err)
+		return exitFailed
+	}
+	if !m.Has(at.Activity) {
+		fmt.Fprintf(stderr, "weft: the module (version %s) has no activity %q\n", shortHash(m.Version), at.Activity)
+		return exitFailed
+	}
+	r := replayLocally(ctx, rt, m.Version, at, *timeout)
+	if *output == "json" {
+		out, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "weft: %v\n", err)
+			return exitInternal
+		}
+		fmt.Fprintf(stdout, "%s\n", out)
+	} else {
+		printReplay(stdout, r)
+	}
+	if r.Outcome != string(weft.ReplaySame) {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// replayLocally runs the recorded attempt at against version, answered
+// from its tape, and compares the end with the recording as the host's
+// replay does (host/node's ReplayAttempt, whose classification this
+// follows: keep the two alike).
+func replayLocally(ctx context.Context, rt *plugins.Runtime, version string, at *tape.Attempt, timeout time.Duration) *apiv1.ReplayReport {
+	t := at.Tape
+	if t == nil {
+		t = &tape.Tape{}
+	}
+	player := tape.NewPlayer(t)
+	c := call.Call{
+		Activity: at.Activity, Input: at.Input, Timeout: timeout, Replay: player,
+		Info: abi.Info{InstanceID: "replay", Plugin: at.Plugin, Activity: at.Activity, Attempt: 1},
+	}
+	start := time.Now()
+	out, err := rt.Invoke(ctx, version, c)
+	if err == nil {
+		if err = call.CheckOutput(out); err != nil {
+			err = &call.Error{Version: version, Activity: at.Activity, Err: err}
+		}
+	}
+	r := &apiv1.ReplayReport{
+		Activity: at.Activity, Plugin: at.Plugin, RecordedVersion: at.PluginVersion, ReplayedVersion: version,
+		Left: player.Left(), DurationMS: time.Since(start).Milliseconds(),
+	}
+	if at.FailureCode != "" {
+		r.RecordedFailure = &apiv1.ReplayFailure{Code: at.FailureCode, Message: at.FailureMessage}
+	} else if call.CheckOutput(at.Output) == nil {
+		r.RecordedOutput = at.Output
+	}
+	if err == nil {
+		r.Output = out
+	}
+	var d *tape.Divergence
+	switch {
+	case errors.Is(err, call.ErrDiverged):
+		r.Outcome = string(weft.ReplayDiverged)
+		if errors.Is(err, tape.ErrTruncated) {
+			r.Outcome = string(weft.ReplayTruncated)
+		}
+		r.Failure = &apiv1.ReplayFailure{Code: "diverged", Message: err.Error()}
+		if errors.As(err, &d) {
+			r.Divergence = &apiv1.ReplayDivergence{Index: d.Index, Note: d.Error(),
+				Want: apiv1.ReplayCall{Kind: string(d.Want.Kind), Ask: string(d.Want.Ask)}, Got: apiv1.ReplayCall{Kind: string(d.GotKind), Ask: string(d.GotAsk)}}
+		}
+		return r
+	case err != nil:
+		r.Failure = &apiv1.ReplayFailure{Code: node.ClassifyCall(err).Code, Message: err.Error()}
+		var ge *call.GuestError
+		if errors.As(err, &ge) {
+			r.Failure.Message = ge.Message
+		}
+		if at.FailureCode == "" || at.FailureCode != r.Failure.Code {
+			r.Outcome = string(weft.ReplayFailed)
+			return r
+		}
+	case at.FailureCode != "" || !bytes.Equal(out, at.Output):
+		r.Outcome = string(weft.ReplayDifferentOutput)
+		return r
+	}
+	r.Outcome = string(weft.ReplaySame)
+	if r.Left > 0 {
+		r.Outcome = string(weft.ReplayEndedEarly)
+	}
+	return r
 }

@@ -25,6 +25,9 @@
 //	weft admin status
 //	weft admin refresh [WORKFLOW...]
 //	weft admin backup FILE|-
+//	weft attempt ls INSTANCE_ID
+//	weft attempt replay INSTANCE_ID --step STEP --attempt N [--exec E] [--plugin FILE.wasm]
+//	weft attempt export INSTANCE_ID --step STEP --attempt N [--exec E] --module FILE.wasm --file FILE|-
 //
 // and three local commands, without a server, write a plugin and run one
 // in the host's sandbox:
@@ -35,6 +38,7 @@
 //	    [-config k=v]... [-secret NAME=REF]... [-host PATTERN]... [-private-networks]
 //	    [-rate N/PERIOD [-burst N] [-max-wait D] [-rate-key KEY]]
 //	    [-last-heartbeat JSON] [-cancel-at-heartbeat N] [-o text|json]
+//	weft plugin call --replay BUNDLE [--plugin FILE.wasm] [-timeout D] [-o text|json]
 //
 // Exit codes: 0 ok; 1 failed (the run failed or was cancelled, the request
 // or the plugin was refused, the host cannot start); 2 usage; 3 server or
@@ -139,6 +143,11 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"batch items":           a.batchItems,
 		"batch confirm":         a.batchConfirm,
 		"batch cancel":          a.batchCancel,
+
+		// Recorded attempts (docs/http-api.md#tapes).
+		"attempt ls":     a.attemptList,
+		"attempt replay": a.attemptReplay,
+		"attempt export": a.attemptExport,
 	}
 }
 
@@ -192,7 +201,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 // isGroup reports whether name is a group of commands (weft instance ...).
 func isGroup(name string) bool {
 	switch name {
-	case "plugin", "workflow", "instance", "event", "schedule", "flow", "batch", "admin":
+	case "plugin", "workflow", "instance", "event", "schedule", "flow", "batch", "admin", "attempt":
 		return true
 	}
 	return false
@@ -349,6 +358,13 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft admin status               whether the host is alive and ready (exit 0 only when ready)
   weft admin refresh [WORKFLOW...]
   weft admin backup FILE|-        a backup of the embedded store, taken while the host runs
+  weft attempt ls INSTANCE_ID     the instance's recorded attempts (docs/http-api.md#tapes)
+  weft attempt replay INSTANCE_ID --step STEP --attempt N [--exec E] [--plugin FILE.wasm]
+      replays a recorded attempt against its version, or a candidate module (admin);
+      exit 0 when it ended as recorded, 1 otherwise
+  weft attempt export INSTANCE_ID --step STEP --attempt N [--exec E] --module FILE.wasm --file FILE|-
+      a bundle of the recorded attempt and its module (admin), which
+      weft plugin call --replay BUNDLE [--plugin FILE.wasm] replays offline
 
 A plugin, locally, without a server:
   weft plugin new NAME [-dir DIR] [-module PATH] [-sdk DIR]
@@ -370,6 +386,9 @@ A plugin, locally, without a server:
       -timeout D          the call's deadline (default 30s)
       -cancel-at-heartbeat N  request cancellation when heartbeat N arrives
       -o text|json        json: the output or failure, logs, heartbeats and requests
+  weft plugin call --replay BUNDLE [--plugin FILE.wasm] [-timeout D] [-o text|json]
+      replay a recorded attempt that weft attempt export bundled, answered from its tape,
+      with the bundle's module or a candidate; print the report (exit 0: as recorded)
 
 Exit codes: 0 ok, 1 failed or refused, 2 usage, 3 server or transport error,
 4 not found, 5 unauthorized or forbidden, 6 --wait=DURATION ended first, 130 interrupted.

@@ -108,6 +108,9 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodGet, path: "/v1/instances/:id/stream", perm: permRead, handler: s.streamInstance},
 		{method: fiber.MethodGet, path: "/v1/instances/:id/state", perm: permRead, handler: s.exportState},
 		{method: fiber.MethodPut, path: "/v1/instances/:id/state", perm: permOperate, handler: s.importState},
+		{method: fiber.MethodGet, path: "/v1/instances/:id/tapes", perm: permRead, handler: s.listTapes},
+		{method: fiber.MethodGet, path: "/v1/instances/:id/tapes/:attempt", perm: permAdmin, handler: s.getTape},
+		{method: fiber.MethodPost, path: "/v1/instances/:id/tapes/:attempt/replay", perm: permAdmin, pluginBody: true, handler: s.replayTape},
 
 		{method: fiber.MethodPost, path: "/v1/events", perm: permOperate, handler: s.sendEvent},
 		{method: fiber.MethodGet, path: "/v1/events/dead", perm: permRead, handler: s.deadLetters},

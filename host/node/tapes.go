@@ -11,8 +11,8 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/retry/classify"
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // Recorded attempts (docs/replay.md): the node lists an instance's

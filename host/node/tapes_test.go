@@ -12,8 +12,8 @@ import (
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/internal/testplugins"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // failing is a workflow whose one activity fails its only attempt.

@@ -11,7 +11,7 @@ import (
 )
 
 // Recorded attempts (docs/replay.md): the host may keep, for an activity
-// attempt, the tape of every answer it gave the guest (internal/tape), so
+// attempt, the tape of every answer it gave the guest (plugins/tape), so
 // that the attempt can be run again anywhere, answered from the tape. A
 // RecordPolicy says which attempts keep theirs, a TapeKey names a tape,
 // and a TapeRecord is what the stores list of one.

@@ -23,10 +23,10 @@ import (
 	"github.com/weftworks/weft/internal/runner"
 	"github.com/weftworks/weft/internal/slots"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/grant"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // execution is one run of an instance under its lock: from taking the lock

@@ -9,7 +9,7 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/runner"
-	"github.com/weftworks/weft/internal/tape"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // Recorded attempts (docs/replay.md): an attempt whose step's policy

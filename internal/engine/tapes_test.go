@@ -12,8 +12,8 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/call"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // flakyWorkflow is a workflow whose one activity fails its first attempt

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/internal/tape"
 	"github.com/weftworks/weft/plugins/grant"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // Call is one activity call.

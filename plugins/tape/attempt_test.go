@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/weftworks/weft/internal/tape"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // sampleAttempt is a failed attempt with a tape.

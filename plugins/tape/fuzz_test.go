@@ -5,7 +5,7 @@ import (
 	"compress/gzip"
 	"testing"
 
-	"github.com/weftworks/weft/internal/tape"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // writeGzip writes b gzipped to w.

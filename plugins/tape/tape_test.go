@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weftworks/weft/internal/tape"
+	"github.com/weftworks/weft/plugins/tape"
 )
 
 // sample is a tape of each kind of call.
