@@ -86,6 +86,8 @@ type Metrics struct {
 	timerLateness    prometheus.Histogram
 	takeovers        prometheus.Counter
 	abandoned        *prometheus.CounterVec
+	// tapes counts the recorded attempts the engine kept, and lost.
+	tapes *prometheus.CounterVec
 	rateTurns        *prometheus.CounterVec
 	rateWait         *prometheus.HistogramVec
 	// storeDuration and storeErrors are the store's operations, timed and
@@ -196,6 +198,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "attempts_abandoned_total",
 			Help: "Attempts that ended without their result applied, by reason (node_lost, superseded).",
 		}, []string{"reason"}),
+		tapes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "tapes_written_total",
+			Help: "Recorded attempts the engine kept (docs/replay.md), by the attempt's outcome (completed, failed, timed_out, cancelled) and result (stored, or lost: the store refused the write, which never fails the attempt).",
+		}, []string{"outcome", "result"}),
 		rateTurns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "rate_limit_turns_total",
 			Help: "Turns asked of the rate limits, by kind of key (step: an activity step's rate_limit; host: a grant's host rule) and result: granted, refused (further ahead than the caller would wait), error (the limiter failed).",
@@ -275,7 +281,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.slotWait, m.slotCancels, m.batchItems, m.rateTurns, m.rateWait, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
-		m.outbound, m.outboundDuration, m.instanceDuration, m.timerLateness, m.takeovers, m.abandoned,
+		m.outbound, m.outboundDuration, m.instanceDuration, m.timerLateness, m.takeovers, m.abandoned, m.tapes,
 		m.storeDuration, m.storeErrors, m.gaugeRefreshErrors, newBuildInfo(),
 	} {
 		if err := reg.Register(c); err != nil {
@@ -362,6 +368,16 @@ func (m *Metrics) InstanceTakenOver() { m.takeovers.Inc() }
 // AttemptAbandoned counts an attempt whose result was not applied, by
 // reason; it implements the engine's Observer.
 func (m *Metrics) AttemptAbandoned(reason string) { m.abandoned.WithLabelValues(reason).Inc() }
+
+// TapeWritten counts a recorded attempt the engine kept: stored when err
+// is nil, lost otherwise; it implements the engine's TapeObserver.
+func (m *Metrics) TapeWritten(outcome weft.TapeOutcome, err error) {
+	result := "stored"
+	if err != nil {
+		result = "lost"
+	}
+	m.tapes.WithLabelValues(string(outcome), result).Inc()
+}
 
 // HTTPRequest records one answered HTTP request. route is the registered
 // pattern (such as /v1/instances/:id), or "unmatched" for requests that

@@ -397,6 +397,14 @@ func TestObserverInstanceLife(t *testing.T) {
 	obs.AttemptAbandoned(engine.AbandonedNodeLost)
 	obs.AttemptAbandoned(engine.AbandonedSuperseded)
 	obs.AttemptAbandoned(engine.AbandonedSuperseded)
+	// The engine asks its Observer for this one (engine.TapeObserver).
+	tapes, ok := obs.(engine.TapeObserver)
+	if !ok {
+		t.Fatal("Metrics does not count the engine's tapes (engine.TapeObserver)")
+	}
+	tapes.TapeWritten(weft.TapeFailed, nil)
+	tapes.TapeWritten(weft.TapeFailed, nil)
+	tapes.TapeWritten(weft.TapeTimedOut, errors.New("store down"))
 	for _, c := range []struct {
 		family string
 		labels []string
@@ -408,6 +416,8 @@ func TestObserverInstanceLife(t *testing.T) {
 		{"weft_instance_takeovers_total", nil, 2},
 		{"weft_attempts_abandoned_total", []string{"reason", "node_lost"}, 1},
 		{"weft_attempts_abandoned_total", []string{"reason", "superseded"}, 2},
+		{"weft_tapes_written_total", []string{"outcome", "failed", "result", "stored"}, 2},
+		{"weft_tapes_written_total", []string{"outcome", "timed_out", "result", "lost"}, 1},
 	} {
 		if v := value(t, reg, c.family, c.labels...); v != c.want {
 			t.Errorf("%s%v = %v, want %v", c.family, c.labels, v, c.want)
