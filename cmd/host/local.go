@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/abi"
-	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/api"
 	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins"
@@ -344,7 +343,14 @@ func pluginReplay(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "weft: the module (version %s) has no activity %q\n", shortHash(m.Version), at.Activity)
 		return exitFailed
 	}
-	r := replayLocally(ctx, rt, m.Version, at, *timeout)
+	// The bundle names no instance: the report and the guest's info say
+	// "replay", attempt 1, as the host's key would name the attempt.
+	rep, err := node.Replay(ctx, rt, m.Version, at, weft.TapeKey{InstanceID: "replay", Attempt: 1}, *timeout, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "weft: replaying: %v\n", err)
+		return exitFailed
+	}
+	r := api.ReplayDocument(rep)
 	if *output == "json" {
 		out, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
@@ -353,77 +359,10 @@ func pluginReplay(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		fmt.Fprintf(stdout, "%s\n", out)
 	} else {
-		printReplay(stdout, r)
+		printReplay(stdout, &r)
 	}
 	if r.Outcome != string(weft.ReplaySame) {
 		return exitFailed
 	}
 	return exitOK
-}
-
-// replayLocally runs the recorded attempt at against version, answered
-// from its tape, and compares the end with the recording as the host's
-// replay does (host/node's ReplayAttempt, whose classification this
-// follows: keep the two alike).
-func replayLocally(ctx context.Context, rt *plugins.Runtime, version string, at *tape.Attempt, timeout time.Duration) *apiv1.ReplayReport {
-	t := at.Tape
-	if t == nil {
-		t = &tape.Tape{}
-	}
-	player := tape.NewPlayer(t)
-	c := call.Call{
-		Activity: at.Activity, Input: at.Input, Timeout: timeout, Replay: player,
-		Info: abi.Info{InstanceID: "replay", Plugin: at.Plugin, Activity: at.Activity, Attempt: 1},
-	}
-	start := time.Now()
-	out, err := rt.Invoke(ctx, version, c)
-	if err == nil {
-		if err = call.CheckOutput(out); err != nil {
-			err = &call.Error{Version: version, Activity: at.Activity, Err: err}
-		}
-	}
-	r := &apiv1.ReplayReport{
-		Activity: at.Activity, Plugin: at.Plugin, RecordedVersion: at.PluginVersion, ReplayedVersion: version,
-		Left: player.Left(), DurationMS: time.Since(start).Milliseconds(),
-	}
-	if at.FailureCode != "" {
-		r.RecordedFailure = &apiv1.ReplayFailure{Code: at.FailureCode, Message: at.FailureMessage}
-	} else if call.CheckOutput(at.Output) == nil {
-		r.RecordedOutput = at.Output
-	}
-	if err == nil {
-		r.Output = out
-	}
-	var d *tape.Divergence
-	switch {
-	case errors.Is(err, call.ErrDiverged):
-		r.Outcome = string(weft.ReplayDiverged)
-		if errors.Is(err, tape.ErrTruncated) {
-			r.Outcome = string(weft.ReplayTruncated)
-		}
-		r.Failure = &apiv1.ReplayFailure{Code: "diverged", Message: err.Error()}
-		if errors.As(err, &d) {
-			r.Divergence = &apiv1.ReplayDivergence{Index: d.Index, Note: d.Error(),
-				Want: apiv1.ReplayCall{Kind: string(d.Want.Kind), Ask: string(d.Want.Ask)}, Got: apiv1.ReplayCall{Kind: string(d.GotKind), Ask: string(d.GotAsk)}}
-		}
-		return r
-	case err != nil:
-		r.Failure = &apiv1.ReplayFailure{Code: node.ClassifyCall(err).Code, Message: err.Error()}
-		var ge *call.GuestError
-		if errors.As(err, &ge) {
-			r.Failure.Message = ge.Message
-		}
-		if at.FailureCode == "" || at.FailureCode != r.Failure.Code {
-			r.Outcome = string(weft.ReplayFailed)
-			return r
-		}
-	case at.FailureCode != "" || !bytes.Equal(out, at.Output):
-		r.Outcome = string(weft.ReplayDifferentOutput)
-		return r
-	}
-	r.Outcome = string(weft.ReplaySame)
-	if r.Left > 0 {
-		r.Outcome = string(weft.ReplayEndedEarly)
-	}
-	return r
 }

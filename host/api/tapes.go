@@ -104,7 +104,7 @@ func (s *Server) replayTape(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(viewReplay(r))
+	return c.JSON(ReplayDocument(r))
 }
 
 // tapeKey reads a tape's key from the request: the instance and attempt
@@ -202,7 +202,9 @@ func textOrBase64(b []byte) (string, bool) {
 	return base64.StdEncoding.EncodeToString(b), true
 }
 
-func viewReplay(r *weft.ReplayReport) apiv1.ReplayReport {
+// ReplayDocument is a replay's report as the API answers it: the document
+// `weft attempt replay` and `weft plugin call --replay` print alike.
+func ReplayDocument(r *weft.ReplayReport) apiv1.ReplayReport {
 	v := apiv1.ReplayReport{
 		Key: viewTapeKey(r.Key), Activity: r.Activity, Plugin: r.Plugin, RecordedVersion: r.RecordedVersion,
 		ReplayedVersion: r.ReplayedVersion, Outcome: string(r.Outcome), RecordedOutput: r.RecordedOutput, Output: r.Output,

@@ -11,6 +11,7 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
 	"github.com/weftworks/weft/internal/retry/classify"
+	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/call"
 	"github.com/weftworks/weft/plugins/tape"
 )
@@ -83,26 +84,41 @@ func (n *Node) ReplayAttempt(ctx context.Context, key weft.TapeKey, candidate []
 		return nil, fmt.Errorf("node: replaying tape %s: loading plugin %s version %s: %w", key, a.Plugin, version, err)
 	}
 
+	timeout := n.cfg.Engine.ActivityTimeout
+	if timeout == 0 {
+		timeout = definition.DefaultActivityTimeout
+	}
+	r, err := Replay(ctx, n.rt, version, a, key, timeout, func(rec call.Record) {
+		n.log.Debug("replay: plugin: "+rec.Message, "tape", key.String(), "source", rec.Source, "level", rec.LevelName())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: replaying tape %s: %w", key, err)
+	}
+	n.log.Info("attempt replayed", "tape", key.String(), "version", version, "outcome", r.Outcome, "duration", r.Duration)
+	return r, nil
+}
+
+// Replay runs the recorded attempt a again on rt's version, answered from
+// its tape (no request leaves, no time passes for a sleep), under
+// timeout, and reports how it compares with the recording: what
+// ReplayAttempt does on a host, and `weft plugin call --replay` offline
+// with no host. key names the attempt in the report and the guest's info;
+// log, when not nil, receives the guest's log records. The error is
+// ctx's when it ended the replay; a guest's failure is in the report.
+func Replay(ctx context.Context, rt *plugins.Runtime, version string, a *tape.Attempt, key weft.TapeKey, timeout time.Duration, log func(call.Record)) (*weft.ReplayReport, error) {
 	t := a.Tape
 	if t == nil {
 		t = &tape.Tape{}
 	}
 	player := tape.NewPlayer(t)
-	timeout := n.cfg.Engine.ActivityTimeout
-	if timeout == 0 {
-		timeout = definition.DefaultActivityTimeout
-	}
 	c := call.Call{
-		Activity: a.Activity, Input: a.Input, Timeout: timeout, Replay: player,
+		Activity: a.Activity, Input: a.Input, Timeout: timeout, Replay: player, Log: log,
 		// The guest reads the tape's info document; this one names the
-		// call in the node's log.
+		// call in the host's log.
 		Info: abi.Info{InstanceID: key.InstanceID, Plugin: a.Plugin, Activity: a.Activity, Attempt: key.Attempt},
-		Log: func(rec call.Record) {
-			n.log.Debug("replay: plugin: "+rec.Message, "tape", key.String(), "source", rec.Source, "level", rec.LevelName())
-		},
 	}
 	start := time.Now()
-	out, err := n.rt.Invoke(ctx, version, c)
+	out, err := rt.Invoke(ctx, version, c)
 	r := &weft.ReplayReport{
 		Key: key, Activity: a.Activity, Plugin: a.Plugin, RecordedVersion: a.PluginVersion, ReplayedVersion: version,
 		Duration: time.Since(start), Left: player.Left(),
@@ -120,10 +136,9 @@ func (n *Node) ReplayAttempt(ctx context.Context, key weft.TapeKey, candidate []
 		}
 	}
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("node: replaying tape %s: %w", key, ctx.Err())
+		return nil, ctx.Err()
 	}
 	classifyReplay(r, a, out, err)
-	n.log.Info("attempt replayed", "tape", key.String(), "version", version, "outcome", r.Outcome, "duration", r.Duration)
 	return r, nil
 }
 

@@ -87,9 +87,9 @@ type Metrics struct {
 	takeovers        prometheus.Counter
 	abandoned        *prometheus.CounterVec
 	// tapes counts the recorded attempts the engine kept, and lost.
-	tapes *prometheus.CounterVec
-	rateTurns        *prometheus.CounterVec
-	rateWait         *prometheus.HistogramVec
+	tapes     *prometheus.CounterVec
+	rateTurns *prometheus.CounterVec
+	rateWait  *prometheus.HistogramVec
 	// storeDuration and storeErrors are the store's operations, timed and
 	// counted by InstrumentStore's decorator.
 	storeDuration *prometheus.HistogramVec
