@@ -1,6 +1,8 @@
 package weft
 
 import (
+	"cmp"
+
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -287,23 +289,23 @@ func naturalCompare(a, b string) int {
 			na, nb := digits(a), digits(b)
 			ta, tb := strings.TrimLeft(a[:na], "0"), strings.TrimLeft(b[:nb], "0")
 			if len(ta) != len(tb) {
-				return cmpInt(len(ta), len(tb))
+				return cmp.Compare(len(ta), len(tb))
 			}
 			if c := strings.Compare(ta, tb); c != 0 {
 				return c
 			}
 			if na != nb {
-				return cmpInt(na, nb)
+				return cmp.Compare(na, nb)
 			}
 			a, b = a[na:], b[nb:]
 			continue
 		}
 		if a[0] != b[0] {
-			return cmpInt(int(a[0]), int(b[0]))
+			return cmp.Compare(int(a[0]), int(b[0]))
 		}
 		a, b = a[1:], b[1:]
 	}
-	return cmpInt(len(a), len(b))
+	return cmp.Compare(len(a), len(b))
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
@@ -315,16 +317,6 @@ func digits(s string) int {
 		n++
 	}
 	return n
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // TapeRecord is what the stores keep and list of a tape besides its bytes:
