@@ -106,10 +106,11 @@ func (cs *callState) replay(kind tape.Kind, ask []byte) tape.Entry {
 	return e
 }
 
-// replayClock is replay for a clock read, which a tape that is not fresh
-// answers loosely (tape.Player.Clock).
-func (cs *callState) replayClock(ask []byte) tape.Entry {
-	e, err := cs.play.Clock(ask)
+// replayClock is replay for a read of clock id, which a tape that is not
+// fresh answers loosely, with a live reading for a clock the tape never
+// read (tape.Player.ClockOr).
+func (cs *callState) replayClock(ask []byte, id uint32) tape.Entry {
+	e, err := cs.play.ClockOr(ask, func() int64 { return int64(readClock(id)) })
 	if err != nil {
 		cs.fail(fmt.Errorf("%w: %w", call.ErrDiverged, err))
 	}

@@ -139,7 +139,7 @@ func clockTimeGet(ctx context.Context, mod api.Module, stack []uint64) {
 		var buf [20]byte
 		ask := numberAsk(&buf, uint64(id))
 		if cs.play != nil {
-			v = uint64(cs.replayClock(ask).Value)
+			v = uint64(cs.replayClock(ask, id).Value)
 		} else {
 			v = readClock(id)
 		}

@@ -278,7 +278,17 @@ func (p *Player) Next(kind Kind, ask []byte) (Entry, error) {
 // tape's next reading of it when there has been none, and the Player
 // stays where it is. A clock the tape never read, or the read after
 // maxLoose such answers in a row, diverges.
-func (p *Player) Clock(ask []byte) (Entry, error) {
+func (p *Player) Clock(ask []byte) (Entry, error) { return p.ClockOr(ask, nil) }
+
+// ClockOr is Clock, except that on a tape that is not Fresh a clock the
+// tape never read is answered with live's reading of it, once, and then
+// with that reading while the tape holds none: a guest's runtime that
+// reads a clock at moments its start decides (a garbage collector's
+// pacing) may read one on the replay's new instance that the recorded
+// call, on an instance started long before, did not. The replay's start
+// read the clocks live, so a live reading keeps them from going back.
+// With live nil, such a read diverges, as Clock's does.
+func (p *Player) ClockOr(ask []byte, live func() int64) (Entry, error) {
 	if p.tape.Fresh || p.loose >= maxLoose {
 		return p.Next(KindClock, ask)
 	}
@@ -300,7 +310,11 @@ func (p *Player) Clock(ask []byte) (Entry, error) {
 		}
 	}
 	if !ok {
-		return p.Next(KindClock, ask)
+		if live == nil {
+			return p.Next(KindClock, ask)
+		}
+		v = live()
+		p.remember(Entry{Kind: KindClock, Ask: ask, Value: v})
 	}
 	p.loose++
 	return Entry{Kind: KindClock, Ask: ask, Value: v}, nil

@@ -317,3 +317,32 @@ func gz(t *testing.T, b []byte) []byte {
 	}
 	return buf.Bytes()
 }
+
+// TestClockOrAnswersAClockTheTapeNeverRead: on a tape that is not fresh, a
+// clock the recording never read gets a live reading, and that reading
+// again after; a fresh tape, or no live clock, diverges.
+func TestClockOrAnswersAClockTheTapeNeverRead(t *testing.T) {
+	reads := 0
+	live := func() int64 { reads++; return 1000 + int64(reads) }
+	notFresh := &tape.Tape{Entries: []tape.Entry{{Kind: tape.KindInfo}}}
+	p := tape.NewPlayer(notFresh)
+	for i := range 3 {
+		e, err := p.ClockOr([]byte("1"), live)
+		if err != nil || e.Value != 1001 {
+			t.Fatalf("read %d: %+v, %v; want the first live reading, 1001", i, e, err)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("live read %d times, want once", reads)
+	}
+	if _, err := p.Next(tape.KindInfo, nil); err != nil {
+		t.Errorf("the tape's own call after the loose reads: %v", err)
+	}
+	if _, err := tape.NewPlayer(notFresh).ClockOr([]byte("1"), nil); !errors.As(err, new(*tape.Divergence)) {
+		t.Errorf("no live clock: %v, want a divergence", err)
+	}
+	fresh := &tape.Tape{Fresh: true, Entries: notFresh.Entries}
+	if _, err := tape.NewPlayer(fresh).ClockOr([]byte("1"), live); !errors.As(err, new(*tape.Divergence)) {
+		t.Errorf("a fresh tape: %v, want a divergence", err)
+	}
+}
