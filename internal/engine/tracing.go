@@ -81,7 +81,7 @@ func (e *Engine) startRun(ctx context.Context, inst *weft.Instance, start time.T
 // nothing ran or that the node is shutting down.
 func endRun(span trace.Span, err error) {
 	if err != nil && span.IsRecording() && !errors.Is(err, context.Canceled) {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, tracing.Bounded(err.Error()))
 	}
 	span.End()
 }
@@ -132,8 +132,8 @@ func endAttempt(span trace.Span, in runner.Input, refused bool) {
 	case runner.ActivityCompleted:
 		span.SetAttributes(attrOutcome.String(outcomeCompleted))
 	case runner.ActivityFailed:
-		span.SetAttributes(attrOutcome.String(attemptOutcome(in.Cause)), attrFailureCode.String(in.Cause.Code))
-		span.SetStatus(codes.Error, in.Message)
+		span.SetAttributes(attrOutcome.String(attemptOutcome(in.Cause)), attrFailureCode.String(tracing.Bounded(in.Cause.Code)))
+		span.SetStatus(codes.Error, tracing.Bounded(in.Message))
 	}
 	if refused {
 		span.SetAttributes(attrRefused.Bool(true))
@@ -313,7 +313,7 @@ func (x *execution) emitSteps(ends []stepEnd) {
 		}
 		var err error
 		if s.outcome == outcomeFailed {
-			attrs = append(attrs, attrFailureCode.String(s.code))
+			attrs = append(attrs, attrFailureCode.String(tracing.Bounded(s.code)))
 			err = errors.New("step " + s.step + " failed: " + s.code)
 		}
 		x.e.cfg.Tracer.EndStep(x.ctx, x.inst, s.key, s.start, s.end, err, trace.WithAttributes(attrs...))

@@ -18,6 +18,7 @@ package tracing
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -226,10 +227,28 @@ func (t *Tracer) EndInstance(ctx context.Context, inst *weft.Instance, end time.
 	endSpan(span, end, err)
 }
 
+// MaxText is the most bytes of a text a span keeps from a guest (a
+// failure's message or code, which a plugin may make up to its output
+// limit): a collector stores what it is sent.
+const MaxText = 1024
+
+// Bounded is s cut to at most MaxText bytes, on a rune's boundary, with
+// "…" added when it was cut.
+func Bounded(s string) string {
+	if len(s) <= MaxText {
+		return s
+	}
+	cut := MaxText - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // endSpan ends span at end, failed with err when it is not nil.
 func endSpan(span trace.Span, end time.Time, err error) {
 	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, Bounded(err.Error()))
 	}
 	span.End(trace.WithTimestamp(end))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -232,4 +233,19 @@ func FuzzTraceparent(f *testing.F) {
 			t.Fatalf("%q: written back as %q, read again as %v (%v)", s, tracing.Traceparent(sc), back, err)
 		}
 	})
+}
+
+// TestBoundedCutsOnARune: a guest's text longer than MaxText is cut to
+// at most MaxText bytes, on a rune's boundary, marked; a shorter one is
+// kept whole.
+func TestBoundedCutsOnARune(t *testing.T) {
+	short := strings.Repeat("é", 10)
+	if got := tracing.Bounded(short); got != short {
+		t.Errorf("Bounded(%q) = %q, want it whole", short, got)
+	}
+	long := strings.Repeat("é", tracing.MaxText) // two bytes a rune
+	got := tracing.Bounded(long)
+	if len(got) > tracing.MaxText || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("Bounded of %d bytes = %d bytes, valid UTF-8 %v, ends %q", len(long), len(got), utf8.ValidString(got), got[len(got)-3:])
+	}
 }
