@@ -341,6 +341,9 @@ type TapeRecord struct {
 	Plugin        string `json:"plugin"`
 	PluginVersion string `json:"plugin_version"`
 	Activity      string `json:"activity"`
+	// Workflow is the name of the instance's workflow, by which a shadow
+	// run may select tapes (TapeQuery.Workflow).
+	Workflow string `json:"workflow,omitempty"`
 }
 
 // ReplayOutcome is how a replayed attempt compares with its recording.
@@ -397,6 +400,11 @@ type ReplayReport struct {
 	Left int `json:"left,omitempty"`
 	// Duration is how long the replay ran.
 	Duration time.Duration `json:"duration"`
+	// Fuel is the guest work the replay did, in the instrumentation's
+	// fuel (about 64 bytes of guest code run each): unlike Duration, it
+	// does not move with the machine's load (docs/replay.md, "Shadow
+	// runs").
+	Fuel uint64 `json:"fuel,omitempty"`
 }
 
 // ReplayFailure is how an attempt failed: its code and message.
