@@ -60,12 +60,14 @@ func setupBareClose(b *testing.B, wasm []byte) callFunc { return newBare(b, wasm
 func setupBareInstr(b *testing.B, wasm []byte) callFunc { return newBare(b, wasm, stopInstrument) }
 
 // The instrumentation's options as plugins.New sets them with the default
-// Config (plugins/interrupt.go): the names of its host function and stack
-// global, a 4 MiB stack budget in 8-byte units, and the limits on tables.
+// Config (plugins/interrupt.go): the names of its host function and its
+// fuel and stack globals, a 4 MiB stack budget in 8-byte units, and the
+// limits on tables.
 const (
 	instrumentModule = "weft:instrument"
 	instrumentFunc   = "check"
 	stackExport      = "weft:stack"
+	fuelExport       = "weft:fuel"
 	stackBudget      = (4 << 20) / 8
 )
 
@@ -73,6 +75,7 @@ var instrumentOptions = instrument.Options{
 	ImportModule:     instrumentModule,
 	ImportName:       instrumentFunc,
 	StackExport:      stackExport,
+	FuelExport:       fuelExport,
 	Stack:            stackBudget,
 	MaxTableElements: 1 << 18,
 	MaxTables:        16,

@@ -102,6 +102,13 @@ type callState struct {
 	// outOfMemory is set when the guest said so on stderr (Go's runtime,
 	// wasi-libc's abort) before trapping.
 	outOfMemory bool
+
+	// fuel is the instance's fuel counter while weft_invoke runs for a
+	// call that measures its work (call.Call.Fuel), else nil; the check
+	// host function adds to fuelRefilled what each refill gives the
+	// counter (see instance.measureFuel).
+	fuel         api.MutableGlobal
+	fuelRefilled int64
 }
 
 type callKey struct{}

@@ -14,11 +14,14 @@ import (
 
 // The names the instrumentation adds to every module (see package
 // instrument). They are the host's, not the ABI's: a module that imports
-// from instrumentModule or exports stackExport is refused.
+// from instrumentModule or exports stackExport or fuelExport is refused.
 const (
 	instrumentModule = "weft:instrument"
 	instrumentFunc   = "check"
 	stackExport      = "weft:stack"
+	// fuelExport is the fuel counter, read when a call measures its
+	// guest's work (call.Call.Fuel).
+	fuelExport = "weft:fuel"
 	// maxTables is the most tables a module may declare.
 	maxTables = 16
 )
@@ -42,6 +45,7 @@ func instrumentOptions(cfg Config) instrument.Options {
 		ImportModule:     instrumentModule,
 		ImportName:       instrumentFunc,
 		StackExport:      stackExport,
+		FuelExport:       fuelExport,
 		Stack:            stackBudget(cfg),
 		MaxTableElements: cfg.MaxTableElements,
 		MaxTables:        maxTables,
@@ -76,6 +80,11 @@ func (r *Runtime) check(ctx context.Context, _ api.Module, stack []uint64) {
 		// the scheduler's whole 10ms slice, and with more busy guests than
 		// cores an HTTP request waits several slices for a turn.
 		runtime.Gosched()
+		if cs := callOf(ctx); cs != nil && cs.fuel != nil {
+			// The counter is at or below zero; what the refill adds is
+			// work the guest will have done by the end of the call.
+			cs.fuelRefilled += instrument.Fuel - int64(api.DecodeI32(cs.fuel.Get()))
+		}
 		stack[0] = instrument.Fuel
 	case instrument.ReasonStack:
 		stop(fmt.Errorf("%w: stack: the guest's calls nest deeper than its stack limit of %d KiB allows", call.ErrLimit, r.cfg.MaxStackBytes>>10))

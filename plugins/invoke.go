@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/weftworks/weft/abi"
@@ -224,13 +225,35 @@ func (in *instance) run(ctx context.Context, c *call.Call) (out []byte, healthy 
 	in.stack[0], in.stack[1], in.stack[2] = uint64(ptr), uint64(len(c.Activity)), uint64(len(input))
 	in.resetStack()
 	cs.export = abi.ExportInvoke
-	if err := in.invoke.CallWithStack(wctx, in.stack[:]); err != nil {
+	var fuelStart int32
+	if c.Fuel != nil {
+		fuelStart = api.DecodeI32(in.fuel.Get())
+		cs.fuel = in.fuel
+	}
+	err = in.invoke.CallWithStack(wctx, in.stack[:])
+	if c.Fuel != nil {
+		*c.Fuel += in.measureFuel(fuelStart)
+	}
+	if err != nil {
 		return nil, false, in.classify(ctx, callCtx, cs, abi.ExportInvoke, err)
 	}
 	if cs.violation != nil {
 		return nil, false, cs.violation
 	}
 	return cs.outcome(abi.Status(in.stack[0]))
+}
+
+// measureFuel returns the fuel weft_invoke used, from the counter's value
+// when it started: what the counter lost, and what the check host function
+// refilled it with meanwhile. That is the sum of the weights of the checks
+// the guest ran, whatever the counter's value at the start (an instance
+// from the pool keeps it from its earlier calls). The counter is read
+// after a trap too: the guest did that work.
+func (in *instance) measureFuel(start int32) uint64 {
+	cs := &in.cs
+	used := int64(start) - int64(api.DecodeI32(in.fuel.Get())) + cs.fuelRefilled
+	cs.fuel, cs.fuelRefilled = nil, 0
+	return uint64(max(used, 0))
 }
 
 // outcome interprets a returned status and the result the guest set.

@@ -202,6 +202,9 @@ type instance struct {
 	// budget is the instrumentation's stack budget, set before each call
 	// into the guest (see package instrument).
 	budget api.MutableGlobal
+	// fuel is the instrumentation's fuel counter, read by a call that
+	// measures its guest's work (call.Call.Fuel).
+	fuel api.MutableGlobal
 	// stack is the parameter/result stack reused by every call.
 	stack [3]uint64
 	// cur is the call into the guest in progress (begin), whose state the
@@ -313,7 +316,8 @@ func (p *pool) instantiateTaped(ctx context.Context, taped *call.Call) (*instanc
 	in.manifest = mod.ExportedFunction(abi.ExportManifest)
 	in.invoke = mod.ExportedFunction(abi.ExportInvoke)
 	in.budget, _ = mod.ExportedGlobal(stackExport).(api.MutableGlobal)
-	if in.mem == nil || in.abiVersion == nil || in.alloc == nil || in.manifest == nil || in.invoke == nil || in.budget == nil {
+	in.fuel, _ = mod.ExportedGlobal(fuelExport).(api.MutableGlobal)
+	if in.mem == nil || in.abiVersion == nil || in.alloc == nil || in.manifest == nil || in.invoke == nil || in.budget == nil || in.fuel == nil {
 		_ = mod.Close(ctx)
 		return nil, invalid("instance lacks the exports checked at validation")
 	}

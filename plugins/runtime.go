@@ -225,6 +225,40 @@ func (r *Runtime) Load(ctx context.Context, wasm []byte) (*Module, error) {
 	return p.module, nil
 }
 
+// LoadUnstored does what Load does — the same checks, compilation, limits
+// and errors — without putting wasm in the blob store: for a candidate
+// module that replays and shadow runs try on recorded attempts before an
+// operator decides to upload it. The version stays loaded until Unload,
+// and Invoke of it works meanwhile; after Unload a call to it fails as for
+// an unknown version (ErrNotFound), unless it was stored meanwhile (Load
+// of the same bytes, see Stored). A version already loaded is returned at
+// once, stored or not.
+func (r *Runtime) LoadUnstored(ctx context.Context, wasm []byte) (*Module, error) {
+	if len(wasm) > r.cfg.MaxModuleBytes {
+		return nil, invalid("module is %d bytes, larger than the limit of %d", len(wasm), r.cfg.MaxModuleBytes)
+	}
+	p, err := r.plugin(ctx, Hash(wasm), func(context.Context) ([]byte, error) { return wasm, nil })
+	if err != nil {
+		return nil, err
+	}
+	return p.module, nil
+}
+
+// Stored reports whether the blob store holds version, so that a caller
+// that loaded a candidate with LoadUnstored knows whether to Unload it
+// afterwards (a stored version may be in use by others). The blob store
+// has no lighter question than Get: it reads the module's bytes.
+func (r *Runtime) Stored(ctx context.Context, version string) (bool, error) {
+	_, err := r.fetch(version)(ctx)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
 // Module returns the description of a version, loading it from the blob
 // store when it is not loaded yet.
 func (r *Runtime) Module(ctx context.Context, version string) (*Module, error) {

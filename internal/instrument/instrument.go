@@ -7,9 +7,10 @@
 //
 //   - Interruption. Every function entry and every loop header subtracts a
 //     weight (a 64th of the bytes of code it guards) from a fuel counter (a
-//     new global); when the counter runs out the guest calls a host
-//     function (a new import), which checks the call's context and either
-//     refills the counter or stops the guest. Code without loops or calls
+//     new global, exported when Options.FuelExport names it, so that the
+//     host can measure a call's work); when the counter runs out the
+//     guest calls a host function (a new import), which checks the call's
+//     context and either refills the counter or stops the guest. Code without loops or calls
 //     runs straight through a function body at most once, so the guest
 //     never runs longer than about 64 × Fuel bytes of its own code between
 //     two visits to the host. Those visits are also
@@ -67,7 +68,7 @@ const Fuel = 1 << 20
 // constant such as Fuel, a renumbering fix): the host caches rewritten
 // modules under it, and would otherwise keep loading an older rewrite's
 // output.
-const Version = 1
+const Version = 2
 
 // weightDivisor: a check charges one unit per weightDivisor bytes guarded.
 const weightDivisor = 64
@@ -96,6 +97,13 @@ type Options struct {
 	// StackExport names the exported mutable i32 global holding the stack
 	// budget, which the host sets before each call into the guest.
 	StackExport string
+	// FuelExport, when not empty, names the exported mutable i32 global
+	// holding the fuel counter, so that the host can read how much of it
+	// a call used: the guest's work, in units of about 64 bytes of its
+	// code run, the same on every run of the same code whatever the
+	// machine's load (replays and shadow runs compare versions by it). A module that exports that name
+	// already is refused, as for StackExport.
+	FuelExport string
 	// Stack is the stack budget's initial value, in the units of
 	// FrameWeight.
 	Stack int32

@@ -22,6 +22,7 @@ var opts = instrument.Options{
 	ImportModule:     "weft:instrument",
 	ImportName:       "check",
 	StackExport:      "weft:stack",
+	FuelExport:       "weft:fuel",
 	Stack:            4 << 20 / 8,
 	MaxTableElements: 1 << 18,
 	MaxTables:        16,
@@ -290,6 +291,7 @@ func TestReservedNamesAreRefused(t *testing.T) {
 	for _, c := range []struct{ module, want string }{
 		{`(module (import "weft:instrument" "check" (func (param i32) (result i32))))`, `module "weft:instrument" is reserved`},
 		{`(module (global (export "weft:stack") i32 (i32.const 0)))`, `export "weft:stack": the name is reserved`},
+		{`(module (func (export "weft:fuel")))`, `export "weft:fuel": the name is reserved`},
 	} {
 		_, err := instrument.Rewrite(wat(t, c.module), opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -478,5 +480,65 @@ func TestDecodingMatchesWazero(t *testing.T) {
 			}
 			stopsAtDeadline(t, wasm)
 		})
+	}
+}
+
+// With FuelExport, the fuel counter is an exported mutable i32 global that
+// starts at Fuel and goes down by the same amount on every run of the same
+// code, more for more work; without it, nothing is exported and a module
+// may use the name.
+func TestFuelIsExported(t *testing.T) {
+	wasm := wat(t, `(module
+  (func (export "run") (param $n i32) (result i32)
+    (loop $l
+      (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+      (br_if $l (i32.gt_s (local.get $n) (i32.const 0))))
+    (local.get $n)))`)
+	res, err := instrument.Rewrite(wasm, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, true)
+	ctx := context.Background()
+	mod, err := e.rt.InstantiateWithConfig(ctx, res.Wasm, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close(ctx)
+	g, ok := mod.ExportedGlobal(opts.FuelExport).(api.MutableGlobal)
+	if !ok || g.Type() != api.ValueTypeI32 {
+		t.Fatalf("export %q is %v, want a mutable i32 global", opts.FuelExport, mod.ExportedGlobal(opts.FuelExport))
+	}
+	if got := api.DecodeI32(g.Get()); got != instrument.Fuel {
+		t.Fatalf("the fuel counter starts at %d, want %d", got, instrument.Fuel)
+	}
+	used := func(n int32) int32 {
+		g.Set(api.EncodeI32(instrument.Fuel))
+		if _, err := mod.ExportedFunction("run").Call(ctx, api.EncodeI32(n)); err != nil {
+			t.Fatalf("run(%d): %v", n, err)
+		}
+		return instrument.Fuel - api.DecodeI32(g.Get())
+	}
+	small, again, large := used(10), used(10), used(1000)
+	if small <= 0 || small != again {
+		t.Errorf("run(10) used %d then %d fuel, want the same amount above 0 twice", small, again)
+	}
+	if large <= small {
+		t.Errorf("run(1000) used %d fuel, run(10) %d: want more for more work", large, small)
+	}
+
+	noExport := opts
+	noExport.FuelExport = ""
+	res, err = instrument.Rewrite(wat(t, `(module (func (export "weft:fuel")))`), noExport)
+	if err != nil {
+		t.Fatalf("without FuelExport, a module exporting weft:fuel is refused: %v", err)
+	}
+	cm, err := e.rt.CompileModule(ctx, res.Wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Close(ctx)
+	if _, ok := cm.ExportedFunctions()["weft:fuel"]; !ok || len(cm.ExportedFunctions()) != 1 {
+		t.Errorf("without FuelExport, exports %v; want the module's function alone", cm.ExportedFunctions())
 	}
 }

@@ -42,10 +42,14 @@ func (m *module) rewrite(s section) ([]byte, error) {
 		}
 	case secExport:
 		n := m.count(d)
-		out = appendULEB(make([]byte, 0, len(s.payload)+32), uint64(n)+1)
+		added := uint64(1)
+		if m.opt.FuelExport != "" {
+			added++
+		}
+		out = appendULEB(make([]byte, 0, len(s.payload)+32), uint64(n)+added)
 		for ; n > 0 && d.OK(); n-- {
 			name := d.Name()
-			if name == m.opt.StackExport && d.OK() {
+			if (name == m.opt.StackExport || m.opt.FuelExport != "" && name == m.opt.FuelExport) && d.OK() {
 				d.Fail("export %q: the name is reserved for the host", name)
 			}
 			kind := d.Byte()
@@ -64,6 +68,11 @@ func (m *module) rewrite(s section) ([]byte, error) {
 		out = appendName(out, m.opt.StackExport)
 		out = append(out, KindGlobal)
 		out = appendULEB(out, uint64(m.stackGlobal))
+		if m.opt.FuelExport != "" {
+			out = appendName(out, m.opt.FuelExport)
+			out = append(out, KindGlobal)
+			out = appendULEB(out, uint64(m.fuelGlobal))
+		}
 	case secFunction:
 		if !m.hasMemory {
 			return s.payload, nil

@@ -111,6 +111,17 @@ type Call struct {
 	// the secret it reads; with nil, or when it returns false, the guest
 	// reads ReplaySecret(name), since a tape never holds a secret's value.
 	ReplaySecrets func(name string) ([]byte, bool)
+	// Fuel, when not nil, has Invoke add the guest work the call did, in
+	// fuel units of about 64 bytes of guest code run each (the
+	// instrumentation's counter, package instrument): the same for every
+	// run of one module on the same answers, whatever the machine's load,
+	// so that replays and shadow runs can say whether a candidate version
+	// is slower or faster than the recorded one. It counts weft_invoke,
+	// not the instance's initialisation nor the request's allocation,
+	// and is added whether the call succeeds or fails. With nil nothing is
+	// measured, at the cost of a nil check. Calls in flight at once must
+	// not share one counter.
+	Fuel *uint64
 }
 
 // replaySecretPrefix starts the value a replayed guest reads for a secret
