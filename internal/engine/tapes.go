@@ -91,9 +91,11 @@ func stepsRecord(steps []*definition.Step) bool {
 	return false
 }
 
-// stepOf is the definition's step at path ("steps[2].do[0]"), nil when
-// the path names none.
+// stepOf is the definition's step at path ("steps[2].do[0]", or
+// "steps[2].do#1[0]" in a foreach's second iteration), nil when the path
+// names none.
 func (x *execution) stepOf(path string) *definition.Step {
+	path = withoutIterations(path)
 	open := strings.LastIndexByte(path, '[')
 	if open < 0 || !strings.HasSuffix(path, "]") {
 		return nil
@@ -103,6 +105,26 @@ func (x *execution) stepOf(path string) *definition.Step {
 		return nil
 	}
 	return x.stepAt(path[:open], i)
+}
+
+// withoutIterations is path without its iteration marks ("#1" in
+// "steps[2].do#1[0]"): the definition's name of the step that each
+// iteration runs.
+func withoutIterations(path string) string {
+	if !strings.ContainsRune(path, '#') {
+		return path
+	}
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		if path[i] != '#' {
+			b.WriteByte(path[i])
+			continue
+		}
+		for i+1 < len(path) && '0' <= path[i+1] && path[i+1] <= '9' {
+			i++
+		}
+	}
+	return b.String()
 }
 
 // tapeOutcome is the outcome of the attempt end in.
@@ -138,7 +160,8 @@ func (x *execution) keepTape(f flight, in runner.Input) {
 	}
 	t := f.tape.rec.Tape()
 	a := tape.Attempt{Activity: inv.Activity, Plugin: inv.Plugin, PluginVersion: f.tape.version, Input: f.tape.input, Tape: t}
-	rec := weft.TapeRecord{Key: key, Truncated: t.Truncated, Outcome: outcome, Plugin: inv.Plugin, PluginVersion: f.tape.version, Activity: inv.Activity}
+	rec := weft.TapeRecord{Key: key, Truncated: t.Truncated, Outcome: outcome, Plugin: inv.Plugin, PluginVersion: f.tape.version, Activity: inv.Activity,
+		Workflow: x.inst.Workflow}
 	switch in := in.(type) {
 	case runner.ActivityCompleted:
 		a.Output = in.OutputJSON

@@ -107,7 +107,7 @@ func TestRecordPolicyKeepsTapes(t *testing.T) {
 			version := inst.Plugins["kit"]
 			for _, r := range recs {
 				if r.Key.InstanceID != inst.ID || r.Key.StepPath != "steps[0]" || r.Key.Exec == "" ||
-					r.Plugin != "kit" || r.PluginVersion != version || r.Activity != "fail" || r.Size == 0 || r.Truncated {
+					r.Plugin != "kit" || r.PluginVersion != version || r.Activity != "fail" || r.Workflow != "flaky" || r.Size == 0 || r.Truncated {
 					t.Errorf("tape summary %+v", r)
 				}
 				if r.Outcome == weft.TapeFailed && r.FailureCode != "busy" {
@@ -202,6 +202,39 @@ func TestRecordOffRecordsNothing(t *testing.T) {
 	}
 	if recs, err := h.store.ListTapes(context.Background(), inst.ID); err != nil || len(recs) != 0 {
 		t.Errorf("tapes %+v, %v; want none", recs, err)
+	}
+}
+
+// TestRecordInsideForeach: a step inside a foreach keeps its own record
+// policy in every iteration, though its path names the iteration
+// ("steps[0].do#1[0]").
+func TestRecordInsideForeach(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	h.save(`
+name: each
+steps:
+  - id: each
+    foreach: "${ input.words }"
+    as: w
+    do:
+      - { id: up, activity: kit.upper, input: { text: "${ w }" }, record: all }
+      - { id: echo, activity: kit.echo, input: 1 }
+`)
+	inst := h.finish("each", map[string]any{"words": []any{"x", "y"}})
+	if inst.Status != weft.StatusCompleted {
+		t.Fatalf("instance %s error %+v", inst.Status, inst.Error)
+	}
+	recs, err := h.store.ListTapes(context.Background(), inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range recs {
+		paths = append(paths, r.Key.StepPath)
+	}
+	if fmt.Sprint(paths) != "[steps[0].do#0[0] steps[0].do#1[0]]" {
+		t.Errorf("tapes of %v, want the upper step's in both iterations and no echo's", paths)
 	}
 }
 
