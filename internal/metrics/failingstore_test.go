@@ -347,3 +347,8 @@ func (f *failingStore) ListTapes(_ context.Context, _ string) (_ []weft.TapeReco
 	err = f.err
 	return
 }
+
+func (f *failingStore) FindTapes(_ context.Context, _ weft.TapeQuery) (_ []weft.TapeRecord, err error) {
+	err = f.err
+	return
+}

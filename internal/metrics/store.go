@@ -681,6 +681,14 @@ func (t *timedStore) ListTapes(ctx context.Context, instanceID string) ([]weft.T
 	return r0, err
 }
 
+// FindTapes implements store.Store.
+func (t *timedStore) FindTapes(ctx context.Context, q weft.TapeQuery) ([]weft.TapeRecord, error) {
+	start := time.Now()
+	r0, err := t.inner.FindTapes(ctx, q)
+	t.track("find_tapes", start, err)
+	return r0, err
+}
+
 // Close implements store.Store.
 func (t *timedStore) Close() error {
 	start := time.Now()
@@ -759,6 +767,7 @@ var storeOperations = []string{
 	"put_tape",
 	"get_tape",
 	"list_tapes",
+	"find_tapes",
 	"close",
 	"barrier_of",
 }

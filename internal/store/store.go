@@ -456,8 +456,9 @@ type Store interface {
 
 	// Recorded attempts (docs/replay.md): an activity attempt's tape, the
 	// bytes of internal/tape's Marshal, kept with its instance (in its
-	// partition) and deleted with it by DeleteInstance. Tapes count
-	// against nothing else: no index, no listing of instances.
+	// partition) and deleted with it by DeleteInstance. One index finds
+	// them across instances: by plugin, newest first (FindTapes), for the
+	// shadow runs of a candidate version.
 
 	// PutTape stores data as the tape of rec.Key, with rec's summary; the
 	// store sets rec.Size (len(data)) and rec.RecordedAt (its now). A tape
@@ -477,6 +478,16 @@ type Store interface {
 	// their bytes, ordered by weft.TapeKey.Compare (step, execution,
 	// attempt); ErrNotFound when there is no such instance.
 	ListTapes(ctx context.Context, instanceID string) ([]weft.TapeRecord, error)
+
+	// FindTapes returns the summaries of the tapes of plugin q.Plugin
+	// across every instance, the newest first (RecordedAt descending;
+	// tapes recorded at the same time by weft.TapeKey.Compare), of the
+	// instances of workflow q.Workflow only when it is set, recorded at
+	// or after q.Since only when it is set, at most q.Limit of them: the
+	// attempts a shadow run replays. It reads an index by plugin, not
+	// every instance. A plugin without tapes finds none and no error;
+	// ErrInvalid for a query that q.Check refuses.
+	FindTapes(ctx context.Context, q weft.TapeQuery) ([]weft.TapeRecord, error)
 
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error

@@ -104,7 +104,8 @@ func (c Config) validate() error {
 // the version: Open creates them in a file written before they existed.
 // (Instances finished before the delete-after index existed have no
 // DeleteAfter, and instances written before search attributes have none,
-// so an empty index is what such a file implies.)
+// so an empty index is what such a file implies. The index of tapes by
+// plugin is the exception: Open fills it from the tapes it finds.)
 const schemaVersion = "1"
 
 // Bucket names. See doc.go for the layout.
@@ -153,6 +154,9 @@ var (
 	// Recorded attempts (tapes.go).
 	bTapes    = []byte("tapes")     // (id, step path, exec, attempt) → summary
 	bTapeData = []byte("tape_data") // (id, step path, exec, attempt) → the tape's bytes
+	// (plugin, recorded at, id, step path, exec, attempt) → the
+	// instance's workflow: FindTapes.
+	bTapesByPlugin = []byte("tapes_by_plugin")
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
@@ -162,7 +166,7 @@ var (
 		bSlots, bSlotLine, bSlotWaiters,
 		bSearch, bSearchAttrs,
 		bBatch, bBatchDoc, bBatchDue, bBatchAll, bBatchItems, bBatchSeq, bBatchOutcome,
-		bPauses, bTapes, bTapeData}
+		bPauses, bTapes, bTapeData, bTapesByPlugin}
 )
 
 // ErrBroken is matched by the errors of writes to a store that a write
@@ -264,9 +268,18 @@ func initSchema(db *bolt.DB) error {
 		} else if tx.Bucket(bInst) == nil && len(bucketNames(tx)) > 0 {
 			return errors.New("not a weft store: it holds other buckets")
 		}
+		// A file of a build before the index of tapes by plugin has
+		// tapes it does not index: they are indexed as it gets the
+		// bucket.
+		indexTapes := tx.Bucket(bTapes) != nil && tx.Bucket(bTapesByPlugin) == nil
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
+			}
+		}
+		if indexTapes {
+			if err := indexAllTapes(tx); err != nil {
+				return fmt.Errorf("indexing the tapes by plugin: %w", err)
 			}
 		}
 		return tx.Bucket(bMeta).Put([]byte("schema"), []byte(schemaVersion))

@@ -107,6 +107,8 @@
 //	workflow_pauses               workflow name → pause (who, why, since)
 //	tapes                         (id, step path, exec, attempt) → a recorded attempt's summary
 //	tape_data                     (id, step path, exec, attempt) → its tape's bytes
+//	tapes_by_plugin               (plugin, recorded at, id, step path, exec, attempt) → the
+//	                              instance's workflow (FindTapes: a plugin's newest first)
 //
 // UpdateSlots reads a key's record, the front of its line (one seek) and
 // its caller's own place (slot_waiters), never the whole line (but under

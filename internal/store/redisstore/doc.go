@@ -170,6 +170,10 @@
 //	P r:<id>, P a:<id>    recorded attempts (tapes.go): hashes of the tapes' summaries
 //	                      (JSON of weft.TapeRecord) and of their bytes, both by step
 //	                      path, 0x00, exec, 0x00, attempt; deleted with the instance
+//	P rp:<plugin>         the plugin's tapes, of every instance: member the instance id's
+//	                      length, ":", the id and the tape's field in r:, score the
+//	                      recording time in Unix milliseconds (FindTapes: newest first);
+//	                      an instance's entries follow from its summaries in r:
 //	P ix:s:<status>, ix:ws:<status>:<wf>
 //	                      instances by (created, id): member time + id; an
 //	                      instance's memberships here and in u: and rx follow

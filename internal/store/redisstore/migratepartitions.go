@@ -20,7 +20,8 @@ import (
 // migrates to 3 first) keeps the whole store's tag as the catalog's, with
 // everything a catalog holds in place, and moves each instance into its
 // partition: its keys (i:, h:, b:, t:, m:, e:, and its tapes' r:, a:), its lease (its field of
-// l) and its entries in the indexes a commit maintains. Open marks the
+// l) and its entries in the indexes a commit maintains, and its tapes' in
+// their plugins' (rp:<plugin>). Open marks the
 // schema key movingSchema first, so that a whole Open (of this build or an
 // older one) refuses the store from then on, and a partitioned Open
 // resumes the move; the last step marks it partitionedSchema.
@@ -119,8 +120,9 @@ return "ok"
 // instance, unless the partition holds it already, it renames the staged
 // keys into place, sets the lease and writes the index entries a commit
 // writes (indexed, the waiting inbox, the search attributes, bookmarks,
-// timers, the lease index), all of them following from the instance's
-// hash and sets. ARGV: counted (id, lease ("" for none), the kinds of the
+// timers, the lease index) and those PutTape writes (its tapes' in their
+// plugins' indexes), all of them following from the instance's hash, sets
+// and tape summaries. ARGV: counted (id, lease ("" for none), the kinds of the
 // keys staged, as in moveKinds). It answers one word per instance:
 // "moved", "had" (the partition holds it: another run moved it), or
 // "gone" (a staged key is missing: it expired), and {"closed"} alone,
@@ -169,6 +171,7 @@ for i = 1, takeN() do
     if f[8] and f[8] ~= "" then reindexSearch(id, f[1], "", f[8]) end
     for _, m in ipairs(redis.call("SMEMBERS", P .. "b:" .. id)) do redis.call("ZADD", P .. "bk", 0, m) end
     for _, m in ipairs(redis.call("SMEMBERS", P .. "t:" .. id)) do redis.call("ZADD", P .. "due", 0, m) end
+    indexTapes(id, true)
     if le ~= "" then
       redis.call("HSET", P .. "l", id, le)
       if not term then redis.call("ZADD", P .. "lz", usec(string.sub(le, 1, 16), math.ceil), id) end

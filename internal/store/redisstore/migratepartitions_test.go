@@ -99,6 +99,8 @@ func openUnmoved(t *testing.T, c redis.UniversalClient, prefix string, now func(
 type moveFixture struct {
 	ids []string
 	now time.Time
+	// tapesMid is a time between the first and the last tape recorded.
+	tapesMid time.Time
 }
 
 // fillWhole fills a whole store through its API: instances of every
@@ -175,16 +177,20 @@ func fillWhole(t *testing.T, s *Store, clock *fakeClock, n int) moveFixture {
 		}
 		clock.Advance(time.Second)
 	}
-	// Recorded attempts of every third instance, two each.
+	// Recorded attempts of every third instance, two each, a millisecond
+	// apart.
+	fx.tapesMid = clock.Now().Add(time.Duration(len(fx.ids)) * time.Millisecond / 3)
 	for i, id := range fx.ids {
 		if i%3 != 1 {
 			continue
 		}
 		for a := 1; a <= 2; a++ {
-			rec := weft.TapeRecord{Key: weft.TapeKey{InstanceID: id, StepPath: "steps[0]", Exec: "e1", Attempt: a}, Outcome: weft.TapeFailed, Plugin: "pay"}
+			rec := weft.TapeRecord{Key: weft.TapeKey{InstanceID: id, StepPath: "steps[0]", Exec: "e1", Attempt: a}, Outcome: weft.TapeFailed, Plugin: "pay",
+				Workflow: []string{"w", "v"}[i%2]}
 			if err := s.PutTape(ctx, rec, []byte(fmt.Sprintf("tape\x00%s/%d", id, a))); err != nil {
 				t.Fatal(err)
 			}
+			clock.Advance(time.Millisecond)
 		}
 	}
 	// Heartbeats of the live leases.
@@ -279,6 +285,15 @@ func moveSnapshot(t *testing.T, s store.Store, fx moveFixture) map[string]string
 			put("tape "+rec.Key.String(), string(data), err)
 		}
 	}
+	for name, q := range map[string]weft.TapeQuery{
+		"all":         {Plugin: "pay", Limit: weft.MaxShadowAttempts},
+		"newest 5":    {Plugin: "pay", Limit: 5},
+		"workflow v":  {Plugin: "pay", Workflow: "v", Limit: weft.MaxShadowAttempts},
+		"recent of w": {Plugin: "pay", Workflow: "w", Since: fx.tapesMid, Limit: 7},
+	} {
+		found, err := s.FindTapes(ctx, q)
+		put("find tapes "+name, found, err)
+	}
 	sts, err := s.InstanceStatuses(ctx, append(slices.Clone(fx.ids), "nope"))
 	put("statuses", sts, err)
 	keywordRed := weft.SearchValue{Type: weft.SearchString, String: "red"}
@@ -364,7 +379,8 @@ func wantFilled(t *testing.T, snap map[string]string) {
 	t.Helper()
 	need := []string{"expired leases", "expired leases later", "waiting inboxes", "due", "expired instances",
 		"expired instances now", "pending sig k2", "find sig k1", "list region eu", "list amount range",
-		"list tag red", "list match", "list created"}
+		"list tag red", "list match", "list created", "find tapes all", "find tapes newest 5", "find tapes workflow v",
+		"find tapes recent of w"}
 	for _, k := range need {
 		if v := snap[k]; v == "" || v == "null" || v == "[]" {
 			t.Errorf("the fixture answers %s with nothing", k)
@@ -430,7 +446,7 @@ func scanTag(t *testing.T, c redis.UniversalClient, tag string) []string {
 // instance's or one of the indexes a commit maintains, which a catalog
 // holds none of.
 func instanceKey(k string) bool {
-	for _, p := range []string{"i:", "h:", "b:", "t:", "m:", "e:", "r:", "a:", "ix:", "u:", "mv:"} {
+	for _, p := range []string{"i:", "h:", "b:", "t:", "m:", "e:", "r:", "a:", "rp:", "ix:", "u:", "mv:"} {
 		if strings.HasPrefix(k, p) {
 			return true
 		}

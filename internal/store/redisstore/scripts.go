@@ -84,10 +84,54 @@ local function reindexSearch(id, ct, osa, nsa)
     if not had[ipair(n[i], n[i + 1])] then redis.call("ZADD", P .. "ix:a:" .. n[i], 0, n[i + 1] .. ct .. id) end
   end
 end
+-- tapeMember is the member of instance id's tape at field f (tapeField)
+-- in its plugin's index P rp:<plugin>: the id's length, ":", the id, f.
+local function tapeMember(id, f) return #id .. ":" .. id .. f end
+-- tapeScore is a tape's score in its plugin's index: its recording time,
+-- as Go writes a time.Time in UTC in JSON ("2030-01-02T03:04:05.123Z",
+-- the fraction optional), in Unix milliseconds rounded down, as a
+-- decimal string. Nil for a time in another form.
+local function tapeScore(ts)
+  if type(ts) ~= "string" then return nil end
+  local y, mo, d, h, mi, s = string.match(ts, "^(%d%d%d%d)-(%d%d)-(%d%d)T(%d%d):(%d%d):(%d%d)")
+  if not y then return nil end
+  y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
+  local ms = 0
+  local frac = string.match(ts, "^%.(%d+)", 20)
+  if frac then ms = tonumber(string.sub(frac .. "00", 1, 3)) end
+  -- Days since 1970-01-01 of the proleptic Gregorian date (Howard
+  -- Hinnant's days_from_civil).
+  if mo <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + d - 1
+  local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+  local sec = ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60 + tonumber(s)
+  return string.format("%.0f", sec * 1000 + ms)
+end
+-- indexTapes adds to their plugins' indexes (add true) or removes from
+-- them the entries of instance id's tapes, which follow from their
+-- summaries (JSON of weft.TapeRecord) in P r:<id>. A summary that does not
+-- decode, or has no plugin, has no entry.
+local function indexTapes(id, add)
+  local kv = redis.call("HGETALL", P .. "r:" .. id)
+  for i = 1, #kv, 2 do
+    local ok, rec = pcall(cjson.decode, kv[i + 1])
+    if ok and type(rec) == "table" and type(rec.plugin) == "string" and rec.plugin ~= "" then
+      local k, m = P .. "rp:" .. rec.plugin, tapeMember(id, kv[i])
+      if not add then
+        redis.call("ZREM", k, m)
+      else
+        local score = tapeScore(rec.recorded_at)
+        if score then redis.call("ZADD", k, score, m) end
+      end
+    end
+  end
+end
 -- removeInstance deletes instance id: its keys (its tapes' too), its
--- lease and its entries in every index, which follow from its hash's
--- fields ws, ct, wf, st, term, pn, da and sa (as HMGET returns them, in
--- this order).
+-- lease and its entries in every index (its tapes' in their plugins'),
+-- which follow from its hash's fields ws, ct, wf, st, term, pn, da and sa
+-- (as HMGET returns them, in this order) and its tapes' summaries.
 -- DeleteInstance (deleteScript) and the move's drop (moveDropScript)
 -- share it, so that both remove the same.
 local function removeInstance(id, ws, ct, wf, st, term, pn, da, sa)
@@ -102,6 +146,7 @@ local function removeInstance(id, ws, ct, wf, st, term, pn, da, sa)
   for _, m in ipairs(redis.call("SMEMBERS", P .. "b:" .. id)) do redis.call("ZREM", P .. "bk", m) end
   for _, m in ipairs(redis.call("SMEMBERS", P .. "t:" .. id)) do redis.call("ZREM", P .. "due", m) end
   redis.call("DEL", P .. "i:" .. id, P .. "b:" .. id, P .. "t:" .. id, P .. "h:" .. id, P .. "m:" .. id, P .. "e:" .. id)
+  indexTapes(id, false)
   -- The tapes, whose bytes may be large: freed off Redis's main thread.
   redis.call("UNLINK", P .. "r:" .. id, P .. "a:" .. id)
 end

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // tapesTests are the subtests of recorded attempts (PutTape, GetTape,
-// ListTapes), run by Exercise.
+// ListTapes, FindTapes), run by Exercise.
 var tapesTests = []struct {
 	name string
 	run  func(t *testing.T, h *harness)
@@ -21,6 +22,10 @@ var tapesTests = []struct {
 	{"TapeRefused", testTapeRefused},
 	{"TapeDeletedWithInstance", testTapeDeletedWithInstance},
 	{"TapeCancelledAndClosed", testTapeCancelledAndClosed},
+	{"TapeFind", testTapeFind},
+	{"TapeFindSameTime", testTapeFindSameTime},
+	{"TapeFindDeleted", testTapeFindDeleted},
+	{"TapeFindRefused", testTapeFindRefused},
 }
 
 // tapeRec is the summary of a tape of instance id.
@@ -237,4 +242,188 @@ func testTapeCancelledAndClosed(t *testing.T, h *harness) {
 	wantErr(t, "GetTape after Close", err, weft.ErrClosed)
 	_, err = h.s.ListTapes(ctx(t), "i")
 	wantErr(t, "ListTapes after Close", err, weft.ErrClosed)
+}
+
+// findTapes calls FindTapes and returns the keys found, in order.
+func (h *harness) findTapes(t *testing.T, q weft.TapeQuery) ([]string, []weft.TapeRecord) {
+	t.Helper()
+	found, err := h.s.FindTapes(ctx(t), q)
+	if err != nil {
+		t.Fatalf("FindTapes(%+v): %v", q, err)
+	}
+	keys := make([]string, 0, len(found))
+	for _, rec := range found {
+		keys = append(keys, rec.Key.String())
+	}
+	return keys, found
+}
+
+// wantFound fails unless FindTapes(q) finds the tapes of want, in that
+// order.
+func (h *harness) wantFound(t *testing.T, what string, q weft.TapeQuery, want ...weft.TapeRecord) {
+	t.Helper()
+	got, _ := h.findTapes(t, q)
+	keys := make([]string, 0, len(want))
+	for _, rec := range want {
+		keys = append(keys, rec.Key.String())
+	}
+	wantStrings(t, what, got, keys)
+}
+
+// testTapeFind: FindTapes finds a plugin's tapes across instances (not
+// those of a plugin whose name it is a prefix of), newest first, with
+// their summaries as stored; filtered by workflow, by a time, and cut at
+// a limit; a plugin without tapes finds none.
+func testTapeFind(t *testing.T, h *harness) {
+	h.create(t, instance("a", "w"))
+	h.create(t, instance("b", "v"))
+	h.create(t, instance("c", "w"))
+	var kit []weft.TapeRecord // newest first
+	put := func(plugin, wf, id, path string, attempt int) weft.TapeRecord {
+		t.Helper()
+		rec := tapeRec(id, path, "e1", attempt, weft.TapeFailed)
+		rec.Plugin, rec.Workflow, rec.FailureCode = plugin, wf, "busy"
+		data := tapeBytes(byte(attempt), 10+attempt)
+		must(t, "PutTape "+rec.Key.String(), h.s.PutTape(ctx(t), rec, data))
+		rec.Size, rec.RecordedAt = len(data), h.clock.Now()
+		h.clock.Advance(time.Second)
+		if plugin == "kit" {
+			kit = append([]weft.TapeRecord{rec}, kit...)
+		}
+		return rec
+	}
+	put("kit", "w", "a", "steps[0]", 1)
+	put("kitchen", "w", "a", "steps[1]", 1)
+	put("kit", "v", "b", "steps[0]", 1)
+	put("kit", "w", "c", "steps[0]", 1)
+	put("kit", "w", "a", "steps[0]", 2)
+	put("kitchen", "v", "b", "steps[1]", 1)
+	put("kit", "v", "b", "steps[0]", 2)
+
+	all := weft.TapeQuery{Plugin: "kit", Limit: weft.MaxShadowAttempts}
+	_, found := h.findTapes(t, all)
+	if len(found) != len(kit) {
+		t.Fatalf("FindTapes(kit) found %d tapes, want %d: %+v", len(found), len(kit), found)
+	}
+	for i := range kit {
+		wantTapeRecord(t, "FindTapes(kit)["+kit[i].Key.String()+"]", found[i], kit[i])
+	}
+	h.wantFound(t, "FindTapes(kitchen)", weft.TapeQuery{Plugin: "kitchen", Limit: 10},
+		weft.TapeRecord{Key: weft.TapeKey{InstanceID: "b", StepPath: "steps[1]", Exec: "e1", Attempt: 1}},
+		weft.TapeRecord{Key: weft.TapeKey{InstanceID: "a", StepPath: "steps[1]", Exec: "e1", Attempt: 1}})
+	h.wantFound(t, "FindTapes(ki)", weft.TapeQuery{Plugin: "ki", Limit: 10})
+
+	// kit, newest first: b/2 (v), a/2 (w), c/1 (w), b/1 (v), a/1 (w).
+	wf := all
+	wf.Workflow = "w"
+	h.wantFound(t, "FindTapes(kit, workflow w)", wf, kit[1], kit[2], kit[4])
+	wf.Workflow = "x"
+	h.wantFound(t, "FindTapes(kit, workflow x)", wf)
+
+	since := all
+	since.Since = kit[2].RecordedAt
+	h.wantFound(t, "FindTapes(kit, since the third newest)", since, kit[0], kit[1], kit[2])
+	since.Since = kit[2].RecordedAt.Add(time.Nanosecond)
+	h.wantFound(t, "FindTapes(kit, since just after the third newest)", since, kit[0], kit[1])
+	since.Since = h.clock.Now()
+	h.wantFound(t, "FindTapes(kit, since now)", since)
+
+	limit := all
+	limit.Limit = 2
+	h.wantFound(t, "FindTapes(kit, limit 2)", limit, kit[0], kit[1])
+	limit.Workflow, limit.Since = "w", kit[4].RecordedAt
+	h.wantFound(t, "FindTapes(kit, workflow w, since the oldest, limit 2)", limit, kit[1], kit[2])
+	limit.Limit = 1
+	limit.Workflow = "v"
+	h.wantFound(t, "FindTapes(kit, workflow v, limit 1)", limit, kit[0])
+
+	h.s = h.reopen()
+	h.wantFound(t, "FindTapes(kit) after a restart", all, kit...)
+}
+
+// testTapeFindSameTime: tapes recorded at the same time are found in
+// weft.TapeKey.Compare's order (instance, then step and attempt with
+// numbers compared as numbers), and a limit cuts among them in that
+// order.
+func testTapeFindSameTime(t *testing.T, h *harness) {
+	for _, id := range []string{"b", "a", "c"} {
+		h.create(t, instance(id, "w"))
+	}
+	older := tapeRec("c", "steps[0]", "e1", 1, weft.TapeFailed)
+	must(t, "PutTape older", h.s.PutTape(ctx(t), older, []byte{1}))
+	h.clock.Advance(time.Millisecond)
+	var recs []weft.TapeRecord
+	for _, k := range []weft.TapeKey{
+		{InstanceID: "b", StepPath: "steps[10]", Exec: "e1", Attempt: 1},
+		{InstanceID: "a", StepPath: "steps[10]", Exec: "e1", Attempt: 1},
+		{InstanceID: "b", StepPath: "steps[2]", Exec: "e1", Attempt: 10},
+		{InstanceID: "b", StepPath: "steps[2]", Exec: "e1", Attempt: 9},
+		{InstanceID: "c", StepPath: "steps[0]", Exec: "e2", Attempt: 1},
+	} {
+		rec := tapeRec(k.InstanceID, k.StepPath, k.Exec, k.Attempt, weft.TapeCompleted)
+		must(t, "PutTape "+k.String(), h.s.PutTape(ctx(t), rec, []byte{2}))
+		recs = append(recs, rec)
+	}
+	// a/steps[10], b/steps[2]/9, b/steps[2]/10, b/steps[10], c/e2; then
+	// the older.
+	want := []weft.TapeRecord{recs[1], recs[3], recs[2], recs[0], recs[4], older}
+	q := weft.TapeQuery{Plugin: "kit", Limit: 10}
+	h.wantFound(t, "FindTapes of tapes of one time", q, want...)
+	q.Limit = 2
+	h.wantFound(t, "FindTapes of tapes of one time, limit 2", q, want[:2]...)
+	q.Limit = 5
+	h.wantFound(t, "FindTapes of tapes of one time, limit 5", q, want[:5]...)
+}
+
+// testTapeFindDeleted: deleting an instance removes its tapes from
+// FindTapes; an instance created again with its id, and a tape at the
+// same key of another plugin, is found under that plugin only.
+func testTapeFindDeleted(t *testing.T, h *harness) {
+	h.create(t, instance("i", "w"))
+	h.create(t, instance("j", "w"))
+	gone := tapeRec("i", "steps[0]", "e1", 1, weft.TapeFailed)
+	must(t, "PutTape", h.s.PutTape(ctx(t), gone, []byte{1}))
+	h.clock.Advance(time.Second)
+	gone2 := tapeRec("i", "steps[1]", "e1", 1, weft.TapeFailed)
+	must(t, "PutTape 2", h.s.PutTape(ctx(t), gone2, []byte{1}))
+	h.clock.Advance(time.Second)
+	keep := tapeRec("j", "steps[0]", "e1", 1, weft.TapeFailed)
+	must(t, "PutTape of j", h.s.PutTape(ctx(t), keep, []byte{1}))
+	q := weft.TapeQuery{Plugin: "kit", Limit: 10}
+	h.wantFound(t, "FindTapes before the delete", q, keep, gone2, gone)
+
+	must(t, "DeleteInstance", h.s.DeleteInstance(ctx(t), "i", 0))
+	h.wantFound(t, "FindTapes after DeleteInstance", q, keep)
+
+	h.create(t, instance("i", "v"))
+	again := gone
+	again.Plugin, again.Workflow = "other", "v"
+	must(t, "PutTape of the new i", h.s.PutTape(ctx(t), again, []byte{3}))
+	h.wantFound(t, "FindTapes(kit) with the new i", q, keep)
+	h.wantFound(t, "FindTapes(other)", weft.TapeQuery{Plugin: "other", Workflow: "v", Limit: 10}, again)
+}
+
+// testTapeFindRefused: a query without a plugin, or with a limit outside
+// 1 to weft.MaxShadowAttempts, is ErrInvalid; FindTapes returns
+// ctx.Err() for a done context and ErrClosed after Close.
+func testTapeFindRefused(t *testing.T, h *harness) {
+	h.create(t, instance("i", "w"))
+	must(t, "PutTape", h.s.PutTape(ctx(t), tapeRec("i", "steps[0]", "e1", 1, weft.TapeFailed), []byte{1}))
+	for _, q := range []weft.TapeQuery{
+		{Limit: 10},
+		{Plugin: "kit"},
+		{Plugin: "kit", Limit: -1},
+		{Plugin: "kit", Limit: weft.MaxShadowAttempts + 1},
+	} {
+		_, err := h.s.FindTapes(ctx(t), q)
+		wantErr(t, fmt.Sprintf("FindTapes(%+v)", q), err, weft.ErrInvalid)
+	}
+	q := weft.TapeQuery{Plugin: "kit", Limit: 1}
+	c, cancel := context.WithCancel(ctx(t))
+	cancel()
+	_, err := h.s.FindTapes(c, q)
+	wantErr(t, "FindTapes, cancelled", err, context.Canceled)
+	must(t, "Close", h.s.Close())
+	_, err = h.s.FindTapes(ctx(t), q)
+	wantErr(t, "FindTapes after Close", err, weft.ErrClosed)
 }
