@@ -5,6 +5,7 @@ import (
 
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/plugins"
 )
 
 // The node's own tests reach behind the façade, to the parts it wires;
@@ -15,6 +16,9 @@ func (n *Node) Engine() *engine.Engine { return n.engine }
 
 // Store returns the node's store.
 func (n *Node) Store() store.Store { return n.store }
+
+// Runtime returns the node's plugin runtime.
+func (n *Node) Runtime() *plugins.Runtime { return n.rt }
 
 // WithRedisHook returns c with h watching every command that the node's
 // Redis Cluster client sends, from the first, on the cluster client and on

@@ -315,6 +315,9 @@ type Node struct {
 	bg background
 	// warm is the loading of the stored plugins that Open starts.
 	warm warmUp
+	// candidates are the modules loaded for replays and shadow runs
+	// without being stored.
+	candidates candidates
 
 	closeOnce sync.Once
 	closeErr  error

@@ -9,7 +9,7 @@ import (
 
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/metrics"
 	"github.com/weftworks/weft/internal/retry/classify"
 	"github.com/weftworks/weft/plugins"
 	"github.com/weftworks/weft/plugins/call"
@@ -50,8 +50,8 @@ func (n *Node) Tape(ctx context.Context, key weft.TapeKey) (*weft.TapeRecord, []
 // ReplayAttempt runs a recorded attempt again, answered from its tape,
 // and reports how the replay compares with the recording. candidate, when
 // not nil, is a module (wasm) to run in place of the recorded version:
-// it is loaded into the runtime as an upload is, without being recorded
-// as a version of any plugin, and must have the attempt's activity. With
+// it is loaded into the runtime without being stored or recorded as a
+// version of any plugin, and must have the attempt's activity. With
 // nil the recorded version runs, read from the blob store when it is not
 // loaded. The replay makes no request and reads no secret (the guest
 // reads call.ReplaySecret(name)); it runs under the runtime's limits and
@@ -72,10 +72,11 @@ func (n *Node) ReplayAttempt(ctx context.Context, key weft.TapeKey, candidate []
 	}
 	version := a.PluginVersion
 	if candidate != nil {
-		m, err := n.rt.Load(ctx, candidate)
+		m, release, err := n.loadCandidate(ctx, candidate)
 		if err != nil {
 			return nil, fmt.Errorf("node: replaying tape %s: loading the candidate module: %w", key, err)
 		}
+		defer release()
 		if !m.Has(a.Activity) {
 			return nil, fmt.Errorf("%w: node: replaying tape %s: the candidate module (version %s) has no activity %q", weft.ErrInvalid, key, m.Version, a.Activity)
 		}
@@ -84,16 +85,14 @@ func (n *Node) ReplayAttempt(ctx context.Context, key weft.TapeKey, candidate []
 		return nil, fmt.Errorf("node: replaying tape %s: loading plugin %s version %s: %w", key, a.Plugin, version, err)
 	}
 
-	timeout := n.cfg.Engine.ActivityTimeout
-	if timeout == 0 {
-		timeout = definition.DefaultActivityTimeout
-	}
+	timeout := n.activityTimeout()
 	r, err := Replay(ctx, n.rt, version, a, key, timeout, func(rec call.Record) {
 		n.log.Debug("replay: plugin: "+rec.Message, "tape", key.String(), "source", rec.Source, "level", rec.LevelName())
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: replaying tape %s: %w", key, err)
 	}
+	n.replayed(metrics.ReplayAsked, r.Outcome)
 	n.log.Info("attempt replayed", "tape", key.String(), "version", version, "outcome", r.Outcome, "duration", r.Duration)
 	return r, nil
 }
@@ -111,18 +110,18 @@ func Replay(ctx context.Context, rt *plugins.Runtime, version string, a *tape.At
 		t = &tape.Tape{}
 	}
 	player := tape.NewPlayer(t)
+	r := &weft.ReplayReport{
+		Key: key, Activity: a.Activity, Plugin: a.Plugin, RecordedVersion: a.PluginVersion, ReplayedVersion: version,
+	}
 	c := call.Call{
-		Activity: a.Activity, Input: a.Input, Timeout: timeout, Replay: player, Log: log,
+		Activity: a.Activity, Input: a.Input, Timeout: timeout, Replay: player, Log: log, Fuel: &r.Fuel,
 		// The guest reads the tape's info document; this one names the
 		// call in the host's log.
 		Info: abi.Info{InstanceID: key.InstanceID, Plugin: a.Plugin, Activity: a.Activity, Attempt: key.Attempt},
 	}
 	start := time.Now()
 	out, err := rt.Invoke(ctx, version, c)
-	r := &weft.ReplayReport{
-		Key: key, Activity: a.Activity, Plugin: a.Plugin, RecordedVersion: a.PluginVersion, ReplayedVersion: version,
-		Duration: time.Since(start), Left: player.Left(),
-	}
+	r.Duration, r.Left = time.Since(start), player.Left()
 	if a.FailureCode != "" {
 		r.RecordedFailure = &weft.ReplayFailure{Code: a.FailureCode, Message: a.FailureMessage}
 	} else if call.CheckOutput(a.Output) == nil {

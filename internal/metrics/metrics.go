@@ -87,7 +87,10 @@ type Metrics struct {
 	takeovers        prometheus.Counter
 	abandoned        *prometheus.CounterVec
 	// tapes counts the recorded attempts the engine kept, and lost.
-	tapes     *prometheus.CounterVec
+	tapes *prometheus.CounterVec
+	// replays counts the replays of recorded attempts, by kind and
+	// outcome.
+	replays   *prometheus.CounterVec
 	rateTurns *prometheus.CounterVec
 	rateWait  *prometheus.HistogramVec
 	// storeDuration and storeErrors are the store's operations, timed and
@@ -202,6 +205,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: Namespace, Name: "tapes_written_total",
 			Help: "Recorded attempts the engine kept (docs/replay.md), by the attempt's outcome (completed, failed, timed_out, cancelled) and result (stored, or lost: the store refused the write, which never fails the attempt).",
 		}, []string{"outcome", "result"}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "replays_total",
+			Help: "Recorded attempts replayed (docs/replay.md), by kind (replay: one asked for; shadow: a candidate's in a shadow run; baseline: the recorded version's in a shadow run) and outcome against the recording (same, different_output, failed, diverged, truncated, ended_early, not_run).",
+		}, []string{"kind", "outcome"}),
 		rateTurns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "rate_limit_turns_total",
 			Help: "Turns asked of the rate limits, by kind of key (step: an activity step's rate_limit; host: a grant's host rule) and result: granted, refused (further ahead than the caller would wait), error (the limiter failed).",
@@ -281,7 +288,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.transitions, m.steps, m.deleted, m.fires, m.lateness, m.skipped, m.slotWait, m.slotCancels, m.batchItems, m.rateTurns, m.rateWait, m.activity, m.attempts, m.invocations, m.inFlight,
 		m.lockAcquire, m.lockWait, m.lockExtend, m.httpRequests, m.httpDuration,
-		m.outbound, m.outboundDuration, m.instanceDuration, m.timerLateness, m.takeovers, m.abandoned, m.tapes,
+		m.outbound, m.outboundDuration, m.instanceDuration, m.timerLateness, m.takeovers, m.abandoned, m.tapes, m.replays,
 		m.storeDuration, m.storeErrors, m.gaugeRefreshErrors, newBuildInfo(),
 	} {
 		if err := reg.Register(c); err != nil {
@@ -377,6 +384,19 @@ func (m *Metrics) TapeWritten(outcome weft.TapeOutcome, err error) {
 		result = "lost"
 	}
 	m.tapes.WithLabelValues(string(outcome), result).Inc()
+}
+
+// The kinds of replay Replayed counts.
+const (
+	ReplayAsked    = "replay"
+	ReplayShadow   = "shadow"
+	ReplayBaseline = "baseline"
+)
+
+// Replayed counts a replay of a recorded attempt of kind (ReplayAsked,
+// ReplayShadow, ReplayBaseline) that ended with outcome.
+func (m *Metrics) Replayed(kind string, outcome weft.ReplayOutcome) {
+	m.replays.WithLabelValues(kind, string(outcome)).Inc()
 }
 
 // HTTPRequest records one answered HTTP request. route is the registered
