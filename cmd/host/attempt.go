@@ -6,24 +6,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/weftworks/weft/host/api/apiv1"
-	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/plugins/tape"
 )
 
-// weft attempt ls and replay (docs/http-api.md, "Tapes"): the recorded
-// attempts of an instance, and a replay of one against the version that
-// recorded it or a candidate module, to see whether a fix would have
-// behaved alike given the same world. The client library has no methods
-// for these routes yet, so the commands speak to them directly, with the
-// same token, and read their problems into a client.Error so that
-// cmd.fail prints them as every other command's.
+// weft attempt ls, replay and export (docs/http-api.md, "Tapes"): the
+// recorded attempts of an instance, a replay of one against the version
+// that recorded it or a candidate module, to see whether a fix would have
+// behaved alike given the same world, and a bundle of one to replay
+// offline. They call the client's tape methods (host/client/tapes.go).
 
 // maxCandidateBytes bounds a --plugin module read from disk: the host's
 // largest plugin body limit (http.plugin_body_limit's upper bound is what
@@ -37,11 +31,14 @@ func (a *app) attemptList(ctx context.Context, args []string) int {
 	if !ok {
 		return cmd.usageExit()
 	}
-	var page apiv1.Page[apiv1.TapeSummary]
-	if err := cmd.tapeRequest(ctx, http.MethodGet, tapesPath(pos[0]), nil, nil, &page); err != nil {
+	items, err := cmd.c.Tapes(ctx, pos[0])
+	if err != nil {
 		return cmd.fail(err)
 	}
-	return printPage(cmd, &page, "STEP\tEXEC\tATTEMPT\tOUTCOME\tCODE\tSIZE\tTRUNCATED\tPLUGIN\tACTIVITY", func(s apiv1.TapeSummary) string {
+	if items == nil {
+		items = []apiv1.TapeSummary{}
+	}
+	return printPage(cmd, &apiv1.Page[apiv1.TapeSummary]{Items: items}, "STEP\tEXEC\tATTEMPT\tOUTCOME\tCODE\tSIZE\tTRUNCATED\tPLUGIN\tACTIVITY", func(s apiv1.TapeSummary) string {
 		code := s.FailureCode
 		if code == "" {
 			code = "-"
@@ -52,11 +49,12 @@ func (a *app) attemptList(ctx context.Context, args []string) int {
 }
 
 // attemptReplay is weft attempt replay INSTANCE_ID --step STEP --attempt
-// N [--exec E] [--plugin FILE.wasm]. It exits 0 when the replay ended as
-// the recording did (outcome same), 1 otherwise.
+// N [--exec E] [--plugin FILE.wasm], STEP the step's id or path. It exits
+// 0 when the replay ended as the recording did (outcome same), 1
+// otherwise.
 func (a *app) attemptReplay(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("attempt replay")
-	step := cmd.fs.String("step", "", "the `STEP`'s path as weft attempt ls shows it (steps[0], steps[2].do[1])")
+	step := cmd.fs.String("step", "", "the `STEP`: its id, or its path as weft attempt ls shows it (steps[0], steps[2].do#1[0])")
 	attempt := cmd.fs.Int("attempt", 0, "the attempt number `N`, from 1")
 	exec := cmd.fs.String("exec", "", "the step's execution `E` (weft attempt ls shows it); needed only when the attempt was recorded in several")
 	plugin := cmd.fs.String("plugin", "", "a candidate module `FILE.wasm` to replay in place of the recorded version (admin)")
@@ -77,18 +75,14 @@ func (a *app) attemptReplay(ctx context.Context, args []string) int {
 		}
 		body = b
 	}
-	q := url.Values{"step": {*step}}
-	if *exec != "" {
-		q.Set("exec", *exec)
-	}
-	var r apiv1.ReplayReport
-	if err := cmd.tapeRequest(ctx, http.MethodPost, tapesPath(pos[0])+"/"+strconv.Itoa(*attempt)+"/replay", q, body, &r); err != nil {
+	r, err := cmd.c.ReplayAttempt(ctx, apiv1.TapeKey{InstanceID: pos[0], StepPath: *step, Exec: *exec, Attempt: *attempt}, body)
+	if err != nil {
 		return cmd.fail(err)
 	}
 	if cmd.output == "json" {
 		cmd.json(r)
 	} else {
-		printReplay(cmd.stdout, &r)
+		printReplay(cmd.stdout, r)
 	}
 	if r.Outcome != "same" {
 		return exitFailed
@@ -161,64 +155,6 @@ func replayCall(c apiv1.ReplayCall) string {
 	return printable(c.Kind, false) + " " + strconv.Quote(c.Ask)
 }
 
-// tapesPath is the path of an instance's tapes, its id escaped as one
-// segment.
-func tapesPath(id string) string {
-	return "/v1/instances/" + url.PathEscape(id) + "/tapes"
-}
-
-// tapeRequest sends a request to a tape route and decodes its JSON answer
-// into out, or, when out is a *[]byte, asks for and keeps the answer's
-// bytes as they are; a problem answer is a *client.Error, a request that does not
-// reach the host a *client.TransportError.
-func (cmd *clientCmd) tapeRequest(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
-	u := strings.TrimRight(cmd.server, "/") + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if len(body) > 0 {
-		req.Header.Set("Content-Type", "application/wasm")
-	}
-	raw, wantRaw := out.(*[]byte)
-	if wantRaw {
-		req.Header.Set("Accept", "application/octet-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	req.Header.Set("User-Agent", "weft-cli")
-	if cmd.token != "" {
-		req.Header.Set("Authorization", "Bearer "+cmd.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return &client.TransportError{Method: method, URL: u, Err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return &client.TransportError{Method: method, URL: u, Err: err}
-	}
-	if resp.StatusCode >= 300 {
-		var p client.Error
-		if json.Unmarshal(b, &p.Problem) != nil || p.Status == 0 {
-			p.Problem = apiv1.Problem{Status: resp.StatusCode, Title: http.StatusText(resp.StatusCode), Detail: strings.TrimSpace(string(b))}
-		}
-		return &p
-	}
-	if wantRaw {
-		*raw = b
-		return nil
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: decoding the answer: %w", method, path, err)
-	}
-	return nil
-}
-
 // attemptExport is weft attempt export INSTANCE_ID --step STEP --attempt
 // N [--exec E] --module FILE.wasm --file FILE|-: it writes a bundle
 // (plugins/tape.Bundle) of the recorded attempt's envelope and its
@@ -227,7 +163,7 @@ func (cmd *clientCmd) tapeRequest(ctx context.Context, method, path string, q ur
 // version, checked against its hash, since the API serves no module.
 func (a *app) attemptExport(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("attempt export")
-	step := cmd.fs.String("step", "", "the `STEP`'s path as weft attempt ls shows it")
+	step := cmd.fs.String("step", "", "the `STEP`: its id, or its path as weft attempt ls shows it")
 	attempt := cmd.fs.Int("attempt", 0, "the attempt number `N`, from 1")
 	exec := cmd.fs.String("exec", "", "the step's execution `E`; needed only when the attempt was recorded in several")
 	module := cmd.fs.String("module", "", "the recorded version's module, `FILE.wasm` (its sha256 must be the recorded version)")
@@ -245,12 +181,8 @@ func (a *app) attemptExport(ctx context.Context, args []string) int {
 		cmd.errorf("attempt export: --module: %v", err)
 		return exitFailed
 	}
-	q := url.Values{"step": {*step}}
-	if *exec != "" {
-		q.Set("exec", *exec)
-	}
-	var envelope []byte
-	if err := cmd.tapeRequest(ctx, http.MethodGet, tapesPath(pos[0])+"/"+strconv.Itoa(*attempt), q, nil, &envelope); err != nil {
+	envelope, err := cmd.c.TapeEnvelope(ctx, apiv1.TapeKey{InstanceID: pos[0], StepPath: *step, Exec: *exec, Attempt: *attempt})
+	if err != nil {
 		return cmd.fail(err)
 	}
 	at, err := tape.UnmarshalAttempt(envelope)

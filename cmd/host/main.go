@@ -10,6 +10,7 @@
 //	weft plugin grant NAME [--host PATTERN]... [--private-networks] [--config KEY=VALUE]... [--secret NAME=REF]...
 //	    [--rate N/PERIOD [--burst N] [--max-wait D] [--rate-key KEY]] [-f FILE.json|-]
 //	weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... [--all]
+//	weft plugin shadow NAME FILE.wasm [--last N] [--workflow W] [--since T]
 //	weft workflow put|ls|show|rm
 //	weft workflow pause NAME [--reason R] | resume NAME [--reason R] [--rate N] [--watch]
 //	weft run WORKFLOW [--input JSON|@FILE] [--id ID] [--priority N] [--wait[=DURATION]] [--until finished|suspended]
@@ -87,6 +88,7 @@ func (a *app) commands() map[string]func(context.Context, []string) int {
 		"plugin rm":        a.pluginRemove,
 		"plugin grant":     a.pluginGrant,
 		"plugin revoke":    a.pluginRevoke,
+		"plugin shadow":    a.pluginShadow,
 		"workflow put":     a.workflowPut,
 		"workflow ls":      a.workflowList,
 		"workflow show":    a.workflowShow,
@@ -276,6 +278,12 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
       --rate-key the budget they share (default: each rule's pattern);
       -f replaces everything granted with the file's grant document
   weft plugin revoke NAME [--host PATTERN]... [--config KEY]... [--secret NAME]... | NAME --all
+  weft plugin shadow NAME FILE.wasm [--last N] [--workflow W] [--since T]
+      replay the plugin's recorded attempts (the newest N, default 100) against a candidate
+      module, next to the versions that recorded them, without uploading it
+      (docs/replay.md#shadow-runs); T: RFC 3339 or a duration ago (24h); prints each attempt's
+      outcome, speed and diff, and a summary; exit 0 when every attempt is the same, 1 otherwise;
+      admin
   weft workflow put FILE.yaml...
   weft workflow ls | show NAME [--version N] | rm NAME
   weft workflow pause NAME [--reason R] | resume NAME [--reason R] [--rate N] [--watch]
@@ -360,7 +368,8 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
   weft admin backup FILE|-        a backup of the embedded store, taken while the host runs
   weft attempt ls INSTANCE_ID     the instance's recorded attempts (docs/http-api.md#tapes)
   weft attempt replay INSTANCE_ID --step STEP --attempt N [--exec E] [--plugin FILE.wasm]
-      replays a recorded attempt against its version, or a candidate module (admin);
+      replays a recorded attempt against its version, or a candidate module (admin); STEP is
+      the step's id or path;
       exit 0 when it ended as recorded, 1 otherwise
   weft attempt export INSTANCE_ID --step STEP --attempt N [--exec E] --module FILE.wasm --file FILE|-
       a bundle of the recorded attempt and its module (admin), which

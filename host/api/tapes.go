@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins/tape"
 )
@@ -21,9 +24,10 @@ import (
 // instance's tapes for any reader, without their contents; a tape's
 // contents and its replays are an admin's, since they hold the attempt's
 // input, output and the answers the host gave it. A tape is addressed by
-// its attempt number in the path and its step path and exec in the query
-// (step paths hold brackets and dots, which a query carries as they are);
-// the exec may be left out when the step's attempt has one recording.
+// its attempt number in the path and its step (path or id) and exec in
+// the query (step paths hold brackets and dots, which a query carries as
+// they are); the exec may be left out when the step's attempt has one
+// recording.
 
 // listTapes answers the summaries of an instance's tapes, in the order of
 // its definition and executions.
@@ -108,9 +112,12 @@ func (s *Server) replayTape(c *fiber.Ctx) error {
 }
 
 // tapeKey reads a tape's key from the request: the instance and attempt
-// from the path, ?step= and ?exec= from the query. Without exec, the
-// step's attempt must have exactly one recording: none is a 404, several
-// a 409 listing their execs.
+// from the path, ?step= and ?exec= from the query. The step is its path
+// as the history names it (steps[2].do#1[0]) or its id: an id names the
+// step whose tapes of that attempt are at one path (none is a 404,
+// several — iterations of a loop — a 409 listing them). Without exec,
+// the step's attempt must have exactly one recording: none is a 404,
+// several a 409 listing their execs.
 func (s *Server) tapeKey(c *fiber.Ctx) (weft.TapeKey, error) {
 	key := weft.TapeKey{InstanceID: param(c, "id"), StepPath: c.Query("step"), Exec: c.Query("exec")}
 	n, err := strconv.Atoi(param(c, "attempt"))
@@ -119,9 +126,11 @@ func (s *Server) tapeKey(c *fiber.Ctx) (weft.TapeKey, error) {
 	}
 	key.Attempt = n
 	if key.StepPath == "" {
-		return key, invalidField("step", "is required: the step's path as the history names it (GET /v1/instances/{id}/tapes lists them)")
+		return key, invalidField("step", "is required: the step's id, or its path as the history names it (GET /v1/instances/{id}/tapes lists them)")
 	}
-	if key.Exec != "" {
+	// A path has brackets (steps[0]); an id never has (abi.ValidName).
+	isPath := strings.Contains(key.StepPath, "[")
+	if key.Exec != "" && isPath {
 		if err := key.Check(); err != nil {
 			return key, err
 		}
@@ -129,12 +138,24 @@ func (s *Server) tapeKey(c *fiber.Ctx) (weft.TapeKey, error) {
 	}
 	ctx, cancel := requestContext(c, s.cfg.RequestTimeout)
 	defer cancel()
-	if _, err := s.instance(ctx, key.InstanceID); err != nil {
+	inst, err := s.instance(ctx, key.InstanceID)
+	if err != nil {
 		return key, err
 	}
 	recs, err := s.node.Tapes(ctx, key.InstanceID)
 	if err != nil {
 		return key, err
+	}
+	if !slices.ContainsFunc(recs, func(r weft.TapeRecord) bool { return r.Key.StepPath == key.StepPath }) && !isPath {
+		if key.StepPath, err = s.tapeStepByID(ctx, inst, recs, key); err != nil {
+			return key, err
+		}
+	}
+	if key.Exec != "" {
+		if err := key.Check(); err != nil {
+			return key, err
+		}
+		return key, nil
 	}
 	var execs []string
 	for _, r := range recs {
@@ -151,6 +172,48 @@ func (s *Server) tapeKey(c *fiber.Ctx) (weft.TapeKey, error) {
 	}
 	return key, conflictf("attempt %d of step %q of instance %q was recorded in %d executions (%s): say which with ?exec=",
 		key.Attempt, key.StepPath, key.InstanceID, len(execs), strings.Join(execs, ", "))
+}
+
+// tapeStepByID resolves key.StepPath as a step id against the definition
+// inst runs, and returns the one path at which recs (the instance's
+// tapes) hold that step's attempt key.Attempt (of execution key.Exec,
+// when set). A step that is not in the definition, or has no such tape,
+// is a 404; a step whose attempt was recorded at several paths (each
+// iteration of a foreach has its own) a 409 listing them.
+func (s *Server) tapeStepByID(ctx context.Context, inst *weft.Instance, recs []weft.TapeRecord, key weft.TapeKey) (string, error) {
+	id := key.StepPath
+	d, err := s.node.Definition(ctx, inst.Workflow, inst.Version)
+	if errors.Is(err, weft.ErrNotFound) {
+		return "", notFoundf("instance %q has no tape at step path %q, and workflow %q version %d, which it runs, is deleted, so %q cannot be resolved as a step id: pass the step's path (GET /v1/instances/{id}/tapes lists them)",
+			inst.ID, id, inst.Workflow, inst.Version, id)
+	}
+	if err != nil {
+		return "", err
+	}
+	steps, err := node.DefinitionSteps(d)
+	if err != nil {
+		return "", fmt.Errorf("instance %s: workflow %s version %d: %w", inst.ID, inst.Workflow, inst.Version, err)
+	}
+	i := slices.IndexFunc(steps, func(st node.StepRef) bool { return st.ID == id })
+	if i < 0 {
+		return "", notFoundf("instance %q has no tape of step %q: no tape has that step path, and workflow %q version %d has no step with that id",
+			inst.ID, id, inst.Workflow, inst.Version)
+	}
+	var paths []string
+	for _, r := range recs {
+		if definitionPath(r.Key.StepPath) == steps[i].Path && r.Key.Attempt == key.Attempt && (key.Exec == "" || r.Key.Exec == key.Exec) &&
+			!slices.Contains(paths, r.Key.StepPath) {
+			paths = append(paths, r.Key.StepPath)
+		}
+	}
+	switch len(paths) {
+	case 0:
+		return "", notFoundf("instance %q has no tape of attempt %d of step %q (%s)", inst.ID, key.Attempt, id, steps[i].Path)
+	case 1:
+		return paths[0], nil
+	}
+	return "", conflictf("attempt %d of step %q of instance %q was recorded at %d step paths (%s): say which with ?step= and the path",
+		key.Attempt, id, inst.ID, len(paths), strings.Join(paths, ", "))
 }
 
 func viewTapeKey(k weft.TapeKey) apiv1.TapeKey {
@@ -208,7 +271,7 @@ func ReplayDocument(r *weft.ReplayReport) apiv1.ReplayReport {
 	v := apiv1.ReplayReport{
 		Key: viewTapeKey(r.Key), Activity: r.Activity, Plugin: r.Plugin, RecordedVersion: r.RecordedVersion,
 		ReplayedVersion: r.ReplayedVersion, Outcome: string(r.Outcome), RecordedOutput: r.RecordedOutput, Output: r.Output,
-		Left: r.Left, DurationMS: r.Duration.Milliseconds(),
+		Left: r.Left, DurationMS: r.Duration.Milliseconds(), Fuel: r.Fuel,
 	}
 	if f := r.RecordedFailure; f != nil {
 		v.RecordedFailure = &apiv1.ReplayFailure{Code: f.Code, Message: f.Message}

@@ -87,6 +87,9 @@ type ReplayReport struct {
 	Left int `json:"left"`
 	// DurationMS is how long the replay ran, in milliseconds.
 	DurationMS int64 `json:"duration_ms"`
+	// Fuel is the guest work the replay did (docs/replay.md, "Shadow
+	// runs"), 0 when not measured.
+	Fuel uint64 `json:"fuel,omitempty"`
 }
 
 // ReplayFailure is how an attempt failed.
