@@ -262,3 +262,37 @@ export function stream(path, {query, onEvent, onState = () => {}, reconnect = ()
     },
   };
 }
+
+// --- plugins, recorded attempts and shadow runs (docs/replay.md) ---
+
+// putPlugin uploads a module as a new version of plugin name (admin):
+// the version it becomes is the module's hash, so uploading the same
+// bytes twice makes one version.
+export function putPlugin(name, wasm) {
+  return request('PUT', `/v1/plugins/${p(name)}`, {body: wasm, contentType: 'application/wasm'});
+}
+
+// tapes answers the summaries of an instance's recorded attempts, in the
+// order of its definition and executions (one page: the host answers
+// them all).
+export async function tapes(id) {
+  const page = await get(`/v1/instances/${p(id)}/tapes`);
+  return (page && page.items) || [];
+}
+
+// replayTape replays the recorded attempt key (a tape summary's key)
+// against the version that recorded it, or against candidate (a
+// module's bytes) when given (admin), and answers the report.
+export function replayTape(key, candidate) {
+  const opts = {query: {step: key.step_path, exec: key.exec}};
+  if (candidate) Object.assign(opts, {body: candidate, contentType: 'application/wasm'});
+  return request('POST', `/v1/instances/${p(key.instance_id)}/tapes/${encodeURIComponent(String(key.attempt))}/replay`, opts);
+}
+
+// shadowRun replays plugin's recorded attempts, newest first, against
+// candidate (a module's bytes) and the versions that recorded them, and
+// answers the report (admin). query: last (how many, 1 to 1000; the
+// host's default when empty), workflow, since (RFC 3339).
+export function shadowRun(plugin, candidate, query = {}) {
+  return request('POST', `/v1/plugins/${p(plugin)}/shadow`, {query, body: candidate, contentType: 'application/wasm'});
+}

@@ -4,15 +4,17 @@
 // failure and log lines, its parent and children, and the actions the
 // token's role allows (cancel, retry, pause and resume, send the event a
 // wait expects, reset to an earlier step, migrate to another version,
-// export), and a banner while an operator has it paused. It follows the
-// instance's stream while it runs.
+// export), and a banner while an operator has it paused, and its
+// recorded attempts (docs/replay.md), which an admin may replay. It
+// follows the instance's stream while it runs.
 
 import * as api from '../api.js';
 import {h, replace, timeEl, statusBadge, jsonBlock, links, shortHash, TERMINAL, throttle, fmtDuration, fmtTime, fmtBytes, download, pretty, compareTimes} from '../format.js';
-import {can, session, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState, modal, slot} from '../ui.js';
+import {can, session, errorBox, section, kv, notify, field, actionForm, parseJSONField, liveState, modal, slot, loading} from '../ui.js';
 import * as timeline from '../timeline.js';
 import {graphOf} from './workflow.js';
 import {keyLabel} from './flow.js';
+import {replayView} from './plugin.js';
 
 // queryValue writes a search attribute's value as a query does: a
 // string (a time too) as a JSON string, a number as JSON writes it, a
@@ -88,9 +90,70 @@ export function planView(p) {
       h('li', {}, h('code', {}, name), ': ', c.from ? shortHash(c.from) : h('span', {class: 'muted'}, 'not pinned'), ' → ', shortHash(c.to))))] : null);
 }
 
+// TAPE_OUTCOMES colour how a recorded attempt ended as the statuses are.
+const TAPE_OUTCOMES = {completed: 'st-completed', failed: 'st-failed', timed_out: 'st-failed', cancelled: 'st-cancelled'};
+
+// tapesView shows an instance's recorded attempts (their summaries, as
+// any reader sees them): step, attempt, activity and version, how it
+// ended, the tape's size and whether its cap cut it, when it was
+// recorded. With replay (an admin's), each has a Replay button that
+// replays it against the version that recorded it and shows the report
+// below its row.
+export function tapesView(list, replay) {
+  // A step's attempt recorded in more than one execution (a loop) says
+  // which execution each tape is of.
+  const seen = new Map();
+  for (const t of list) {
+    const k = `${t.key.step_path}#${t.key.attempt}`;
+    seen.set(k, (seen.get(k) || 0) + 1);
+  }
+  const cols = ['step', 'attempt', 'activity', 'version', 'outcome', 'size', 'recorded'];
+  if (replay) cols.push('');
+  const rows = list.map((t) => {
+    const k = t.key || {};
+    const report = h('td', {colspan: cols.length});
+    const reportRow = h('tr', {class: 'detail-row', 'data-test': 'tape-report', hidden: true}, report);
+    let button = null;
+    if (replay) {
+      button = h('button', {type: 'button', class: 'small', 'data-test': 'tape-replay',
+        title: 'Replay the attempt against the version that recorded it, answered from its tape'}, 'Replay');
+      button.addEventListener('click', async () => {
+        button.disabled = true;
+        reportRow.hidden = false;
+        replace(report, loading('Replaying…'));
+        try {
+          replace(report, replayView(await replay(k)));
+          button.textContent = 'Replay again';
+        } catch (e) {
+          replace(report, errorBox(e));
+        } finally {
+          button.disabled = false;
+        }
+      });
+    }
+    return [h('tr', {'data-test': 'tape-row', 'data-step': k.step_path || '', 'data-attempt': String(k.attempt ?? ''), 'data-exec': k.exec || '',
+      'data-outcome': t.outcome || ''},
+    h('td', {}, h('code', {}, k.step_path || ''), seen.get(`${k.step_path}#${k.attempt}`) > 1 ? h('span', {class: 'muted'}, ` exec ${k.exec}`) : ''),
+    h('td', {}, String(k.attempt ?? '')),
+    h('td', {'data-test': 'tape-activity'}, t.plugin ? [h('a', {href: links.plugin(t.plugin)}, t.plugin), `.${t.activity || ''}`] : t.activity || ''),
+    h('td', {}, shortHash(t.plugin_version)),
+    h('td', {}, h('span', {class: `badge ${TAPE_OUTCOMES[t.outcome] || 'st-cancelled'}`, 'data-test': 'tape-outcome'}, String(t.outcome || '').replaceAll('_', ' ')),
+      t.failure_code ? [' ', h('code', {}, t.failure_code)] : ''),
+    h('td', {}, fmtBytes(t.size), t.truncated ? [' ', h('span', {class: 'badge st-pending', 'data-test': 'tape-truncated',
+      title: 'the tape reached its size cap (tapes.max_bytes) and the recording stopped: a replay stops where it ends'}, 'truncated')] : ''),
+    h('td', {}, timeEl(t.recorded_at)),
+    replay ? h('td', {}, button) : null), reportRow];
+  });
+  return h('div', {class: 'table-wrap'}, h('table', {class: 'list tapes', 'data-test': 'tapes-table'},
+    h('thead', {}, h('tr', {}, cols.map((c) => h('th', {scope: 'col'}, c)))), h('tbody', {}, rows)));
+}
+
 export async function render({main, params}) {
   const id = params[0];
   const base = `/v1/instances/${api.p(id)}`;
+  // The recorded attempts are read once, with the instance (and once
+  // more when the page sees it finish: its last tapes are written then).
+  let tapesRead = api.tapes(id).then((items) => ({items}), (error) => ({error}));
   let inst;
   try {
     inst = await api.get(base);
@@ -122,6 +185,8 @@ export async function render({main, params}) {
   const logBox = h('div');
   const raw = h('pre', {class: 'json', 'data-test': 'raw-json'});
   const children = h('div', {'data-test': 'children'});
+  // Its data-state says what it shows: loading, none, shown or error.
+  const tapesBox = h('div', {'data-test': 'tapes-box', 'data-state': 'loading'});
   const steps = h('details', {class: 'card', 'data-test': 'instance-graph'}, h('summary', {}, 'Steps, coloured by how far it got'));
   let def = null; // the instance's workflow version as the host parsed it, once read
 
@@ -632,6 +697,31 @@ export async function render({main, params}) {
       logsError ? errorBox(logsError, {'data-test': 'logs-error'}) : logs ? logLines(logs) : 'loading…'));
   }
 
+  // drawTapes shows the recorded attempts, once read: nothing when it
+  // has none (or the host keeps none: an older host answers 404).
+  let tapesAgain = !TERMINAL.has(inst.status);
+  async function drawTapes() {
+    const read = tapesRead;
+    const {items, error} = await read;
+    if (read !== tapesRead) return; // a newer read draws
+    if (error && error.status !== 404) {
+      tapesBox.dataset.state = 'error';
+      replace(tapesBox, section('Recorded attempts', {'data-test': 'tapes'}, errorBox(error)));
+      return;
+    }
+    if (error || !items.length) {
+      tapesBox.dataset.state = 'none';
+      replace(tapesBox, '');
+      return;
+    }
+    tapesBox.dataset.state = 'shown';
+    replace(tapesBox, section('Recorded attempts', {'data-test': 'tapes'},
+      h('p', {class: 'muted'}, 'What the host answered each of these attempts, kept by the workflow\'s record policy. ',
+        can('admin') ? 'A replay runs the attempt again from its tape, on the version that recorded it: no request leaves the host.'
+          : 'An admin may replay them.'),
+      tapesView(items, can('admin') ? (key) => api.replayTape(key) : null)));
+  }
+
   // settle re-reads the instance after an action, waiting a little for
   // it to take effect (a cancel or an event applies when the instance
   // next runs), so the page does not depend on the stream to show it.
@@ -686,9 +776,10 @@ export async function render({main, params}) {
     drawSteps();
   }
 
-  replace(main, head, pausedBox, summary, actions, waiting, tl, logBox, steps, data, histBox,
+  replace(main, head, pausedBox, summary, actions, waiting, tl, tapesBox, logBox, steps, data, histBox,
     h('details', {class: 'card'}, h('summary', {}, 'Raw JSON'), raw));
   update();
+  drawTapes();
   await reload();
 
   // Follow the instance while it can change. Its stream sends the
@@ -716,6 +807,11 @@ export async function render({main, params}) {
         }
         if (type !== 'instance' || !v || typeof v !== 'object') return;
         if (!adopt(v)) return;
+        if (tapesAgain && TERMINAL.has(v.status)) {
+          tapesAgain = false;
+          tapesRead = api.tapes(id).then((items) => ({items}), (error) => ({error}));
+          drawTapes();
+        }
         // It ran since the retry or the reset (and may have failed again).
         if (retrying && (v.status !== retrying.status || v.updated_at !== retrying.updated)) retrying = null;
         update();
