@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,23 +11,6 @@ import (
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/internal/testplugins"
 )
-
-// upperNope is a candidate module whose activity "upper" returns
-// {"text":"NOPE"} at once, asking the host nothing.
-func upperNope(t *testing.T) []byte {
-	const manifest, out = `{"activities":[{"name":"upper"}]}`, `{"text":"NOPE"}`
-	return testplugins.WAT(t, fmt.Sprintf(`(module
-  (import "weft" "result" (func $result (param i32 i32)))
-  (memory (export "memory") 1)
-  (data (i32.const 16) "%s")
-  (func (export "weft_abi_version") (result i32) (i32.const 1))
-  (func (export "weft_alloc") (param i32) (result i32) (i32.const 8192))
-  (func (export "weft_manifest") (result i32) (call $result (i32.const 16) (i32.const %d)) (i32.const 0))
-  (data (i32.const 1024) "%s")
-  (func (export "weft_invoke") (param i32 i32 i32) (result i32)
-    (call $result (i32.const 1024) (i32.const %d)) (i32.const 0)))`,
-		strings.ReplaceAll(manifest, `"`, `\"`), len(manifest), strings.ReplaceAll(out, `"`, `\"`), len(out)))
-}
 
 // TestCLIPluginShadow: weft plugin shadow of the recorded version over
 // two recorded attempts prints a line for each, the same and alike, and
@@ -69,7 +51,7 @@ func TestCLIPluginShadow(t *testing.T) {
 	}
 
 	candidate := filepath.Join(dir, "nope.wasm")
-	if err := os.WriteFile(candidate, upperNope(t), 0o644); err != nil {
+	if err := os.WriteFile(candidate, testplugins.Constant(t, "upper", `{"text":"NOPE"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := ts.weft(t, nil, "plugin", "shadow", "kit", candidate)

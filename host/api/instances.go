@@ -280,19 +280,8 @@ func hungUp(c *fiber.Ctx) error {
 // cluster, from the other nodes' notifications. An instance deleted during
 // the wait is a 404.
 func (s *Server) await(c *fiber.Ctx, inst *weft.Instance, w waitFor) (now *weft.Instance, gone bool, err error) {
-	ctx, cancel := context.WithTimeout(c.UserContext(), w.d)
-	defer cancel()
-	hangUp, unwatch := watchHangUp(c.Context().Conn())
-	defer unwatch()
-	go func() {
-		select {
-		case <-s.draining:
-			cancel()
-		case <-hangUp:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, hangUp, done := s.holdRequest(c, w.d)
+	defer done()
 	wait := func(ctx context.Context) (*weft.Instance, error) { return s.node.WaitFinished(ctx, inst.ID) }
 	switch {
 	case w.watch != nil && w.suspended:

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -43,19 +42,8 @@ func (s *Server) shadowPlugin(c *fiber.Ctx) error {
 	}
 	candidate := c.BodyRaw()
 
-	ctx, cancel := context.WithTimeout(c.UserContext(), max(shadowTimeout, s.cfg.RequestTimeout))
-	defer cancel()
-	hangUp, unwatch := watchHangUp(c.Context().Conn())
-	defer unwatch()
-	go func() {
-		select {
-		case <-s.draining:
-			cancel()
-		case <-hangUp:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, hangUp, done := s.holdRequest(c, max(shadowTimeout, s.cfg.RequestTimeout))
+	defer done()
 	rep, err := s.node.Shadow(ctx, name, candidate, q)
 	if err == nil {
 		return c.JSON(ShadowDocument(rep))

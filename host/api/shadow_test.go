@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,24 +24,6 @@ steps:
   - { id: up, activity: kit.upper, input: { text: "${ input.name }" }, output: up }
 output: "${ vars.up.text }"
 `
-
-// constModule is a candidate module with the one activity, which
-// returns output (a JSON document) at once, asking the host nothing.
-func constModule(t *testing.T, activity, output string) []byte {
-	t.Helper()
-	manifest := fmt.Sprintf(`{"activities":[{"name":%q}]}`, activity)
-	return testplugins.WAT(t, fmt.Sprintf(`(module
-  (import "weft" "result" (func $result (param i32 i32)))
-  (memory (export "memory") 1)
-  (data (i32.const 16) "%s")
-  (func (export "weft_abi_version") (result i32) (i32.const 1))
-  (func (export "weft_alloc") (param i32) (result i32) (i32.const 8192))
-  (func (export "weft_manifest") (result i32) (call $result (i32.const 16) (i32.const %d)) (i32.const 0))
-  (data (i32.const 1024) "%s")
-  (func (export "weft_invoke") (param i32 i32 i32) (result i32)
-    (call $result (i32.const 1024) (i32.const %d)) (i32.const 0)))`,
-		strings.ReplaceAll(manifest, `"`, `\"`), len(manifest), strings.ReplaceAll(output, `"`, `\"`), len(output)))
-}
 
 // runShout runs the shout workflow for each name, to completion: each
 // run records its attempt's tape before it completes.
@@ -95,7 +76,7 @@ func TestShadowRoute(t *testing.T) {
 	}
 
 	var diff apiv1.ShadowReport
-	shadow("?last=1", adminSecret, constModule(t, "upper", `{"text":"NOPE"}`)).want(t, http.StatusOK).json(t, &diff)
+	shadow("?last=1", adminSecret, testplugins.Constant(t, "upper", `{"text":"NOPE"}`)).want(t, http.StatusOK).json(t, &diff)
 	if len(diff.Attempts) != 1 || diff.Query.Limit != 1 || diff.Summary.Outcomes["different_output"] != 1 || diff.CandidateVersion == same.CandidateVersion {
 		t.Fatalf("shadow run of another module: %+v", diff)
 	}

@@ -16,26 +16,6 @@ import (
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
-// constantUpper is a candidate module for kit: its one activity, upper,
-// answers out (a JSON document without backslashes) whatever its input,
-// asking the host nothing.
-func constantUpper(t *testing.T, out string) []byte {
-	t.Helper()
-	const manifest = `{"activities":[{"name":"upper"}]}`
-	esc := func(s string) string { return strings.ReplaceAll(s, `"`, `\"`) }
-	return testplugins.WAT(t, fmt.Sprintf(`(module
-  (import "weft" "result" (func $result (param i32 i32)))
-  (memory (export "memory") 1)
-  (data (i32.const 16) "%s")
-  (func (export "weft_abi_version") (result i32) (i32.const 1))
-  (func (export "weft_alloc") (param i32) (result i32) (i32.const 8192))
-  (func (export "weft_manifest") (result i32) (call $result (i32.const 16) (i32.const %d)) (i32.const 0))
-  (data (i32.const 1024) "%s")
-  (func (export "weft_invoke") (param i32 i32 i32) (result i32)
-    (call $result (i32.const 1024) (i32.const %d)) (i32.const 0)))`,
-		esc(manifest), len(manifest), esc(out), len(out)))
-}
-
 // pluginDoc is the part of the API's plugin document the test reads.
 type pluginDoc struct {
 	Version  string `json:"version"`
@@ -84,7 +64,7 @@ func TestBrowserShadowRunAndPromote(t *testing.T) {
 	if len(before) != 1 {
 		t.Fatalf("kit has versions %v, want one", before)
 	}
-	cand := constantUpper(t, `{"text":"HI"}`)
+	cand := testplugins.Constant(t, "upper", `{"text":"HI"}`)
 	sum := sha256.Sum256(cand)
 	candVersion := hex.EncodeToString(sum[:])
 	file := filepath.Join(t.TempDir(), "candidate.wasm")

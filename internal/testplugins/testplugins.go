@@ -193,6 +193,27 @@ func Manifested(t testing.TB, manifest string) []byte {
 		strings.ReplaceAll(manifest, `"`, `\"`), len(manifest)))
 }
 
+// Constant returns a module with the one activity, which answers output
+// (a JSON document without backslashes) whatever its input, asking the
+// host nothing: a candidate that behaves otherwise than a recording, for
+// replays and shadow runs.
+func Constant(t testing.TB, activity, output string) []byte {
+	t.Helper()
+	manifest := fmt.Sprintf(`{"activities":[{"name":%q}]}`, activity)
+	esc := func(s string) string { return strings.ReplaceAll(s, `"`, `\"`) }
+	return WAT(t, fmt.Sprintf(`(module
+  (import "weft" "result" (func $result (param i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "%s")
+  (func (export "weft_abi_version") (result i32) (i32.const 1))
+  (func (export "weft_alloc") (param i32) (result i32) (i32.const 8192))
+  (func (export "weft_manifest") (result i32) (call $result (i32.const 16) (i32.const %d)) (i32.const 0))
+  (data (i32.const 1024) "%s")
+  (func (export "weft_invoke") (param i32 i32 i32) (result i32)
+    (call $result (i32.const 1024) (i32.const %d)) (i32.const 0)))`,
+		esc(manifest), len(manifest), esc(output), len(output)))
+}
+
 // WAT compiles WebAssembly text to a module with wat2wasm.
 func WAT(t testing.TB, text string) []byte {
 	t.Helper()
