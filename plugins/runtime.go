@@ -259,6 +259,14 @@ func (r *Runtime) Stored(ctx context.Context, version string) (bool, error) {
 	return false, err
 }
 
+// ModuleBytes returns the stored bytes of version, read from the blob
+// store and checked against the version's hash: an error matching
+// ErrNotFound when the store does not hold it. A candidate loaded with
+// LoadUnstored is not stored.
+func (r *Runtime) ModuleBytes(ctx context.Context, version string) ([]byte, error) {
+	return r.fetch(version)(ctx)
+}
+
 // Module returns the description of a version, loading it from the blob
 // store when it is not loaded yet.
 func (r *Runtime) Module(ctx context.Context, version string) (*Module, error) {

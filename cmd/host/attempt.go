@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 
 	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/client"
 	"github.com/weftworks/weft/plugins/tape"
 )
 
@@ -17,7 +19,8 @@ import (
 // recorded attempts of an instance, a replay of one against the version
 // that recorded it or a candidate module, to see whether a fix would have
 // behaved alike given the same world, and a bundle of one to replay
-// offline. They call the client's tape methods (host/client/tapes.go).
+// offline. They call the client's tape methods (host/client/tapes.go)
+// and, for a bundle's module, PluginModule.
 
 // maxCandidateBytes bounds a --plugin module read from disk: the host's
 // largest plugin body limit (http.plugin_body_limit's upper bound is what
@@ -156,30 +159,36 @@ func replayCall(c apiv1.ReplayCall) string {
 }
 
 // attemptExport is weft attempt export INSTANCE_ID --step STEP --attempt
-// N [--exec E] --module FILE.wasm --file FILE|-: it writes a bundle
+// N [--exec E] [--module FILE.wasm] --file FILE|-: it writes a bundle
 // (plugins/tape.Bundle) of the recorded attempt's envelope and its
 // module, which weft plugin call --replay runs offline. The host serves
-// the envelope (admin); the module is the caller's copy of the recorded
-// version, checked against its hash, since the API serves no module.
+// both (admin): the envelope, and the module of the version that recorded
+// it, which the plugin keeps as its current version or in its history.
+// --module supplies the module instead (a version the host no longer
+// keeps), checked against the recorded version's hash, as the host's is.
 func (a *app) attemptExport(ctx context.Context, args []string) int {
 	cmd := a.newClientCmd("attempt export")
 	step := cmd.fs.String("step", "", "the `STEP`: its id, or its path as weft attempt ls shows it")
 	attempt := cmd.fs.Int("attempt", 0, "the attempt number `N`, from 1")
 	exec := cmd.fs.String("exec", "", "the step's execution `E`; needed only when the attempt was recorded in several")
-	module := cmd.fs.String("module", "", "the recorded version's module, `FILE.wasm` (its sha256 must be the recorded version)")
+	module := cmd.fs.String("module", "", "the recorded version's module, `FILE.wasm`, instead of the host's copy (its sha256 must be the recorded version)")
 	file := cmd.fs.String("file", "", "where to write the bundle, `FILE`, or - for stdout")
-	pos, ok := cmd.parse(args, 1, 1, "INSTANCE_ID --step STEP --attempt N [--exec E] --module FILE.wasm --file FILE|-")
+	pos, ok := cmd.parse(args, 1, 1, "INSTANCE_ID --step STEP --attempt N [--exec E] [--module FILE.wasm] --file FILE|-")
 	if !ok {
 		return cmd.usageExit()
 	}
-	if *step == "" || *attempt < 1 || *module == "" || *file == "" {
-		cmd.errorf("attempt export: --step, --attempt (1 or more), --module and --file are required")
+	if *step == "" || *attempt < 1 || *file == "" {
+		cmd.errorf("attempt export: --step, --attempt (1 or more) and --file are required")
 		return exitUsage
 	}
-	wasm, err := readCandidate(*module)
-	if err != nil {
-		cmd.errorf("attempt export: --module: %v", err)
-		return exitFailed
+	var wasm []byte
+	if *module != "" {
+		b, err := readCandidate(*module)
+		if err != nil {
+			cmd.errorf("attempt export: --module: %v", err)
+			return exitFailed
+		}
+		wasm = b
 	}
 	envelope, err := cmd.c.TapeEnvelope(ctx, apiv1.TapeKey{InstanceID: pos[0], StepPath: *step, Exec: *exec, Attempt: *attempt})
 	if err != nil {
@@ -189,6 +198,17 @@ func (a *app) attemptExport(ctx context.Context, args []string) int {
 	if err != nil {
 		cmd.errorf("attempt export: the host's tape does not decode: %v", err)
 		return exitFailed
+	}
+	if wasm == nil {
+		// The client checks the bytes against the version.
+		if wasm, err = cmd.c.PluginModule(ctx, at.Plugin, at.PluginVersion); err != nil {
+			code := cmd.fail(err)
+			if errors.Is(err, client.ErrNotFound) {
+				fmt.Fprintf(cmd.stderr, "  (the host no longer keeps plugin %s version %s: pass that module with --module FILE.wasm)\n",
+					printable(at.Plugin, false), shortHash(at.PluginVersion))
+			}
+			return code
+		}
 	}
 	b := &tape.Bundle{Module: wasm, Attempt: envelope}
 	if sum := b.ModuleSum(); sum != at.PluginVersion {

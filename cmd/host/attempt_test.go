@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -36,7 +37,9 @@ func nullFailModule(t *testing.T) []byte {
 // and exits 0, with -o json too; against a candidate --plugin that
 // returns null it reports a different output and exits 1; a step with
 // no tape exits 4; --step is required. weft attempt export bundles it
-// with the recorded module (another is refused), and weft plugin call
+// with the recorded module, which the host serves (--module supplies
+// it instead; another module is refused; once the host keeps the
+// version no more, the export says to pass it), and weft plugin call
 // --replay runs the bundle offline: the same with its module, a
 // different output with the candidate.
 func TestCLIAttempt(t *testing.T) {
@@ -85,11 +88,19 @@ func TestCLIAttempt(t *testing.T) {
 		t.Errorf("attempt replay --plugin: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
 
-	// The bundle of the attempt, with the recorded module, replays
-	// offline as the same failure; with the candidate, differently. A
-	// module other than the recorded version is refused.
+	// The bundle of the attempt, with the recorded module the host
+	// serves, replays offline as the same failure; with the candidate,
+	// differently. --module supplies the module instead: the recorded
+	// version's is taken, another is refused.
 	bundle := filepath.Join(dir, "fo-1.bundle")
-	ts.ok(t, "attempt", "export", "fo-1", "--step", step, "--attempt", "1", "--module", testplugins.Path(t, "kit"), "--file", bundle)
+	if res := ts.weft(t, nil, "attempt", "export", "fo-1", "--step", step, "--attempt", "1", "--file", bundle); res.code != exitOK || !strings.Contains(res.stderr, "wrote "+bundle) {
+		t.Fatalf("attempt export: exit %d, %s", res.code, res.stderr)
+	}
+	given := filepath.Join(dir, "given.bundle")
+	ts.ok(t, "attempt", "export", "fo-1", "--step", "try", "--attempt", "1", "--module", testplugins.Path(t, "kit"), "--file", given)
+	if a, b := readBytes(t, bundle), readBytes(t, given); !bytes.Equal(a, b) {
+		t.Errorf("the bundle with the host's module (%d bytes) differs from the one with --module (%d bytes)", len(a), len(b))
+	}
 	if res := ts.weft(t, nil, "attempt", "export", "fo-1", "--step", step, "--attempt", "1", "--module", testplugins.Path(t, "text"), "--file", filepath.Join(dir, "x")); res.code != exitFailed || !strings.Contains(res.stderr, "pass that module") {
 		t.Errorf("attempt export with another module: exit %d, %s", res.code, res.stderr)
 	}
@@ -107,10 +118,28 @@ func TestCLIAttempt(t *testing.T) {
 		t.Errorf("plugin call --replay of a module: exit %d, %s", res.code, res.stderr)
 	}
 
+	// Once the host keeps the recorded version no more, the export says
+	// to pass the module, which still works.
+	ts.ok(t, "plugin", "rm", "kit", "--force")
+	if res := ts.weft(t, nil, "attempt", "export", "fo-1", "--step", step, "--attempt", "1", "--file", filepath.Join(dir, "y")); res.code != exitNotFound || !strings.Contains(res.stderr, "--module FILE.wasm") {
+		t.Errorf("attempt export of a version the host no longer keeps: exit %d, %s", res.code, res.stderr)
+	}
+	ts.ok(t, "attempt", "export", "fo-1", "--step", step, "--attempt", "1", "--module", testplugins.Path(t, "kit"), "--file", filepath.Join(dir, "y"))
+
 	if res := ts.weft(t, nil, "attempt", "replay", "fo-1", "--step", "steps[9]", "--attempt", "1"); res.code != exitNotFound {
 		t.Errorf("attempt replay of no tape: exit %d, %s", res.code, res.stderr)
 	}
 	if res := ts.weft(t, nil, "attempt", "replay", "fo-1", "--attempt", "1"); res.code != exitUsage || !strings.Contains(res.stderr, "--step") {
 		t.Errorf("attempt replay without --step: exit %d, %s", res.code, res.stderr)
 	}
+}
+
+// readBytes returns a file's contents.
+func readBytes(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -28,7 +28,7 @@
 //	weft admin backup FILE|-
 //	weft attempt ls INSTANCE_ID
 //	weft attempt replay INSTANCE_ID --step STEP --attempt N [--exec E] [--plugin FILE.wasm]
-//	weft attempt export INSTANCE_ID --step STEP --attempt N [--exec E] --module FILE.wasm --file FILE|-
+//	weft attempt export INSTANCE_ID --step STEP --attempt N [--exec E] [--module FILE.wasm] --file FILE|-
 //
 // and three local commands, without a server, write a plugin and run one
 // in the host's sandbox:
@@ -371,7 +371,7 @@ or WEFT_SERVER, WEFT_TOKEN, WEFT_OUTPUT):
       replays a recorded attempt against its version, or a candidate module (admin); STEP is
       the step's id or path;
       exit 0 when it ended as recorded, 1 otherwise
-  weft attempt export INSTANCE_ID --step STEP --attempt N [--exec E] --module FILE.wasm --file FILE|-
+  weft attempt export INSTANCE_ID --step STEP --attempt N [--exec E] [--module FILE.wasm] --file FILE|-
       a bundle of the recorded attempt and its module (admin), which
       weft plugin call --replay BUNDLE [--plugin FILE.wasm] replays offline
 

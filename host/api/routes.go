@@ -56,6 +56,7 @@ func (s *Server) routeTable() []route {
 		{method: fiber.MethodPut, path: "/v1/plugins/:name/grants", perm: permAdmin, handler: s.putGrants},
 		{method: fiber.MethodDelete, path: "/v1/plugins/:name/grants", perm: permAdmin, handler: s.deleteGrants},
 		{method: fiber.MethodPost, path: "/v1/plugins/:name/shadow", perm: permAdmin, pluginBody: true, handler: s.shadowPlugin},
+		{method: fiber.MethodGet, path: "/v1/plugins/:name/versions/:version/module", perm: permAdmin, handler: s.pluginModule},
 
 		{method: fiber.MethodGet, path: "/v1/workflows", perm: permRead, handler: s.listWorkflows},
 		{method: fiber.MethodPut, path: "/v1/workflows/:name", perm: permAdmin, handler: s.putWorkflow},
