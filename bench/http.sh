@@ -11,6 +11,7 @@
 #	N=500 WARMUP=50 bench/http.sh  # a quick check that it all works
 #	STORES=embedded bench/http.sh  # only the embedded store
 #	STORES="embedded temporal" bench/http.sh  # Weft against Temporal's dev server
+#	STORES="embedded dbos" bench/http.sh      # Weft against DBOS Transact on Postgres
 #	STORES="redis redis-partitioned cluster cluster-partitioned" bench/http.sh
 #	                               # the whole store and PARTITIONS (16) partitions,
 #	                               # on one redis-server and on a Redis Cluster of
@@ -31,7 +32,14 @@
 # a Go worker in the load process (bench/temporal), so that the ratio comes
 # from the same rounds on the same machine; its first run builds the
 # Temporal CLI from the Go module proxy (several minutes).
-# Needs Go, redis-server (make deps) and the example plugins (make plugins).
+# With "dbos" among the stores, each round also runs seq3 (50 in flight
+# and, a tenth of N, 1 in flight) on DBOS Transact for Go (bench/dbos),
+# the workflows in the load process as DBOS runs them, on a Postgres
+# started for the round on a fresh data dir and a loopback port (fsync and
+# synchronous_commit on, Postgres's defaults otherwise); its CPU per
+# workflow is the DBOS process's plus every Postgres process's.
+# Needs Go, redis-server and postgresql (make deps) and the example
+# plugins (make plugins).
 set -euo pipefail
 
 bench=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -56,6 +64,24 @@ case " $stores " in
 	(cd "$bench/temporal" && go build -o ../work/bin/temporal github.com/temporalio/cli/cmd/temporal && go build -o ../work/temporal-load .)
 	;;
 esac
+pg_bin=
+case " $stores " in
+*" dbos "*)
+	(cd "$bench/dbos" && go build -o ../work/dbos-load .)
+	# Postgres's server programs: on PATH, or the newest of Debian's
+	# /usr/lib/postgresql/<version>/bin (which its package does not put
+	# on PATH).
+	if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then
+		pg_bin=$(dirname "$(readlink -f "$(command -v pg_ctl)")")
+	else
+		pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+	fi
+	if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ] || [ ! -x "$pg_bin/pg_ctl" ]; then
+		echo "no Postgres server found (initdb, pg_ctl); make deps installs Debian's postgresql" >&2
+		exit 1
+	fi
+	;;
+esac
 weft=$root/bin/weft
 load=$bench/work/load
 
@@ -65,6 +91,7 @@ load=$bench/work/load
 	echo "nproc: $(nproc)"
 	lscpu | grep -E '^(Model name|CPU\(s\)):' || true
 	echo "rounds: $rounds, n: $n, warmup: $warmup, rate: $rate/s, stores: $stores (partitions: $partitions, cluster shards: $shards)"
+	[ -n "$pg_bin" ] && echo "postgres: $("$pg_bin/pg_ctl" --version) ($pg_bin)"
 	echo "loadavg before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$out/http-machine.txt"
 
@@ -73,8 +100,11 @@ host_pid=
 redis_pids=()
 redis_addrs=
 temporal_pid=
+postgres_pid=
+postgres_port=
 sink_pid=
 cleanup() {
+	stop_postgres
 	[ -n "$host_pid" ] && kill "$host_pid" 2>/dev/null && wait "$host_pid" 2>/dev/null
 	[ -n "$sink_pid" ] && kill "$sink_pid" 2>/dev/null && wait "$sink_pid" 2>/dev/null
 	[ -n "$temporal_pid" ] && kill "$temporal_pid" 2>/dev/null && wait "$temporal_pid" 2>/dev/null
@@ -198,6 +228,82 @@ stop_host() {
 	redis_pids=()
 }
 
+# pg_user prints the user Postgres runs as: Postgres's server refuses
+# root, so as root it is the package's postgres user (or nobody);
+# otherwise the user running the benchmark.
+pg_user() {
+	if [ "$(id -u)" -ne 0 ]; then
+		id -un
+	elif id -u postgres >/dev/null 2>&1; then
+		echo postgres
+	else
+		echo nobody
+	fi
+}
+
+# as_postgres runs a command as pg_user.
+as_postgres() {
+	if [ "$(id -u)" -ne 0 ]; then
+		"$@"
+		return
+	fi
+	local user
+	user=$(pg_user)
+	setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups "$@"
+}
+
+# start_postgres DIR initialises a fresh Postgres cluster in DIR/data and
+# starts it on a free loopback port (its socket in DIR), durable as Weft
+# is (fsync, synchronous_commit); it sets postgres_port and postgres_pid
+# (the postmaster's, from postmaster.pid).
+start_postgres() {
+	local dir=$1
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	if [ "$(id -u)" -eq 0 ]; then
+		# The postgres user must reach DIR through $work (mode 700).
+		chmod 711 "$work"
+		chown "$(pg_user)" "$dir"
+	fi
+	if ! as_postgres "$pg_bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1; then
+		echo "initdb in $dir/data failed:" >&2
+		cat "$dir/initdb.log" >&2
+		return 1
+	fi
+	postgres_port=$(free_port)
+	if ! as_postgres "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+		-o "-h 127.0.0.1 -p $postgres_port -k $dir -c fsync=on -c synchronous_commit=on" start >/dev/null; then
+		echo "Postgres in $dir/data did not start; its log:" >&2
+		cat "$dir/postgres.log" >&2
+		return 1
+	fi
+	postgres_pid=$(head -n 1 "$dir/data/postmaster.pid")
+}
+
+# stop_postgres stops the Postgres that start_postgres started, if any (a
+# fast shutdown: SIGINT to the postmaster), and waits until it has gone.
+stop_postgres() {
+	[ -n "$postgres_pid" ] || return 0
+	kill -INT "$postgres_pid" 2>/dev/null || true
+	for _ in $(seq 600); do
+		kill -0 "$postgres_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	postgres_pid=
+}
+
+# run_dbos runs the seq3 scenarios on DBOS Transact on a fresh Postgres.
+# DBOS's connection pool keeps its default (20 connections): 4, 5, 10
+# and 50 were no faster here (BENCHMARKS.md).
+run_dbos() {
+	start_postgres "$work/pg"
+	local dl=("$bench/work/dbos-load" -database-url "postgres://postgres@127.0.0.1:$postgres_port/dbos_bench?sslmode=disable"
+		-postgres-pid "$postgres_pid" -json "$results")
+	"${dl[@]}" -label "dbos: seq3, 50 in flight" -n "$n" -warmup "$warmup" -concurrency 50
+	"${dl[@]}" -label "dbos: seq3, 1 in flight" -n $((n / 10)) -warmup $((warmup / 10)) -concurrency 1
+	stop_postgres
+}
+
 # run_temporal runs the seq3 scenarios on a fresh Temporal dev server.
 run_temporal() {
 	local port
@@ -226,6 +332,10 @@ for round in $(seq "$rounds"); do
 		echo "== round $round/$rounds: $store"
 		if [ "$store" = temporal ]; then
 			run_temporal
+			continue
+		fi
+		if [ "$store" = dbos ]; then
+			run_dbos
 			continue
 		fi
 		start_host "$store"

@@ -5,7 +5,9 @@
 # rustc + cargo + the wasm32 standard library + serde_json's sources for the
 # Rust plugins (built offline, with Debian's toolchain in /usr/bin),
 # redis-server for the cluster tests, chromium for the console's browser
-# tests. Without root (or password-less sudo)
+# tests, postgresql for bench/http.sh's DBOS peer (STORES=dbos; an install
+# whose initdb and pg_ctl are on PATH, or in /usr/lib/postgresql/*/bin,
+# will do). Without root (or password-less sudo)
 # it names the packages and fails.
 set -euo pipefail
 
@@ -21,6 +23,8 @@ compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a' 
 compgen -G '/usr/share/cargo/registry/serde_json-*' >/dev/null || need+=(librust-serde-json-dev)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+{ command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; } ||
+	compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' >/dev/null || need+=(postgresql)
 
 [ ${#need[@]} -eq 0 ] && exit 0
 
@@ -44,4 +48,8 @@ fi
 # their own servers on free ports and need none.
 if [[ " ${need[*]} " == *" redis-server "* ]]; then
 	"${sudo[@]}" systemctl disable --now redis-server >/dev/null 2>&1 || "${sudo[@]}" service redis-server stop >/dev/null 2>&1 || true
+fi
+# So does postgresql's, on 5432; the benchmark starts its own cluster.
+if [[ " ${need[*]} " == *" postgresql "* ]]; then
+	"${sudo[@]}" systemctl disable --now postgresql >/dev/null 2>&1 || "${sudo[@]}" service postgresql stop >/dev/null 2>&1 || true
 fi
