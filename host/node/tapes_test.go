@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,5 +211,52 @@ func TestReplayTruncatedTape(t *testing.T) {
 	}
 	if r.Outcome != weft.ReplayTruncated || r.Divergence == nil || r.Divergence.Index != 0 {
 		t.Errorf("replay of a truncated tape: %+v (divergence %+v), want truncated at call 0", r, r.Divergence)
+	}
+}
+
+// TestReplayWithTheServerStopped: the webhook plugin's recorded delivery
+// to a loopback server replays to the same output after the server is
+// gone, answered from its tape, and reaches nothing.
+func TestReplayWithTheServerStopped(t *testing.T) {
+	t.Setenv("WEFT_NODE_REPLAY_TOKEN", "replay-token-0123456789")
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"received":true}`)
+	}))
+	cfg := config(t.TempDir())
+	cfg.Engine.Tapes = engine.TapeConfig{Policy: weft.RecordPolicy{Mode: weft.RecordAll}}
+	n, _, _ := open(t, cfg)
+	ctx := context.Background()
+	if _, _, err := n.PutPlugin(ctx, "webhook", testplugins.Bytes(t, "webhook")); err != nil {
+		t.Fatal(err)
+	}
+	doc := fmt.Sprintf(`{"hosts":[{"pattern":"http://127.0.0.1:*","private_networks":true}],
+		"config":{"url":%q},"secrets":{"token":"env:WEFT_NODE_REPLAY_TOKEN"}}`, srv.URL+"/hook")
+	if _, _, err := n.PutGrants(ctx, "webhook", []byte(doc), weft.AnyRevision); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.Engine().SaveDefinition(ctx, []byte(`
+name: notify
+steps: [ { id: deliver, activity: webhook.deliver, input: { event: shipped } } ]
+`)); err != nil {
+		t.Fatal(err)
+	}
+	_, recs := finishOn(t, n, "notify", weft.StatusCompleted)
+	if len(recs) != 1 || served.Load() != 1 {
+		t.Fatalf("tapes %+v after %d deliveries, want one of one", recs, served.Load())
+	}
+	srv.Close()
+
+	r, err := n.ReplayAttempt(ctx, recs[0].Key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != weft.ReplaySame || string(r.Output) != string(r.RecordedOutput) || r.Fuel == 0 {
+		t.Errorf("replay with the server stopped: %s, output %s, recorded %s, fuel %d; want the same output", r.Outcome, r.Output, r.RecordedOutput, r.Fuel)
+	}
+	if got := served.Load(); got != 1 {
+		t.Errorf("the server was reached %d times, want once (the recording)", got)
 	}
 }
