@@ -104,7 +104,10 @@ func (s *Store) FindTapes(ctx context.Context, q weft.TapeQuery) ([]weft.TapeRec
 		prefix := key(nil).str(q.Plugin)
 		tapes := tx.Bucket(bTapes)
 		c := tx.Bucket(bTapesByPlugin).Cursor()
-		k, v := c.Seek(tuple.PrefixEnd(prefix))
+		// The plugin's newest entry is the one before the first key past
+		// its prefix, or the last of all.
+		var v []byte
+		k, _ := c.Seek(tuple.PrefixEnd(prefix))
 		if k == nil {
 			k, v = c.Last()
 		} else {
