@@ -159,6 +159,8 @@ func TestParseDocumentRefuses(t *testing.T) {
 		{"unknown arg", `{"op": "signal", "ids": ["a"], "args": {"event": "e", "name": "x"}}`, []string{"args.name: unknown field; the fields here are event, key"}},
 		{"args not an object", `{"op": "signal", "ids": ["a"], "args": "e"}`, []string{`args: want an object, not "e"`}},
 		{"signal without event", `{"op": "signal", "ids": ["a"]}`, []string{"args.event: is required: the event to send"}},
+		{"payload an instance cannot decode", `{"op": "signal", "ids": ["a"], "args": {"event": "e", "payload": {"n": 1e400}}}`,
+			[]string{"args.payload: cannot be decoded: json: cannot unmarshal number 1e400 into Go value of type float64"}},
 		{"bad event name", `{"op": "signal", "ids": ["a"], "args": {"event": "paid now"}}`, []string{`args.event: invalid event name "paid now"`}},
 		{"event not a string", `{"op": "signal", "ids": ["a"], "args": {"event": true}}`, []string{"args.event: want a string, not true"}},
 		{"empty key", `{"op": "signal", "ids": ["a"], "args": {"event": "e", "key": ""}}`, []string{"args.key: is empty: leave it out"}},

@@ -835,7 +835,13 @@ func (x *execution) input(r result, inv runner.Invoke, watched *attempt) runner.
 		if err := json.Unmarshal(r.out, &v); err != nil {
 			// Named like every other call error: the runtime does not
 			// parse outputs (see plugins.Runtime.Invoke), so it is made here.
-			perr := &call.Error{Version: r.version, Activity: r.activity, Err: call.CheckOutput(r.out)}
+			cause := call.CheckOutput(r.out)
+			if cause == nil {
+				// Valid JSON the engine cannot decode: a number out of
+				// float64's range.
+				cause = fmt.Errorf("%w: the output cannot be decoded: %v", call.ErrProtocol, err)
+			}
+			perr := &call.Error{Version: r.version, Activity: r.activity, Err: cause}
 			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 		}
 		return runner.ActivityCompleted{Token: r.token, Output: v, OutputJSON: r.out, Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
