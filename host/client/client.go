@@ -124,37 +124,47 @@ func (c *Client) send(ctx context.Context, r request, accept string) (*http.Resp
 	return resp, target, nil
 }
 
+// read sends r asking for accept and returns the answer's status and
+// body, at most maxAnswer bytes, and the URL it went to; a problem answer
+// (3xx and up) is an *Error, a body that cannot be read a
+// *TransportError.
+func (c *Client) read(ctx context.Context, r request, accept string) (status int, data []byte, target string, err error) {
+	resp, target, err := c.send(ctx, r, accept)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer resp.Body.Close()
+	data, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return resp.StatusCode, nil, target, ctx.Err()
+	case err != nil:
+		return resp.StatusCode, nil, target, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("reading the answer: %w", err)}
+	case len(data) > maxAnswer:
+		return resp.StatusCode, nil, target, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the answer is larger than %d bytes", maxAnswer)}
+	case resp.StatusCode >= 300:
+		return resp.StatusCode, nil, target, newError(resp, data)
+	}
+	return resp.StatusCode, data, target, nil
+}
+
 // do sends r and decodes a 2xx JSON answer into out (unless out is nil or
 // the answer has no body). It returns the status.
 func (c *Client) do(ctx context.Context, r request, out any) (int, error) {
-	resp, target, err := c.send(ctx, r, "application/json")
+	status, data, target, err := c.read(ctx, r, "application/json")
 	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	if err != nil {
-		if ctx.Err() != nil {
-			return resp.StatusCode, ctx.Err()
-		}
-		return resp.StatusCode, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("reading the answer: %w", err)}
-	}
-	if len(data) > maxAnswer {
-		return resp.StatusCode, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the answer is larger than %d bytes", maxAnswer)}
-	}
-	if resp.StatusCode >= 300 {
-		return resp.StatusCode, newError(resp, data)
+		return status, err
 	}
 	if out != nil && len(bytes.TrimSpace(data)) > 0 {
 		if raw, ok := out.(*json.RawMessage); ok {
 			*raw = append((*raw)[:0], data...)
-			return resp.StatusCode, nil
+			return status, nil
 		}
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("decoding the answer: %w", err)}
+			return status, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("decoding the answer: %w", err)}
 		}
 	}
-	return resp.StatusCode, nil
+	return status, nil
 }
 
 // maxAnswer bounds what the client reads of one answer: an exported

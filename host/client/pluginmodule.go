@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 )
 
@@ -19,21 +18,9 @@ import (
 // ErrNotFound.
 func (c *Client) PluginModule(ctx context.Context, name, version string) ([]byte, error) {
 	r := request{method: http.MethodGet, path: "/v1/plugins/" + seg(name) + "/versions/" + seg(version) + "/module"}
-	resp, target, err := c.send(ctx, r, "application/wasm")
+	_, data, target, err := c.read(ctx, r, "application/wasm")
 	if err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err != nil:
-		return nil, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("reading the answer: %w", err)}
-	case len(data) > maxAnswer:
-		return nil, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the answer is larger than %d bytes", maxAnswer)}
-	case resp.StatusCode >= 300:
-		return nil, newError(resp, data)
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != version {
 		return nil, &TransportError{Method: r.method, URL: target,

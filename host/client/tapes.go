@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -57,24 +56,8 @@ func (c *Client) TapeEnvelope(ctx context.Context, key apiv1.TapeKey) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	r := request{method: http.MethodGet, path: path, query: q}
-	resp, target, err := c.send(ctx, r, "application/octet-stream")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err != nil:
-		return nil, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("reading the answer: %w", err)}
-	case len(data) > maxAnswer:
-		return nil, &TransportError{Method: r.method, URL: target, Err: fmt.Errorf("the answer is larger than %d bytes", maxAnswer)}
-	case resp.StatusCode >= 300:
-		return nil, newError(resp, data)
-	}
-	return data, nil
+	_, data, _, err := c.read(ctx, request{method: http.MethodGet, path: path, query: q}, "application/octet-stream")
+	return data, err
 }
 
 // ReplayAttempt runs a recorded attempt again on the host, answered from
