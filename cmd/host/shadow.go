@@ -147,6 +147,8 @@ func shadowDetail(at apiv1.ShadowAttempt) string {
 		d = at.Divergence.Note
 	case at.Failure != nil && at.Outcome != "same":
 		d = at.Failure.Code + ": " + at.Failure.Message
+	case at.Outcome == "different_output" && at.OutputsOmitted:
+		d = "outputs over 16 KiB left out: weft attempt replay shows them"
 	case at.Outcome == "different_output":
 		d = "output " + compactJSON(at.Output, maxDetail)
 	}

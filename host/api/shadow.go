@@ -119,7 +119,7 @@ func ShadowDocument(r *weft.ShadowReport) apiv1.ShadowReport {
 func viewShadowAttempt(a weft.ShadowAttempt) apiv1.ShadowAttempt {
 	return apiv1.ShadowAttempt{
 		Key: viewTapeKey(a.Key), Workflow: a.Workflow, Activity: a.Activity, RecordedVersion: a.RecordedVersion, RecordedAt: a.RecordedAt,
-		Outcome: string(a.Outcome), Error: a.Error, RecordedOutput: a.RecordedOutput, Output: a.Output, Diff: a.Diff,
+		Outcome: string(a.Outcome), Error: a.Error, RecordedOutput: a.RecordedOutput, Output: a.Output, Diff: a.Diff, OutputsOmitted: a.OutputsOmitted,
 		RecordedFailure: viewReplayFailure(a.RecordedFailure), Failure: viewReplayFailure(a.Failure), Divergence: viewDivergence(a.Divergence),
 		Baseline: string(a.Baseline), Fuel: a.Fuel, BaselineFuel: a.BaselineFuel, Speed: string(a.Speed),
 		DurationMS: a.Duration.Milliseconds(), BaselineDurationMS: a.BaselineDuration.Milliseconds(),

@@ -195,7 +195,18 @@ func (n *Node) shadowAttempt(ctx context.Context, m *plugins.Module, rec weft.Ta
 			sa.Diff = patch
 		}
 	}
+	boundOutputs(&sa)
 	return sa
+}
+
+// boundOutputs leaves out of sa the outputs and the diff larger than
+// weft.MaxShadowOutput, and says so.
+func boundOutputs(sa *weft.ShadowAttempt) {
+	for _, doc := range []*json.RawMessage{&sa.RecordedOutput, &sa.Output, &sa.Diff} {
+		if len(*doc) > weft.MaxShadowOutput {
+			*doc, sa.OutputsOmitted = nil, true
+		}
+	}
 }
 
 // outputDiff is the JSON Patch (RFC 6902) that turns the document from

@@ -277,6 +277,18 @@ func TestShadowSelects(t *testing.T) {
 		t.Errorf("shadow run of a candidate without act: %+v (first %+v), want 5 not run naming the activity", rep.Summary, rep.Attempts[0])
 	}
 
+	// A candidate whose output is larger than a report shows: left out,
+	// and said so; the recorded output, small, is kept.
+	big := `{"big":"` + strings.Repeat("x", weft.MaxShadowOutput) + `"}`
+	rep, err = n.Shadow(ctx, "cls", testplugins.Constant(t, "act", big), weft.TapeQuery{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := rep.Attempts[0]; a.Outcome != weft.ReplayDifferentOutput || !a.OutputsOmitted || a.Output != nil || a.Diff != nil || a.RecordedOutput == nil {
+		t.Errorf("shadow run of a candidate with a %d-byte output: %s, omitted %v, output %d bytes, diff %d bytes, recorded %s; want the output and diff left out",
+			len(big), a.Outcome, a.OutputsOmitted, len(a.Output), len(a.Diff), a.RecordedOutput)
+	}
+
 	for _, tc := range []struct {
 		name   string
 		plugin string

@@ -20,6 +20,11 @@ const (
 	// MaxShadowAttempts bounds a TapeQuery's Limit: a shadow run replays
 	// each attempt twice, in the request that asked for it.
 	MaxShadowAttempts = 1000
+	// MaxShadowOutput bounds what a shadow report shows of one attempt's
+	// outputs and diff, each: 16 KiB. A guest's output may be 1 MiB, and
+	// a report of a thousand attempts holding two of them each would be
+	// gigabytes; a replay of the one attempt shows it whole.
+	MaxShadowOutput = 16 << 10
 )
 
 // ReplayNotRun is the outcome of an attempt a shadow run could not replay
@@ -113,6 +118,9 @@ type ShadowAttempt struct {
 	RecordedOutput json.RawMessage `json:"recorded_output,omitempty"`
 	Output         json.RawMessage `json:"output,omitempty"`
 	Diff           json.RawMessage `json:"diff,omitempty"`
+	// OutputsOmitted says that an output or the diff was larger than
+	// MaxShadowOutput and is left out of the report.
+	OutputsOmitted bool `json:"outputs_omitted,omitempty"`
 	// RecordedFailure and Failure say how each failed.
 	RecordedFailure *ReplayFailure `json:"recorded_failure,omitempty"`
 	Failure         *ReplayFailure `json:"failure,omitempty"`

@@ -201,17 +201,21 @@ func Constant(t testing.TB, activity, output string) []byte {
 	t.Helper()
 	manifest := fmt.Sprintf(`{"activities":[{"name":%q}]}`, activity)
 	esc := func(s string) string { return strings.ReplaceAll(s, `"`, `\"`) }
+	// The output at 1024, the call's request after it, with 64 KiB of
+	// room: an output of any size fits.
+	in := (1024 + len(output) + 7) &^ 7
+	pages := (in + 64<<10 + 64<<10 - 1) / (64 << 10)
 	return WAT(t, fmt.Sprintf(`(module
   (import "weft" "result" (func $result (param i32 i32)))
-  (memory (export "memory") 1)
+  (memory (export "memory") %d)
   (data (i32.const 16) "%s")
   (func (export "weft_abi_version") (result i32) (i32.const 1))
-  (func (export "weft_alloc") (param i32) (result i32) (i32.const 8192))
+  (func (export "weft_alloc") (param i32) (result i32) (if (result i32) (i32.gt_u (local.get 0) (i32.const 65536)) (then (i32.const 0)) (else (i32.const %d))))
   (func (export "weft_manifest") (result i32) (call $result (i32.const 16) (i32.const %d)) (i32.const 0))
   (data (i32.const 1024) "%s")
   (func (export "weft_invoke") (param i32 i32 i32) (result i32)
     (call $result (i32.const 1024) (i32.const %d)) (i32.const 0)))`,
-		esc(manifest), len(manifest), esc(output), len(output)))
+		pages, esc(manifest), in, len(manifest), esc(output), len(output)))
 }
 
 // WAT compiles WebAssembly text to a module with wat2wasm.

@@ -63,6 +63,9 @@ type ShadowAttempt struct {
 	RecordedOutput json.RawMessage `json:"recorded_output,omitempty"`
 	Output         json.RawMessage `json:"output,omitempty"`
 	Diff           json.RawMessage `json:"diff,omitempty"`
+	// OutputsOmitted says that an output or the diff was larger than 16
+	// KiB and is left out (a replay of the attempt shows it).
+	OutputsOmitted bool `json:"outputs_omitted,omitempty"`
 	// RecordedFailure and Failure say how each failed.
 	RecordedFailure *ReplayFailure `json:"recorded_failure,omitempty"`
 	Failure         *ReplayFailure `json:"failure,omitempty"`

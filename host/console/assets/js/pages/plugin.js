@@ -311,6 +311,7 @@ function shadowDetail(a) {
     a.baseline && a.baseline !== 'same' ? h('p', {class: 'warn', 'data-test': 'shadow-baseline'}, 'The version that recorded it replays this tape as ',
       outcomeBadge(a.baseline), ' itself: the candidate\'s outcome says less.') : null,
     Array.isArray(a.diff) && a.diff.length ? [h('h4', {}, 'What changed in the output (JSON Patch, from the recorded output)'), patchList(a.diff)] : null,
+    a.outputs_omitted ? h('p', {class: 'muted', 'data-test': 'shadow-omitted'}, 'An output or the difference is over 16 KiB and left out of the report: replay this attempt from its instance\'s page to see it whole.') : null,
     a.outcome !== 'not_run' ? h('div', {class: 'grid2 sides'},
       side('Recorded', a.recorded_output, a.recorded_failure, 'recorded-side'),
       side('Candidate', a.output, a.failure, 'replayed-side')) : null,
