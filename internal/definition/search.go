@@ -16,6 +16,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/jsonv"
 )
 
 // SearchAttr is one search attribute a workflow declares in its `search`
@@ -156,7 +157,9 @@ func (d *Definition) SearchValues(env Env) (weft.SearchAttributes, []SearchProbl
 			if ev == nil {
 				ev = &searchEval{env: env.exprEnv()}
 			}
-			x, err = ev.eval(a.Value.n)
+			if x, err = ev.eval(a.Value.n); err == nil {
+				x, err = plain(x, a.Value.src)
+			}
 		}
 		if err != nil {
 			problems = append(problems, SearchProblem{Name: a.Name, Err: err})
@@ -230,32 +233,69 @@ func pathOf(v Value) *memberPath {
 // the path is nil, or when reading it takes more than maps of JSON (a
 // member of null without ?., of a string, of a typed map, or a value
 // JSON cannot hold): the expression machine then says what it yields or
-// why it fails, as for any other expression.
+// why it fails, as for any other expression. A document the path ends at
+// is yielded decoded.
 func (p *memberPath) read(env Env) (any, bool) {
-	if p == nil {
+	x, ok, err := p.readDocs(env)
+	if !ok || err != nil {
 		return nil, false
+	}
+	if x, err = jsonv.Plain(x); err != nil {
+		return nil, false
+	}
+	return x, true
+}
+
+// readDocs is read, yielding a document (*jsonv.Doc) the path ends at as
+// it is; one the path goes into is decoded, and the error is one that
+// does not decode.
+func (p *memberPath) readDocs(env Env) (any, bool, error) {
+	if p == nil {
+		return nil, false, nil
 	}
 	x := env.Input
 	if p.vars {
 		if env.Vars == nil && len(p.names) == 0 {
-			return nil, false // expressions see an empty map
+			return nil, false, nil // expressions see an empty map
 		}
 		x = env.Vars // nil: a member of it is null, as of an empty map
 	}
 	for i, name := range p.names {
+		if d, ok := x.(*jsonv.Doc); ok {
+			v, err := d.Value()
+			if err != nil {
+				return nil, false, fmt.Errorf("%s: %w", p.prefix(i), err)
+			}
+			x = v
+		}
 		switch m := x.(type) {
 		case map[string]any:
 			x = m[name]
 		case nil:
-			return nil, p.optional[i]
+			return nil, p.optional[i], nil
 		default:
-			return nil, false
+			return nil, false, nil
 		}
 	}
-	if what, _ := unencodable(x, ""); what != "" {
-		return nil, false
+	if _, ok := x.(*jsonv.Doc); ok {
+		return x, true, nil
 	}
-	return x, true
+	if what, _ := unencodable(x, ""); what != "" {
+		return nil, false, nil
+	}
+	return x, true, nil
+}
+
+// prefix is the path's first n names, as written: input.a.b.
+func (p *memberPath) prefix(n int) string {
+	s := "input"
+	if p.vars {
+		s = "vars"
+	}
+	for _, name := range p.names[:n] {
+		s += "." + name
+	}
+	return s
 }
 
 // searchEval evaluates the values of one SearchValues call with one
@@ -280,6 +320,9 @@ func (e *searchEval) eval(n node) (any, error) {
 		l := make([]any, len(n.items))
 		for i, it := range n.items {
 			x, err := e.eval(it)
+			if err == nil {
+				x, err = jsonv.Plain(x)
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -18,9 +18,13 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/jsonv"
 )
 
-// Env is what expressions are evaluated against.
+// Env is what expressions are evaluated against. Input and the values of
+// Vars may be *jsonv.Doc: documents kept as their bytes, which an
+// expression decodes only when it computes on them, and which a whole
+// reference (`${ input }`, `${ vars.x }`) yields as they are.
 type Env struct {
 	// Input is the instance input: `input` in expressions.
 	Input any
@@ -108,7 +112,11 @@ func (v Value) IsConst() bool {
 func (v Value) MarshalJSON() ([]byte, error) { return encodeJSON(v.src) }
 
 // Eval evaluates the value against env. Maps and lists are built afresh on
-// every call, so the caller may modify the result. Errors are *EvalError.
+// every call, so the caller may modify the result. A value that is a whole
+// document of env (`${ input }`, `${ vars.x }`, a member of either), or a
+// map or list holding one, may be a *jsonv.Doc: the document's bytes, not
+// decoded (see package jsonv); a value of a typed kind (a condition, a
+// list, a duration…) never is. Errors are *EvalError.
 func (v Value) Eval(env Env) (any, error) {
 	if v.n == nil {
 		return nil, nil
@@ -116,6 +124,11 @@ func (v Value) Eval(env Env) (any, error) {
 	x, err := v.n.eval(env.exprEnv())
 	if err != nil {
 		return nil, err
+	}
+	if v.want != wantAny {
+		if x, err = plain(x, v.src); err != nil {
+			return nil, err
+		}
 	}
 	switch v.want {
 	case wantBool:
@@ -224,6 +237,13 @@ func (n constNode) eval(map[string]any) (any, error) { return n.v, nil }
 type exprNode struct {
 	src  string
 	prog *vm.Program
+	// path is set when the expression is a path of names from input or
+	// vars (pathOfProgram): run reads it from the maps, and yields a
+	// document it ends at as it is, without decoding it.
+	path *memberPath
+	// uses is what of the environment the expression reads, for the
+	// documents decoded before the machine runs it.
+	uses uses
 }
 
 func (n exprNode) eval(env map[string]any) (any, error) {
@@ -234,6 +254,16 @@ func (n exprNode) eval(env map[string]any) (any, error) {
 // run evaluates the expression on machine, which it may reuse from a
 // previous run (expr.Run takes a new one each time).
 func (n exprNode) run(machine *vm.VM, env map[string]any) (any, error) {
+	if x, ok, err := n.path.readEnv(env); ok || err != nil {
+		if err != nil {
+			return nil, &EvalError{Source: "${" + n.src + "}", Err: err}
+		}
+		return x, nil
+	}
+	env, err := n.uses.decoded(env)
+	if err != nil {
+		return nil, &EvalError{Source: "${" + n.src + "}", Err: err}
+	}
 	x, err := machine.Run(n.prog, env)
 	if err != nil {
 		return nil, &EvalError{Source: "${" + n.src + "}", Err: errors.New(exprMessage(err))}
@@ -315,6 +345,9 @@ func (n templateNode) run(machine *vm.VM, env map[string]any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if x, err = plain(x, "${"+e.src+"}"); err != nil {
+			return nil, err
+		}
 		b.WriteString(stringify(x))
 	}
 	b.WriteString(n.lits[len(n.lits)-1])
@@ -328,12 +361,24 @@ type mapNode struct {
 
 func (n mapNode) eval(env map[string]any) (any, error) {
 	m := make(map[string]any, len(n.keys))
+	docs := false
 	for i, k := range n.keys {
 		x, err := n.vals[i].eval(env)
 		if err != nil {
 			return nil, err
 		}
+		_, doc := x.(*jsonv.Doc)
+		docs = docs || doc
 		m[k] = x
+	}
+	if docs {
+		// A map holding a document is a document: encoded once, here,
+		// the document's bytes copied (package jsonv's invariant).
+		b, err := jsonv.EncodeMap(m)
+		if err != nil {
+			return nil, &EvalError{Source: "a map", Err: err}
+		}
+		return jsonv.Trusted(b), nil
 	}
 	return m, nil
 }
@@ -342,12 +387,22 @@ type listNode struct{ items []node }
 
 func (n listNode) eval(env map[string]any) (any, error) {
 	l := make([]any, len(n.items))
+	docs := false
 	for i, it := range n.items {
 		x, err := it.eval(env)
 		if err != nil {
 			return nil, err
 		}
+		_, doc := x.(*jsonv.Doc)
+		docs = docs || doc
 		l[i] = x
+	}
+	if docs {
+		b, err := jsonv.EncodeList(l)
+		if err != nil {
+			return nil, &EvalError{Source: "a list", Err: err}
+		}
+		return jsonv.Trusted(b), nil
 	}
 	return l, nil
 }
@@ -357,6 +412,11 @@ func (n listNode) eval(env map[string]any) (any, error) {
 // JSON, maps and lists as JSON.
 func stringify(x any) string {
 	switch x := x.(type) {
+	case *jsonv.Doc:
+		if v, err := x.Value(); err == nil {
+			return stringify(v)
+		}
+		return string(x.Bytes()) // a number beyond float64, as written
 	case nil:
 		return ""
 	case string:
@@ -581,7 +641,7 @@ func (c *compiler) str(s, path string, w want) node {
 				continue
 			}
 		}
-		exprs[i] = exprNode{src: src, prog: prog}
+		exprs[i] = exprNode{src: src, prog: prog, path: pathOfProgram(prog), uses: usesOf(prog)}
 	}
 	if !ok {
 		return nil
