@@ -18,6 +18,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/retry"
 	"github.com/weftworks/weft/internal/retry/classify"
 	"github.com/weftworks/weft/internal/runner"
@@ -831,20 +832,21 @@ func (x *execution) input(r result, inv runner.Invoke, watched *attempt) runner.
 		requests, _ = json.Marshal(r.requests) // strings and numbers: cannot fail
 	}
 	if r.err == nil {
-		var v any
-		if err := json.Unmarshal(r.out, &v); err != nil {
+		// Checked, not decoded: the output is kept as the guest's bytes
+		// (a document, decoded only by an expression that computes on it).
+		v, err := jsonv.New(r.out)
+		if err != nil {
 			// Named like every other call error: the runtime does not
 			// parse outputs (see plugins.Runtime.Invoke), so it is made here.
 			cause := call.CheckOutput(r.out)
 			if cause == nil {
-				// Valid JSON the engine cannot decode: a number out of
-				// float64's range.
-				cause = fmt.Errorf("%w: the output cannot be decoded: %v", call.ErrProtocol, err)
+				// Valid JSON to encoding/json but not UTF-8.
+				cause = fmt.Errorf("%w: the output is not UTF-8 JSON: %v", call.ErrProtocol, err)
 			}
 			perr := &call.Error{Version: r.version, Activity: r.activity, Err: cause}
 			return runner.ActivityFailed{Token: r.token, Cause: retry.Of(retry.KindProtocol), Message: perr.Error(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 		}
-		return runner.ActivityCompleted{Token: r.token, Output: v, OutputJSON: r.out, Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
+		return runner.ActivityCompleted{Token: r.token, Output: outputValue(v), OutputJSON: v.Bytes(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 	}
 	f := runner.ActivityFailed{Token: r.token, Cause: classify.Cause(r.err), Message: r.err.Error(), Requests: requests, Logs: r.logs, Path: inv.Path, Attempt: inv.Attempt}
 	var ge *call.GuestError
@@ -982,7 +984,7 @@ func (x *execution) invoke(inv runner.Invoke) {
 	// the guest got.
 	in, err := []byte(inv.InputJSON), error(nil)
 	if in == nil {
-		in, err = json.Marshal(inv.Input)
+		in, err = jsonv.Encode(inv.Input)
 	}
 	c := call.Call{
 		Activity: inv.Activity, Input: in, LastHeartbeat: inv.LastHeartbeat, Heartbeat: hb, Timeout: timeout,
@@ -1250,4 +1252,14 @@ func waitToken(p *weft.ParentRef) string {
 		return p.Token
 	}
 	return p.StepID
+}
+
+// outputValue is an activity's output as the runner takes it: null as nil
+// (as it was decoded before outputs were kept as their bytes), anything
+// else the document.
+func outputValue(d *jsonv.Doc) any {
+	if string(d.Bytes()) == "null" {
+		return nil
+	}
+	return d
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/runner"
 )
 
@@ -146,12 +147,15 @@ func childInput(m weft.Message) runner.Input {
 	return runner.ChildFailed{Token: m.Token, Failure: f}
 }
 
-// decodeAny decodes a JSON value; none is null.
+// decodeAny returns a JSON value as the runner takes it: none and null as
+// nil, anything else as a document (*jsonv.Doc), checked but not decoded.
 func decodeAny(raw json.RawMessage) (any, error) {
-	if len(raw) == 0 {
+	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var v any
-	err := json.Unmarshal(raw, &v)
-	return v, err
+	d, err := jsonv.New(raw)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
 }

@@ -35,11 +35,11 @@ func (e *Engine) Signal(ctx context.Context, s weft.Event) (*weft.SignalOutcome,
 	if err != nil {
 		return nil, fmt.Errorf("engine: stimulus %s payload: %w", s.ID, err)
 	}
-	// The instance that receives it decodes it (numbers as float64): a
-	// payload it cannot decode, such as a number out of float64's range,
-	// is refused here rather than left in an inbox it would block.
+	// The instance that receives it takes it as a document (checked, not
+	// decoded): a payload it could not take is refused here rather than
+	// left in an inbox it would block.
 	if _, err := decodeAny(payload); err != nil {
-		return nil, fmt.Errorf("%w: engine: event %s: the payload cannot be decoded: %v", weft.ErrInvalid, s.ID, err)
+		return nil, fmt.Errorf("%w: engine: event %s: the payload is not JSON: %v", weft.ErrInvalid, s.ID, err)
 	}
 	out := &weft.SignalOutcome{ID: s.ID, Resumed: []string{}, Started: []string{}}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/runner"
 	"github.com/weftworks/weft/internal/slots"
@@ -156,6 +157,9 @@ func (e *Engine) createAs(ctx context.Context, c creation) (*weft.Instance, bool
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
+	// Kept as its bytes from here on: made UTF-8 where it enters, as
+	// decoding it did before.
+	input = jsonv.UTF8(input)
 	if id == "" {
 		id = newID(e.cfg.Now())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/retry"
 )
 
@@ -185,14 +186,9 @@ func (a *apply) start(ev Start) {
 	}
 	a.record(weft.HistoryInstanceStarted, "", 0, data)
 	if len(ev.Input) > 0 {
-		var in any
-		if err := json.Unmarshal(ev.Input, &in); err != nil {
-			// Valid JSON that Go cannot hold (a number beyond float64):
-			// no expression could read it.
-			a.fail(&weft.Failure{Code: "input", Message: "input does not decode: " + err.Error()})
-			return
-		}
-		a.st.Input, a.st.input = in, ev.Input
+		// Kept as its bytes (the shell validated them), decoded only by
+		// an expression that computes on it.
+		a.st.Input, a.st.input = jsonv.Trusted(ev.Input), ev.Input
 	}
 	a.st.Root = &Frame{List: "steps", Path: "steps"}
 	a.advance(a.st.Root)
@@ -707,7 +703,7 @@ func (a *apply) invoke(f *Frame, s *definition.Step) {
 	data := map[string]any{"plugin": inv.Plugin, "activity": inv.Activity}
 	if a.c.AttemptDataLimit > 0 {
 		// Encoded here, once, for the record and for the call.
-		if in, err := json.Marshal(r.Input); err == nil {
+		if in, err := jsonv.Encode(r.Input); err == nil {
 			inv.InputJSON = in
 			a.attemptData(data, "input", in)
 		}
@@ -754,7 +750,7 @@ func (a *apply) activityCompleted(ev ActivityCompleted) {
 	if a.c.AttemptDataLimit > 0 {
 		out := ev.OutputJSON
 		if out == nil {
-			out, _ = json.Marshal(ev.Output) // decoded from JSON: it encodes
+			out, _ = jsonv.Encode(ev.Output) // decoded from JSON: it encodes
 		}
 		a.attemptData(data, "output", out)
 	}
@@ -1088,7 +1084,7 @@ func (a *apply) markVars(data map[string]any) {
 	}
 	a.st.VarsRev = max(a.st.VarsRev, 1)
 	a.st.VarsMarked = a.st.VarsRev
-	doc, err := json.Marshal(a.st.Vars)
+	doc, err := jsonv.EncodeMap(a.st.Vars)
 	switch {
 	case err != nil:
 		// A value JSON has no form for (an expression's infinity): the

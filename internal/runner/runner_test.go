@@ -13,6 +13,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/retry"
 	"github.com/weftworks/weft/internal/runner"
 )
@@ -338,7 +339,8 @@ func (s *script) trace(acts []runner.Action, now time.Time) string {
 	for _, a := range acts {
 		switch a := a.(type) {
 		case runner.Invoke:
-			s.issue("invoke", fmt.Sprint(a.Input), a.Token)
+			v, _ := jsonv.Plain(a.Input) // a document read back: its value names it
+			s.issue("invoke", fmt.Sprint(v), a.Token)
 			in, _ := json.Marshal(a.Input)
 			line := fmt.Sprintf("invoke %s.%s #%d %s key=%s", a.Plugin, a.Activity, a.Attempt, in, a.IdempotencyKey)
 			if a.LastHeartbeat != nil {

@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/jsonv"
 )
 
 // State is an instance's execution state. It must only be changed by Apply.
@@ -150,8 +151,8 @@ func (h Held) input() Input {
 // instance's own fields.
 type document struct {
 	Status weft.Status     `json:"status"`
-	Input  json.RawMessage `json:"input"`
-	Vars   json.RawMessage `json:"vars"`
+	Input  json.RawMessage `json:"input,omitempty"`
+	Vars   json.RawMessage `json:"vars,omitempty"`
 	Root   *Frame          `json:"root,omitempty"`
 	Seq    uint64          `json:"seq"`
 	Output json.RawMessage `json:"output,omitempty"`
@@ -172,27 +173,34 @@ type Encoded struct {
 }
 
 // Encode returns s as persisted. The parts it shares with the instance are
-// encoded once, and the input not at all when Apply has it as JSON.
+// encoded once, and documents (*jsonv.Doc: the input, and the variables and
+// output a step took whole from a guest or the input) not at all: their
+// bytes are spliced in.
 func (s *State) Encode() (Encoded, error) {
 	var enc Encoded
 	var err error
-	if enc.Vars, err = json.Marshal(s.Vars); err != nil {
+	if enc.Vars, err = jsonv.EncodeMap(s.Vars); err != nil {
 		return Encoded{}, fmt.Errorf("encoding vars: %w", err)
 	}
-	if enc.Output, err = json.Marshal(s.Output); err != nil {
+	if enc.Output, err = jsonv.Encode(s.Output); err != nil {
 		return Encoded{}, fmt.Errorf("encoding output: %w", err)
 	}
-	doc := document{Status: s.Status, Vars: enc.Vars, Root: s.Root, Seq: s.Seq, Error: s.Error, Paused: s.Paused, Held: s.Held, VarsRev: s.VarsRev, VarsMarked: s.VarsMarked}
-	if s.Output != nil {
-		doc.Output = enc.Output
-	}
-	doc.Input = s.input
-	if doc.Input == nil { // none, or set by hand rather than by Apply
-		if doc.Input, err = json.Marshal(s.Input); err != nil {
+	doc := document{Status: s.Status, Root: s.Root, Seq: s.Seq, Error: s.Error, Paused: s.Paused, Held: s.Held, VarsRev: s.VarsRev, VarsMarked: s.VarsMarked}
+	input := []byte(s.input)
+	if input == nil { // none, or set by hand rather than by Apply
+		if input, err = jsonv.Encode(s.Input); err != nil {
 			return Encoded{}, fmt.Errorf("encoding input: %w", err)
 		}
 	}
-	if enc.State, err = json.Marshal(doc); err != nil {
+	head, err := json.Marshal(doc)
+	if err != nil {
+		return Encoded{}, fmt.Errorf("encoding state: %w", err)
+	}
+	fields := []jsonv.Field{{Name: "input", Value: input}, {Name: "vars", Value: enc.Vars}}
+	if s.Output != nil {
+		fields = append(fields, jsonv.Field{Name: "output", Value: enc.Output})
+	}
+	if enc.State, err = jsonv.AppendFields(head, fields...); err != nil {
 		return Encoded{}, fmt.Errorf("encoding state: %w", err)
 	}
 	return enc, nil
@@ -204,27 +212,41 @@ func (s State) MarshalJSON() ([]byte, error) {
 	return enc.State, err
 }
 
-// UnmarshalJSON reads a document Encode made, keeping the input as JSON.
+// UnmarshalJSON reads a document Encode made. The input, each variable and
+// the output are kept as documents (*jsonv.Doc), decoded only when an
+// expression computes on them.
 func (s *State) UnmarshalJSON(data []byte) error {
-	var doc document
+	var doc struct {
+		document
+		Vars map[string]json.RawMessage `json:"vars"`
+	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return err
 	}
-	st := State{Status: doc.Status, input: doc.Input, Root: doc.Root, Seq: doc.Seq, Error: doc.Error, Paused: doc.Paused, Held: doc.Held, VarsRev: doc.VarsRev, VarsMarked: doc.VarsMarked}
-	for _, part := range []struct {
-		name string
-		raw  json.RawMessage
-		into any
-	}{{"input", doc.Input, &st.Input}, {"vars", doc.Vars, &st.Vars}, {"output", doc.Output, &st.Output}} {
-		if len(part.raw) == 0 {
-			continue
+	st := State{Status: doc.Status, Root: doc.Root, Seq: doc.Seq, Error: doc.Error, Paused: doc.Paused, Held: doc.Held, VarsRev: doc.VarsRev, VarsMarked: doc.VarsMarked}
+	if len(doc.Input) > 0 {
+		st.Input, st.input = docOf(doc.Input), doc.Input
+	}
+	if doc.Vars != nil {
+		st.Vars = make(map[string]any, len(doc.Vars))
+		for k, v := range doc.Vars {
+			st.Vars[k] = docOf(v)
 		}
-		if err := json.Unmarshal(part.raw, part.into); err != nil {
-			return fmt.Errorf("state's %s: %w", part.name, err)
-		}
+	}
+	if len(doc.Output) > 0 {
+		st.Output = docOf(doc.Output)
 	}
 	*s = st
 	return nil
+}
+
+// docOf is raw, read back from a state, as a value: nil for null, a
+// document otherwise.
+func docOf(raw json.RawMessage) any {
+	if string(raw) == "null" {
+		return nil
+	}
+	return jsonv.Trusted(raw)
 }
 
 // Frame runs one list of steps.
@@ -330,4 +352,43 @@ func inFlight(f *Frame) bool {
 		}
 	}
 	return false
+}
+
+// UnmarshalJSON reads a Run, keeping its input as a document (*jsonv.Doc)
+// as State keeps its own: read back, it is passed on whole, and a number
+// no Go value holds stays readable.
+func (r *Run) UnmarshalJSON(data []byte) error {
+	type plainRun Run
+	var doc struct {
+		*plainRun
+		Input json.RawMessage `json:"input,omitempty"`
+	}
+	doc.plainRun = (*plainRun)(r)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return err
+	}
+	r.Input = nil
+	if len(doc.Input) > 0 {
+		r.Input = docOf(doc.Input)
+	}
+	return nil
+}
+
+// UnmarshalJSON reads a Held, keeping its payload as a document, as Run
+// keeps its input.
+func (h *Held) UnmarshalJSON(data []byte) error {
+	type plainHeld Held
+	var doc struct {
+		*plainHeld
+		Payload json.RawMessage `json:"payload,omitempty"`
+	}
+	doc.plainHeld = (*plainHeld)(h)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return err
+	}
+	h.Payload = nil
+	if len(doc.Payload) > 0 {
+		h.Payload = docOf(doc.Payload)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/runner"
 )
 
@@ -29,8 +30,10 @@ type previousState struct {
 
 // TestStateReadsThePreviousDocument: a state stored by the previous code
 // (json.Marshal of its State, and its Vars and Output marshalled apart for
-// the instance) reads back field for field, and encodes to the same bytes,
-// so stores and exports written before still load and compare equal.
+// the instance) reads back field for field (documents kept as their
+// bytes: decoded, the same values), and encodes to the same JSON (the
+// documents now last), so stores and exports written before still load and
+// compare equal.
 func TestStateReadsThePreviousDocument(t *testing.T) {
 	t.Parallel()
 	scheduled := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -71,7 +74,13 @@ func TestStateReadsThePreviousDocument(t *testing.T) {
 			if err := json.Unmarshal(stored, &st); err != nil {
 				t.Fatalf("reading %s: %v", stored, err)
 			}
-			got := previousState{Status: st.Status, Input: st.Input, Vars: st.Vars, Root: st.Root, Seq: st.Seq, Output: st.Output, Error: st.Error}
+			got := previousState{Status: st.Status, Input: plain(t, st.Input), Vars: st.Vars, Root: st.Root, Seq: st.Seq, Output: plain(t, st.Output), Error: st.Error}
+			if got.Vars != nil {
+				got.Vars = map[string]any{}
+				for k, v := range st.Vars {
+					got.Vars[k] = plain(t, v)
+				}
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("read %s as\n%#v\nwant\n%#v", stored, got, want)
 			}
@@ -79,7 +88,7 @@ func TestStateReadsThePreviousDocument(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(enc.State) != string(stored) {
+			if !sameJSON(t, enc.State, stored) {
 				t.Errorf("encoded\n%s\nthe previous code wrote\n%s", enc.State, stored)
 			}
 			vars, err := json.Marshal(want.Vars)
@@ -90,7 +99,7 @@ func TestStateReadsThePreviousDocument(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(enc.Vars) != string(vars) || string(enc.Output) != string(output) {
+			if !sameJSON(t, enc.Vars, vars) || !sameJSON(t, enc.Output, output) {
 				t.Errorf("vars %s, output %s; the previous code stored %s and %s", enc.Vars, enc.Output, vars, output)
 			}
 		})
@@ -131,7 +140,7 @@ output: "${ vars.approval }"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(enc.State, stored) {
+		if !sameJSON(t, enc.State, stored) {
 			t.Errorf("%s encodes as\n%s\nwas stored as\n%s", name, enc.State, stored)
 		}
 		return &st
@@ -153,4 +162,28 @@ output: "${ vars.approval }"
 	if st.Status != weft.StatusFailed || !reflect.DeepEqual(st.Error, want) {
 		t.Errorf("after the timeout: %s, %+v; want failed with %+v", st.Status, st.Error, want)
 	}
+}
+
+// plain is x decoded when it is a document.
+func plain(t *testing.T, x any) any {
+	t.Helper()
+	v, err := jsonv.Plain(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// sameJSON reports whether a and b are the same JSON value, whatever the
+// order of members and the escapes.
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
 }
