@@ -14,14 +14,21 @@ import (
 )
 
 // Backup is a copy of the store being taken: the store as it was when
-// Store.Backup began it, which later writes do not change. Until it is
-// spooled or closed it holds a bbolt read transaction, and writes go on
-// meanwhile but for two costs of bbolt's: the pages it sees are not
-// reused, so the file may grow, and a write that must enlarge the file's
-// memory map (when the file outgrows it; the map doubles up to 1 GiB, then
-// grows by 1 GiB) waits for it to end. Spool copies the store to a file
-// beside it and ends the transaction, so that a copy sent to a slow
-// reader never holds writes back.
+// Store.Backup began it, which later writes do not change. It is a bbolt
+// file on both engines (CheckFile checks one; Migrate makes a Pebble store
+// of one).
+//
+// On EngineBolt, until it is spooled or closed it holds a bbolt read
+// transaction, and writes go on meanwhile but for two costs of bbolt's:
+// the pages it sees are not reused, so the file may grow, and a write that
+// must enlarge the file's memory map (when the file outgrows it; the map
+// doubles up to 1 GiB, then grows by 1 GiB) waits for it to end. Spool
+// copies the store to a file beside it and ends the transaction, so that a
+// copy sent to a slow reader never holds writes back.
+//
+// On EnginePebble, Store.Backup writes the bbolt file from one snapshot,
+// beside the store, before it returns: the backup is spooled from the
+// start, and holds nothing of the store's.
 type Backup struct {
 	tx    *bolt.Tx // nil once spooled or closed
 	path  string
@@ -30,16 +37,18 @@ type Backup struct {
 }
 
 // Backup begins a backup of the store as it is now. Write it with WriteTo
-// (after Spool, for a reader that may be slow) and close it.
+// (after Spool, for a reader that may be slow) and close it. On
+// EnginePebble it writes the copy beside the store first (see Backup),
+// which needs room for it; ctx cancels that.
 func (s *Store) Backup(ctx context.Context) (*Backup, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	tx, err := s.db.Begin(false)
+	b, err := s.db.backup(ctx, s.path)
 	if err != nil {
 		return nil, s.wrap(err)
 	}
-	return &Backup{tx: tx, path: s.path, size: tx.Size()}, nil
+	return b, nil
 }
 
 // Size is the size of the copy in bytes: what WriteTo writes.
@@ -48,7 +57,8 @@ func (b *Backup) Size() int64 { return b.size }
 // Spool copies the backup to a temporary file in the store's directory
 // (which needs room for it) and ends its read transaction: WriteTo then
 // reads the file. An error names the store's file and leaves nothing
-// behind.
+// behind. A backup spooled already (every backup on EnginePebble) stays
+// as it is.
 func (b *Backup) Spool() error {
 	if b.tx == nil {
 		return nil
@@ -70,9 +80,9 @@ func (b *Backup) Spool() error {
 }
 
 // WriteTo writes the copy to w: a bbolt file that Open opens as the
-// store it was (restore it as the data directory's weft.db, the host
-// stopped). It returns the bytes written; an error names the store's
-// file.
+// store it was (restore it, the host stopped, as the data directory's
+// bbolt file, or for EnginePebble as its directory with Migrate). It
+// returns the bytes written; an error names the store's path.
 func (b *Backup) WriteTo(w io.Writer) (int64, error) {
 	var n int64
 	var err error

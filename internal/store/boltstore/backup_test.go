@@ -23,8 +23,12 @@ import (
 // is written while it is taken; it opens as a store.
 func TestBackup(t *testing.T) {
 	t.Parallel()
+	forEngines(t, testBackup)
+}
+
+func testBackup(t *testing.T, e boltstore.Engine) {
 	dir := t.TempDir()
-	s := open(t, filepath.Join(dir, "weft.db"), nil)
+	s := openE(t, e, storePath(dir, e), nil)
 	create := func(id string) error {
 		in := &weft.Instance{ID: id, Workflow: "w", Status: weft.StatusPending,
 			Input: json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 500)))}
@@ -96,6 +100,9 @@ func TestBackup(t *testing.T) {
 	}
 	if h, err := c.History(t.Context(), "before-000", 0, 10); err != nil || len(h) != 1 {
 		t.Errorf("History of before-000 in the backup: %v, %v", h, err)
+	}
+	if left, _ := filepath.Glob(storePath(dir, e) + ".backup-*"); len(left) != 0 {
+		t.Errorf("Close left %v", left)
 	}
 
 	if err := s.Close(); err != nil {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // batcher groups concurrent writes into one read-write transaction and one
@@ -32,7 +30,7 @@ import (
 type batcher struct {
 	maxSize int
 	// update runs one transaction under recover (Store.update).
-	update func(fn func(*bolt.Tx) error) error
+	update func(fn func(kvTx) error) error
 
 	mu sync.Mutex
 	// busy is set while a batch commits; waiting are the batches queued
@@ -48,7 +46,7 @@ type batch struct {
 }
 
 type call struct {
-	fn   func(*bolt.Tx) error
+	fn   func(kvTx) error
 	done chan result // buffered: the leader never waits on it
 }
 
@@ -61,7 +59,7 @@ type result struct {
 
 // run runs fn in a batch and returns once the batch is durable or failed.
 // fn may run more than once.
-func (b *batcher) run(fn func(*bolt.Tx) error) error {
+func (b *batcher) run(fn func(kvTx) error) error {
 	c := call{fn: fn, done: make(chan result, 1)}
 	var lead *batch
 	b.mu.Lock()
@@ -116,7 +114,7 @@ func (b *batcher) handOver() {
 func (b *batcher) commit(calls []call) {
 	for len(calls) > 0 {
 		failed := -1
-		err := b.update(func(tx *bolt.Tx) error {
+		err := b.update(func(tx kvTx) error {
 			for i, c := range calls {
 				if err := c.fn(tx); err != nil {
 					failed = i

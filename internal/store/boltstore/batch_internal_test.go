@@ -5,8 +5,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // txLog is a fake transaction runner for the batcher: it records which
@@ -24,7 +22,7 @@ func newTxLog() *txLog {
 	return &txLog{started: make(chan struct{}), release: make(chan struct{})}
 }
 
-func (l *txLog) update(fn func(*bolt.Tx) error) error {
+func (l *txLog) update(fn func(kvTx) error) error {
 	l.mu.Lock()
 	first := !l.first
 	l.first = true
@@ -39,8 +37,8 @@ func (l *txLog) update(fn func(*bolt.Tx) error) error {
 
 // write returns a batch function that records its number in the current
 // transaction, failing with err.
-func (l *txLog) write(n int, err error) func(*bolt.Tx) error {
-	return func(*bolt.Tx) error {
+func (l *txLog) write(n int, err error) func(kvTx) error {
+	return func(kvTx) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.txs[len(l.txs)-1] = append(l.txs[len(l.txs)-1], n)

@@ -9,8 +9,6 @@ import (
 	"math"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
@@ -92,7 +90,7 @@ func decodeBatchItem(id, instance string, v []byte) (weft.BatchItem, error) {
 }
 
 // getBatchRecord reads a batch's record; nil when there is none.
-func getBatchRecord(tx *bolt.Tx, id string) (*batchRecord, error) {
+func getBatchRecord(tx kvTx, id string) (*batchRecord, error) {
 	raw := tx.Bucket(bBatch).Get([]byte(id))
 	if raw == nil {
 		return nil, nil
@@ -106,7 +104,7 @@ func getBatchRecord(tx *bolt.Tx, id string) (*batchRecord, error) {
 
 // batchOf is the batch id as returned: its record, its document and its
 // counts without the outcomes no item has.
-func batchOf(tx *bolt.Tx, id string, r *batchRecord) *weft.Batch {
+func batchOf(tx kvTx, id string, r *batchRecord) *weft.Batch {
 	counts := weft.BatchCounts{}
 	for o, n := range r.Counts {
 		if n != 0 {
@@ -127,7 +125,7 @@ func batchOf(tx *bolt.Tx, id string, r *batchRecord) *weft.Batch {
 }
 
 // readBatch reads batch id as returned; nil when there is none.
-func readBatch(tx *bolt.Tx, id string) (*weft.Batch, error) {
+func readBatch(tx kvTx, id string) (*weft.Batch, error) {
 	r, err := getBatchRecord(tx, id)
 	if err != nil || r == nil {
 		return nil, err
@@ -137,7 +135,7 @@ func readBatch(tx *bolt.Tx, id string) (*weft.Batch, error) {
 
 // putBatchRecord writes r and moves its entry in bBatchDue from old's
 // wake (nil: a new batch) to its own.
-func putBatchRecord(tx *bolt.Tx, id string, old, r *batchRecord) error {
+func putBatchRecord(tx kvTx, id string, old, r *batchRecord) error {
 	due := tx.Bucket(bBatchDue)
 	if old != nil && !old.Wake.IsZero() {
 		if err := due.Delete(batchDueKey(id, old.Wake)); err != nil {
@@ -161,7 +159,7 @@ func putBatchRecord(tx *bolt.Tx, id string, old, r *batchRecord) error {
 // returns the record to write: the stored one with b's State and Wake,
 // Revision + 1 and UpdatedAt now. It refuses (before any write) a batch
 // that is not stored, or stored at another revision.
-func casBatch(tx *bolt.Tx, b *weft.Batch, now time.Time) (old, r *batchRecord, err error) {
+func casBatch(tx kvTx, b *weft.Batch, now time.Time) (old, r *batchRecord, err error) {
 	old, err = getBatchRecord(tx, b.ID)
 	if err != nil {
 		return nil, nil, err
@@ -187,7 +185,7 @@ func casBatch(tx *bolt.Tx, b *weft.Batch, now time.Time) (old, r *batchRecord, e
 // appendBatchItems writes the ids that are not items of batch id yet as
 // pending items after r's last, at now, and counts them in r. It returns
 // how many it wrote.
-func appendBatchItems(tx *bolt.Tx, id string, r *batchRecord, ids []string, now time.Time) (int, error) {
+func appendBatchItems(tx kvTx, id string, r *batchRecord, ids []string, now time.Time) (int, error) {
 	items, seqs, outcomes := tx.Bucket(bBatchItems), tx.Bucket(bBatchSeq), tx.Bucket(bBatchOutcome)
 	added := 0
 	for _, inst := range ids {
@@ -231,7 +229,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *weft.Batch, ids []string) (*
 	}
 	id, doc := b.ID, bytes.Clone(b.Document)
 	var out *weft.Batch
-	err = s.write(ctx, func(tx *bolt.Tx) error {
+	err = s.write(ctx, func(tx kvTx) error {
 		out = nil
 		if tx.Bucket(bBatch).Get([]byte(id)) != nil {
 			return refuse(fmt.Errorf("store: batch %q: %w", id, weft.ErrExists))
@@ -269,7 +267,7 @@ func (s *Store) GetBatch(ctx context.Context, id string) (*weft.Batch, error) {
 		return nil, err
 	}
 	var out *weft.Batch
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		var err error
 		if out, err = readBatch(tx, id); err != nil {
 			return err
@@ -298,7 +296,7 @@ func (s *Store) ListBatches(ctx context.Context, cursor string, limit int) ([]we
 	limit = weft.ClampLimit(limit)
 	var out []weft.Batch
 	var next string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out, next = nil, ""
 		c := tx.Bucket(bBatchAll).Cursor()
 		var last []byte
@@ -341,7 +339,7 @@ func (s *Store) UpdateBatch(ctx context.Context, b *weft.Batch) (*weft.Batch, er
 		return nil, err
 	}
 	var out *weft.Batch
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		out = nil
 		old, r, err := casBatch(tx, b, s.now())
 		if err != nil {
@@ -372,7 +370,7 @@ func (s *Store) DeleteBatch(ctx context.Context, id string) error {
 	}
 	for first := true; ; first = false {
 		var done bool
-		err := s.write(ctx, func(tx *bolt.Tx) error {
+		err := s.write(ctx, func(tx kvTx) error {
 			done = false
 			r, err := getBatchRecord(tx, id)
 			if err != nil {
@@ -411,7 +409,7 @@ func (s *Store) DeleteBatch(ctx context.Context, id string) error {
 
 // deleteBatchItems removes up to n items of batch id, the first in Seq
 // order, and reports whether more remain.
-func deleteBatchItems(tx *bolt.Tx, id string, n int) (more bool, err error) {
+func deleteBatchItems(tx kvTx, id string, n int) (more bool, err error) {
 	items, seqs, outcomes := tx.Bucket(bBatchItems), tx.Bucket(bBatchSeq), tx.Bucket(bBatchOutcome)
 	prefix := batchPrefix(id)
 	var seqKeys [][]byte
@@ -451,7 +449,7 @@ func (s *Store) DueBatches(ctx context.Context, now time.Time, limit int) ([]wef
 	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
 	var out []weft.Batch
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out = nil
 		c := tx.Bucket(bBatchDue).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) <= 0; k, _ = c.Next() {
@@ -487,7 +485,7 @@ func (s *Store) AddBatchItems(ctx context.Context, b *weft.Batch, ids []string) 
 	}
 	var out *weft.Batch
 	var added int
-	err = s.write(ctx, func(tx *bolt.Tx) error {
+	err = s.write(ctx, func(tx kvTx) error {
 		out, added = nil, 0
 		now := s.now()
 		old, r, err := casBatch(tx, b, now)
@@ -524,7 +522,7 @@ func (s *Store) BatchItems(ctx context.Context, batch string, f weft.BatchItemFi
 		return nil, err
 	}
 	var out []weft.BatchItem
-	err = s.read(ctx, func(tx *bolt.Tx) error {
+	err = s.read(ctx, func(tx kvTx) error {
 		out = nil
 		if tx.Bucket(bBatch).Get([]byte(batch)) == nil {
 			return store.NotFound("batch %q", batch)
@@ -575,7 +573,7 @@ func (s *Store) ApplyBatchItems(ctx context.Context, b *weft.Batch, changes []we
 	}
 	id := b.ID
 	var out *weft.Batch
-	err = s.write(ctx, func(tx *bolt.Tx) error {
+	err = s.write(ctx, func(tx kvTx) error {
 		out = nil
 		now := s.now()
 		old, r, err := casBatch(tx, b, now)

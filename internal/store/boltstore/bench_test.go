@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +15,7 @@ import (
 )
 
 func benchStore(b *testing.B, cfg boltstore.Config) *boltstore.Store {
-	s, err := boltstore.Open(filepath.Join(b.TempDir(), "weft.db"), cfg)
+	s, err := boltstore.Open(storePath(b.TempDir(), cfg.Engine), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -25,17 +24,27 @@ func benchStore(b *testing.B, cfg boltstore.Config) *boltstore.Store {
 }
 
 // BenchmarkCommitParallel: 50 goroutines creating instances, every create
-// durable (fsync) when Commit returns; the default configuration.
+// durable (fsync) when Commit returns; the default configuration, on each
+// engine.
 func BenchmarkCommitParallel(b *testing.B) {
-	storetest.BenchCommits(b, benchStore(b, boltstore.Config{}), 50)
+	for _, e := range engines {
+		b.Run("engine="+string(e), func(b *testing.B) {
+			storetest.BenchCommits(b, benchStore(b, boltstore.Config{Engine: e}), 50)
+		})
+	}
 }
 
 // BenchmarkCommitWriters shows what group commit does for 1 to 200
-// concurrent writers: a lone writer pays one commit, many share one.
+// concurrent writers, on each engine: a lone writer pays one commit, many
+// share one.
 func BenchmarkCommitWriters(b *testing.B) {
-	for _, writers := range []int{1, 10, 50, 200} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			storetest.BenchCommits(b, benchStore(b, boltstore.Config{}), writers)
+	for _, e := range engines {
+		b.Run("engine="+string(e), func(b *testing.B) {
+			for _, writers := range []int{1, 10, 50, 200} {
+				b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+					storetest.BenchCommits(b, benchStore(b, boltstore.Config{Engine: e}), writers)
+				})
+			}
 		})
 	}
 }

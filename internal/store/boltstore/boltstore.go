@@ -49,7 +49,27 @@ type Config struct {
 	// letters (and its id is remembered) after it expired. Defaults to
 	// 7 days.
 	DeadLetterRetention time.Duration
+
+	// Engine is the key-value engine Open uses at its path: EngineBolt (a
+	// bbolt file) or EnginePebble (a Pebble directory). See "Engines" in
+	// the package documentation. Defaults to EngineBolt.
+	Engine Engine
 }
+
+// Engine names the key-value engine under the store: the store's logic
+// and data are the same on both, the files are not (Migrate copies a bbolt
+// file into a Pebble directory).
+type Engine string
+
+// Engines of Config.Engine.
+const (
+	// EngineBolt keeps the store in one bbolt file: two fdatasyncs a
+	// commit.
+	EngineBolt Engine = "bolt"
+	// EnginePebble keeps the store in a Pebble directory: one WAL
+	// fdatasync a commit.
+	EnginePebble Engine = "pebble"
+)
 
 // Defaults of Config.
 const (
@@ -80,6 +100,9 @@ func (c Config) WithDefaults() Config {
 	if c.DeadLetterRetention == 0 {
 		c.DeadLetterRetention = DefaultDeadLetterRetention
 	}
+	if c.Engine == "" {
+		c.Engine = EngineBolt
+	}
 	return c
 }
 
@@ -93,6 +116,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("boltstore: DeliveredRetention must not be negative, got %s", c.DeliveredRetention)
 	case c.DeadLetterRetention < 0:
 		return fmt.Errorf("boltstore: DeadLetterRetention must not be negative, got %s", c.DeadLetterRetention)
+	case c.Engine != EngineBolt && c.Engine != EnginePebble:
+		return fmt.Errorf("boltstore: Engine must be %q or %q, got %q", EngineBolt, EnginePebble, c.Engine)
 	}
 	return nil
 }
@@ -171,16 +196,18 @@ var (
 
 // ErrBroken is matched by the errors of writes to a store that a write
 // found corrupt: bbolt panicked on a page of the file, in the write or in
-// its commit. That write and every later one fail (Err says why); reads
-// go on where the pages they meet are sound. Nothing acknowledged is lost:
-// a failed commit writes no meta page. Restore the file from a backup, or
-// repair it offline (`bbolt check`, `bbolt compact`), and restart.
+// its commit (on Pebble: a write panicked). That write and every later one
+// fail (Err says why); reads go on where the pages they meet are sound.
+// Nothing acknowledged is lost: a failed commit writes no meta page (on
+// Pebble, no batch). Restore the file from a backup, or repair it offline
+// (`bbolt check`, `bbolt compact`), and restart.
 var ErrBroken = errors.New("corrupt store file, writes refused")
 
-// Store is the embedded store: one bbolt file. It implements store.Store
-// and is safe for concurrent use.
+// Store is the embedded store: one bbolt file, or one Pebble directory
+// (Config.Engine). It implements store.Store and is safe for concurrent
+// use.
 type Store struct {
-	db    *bolt.DB
+	db    kvEngine
 	path  string
 	cfg   Config
 	log   *slog.Logger
@@ -192,57 +219,47 @@ type Store struct {
 	broken error // the first panic of a write, wrapping ErrBroken
 	// held: a panic left bbolt's writer lock held (it escaped the
 	// rollback that releases it), so that closing the file would wait
-	// for it forever.
+	// for it forever. Never on Pebble, whose writer lock is the engine's
+	// own mutex, released on the way out of a panic.
 	held bool
 }
 
 var _ store.Store = (*Store)(nil)
 
-// Open opens the store in the bbolt file at path, creating the file (and
-// its directory) when missing.
+// Open opens the store at path, creating it (and its directory) when
+// missing: with EngineBolt (the default) the bbolt file at path, with
+// EnginePebble the Pebble directory at path.
 //
 // # Errors
 //
-// Every error names the file: an invalid configuration, a file that is not
-// a store of this version (corrupt, truncated, another program's, a newer
-// schema), or a lock held by another process for longer than
+// Every error names the path: an invalid configuration, a path that is not
+// a store of this version and engine (corrupt, truncated, another
+// program's, a newer schema, a bbolt file given to Pebble or a directory
+// given to bbolt), or a lock held by another process for longer than
 // Config.OpenTimeout.
 func Open(path string, cfg Config) (_ *Store, err error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("boltstore: %w", err)
+	var db kvEngine
+	switch cfg.Engine {
+	case EnginePebble:
+		db, err = openPebble(path, cfg)
+	default:
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("boltstore: %w", err)
+		}
+		db, err = openBolt(path, bolt.Options{Timeout: cfg.OpenTimeout, FreelistType: bolt.FreelistMapType})
 	}
-	// bbolt may panic on some malformed files instead of failing, or read
-	// outside the file's mapping: both become errors.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	var db *bolt.DB
-	defer func() {
-		if r := recover(); r != nil {
-			if db != nil {
-				_ = db.Close()
-			}
-			err = fmt.Errorf("boltstore: open %s: not a valid store file: %v", path, r)
-		}
-	}()
-	db, err = bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:      cfg.OpenTimeout,
-		FreelistType: bolt.FreelistMapType,
-	})
 	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("boltstore: open %s: file is locked by another process (waited %s)", path, cfg.OpenTimeout)
-		}
-		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		return nil, err
 	}
 	if err := initSchema(db); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		return nil, errors.Join(fmt.Errorf("boltstore: open %s: %w", path, err), db.close())
 	}
-	// Spooled backups a crash left behind (Backup.Spool); the file lock
-	// says no other process has this store open.
+	// Spooled backups a crash left behind (Backup.Spool); the lock says
+	// no other process has this store open.
 	if entries, err := os.ReadDir(filepath.Dir(path)); err == nil {
 		spool := filepath.Base(path) + ".backup-"
 		for _, e := range entries {
@@ -253,20 +270,25 @@ func Open(path string, cfg Config) (_ *Store, err error) {
 			}
 		}
 	}
-	cfg.Logger.Debug("store opened", "path", path)
+	cfg.Logger.Debug("store opened", "path", path, "engine", cfg.Engine)
 	s := &Store{db: db, path: path, cfg: cfg, log: cfg.Logger}
 	s.batch = batcher{maxSize: cfg.MaxBatchSize, update: s.update}
 	return s, nil
 }
 
-func initSchema(db *bolt.DB) error {
-	return db.Update(func(tx *bolt.Tx) error {
-		if m := tx.Bucket(bMeta); m != nil {
-			if v := string(m.Get([]byte("schema"))); v != schemaVersion {
-				return fmt.Errorf("schema version %q, this build reads %q", v, schemaVersion)
-			}
-		} else if tx.Bucket(bInst) == nil && len(bucketNames(tx)) > 0 {
-			return errors.New("not a weft store: it holds other buckets")
+// initSchema checks that db holds a store of this schema, or nothing, and
+// creates the buckets it lacks. The engines may panic on some malformed
+// files: that becomes an error.
+func initSchema(db kvEngine) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("not a valid store file: %v", r)
+		}
+	}()
+	return db.update(func(tx kvTx) error {
+		if err := checkSchema(tx); err != nil {
+			return err
 		}
 		// A file of a build before the index of tapes by plugin has
 		// tapes it does not index: they are indexed as it gets the
@@ -286,16 +308,30 @@ func initSchema(db *bolt.DB) error {
 	})
 }
 
-func bucketNames(tx *bolt.Tx) []string {
+// checkSchema refuses a store of another schema version, and anything but
+// a store or nothing.
+func checkSchema(tx kvTx) error {
+	if m := tx.Bucket(bMeta); m != nil {
+		if v := string(m.Get([]byte("schema"))); v != schemaVersion {
+			return fmt.Errorf("schema version %q, this build reads %q", v, schemaVersion)
+		}
+	} else if tx.Bucket(bInst) == nil && len(bucketNames(tx)) > 0 {
+		return errors.New("not a weft store: it holds other buckets")
+	}
+	return nil
+}
+
+func bucketNames(tx kvTx) []string {
 	var names []string
-	_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+	_ = tx.ForEachBucket(func(name []byte) error {
 		names = append(names, string(name))
 		return nil
 	})
 	return names
 }
 
-// Path returns the file the store is in.
+// Path returns the file (EngineBolt) or directory (EnginePebble) the store
+// is in.
 func (s *Store) Path() string { return s.path }
 
 // Err returns nil while the store takes writes, and once a write found
@@ -307,7 +343,7 @@ func (s *Store) Err() error {
 	return s.broken
 }
 
-// Close closes the file, after the transaction in progress. Calls after
+// Close closes the store, after the transactions in progress. Calls after
 // Close return weft.ErrClosed; closing twice does nothing. When a write's
 // panic left bbolt's writer lock held (see Err), Close returns an error
 // without closing: bbolt's Close would wait for that lock forever. The
@@ -319,7 +355,7 @@ func (s *Store) Close() error {
 	if held {
 		return fmt.Errorf("boltstore: close %s: left open until the process exits, as a panic left bbolt's writer lock held: %w", s.path, broken)
 	}
-	if err := s.db.Close(); err != nil {
+	if err := s.db.close(); err != nil {
 		return fmt.Errorf("boltstore: close %s: %w", s.path, err)
 	}
 	s.log.Debug("store closed", "path", s.path)
@@ -345,7 +381,7 @@ func refuse(err error) error { return refusal{err} }
 // fn is returned as its error without failing the batch; any other error
 // rolls the batch back, and the others are retried. A panic, in fn or in
 // bbolt's commit, breaks the store (see ErrBroken).
-func (s *Store) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(tx kvTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -353,7 +389,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 		return err
 	}
 	var refused error
-	err := s.batch.run(func(tx *bolt.Tx) error {
+	err := s.batch.run(func(tx kvTx) error {
 		refused = nil
 		err := fn(tx)
 		var r refusal
@@ -371,25 +407,23 @@ func (s *Store) write(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 
 // update runs fn in one read-write transaction, on this goroutine. bbolt
 // panics on some corrupt pages, in fn or in the commit: update turns that
-// into an error naming the file, and breaks the store, which refuses every
-// write from then on. A store that is broken already refuses fn.
-func (s *Store) update(fn func(*bolt.Tx) error) (err error) {
+// (or any panic of a write) into an error naming the file, and breaks the
+// store, which refuses every write from then on. A store that is broken
+// already refuses fn.
+func (s *Store) update(fn func(kvTx) error) (err error) {
 	if err := s.Err(); err != nil {
 		return err
 	}
-	var tx *bolt.Tx
+	var tx kvTx
 	defer func() {
 		if r := recover(); r != nil {
-			// Update rolls back on the way out, which releases the writer
-			// lock, unless it panicked as well: then the transaction is
-			// still open.
-			err = s.breakDown(r, tx == nil || tx.DB() != nil)
+			err = s.breakDown(r, s.db.held(tx))
 		}
 	}()
 	// A corrupt page can point outside the file's mapping: make that
 	// fault a panic, recovered above, not a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.db.Update(func(t *bolt.Tx) error {
+	return s.db.update(func(t kvTx) error {
 		tx = t
 		return fn(t)
 	})
@@ -413,7 +447,7 @@ func (s *Store) breakDown(r any, held bool) error {
 // read runs fn in a read transaction. bbolt panics on some corrupt pages;
 // read turns that into an error naming the file (as update does for
 // writes).
-func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error) {
+func (s *Store) read(ctx context.Context, fn func(tx kvTx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -423,7 +457,7 @@ func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	err = s.db.View(fn)
+	err = s.db.view(fn)
 	if err != nil {
 		var r refusal
 		if errors.As(err, &r) {
@@ -434,8 +468,8 @@ func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) (err error
 	return nil
 }
 
-// wrap names the file in errors from bbolt and maps a closed database to
-// weft.ErrClosed.
+// wrap names the store's path in errors from the engine and maps a closed
+// database to weft.ErrClosed.
 func (s *Store) wrap(err error) error {
 	if errors.Is(err, ErrBroken) {
 		return err // named the file already

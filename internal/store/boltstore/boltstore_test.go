@@ -35,17 +35,19 @@ func open(t *testing.T, path string, now func() time.Time) *boltstore.Store {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Exercise(t, func(t *testing.T, now func() time.Time) (store.Store, func() store.Store) {
-		path := filepath.Join(t.TempDir(), "weft.db")
-		s := open(t, path, now)
-		reopen := func() store.Store {
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
+	forEngines(t, func(t *testing.T, e boltstore.Engine) {
+		storetest.Exercise(t, func(t *testing.T, now func() time.Time) (store.Store, func() store.Store) {
+			path := storePath(t.TempDir(), e)
+			s := openE(t, e, path, now)
+			reopen := func() store.Store {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				s = openE(t, e, path, now)
+				return s
 			}
-			s = open(t, path, now)
-			return s
-		}
-		return s, reopen
+			return s, reopen
+		})
 	})
 }
 
@@ -127,24 +129,28 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 
 func TestOpenLockedFile(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "weft.db")
-	open(t, path, nil)
-	_, err := boltstore.Open(path, boltstore.Config{OpenTimeout: 50 * time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "locked") {
-		t.Errorf("second Open: %v, want a lock error naming the file", err)
-	}
+	forEngines(t, func(t *testing.T, e boltstore.Engine) {
+		path := storePath(t.TempDir(), e)
+		openE(t, e, path, nil)
+		_, err := boltstore.Open(path, boltstore.Config{OpenTimeout: 50 * time.Millisecond, Engine: e})
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "locked by another process") {
+			t.Errorf("second Open: %v, want a lock error naming the file", err)
+		}
+	})
 }
 
 func TestOpenCreatesDirectory(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "data", "nested", "weft.db")
-	s := open(t, path, nil)
-	if s.Path() != path {
-		t.Errorf("Path() = %q", s.Path())
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Error(err)
-	}
+	forEngines(t, func(t *testing.T, e boltstore.Engine) {
+		path := storePath(filepath.Join(t.TempDir(), "data", "nested"), e)
+		s := openE(t, e, path, nil)
+		if s.Path() != path {
+			t.Errorf("Path() = %q", s.Path())
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 func TestConfig(t *testing.T) {
@@ -152,7 +158,8 @@ func TestConfig(t *testing.T) {
 	d := boltstore.Config{}.WithDefaults()
 	if d.Logger == nil || d.Now == nil ||
 		d.MaxBatchSize != boltstore.DefaultMaxBatchSize || d.OpenTimeout != boltstore.DefaultOpenTimeout ||
-		d.DeliveredRetention != boltstore.DefaultDeliveredRetention || d.DeadLetterRetention != boltstore.DefaultDeadLetterRetention {
+		d.DeliveredRetention != boltstore.DefaultDeliveredRetention || d.DeadLetterRetention != boltstore.DefaultDeadLetterRetention ||
+		d.Engine != boltstore.EngineBolt {
 		t.Errorf("defaults = %+v", d)
 	}
 	tests := []struct {
@@ -164,6 +171,7 @@ func TestConfig(t *testing.T) {
 		{"OpenTimeout", boltstore.Config{OpenTimeout: -1}, "OpenTimeout"},
 		{"DeliveredRetention", boltstore.Config{DeliveredRetention: -1}, "DeliveredRetention"},
 		{"DeadLetterRetention", boltstore.Config{DeadLetterRetention: -1}, "DeadLetterRetention"},
+		{"Engine", boltstore.Config{Engine: "sqlite"}, `Engine must be "bolt" or "pebble", got "sqlite"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,9 +189,13 @@ func TestConfig(t *testing.T) {
 // DeadLetterRetention.
 func TestRetention(t *testing.T) {
 	t.Parallel()
+	forEngines(t, testRetention)
+}
+
+func testRetention(t *testing.T, e boltstore.Engine) {
 	clock := storetest.NewClock(storetest.Epoch)
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{
-		Now: clock.Now, DeliveredRetention: time.Hour, DeadLetterRetention: 2 * time.Hour,
+	s, err := boltstore.Open(storePath(t.TempDir(), e), boltstore.Config{
+		Now: clock.Now, DeliveredRetention: time.Hour, DeadLetterRetention: 2 * time.Hour, Engine: e,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -251,7 +263,11 @@ func TestRetention(t *testing.T) {
 // ErrClosed; none hangs or panics.
 func TestCommitDuringClose(t *testing.T) {
 	t.Parallel()
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	forEngines(t, testCommitDuringClose)
+}
+
+func testCommitDuringClose(t *testing.T, e boltstore.Engine) {
+	s, err := boltstore.Open(storePath(t.TempDir(), e), boltstore.Config{Engine: e})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +368,11 @@ func TestCorruptDataPages(t *testing.T) {
 // next read, also while reads run concurrently with the writes.
 func TestCatalogReadsSeeEveryWrite(t *testing.T) {
 	t.Parallel()
-	s := open(t, filepath.Join(t.TempDir(), "weft.db"), nil)
+	forEngines(t, testCatalogReadsSeeEveryWrite)
+}
+
+func testCatalogReadsSeeEveryWrite(t *testing.T, e boltstore.Engine) {
+	s := openE(t, e, storePath(t.TempDir(), e), nil)
 	ctx := t.Context()
 	for i := 1; i <= 3; i++ {
 		if _, _, err := s.PutDefinition(ctx, "w", fmt.Sprint("h", i), []byte("name: w")); err != nil {

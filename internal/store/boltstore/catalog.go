@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"slices"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
 
-func getU64(b *bolt.Bucket, k []byte) uint64 {
+func getU64(b kvBucket, k []byte) uint64 {
 	v := b.Get(k)
 	if len(v) != 8 {
 		return 0
@@ -22,13 +20,13 @@ func getU64(b *bolt.Bucket, k []byte) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-func putU64(b *bolt.Bucket, k []byte, v uint64) error {
+func putU64(b kvBucket, k []byte, v uint64) error {
 	return b.Put(k, binary.BigEndian.AppendUint64(nil, v))
 }
 
 func defKey(name string, version int) key { return key(nil).str(name).u64(uint64(version)) }
 
-func getDef(tx *bolt.Tx, name string, version int) (*weft.Definition, error) {
+func getDef(tx kvTx, name string, version int) (*weft.Definition, error) {
 	raw := tx.Bucket(bDefs).Get(defKey(name, version))
 	if raw == nil {
 		return nil, nil
@@ -54,7 +52,7 @@ func (s *Store) PutDefinition(ctx context.Context, name, hash string, source []b
 	var version int
 	var created bool
 	defer s.catalog.changed()
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		latestB, seqB := tx.Bucket(bDefLatest), tx.Bucket(bDefSeq)
 		latest := getU64(latestB, []byte(name))
 		if latest > 0 {
@@ -101,7 +99,7 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*w
 		return &d, nil
 	}
 	var out *weft.Definition
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		v := version
 		if v == 0 {
 			v = int(getU64(tx.Bucket(bDefLatest), []byte(name)))
@@ -128,7 +126,7 @@ func (s *Store) GetDefinition(ctx context.Context, name string, version int) (*w
 
 // pageByName walks bucket b (keyed by raw names) after the name in cursor,
 // calling each until limit items were taken; it returns the next cursor.
-func pageByName(b *bolt.Bucket, cursor string, limit int, each func(name, v []byte) error) (string, error) {
+func pageByName(b kvBucket, cursor string, limit int, each func(name, v []byte) error) (string, error) {
 	var after []byte
 	if cursor != "" {
 		var err error
@@ -162,7 +160,7 @@ func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) (
 	limit = weft.ClampLimit(limit)
 	var out []weft.Definition
 	var next string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		var err error
 		next, err = pageByName(tx.Bucket(bDefLatest), cursor, limit, func(name, v []byte) error {
 			d, err := getDef(tx, string(name), int(binary.BigEndian.Uint64(v)))
@@ -186,7 +184,7 @@ func (s *Store) ListDefinitions(ctx context.Context, cursor string, limit int) (
 // ListDefinitionVersions implements store.Store.
 func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]weft.Definition, error) {
 	var out []weft.Definition
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		if tx.Bucket(bDefLatest).Get([]byte(name)) == nil {
 			return store.NotFound("definition %q", name)
 		}
@@ -214,7 +212,7 @@ func (s *Store) ListDefinitionVersions(ctx context.Context, name string) ([]weft
 // DeleteDefinition implements store.Store.
 func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
 	defer s.catalog.changed()
-	return s.write(ctx, func(tx *bolt.Tx) error {
+	return s.write(ctx, func(tx kvTx) error {
 		latestB := tx.Bucket(bDefLatest)
 		if latestB.Get([]byte(name)) == nil {
 			return refuse(store.NotFound("definition %q", name))
@@ -228,7 +226,7 @@ func (s *Store) DeleteDefinition(ctx context.Context, name string) error {
 	})
 }
 
-func getPlugin(tx *bolt.Tx, name string) (*weft.Plugin, error) {
+func getPlugin(tx kvTx, name string) (*weft.Plugin, error) {
 	raw := tx.Bucket(bPlugins).Get([]byte(name))
 	if raw == nil {
 		return nil, nil
@@ -244,7 +242,7 @@ func getPlugin(tx *bolt.Tx, name string) (*weft.Plugin, error) {
 // versions' names only: every create checks its pins with it, inside the
 // write transaction, where decoding whole records (their activities and
 // needs) cost about 2% of the host's CPU under load.
-func pluginHasVersion(tx *bolt.Tx, name, version string) (bool, error) {
+func pluginHasVersion(tx kvTx, name, version string) (bool, error) {
 	raw := tx.Bucket(bPlugins).Get([]byte(name))
 	if raw == nil {
 		return false, nil
@@ -276,7 +274,7 @@ func (s *Store) PutPlugin(ctx context.Context, rec weft.PluginRecord) (bool, err
 	rec.Activities = slices.Clone(rec.Activities)
 	var created bool
 	defer s.catalog.changed()
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		created = false
 		p, err := getPlugin(tx, rec.Name)
 		if err != nil {
@@ -311,7 +309,7 @@ func (s *Store) GetPlugin(ctx context.Context, name string) (*weft.Plugin, error
 		return p, nil
 	}
 	var out *weft.Plugin
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		p, err := getPlugin(tx, name)
 		if err != nil {
 			return err
@@ -353,7 +351,7 @@ func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]we
 	limit = weft.ClampLimit(limit)
 	var out []weft.PluginRecord
 	var next string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		var err error
 		next, err = pageByName(tx.Bucket(bPlugins), cursor, limit, func(name, v []byte) error {
 			var p weft.Plugin
@@ -374,7 +372,7 @@ func (s *Store) ListPlugins(ctx context.Context, cursor string, limit int) ([]we
 // DeletePlugin implements store.Store.
 func (s *Store) DeletePlugin(ctx context.Context, name string) error {
 	defer s.catalog.changed()
-	return s.write(ctx, func(tx *bolt.Tx) error {
+	return s.write(ctx, func(tx kvTx) error {
 		if tx.Bucket(bPlugins).Get([]byte(name)) == nil {
 			return refuse(store.NotFound("plugin %q", name))
 		}

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
 
 // getGrants reads the grants of a plugin name; nil when there are none.
-func getGrants(tx *bolt.Tx, plugin string) (*weft.Grants, error) {
+func getGrants(tx kvTx, plugin string) (*weft.Grants, error) {
 	raw := tx.Bucket(bGrants).Get([]byte(plugin))
 	if raw == nil {
 		return nil, nil
@@ -41,7 +39,7 @@ func (s *Store) PutGrants(ctx context.Context, plugin string, doc []byte, ifRevi
 	}
 	doc = bytes.Clone(doc)
 	var revision uint64
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		g, err := getGrants(tx, plugin)
 		if err != nil {
 			return err
@@ -86,7 +84,7 @@ func (s *Store) GetGrants(ctx context.Context, plugin string) (*weft.Grants, err
 		return nil, err
 	}
 	var out *weft.Grants
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		g, err := getGrants(tx, plugin)
 		if err != nil {
 			return err
@@ -108,7 +106,7 @@ func (s *Store) ListGrants(ctx context.Context, cursor string, limit int) ([]wef
 	limit = weft.ClampLimit(limit)
 	var out []weft.Grants
 	var next string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out = nil
 		var err error
 		next, err = pageByName(tx.Bucket(bGrants), cursor, limit, func(name, v []byte) error {
@@ -136,7 +134,7 @@ func (s *Store) DeleteGrants(ctx context.Context, plugin string) error {
 	if err := store.CheckPluginName(plugin); err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *bolt.Tx) error {
+	return s.write(ctx, func(tx kvTx) error {
 		b := tx.Bucket(bGrants)
 		if b.Get([]byte(plugin)) == nil {
 			return refuse(store.NotFound("grants of plugin %q", plugin))

@@ -8,22 +8,20 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
 
-func inboxKey(id string, seq uint64) key         { return key(nil).str(id).u64(seq) }
-func inboxIDKey(id, msgID string) key            { return key(nil).str(id).str(msgID) }
-func inboxPrefix(id string) key                  { return key(nil).str(id) }
-func instanceExists(tx *bolt.Tx, id string) bool { return tx.Bucket(bInst).Get([]byte(id)) != nil }
+func inboxKey(id string, seq uint64) key     { return key(nil).str(id).u64(seq) }
+func inboxIDKey(id, msgID string) key        { return key(nil).str(id).str(msgID) }
+func inboxPrefix(id string) key              { return key(nil).str(id) }
+func instanceExists(tx kvTx, id string) bool { return tx.Bucket(bInst).Get([]byte(id)) != nil }
 
 // putMessages writes msgs to their instances' inboxes, in order. A message
 // for an instance that does not exist is dropped, and so is one whose ID
 // its inbox holds (written earlier, or earlier in msgs). It returns the
 // instance of the first message written ("" when none was).
-func putMessages(tx *bolt.Tx, msgs []weft.Message, now time.Time) (first string, err error) {
+func putMessages(tx kvTx, msgs []weft.Message, now time.Time) (first string, err error) {
 	inbox, ids := tx.Bucket(bInbox), tx.Bucket(bInboxIDs)
 	for _, m := range msgs {
 		if !instanceExists(tx, m.InstanceID) {
@@ -57,7 +55,7 @@ func putMessages(tx *bolt.Tx, msgs []weft.Message, now time.Time) (first string,
 
 // startWaiting records that instance id's inbox waits since now: when it
 // was empty, or always with restart (its messages were just consumed).
-func startWaiting(tx *bolt.Tx, id string, now time.Time, restart bool) error {
+func startWaiting(tx kvTx, id string, now time.Time, restart bool) error {
 	since, idx := tx.Bucket(bInboxWait), tx.Bucket(bInboxWaitX)
 	if old := since.Get([]byte(id)); old != nil {
 		if !restart {
@@ -75,7 +73,7 @@ func startWaiting(tx *bolt.Tx, id string, now time.Time, restart bool) error {
 }
 
 // stopWaiting forgets instance id's inbox wait.
-func stopWaiting(tx *bolt.Tx, id string) error {
+func stopWaiting(tx kvTx, id string) error {
 	since, idx := tx.Bucket(bInboxWait), tx.Bucket(bInboxWaitX)
 	old := since.Get([]byte(id))
 	if old == nil {
@@ -92,7 +90,7 @@ func (s *Store) WaitingInboxes(ctx context.Context, before time.Time, limit int)
 	limit = weft.ClampLimit(limit)
 	end := key(nil).time(before)
 	var out []string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		c := tx.Bucket(bInboxWaitX).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) < 0; k, _ = c.Next() {
 			id, _, ok := readStr(k[8:])
@@ -108,7 +106,7 @@ func (s *Store) WaitingInboxes(ctx context.Context, before time.Time, limit int)
 
 // undrained reports whether instance id's inbox holds a message not among
 // consumed (Commit.Drains).
-func undrained(tx *bolt.Tx, id string, consumed []string) bool {
+func undrained(tx kvTx, id string, consumed []string) bool {
 	prefix := inboxPrefix(id)
 	c := tx.Bucket(bInboxIDs).Cursor()
 	for k, _ := c.Seek(prefix); hasPrefix(k, prefix); k, _ = c.Next() {
@@ -123,7 +121,7 @@ func undrained(tx *bolt.Tx, id string, consumed []string) bool {
 // consumeMessages removes the messages msgIDs from instance id's inbox;
 // ids it does not hold are ignored. The inbox's wait restarts at now, or
 // ends with its last message.
-func consumeMessages(tx *bolt.Tx, id string, msgIDs []string, now time.Time) error {
+func consumeMessages(tx kvTx, id string, msgIDs []string, now time.Time) error {
 	inbox, ids := tx.Bucket(bInbox), tx.Bucket(bInboxIDs)
 	for _, msgID := range msgIDs {
 		ik := inboxIDKey(id, msgID)
@@ -151,7 +149,7 @@ func consumeMessages(tx *bolt.Tx, id string, msgIDs []string, now time.Time) err
 }
 
 // clearInbox removes instance id's inbox.
-func clearInbox(tx *bolt.Tx, id string) error {
+func clearInbox(tx kvTx, id string) error {
 	if err := stopWaiting(tx, id); err != nil {
 		return err
 	}
@@ -178,7 +176,7 @@ func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []weft.Mess
 		return nil, nil
 	}
 	var existing *weft.Stimulus
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		existing = nil
 		if st != nil {
 			old, err := getStim(tx, st.ID)
@@ -212,7 +210,7 @@ func (s *Store) Deliver(ctx context.Context, st *weft.Stimulus, msgs []weft.Mess
 // Inbox implements store.Store.
 func (s *Store) Inbox(ctx context.Context, id string) ([]weft.Message, error) {
 	var out []weft.Message
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		if !instanceExists(tx, id) {
 			return store.NotFound("instance %q", id)
 		}

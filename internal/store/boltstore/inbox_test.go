@@ -9,6 +9,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
+	"github.com/weftworks/weft/internal/store/boltstore"
 )
 
 // TestCommitSendsToItself: a Commit's Send may name the committing
@@ -16,7 +17,11 @@ import (
 // message is written after the instance.
 func TestCommitSendsToItself(t *testing.T) {
 	t.Parallel()
-	s := open(t, filepath.Join(t.TempDir(), "weft.db"), nil)
+	forEngines(t, testCommitSendsToItself)
+}
+
+func testCommitSendsToItself(t *testing.T, e boltstore.Engine) {
+	s := openE(t, e, storePath(t.TempDir(), e), nil)
 	ctx := t.Context()
 	in := &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusRunning}
 	self := weft.Message{InstanceID: "i", ID: "tick", Kind: "stimulus"}

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
@@ -22,7 +20,7 @@ type instRecord struct {
 	HistSeq uint64 `json:"hist_seq,omitempty"`
 }
 
-func getInst(tx *bolt.Tx, id string) (*instRecord, error) {
+func getInst(tx kvTx, id string) (*instRecord, error) {
 	raw := tx.Bucket(bInst).Get([]byte(id))
 	if raw == nil {
 		return nil, nil
@@ -42,7 +40,7 @@ func getInst(tx *bolt.Tx, id string) (*instRecord, error) {
 }
 
 // putInst writes an instance record and its lease record.
-func putInst(tx *bolt.Tx, r *instRecord) error {
+func putInst(tx kvTx, r *instRecord) error {
 	if err := putJSON(tx.Bucket(bInst), []byte(r.ID), r); err != nil {
 		return err
 	}
@@ -76,7 +74,7 @@ func encodeLease(l leaseRecord) []byte {
 
 // getLease returns an instance's lease record; ok is false when it has
 // none (no lease, or a record written before lease records existed).
-func getLease(tx *bolt.Tx, id string) (l leaseRecord, ok bool, err error) {
+func getLease(tx kvTx, id string) (l leaseRecord, ok bool, err error) {
 	raw := tx.Bucket(bLease).Get([]byte(id))
 	if raw == nil {
 		return l, false, nil
@@ -139,7 +137,7 @@ func (k key) append(b []byte) key { return append(k, b...) }
 
 // syncIndexes turns the index entries of old into those of new: it deletes
 // the entries only old has and puts those new has that differ.
-func syncIndexes(tx *bolt.Tx, old, new []indexEntry) error {
+func syncIndexes(tx kvTx, old, new []indexEntry) error {
 	same := func(a, b indexEntry) bool {
 		return bytes.Equal(a.bucket, b.bucket) && bytes.Equal(a.key, b.key)
 	}
@@ -173,7 +171,7 @@ func instOf(r *instRecord) *weft.Instance {
 	return &r.Instance
 }
 
-func putJSON(b *bolt.Bucket, k []byte, v any) error {
+func putJSON(b kvBucket, k []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -204,7 +202,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		in.CreatedAt = in.CreatedAt.UTC()
 	}
 	var rev uint64
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		rev = 0
 		now := s.now()
 		old, err := getInst(tx, id)
@@ -374,7 +372,7 @@ func cloneMap(m map[string]string) map[string]string {
 }
 
 // prefixKeys returns the keys of b that start with prefix.
-func prefixKeys(b *bolt.Bucket, prefix []byte) [][]byte {
+func prefixKeys(b kvBucket, prefix []byte) [][]byte {
 	var ks [][]byte
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); hasPrefix(k, prefix); k, _ = c.Next() {
@@ -383,7 +381,7 @@ func prefixKeys(b *bolt.Bucket, prefix []byte) [][]byte {
 	return ks
 }
 
-func deleteKeys(b *bolt.Bucket, ks [][]byte) error {
+func deleteKeys(b kvBucket, ks [][]byte) error {
 	for _, k := range ks {
 		if err := b.Delete(k); err != nil {
 			return err
@@ -398,7 +396,7 @@ func bookmarkIndexKey(b weft.Bookmark) key {
 
 // replaceBookmarks removes the bookmarks of instance id (and their index
 // entries) and stores bms (nil: remove only).
-func replaceBookmarks(tx *bolt.Tx, id string, bms []weft.Bookmark) error {
+func replaceBookmarks(tx kvTx, id string, bms []weft.Bookmark) error {
 	own, idx := tx.Bucket(bBookmarks), tx.Bucket(bBmIndex)
 	prefix := key(nil).str(id)
 	c := own.Cursor()
@@ -436,7 +434,7 @@ func timerDueKey(t weft.Timer) key { return key(nil).time(t.Due).str(t.InstanceI
 
 // replaceTimers removes the timers of instance id (and their index
 // entries) and stores ts (nil: remove only).
-func replaceTimers(tx *bolt.Tx, id string, ts []weft.Timer) error {
+func replaceTimers(tx kvTx, id string, ts []weft.Timer) error {
 	own, due := tx.Bucket(bTimers), tx.Bucket(bTimersDue)
 	prefix := key(nil).str(id)
 	c := own.Cursor()
@@ -474,7 +472,7 @@ func replaceTimers(tx *bolt.Tx, id string, ts []weft.Timer) error {
 // GetInstance implements store.Store.
 func (s *Store) GetInstance(ctx context.Context, id string) (*weft.Instance, error) {
 	var out *weft.Instance
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		r, err := getInst(tx, id)
 		if err != nil {
 			return err
@@ -496,7 +494,7 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*weft.Instance, err
 // each record only its status is decoded.
 func (s *Store) InstanceStatuses(ctx context.Context, ids []string) (map[string]weft.Status, error) {
 	out := make(map[string]weft.Status, len(ids))
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		clear(out)
 		b := tx.Bucket(bInst)
 		for _, id := range ids {
@@ -597,7 +595,7 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 	}
 	var items []weft.Instance
 	var next string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		c := tx.Bucket(bucket).Cursor()
 		var k []byte
 		step := c.Next
@@ -648,7 +646,7 @@ func (s *Store) ListInstances(ctx context.Context, f weft.InstanceFilter) ([]wef
 // every instance's key in the status indexes, not of the instances.
 func (s *Store) CountInstances(ctx context.Context, workflow string) (map[weft.Status]int, error) {
 	counts := map[weft.Status]int{}
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		for _, st := range weft.Statuses() {
 			bucket, prefix := bIxStatus, key(nil).str(string(st))
 			if workflow != "" {
@@ -673,7 +671,7 @@ func (s *Store) CountInstances(ctx context.Context, workflow string) (map[weft.S
 
 // seekBefore places c on the last key below hi (below the end of prefix's
 // keys when hi is nil) and returns it.
-func seekBefore(c *bolt.Cursor, hi, prefix []byte) []byte {
+func seekBefore(c kvCursor, hi, prefix []byte) []byte {
 	if hi == nil {
 		hi = prefixEnd(prefix)
 	}
@@ -705,7 +703,7 @@ func prefixEnd(p []byte) []byte {
 
 // DeleteInstance implements store.Store.
 func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) error {
-	return s.write(ctx, func(tx *bolt.Tx) error {
+	return s.write(ctx, func(tx kvTx) error {
 		old, err := getInst(tx, id)
 		if err != nil {
 			return err
@@ -755,7 +753,7 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error) {
 	limit = weft.ClampLimit(limit)
 	var out []weft.HistoryEntry
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
 		}
@@ -776,7 +774,7 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 // Bookmarks implements store.Store.
 func (s *Store) Bookmarks(ctx context.Context, id string) ([]weft.Bookmark, error) {
 	var out []weft.Bookmark
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
 		}
@@ -788,7 +786,7 @@ func (s *Store) Bookmarks(ctx context.Context, id string) ([]weft.Bookmark, erro
 // FindBookmarks implements store.Store.
 func (s *Store) FindBookmarks(ctx context.Context, event, k string) ([]weft.Bookmark, error) {
 	var out []weft.Bookmark
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		return scanJSON(tx.Bucket(bBmIndex), key(nil).str(event).str(k), 0, func(b weft.Bookmark) { out = append(out, b) })
 	})
 	return out, err
@@ -797,7 +795,7 @@ func (s *Store) FindBookmarks(ctx context.Context, event, k string) ([]weft.Book
 // Timers implements store.Store.
 func (s *Store) Timers(ctx context.Context, id string) ([]weft.Timer, error) {
 	var out []weft.Timer
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
 		}
@@ -824,7 +822,7 @@ func cmpStr(a, b string) int {
 
 // scanJSON decodes the values under prefix in key order, at most limit of
 // them (0: all).
-func scanJSON[T any](b *bolt.Bucket, prefix []byte, limit int, each func(T)) error {
+func scanJSON[T any](b kvBucket, prefix []byte, limit int, each func(T)) error {
 	c := b.Cursor()
 	n := 0
 	for k, v := c.Seek(prefix); hasPrefix(k, prefix); k, v = c.Next() {
@@ -846,7 +844,7 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time, limit int) ([]weft
 	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
 	var out []weft.Timer
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		c := tx.Bucket(bTimersDue).Cursor()
 		for k, v := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) <= 0; k, v = c.Next() {
 			var t weft.Timer
@@ -873,7 +871,7 @@ func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string
 	}
 	expiry := r.Expiry.UTC()
 	var renewed []string
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		renewed = nil
 		now := s.now()
 		// The lease record alone decides, and alone changes: the instance
@@ -941,7 +939,7 @@ func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string
 // Heartbeats implements store.Store.
 func (s *Store) Heartbeats(ctx context.Context, id string) ([]store.Heartbeat, error) {
 	var out []store.Heartbeat
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
 		}
@@ -988,7 +986,7 @@ func decodeBeat(b []byte) (h store.Heartbeat, ok bool) {
 }
 
 // clearHeartbeats removes an instance's stored heartbeats.
-func clearHeartbeats(tx *bolt.Tx, id string) error {
+func clearHeartbeats(tx kvTx, id string) error {
 	b := tx.Bucket(bBeats)
 	return deleteKeys(b, prefixKeys(b, key(nil).str(id)))
 }
@@ -998,7 +996,7 @@ func (s *Store) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]
 	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
 	var out []string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		c := tx.Bucket(bLeases).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) <= 0; k, _ = c.Next() {
 			id, _, ok := readStr(k[8:])
@@ -1017,7 +1015,7 @@ func (s *Store) ExpiredInstances(ctx context.Context, now time.Time, limit int) 
 	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
 	var out []string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		c := tx.Bucket(bExpiry).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) <= 0; k, _ = c.Next() {
 			id, _, ok := readStr(k[8:])

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
@@ -15,8 +13,17 @@ import (
 // instance records: renewal migrates them and keeps the expiry index right.
 func TestRenewalMigratesLeasesWithoutRecord(t *testing.T) {
 	t.Parallel()
+	for _, e := range []Engine{EngineBolt, EnginePebble} {
+		t.Run("engine="+string(e), func(t *testing.T) {
+			t.Parallel()
+			testRenewalMigratesLeasesWithoutRecord(t, e)
+		})
+	}
+}
+
+func testRenewalMigratesLeasesWithoutRecord(t *testing.T, e Engine) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	s, err := Open(filepath.Join(t.TempDir(), "weft.db"), Config{Now: func() time.Time { return now }})
+	s, err := Open(filepath.Join(t.TempDir(), "weft"), Config{Now: func() time.Time { return now }, Engine: e})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +34,7 @@ func TestRenewalMigratesLeasesWithoutRecord(t *testing.T) {
 	if _, err := s.Commit(ctx, store.Commit{Instance: in}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bLease).Delete([]byte("old")) }); err != nil {
+	if err := s.db.update(func(tx kvTx) error { return tx.Bucket(bLease).Delete([]byte("old")) }); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.GetInstance(ctx, "old"); err != nil || !got.Lease.Expiry.Equal(now.Add(10*time.Second)) {

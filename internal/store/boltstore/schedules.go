@@ -8,8 +8,6 @@ import (
 	"math"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
@@ -27,7 +25,7 @@ func schedEventKey(id string, seq uint64) key    { return key(nil).str(id).u64(s
 func schedEventPrefix(id string) key             { return key(nil).str(id) }
 
 // getSched reads a schedule's record; nil when there is none.
-func getSched(tx *bolt.Tx, id string) (*schedRecord, error) {
+func getSched(tx kvTx, id string) (*schedRecord, error) {
 	raw := tx.Bucket(bSched).Get([]byte(id))
 	if raw == nil {
 		return nil, nil
@@ -38,7 +36,7 @@ func getSched(tx *bolt.Tx, id string) (*schedRecord, error) {
 // getSchedHead reads what a write of a schedule needs of its stored
 // record (revision, wake, creation, last event), skipping the document and
 // the state: a write transaction is the store's one writer's time.
-func getSchedHead(tx *bolt.Tx, id string) (*schedRecord, error) {
+func getSchedHead(tx kvTx, id string) (*schedRecord, error) {
 	raw := tx.Bucket(bSched).Get([]byte(id))
 	if raw == nil {
 		return nil, nil
@@ -106,7 +104,7 @@ func schedWritten(sc *weft.Schedule) weft.Schedule {
 
 // putSched writes r and moves its entry in bSchedWake from old's wake
 // (nil: a new schedule) to its own.
-func putSched(tx *bolt.Tx, old, r *schedRecord) error {
+func putSched(tx kvTx, old, r *schedRecord) error {
 	wakes := tx.Bucket(bSchedWake)
 	if old != nil && !old.Wake.IsZero() {
 		if err := wakes.Delete(schedWakeKey(old.ID, old.Wake)); err != nil {
@@ -126,7 +124,7 @@ func putSched(tx *bolt.Tx, old, r *schedRecord) error {
 // weft.MaxScheduleEvents; events that would be removed at once (a write of
 // more than the bound) are not written. It advances r.EventSeq, which the
 // caller writes.
-func appendEvents(tx *bolt.Tx, r *schedRecord, events []weft.ScheduleEvent, now time.Time) error {
+func appendEvents(tx kvTx, r *schedRecord, events []weft.ScheduleEvent, now time.Time) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -169,7 +167,7 @@ func (s *Store) CreateSchedule(ctx context.Context, sc *weft.Schedule, events []
 	}
 	base := schedWritten(sc)
 	var out *weft.Schedule
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		out = nil
 		if tx.Bucket(bSched).Get([]byte(base.ID)) != nil {
 			return refuse(fmt.Errorf("store: schedule %q: %w", base.ID, weft.ErrExists))
@@ -202,7 +200,7 @@ func (s *Store) GetSchedule(ctx context.Context, id string) (*weft.Schedule, err
 		return nil, err
 	}
 	var out *weft.Schedule
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		r, err := getSched(tx, id)
 		if err != nil {
 			return err
@@ -224,7 +222,7 @@ func (s *Store) ListSchedules(ctx context.Context, cursor string, limit int) ([]
 	limit = weft.ClampLimit(limit)
 	var out []weft.Schedule
 	var next string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out = nil
 		var err error
 		next, err = pageByName(tx.Bucket(bSched), cursor, limit, func(id, v []byte) error {
@@ -253,7 +251,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, sc *weft.Schedule, events []
 	}
 	base, want := schedWritten(sc), sc.Revision
 	var out *weft.Schedule
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		out = nil
 		old, err := getSchedHead(tx, base.ID)
 		if err != nil {
@@ -293,7 +291,7 @@ func (s *Store) DeleteSchedule(ctx context.Context, id string) error {
 	if err := weft.CheckID("schedule id", id); err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *bolt.Tx) error {
+	return s.write(ctx, func(tx kvTx) error {
 		old, err := getSched(tx, id)
 		if err != nil {
 			return err
@@ -319,7 +317,7 @@ func (s *Store) DueSchedules(ctx context.Context, now time.Time, limit int) ([]w
 	limit = weft.ClampLimit(limit)
 	end := key(nil).time(now)
 	var out []weft.Schedule
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out = nil
 		c := tx.Bucket(bSchedWake).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) <= 0; k, _ = c.Next() {
@@ -351,7 +349,7 @@ func (s *Store) ScheduleEvents(ctx context.Context, id string, afterSeq uint64, 
 	}
 	limit = weft.ClampLimit(limit)
 	var out []weft.ScheduleEvent
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out = nil
 		if tx.Bucket(bSched).Get([]byte(id)) == nil {
 			return store.NotFound("schedule %q", id)

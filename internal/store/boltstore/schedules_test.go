@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store/boltstore"
 )
 
 func schedule(id string) *weft.Schedule {
@@ -47,46 +48,50 @@ func TestScheduleEventsBound(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := open(t, filepath.Join(t.TempDir(), "weft.db"), nil)
-			ctx := t.Context()
-			sc, err := s.CreateSchedule(ctx, schedule("s"), skipped(tt.writes[0]))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, n := range tt.writes[1:] {
-				if sc, err = s.UpdateSchedule(ctx, sc, skipped(n)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var seqs []uint64
-			for after := uint64(0); ; {
-				page, err := s.ScheduleEvents(ctx, "s", after, weft.MaxListLimit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(page) == 0 {
-					break
-				}
-				for _, e := range page {
-					seqs = append(seqs, e.Seq)
-				}
-				after = page[len(page)-1].Seq
-			}
-			if tt.last == 0 {
-				if len(seqs) != 0 {
-					t.Fatalf("events %v, want none", seqs)
-				}
-				return
-			}
-			if uint64(len(seqs)) != tt.last-tt.first+1 || seqs[0] != tt.first || seqs[len(seqs)-1] != tt.last {
-				t.Errorf("%d events from %d to %d, want %d to %d", len(seqs), seqs[0], seqs[len(seqs)-1], tt.first, tt.last)
-			}
-			for i := 1; i < len(seqs); i++ {
-				if seqs[i] != seqs[i-1]+1 {
-					t.Fatalf("events %d then %d: not consecutive", seqs[i-1], seqs[i])
-				}
-			}
+			forEngines(t, func(t *testing.T, e boltstore.Engine) { testScheduleEventsBound(t, e, tt.writes, tt.first, tt.last) })
 		})
+	}
+}
+
+func testScheduleEventsBound(t *testing.T, e boltstore.Engine, writes []int, first, last uint64) {
+	s := openE(t, e, storePath(t.TempDir(), e), nil)
+	ctx := t.Context()
+	sc, err := s.CreateSchedule(ctx, schedule("s"), skipped(writes[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range writes[1:] {
+		if sc, err = s.UpdateSchedule(ctx, sc, skipped(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs []uint64
+	for after := uint64(0); ; {
+		page, err := s.ScheduleEvents(ctx, "s", after, weft.MaxListLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			seqs = append(seqs, e.Seq)
+		}
+		after = page[len(page)-1].Seq
+	}
+	if last == 0 {
+		if len(seqs) != 0 {
+			t.Fatalf("events %v, want none", seqs)
+		}
+		return
+	}
+	if uint64(len(seqs)) != last-first+1 || seqs[0] != first || seqs[len(seqs)-1] != last {
+		t.Errorf("%d events from %d to %d, want %d to %d", len(seqs), seqs[0], seqs[len(seqs)-1], first, last)
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("events %d then %d: not consecutive", seqs[i-1], seqs[i])
+		}
 	}
 }
 
@@ -95,7 +100,11 @@ func TestScheduleEventsBound(t *testing.T) {
 // as invalid, before anything is written.
 func TestScheduleNotJSON(t *testing.T) {
 	t.Parallel()
-	s := open(t, filepath.Join(t.TempDir(), "weft.db"), nil)
+	forEngines(t, testScheduleNotJSON)
+}
+
+func testScheduleNotJSON(t *testing.T, e boltstore.Engine) {
+	s := openE(t, e, storePath(t.TempDir(), e), nil)
 	ctx := t.Context()
 	good, err := s.CreateSchedule(ctx, schedule("s"), nil)
 	if err != nil {

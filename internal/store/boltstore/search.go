@@ -12,8 +12,6 @@ import (
 	"sort"
 	"unicode/utf8"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/tuple"
@@ -129,7 +127,7 @@ func searchKeys(in *weft.Instance) [][]byte {
 // syncSearch turns the index entries of old into those of new (either
 // may be nil): it deletes the keys only old has and puts those only new
 // has. Neither having attributes, the common case, costs nothing.
-func syncSearch(tx *bolt.Tx, old, new *weft.Instance) error {
+func syncSearch(tx kvTx, old, new *weft.Instance) error {
 	ok, nk := searchKeys(old), searchKeys(new)
 	if len(ok) == 0 && len(nk) == 0 {
 		return nil
@@ -335,7 +333,7 @@ func inSpans(spans []span, k []byte) bool {
 // spanWalk walks the keys of a bucket that lie in spans, in key order or
 // (desc) in reverse.
 type spanWalk struct {
-	c     *bolt.Cursor
+	c     kvCursor
 	spans []span
 	desc  bool
 	i     int // the span of the last key returned
@@ -437,7 +435,7 @@ func (s *Store) listBySearch(ctx context.Context, f weft.InstanceFilter, limit, 
 	}
 	var items []weft.Instance
 	var next string
-	err = s.read(ctx, func(tx *bolt.Tx) error {
+	err = s.read(ctx, func(tx kvTx) error {
 		w := spanWalk{c: tx.Bucket(bSearch).Cursor(), spans: spans, desc: f.NewestFirst}
 		examined := 0
 		var last []byte
@@ -528,7 +526,7 @@ func (s *Store) RegisterSearchAttributes(ctx context.Context, workflow string, a
 	}
 	// missing returns the names not registered yet, or the first
 	// conflict, as a refusal.
-	missing := func(tx *bolt.Tx) ([]string, error) {
+	missing := func(tx kvTx) ([]string, error) {
 		b := tx.Bucket(bSearchAttrs)
 		var out []string
 		for _, name := range names {
@@ -548,14 +546,14 @@ func (s *Store) RegisterSearchAttributes(ctx context.Context, workflow string, a
 		return out, nil
 	}
 	var todo []string
-	if err := s.read(ctx, func(tx *bolt.Tx) error {
+	if err := s.read(ctx, func(tx kvTx) error {
 		var err error
 		todo, err = missing(tx)
 		return err
 	}); err != nil || len(todo) == 0 {
 		return err
 	}
-	return s.write(ctx, func(tx *bolt.Tx) error {
+	return s.write(ctx, func(tx kvTx) error {
 		todo, err := missing(tx)
 		if err != nil {
 			return err
@@ -573,7 +571,7 @@ func (s *Store) RegisterSearchAttributes(ctx context.Context, workflow string, a
 // SearchAttributes implements store.Store.
 func (s *Store) SearchAttributes(ctx context.Context) ([]weft.SearchAttribute, error) {
 	var out []weft.SearchAttribute
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out = nil
 		return tx.Bucket(bSearchAttrs).ForEach(func(k, v []byte) error {
 			var a weft.SearchAttribute

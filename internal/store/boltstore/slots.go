@@ -10,8 +10,6 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/slots"
 	"github.com/weftworks/weft/internal/store"
@@ -80,7 +78,7 @@ func checkSlotKey(k string) error {
 }
 
 // getSlotRecord reads key's record; nil when it has none.
-func getSlotRecord(tx *bolt.Tx, k string) (*slotRecord, error) {
+func getSlotRecord(tx kvTx, k string) (*slotRecord, error) {
 	raw := tx.Bucket(bSlots).Get([]byte(k))
 	if raw == nil {
 		return nil, nil
@@ -113,7 +111,7 @@ type slotView struct {
 // readSlotView reads key's window for id under p (Store.UpdateSlots): the
 // holders, the first slots.WindowFront(p) waiters, and id's own entry
 // when it waits further back.
-func readSlotView(tx *bolt.Tx, k, id string, p slots.Params) (*slotView, error) {
+func readSlotView(tx kvTx, k, id string, p slots.Params) (*slotView, error) {
 	rec, err := getSlotRecord(tx, k)
 	if err != nil {
 		return nil, err
@@ -222,7 +220,7 @@ func (v *slotView) apply(op store.SlotOp, id string, p slots.Params, now time.Ti
 }
 
 // write stores ch for key k, read as v.
-func (v *slotView) write(tx *bolt.Tx, k string, ch slotChange) error {
+func (v *slotView) write(tx kvTx, k string, ch slotChange) error {
 	line, places := tx.Bucket(bSlotLine), tx.Bucket(bSlotWaiters)
 	for _, id := range ch.left {
 		if err := line.Delete(slotLineKey(k, v.seqs[id])); err != nil {
@@ -270,7 +268,7 @@ func (s *Store) UpdateSlots(ctx context.Context, k, id string, p slots.Params, n
 		return slots.Decision{}, err
 	}
 	var ch slotChange
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		v, err := readSlotView(tx, k, id, p)
 		if err != nil {
 			return err
@@ -286,7 +284,7 @@ func (s *Store) UpdateSlots(ctx context.Context, k, id string, p slots.Params, n
 	if !ch.changed {
 		return ch.d, nil
 	}
-	err = s.write(ctx, func(tx *bolt.Tx) error {
+	err = s.write(ctx, func(tx kvTx) error {
 		v, err := readSlotView(tx, k, id, p)
 		if err != nil {
 			return err
@@ -317,7 +315,7 @@ func (s *Store) SlotKeys(ctx context.Context, prefix, cursor string, limit int) 
 	}
 	var out []store.SlotKey
 	var next string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out, next = nil, ""
 		pre := []byte(prefix)
 		c := tx.Bucket(bSlots).Cursor()
@@ -388,7 +386,7 @@ func (s *Store) SlotLine(ctx context.Context, k, cursor string, limit int) ([]sl
 	}
 	var out []slots.Waiter
 	var next string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out, next = nil, ""
 		c := tx.Bucket(bSlotLine).Cursor()
 		var last []byte

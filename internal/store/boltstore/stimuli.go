@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
@@ -20,7 +18,7 @@ type stimRecord struct {
 	Seq uint64 `json:"seq"`
 }
 
-func getStim(tx *bolt.Tx, id string) (*stimRecord, error) {
+func getStim(tx kvTx, id string) (*stimRecord, error) {
 	raw := tx.Bucket(bStim).Get([]byte(id))
 	if raw == nil {
 		return nil, nil
@@ -54,7 +52,7 @@ func (s *Store) forgetKey(r *stimRecord) key {
 }
 
 // unqueue removes a queued stimulus from the queue and expiry indexes.
-func unqueue(tx *bolt.Tx, r *stimRecord) error {
+func unqueue(tx kvTx, r *stimRecord) error {
 	if err := tx.Bucket(bStimQueue).Delete(queueKey(r)); err != nil {
 		return err
 	}
@@ -62,7 +60,7 @@ func unqueue(tx *bolt.Tx, r *stimRecord) error {
 }
 
 // deliver records a queued stimulus as delivered to instance id.
-func (s *Store) deliver(tx *bolt.Tx, r *stimRecord, id string, outcome json.RawMessage, now time.Time) error {
+func (s *Store) deliver(tx kvTx, r *stimRecord, id string, outcome json.RawMessage, now time.Time) error {
 	if err := unqueue(tx, r); err != nil {
 		return err
 	}
@@ -71,7 +69,7 @@ func (s *Store) deliver(tx *bolt.Tx, r *stimRecord, id string, outcome json.RawM
 
 // recordDelivered stores r as delivered to instance id (which may be
 // empty) at now, to be forgotten when its retention ends. r is not queued.
-func (s *Store) recordDelivered(tx *bolt.Tx, r *stimRecord, id string, outcome json.RawMessage, now time.Time) error {
+func (s *Store) recordDelivered(tx kvTx, r *stimRecord, id string, outcome json.RawMessage, now time.Time) error {
 	r.State = weft.StimulusDelivered
 	r.SettledAt = now
 	r.DeliveredTo = id
@@ -91,7 +89,7 @@ func (s *Store) EnqueueStimulus(ctx context.Context, st weft.Stimulus) (*weft.St
 		return nil, err
 	}
 	var existing *weft.Stimulus
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		existing = nil
 		old, err := getStim(tx, st.ID)
 		if err != nil {
@@ -128,7 +126,7 @@ func (s *Store) EnqueueStimulus(ctx context.Context, st weft.Stimulus) (*weft.St
 // GetStimulus implements store.Store.
 func (s *Store) GetStimulus(ctx context.Context, id string) (*weft.Stimulus, error) {
 	var out *weft.Stimulus
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		r, err := getStim(tx, id)
 		if err != nil {
 			return err
@@ -145,7 +143,7 @@ func (s *Store) GetStimulus(ctx context.Context, id string) (*weft.Stimulus, err
 // PendingStimuli implements store.Store.
 func (s *Store) PendingStimuli(ctx context.Context, name, k string) ([]weft.Stimulus, error) {
 	var out []weft.Stimulus
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		now := s.now()
 		prefix := key(nil).str(name).str(k)
 		c := tx.Bucket(bStimQueue).Cursor()
@@ -172,7 +170,7 @@ func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]
 	end := key(nil).time(now)
 	now = now.UTC()
 	var dead []weft.Stimulus
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		dead = nil
 		var ids []string
 		c := tx.Bucket(bStimExp).Cursor()
@@ -216,7 +214,7 @@ func (s *Store) ExpireStimuli(ctx context.Context, now time.Time, limit int) ([]
 }
 
 // forget removes up to limit settled stimuli whose retention ended by end.
-func (s *Store) forget(tx *bolt.Tx, end []byte, limit int) error {
+func (s *Store) forget(tx kvTx, end []byte, limit int) error {
 	fb := tx.Bucket(bStimForget)
 	var ks [][]byte
 	c := fb.Cursor()
@@ -275,7 +273,7 @@ func (s *Store) stimulusPage(ctx context.Context, bucket []byte, index, cursor s
 	limit = weft.ClampLimit(limit)
 	var out []weft.Stimulus
 	var next string
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out, next = nil, ""
 		c := tx.Bucket(bucket).Cursor()
 		k, _ := c.First()

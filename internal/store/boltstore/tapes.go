@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"slices"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/tuple"
@@ -37,7 +35,7 @@ func (s *Store) PutTape(ctx context.Context, rec weft.TapeRecord, data []byte) e
 		return err
 	}
 	k := tapeKey(rec.Key)
-	return s.write(ctx, func(tx *bolt.Tx) error {
+	return s.write(ctx, func(tx kvTx) error {
 		if tx.Bucket(bInst).Get([]byte(rec.Key.InstanceID)) == nil {
 			return refuse(store.NotFound("instance %q of tape %s", rec.Key.InstanceID, rec.Key))
 		}
@@ -69,7 +67,7 @@ func tapeIndexKey(rec weft.TapeRecord) key {
 
 // indexTape enters rec into tapes_by_plugin; a tape without a plugin
 // (none that the engine writes) is not indexed: no query finds it.
-func indexTape(tx *bolt.Tx, rec weft.TapeRecord) error {
+func indexTape(tx kvTx, rec weft.TapeRecord) error {
 	if rec.Plugin == "" {
 		return nil
 	}
@@ -78,7 +76,7 @@ func indexTape(tx *bolt.Tx, rec weft.TapeRecord) error {
 
 // indexAllTapes indexes every tape in tapes_by_plugin: Open does, for a
 // file of a build before the index.
-func indexAllTapes(tx *bolt.Tx) error {
+func indexAllTapes(tx kvTx) error {
 	return tx.Bucket(bTapes).ForEach(func(k, v []byte) error {
 		var rec weft.TapeRecord
 		if err := json.Unmarshal(v, &rec); err != nil {
@@ -99,7 +97,7 @@ func (s *Store) FindTapes(ctx context.Context, q weft.TapeQuery) ([]weft.TapeRec
 		return nil, err
 	}
 	var out []weft.TapeRecord
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out = nil
 		prefix := key(nil).str(q.Plugin)
 		tapes := tx.Bucket(bTapes)
@@ -187,7 +185,7 @@ func (s *Store) GetTape(ctx context.Context, k weft.TapeKey) (*weft.TapeRecord, 
 		rec  weft.TapeRecord
 		data []byte
 	)
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		tk := tapeKey(k)
 		doc := tx.Bucket(bTapes).Get(tk)
 		if doc == nil {
@@ -211,7 +209,7 @@ func (s *Store) GetTape(ctx context.Context, k weft.TapeKey) (*weft.TapeRecord, 
 // ListTapes implements store.Store.
 func (s *Store) ListTapes(ctx context.Context, id string) ([]weft.TapeRecord, error) {
 	var out []weft.TapeRecord
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		out = nil
 		if tx.Bucket(bInst).Get([]byte(id)) == nil {
 			return store.NotFound("instance %q", id)
@@ -238,7 +236,7 @@ func (s *Store) ListTapes(ctx context.Context, id string) ([]weft.TapeRecord, er
 
 // clearTapes deletes the tapes of instance id and their entries in
 // tapes_by_plugin, whose keys their summaries give.
-func clearTapes(tx *bolt.Tx, id string) error {
+func clearTapes(tx kvTx, id string) error {
 	prefix := key(nil).str(id)
 	var index [][]byte
 	c := tx.Bucket(bTapes).Cursor()

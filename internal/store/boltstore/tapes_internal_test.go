@@ -79,8 +79,8 @@ func TestTapeIndexOfOlderFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err = s.db.View(func(tx *bolt.Tx) error {
-		if n := tx.Bucket(bTapesByPlugin).Stats().KeyN; n != 0 {
+	err = s.db.view(func(tx kvTx) error {
+		if n := countKeys(tx.Bucket(bTapesByPlugin)); n != 0 {
 			t.Errorf("the index of tapes by plugin holds %d entries after every instance was deleted", n)
 		}
 		return nil

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 )
@@ -30,7 +28,7 @@ func (s *Store) PauseWorkflow(ctx context.Context, p weft.WorkflowPause) (*weft.
 	}
 	var out *weft.WorkflowPause
 	defer s.catalog.changed()
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		b := tx.Bucket(bPauses)
 		if raw := b.Get([]byte(p.Workflow)); raw != nil {
 			cur, err := decodePause(p.Workflow, raw)
@@ -52,7 +50,7 @@ func (s *Store) PauseWorkflow(ctx context.Context, p weft.WorkflowPause) (*weft.
 func (s *Store) UnpauseWorkflow(ctx context.Context, name string) (*weft.WorkflowPause, error) {
 	var out *weft.WorkflowPause
 	defer s.catalog.changed()
-	err := s.write(ctx, func(tx *bolt.Tx) error {
+	err := s.write(ctx, func(tx kvTx) error {
 		b := tx.Bucket(bPauses)
 		raw := b.Get([]byte(name))
 		if raw == nil {
@@ -108,7 +106,7 @@ func (s *Store) pauses(ctx context.Context) (map[string]weft.WorkflowPause, erro
 		return all, nil
 	}
 	var all map[string]weft.WorkflowPause
-	err := s.read(ctx, func(tx *bolt.Tx) error {
+	err := s.read(ctx, func(tx kvTx) error {
 		all = map[string]weft.WorkflowPause{}
 		return tx.Bucket(bPauses).ForEach(func(k, v []byte) error {
 			p, err := decodePause(string(k), v)
