@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 )
 
 // testAdminBackup (in TestCLIAgainstHost): weft admin backup takes a
@@ -85,10 +85,10 @@ func testAdminBackup(t *testing.T, ts *testServer) {
 // before taking it.
 func checkBackup(t *testing.T, path string) {
 	t.Helper()
-	if err := boltstore.CheckFile(path); err != nil {
+	if err := embedded.CheckFile(path); err != nil {
 		t.Fatal(err)
 	}
-	s, err := boltstore.Open(path, boltstore.Config{})
+	s, err := embedded.Open(path, embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -789,7 +789,7 @@ func TestCLICluster(t *testing.T) {
 			t.Errorf("instance ls: %s", out)
 		}
 	}
-	// A backup is of the embedded store: refused, saying what to do,
+	// A backup is of the embedded: refused, saying what to do,
 	// and leaving no file.
 	dir := t.TempDir()
 	if r := a.weft(t, nil, "admin", "backup", filepath.Join(dir, "weft.db")); r.code != exitFailed || !strings.Contains(r.stderr, "back up the Redis server instead") {

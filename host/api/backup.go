@@ -34,7 +34,7 @@ func (s *Server) backup(c *fiber.Ctx) error {
 		return b.Close()
 	}
 	// Copied to a file beside the store first, so that a client reading
-	// slowly never holds the store's writers back (see boltstore.Backup).
+	// slowly never holds the store's writers back (see embedded.Backup).
 	if err := b.Spool(); err != nil {
 		return errors.Join(err, b.Close())
 	}

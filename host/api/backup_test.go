@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 )
 
 // TestBackup: GET /v1/admin/backup streams, to an admin only, a copy of
@@ -75,10 +75,10 @@ func TestBackup(t *testing.T) {
 	if err := os.WriteFile(path, r.body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := boltstore.CheckFile(path); err != nil {
+	if err := embedded.CheckFile(path); err != nil {
 		t.Fatal(err)
 	}
-	s, err := boltstore.Open(path, boltstore.Config{})
+	s, err := embedded.Open(path, embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

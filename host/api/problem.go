@@ -122,7 +122,7 @@ func problemFor(err error) (p *apiv1.Problem, internal bool) {
 // clean drops the package prefixes that the layers below put on errors.
 func clean(err error) string {
 	s := err.Error()
-	for _, p := range []string{"engine: ", "store: ", "node: ", "boltstore: ", "redisstore: "} {
+	for _, p := range []string{"engine: ", "store: ", "node: ", "embedded: ", "redisstore: "} {
 		var b strings.Builder
 		for {
 			i := strings.Index(s, p)

@@ -34,7 +34,7 @@ func TestCleanDropsPackagePrefixesWhole(t *testing.T) {
 	for _, tt := range []struct{ in, want string }{
 		{`redisstore: get instance "i" on 127.0.0.1:1: store unavailable`, `get instance "i" on 127.0.0.1:1: store unavailable`},
 		{`engine: committing instance x: store: instance "x": stale revision`, `committing instance x: instance "x": stale revision`},
-		{`node: opening the store: boltstore: open weft.db: timeout`, `opening the store: open weft.db: timeout`},
+		{`node: opening the store: embedded: open weft.db: timeout`, `opening the store: open weft.db: timeout`},
 		{`mystore: kept`, `mystore: kept`},
 		{`engine: engine: twice`, `twice`},
 		{`no prefix`, `no prefix`},

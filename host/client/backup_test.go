@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/weftworks/weft/host/client"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 )
 
 // TestBackup: Backup writes a copy of the store that opens as one; a
@@ -45,10 +45,10 @@ func TestBackup(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Size() != n || n == 0 {
 		t.Fatalf("Backup returned %d; the file: %v, %v", n, fi, err)
 	}
-	if err := boltstore.CheckFile(path); err != nil {
+	if err := embedded.CheckFile(path); err != nil {
 		t.Fatal(err)
 	}
-	s, err := boltstore.Open(path, boltstore.Config{})
+	s, err := embedded.Open(path, embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

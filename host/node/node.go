@@ -62,7 +62,7 @@ import (
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/ratelimit/locallimit"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/internal/store/redisstore"
 	"github.com/weftworks/weft/internal/tracing"
 	"github.com/weftworks/weft/lock"
@@ -296,7 +296,7 @@ type Node struct {
 	bus   engine.Bus
 	store store.Store
 	// bolt is the store in embedded mode, nil in cluster mode.
-	bolt *boltstore.Store
+	bolt *embedded.Store
 	rt   *plugins.Runtime
 	// tracer makes the node's spans; nil when tracing is off.
 	tracer *tracing.Tracer
@@ -367,8 +367,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 	default:
 		// Through a variable of the concrete type: a nil *Store in the
 		// interface field would be a store that Close calls.
-		var st *boltstore.Store
-		if st, err = boltstore.Open(filepath.Join(cfg.DataDir, "weft.db"), boltstore.Config{Logger: log}); err != nil {
+		var st *embedded.Store
+		if st, err = embedded.Open(filepath.Join(cfg.DataDir, "weft.db"), embedded.Config{Logger: log}); err != nil {
 			return nil, fmt.Errorf("node: opening the store: %w", err)
 		}
 		n.store, n.bolt = st, st
@@ -547,7 +547,7 @@ func (n *Node) ProtectListener(addr net.Addr) error { return n.rt.ProtectListene
 // in cluster mode, a quorum of the lock servers answers (on a Redis
 // Cluster, every master: each holds a share of the slots). An embedded store
 // that a write found corrupt is not ready (it refuses every write;
-// boltstore.ErrBroken).
+// embedded.ErrBroken).
 func (n *Node) Ready(ctx context.Context) error {
 	if err := n.warm.err(); err != nil {
 		return err
@@ -580,7 +580,7 @@ func (n *Node) Ready(ctx context.Context) error {
 // say, is an embedded store that a node would open: a bbolt file whose
 // pages are all consistent, of this build's schema. It opens nothing for
 // writing; every error names the file.
-func CheckBackup(path string) error { return boltstore.CheckFile(path) }
+func CheckBackup(path string) error { return embedded.CheckFile(path) }
 
 // Backup is a copy of the embedded store as it was when Node.Backup began,
 // held by a read transaction until it is spooled or closed: write it and

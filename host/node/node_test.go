@@ -23,7 +23,7 @@ import (
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 )
@@ -288,7 +288,7 @@ func TestReadyReportsACorruptStore(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "weft.db")
-	s, err := boltstore.Open(path, boltstore.Config{})
+	s, err := embedded.Open(path, embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,8 +318,8 @@ func TestReadyReportsACorruptStore(t *testing.T) {
 		t.Fatal("a delete through a corrupt page succeeded")
 	}
 	err = n.Ready(ctx)
-	if !errors.Is(err, boltstore.ErrBroken) || !strings.Contains(err.Error(), path) {
-		t.Fatalf("Ready after the write failed: %v, want boltstore.ErrBroken naming %s", err, path)
+	if !errors.Is(err, embedded.ErrBroken) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Ready after the write failed: %v, want embedded.ErrBroken naming %s", err, path)
 	}
 }
 

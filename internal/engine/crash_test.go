@@ -19,7 +19,7 @@ import (
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/internal/queue/memqueue"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 // "start" mode it stores the kit plugin from kitPath and saves definition.
 // run starts the engine; close stops it and releases everything.
 type childHost struct {
-	st    *boltstore.Store
+	st    *embedded.Store
 	e     *engine.Engine
 	close func()
 }
@@ -71,7 +71,7 @@ func openChildHost(dir, mode, kitPath, cache, definition string) (_ *childHost, 
 			h.close()
 		}
 	}()
-	if h.st, err = boltstore.Open(filepath.Join(dir, "weft.db"), boltstore.Config{}); err != nil {
+	if h.st, err = embedded.Open(filepath.Join(dir, "weft.db"), embedded.Config{}); err != nil {
 		return nil, err
 	}
 	closers = append(closers, func() { _ = h.st.Close() })
@@ -222,7 +222,7 @@ func TestCrashedHostFinishesEveryInstanceAfterRestart(t *testing.T) {
 				t.Fatalf("second host: %v", err)
 			}
 
-			st, err := boltstore.Open(filepath.Join(dir, "weft.db"), boltstore.Config{})
+			st, err := embedded.Open(filepath.Join(dir, "weft.db"), embedded.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,7 +18,7 @@ import (
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/internal/store/redisstore"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock"
@@ -138,9 +138,9 @@ func newHost(t testing.TB, opts ...hostOption) *host {
 
 // openStore opens a bbolt store in a file of the test's temporary
 // directory, closed when the test ends.
-func openStore(t testing.TB) *boltstore.Store {
+func openStore(t testing.TB) *embedded.Store {
 	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

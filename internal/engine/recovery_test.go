@@ -13,7 +13,7 @@ import (
 	"github.com/weftworks/weft/internal/heartbeat"
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock"
 	"github.com/weftworks/weft/lock/local"
@@ -30,7 +30,7 @@ type cluster struct {
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/internal/store/redisstore"
 	"github.com/weftworks/weft/lock/local"
 )
@@ -57,7 +57,7 @@ func benchRenewal(b *testing.B, backend, kind string) {
 	redisCPU := func() time.Duration { return 0 }
 	switch backend {
 	case "bolt":
-		bs, err := boltstore.Open(filepath.Join(b.TempDir(), "weft.db"), boltstore.Config{})
+		bs, err := embedded.Open(filepath.Join(b.TempDir(), "weft.db"), embedded.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/internal/testplugins"
 )
 
@@ -124,7 +124,7 @@ func TestKilledHostsAttemptResumesFromPersistedDetails(t *testing.T) {
 		t.Fatalf("second host: %v", err)
 	}
 
-	st, err := boltstore.Open(filepath.Join(dir, "weft.db"), boltstore.Config{})
+	st, err := embedded.Open(filepath.Join(dir, "weft.db"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

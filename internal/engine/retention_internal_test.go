@@ -13,7 +13,7 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/lock/local"
 )
 
@@ -66,7 +66,7 @@ func (c *counted) InstancesDeleted(reason string, n int) {
 func TestRetentionSweepBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	bolt, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestRetentionSweepBatches(t *testing.T) {
 // deletes nothing more and returns.
 func TestRetentionSweepStopsWithItsContext(t *testing.T) {
 	t.Parallel()
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	bolt, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

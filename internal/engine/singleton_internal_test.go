@@ -13,7 +13,7 @@ import (
 
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/redistest"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/lock/redislock"
 )
 
@@ -39,7 +39,7 @@ func TestSingletonRunsOnOneNodeAtATime(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b"} {
-		st, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+		st, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/metrics"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 )
 
 // fakeClock is a clock that moves when told.
@@ -169,7 +169,7 @@ func TestStoreGaugesCached(t *testing.T) {
 func TestStoreGaugesBounded(t *testing.T) {
 	t.Parallel()
 	m, reg := newMetrics(t)
-	src := &countingStore{err: errors.New("boltstore: broken")}
+	src := &countingStore{err: errors.New("embedded: broken")}
 	if err := m.WatchStore(src, metrics.GaugeConfig{Interval: time.Nanosecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestStoreGaugesEmbedded(t *testing.T) {
 	t.Parallel()
 	m, reg := newMetrics(t)
 	now := time.Now()
-	bs, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{Now: func() time.Time { return now }})
+	bs, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

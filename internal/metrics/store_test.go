@@ -17,7 +17,7 @@ import (
 	"github.com/weftworks/weft/internal/metrics"
 	"github.com/weftworks/weft/internal/redistest"
 	"github.com/weftworks/weft/internal/store"
-	"github.com/weftworks/weft/internal/store/boltstore"
+	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/internal/store/redisstore"
 )
 
@@ -121,7 +121,7 @@ func TestInstrumentStoreTimesEveryMethod(t *testing.T) {
 func TestInstrumentStoreEmbedded(t *testing.T) {
 	t.Parallel()
 	m, reg := newMetrics(t)
-	bs, err := boltstore.Open(filepath.Join(t.TempDir(), "weft.db"), boltstore.Config{})
+	bs, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

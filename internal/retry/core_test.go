@@ -22,7 +22,7 @@ func TestCoreImportsNoIO(t *testing.T) {
 	forbidden := []string{
 		"github.com/tetratelabs/wazero",
 		"github.com/weftworks/weft/plugins", // the runtime and its packages; plugins/grant (documents only) is allowed below
-		"github.com/weftworks/weft/internal/store/boltstore",
+		"github.com/weftworks/weft/internal/store/embedded",
 		"github.com/weftworks/weft/internal/store/redisstore",
 		"github.com/weftworks/weft/internal/engine",
 		"github.com/weftworks/weft/internal/store",

@@ -23,7 +23,7 @@ import (
 // another's whatever the ids (a batch "x:items" has no key in common with
 // a batch "x"). Every key has the store's hash tag: one script writes a
 // batch, its items and the inboxes of its instances, so applying an item
-// and writing its messages is one step, as on boltstore.
+// and writing its messages is one step, as on embedded.
 
 // batchLua is the part of the batch scripts they share, after the prelude.
 const batchLua = `

@@ -75,7 +75,7 @@ func reportCommands(b *testing.B, c *redis.Client, commits int) {
 	b.ReportMetric(float64(all)/float64(commits), "cmds/commit")
 }
 
-// BenchmarkCommitParallel is boltstore's benchmark of the same name on
+// BenchmarkCommitParallel is the embedded store's benchmark of the same name on
 // Redis: 50 goroutines creating instances (about 1 KiB of vars and one
 // history event), each create acknowledged when Commit returns, under
 // both AOF fsync policies.

@@ -2,7 +2,7 @@
 // keeps its instances, stimuli, definitions and plugin metadata in one
 // Redis (go-redis v9), so that any node can run, resume or recover any
 // instance. It passes the conformance suite internal/store/storetest, with the
-// same semantics as the embedded internal/store/boltstore.
+// same semantics as the embedded internal/store/embedded.
 //
 // # Atomic transitions
 //
@@ -39,7 +39,7 @@
 //
 // Times are the store's clock (Config.Now) read in Go and passed to the
 // scripts as arguments; Redis's TIME decides nothing, so the nodes' clocks
-// and the tests' fake clock rule as they do for boltstore.
+// and the tests' fake clock rule as they do for embedded.
 //
 // # Redis Cluster: one hash slot per store
 //
@@ -112,15 +112,15 @@
 // Measured on the 2-core reference machine while other work ran on it
 // (load average about 6, so the spread is wide), 50 writers creating
 // instances with about 1 KiB of vars and one history event
-// (BenchmarkCommitParallel, the workload of boltstore's benchmark):
+// (BenchmarkCommitParallel, the workload of the embedded store's benchmark):
 //
 //	appendfsync always     12,200–14,900 commits/s
 //	appendfsync everysec    9,700–11,900 commits/s
-//	boltstore (same run)    2,100–7,700 commits/s
+//	embedded (same run)     2,100–7,700 commits/s
 //
 // The two fsync policies do not differ measurably: with always, Redis
 // fsyncs once per event-loop turn for all the clients served in it, a
-// group commit like boltstore's; the CPU of the shared machine is the
+// group commit like the embedded store's; the CPU of the shared machine is the
 // limit. Every Commit is one script (one round trip); INFO commandstats
 // counts 6 Redis commands for a create and 11 for an update that moves
 // the instance between status indexes and sets its lease (8 and 11 in

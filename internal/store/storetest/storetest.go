@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite every [store.Store] runs:
 // Exercise states the Store contract as tests. The embedded store
-// (internal/store/boltstore) and the Redis store run it unchanged.
+// (internal/store/embedded) and the Redis store run it unchanged.
 //
 // The suite drives the store's clock: every store it opens is given a
 // [Clock] that only moves when a test advances it, so no test sleeps. Times

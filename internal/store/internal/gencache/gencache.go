@@ -2,7 +2,7 @@
 // entry is tagged with the generation of the catalog it was read in, is
 // used only while the caller's generation is that one, and every entry is
 // dropped when the generation moves on. The store decides what a
-// generation is and when it changes: boltstore counts its own writes,
+// generation is and when it changes: the embedded store counts its own writes,
 // redisstore reads a token that every catalog change sets and that its
 // commit script checks.
 package gencache
