@@ -262,11 +262,25 @@ func (p *memberPath) readDocs(env Env) (any, bool, error) {
 	}
 	for i, name := range p.names {
 		if d, ok := x.(*jsonv.Doc); ok {
-			v, err := d.Value()
-			if err != nil {
+			// A member of a document is a slice of its bytes, found
+			// without decoding it.
+			m, found, object, err := d.Member(name)
+			switch {
+			case err != nil:
 				return nil, false, fmt.Errorf("%s: %w", p.prefix(i), err)
+			case object && !found:
+				x = nil // a missing key is null
+			case object:
+				x = m
+				if string(m.Bytes()) == "null" {
+					x = nil
+				}
+			case string(d.Bytes()) == "null":
+				return nil, p.optional[i], nil
+			default:
+				return nil, false, nil // the machine says what a member of it is
 			}
-			x = v
+			continue
 		}
 		switch m := x.(type) {
 		case map[string]any:

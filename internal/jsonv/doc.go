@@ -50,6 +50,17 @@ func New(raw []byte) (*Doc, error) {
 	return &Doc{raw: raw}, nil
 }
 
+// Compact returns raw without whitespace between its tokens (strings and
+// numbers as they are), in a new slice; an error matching ErrInvalid when
+// raw is not one JSON document.
+func Compact(raw []byte) ([]byte, error) {
+	v := jsontext.Value(bytes.Clone(raw))
+	if err := v.Compact(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return v, nil
+}
+
 // UTF8 returns raw with the bytes that are not UTF-8 replaced by U+FFFD,
 // raw itself when it is UTF-8: what a document gets where it enters.
 func UTF8(raw []byte) []byte {
@@ -97,14 +108,28 @@ func Plain(x any) (any, error) {
 	return x, nil
 }
 
-// Encode returns x as JSON: a Doc's bytes as they are, anything else
-// encoded by encoding/json without HTML escaping.
+// Encode returns x as JSON: a Doc's bytes as they are, and those of a
+// json.RawMessage too (trusted: the host's own encodings, and documents
+// checked where they entered), anything else encoded by encoding/json
+// without HTML escaping.
 func Encode(x any) ([]byte, error) {
-	if d, ok := x.(*Doc); ok {
-		return d.raw, nil
+	switch x := x.(type) {
+	case *Doc:
+		return x.raw, nil
+	case json.RawMessage:
+		if x == nil {
+			return []byte("null"), nil
+		}
+		return x, nil
 	}
 	return encode(x)
 }
+
+// Marshal is json.Marshal without HTML escaping, so that the documents
+// and json.RawMessages in v keep their bytes (encoding/json still
+// re-scans them: the encodings that carry large documents splice them
+// instead, see AppendFields).
+func Marshal(v any) ([]byte, error) { return encode(v) }
 
 func encode(x any) ([]byte, error) {
 	var b bytes.Buffer

@@ -156,3 +156,49 @@ func FuzzNew(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeRaw: a json.RawMessage is copied as it is, nil as null.
+func TestEncodeRaw(t *testing.T) {
+	t.Parallel()
+	got, err := jsonv.EncodeMap(map[string]any{"r": json.RawMessage(`{"a":"<"}`), "n": json.RawMessage(nil)})
+	if err != nil || string(got) != `{"n":null,"r":{"a":"<"}}` {
+		t.Errorf("EncodeMap = %s, %v", got, err)
+	}
+}
+
+func TestCompact(t *testing.T) {
+	t.Parallel()
+	got, err := jsonv.Compact([]byte(" { \"a\" : [ 1 , \"x y\\u00e9\" ] }\n"))
+	if err != nil || string(got) != `{"a":[1,"x y\u00e9"]}` {
+		t.Errorf("Compact = %s, %v", got, err)
+	}
+	if _, err := jsonv.Compact([]byte(`{"a":`)); !errors.Is(err, jsonv.ErrInvalid) {
+		t.Errorf("Compact of a truncated document: %v, want ErrInvalid", err)
+	}
+}
+
+func TestMember(t *testing.T) {
+	t.Parallel()
+	d := jsonv.Trusted([]byte(`{"a":{"b":[1, 2.50]},"s":"x\"y","n":1e400,"dup":1,"dup":2, "esc\u0061ped": true}`))
+	for _, tt := range []struct {
+		name, want    string
+		found, object bool
+	}{
+		{name: "a", want: `{"b":[1, 2.50]}`, found: true, object: true},
+		{name: "s", want: `"x\"y"`, found: true, object: true},
+		{name: "n", want: `1e400`, found: true, object: true},
+		{name: "dup", want: `2`, found: true, object: true},
+		{name: "escaped", want: `true`, found: true, object: true},
+		{name: "missing", object: true},
+	} {
+		m, found, object, err := d.Member(tt.name)
+		if err != nil || found != tt.found || object != tt.object || (found && string(m.Bytes()) != tt.want) {
+			t.Errorf("Member(%q) = %v, %v, %v, %v; want %s, %v, %v", tt.name, m, found, object, err, tt.want, tt.found, tt.object)
+		}
+	}
+	for _, raw := range []string{`null`, `[1]`, `"s"`, `3`} {
+		if _, found, object, err := jsonv.Trusted([]byte(raw)).Member("a"); found || object || err != nil {
+			t.Errorf("Member of %s = %v, %v, %v; want not an object", raw, found, object, err)
+		}
+	}
+}

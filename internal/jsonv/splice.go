@@ -52,8 +52,8 @@ func AppendFields(obj []byte, fields ...Field) ([]byte, error) {
 }
 
 // EncodeMap encodes m as a JSON object with its keys sorted, as
-// encoding/json encodes a map, and each value as Encode does: a Doc's
-// bytes copied.
+// encoding/json encodes a map, and each value as Encode does: a Doc's or
+// a json.RawMessage's bytes copied.
 func EncodeMap(m map[string]any) ([]byte, error) {
 	if m == nil {
 		return []byte("null"), nil
@@ -62,8 +62,11 @@ func EncodeMap(m map[string]any) ([]byte, error) {
 	size := 2
 	for k, v := range m {
 		keys = append(keys, k)
-		if d, ok := v.(*Doc); ok {
-			size += len(d.raw)
+		switch v := v.(type) {
+		case *Doc:
+			size += len(v.raw)
+		case json.RawMessage:
+			size += len(v)
 		}
 		size += len(k) + 4
 	}
