@@ -6,6 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/plugins/grant"
@@ -41,9 +43,11 @@ var (
 )
 
 // checkJSON reports v when it is not JSON, naming it with what(), called
-// only then (see checkIDOf).
+// only then (see checkIDOf). It accepts what json.Valid accepts, at about
+// twice its speed (jsontext's validation): a commit checks the instance's
+// documents, which may be megabytes, every time.
 func checkJSON(v json.RawMessage, what func() string) error {
-	if len(v) > 0 && !json.Valid(v) {
+	if len(v) > 0 && !jsontext.Value(v).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
 		return Invalid("%s is not valid JSON", what())
 	}
 	return nil

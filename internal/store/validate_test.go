@@ -67,3 +67,20 @@ func BenchmarkCommitValidate(b *testing.B) {
 		}
 	}
 }
+
+// FuzzValidateJSON: a commit's documents are refused exactly when
+// encoding/json says they are not JSON (the check is jsontext's, for
+// speed, with json.Valid's leniency: duplicate names, bytes not UTF-8).
+func FuzzValidateJSON(f *testing.F) {
+	for _, s := range []string{`{"x":1}`, ` 1 `, `1 2`, "\"\xff\"", `{"a":1,"a":2}`, `[1,]`, `"\ud800"`, `01`, `1e400`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		c := completion()
+		c.Instance.Vars = doc
+		err := c.Validate()
+		if valid := len(doc) == 0 || json.Valid(doc); valid != (err == nil) {
+			t.Fatalf("vars %q: Validate() = %v, json.Valid %v", doc, err, valid)
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/store"
 )
 
@@ -21,13 +22,19 @@ type instRecord struct {
 }
 
 func getInst(tx kvTx, id string) (*instRecord, error) {
+	return getInstRecord(tx, id, true)
+}
+
+// getInstRecord is getInst; without clone the record's documents share
+// the transaction's memory (decodeInst).
+func getInstRecord(tx kvTx, id string, clone bool) (*instRecord, error) {
 	raw := tx.Bucket(bInst).Get([]byte(id))
 	if raw == nil {
 		return nil, nil
 	}
-	var r instRecord
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("instance %q: corrupt record: %w", id, err)
+	r, err := decodeInst(id, raw, clone)
+	if err != nil {
+		return nil, err
 	}
 	l, ok, err := getLease(tx, id)
 	if err != nil {
@@ -36,12 +43,16 @@ func getInst(tx kvTx, id string) (*instRecord, error) {
 	if ok {
 		r.Lease = l.Lease
 	}
-	return &r, nil
+	return r, nil
 }
 
 // putInst writes an instance record and its lease record.
 func putInst(tx kvTx, r *instRecord) error {
-	if err := putJSON(tx.Bucket(bInst), []byte(r.ID), r); err != nil {
+	raw, err := encodeInst(r)
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(bInst).Put([]byte(r.ID), raw); err != nil {
 		return err
 	}
 	if r.Lease.IsZero() {
@@ -172,7 +183,7 @@ func instOf(r *instRecord) *weft.Instance {
 }
 
 func putJSON(b kvBucket, k []byte, v any) error {
-	raw, err := json.Marshal(v)
+	raw, err := jsonv.Marshal(v) // documents in v keep their bytes
 	if err != nil {
 		return err
 	}
@@ -205,7 +216,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 	err := s.write(ctx, func(tx kvTx) error {
 		rev = 0
 		now := s.now()
-		old, err := getInst(tx, id)
+		old, err := getInstRecord(tx, id, false) // used in this transaction only
 		if err != nil {
 			return err
 		}
@@ -302,7 +313,11 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 				e.Time = now
 			}
 			e.Time = e.Time.UTC()
-			if err := putJSON(hist, key(nil).str(id).u64(e.Seq), e); err != nil {
+			raw, err := store.EncodeHistory(e)
+			if err != nil {
+				return err
+			}
+			if err := hist.Put(key(nil).str(id).u64(e.Seq), raw); err != nil {
 				return err
 			}
 		}
@@ -505,7 +520,11 @@ func (s *Store) InstanceStatuses(ctx context.Context, ids []string) (map[string]
 			var r struct {
 				Status weft.Status `json:"status"`
 			}
-			if err := json.Unmarshal(raw, &r); err != nil {
+			meta, _, err := splitInst(raw)
+			if err == nil {
+				err = json.Unmarshal(meta, &r)
+			}
+			if err != nil {
 				return fmt.Errorf("instance %q: corrupt record: %w", id, err)
 			}
 			out[id] = r.Status

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/store"
 )
 
@@ -71,7 +72,7 @@ func docOf(in weft.Instance) ([]byte, error) {
 	in.Rev, in.Fence = 0, 0
 	in.CreatedAt, in.UpdatedAt = time.Time{}, time.Time{}
 	in.Lease = weft.Lease{}
-	return json.Marshal(in)
+	return store.EncodeInstance(in)
 }
 
 // bookmarkMember is a bookmark in the bk index (and b:<id>): ordered by
@@ -151,7 +152,7 @@ func messageArgs(a args, msgs []weft.Message, now time.Time) (args, error) {
 	a = a.add(len(msgs))
 	for _, m := range msgs {
 		m.Seq, m.CreatedAt = 0, now
-		raw, err := json.Marshal(m)
+		raw, err := jsonv.Marshal(m) // the payload keeps its bytes
 		if err != nil {
 			return nil, err
 		}
@@ -270,7 +271,7 @@ func (s *Store) commitMarked(ctx context.Context, c store.Commit, remote []bool,
 			e.Time = now
 		}
 		e.Time = e.Time.UTC()
-		raw, err := json.Marshal(e)
+		raw, err := store.EncodeHistory(e)
 		if err != nil {
 			return 0, nil, fmt.Errorf("redisstore: instance %q: event: %w", id, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/store"
 )
 
@@ -28,7 +29,7 @@ type stimDoc struct {
 }
 
 func stimDocOf(st weft.Stimulus, now time.Time) ([]byte, error) {
-	return json.Marshal(stimDoc{ID: st.ID, Name: st.Name, Key: st.Key, Payload: st.Payload, CreatedAt: now, ExpiresAt: st.ExpiresAt.UTC()})
+	return jsonv.Marshal(stimDoc{ID: st.ID, Name: st.Name, Key: st.Key, Payload: st.Payload, CreatedAt: now, ExpiresAt: st.ExpiresAt.UTC()})
 }
 
 // decodeStimulus builds a stimulus from a stimulus hash as HGETALL lists

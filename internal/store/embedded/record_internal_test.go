@@ -1,0 +1,119 @@
+package embedded
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/store"
+)
+
+// TestInstRecord: a record is framed with its documents as they are, reads
+// back whole (copied or shared), and a record of an earlier version (the
+// JSON of instRecord) reads as before.
+func TestInstRecord(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	r := &instRecord{Instance: weft.Instance{
+		ID: "i1", Workflow: "w", Status: weft.StatusRunning, Rev: 3, CreatedAt: at, UpdatedAt: at,
+		Input: json.RawMessage(`{"html":"<&>","big":1e400}`), Vars: json.RawMessage(`{"a":"\u2028"}`),
+	}, HistSeq: 7}
+	raw, err := encodeInst(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw[0] != instFramed || !bytes.Contains(raw, r.Input) || !bytes.Contains(raw, r.Vars) {
+		t.Fatalf("record %q: want framed, the documents as they are", raw)
+	}
+	for _, clone := range []bool{true, false} {
+		got, err := decodeInst("i1", raw, clone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, r) {
+			t.Fatalf("clone %v: read %+v, want %+v", clone, got, r)
+		}
+		shared := &got.Input[0] == &raw[bytes.Index(raw, r.Input)]
+		if shared == clone {
+			t.Errorf("clone %v: the input shares the record's memory: %v", clone, shared)
+		}
+	}
+	old, err := json.Marshal(r) // as the earlier version stored it
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeInst("i1", old, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want instRecord
+	if err := json.Unmarshal(old, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, &want) {
+		t.Errorf("earlier record read %+v, want %+v", got, &want)
+	}
+	if meta, _, err := splitInst(old); err != nil || !bytes.Equal(meta, old) {
+		t.Errorf("splitInst of an earlier record = %q, %v; want it whole", meta, err)
+	}
+	for _, bad := range [][]byte{{instFramed}, {instFramed, 5, '{', '}'}, append(append([]byte{}, raw...), 0), raw[:len(raw)-1]} {
+		if _, err := decodeInst("i1", bad, true); err == nil {
+			t.Errorf("decodeInst(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// TestEncodeHistory: an entry's data is spliced as it is.
+func TestEncodeHistory(t *testing.T) {
+	t.Parallel()
+	e := weft.HistoryEntry{Seq: 2, Type: weft.HistoryActivityCompleted, Time: time.Unix(0, 0).UTC(), Data: json.RawMessage(`{"output":"<b>"}`)}
+	raw, err := store.EncodeHistory(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(`"data":{"output":"<b>"}`)) {
+		t.Errorf("entry %s: want the data as it is", raw)
+	}
+	var got weft.HistoryEntry
+	if err := json.Unmarshal(raw, &got); err != nil || !reflect.DeepEqual(got, e) {
+		t.Errorf("read %+v, %v; want %+v", got, err, e)
+	}
+	e.Data = nil
+	if raw, err := store.EncodeHistory(e); err != nil || bytes.Contains(raw, []byte("data")) {
+		t.Errorf("entry without data: %s, %v", raw, err)
+	}
+}
+
+// FuzzSplitInst: a stored record of any bytes is split or refused, never a
+// panic, and what it splits into lies within it.
+func FuzzSplitInst(f *testing.F) {
+	r := &instRecord{Instance: weft.Instance{ID: "i", Workflow: "w", Input: json.RawMessage(`1`), Output: json.RawMessage(`"x"`)}}
+	raw, err := encodeInst(r)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range [][]byte{raw, []byte(`{"id":"i"}`), {instFramed}, {instFramed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, nil} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		meta, docs, err := splitInst(raw)
+		if err != nil {
+			if !errors.Is(err, errFrame) {
+				t.Fatalf("splitInst(%q): %v, want errFrame", raw, err)
+			}
+			return
+		}
+		n := len(meta)
+		for _, d := range docs {
+			n += len(d)
+		}
+		if n > len(raw) {
+			t.Fatalf("splitInst(%q): %d bytes out of %d", raw, n, len(raw))
+		}
+		_, _ = decodeInst("i", raw, true) // an error or a record, never a panic
+	})
+}
