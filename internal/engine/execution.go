@@ -346,9 +346,11 @@ func (e *Engine) process(ctx context.Context, id string, onlyIfFree bool, logCtx
 	e.renewer.holdLock(x)
 	defer e.renewer.releaseLock(x)
 	if len(inst.State) > 0 {
-		if err := json.Unmarshal(inst.State, x.st); err != nil {
+		st, err := runner.Decode(inst.State, inst.Input, inst.Vars)
+		if err != nil {
 			return fmt.Errorf("instance %s: state does not decode: %w", id, err)
 		}
+		x.st = st
 	}
 	// An instance at revision 1 is as Start created it, without timers or
 	// bookmarks: most executions are the first of their instance, and the
@@ -897,9 +899,11 @@ func (x *execution) apply(ev runner.Input) {
 			var data json.RawMessage
 			if a.Data != nil {
 				var err error
-				if data, err = json.Marshal(a.Data); err != nil {
-					// A value the runner recorded does not encode (a raw
-					// document that is not JSON): the entry stays, saying so,
+				// Documents spliced as they are: a copy of the variables
+				// may be hundreds of KiB.
+				if data, err = jsonv.EncodeMap(a.Data); err != nil {
+					// A value the runner recorded does not encode (an
+					// expression's infinity): the entry stays, saying so,
 					// rather than the run failing on every try.
 					x.logAt(slog.LevelError, "encoding a history entry's data", "type", a.Type, "step_path", a.Path, "err", err)
 					data, _ = json.Marshal(map[string]string{"encoding_error": err.Error()}) // a map of strings encodes
@@ -1150,7 +1154,7 @@ func (x *execution) commit(drains bool) error {
 	// tokens, so a parent replayed after a crash asks for the same ids and
 	// the store's idempotent create absorbs the repeat.
 	for _, c := range x.next.children {
-		in, err := json.Marshal(c.Input)
+		in, err := jsonv.Encode(c.Input)
 		if err != nil {
 			return fmt.Errorf("instance %s: encoding the input of child %s: %w", inst.ID, runner.ChildID(inst.ID, c.Token), err)
 		}
@@ -1171,7 +1175,7 @@ func (x *execution) commit(drains bool) error {
 		c.Slot = &store.SlotChange{Key: workflowSlotKey(inst.Workflow, inst.Concurrency.Key), ID: inst.ID, Params: slotParams(dc, now), Now: now, Op: slots.Release}
 	}
 	if inst.Status.Terminal() && inst.Parent != nil && !x.migrateOnly {
-		end, err := json.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
+		end, err := jsonv.Marshal(childEnd{ID: inst.ID, Status: string(inst.Status), Output: inst.Output, Error: inst.Error})
 		if err != nil {
 			return fmt.Errorf("engine: encoding the end of instance %s for its parent %s: %w", inst.ID, inst.Parent.InstanceID, err)
 		}

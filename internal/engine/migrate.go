@@ -111,15 +111,13 @@ func (e *Engine) planMigration(ctx context.Context, inst *weft.Instance, target 
 	if err != nil {
 		return nil, nil, err
 	}
-	var st runner.State
+	st := &runner.State{Status: inst.Status}
 	if len(inst.State) > 0 {
-		if err := json.Unmarshal(inst.State, &st); err != nil {
+		if st, err = runner.Decode(inst.State, inst.Input, inst.Vars); err != nil {
 			return nil, nil, fmt.Errorf("engine: instance %s: state does not decode: %w", inst.ID, err)
 		}
-	} else {
-		st.Status = inst.Status
 	}
-	rp := runner.PlanMigration(&st, from, to)
+	rp := runner.PlanMigration(st, from, to)
 	pins, problems, err := e.migrationPins(ctx, inst, to, version, target, rp.Activities)
 	if err != nil {
 		return nil, nil, err

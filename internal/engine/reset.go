@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -74,6 +75,7 @@ func (e *Engine) resetPoints(ctx context.Context, inst *weft.Instance, prog *run
 			var d struct {
 				Step    string          `json:"step"`
 				Vars    json.RawMessage `json:"vars"`
+				Changed json.RawMessage `json:"vars_changed"`
 				Omitted int             `json:"vars_omitted_bytes"`
 				Error   string          `json:"vars_error"`
 			}
@@ -90,6 +92,18 @@ func (e *Engine) resetPoints(ctx context.Context, inst *weft.Instance, prog *run
 				}
 				if current == nil {
 					current = map[string]any{}
+				}
+			case len(d.Changed) > 0:
+				// The changes since the copy before: applied to a copy of
+				// it (the steps before keep theirs). After a copy omitted,
+				// there is nothing to apply them to: the reason stays.
+				var changed map[string]any
+				if err := json.Unmarshal(d.Changed, &changed); err != nil {
+					return nil, nil, fmt.Errorf("engine: instance %s: the variables changed in history entry %d: %w", inst.ID, ev.Seq, err)
+				}
+				if current != nil {
+					current = maps.Clone(current)
+					maps.Copy(current, changed)
 				}
 			case d.Omitted > 0:
 				current, omitted = nil, fmt.Sprintf("its variables (%d bytes) were larger than history.vars_limit when it began", d.Omitted)

@@ -136,3 +136,63 @@ steps:
 		t.Fatalf("Reset to the first step, which began with no variables: %v", err)
 	}
 }
+
+// TestResetRebuildsVariablesFromChanges: each top-level step's record keeps
+// the variables changed since the one before, and a reset rebuilds what a
+// step began with from the chain of them.
+func TestResetRebuildsVariablesFromChanges(t *testing.T) {
+	t.Parallel()
+	h := newHost(t, withConfig(engine.Config{NodeID: "n1", TimerInterval: 10 * time.Millisecond, VarsLimit: 1 << 16}))
+	h.save(`
+name: chain
+steps:
+  - { id: s1, set: { a: 1 } }
+  - { id: s2, set: { b: 2 } }
+  - { id: s3, set: { c: "${ vars.a + vars.b }", a: 10 } }
+  - { id: w, wait: { event: go, key: k } }
+output: "${ vars }"
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inst, _, err := h.e.Start(ctx, "chain", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the instance waits", func() bool { return h.status(inst.ID) == weft.StatusSuspended })
+	var changes []string
+	for _, e := range h.history(inst.ID) {
+		if e.Type == weft.HistoryStepStarted {
+			d := entryData(t, e)
+			if _, whole := d["vars"]; whole {
+				t.Errorf("step_started %s: a whole copy %s, want only the changes", e.StepPath, e.Data)
+			}
+			if c, ok := d["vars_changed"]; ok {
+				b, _ := json.Marshal(c) // decoded from JSON: it encodes
+				changes = append(changes, e.StepPath+" "+string(b))
+			}
+		}
+	}
+	want := []string{`steps[1] {"a":1}`, `steps[2] {"b":2}`, `steps[3] {"a":10,"c":3}`}
+	if strings.Join(changes, "; ") != strings.Join(want, "; ") {
+		t.Fatalf("changes recorded %q, want %q", changes, want)
+	}
+	// s3 began with a = 1 and b = 2, rebuilt from two records of changes:
+	// it computes c = 3 again (with a missing it would fail).
+	if err := h.e.Reset(ctx, inst.ID, "s3", weft.Operation{Actor: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, "the reset instance waits again", func() bool {
+		return count(h.history(inst.ID), weft.HistoryInstanceReset) == 1 && h.status(inst.ID) == weft.StatusSuspended
+	})
+	if _, err := h.e.Signal(ctx, weft.Event{ID: "go-1", Name: "go", Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := h.e.WaitFinished(ctx, inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(done.Output, &out); err != nil || out["a"] != 10.0 || out["b"] != 2.0 || out["c"] != 3.0 || len(out) != 3 {
+		t.Errorf("output %s (%v), want a 10, b 2, c 3", done.Output, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/queue"
 	"github.com/weftworks/weft/internal/runner"
 )
@@ -31,7 +32,7 @@ func (e *Engine) Signal(ctx context.Context, s weft.Event) (*weft.SignalOutcome,
 	} else if !errors.Is(err, weft.ErrNotFound) {
 		return nil, err
 	}
-	payload, err := json.Marshal(s.Payload)
+	payload, err := jsonv.Marshal(s.Payload) // a document keeps its bytes
 	if err != nil {
 		return nil, fmt.Errorf("engine: stimulus %s payload: %w", s.ID, err)
 	}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -157,9 +156,12 @@ func (e *Engine) createAs(ctx context.Context, c creation) (*weft.Instance, bool
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	// Kept as its bytes from here on: made UTF-8 where it enters, as
-	// decoding it did before.
-	input = jsonv.UTF8(input)
+	// Kept as its bytes from here on: made UTF-8 and compacted where it
+	// enters, as decoding and encoding it did before.
+	input, err := jsonv.Compact(jsonv.UTF8(input))
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: engine: the input of %s: %v", weft.ErrInvalid, workflow, err)
+	}
 	if id == "" {
 		id = newID(e.cfg.Now())
 	}
@@ -186,10 +188,7 @@ func (e *Engine) createAs(ctx context.Context, c creation) (*weft.Instance, bool
 	e.changed(inst.ID)
 	// The instance as the store holds it: it keeps JSON compacted.
 	inst.Rev, inst.CreatedAt, inst.UpdatedAt = rev, at, at
-	var compacted bytes.Buffer
-	if err := json.Compact(&compacted, input); err == nil {
-		inst.Input = compacted.Bytes()
-	}
+	inst.Input = input
 	return inst, true, nil
 }
 

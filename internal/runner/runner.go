@@ -182,7 +182,7 @@ func (a *apply) start(ev Start) {
 		// The variables the first step begins with: none. A reset finds
 		// every step's from here on.
 		data = map[string]any{"vars": map[string]any{}}
-		a.st.VarsRev, a.st.VarsMarked = 1, 1
+		a.st.VarsRev, a.st.VarsMarked, a.st.VarsChain = 1, 1, true
 	}
 	a.record(weft.HistoryInstanceStarted, "", 0, data)
 	if len(ev.Input) > 0 {
@@ -279,10 +279,10 @@ func (a *apply) begin(f *Frame, s *definition.Step) bool {
 			}
 			values[as.Name] = v
 		}
-		for k, v := range values {
-			a.st.Vars[k] = v
-		}
 		a.st.VarsRev++
+		for k, v := range values {
+			a.setVar(k, v)
+		}
 		a.complete(f, s, nil)
 		return true
 	case definition.KindFail:
@@ -486,8 +486,8 @@ func (a *apply) advanceContainer(f *Frame, s *definition.Step) bool {
 // the cursor on.
 func (a *apply) complete(f *Frame, s *definition.Step, result any) {
 	if s.Output != "" && (s.Kind == definition.KindActivity || s.Kind == definition.KindWait || s.Kind == definition.KindWorkflow) {
-		a.st.Vars[s.Output] = result
 		a.st.VarsRev++
+		a.setVar(s.Output, result)
 	}
 	a.emit(Record{Type: weft.HistoryStepCompleted, Path: stepPath(f), Step: s.ID, Data: map[string]any{"step": s.ID}, Elapsed: a.elapsed(f)})
 	if s.Persist == definition.PersistAlways {
@@ -1074,28 +1074,57 @@ func walk(f *Frame, fn func(*Frame)) {
 	}
 }
 
-// markVars adds to data, a top-level step's step_started record's, a copy
-// of the variables when they changed since the last copy (or the state
-// has none: it predates them), for a Reset to the step; by their size
-// only when over Context.VarsLimit.
+// setVar sets variable name, a change of revision VarsRev (which the
+// caller has counted).
+func (a *apply) setVar(name string, v any) {
+	a.st.Vars[name] = v
+	if a.st.VarsAt == nil {
+		a.st.VarsAt = map[string]uint64{}
+	}
+	a.st.VarsAt[name] = a.st.VarsRev
+}
+
+// markVars adds to data, a top-level step's step_started record's, the
+// variables when they changed since the last copy, for a Reset to the
+// step: as the changes since that copy (vars_changed) when the records
+// since the last whole copy rebuild it, whole (vars) otherwise (the first
+// copy, after a reset, after a copy omitted, or in a state that predates
+// the changes); by their size only when over Context.VarsLimit. Changes
+// keep a chain of n steps that each add a variable linear in n where
+// whole copies were quadratic.
 func (a *apply) markVars(data map[string]any) {
 	if a.c.VarsLimit <= 0 || a.st.VarsRev == a.st.VarsMarked && a.st.VarsRev != 0 {
 		return
 	}
 	a.st.VarsRev = max(a.st.VarsRev, 1)
+	changes := a.st.VarsChain && a.st.VarsAt != nil
+	vars := a.st.Vars
+	if changes {
+		vars = make(map[string]any)
+		for k, v := range a.st.Vars {
+			if a.st.VarsAt[k] > a.st.VarsMarked {
+				vars[k] = v
+			}
+		}
+	}
 	a.st.VarsMarked = a.st.VarsRev
-	doc, err := jsonv.EncodeMap(a.st.Vars)
+	doc, err := jsonv.EncodeMap(vars)
 	switch {
 	case err != nil:
 		// A value JSON has no form for (an expression's infinity): the
 		// store could not keep the state either, but say why here.
 		data["vars_error"] = err.Error()
+		a.st.VarsChain = false
 	case len(doc) > a.c.VarsLimit:
 		data["vars_omitted_bytes"] = len(doc)
-	default:
+		a.st.VarsChain = false
+	case changes:
 		// The encoding, not the map: later actions of this Apply may
 		// change the variables before the shell writes the record.
+		data["vars_changed"] = json.RawMessage(doc)
+	default:
 		data["vars"] = json.RawMessage(doc)
+		a.st.VarsChain = true
 	}
 }
 
@@ -1115,6 +1144,8 @@ func (a *apply) reset(ev Reset) {
 		a.st.Vars = map[string]any{}
 	}
 	a.st.VarsRev++
+	// Replaced whole: the next step's record copies them whole.
+	a.st.VarsAt, a.st.VarsChain = nil, false
 	a.st.Root = &Frame{List: "steps", Path: "steps", Index: index}
 	a.emit(Record{Type: weft.HistoryInstanceReset, Actor: ev.Op.Actor, Data: ev.Op.Data(map[string]any{"step": ev.Step, "from_status": string(from)})})
 	a.advance(a.st.Root)

@@ -85,6 +85,14 @@ type State struct {
 	// the last copy a record kept (Context.VarsLimit). Both are 0 in a
 	// state that predates the copies: its next top-level step copies.
 	VarsRev, VarsMarked uint64
+	// VarsAt is the VarsRev of each variable's last change, so that a
+	// step's record copies only the variables changed since the last
+	// copy; VarsChain says that the records since the last whole copy
+	// rebuild the variables as of VarsMarked (none was omitted). A state
+	// without them (an earlier version's, or after a reset) copies the
+	// variables whole at its next top-level step.
+	VarsAt    map[string]uint64
+	VarsChain bool
 }
 
 // Held is an input for a paused instance, kept to be applied when it is
@@ -160,12 +168,17 @@ type document struct {
 	Paused *weft.Pause     `json:"paused,omitempty"`
 	Held   []Held          `json:"held,omitempty"`
 	// VarsRev and VarsMarked as State's.
-	VarsRev    uint64 `json:"vars_rev,omitempty"`
-	VarsMarked uint64 `json:"vars_marked,omitempty"`
+	VarsRev    uint64            `json:"vars_rev,omitempty"`
+	VarsMarked uint64            `json:"vars_marked,omitempty"`
+	VarsAt     map[string]uint64 `json:"vars_at,omitempty"`
+	VarsChain  bool              `json:"vars_chain,omitempty"`
 }
 
-// Encoded is a State as persisted: the document, and the parts of it that an
-// instance also stores on their own (weft.Instance's Vars and Output).
+// Encoded is a State as persisted: the document, and the parts of the
+// state that an instance stores on its own (weft.Instance's Vars and
+// Output; its Input it has from its start). The document holds neither the
+// input nor the variables: Decode takes them from the instance, so that a
+// commit writes each once.
 type Encoded struct {
 	State  []byte
 	Vars   json.RawMessage
@@ -177,6 +190,12 @@ type Encoded struct {
 // output a step took whole from a guest or the input) not at all: their
 // bytes are spliced in.
 func (s *State) Encode() (Encoded, error) {
+	return s.encode(false)
+}
+
+// encode is Encode; whole puts the input and the variables in the
+// document too (MarshalJSON's).
+func (s *State) encode(whole bool) (Encoded, error) {
 	var enc Encoded
 	var err error
 	if enc.Vars, err = jsonv.EncodeMap(s.Vars); err != nil {
@@ -185,18 +204,21 @@ func (s *State) Encode() (Encoded, error) {
 	if enc.Output, err = jsonv.Encode(s.Output); err != nil {
 		return Encoded{}, fmt.Errorf("encoding output: %w", err)
 	}
-	doc := document{Status: s.Status, Root: s.Root, Seq: s.Seq, Error: s.Error, Paused: s.Paused, Held: s.Held, VarsRev: s.VarsRev, VarsMarked: s.VarsMarked}
-	input := []byte(s.input)
-	if input == nil { // none, or set by hand rather than by Apply
-		if input, err = jsonv.Encode(s.Input); err != nil {
-			return Encoded{}, fmt.Errorf("encoding input: %w", err)
-		}
-	}
-	head, err := json.Marshal(doc)
+	doc := document{Status: s.Status, Root: s.Root, Seq: s.Seq, Error: s.Error, Paused: s.Paused, Held: s.Held, VarsRev: s.VarsRev, VarsMarked: s.VarsMarked, VarsAt: s.VarsAt, VarsChain: s.VarsChain}
+	head, err := jsonv.Marshal(doc) // a Run's input keeps its bytes
 	if err != nil {
 		return Encoded{}, fmt.Errorf("encoding state: %w", err)
 	}
-	fields := []jsonv.Field{{Name: "input", Value: input}, {Name: "vars", Value: enc.Vars}}
+	var fields []jsonv.Field
+	if whole {
+		input := []byte(s.input)
+		if input == nil { // none, or set by hand rather than by Apply
+			if input, err = jsonv.Encode(s.Input); err != nil {
+				return Encoded{}, fmt.Errorf("encoding input: %w", err)
+			}
+		}
+		fields = append(fields, jsonv.Field{Name: "input", Value: input}, jsonv.Field{Name: "vars", Value: enc.Vars})
+	}
 	if s.Output != nil {
 		fields = append(fields, jsonv.Field{Name: "output", Value: enc.Output})
 	}
@@ -206,10 +228,38 @@ func (s *State) Encode() (Encoded, error) {
 	return enc, nil
 }
 
-// MarshalJSON returns the document Encode makes.
+// MarshalJSON returns the state's whole document: Encode's with the input
+// and the variables in it, which UnmarshalJSON reads back alone.
 func (s State) MarshalJSON() ([]byte, error) {
-	enc, err := s.Encode()
+	enc, err := s.encode(true)
 	return enc.State, err
+}
+
+// Decode returns the state an instance persisted: its document (Encoded's
+// State), and the instance's input and variables, which a document of this
+// version does not hold (one of an earlier version holds them, and they
+// are read from it).
+func Decode(state, input, vars json.RawMessage) (*State, error) {
+	var st State
+	if err := json.Unmarshal(state, &st); err != nil {
+		return nil, err
+	}
+	if st.input == nil && len(input) > 0 {
+		st.Input, st.input = docOf(input), input
+	}
+	if st.Vars == nil && len(vars) > 0 {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(vars, &m); err != nil {
+			return nil, fmt.Errorf("the instance's vars: %w", err)
+		}
+		if m != nil {
+			st.Vars = make(map[string]any, len(m))
+		}
+		for k, v := range m {
+			st.Vars[k] = docOf(v)
+		}
+	}
+	return &st, nil
 }
 
 // UnmarshalJSON reads a document Encode made. The input, each variable and
@@ -223,7 +273,7 @@ func (s *State) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return err
 	}
-	st := State{Status: doc.Status, Root: doc.Root, Seq: doc.Seq, Error: doc.Error, Paused: doc.Paused, Held: doc.Held, VarsRev: doc.VarsRev, VarsMarked: doc.VarsMarked}
+	st := State{Status: doc.Status, Root: doc.Root, Seq: doc.Seq, Error: doc.Error, Paused: doc.Paused, Held: doc.Held, VarsRev: doc.VarsRev, VarsMarked: doc.VarsMarked, VarsAt: doc.VarsAt, VarsChain: doc.VarsChain}
 	if len(doc.Input) > 0 {
 		st.Input, st.input = docOf(doc.Input), doc.Input
 	}

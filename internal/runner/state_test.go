@@ -84,12 +84,36 @@ func TestStateReadsThePreviousDocument(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("read %s as\n%#v\nwant\n%#v", stored, got, want)
 			}
+			whole, err := json.Marshal(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameJSON(t, whole, stored) {
+				t.Errorf("encoded\n%s\nthe previous code wrote\n%s", whole, stored)
+			}
+			// As persisted now: without the input and the variables,
+			// which Decode takes from the instance.
 			enc, err := st.Encode()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !sameJSON(t, enc.State, stored) {
-				t.Errorf("encoded\n%s\nthe previous code wrote\n%s", enc.State, stored)
+			var top map[string]json.RawMessage
+			if err := json.Unmarshal(enc.State, &top); err != nil {
+				t.Fatal(err)
+			}
+			if _, in := top["input"]; in || top["vars"] != nil {
+				t.Errorf("persisted %s: want neither the input nor the variables", enc.State)
+			}
+			input, err := json.Marshal(want.Input)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := runner.Decode(enc.State, input, enc.Vars)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, err := json.Marshal(back); err != nil || !sameJSON(t, again, stored) {
+				t.Errorf("decoded from the instance %s, %v; want %s", again, err, stored)
 			}
 			vars, err := json.Marshal(want.Vars)
 			if err != nil {
@@ -136,12 +160,12 @@ output: "${ vars.approval }"
 		if err := json.Unmarshal(stored, &st); err != nil {
 			t.Fatalf("reading %s: %v", name, err)
 		}
-		enc, err := st.Encode()
+		whole, err := json.Marshal(st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !sameJSON(t, enc.State, stored) {
-			t.Errorf("%s encodes as\n%s\nwas stored as\n%s", name, enc.State, stored)
+		if !sameJSON(t, whole, stored) {
+			t.Errorf("%s encodes as\n%s\nwas stored as\n%s", name, whole, stored)
 		}
 		return &st
 	}
