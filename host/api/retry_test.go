@@ -117,12 +117,13 @@ func TestRetryContinuesAFailedInstance(t *testing.T) {
 		t.Errorf("detail %q", p.Detail)
 	}
 
-	// Failed before its first step (an input Go cannot hold): run again, it
-	// would fail the same way.
-	h.request("POST", "/v1/workflows/deliver/instances?wait=60s", adminSecret, "application/json", []byte(`{"id": "d-2", "input": 1e999}`)).want(t, http.StatusCreated)
+	// Failed after its last step (its output expression fails): run
+	// again, it would fail the same way.
+	h.request("PUT", "/v1/workflows/sum", adminSecret, "application/yaml", []byte("name: sum\nsteps:\n  - { id: s, set: { n: \"${ input }\" } }\noutput: \"${ vars.n + 1 }\"\n")).want(t, http.StatusCreated)
+	h.request("POST", "/v1/workflows/sum/instances?wait=60s", adminSecret, "application/json", []byte(`{"id": "d-2", "input": "one"}`)).want(t, http.StatusCreated)
 	h.awaitStatus("d-2", "failed")
-	if p := h.do("POST", "/v1/instances/d-2/retry", nil).want(t, http.StatusConflict).problem(t); !strings.Contains(p.Detail, "before its first step") {
-		t.Errorf("retry of an instance whose input did not decode: %q", p.Detail)
+	if p := h.do("POST", "/v1/instances/d-2/retry", nil).want(t, http.StatusConflict).problem(t); !strings.Contains(p.Detail, "after its last") {
+		t.Errorf("retry of an instance whose output failed: %q", p.Detail)
 	}
 
 	// Its workflow deleted since it failed: nothing could run it.
