@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +15,9 @@ import (
 )
 
 // testAdminBackup (in TestCLIAgainstHost): weft admin backup takes a
-// backup of a running host, while instances start, into a file that opens
-// as the store; again over it; to stdout.
+// backup of a running host, while instances start, into a file that a
+// host restored from it serves (docs/operations.md: the file as
+// DataDir/weft.db, migrated at the start); again over it; to stdout.
 func testAdminBackup(t *testing.T, ts *testServer) {
 	input := "@" + examplePath(t, "inputs", "hello.json")
 	ts.ok(t, "run", "hello", "--input", input, "--id", "backup-before", "--wait")
@@ -58,6 +60,7 @@ func testAdminBackup(t *testing.T, ts *testServer) {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 	checkBackup(t, file)
+	testRestore(t, file)
 
 	// Again, over the first: replaced whole, and nothing left beside it.
 	ts.ok(t, "admin", "backup", file, "-o", "json")
@@ -81,14 +84,46 @@ func testAdminBackup(t *testing.T, ts *testServer) {
 	}
 }
 
-// checkBackup opens a backup as the store and finds what the test ran
+// testRestore restores the backup file as docs/operations.md says: a host
+// started on a data directory whose weft.db is the backup (and no store)
+// migrates it, keeps it as weft.db.migrated, and serves what the test ran
 // before taking it.
+func testRestore(t *testing.T, file string) {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "weft.db"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	restored := startServer(t, "--data-dir", dir, "--node-id", "restored")
+	if in := restored.waitStatus(t, "backup-before", "completed"); in.Workflow != "hello" {
+		t.Errorf("the instance run before the backup, restored: %+v", in)
+	}
+	if !strings.Contains(restored.logs.String(), "store migrated") {
+		t.Errorf("the restored host logged no migration:\n%s", restored.logs)
+	}
+	for _, name := range []string{"store", "weft.db.migrated"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("the restored host's data directory: %v", err)
+		}
+	}
+}
+
+// checkBackup checks a backup file and finds in it what the test ran
+// before taking it, reading it as a host does: migrated into a store.
 func checkBackup(t *testing.T, path string) {
 	t.Helper()
 	if err := embedded.CheckFile(path); err != nil {
 		t.Fatal(err)
 	}
-	s, err := embedded.Open(path, embedded.Config{})
+	dir := filepath.Join(t.TempDir(), "store")
+	if err := embedded.Migrate(path, dir, embedded.Config{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := embedded.Open(dir, embedded.Config{Engine: embedded.EnginePebble})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -22,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/config"
@@ -193,20 +194,21 @@ func expandGzip(data []byte, depth int) []gzipPart {
 
 // TestTapeSecret: no answer a user can get about an attempt that read a
 // secret holds the secret's value (as it is, any 16 bytes of it, in hex
-// or base64), on a real host with a bolt store, recording every attempt
-// (record: all). The webhook plugin reads the secret "token" and sends it
-// as a bearer token to a hostile loopback server, which echoes it back in
-// a header (X-Echo, a name that does not look secret) and in a body that
-// is not UTF-8 (so that the API renders it in base64); kit logs the value
-// of the secret "api_key". The instance completes. Searched: weft attempt
-// ls, each tape as JSON and as its envelope (and inflated), each replay
-// (API and CLI), each exported bundle (raw and decoded) and its offline
-// replay, the instance, its history, logs and state, the metrics, every
-// CLI output, the host's log, and, after the host stops, every key and
-// value of the bolt file and every file of the data directory, raw and
-// inflated. And the recording is there: the webhook's tape holds its
-// secret read (name only) and its request, whose recorded answer says
-// [secret] where the server echoed the value.
+// or base64), on a real host with the embedded store, recording every
+// attempt (record: all). The webhook plugin reads the secret "token" and
+// sends it as a bearer token to a hostile loopback server, which echoes it
+// back in a header (X-Echo, a name that does not look secret) and in a
+// body that is not UTF-8 (so that the API renders it in base64); kit logs
+// the value of the secret "api_key". The instance completes. Searched:
+// weft attempt ls, each tape as JSON and as its envelope (and inflated),
+// each replay (API and CLI), each exported bundle (raw and decoded) and
+// its offline replay, the instance, its history, logs and state, the
+// metrics, every CLI output, the host's log, and, after the host stops,
+// every key and value of the store (its Pebble keys, read through Pebble)
+// and every file of the data directory, raw and inflated. And the
+// recording is there: the webhook's tape holds its secret read (name only)
+// and its request, whose recorded answer says [secret] where the server
+// echoed the value.
 func TestTapeSecret(t *testing.T) {
 	t.Parallel()
 	random := make([]byte, 24)
@@ -394,7 +396,7 @@ func TestTapeSecret(t *testing.T) {
 	checkTapeMasked(t, tapes["kit"], "api_key", nil)
 
 	// The host's log, then the store once the host is stopped: every
-	// key and value of the bolt file, and every file of the data
+	// key and value of the store, and every file of the data
 	// directory as it is.
 	if !strings.Contains(h.logs.String(), "the secret is [secret]") {
 		t.Errorf("the host's log does not hold kit's masked line")
@@ -402,7 +404,7 @@ func TestTapeSecret(t *testing.T) {
 	search.check(t, "the host's log", []byte(h.logs.String()))
 	h.stop()
 	search.check(t, "the host's log after shutdown", []byte(h.logs.String()))
-	checkBoltFile(t, search, filepath.Join(dataDir, "weft.db"))
+	checkStore(t, search, filepath.Join(dataDir, "store"))
 	files := 0
 	err := filepath.WalkDir(dataDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -477,50 +479,51 @@ func checkTapeMasked(t *testing.T, tp apiv1.Tape, name string, httpAnswer func(s
 	}
 }
 
-// checkBoltFile opens the bolt file at path read-only and searches every
-// key and value of every bucket, nested ones included. It fails unless it
-// met a stored attempt envelope (a tape), so that a search of an empty
-// or unreadable store cannot pass.
-func checkBoltFile(t *testing.T, search *secretSearch, path string) {
+// checkStore opens the Pebble store in dir read-only and searches every
+// key and value it holds (every bucket's: a bucket is a key prefix). It
+// fails unless it met a stored attempt envelope (a tape), so that a
+// search of an empty or unreadable store cannot pass.
+func checkStore(t *testing.T, search *secretSearch, dir string) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietPebble{}})
 	if err != nil {
-		t.Fatalf("opening the store file %s: %v", path, err)
+		t.Fatalf("opening the store %s: %v", dir, err)
 	}
 	defer db.Close()
-	pairs, envelopes := 0, 0
-	var walk func(where string, b *bolt.Bucket) error
-	walk = func(where string, b *bolt.Bucket) error {
-		return b.ForEach(func(k, v []byte) error {
-			at := fmt.Sprintf("%s/%q", where, k)
-			search.check(t, "the store's key "+at, k)
-			if v == nil {
-				if nb := b.Bucket(k); nb != nil {
-					return walk(at, nb)
-				}
-				return nil
-			}
-			pairs++
-			search.check(t, "the store's value at "+at, v)
-			if _, err := tape.UnmarshalAttempt(v); err == nil {
-				envelopes++
-			}
-			return nil
-		})
-	}
-	err = db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			search.check(t, "the store's bucket name", name)
-			return walk(fmt.Sprintf("%q", name), b)
-		})
-	})
+	it, err := db.NewIter(nil)
 	if err != nil {
-		t.Fatalf("reading the store file %s: %v", path, err)
+		t.Fatalf("reading the store %s: %v", dir, err)
+	}
+	pairs, envelopes := 0, 0
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		v, err := it.ValueAndErr()
+		if err != nil {
+			t.Fatalf("reading the store %s at key %q: %v", dir, k, err)
+		}
+		pairs++
+		search.check(t, fmt.Sprintf("the store's key %q", k), k)
+		search.check(t, fmt.Sprintf("the store's value at %q", k), v)
+		if _, err := tape.UnmarshalAttempt(v); err == nil {
+			envelopes++
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		t.Fatalf("reading the store %s: %v", dir, err)
 	}
 	if envelopes < 2 {
-		t.Errorf("the store file %s: %d key/value pairs, %d of them tapes (attempt envelopes), want 2 tapes", path, pairs, envelopes)
+		t.Errorf("the store %s: %d key/value pairs, %d of them tapes (attempt envelopes), want 2 tapes", dir, pairs, envelopes)
 	}
-	t.Logf("the store file: %d key/value pairs, %d tapes", pairs, envelopes)
+	t.Logf("the store: %d key/value pairs, %d tapes", pairs, envelopes)
+}
+
+// quietPebble drops the logs of a Pebble store opened by a test.
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)  {}
+func (quietPebble) Errorf(string, ...any) {}
+func (quietPebble) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: fatal: "+format, args...))
 }
 
 // TestTapeSecretSearch: the search TestTapeSecret relies on finds the

@@ -18,12 +18,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/api/apiv1"
+	"github.com/weftworks/weft/host/node"
 	"github.com/weftworks/weft/internal/store/embedded"
 )
 
 // TestBackup: GET /v1/admin/backup streams, to an admin only, a copy of
-// the store that opens as a store and holds every instance started before
-// it, while starts go on.
+// the store (a bbolt file that CheckFile passes) holding every instance
+// started before it, while starts go on; restored as the docs say (the
+// file as DataDir/weft.db of a new data directory), a host migrates it
+// and serves them.
 func TestBackup(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
@@ -71,27 +76,23 @@ func TestBackup(t *testing.T) {
 	}
 	t.Logf("backup of %d bytes; %d instances started while it was taken", len(r.body), started.Load())
 
-	path := filepath.Join(t.TempDir(), "weft.db")
-	if err := os.WriteFile(path, r.body, 0o600); err != nil {
+	if err := embedded.CheckFile(writeBackup(t, r.body)); err != nil {
 		t.Fatal(err)
 	}
-	if err := embedded.CheckFile(path); err != nil {
-		t.Fatal(err)
-	}
-	s, err := embedded.Open(path, embedded.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	// Restored as the docs say: the file as DataDir/weft.db of a data
+	// directory without a store, where a host starts and migrates it.
+	restored := restoreBackup(t, r.body)
 	for i := range 100 {
-		in, err := s.GetInstance(ctx, fmt.Sprintf("before-%03d", i))
-		if err != nil || string(in.Input) != string(pad) {
-			t.Fatalf("before-%03d in the backup: %v", i, err)
+		var in apiv1.Instance
+		restored.request("GET", fmt.Sprintf("/v1/instances/before-%03d", i), adminSecret, "", nil).want(t, http.StatusOK).json(t, &in)
+		if string(in.Input) != string(pad) {
+			t.Fatalf("before-%03d, restored: input of %d bytes, want %d", i, len(in.Input), len(pad))
 		}
 	}
-	defs, _, err := s.ListDefinitions(ctx, "", 10)
-	if err != nil || len(defs) != 1 || defs[0].Name != "sleeper" {
-		t.Errorf("definitions in the backup: %+v, %v", defs, err)
+	var defs apiv1.Page[apiv1.Workflow]
+	restored.request("GET", "/v1/workflows", adminSecret, "", nil).want(t, http.StatusOK).json(t, &defs)
+	if len(defs.Items) != 1 || defs.Items[0].Name != "sleeper" {
+		t.Errorf("workflows, restored: %+v", defs.Items)
 	}
 
 	head := h.request("HEAD", "/v1/admin/backup", adminSecret, "", nil).want(t, http.StatusOK)
@@ -147,4 +148,36 @@ func TestBackupDoesNotHoldTheShutdown(t *testing.T) {
 	if err == nil || int64(len(got)) >= res.ContentLength {
 		t.Fatalf("read %d bytes of %d, %v: want the backup cut short", len(got), res.ContentLength, err)
 	}
+}
+
+// writeBackup writes a backup's bytes to a file of a new directory and
+// returns its path.
+func writeBackup(t *testing.T, backup []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "backup.db")
+	if err := os.WriteFile(path, backup, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// restoreBackup restores a backup as docs/operations.md says: it puts it
+// at DataDir/weft.db of a new data directory and starts a host there, which
+// migrates it into DataDir/store and keeps the file as weft.db.migrated.
+func restoreBackup(t *testing.T, backup []byte) *host {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "weft.db"), backup, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHostWith(t, hostOptions{api: api.Config{Tokens: testTokens()}, node: node.Config{DataDir: dir, NodeID: "restored"}})
+	for _, name := range []string{"store", "weft.db.migrated"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("the restored host's data directory: %v", err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "weft.db")); !os.IsNotExist(err) {
+		t.Errorf("weft.db is still there once restored: %v", err)
+	}
+	return h
 }

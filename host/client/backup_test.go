@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -9,20 +10,33 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/weftworks/weft/host/api"
+	"github.com/weftworks/weft/host/api/apiv1"
 	"github.com/weftworks/weft/host/client"
+	"github.com/weftworks/weft/host/node"
+	"github.com/weftworks/weft/internal/hosttest"
 	"github.com/weftworks/weft/internal/store/embedded"
 )
 
-// TestBackup: Backup writes a copy of the store that opens as one; a
-// reader may not take one; an error writing is the writer's.
+// TestBackup: Backup writes a copy of the store that a host restored from
+// it (the file as DataDir/weft.db, migrated at its start) serves; a reader
+// may not take one; an error writing is the writer's.
 func TestBackup(t *testing.T) {
 	t.Parallel()
 	url := startHost(t)
 	ctx := context.Background()
 	c := newClient(t, url, adminToken)
-	if _, _, err := c.PutWorkflow(ctx, "nap", []byte("name: nap\nsteps:\n  - { id: rest, delay: 1s }\n")); err != nil {
+	if _, _, err := c.PutWorkflow(ctx, "nap", []byte("name: nap\nsteps:\n  - { id: rest, delay: 1h }\n")); err != nil {
 		t.Fatal(err)
+	}
+	for _, id := range []string{"nap-1", "nap-2"} {
+		// Suspended in its delay before the backup.
+		in, _, err := c.StartUntil(ctx, "nap", apiv1.StartRequest{ID: id, Input: json.RawMessage(`{"who":"` + id + `"}`)}, time.Minute, apiv1.UntilSuspended)
+		if err != nil || in.Status != apiv1.StatusSuspended {
+			t.Fatalf("start %s: %+v, %v", id, in, err)
+		}
 	}
 
 	var none strings.Builder
@@ -48,13 +62,25 @@ func TestBackup(t *testing.T) {
 	if err := embedded.CheckFile(path); err != nil {
 		t.Fatal(err)
 	}
-	s, err := embedded.Open(path, embedded.Config{})
-	if err != nil {
+	// Restored: the file as DataDir/weft.db of a new data directory.
+	dir := t.TempDir()
+	if err := os.Rename(path, filepath.Join(dir, "weft.db")); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if d, err := s.GetDefinition(ctx, "nap", 0); err != nil || d.Version != 1 {
-		t.Errorf("the workflow in the backup: %+v, %v", d, err)
+	r := newClient(t, hosttest.New(t, hosttest.Options{
+		API:  api.Config{Tokens: hosttest.Tokens()},
+		Node: node.Config{NodeID: "client-test-restored", DataDir: dir},
+	}).URL, adminToken)
+	if _, err := os.Stat(filepath.Join(dir, "weft.db.migrated")); err != nil {
+		t.Errorf("the restored host kept no weft.db.migrated: %v", err)
+	}
+	if d, err := r.Workflow(ctx, "nap", 0); err != nil || d.Version != 1 {
+		t.Errorf("the workflow, restored: %+v, %v", d, err)
+	}
+	for _, id := range []string{"nap-1", "nap-2"} {
+		if in, err := r.Instance(ctx, id); err != nil || in.Status != apiv1.StatusSuspended || string(in.Input) != `{"who":"`+id+`"}` {
+			t.Errorf("%s, restored: %+v, %v", id, in, err)
+		}
 	}
 
 	full := errors.New("disk full")

@@ -685,8 +685,9 @@ func (c *Client) Refresh(ctx context.Context, workflows ...string) (*apiv1.Refre
 
 // Backup writes a backup of the host's embedded store to w (GET
 // /v1/admin/backup) and returns its size: the store as it was when the
-// request arrived, a bbolt file that the host opens as its data_dir's
-// weft.db once restored. A host whose store is Redis answers an *Error
+// request arrived, a single file (bbolt's format) that a host migrates into
+// its store when it finds it as its data_dir's weft.db (docs/operations.md,
+// "The data directory"). A host whose store is Redis answers an *Error
 // with Status 409 (back up Redis instead). An answer cut short (the host
 // failed or shut down, or dropped a stream that stalled) is a
 // *TransportError, and an error writing to w is returned wrapped: what w

@@ -42,7 +42,7 @@ type settings struct {
 	// NodeID names this node in leases and history. Defaults to the host
 	// name and the process id, "vm-4242".
 	NodeID string `koanf:"node_id"`
-	// Store is embedded (bbolt under DataDir, local locks) or redis.
+	// Store is embedded (Pebble under DataDir, local locks) or redis.
 	// Defaults to embedded.
 	Store string `koanf:"store"`
 	// RedisAddrs are the Redis servers of cluster mode.

@@ -13,7 +13,7 @@ import (
 // does nothing on a node without metrics. Open calls it once the metrics
 // exist and before it creates the engine, which must get the decorated
 // store; the decorator keeps the store's barrier and sweep stripes, and
-// n.bolt stays the embedded store itself, for backups.
+// n.local stays the embedded store itself, for backups.
 func (n *Node) instrumentStore() error {
 	if n.metrics == nil {
 		return nil

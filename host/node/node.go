@@ -9,9 +9,21 @@
 //
 // Embedded mode keeps everything under Config.DataDir:
 //
-//	weft.db   the bbolt store (instances, definitions, plugin records…)
-//	blobs/    plugin modules by content hash
-//	cache/    wazero's compilation cache (safe to delete)
+//	store/             the store, a Pebble directory (instances, definitions, plugin records…)
+//	blobs/             plugin modules by content hash
+//	cache/             wazero's compilation cache (safe to delete)
+//	weft.db.migrated   the bbolt store of an earlier version, once migrated (kept)
+//
+// Earlier versions kept the store in one bbolt file, DataDir/weft.db. Open
+// migrates it: when DataDir/store does not exist and DataDir/weft.db does,
+// it copies the file into a new DataDir/store (embedded.Migrate: built
+// aside, checked, renamed, so a failed or interrupted migration leaves no
+// store), logs it, and renames the file weft.db.migrated (or
+// weft.db.migrated.N when that name is taken), which the host never reads
+// nor deletes: it is the way back to an older binary. Restoring a backup
+// (a bbolt file) is the same path: the backup placed as DataDir/weft.db,
+// with no DataDir/store, is migrated at the next start. When both exist,
+// Open uses DataDir/store and warns that weft.db is not read.
 //
 // # Cluster mode
 //
@@ -98,8 +110,9 @@ type Config struct {
 	// NodeID names the node in leases and history. Defaults to
 	// Engine.NodeID, and to an id the engine generates when both are empty.
 	NodeID string
-	// DataDir holds the embedded store (DataDir/weft.db), the plugin blobs
-	// (DataDir/blobs) and the compilation cache (DataDir/cache). Required.
+	// DataDir holds the embedded store (DataDir/store), the plugin blobs
+	// (DataDir/blobs) and the compilation cache (DataDir/cache); see "Data
+	// directory" for the store file of earlier versions. Required.
 	DataDir string
 	// Store is "embedded" or "redis". Defaults to "embedded".
 	Store string
@@ -295,9 +308,9 @@ type Node struct {
 	log   *slog.Logger
 	bus   engine.Bus
 	store store.Store
-	// bolt is the store in embedded mode, nil in cluster mode.
-	bolt *embedded.Store
-	rt   *plugins.Runtime
+	// local is the store in embedded mode, nil in cluster mode.
+	local *embedded.Store
+	rt    *plugins.Runtime
 	// tracer makes the node's spans; nil when tracing is off.
 	tracer *tracing.Tracer
 	// limiter keeps the rate limits' budgets: in process on the
@@ -368,10 +381,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Node, err error
 		// Through a variable of the concrete type: a nil *Store in the
 		// interface field would be a store that Close calls.
 		var st *embedded.Store
-		if st, err = embedded.Open(filepath.Join(cfg.DataDir, "weft.db"), embedded.Config{Logger: log}); err != nil {
-			return nil, fmt.Errorf("node: opening the store: %w", err)
+		if st, err = n.openEmbedded(); err != nil {
+			return nil, err
 		}
-		n.store, n.bolt = st, st
+		n.store, n.local = st, st
 		if blobs, err = blobfile.New(filepath.Join(cfg.DataDir, "blobs")); err != nil {
 			return nil, fmt.Errorf("node: opening the blob store: %w", err)
 		}
@@ -555,8 +568,8 @@ func (n *Node) Ready(ctx context.Context) error {
 	if _, _, err := n.store.ListDefinitions(ctx, "", 1); err != nil {
 		return fmt.Errorf("node: store not ready: %w", err)
 	}
-	if n.bolt != nil {
-		if err := n.bolt.Err(); err != nil {
+	if n.local != nil {
+		if err := n.local.Err(); err != nil {
 			return fmt.Errorf("node: store not ready: %w", err)
 		}
 	}
@@ -577,33 +590,35 @@ func (n *Node) Ready(ctx context.Context) error {
 }
 
 // CheckBackup checks that the file at path, a backup taken with Backup
-// say, is an embedded store that a node would open: a bbolt file whose
-// pages are all consistent, of this build's schema. It opens nothing for
-// writing; every error names the file.
+// say, is a store that a node would migrate when it finds it as
+// DataDir/weft.db: a bbolt file whose pages are all consistent, of this
+// build's schema. It opens nothing for writing; every error names the
+// file.
 func CheckBackup(path string) error { return embedded.CheckFile(path) }
 
-// Backup is a copy of the embedded store as it was when Node.Backup began,
-// held by a read transaction until it is spooled or closed: write it and
-// close it promptly.
+// Backup is a copy of the embedded store as it was when Node.Backup began:
+// a single bbolt file (embedded.Backup), which a node migrates when it
+// finds it as DataDir/weft.db. It is written beside the store as the
+// backup begins and removed by Close: close it promptly.
 type Backup interface {
 	// Size is the copy's length in bytes.
 	Size() int64
-	// Spool copies the store to a file beside it and ends the
-	// transaction, so that a slow reader of WriteTo never holds the
-	// store's writers back.
+	// Spool makes WriteTo read a file rather than hold the store (a
+	// slow reader then holds no writer back). A backup of the Pebble
+	// store is spooled from the start: Spool does nothing then.
 	Spool() error
 	io.WriterTo
-	// Close ends the transaction and removes the spooled file.
+	// Close removes the copy.
 	Close() error
 }
 
 // Backup begins a backup of the embedded store as it is now. It fails with
 // ErrBackupUnsupported in cluster mode.
 func (n *Node) Backup(ctx context.Context) (Backup, error) {
-	if n.bolt == nil {
+	if n.local == nil {
 		return nil, fmt.Errorf("node: %w", ErrBackupUnsupported)
 	}
-	b, err := n.bolt.Backup(ctx)
+	b, err := n.local.Backup(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("node: backup: %w", err)
 	}

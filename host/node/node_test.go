@@ -1,11 +1,11 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,7 +22,6 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/logtest"
-	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/embedded"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
@@ -86,8 +85,9 @@ func TestOpenRefusesADataDirInUse(t *testing.T) {
 		n.Close()
 		t.Fatal("a second node opened a data dir in use")
 	}
-	if !strings.Contains(err.Error(), "file is locked by another process") {
-		t.Errorf("error %v, want the store's file is locked", err)
+	if storeDir := filepath.Join(dir, "store"); !strings.Contains(err.Error(), "directory is locked by another process") ||
+		!strings.Contains(err.Error(), storeDir) {
+		t.Errorf("error %v, want the store's directory %s is locked", err, storeDir)
 	}
 }
 
@@ -281,28 +281,20 @@ func TestReadyAndRefresh(t *testing.T) {
 	}
 }
 
-// TestReadyReportsACorruptStore: once a write found the embedded store's
-// file corrupt, the node is not ready, and says why.
+// TestReadyReportsACorruptStore: once a write found the embedded store
+// corrupt (a block of its table whose checksum fails), the node is not
+// ready, and says why.
 func TestReadyReportsACorruptStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	path := filepath.Join(dir, "weft.db")
-	s, err := embedded.Open(path, embedded.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 100 {
-		in := &weft.Instance{ID: fmt.Sprintf("i-%03d", i), Workflow: "w", Status: weft.StatusCompleted,
-			Input: json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 200)))}
-		if _, err := s.Commit(ctx, store.Commit{Instance: in}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	corruptFirstLeaf(t, path, "instances")
+	const marker = "ABCDEFGHIJKLMNOPQRSUVWXY"
+	legacyDataDir(t, dir, kitRecord(t), 100, marker)
+	// The migration writes the store in a table.
+	_, _, stop := open(t, config(dir))
+	stop()
+	storeDir := filepath.Join(dir, "store")
+	corruptTable(t, storeDir, []byte(marker))
 
 	cfg := config(dir)
 	cfg.Plugins.CacheDir = testplugins.CacheDir(t)
@@ -311,15 +303,53 @@ func TestReadyReportsACorruptStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
+	<-n.Warmed()
 	if err := n.Ready(ctx); err != nil {
 		t.Fatalf("Ready before any write: %v", err)
 	}
-	if err := n.Store().DeleteInstance(ctx, "i-000", 0); err == nil {
-		t.Fatal("a delete through a corrupt page succeeded")
+	if err := n.Store().DeleteInstance(ctx, "old-050", 0); err == nil {
+		t.Fatal("a delete through a corrupt block succeeded")
 	}
 	err = n.Ready(ctx)
-	if !errors.Is(err, embedded.ErrBroken) || !strings.Contains(err.Error(), path) {
-		t.Fatalf("Ready after the write failed: %v, want embedded.ErrBroken naming %s", err, path)
+	if !errors.Is(err, embedded.ErrBroken) || !strings.Contains(err.Error(), storeDir) {
+		t.Fatalf("Ready after the write failed: %v, want embedded.ErrBroken naming %s", err, storeDir)
+	}
+}
+
+// corruptTable flips the bytes of marker in the one table of the Pebble
+// store in dir that holds it, so that the checksum of its block fails. The
+// marker must share no four bytes with the rest of the store: Pebble
+// compresses blocks with Snappy, which copies repeats of four bytes or
+// more. It fails the test unless exactly one table holds marker, once.
+func corruptTable(t *testing.T, dir string, marker []byte) {
+	t.Helper()
+	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, table := range tables {
+		data, err := os.ReadFile(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := bytes.Index(data, marker)
+		if i < 0 {
+			continue
+		}
+		if bytes.Count(data, marker) != 1 {
+			t.Fatalf("%s holds %q more than once", table, marker)
+		}
+		found++
+		for j := range marker {
+			data[i+j] ^= 0xFF
+		}
+		if err := os.WriteFile(table, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if found != 1 {
+		t.Fatalf("%d tables of %s (%v) hold %q, want 1", found, dir, tables, marker)
 	}
 }
 

@@ -71,7 +71,7 @@ func openChildHost(dir, mode, kitPath, cache, definition string) (_ *childHost, 
 			h.close()
 		}
 	}()
-	if h.st, err = embedded.Open(filepath.Join(dir, "weft.db"), embedded.Config{}); err != nil {
+	if h.st, err = embedded.Open(filepath.Join(dir, "store"), embedded.Config{}); err != nil {
 		return nil, err
 	}
 	closers = append(closers, func() { _ = h.st.Close() })
@@ -222,7 +222,7 @@ func TestCrashedHostFinishesEveryInstanceAfterRestart(t *testing.T) {
 				t.Fatalf("second host: %v", err)
 			}
 
-			st, err := embedded.Open(filepath.Join(dir, "weft.db"), embedded.Config{})
+			st, err := embedded.Open(filepath.Join(dir, "store"), embedded.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -140,7 +140,7 @@ func newHost(t testing.TB, opts ...hostOption) *host {
 // directory, closed when the test ends.
 func openStore(t testing.TB) *embedded.Store {
 	t.Helper()
-	st, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "store"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

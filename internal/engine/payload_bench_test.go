@@ -262,3 +262,77 @@ func BenchmarkPayloadCommits(b *testing.B) {
 		}
 	}
 }
+
+// upperDoc is kit.upper's input of exactly 64 KiB: {"text": …} of
+// lower-case ASCII, as the compute benchmarks use it (BENCHMARKS.md).
+func upperDoc() []byte {
+	const n = 64 << 10
+	pad := n - len(`{"text":""}`)
+	return []byte(`{"text":"` + strings.Repeat("abcdefghij", pad/10+1)[:pad] + `"}`)
+}
+
+// BenchmarkUpperEndToEnd is issue 40's end-to-end compute figure: a
+// workflow of one kit.upper step on 64 KiB, one instance at a time, timed
+// as the history times it (activity_scheduled to activity_completed: the
+// guest's call and what the engine does around it until the result is
+// applied), against the same call through the plugin runtime's Invoke
+// (attempt=guest). It reports the median of each (p50-ms) and their
+// ratio (x-guest, from the same run).
+func BenchmarkUpperEndToEnd(b *testing.B) {
+	doc := upperDoc()
+	h := newHost(b, withConfig(payloadEngineConfig()))
+	h.save("name: upper\nsteps:\n  - { id: u, activity: kit.upper, input: \"${ input }\", output: u }\noutput: \"${ vars.u }\"\n")
+	ctx := context.Background()
+	e2e := func() time.Duration {
+		inst, _, err := h.e.Start(ctx, "upper", doc, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		done, err := h.e.WaitFinished(ctx, inst.ID)
+		if err != nil || done.Status != weft.StatusCompleted || len(done.Output) != len(doc) {
+			b.Fatalf("instance %s: %v, %d bytes of output, %v", inst.ID, done.Status, len(done.Output), err)
+		}
+		var scheduled, completed time.Time
+		for _, e := range h.history(inst.ID) {
+			switch e.Type {
+			case weft.HistoryActivityScheduled:
+				scheduled = e.Time
+			case weft.HistoryActivityCompleted:
+				completed = e.Time
+			}
+		}
+		return completed.Sub(scheduled)
+	}
+	rt := testplugins.Runtime(b, plugins.Config{})
+	m, err := rt.Load(ctx, testplugins.Bytes(b, "kit"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	guest := func() time.Duration {
+		t0 := time.Now()
+		out, err := rt.Invoke(ctx, m.Version, call.Call{Activity: "upper", Input: doc})
+		if err != nil || len(out) != len(doc) {
+			b.Fatalf("kit.upper: %d bytes, %v", len(out), err)
+		}
+		return time.Since(t0)
+	}
+	for range 3 { // pools warm
+		e2e()
+		guest()
+	}
+	var ends, calls []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		// In turns, so that a change of the machine's speed weighs on
+		// both alike.
+		ends = append(ends, e2e())
+		calls = append(calls, guest())
+	}
+	b.StopTimer()
+	slices.Sort(ends)
+	slices.Sort(calls)
+	e, g := ends[len(ends)/2], calls[len(calls)/2]
+	b.ReportMetric(float64(e.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(g.Microseconds())/1000, "guest-p50-ms")
+	b.ReportMetric(float64(e)/float64(g), "x-guest")
+}

@@ -30,7 +30,7 @@ type cluster struct {
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	st, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "store"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

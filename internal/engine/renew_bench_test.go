@@ -57,7 +57,7 @@ func benchRenewal(b *testing.B, backend, kind string) {
 	redisCPU := func() time.Duration { return 0 }
 	switch backend {
 	case "bolt":
-		bs, err := embedded.Open(filepath.Join(b.TempDir(), "weft.db"), embedded.Config{})
+		bs, err := embedded.Open(filepath.Join(b.TempDir(), "store"), embedded.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -124,7 +124,7 @@ func TestKilledHostsAttemptResumesFromPersistedDetails(t *testing.T) {
 		t.Fatalf("second host: %v", err)
 	}
 
-	st, err := embedded.Open(filepath.Join(dir, "weft.db"), embedded.Config{})
+	st, err := embedded.Open(filepath.Join(dir, "store"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

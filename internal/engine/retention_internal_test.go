@@ -66,7 +66,7 @@ func (c *counted) InstancesDeleted(reason string, n int) {
 func TestRetentionSweepBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	bolt, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
+	bolt, err := embedded.Open(filepath.Join(t.TempDir(), "store"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestRetentionSweepBatches(t *testing.T) {
 // deletes nothing more and returns.
 func TestRetentionSweepStopsWithItsContext(t *testing.T) {
 	t.Parallel()
-	bolt, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
+	bolt, err := embedded.Open(filepath.Join(t.TempDir(), "store"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

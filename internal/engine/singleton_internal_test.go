@@ -39,7 +39,7 @@ func TestSingletonRunsOnOneNodeAtATime(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, name := range []string{"a", "b"} {
-		st, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
+		st, err := embedded.Open(filepath.Join(t.TempDir(), "store"), embedded.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -190,7 +190,7 @@ func TestStoreGaugesEmbedded(t *testing.T) {
 	t.Parallel()
 	m, reg := newMetrics(t)
 	now := time.Now()
-	bs, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{Now: func() time.Time { return now }})
+	bs, err := embedded.Open(filepath.Join(t.TempDir(), "store"), embedded.Config{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

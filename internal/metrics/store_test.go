@@ -121,7 +121,7 @@ func TestInstrumentStoreTimesEveryMethod(t *testing.T) {
 func TestInstrumentStoreEmbedded(t *testing.T) {
 	t.Parallel()
 	m, reg := newMetrics(t)
-	bs, err := embedded.Open(filepath.Join(t.TempDir(), "weft.db"), embedded.Config{})
+	bs, err := embedded.Open(filepath.Join(t.TempDir(), "store"), embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

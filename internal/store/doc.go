@@ -2,7 +2,7 @@
 // instances with their history, bookmarks, timers and leases, the stimulus
 // queue, workflow definitions and plugin metadata — as one interface,
 // [Store], with two implementations: internal/store/embedded (embedded, one
-// bbolt file) and the Redis store of the cluster mode. Both run the
+// Pebble directory) and the Redis store of the cluster mode. Both run the
 // conformance suite internal/store/storetest, which states the contract as
 // tests. The errors it names (ErrNotFound, ErrConflict, ErrFenced,
 // ErrExists, ErrInUse, ErrInvalid, ErrClosed, ErrUnavailable) are the

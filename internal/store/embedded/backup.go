@@ -148,7 +148,7 @@ func CheckFile(path string) (err error) {
 		if m == nil {
 			return fmt.Errorf("embedded: check %s: not a weft store: it has no %s bucket", path, bMeta)
 		}
-		if v := string(m.Get([]byte("schema"))); v != schemaVersion {
+		if v := string(m.Get([]byte("schema"))); !readableSchema(v) {
 			return fmt.Errorf("embedded: check %s: schema version %q, this build reads %q", path, v, schemaVersion)
 		}
 		// Read to the end: Check's goroutine waits on every error it

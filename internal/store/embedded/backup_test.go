@@ -85,7 +85,7 @@ func testBackup(t *testing.T, e embedded.Engine) {
 	if err := embedded.CheckFile(copyPath); err != nil {
 		t.Fatal(err)
 	}
-	c := open(t, copyPath, nil)
+	c := openBoltFile(t, copyPath, nil)
 	items, _, err := c.ListInstances(t.Context(), weft.InstanceFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestSpooledBackupHoldsNoWrites(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "weft.db")
-	s := open(t, path, nil)
+	s := openBoltFile(t, path, nil)
 	big := json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 1<<20)))
 	create := func(id string) error {
 		_, err := s.Commit(t.Context(), store.Commit{Instance: &weft.Instance{ID: id, Workflow: "w", Status: weft.StatusPending, Input: big}})
@@ -201,7 +201,7 @@ func TestSpooledBackupHoldsNoWrites(t *testing.T) {
 	if err := os.WriteFile(copyPath, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := open(t, copyPath, nil)
+	c := openBoltFile(t, copyPath, nil)
 	items, _, err := c.ListInstances(t.Context(), weft.InstanceFilter{Limit: 100})
 	if err != nil || len(items) != 1 || items[0].ID != "before" {
 		t.Fatalf("the backup holds %v, %v; want only the instance written before it", items, err)
@@ -214,7 +214,7 @@ func TestSpooledBackupHoldsNoWrites(t *testing.T) {
 	if err := os.WriteFile(stray, []byte("half a copy"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	open(t, path, nil)
+	openBoltFile(t, path, nil)
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {
 		t.Errorf("Open left the crash's copy %s: %v", stray, err)
 	}

@@ -1,6 +1,7 @@
-// Package embedded is the embedded [store.Store]: one bbolt file
-// (go.etcd.io/bbolt) or one Pebble directory (github.com/cockroachdb/pebble)
-// in the data directory, no other service. Config.Engine chooses; the
+// Package embedded is the embedded [store.Store]: one Pebble directory
+// (github.com/cockroachdb/pebble) in the data directory, no other service;
+// or one bbolt file (go.etcd.io/bbolt), the store of earlier versions, kept
+// for migrating it and as the format of backups. Config.Engine chooses; the
 // store's logic, keys and values are the same on both (see "Engines").
 //
 // # Engines
@@ -17,42 +18,52 @@
 //     1, 10 and 50 writers. Reads run on a snapshot; writes, one at a
 //     time (as on bbolt), in an indexed batch that reads its own writes,
 //     committed with pebble.Sync.
-//   - EngineBolt (kvbolt.go): one bbolt file, as the store always was. A
-//     bbolt commit is two fdatasyncs (the pages, then the meta page)
-//     whatever its options. It stays to read the files of older builds
-//     (Migrate copies one into a Pebble directory), as the format of
-//     backups on both engines (Backup, CheckFile), and as
-//     Config.Engine's default until the node chooses Pebble.
+//   - EngineBolt (kvbolt.go): one bbolt file, as the store was until
+//     issue 40. A bbolt commit is two fdatasyncs (the pages, then the meta
+//     page) whatever its options. It stays to read the files of older
+//     builds (Migrate copies one into a Pebble directory; the node does so
+//     at its start, host/node's "Data directory") and as the format of
+//     backups on both engines (Backup, CheckFile).
+//
+// EnginePebble is Config.Engine's default.
 //
 // What follows holds on both engines, but where it names bbolt's own
 // mechanics (its pages, its meta page, its file lock, its panics): those
 // are EngineBolt's, and "Files" says what differs on Pebble.
 //
-// # Why bbolt, not SQLite
+// # Why Pebble (and bbolt before it), not SQLite
 //
-// The host is pure Go (it builds with CGO_ENABLED=0), which leaves two
-// embedded databases: modernc.org/sqlite in WAL mode, or go.etcd.io/bbolt.
-// We chose bbolt because:
+// The host is pure Go (it builds with CGO_ENABLED=0), which left two
+// embedded databases at first: modernc.org/sqlite in WAL mode, or
+// go.etcd.io/bbolt. The store was bbolt until issue 40, because:
 //
-//   - Group commit is built in: DB.Batch coalesces concurrent writers into
-//     one transaction and one fsync (the store runs the same batching on
-//     its own goroutines, see "Corrupt pages" below). Durable acknowledgements at thousands
-//     per second need exactly that (measured: about 17,800 durable 1 KiB
-//     writes/s from 50 writers, against about 400/s from one writer, since
-//     each commit costs fsyncs of about 156 µs). With SQLite we would write
-//     the batching ourselves around a single writer connection.
+//   - Group commit fits it: concurrent writers share one transaction and
+//     one fsync (the store batches on its own goroutines, see "Corrupt
+//     pages" below). Durable acknowledgements at thousands per second
+//     need exactly that; with SQLite we would write the batching
+//     ourselves around a single writer connection.
 //   - The store's access paths are all key-range scans we design anyway:
 //     an instance by id, history by (instance, seq), timers by due time,
-//     bookmarks by (event, key), leases by expiry. Ordered byte keys express
-//     them directly; a query planner adds nothing.
-//   - It is small, pure Go, with one file and no background threads, and
-//     its behaviour on crash (copy-on-write pages, two fsyncs per commit)
-//     is simple to reason about. modernc's SQLite is transpiled C: larger,
-//     and slower per statement.
+//     bookmarks by (event, key), leases by expiry. Ordered byte keys
+//     express them directly; a query planner adds nothing.
+//   - It is small, pure Go, one file with no background threads, and its
+//     behaviour on crash (copy-on-write pages) is simple to reason about.
+//     modernc's SQLite is transpiled C: larger, and slower per statement.
 //
-// What we give up: ad-hoc queries for operators (the HTTP API lists and
-// filters instead) and concurrent writers (bbolt has one writer at a time;
-// batching makes that the right shape for fsync-bound work).
+// Pebble keeps all of that (ordered byte keys, pure Go, one writer at a
+// time in the store) and costs less a commit: one fdatasync of its WAL,
+// where bbolt's commit is two fdatasyncs plus the pages it rewrites,
+// whatever its options, and its commit pipeline groups the synced batches
+// of concurrent writers. Issue 40 measured it (BENCHMARKS.md, "The
+// embedded store's commit: bbolt settings and Pebble"): its durable
+// commits ran 2.6, 4 and 6 times as many a second as the store's create on
+// bbolt, at 1, 10 and 50 writers; it is the store since. What it costs: a directory of files and background flushes and
+// compactions, where bbolt had one file.
+//
+// What we give up, on both: ad-hoc queries for operators (the HTTP API
+// lists and filters instead) and concurrent writers (one write
+// transaction at a time; batching makes that the right shape for
+// fsync-bound work).
 //
 // # Durability and group commit
 //
@@ -219,6 +230,12 @@
 // as it begins, and Open removes one that a crash left, as on bbolt.
 //
 // # Corrupt pages
+//
+// On Pebble, a block whose checksum fails is an error marked as Pebble's
+// corruption; one that fails a write transaction breaks the store as
+// below. (Pebble also reports it to its DataCorruption event, whose
+// default handler, while kvpebble.go sets none, calls Logger.Fatalf: the
+// process exits, logging the file.) The rest of this section is bbolt's.
 //
 // A write meets a corrupt page in its own reads or in bbolt's commit (a
 // rebalance reading a sibling page, a freelist that frees a page twice).

@@ -19,7 +19,7 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "weft")
 	defer os.RemoveAll(dir)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	st, err := embedded.Open(filepath.Join(dir, "weft.db"), embedded.Config{Now: func() time.Time { return now }})
+	st, err := embedded.Open(filepath.Join(dir, "store"), embedded.Config{Now: func() time.Time { return now }})
 	if err != nil {
 		panic(err)
 	}

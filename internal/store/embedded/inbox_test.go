@@ -48,7 +48,7 @@ func testCommitSendsToItself(t *testing.T, e embedded.Engine) {
 func TestOpenAddsInbox(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "weft.db")
-	s := open(t, path, nil)
+	s := openBoltFile(t, path, nil)
 	if _, err := s.Commit(t.Context(), store.Commit{Instance: &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusPending}}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestOpenAddsInbox(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s = open(t, path, nil)
+	s = openBoltFile(t, path, nil)
 	if _, err := s.Deliver(t.Context(), nil, []weft.Message{{InstanceID: "i", ID: "m", Kind: "cancel"}}); err != nil {
 		t.Fatal(err)
 	}

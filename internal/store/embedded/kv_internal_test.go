@@ -300,14 +300,14 @@ func TestPebbleNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.update(func(tx kvTx) error { return tx.Bucket(bMeta).Put([]byte("schema"), []byte("2")) }); err != nil {
+	if err := s.db.update(func(tx kvTx) error { return tx.Bucket(bMeta).Put([]byte("schema"), []byte("3")) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(path, Config{Engine: EnginePebble}); err == nil ||
-		!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `schema version "2"`) {
+		!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `schema version "3"`) {
 		t.Errorf("Open of a newer schema: %v", err)
 	}
 }

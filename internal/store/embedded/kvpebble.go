@@ -135,6 +135,12 @@ func openPebble(path string, cfg Config) (_ *pebbleEngine, err error) {
 		FormatMajorVersion: format,
 		Logger:             pebbleLogger{log: log, exit: os.Exit},
 		Lock:               lock,
+		// A corrupt block fails the read or write that found it (the
+		// store breaks on a write, as on bbolt) instead of Pebble's
+		// default, Fatalf: a process exit on any read of it.
+		EventListener: &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
+			log.Error("pebble: " + info.String())
+		}},
 	})
 	if err != nil {
 		cache.Unref()

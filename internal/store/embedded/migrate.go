@@ -43,6 +43,24 @@ func Migrate(from, to string, cfg Config) (err error) {
 		return err
 	}
 	fail := func(err error) error { return fmt.Errorf("embedded: migrate %s to %s: %w", from, to, err) }
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		return fail(err)
+	}
+	// One migration at a time into to: two hosts started at once on one
+	// data directory would otherwise remove each other's to+".migrating".
+	// The lock's directory goes once the migration ends; one that waited
+	// on it then finds to made, and refuses.
+	lockDir := to + migratingSuffix + ".lock"
+	if err := os.MkdirAll(lockDir, 0o700); err != nil {
+		return fail(err)
+	}
+	lock, err := lockPebble(lockDir, cfg.OpenTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	defer func() {
+		err = errors.Join(err, lock.Close(), os.RemoveAll(lockDir))
+	}()
 	if _, err := os.Lstat(to); err == nil {
 		return fail(errors.New("the destination exists"))
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -62,9 +80,6 @@ func Migrate(from, to string, cfg Config) (err error) {
 		cfg.Logger.Warn("embedded: removing a migration a crash left", "dir", tmp)
 	}
 	if err := os.RemoveAll(tmp); err != nil {
-		return fail(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
 		return fail(err)
 	}
 	dst, err := openPebble(tmp, cfg)

@@ -232,7 +232,7 @@ func TestMigrate(t *testing.T) {
 	dir := t.TempDir()
 	from, to := filepath.Join(dir, "weft.db"), filepath.Join(dir, "pebble", "weft")
 	clock := storetest.NewClock(storetest.Epoch)
-	s, err := embedded.Open(from, embedded.Config{Now: clock.Now})
+	s, err := embedded.Open(from, embedded.Config{Engine: embedded.EngineBolt, Now: clock.Now})
 	must(t, "Open", err)
 	fill(t, s, clock)
 	want := dump(t, s)
@@ -311,7 +311,7 @@ func TestMigrateRefuses(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	from := filepath.Join(dir, "weft.db")
-	s := open(t, from, nil)
+	s := openBoltFile(t, from, nil)
 	_, err := s.Commit(t.Context(), store.Commit{Instance: &weft.Instance{ID: "i", Workflow: "w", Status: weft.StatusPending}})
 	must(t, "Commit", err)
 	must(t, "Close", s.Close())
@@ -359,7 +359,7 @@ func TestMigrateRefuses(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte("schema"), []byte("2"))
+		return b.Put([]byte("schema"), []byte("3"))
 	}))
 	must(t, "bolt Close", db.Close())
 	text := filepath.Join(dir, "text.db")
@@ -386,7 +386,7 @@ func TestMigrateRefuses(t *testing.T) {
 		{"text", text, "invalid"},
 		{"another program's", other, "not a weft store"},
 		{"an empty bbolt file", empty, "not a weft store"},
-		{"newer schema", newer, `schema version "2"`},
+		{"newer schema", newer, `schema version "3"`},
 		{"corrupt data pages", corrupt, ""},
 		{"a directory", dir, "a directory"},
 	} {
@@ -411,7 +411,7 @@ func TestMigrateRefuses(t *testing.T) {
 func TestMigrateLockedSource(t *testing.T) {
 	t.Parallel()
 	from := filepath.Join(t.TempDir(), "weft.db")
-	open(t, from, nil)
+	openBoltFile(t, from, nil)
 	to := filepath.Join(t.TempDir(), "weft")
 	err := embedded.Migrate(from, to, embedded.Config{OpenTimeout: 50 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), from) || !strings.Contains(err.Error(), "locked by another process") {

@@ -100,7 +100,7 @@ func TestPebbleRefusesBadDirectories(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	boltFile := filepath.Join(dir, "bolt.db")
-	s, err := embedded.Open(boltFile, embedded.Config{})
+	s, err := embedded.Open(boltFile, embedded.Config{Engine: embedded.EngineBolt})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,11 @@ package embedded
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -116,4 +119,67 @@ func FuzzSplitInst(f *testing.F) {
 		}
 		_, _ = decodeInst("i", raw, true) // an error or a record, never a panic
 	})
+}
+
+// TestSchemaOneOpens: a store of schema version 1 (every instance record
+// JSON) opens, on either engine: its records read as they are, Open marks
+// it version 2, and the next commit of an instance frames its record.
+func TestSchemaOneOpens(t *testing.T) {
+	t.Parallel()
+	for _, e := range []Engine{EngineBolt, EnginePebble} {
+		t.Run(string(e), func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "store")
+			ctx := context.Background()
+			s, err := Open(path, Config{Engine: e, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			old := instRecord{Instance: weft.Instance{ID: "i1", Workflow: "w", Version: 1, Status: weft.StatusRunning, Rev: 1,
+				Input: json.RawMessage(`{"a":1}`), CreatedAt: time.Unix(0, 0).UTC(), UpdatedAt: time.Unix(0, 0).UTC()}}
+			if err := s.db.update(func(tx kvTx) error {
+				raw, err := json.Marshal(old) // as version 1 wrote it
+				if err != nil {
+					return err
+				}
+				if err := tx.Bucket(bInst).Put([]byte("i1"), raw); err != nil {
+					return err
+				}
+				return tx.Bucket(bMeta).Put([]byte("schema"), []byte("1"))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Open(path, Config{Engine: e, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+				t.Fatalf("opening a store of schema 1: %v", err)
+			}
+			defer func() {
+				if err := s.Close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			got, err := s.GetInstance(ctx, "i1")
+			if err != nil || string(got.Input) != `{"a":1}` {
+				t.Fatalf("GetInstance = %+v, %v", got, err)
+			}
+			var schema string
+			if err := s.db.view(func(tx kvTx) error { schema = string(tx.Bucket(bMeta).Get([]byte("schema"))); return nil }); err != nil || schema != schemaVersion {
+				t.Errorf("schema after Open = %q, %v; want %q", schema, err, schemaVersion)
+			}
+			got.Status = weft.StatusCompleted
+			got.Output = json.RawMessage(`"done"`)
+			if _, err := s.Commit(ctx, store.Commit{Instance: got, Fence: got.Fence}); err != nil {
+				t.Fatal(err)
+			}
+			var raw []byte
+			if err := s.db.view(func(tx kvTx) error { raw = bytes.Clone(tx.Bucket(bInst).Get([]byte("i1"))); return nil }); err != nil || len(raw) == 0 || raw[0] != instFramed {
+				t.Errorf("record after a commit: %q, %v; want framed", raw, err)
+			}
+			if again, err := s.GetInstance(ctx, "i1"); err != nil || string(again.Output) != `"done"` || string(again.Input) != `{"a":1}` {
+				t.Errorf("after the commit: %+v, %v", again, err)
+			}
+		})
+	}
 }

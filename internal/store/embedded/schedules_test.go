@@ -140,7 +140,7 @@ func testScheduleNotJSON(t *testing.T, e embedded.Engine) {
 func TestOpenAddsSchedules(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "weft.db")
-	if err := open(t, path, nil).Close(); err != nil {
+	if err := openBoltFile(t, path, nil).Close(); err != nil {
 		t.Fatal(err)
 	}
 	db, err := bolt.Open(path, 0o600, nil)
@@ -162,7 +162,7 @@ func TestOpenAddsSchedules(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := open(t, path, nil)
+	s := openBoltFile(t, path, nil)
 	ctx := t.Context()
 	sc := schedule("s")
 	sc.Wake = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

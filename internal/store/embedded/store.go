@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
@@ -52,7 +53,8 @@ type Config struct {
 
 	// Engine is the key-value engine Open uses at its path: EngineBolt (a
 	// bbolt file) or EnginePebble (a Pebble directory). See "Engines" in
-	// the package documentation. Defaults to EngineBolt.
+	// the package documentation. Defaults to EnginePebble, the host's
+	// store; EngineBolt opens the files of older builds and backups.
 	Engine Engine
 }
 
@@ -101,7 +103,7 @@ func (c Config) WithDefaults() Config {
 		c.DeadLetterRetention = DefaultDeadLetterRetention
 	}
 	if c.Engine == "" {
-		c.Engine = EngineBolt
+		c.Engine = EnginePebble
 	}
 	return c
 }
@@ -131,7 +133,15 @@ func (c Config) validate() error {
 // DeleteAfter, and instances written before search attributes have none,
 // so an empty index is what such a file implies. The index of tapes by
 // plugin is the exception: Open fills it from the tapes it finds.)
-const schemaVersion = "1"
+//
+// Version 2 frames instance records (record.go): a build that reads only
+// version 1 would find them corrupt, so it refuses the store (a backup of
+// this build included) at Open. A store of version 1 opens here: its
+// records are all JSON, read as they are, and Open marks it version 2.
+const schemaVersion = "2"
+
+// readableSchema reports whether this build reads a store of version v.
+func readableSchema(v string) bool { return v == schemaVersion || v == "1" }
 
 // Bucket names. See doc.go for the layout.
 var (
@@ -196,11 +206,13 @@ var (
 
 // ErrBroken is matched by the errors of writes to a store that a write
 // found corrupt: bbolt panicked on a page of the file, in the write or in
-// its commit (on Pebble: a write panicked). That write and every later one
-// fail (Err says why); reads go on where the pages they meet are sound.
-// Nothing acknowledged is lost: a failed commit writes no meta page (on
-// Pebble, no batch). Restore the file from a backup, or repair it offline
-// (`bbolt check`, `bbolt compact`), and restart.
+// its commit; on Pebble, a write read a block whose checksum fails (an
+// error marked as Pebble's corruption) or panicked. That write and every
+// later one fail (Err says why); reads go on where the pages (blocks) they
+// meet are sound. Nothing acknowledged is lost: a failed commit writes no
+// meta page (on Pebble, no batch). Restore the store from a backup (on
+// bbolt, or repair the file offline: `bbolt check`, `bbolt compact`), and
+// restart.
 var ErrBroken = errors.New("corrupt store file, writes refused")
 
 // Store is the embedded: one bbolt file, or one Pebble directory
@@ -216,7 +228,7 @@ type Store struct {
 	catalog catalogCache
 
 	mu     sync.Mutex
-	broken error // the first panic of a write, wrapping ErrBroken
+	broken error // the first corruption a write met, wrapping ErrBroken
 	// held: a panic left bbolt's writer lock held (it escaped the
 	// rollback that releases it), so that closing the file would wait
 	// for it forever. Never on Pebble, whose writer lock is the engine's
@@ -227,8 +239,8 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // Open opens the store at path, creating it (and its directory) when
-// missing: with EngineBolt (the default) the bbolt file at path, with
-// EnginePebble the Pebble directory at path.
+// missing: with EnginePebble (the default) the Pebble directory at path,
+// with EngineBolt the bbolt file at path.
 //
 // # Errors
 //
@@ -312,7 +324,7 @@ func initSchema(db kvEngine) (err error) {
 // a store or nothing.
 func checkSchema(tx kvTx) error {
 	if m := tx.Bucket(bMeta); m != nil {
-		if v := string(m.Get([]byte("schema"))); v != schemaVersion {
+		if v := string(m.Get([]byte("schema"))); !readableSchema(v) {
 			return fmt.Errorf("schema version %q, this build reads %q", v, schemaVersion)
 		}
 	} else if tx.Bucket(bInst) == nil && len(bucketNames(tx)) > 0 {
@@ -408,8 +420,10 @@ func (s *Store) write(ctx context.Context, fn func(tx kvTx) error) error {
 // update runs fn in one read-write transaction, on this goroutine. bbolt
 // panics on some corrupt pages, in fn or in the commit: update turns that
 // (or any panic of a write) into an error naming the file, and breaks the
-// store, which refuses every write from then on. A store that is broken
-// already refuses fn.
+// store, which refuses every write from then on. It breaks it as well when
+// the transaction fails on data Pebble finds corrupt (a block's checksum):
+// a store known damaged takes no more writes, on either engine. A store
+// that is broken already refuses fn.
 func (s *Store) update(fn func(kvTx) error) (err error) {
 	if err := s.Err(); err != nil {
 		return err
@@ -423,16 +437,20 @@ func (s *Store) update(fn func(kvTx) error) (err error) {
 	// A corrupt page can point outside the file's mapping: make that
 	// fault a panic, recovered above, not a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.db.update(func(t kvTx) error {
+	err = s.db.update(func(t kvTx) error {
 		tx = t
 		return fn(t)
 	})
+	if err != nil && pebble.IsCorruptionError(err) {
+		return s.breakDown(err, false)
+	}
+	return err
 }
 
-// breakDown records the panic r of a write, and whether it left the writer
-// lock held, and returns its error.
+// breakDown records the panic r of a write (or the corruption error it
+// met), and whether it left the writer lock held, and returns its error.
 func (s *Store) breakDown(r any, held bool) error {
-	err := fmt.Errorf("embedded: %s: %w: a write met a corrupt page: %v", s.path, ErrBroken, r)
+	err := fmt.Errorf("embedded: %s: %w: a write met corrupt data: %v", s.path, ErrBroken, r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.held = s.held || held

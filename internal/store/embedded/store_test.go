@@ -22,10 +22,11 @@ import (
 	"github.com/weftworks/weft/internal/store/storetest"
 )
 
-// open opens a store at path with clock now, closed when t ends.
-func open(t *testing.T, path string, now func() time.Time) *embedded.Store {
+// openBoltFile opens the bbolt store file at path (EngineBolt: a file of an
+// older build, a backup) with clock now, closed when t ends.
+func openBoltFile(t *testing.T, path string, now func() time.Time) *embedded.Store {
 	t.Helper()
-	s, err := embedded.Open(path, embedded.Config{Now: now})
+	s, err := embedded.Open(path, embedded.Config{Now: now, Engine: embedded.EngineBolt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 		return p
 	}
 	valid := filepath.Join(dir, "valid.db")
-	s, err := embedded.Open(valid, embedded.Config{})
+	s, err := embedded.Open(valid, embedded.Config{Engine: embedded.EngineBolt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +108,12 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return b.Put([]byte("schema"), []byte("2"))
-		}), `schema version "2"`},
+			return b.Put([]byte("schema"), []byte("3"))
+		}), `schema version "3"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := embedded.Open(tt.path, embedded.Config{})
+			s, err := embedded.Open(tt.path, embedded.Config{Engine: embedded.EngineBolt})
 			if err == nil {
 				_ = s.Close()
 				t.Fatalf("Open(%s) succeeded", tt.path)
@@ -159,7 +160,7 @@ func TestConfig(t *testing.T) {
 	if d.Logger == nil || d.Now == nil ||
 		d.MaxBatchSize != embedded.DefaultMaxBatchSize || d.OpenTimeout != embedded.DefaultOpenTimeout ||
 		d.DeliveredRetention != embedded.DefaultDeliveredRetention || d.DeadLetterRetention != embedded.DefaultDeadLetterRetention ||
-		d.Engine != embedded.EngineBolt {
+		d.Engine != embedded.EnginePebble {
 		t.Errorf("defaults = %+v", d)
 	}
 	tests := []struct {
@@ -317,7 +318,7 @@ func TestCorruptDataPages(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "weft.db")
-			s, err := embedded.Open(path, embedded.Config{})
+			s, err := embedded.Open(path, embedded.Config{Engine: embedded.EngineBolt})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -339,7 +340,7 @@ func TestCorruptDataPages(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			s, err = embedded.Open(path, embedded.Config{})
+			s, err = embedded.Open(path, embedded.Config{Engine: embedded.EngineBolt})
 			if err != nil {
 				t.Logf("Open: %v", err)
 				if !strings.Contains(err.Error(), path) {

@@ -23,7 +23,7 @@ func TestTapeIndexOfOlderFile(t *testing.T) {
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	open := func() *Store {
 		t.Helper()
-		s, err := Open(path, Config{Now: func() time.Time { return now }})
+		s, err := Open(path, Config{Engine: EngineBolt, Now: func() time.Time { return now }})
 		if err != nil {
 			t.Fatal(err)
 		}
