@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -23,6 +22,7 @@ import (
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/logtest"
 	"github.com/weftworks/weft/internal/store/embedded"
+	"github.com/weftworks/weft/internal/store/embedded/embeddedtest"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/plugins"
 )
@@ -294,7 +294,7 @@ func TestReadyReportsACorruptStore(t *testing.T) {
 	_, _, stop := open(t, config(dir))
 	stop()
 	storeDir := filepath.Join(dir, "store")
-	corruptTable(t, storeDir, []byte(marker))
+	embeddedtest.CorruptTable(t, storeDir, []byte(marker))
 
 	cfg := config(dir)
 	cfg.Plugins.CacheDir = testplugins.CacheDir(t)
@@ -313,43 +313,6 @@ func TestReadyReportsACorruptStore(t *testing.T) {
 	err = n.Ready(ctx)
 	if !errors.Is(err, embedded.ErrBroken) || !strings.Contains(err.Error(), storeDir) {
 		t.Fatalf("Ready after the write failed: %v, want embedded.ErrBroken naming %s", err, storeDir)
-	}
-}
-
-// corruptTable flips the bytes of marker in the one table of the Pebble
-// store in dir that holds it, so that the checksum of its block fails. The
-// marker must share no four bytes with the rest of the store: Pebble
-// compresses blocks with Snappy, which copies repeats of four bytes or
-// more. It fails the test unless exactly one table holds marker, once.
-func corruptTable(t *testing.T, dir string, marker []byte) {
-	t.Helper()
-	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := 0
-	for _, table := range tables {
-		data, err := os.ReadFile(table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := bytes.Index(data, marker)
-		if i < 0 {
-			continue
-		}
-		if bytes.Count(data, marker) != 1 {
-			t.Fatalf("%s holds %q more than once", table, marker)
-		}
-		found++
-		for j := range marker {
-			data[i+j] ^= 0xFF
-		}
-		if err := os.WriteFile(table, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if found != 1 {
-		t.Fatalf("%d tables of %s (%v) hold %q, want 1", found, dir, tables, marker)
 	}
 }
 

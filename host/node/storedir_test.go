@@ -68,7 +68,7 @@ func legacyDataDir(t *testing.T, dir string, kit weft.PluginRecord, instances in
 	}
 	for i := range instances {
 		// Hex digits, so that a table's compression keeps marker as it
-		// is (see corruptTable).
+		// is (see embeddedtest.CorruptTable).
 		pad := make([]byte, 150)
 		for j := range pad {
 			pad[j] = "0123456789abcdef"[(i*7919+j*104729+j*j)%16]

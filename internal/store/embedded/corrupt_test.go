@@ -1,7 +1,6 @@
 package embedded_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/store/embedded"
+	"github.com/weftworks/weft/internal/store/embedded/embeddedtest"
 )
 
 // Page layout of a bbolt file (go.etcd.io/bbolt/internal/common): a header
@@ -220,7 +220,7 @@ func TestCorruptBlockOnPebbleWrite(t *testing.T) {
 	path := filepath.Join(dir, "weft")
 	ids := pebbleInstances(t, path, 120, 60)
 	victim := ids[60]
-	corruptPebbleBlock(t, path, []byte(pebbleMarker))
+	embeddedtest.CorruptTable(t, path, []byte(pebbleMarker))
 
 	s, err := embedded.Open(path, embedded.Config{Engine: embedded.EnginePebble, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -288,39 +288,4 @@ func pebbleInstances(t *testing.T, path string, n, marked int) []string {
 		t.Fatal(err)
 	}
 	return ids
-}
-
-// corruptPebbleBlock flips the bytes of marker in the one table of the
-// Pebble store at dir that holds it, so that the checksum of its block
-// fails. It fails the test unless exactly one table holds the marker once.
-func corruptPebbleBlock(t *testing.T, dir string, marker []byte) {
-	t.Helper()
-	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := 0
-	for _, table := range tables {
-		data, err := os.ReadFile(table)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := bytes.Index(data, marker)
-		if i < 0 {
-			continue
-		}
-		if bytes.Count(data, marker) != 1 {
-			t.Fatalf("%s holds %q more than once", table, marker)
-		}
-		found++
-		for j := range marker {
-			data[i+j] ^= 0xFF
-		}
-		if err := os.WriteFile(table, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if found != 1 {
-		t.Fatalf("%d tables of %s (%v) hold %q, want 1", found, dir, tables, marker)
-	}
 }
