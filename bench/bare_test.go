@@ -157,6 +157,9 @@ func (bb *bare) instantiateHostModule(ctx context.Context, rt wazero.Runtime, h 
 	fn(abi.ImportInfo, no, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	fn(abi.ImportLastHeartbeat, notFound, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	fn(abi.ImportConfig, notFound, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32})
+	// The kit imports secret (it reads one in an activity these benchmarks
+	// do not call): a bare host must provide every import to instantiate.
+	fn(abi.ImportSecret, notFound, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32})
 	if h != nil {
 		h.export(fn)
 	}
