@@ -213,9 +213,6 @@ func TestCorruptPageOnWrite(t *testing.T) {
 // reads of sound blocks go on.
 func TestCorruptBlockOnPebbleWrite(t *testing.T) {
 	t.Parallel()
-	// TODO(issue 40): remove once kvpebble.go sets a DataCorruption event
-	// listener that logs: Pebble's default calls Logger.Fatalf, which
-	// exits the process at the first corrupt block a read meets.
 	dir := t.TempDir()
 	path := filepath.Join(dir, "weft")
 	ids := pebbleInstances(t, path, 120, 60)
