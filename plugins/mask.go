@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/plugins/call"
 )
 
@@ -123,11 +124,7 @@ func secretForms(values ...[]string) []string {
 			if q, err := json.Marshal(v); err == nil {
 				add(string(q[1 : len(q)-1]))
 			}
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(false)
-			if enc.Encode(v) == nil {
-				q := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+			if q, err := jsonv.Marshal(v); err == nil {
 				add(string(q[1 : len(q)-1]))
 			}
 			q := strconv.Quote(v)

@@ -16,6 +16,7 @@ import (
 	"github.com/weftworks/weft/abi"
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/definition"
+	"github.com/weftworks/weft/internal/jsonv"
 	"github.com/weftworks/weft/internal/query"
 )
 
@@ -612,19 +613,7 @@ func normalPayload(raw json.RawMessage) (json.RawMessage, error) {
 	if err := dec.Decode(&x); err != nil {
 		return nil, err
 	}
-	return marshal(x)
-}
-
-// marshal is json.Marshal without the escapes of <, > and & that HTML
-// needs and a document does not, so that a stored query reads as written.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return jsonv.Marshal(x)
 }
 
 // join is the path of key under path.
@@ -678,7 +667,7 @@ func (d *Document) Canonical() []byte {
 	if a.Event != "" || a.Key != "" || a.Payload != nil || a.ToVersion != 0 || len(a.Plugins) > 0 || a.Retry || a.Resume || a.Step != "" {
 		doc.Args = &a
 	}
-	b, err := marshal(doc)
+	b, err := jsonv.Marshal(doc)
 	if err != nil {
 		// Every value above is one JSON can hold: a string, a finite
 		// number, a bool, a compacted valid JSON value.

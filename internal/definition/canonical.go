@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/jsonv"
 )
 
 // Canonical returns the definition's canonical encoding: the model written
@@ -14,7 +15,7 @@ import (
 // (expressions unevaluated).
 // Parse accepts it and yields an equal definition. Hash hashes it.
 func (d *Definition) Canonical() []byte {
-	b, err := encodeJSON(d.canonical())
+	b, err := jsonv.Marshal(d.canonical())
 	if err != nil {
 		// Every leaf is a string, bool, int, float64 or nil from the source,
 		// and non-finite floats are refused when parsing.

@@ -1,8 +1,6 @@
 package definition
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -109,7 +107,7 @@ func (v Value) IsConst() bool {
 }
 
 // MarshalJSON encodes the value's source form.
-func (v Value) MarshalJSON() ([]byte, error) { return encodeJSON(v.src) }
+func (v Value) MarshalJSON() ([]byte, error) { return jsonv.Marshal(v.src) }
 
 // Eval evaluates the value against env. Maps and lists are built afresh on
 // every call, so the caller may modify the result. A value that is a whole
@@ -202,7 +200,7 @@ func sourceString(src any) string {
 	if s, ok := src.(string); ok {
 		return s
 	}
-	b, _ := encodeJSON(src)
+	b, _ := jsonv.Marshal(src)
 	return string(b)
 }
 
@@ -320,7 +318,7 @@ func unencodable(x any, at string) (what, where string) {
 	}
 	// Anything else expr may yield (a time, a duration, a typed slice):
 	// encodable or not as encoding/json says.
-	if _, err := encodeJSON(x); err != nil {
+	if _, err := jsonv.Marshal(x); err != nil {
 		return fmt.Sprintf("a %T that does not encode (%v)", x, err), at
 	}
 	return "", ""
@@ -432,7 +430,7 @@ func stringify(x any) string {
 	case float32:
 		return formatFloat(float64(x))
 	}
-	if b, err := encodeJSON(x); err == nil {
+	if b, err := jsonv.Marshal(x); err == nil {
 		return string(b)
 	}
 	return fmt.Sprint(x)
@@ -446,18 +444,6 @@ func formatFloat(f float64) string {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-// encodeJSON is json.Marshal without HTML escaping and without the trailing
-// newline. Maps are encoded with sorted keys.
-func encodeJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // compiler compiles values and collects problems.

@@ -655,7 +655,7 @@ func (x *execution) pollQueued() (int, error) {
 			continue
 		}
 		s := pending[0]
-		payload, err := decodeAny(s.Payload)
+		payload, err := payloadValue(s.Payload)
 		if err != nil {
 			return n, fmt.Errorf("instance %s: the payload of queued stimulus %s: %w", x.inst.ID, s.ID, err)
 		}

@@ -61,7 +61,7 @@ type inboxEntry struct {
 func decodeMessage(m weft.Message) (inboxEntry, error) {
 	switch m.Kind {
 	case weft.MessageStimulus:
-		payload, err := decodeAny(m.Payload)
+		payload, err := payloadValue(m.Payload)
 		if err != nil {
 			return inboxEntry{}, fmt.Errorf("inbox message %s: the stimulus payload: %w", m.ID, err)
 		}
@@ -126,7 +126,7 @@ func childInput(m weft.Message) runner.Input {
 		return corrupt(err)
 	}
 	if end.Status == string(weft.StatusCompleted) {
-		out, err := decodeAny(end.Output)
+		out, err := payloadValue(end.Output)
 		if err != nil {
 			return corrupt(fmt.Errorf("its output: %w", err))
 		}
@@ -147,9 +147,9 @@ func childInput(m weft.Message) runner.Input {
 	return runner.ChildFailed{Token: m.Token, Failure: f}
 }
 
-// decodeAny returns a JSON value as the runner takes it: none and null as
+// payloadValue returns a JSON value as the runner takes it: none and null as
 // nil, anything else as a document (*jsonv.Doc), checked but not decoded.
-func decodeAny(raw json.RawMessage) (any, error) {
+func payloadValue(raw json.RawMessage) (any, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}

@@ -39,7 +39,7 @@ func (e *Engine) Signal(ctx context.Context, s weft.Event) (*weft.SignalOutcome,
 	// The instance that receives it takes it as a document (checked, not
 	// decoded): a payload it could not take is refused here rather than
 	// left in an inbox it would block.
-	if _, err := decodeAny(payload); err != nil {
+	if _, err := payloadValue(payload); err != nil {
 		return nil, fmt.Errorf("%w: engine: event %s: the payload is not JSON: %v", weft.ErrInvalid, s.ID, err)
 	}
 	out := &weft.SignalOutcome{ID: s.ID, Resumed: []string{}, Started: []string{}}
