@@ -100,14 +100,18 @@
 // sequence (bbolt's Bucket.Sequence) as 8 big-endian bytes. Open writes
 // every bucket's with the schema, in one batch.
 //
-// Records are JSON (easy to inspect with bbolt's CLI); keys of indexes are
+// Records are JSON, but for an instance's (record.go): its JSON without
+// the instance's input, output and vars, then those three documents as
+// they are, each after its length, so that a commit neither scans nor
+// re-encodes them (schema version 2; a version-1 store's records are all
+// JSON, read as they are and framed by their next commit). Keys of indexes are
 // tuples encoded to sort as tuples: strings escaped (0x00 → 0x00 0xFF) and
 // terminated by 0x00 0x01, times as 8 big-endian bytes of Unix nanoseconds
 // with the sign bit flipped, numbers as 8 big-endian bytes. Every index is
 // updated in the transaction that changes what it indexes. Buckets:
 //
-//	meta                          schema → "1"
-//	instances                     id → instance (without State) + last history seq
+//	meta                          schema → "2"
+//	instances                     id → instance (without State) + last history seq, framed
 //	state                         id → State bytes
 //	history                       (id, seq) → event
 //	bookmarks                     (id, step, event, key) → bookmark

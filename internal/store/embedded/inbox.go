@@ -15,7 +15,7 @@ import (
 func inboxKey(id string, seq uint64) key     { return key(nil).str(id).u64(seq) }
 func inboxIDKey(id, msgID string) key        { return key(nil).str(id).str(msgID) }
 func inboxPrefix(id string) key              { return key(nil).str(id) }
-func instanceExists(tx kvTx, id string) bool { return tx.Bucket(bInst).Get([]byte(id)) != nil }
+func instanceExists(tx kvTx, id string) bool { return tx.Bucket(bInst).Has([]byte(id)) }
 
 // putMessages writes msgs to their instances' inboxes, in order. A message
 // for an instance that does not exist is dropped, and so is one whose ID

@@ -773,7 +773,7 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 	limit = weft.ClampLimit(limit)
 	var out []weft.HistoryEntry
 	err := s.read(ctx, func(tx kvTx) error {
-		if tx.Bucket(bInst).Get([]byte(id)) == nil {
+		if !tx.Bucket(bInst).Has([]byte(id)) {
 			return store.NotFound("instance %q", id)
 		}
 		prefix := key(nil).str(id)
@@ -794,7 +794,7 @@ func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit i
 func (s *Store) Bookmarks(ctx context.Context, id string) ([]weft.Bookmark, error) {
 	var out []weft.Bookmark
 	err := s.read(ctx, func(tx kvTx) error {
-		if tx.Bucket(bInst).Get([]byte(id)) == nil {
+		if !tx.Bucket(bInst).Has([]byte(id)) {
 			return store.NotFound("instance %q", id)
 		}
 		return scanJSON(tx.Bucket(bBookmarks), key(nil).str(id), 0, func(b weft.Bookmark) { out = append(out, b) })
@@ -815,7 +815,7 @@ func (s *Store) FindBookmarks(ctx context.Context, event, k string) ([]weft.Book
 func (s *Store) Timers(ctx context.Context, id string) ([]weft.Timer, error) {
 	var out []weft.Timer
 	err := s.read(ctx, func(tx kvTx) error {
-		if tx.Bucket(bInst).Get([]byte(id)) == nil {
+		if !tx.Bucket(bInst).Has([]byte(id)) {
 			return store.NotFound("instance %q", id)
 		}
 		return scanJSON(tx.Bucket(bTimers), key(nil).str(id), 0, func(t weft.Timer) { out = append(out, t) })
@@ -959,7 +959,7 @@ func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string
 func (s *Store) Heartbeats(ctx context.Context, id string) ([]store.Heartbeat, error) {
 	var out []store.Heartbeat
 	err := s.read(ctx, func(tx kvTx) error {
-		if tx.Bucket(bInst).Get([]byte(id)) == nil {
+		if !tx.Bucket(bInst).Has([]byte(id)) {
 			return store.NotFound("instance %q", id)
 		}
 		prefix := key(nil).str(id)

@@ -49,6 +49,9 @@ type kvTx interface {
 // must not modify; an existing key's value is never nil, even when empty.
 type kvBucket interface {
 	Get(key []byte) []byte
+	// Has reports whether key exists, without reading its value out
+	// (Pebble's Get copies it: an instance record may hold megabytes).
+	Has(key []byte) bool
 	Put(key, value []byte) error
 	// Delete deletes key; a missing key is no error.
 	Delete(key []byte) error

@@ -61,6 +61,9 @@ func TestKVSeam(t *testing.T) {
 			if got := a.Get([]byte("d")); string(got) != "ad" {
 				t.Errorf("a write transaction reads %q for its own write", got)
 			}
+			if !a.Has([]byte("d")) || !a.Has([]byte("empty")) || a.Has([]byte("c")) || b.Has([]byte("d")) {
+				t.Error("Has: want d and empty in a, c in neither, d not in b")
+			}
 			return nil
 		})
 		if err != nil {

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,6 +99,13 @@ func (t *boltTx) ForEachBucket(fn func(name []byte) error) error {
 func (t *boltTx) Writable() bool { return (*bolt.Tx)(t).Writable() }
 
 func (b *boltBucket) Get(key []byte) []byte { return (*bolt.Bucket)(b).Get(key) }
+
+// Has seeks rather than Gets: in a write transaction bbolt's Get answers
+// nil for a key just put with an empty value.
+func (b *boltBucket) Has(key []byte) bool {
+	k, _ := (*bolt.Bucket)(b).Cursor().Seek(key)
+	return k != nil && bytes.Equal(k, key)
+}
 
 func (b *boltBucket) Put(key, value []byte) error { return (*bolt.Bucket)(b).Put(key, value) }
 

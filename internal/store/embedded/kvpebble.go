@@ -496,6 +496,21 @@ type pebbleBucket struct {
 
 func (b *pebbleBucket) Get(key []byte) []byte { return b.t.get(b.t.key(b.r.lo, key)) }
 
+func (b *pebbleBucket) Has(key []byte) bool {
+	k := b.t.key(b.r.lo, key)
+	_, closer, err := b.t.r.Get(k)
+	if err != nil {
+		if !errors.Is(err, pebble.ErrNotFound) {
+			b.t.fail(fmt.Errorf("reading key %x: %w", k, err))
+		}
+		return false
+	}
+	if err := closer.Close(); err != nil {
+		b.t.fail(err)
+	}
+	return true
+}
+
 func (b *pebbleBucket) Put(key, value []byte) error {
 	if b.t.batch == nil {
 		return errReadOnly

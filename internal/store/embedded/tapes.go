@@ -36,10 +36,10 @@ func (s *Store) PutTape(ctx context.Context, rec weft.TapeRecord, data []byte) e
 	}
 	k := tapeKey(rec.Key)
 	return s.write(ctx, func(tx kvTx) error {
-		if tx.Bucket(bInst).Get([]byte(rec.Key.InstanceID)) == nil {
+		if !tx.Bucket(bInst).Has([]byte(rec.Key.InstanceID)) {
 			return refuse(store.NotFound("instance %q of tape %s", rec.Key.InstanceID, rec.Key))
 		}
-		if tx.Bucket(bTapes).Get(k) != nil {
+		if tx.Bucket(bTapes).Has(k) {
 			return nil // written before: a retry
 		}
 		r := rec
@@ -211,7 +211,7 @@ func (s *Store) ListTapes(ctx context.Context, id string) ([]weft.TapeRecord, er
 	var out []weft.TapeRecord
 	err := s.read(ctx, func(tx kvTx) error {
 		out = nil
-		if tx.Bucket(bInst).Get([]byte(id)) == nil {
+		if !tx.Bucket(bInst).Has([]byte(id)) {
 			return store.NotFound("instance %q", id)
 		}
 		prefix := key(nil).str(id)
