@@ -538,6 +538,16 @@ func (x *execution) settle(poll bool) (bool, error) {
 			f := x.inflight.attempts[r.token]
 			inv := f.inv
 			delete(x.inflight.attempts, r.token)
+			if x.ctx.Err() != nil {
+				// The node is stopping and this result may be the stop's
+				// own cancellation, picked before ctx.Done: it ends as the
+				// other attempts do (cancelAll), not as a failure.
+				x.e.renewer.forget(attemptItem(x.sched.key, r.token))
+				endStopped(f.span, r.err == nil)
+				x.cancelAll()
+				x.handBack()
+				return true, x.ctx.Err()
+			}
 			if s := inv.Slot; s != nil {
 				x.e.releaseStepSlot(x.ctx, x.logCtx, s.Key, s.Holder, s.Limit)
 			}
