@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -397,6 +398,9 @@ const ScheduleSteppers = 128
 // starts of the same fires find the instances this turn created.
 func (e *Engine) stepSchedule(ctx context.Context, s *weft.Schedule, statuses map[string]weft.Status) error {
 	id := s.ID
+	// The runs that tries whose write was lost started: their instances
+	// exist, so a later try's state tracks them (schedule.Adopt).
+	var started []schedule.Fire
 	for attempt := range scheduleWrites {
 		if attempt > 0 {
 			var err error
@@ -430,8 +434,11 @@ func (e *Engine) stepSchedule(ctx context.Context, s *weft.Schedule, statuses ma
 		}
 		now := e.cfg.Now()
 		d := schedule.Step(schedule.Input{ID: id, Calendar: doc.Calendar(), Policy: doc.Policy, State: st, Now: now, RunCheck: time.Second})
-		events, err := e.applySchedule(ctx, doc, &d)
+		events, ran, err := e.applySchedule(ctx, doc, &d)
 		if err != nil {
+			return err
+		}
+		if events, err = e.adoptRuns(doc, &d, started, ran, events, now); err != nil {
 			return err
 		}
 		if d.Paused != "" {
@@ -443,6 +450,7 @@ func (e *Engine) stepSchedule(ctx context.Context, s *weft.Schedule, statuses ma
 		s.Wake = d.Wake
 		_, err = e.store.UpdateSchedule(ctx, s, events)
 		if errors.Is(err, weft.ErrConflict) || errors.Is(err, weft.ErrNotFound) {
+			started = append(started, ran...)
 			continue // an operator's change came first: decide again
 		}
 		return err
@@ -450,10 +458,39 @@ func (e *Engine) stepSchedule(ctx context.Context, s *weft.Schedule, statuses ma
 	return fmt.Errorf("engine: schedule %s: %w: written by others %d times in a row", id, weft.ErrConflict, scheduleWrites)
 }
 
+// adoptRuns takes into d.State the runs of started (by earlier tries of
+// this step) that this try did not start again (ran), with an event for
+// each it had not tracked, and has the schedule stepped again soon, when
+// the runs' ends are looked at.
+func (e *Engine) adoptRuns(doc *schedule.Document, d *schedule.Decision, started, ran []schedule.Fire, events []weft.ScheduleEvent, now time.Time) ([]weft.ScheduleEvent, error) {
+	for _, f := range started {
+		if slices.ContainsFunc(ran, func(g schedule.Fire) bool { return g.Kind == f.Kind && g.Nominal.Equal(f.Nominal) }) {
+			continue
+		}
+		var ok bool
+		if d.State, ok = schedule.Adopt(doc.Calendar(), doc.ID, d.State, f, now); !ok {
+			continue
+		}
+		ev, err := scheduleEvent(weft.ScheduleRunStarted, weft.ActorScheduler, map[string]any{"instance_id": schedule.InstanceID(doc.ID, f.Nominal), "nominal": f.Nominal, "kind": f.Kind})
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ev)
+		if soon := now.Add(time.Second); d.Wake.IsZero() || soon.Before(d.Wake) {
+			d.Wake = soon
+		}
+	}
+	return events, nil
+}
+
 // applySchedule does what a Step decided and returns the events that
-// record it. A start that fails for good leaves d.State without its run.
-func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *schedule.Decision) ([]weft.ScheduleEvent, error) {
-	var events []weft.ScheduleEvent
+// record it, and the fires whose runs it started. A start that fails for
+// good leaves d.State without its run.
+func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *schedule.Decision) ([]weft.ScheduleEvent, []schedule.Fire, error) {
+	var (
+		events []weft.ScheduleEvent
+		ran    []schedule.Fire
+	)
 	add := func(typ weft.ScheduleEventType, data any) error {
 		ev, err := scheduleEvent(typ, weft.ActorScheduler, data)
 		events = append(events, ev)
@@ -465,7 +502,7 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 			status = "gone"
 		}
 		if err := add(weft.ScheduleRunEnded, map[string]any{"instance_id": r.InstanceID, "nominal": r.Nominal, "status": status}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, f := range d.Start {
@@ -475,7 +512,7 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 		if err == nil {
 			err = e.startFire(ctx, doc.Workflow, input, runID, doc.Priority)
 			if err != nil && !startFailsForGood(err) {
-				return nil, fmt.Errorf("engine: schedule %s: starting run %s: %w", doc.ID, runID, err)
+				return nil, nil, fmt.Errorf("engine: schedule %s: starting run %s: %w", doc.ID, runID, err)
 			}
 		}
 		data := map[string]any{"instance_id": runID, "nominal": f.Nominal, "kind": f.Kind}
@@ -485,7 +522,7 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 			e.log.WarnContext(ctx, "a schedule's fire could not start its run", "schedule", doc.ID, "instance", runID, "workflow", doc.Workflow, "err", err)
 			e.cfg.Observer.ScheduleFired(string(f.Kind), false, 0)
 			if err := add(weft.ScheduleStartFailed, data); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
@@ -494,32 +531,33 @@ func (e *Engine) applySchedule(ctx context.Context, doc *schedule.Document, d *s
 			late = e.cfg.Now().Sub(doc.Calendar().Due(doc.ID, f.Nominal))
 		}
 		e.cfg.Observer.ScheduleFired(string(f.Kind), true, late)
+		ran = append(ran, f)
 		if err := add(weft.ScheduleRunStarted, data); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, runID := range d.Cancel {
 		_, err := e.Cancel(ctx, runID, weft.Operation{Actor: weft.ActorScheduler, Reason: fmt.Sprintf("schedule %s: a later fire replaces it (overlap cancel_other)", doc.ID)})
 		if err != nil && !errors.Is(err, weft.ErrFinished) && !errors.Is(err, weft.ErrNotFound) {
-			return nil, fmt.Errorf("engine: schedule %s: cancelling run %s: %w", doc.ID, runID, err)
+			return nil, nil, fmt.Errorf("engine: schedule %s: cancelling run %s: %w", doc.ID, runID, err)
 		}
 		if err := add(weft.ScheduleRunCancelled, map[string]any{"instance_id": runID}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	events, err := skippedEvent(events, weft.ActorScheduler, d.Skipped)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, sk := range d.Skipped {
 		e.cfg.Observer.SchedulesSkipped(string(sk.Reason), sk.Count)
 	}
 	if d.Paused != "" {
 		if err := add(weft.SchedulePaused, map[string]string{"note": d.Paused}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return events, nil
+	return events, ran, nil
 }
 
 // startFailsForGood reports a start error that the same start would meet

@@ -16,6 +16,7 @@ import (
 	"github.com/weftworks/weft/internal/engine"
 	"github.com/weftworks/weft/internal/queue/memqueue"
 	"github.com/weftworks/weft/internal/schedule"
+	"github.com/weftworks/weft/internal/store"
 	"github.com/weftworks/weft/internal/testplugins"
 	"github.com/weftworks/weft/lock/local"
 	"github.com/weftworks/weft/plugins"
@@ -413,5 +414,62 @@ func TestScheduleNoteBounded(t *testing.T) {
 	}
 	if _, err := h.e.PauseSchedule(context.Background(), "noted", strings.Repeat("x", engine.MaxScheduleNote), "test"); err != nil {
 		t.Errorf("a note of the bound: %v", err)
+	}
+}
+
+// pauseFirst is a store whose first write of a schedule's run_started
+// lets an operator's pause of it come first, as one sent at that moment
+// would: the write then conflicts, and the step decides again.
+type pauseFirst struct {
+	store.Store
+	mu     sync.Mutex
+	pause  func() // set once the engine exists
+	paused bool
+}
+
+func (s *pauseFirst) UpdateSchedule(ctx context.Context, sc *weft.Schedule, events []weft.ScheduleEvent) (*weft.Schedule, error) {
+	s.mu.Lock()
+	first := !s.paused && s.pause != nil && slices.ContainsFunc(events, func(e weft.ScheduleEvent) bool { return e.Type == weft.ScheduleRunStarted })
+	if first {
+		s.paused = true
+	}
+	s.mu.Unlock()
+	if first {
+		s.pause()
+	}
+	return s.Store.UpdateSchedule(ctx, sc, events)
+}
+
+// TestScheduleRunStartedAcrossAPause: a fire's run started by a step whose
+// write lost to an operator's pause is still recorded, once, and tracked:
+// its end is recorded too, and unpausing does not count it as skipped.
+func TestScheduleRunStartedAcrossAPause(t *testing.T) {
+	t.Parallel()
+	ps := &pauseFirst{}
+	h := newSchedHost(t, withStore(func(s store.Store) store.Store { ps.Store = s; return ps }))
+	h.put("nightly", "overlap: allow_all")
+	ps.mu.Lock()
+	ps.pause = func() {
+		if _, err := h.e.PauseSchedule(context.Background(), "nightly", "the operator's", "test"); err != nil {
+			t.Errorf("PauseSchedule: %v", err)
+		}
+	}
+	ps.mu.Unlock()
+	h.minute("nightly", 1)
+	h.eventually("the run of minute 1, recorded", func() bool {
+		return slices.Equal(h.runs("nightly"), []string{"1:open"}) && slices.Equal(h.events("nightly"), []string{"paused", "run_started"})
+	})
+	h.release("nightly", 1, false)
+	// The step that adopted the run looks again a second later.
+	h.at("nightly", t0.Add(61*time.Second))
+	h.eventually("its end, recorded", func() bool {
+		return slices.Equal(h.events("nightly"), []string{"paused", "run_started", "run_ended"})
+	})
+	h.clock.set(t0.Add(90 * time.Second))
+	if _, err := h.e.UnpauseSchedule(context.Background(), "nightly", "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.events("nightly"); !slices.Equal(got, []string{"paused", "run_started", "run_ended", "unpaused"}) {
+		t.Errorf("events = %v; the unpause skipped the run's fire again", got)
 	}
 }

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
@@ -104,4 +105,54 @@ func Unpause(cal *Calendar, id string, st State, now time.Time) (State, []Skip) 
 		}
 	}
 	return s.st, s.d.Skipped
+}
+
+// Adopt takes into st the run of fire f that an earlier try of the same
+// Step started, whose write was lost to another that came first (an
+// operator's pause, say): the instance exists, so the state tracks it as
+// running, and the fire is taken (out of the buffer and the triggers, the
+// cursor past it when it is the calendar's or a backfill's next fire). It
+// reports false, with st as it was, when st has the run already (the
+// write that came first recorded it, or the run ended since).
+//
+// A fire that is not its cursor's next (the lost try had taken fires
+// before it as well) leaves the cursor where it is: that fire comes again
+// and is skipped as a duplicate while its run goes on.
+func Adopt(cal *Calendar, id string, st State, f Fire, now time.Time) (State, bool) {
+	run := InstanceID(id, f.Nominal)
+	for _, r := range st.Running {
+		if r.InstanceID == run {
+			return st, false
+		}
+	}
+	for _, r := range st.Recent {
+		if r.InstanceID == run {
+			return st, false
+		}
+	}
+	st = st.clone()
+	st.Running = append(st.Running, weft.ScheduleRun{InstanceID: run, Nominal: f.Nominal, Kind: f.Kind, StartedAt: now, Status: weft.StatusPending})
+	same := func(g Fire) bool { return g.Kind == f.Kind && g.Nominal.Equal(f.Nominal) }
+	st.Buffer = slices.DeleteFunc(st.Buffer, same)
+	st.Triggers = slices.DeleteFunc(st.Triggers, same)
+	switch f.Kind {
+	case weft.FireScheduled:
+		st.Runs++
+		if next, ok := cal.Next(st.Cursor); ok && next.Equal(f.Nominal) {
+			st.Cursor = f.Nominal
+		}
+	case weft.FireBackfill:
+		for i := range st.Backfills {
+			b := &st.Backfills[i]
+			after := b.Cursor
+			if after.IsZero() {
+				after = b.From.Add(-time.Nanosecond)
+			}
+			if next, ok := cal.Next(after); ok && next.Equal(f.Nominal) {
+				b.Cursor = f.Nominal
+				break
+			}
+		}
+	}
+	return st, true
 }

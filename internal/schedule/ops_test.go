@@ -153,3 +153,70 @@ func TestStepDoesNotMutateItsInput(t *testing.T) {
 		t.Errorf("Step changed its input: %+v (decision %+v)", st, d)
 	}
 }
+
+// TestAdopt: a run an earlier try started, whose write was lost, is
+// tracked and its fire taken; one the state has already is left alone.
+func TestAdopt(t *testing.T) {
+	t.Parallel()
+	cal, err := Compile(everyMinute, "spec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := day.Add(3 * time.Minute)
+	at := func(m int) time.Time { return day.Add(time.Duration(m) * time.Minute) }
+	scheduled := func(m int) Fire { return Fire{Nominal: at(m), Kind: weft.FireScheduled} }
+	tests := []struct {
+		name    string
+		st      State
+		f       Fire
+		adopted bool
+		// what the state holds after
+		cursor    time.Time
+		runs      int
+		running   int
+		buffer    int
+		triggers  int
+		backfillC time.Time
+	}{
+		{"the next scheduled fire of a paused schedule: tracked, the cursor past it",
+			State{Cursor: at(1), Paused: true, Runs: 1}, scheduled(2), true, at(2), 2, 1, 0, 0, time.Time{}},
+		{"a scheduled fire after one the lost try took too: tracked, the cursor kept",
+			State{Cursor: at(0)}, scheduled(2), true, at(0), 1, 1, 0, 0, time.Time{}},
+		{"a fire the state runs already",
+			State{Cursor: at(2), Runs: 1, Running: []weft.ScheduleRun{{InstanceID: InstanceID("s", at(2)), Nominal: at(2)}}}, scheduled(2), false, at(2), 1, 1, 0, 0, time.Time{}},
+		{"a fire whose run ended since",
+			State{Cursor: at(2), Recent: []weft.ScheduleRun{{InstanceID: InstanceID("s", at(2)), Nominal: at(2)}}}, scheduled(2), false, at(2), 0, 0, 0, 0, time.Time{}},
+		{"a buffered fire: out of the buffer",
+			State{Cursor: at(2), Buffer: []Fire{scheduled(2)}}, scheduled(2), true, at(2), 1, 1, 0, 0, time.Time{}},
+		{"a trigger: out of the triggers",
+			State{Cursor: at(2), Triggers: []Fire{{Nominal: at(2).Add(5 * time.Second), Kind: weft.FireTrigger}}}, Fire{Nominal: at(2).Add(5 * time.Second), Kind: weft.FireTrigger}, true, at(2), 0, 1, 0, 0, time.Time{}},
+		{"a backfill's next fire: its cursor past it",
+			State{Cursor: at(2), Backfills: []Backfill{{From: at(-10), To: at(-5)}}}, Fire{Nominal: at(-10), Kind: weft.FireBackfill}, true, at(2), 0, 1, 0, 0, at(-10)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.st.clone()
+			got, ok := Adopt(cal, "s", tt.st, tt.f, now)
+			if ok != tt.adopted {
+				t.Fatalf("adopted = %v, want %v", ok, tt.adopted)
+			}
+			if !got.Cursor.Equal(tt.cursor) || got.Runs != tt.runs || len(got.Running) != tt.running || len(got.Buffer) != tt.buffer || len(got.Triggers) != tt.triggers {
+				t.Errorf("state = cursor %s runs %d running %d buffer %d triggers %d, want %s %d %d %d %d",
+					got.Cursor.Format(time.TimeOnly), got.Runs, len(got.Running), len(got.Buffer), len(got.Triggers),
+					tt.cursor.Format(time.TimeOnly), tt.runs, tt.running, tt.buffer, tt.triggers)
+			}
+			if len(got.Backfills) > 0 && !got.Backfills[0].Cursor.Equal(tt.backfillC) {
+				t.Errorf("backfill cursor = %s, want %s", got.Backfills[0].Cursor, tt.backfillC)
+			}
+			if ok {
+				r := got.Running[len(got.Running)-1]
+				if r.InstanceID != InstanceID("s", tt.f.Nominal) || r.Status != weft.StatusPending || !r.StartedAt.Equal(now) {
+					t.Errorf("run = %+v, want %s pending, started at now", r, InstanceID("s", tt.f.Nominal))
+				}
+			}
+			if len(tt.st.Running) != len(before.Running) || len(tt.st.Buffer) != len(before.Buffer) || !tt.st.Cursor.Equal(before.Cursor) {
+				t.Errorf("Adopt changed its input: %+v", tt.st)
+			}
+		})
+	}
+}
