@@ -36,6 +36,12 @@ func getInstRecord(tx kvTx, id string, clone bool) (*instRecord, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.Lease.IsZero() {
+		// No lease record either: one exists only while the instance
+		// record holds a lease (putInst writes and deletes them together;
+		// a renewal changes only an existing one).
+		return r, nil
+	}
 	l, ok, err := getLease(tx, id)
 	if err != nil {
 		return nil, err
@@ -46,8 +52,10 @@ func getInstRecord(tx kvTx, id string, clone bool) (*instRecord, error) {
 	return r, nil
 }
 
-// putInst writes an instance record and its lease record.
-func putInst(tx kvTx, r *instRecord) error {
+// putInst writes an instance record and its lease record. hadLease is
+// whether the record it replaces holds a lease (and so has a lease record
+// to delete when r holds none).
+func putInst(tx kvTx, r *instRecord, hadLease bool) error {
 	raw, err := encodeInst(r)
 	if err != nil {
 		return err
@@ -56,6 +64,9 @@ func putInst(tx kvTx, r *instRecord) error {
 		return err
 	}
 	if r.Lease.IsZero() {
+		if !hadLease {
+			return nil // a delete of nothing would still write a tombstone
+		}
 		return tx.Bucket(bLease).Delete([]byte(r.ID))
 	}
 	return tx.Bucket(bLease).Put([]byte(r.ID), encodeLease(leaseRecord{Lease: r.Lease, Terminal: r.Status.Terminal()}))
@@ -321,7 +332,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 				return err
 			}
 		}
-		if err := putInst(tx, &rec); err != nil {
+		if err := putInst(tx, &rec, old != nil && !old.Lease.IsZero()); err != nil {
 			return err
 		}
 		if c.Bookmarks != nil {
@@ -905,7 +916,7 @@ func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string
 			if err != nil || in == nil || in.Lease.IsZero() {
 				return l, false, err
 			}
-			if err := putInst(tx, in); err != nil {
+			if err := putInst(tx, in, true); err != nil {
 				return l, false, err
 			}
 			l = leaseRecord{Lease: in.Lease, Terminal: in.Status.Terminal()}
