@@ -15,14 +15,22 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/weftworks/weft/host/weft"
 )
 
-// pebbleCacheSize is the block cache of a Pebble store.
-const pebbleCacheSize = 64 << 20
+// pebbleCacheSize is the block cache of a Pebble store: 64 MiB for blocks
+// and the memtables' memory, which Pebble reserves from it (with 64 MiB
+// and two 32 MiB memtables nothing was left for blocks, and nearly every
+// read went to the file).
+const pebbleCacheSize = 64<<20 + 2*pebbleMemTableSize
+
+// pebbleMemTableSize bounds a Pebble store's memtable: up to two of them
+// (one flushing) are in memory under a steady load of writes.
+const pebbleMemTableSize = 32 << 20
 
 // pebbleLockFile is the lock file Pebble keeps in its directory.
 const pebbleLockFile = "LOCK"
@@ -135,6 +143,19 @@ func openPebble(path string, cfg Config) (_ *pebbleEngine, err error) {
 		FormatMajorVersion: format,
 		Logger:             pebbleLogger{log: log, exit: os.Exit},
 		Lock:               lock,
+		// Measured with seq3 over HTTP at 50 in flight (BENCHMARKS.md,
+		// "The store's settings"): Pebble's defaults (4 MiB memtables, a
+		// compaction of L0 from four files) spent a fifth of the host's
+		// CPU compacting a workflow's few KiB again and again; larger
+		// memtables flush less often, in larger files, and L0 is
+		// compacted sooner, as CockroachDB configures it. A memtable
+		// starts small and grows to this size only under writes.
+		MemTableSize:          pebbleMemTableSize,
+		L0CompactionThreshold: 2,
+		// Bloom filters answer most point reads of a missing key (a state
+		// or lease record that is not there) without reading a data
+		// block.
+		Levels: [7]pebble.LevelOptions{0: {FilterPolicy: bloom.FilterPolicy(10)}},
 		// A corrupt block fails the read or write that found it (the
 		// store breaks on a write, as on bbolt) instead of Pebble's
 		// default, Fatalf: a process exit on any read of it.
