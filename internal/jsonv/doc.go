@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"unicode/utf8"
 
@@ -121,6 +122,18 @@ func Encode(x any) ([]byte, error) {
 			return []byte("null"), nil
 		}
 		return x, nil
+	// The values of history entries' data (a step's name, an attempt's
+	// number), without an encoder each.
+	case string:
+		if plainString(x) {
+			return appendString(make([]byte, 0, len(x)+2), x), nil
+		}
+	case int:
+		return strconv.AppendInt(nil, int64(x), 10), nil
+	case bool:
+		return strconv.AppendBool(nil, x), nil
+	case nil:
+		return []byte("null"), nil
 	}
 	return encode(x)
 }

@@ -202,3 +202,22 @@ func TestMember(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeScalars: the values Encode writes without an encoder come out
+// as encoding/json (without HTML escaping) writes them.
+func TestEncodeScalars(t *testing.T) {
+	t.Parallel()
+	for _, x := range []any{"", "step-a", "a<b>&c", "é", "\u2028", "quote\"", "tab\t", 0, -7, 1 << 40, true, false, nil} {
+		got, err := jsonv.Encode(x)
+		if err != nil {
+			t.Fatalf("Encode(%#v): %v", x, err)
+		}
+		want, err := jsonv.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("Encode(%#v) = %s, want %s", x, got, want)
+		}
+	}
+}

@@ -2,26 +2,65 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/jsonv"
 )
 
-// EncodeHistory returns a history entry's JSON with its data spliced in as
-// it is: encoding/json would compact it again (it re-scans every
-// json.RawMessage it writes), and an entry's data may be a copy of
+// EncodeHistory returns a history entry's JSON, the bytes encoding/json
+// writes for it (HTML escaped, the empty fields left out) but with its data
+// spliced in as it is: encoding/json would compact it again (it re-scans
+// every json.RawMessage it writes), and an entry's data may be a copy of
 // hundreds of KiB of variables. The data was checked by Commit.Validate.
+// A commit writes an entry per step and attempt, so the entry is written
+// field by field rather than through reflection.
 func EncodeHistory(e weft.HistoryEntry) ([]byte, error) {
-	data := e.Data
-	e.Data = nil
-	head, err := json.Marshal(e)
+	b := make([]byte, 0, 160+len(e.Data))
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, e.Seq, 10)
+	b = append(b, `,"time":"`...)
+	b, err := e.Time.AppendText(b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("history entry %d: time: %w", e.Seq, err)
 	}
-	if len(data) == 0 {
-		return head, nil
+	b = append(b, `","type":`...)
+	b = appendString(b, string(e.Type))
+	if e.StepPath != "" {
+		b = append(b, `,"step_path":`...)
+		b = appendString(b, e.StepPath)
 	}
-	return jsonv.AppendFields(head, jsonv.Field{Name: "data", Value: data})
+	if e.Attempt != 0 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(e.Attempt), 10)
+	}
+	if e.Node != "" {
+		b = append(b, `,"node":`...)
+		b = appendString(b, e.Node)
+	}
+	if e.Actor != "" {
+		b = append(b, `,"actor":`...)
+		b = appendString(b, e.Actor)
+	}
+	if len(e.Data) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, e.Data...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendString appends s as encoding/json writes a string.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // EncodeInstance returns in's JSON with its documents (input, output,

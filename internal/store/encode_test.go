@@ -40,3 +40,33 @@ func TestEncodeSplices(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEncodeHistory: an entry's encoding is encoding/json's, its data
+// spliced as it is.
+func FuzzEncodeHistory(f *testing.F) {
+	f.Add(uint64(1), int64(1796031527300703000), "activity_completed", "steps[0]", 1, "n1", "", `{"step":"a"}`)
+	f.Add(uint64(0), int64(0), "", "", 0, "", "", "")
+	f.Add(uint64(1<<63), int64(-1<<62), "a<b>&\u2028é\"\\\t", "p\x00\xff", -3, "nœud", "ops <team>", `[1, 2]`)
+	f.Fuzz(func(t *testing.T, seq uint64, nanos int64, typ, path string, attempt int, node, actor, data string) {
+		e := weft.HistoryEntry{Seq: seq, Time: time.Unix(0, nanos).UTC(), Type: weft.HistoryType(typ), StepPath: path, Attempt: attempt, Node: node, Actor: actor}
+		if json.Valid([]byte(data)) {
+			e.Data = json.RawMessage(data)
+		}
+		got, err := store.EncodeHistory(e)
+		head := e
+		head.Data = nil
+		want, werr := json.Marshal(head)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("EncodeHistory: %v, encoding/json: %v", err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if len(e.Data) > 0 {
+			want = append(append(append(want[:len(want)-1:len(want)-1], `,"data":`...), e.Data...), '}')
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("EncodeHistory = %s\nencoding/json: %s", got, want)
+		}
+	})
+}
