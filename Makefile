@@ -164,20 +164,36 @@ FUZZTIME ?= 30s
 FUZZ_API_TIME ?= 3m
 FUZZ_TARGETS := \
 	./internal/definition:FuzzParse \
+	./internal/batch:FuzzParseDocument \
+	./internal/query:FuzzParse \
+	./internal/query:FuzzCheckEval \
+	./internal/queue/fair:FuzzOrder \
 	./internal/ratelimit:FuzzReserve \
 	./internal/ratelimit:FuzzSequence \
+	./internal/ratelimit:FuzzBacklog \
+	./internal/slots:FuzzSlots \
 	./internal/schedule:FuzzCompile \
 	./internal/schedule:FuzzParseDocument \
+	./internal/jsonv:FuzzNew \
+	./internal/store:FuzzValidateJSON \
+	./internal/store:FuzzEncodeHistory \
+	./internal/store/embedded:FuzzSplitInst \
 	./internal/store/tuple:FuzzTuple \
 	./internal/store/redisstore:FuzzParseLease \
 	./internal/redistest:FuzzParseClusterNodes \
+	./internal/tracing:FuzzTraceparent \
 	./host/api:FuzzAPI:$(FUZZ_API_TIME) \
 	./sdk:FuzzAppendJSONString \
+	./sdk:FuzzHeaderRoundTrip \
 	./plugins:FuzzLoad \
 	./plugins:FuzzHostileGuest \
 	./plugins:FuzzUploadGenerated \
 	./plugins:FuzzHTTPRequest \
 	./plugins/grant:FuzzParse \
+	./plugins/tape:FuzzUnmarshal \
+	./plugins/tape:FuzzUnmarshalAttempt \
+	./plugins/tape:FuzzUnmarshalBundle \
+	./internal/wasmbin:FuzzReader \
 	./internal/instrument:FuzzRewrite \
 	./internal/instrument:FuzzGenerated \
 	./examples/plugins/ckit/test:FuzzSameAsKit
