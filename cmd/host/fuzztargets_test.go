@@ -70,14 +70,10 @@ func TestFuzzTargetsListed(t *testing.T) {
 	}
 	slices.Sort(found)
 	slices.Sort(listed)
-	for _, f := range found {
-		if !slices.Contains(listed, f) {
-			t.Errorf("fuzz target %s is not in the Makefile's FUZZ_TARGETS", f)
-		}
+	for _, f := range missing(found, listed) {
+		t.Errorf("fuzz target %s is not in the Makefile's FUZZ_TARGETS", f)
 	}
-	for _, l := range listed {
-		if !slices.Contains(found, l) {
-			t.Errorf("the Makefile's FUZZ_TARGETS names %s, which does not exist", l)
-		}
+	for _, l := range missing(listed, found) {
+		t.Errorf("the Makefile's FUZZ_TARGETS names %s, which does not exist", l)
 	}
 }

@@ -54,15 +54,11 @@ func TestHTTPAPIDocTables(t *testing.T) {
 	}
 	slices.Sort(routes)
 	slices.Sort(table)
-	for _, r := range routes {
-		if !slices.Contains(table, r) {
-			t.Errorf("docs/http-api.md's endpoint table lacks %s", r)
-		}
+	for _, r := range missing(routes, table) {
+		t.Errorf("docs/http-api.md's endpoint table lacks %s", r)
 	}
-	for _, r := range table {
-		if !slices.Contains(routes, r) {
-			t.Errorf("docs/http-api.md's endpoint table has %s, which openapi.json does not", r)
-		}
+	for _, r := range missing(table, routes) {
+		t.Errorf("docs/http-api.md's endpoint table has %s, which openapi.json does not", r)
 	}
 
 	// The problem types: every slug host/api's code gives problemf.
