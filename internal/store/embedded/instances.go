@@ -313,8 +313,13 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 			if err := tx.Bucket(bState).Put([]byte(id), state); err != nil {
 				return err
 			}
-		} else if err := tx.Bucket(bState).Delete([]byte(id)); err != nil {
-			return err
+		} else if old != nil {
+			// A new instance has no state record to delete (a deleted
+			// one's went with it), and a delete of nothing would still
+			// write a tombstone.
+			if err := tx.Bucket(bState).Delete([]byte(id)); err != nil {
+				return err
+			}
 		}
 		hist := tx.Bucket(bHist)
 		for _, e := range c.History {
