@@ -143,10 +143,11 @@ func openPebble(path string, cfg Config) (_ *pebbleEngine, err error) {
 		FormatMajorVersion: format,
 		Logger:             pebbleLogger{log: log, exit: os.Exit},
 		Lock:               lock,
-		// Measured with seq3 over HTTP at 50 in flight (BENCHMARKS.md,
-		// "The store's settings"): Pebble's defaults (4 MiB memtables, a
-		// compaction of L0 from four files) spent a fifth of the host's
-		// CPU compacting a workflow's few KiB again and again; larger
+		// Measured with seq3 at 50 in flight (BENCHMARKS.md, "After: the
+		// store's settings and the commit's encodings"): with Pebble's
+		// defaults (4 MiB memtables, a compaction of L0 from four files)
+		// flushing and compacting a workflow's few KiB again and again
+		// took 12% of the host's CPU (a fifth in process); larger
 		// memtables flush less often, in larger files, and L0 is
 		// compacted sooner, as CockroachDB configures it. A memtable
 		// starts small and grows to this size only under writes.
