@@ -126,7 +126,7 @@ func Encode(x any) ([]byte, error) {
 	// number), without an encoder each.
 	case string:
 		if plainString(x) {
-			return appendString(make([]byte, 0, len(x)+2), x), nil
+			return AppendString(make([]byte, 0, len(x)+2), x), nil
 		}
 	case int:
 		return strconv.AppendInt(nil, int64(x), 10), nil

@@ -44,7 +44,7 @@ func AppendFields(obj []byte, fields ...Field) ([]byte, error) {
 			out = append(out, ',')
 		}
 		empty = false
-		out = appendString(out, f.Name)
+		out = AppendString(out, f.Name)
 		out = append(out, ':')
 		out = append(out, f.Value...)
 	}
@@ -77,7 +77,7 @@ func EncodeMap(m map[string]any) ([]byte, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = appendString(out, k)
+		out = AppendString(out, k)
 		out = append(out, ':')
 		b, err := Encode(m[k])
 		if err != nil {
@@ -97,8 +97,9 @@ func Len(x any) (int, error) {
 	return len(b), err
 }
 
-// appendString appends s as a JSON string.
-func appendString(out []byte, s string) []byte {
+// AppendString appends s as a JSON string, as encoding/json's Marshal
+// writes it (HTML characters escaped).
+func AppendString(out []byte, s string) []byte {
 	if plainString(s) {
 		out = append(out, '"')
 		out = append(out, s...)

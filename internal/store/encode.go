@@ -26,10 +26,10 @@ func EncodeHistory(e weft.HistoryEntry) ([]byte, error) {
 		return nil, fmt.Errorf("history entry %d: time: %w", e.Seq, err)
 	}
 	b = append(b, `","type":`...)
-	b = appendString(b, string(e.Type))
+	b = jsonv.AppendString(b, string(e.Type))
 	if e.StepPath != "" {
 		b = append(b, `,"step_path":`...)
-		b = appendString(b, e.StepPath)
+		b = jsonv.AppendString(b, e.StepPath)
 	}
 	if e.Attempt != 0 {
 		b = append(b, `,"attempt":`...)
@@ -37,30 +37,17 @@ func EncodeHistory(e weft.HistoryEntry) ([]byte, error) {
 	}
 	if e.Node != "" {
 		b = append(b, `,"node":`...)
-		b = appendString(b, e.Node)
+		b = jsonv.AppendString(b, e.Node)
 	}
 	if e.Actor != "" {
 		b = append(b, `,"actor":`...)
-		b = appendString(b, e.Actor)
+		b = jsonv.AppendString(b, e.Actor)
 	}
 	if len(e.Data) > 0 {
 		b = append(b, `,"data":`...)
 		b = append(b, e.Data...)
 	}
 	return append(b, '}'), nil
-}
-
-// appendString appends s as encoding/json writes a string.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // EncodeInstance returns in's JSON with its documents (input, output,
