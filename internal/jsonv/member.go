@@ -38,11 +38,14 @@ func (d *Doc) Member(name string) (m *Doc, found, object bool, err error) {
 		if err != nil {
 			return nil, false, true, fmt.Errorf("reading member %q of a document of %d bytes: %w", name, len(d.raw), err)
 		}
-		last, found = v, true
+		// Sliced from d by its offset, not kept as the decoder's v, which
+		// is valid only until its next read; a document's bytes never
+		// change.
+		end := int(dec.InputOffset())
+		last, found = d.raw[end-len(v):end:end], true
 	}
 	if !found {
 		return nil, false, true, nil
 	}
-	// A copy: the decoder's values are valid until its next read.
-	return &Doc{raw: bytes.Clone(last)}, true, true, nil
+	return &Doc{raw: last}, true, true, nil
 }
