@@ -201,26 +201,8 @@ func TestOpenPrefersTheStoreToAnOldFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	storeDir, file := filepath.Join(dir, "store"), filepath.Join(dir, "weft.db")
-	s, err := embedded.Open(storeDir, embedded.Config{Engine: embedded.EnginePebble})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Commit(ctx, store.Commit{Instance: &weft.Instance{ID: "in-store", Workflow: "w", Status: weft.StatusCompleted}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := embedded.Open(file, embedded.Config{Engine: embedded.EngineBolt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Commit(ctx, store.Commit{Instance: &weft.Instance{ID: "in-file", Workflow: "w", Status: weft.StatusCompleted}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storeWith(t, storeDir, embedded.EnginePebble, "in-store")
+	storeWith(t, file, embedded.EngineBolt, "in-file")
 	earlier := []byte("an earlier migration's file")
 	if err := os.WriteFile(file+".migrated", earlier, 0o600); err != nil {
 		t.Fatal(err)
@@ -312,5 +294,21 @@ func TestOpenRefusesACorruptOldFile(t *testing.T) {
 				t.Errorf("%s changed: %v", file, err)
 			}
 		})
+	}
+}
+
+// storeWith writes at path, on engine, a store holding one finished
+// instance, id.
+func storeWith(t *testing.T, path string, engine embedded.Engine, id string) {
+	t.Helper()
+	s, err := embedded.Open(path, embedded.Config{Engine: engine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Commit(context.Background(), store.Commit{Instance: &weft.Instance{ID: id, Workflow: "w", Status: weft.StatusCompleted}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
