@@ -63,6 +63,8 @@ type pebbleEngine struct {
 	// ranges are the key ranges of the store's buckets (allBuckets),
 	// computed once; read only.
 	ranges map[string]*bucketRange
+	// recent are the values last written to recentBuckets.
+	recent *recent
 }
 
 // bucketRange is a bucket's keys on Pebble: [lo, hi), lo its prefix.
@@ -70,6 +72,8 @@ type bucketRange struct {
 	name   []byte
 	lo, hi []byte
 	seq    []byte // the key of its sequence, whose presence creates it
+	// recent: the engine remembers the values written (recentBuckets).
+	recent bool
 }
 
 func newBucketRange(name []byte) *bucketRange {
@@ -170,9 +174,12 @@ func openPebble(path string, cfg Config) (_ *pebbleEngine, err error) {
 		return nil, err
 	}
 	e := &pebbleEngine{db: db, lock: lock, cache: cache, fsCloser: fsCloser, path: path,
-		ranges: make(map[string]*bucketRange, len(allBuckets))}
+		ranges: make(map[string]*bucketRange, len(allBuckets)), recent: newRecent()}
 	for _, name := range allBuckets {
 		e.ranges[string(name)] = newBucketRange(name)
+	}
+	for _, name := range recentBuckets {
+		e.ranges[string(name)].recent = true
 	}
 	e.known.Store(&map[string]bool{})
 	err = e.checkForeign()
@@ -301,9 +308,10 @@ func (e *pebbleEngine) view(fn func(kvTx) error) error {
 	if e.closed {
 		return weft.ErrClosed
 	}
+	gen := e.recent.generation() // before the snapshot: see recent
 	snap := e.db.NewSnapshot()
 	defer snap.Close()
-	tx := &pebbleTx{e: e, r: snap}
+	tx := &pebbleTx{e: e, r: snap, gen: gen}
 	err := fn(tx)
 	if cerr := tx.closeIters(); tx.err != nil || cerr != nil {
 		return errors.Join(tx.err, cerr) // what fn did rests on a failed read
@@ -321,7 +329,7 @@ func (e *pebbleEngine) update(fn func(kvTx) error) error {
 	defer e.wmu.Unlock()
 	b := e.db.NewIndexedBatch()
 	defer b.Close()
-	tx := &pebbleTx{e: e, r: b, batch: b}
+	tx := &pebbleTx{e: e, r: b, batch: b, gen: exactGen}
 	defer tx.closeIters()
 	err := fn(tx)
 	if cerr := tx.closeIters(); tx.err != nil || cerr != nil {
@@ -330,7 +338,14 @@ func (e *pebbleEngine) update(fn func(kvTx) error) error {
 	if err != nil || b.Empty() {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if len(tx.recent) > 0 {
+		e.recent.begin(tx.recent)
+	}
+	err = b.Commit(pebble.Sync)
+	if len(tx.recent) > 0 {
+		e.recent.end(tx.recent, err == nil)
+	}
+	if err != nil {
 		return err
 	}
 	if len(tx.created) > 0 {
@@ -408,6 +423,12 @@ type pebbleTx struct {
 	created [][]byte
 	err     error
 	buf     []byte // scratch for keys that Pebble does not keep
+	// gen is the generation of the engine's recent values this
+	// transaction may read (exactGen in a write transaction); recent are
+	// its writes to their buckets, and wrote their keys.
+	gen    uint64
+	recent []recentWrite
+	wrote  map[string]struct{}
 }
 
 var errReadOnly = errors.New("write in a read-only transaction")
@@ -516,10 +537,58 @@ type pebbleBucket struct {
 	r *bucketRange
 }
 
-func (b *pebbleBucket) Get(key []byte) []byte { return b.t.get(b.t.key(b.r.lo, key)) }
+func (b *pebbleBucket) Get(key []byte) []byte {
+	k := b.t.key(b.r.lo, key)
+	if v, ok := b.remembered(k); ok {
+		return v
+	}
+	v := b.t.get(k)
+	if v != nil && b.r.recent && b.t.gen == exactGen && b.t.err == nil {
+		if _, own := b.t.wrote[string(k)]; !own {
+			b.t.e.recent.fill(k, v) // a copy, never changed (kvBucket.Get)
+		}
+	}
+	return v
+}
+
+// remembered returns the value of whole key k from the engine's recent
+// values, when it holds it for this transaction.
+func (b *pebbleBucket) remembered(k []byte) ([]byte, bool) {
+	if !b.r.recent {
+		return nil, false
+	}
+	if _, own := b.t.wrote[string(k)]; own {
+		return nil, false // in the batch, which Pebble reads
+	}
+	return b.t.e.recent.get(k, b.t.gen)
+}
+
+// note records a write of whole key k for the engine's recent values; v
+// is nil for a delete, and is copied (the caller's may change after).
+func (b *pebbleBucket) note(k, v []byte) {
+	if !b.r.recent {
+		return
+	}
+	if v != nil {
+		if len(v) > recentMaxValue {
+			v = nil // forgotten, as a delete
+		} else {
+			v = append(make([]byte, 0, len(v)), v...)
+		}
+	}
+	ks := string(k)
+	b.t.recent = append(b.t.recent, recentWrite{key: ks, v: v})
+	if b.t.wrote == nil {
+		b.t.wrote = map[string]struct{}{}
+	}
+	b.t.wrote[ks] = struct{}{}
+}
 
 func (b *pebbleBucket) Has(key []byte) bool {
 	k := b.t.key(b.r.lo, key)
+	if v, ok := b.remembered(k); ok {
+		return v != nil
+	}
 	_, closer, err := b.t.r.Get(k)
 	if err != nil {
 		if !errors.Is(err, pebble.ErrNotFound) {
@@ -540,14 +609,27 @@ func (b *pebbleBucket) Put(key, value []byte) error {
 	if len(key) == 0 {
 		return errors.New("key required")
 	}
-	return b.t.batch.Set(b.t.key(b.r.lo, key), value, nil)
+	k := b.t.key(b.r.lo, key)
+	if err := b.t.batch.Set(k, value, nil); err != nil {
+		return err
+	}
+	if value == nil {
+		value = []byte{} // an existing key's value is never nil
+	}
+	b.note(k, value)
+	return nil
 }
 
 func (b *pebbleBucket) Delete(key []byte) error {
 	if b.t.batch == nil {
 		return errReadOnly
 	}
-	return b.t.batch.Delete(b.t.key(b.r.lo, key), nil)
+	k := b.t.key(b.r.lo, key)
+	if err := b.t.batch.Delete(k, nil); err != nil {
+		return err
+	}
+	b.note(k, nil)
+	return nil
 }
 
 func (b *pebbleBucket) Cursor() kvCursor { return &pebbleCursor{t: b.t, r: b.r} }

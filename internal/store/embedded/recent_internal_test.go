@@ -1,0 +1,267 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestRecent: the rules of the engine's recent values, step by step: what
+// a read transaction of a generation may take, what a commit in progress
+// hides, what a failed commit, a delete and an oversized value leave, and
+// the bounds.
+func TestRecent(t *testing.T) {
+	t.Parallel()
+	w := func(k, v string) recentWrite {
+		if v == "<del>" {
+			return recentWrite{key: k}
+		}
+		return recentWrite{key: k, v: []byte(v)}
+	}
+	type read struct {
+		key    string
+		gen    uint64
+		want   string
+		wantOK bool
+	}
+	type step struct {
+		name string
+		// commit, when set, is begun and ended (committed unless failed);
+		// inside, the reads run between the two.
+		commit []recentWrite
+		failed bool
+		// fill is a value a write transaction read from Pebble.
+		fill   *recentWrite
+		inside []read
+		after  []read
+	}
+	big := strings.Repeat("x", recentMaxValue+1)
+	steps := []step{
+		{name: "empty", after: []read{{key: "a", gen: exactGen}}},
+		{name: "commit 1 writes a", commit: []recentWrite{w("a", "a1")},
+			inside: []read{{key: "a", gen: exactGen}},
+			after: []read{
+				{key: "a", gen: 1, want: "a1", wantOK: true},
+				{key: "a", gen: 0}, // its snapshot predates commit 1
+				{key: "a", gen: exactGen, want: "a1", wantOK: true},
+			}},
+		{name: "commit 2 writes a twice and b", commit: []recentWrite{w("a", "a2"), w("b", "b2"), w("a", "a2'")},
+			inside: []read{
+				{key: "a", gen: 1}, // being committed: the snapshot may hold a2'
+				{key: "b", gen: 1},
+			},
+			after: []read{
+				{key: "a", gen: 2, want: "a2'", wantOK: true},
+				{key: "a", gen: 1}, // a2' is newer than generation 1
+				{key: "b", gen: 2, want: "b2", wantOK: true},
+			}},
+		{name: "a failed commit forgets its keys", commit: []recentWrite{w("a", "a3")}, failed: true,
+			after: []read{{key: "a", gen: exactGen}, {key: "b", gen: exactGen, want: "b2", wantOK: true}}},
+		{name: "a delete forgets", commit: []recentWrite{w("b", "<del>")},
+			after: []read{{key: "b", gen: exactGen}}},
+		{name: "an oversized value is not kept", commit: []recentWrite{w("c", "c5"), w("c", big)},
+			after: []read{{key: "c", gen: exactGen}}},
+		{name: "a value read by a write transaction is kept since the current generation", fill: &recentWrite{key: "b", v: []byte("b5")},
+			after: []read{{key: "b", gen: 5, want: "b5", wantOK: true}, {key: "b", gen: 4}}},
+		{name: "a read value does not replace a remembered one", fill: &recentWrite{key: "b", v: []byte("stale")},
+			after: []read{{key: "b", gen: 5, want: "b5", wantOK: true}}},
+		{name: "an oversized read value is not kept", fill: &recentWrite{key: "c", v: []byte(big)},
+			after: []read{{key: "c", gen: exactGen}}},
+	}
+	r := newRecent()
+	check := func(when string, reads []read) {
+		t.Helper()
+		for _, rd := range reads {
+			v, ok := r.get([]byte(rd.key), rd.gen)
+			if ok != rd.wantOK || string(v) != rd.want {
+				t.Errorf("%s: get(%s, gen %d) = %q, %v; want %q, %v", when, rd.key, rd.gen, v, ok, rd.want, rd.wantOK)
+			}
+		}
+	}
+	for _, s := range steps {
+		if s.commit != nil {
+			r.begin(s.commit)
+			check(s.name+" (committing)", s.inside)
+			r.end(s.commit, !s.failed)
+		}
+		if s.fill != nil {
+			r.fill([]byte(s.fill.key), s.fill.v)
+		}
+		check(s.name, s.after)
+	}
+	if len(r.committing) != 0 {
+		t.Errorf("keys still marked as committing: %v", r.committing)
+	}
+
+	// Bounds: many small values keep the key count, large ones the size.
+	for i := range recentMaxKeys + 100 {
+		r.end([]recentWrite{w(fmt.Sprint("k", i), "v")}, true)
+	}
+	if n := len(r.vals); n > recentMaxKeys {
+		t.Errorf("%d values kept, want at most %d", n, recentMaxKeys)
+	}
+	if _, ok := r.get([]byte(fmt.Sprint("k", recentMaxKeys+99)), exactGen); !ok {
+		t.Error("the newest value was forgotten")
+	}
+	if _, ok := r.get([]byte("k0"), exactGen); ok {
+		t.Error("the oldest value is kept beyond the key bound")
+	}
+	large := strings.Repeat("y", recentMaxValue)
+	for i := range 2 * recentMaxBytes / recentMaxValue {
+		r.end([]recentWrite{w(fmt.Sprint("l", i), large)}, true)
+	}
+	var sum uint64
+	for k, v := range r.vals {
+		sum += uint64(len(k) + len(v.v))
+	}
+	if sum != r.bytes || sum > recentMaxBytes {
+		t.Errorf("values hold %d bytes, counted %d; want at most %d", sum, r.bytes, recentMaxBytes)
+	}
+	if len(r.queue) > 2*recentMaxKeys+1 {
+		t.Errorf("the queue holds %d items, for %d values", len(r.queue), len(r.vals))
+	}
+}
+
+// TestPebbleRecentWithinATransaction: a write transaction reads its own
+// writes to a remembered bucket (puts, deletes, empty values), a rolled
+// back one leaves the remembered values as they were, and a value written
+// in the caller's buffer is kept as written.
+func TestPebbleRecentWithinATransaction(t *testing.T) {
+	t.Parallel()
+	db := engineStore(t, EnginePebble).db
+	get := func(k string) (v []byte, has bool) {
+		err := db.view(func(tx kvTx) error {
+			b := tx.Bucket(bInst)
+			v, has = b.Get([]byte(k)), b.Has([]byte(k))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, has
+	}
+	buf := []byte("v1")
+	if err := db.update(func(tx kvTx) error { return tx.Bucket(bInst).Put([]byte("k"), buf) }); err != nil {
+		t.Fatal(err)
+	}
+	buf[1] = 'X' // the caller reuses its buffer
+	if v, has := get("k"); string(v) != "v1" || !has {
+		t.Fatalf("after the commit, k = %q (there: %v), want v1", v, has)
+	}
+	errRollback := errors.New("rollback")
+	err := db.update(func(tx kvTx) error {
+		b := tx.Bucket(bInst)
+		if err := b.Put([]byte("k"), []byte("v2")); err != nil {
+			return err
+		}
+		if v := b.Get([]byte("k")); string(v) != "v2" {
+			t.Errorf("after its put, the transaction reads k = %q, want v2", v)
+		}
+		if err := b.Delete([]byte("k")); err != nil {
+			return err
+		}
+		if v, has := b.Get([]byte("k")), b.Has([]byte("k")); v != nil || has {
+			t.Errorf("after its delete, the transaction reads k = %q (there: %v), want nothing", v, has)
+		}
+		if err := b.Put([]byte("e"), nil); err != nil {
+			return err
+		}
+		if v := b.Get([]byte("e")); v == nil || len(v) != 0 {
+			t.Errorf("an empty value reads as %#v, want empty and not nil", v)
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatalf("update returned %v, want the rollback", err)
+	}
+	if v, has := get("k"); string(v) != "v1" || !has {
+		t.Errorf("after a rollback, k = %q (there: %v), want v1", v, has)
+	}
+	if v, has := get("e"); v != nil || has {
+		t.Errorf("after a rollback, e = %q (there: %v), want nothing", v, has)
+	}
+	if err := db.update(func(tx kvTx) error { return tx.Bucket(bInst).Put([]byte("e"), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if v, has := get("e"); v == nil || len(v) != 0 || !has {
+		t.Errorf("a committed empty value reads as %#v (there: %v), want empty and not nil", v, has)
+	}
+}
+
+// TestPebbleRecentIsConsistent: with the remembered values in play, every
+// transaction still sees one state. Each commit writes the same counter to
+// two remembered buckets and to one that is not; read transactions, taken
+// while commits go on, must read the three equal and never going back,
+// and write transactions must read the current counter. Every third
+// commit finds nothing remembered (as after an eviction), and remembers
+// what it reads.
+func TestPebbleRecentIsConsistent(t *testing.T) {
+	t.Parallel()
+	db := engineStore(t, EnginePebble).db
+	const commits = 400
+	k := []byte("k")
+	u64 := func(v []byte) uint64 {
+		if len(v) != 8 {
+			return 0
+		}
+		return binary.BigEndian.Uint64(v)
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var last uint64
+			for !done.Load() {
+				err := db.view(func(tx kvTx) error {
+					inst, state, lease := u64(tx.Bucket(bInst).Get(k)), u64(tx.Bucket(bState).Get(k)), u64(tx.Bucket(bLease).Get(k))
+					if inst != lease || state != lease {
+						return fmt.Errorf("one read transaction read instance %d, state %d and lease %d", inst, state, lease)
+					}
+					if lease < last {
+						return fmt.Errorf("a read transaction read %d after one read %d", lease, last)
+					}
+					last = lease
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	rc := db.(*pebbleEngine).recent
+	for i := range commits {
+		if i%3 == 0 {
+			rc.mu.Lock()
+			clear(rc.vals)
+			rc.bytes = 0
+			rc.mu.Unlock()
+		}
+		err := db.update(func(tx kvTx) error {
+			inst, state, lease := u64(tx.Bucket(bInst).Get(k)), u64(tx.Bucket(bState).Get(k)), u64(tx.Bucket(bLease).Get(k))
+			if inst != lease || state != lease {
+				return fmt.Errorf("a write transaction read instance %d, state %d and lease %d", inst, state, lease)
+			}
+			v := binary.BigEndian.AppendUint64(nil, lease+1)
+			for _, name := range [][]byte{bInst, bState, bLease} {
+				if err := tx.Bucket(name).Put(k, v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+			break
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+}
