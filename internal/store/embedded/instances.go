@@ -19,6 +19,11 @@ import (
 type instRecord struct {
 	weft.Instance
 	HistSeq uint64 `json:"hist_seq,omitempty"`
+	// Stateless is set when the instance has no state record, which its
+	// reads then skip (a new instance has none until its first step's
+	// commit). A record written before the flag existed lacks it, and may
+	// have one.
+	Stateless bool `json:"stateless,omitempty"`
 }
 
 func getInst(tx kvTx, id string) (*instRecord, error) {
@@ -283,7 +288,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		if !c.At.IsZero() {
 			at = c.At.UTC()
 		}
-		rec := instRecord{Instance: in}
+		rec := instRecord{Instance: in, Stateless: len(state) == 0}
 		rec.Rev = 1
 		rec.Fence = c.Fence
 		rec.UpdatedAt = at
@@ -313,10 +318,10 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 			if err := tx.Bucket(bState).Put([]byte(id), state); err != nil {
 				return err
 			}
-		} else if old != nil {
+		} else if old != nil && !old.Stateless {
 			// A new instance has no state record to delete (a deleted
-			// one's went with it), and a delete of nothing would still
-			// write a tombstone.
+			// one's went with it), nor has a stateless one, and a delete
+			// of nothing would still write a tombstone.
 			if err := tx.Bucket(bState).Delete([]byte(id)); err != nil {
 				return err
 			}
@@ -512,8 +517,10 @@ func (s *Store) GetInstance(ctx context.Context, id string) (*weft.Instance, err
 			return store.NotFound("instance %q", id)
 		}
 		out = &r.Instance
-		if st := tx.Bucket(bState).Get([]byte(id)); st != nil {
-			out.State = bytes.Clone(st)
+		if !r.Stateless {
+			if st := tx.Bucket(bState).Get([]byte(id)); st != nil {
+				out.State = bytes.Clone(st)
+			}
 		}
 		out.InboxWaiting = undrained(tx, id, nil)
 		return nil

@@ -183,3 +183,78 @@ func TestSchemaOneOpens(t *testing.T) {
 		})
 	}
 }
+
+// TestStatelessRecord: a record written without state says so, and its
+// reads skip the state bucket; one written before the flag existed (no
+// flag, a state record beside it) reads its state; a commit that drops the
+// state deletes its record.
+func TestStatelessRecord(t *testing.T) {
+	t.Parallel()
+	forEachEngine(t, func(t *testing.T, e Engine) {
+		s := engineStore(t, e)
+		ctx := t.Context()
+		stateOf := func(id string) (json.RawMessage, bool) {
+			t.Helper()
+			got, err := s.GetInstance(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var has bool
+			if err := s.db.view(func(tx kvTx) error {
+				has = tx.Bucket(bState).Has([]byte(id))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return got.State, has
+		}
+		in := &weft.Instance{ID: "i1", Workflow: "w", Version: 1, Status: weft.StatusRunning}
+		rev, err := s.Commit(ctx, store.Commit{Instance: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec *instRecord
+		if err := s.db.view(func(tx kvTx) (err error) { rec, err = getInst(tx, "i1"); return err }); err != nil || !rec.Stateless {
+			t.Fatalf("a new instance without state: record %+v, %v; want it stateless", rec, err)
+		}
+		in.Rev, in.State = rev, json.RawMessage(`{"seq":1}`)
+		if rev, err = s.Commit(ctx, store.Commit{Instance: in}); err != nil {
+			t.Fatal(err)
+		}
+		if st, has := stateOf("i1"); string(st) != `{"seq":1}` || !has {
+			t.Fatalf("after a commit with state: %s (record there: %v)", st, has)
+		}
+		in.Rev, in.State = rev, nil
+		if _, err = s.Commit(ctx, store.Commit{Instance: in}); err != nil {
+			t.Fatal(err)
+		}
+		if st, has := stateOf("i1"); st != nil || has {
+			t.Fatalf("after a commit without state: %s (record there: %v), want none", st, has)
+		}
+
+		// A record of the earlier version, with a state record.
+		old := &instRecord{Instance: weft.Instance{ID: "i2", Workflow: "w", Version: 1, Status: weft.StatusRunning, Rev: 1}}
+		raw, err := encodeInst(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.update(func(tx kvTx) error {
+			if err := tx.Bucket(bInst).Put([]byte("i2"), raw); err != nil {
+				return err
+			}
+			return tx.Bucket(bState).Put([]byte("i2"), []byte(`{"seq":2}`))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if st, has := stateOf("i2"); string(st) != `{"seq":2}` || !has {
+			t.Fatalf("an earlier record's state reads %s (record there: %v)", st, has)
+		}
+		in2 := &weft.Instance{ID: "i2", Workflow: "w", Version: 1, Status: weft.StatusRunning, Rev: 1}
+		if _, err = s.Commit(ctx, store.Commit{Instance: in2}); err != nil {
+			t.Fatal(err)
+		}
+		if st, has := stateOf("i2"); st != nil || has {
+			t.Fatalf("after an earlier record's commit without state: %s (record there: %v), want none", st, has)
+		}
+	})
+}
