@@ -111,7 +111,8 @@
 // updated in the transaction that changes what it indexes. Buckets:
 //
 //	meta                          schema → "2"
-//	instances                     id → instance (without State) + last history seq, framed
+//	instances                     id → instance (without State) + last history seq
+//	                              + whether it has no state, framed
 //	state                         id → State bytes
 //	history                       (id, seq) → event
 //	bookmarks                     (id, step, event, key) → bookmark
@@ -138,6 +139,9 @@
 //	grants_seq                    plugin name → highest revision ever (kept after delete)
 //	inbox                         (id, seq) → message
 //	inbox_ids                     (id, message id) → seq
+//	inbox_waiting                 id → since, instances whose inbox holds a message only
+//	                              (a read finds an empty inbox with one point read)
+//	inbox_waiting_by_time         (since, id) (WaitingInboxes)
 //	schedules                     id → schedule + last event seq
 //	schedules_by_wake             (wake, id), schedules with a Wake only
 //	schedule_events               (id, seq) → event, the last weft.MaxScheduleEvents of each
@@ -172,6 +176,15 @@
 // alone, so every change of the catalog (definitions, plugins, workflow
 // pauses) is one of the store's own writes, and each invalidates the whole
 // cache once it has ended.
+//
+// On Pebble, the engine also remembers the values last written to or read
+// by a write transaction from instances, state and plugins (recent.go), up
+// to 8 MiB: a run reads the record its start has just written, and its
+// commit reads it again, and a read through Pebble's memtables and levels
+// costs more than the rest of the read. Every write goes through the
+// engine, one transaction at a time, so the memory is exact; a read
+// transaction takes a value from it only when its snapshot holds that
+// value (a generation per commit, noted before the snapshot).
 //
 // # Search attributes
 //

@@ -96,7 +96,7 @@ func Migrate(from, to string, cfg Config) (err error) {
 		return fail(err)
 	}
 	// Buckets of this build that from lacks, as Open adds them.
-	if err := initSchema(dst); err != nil {
+	if err := initSchema(dst, cfg.Now()); err != nil {
 		return fail(err)
 	}
 	if err := checkCopy(dst, counts); err != nil {

@@ -267,7 +267,7 @@ func Open(path string, cfg Config) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := initSchema(db); err != nil {
+	if err := initSchema(db, cfg.Now()); err != nil {
 		return nil, errors.Join(fmt.Errorf("embedded: open %s: %w", path, err), db.close())
 	}
 	// Spooled backups a crash left behind (Backup.Spool); the lock says
@@ -289,9 +289,10 @@ func Open(path string, cfg Config) (_ *Store, err error) {
 }
 
 // initSchema checks that db holds a store of this schema, or nothing, and
-// creates the buckets it lacks. The engines may panic on some malformed
-// files: that becomes an error.
-func initSchema(db kvEngine) (err error) {
+// creates the buckets it lacks (now is when the inbox waits it adds
+// begin). The engines may panic on some malformed files: that becomes an
+// error.
+func initSchema(db kvEngine, now time.Time) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -306,6 +307,9 @@ func initSchema(db kvEngine) (err error) {
 		// tapes it does not index: they are indexed as it gets the
 		// bucket.
 		indexTapes := tx.Bucket(bTapes) != nil && tx.Bucket(bTapesByPlugin) == nil
+		// A file of a build before the inbox waits has inboxes without
+		// one, which the reads take as empty (undrained): each gets one.
+		waitInboxes := tx.Bucket(bInboxIDs) != nil && tx.Bucket(bInboxWait) == nil
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -314,6 +318,11 @@ func initSchema(db kvEngine) (err error) {
 		if indexTapes {
 			if err := indexAllTapes(tx); err != nil {
 				return fmt.Errorf("indexing the tapes by plugin: %w", err)
+			}
+		}
+		if waitInboxes {
+			if err := waitAllInboxes(tx, now); err != nil {
+				return fmt.Errorf("recording the inboxes' waits: %w", err)
 			}
 		}
 		return tx.Bucket(bMeta).Put([]byte("schema"), []byte(schemaVersion))
