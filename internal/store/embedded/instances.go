@@ -345,6 +345,12 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 		if err := putInst(tx, &rec, old != nil && !old.Lease.IsZero()); err != nil {
 			return err
 		}
+		if old == nil {
+			// A new instance's inbox has no wait: a message for an
+			// instance that does not exist is dropped, and a delete
+			// clears the inbox. (Its own Send, below, may add one.)
+			knownAbsent(tx.Bucket(bInboxWait), []byte(id))
+		}
 		if c.Bookmarks != nil {
 			if err := replaceBookmarks(tx, id, c.Bookmarks); err != nil {
 				return err

@@ -89,3 +89,13 @@ func countKeys(b kvBucket) int {
 	}
 	return n
 }
+
+// knownAbsent tells an engine that remembers values (Pebble's, recent.go)
+// that key is absent from b, which the store knows without reading it; b
+// must be a write transaction's. On bbolt, whose reads cost little, it
+// does nothing.
+func knownAbsent(b kvBucket, key []byte) {
+	if p, ok := b.(*pebbleBucket); ok {
+		p.knownAbsent(key)
+	}
+}

@@ -543,12 +543,34 @@ func (b *pebbleBucket) Get(key []byte) []byte {
 		return v
 	}
 	v := b.t.get(k)
-	if v != nil && b.r.recent && b.t.gen == exactGen && b.t.err == nil {
-		if _, own := b.t.wrote[string(k)]; !own {
-			b.t.e.recent.fill(k, v) // a copy, never changed (kvBucket.Get)
-		}
-	}
+	b.fill(k, v) // a copy, never changed (kvBucket.Get)
 	return v
+}
+
+// fill remembers v (nil: absent) as the value of whole key k that a write
+// transaction read from Pebble, when k is not its own write.
+func (b *pebbleBucket) fill(k, v []byte) {
+	if !b.r.recent || b.t.gen != exactGen || b.t.err != nil {
+		return
+	}
+	if _, own := b.t.wrote[string(k)]; !own {
+		b.t.e.recent.fill(k, v)
+	}
+}
+
+// knownAbsent tells the engine that key is absent, which the store knows
+// without a read (a new instance has no inbox wait): the transaction's
+// reads and, once it commits, every later one take it from memory. key
+// must be absent unless the transaction writes it (its write wins).
+func (b *pebbleBucket) knownAbsent(key []byte) {
+	if !b.r.recent || b.t.batch == nil {
+		return
+	}
+	k := b.t.key(b.r.lo, key)
+	if _, own := b.t.wrote[string(k)]; own {
+		return
+	}
+	b.note(k, nil)
 }
 
 // remembered returns the value of whole key k from the engine's recent
@@ -569,15 +591,15 @@ func (b *pebbleBucket) note(k, v []byte) {
 	if !b.r.recent {
 		return
 	}
-	if v != nil {
-		if len(v) > recentMaxValue {
-			v = nil // forgotten, as a delete
-		} else {
-			v = append(make([]byte, 0, len(v)), v...)
-		}
+	w := recentWrite{key: string(k)}
+	switch {
+	case len(v) > recentMaxValue:
+		w.forget = true
+	case v != nil:
+		w.v = append(make([]byte, 0, len(v)), v...)
 	}
-	ks := string(k)
-	b.t.recent = append(b.t.recent, recentWrite{key: ks, v: v})
+	ks := w.key
+	b.t.recent = append(b.t.recent, w)
 	if b.t.wrote == nil {
 		b.t.wrote = map[string]struct{}{}
 	}
@@ -591,7 +613,9 @@ func (b *pebbleBucket) Has(key []byte) bool {
 	}
 	_, closer, err := b.t.r.Get(k)
 	if err != nil {
-		if !errors.Is(err, pebble.ErrNotFound) {
+		if errors.Is(err, pebble.ErrNotFound) {
+			b.fill(k, nil)
+		} else {
 			b.t.fail(fmt.Errorf("reading key %x: %w", k, err))
 		}
 		return false

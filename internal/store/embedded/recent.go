@@ -15,10 +15,11 @@ const (
 // recentBuckets are the buckets whose values a Pebble store remembers
 // (recent): a run reads the instance record and state that its start has
 // just written, and its commit reads the record again; every start's
-// commit reads the plugin records it pins. Measured with seq3 at 50 in
+// commit reads the plugin records it pins; reads of an instance look for
+// its inbox's wait, which is mostly not there. Measured with seq3 at 50 in
 // flight, those reads through Pebble's memtables and levels were about a
 // tenth of the host's CPU.
-var recentBuckets = [][]byte{bInst, bState, bPlugins}
+var recentBuckets = [][]byte{bInst, bState, bPlugins, bInboxWait}
 
 // recent is a Pebble engine's memory of the values that its last commits
 // wrote to keys of recentBuckets. Every write of the store goes through
@@ -37,10 +38,12 @@ var recentBuckets = [][]byte{bInst, bState, bPlugins}
 //     the noted generation, and a value the snapshot does not hold yet is
 //     newer than the noted generation.
 //
-// What memory lacks, the transaction reads from Pebble; a write
-// transaction then remembers the value it read (current: it holds the
-// writer lock), under the current generation. Values are forgotten oldest
-// first, beyond recentMaxBytes or recentMaxKeys.
+// Memory holds absent keys too: deleted, or found missing by a write
+// transaction, or known missing by the store (knownAbsent). What memory
+// lacks, the transaction reads from Pebble; a write transaction then
+// remembers what it read (current: it holds the writer lock), under the
+// current generation. Values are forgotten oldest first, beyond
+// recentMaxBytes or recentMaxKeys.
 type recent struct {
 	mu sync.Mutex
 	// gen counts the commits remembered.
@@ -56,6 +59,7 @@ type recent struct {
 	stamp, bytes uint64
 }
 
+// recentValue is a key's value, nil when the key is absent.
 type recentValue struct {
 	v          []byte
 	gen, stamp uint64
@@ -67,10 +71,13 @@ type recentItem struct {
 }
 
 // recentWrite is a write of a transaction to a key of recentBuckets
-// (whole key: the bucket's prefix and the key); v is nil for a delete.
+// (whole key: the bucket's prefix and the key): v is the value put, nil
+// for a delete (or a key known absent); with forget, the key is not
+// remembered (a value larger than recentMaxValue).
 type recentWrite struct {
-	key string
-	v   []byte
+	key    string
+	v      []byte
+	forget bool
 }
 
 // exactGen is the generation of a write transaction's reads: every value
@@ -90,8 +97,8 @@ func (r *recent) generation() uint64 {
 }
 
 // get returns the value of key as a transaction of generation gen sees it,
-// if remembered; ok is false when it must be read from Pebble. The value
-// is shared: the caller must not modify it.
+// nil when absent, if remembered; ok is false when it must be read from
+// Pebble. The value is shared: the caller must not modify it.
 func (r *recent) get(key []byte, gen uint64) (v []byte, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -106,8 +113,8 @@ func (r *recent) get(key []byte, gen uint64) (v []byte, ok bool) {
 }
 
 // fill remembers v, read from Pebble by a write transaction, as key's
-// value (current: no commit is in progress) since the current generation.
-// v must not change after.
+// value (current: no commit is in progress) since the current generation;
+// nil: the key is absent. v must not change after.
 func (r *recent) fill(key []byte, v []byte) {
 	if len(v) > recentMaxValue {
 		return
@@ -131,9 +138,10 @@ func (r *recent) begin(writes []recentWrite) {
 	}
 }
 
-// end follows the commit that begin announced: committed, its values are
-// remembered, in order (the last write of a key wins); otherwise, and for
-// deletes and values larger than recentMaxValue, its keys are forgotten.
+// end follows the commit that begin announced: committed, its values
+// (and absent keys) are remembered, in order (the last write of a key
+// wins); otherwise, and for values larger than recentMaxValue, its keys
+// are forgotten.
 func (r *recent) end(writes []recentWrite, committed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -144,7 +152,7 @@ func (r *recent) end(writes []recentWrite, committed bool) {
 			r.bytes -= uint64(len(w.key) + len(old.v))
 			delete(r.vals, w.key)
 		}
-		if !committed || w.v == nil || len(w.v) > recentMaxValue {
+		if !committed || w.forget {
 			continue
 		}
 		r.remember(w.key, w.v)

@@ -61,14 +61,16 @@ func TestRecent(t *testing.T) {
 			}},
 		{name: "a failed commit forgets its keys", commit: []recentWrite{w("a", "a3")}, failed: true,
 			after: []read{{key: "a", gen: exactGen}, {key: "b", gen: exactGen, want: "b2", wantOK: true}}},
-		{name: "a delete forgets", commit: []recentWrite{w("b", "<del>")},
-			after: []read{{key: "b", gen: exactGen}}},
-		{name: "an oversized value is not kept", commit: []recentWrite{w("c", "c5"), w("c", big)},
+		{name: "a delete is remembered as absent", commit: []recentWrite{w("b", "<del>")},
+			after: []read{{key: "b", gen: 4, wantOK: true}, {key: "b", gen: 3}}},
+		{name: "an oversized value is not kept", commit: []recentWrite{w("c", "c5"), {key: "c", forget: true}},
 			after: []read{{key: "c", gen: exactGen}}},
-		{name: "a value read by a write transaction is kept since the current generation", fill: &recentWrite{key: "b", v: []byte("b5")},
-			after: []read{{key: "b", gen: 5, want: "b5", wantOK: true}, {key: "b", gen: 4}}},
-		{name: "a read value does not replace a remembered one", fill: &recentWrite{key: "b", v: []byte("stale")},
-			after: []read{{key: "b", gen: 5, want: "b5", wantOK: true}}},
+		{name: "a value read by a write transaction is kept since the current generation", fill: &recentWrite{key: "d", v: []byte("d5")},
+			after: []read{{key: "d", gen: 5, want: "d5", wantOK: true}, {key: "d", gen: 4}}},
+		{name: "a key a write transaction found absent is kept absent", fill: &recentWrite{key: "e"},
+			after: []read{{key: "e", gen: 5, wantOK: true}, {key: "e", gen: 4}}},
+		{name: "a read value does not replace a remembered one", fill: &recentWrite{key: "d", v: []byte("stale")},
+			after: []read{{key: "d", gen: 5, want: "d5", wantOK: true}}},
 		{name: "an oversized read value is not kept", fill: &recentWrite{key: "c", v: []byte(big)},
 			after: []read{{key: "c", gen: exactGen}}},
 	}
@@ -77,7 +79,7 @@ func TestRecent(t *testing.T) {
 		t.Helper()
 		for _, rd := range reads {
 			v, ok := r.get([]byte(rd.key), rd.gen)
-			if ok != rd.wantOK || string(v) != rd.want {
+			if ok != rd.wantOK || string(v) != rd.want || (ok && rd.want == "" && v != nil) {
 				t.Errorf("%s: get(%s, gen %d) = %q, %v; want %q, %v", when, rd.key, rd.gen, v, ok, rd.want, rd.wantOK)
 			}
 		}
@@ -170,6 +172,11 @@ func TestPebbleRecentWithinATransaction(t *testing.T) {
 		if err := b.Put([]byte("e"), nil); err != nil {
 			return err
 		}
+		knownAbsent(b, []byte("e")) // written here: the write wins
+		knownAbsent(b, []byte("f"))
+		if b.Has([]byte("f")) {
+			t.Error("a key known absent reads as there")
+		}
 		if v := b.Get([]byte("e")); v == nil || len(v) != 0 {
 			t.Errorf("an empty value reads as %#v, want empty and not nil", v)
 		}
@@ -190,20 +197,41 @@ func TestPebbleRecentWithinATransaction(t *testing.T) {
 	if v, has := get("e"); v == nil || len(v) != 0 || !has {
 		t.Errorf("a committed empty value reads as %#v (there: %v), want empty and not nil", v, has)
 	}
+	// A key the transaction wrote is not taken as absent, whatever it is
+	// told after.
+	if err := db.update(func(tx kvTx) error {
+		b := tx.Bucket(bInst)
+		if err := b.Put([]byte("g"), []byte("g1")); err != nil {
+			return err
+		}
+		knownAbsent(b, []byte("g"))
+		knownAbsent(b, []byte("h"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v, has := get("g"); string(v) != "g1" || !has {
+		t.Errorf("a key written, then told absent, reads %q (there: %v), want g1", v, has)
+	}
+	if v, has := get("h"); v != nil || has {
+		t.Errorf("a key told absent reads %q (there: %v)", v, has)
+	}
 }
 
 // TestPebbleRecentIsConsistent: with the remembered values in play, every
 // transaction still sees one state. Each commit writes the same counter to
 // two remembered buckets and to one that is not; read transactions, taken
 // while commits go on, must read the three equal and never going back,
-// and write transactions must read the current counter. Every third
-// commit finds nothing remembered (as after an eviction), and remembers
-// what it reads.
+// and write transactions must read the current counter. A second key is
+// put and deleted by turns in a remembered bucket and one that is not:
+// every transaction finds it in both or in neither. Every third commit
+// finds nothing remembered (as after an eviction), and remembers what it
+// reads.
 func TestPebbleRecentIsConsistent(t *testing.T) {
 	t.Parallel()
 	db := engineStore(t, EnginePebble).db
 	const commits = 400
-	k := []byte("k")
+	k, k2 := []byte("k"), []byte("k2")
 	u64 := func(v []byte) uint64 {
 		if len(v) != 8 {
 			return 0
@@ -222,6 +250,9 @@ func TestPebbleRecentIsConsistent(t *testing.T) {
 					inst, state, lease := u64(tx.Bucket(bInst).Get(k)), u64(tx.Bucket(bState).Get(k)), u64(tx.Bucket(bLease).Get(k))
 					if inst != lease || state != lease {
 						return fmt.Errorf("one read transaction read instance %d, state %d and lease %d", inst, state, lease)
+					}
+					if a, b := tx.Bucket(bInst).Has(k2), tx.Bucket(bLease).Get(k2) != nil; a != b {
+						return fmt.Errorf("one read transaction found k2 in instances: %v, in leases: %v", a, b)
 					}
 					if lease < last {
 						return fmt.Errorf("a read transaction read %d after one read %d", lease, last)
@@ -249,9 +280,23 @@ func TestPebbleRecentIsConsistent(t *testing.T) {
 			if inst != lease || state != lease {
 				return fmt.Errorf("a write transaction read instance %d, state %d and lease %d", inst, state, lease)
 			}
+			if a, b := tx.Bucket(bInst).Get(k2) != nil, tx.Bucket(bLease).Has(k2); a != b {
+				return fmt.Errorf("a write transaction found k2 in instances: %v, in leases: %v", a, b)
+			}
 			v := binary.BigEndian.AppendUint64(nil, lease+1)
 			for _, name := range [][]byte{bInst, bState, bLease} {
 				if err := tx.Bucket(name).Put(k, v); err != nil {
+					return err
+				}
+			}
+			for _, name := range [][]byte{bInst, bLease} {
+				var err error
+				if i%2 == 0 {
+					err = tx.Bucket(name).Put(k2, v)
+				} else {
+					err = tx.Bucket(name).Delete(k2)
+				}
+				if err != nil {
 					return err
 				}
 			}
