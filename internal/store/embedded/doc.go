@@ -178,13 +178,16 @@
 // cache once it has ended.
 //
 // On Pebble, the engine also remembers the values last written to or read
-// by a write transaction from instances, state and plugins (recent.go), up
-// to 8 MiB: a run reads the record its start has just written, and its
-// commit reads it again, and a read through Pebble's memtables and levels
-// costs more than the rest of the read. Every write goes through the
-// engine, one transaction at a time, so the memory is exact; a read
-// transaction takes a value from it only when its snapshot holds that
-// value (a generation per commit, noted before the snapshot).
+// by a write transaction from instances, state, plugins and inbox waits,
+// and the keys found or made absent there (recent.go), up to 8 MiB: a run
+// reads the record its start has just written, and its commit reads it
+// again; every read of an instance looks for its inbox's wait, mostly not
+// there (a commit that creates an instance tells the engine so); and a
+// read through Pebble's memtables and levels costs more than the rest of
+// the read. Every write goes through the engine, one transaction at a
+// time, so the memory is exact; a read transaction takes a value from it
+// only when its snapshot holds that value (a generation per commit, noted
+// before the snapshot).
 //
 // # Search attributes
 //

@@ -63,7 +63,8 @@ type pebbleEngine struct {
 	// ranges are the key ranges of the store's buckets (allBuckets),
 	// computed once; read only.
 	ranges map[string]*bucketRange
-	// recent are the values last written to recentBuckets.
+	// recent are the values last written to or read from recentBuckets,
+	// and their keys known absent.
 	recent *recent
 }
 
@@ -559,9 +560,9 @@ func (b *pebbleBucket) fill(k, v []byte) {
 }
 
 // knownAbsent tells the engine that key is absent, which the store knows
-// without a read (a new instance has no inbox wait): the transaction's
-// reads and, once it commits, every later one take it from memory. key
-// must be absent unless the transaction writes it (its write wins).
+// without a read (a new instance has no inbox wait): once the transaction
+// commits, later ones take it from memory. key must be absent unless the
+// transaction writes it (its write wins).
 func (b *pebbleBucket) knownAbsent(key []byte) {
 	if !b.r.recent || b.t.batch == nil {
 		return
