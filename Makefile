@@ -178,6 +178,7 @@ FUZZ_TARGETS := \
 	./internal/store:FuzzValidateJSON \
 	./internal/store:FuzzEncodeHistory \
 	./internal/store/embedded:FuzzSplitInst \
+	./internal/store/embedded:FuzzHistEntries \
 	./internal/store/tuple:FuzzTuple \
 	./internal/store/redisstore:FuzzParseLease \
 	./internal/redistest:FuzzParseClusterNodes \

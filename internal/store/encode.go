@@ -17,7 +17,11 @@ import (
 // A commit writes an entry per step and attempt, so the entry is written
 // field by field rather than through reflection.
 func EncodeHistory(e weft.HistoryEntry) ([]byte, error) {
-	b := make([]byte, 0, 160+len(e.Data))
+	return AppendHistory(make([]byte, 0, 160+len(e.Data)), e)
+}
+
+// AppendHistory appends EncodeHistory's bytes for e to b.
+func AppendHistory(b []byte, e weft.HistoryEntry) ([]byte, error) {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, e.Seq, 10)
 	b = append(b, `,"time":"`...)

@@ -104,17 +104,19 @@
 // the instance's input, output and vars, then those three documents as
 // they are, each after its length, so that a commit neither scans nor
 // re-encodes them (schema version 2; a version-1 store's records are all
-// JSON, read as they are and framed by their next commit). Keys of indexes are
-// tuples encoded to sort as tuples: strings escaped (0x00 → 0x00 0xFF) and
+// JSON, read as they are and framed by their next commit); and for a
+// commit's history entries, which share one value under the first's seq,
+// each after its length (schema version 3; a value of one entry is its
+// JSON, as every entry's was before). Keys of indexes are tuples encoded to sort as tuples: strings escaped (0x00 → 0x00 0xFF) and
 // terminated by 0x00 0x01, times as 8 big-endian bytes of Unix nanoseconds
 // with the sign bit flipped, numbers as 8 big-endian bytes. Every index is
 // updated in the transaction that changes what it indexes. Buckets:
 //
-//	meta                          schema → "2"
+//	meta                          schema → "3"
 //	instances                     id → instance (without State) + last history seq
 //	                              + whether it has no state, framed
 //	state                         id → State bytes
-//	history                       (id, seq) → event
+//	history                       (id, first seq) → the entries of one commit (history.go)
 //	bookmarks                     (id, step, event, key) → bookmark
 //	bookmarks_by_event            (event, key, id, step) → bookmark
 //	timers                        (id, timer id) → timer

@@ -326,21 +326,8 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 				return err
 			}
 		}
-		hist := tx.Bucket(bHist)
-		for _, e := range c.History {
-			rec.HistSeq++
-			e.Seq = rec.HistSeq
-			if e.Time.IsZero() {
-				e.Time = now
-			}
-			e.Time = e.Time.UTC()
-			raw, err := store.EncodeHistory(e)
-			if err != nil {
-				return err
-			}
-			if err := hist.Put(key(nil).str(id).u64(e.Seq), raw); err != nil {
-				return err
-			}
+		if rec.HistSeq, err = putHistory(tx, id, rec.HistSeq, c.History, now); err != nil {
+			return err
 		}
 		if err := putInst(tx, &rec, old != nil && !old.Lease.IsZero()); err != nil {
 			return err
@@ -795,28 +782,6 @@ func (s *Store) DeleteInstance(ctx context.Context, id string, fence uint64) err
 		}
 		return replaceTimers(tx, id, nil)
 	})
-}
-
-// History implements store.Store.
-func (s *Store) History(ctx context.Context, id string, afterSeq uint64, limit int) ([]weft.HistoryEntry, error) {
-	limit = weft.ClampLimit(limit)
-	var out []weft.HistoryEntry
-	err := s.read(ctx, func(tx kvTx) error {
-		if !tx.Bucket(bInst).Has([]byte(id)) {
-			return store.NotFound("instance %q", id)
-		}
-		prefix := key(nil).str(id)
-		c := tx.Bucket(bHist).Cursor()
-		for k, v := c.Seek(prefix.u64(afterSeq + 1)); hasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
-			var e weft.HistoryEntry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("instance %q: corrupt event: %w", id, err)
-			}
-			out = append(out, e)
-		}
-		return nil
-	})
-	return out, err
 }
 
 // Bookmarks implements store.Store.

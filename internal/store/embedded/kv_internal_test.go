@@ -303,14 +303,14 @@ func TestPebbleNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.update(func(tx kvTx) error { return tx.Bucket(bMeta).Put([]byte("schema"), []byte("3")) }); err != nil {
+	if err := s.db.update(func(tx kvTx) error { return tx.Bucket(bMeta).Put([]byte("schema"), []byte("4")) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Open(path, Config{Engine: EnginePebble}); err == nil ||
-		!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `schema version "3"`) {
+		!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `schema version "4"`) {
 		t.Errorf("Open of a newer schema: %v", err)
 	}
 }

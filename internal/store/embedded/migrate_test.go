@@ -359,7 +359,7 @@ func TestMigrateRefuses(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte("schema"), []byte("3"))
+		return b.Put([]byte("schema"), []byte("4"))
 	}))
 	must(t, "bolt Close", db.Close())
 	text := filepath.Join(dir, "text.db")
@@ -386,7 +386,7 @@ func TestMigrateRefuses(t *testing.T) {
 		{"text", text, "invalid"},
 		{"another program's", other, "not a weft store"},
 		{"an empty bbolt file", empty, "not a weft store"},
-		{"newer schema", newer, `schema version "3"`},
+		{"newer schema", newer, `schema version "4"`},
 		{"corrupt data pages", corrupt, ""},
 		{"a directory", dir, "a directory"},
 	} {

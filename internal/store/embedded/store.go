@@ -138,10 +138,15 @@ func (c Config) validate() error {
 // version 1 would find them corrupt, so it refuses the store (a backup of
 // this build included) at Open. A store of version 1 opens here: its
 // records are all JSON, read as they are, and Open marks it version 2.
-const schemaVersion = "2"
+//
+// Version 3 writes the history entries of a commit under one key
+// (history.go): a build of version 2 would find them corrupt. A store of
+// version 1 or 2 opens here: its entries, one per key, are read as they
+// are, and Open marks it version 3.
+const schemaVersion = "3"
 
 // readableSchema reports whether this build reads a store of version v.
-func readableSchema(v string) bool { return v == schemaVersion || v == "1" }
+func readableSchema(v string) bool { return v == schemaVersion || v == "2" || v == "1" }
 
 // Bucket names. See doc.go for the layout.
 var (

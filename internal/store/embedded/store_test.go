@@ -108,8 +108,8 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return b.Put([]byte("schema"), []byte("3"))
-		}), `schema version "3"`},
+			return b.Put([]byte("schema"), []byte("4"))
+		}), `schema version "4"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
