@@ -179,6 +179,7 @@ FUZZ_TARGETS := \
 	./internal/store:FuzzEncodeHistory \
 	./internal/store/embedded:FuzzSplitInst \
 	./internal/store/embedded:FuzzHistEntries \
+	./internal/store/embedded:FuzzDecodeMeta \
 	./internal/store/tuple:FuzzTuple \
 	./internal/store/redisstore:FuzzParseLease \
 	./internal/redistest:FuzzParseClusterNodes \

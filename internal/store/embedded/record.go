@@ -88,7 +88,7 @@ func decodeInst(id string, raw []byte, clone bool) (*instRecord, error) {
 		return nil, fmt.Errorf("instance %q: corrupt record: %w", id, err)
 	}
 	var r instRecord
-	if err := json.Unmarshal(meta, &r); err != nil {
+	if err := decodeMeta(meta, &r); err != nil {
 		return nil, fmt.Errorf("instance %q: corrupt record: %w", id, err)
 	}
 	if raw[0] == '{' {
