@@ -180,6 +180,7 @@ FUZZ_TARGETS := \
 	./internal/store/embedded:FuzzSplitInst \
 	./internal/store/embedded:FuzzHistEntries \
 	./internal/store/embedded:FuzzDecodeMeta \
+	./internal/store/embedded:FuzzEncodeMeta \
 	./internal/store/tuple:FuzzTuple \
 	./internal/store/redisstore:FuzzParseLease \
 	./internal/redistest:FuzzParseClusterNodes \

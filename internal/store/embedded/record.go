@@ -18,9 +18,7 @@ const instFramed = 0x01
 
 // encodeInst returns r as stored in bInst (framed).
 func encodeInst(r *instRecord) ([]byte, error) {
-	meta := *r
-	meta.Input, meta.Output, meta.Vars = nil, nil, nil
-	m, err := json.Marshal(&meta)
+	m, err := encodeMeta(r)
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,12 @@ package embedded
 import (
 	"encoding/json"
 	"math"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
+	"github.com/weftworks/weft/internal/jsonv"
 )
 
 // decodeMeta decodes the JSON of an instance record without its documents
@@ -381,4 +384,154 @@ func (s *metaScanner) time() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t, true
+}
+
+// encodeMeta returns the JSON of r without its documents, the bytes
+// json.Marshal writes for it: field by field for the records metaFast
+// reads (no failure, no search attributes), through encoding/json for the
+// others. Every commit writes one. FuzzEncodeMeta checks the bytes.
+func encodeMeta(r *instRecord) ([]byte, error) {
+	meta := *r
+	meta.Input, meta.Output, meta.Vars = nil, nil, nil
+	if b, ok := appendMeta(make([]byte, 0, 384), &meta); ok {
+		return b, nil
+	}
+	return json.Marshal(&meta)
+}
+
+// appendMeta appends r's JSON to b, as json.Marshal writes it; false when
+// r holds what it leaves to encoding/json, or a time JSON cannot hold.
+func appendMeta(b []byte, r *instRecord) ([]byte, bool) {
+	if r.Error != nil || len(r.Search) > 0 || r.Input != nil || r.Output != nil || r.Vars != nil {
+		return nil, false
+	}
+	ok := true
+	str := func(name, v string) {
+		b = append(b, name...)
+		b = jsonv.AppendString(b, v)
+	}
+	tm := func(name string, t time.Time) {
+		b = append(b, name...)
+		b = append(b, '"')
+		var err error
+		if b, err = t.AppendText(b); err != nil {
+			ok = false
+		}
+		b = append(b, '"')
+	}
+	num := func(name string, v int64) {
+		b = append(b, name...)
+		b = strconv.AppendInt(b, v, 10)
+	}
+	str(`{"id":`, r.ID)
+	str(`,"workflow":`, r.Workflow)
+	num(`,"version":`, int64(r.Version))
+	str(`,"status":`, string(r.Status))
+	if len(r.Plugins) > 0 {
+		b = append(b, `,"plugins":{`...)
+		names := make([]string, 0, len(r.Plugins))
+		for name := range r.Plugins {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for i, name := range names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonv.AppendString(b, name)
+			b = append(b, ':')
+			b = jsonv.AppendString(b, r.Plugins[name])
+		}
+		b = append(b, '}')
+	}
+	if p := r.Parent; p != nil {
+		str(`,"parent":{"instance_id":`, p.InstanceID)
+		str(`,"step_id":`, p.StepID)
+		if p.Token != "" {
+			str(`,"token":`, p.Token)
+		}
+		if p.Order != (weft.Order{}) {
+			b = append(b, `,"order":{`...)
+			n := len(b)
+			b = appendOrder(b, p.Order)
+			b = append(b[:n], b[n+1:]...) // the first member's comma
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+	}
+	if r.Persistence != "" {
+		str(`,"persistence":`, r.Persistence)
+	}
+	if tr := r.Trace; tr != nil {
+		str(`,"trace":{"span":`, tr.Span)
+		if tr.Parent != "" {
+			str(`,"parent":`, tr.Parent)
+		}
+		if tr.Link != "" {
+			str(`,"link":`, tr.Link)
+		}
+		b = append(b, '}')
+	}
+	b = appendOrder(b, r.Order)
+	if c := r.Concurrency; c != nil {
+		str(`,"concurrency":{"key":`, c.Key)
+		if !c.WaitingSince.IsZero() {
+			tm(`,"waiting_since":`, c.WaitingSince)
+		}
+		b = append(b, '}')
+	}
+	if h := r.Hold; h != nil {
+		tm(`,"hold":{"since":`, h.Since)
+		b = append(b, '}')
+	}
+	tm(`,"created_at":`, r.CreatedAt)
+	tm(`,"updated_at":`, r.UpdatedAt)
+	b = append(b, `,"rev":`...)
+	b = strconv.AppendUint(b, r.Rev, 10)
+	b = append(b, `,"fence":`...)
+	b = strconv.AppendUint(b, r.Fence, 10)
+	b = append(b, `,"lease":{`...)
+	sep := ""
+	if r.Lease.Node != "" {
+		str(`"node":`, r.Lease.Node)
+		sep = ","
+	}
+	if r.Lease.Boot != "" {
+		str(sep+`"boot":`, r.Lease.Boot)
+		sep = ","
+	}
+	if !r.Lease.Expiry.IsZero() {
+		tm(sep+`"expiry":`, r.Lease.Expiry)
+	}
+	b = append(b, '}')
+	if !r.DeleteAfter.IsZero() {
+		tm(`,"delete_after":`, r.DeleteAfter)
+	}
+	if r.HistSeq != 0 {
+		b = append(b, `,"hist_seq":`...)
+		b = strconv.AppendUint(b, r.HistSeq, 10)
+	}
+	if r.Stateless {
+		b = append(b, `,"stateless":true`...)
+	}
+	return append(b, '}'), ok
+}
+
+// appendOrder appends o's members (those not zero), each after a comma:
+// inline in an instance, or in a parent's object (whose caller drops the
+// first comma).
+func appendOrder(b []byte, o weft.Order) []byte {
+	if o.Priority != 0 {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, int64(o.Priority), 10)
+	}
+	if o.FairnessKey != "" {
+		b = append(b, `,"fairness_key":`...)
+		b = jsonv.AppendString(b, o.FairnessKey)
+	}
+	if o.FairnessWeight != 0 {
+		b = append(b, `,"fairness_weight":`...)
+		b = strconv.AppendInt(b, int64(o.FairnessWeight), 10)
+	}
+	return b
 }

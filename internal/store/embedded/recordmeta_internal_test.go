@@ -161,3 +161,57 @@ func FuzzDecodeMeta(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeMeta: a record's JSON is json.Marshal's, byte for byte, for a
+// record of every field (written field by field) and for those left to
+// encoding/json.
+func TestEncodeMeta(t *testing.T) {
+	t.Parallel()
+	full := fullRecord(t)
+	withParentOrder := *full
+	withParentOrder.Parent = &weft.ParentRef{InstanceID: "p", StepID: "s", Order: weft.Order{FairnessWeight: 2}}
+	bare := instRecord{Instance: weft.Instance{ID: "i<&>\u2028", Plugins: map[string]string{"b": "2", "a": "1", "é": "<"}}}
+	for name, r := range map[string]*instRecord{
+		"every field":          full,
+		"a parent's order":     &withParentOrder,
+		"escapes, zero fields": &bare,
+		"a failure":            {Instance: weft.Instance{ID: "f", Error: &weft.Failure{Code: "c"}}},
+		"search attributes":    {Instance: weft.Instance{ID: "s", Search: weft.SearchAttributes{"n": {Type: weft.SearchNumber, Number: 1}}}},
+	} {
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := encodeMeta(r)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s: encodeMeta = %s, %v; json.Marshal wrote %s", name, got, err, want)
+		}
+	}
+	if _, ok := appendMeta(nil, full); !ok {
+		t.Error("a record of every field was left to encoding/json")
+	}
+}
+
+// FuzzEncodeMeta: whatever record encoding/json reads, encodeMeta writes
+// the bytes json.Marshal writes.
+func FuzzEncodeMeta(f *testing.F) {
+	m, err := json.Marshal(fullRecord(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(m)
+	f.Add([]byte(`{"id":"a","parent":{"instance_id":"p","step_id":"s","order":{"priority":-1}},"lease":{"boot":"b"},"plugins":{}}`))
+	f.Add([]byte(`{"created_at":"2026-11-30T07:00:00.5+01:00","hold":{"since":"0001-01-01T00:00:00Z"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r instRecord
+		if json.Unmarshal(b, &r) != nil {
+			return
+		}
+		r.Input, r.Output, r.Vars = nil, nil, nil
+		want, werr := json.Marshal(&r)
+		got, err := encodeMeta(&r)
+		if (err != nil) != (werr != nil) || string(got) != string(want) {
+			t.Fatalf("%q: encodeMeta = %s, %v; json.Marshal wrote %s, %v", b, got, err, want, werr)
+		}
+	})
+}
