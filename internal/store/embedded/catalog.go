@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/weftworks/weft/host/weft"
 	"github.com/weftworks/weft/internal/store"
@@ -238,14 +239,47 @@ func getPlugin(tx kvTx, name string) (*weft.Plugin, error) {
 	return &p, nil
 }
 
-// pluginHasVersion reports whether the plugin keeps version. It decodes the
-// versions' names only: every create checks its pins with it, inside the
-// write transaction, where decoding whole records (their activities and
-// needs) cost about 2% of the host's CPU under load.
-func pluginHasVersion(tx kvTx, name, version string) (bool, error) {
+// pluginHasVersion reports whether the plugin keeps version. Every create
+// checks its pins with it, inside the write transaction, where decoding
+// the whole record (its activities and needs) each time cost about 2% of
+// the host's CPU under load: the versions' names of the record last read
+// are kept (versionsMemo), for as long as the record's bytes are the same.
+func (s *Store) pluginHasVersion(tx kvTx, name, version string) (bool, error) {
 	raw := tx.Bucket(bPlugins).Get([]byte(name))
 	if raw == nil {
 		return false, nil
+	}
+	versions, err := s.versions.of(name, raw)
+	if err != nil {
+		return false, err
+	}
+	return slices.Contains(versions, version), nil
+}
+
+// versionsMemo keeps, by plugin, the names of the versions of the record
+// last decoded, with its bytes: a record with the same bytes has the same
+// versions, so the memo is exact without being told of changes.
+type versionsMemo struct {
+	mu sync.Mutex
+	m  map[string]versionsOf
+}
+
+type versionsOf struct {
+	raw      []byte
+	versions []string
+}
+
+// versionsMemoMax bounds the plugins the memo keeps; past it, it starts
+// again.
+const versionsMemoMax = 256
+
+// of returns the names of the versions of plugin record raw, of plugin
+// name. The list is shared: the caller must not change it.
+func (v *versionsMemo) of(name string, raw []byte) ([]string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if e, ok := v.m[name]; ok && bytes.Equal(e.raw, raw) {
+		return e.versions, nil
 	}
 	var p struct {
 		Versions []struct {
@@ -253,14 +287,17 @@ func pluginHasVersion(tx kvTx, name, version string) (bool, error) {
 		} `json:"versions"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return false, fmt.Errorf("plugin %q: corrupt record: %w", name, err)
+		return nil, fmt.Errorf("plugin %q: corrupt record: %w", name, err)
 	}
-	for _, v := range p.Versions {
-		if v.Version == version {
-			return true, nil
-		}
+	versions := make([]string, len(p.Versions))
+	for i, pv := range p.Versions {
+		versions[i] = pv.Version
 	}
-	return false, nil
+	if v.m == nil || len(v.m) >= versionsMemoMax {
+		v.m = map[string]versionsOf{}
+	}
+	v.m[name] = versionsOf{raw: bytes.Clone(raw), versions: versions}
+	return versions, nil
 }
 
 // PutPlugin implements store.Store.

@@ -274,7 +274,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 				if old != nil && !old.Status.Terminal() && old.Plugins[name] == version {
 					continue // pinned already
 				}
-				ok, err := pluginHasVersion(tx, name, version)
+				ok, err := s.pluginHasVersion(tx, name, version)
 				if err != nil {
 					return err
 				}

@@ -231,6 +231,9 @@ type Store struct {
 	batch batcher
 	// catalog keeps what GetDefinition and GetPlugin decoded.
 	catalog catalogCache
+	// versions keeps the versions of the plugin records Commit checked
+	// pins against.
+	versions versionsMemo
 
 	mu     sync.Mutex
 	broken error // the first corruption a write met, wrapping ErrBroken
