@@ -144,6 +144,9 @@
 //	inbox_waiting                 id → since, instances whose inbox holds a message only
 //	                              (a read finds an empty inbox with one point read)
 //	inbox_waiting_by_time         (since, id) (WaitingInboxes)
+//	heartbeats                    (id, token) → an attempt's last heartbeat
+//	heartbeats_of                 id → nothing, instances with heartbeats only (a commit that
+//	                              ends one finds none with one point read)
 //	schedules                     id → schedule + last event seq
 //	schedules_by_wake             (wake, id), schedules with a Wake only
 //	schedule_events               (id, seq) → event, the last weft.MaxScheduleEvents of each
@@ -180,11 +183,12 @@
 // cache once it has ended.
 //
 // On Pebble, the engine also remembers the values last written to or read
-// by a write transaction from instances, state, plugins and inbox waits,
-// and the keys found or made absent there (recent.go), up to 8 MiB: a run
-// reads the record its start has just written, and its commit reads it
-// again; every read of an instance looks for its inbox's wait, mostly not
-// there (a commit that creates an instance tells the engine so); and a
+// by a write transaction from instances, state, plugins, inbox waits and
+// heartbeat marks, and the keys found or made absent there (recent.go), up
+// to 8 MiB: a run reads the record its start has just written, and its
+// commit reads it again; every read of an instance looks for its inbox's
+// wait, and every commit that ends one for its heartbeats' mark, mostly
+// not there (a commit that creates an instance tells the engine so); and a
 // read through Pebble's memtables and levels costs more than the rest of
 // the read. Every write goes through the engine, one transaction at a
 // time, so the memory is exact; a read transaction takes a value from it

@@ -88,3 +88,59 @@ func TestOpenWaitsOldInboxes(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenMarksOldHeartbeats: a file of a build before the heartbeat marks
+// holds heartbeats of unmarked instances, which a terminal commit would
+// keep: Open marks each such instance, and the commit removes them.
+func TestOpenMarksOldHeartbeats(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	cfg := Config{Engine: EngineBolt, Now: func() time.Time { return now }}
+	path := filepath.Join(t.TempDir(), "weft.db")
+	s, err := Open(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	in := &weft.Instance{ID: "i1", Workflow: "w", Version: 1, Status: weft.StatusRunning,
+		Lease: weft.Lease{Node: "n1", Boot: "b1", Expiry: now.Add(time.Minute)}}
+	if in.Rev, err = s.Commit(ctx, store.Commit{Instance: in}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RenewLeases(ctx, store.LeaseRenewal{Node: "n1", Boot: "b1", Heartbeats: []store.Heartbeat{
+		{InstanceID: "i1", Token: "a1", Attempt: 1, Time: now, Details: []byte(`{}`)},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bBeatsOf) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if beats, err := s.Heartbeats(ctx, "i1"); err != nil || len(beats) != 1 {
+		t.Fatalf("after Open: Heartbeats = %+v, %v; want one", beats, err)
+	}
+	in.Status, in.Lease = weft.StatusCompleted, weft.Lease{}
+	if _, err := s.Commit(ctx, store.Commit{Instance: in}); err != nil {
+		t.Fatal(err)
+	}
+	if beats, err := s.Heartbeats(ctx, "i1"); err != nil || len(beats) != 0 {
+		t.Errorf("after the terminal commit: Heartbeats = %+v, %v; want none", beats, err)
+	}
+}

@@ -337,6 +337,7 @@ func (s *Store) Commit(ctx context.Context, c store.Commit) (uint64, error) {
 			// instance that does not exist is dropped, and a delete
 			// clears the inbox. (Its own Send, below, may add one.)
 			knownAbsent(tx.Bucket(bInboxWait), []byte(id))
+			knownAbsent(tx.Bucket(bBeatsOf), []byte(id)) // nor heartbeats
 		}
 		if c.Bookmarks != nil {
 			if err := replaceBookmarks(tx, id, c.Bookmarks); err != nil {
@@ -907,7 +908,7 @@ func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string
 		}
 		// Heartbeats first: the test must see the lease as it was before
 		// this renewal, like the renewals themselves do.
-		beats := tx.Bucket(bBeats)
+		beats, marks := tx.Bucket(bBeats), tx.Bucket(bBeatsOf)
 		for _, h := range r.Heartbeats {
 			_, held, err := lease(h.InstanceID)
 			if err != nil {
@@ -918,6 +919,11 @@ func (s *Store) RenewLeases(ctx context.Context, r store.LeaseRenewal) ([]string
 			}
 			if err := beats.Put(key(nil).str(h.InstanceID).str(h.Token), encodeBeat(h)); err != nil {
 				return err
+			}
+			if !marks.Has([]byte(h.InstanceID)) {
+				if err := marks.Put([]byte(h.InstanceID), nil); err != nil {
+					return err
+				}
 			}
 		}
 		idx, leases := tx.Bucket(bLeases), tx.Bucket(bLease)
@@ -1000,8 +1006,39 @@ func decodeBeat(b []byte) (h store.Heartbeat, ok bool) {
 
 // clearHeartbeats removes an instance's stored heartbeats.
 func clearHeartbeats(tx kvTx, id string) error {
+	// An instance with heartbeats is marked (RenewLeases, initSchema):
+	// one point read, mostly answered from memory, spares the walk.
+	marks := tx.Bucket(bBeatsOf)
+	if !marks.Has([]byte(id)) {
+		return nil
+	}
 	b := tx.Bucket(bBeats)
-	return deleteKeys(b, prefixKeys(b, key(nil).str(id)))
+	if err := deleteKeys(b, prefixKeys(b, key(nil).str(id))); err != nil {
+		return err
+	}
+	return marks.Delete([]byte(id))
+}
+
+// markAllHeartbeats marks every instance that has heartbeats.
+func markAllHeartbeats(tx kvTx) error {
+	var ids []string
+	c := tx.Bucket(bBeats).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		id, _, ok := readStr(k)
+		if !ok {
+			return fmt.Errorf("corrupt heartbeat key %x", k)
+		}
+		if n := len(ids); n == 0 || ids[n-1] != id {
+			ids = append(ids, id)
+		}
+	}
+	marks := tx.Bucket(bBeatsOf)
+	for _, id := range ids {
+		if err := marks.Put([]byte(id), nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ExpiredLeases implements store.Store.

@@ -176,6 +176,7 @@ var (
 	bInbox      = []byte("inbox")
 	bInboxIDs   = []byte("inbox_ids")
 	bBeats      = []byte("heartbeats")
+	bBeatsOf    = []byte("heartbeats_of") // instance id → nothing, instances with heartbeats only
 	bLease      = []byte("leases")
 	bInboxWait  = []byte("inbox_waiting") // instance id → since (8 bytes)
 	bInboxWaitX = []byte("inbox_waiting_by_time")
@@ -200,7 +201,7 @@ var (
 
 	allBuckets = [][]byte{bMeta, bInst, bState, bHist, bBookmarks, bBmIndex, bTimers, bTimersDue,
 		bIxAll, bIxWf, bIxStatus, bIxWfStatus, bLeases, bPins, bStim, bStimQueue, bStimExp,
-		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bLease, bInboxWait, bInboxWaitX,
+		bStimDead, bStimForget, bDefs, bDefLatest, bDefSeq, bPlugins, bInbox, bInboxIDs, bBeats, bBeatsOf, bLease, bInboxWait, bInboxWaitX,
 		bGrants, bGrantSeq, bExpiry,
 		bSched, bSchedWake, bSchedEvts,
 		bSlots, bSlotLine, bSlotWaiters,
@@ -318,6 +319,8 @@ func initSchema(db kvEngine, now time.Time) (err error) {
 		// A file of a build before the inbox waits has inboxes without
 		// one, which the reads take as empty (undrained): each gets one.
 		waitInboxes := tx.Bucket(bInboxIDs) != nil && tx.Bucket(bInboxWait) == nil
+		// Likewise heartbeats without their instance's mark.
+		markBeats := tx.Bucket(bBeats) != nil && tx.Bucket(bBeatsOf) == nil
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -331,6 +334,11 @@ func initSchema(db kvEngine, now time.Time) (err error) {
 		if waitInboxes {
 			if err := waitAllInboxes(tx, now); err != nil {
 				return fmt.Errorf("recording the inboxes' waits: %w", err)
+			}
+		}
+		if markBeats {
+			if err := markAllHeartbeats(tx); err != nil {
+				return fmt.Errorf("marking the instances with heartbeats: %w", err)
 			}
 		}
 		return tx.Bucket(bMeta).Put([]byte("schema"), []byte(schemaVersion))
