@@ -919,6 +919,11 @@ func (x *execution) apply(ev runner.Input) {
 					data, _ = json.Marshal(map[string]string{"encoding_error": err.Error()}) // a map of strings encodes
 				}
 			}
+			if x.next.history == nil {
+				// Room for the entries of a commit of a few steps, which
+				// the slice would otherwise grow into four times.
+				x.next.history = make([]weft.HistoryEntry, 0, 8)
+			}
 			x.next.history = append(x.next.history, weft.HistoryEntry{Time: now, Type: a.Type, StepPath: a.Path, Attempt: a.Attempt, Node: x.e.cfg.NodeID, Actor: a.Actor, Data: data})
 		case runner.Persist:
 			if x.err == nil {

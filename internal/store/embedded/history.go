@@ -28,8 +28,15 @@ func putHistory(tx kvTx, id string, after uint64, entries []weft.HistoryEntry, n
 	if len(entries) == 0 {
 		return after, nil
 	}
+	// The entries are encoded into one buffer, then framed into the
+	// value: two allocations a commit, whatever its entries' sizes.
+	size := 0
+	for _, e := range entries {
+		size += 160 + len(e.Data)
+	}
+	buf := make([]byte, 0, size)
+	ends := make([]int, len(entries))
 	seq := after
-	var val, raw []byte
 	for i, e := range entries {
 		seq++
 		e.Seq = seq
@@ -38,18 +45,21 @@ func putHistory(tx kvTx, id string, after uint64, entries []weft.HistoryEntry, n
 		}
 		e.Time = e.Time.UTC()
 		var err error
-		if raw, err = store.AppendHistory(raw[:0], e); err != nil {
+		if buf, err = store.AppendHistory(buf, e); err != nil {
 			return 0, err
 		}
-		if len(entries) == 1 {
-			val = raw
-			break
+		ends[i] = len(buf)
+	}
+	val := buf
+	if len(entries) > 1 {
+		val = make([]byte, 0, 1+len(entries)*binary.MaxVarintLen32+len(buf))
+		val = append(val, histChunk)
+		start := 0
+		for _, end := range ends {
+			val = binary.AppendUvarint(val, uint64(end-start))
+			val = append(val, buf[start:end]...)
+			start = end
 		}
-		if i == 0 {
-			val = append(make([]byte, 0, 1+len(entries)*(binary.MaxVarintLen32+len(raw))), histChunk)
-		}
-		val = binary.AppendUvarint(val, uint64(len(raw)))
-		val = append(val, raw...)
 	}
 	return seq, tx.Bucket(bHist).Put(key(nil).str(id).u64(after+1), val)
 }
