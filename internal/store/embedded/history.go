@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weftworks/weft/host/weft"
@@ -28,37 +29,42 @@ func putHistory(tx kvTx, id string, after uint64, entries []weft.HistoryEntry, n
 	if len(entries) == 0 {
 		return after, nil
 	}
-	// The entries are encoded into one buffer, then framed into the
-	// value: two allocations a commit, whatever its entries' sizes.
-	size := 0
+	// One allocation a commit, mostly: each entry is encoded after room
+	// for a two-byte length, and moved when its length takes another.
+	size := 1
 	for _, e := range entries {
-		size += 160 + len(e.Data)
+		size += 2 + 200 + len(e.Data)
 	}
-	buf := make([]byte, 0, size)
-	ends := make([]int, len(entries))
+	val := make([]byte, 0, size)
+	chunk := len(entries) > 1
+	if chunk {
+		val = append(val, histChunk)
+	}
 	seq := after
-	for i, e := range entries {
+	for _, e := range entries {
 		seq++
 		e.Seq = seq
 		if e.Time.IsZero() {
 			e.Time = now
 		}
 		e.Time = e.Time.UTC()
+		at := len(val)
+		if chunk {
+			val = append(val, 0, 0)
+		}
 		var err error
-		if buf, err = store.AppendHistory(buf, e); err != nil {
+		if val, err = store.AppendHistory(val, e); err != nil {
 			return 0, err
 		}
-		ends[i] = len(buf)
-	}
-	val := buf
-	if len(entries) > 1 {
-		val = make([]byte, 0, 1+len(entries)*binary.MaxVarintLen32+len(buf))
-		val = append(val, histChunk)
-		start := 0
-		for _, end := range ends {
-			val = binary.AppendUvarint(val, uint64(end-start))
-			val = append(val, buf[start:end]...)
-			start = end
+		if chunk {
+			var n [binary.MaxVarintLen64]byte
+			l := binary.PutUvarint(n[:], uint64(len(val)-at-2))
+			if l != 2 {
+				val = slices.Insert(val, at+2, n[:l]...) // room for the length, then
+				val = slices.Delete(val, at, at+2)       // the two bytes reserved go
+			} else {
+				copy(val[at:], n[:2])
+			}
 		}
 	}
 	return seq, tx.Bucket(bHist).Put(key(nil).str(id).u64(after+1), val)

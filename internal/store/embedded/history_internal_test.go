@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,11 +47,23 @@ func TestHistoryChunks(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		// Then commits of 4, 1 and 3 entries: seqs 3-6, 7, 8-10.
+		// Then commits of 4, 1 and 3 entries: seqs 3-6, 7, 8-10, of
+		// lengths that take one, two and three bytes.
+		data := map[uint64]string{}
+		seq := uint64(2)
 		for _, n := range []int{4, 1, 3} {
 			var hist []weft.HistoryEntry
-			for range n {
-				hist = append(hist, weft.HistoryEntry{Time: at, Type: "x", Data: []byte(`{"a":"\u2028<"}`)})
+			for i := range n {
+				seq++
+				d := `{"a":"\u2028<"}`
+				switch i {
+				case 1:
+					d = `{"a":"` + strings.Repeat("b", 200) + `"}`
+				case 2:
+					d = `{"a":"` + strings.Repeat("c", 20000) + `"}`
+				}
+				data[seq] = d
+				hist = append(hist, weft.HistoryEntry{Time: at, Type: "x", Data: []byte(d)})
 			}
 			cur, err := s.GetInstance(ctx, "i1")
 			if err != nil {
@@ -82,7 +95,7 @@ func TestHistoryChunks(t *testing.T) {
 					t.Fatalf("History(after %d, limit %d) = seqs %v, want %v", after, limit, seqs, want)
 				}
 				for _, e := range got {
-					if e.Seq > 2 && (string(e.Data) != `{"a":"\u2028<"}` || !e.Time.Equal(at)) {
+					if e.Seq > 2 && (string(e.Data) != data[e.Seq] || !e.Time.Equal(at)) {
 						t.Fatalf("entry %d: %+v", e.Seq, e)
 					}
 				}

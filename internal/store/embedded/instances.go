@@ -137,14 +137,32 @@ func instIndexes(r *weft.Instance) []indexEntry {
 	if r == nil {
 		return nil
 	}
-	suffix := key(nil).time(r.CreatedAt).str(r.ID)
-	st := string(r.Status)
-	es := []indexEntry{
-		{bIxAll, suffix, nil},
-		{bIxWf, key(nil).str(r.Workflow).append(suffix), nil},
-		{bIxStatus, key(nil).str(st).append(suffix), nil},
-		{bIxWfStatus, key(nil).str(r.Workflow).str(st).append(suffix), nil},
+	// The keys are cut from one buffer (each capped, so that the next
+	// append cannot overwrite it): every commit computes them twice.
+	buf := make(key, 0, 4*(len(r.Workflow)+len(r.Status)+len(r.ID)+32)+len(r.Plugins)*(len(r.ID)+32))
+	cut := func(start int) key {
+		return buf[start:len(buf):len(buf)]
 	}
+	start := len(buf)
+	buf = buf.time(r.CreatedAt).str(r.ID)
+	suffix := cut(start)
+	st := string(r.Status)
+	start = len(buf)
+	buf = buf.str(r.Workflow).append(suffix)
+	wf := cut(start)
+	start = len(buf)
+	buf = buf.str(st).append(suffix)
+	status := cut(start)
+	start = len(buf)
+	buf = buf.str(r.Workflow).str(st).append(suffix)
+	wfStatus := cut(start)
+	es := make([]indexEntry, 0, 5+len(r.Plugins))
+	es = append(es,
+		indexEntry{bIxAll, suffix, nil},
+		indexEntry{bIxWf, wf, nil},
+		indexEntry{bIxStatus, status, nil},
+		indexEntry{bIxWfStatus, wfStatus, nil},
+	)
 	if r.Status.Terminal() {
 		if !r.DeleteAfter.IsZero() {
 			es = append(es, indexEntry{bExpiry, key(nil).time(r.DeleteAfter).str(r.ID), nil})
@@ -155,7 +173,9 @@ func instIndexes(r *weft.Instance) []indexEntry {
 		es = append(es, indexEntry{bLeases, key(nil).time(r.Lease.Expiry).str(r.ID), nil})
 	}
 	for name, version := range r.Plugins {
-		es = append(es, indexEntry{bPins, key(nil).str(name).str(r.ID), []byte(version)})
+		start = len(buf)
+		buf = buf.str(name).str(r.ID)
+		es = append(es, indexEntry{bPins, cut(start), []byte(version)})
 	}
 	return es
 }
