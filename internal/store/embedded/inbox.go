@@ -156,16 +156,9 @@ func consumeMessages(tx kvTx, id string, msgIDs []string, now time.Time) error {
 // waitAllInboxes gives every inbox that holds a message a wait since now,
 // when it has none.
 func waitAllInboxes(tx kvTx, now time.Time) error {
-	var ids []string
-	c := tx.Bucket(bInboxIDs).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		id, _, ok := readStr(k)
-		if !ok {
-			return fmt.Errorf("corrupt inbox index key %x", k)
-		}
-		if n := len(ids); n == 0 || ids[n-1] != id {
-			ids = append(ids, id)
-		}
+	ids, err := keyIDs(tx.Bucket(bInboxIDs))
+	if err != nil {
+		return err
 	}
 	for _, id := range ids {
 		if err := startWaiting(tx, id, now, false); err != nil {

@@ -41,27 +41,8 @@ func TestOpenWaitsOldInboxes(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// As the earlier build left it: no waits.
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bInboxWait, bInboxWaitX} {
-			if err := tx.DeleteBucket(name); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWithout(t, s, bInboxWait, bInboxWaitX)
 	pebblePath := filepath.Join(dir, "store")
 	if err := Migrate(path, pebblePath, Config{Engine: EnginePebble, Now: cfg.Now}); err != nil {
 		t.Fatal(err)
@@ -112,19 +93,7 @@ func TestOpenMarksOldHeartbeats(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bBeatsOf) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeWithout(t, s, bBeatsOf)
 	if s, err = Open(path, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -142,5 +111,31 @@ func TestOpenMarksOldHeartbeats(t *testing.T) {
 	}
 	if beats, err := s.Heartbeats(ctx, "i1"); err != nil || len(beats) != 0 {
 		t.Errorf("after the terminal commit: Heartbeats = %+v, %v; want none", beats, err)
+	}
+}
+
+// closeWithout closes s, a bbolt store, and deletes buckets from its file,
+// as a build before them left it.
+func closeWithout(t *testing.T, s *Store, buckets ...[]byte) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(s.path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range buckets {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1041,16 +1041,9 @@ func clearHeartbeats(tx kvTx, id string) error {
 
 // markAllHeartbeats marks every instance that has heartbeats.
 func markAllHeartbeats(tx kvTx) error {
-	var ids []string
-	c := tx.Bucket(bBeats).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		id, _, ok := readStr(k)
-		if !ok {
-			return fmt.Errorf("corrupt heartbeat key %x", k)
-		}
-		if n := len(ids); n == 0 || ids[n-1] != id {
-			ids = append(ids, id)
-		}
+	ids, err := keyIDs(tx.Bucket(bBeats))
+	if err != nil {
+		return err
 	}
 	marks := tx.Bucket(bBeatsOf)
 	for _, id := range ids {

@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"time"
 
 	"github.com/weftworks/weft/internal/store"
@@ -34,3 +35,20 @@ func decodeCursor(c string) ([]byte, error) {
 
 // hasPrefix is bytes.HasPrefix for keys that may be nil (end of bucket).
 func hasPrefix(k, prefix []byte) bool { return k != nil && bytes.HasPrefix(k, prefix) }
+
+// keyIDs returns the instance ids that the keys of b start with (as a
+// tuple string), each once, in order: b's keys are (id, ...).
+func keyIDs(b kvBucket) ([]string, error) {
+	var ids []string
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		id, _, ok := readStr(k)
+		if !ok {
+			return nil, fmt.Errorf("corrupt key %x: it does not start with an instance id", k)
+		}
+		if n := len(ids); n == 0 || ids[n-1] != id {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
