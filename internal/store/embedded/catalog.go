@@ -258,7 +258,9 @@ func (s *Store) pluginHasVersion(tx kvTx, name, version string) (bool, error) {
 
 // versionsMemo keeps, by plugin, the names of the versions of the record
 // last decoded, with its bytes: a record with the same bytes has the same
-// versions, so the memo is exact without being told of changes.
+// versions, so the memo is exact without being told of changes. (The
+// catalog cache is not: a change invalidates it once its transaction has
+// ended, which a write transaction that follows at once may not see.)
 type versionsMemo struct {
 	mu sync.Mutex
 	m  map[string]versionsOf

@@ -599,12 +599,11 @@ func (b *pebbleBucket) note(k, v []byte) {
 	case v != nil:
 		w.v = append(make([]byte, 0, len(v)), v...)
 	}
-	ks := w.key
 	b.t.recent = append(b.t.recent, w)
 	if b.t.wrote == nil {
 		b.t.wrote = map[string]struct{}{}
 	}
-	b.t.wrote[ks] = struct{}{}
+	b.t.wrote[w.key] = struct{}{}
 }
 
 func (b *pebbleBucket) Has(key []byte) bool {

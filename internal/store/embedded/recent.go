@@ -17,9 +17,9 @@ const (
 // just written, and its commit reads the record again; every start's
 // commit reads the plugin records it pins; reads of an instance look for
 // its inbox's wait, and a commit that ends one for its heartbeats' mark,
-// which are mostly not there. Measured with seq3 at 50 in
-// flight, those reads through Pebble's memtables and levels were about a
-// tenth of the host's CPU.
+// which are mostly not there. Measured with seq3 at 50 in flight, those
+// reads through Pebble's memtables and levels were about a tenth of the
+// host's CPU.
 var recentBuckets = [][]byte{bInst, bState, bPlugins, bInboxWait, bBeatsOf}
 
 // recent is a Pebble engine's memory of the values that its last commits

@@ -400,9 +400,10 @@ func encodeMeta(r *instRecord) ([]byte, error) {
 }
 
 // appendMeta appends r's JSON to b, as json.Marshal writes it; false when
-// r holds what it leaves to encoding/json, or a time JSON cannot hold.
+// r holds what it leaves to encoding/json, or a time JSON cannot hold. r's
+// documents must be nil (encodeMeta clears them): they are not written.
 func appendMeta(b []byte, r *instRecord) ([]byte, bool) {
-	if r.Error != nil || len(r.Search) > 0 || r.Input != nil || r.Output != nil || r.Vars != nil {
+	if r.Error != nil || len(r.Search) > 0 {
 		return nil, false
 	}
 	ok := true
