@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -43,6 +44,10 @@ type callState struct {
 	// lazily (configKeyMaxSet): a longer key is not looked up at all.
 	configKeyMax    int
 	configKeyMaxSet bool
+
+	// turn is when the guest's current turn on its thread began: the
+	// export call's start (begin), then its last yield (share).
+	turn time.Time
 
 	// ctx is the export call's own context (begin), for the stdout
 	// and stderr writers, which wazero calls without one, and for what a
@@ -137,6 +142,7 @@ func (c *callContext) Value(key any) any {
 // (wazero calls them without a context).
 func (in *instance) begin(ctx context.Context, cs *callState) context.Context {
 	cs.ctx = ctx
+	cs.turn = time.Now()
 	in.cur = callContext{Context: ctx, cs: cs}
 	return &in.cur
 }

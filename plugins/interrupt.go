@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -76,11 +77,9 @@ func (r *Runtime) check(ctx context.Context, _ api.Module, stack []uint64) {
 		if err := ctx.Err(); err != nil {
 			stop(err) // classify says why from the contexts
 		}
-		// Let other goroutines run: without it a guest keeps its thread for
-		// the scheduler's whole 10ms slice, and with more busy guests than
-		// cores an HTTP request waits several slices for a turn.
-		runtime.Gosched()
-		if cs := callOf(ctx); cs != nil && cs.fuel != nil {
+		cs := callOf(ctx)
+		share(cs)
+		if cs != nil && cs.fuel != nil {
 			// The counter is at or below zero; what the refill adds is
 			// work the guest will have done by the end of the call.
 			cs.fuelRefilled += instrument.Fuel - int64(api.DecodeI32(cs.fuel.Get()))
@@ -92,6 +91,39 @@ func (r *Runtime) check(ctx context.Context, _ api.Module, stack []uint64) {
 		stop(fmt.Errorf("%w: %s.%s called with reason %d", call.ErrProtocol, instrumentModule, instrumentFunc, uint32(stack[0])))
 	}
 }
+
+// turnLength is how long a guest keeps its thread before its next visit
+// to the host lets other goroutines run.
+//
+// Without yielding, a guest keeps its thread for the Go scheduler's whole
+// 10 ms slice, and with more busy guests than cores an HTTP request waits
+// several slices for a turn. Yielding at every visit (every 0.2 ms of
+// guest code) cost the guest 10–25% of its speed (kit upper on 64 KiB,
+// BENCHMARKS.md "Invoke path: yielding in turns"): each yield may move
+// the goroutine to another thread, whose caches do not hold the guest's
+// memory. A millisecond keeps the wait of a goroutine behind busy guests
+// near a millisecond a guest, and the cost near a twentieth of that.
+const turnLength = time.Millisecond
+
+// share lets other goroutines run when the guest's turn is over: cs's
+// turn, or at every visit when there is no call state. It reads the real
+// clock, not Config.Now: what it measures is how long the guest has held
+// its thread.
+func share(cs *callState) {
+	if cs != nil && !cs.turnOver(time.Now()) {
+		return
+	}
+	runtime.Gosched()
+	if cs != nil {
+		// The next turn begins when the goroutine runs again, not when
+		// it yielded: a wait in the run queue is not the guest's.
+		cs.turn = time.Now()
+	}
+}
+
+// turnOver says whether the guest's turn, begun at cs.turn, is over at
+// now.
+func (cs *callState) turnOver(now time.Time) bool { return now.Sub(cs.turn) >= turnLength }
 
 // stopped returns the error a host function stopped the guest with, if err
 // carries one.
