@@ -193,7 +193,9 @@
 // the read. Every write goes through the engine, one transaction at a
 // time, so the memory is exact; a read transaction takes a value from it
 // only when its snapshot holds that value (a generation per commit, noted
-// before the snapshot).
+// before the snapshot). A read of one instance takes its snapshot only
+// when memory cannot answer it (viewLazily): a snapshot's making and
+// closing take the lock that Pebble's commits take.
 //
 // # Search attributes
 //

@@ -522,7 +522,10 @@ func replaceTimers(tx kvTx, id string, ts []weft.Timer) error {
 // GetInstance implements store.Store.
 func (s *Store) GetInstance(ctx context.Context, id string) (*weft.Instance, error) {
 	var out *weft.Instance
-	err := s.read(ctx, func(tx kvTx) error {
+	// Lazily: a run's first read of an instance its start has just
+	// written is answered from the engine's memory whole (recent).
+	err := s.readLazily(ctx, func(tx kvTx) error {
+		out = nil
 		r, err := getInst(tx, id)
 		if err != nil {
 			return err

@@ -13,6 +13,11 @@ type kvEngine interface {
 	// view runs fn in a read transaction: every read sees the state of
 	// one moment, whatever is written meanwhile.
 	view(fn func(kvTx) error) error
+	// viewLazily is view for an fn that may run twice, which sets what
+	// it returns and changes nothing else: the engine may then answer it
+	// from memory without its snapshot, and run it again when that
+	// could not be exact.
+	viewLazily(fn func(kvTx) error) error
 	// update runs fn in a read-write transaction, one at a time, and
 	// commits it durably (fsync) when fn returns nil; an error from fn
 	// rolls it back. Reads in fn see its own writes.

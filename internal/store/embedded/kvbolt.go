@@ -48,6 +48,8 @@ func (e *boltEngine) view(fn func(kvTx) error) error {
 	return e.db.View(func(tx *bolt.Tx) error { return fn((*boltTx)(tx)) })
 }
 
+func (e *boltEngine) viewLazily(fn func(kvTx) error) error { return e.view(fn) }
+
 func (e *boltEngine) update(fn func(kvTx) error) error {
 	return e.db.Update(func(tx *bolt.Tx) error { return fn((*boltTx)(tx)) })
 }

@@ -219,7 +219,7 @@ func (e *pebbleEngine) checkForeign() error {
 			return nil
 		}
 		t := tx.(*pebbleTx)
-		it, err := t.r.NewIter(nil)
+		it, err := t.reader().NewIter(nil)
 		if err != nil {
 			return err
 		}
@@ -309,7 +309,12 @@ func (e *pebbleEngine) view(fn func(kvTx) error) error {
 	if e.closed {
 		return weft.ErrClosed
 	}
-	gen := e.recent.generation() // before the snapshot: see recent
+	return e.viewNow(fn)
+}
+
+// viewNow is view, under e.mu.
+func (e *pebbleEngine) viewNow(fn func(kvTx) error) error {
+	gen, _ := e.recent.generation() // before the snapshot: see recent
 	snap := e.db.NewSnapshot()
 	defer snap.Close()
 	tx := &pebbleTx{e: e, r: snap, gen: gen}
@@ -318,6 +323,58 @@ func (e *pebbleEngine) view(fn func(kvTx) error) error {
 		return errors.Join(tx.err, cerr) // what fn did rests on a failed read
 	}
 	return err
+}
+
+// viewLazily is view for an fn that may run twice: it takes Pebble's
+// snapshot only at fn's first read that the engine's recent values cannot
+// answer, so that a read they answer whole (an instance that a run reads
+// right after its start wrote it) costs no snapshot, whose making and
+// closing take the DB's lock that commits take too.
+//
+// The late snapshot sees what an early one would have: it is taken only
+// if no commit has begun since fn began (recent.snapshot), so every value
+// fn took from memory is still the stored one, and the commits that were
+// in progress when fn began had their keys refused by memory. When a
+// commit has begun since, fn runs again, on a snapshot taken first.
+func (e *pebbleEngine) viewLazily(fn func(kvTx) error) error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return weft.ErrClosed
+	}
+	gen, begun := e.recent.generation()
+	tx := &pebbleTx{e: e, gen: gen, lazy: true, begun: begun}
+	err := fn(tx)
+	if tx.snap != nil {
+		defer tx.snap.Close()
+	}
+	cerr := tx.closeIters()
+	if errors.Is(tx.err, errLate) {
+		return e.viewNow(fn)
+	}
+	if tx.err != nil || cerr != nil {
+		return errors.Join(tx.err, cerr)
+	}
+	return err
+}
+
+// errLate fails the reads of a lazy view that found a commit begun since
+// it began (viewLazily).
+var errLate = errors.New("a commit began since the view began")
+
+// reader returns what the transaction reads Pebble through, or nil after
+// a failure; a lazy view's first call takes its snapshot (viewLazily).
+func (t *pebbleTx) reader() pebble.Reader {
+	if t.lazy {
+		t.lazy = false
+		t.snap = t.e.recent.snapshot(t.begun, t.e.db.NewSnapshot)
+		if t.snap == nil {
+			t.fail(errLate)
+			return nil
+		}
+		t.r = t.snap
+	}
+	return t.r
 }
 
 func (e *pebbleEngine) update(fn func(kvTx) error) error {
@@ -416,8 +473,14 @@ func (e *pebbleEngine) close() error {
 // (update), whose reads see its own writes. A read that fails sets err,
 // which the transaction returns, whatever fn returned.
 type pebbleTx struct {
-	e     *pebbleEngine
+	e *pebbleEngine
+	// r is what the transaction reads Pebble through: a snapshot or the
+	// write's batch; nil in a lazy view until reader takes its snapshot
+	// (snap), or after it could not.
 	r     pebble.Reader
+	snap  *pebble.Snapshot
+	lazy  bool
+	begun uint64        // a lazy view's: the commits begun when it began
 	batch *pebble.Batch // nil in a read transaction
 	iters []*pebble.Iterator
 	// created are the buckets this transaction created.
@@ -458,7 +521,11 @@ func (t *pebbleTx) key(prefix, k []byte) []byte {
 
 // get returns a copy of the value of k, nil when missing.
 func (t *pebbleTx) get(k []byte) []byte {
-	v, closer, err := t.r.Get(k)
+	r := t.reader()
+	if r == nil {
+		return nil
+	}
+	v, closer, err := r.Get(k)
 	if err != nil {
 		if !errors.Is(err, pebble.ErrNotFound) {
 			t.fail(fmt.Errorf("reading key %x: %w", k, err))
@@ -513,7 +580,11 @@ func (t *pebbleTx) CreateBucketIfNotExists(name []byte) (kvBucket, error) {
 }
 
 func (t *pebbleTx) ForEachBucket(fn func(name []byte) error) error {
-	it, err := t.r.NewIter(&pebble.IterOptions{LowerBound: seqLo, UpperBound: seqHi})
+	r := t.reader()
+	if r == nil {
+		return t.err
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: seqLo, UpperBound: seqHi})
 	if err != nil {
 		return err
 	}
@@ -611,7 +682,11 @@ func (b *pebbleBucket) Has(key []byte) bool {
 	if v, ok := b.remembered(k); ok {
 		return v != nil
 	}
-	_, closer, err := b.t.r.Get(k)
+	r := b.t.reader()
+	if r == nil {
+		return false
+	}
+	_, closer, err := r.Get(k)
 	if err != nil {
 		if errors.Is(err, pebble.ErrNotFound) {
 			b.fill(k, nil)
@@ -707,7 +782,11 @@ type pebbleCursor struct {
 
 func (c *pebbleCursor) iter() *pebble.Iterator {
 	if c.it == nil {
-		it, err := c.t.r.NewIter(&pebble.IterOptions{LowerBound: c.r.lo, UpperBound: c.r.hi})
+		r := c.t.reader()
+		if r == nil {
+			return nil
+		}
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: c.r.lo, UpperBound: c.r.hi})
 		if err != nil {
 			c.t.fail(fmt.Errorf("iterating bucket %s: %w", c.r.name, err))
 			return nil

@@ -2,6 +2,8 @@ package embedded
 
 import (
 	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Bounds of a Pebble store's recent values: what they may hold in all, in
@@ -47,8 +49,9 @@ var recentBuckets = [][]byte{bInst, bState, bPlugins, bInboxWait, bBeatsOf}
 // recentMaxBytes or recentMaxKeys.
 type recent struct {
 	mu sync.Mutex
-	// gen counts the commits remembered.
-	gen uint64
+	// gen counts the commits remembered, begun the commits begun (a
+	// commit that writes none of recentBuckets' keys is neither).
+	gen, begun uint64
 	// committing are the keys of the commit in progress.
 	committing map[string]struct{}
 	vals       map[string]recentValue
@@ -90,11 +93,24 @@ func newRecent() *recent {
 }
 
 // generation returns the commits remembered so far, which a read
-// transaction notes before it takes its snapshot.
-func (r *recent) generation() uint64 {
+// transaction notes before it takes its snapshot, and the commits begun.
+func (r *recent) generation() (gen, begun uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.gen
+	return r.gen, r.begun
+}
+
+// snapshot returns take() if no commit has begun since begun commits had,
+// nil otherwise. No commit begins while take runs: one that began after
+// would otherwise be visible in the snapshot, beside values that the
+// transaction took from memory before it began.
+func (r *recent) snapshot(begun uint64, take func() *pebble.Snapshot) *pebble.Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.begun != begun {
+		return nil
+	}
+	return take()
 }
 
 // get returns the value of key as a transaction of generation gen sees it,
@@ -134,6 +150,7 @@ func (r *recent) fill(key []byte, v []byte) {
 func (r *recent) begin(writes []recentWrite) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.begun++
 	for _, w := range writes {
 		r.committing[w.key] = struct{}{}
 	}

@@ -490,7 +490,16 @@ func (s *Store) breakDown(r any, held bool) error {
 // read runs fn in a read transaction. bbolt panics on some corrupt pages;
 // read turns that into an error naming the file (as update does for
 // writes).
-func (s *Store) read(ctx context.Context, fn func(tx kvTx) error) (err error) {
+func (s *Store) read(ctx context.Context, fn func(tx kvTx) error) error {
+	return s.readWith(ctx, s.db.view, fn)
+}
+
+// readLazily is read for an fn that may run twice (kvEngine.viewLazily).
+func (s *Store) readLazily(ctx context.Context, fn func(tx kvTx) error) error {
+	return s.readWith(ctx, s.db.viewLazily, fn)
+}
+
+func (s *Store) readWith(ctx context.Context, view func(func(kvTx) error) error, fn func(tx kvTx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -500,7 +509,7 @@ func (s *Store) read(ctx context.Context, fn func(tx kvTx) error) (err error) {
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	err = s.db.view(fn)
+	err = view(fn)
 	if err != nil {
 		var r refusal
 		if errors.As(err, &r) {
