@@ -318,6 +318,7 @@ func (e *pebbleEngine) viewNow(fn func(kvTx) error) error {
 	snap := e.db.NewSnapshot()
 	defer snap.Close()
 	tx := &pebbleTx{e: e, r: snap, gen: gen}
+	defer tx.closeIters() // before the snapshot's Close, when fn panics (below otherwise)
 	err := fn(tx)
 	if cerr := tx.closeIters(); tx.err != nil || cerr != nil {
 		return errors.Join(tx.err, cerr) // what fn did rests on a failed read
@@ -344,10 +345,13 @@ func (e *pebbleEngine) viewLazily(fn func(kvTx) error) error {
 	}
 	gen, begun := e.recent.generation()
 	tx := &pebbleTx{e: e, gen: gen, lazy: true, begun: begun}
+	defer func() {
+		if tx.snap != nil {
+			tx.snap.Close()
+		}
+	}()
+	defer tx.closeIters() // before the snapshot's Close, when fn panics (below otherwise)
 	err := fn(tx)
-	if tx.snap != nil {
-		defer tx.snap.Close()
-	}
 	cerr := tx.closeIters()
 	if errors.Is(tx.err, errLate) {
 		return e.viewNow(fn)
@@ -543,6 +547,11 @@ func (t *pebbleTx) Bucket(name []byte) kvBucket {
 	r := t.e.rangeOf(name)
 	if !(*t.e.known.Load())[string(name)] {
 		if t.get(r.seq) == nil {
+			if errors.Is(t.err, errLate) {
+				// A lazy view that will run again: its reads fail, and
+				// a bucket, not nil, keeps fn to the path it took.
+				return &pebbleBucket{t: t, r: r}
+			}
 			return nil
 		}
 		if !t.createdHere(name) {
