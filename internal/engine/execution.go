@@ -548,6 +548,11 @@ func (x *execution) settle(poll bool) (bool, error) {
 				x.handBack()
 				return true, x.ctx.Err()
 			}
+			// The attempt ended when its result came, before its slot
+			// goes to the next in the key's line: its end is recorded
+			// at this time, so that no attempt the slot goes to next is
+			// recorded as starting before it ended.
+			ended := x.e.cfg.Now()
 			if s := inv.Slot; s != nil {
 				x.e.releaseStepSlot(x.ctx, x.logCtx, s.Key, s.Holder, s.Limit)
 			}
@@ -561,7 +566,7 @@ func (x *execution) settle(poll bool) (bool, error) {
 			endAttempt(f.span, in, refused)
 			// Before the commit that records the attempt's end.
 			x.keepTape(f, in)
-			x.apply(in)
+			x.applyAt(in, ended)
 		case done := <-x.sched.persist:
 			if !x.sched.leased {
 				x.err = x.commit(false)
@@ -872,8 +877,11 @@ func (x *execution) input(r result, inv runner.Invoke, watched *attempt) runner.
 }
 
 // apply applies one event and performs the actions.
-func (x *execution) apply(ev runner.Input) {
-	now := x.e.cfg.Now()
+func (x *execution) apply(ev runner.Input) { x.applyAt(ev, x.e.cfg.Now()) }
+
+// applyAt is apply at now: what the runner decides, and the history
+// entries it records, are of that time.
+func (x *execution) applyAt(ev runner.Input, now time.Time) {
 	before := x.stepsBefore()
 	acts := x.prog.Apply(x.st, runner.Context{InstanceID: x.inst.ID, Now: now, Rand: seeded(x.inst.ID, x.st.Seq), AttemptDataLimit: x.e.cfg.AttemptDataLimit, VarsLimit: x.e.cfg.VarsLimit}, ev)
 	x.stepsEnded(before, acts, now)
