@@ -98,11 +98,11 @@ func (r *Runtime) check(ctx context.Context, _ api.Module, stack []uint64) {
 // Without yielding, a guest keeps its thread for the Go scheduler's whole
 // 10 ms slice, and with more busy guests than cores an HTTP request waits
 // several slices for a turn. Yielding at every visit (every 0.2 ms of
-// guest code) cost the guest 10–25% of its speed (kit upper on 64 KiB,
-// BENCHMARKS.md "Invoke path: yielding in turns"): each yield may move
-// the goroutine to another thread, whose caches do not hold the guest's
-// memory. A millisecond keeps the wait of a goroutine behind busy guests
-// near a millisecond a guest, and the cost near a twentieth of that.
+// guest code) cost kit upper on 64 KiB 5% of its speed at the median, up
+// to a fifth in single rounds, on two cores (BENCHMARKS.md, "Kit upper
+// end to end, in turns"): each yield may move the goroutine to another
+// thread, whose caches do not hold the guest's memory. A millisecond keeps
+// the wait of a goroutine behind busy guests near a millisecond a guest.
 const turnLength = time.Millisecond
 
 // share lets other goroutines run when the guest's turn is over: cs's

@@ -550,8 +550,8 @@ func (x *execution) settle(poll bool) (bool, error) {
 			}
 			// The attempt ended when its result came, before its slot
 			// goes to the next in the key's line: its end is recorded
-			// at this time, so that no attempt the slot goes to next is
-			// recorded as starting before it ended.
+			// at this time, so that no attempt the slot goes to next on
+			// this node is recorded as starting before it ended.
 			ended := x.e.cfg.Now()
 			if s := inv.Slot; s != nil {
 				x.e.releaseStepSlot(x.ctx, x.logCtx, s.Key, s.Holder, s.Limit)
